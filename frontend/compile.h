@@ -1,0 +1,46 @@
+/*
+ * One compilation: the arena, the diagnostics, the program and the options
+ * that affect meaning. The frontend passes run in order, each in its own
+ * file, chained as  err = err ?: pass(c);  and stop at the first pass that
+ * reports errors.
+ */
+#ifndef UBT_COMPILE_H
+#define UBT_COMPILE_H
+
+#include <stdbool.h>
+
+#include "arena.h"
+#include "ast.h"
+#include "diag.h"
+
+enum ubt_mode {
+	MODE_AUTO,
+	MODE_KERNEL,
+	MODE_USER,
+};
+
+struct compile {
+	struct arena arena;
+	struct diag_list diag;
+	const char *filename;	/* "stdin" for -e */
+	const char *source;
+	struct ast_node *program;
+
+	/* context that gives the program meaning */
+	const char **params;	/* positional parameters $1.. */
+	int nparams;
+	int pid;		/* -p, 0 if none */
+	bool has_cmd;		/* -c given: cpid is valid */
+	bool unsafe;
+	enum ubt_mode mode;
+	int max_strlen;		/* default 64 */
+};
+
+void compile_init(struct compile *c, const char *filename, const char *source);
+void compile_release(struct compile *c);
+
+/* Parse c->source into c->program; 0 or -EINVAL with diagnostics. */
+int parse_program(struct compile *c);
+/* Parse a type name as written in casts and let declarations, for tests. */
+
+#endif

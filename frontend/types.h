@@ -1,0 +1,73 @@
+/*
+ * Types of expressions, variables and map keys/values, as bpftrace sizes
+ * them. Allocated in the compilation arena; compare with type_equal().
+ */
+#ifndef UBT_TYPES_H
+#define UBT_TYPES_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+struct arena;
+
+enum type_kind {
+	TY_NONE,	/* not yet inferred */
+	TY_VOID,	/* statement-only calls: printf(), exit(), ... */
+	TY_INT,
+	TY_BOOL,
+	TY_STRING,	/* fixed-size NUL-padded buffer of size bytes */
+	TY_BUFFER,	/* buf(): length-prefixed bytes */
+	TY_POINTER,
+	TY_ARRAY,
+	TY_RECORD,	/* C struct or union (is_union) */
+	TY_ENUM,
+	TY_TUPLE,
+	TY_NAMED,	/* a C type name not resolved yet (typedef or struct) */
+	/* values with a special printing */
+	TY_USYM, TY_KSYM, TY_USTACK, TY_KSTACK, TY_USERNAME, TY_INET,
+	TY_MAC, TY_TIMESTAMP, TY_CGROUP_PATH, TY_STRERROR, TY_PROBE,
+	/* aggregation map values */
+	TY_COUNT, TY_SUM, TY_AVG, TY_MIN, TY_MAX, TY_STATS, TY_HIST, TY_LHIST,
+	TY_KIND_COUNT,
+};
+
+struct type_field {
+	const char *name;	/* NULL for tuple elements */
+	struct type *type;
+	size_t offset;
+	int bitfield_bits;	/* 0 when not a bitfield */
+	int bitfield_shift;
+};
+
+struct type {
+	enum type_kind kind;
+	size_t size;		/* bytes; for TY_STRING the buffer size */
+	bool is_signed;		/* TY_INT, TY_SUM, TY_MIN, TY_MAX, TY_AVG, TY_STATS */
+	bool is_union;		/* TY_RECORD */
+	bool is_ctx;		/* pointer into the probe context (args) */
+	enum {
+		AS_NONE, AS_KERNEL, AS_USER,
+	} addrspace;
+	const char *name;	/* record/enum/named type name ("struct foo") */
+	struct type *elem;	/* pointee / array element */
+	size_t nelems;		/* array length */
+	struct type_field *fields;	/* records and tuples */
+	int nfields;
+	/* lhist(value, min, max, step); hist(value, bits) */
+	int64_t lhist_min, lhist_max, lhist_step;
+	int hist_bits;
+};
+
+struct type *type_new(struct arena *a, enum type_kind kind, size_t size);
+struct type *type_int(struct arena *a, size_t size, bool is_signed);
+struct type *type_string(struct arena *a, size_t size);
+struct type *type_pointer(struct arena *a, struct type *elem);
+bool type_equal(const struct type *x, const struct type *y);
+bool type_is_integer(const struct type *t);	/* int, bool, pointer-free */
+bool type_is_aggregation(const struct type *t);	/* count ... lhist */
+/* bpftrace's spelling of a type in messages: "uint64", "string[64]", ... */
+const char *type_str(struct arena *a, const struct type *t);
+
+#endif

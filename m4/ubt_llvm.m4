@@ -1,0 +1,21 @@
+# UBT_LLVM: find LLVM 19 through llvm-config, keep only -I/-D from --cppflags
+# (the pattern of PostgreSQL's config/llvm.m4), and gate on the major version.
+AC_DEFUN([UBT_LLVM], [
+	AC_ARG_VAR([LLVM_CONFIG], [path to llvm-config (LLVM 19)])
+	AC_PATH_PROGS([LLVM_CONFIG], [llvm-config-19 llvm-config])
+	AS_IF([test -z "$LLVM_CONFIG"],
+		[AC_MSG_ERROR([llvm-config not found: apt-get install llvm-19-dev])])
+	ubt_llvm_version=`$LLVM_CONFIG --version`
+	AC_MSG_CHECKING([for LLVM 19])
+	AS_CASE([$ubt_llvm_version],
+		[19.*], [AC_MSG_RESULT([$ubt_llvm_version])],
+		[AC_MSG_RESULT([no ($ubt_llvm_version)])
+		 AC_MSG_ERROR([LLVM 19 is required: apt-get install llvm-19-dev])])
+	LLVM_CPPFLAGS=
+	for ubt_flag in `$LLVM_CONFIG --cppflags`; do
+		AS_CASE([$ubt_flag], [-I*|-D*], [LLVM_CPPFLAGS="$LLVM_CPPFLAGS $ubt_flag"])
+	done
+	LLVM_LIBS="`$LLVM_CONFIG --ldflags` `$LLVM_CONFIG --libs` `$LLVM_CONFIG --system-libs`"
+	AC_SUBST([LLVM_CPPFLAGS])
+	AC_SUBST([LLVM_LIBS])
+])

@@ -1,0 +1,1 @@
+# shim/: see DESIGN.md
