@@ -1,1 +1,12 @@
 # codegen/: see DESIGN.md
+libubt_a_SOURCES += \
+	codegen/bpf_maps.c \
+	codegen/cg.c \
+	codegen/cg.h \
+	codegen/cg_call.c \
+	codegen/cg_expr.c \
+	codegen/cg_int.h \
+	codegen/cg_map.c \
+	codegen/cg_stmt.c \
+	codegen/irb.c \
+	codegen/irb.h

@@ -15,6 +15,8 @@
 #include "diag.h"
 #include "types.h"
 
+struct sema_node;
+
 enum ast_kind {
 	/* top level */
 	AST_PROGRAM,
@@ -103,6 +105,8 @@ struct ast_attach_point {
 	uint64_t func_offset;	/* uprobe:bin:func+0x10 */
 	uint64_t freq;		/* profile/interval/software/hardware count */
 	const char *unit;	/* interval unit as written: s, ms, us, hz, ... */
+	uint64_t len;		/* watchpoint length in bytes */
+	const char *mode;	/* watchpoint mode: r, w, x, rw, ... */
 	int pid;		/* usdt/uprobe with -p; 0 = any */
 	bool need_expansion;	/* contains wildcards */
 	bool quoted_func;
@@ -113,6 +117,8 @@ struct ast_node {
 	struct ast_loc loc;
 	struct ast_node *next;	/* next in a list (probes, statements, args, ...) */
 	struct type *type;	/* filled by sema for expressions */
+	struct sema_node *sema;	/* filled by sema: resolved builtin, call, map,
+				 * variable, probe (frontend/sema.h) */
 
 	union {
 		struct {	/* AST_PROGRAM */
@@ -255,6 +261,9 @@ const char *ast_kind_name(enum ast_kind k);
 const char *ast_op_str(enum ast_op op);
 /* Merge two locations into the span from a's start to b's end. */
 struct ast_loc ast_loc_span(const struct ast_loc *a, const struct ast_loc *b);
+
+/* True for the names bpftrace treats as builtin variables (pid, arg0, ...). */
+bool ast_is_builtin(const char *name);
 
 /* Print the tree for -d ast and the frontend tests; stable format. */
 void ast_dump(FILE *f, const struct ast_node *program);

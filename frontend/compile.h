@@ -13,6 +13,14 @@
 #include "ast.h"
 #include "diag.h"
 
+struct sema_program;
+
+/* How far compile_frontend() goes. */
+enum compile_stage {
+	STAGE_PARSE,	/* lexer and parser only */
+	STAGE_SEMA,	/* plus the semantic passes: a typed AST */
+};
+
 enum ubt_mode {
 	MODE_AUTO,
 	MODE_KERNEL,
@@ -34,6 +42,9 @@ struct compile {
 	bool unsafe;
 	enum ubt_mode mode;
 	int max_strlen;		/* default 64 */
+
+	/* filled by sema_run() (frontend/sema.h) */
+	struct sema_program *sema;
 };
 
 void compile_init(struct compile *c, const char *filename, const char *source);
@@ -41,6 +52,10 @@ void compile_release(struct compile *c);
 
 /* Parse c->source into c->program; 0 or -EINVAL with diagnostics. */
 int parse_program(struct compile *c);
-/* Parse a type name as written in casts and let declarations, for tests. */
+/*
+ * Run the frontend up to and including stop: parse, then the semantic
+ * passes. 0, or -EINVAL with the errors in c->diag (not printed).
+ */
+int compile_frontend(struct compile *c, enum compile_stage stop);
 
 #endif

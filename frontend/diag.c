@@ -85,6 +85,11 @@ static const char *source_line(const char *src, int n, size_t *len)
 	return p;
 }
 
+/*
+ * bpftrace's format: "FILE:LINE:COL-COL: ERROR: msg", the source line with
+ * tabs shown as four spaces, a '~' underline; "FILE:LINE-LINE: ..." without
+ * the source for a multi-line range; "ERROR: msg" without a location.
+ */
 static void diag_print_one(const struct diag_list *d, const struct diag *g,
 			   FILE *f)
 {
@@ -95,10 +100,9 @@ static void diag_print_one(const struct diag_list *d, const struct diag *g,
 	int first, last;
 
 	if (l->first_line <= 0) {
-		fprintf(f, "%s: %s: %s\n", d->filename, level, g->msg);
+		fprintf(f, "%s: %s\n", level, g->msg);
 		goto hints;
 	}
-	/* bpftrace: FILE:LINE:COL-COL for one line, FILE:LINE-LINE otherwise */
 	if (l->last_line > l->first_line) {
 		fprintf(f, "%s:%d-%d: %s: %s\n", d->filename, l->first_line,
 			l->last_line, level, g->msg);
@@ -109,13 +113,22 @@ static void diag_print_one(const struct diag_list *d, const struct diag *g,
 	line = source_line(d->source, l->first_line, &len);
 	if (!line)
 		goto hints;
-	fprintf(f, "%.*s\n", (int)len, line);
+	for (i = 0; i < len; i++) {
+		if (line[i] == '\t')
+			fputs("    ", f);
+		else
+			fputc(line[i], f);
+	}
+	fputc('\n', f);
 	first = l->first_column;
 	last = l->last_column;
+	/* underline what is on the line, at least one character */
+	if (last > (int)len + 1)
+		last = (int)len + 1;
 	if (last <= first)
 		last = first + 1;
 	for (i = 1; i < (size_t)first; i++)
-		fputc(i <= len && line[i - 1] == '\t' ? '\t' : ' ', f);
+		fputs(i <= len && line[i - 1] == '\t' ? "    " : " ", f);
 	for (i = first; i < (size_t)last; i++)
 		fputc('~', f);
 	fputc('\n', f);

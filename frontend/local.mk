@@ -1,11 +1,38 @@
 libubt_a_SOURCES += \
 	frontend/arena.c \
 	frontend/arena.h \
+	frontend/ast.c \
 	frontend/ast.h \
+	frontend/attach.c \
+	frontend/attach.h \
 	frontend/compile.h \
 	frontend/diag.c \
 	frontend/diag.h \
+	frontend/lexer.l \
+	frontend/parse.c \
+	frontend/parser.y \
 	frontend/types.c \
 	frontend/types.h \
 	frontend/util.c \
 	frontend/util.h
+# the lexer includes the parser's header; bison runs in -y mode
+BUILT_SOURCES += frontend/parser.h
+AM_YFLAGS += -Wno-yacc
+libubt_a_SOURCES += \
+	frontend/tracepoint.c \
+	frontend/tracepoint.h
+libubt_a_SOURCES += \
+	frontend/format.c \
+	frontend/format.h
+libubt_a_SOURCES += \
+	frontend/builtins.c \
+	frontend/func_agg.c \
+	frontend/func_print.c \
+	frontend/func_str.c \
+	frontend/sema.c \
+	frontend/sema.h \
+	frontend/sema_config.c \
+	frontend/sema_context.c \
+	frontend/sema_int.h \
+	frontend/sema_resolve.c \
+	frontend/sema_types.c

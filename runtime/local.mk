@@ -1,1 +1,12 @@
 # runtime/: see DESIGN.md
+# libubt-rt.so, the agent loaded into the traced process: no libc, no LLVM,
+# no sanitizers (it runs inside someone else's process).
+pkglibexec_PROGRAMS += libubt-rt.so
+libubt_rt_so_SOURCES = \
+	runtime/rt.c \
+	runtime/rt_abi.h
+libubt_rt_so_CFLAGS = -std=gnu11 -Wall -Wextra -O2 -fPIC -ffreestanding \
+	-fno-stack-protector -fno-builtin -mgeneral-regs-only \
+	-fvisibility=hidden -fno-asynchronous-unwind-tables
+libubt_rt_so_LDFLAGS = -shared -nostdlib -Wl,-z,now -Wl,-z,noexecstack \
+	-Wl,--hash-style=both

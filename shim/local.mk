@@ -1,1 +1,21 @@
 # shim/: see DESIGN.md
+libubt_a_SOURCES += \
+	shim/output.c \
+	shim/output.h
+libubt_a_SOURCES += \
+	shim/probes.c \
+	shim/probes.h
+libubt_a_SOURCES += \
+	shim/kernel.c \
+	shim/kernel.h
+libubt_a_SOURCES += \
+	shim/memfd.c \
+	shim/memfd.h \
+	shim/patch.c \
+	shim/patch.h \
+	shim/ptrace.c \
+	shim/ptrace.h \
+	shim/tramp.c \
+	shim/tramp.h \
+	shim/user.c \
+	shim/user.h

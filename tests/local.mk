@@ -1,1 +1,109 @@
 # Tests: see tests/README.md. Each entry in TESTS prints TAP.
+check_PROGRAMS += tests/unit-codegen
+TESTS += tests/unit-codegen
+tests_unit_codegen_SOURCES = tests/unit-codegen.c
+tests_unit_codegen_CPPFLAGS = $(AM_CPPFLAGS) $(LLVM_CPPFLAGS) $(LIBBPF_CFLAGS)
+tests_unit_codegen_LDADD = $(UBT_LIBS)
+
+# Target programs the runtime corpus traces (tests/targets/*.c): plain
+# code, built without sanitizers, no inlining, frame pointers.
+UBT_TARGET_CFLAGS = -O1 -g -fno-inline -fno-omit-frame-pointer
+check_PROGRAMS += \
+	tests/targets/libubt-target.so \
+	tests/targets/ubt-calls \
+	tests/targets/ubt-libuser \
+	tests/targets/ubt-loop \
+	tests/targets/ubt-patch \
+	tests/targets/ubt-threads \
+	tests/targets/ubt-wait
+EXTRA_DIST += tests/targets/target.h
+tests_targets_libubt_target_so_SOURCES = tests/targets/libtarget.c
+tests_targets_libubt_target_so_CFLAGS = $(UBT_TARGET_CFLAGS) -fPIC
+tests_targets_libubt_target_so_LDFLAGS = -shared \
+	-Wl,-soname,libubt-target.so
+tests_targets_ubt_calls_SOURCES = tests/targets/calls.c
+tests_targets_ubt_calls_CFLAGS = $(UBT_TARGET_CFLAGS)
+tests_targets_ubt_calls_LDFLAGS =
+tests_targets_ubt_libuser_SOURCES = tests/targets/libuser.c
+tests_targets_ubt_libuser_CFLAGS = $(UBT_TARGET_CFLAGS)
+tests_targets_ubt_libuser_LDFLAGS = -Wl,-rpath,'$$ORIGIN'
+tests_targets_ubt_libuser_LDADD = tests/targets/libubt-target.so
+tests_targets_ubt_loop_SOURCES = tests/targets/loop.c
+tests_targets_ubt_loop_CFLAGS = $(UBT_TARGET_CFLAGS)
+tests_targets_ubt_loop_LDFLAGS =
+tests_targets_ubt_patch_SOURCES = tests/targets/patch.c
+tests_targets_ubt_patch_CFLAGS = $(UBT_TARGET_CFLAGS)
+tests_targets_ubt_patch_LDFLAGS =
+tests_targets_ubt_threads_SOURCES = tests/targets/threads.c
+tests_targets_ubt_threads_CFLAGS = $(UBT_TARGET_CFLAGS)
+tests_targets_ubt_threads_LDFLAGS =
+tests_targets_ubt_threads_LDADD = -lpthread
+tests_targets_ubt_wait_SOURCES = tests/targets/wait.c
+tests_targets_ubt_wait_CFLAGS = $(UBT_TARGET_CFLAGS)
+tests_targets_ubt_wait_LDFLAGS =
+if HAVE_SDT
+check_PROGRAMS += tests/targets/ubt-usdt
+tests_targets_ubt_usdt_SOURCES = tests/targets/usdt.c
+tests_targets_ubt_usdt_CFLAGS = $(UBT_TARGET_CFLAGS)
+tests_targets_ubt_usdt_LDFLAGS =
+endif
+
+# CLI tests (tests/cli/): command-line misuse and use, the man page.
+UBT_CLI_TESTS = \
+	tests/cli/cmdline.sh \
+	tests/cli/man-examples.sh \
+	tests/cli/manpage.sh
+TESTS += $(UBT_CLI_TESTS) tests/cli/unit-cli
+EXTRA_DIST += $(UBT_CLI_TESTS) tests/cli/tap.sh
+check_PROGRAMS += tests/cli/unit-cli
+tests_cli_unit_cli_SOURCES = tests/cli/unit-cli.c
+tests_cli_unit_cli_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/tools
+tests_cli_unit_cli_LDADD = $(UBT_LIBS)
+
+# Output formatting: printf, maps, hist/lhist, JSON (shim/output.c).
+check_PROGRAMS += tests/unit-output
+TESTS += tests/unit-output
+tests_unit_output_SOURCES = tests/unit-output.c
+tests_unit_output_LDADD = $(UBT_LIBS)
+
+# Probes: ELF symbols, USDT notes, targets, wildcards, tracepoint args
+# (shim/probes.c, frontend/tracepoint.c) and -l listing against bpftrace.
+check_PROGRAMS += \
+	tests/probes/probes-list \
+	tests/probes/probes-target \
+	tests/unit-probes
+TESTS += \
+	tests/probes-list.sh \
+	tests/unit-probes
+EXTRA_DIST += tests/probes-list.sh
+tests_probes_probes_list_SOURCES = tests/probes/list.c
+tests_probes_probes_list_LDADD = $(UBT_LIBS)
+tests_probes_probes_target_SOURCES = \
+	tests/probes/target-sem.c \
+	tests/probes/target.c
+tests_probes_probes_target_CFLAGS = -O2 -g -fno-inline
+tests_unit_probes_SOURCES = tests/unit-probes.c
+tests_unit_probes_LDADD = $(UBT_LIBS)
+check_PROGRAMS += tests/unit-kernel
+TESTS += tests/unit-kernel
+tests_unit_kernel_SOURCES = tests/unit-kernel.c
+tests_unit_kernel_LDADD = $(UBT_LIBS)
+
+# User mode (shim/ptrace.c patch.c tramp.c memfd.c user.c, runtime/):
+# attach, patch, trampolines, per-thread blocks, detach, with native blobs.
+check_PROGRAMS += \
+	tests/user/target \
+	tests/user/test-user
+TESTS += tests/user/test-user
+tests_user_target_SOURCES = tests/user/target.c
+tests_user_target_CFLAGS = -O2 -pthread
+tests_user_test_user_SOURCES = tests/user/test-user.c
+tests_user_test_user_LDADD = $(UBT_LIBS)
+
+# Frontend stanzas (tests/frontend/*.test, format in tests/README.md):
+# one TAP test per stanza; a new test is an appended stanza.
+check_PROGRAMS += tests/frontend-test
+TESTS += tests/frontend-test
+EXTRA_DIST += tests/frontend
+tests_frontend_test_SOURCES = tests/frontend-test.c
+tests_frontend_test_LDADD = $(UBT_LIBS)

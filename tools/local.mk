@@ -1,3 +1,21 @@
+# tools/: the ubt command line. Everything but main() is in libubt.a.
+libubt_a_SOURCES += \
+	tools/cli.c \
+	tools/cli.h \
+	tools/driver.c \
+	tools/driver.h
+
 bin_PROGRAMS += ubt
 ubt_SOURCES = tools/main.c
 ubt_LDADD = $(UBT_LIBS)
+
+# The quick start, CI, docs and bundled scripts.
+EXTRA_DIST += \
+	.ci/packages \
+	.ci/run \
+	doc/command-line.md \
+	examples/demo.bt \
+	examples/opensnoop.bt \
+	examples/readlat.bt \
+	examples/syscount.bt \
+	setup

@@ -1,0 +1,375 @@
+/*
+ * Code generation driver: maps, one program per attach point, events.
+ */
+#include <errno.h>
+#include <string.h>
+
+#include <bpf/libbpf.h>
+#include <linux/bpf.h>
+
+#include "cg_int.h"
+#include "util.h"
+
+#define CG_DEFAULT_MAX_ENTRIES 4096
+#define CG_RINGBUF_SIZE (1u << 20)
+
+bool cg_is_scalar(const struct type *t)
+{
+	if (!t)
+		return true;
+	switch (t->kind) {
+	case TY_STRING:
+	case TY_BUFFER:
+	case TY_TUPLE:
+	case TY_RECORD:
+	case TY_ARRAY:
+	case TY_USTACK:
+	case TY_KSTACK:
+	case TY_INET:
+	case TY_MAC:
+	case TY_CGROUP_PATH:
+		return false;
+	case TY_VOID:
+	case TY_NONE:
+		return true;
+	default:
+		return t->size <= 8;
+	}
+}
+
+enum sema_func cg_map_agg(const struct sema_map *sm)
+{
+	if (sm->agg != FN_NONE)
+		return sm->agg;
+	switch (sm->value ? sm->value->kind : TY_NONE) {
+	case TY_COUNT:
+		return FN_COUNT;
+	case TY_SUM:
+		return FN_SUM;
+	case TY_AVG:
+		return FN_AVG;
+	case TY_MIN:
+		return FN_MIN;
+	case TY_MAX:
+		return FN_MAX;
+	case TY_STATS:
+		return FN_STATS;
+	case TY_HIST:
+		return FN_HIST;
+	case TY_LHIST:
+		return FN_LHIST;
+	default:
+		return FN_NONE;
+	}
+}
+
+void cg_unsupported(struct cg *g, const struct ast_node *n, const char *what)
+{
+	diag_error(&g->c->diag, n ? &n->loc : NULL,
+		   "%s is not supported yet", what);
+	g->err = -EINVAL;
+}
+
+int cg_event_new(struct cg *g, enum cg_event_kind kind,
+		 const struct ast_node *call)
+{
+	struct cg_object *o = g->obj;
+	struct cg_event *e;
+
+	if (o->nevents == g->cap_events) {
+		struct cg_event *ne;
+
+		g->cap_events = g->cap_events ? 2 * g->cap_events : 16;
+		ne = arena_alloc(&g->c->arena,
+				 g->cap_events * sizeof(*ne));
+		if (o->nevents)
+			memcpy(ne, o->events, o->nevents * sizeof(*ne));
+		o->events = ne;
+	}
+	e = &o->events[o->nevents];
+	memset(e, 0, sizeof(*e));
+	e->kind = kind;
+	e->call = call;
+	e->map = -1;
+	e->fmt_id = -1;
+	e->size = sizeof(struct cg_event_hdr);
+	return o->nevents++;
+}
+
+LLVMValueRef cg_record_begin(struct cg *g, int ev, size_t size)
+{
+	LLVMValueRef rec = irb_alloca(&g->ir, size, "rec");
+
+	irb_memset(&g->ir, rec, 0, (size + 7) & ~(size_t)7);
+	LLVMBuildStore(g->ir.b, irb_const(&g->ir, ev), rec);
+	return rec;
+}
+
+void cg_record_send(struct cg *g, LLVMValueRef rec, size_t size)
+{
+	irb_ringbuf_output(&g->ir, g->ringbuf, rec, size);
+}
+
+static int cg_define_maps(struct cg *g)
+{
+	struct sema_program *sp = g->sp;
+	struct cg_object *o = g->obj;
+
+	o->nmaps = sp->nmaps;
+	o->maps = arena_alloc(&g->c->arena, (sp->nmaps + 1) * sizeof(*o->maps));
+	g->maps = arena_alloc(&g->c->arena,
+			      (sp->nmaps + 1) * sizeof(*g->maps));
+	for (int i = 0; i < sp->nmaps; i++) {
+		struct sema_map *sm = sp->maps[i];
+		struct cg_map *m = &o->maps[i];
+		int bt = BPF_MAP_TYPE_HASH;
+		size_t ukey;
+
+		m->name = sm->name;
+		m->bpf_name = arena_printf(&g->c->arena, "AT_%s",
+					   sm->name + 1);
+		m->key_type = sm->key;
+		m->value_type = sm->value;
+		m->max_entries = sm->max_entries > 0 ? sm->max_entries :
+						       CG_DEFAULT_MAX_ENTRIES;
+		switch (cg_map_agg(sm)) {
+		case FN_COUNT:
+		case FN_SUM:
+			m->percpu = true;
+			m->value_size = 8;
+			break;
+		case FN_MIN:
+		case FN_MAX:
+		case FN_AVG:
+		case FN_STATS:
+			m->percpu = true;
+			m->value_size = 16;
+			break;
+		case FN_HIST:
+		case FN_LHIST:
+			m->percpu = true;
+			m->bucketed = true;
+			m->value_size = 8;
+			break;
+		default:
+			m->value_size = sm->value ? sm->value->size : 8;
+			if (!m->value_size)
+				m->value_size = 8;
+			break;
+		}
+		ukey = sm->key ? (sm->key->size + 7) & ~(size_t)7 :
+				 (m->bucketed ? 0 : 8);
+		m->key_size = ukey + (m->bucketed ? 8 : 0);
+		if (sm->bpf_type && strcmp(sm->bpf_type, "hash") &&
+		    strcmp(sm->bpf_type, "lruhash") &&
+		    strcmp(sm->bpf_type, "percpuhash") &&
+		    strcmp(sm->bpf_type, "percpulruhash")) {
+			diag_error(&g->c->diag, sm->first ? &sm->first->loc :
+							    NULL,
+				   "map type %s is not supported yet",
+				   sm->bpf_type);
+			return -EINVAL;
+		}
+		if (sm->bpf_type && strstr(sm->bpf_type, "lru"))
+			bt = m->percpu ? BPF_MAP_TYPE_LRU_PERCPU_HASH :
+					 BPF_MAP_TYPE_LRU_HASH;
+		else if (m->percpu ||
+			 (sm->bpf_type && !strcmp(sm->bpf_type, "percpuhash")))
+			bt = BPF_MAP_TYPE_PERCPU_HASH;
+		if (bt == BPF_MAP_TYPE_PERCPU_HASH ||
+		    bt == BPF_MAP_TYPE_LRU_PERCPU_HASH)
+			m->percpu = true;
+		g->maps[i] = irb_map_define(&g->ir, m->bpf_name, bt,
+					    m->key_size, m->value_size,
+					    m->max_entries);
+	}
+	o->ringbuf_name = "AT__ringbuf";
+	o->ringbuf_size = CG_RINGBUF_SIZE;
+	g->ringbuf = irb_map_define(&g->ir, o->ringbuf_name,
+				    BPF_MAP_TYPE_RINGBUF, 0, 0,
+				    CG_RINGBUF_SIZE);
+	o->globals_name = "AT__globals";
+	g->globals = irb_map_define(&g->ir, o->globals_name,
+				    BPF_MAP_TYPE_ARRAY, 4, CG_GLOBALS_SIZE, 1);
+	return 0;
+}
+
+static const char *cg_section(struct cg *g, enum sema_provider p)
+{
+	switch (p) {
+	case PROV_BEGIN:
+	case PROV_END:
+		return "raw_tp";
+	case PROV_UPROBE:
+		return "uprobe";
+	case PROV_URETPROBE:
+		return "uretprobe";
+	case PROV_TRACEPOINT:
+		return "tracepoint";
+	case PROV_INTERVAL:
+	case PROV_PROFILE:
+	case PROV_SOFTWARE:
+	case PROV_HARDWARE:
+		return "perf_event";
+	default:
+		return NULL;
+	}
+}
+
+static void cg_program(struct cg *g, struct sema_probe *sp,
+		       struct ast_node *probe, struct ast_node *ap)
+{
+	struct cg_object *o = g->obj;
+	struct sema_ap *sap = ap->sema ? ap->sema->ap : NULL;
+	enum sema_provider prov = sap ? sap->provider : sp->provider;
+	const char *section = cg_section(g, prov);
+	struct cg_prog *p;
+	char name[64];
+
+	if (!section) {
+		diag_error(&g->c->diag, &ap->loc,
+			   "%s probes are not supported yet",
+			   ap->ap.provider ? ap->ap.provider : "these");
+		g->err = -EINVAL;
+		return;
+	}
+	p = &o->progs[o->nprogs];
+	snprintf(name, sizeof(name), "p%d_%d", probe->probe.index,
+		 o->nprogs);
+	p->name = arena_strdup(&g->c->arena, name);
+	p->section = section;
+	p->probe = probe;
+	p->ap = ap;
+	p->provider = prov;
+	p->probe_name = sp->name;
+
+	g->probe = sp;
+	g->ap = ap;
+	g->sap = sap;
+	g->prog = o->nprogs++;
+	g->ctxp = irb_func_begin(&g->ir, p->name, section);
+	g->sleepable = false;
+	g->vars = arena_alloc(&g->c->arena,
+			      (sp->nvars + 1) * sizeof(*g->vars));
+	for (int i = 0; i < sp->nvars; i++) {
+		struct sema_var *v = sp->vars[i];
+		size_t sz = v->type && v->type->size ? v->type->size : 8;
+
+		g->vars[i] = irb_alloca(&g->ir, sz, v->name);
+		irb_memset(&g->ir, g->vars[i], 0, (sz + 7) & ~(size_t)7);
+	}
+	if (probe->probe.pred) {
+		LLVMValueRef c = cg_cond(g, probe->probe.pred);
+		LLVMBasicBlockRef yes = LLVMAppendBasicBlockInContext(
+			g->ir.ctx, g->ir.fn, "pred_true");
+		LLVMBasicBlockRef no = LLVMAppendBasicBlockInContext(
+			g->ir.ctx, g->ir.fn, "pred_false");
+
+		LLVMBuildCondBr(g->ir.b, c, yes, no);
+		LLVMPositionBuilderAtEnd(g->ir.b, no);
+		LLVMBuildRet(g->ir.b, irb_const(&g->ir, 0));
+		LLVMPositionBuilderAtEnd(g->ir.b, yes);
+	}
+	cg_stmts(g, probe->probe.body);
+	if (g->sleepable) {
+		p->section = prov == PROV_URETPROBE ? "uretprobe.s" :
+						      "uprobe.s";
+		LLVMSetSection(g->ir.fn, p->section);
+	}
+	irb_func_end(&g->ir);
+	g->probe = NULL;
+	g->ap = NULL;
+	g->sap = NULL;
+}
+
+int cg_build(struct compile *c, enum cg_target t, const struct cg_opts *o,
+	     struct cg_object **out)
+{
+	struct cg g = { .c = c, .sp = c->sema };
+	struct cg_object *obj;
+	int naps = 0, err;
+
+	*out = NULL;
+	if (t != CG_TARGET_BPF) {
+		fprintf(stderr, "ubt: the native target is not supported yet\n");
+		return -ENOTSUP;
+	}
+	if (!c->sema || !c->program)
+		BUG("cg_build() before sema_run()");
+	obj = arena_alloc(&c->arena, sizeof(*obj));
+	obj->target = t;
+	g.obj = obj;
+	err = irb_init(&g.ir, t, "ubt");
+	if (err) {
+		fprintf(stderr, "ubt: cannot set up LLVM for BPF: %s\n",
+			strerror(-err));
+		return err;
+	}
+	err = cg_define_maps(&g);
+	if (err)
+		goto out;
+	for (struct ast_node *p = c->program->program.probes; p; p = p->next)
+		naps += ast_list_len(p->probe.aps);
+	obj->progs = arena_alloc(&c->arena, (naps + 1) * sizeof(*obj->progs));
+	for (struct ast_node *p = c->program->program.probes; p && !g.err;
+	     p = p->next) {
+		struct sema_probe *sp = g.sp->probes[p->probe.index];
+
+		for (struct ast_node *ap = p->probe.aps; ap && !g.err;
+		     ap = ap->next)
+			cg_program(&g, sp, p, ap);
+	}
+	if (g.err) {
+		err = g.err;
+		goto out;
+	}
+	if (o && o->dump_ir)
+		irb_dump(&g.ir, o->dump_ir);
+	err = irb_emit(&g.ir, !(o && o->no_opt), &obj->image,
+		       &obj->image_size);
+	if (!err && o && o->dump_ir_opt)
+		irb_dump(&g.ir, o->dump_ir_opt);
+out:
+	irb_release(&g.ir);
+	if (err) {
+		free(obj->image);
+		return err;
+	}
+	*out = obj;
+	return 0;
+}
+
+void cg_object_free(struct cg_object *obj)
+{
+	if (!obj)
+		return;
+	free(obj->image);
+	obj->image = NULL;
+}
+
+void cg_dump_bpf(const struct cg_object *obj, FILE *f)
+{
+	LIBBPF_OPTS(bpf_object_open_opts, oo, .object_name = "ubt");
+	struct bpf_object *bo;
+	struct bpf_program *p;
+
+	bo = bpf_object__open_mem(obj->image, obj->image_size, &oo);
+	if (!bo) {
+		fprintf(stderr, "ubt: cannot open the BPF object: %s\n",
+			strerror(errno));
+		return;
+	}
+	bpf_object__for_each_program(p, bo) {
+		const struct bpf_insn *in = bpf_program__insns(p);
+		size_t n = bpf_program__insn_cnt(p);
+
+		fprintf(f, "%s (section %s, %zu instructions):\n",
+			bpf_program__name(p), bpf_program__section_name(p), n);
+		for (size_t i = 0; i < n; i++)
+			fprintf(f, "%5zu: code %02x dst r%d src r%d "
+				"off %-6d imm %d\n", i, in[i].code,
+				in[i].dst_reg, in[i].src_reg, in[i].off,
+				in[i].imm);
+	}
+	bpf_object__close(bo);
+}

@@ -1,0 +1,141 @@
+/*
+ * Code generation: one lowering of the typed AST (after sema) to LLVM IR
+ * through the LLVM-C API, behind the irb_* helpers (irb.h), emitted for a
+ * target. Only the BPF target exists for now; the native x86-64 target for
+ * user-mode probes differs only in the irb_* helpers.
+ *
+ * cg_build() produces a cg_object: the BPF ELF image handed to libbpf
+ * (shim/kernel.c), and the tables that let the shim attach programs,
+ * decode ring-buffer events and read maps back.
+ *
+ * Ring-buffer records start with a struct cg_event_hdr; the id indexes
+ * cg_object.events, whose entry says what the record is and where each
+ * argument lies in the record (offsets from the start of the record).
+ */
+#ifndef UBT_CG_H
+#define UBT_CG_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+struct compile;
+struct type;
+struct ast_node;
+struct ast_attach_point;
+
+enum cg_target {
+	CG_TARGET_BPF,
+	CG_TARGET_NATIVE,	/* not implemented yet: -ENOTSUP */
+};
+
+/* What a ring-buffer record is. */
+enum cg_event_kind {
+	CG_EV_PRINTF,		/* fmt + args */
+	CG_EV_TIME,		/* fmt (strftime) */
+	CG_EV_EXIT,
+	CG_EV_PRINT,		/* print(@map) / print(@map, top, div): map */
+	CG_EV_PRINT_VALUE,	/* print(expr): one arg */
+	CG_EV_CLEAR,		/* clear(@map): map */
+	CG_EV_ZERO,		/* zero(@map): map */
+};
+
+/* Header of every ring-buffer record. */
+struct cg_event_hdr {
+	uint64_t id;		/* index into cg_object.events */
+};
+
+struct cg_arg {
+	const struct type *type;	/* sema's type of the argument */
+	size_t offset;		/* from the start of the record */
+	size_t size;
+};
+
+struct cg_event {
+	enum cg_event_kind kind;
+	const char *fmt;	/* printf/time format, NULL otherwise */
+	int fmt_id;		/* sema_fmt id, -1 when none */
+	const struct ast_node *call;	/* the call, for messages */
+	const struct type *args_type;	/* printf/time: sema's TY_TUPLE of
+					 * the arguments, at offset 8 */
+	struct cg_arg *args;
+	int nargs;
+	size_t size;		/* record size, header included */
+	int map;		/* CG_EV_PRINT/CLEAR/ZERO: index into maps */
+	int64_t top, div;	/* print(@m, top, div); 0 when not given */
+};
+
+/*
+ * A bpftrace map. Aggregations are stored as bpftrace's semantics need and
+ * read back merged; the layouts are:
+ *   count/sum:   per-CPU u64/s64
+ *   min/max:     per-CPU { s64/u64 value; u64 set; }
+ *   avg/stats:   per-CPU { u64 count; s64/u64 total; }
+ *   hist/lhist:  per-CPU u64 counts, BPF key = user key + u64 bucket index
+ *   other:       plain value of value_type's size
+ * The user key is the concatenation of the key expressions' values, each
+ * at its natural alignment (as a tuple); keyless maps use a u64 key 0.
+ */
+struct cg_map {
+	const char *name;	/* "@", "@name" */
+	const char *bpf_name;	/* name in the ELF ("AT_name") */
+	const struct type *key_type;	/* NULL for keyless maps */
+	const struct type *value_type;	/* sema's type (TY_COUNT, TY_INT...) */
+	size_t key_size;	/* BPF key size (bucket index included) */
+	size_t value_size;	/* BPF value size (one CPU) */
+	bool percpu;
+	bool bucketed;		/* hist/lhist: key ends with a u64 bucket */
+	uint32_t max_entries;
+};
+
+/* One BPF program per attach point (after wildcard expansion by the shim
+ * a program may be attached several times). */
+struct cg_prog {
+	const char *name;	/* function name in the ELF */
+	const char *section;	/* "uprobe", "tracepoint/cat/name", ... */
+	const struct ast_node *probe;	/* AST_PROBE */
+	const struct ast_node *ap;	/* AST_ATTACH_POINT */
+	int provider;		/* enum sema_provider */
+	const char *probe_name;	/* the `probe` builtin's value */
+};
+
+struct cg_object {
+	enum cg_target target;
+	void *image;		/* ELF (BPF) */
+	size_t image_size;
+	struct cg_prog *progs;
+	int nprogs;
+	struct cg_map *maps;
+	int nmaps;
+	struct cg_event *events;
+	int nevents;
+	const char *ringbuf_name;	/* "ringbuf" */
+	size_t ringbuf_size;
+	/* array map, one value: u64 start time (CLOCK_MONOTONIC ns, for
+	 * elapsed), u64 -c child pid (cpid); written by the shim */
+	const char *globals_name;
+};
+
+struct cg_opts {
+	size_t sz;		/* sizeof(struct cg_opts) */
+	FILE *dump_ir;		/* -d ir: IR before optimisation */
+	FILE *dump_ir_opt;	/* IR after optimisation */
+	bool no_opt;
+};
+
+/*
+ * Lower c->program (typed by sema) for target t into *out. Errors in the
+ * user's program (things sema let through that cannot be lowered) are
+ * added to c->diag and give -EINVAL; other failures print a message and
+ * return -errno. *out is allocated in c->arena except the image, freed
+ * by cg_object_free().
+ */
+int cg_build(struct compile *c, enum cg_target t, const struct cg_opts *o,
+	     struct cg_object **out);
+void cg_object_free(struct cg_object *obj);
+
+/* -d bpf: list the object's programs with their instructions. */
+void cg_dump_bpf(const struct cg_object *obj, FILE *f);
+
+#endif

@@ -1,0 +1,317 @@
+/*
+ * Lowering of function calls: output events (printf, time, print, exit,
+ * clear, zero), map control (delete), strings (str, strncmp), and calls
+ * whose value is an integer.
+ */
+#include <string.h>
+
+#include <linux/bpf.h>
+
+#include "cg_int.h"
+#include "util.h"
+
+static struct ast_node *cg_arg(struct ast_node *call, int i)
+{
+	struct ast_node *a = call->call.args;
+
+	while (a && i--)
+		a = a->next;
+	return a;
+}
+
+/* printf/time/cat/system: header + the arguments as sema's tuple. */
+static void cg_fmt_event(struct cg *g, struct ast_node *n,
+			 enum cg_event_kind kind)
+{
+	struct sema_fmt *f = n->sema->fmt;
+	const struct type *t = f ? f->args : NULL;
+	size_t size = sizeof(struct cg_event_hdr) + (t ? t->size : 0);
+	int ev = cg_event_new(g, kind, n);
+	struct cg_event *e = &g->obj->events[ev];
+	LLVMValueRef rec;
+	struct ast_node *a;
+	int i = 0;
+
+	e->fmt = f ? f->fmt : NULL;
+	e->fmt_id = f ? f->id : -1;
+	e->args_type = t;
+	e->size = size;
+	e->nargs = t ? t->nfields : 0;
+	e->args = arena_alloc(&g->c->arena,
+			      (e->nargs + 1) * sizeof(*e->args));
+	rec = cg_record_begin(g, ev, size);
+	a = n->call.args;
+	if (kind != CG_EV_TIME && a)
+		a = a->next;	/* skip the format */
+	for (; a && t && i < t->nfields; a = a->next, i++) {
+		struct type_field *fl = &t->fields[i];
+		size_t off = sizeof(struct cg_event_hdr) + fl->offset;
+
+		/* events may have been reallocated by nested calls */
+		g->obj->events[ev].args[i] = (struct cg_arg){
+			.type = fl->type, .offset = off, .size = fl->type->size
+		};
+		cg_store(g, irb_gep(&g->ir, rec, off), fl->type,
+			 cg_expr(g, a), a->type);
+	}
+	cg_record_send(g, rec, size);
+}
+
+static void cg_map_event(struct cg *g, struct ast_node *n,
+			 enum cg_event_kind kind)
+{
+	struct sema_map *sm = n->sema ? n->sema->map : NULL;
+	int ev;
+	LLVMValueRef rec;
+
+	if (!sm) {
+		cg_unsupported(g, n, "this call without a map");
+		return;
+	}
+	ev = cg_event_new(g, kind, n);
+	g->obj->events[ev].map = sm->id;
+	if (kind == CG_EV_PRINT) {
+		g->obj->events[ev].top = n->sema->iargs[0];
+		g->obj->events[ev].div = n->sema->iargs[1];
+	}
+	rec = cg_record_begin(g, ev, sizeof(struct cg_event_hdr));
+	cg_record_send(g, rec, sizeof(struct cg_event_hdr));
+}
+
+static void cg_print(struct cg *g, struct ast_node *n)
+{
+	struct ast_node *a = n->call.args;
+	size_t size;
+	int ev;
+	LLVMValueRef rec;
+
+	if (a && a->kind == AST_MAP && !a->map.keys && n->sema &&
+	    n->sema->map) {
+		cg_map_event(g, n, CG_EV_PRINT);
+		return;
+	}
+	if (!a || !a->type) {
+		cg_unsupported(g, n, "this print()");
+		return;
+	}
+	size = sizeof(struct cg_event_hdr) + ((a->type->size + 7) & ~7ul);
+	ev = cg_event_new(g, CG_EV_PRINT_VALUE, n);
+	g->obj->events[ev].size = size;
+	g->obj->events[ev].nargs = 1;
+	g->obj->events[ev].args = arena_alloc(&g->c->arena,
+					      sizeof(struct cg_arg));
+	g->obj->events[ev].args[0] = (struct cg_arg){
+		.type = a->type, .offset = sizeof(struct cg_event_hdr),
+		.size = a->type->size
+	};
+	rec = cg_record_begin(g, ev, size);
+	cg_store(g, irb_gep(&g->ir, rec, sizeof(struct cg_event_hdr)),
+		 a->type, cg_expr(g, a), a->type);
+	cg_record_send(g, rec, size);
+}
+
+static bool cg_user_ptr(struct cg *g, const struct type *t)
+{
+	enum sema_provider p = g->sap ? g->sap->provider :
+					g->probe->provider;
+
+	if (t && t->addrspace == AS_USER)
+		return true;
+	if (t && t->addrspace == AS_KERNEL)
+		return false;
+	return p == PROV_UPROBE || p == PROV_URETPROBE || p == PROV_USDT;
+}
+
+static LLVMValueRef cg_str(struct cg *g, struct ast_node *n)
+{
+	struct irb *ir = &g->ir;
+	struct ast_node *a = cg_arg(n, 0), *len = cg_arg(n, 1);
+	size_t size = n->type && n->type->size ? n->type->size : 64;
+	LLVMValueRef buf, v, sz;
+	bool data_loc;
+
+	if (!a)
+		return irb_alloca(ir, size, "str");
+	v = cg_expr(g, a);
+	buf = irb_alloca(ir, size, "str");
+	irb_memset(ir, buf, 0, (size + 7) & ~(size_t)7);
+	if (!cg_is_scalar(a->type)) {
+		/* already a string (or bytes): copy and terminate */
+		cg_store(g, buf, n->type, v, a->type);
+		LLVMBuildStore(ir->b, LLVMConstInt(ir->i8, 0, 0),
+			       irb_gep(ir, buf, size - 1));
+		return buf;
+	}
+	sz = irb_const(ir, size);
+	if (len) {
+		/* str(p, n): at most n bytes including the NUL, and at most
+		 * the buffer */
+		LLVMValueRef l = cg_expr(g, len);
+		LLVMValueRef big = LLVMBuildICmp(ir->b, LLVMIntUGT, l, sz, "");
+
+		sz = LLVMBuildSelect(ir->b, big, sz, l, "");
+	}
+	data_loc = a->kind == AST_FIELD && a->type && a->type->name &&
+		   !strcmp(a->type->name, "__data_loc");
+	if (data_loc || !cg_user_ptr(g, a->type)) {
+		irb_probe_read(ir, IRB_READ_KERNEL_STR, buf, sz, v);
+		return buf;
+	}
+	{
+		LLVMValueRef r = irb_probe_read(ir, IRB_READ_USER_STR, buf,
+						sz, v);
+		enum sema_provider p = g->sap ? g->sap->provider :
+						g->probe->provider;
+		LLVMBasicBlockRef retry, done;
+		LLVMValueRef args[3];
+
+		if (p != PROV_UPROBE && p != PROV_URETPROBE)
+			return buf;
+		/*
+		 * A string not paged in yet cannot be read without a fault:
+		 * fault it in with bpf_copy_from_user() (the program becomes
+		 * sleepable), then read it again.
+		 */
+		g->sleepable = true;
+		retry = LLVMAppendBasicBlockInContext(ir->ctx, ir->fn,
+						      "str_retry");
+		done = LLVMAppendBasicBlockInContext(ir->ctx, ir->fn,
+						     "str_done");
+		LLVMBuildCondBr(ir->b,
+				LLVMBuildICmp(ir->b, LLVMIntSLT, r,
+					      irb_const(ir, 0), ""),
+				retry, done);
+		LLVMPositionBuilderAtEnd(ir->b, retry);
+		args[0] = buf;
+		args[1] = LLVMBuildTrunc(ir->b, sz, ir->i32, "");
+		args[2] = LLVMBuildIntToPtr(ir->b, v, ir->ptr, "");
+		irb_helper(ir, BPF_FUNC_copy_from_user, args, 3);
+		irb_probe_read(ir, IRB_READ_USER_STR, buf, sz, v);
+		LLVMBuildBr(ir->b, done);
+		LLVMPositionBuilderAtEnd(ir->b, done);
+	}
+	return buf;
+}
+
+static LLVMValueRef cg_strncmp(struct cg *g, struct ast_node *n)
+{
+	struct ast_node *a = cg_arg(n, 0), *b = cg_arg(n, 1),
+			*l = cg_arg(n, 2);
+	LLVMValueRef va = cg_expr(g, a), vb = cg_expr(g, b), eq;
+	uint64_t limit = 0;
+
+	if (!l || l->kind != AST_INT) {
+		cg_unsupported(g, n, "strncmp() with a non-literal length");
+		return irb_const(&g->ir, 0);
+	}
+	limit = l->num.value;
+	if (!limit)
+		return irb_const(&g->ir, 0);
+	eq = cg_string_equal(g, va, a->type, vb, b->type, limit);
+	/* strncmp is 0 when equal */
+	return LLVMBuildXor(g->ir.b, eq, irb_const(&g->ir, 1), "");
+}
+
+static void cg_delete(struct cg *g, struct ast_node *n)
+{
+	struct ast_node *m = cg_arg(n, 0), *k = cg_arg(n, 1);
+	struct sema_map *sm = n->sema ? n->sema->map : NULL;
+
+	if (!sm && m && m->sema)
+		sm = m->sema->map;
+	if (!sm || !m || m->kind != AST_MAP) {
+		cg_unsupported(g, n, "this delete()");
+		return;
+	}
+	if (k)
+		cg_map_delete(g, sm->id, k, 1);
+	else
+		cg_map_delete(g, sm->id, m->map.keys, m->map.nkeys);
+}
+
+static LLVMValueRef cg_usym(struct cg *g, struct ast_node *n)
+{
+	struct irb *ir = &g->ir;
+	struct ast_node *a = cg_arg(n, 0);
+	LLVMValueRef v = cg_expr(g, a), buf, pt;
+
+	if (cg_is_scalar(n->type))
+		return v;
+	buf = irb_alloca(ir, n->type->size, "usym");
+	irb_memset(ir, buf, 0, (n->type->size + 7) & ~7ul);
+	LLVMBuildStore(ir->b, v, buf);
+	if (n->type->size >= 16) {
+		pt = irb_helper(ir, BPF_FUNC_get_current_pid_tgid, NULL, 0);
+		LLVMBuildStore(ir->b,
+			       LLVMBuildLShr(ir->b, pt, irb_const(ir, 32), ""),
+			       irb_gep(ir, buf, 8));
+	}
+	return buf;
+}
+
+LLVMValueRef cg_call(struct cg *g, struct ast_node *n)
+{
+	struct irb *ir = &g->ir;
+	enum sema_func f = n->sema ? n->sema->func : FN_NONE;
+	LLVMValueRef rec;
+	int ev;
+
+	switch (f) {
+	case FN_PRINTF:
+		cg_fmt_event(g, n, CG_EV_PRINTF);
+		return irb_const(ir, 0);
+	case FN_TIME:
+		cg_fmt_event(g, n, CG_EV_TIME);
+		return irb_const(ir, 0);
+	case FN_EXIT:
+		ev = cg_event_new(g, CG_EV_EXIT, n);
+		rec = cg_record_begin(g, ev, sizeof(struct cg_event_hdr));
+		cg_record_send(g, rec, sizeof(struct cg_event_hdr));
+		return irb_const(ir, 0);
+	case FN_PRINT:
+		cg_print(g, n);
+		return irb_const(ir, 0);
+	case FN_CLEAR:
+		cg_map_event(g, n, CG_EV_CLEAR);
+		return irb_const(ir, 0);
+	case FN_ZERO:
+		cg_map_event(g, n, CG_EV_ZERO);
+		return irb_const(ir, 0);
+	case FN_DELETE:
+		cg_delete(g, n);
+		return irb_const(ir, 0);
+	case FN_STR:
+		return cg_str(g, n);
+	case FN_STRNCMP:
+		return cg_strncmp(g, n);
+	case FN_USYM:
+		return cg_usym(g, n);
+	case FN_UPTR:
+	case FN_KPTR:
+		return cg_expr(g, cg_arg(n, 0));
+	case FN_SIZEOF_: {
+		struct ast_node *a = cg_arg(n, 0);
+
+		return irb_const(ir, a && a->type ? a->type->size : 0);
+	}
+	case FN_COUNT:
+	case FN_SUM:
+	case FN_AVG:
+	case FN_MIN:
+	case FN_MAX:
+	case FN_STATS:
+	case FN_HIST:
+	case FN_LHIST:
+		if (n->sema->map) {
+			cg_unsupported(g, n, "an aggregation outside an assignment");
+			return irb_const(ir, 0);
+		}
+		break;
+	default:
+		break;
+	}
+	cg_unsupported(g, n, arena_printf(&g->c->arena, "%s()",
+					  n->call.name));
+	return cg_is_scalar(n->type) ? irb_const(ir, 0) :
+				       irb_alloca(ir, n->type->size, "");
+}

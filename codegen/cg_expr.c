@@ -1,0 +1,818 @@
+/*
+ * Lowering of expressions: literals, builtins, variables, maps, operators,
+ * casts, tuples, tracepoint fields.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <linux/bpf.h>
+
+#include "cg_int.h"
+#include "tracepoint.h"
+#include "util.h"
+
+/* x86-64 struct pt_regs offsets */
+#define PT_R9 64
+#define PT_R8 72
+#define PT_AX 80
+#define PT_CX 88
+#define PT_DX 96
+#define PT_SI 104
+#define PT_DI 112
+#define PT_SP 152
+
+static bool cg_signed(const struct type *t)
+{
+	return t && t->is_signed;
+}
+
+LLVMValueRef cg_int_norm(struct cg *g, LLVMValueRef v, const struct type *t)
+{
+	LLVMTypeRef nt;
+	size_t sz;
+
+	if (!t || t->kind == TY_BOOL)
+		return v;
+	sz = t->size;
+	if (sz == 0 || sz >= 8 || (sz != 1 && sz != 2 && sz != 4))
+		return v;
+	nt = LLVMIntTypeInContext(g->ir.ctx, sz * 8);
+	v = LLVMBuildTrunc(g->ir.b, v, nt, "");
+	return t->is_signed ? LLVMBuildSExt(g->ir.b, v, g->ir.i64, "") :
+			      LLVMBuildZExt(g->ir.b, v, g->ir.i64, "");
+}
+
+LLVMValueRef cg_load(struct cg *g, LLVMValueRef src, const struct type *t)
+{
+	size_t sz = t && t->size ? t->size : 8;
+	LLVMTypeRef nt;
+	LLVMValueRef v;
+
+	if (!cg_is_scalar(t))
+		return src;
+	if (sz != 1 && sz != 2 && sz != 4)
+		sz = 8;
+	nt = LLVMIntTypeInContext(g->ir.ctx, sz * 8);
+	v = LLVMBuildLoad2(g->ir.b, nt, src, "");
+	LLVMSetAlignment(v, 1);
+	if (sz == 8)
+		return v;
+	return cg_signed(t) ? LLVMBuildSExt(g->ir.b, v, g->ir.i64, "") :
+			      LLVMBuildZExt(g->ir.b, v, g->ir.i64, "");
+}
+
+void cg_store(struct cg *g, LLVMValueRef dst, const struct type *dt,
+	      LLVMValueRef v, const struct type *vt)
+{
+	size_t dsz = dt && dt->size ? dt->size : 8;
+
+	if (cg_is_scalar(dt)) {
+		LLVMValueRef s;
+
+		if (!cg_is_scalar(vt)) {
+			/* e.g. a 16-byte usym stored into 8 bytes */
+			irb_memcpy(&g->ir, dst, v, dsz);
+			return;
+		}
+		if (dsz != 1 && dsz != 2 && dsz != 4)
+			dsz = 8;
+		if (LLVMGetTypeKind(LLVMTypeOf(v)) == LLVMPointerTypeKind)
+			v = LLVMBuildPtrToInt(g->ir.b, v, g->ir.i64, "");
+		if (LLVMGetIntTypeWidth(LLVMTypeOf(v)) != 64)
+			v = LLVMBuildZExt(g->ir.b, v, g->ir.i64, "");
+		if (dsz < 8)
+			v = LLVMBuildTrunc(g->ir.b, v,
+					   LLVMIntTypeInContext(g->ir.ctx,
+								dsz * 8),
+					   "");
+		s = LLVMBuildStore(g->ir.b, v, dst);
+		LLVMSetAlignment(s, 1);
+		return;
+	}
+	if (cg_is_scalar(vt)) {
+		/* an integer into a wider buffer: store the value first */
+		irb_memset(&g->ir, dst, 0, dsz);
+		cg_store(g, dst, vt, v, vt);
+		return;
+	}
+	if (dt && vt && dt->kind == TY_TUPLE && vt->kind == TY_TUPLE &&
+	    dt->nfields == vt->nfields && !type_equal(dt, vt)) {
+		irb_memset(&g->ir, dst, 0, dsz);
+		for (int i = 0; i < dt->nfields; i++) {
+			struct type_field *df = &dt->fields[i];
+			struct type_field *vf = &vt->fields[i];
+			LLVMValueRef fv = irb_gep(&g->ir, v, vf->offset);
+
+			cg_store(g, irb_gep(&g->ir, dst, df->offset), df->type,
+				 cg_load(g, fv, vf->type), vf->type);
+		}
+		return;
+	}
+	{
+		size_t vsz = vt && vt->size ? vt->size : dsz;
+
+		if (vsz < dsz) {
+			irb_memset(&g->ir, dst, 0, dsz);
+			irb_memcpy(&g->ir, dst, v, vsz);
+		} else {
+			irb_memcpy(&g->ir, dst, v, dsz);
+			if (dt && dt->kind == TY_STRING && vsz > dsz)
+				/* keep the string terminated */
+				LLVMBuildStore(g->ir.b,
+					       LLVMConstInt(g->ir.i8, 0, 0),
+					       irb_gep(&g->ir, dst, dsz - 1));
+		}
+	}
+}
+
+LLVMValueRef cg_cond(struct cg *g, struct ast_node *n)
+{
+	LLVMValueRef v = cg_expr(g, n);
+
+	if (!cg_is_scalar(n->type)) {
+		cg_unsupported(g, n, "a condition that is not an integer");
+		return LLVMConstInt(g->ir.i1, 0, 0);
+	}
+	return LLVMBuildICmp(g->ir.b, LLVMIntNE, v, irb_const(&g->ir, 0), "");
+}
+
+static LLVMValueRef cg_string_lit(struct cg *g, const char *s, size_t len,
+				  size_t size)
+{
+	LLVMValueRef buf;
+
+	if (size < len + 1)
+		size = len + 1;
+	buf = irb_alloca(&g->ir, size, "str");
+	irb_memset(&g->ir, buf, 0, (size + 7) & ~(size_t)7);
+	for (size_t i = 0; i < len; i += 8) {
+		uint64_t w = 0;
+		size_t n = len - i < 8 ? len - i : 8;
+
+		memcpy(&w, s + i, n);
+		if (!w)
+			continue;
+		LLVMBuildStore(g->ir.b, irb_const(&g->ir, w),
+			       irb_gep(&g->ir, buf, i));
+	}
+	return buf;
+}
+
+static LLVMValueRef cg_globals_field(struct cg *g, size_t off)
+{
+	LLVMValueRef key = irb_alloca(&g->ir, 4, "gkey");
+	LLVMValueRef res = irb_alloca(&g->ir, 8, "gval");
+	LLVMValueRef p;
+	LLVMBasicBlockRef cont;
+
+	LLVMBuildStore(g->ir.b, LLVMConstInt(g->ir.i32, 0, 0), key);
+	LLVMBuildStore(g->ir.b, irb_const(&g->ir, 0), res);
+	p = irb_map_lookup(&g->ir, g->globals, key);
+	cont = cg_if_nonnull(g, p);
+	LLVMBuildStore(g->ir.b,
+		       LLVMBuildLoad2(g->ir.b, g->ir.i64,
+				      irb_gep(&g->ir, p, off), ""),
+		       res);
+	LLVMBuildBr(g->ir.b, cont);
+	LLVMPositionBuilderAtEnd(g->ir.b, cont);
+	return LLVMBuildLoad2(g->ir.b, g->ir.i64, res, "");
+}
+
+static bool cg_is_uprobe(struct cg *g)
+{
+	enum sema_provider p = g->sap ? g->sap->provider :
+					g->probe->provider;
+
+	return p == PROV_UPROBE || p == PROV_URETPROBE;
+}
+
+static LLVMValueRef cg_builtin(struct cg *g, struct ast_node *n)
+{
+	struct sema_node *s = n->sema;
+	struct irb *ir = &g->ir;
+	static const size_t argregs[] = { PT_DI, PT_SI, PT_DX,
+					  PT_CX, PT_R8, PT_R9 };
+	LLVMValueRef v, buf;
+
+	switch (s ? s->builtin : BI_NONE) {
+	case BI_PID:
+		v = irb_helper(ir, BPF_FUNC_get_current_pid_tgid, NULL, 0);
+		return LLVMBuildLShr(ir->b, v, irb_const(ir, 32), "pid");
+	case BI_TID:
+		v = irb_helper(ir, BPF_FUNC_get_current_pid_tgid, NULL, 0);
+		return LLVMBuildAnd(ir->b, v, irb_const(ir, 0xffffffff),
+				    "tid");
+	case BI_UID:
+	case BI_USERNAME:
+		v = irb_helper(ir, BPF_FUNC_get_current_uid_gid, NULL, 0);
+		return LLVMBuildAnd(ir->b, v, irb_const(ir, 0xffffffff),
+				    "uid");
+	case BI_GID:
+		v = irb_helper(ir, BPF_FUNC_get_current_uid_gid, NULL, 0);
+		return LLVMBuildLShr(ir->b, v, irb_const(ir, 32), "gid");
+	case BI_COMM: {
+		size_t sz = n->type && n->type->size ? n->type->size : 16;
+		LLVMValueRef args[2];
+
+		buf = irb_alloca(ir, sz, "comm");
+		irb_memset(ir, buf, 0, (sz + 7) & ~(size_t)7);
+		args[0] = buf;
+		args[1] = LLVMConstInt(ir->i32, sz < 16 ? sz : 16, 0);
+		irb_helper(ir, BPF_FUNC_get_current_comm, args, 2);
+		return buf;
+	}
+	case BI_NSECS:
+		return irb_helper(ir, BPF_FUNC_ktime_get_ns, NULL, 0);
+	case BI_ELAPSED:
+		v = irb_helper(ir, BPF_FUNC_ktime_get_ns, NULL, 0);
+		return LLVMBuildSub(ir->b, v,
+				    cg_globals_field(g, CG_GLOBALS_START),
+				    "elapsed");
+	case BI_CPU:
+		return LLVMBuildZExt(
+			ir->b,
+			LLVMBuildTrunc(ir->b,
+				       irb_helper(ir,
+						  BPF_FUNC_get_smp_processor_id,
+						  NULL, 0),
+				       ir->i32, ""),
+			ir->i64, "cpu");
+	case BI_CPID:
+		return cg_globals_field(g, CG_GLOBALS_CPID);
+	case BI_RAND:
+		return LLVMBuildZExt(
+			ir->b,
+			LLVMBuildTrunc(ir->b,
+				       irb_helper(ir,
+						  BPF_FUNC_get_prandom_u32,
+						  NULL, 0),
+				       ir->i32, ""),
+			ir->i64, "rand");
+	case BI_ARG:
+		if (!cg_is_uprobe(g) || s->arg < 0 || s->arg > 5)
+			break;
+		return cg_int_norm(g,
+				   irb_ctx_load(ir, g->ctxp, argregs[s->arg], 8),
+				   n->type);
+	case BI_RETVAL:
+		if (!cg_is_uprobe(g))
+			break;
+		return cg_int_norm(g, irb_ctx_load(ir, g->ctxp, PT_AX, 8),
+				   n->type);
+	case BI_SARG: {
+		LLVMValueRef sp;
+
+		if (!cg_is_uprobe(g))
+			break;
+		sp = irb_ctx_load(ir, g->ctxp, PT_SP, 8);
+		sp = LLVMBuildAdd(ir->b, sp,
+				  irb_const(ir, 8 * (s->arg + 1)), "");
+		buf = irb_alloca(ir, 8, "sarg");
+		LLVMBuildStore(ir->b, irb_const(ir, 0), buf);
+		irb_probe_read(ir, IRB_READ_USER, buf,
+			       LLVMConstInt(ir->i32, 8, 0), sp);
+		return cg_load(g, buf, n->type);
+	}
+	case BI_FUNC:
+		if (cg_is_uprobe(g)) {
+			LLVMValueRef ip = irb_helper(ir, BPF_FUNC_get_func_ip,
+						     &g->ctxp, 1);
+
+			if (cg_is_scalar(n->type))
+				return ip;
+			buf = irb_alloca(ir, n->type->size, "usym");
+			irb_memset(ir, buf, 0, (n->type->size + 7) & ~7ul);
+			LLVMBuildStore(ir->b, ip, buf);
+			if (n->type->size >= 16) {
+				v = irb_helper(ir,
+					       BPF_FUNC_get_current_pid_tgid,
+					       NULL, 0);
+				LLVMBuildStore(ir->b,
+					       LLVMBuildLShr(ir->b, v,
+							     irb_const(ir, 32),
+							     ""),
+					       irb_gep(ir, buf, 8));
+			}
+			return buf;
+		}
+		if (n->type && n->type->kind == TY_STRING) {
+			const char *f = g->ap && g->ap->ap.func ?
+						g->ap->ap.func : "";
+
+			return cg_string_lit(g, f, strlen(f), n->type->size);
+		}
+		break;
+	case BI_PROBE:
+		if (cg_is_scalar(n->type))
+			return irb_const(ir, g->prog);
+		break;
+	case BI_ARGS:
+	case BI_CTX:
+		return LLVMBuildPtrToInt(ir->b, g->ctxp, ir->i64, "ctx");
+	case BI_CURTASK:
+		return irb_helper(ir, BPF_FUNC_get_current_task, NULL, 0);
+	case BI_CGROUP:
+		return irb_helper(ir, BPF_FUNC_get_current_cgroup_id, NULL, 0);
+	case BI_JIFFIES:
+		return irb_helper(ir, BPF_FUNC_jiffies64, NULL, 0);
+	case BI_NUMAID:
+		return irb_helper(ir, BPF_FUNC_get_numa_node_id, NULL, 0);
+	default:
+		break;
+	}
+	cg_unsupported(g, n, arena_printf(&g->c->arena, "builtin %s here",
+					  n->ident.name));
+	return irb_const(ir, 0);
+}
+
+/* args.f / args->f in a tracepoint: read the field from the context. */
+static LLVMValueRef cg_tp_field(struct cg *g, struct ast_node *n,
+				const struct type *rec)
+{
+	struct irb *ir = &g->ir;
+
+	for (int i = 0; i < rec->nfields; i++) {
+		struct type_field *f = &rec->fields[i];
+		LLVMValueRef buf, p;
+
+		if (!f->name || strcmp(f->name, n->field.field))
+			continue;
+		p = irb_gep(ir, g->ctxp, f->offset);
+		if (tp_field_is_data_loc(rec, i)) {
+			LLVMValueRef off = LLVMBuildLoad2(ir->b, ir->i32, p,
+							  "");
+
+			off = LLVMBuildAnd(ir->b, off,
+					   LLVMConstInt(ir->i32, 0xffff, 0),
+					   "");
+			off = LLVMBuildZExt(ir->b, off, ir->i64, "");
+			return LLVMBuildAdd(ir->b,
+					    LLVMBuildPtrToInt(ir->b, g->ctxp,
+							      ir->i64, ""),
+					    off, "data_loc");
+		}
+		if (cg_is_scalar(f->type)) {
+			size_t sz = f->type->size;
+
+			if (sz != 1 && sz != 2 && sz != 4 && sz != 8) {
+				cg_unsupported(g, n, "this field size");
+				return irb_const(ir, 0);
+			}
+			return cg_int_norm(
+				g,
+				sz == 8 ? irb_ctx_load(ir, g->ctxp, f->offset,
+						       8) :
+					  (cg_signed(f->type) ?
+						   LLVMBuildSExt(
+							   ir->b,
+							   irb_ctx_load(
+								   ir, g->ctxp,
+								   f->offset,
+								   sz),
+							   ir->i64, "") :
+						   LLVMBuildZExt(
+							   ir->b,
+							   irb_ctx_load(
+								   ir, g->ctxp,
+								   f->offset,
+								   sz),
+							   ir->i64, "")),
+				n->type);
+		}
+		buf = irb_alloca(ir, f->type->size, "field");
+		irb_memset(ir, buf, 0, (f->type->size + 7) & ~7ul);
+		irb_probe_read(ir, IRB_READ_KERNEL, buf,
+			       LLVMConstInt(ir->i32, f->type->size, 0), p);
+		return buf;
+	}
+	cg_unsupported(g, n, "this field");
+	return irb_const(ir, 0);
+}
+
+static LLVMValueRef cg_field(struct cg *g, struct ast_node *n)
+{
+	struct ast_node *e = n->field.expr;
+	const struct type *t = e->type;
+
+	if (e->kind == AST_BUILTIN && e->sema &&
+	    e->sema->builtin == BI_ARGS) {
+		const struct type *rec = t;
+
+		if (rec && rec->kind == TY_POINTER)
+			rec = rec->elem;
+		if (!rec || rec->kind != TY_RECORD) {
+			if (g->sap && g->sap->args_type)
+				rec = g->sap->args_type;
+			else if (g->probe->args_type)
+				rec = g->probe->args_type;
+		}
+		if (g->sap && g->sap->args_type)
+			rec = g->sap->args_type;
+		if (rec && rec->kind == TY_RECORD)
+			return cg_tp_field(g, n, rec);
+	}
+	cg_unsupported(g, n, "this field access");
+	return irb_const(&g->ir, 0);
+}
+
+/* String equality over the shorter buffer; returns i64 0/1. */
+static LLVMValueRef cg_strcmp(struct cg *g, LLVMValueRef a, size_t asz,
+			      LLVMValueRef b, size_t bsz, size_t limit)
+{
+	struct irb *ir = &g->ir;
+	size_t n = asz < bsz ? asz : bsz;
+	LLVMValueRef res = irb_alloca(ir, 8, "streq");
+	LLVMBasicBlockRef done = LLVMAppendBasicBlockInContext(
+		ir->ctx, ir->fn, "streq_done");
+	LLVMBasicBlockRef ne = LLVMAppendBasicBlockInContext(
+		ir->ctx, ir->fn, "streq_ne");
+
+	if (limit && limit < n)
+		n = limit;
+	LLVMBuildStore(ir->b, irb_const(ir, 1), res);
+	for (size_t i = 0; i < n; i++) {
+		LLVMValueRef ca = LLVMBuildLoad2(ir->b, ir->i8,
+						 irb_gep(ir, a, i), "");
+		LLVMValueRef cb = LLVMBuildLoad2(ir->b, ir->i8,
+						 irb_gep(ir, b, i), "");
+		LLVMBasicBlockRef same = LLVMAppendBasicBlockInContext(
+			ir->ctx, ir->fn, "streq_same");
+		LLVMBasicBlockRef next = LLVMAppendBasicBlockInContext(
+			ir->ctx, ir->fn, "streq_next");
+
+		LLVMBuildCondBr(ir->b,
+				LLVMBuildICmp(ir->b, LLVMIntEQ, ca, cb, ""),
+				same, ne);
+		LLVMPositionBuilderAtEnd(ir->b, same);
+		LLVMBuildCondBr(ir->b,
+				LLVMBuildICmp(ir->b, LLVMIntEQ, ca,
+					      LLVMConstInt(ir->i8, 0, 0), ""),
+				done, next);
+		LLVMPositionBuilderAtEnd(ir->b, next);
+	}
+	LLVMBuildBr(ir->b, done);
+	LLVMPositionBuilderAtEnd(ir->b, ne);
+	LLVMBuildStore(ir->b, irb_const(ir, 0), res);
+	LLVMBuildBr(ir->b, done);
+	LLVMPositionBuilderAtEnd(ir->b, done);
+	return LLVMBuildLoad2(ir->b, ir->i64, res, "");
+}
+
+LLVMValueRef cg_string_equal(struct cg *g, LLVMValueRef a,
+			     const struct type *at, LLVMValueRef b,
+			     const struct type *bt, size_t limit)
+{
+	return cg_strcmp(g, a, at ? at->size : 64, b, bt ? bt->size : 64,
+			 limit);
+}
+
+static LLVMValueRef cg_logical(struct cg *g, struct ast_node *n)
+{
+	struct irb *ir = &g->ir;
+	bool is_and = n->op.op == OP_LAND;
+	LLVMValueRef res = irb_alloca(ir, 8, "logic");
+	LLVMBasicBlockRef rhs = LLVMAppendBasicBlockInContext(ir->ctx, ir->fn,
+							      "logic_rhs");
+	LLVMBasicBlockRef done = LLVMAppendBasicBlockInContext(
+		ir->ctx, ir->fn, "logic_done");
+	LLVMValueRef l = cg_cond(g, n->op.left), r;
+
+	LLVMBuildStore(ir->b, irb_const(ir, is_and ? 0 : 1), res);
+	if (is_and)
+		LLVMBuildCondBr(ir->b, l, rhs, done);
+	else
+		LLVMBuildCondBr(ir->b, l, done, rhs);
+	LLVMPositionBuilderAtEnd(ir->b, rhs);
+	r = cg_cond(g, n->op.right);
+	LLVMBuildStore(ir->b, LLVMBuildZExt(ir->b, r, ir->i64, ""), res);
+	LLVMBuildBr(ir->b, done);
+	LLVMPositionBuilderAtEnd(ir->b, done);
+	return LLVMBuildLoad2(ir->b, ir->i64, res, "");
+}
+
+LLVMValueRef cg_binop_values(struct cg *g, enum ast_op op, LLVMValueRef l,
+			     const struct type *lt, LLVMValueRef r,
+			     const struct type *rt, const struct type *result)
+{
+	struct irb *ir = &g->ir;
+	bool sgn = cg_signed(lt) && cg_signed(rt);
+	bool lsgn = cg_signed(result ? result : lt);
+	LLVMValueRef v;
+	LLVMIntPredicate pred;
+
+	switch (op) {
+	case OP_ADD:
+		v = LLVMBuildAdd(ir->b, l, r, "");
+		break;
+	case OP_SUB:
+		v = LLVMBuildSub(ir->b, l, r, "");
+		break;
+	case OP_MUL:
+		v = LLVMBuildMul(ir->b, l, r, "");
+		break;
+	case OP_DIV:
+	case OP_MOD: {
+		/* division by zero gives 0 as in BPF, without UB in LLVM */
+		LLVMValueRef isz = LLVMBuildICmp(ir->b, LLVMIntEQ, r,
+						 irb_const(ir, 0), "");
+		LLVMValueRef d = LLVMBuildSelect(ir->b, isz, irb_const(ir, 1),
+						 r, "");
+
+		if (op == OP_DIV)
+			v = sgn ? LLVMBuildSDiv(ir->b, l, d, "") :
+				  LLVMBuildUDiv(ir->b, l, d, "");
+		else
+			v = sgn ? LLVMBuildSRem(ir->b, l, d, "") :
+				  LLVMBuildURem(ir->b, l, d, "");
+		v = LLVMBuildSelect(ir->b, isz, irb_const(ir, 0), v, "");
+		break;
+	}
+	case OP_BAND:
+		v = LLVMBuildAnd(ir->b, l, r, "");
+		break;
+	case OP_BOR:
+		v = LLVMBuildOr(ir->b, l, r, "");
+		break;
+	case OP_BXOR:
+		v = LLVMBuildXor(ir->b, l, r, "");
+		break;
+	case OP_SHL:
+		v = LLVMBuildShl(ir->b, l,
+				 LLVMBuildAnd(ir->b, r, irb_const(ir, 63), ""),
+				 "");
+		break;
+	case OP_SHR:
+		r = LLVMBuildAnd(ir->b, r, irb_const(ir, 63), "");
+		v = lsgn && cg_signed(lt) ? LLVMBuildAShr(ir->b, l, r, "") :
+					    LLVMBuildLShr(ir->b, l, r, "");
+		break;
+	case OP_EQ:
+	case OP_NE:
+	case OP_LT:
+	case OP_LE:
+	case OP_GT:
+	case OP_GE:
+		switch (op) {
+		case OP_EQ:
+			pred = LLVMIntEQ;
+			break;
+		case OP_NE:
+			pred = LLVMIntNE;
+			break;
+		case OP_LT:
+			pred = sgn ? LLVMIntSLT : LLVMIntULT;
+			break;
+		case OP_LE:
+			pred = sgn ? LLVMIntSLE : LLVMIntULE;
+			break;
+		case OP_GT:
+			pred = sgn ? LLVMIntSGT : LLVMIntUGT;
+			break;
+		default:
+			pred = sgn ? LLVMIntSGE : LLVMIntUGE;
+			break;
+		}
+		return LLVMBuildZExt(ir->b,
+				     LLVMBuildICmp(ir->b, pred, l, r, ""),
+				     ir->i64, "");
+	default:
+		BUG("binop %d", op);
+	}
+	return cg_int_norm(g, v, result);
+}
+
+static LLVMValueRef cg_binop(struct cg *g, struct ast_node *n)
+{
+	struct ast_node *a = n->op.left, *b = n->op.right;
+	LLVMValueRef l, r;
+
+	if (n->op.op == OP_LAND || n->op.op == OP_LOR)
+		return cg_logical(g, n);
+	l = cg_expr(g, a);
+	r = cg_expr(g, b);
+	if (!cg_is_scalar(a->type) || !cg_is_scalar(b->type)) {
+		LLVMValueRef eq;
+
+		if (!a->type || !b->type || a->type->kind != TY_STRING ||
+		    b->type->kind != TY_STRING ||
+		    (n->op.op != OP_EQ && n->op.op != OP_NE)) {
+			cg_unsupported(g, n, "this operator on these values");
+			return irb_const(&g->ir, 0);
+		}
+		eq = cg_string_equal(g, l, a->type, r, b->type, 0);
+		if (n->op.op == OP_NE)
+			eq = LLVMBuildXor(g->ir.b, eq, irb_const(&g->ir, 1),
+					  "");
+		return eq;
+	}
+	return cg_binop_values(g, n->op.op, l, a->type, r, b->type, n->type);
+}
+
+/* ++/-- on a variable or a map; returns the value before or after. */
+static LLVMValueRef cg_incdec(struct cg *g, struct ast_node *n)
+{
+	struct ast_node *e = n->op.left;
+	bool inc = n->op.op == OP_PRE_INC || n->op.op == OP_POST_INC;
+	bool pre = n->op.op == OP_PRE_INC || n->op.op == OP_PRE_DEC;
+	LLVMValueRef old, nv;
+
+	old = cg_expr(g, e);
+	nv = inc ? LLVMBuildAdd(g->ir.b, old, irb_const(&g->ir, 1), "") :
+		   LLVMBuildSub(g->ir.b, old, irb_const(&g->ir, 1), "");
+	nv = cg_int_norm(g, nv, e->type);
+	if (e->kind == AST_VAR && e->sema && e->sema->var)
+		cg_store(g, g->vars[e->sema->var->slot], e->sema->var->type,
+			 nv, e->type);
+	else if (e->kind == AST_MAP)
+		cg_map_assign(g, e, nv, e->type);
+	else
+		cg_unsupported(g, n, "++/-- on this expression");
+	return pre ? nv : old;
+}
+
+static LLVMValueRef cg_unop(struct cg *g, struct ast_node *n)
+{
+	struct irb *ir = &g->ir;
+	LLVMValueRef v;
+
+	switch (n->op.op) {
+	case OP_PRE_INC:
+	case OP_PRE_DEC:
+	case OP_POST_INC:
+	case OP_POST_DEC:
+		return cg_incdec(g, n);
+	case OP_DEREF: {
+		const struct type *pt = n->op.left->type;
+		size_t sz = n->type && n->type->size ? n->type->size : 8;
+		LLVMValueRef buf;
+
+		v = cg_expr(g, n->op.left);
+		buf = irb_alloca(ir, sz, "deref");
+		irb_memset(ir, buf, 0, (sz + 7) & ~(size_t)7);
+		irb_probe_read(ir,
+			       pt && pt->addrspace == AS_USER ?
+				       IRB_READ_USER :
+				       (cg_is_uprobe(g) ? IRB_READ_USER :
+							  IRB_READ_KERNEL),
+			       buf, LLVMConstInt(ir->i32, sz, 0), v);
+		return cg_load(g, buf, n->type);
+	}
+	default:
+		break;
+	}
+	v = cg_expr(g, n->op.left);
+	if (!cg_is_scalar(n->op.left->type)) {
+		cg_unsupported(g, n, "this operator on a non-integer");
+		return irb_const(ir, 0);
+	}
+	switch (n->op.op) {
+	case OP_NEG:
+		return cg_int_norm(g, LLVMBuildNeg(ir->b, v, ""), n->type);
+	case OP_POS:
+		return v;
+	case OP_LNOT:
+		return LLVMBuildZExt(ir->b,
+				     LLVMBuildICmp(ir->b, LLVMIntEQ, v,
+						   irb_const(ir, 0), ""),
+				     ir->i64, "");
+	case OP_BNOT:
+		return cg_int_norm(g, LLVMBuildNot(ir->b, v, ""), n->type);
+	default:
+		cg_unsupported(g, n, "this operator");
+		return irb_const(ir, 0);
+	}
+}
+
+static LLVMValueRef cg_ternary(struct cg *g, struct ast_node *n)
+{
+	struct irb *ir = &g->ir;
+	bool scalar = cg_is_scalar(n->type);
+	size_t sz = n->type && n->type->size ? n->type->size : 8;
+	LLVMValueRef res = irb_alloca(ir, sz, "ternary");
+	LLVMBasicBlockRef t = LLVMAppendBasicBlockInContext(ir->ctx, ir->fn,
+							    "tern_then");
+	LLVMBasicBlockRef e = LLVMAppendBasicBlockInContext(ir->ctx, ir->fn,
+							    "tern_else");
+	LLVMBasicBlockRef d = LLVMAppendBasicBlockInContext(ir->ctx, ir->fn,
+							    "tern_done");
+	struct type *st = scalar ? type_int(&g->c->arena, 8, false) :
+				   n->type;
+
+	LLVMBuildCondBr(ir->b, cg_cond(g, n->ternary.cond), t, e);
+	LLVMPositionBuilderAtEnd(ir->b, t);
+	cg_store(g, res, st, cg_expr(g, n->ternary.then),
+		 n->ternary.then->type);
+	LLVMBuildBr(ir->b, d);
+	LLVMPositionBuilderAtEnd(ir->b, e);
+	cg_store(g, res, st, cg_expr(g, n->ternary.else_),
+		 n->ternary.else_->type);
+	LLVMBuildBr(ir->b, d);
+	LLVMPositionBuilderAtEnd(ir->b, d);
+	if (scalar)
+		return LLVMBuildLoad2(ir->b, ir->i64, res, "");
+	return res;
+}
+
+static LLVMValueRef cg_tuple(struct cg *g, struct ast_node *n)
+{
+	const struct type *t = n->type;
+	LLVMValueRef buf = irb_alloca(&g->ir, t->size, "tuple");
+	int i = 0;
+
+	irb_memset(&g->ir, buf, 0, (t->size + 7) & ~(size_t)7);
+	for (struct ast_node *e = n->tuple.elems; e && i < t->nfields;
+	     e = e->next, i++) {
+		struct type_field *f = &t->fields[i];
+
+		cg_store(g, irb_gep(&g->ir, buf, f->offset), f->type,
+			 cg_expr(g, e), e->type);
+	}
+	return buf;
+}
+
+static LLVMValueRef cg_positional(struct cg *g, struct ast_node *n)
+{
+	const char *s = "";
+
+	if (n->pos.num == -1)
+		return irb_const(&g->ir, g->c->nparams);
+	if (n->pos.num >= 1 && n->pos.num <= g->c->nparams)
+		s = g->c->params[n->pos.num - 1];
+	if (n->type && n->type->kind == TY_STRING)
+		return cg_string_lit(g, s, strlen(s), n->type->size);
+	return irb_const(&g->ir, strtoll(s, NULL, 0));
+}
+
+LLVMValueRef cg_expr(struct cg *g, struct ast_node *n)
+{
+	struct irb *ir = &g->ir;
+
+	switch (n->kind) {
+	case AST_INT:
+	case AST_BOOL:
+		return irb_const(ir, n->num.value);
+	case AST_STRING:
+		return cg_string_lit(g, n->str.value, n->str.len,
+				     n->type ? n->type->size : n->str.len + 1);
+	case AST_BUILTIN:
+		return cg_builtin(g, n);
+	case AST_POSITIONAL:
+		return cg_positional(g, n);
+	case AST_VAR:
+		if (!n->sema || !n->sema->var)
+			break;
+		return cg_load(g, g->vars[n->sema->var->slot],
+			       n->sema->var->type);
+	case AST_MAP:
+		return cg_map_read(g, n);
+	case AST_CALL:
+		return cg_call(g, n);
+	case AST_BINOP:
+		return cg_binop(g, n);
+	case AST_UNOP:
+		return cg_unop(g, n);
+	case AST_TERNARY:
+		return cg_ternary(g, n);
+	case AST_FIELD:
+		return cg_field(g, n);
+	case AST_TUPLE:
+		return cg_tuple(g, n);
+	case AST_TUPLE_INDEX: {
+		LLVMValueRef t = cg_expr(g, n->tindex.expr);
+		const struct type *tt = n->tindex.expr->type;
+
+		if (!tt || tt->kind != TY_TUPLE || n->tindex.index < 0 ||
+		    n->tindex.index >= tt->nfields)
+			break;
+		return cg_load(g,
+			       irb_gep(ir, t,
+				       tt->fields[n->tindex.index].offset),
+			       tt->fields[n->tindex.index].type);
+	}
+	case AST_CAST: {
+		LLVMValueRef v = cg_expr(g, n->cast.expr);
+
+		if (cg_is_scalar(n->type) && cg_is_scalar(n->cast.expr->type))
+			return cg_int_norm(g, v, n->type);
+		break;
+	}
+	case AST_SIZEOF: {
+		const struct type *t = n->size.of_type ?
+					       n->size.of_type :
+					       (n->size.expr ?
+							n->size.expr->type :
+							NULL);
+
+		if (!t)
+			break;
+		return irb_const(ir, t->size);
+	}
+	default:
+		break;
+	}
+	cg_unsupported(g, n, arena_printf(&g->c->arena, "expression %s",
+					  ast_kind_name(n->kind)));
+	return cg_is_scalar(n->type) ? irb_const(ir, 0) :
+				       irb_alloca(ir, n->type->size, "");
+}

@@ -1,0 +1,98 @@
+/*
+ * Internals shared by the lowering files (cg.c, cg_expr.c, cg_stmt.c,
+ * cg_call.c). Not for use outside codegen/.
+ *
+ * Values: an expression of a scalar type (integers, booleans, pointers,
+ * enums, anything of at most 8 bytes that is not a string, tuple, record
+ * or array) lowers to an i64 (sign- or zero-extended by its type); every
+ * other expression lowers to a pointer to a buffer of type->size bytes.
+ */
+#ifndef UBT_CG_INT_H
+#define UBT_CG_INT_H
+
+#include "cg.h"
+#include "compile.h"
+#include "irb.h"
+#include "sema.h"
+
+struct cg {
+	struct compile *c;
+	struct sema_program *sp;
+	struct irb ir;
+	struct cg_object *obj;
+	LLVMValueRef *maps;	/* by sema map id */
+	LLVMValueRef ringbuf;
+	LLVMValueRef globals;	/* array map: struct cg_globals */
+	int cap_events;
+
+	/* the program being built */
+	struct sema_probe *probe;
+	const struct ast_node *ap;
+	struct sema_ap *sap;
+	int prog;
+	LLVMValueRef ctxp;
+	LLVMValueRef *vars;	/* allocas by slot */
+	LLVMBasicBlockRef brk, cont;	/* innermost while */
+	bool sleepable;		/* uses bpf_copy_from_user() */
+	int err;
+};
+
+/* Layout of the globals map's only value, written by the shim. */
+#define CG_GLOBALS_START 0	/* u64: CLOCK_MONOTONIC ns at start */
+#define CG_GLOBALS_CPID 8	/* u64: the -c child's pid */
+#define CG_GLOBALS_SIZE 16
+
+bool cg_is_scalar(const struct type *t);
+/* The aggregation a map holds (from its value type), FN_NONE if none. */
+enum sema_func cg_map_agg(const struct sema_map *sm);
+/* Fail the build with a located "not supported" error. */
+void cg_unsupported(struct cg *g, const struct ast_node *n, const char *what);
+
+LLVMValueRef cg_expr(struct cg *g, struct ast_node *n);
+/* An integer expression as i1 (!= 0), strings are errors. */
+LLVMValueRef cg_cond(struct cg *g, struct ast_node *n);
+/* Store v (of type vt) into dst typed dt, converting sizes. */
+void cg_store(struct cg *g, LLVMValueRef dst, const struct type *dt,
+	      LLVMValueRef v, const struct type *vt);
+LLVMValueRef cg_load(struct cg *g, LLVMValueRef src, const struct type *t);
+LLVMValueRef cg_binop_values(struct cg *g, enum ast_op op, LLVMValueRef l,
+			     const struct type *lt, LLVMValueRef r,
+			     const struct type *rt, const struct type *result);
+/* String equality over the shorter buffer (at most limit bytes when not
+ * 0); i64 0 or 1. */
+LLVMValueRef cg_string_equal(struct cg *g, LLVMValueRef a,
+			     const struct type *at, LLVMValueRef b,
+			     const struct type *bt, size_t limit);
+/* Truncate/extend an i64 by type (for narrow ints after arithmetic). */
+LLVMValueRef cg_int_norm(struct cg *g, LLVMValueRef v, const struct type *t);
+
+void cg_stmts(struct cg *g, struct ast_node *list);
+void cg_stmt(struct cg *g, struct ast_node *n);
+
+/* Maps */
+LLVMValueRef cg_map_key(struct cg *g, struct ast_node *mapnode,
+			const struct cg_map *m, LLVMValueRef bucket);
+/* Value pointer for key, inserting a zero value first when absent;
+ * returns a pointer that may be null (checked by the caller). */
+LLVMValueRef cg_map_get_or_init(struct cg *g, int id, LLVMValueRef key);
+LLVMValueRef cg_map_read(struct cg *g, struct ast_node *mapnode);
+void cg_map_assign(struct cg *g, struct ast_node *mapnode, LLVMValueRef v,
+		   const struct type *vt);
+void cg_map_delete(struct cg *g, int id, struct ast_node *keys, int nkeys);
+/* if (p) { body } helper: positions the builder in the then block and
+ * returns the continuation block to branch to. */
+LLVMBasicBlockRef cg_if_nonnull(struct cg *g, LLVMValueRef p);
+
+/* Calls: as an expression (value) or a statement. */
+LLVMValueRef cg_call(struct cg *g, struct ast_node *n);
+/* `@m[k] = agg(...)` */
+void cg_aggregate(struct cg *g, struct ast_node *mapnode,
+		  struct ast_node *call);
+
+int cg_event_new(struct cg *g, enum cg_event_kind kind,
+		 const struct ast_node *call);
+/* Start a record of `size` bytes (header included) with its id stored. */
+LLVMValueRef cg_record_begin(struct cg *g, int ev, size_t size);
+void cg_record_send(struct cg *g, LLVMValueRef rec, size_t size);
+
+#endif

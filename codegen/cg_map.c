@@ -1,0 +1,334 @@
+/*
+ * Lowering of map accesses: keys, reads, assignments, aggregations.
+ */
+#include <string.h>
+
+#include <linux/bpf.h>
+
+#include "cg_int.h"
+#include "util.h"
+
+LLVMBasicBlockRef cg_if_nonnull(struct cg *g, LLVMValueRef p)
+{
+	struct irb *ir = &g->ir;
+	LLVMBasicBlockRef then = LLVMAppendBasicBlockInContext(ir->ctx, ir->fn,
+							       "nonnull");
+	LLVMBasicBlockRef cont = LLVMAppendBasicBlockInContext(ir->ctx, ir->fn,
+							       "nonnull_done");
+
+	LLVMBuildCondBr(ir->b, LLVMBuildIsNull(ir->b, p, ""), cont, then);
+	LLVMPositionBuilderAtEnd(ir->b, then);
+	return cont;
+}
+
+static struct sema_map *cg_sema_map(struct ast_node *mapnode)
+{
+	if (mapnode->sema && mapnode->sema->map)
+		return mapnode->sema->map;
+	BUG("map %s without sema", mapnode->map.name);
+}
+
+/* Store the key expressions `keys` (n of them) as map key type kt. */
+static void cg_store_keys(struct cg *g, LLVMValueRef key,
+			  const struct type *kt, struct ast_node *keys, int n)
+{
+	if (!kt || !keys)
+		return;
+	if (n == 1) {
+		cg_store(g, key, kt, cg_expr(g, keys), keys->type);
+		return;
+	}
+	if (kt->kind != TY_TUPLE)
+		BUG("multi-key map with key type %d", kt->kind);
+	for (int i = 0; keys && i < kt->nfields; keys = keys->next, i++)
+		cg_store(g, irb_gep(&g->ir, key, kt->fields[i].offset),
+			 kt->fields[i].type, cg_expr(g, keys), keys->type);
+}
+
+static LLVMValueRef cg_key_with(struct cg *g, int id, struct ast_node *keys,
+				int nkeys, LLVMValueRef bucket)
+{
+	const struct cg_map *m = &g->obj->maps[id];
+	LLVMValueRef key = irb_alloca(&g->ir, m->key_size, "key");
+
+	irb_memset(&g->ir, key, 0, m->key_size);
+	cg_store_keys(g, key, m->key_type, keys, nkeys);
+	if (m->bucketed)
+		LLVMBuildStore(g->ir.b, bucket ? bucket : irb_const(&g->ir, 0),
+			       irb_gep(&g->ir, key, m->key_size - 8));
+	return key;
+}
+
+LLVMValueRef cg_map_key(struct cg *g, struct ast_node *mapnode,
+			const struct cg_map *m, LLVMValueRef bucket)
+{
+	int id = m - g->obj->maps;
+
+	return cg_key_with(g, id, mapnode->map.keys, mapnode->map.nkeys,
+			   bucket);
+}
+
+LLVMValueRef cg_map_get_or_init(struct cg *g, int id, LLVMValueRef key)
+{
+	struct irb *ir = &g->ir;
+	const struct cg_map *m = &g->obj->maps[id];
+	LLVMValueRef res = irb_alloca_type(ir, ir->ptr, "valp");
+	LLVMValueRef p, zero;
+	LLVMBasicBlockRef miss, done;
+
+	p = irb_map_lookup(ir, g->maps[id], key);
+	LLVMBuildStore(ir->b, p, res);
+	miss = LLVMAppendBasicBlockInContext(ir->ctx, ir->fn, "init");
+	done = LLVMAppendBasicBlockInContext(ir->ctx, ir->fn, "init_done");
+	LLVMBuildCondBr(ir->b, LLVMBuildIsNull(ir->b, p, ""), miss, done);
+	LLVMPositionBuilderAtEnd(ir->b, miss);
+	zero = irb_alloca(ir, m->value_size, "zero");
+	irb_memset(ir, zero, 0, (m->value_size + 7) & ~(size_t)7);
+	irb_map_update(ir, g->maps[id], key, zero, BPF_NOEXIST);
+	LLVMBuildStore(ir->b, irb_map_lookup(ir, g->maps[id], key), res);
+	LLVMBuildBr(ir->b, done);
+	LLVMPositionBuilderAtEnd(ir->b, done);
+	return LLVMBuildLoad2(ir->b, ir->ptr, res, "valp");
+}
+
+LLVMValueRef cg_map_read(struct cg *g, struct ast_node *mapnode)
+{
+	struct irb *ir = &g->ir;
+	struct sema_map *sm = cg_sema_map(mapnode);
+	const struct cg_map *m = &g->obj->maps[sm->id];
+	const struct type *vt = mapnode->type ? mapnode->type : sm->value;
+	size_t sz = vt && vt->size ? vt->size : 8;
+	LLVMValueRef key, p, res;
+	LLVMBasicBlockRef cont;
+
+	if (m->bucketed) {
+		cg_unsupported(g, mapnode, "reading a hist() map's value");
+		return irb_const(ir, 0);
+	}
+	key = cg_map_key(g, mapnode, m, NULL);
+	p = irb_map_lookup(ir, g->maps[sm->id], key);
+	if (cg_map_agg(sm) == FN_AVG) {
+		res = irb_alloca(ir, 8, "avg");
+		LLVMBuildStore(ir->b, irb_const(ir, 0), res);
+		cont = cg_if_nonnull(g, p);
+		{
+			LLVMValueRef n = LLVMBuildLoad2(ir->b, ir->i64, p, "");
+			LLVMValueRef t = LLVMBuildLoad2(ir->b, ir->i64,
+							irb_gep(ir, p, 8), "");
+
+			LLVMBuildStore(ir->b,
+				       cg_binop_values(g, OP_DIV, t, sm->value,
+						       n, sm->value, NULL),
+				       res);
+		}
+		LLVMBuildBr(ir->b, cont);
+		LLVMPositionBuilderAtEnd(ir->b, cont);
+		return LLVMBuildLoad2(ir->b, ir->i64, res, "");
+	}
+	if (cg_map_agg(sm) != FN_NONE) {
+		/* count/sum/min/max: this CPU's value */
+		res = irb_alloca(ir, 8, "agg");
+		LLVMBuildStore(ir->b, irb_const(ir, 0), res);
+		cont = cg_if_nonnull(g, p);
+		LLVMBuildStore(ir->b, LLVMBuildLoad2(ir->b, ir->i64, p, ""),
+			       res);
+		LLVMBuildBr(ir->b, cont);
+		LLVMPositionBuilderAtEnd(ir->b, cont);
+		return LLVMBuildLoad2(ir->b, ir->i64, res, "");
+	}
+	res = irb_alloca(ir, sz, "mapval");
+	irb_memset(ir, res, 0, (sz + 7) & ~(size_t)7);
+	cont = cg_if_nonnull(g, p);
+	irb_memcpy(ir, res, p, sz < m->value_size ? sz : m->value_size);
+	LLVMBuildBr(ir->b, cont);
+	LLVMPositionBuilderAtEnd(ir->b, cont);
+	return cg_load(g, res, vt);
+}
+
+void cg_map_assign(struct cg *g, struct ast_node *mapnode, LLVMValueRef v,
+		   const struct type *vt)
+{
+	struct irb *ir = &g->ir;
+	struct sema_map *sm = cg_sema_map(mapnode);
+	const struct cg_map *m = &g->obj->maps[sm->id];
+	LLVMValueRef key, val;
+
+	if (cg_map_agg(sm) != FN_NONE) {
+		cg_unsupported(g, mapnode,
+			       "assigning a value to an aggregation map");
+		return;
+	}
+	/* evaluate the value before building the key, as written */
+	val = irb_alloca(ir, m->value_size, "val");
+	irb_memset(ir, val, 0, (m->value_size + 7) & ~(size_t)7);
+	cg_store(g, val, sm->value, v, vt);
+	key = cg_map_key(g, mapnode, m, NULL);
+	irb_map_update(ir, g->maps[sm->id], key, val, BPF_ANY);
+}
+
+void cg_map_delete(struct cg *g, int id, struct ast_node *keys, int nkeys)
+{
+	const struct cg_map *m = &g->obj->maps[id];
+
+	if (m->bucketed) {
+		cg_unsupported(g, keys, "delete() on a hist() map");
+		return;
+	}
+	irb_map_delete(&g->ir, g->maps[id],
+		       cg_key_with(g, id, keys, nkeys, NULL));
+}
+
+/*
+ * hist bucket, as out_hist_index() (shim/output.h): 0 negative, 1 zero;
+ * l = floor(log2 v): l < k: 1 + v, else 1 + (l - k) * 2^k + (v >> (l - k)).
+ */
+static LLVMValueRef cg_log2_bucket(struct cg *g, LLVMValueRef v, bool sgn,
+				   int k)
+{
+	struct irb *ir = &g->ir;
+	LLVMValueRef n = v, l = irb_const(ir, 0), r, small, sh, isneg, iszero;
+
+	for (int s = 32; s >= 1; s /= 2) {
+		LLVMValueRef big = LLVMBuildICmp(ir->b, LLVMIntUGE, n,
+						 irb_const(ir, 1ull << s), "");
+		LLVMValueRef d = LLVMBuildSelect(ir->b, big, irb_const(ir, s),
+						 irb_const(ir, 0), "");
+
+		n = LLVMBuildLShr(ir->b, n, d, "");
+		l = LLVMBuildAdd(ir->b, l, d, "");
+	}
+	sh = LLVMBuildAnd(ir->b, LLVMBuildSub(ir->b, l, irb_const(ir, k), ""),
+			  irb_const(ir, 63), "");
+	r = LLVMBuildAdd(ir->b,
+			 LLVMBuildMul(ir->b, sh, irb_const(ir, 1ull << k), ""),
+			 LLVMBuildLShr(ir->b, v, sh, ""), "");
+	r = LLVMBuildAdd(ir->b, r, irb_const(ir, 1), "");
+	if (k > 0) {
+		small = LLVMBuildAdd(ir->b, v, irb_const(ir, 1), "");
+		r = LLVMBuildSelect(ir->b,
+				    LLVMBuildICmp(ir->b, LLVMIntULT, l,
+						  irb_const(ir, k), ""),
+				    small, r, "");
+	}
+	iszero = LLVMBuildICmp(ir->b, LLVMIntEQ, v, irb_const(ir, 0), "");
+	r = LLVMBuildSelect(ir->b, iszero, irb_const(ir, 1), r, "");
+	if (sgn) {
+		isneg = LLVMBuildICmp(ir->b, LLVMIntSLT, v, irb_const(ir, 0),
+				      "");
+		r = LLVMBuildSelect(ir->b, isneg, irb_const(ir, 0), r, "");
+	}
+	return r;
+}
+
+/* lhist bucket, as out_lhist_index(): 0 below min, nb + 1 at or above
+ * max, else 1 + (v - min) / step. */
+static LLVMValueRef cg_linear_bucket(struct cg *g, LLVMValueRef v,
+				     int64_t min, int64_t max, int64_t step)
+{
+	struct irb *ir = &g->ir;
+	LLVMValueRef below, above, r;
+
+	if (step <= 0)
+		step = 1;
+	below = LLVMBuildICmp(ir->b, LLVMIntSLT, v, irb_const(ir, min), "");
+	above = LLVMBuildICmp(ir->b, LLVMIntSGE, v, irb_const(ir, max), "");
+	r = LLVMBuildSub(ir->b, v, irb_const(ir, min), "");
+	r = LLVMBuildUDiv(ir->b,
+			  LLVMBuildSelect(ir->b, below, irb_const(ir, 0), r,
+					  ""),
+			  irb_const(ir, step), "");
+	r = LLVMBuildAdd(ir->b, r, irb_const(ir, 1), "");
+	r = LLVMBuildSelect(ir->b, above,
+			    irb_const(ir, 1 + (max - min) / step), r, "");
+	return LLVMBuildSelect(ir->b, below, irb_const(ir, 0), r, "");
+}
+
+void cg_aggregate(struct cg *g, struct ast_node *mapnode,
+		  struct ast_node *call)
+{
+	struct irb *ir = &g->ir;
+	struct sema_map *sm = cg_sema_map(mapnode);
+	const struct cg_map *m = &g->obj->maps[sm->id];
+	enum sema_func f = call->sema ? call->sema->func : FN_NONE;
+	struct ast_node *arg = call->call.args;
+	const struct type *at = arg ? arg->type : NULL;
+	bool sgn = at && at->is_signed;
+	LLVMValueRef v = NULL, bucket = NULL, key, p, old, nv;
+	LLVMBasicBlockRef cont;
+
+	if (arg) {
+		v = cg_expr(g, arg);
+		if (!cg_is_scalar(at)) {
+			cg_unsupported(g, arg, "a non-integer argument");
+			return;
+		}
+	}
+	if (f == FN_HIST) {
+		int k = m->value_type ? m->value_type->hist_bits : 0;
+
+		if (k < 0 || k > 5) {
+			cg_unsupported(g, call, "this hist() bits argument");
+			return;
+		}
+		/* signed, as bpftrace 0.17 does for any argument */
+		bucket = cg_log2_bucket(g, v, true, k);
+	} else if (f == FN_LHIST) {
+		const struct type *vt = m->value_type;
+
+		bucket = cg_linear_bucket(g, v, vt->lhist_min, vt->lhist_max,
+					  vt->lhist_step);
+	}
+	key = cg_map_key(g, mapnode, m, bucket);
+	p = cg_map_get_or_init(g, sm->id, key);
+	cont = cg_if_nonnull(g, p);
+	old = LLVMBuildLoad2(ir->b, ir->i64, p, "");
+	switch (f) {
+	case FN_COUNT:
+	case FN_HIST:
+	case FN_LHIST:
+		LLVMBuildStore(ir->b,
+			       LLVMBuildAdd(ir->b, old, irb_const(ir, 1), ""),
+			       p);
+		break;
+	case FN_SUM:
+		LLVMBuildStore(ir->b, LLVMBuildAdd(ir->b, old, v, ""), p);
+		break;
+	case FN_AVG:
+	case FN_STATS: {
+		LLVMValueRef tp = irb_gep(ir, p, 8);
+		LLVMValueRef t = LLVMBuildLoad2(ir->b, ir->i64, tp, "");
+
+		LLVMBuildStore(ir->b,
+			       LLVMBuildAdd(ir->b, old, irb_const(ir, 1), ""),
+			       p);
+		LLVMBuildStore(ir->b, LLVMBuildAdd(ir->b, t, v, ""), tp);
+		break;
+	}
+	case FN_MIN:
+	case FN_MAX: {
+		LLVMValueRef setp = irb_gep(ir, p, 8);
+		LLVMValueRef set = LLVMBuildLoad2(ir->b, ir->i64, setp, "");
+		LLVMIntPredicate pr;
+		LLVMValueRef better, take;
+
+		if (f == FN_MIN)
+			pr = sgn ? LLVMIntSLT : LLVMIntULT;
+		else
+			pr = sgn ? LLVMIntSGT : LLVMIntUGT;
+		better = LLVMBuildICmp(ir->b, pr, v, old, "");
+		take = LLVMBuildOr(ir->b, better,
+				   LLVMBuildICmp(ir->b, LLVMIntEQ, set,
+						 irb_const(ir, 0), ""),
+				   "");
+		nv = LLVMBuildSelect(ir->b, take, v, old, "");
+		LLVMBuildStore(ir->b, nv, p);
+		LLVMBuildStore(ir->b, irb_const(ir, 1), setp);
+		break;
+	}
+	default:
+		cg_unsupported(g, call, "this aggregation");
+		break;
+	}
+	LLVMBuildBr(ir->b, cont);
+	LLVMPositionBuilderAtEnd(ir->b, cont);
+}

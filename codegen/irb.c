@@ -1,0 +1,324 @@
+/*
+ * irb: IR-building helpers for the BPF target. Helpers are called by id
+ * (inttoptr of the BPF_FUNC_* number), as the BPF backend expects.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <linux/bpf.h>
+#include <llvm-c/Analysis.h>
+#include <llvm-c/Target.h>
+#include <llvm-c/TargetMachine.h>
+#include <llvm-c/Transforms/PassBuilder.h>
+
+#include "irb.h"
+#include "util.h"
+
+/* The target machine is created once per process: it is the costly part. */
+static LLVMTargetMachineRef irb_bpf_tm;
+
+static LLVMTargetMachineRef irb_target_machine(void)
+{
+	LLVMTargetRef target;
+	char *err = NULL;
+
+	if (irb_bpf_tm)
+		return irb_bpf_tm;
+	LLVMInitializeBPFTargetInfo();
+	LLVMInitializeBPFTarget();
+	LLVMInitializeBPFTargetMC();
+	LLVMInitializeBPFAsmPrinter();
+	if (LLVMGetTargetFromTriple("bpfel", &target, &err)) {
+		fprintf(stderr, "ubt: cannot find the BPF target: %s\n", err);
+		LLVMDisposeMessage(err);
+		return NULL;
+	}
+	irb_bpf_tm = LLVMCreateTargetMachine(target, "bpfel", "generic", "",
+					     LLVMCodeGenLevelDefault,
+					     LLVMRelocDefault,
+					     LLVMCodeModelDefault);
+	return irb_bpf_tm;
+}
+
+int irb_init(struct irb *ir, enum cg_target t, const char *name)
+{
+	LLVMMetadataRef flag;
+
+	if (t != CG_TARGET_BPF)
+		return -ENOTSUP;
+	if (!irb_target_machine())
+		return -ENOENT;
+	memset(ir, 0, sizeof(*ir));
+	ir->target = t;
+	ir->ctx = LLVMContextCreate();
+	ir->mod = LLVMModuleCreateWithNameInContext(name, ir->ctx);
+	LLVMSetTarget(ir->mod, "bpfel");
+	{
+		LLVMTargetDataRef td = LLVMCreateTargetDataLayout(irb_bpf_tm);
+		char *dl = LLVMCopyStringRepOfTargetData(td);
+
+		LLVMSetDataLayout(ir->mod, dl);
+		LLVMDisposeMessage(dl);
+		LLVMDisposeTargetData(td);
+	}
+	ir->b = LLVMCreateBuilderInContext(ir->ctx);
+	ir->i1 = LLVMInt1TypeInContext(ir->ctx);
+	ir->i8 = LLVMInt8TypeInContext(ir->ctx);
+	ir->i16 = LLVMInt16TypeInContext(ir->ctx);
+	ir->i32 = LLVMInt32TypeInContext(ir->ctx);
+	ir->i64 = LLVMInt64TypeInContext(ir->ctx);
+	ir->ptr = LLVMPointerTypeInContext(ir->ctx, 0);
+	ir->void_ = LLVMVoidTypeInContext(ir->ctx);
+
+	/* Debug info: BTF for the maps comes from it. */
+	ir->di = LLVMCreateDIBuilder(ir->mod);
+	ir->di_file = LLVMDIBuilderCreateFile(ir->di, "ubt.bt", 6, ".", 1);
+	ir->di_cu = LLVMDIBuilderCreateCompileUnit(
+		ir->di, LLVMDWARFSourceLanguageC, ir->di_file, "ubt", 3, 0,
+		"", 0, 0, "", 0, LLVMDWARFEmissionFull, 0, 0, 0, "", 0, "",
+		0);
+	flag = LLVMValueAsMetadata(LLVMConstInt(ir->i32, 4, 0));
+	LLVMAddModuleFlag(ir->mod, LLVMModuleFlagBehaviorWarning,
+			  "Dwarf Version", 13, flag);
+	flag = LLVMValueAsMetadata(
+		LLVMConstInt(ir->i32, LLVMDebugMetadataVersion(), 0));
+	LLVMAddModuleFlag(ir->mod, LLVMModuleFlagBehaviorWarning,
+			  "Debug Info Version", 18, flag);
+
+	/* license */
+	{
+		LLVMValueRef lic = LLVMConstStringInContext(ir->ctx, "GPL", 3,
+							     0);
+		LLVMValueRef g = LLVMAddGlobal(ir->mod, LLVMTypeOf(lic),
+					       "LICENSE");
+
+		LLVMSetInitializer(g, lic);
+		LLVMSetSection(g, "license");
+		LLVMSetLinkage(g, LLVMExternalLinkage);
+	}
+	return 0;
+}
+
+void irb_release(struct irb *ir)
+{
+	if (!ir->ctx)
+		return;
+	if (ir->di)
+		LLVMDisposeDIBuilder(ir->di);
+	LLVMDisposeBuilder(ir->b);
+	LLVMDisposeModule(ir->mod);
+	LLVMContextDispose(ir->ctx);
+	memset(ir, 0, sizeof(*ir));
+}
+
+LLVMValueRef irb_func_begin(struct irb *ir, const char *name,
+			    const char *section)
+{
+	LLVMTypeRef ft = LLVMFunctionType(ir->i64, &ir->ptr, 1, 0);
+	LLVMValueRef fn = LLVMAddFunction(ir->mod, name, ft);
+	unsigned kind = LLVMGetEnumAttributeKindForName("nounwind", 8);
+
+	LLVMAddAttributeAtIndex(fn, LLVMAttributeFunctionIndex,
+				LLVMCreateEnumAttribute(ir->ctx, kind, 0));
+	LLVMSetSection(fn, section);
+	LLVMSetLinkage(fn, LLVMExternalLinkage);
+	ir->fn = fn;
+	ir->entry = LLVMAppendBasicBlockInContext(ir->ctx, fn, "entry");
+	LLVMPositionBuilderAtEnd(ir->b, ir->entry);
+	return LLVMGetParam(fn, 0);
+}
+
+void irb_func_end(struct irb *ir)
+{
+	LLVMBuildRet(ir->b, LLVMConstInt(ir->i64, 0, 0));
+	ir->fn = NULL;
+	ir->entry = NULL;
+}
+
+LLVMValueRef irb_alloca_type(struct irb *ir, LLVMTypeRef ty, const char *name)
+{
+	LLVMBuilderRef eb = LLVMCreateBuilderInContext(ir->ctx);
+	LLVMValueRef first = LLVMGetFirstInstruction(ir->entry);
+	LLVMValueRef a;
+
+	if (first)
+		LLVMPositionBuilderBefore(eb, first);
+	else
+		LLVMPositionBuilderAtEnd(eb, ir->entry);
+	a = LLVMBuildAlloca(eb, ty, name ? name : "");
+	LLVMSetAlignment(a, 8);
+	LLVMDisposeBuilder(eb);
+	return a;
+}
+
+LLVMValueRef irb_alloca(struct irb *ir, size_t size, const char *name)
+{
+	/* whole u64 words so that the stack stays 8-byte aligned */
+	size_t words = (size + 7) / 8;
+
+	if (!words)
+		words = 1;
+	return irb_alloca_type(ir, LLVMArrayType2(ir->i64, words), name);
+}
+
+void irb_memset(struct irb *ir, LLVMValueRef dst, int c, size_t size)
+{
+	LLVMValueRef s = LLVMBuildMemSet(ir->b, dst,
+					 LLVMConstInt(ir->i8, c, 0),
+					 LLVMConstInt(ir->i64, size, 0), 1);
+	(void)s;
+}
+
+void irb_memcpy(struct irb *ir, LLVMValueRef dst, LLVMValueRef src,
+		size_t size)
+{
+	LLVMBuildMemCpy(ir->b, dst, 1, src, 1,
+			LLVMConstInt(ir->i64, size, 0));
+}
+
+LLVMValueRef irb_gep(struct irb *ir, LLVMValueRef p, size_t off)
+{
+	LLVMValueRef idx = LLVMConstInt(ir->i64, off, 0);
+
+	if (!off)
+		return p;
+	return LLVMBuildGEP2(ir->b, ir->i8, p, &idx, 1, "");
+}
+
+LLVMValueRef irb_const(struct irb *ir, uint64_t v)
+{
+	return LLVMConstInt(ir->i64, v, 0);
+}
+
+LLVMValueRef irb_helper(struct irb *ir, int id, LLVMValueRef *args, int n)
+{
+	LLVMTypeRef params[8];
+	LLVMTypeRef ft;
+	LLVMValueRef callee;
+
+	BUG_ON(n > 8);
+	for (int i = 0; i < n; i++)
+		params[i] = LLVMTypeOf(args[i]);
+	ft = LLVMFunctionType(ir->i64, params, n, 0);
+	callee = LLVMConstIntToPtr(LLVMConstInt(ir->i64, id, 0), ir->ptr);
+	return LLVMBuildCall2(ir->b, ft, callee, args, n, "");
+}
+
+LLVMValueRef irb_map_lookup(struct irb *ir, LLVMValueRef map, LLVMValueRef key)
+{
+	LLVMValueRef args[2] = { map, key };
+	LLVMTypeRef params[2] = { ir->ptr, ir->ptr };
+	LLVMTypeRef ft = LLVMFunctionType(ir->ptr, params, 2, 0);
+	LLVMValueRef callee = LLVMConstIntToPtr(
+		LLVMConstInt(ir->i64, BPF_FUNC_map_lookup_elem, 0), ir->ptr);
+
+	return LLVMBuildCall2(ir->b, ft, callee, args, 2, "lookup");
+}
+
+LLVMValueRef irb_map_update(struct irb *ir, LLVMValueRef map,
+			    LLVMValueRef key, LLVMValueRef value,
+			    uint64_t flags)
+{
+	LLVMValueRef args[4] = { map, key, value, irb_const(ir, flags) };
+
+	return irb_helper(ir, BPF_FUNC_map_update_elem, args, 4);
+}
+
+LLVMValueRef irb_map_delete(struct irb *ir, LLVMValueRef map,
+			    LLVMValueRef key)
+{
+	LLVMValueRef args[2] = { map, key };
+
+	return irb_helper(ir, BPF_FUNC_map_delete_elem, args, 2);
+}
+
+LLVMValueRef irb_probe_read(struct irb *ir, enum irb_read kind,
+			    LLVMValueRef dst, LLVMValueRef size,
+			    LLVMValueRef src)
+{
+	static const int ids[] = {
+		[IRB_READ_USER] = BPF_FUNC_probe_read_user,
+		[IRB_READ_KERNEL] = BPF_FUNC_probe_read_kernel,
+		[IRB_READ_USER_STR] = BPF_FUNC_probe_read_user_str,
+		[IRB_READ_KERNEL_STR] = BPF_FUNC_probe_read_kernel_str,
+	};
+	LLVMValueRef args[3];
+
+	if (LLVMGetTypeKind(LLVMTypeOf(src)) != LLVMPointerTypeKind)
+		src = LLVMBuildIntToPtr(ir->b, src, ir->ptr, "");
+	if (LLVMGetTypeKind(LLVMTypeOf(size)) != LLVMIntegerTypeKind ||
+	    LLVMGetIntTypeWidth(LLVMTypeOf(size)) != 32)
+		size = LLVMBuildTrunc(ir->b, size, ir->i32, "");
+	args[0] = dst;
+	args[1] = size;
+	args[2] = src;
+	return irb_helper(ir, ids[kind], args, 3);
+}
+
+LLVMValueRef irb_ringbuf_output(struct irb *ir, LLVMValueRef rb,
+				LLVMValueRef data, size_t size)
+{
+	LLVMValueRef args[4] = { rb, data, irb_const(ir, size),
+				 irb_const(ir, 0) };
+
+	return irb_helper(ir, BPF_FUNC_ringbuf_output, args, 4);
+}
+
+LLVMValueRef irb_ctx_load(struct irb *ir, LLVMValueRef ctxp, size_t off,
+			  size_t size)
+{
+	LLVMTypeRef ty = LLVMIntTypeInContext(ir->ctx, size * 8);
+	LLVMValueRef p = irb_gep(ir, ctxp, off);
+	LLVMValueRef v = LLVMBuildLoad2(ir->b, ty, p, "");
+
+	LLVMSetAlignment(v, size);
+	return v;
+}
+
+void irb_dump(struct irb *ir, FILE *f)
+{
+	char *s = LLVMPrintModuleToString(ir->mod);
+
+	fputs(s, f);
+	LLVMDisposeMessage(s);
+}
+
+int irb_emit(struct irb *ir, bool optimise, void **image, size_t *size)
+{
+	LLVMMemoryBufferRef buf;
+	char *err = NULL;
+
+	LLVMDIBuilderFinalize(ir->di);
+	if (LLVMVerifyModule(ir->mod, LLVMReturnStatusAction, &err)) {
+		fprintf(stderr, "ubt: BUG: invalid LLVM module: %s\n", err);
+		LLVMDisposeMessage(err);
+		return -EINVAL;
+	}
+	LLVMDisposeMessage(err);
+	if (optimise) {
+		LLVMPassBuilderOptionsRef po = LLVMCreatePassBuilderOptions();
+		LLVMErrorRef e = LLVMRunPasses(ir->mod, "default<O2>",
+					       irb_bpf_tm, po);
+
+		LLVMDisposePassBuilderOptions(po);
+		if (e) {
+			char *m = LLVMGetErrorMessage(e);
+
+			fprintf(stderr, "ubt: optimising failed: %s\n", m);
+			LLVMDisposeErrorMessage(m);
+			return -EINVAL;
+		}
+	}
+	if (LLVMTargetMachineEmitToMemoryBuffer(irb_bpf_tm, ir->mod,
+						LLVMObjectFile, &err, &buf)) {
+		fprintf(stderr, "ubt: cannot emit BPF code: %s\n", err);
+		LLVMDisposeMessage(err);
+		return -EINVAL;
+	}
+	*size = LLVMGetBufferSize(buf);
+	*image = xmalloc(*size ? *size : 1);
+	memcpy(*image, LLVMGetBufferStart(buf), *size);
+	LLVMDisposeMemoryBuffer(buf);
+	return 0;
+}

@@ -1,0 +1,94 @@
+/*
+ * irb: the small IR-building helpers the lowering goes through, so that
+ * the BPF and native targets differ only here (DESIGN.md). An irb holds
+ * one LLVM module under construction and its builder.
+ */
+#ifndef UBT_IRB_H
+#define UBT_IRB_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include <llvm-c/Core.h>
+#include <llvm-c/DebugInfo.h>
+
+#include "cg.h"
+
+struct irb {
+	enum cg_target target;
+	LLVMContextRef ctx;
+	LLVMModuleRef mod;
+	LLVMBuilderRef b;
+	LLVMDIBuilderRef di;
+	LLVMMetadataRef di_file, di_cu;
+	LLVMTypeRef i1, i8, i16, i32, i64, ptr, void_;
+	LLVMValueRef fn;	/* function being built */
+	LLVMBasicBlockRef entry;	/* its entry block: allocas go here */
+};
+
+/* Kinds of user-memory reads. */
+enum irb_read {
+	IRB_READ_USER,
+	IRB_READ_KERNEL,
+	IRB_READ_USER_STR,
+	IRB_READ_KERNEL_STR,
+};
+
+int irb_init(struct irb *ir, enum cg_target t, const char *name);
+void irb_release(struct irb *ir);
+
+/* Start a program function `name` in ELF section `section`, taking the
+ * context pointer; returns it (LLVMGetParam(fn, 0)). */
+LLVMValueRef irb_func_begin(struct irb *ir, const char *name,
+			    const char *section);
+/* Finish the current function returning 0. */
+void irb_func_end(struct irb *ir);
+
+/* An alloca of `size` bytes (align 8) in the entry block, zeroed when
+ * zero is set (zeroing happens at the current position). */
+LLVMValueRef irb_alloca(struct irb *ir, size_t size, const char *name);
+LLVMValueRef irb_alloca_type(struct irb *ir, LLVMTypeRef ty,
+			     const char *name);
+void irb_memset(struct irb *ir, LLVMValueRef dst, int c, size_t size);
+void irb_memcpy(struct irb *ir, LLVMValueRef dst, LLVMValueRef src,
+		size_t size);
+/* ptr + off bytes */
+LLVMValueRef irb_gep(struct irb *ir, LLVMValueRef p, size_t off);
+LLVMValueRef irb_const(struct irb *ir, uint64_t v);
+
+/*
+ * Maps (bpf_maps.c): a global in ".maps" described by BTF.
+ * bpf_type is BPF_MAP_TYPE_*; key_size 0 for ring buffers.
+ */
+LLVMValueRef irb_map_define(struct irb *ir, const char *name, int bpf_type,
+			    size_t key_size, size_t value_size,
+			    uint32_t max_entries);
+/* Returns the value pointer, NULL (null pointer) when absent. */
+LLVMValueRef irb_map_lookup(struct irb *ir, LLVMValueRef map,
+			    LLVMValueRef key);
+LLVMValueRef irb_map_update(struct irb *ir, LLVMValueRef map,
+			    LLVMValueRef key, LLVMValueRef value,
+			    uint64_t flags);
+LLVMValueRef irb_map_delete(struct irb *ir, LLVMValueRef map,
+			    LLVMValueRef key);
+/* Copy size bytes from src (an i64 address or pointer) to dst. */
+LLVMValueRef irb_probe_read(struct irb *ir, enum irb_read kind,
+			    LLVMValueRef dst, LLVMValueRef size,
+			    LLVMValueRef src);
+LLVMValueRef irb_ringbuf_output(struct irb *ir, LLVMValueRef rb,
+				LLVMValueRef data, size_t size);
+/* A helper call by id (BPF_FUNC_*) returning i64. */
+LLVMValueRef irb_helper(struct irb *ir, int id, LLVMValueRef *args, int n);
+/* Load an i64 at byte offset off from a context pointer. */
+LLVMValueRef irb_ctx_load(struct irb *ir, LLVMValueRef ctxp, size_t off,
+			  size_t size);
+
+/* Verify, optimise (default<O2>) and emit the module into a malloc'ed
+ * image. 0 or -EINVAL (message printed). */
+int irb_emit(struct irb *ir, bool optimise, void **image, size_t *size);
+/* Print the module's IR. */
+void irb_dump(struct irb *ir, FILE *f);
+
+#endif

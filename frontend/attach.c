@@ -1,0 +1,442 @@
+/*
+ * Attach-point parsing: provider aliases, the meaning of each ':'-separated
+ * part per probe type, wildcards, offsets and addresses.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "attach.h"
+#include "util.h"
+
+static const struct {
+	const char *alias, *name;
+} providers[] = {
+	{ "BEGIN", "BEGIN" }, { "begin", "BEGIN" },
+	{ "END", "END" }, { "end", "END" },
+	{ "bench", "bench" }, { "test", "test" }, { "self", "self" },
+	{ "kprobe", "kprobe" }, { "k", "kprobe" },
+	{ "kretprobe", "kretprobe" }, { "kr", "kretprobe" },
+	{ "uprobe", "uprobe" }, { "u", "uprobe" },
+	{ "uretprobe", "uretprobe" }, { "ur", "uretprobe" },
+	{ "usdt", "usdt" }, { "U", "usdt" },
+	{ "tracepoint", "tracepoint" }, { "t", "tracepoint" },
+	{ "rawtracepoint", "rawtracepoint" }, { "rt", "rawtracepoint" },
+	{ "profile", "profile" }, { "p", "profile" },
+	{ "interval", "interval" }, { "i", "interval" },
+	{ "software", "software" }, { "s", "software" },
+	{ "hardware", "hardware" }, { "h", "hardware" },
+	{ "watchpoint", "watchpoint" }, { "w", "watchpoint" },
+	{ "asyncwatchpoint", "asyncwatchpoint" }, { "aw", "asyncwatchpoint" },
+	{ "kfunc", "kfunc" }, { "fentry", "kfunc" }, { "f", "kfunc" },
+	{ "kretfunc", "kretfunc" }, { "fexit", "kretfunc" },
+	{ "fr", "kretfunc" },
+	{ "iter", "iter" }, { "it", "iter" },
+};
+
+const char *ap_canonical_provider(const char *name)
+{
+	for (size_t i = 0; i < ARRAY_SIZE(providers); i++)
+		if (!strcmp(providers[i].alias, name))
+			return providers[i].name;
+	return NULL;
+}
+
+#define AP_MAX_PARTS 8
+
+struct ap_parts {
+	const char *part[AP_MAX_PARTS];
+	bool quoted[AP_MAX_PARTS];
+	bool wild[AP_MAX_PARTS];
+	int n;
+	bool too_many;
+};
+
+/* Substitute $N from the positional parameters. */
+static const char *ap_subst_params(struct compile *c, const char *raw,
+				   const struct ast_loc *loc, int *err)
+{
+	const char *p = strchr(raw, '$');
+	char *out;
+
+	if (!p)
+		return raw;
+	out = arena_strdup(&c->arena, "");
+	p = raw;
+	while (*p) {
+		const char *d = strchr(p, '$');
+		char *end;
+		long num;
+
+		if (!d) {
+			out = arena_printf(&c->arena, "%s%s", out, p);
+			break;
+		}
+		out = arena_printf(&c->arena, "%s%.*s", out, (int)(d - p), p);
+		num = strtol(d + 1, &end, 10);
+		if (end == d + 1 || num < 1) {
+			diag_error(&c->diag, loc,
+				   "Not a positional parameter in attach point: %s",
+				   raw);
+			*err = -EINVAL;
+			return raw;
+		}
+		if (num <= c->nparams)
+			out = arena_printf(&c->arena, "%s%s", out,
+					   c->params[num - 1]);
+		p = end;
+	}
+	return out;
+}
+
+static void ap_split(struct compile *c, const char *raw, struct ap_parts *ps,
+		     char **unquoted)
+{
+	size_t len = strlen(raw);
+	char *cur = arena_alloc(&c->arena, len + 1);
+	char *all = arena_alloc(&c->arena, len + 1);
+	size_t n = 0, na = 0;
+	bool quoted = false, wild = false;
+
+	memset(ps, 0, sizeof(*ps));
+	for (const char *p = raw;; p++) {
+		if (*p == '"') {
+			quoted = true;
+			for (p++; *p && *p != '"'; p++) {
+				if (*p == '\\' && p[1])
+					p++;
+				cur[n++] = *p;
+				all[na++] = *p;
+			}
+			if (!*p)
+				p--;
+			continue;
+		}
+		if (*p == ':' || !*p) {
+			if (ps->n < AP_MAX_PARTS) {
+				ps->part[ps->n] = arena_strndup(&c->arena, cur, n);
+				ps->quoted[ps->n] = quoted;
+				ps->wild[ps->n] = wild;
+				ps->n++;
+			} else {
+				ps->too_many = true;
+			}
+			n = 0;
+			quoted = wild = false;
+			if (!*p)
+				break;
+			all[na++] = ':';
+			continue;
+		}
+		if (*p == '*' || *p == '?' || *p == '[' || *p == ']')
+			wild = true;
+		cur[n++] = *p;
+		all[na++] = *p;
+	}
+	all[na] = '\0';
+	*unquoted = all;
+}
+
+static int parse_u64(const char *s, uint64_t *v)
+{
+	char *end;
+
+	if (!*s)
+		return -EINVAL;
+	errno = 0;
+	*v = strtoull(s, &end, 0);
+	if (errno || *end)
+		return -EINVAL;
+	return 0;
+}
+
+/* "func+0x10" -> func, offset; plain addresses for uprobes. */
+static int split_offset(struct compile *c, struct ast_attach_point *ap,
+			const char *s)
+{
+	const char *plus = strrchr(s, '+');
+
+	if (!plus || plus == s) {
+		ap->func = s;
+		return 0;
+	}
+	if (parse_u64(plus + 1, &ap->func_offset))
+		return -EINVAL;
+	ap->func = arena_strndup(&c->arena, s, plus - s);
+	return 0;
+}
+
+static bool is_number(const char *s)
+{
+	uint64_t v;
+
+	return parse_u64(s, &v) == 0;
+}
+
+/* interval:1s, interval:s:1, profile:hz:99, profile:99 (hz) */
+static int parse_rate(struct compile *c, struct ast_attach_point *ap,
+		      const struct ap_parts *ps, const struct ast_loc *loc)
+{
+	static const char *const units[] = { "s", "ms", "us", "ns", "hz" };
+	const char *unit = NULL, *num = NULL;
+
+	if (ps->n == 3) {
+		unit = ps->part[1];
+		num = ps->part[2];
+	} else if (ps->n == 2) {
+		const char *p = ps->part[1];
+		size_t i = 0;
+
+		while (p[i] >= '0' && p[i] <= '9')
+			i++;
+		num = arena_strndup(&c->arena, p, i);
+		unit = p[i] ? p + i : "hz";
+		if (!strcmp(ap->provider, "interval") && !p[i]) {
+			diag_error(&c->diag, loc,
+				   "interval probe needs a unit, e.g. interval:1s");
+			return -EINVAL;
+		}
+	} else {
+		diag_error(&c->diag, loc,
+			   "%s probe must have a unit and a rate, e.g. %s",
+			   ap->provider, !strcmp(ap->provider, "interval") ?
+				   "interval:s:1" : "profile:hz:99");
+		return -EINVAL;
+	}
+	for (size_t i = 0; i < ARRAY_SIZE(units); i++) {
+		if (!strcmp(units[i], unit)) {
+			ap->unit = units[i];
+			break;
+		}
+	}
+	if (!ap->unit) {
+		diag_error(&c->diag, loc, "%s unit not supported: %s",
+			   ap->provider, unit);
+		return -EINVAL;
+	}
+	if (parse_u64(num, &ap->freq) || ap->freq == 0) {
+		diag_error(&c->diag, loc, "%s: invalid rate: %s",
+			   ap->provider, num);
+		return -EINVAL;
+	}
+	return 0;
+}
+
+int ap_parse(struct compile *c, struct ast_node *n, const char *raw)
+{
+	struct ast_attach_point *ap = &n->ap;
+	const struct ast_loc *loc = &n->loc;
+	struct ap_parts ps;
+	const char *prov;
+	char *unquoted;
+	int err = 0;
+
+	raw = ap_subst_params(c, raw, loc, &err);
+	if (err)
+		return err;
+	ap_split(c, raw, &ps, &unquoted);
+	ap->raw = unquoted;
+	if (ps.too_many) {
+		diag_error(&c->diag, loc, "Invalid attach point: %s",
+			   unquoted);
+		return -EINVAL;
+	}
+	prov = ap_canonical_provider(ps.part[0]);
+	if (!prov) {
+		diag_error(&c->diag, loc, "Invalid probe type: %s",
+			   ps.part[0]);
+		return -EINVAL;
+	}
+	ap->provider = prov;
+	for (int i = 1; i < ps.n; i++)
+		if (ps.wild[i])
+			ap->need_expansion = true;
+
+	if (!strcmp(prov, "BEGIN") || !strcmp(prov, "END")) {
+		if (ps.n != 1)
+			goto bad_count;
+		return 0;
+	}
+	if (!strcmp(prov, "bench") || !strcmp(prov, "test") ||
+	    !strcmp(prov, "iter")) {
+		if (ps.n != 2 || !*ps.part[1])
+			goto bad_count;
+		ap->func = ps.part[1];
+		return 0;
+	}
+	if (!strcmp(prov, "self")) {
+		if (ps.n != 3)
+			goto bad_count;
+		ap->target = ps.part[1];
+		ap->func = ps.part[2];
+		return 0;
+	}
+	if (!strcmp(prov, "kprobe") || !strcmp(prov, "kretprobe")) {
+		const char *f;
+
+		if (ps.n == 2) {
+			f = ps.part[1];
+		} else if (ps.n == 3) {
+			ap->target = ps.part[1];
+			f = ps.part[2];
+		} else {
+			goto bad_count;
+		}
+		if (!*f)
+			goto bad_count;
+		if (!strcmp(prov, "kprobe") && is_number(f))
+			return parse_u64(f, &ap->address), 0;
+		if (split_offset(c, ap, f))
+			goto bad_offset;
+		if (ap->func_offset && !strcmp(prov, "kretprobe")) {
+			diag_error(&c->diag, loc,
+				   "Offset not allowed for kretprobe");
+			return -EINVAL;
+		}
+		return 0;
+	}
+	if (!strcmp(prov, "uprobe") || !strcmp(prov, "uretprobe")) {
+		const char *f;
+
+		if (ps.n == 2) {
+			f = ps.part[1];
+		} else if (ps.n == 3) {
+			ap->target = ps.part[1];
+			f = ps.part[2];
+		} else if (ps.n == 4) {
+			ap->target = ps.part[1];
+			ap->lang = ps.part[2];
+			f = ps.part[3];
+			if (strcmp(ap->lang, "cpp")) {
+				diag_error(&c->diag, loc,
+					   "unsupported language: %s",
+					   ap->lang);
+				return -EINVAL;
+			}
+		} else {
+			goto bad_count;
+		}
+		if (!*f)
+			goto bad_count;
+		ap->quoted_func = ps.quoted[ps.n - 1];
+		if (!ap->quoted_func && is_number(f)) {
+			parse_u64(f, &ap->address);
+			if (!strcmp(prov, "uretprobe")) {
+				diag_error(&c->diag, loc,
+					   "Address not allowed for uretprobe");
+				return -EINVAL;
+			}
+			return 0;
+		}
+		if (ap->quoted_func) {
+			ap->func = f;
+			return 0;
+		}
+		if (split_offset(c, ap, f))
+			goto bad_offset;
+		if (ap->func_offset && !strcmp(prov, "uretprobe")) {
+			diag_error(&c->diag, loc,
+				   "Offset not allowed for uretprobe");
+			return -EINVAL;
+		}
+		return 0;
+	}
+	if (!strcmp(prov, "usdt")) {
+		if (ps.n == 2) {
+			ap->func = ps.part[1];
+		} else if (ps.n == 3) {
+			ap->target = ps.part[1];
+			ap->func = ps.part[2];
+		} else if (ps.n == 4) {
+			ap->target = ps.part[1];
+			ap->ns = ps.part[2];
+			ap->func = ps.part[3];
+		} else {
+			goto bad_count;
+		}
+		if (!*ap->func)
+			goto bad_count;
+		return 0;
+	}
+	if (!strcmp(prov, "tracepoint")) {
+		if (ps.n != 3 || !*ps.part[1] || !*ps.part[2])
+			goto bad_count;
+		ap->target = ps.part[1];
+		ap->func = ps.part[2];
+		return 0;
+	}
+	if (!strcmp(prov, "rawtracepoint") || !strcmp(prov, "kfunc") ||
+	    !strcmp(prov, "kretfunc")) {
+		if (ps.n == 2) {
+			ap->func = ps.part[1];
+		} else if (ps.n == 3) {
+			ap->target = ps.part[1];
+			ap->func = ps.part[2];
+		} else {
+			goto bad_count;
+		}
+		if (!*ap->func)
+			goto bad_count;
+		return 0;
+	}
+	if (!strcmp(prov, "profile") || !strcmp(prov, "interval"))
+		return parse_rate(c, ap, &ps, loc);
+	if (!strcmp(prov, "software") || !strcmp(prov, "hardware")) {
+		if (ps.n != 2 && ps.n != 3)
+			goto bad_count;
+		ap->target = ps.part[1];
+		if (!*ap->target)
+			goto bad_count;
+		if (ps.n == 3 && (parse_u64(ps.part[2], &ap->freq) ||
+				  ap->freq == 0)) {
+			diag_error(&c->diag, loc, "%s: invalid count: %s",
+				   prov, ps.part[2]);
+			return -EINVAL;
+		}
+		return 0;
+	}
+	if (!strcmp(prov, "watchpoint") || !strcmp(prov, "asyncwatchpoint")) {
+		const char *a;
+
+		if (ps.n != 4)
+			goto bad_count;
+		a = ps.part[1];
+		if (is_number(a)) {
+			parse_u64(a, &ap->address);
+		} else if (strncmp(a, "0x", 2) && strstr(a, "+arg")) {
+			ap->func = arena_strndup(&c->arena, a,
+						 strstr(a, "+arg") - a);
+			ap->func_offset = strtoull(strstr(a, "+arg") + 4,
+						   NULL, 10);
+		} else {
+			diag_error(&c->diag, loc,
+				   "%s: invalid address: %s", prov, a);
+			return -EINVAL;
+		}
+		if (parse_u64(ps.part[2], &ap->len) ||
+		    (ap->len != 1 && ap->len != 2 && ap->len != 4 &&
+		     ap->len != 8)) {
+			diag_error(&c->diag, loc, "%s: invalid length: %s",
+				   prov, ps.part[2]);
+			return -EINVAL;
+		}
+		ap->mode = ps.part[3];
+		if (strspn(ap->mode, "rwx") != strlen(ap->mode) ||
+		    !*ap->mode) {
+			diag_error(&c->diag, loc, "%s: invalid mode: %s",
+				   prov, ap->mode);
+			return -EINVAL;
+		}
+		return 0;
+	}
+	BUG("provider %s not handled", prov);
+
+bad_count:
+	diag_error(&c->diag, loc, "Invalid %s attach point: %s", prov,
+		   unquoted);
+	return -EINVAL;
+bad_offset:
+	diag_error(&c->diag, loc, "Invalid offset in attach point: %s",
+		   unquoted);
+	return -EINVAL;
+}

@@ -1,0 +1,352 @@
+/*
+ * Builtin variables: their types (sema_types) and where they may be used
+ * (sema_context), with bpftrace 0.17's types and messages.
+ */
+#include <errno.h>
+#include <fnmatch.h>
+#include <string.h>
+
+#include "sema.h"
+#include "sema_int.h"
+#include "tracepoint.h"
+#include "util.h"
+
+#define ARCH_MAX_ARGS 6		/* x86-64 passes six arguments in registers */
+
+static struct type *ty_u64(struct sema_ctx *x, struct ast_node *n)
+{
+	(void)n;
+	return sema_uint64(x);
+}
+
+static struct type *ty_comm(struct sema_ctx *x, struct ast_node *n)
+{
+	(void)n;
+	return type_string(x->a, 16);
+}
+
+static struct type *ty_arg(struct sema_ctx *x, struct ast_node *n)
+{
+	struct type *t = sema_uint64(x);
+
+	(void)n;
+	t->addrspace = x->probe->provider == PROV_UPROBE ||
+				       x->probe->provider == PROV_URETPROBE ||
+				       x->probe->provider == PROV_USDT ?
+			       AS_USER :
+			       AS_KERNEL;
+	return t;
+}
+
+static bool user_provider(enum sema_provider p)
+{
+	return p == PROV_UPROBE || p == PROV_URETPROBE || p == PROV_USDT;
+}
+
+static struct type *ty_func(struct sema_ctx *x, struct ast_node *n)
+{
+	(void)n;
+	if (user_provider(x->probe->provider))
+		return type_new(x->a, TY_USYM, 16);
+	return type_new(x->a, TY_KSYM, 8);
+}
+
+static struct type *ty_probe(struct sema_ctx *x, struct ast_node *n)
+{
+	(void)n;
+	return type_new(x->a, TY_PROBE, 8);
+}
+
+static struct type *ty_username(struct sema_ctx *x, struct ast_node *n)
+{
+	(void)n;
+	return type_new(x->a, TY_USERNAME, 8);
+}
+
+static struct type *ty_kstack(struct sema_ctx *x, struct ast_node *n)
+{
+	(void)n;
+	return type_new(x->a, TY_KSTACK, 8);
+}
+
+static struct type *ty_ustack(struct sema_ctx *x, struct ast_node *n)
+{
+	(void)n;
+	return type_new(x->a, TY_USTACK, 16);
+}
+
+static struct type *ty_curtask(struct sema_ctx *x, struct ast_node *n)
+{
+	struct type *rec = type_new(x->a, TY_NAMED, 0);
+	struct type *t;
+
+	(void)n;
+	rec->name = "struct task_struct";
+	t = type_pointer(x->a, rec);
+	t->addrspace = AS_KERNEL;
+	return t;
+}
+
+static struct type *ty_ctx(struct sema_ctx *x, struct ast_node *n)
+{
+	struct type *t = type_pointer(x->a, type_new(x->a, TY_VOID, 0));
+
+	(void)n;
+	t->is_ctx = true;
+	t->addrspace = AS_KERNEL;
+	return t;
+}
+
+static struct type *ty_u8(struct sema_ctx *x, struct ast_node *n)
+{
+	(void)n;
+	return type_int(x->a, 1, false);
+}
+
+static bool same_record(const struct type *a, const struct type *b)
+{
+	if (a->nfields != b->nfields || a->size != b->size)
+		return false;
+	for (int i = 0; i < a->nfields; i++)
+		if (strcmp(a->fields[i].name, b->fields[i].name) ||
+		    a->fields[i].offset != b->fields[i].offset ||
+		    !type_equal(a->fields[i].type, b->fields[i].type))
+			return false;
+	return true;
+}
+
+/* The args record of one tracepoint attach point (wildcards: every
+ * matching tracepoint must have the same record). */
+static int tp_ap_args(struct sema_ctx *x, struct ast_node *ap,
+		      struct type **out)
+{
+	const char *cat = ap->ap.target, *ev = ap->ap.func;
+	const char *pat, **names;
+	struct type *found = NULL;
+	int n, err;
+
+	if (!cat || !ev)
+		return -ENOENT;
+	if (!ap->ap.need_expansion && !strpbrk(cat, "*?[") &&
+	    !strpbrk(ev, "*?["))
+		return tp_args(x->a, cat, ev, out);
+	pat = arena_printf(x->a, "%s:%s", cat, ev);
+	err = tp_list(x->a, &names, &n);
+	if (err)
+		return err;
+	for (int i = 0; i < n; i++) {
+		const char *colon = strchr(names[i], ':');
+		struct type *t;
+
+		if (!colon || fnmatch(pat, names[i], 0))
+			continue;
+		err = tp_args(x->a,
+			      arena_strndup(x->a, names[i], colon - names[i]),
+			      colon + 1, &t);
+		if (err)
+			return err;
+		if (found && !same_record(found, t))
+			return -EMEDIUMTYPE;
+		if (!found)
+			found = t;
+	}
+	if (!found)
+		return -ENOENT;
+	*out = found;
+	return 0;
+}
+
+static struct type *ty_args(struct sema_ctx *x, struct ast_node *n)
+{
+	struct sema_probe *sp = x->probe;
+	struct type *rec = sp->args_type, *t;
+
+	switch (sp->provider) {
+	case PROV_TRACEPOINT:
+		break;
+	case PROV_UPROBE:
+	case PROV_URETPROBE:
+		sema_error(x, &n->loc,
+			   "args in uprobes needs the function's debug info, which ubt does not read yet");
+		return NULL;
+	case PROV_KFUNC:
+	case PROV_KRETFUNC:
+		sema_error(x, &n->loc,
+			   "args in kfunc probes needs kernel BTF for kfunc, which is not available on this kernel");
+		return NULL;
+	default:
+		/* sema_context reported it */
+		sema_error(x, &n->loc,
+			   "The args builtin can only be used with tracepoint/kfunc/uprobe probes (%s used here)",
+			   sema_provider_name(sp->provider));
+		return NULL;
+	}
+	if (!rec) {
+		for (struct ast_node *ap = sp->node->probe.aps; ap;
+		     ap = ap->next) {
+			struct sema_ap *sa = ap->sema->ap;
+			int err = 0;
+
+			if (sa->provider != PROV_TRACEPOINT) {
+				sema_error(x, &ap->loc,
+					   "Probe has attach points with mixed arguments");
+				return NULL;
+			}
+			if (!sa->args_type)
+				err = tp_ap_args(x, ap, &sa->args_type);
+			if (err == -EMEDIUMTYPE) {
+				sema_error(x, &ap->loc,
+					   "args of tracepoints with different formats can not be used in one probe (%s matches several)",
+					   ap->ap.raw ? ap->ap.raw : "");
+				return NULL;
+			}
+			if (err) {
+				sema_error(x, &ap->loc,
+					   "tracepoint not found: %s:%s",
+					   ap->ap.target ?: "", ap->ap.func ?: "");
+				return NULL;
+			}
+			if (rec && !same_record(rec, sa->args_type)) {
+				sema_error(x, &ap->loc,
+					   "Probe has attach points with mixed arguments");
+				return NULL;
+			}
+			if (!rec)
+				rec = sa->args_type;
+		}
+		sp->args_type = rec;
+	}
+	if (!rec)
+		return NULL;
+	t = type_pointer(x->a, rec);
+	t->is_ctx = true;
+	t->addrspace = AS_KERNEL;
+	return t;
+}
+
+/* Context checks: x->provider is the attach point's provider. */
+
+static const char *prov(struct sema_ctx *x)
+{
+	return sema_provider_name(x->provider);
+}
+
+static int ck_arg(struct sema_ctx *x, struct ast_node *n)
+{
+	enum sema_provider p = x->provider;
+	int err = 0;
+
+	if (p != PROV_KPROBE && p != PROV_UPROBE && p != PROV_USDT) {
+		sema_error(x, &n->loc,
+			   "The %s builtin can only be used with 'kprobes', 'uprobes' and 'usdt' probes",
+			   n->ident.name);
+		err = -EINVAL;
+	}
+	if (p != PROV_USDT && n->sema->arg >= ARCH_MAX_ARGS) {
+		sema_error(x, &n->loc, "x86_64 doesn't support %s",
+			   n->ident.name);
+		err = -EINVAL;
+	}
+	return err;
+}
+
+static int ck_sarg(struct sema_ctx *x, struct ast_node *n)
+{
+	if (x->provider != PROV_KPROBE && x->provider != PROV_UPROBE) {
+		sema_error(x, &n->loc,
+			   "The %s builtin can only be used with 'kprobes' and 'uprobes' probes",
+			   n->ident.name);
+		return -EINVAL;
+	}
+	return 0;
+}
+
+static int ck_retval(struct sema_ctx *x, struct ast_node *n)
+{
+	enum sema_provider p = x->provider;
+
+	if (p != PROV_KRETPROBE && p != PROV_URETPROBE && p != PROV_KRETFUNC) {
+		sema_error(x, &n->loc,
+			   "The retval builtin can only be used with 'kretprobe' and 'uretprobe' and 'kfunc' probes");
+		return -EINVAL;
+	}
+	return 0;
+}
+
+static int ck_func(struct sema_ctx *x, struct ast_node *n)
+{
+	switch (x->provider) {
+	case PROV_UPROBE:
+	case PROV_URETPROBE:
+	case PROV_USDT:
+	case PROV_KPROBE:
+	case PROV_KRETPROBE:
+	case PROV_KFUNC:
+	case PROV_KRETFUNC:
+		return 0;
+	default:
+		sema_error(x, &n->loc,
+			   "The func builtin can not be used with '%s' probes",
+			   prov(x));
+		return -EINVAL;
+	}
+}
+
+static int ck_args(struct sema_ctx *x, struct ast_node *n)
+{
+	switch (x->provider) {
+	case PROV_TRACEPOINT:
+	case PROV_UPROBE:
+	case PROV_URETPROBE:
+	case PROV_KFUNC:
+	case PROV_KRETFUNC:
+		return 0;
+	default:
+		sema_error(x, &n->loc,
+			   "The args builtin can only be used with tracepoint/kfunc/uprobe probes (%s used here)",
+			   prov(x));
+		return -EINVAL;
+	}
+}
+
+static int ck_cpid(struct sema_ctx *x, struct ast_node *n)
+{
+	if (!x->c->has_cmd) {
+		sema_error(x, &n->loc, "cpid cannot be used without child command");
+		return -EINVAL;
+	}
+	return 0;
+}
+
+const struct sema_builtin_ops sema_builtins[] = {
+	{ .name = "pid", .id = BI_PID, .type = ty_u64 },
+	{ .name = "tid", .id = BI_TID, .type = ty_u64 },
+	{ .name = "uid", .id = BI_UID, .type = ty_u64 },
+	{ .name = "gid", .id = BI_GID, .type = ty_u64 },
+	{ .name = "comm", .id = BI_COMM, .type = ty_comm },
+	{ .name = "nsecs", .id = BI_NSECS, .type = ty_u64 },
+	{ .name = "elapsed", .id = BI_ELAPSED, .type = ty_u64 },
+	{ .name = "cpu", .id = BI_CPU, .type = ty_u64 },
+	{ .name = "cpid", .id = BI_CPID, .type = ty_u64, .check = ck_cpid },
+	{ .name = "__builtin_cpid", .id = BI_CPID, .type = ty_u64,
+	  .check = ck_cpid },
+	{ .name = "sarg", .id = BI_SARG, .type = ty_arg, .check = ck_sarg },
+	{ .name = "arg", .id = BI_ARG, .type = ty_arg, .check = ck_arg },
+	{ .name = "retval", .id = BI_RETVAL, .type = ty_arg,
+	  .check = ck_retval },
+	{ .name = "func", .id = BI_FUNC, .type = ty_func, .check = ck_func },
+	{ .name = "probe", .id = BI_PROBE, .type = ty_probe },
+	{ .name = "rand", .id = BI_RAND, .type = ty_u64 },
+	{ .name = "args", .id = BI_ARGS, .type = ty_args, .check = ck_args },
+	{ .name = "username", .id = BI_USERNAME, .type = ty_username },
+	{ .name = "curtask", .id = BI_CURTASK, .type = ty_curtask },
+	{ .name = "cgroup", .id = BI_CGROUP, .type = ty_u64 },
+	{ .name = "kstack", .id = BI_KSTACK, .type = ty_kstack },
+	{ .name = "ustack", .id = BI_USTACK, .type = ty_ustack },
+	{ .name = "ctx", .id = BI_CTX, .type = ty_ctx },
+	{ .name = "jiffies", .id = BI_JIFFIES, .type = ty_u64 },
+	{ .name = "numaid", .id = BI_NUMAID, .type = ty_u64 },
+	{ .name = "ncpus", .id = BI_NCPUS, .type = ty_u64 },
+	{ .name = "usermode", .id = BI_USERMODE, .type = ty_u8 },
+	{ 0 },
+};

@@ -1,0 +1,301 @@
+/*
+ * Output and map-control functions: printf, print, time, exit, clear,
+ * zero, delete, has_key, len, system, cat.
+ */
+#include <errno.h>
+#include <string.h>
+
+#include "format.h"
+#include "sema.h"
+#include "sema_int.h"
+#include "util.h"
+
+static struct type *ty_void(struct sema_ctx *x)
+{
+	return type_new(x->a, TY_VOID, 0);
+}
+
+/* A whole map as an argument (print(@m), clear(@m), ...): no key check. */
+static struct sema_map *whole_map(struct sema_ctx *x, struct ast_node *call,
+				  struct ast_node *arg, bool keys_ok)
+{
+	struct sema_map *m = sema_map_of(arg);
+
+	if (!m) {
+		sema_error(x, &call->loc, "%s() expects a map to be provided",
+			   call->call.name);
+		return NULL;
+	}
+	if (arg->map.nkeys && !keys_ok) {
+		sema_error(x, &call->loc,
+			   "The map passed to %s() should not be indexed by a key",
+			   call->call.name);
+		return NULL;
+	}
+	arg->type = m->value;
+	if (!m->value) {
+		sema_error(x, &arg->loc, "Undefined map: %s", m->name);
+		x->unresolved++;
+		return NULL;
+	}
+	sema_node(x, call)->map = m;
+	return m;
+}
+
+/* The format argument: a string literal. */
+static const char *fmt_arg(struct sema_ctx *x, struct ast_node *call,
+			   struct ast_node *arg, size_t *len)
+{
+	const char *s;
+
+	if (!sema_str_literal(x, arg, &s)) {
+		sema_error(x, &call->loc, "%s() expects a string literal (%s provided)",
+			   call->call.name, sema_tclass(arg->type));
+		return NULL;
+	}
+	*len = arg->kind == AST_STRING ? arg->str.len : strlen(s);
+	return s;
+}
+
+/* printf/system/cat: the format and its arguments. */
+static struct type *ty_format(struct sema_ctx *x, struct ast_node *call,
+			      enum sema_func f)
+{
+	struct fmt_string fs;
+	struct type **el;
+	struct sema_fmt *sf;
+	const char *text, *msg;
+	size_t len;
+	int n = call->call.nargs - 1, i = 0;
+
+	text = fmt_arg(x, call, call->call.args, &len);
+	if (!text)
+		return NULL;
+	if (fmt_parse(x->a, text, len, &fs)) {
+		sema_error(x, &call->loc, "%s: invalid format string",
+			   call->call.name);
+		return NULL;
+	}
+	el = arena_alloc(x->a, sizeof(*el) * (n ? n : 1));
+	for (struct ast_node *a = call->call.args->next; a; a = a->next)
+		el[i++] = a->type;
+	msg = fmt_check_args(x->a, call->call.name, &fs, el, n);
+	if (msg) {
+		sema_error(x, &call->loc, "%s", msg);
+		return NULL;
+	}
+	sf = sema_fmt_get(x, call, f, text);
+	sf->args = sema_tuple(x, el, n);
+	sf->nargs = n;
+	return ty_void(x);
+}
+
+static struct type *ty_printf(struct sema_ctx *x, struct ast_node *call,
+			      struct sema_map *m)
+{
+	(void)m;
+	return ty_format(x, call, FN_PRINTF);
+}
+
+static struct type *ty_system(struct sema_ctx *x, struct ast_node *call,
+			      struct sema_map *m)
+{
+	(void)m;
+	return ty_format(x, call, FN_SYSTEM);
+}
+
+static struct type *ty_cat(struct sema_ctx *x, struct ast_node *call,
+			   struct sema_map *m)
+{
+	(void)m;
+	return ty_format(x, call, FN_CAT);
+}
+
+static struct type *ty_time(struct sema_ctx *x, struct ast_node *call,
+			    struct sema_map *m)
+{
+	const char *text = "%H:%M:%S\n";
+	struct sema_fmt *sf;
+	size_t len;
+
+	(void)m;
+	if (call->call.args) {
+		text = fmt_arg(x, call, call->call.args, &len);
+		if (!text)
+			return NULL;
+	}
+	sf = sema_fmt_get(x, call, FN_TIME, text);
+	sf->args = sema_tuple(x, NULL, 0);
+	return ty_void(x);
+}
+
+static bool is_printable(const struct type *t)
+{
+	return t->kind != TY_VOID && t->kind != TY_NONE &&
+	       t->kind != TY_RECORD && !(t->kind == TY_POINTER && t->is_ctx);
+}
+
+static struct type *ty_print(struct sema_ctx *x, struct ast_node *call,
+			     struct sema_map *m)
+{
+	struct ast_node *a = call->call.args;
+	struct sema_node *sn = sema_node(x, call);
+	int64_t v;
+
+	(void)m;
+	if (a->kind == AST_MAP && !a->map.nkeys) {
+		int i = 0;
+
+		if (!whole_map(x, call, a, false))
+			return NULL;
+		for (struct ast_node *o = a->next; o; o = o->next, i++) {
+			if (!sema_int_literal(x, o, &v)) {
+				sema_error(x, &call->loc,
+					   "print() expects a integer literal (%s provided)",
+					   sema_tclass(o->type));
+				return NULL;
+			}
+			if (v < 0) {
+				sema_error(x, &call->loc,
+					   "print(): %s must be non-negative (%lld provided)",
+					   i ? "div" : "top", (long long)v);
+				return NULL;
+			}
+			sn->iargs[i] = v;
+		}
+		return ty_void(x);
+	}
+	if (!sema_type_expr(x, a))
+		return NULL;
+	if (call->call.nargs > 1) {
+		sema_error(x, &call->loc,
+			   "Non-map print() only takes 1 argument, %d found",
+			   call->call.nargs);
+		return NULL;
+	}
+	if (!is_printable(a->type)) {
+		sema_error(x, &call->loc, "print() does not support %s values",
+			   sema_tstr(x, a->type));
+		return NULL;
+	}
+	sn->map = NULL;
+	return ty_void(x);
+}
+
+static struct type *ty_exit(struct sema_ctx *x, struct ast_node *call,
+			    struct sema_map *m)
+{
+	struct ast_node *a = call->call.args;
+
+	(void)m;
+	if (a && a->type->kind != TY_INT && a->type->kind != TY_BOOL) {
+		sema_error(x, &call->loc,
+			   "exit() only supports integer arguments (%s provided)",
+			   sema_tclass(a->type));
+		return NULL;
+	}
+	return ty_void(x);
+}
+
+static struct type *ty_clear(struct sema_ctx *x, struct ast_node *call,
+			     struct sema_map *m)
+{
+	(void)m;
+	if (!whole_map(x, call, call->call.args, false))
+		return NULL;
+	return ty_void(x);
+}
+
+static struct type *ty_delete(struct sema_ctx *x, struct ast_node *call,
+			      struct sema_map *m)
+{
+	struct ast_node *a = call->call.args;
+
+	(void)m;
+	if (a->kind != AST_MAP) {
+		sema_error(x, &call->loc, "delete() expects a map to be provided");
+		return NULL;
+	}
+	if (a->next) {
+		/* delete(@m, key): the key written apart */
+		struct ast_node fake = *a;
+
+		if (a->map.nkeys) {
+			sema_error(x, &call->loc,
+				   "The map passed to delete() should not be indexed by a key");
+			return NULL;
+		}
+		fake.map.keys = a->next;
+		fake.map.nkeys = 1;
+		fake.next = NULL;
+		fake.map.keys = arena_alloc(x->a, sizeof(*fake.map.keys));
+		*fake.map.keys = *a->next;
+		fake.map.keys->next = NULL;
+		if (!sema_type_expr(x, &fake))
+			return NULL;
+		a->type = fake.type;
+	} else if (!sema_type_expr(x, a)) {
+		return NULL;
+	}
+	sema_node(x, call)->map = sema_map_of(a);
+	return ty_void(x);
+}
+
+static struct type *ty_has_key(struct sema_ctx *x, struct ast_node *call,
+			       struct sema_map *m)
+{
+	struct ast_node *a = call->call.args;
+	struct ast_node fake;
+
+	(void)m;
+	if (a->kind != AST_MAP || a->map.nkeys) {
+		sema_error(x, &call->loc, "has_key() expects a map to be provided");
+		return NULL;
+	}
+	fake = *a;
+	fake.next = NULL;
+	fake.map.keys = arena_alloc(x->a, sizeof(*fake.map.keys));
+	*fake.map.keys = *a->next;
+	fake.map.keys->next = NULL;
+	fake.map.nkeys = 1;
+	if (!sema_type_expr(x, &fake))
+		return NULL;
+	a->type = fake.type;
+	sema_node(x, call)->map = sema_map_of(a);
+	return type_new(x->a, TY_BOOL, 1);
+}
+
+static struct type *ty_len(struct sema_ctx *x, struct ast_node *call,
+			   struct sema_map *m)
+{
+	(void)m;
+	if (!whole_map(x, call, call->call.args, false))
+		return NULL;
+	return sema_int64(x);
+}
+
+const struct sema_func_ops sema_funcs_print[] = {
+	{ .name = "printf", .id = FN_PRINTF, .min_args = 1, .max_args = 128,
+	  .flags = FN_F_VOID, .type = ty_printf },
+	{ .name = "print", .id = FN_PRINT, .min_args = 1, .max_args = 3,
+	  .flags = FN_F_VOID | FN_F_MAP_ARG, .type = ty_print },
+	{ .name = "time", .id = FN_TIME, .min_args = 0, .max_args = 1,
+	  .flags = FN_F_VOID, .type = ty_time },
+	{ .name = "exit", .id = FN_EXIT, .min_args = 0, .max_args = 1,
+	  .flags = FN_F_VOID, .type = ty_exit },
+	{ .name = "clear", .id = FN_CLEAR, .min_args = 1, .max_args = 1,
+	  .flags = FN_F_VOID | FN_F_MAP_ARG, .type = ty_clear },
+	{ .name = "zero", .id = FN_ZERO, .min_args = 1, .max_args = 1,
+	  .flags = FN_F_VOID | FN_F_MAP_ARG, .type = ty_clear },
+	{ .name = "delete", .id = FN_DELETE, .min_args = 1, .max_args = 2,
+	  .flags = FN_F_VOID | FN_F_MAP_ARG, .type = ty_delete },
+	{ .name = "has_key", .id = FN_HAS_KEY, .min_args = 2, .max_args = 2,
+	  .flags = FN_F_MAP_ARG, .type = ty_has_key },
+	{ .name = "len", .id = FN_LEN, .min_args = 1, .max_args = 1,
+	  .flags = FN_F_MAP_ARG, .type = ty_len },
+	{ .name = "system", .id = FN_SYSTEM, .min_args = 1, .max_args = 128,
+	  .flags = FN_F_VOID | FN_F_UNSAFE, .type = ty_system },
+	{ .name = "cat", .id = FN_CAT, .min_args = 1, .max_args = 128,
+	  .flags = FN_F_VOID, .type = ty_cat },
+	{ 0 },
+};

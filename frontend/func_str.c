@@ -1,0 +1,327 @@
+/*
+ * Functions on strings and values: str, buf, strncmp, strcontains, ksym,
+ * usym, ntop, kstack, ustack, uptr, kptr, signal, override.
+ */
+#include <errno.h>
+#include <string.h>
+
+#include "sema.h"
+#include "sema_int.h"
+#include "util.h"
+
+#define BUF_MAX 1024
+
+static bool int_or_ptr(const struct type *t)
+{
+	return t->kind == TY_INT || t->kind == TY_BOOL ||
+	       t->kind == TY_POINTER || t->kind == TY_ENUM;
+}
+
+static bool is_integer(const struct type *t)
+{
+	return t->kind == TY_INT || t->kind == TY_BOOL || t->kind == TY_ENUM;
+}
+
+static int want_int(struct sema_ctx *x, struct ast_node *call,
+		    struct ast_node *a, const char *what)
+{
+	if (!is_integer(a->type)) {
+		sema_error(x, &call->loc, "%s() only supports integer arguments for its %s (%s provided)",
+			   call->call.name, what, sema_tclass(a->type));
+		return -EINVAL;
+	}
+	return 0;
+}
+
+static struct type *ty_str(struct sema_ctx *x, struct ast_node *call,
+			   struct sema_map *m)
+{
+	struct ast_node *a = call->call.args;
+	struct type *t;
+
+	(void)m;
+	if (a->kind == AST_POSITIONAL && a->type->kind == TY_STRING)
+		return a->type;	/* str($1): the parameter as a string */
+	if (a->kind == AST_POSITIONAL && a->pos.num == -1) {
+		sema_error(x, &call->loc, "use $#, not str($#)");
+		return NULL;
+	}
+	if (!int_or_ptr(a->type)) {
+		sema_error(x, &call->loc,
+			   "str() expects an integer or a pointer type as first argument (%s provided)",
+			   sema_tstr(x, a->type));
+		return NULL;
+	}
+	if (a->next && want_int(x, call, a->next, "length"))
+		return NULL;
+	t = type_string(x->a, x->c->max_strlen);
+	t->addrspace = a->type->addrspace;
+	return t;
+}
+
+static struct type *ty_buf(struct sema_ctx *x, struct ast_node *call,
+			   struct sema_map *m)
+{
+	struct ast_node *a = call->call.args;
+	int64_t n = 0;
+	struct type *t;
+
+	(void)m;
+	if (a->type->kind == TY_ARRAY) {
+		n = a->type->size;
+	} else if (!int_or_ptr(a->type)) {
+		sema_error(x, &call->loc,
+			   "buf() expects an integer, string, or array argument but saw %s",
+			   sema_tstr(x, a->type));
+		return NULL;
+	} else if (!a->next) {
+		sema_error(x, &call->loc,
+			   "buf() expects a length argument for non-array type %s",
+			   sema_tstr(x, a->type));
+		return NULL;
+	} else {
+		if (want_int(x, call, a->next, "length"))
+			return NULL;
+		if (!sema_int_literal(x, a->next, &n))
+			n = BUF_MAX;
+	}
+	if (n < 0) {
+		sema_error(x, &call->loc, "buf() cannot use negative length (%lld)",
+			   (long long)n);
+		return NULL;
+	}
+	if (n > BUF_MAX)
+		n = BUF_MAX;
+	t = type_new(x->a, TY_BUFFER, (size_t)n + 1);
+	t->addrspace = a->type->addrspace;
+	return t;
+}
+
+static struct type *ty_strncmp(struct sema_ctx *x, struct ast_node *call,
+			       struct sema_map *m)
+{
+	struct ast_node *a = call->call.args, *b = a->next, *n = b->next;
+	int64_t v;
+
+	(void)m;
+	if (a->type->kind != TY_STRING || b->type->kind != TY_STRING) {
+		sema_error(x, &call->loc,
+			   "strncmp() expects string arguments (%s and %s provided)",
+			   sema_tclass(a->type), sema_tclass(b->type));
+		return NULL;
+	}
+	if (!sema_int_literal(x, n, &v)) {
+		sema_error(x, &call->loc,
+			   "strncmp() expects a integer literal (%s provided)",
+			   sema_tclass(n->type));
+		return NULL;
+	}
+	if (v < 0) {
+		sema_error(x, &call->loc, "Builtin strncmp requires a non-negative size");
+		return NULL;
+	}
+	sema_node(x, call)->iargs[0] = v;
+	return sema_uint64(x);
+}
+
+static struct type *ty_strcontains(struct sema_ctx *x, struct ast_node *call,
+				   struct sema_map *m)
+{
+	struct ast_node *a = call->call.args, *b = a->next;
+
+	(void)m;
+	if (a->type->kind != TY_STRING || b->type->kind != TY_STRING) {
+		sema_error(x, &call->loc,
+			   "strcontains() expects string arguments (%s and %s provided)",
+			   sema_tclass(a->type), sema_tclass(b->type));
+		return NULL;
+	}
+	return sema_uint64(x);
+}
+
+static struct type *sym(struct sema_ctx *x, struct ast_node *call,
+			enum type_kind k, size_t size)
+{
+	struct ast_node *a = call->call.args;
+
+	if (!int_or_ptr(a->type)) {
+		sema_error(x, &call->loc,
+			   "%s() expects an integer or pointer argument",
+			   call->call.name);
+		return NULL;
+	}
+	return type_new(x->a, k, size);
+}
+
+static struct type *ty_ksym(struct sema_ctx *x, struct ast_node *call,
+			    struct sema_map *m)
+{
+	(void)m;
+	return sym(x, call, TY_KSYM, 8);
+}
+
+static struct type *ty_usym(struct sema_ctx *x, struct ast_node *call,
+			    struct sema_map *m)
+{
+	(void)m;
+	return sym(x, call, TY_USYM, 16);
+}
+
+static struct type *ty_ntop(struct sema_ctx *x, struct ast_node *call,
+			    struct sema_map *m)
+{
+	struct ast_node *a = call->call.args;
+	struct type *t;
+
+	(void)m;
+	if (a->next) {
+		if (want_int(x, call, a, "address family"))
+			return NULL;
+		a = a->next;
+	}
+	t = a->type;
+	if (!is_integer(t) &&
+	    !(t->kind == TY_ARRAY && (t->size == 4 || t->size == 16))) {
+		sema_error(x, &call->loc,
+			   "ntop() expects an integer or array argument, got %s",
+			   sema_tstr(x, t));
+		return NULL;
+	}
+	if (t->kind == TY_ARRAY && t->size != 4 && t->size != 16) {
+		sema_error(x, &call->loc,
+			   "ntop() argument must be 4 or 16 bytes in size");
+		return NULL;
+	}
+	return type_new(x->a, TY_INET, 24);
+}
+
+static struct type *stack(struct sema_ctx *x, struct ast_node *call,
+			  enum type_kind k, size_t size)
+{
+	int64_t v;
+
+	for (struct ast_node *a = call->call.args; a; a = a->next) {
+		if (a->kind == AST_IDENT) {
+			if (strcmp(a->ident.name, "bpftrace") &&
+			    strcmp(a->ident.name, "perf") &&
+			    strcmp(a->ident.name, "raw")) {
+				sema_error(x, &a->loc, "Unknown stack mode: '%s'",
+					   a->ident.name);
+				return NULL;
+			}
+			continue;
+		}
+		if (!sema_int_literal(x, a, &v)) {
+			sema_error(x, &call->loc,
+				   "%s() expects a integer literal (%s provided)",
+				   call->call.name, sema_tclass(a->type));
+			return NULL;
+		}
+		if (v < 1 || v > 1024) {
+			sema_error(x, &call->loc, "%s([int limit]): limit shouldn't exceed 1024, 1..1024 allowed",
+				   call->call.name);
+			return NULL;
+		}
+		sema_node(x, call)->iargs[0] = v;
+	}
+	return type_new(x->a, k, size);
+}
+
+static struct type *ty_kstack(struct sema_ctx *x, struct ast_node *call,
+			      struct sema_map *m)
+{
+	(void)m;
+	return stack(x, call, TY_KSTACK, 8);
+}
+
+static struct type *ty_ustack(struct sema_ctx *x, struct ast_node *call,
+			      struct sema_map *m)
+{
+	(void)m;
+	return stack(x, call, TY_USTACK, 16);
+}
+
+static struct type *addrspace_cast(struct sema_ctx *x, struct ast_node *call,
+				   int as)
+{
+	struct ast_node *a = call->call.args;
+	struct type *t;
+
+	if (!int_or_ptr(a->type)) {
+		sema_error(x, &call->loc,
+			   "%s() only supports int or pointer arguments (%s provided)",
+			   call->call.name, sema_tstr(x, a->type));
+		return NULL;
+	}
+	t = type_new(x->a, a->type->kind, a->type->size);
+	*t = *a->type;
+	t->addrspace = as;
+	return t;
+}
+
+static struct type *ty_uptr(struct sema_ctx *x, struct ast_node *call,
+			    struct sema_map *m)
+{
+	(void)m;
+	return addrspace_cast(x, call, AS_USER);
+}
+
+static struct type *ty_kptr(struct sema_ctx *x, struct ast_node *call,
+			    struct sema_map *m)
+{
+	(void)m;
+	return addrspace_cast(x, call, AS_KERNEL);
+}
+
+static struct type *ty_signal(struct sema_ctx *x, struct ast_node *call,
+			      struct sema_map *m)
+{
+	struct ast_node *a = call->call.args;
+
+	(void)m;
+	if (a->kind != AST_STRING && !is_integer(a->type)) {
+		sema_error(x, &call->loc,
+			   "signal only accepts string literals or integers");
+		return NULL;
+	}
+	return type_new(x->a, TY_VOID, 0);
+}
+
+static struct type *ty_override(struct sema_ctx *x, struct ast_node *call,
+				struct sema_map *m)
+{
+	(void)m;
+	if (want_int(x, call, call->call.args, "return value"))
+		return NULL;
+	return type_new(x->a, TY_VOID, 0);
+}
+
+const struct sema_func_ops sema_funcs_str[] = {
+	{ .name = "str", .id = FN_STR, .min_args = 1, .max_args = 2,
+	  .type = ty_str },
+	{ .name = "buf", .id = FN_BUF, .min_args = 1, .max_args = 2,
+	  .type = ty_buf },
+	{ .name = "strncmp", .id = FN_STRNCMP, .min_args = 3, .max_args = 3,
+	  .type = ty_strncmp },
+	{ .name = "strcontains", .id = FN_STRCONTAINS, .min_args = 2,
+	  .max_args = 2, .type = ty_strcontains },
+	{ .name = "ksym", .id = FN_KSYM, .min_args = 1, .max_args = 1,
+	  .type = ty_ksym },
+	{ .name = "usym", .id = FN_USYM, .min_args = 1, .max_args = 1,
+	  .type = ty_usym },
+	{ .name = "ntop", .id = FN_NTOP, .min_args = 1, .max_args = 2,
+	  .type = ty_ntop },
+	{ .name = "kstack", .id = FN_KSTACK, .min_args = 0, .max_args = 2,
+	  .flags = FN_F_IDENT_ARGS, .type = ty_kstack },
+	{ .name = "ustack", .id = FN_USTACK, .min_args = 0, .max_args = 2,
+	  .flags = FN_F_IDENT_ARGS, .type = ty_ustack },
+	{ .name = "uptr", .id = FN_UPTR, .min_args = 1, .max_args = 1,
+	  .type = ty_uptr },
+	{ .name = "kptr", .id = FN_KPTR, .min_args = 1, .max_args = 1,
+	  .type = ty_kptr },
+	{ .name = "signal", .id = FN_SIGNAL, .min_args = 1, .max_args = 1,
+	  .flags = FN_F_VOID | FN_F_UNSAFE, .type = ty_signal },
+	{ .name = "override", .id = FN_OVERRIDE, .min_args = 1, .max_args = 1,
+	  .flags = FN_F_VOID | FN_F_UNSAFE, .type = ty_override },
+	{ 0 },
+};

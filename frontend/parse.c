@@ -1,0 +1,39 @@
+/*
+ * The frontend driver: compile_init/release and compile_frontend(), which
+ * chains the passes. parse_program() is in parser.y, so that the parser
+ * fuzzer links the parser alone.
+ */
+#include <errno.h>
+#include <string.h>
+
+#include "compile.h"
+#include "sema.h"
+#include "util.h"
+
+void compile_init(struct compile *c, const char *filename, const char *source)
+{
+	memset(c, 0, sizeof(*c));
+	arena_init(&c->arena);
+	c->filename = filename ? filename : "stdin";
+	c->source = source ? source : "";
+	diag_init(&c->diag, &c->arena, c->filename, c->source);
+	c->mode = MODE_AUTO;
+	c->max_strlen = 64;
+}
+
+void compile_release(struct compile *c)
+{
+	arena_release(&c->arena);
+	memset(c, 0, sizeof(*c));
+}
+
+int compile_frontend(struct compile *c, enum compile_stage stop)
+{
+	int err = parse_program(c);
+
+	if (err || stop == STAGE_PARSE)
+		return err;
+	/* Semantic passes, in order, each stopping the chain on errors. */
+	err = err ?: sema_run(c);
+	return err;
+}

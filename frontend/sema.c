@@ -1,0 +1,514 @@
+/*
+ * Semantic analysis: the chain of passes, and helpers they share.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "sema.h"
+#include "sema_int.h"
+#include "util.h"
+
+int sema_run(struct compile *c)
+{
+	int err = 0;
+
+	err = err ?: sema_config(c);
+	err = err ?: sema_resolve(c);
+	err = err ?: sema_context(c);
+	err = err ?: sema_types(c);
+	err = err ?: sema_available(c);
+	return err;
+}
+
+static const char *const builtin_names[BI_COUNT_] = {
+	[BI_NONE] = "none",
+	[BI_PID] = "pid",
+	[BI_TID] = "tid",
+	[BI_UID] = "uid",
+	[BI_GID] = "gid",
+	[BI_COMM] = "comm",
+	[BI_NSECS] = "nsecs",
+	[BI_ELAPSED] = "elapsed",
+	[BI_CPU] = "cpu",
+	[BI_CPID] = "cpid",
+	[BI_ARG] = "arg",
+	[BI_SARG] = "sarg",
+	[BI_RETVAL] = "retval",
+	[BI_FUNC] = "func",
+	[BI_PROBE] = "probe",
+	[BI_RAND] = "rand",
+	[BI_ARGS] = "args",
+	[BI_USERNAME] = "username",
+	[BI_CURTASK] = "curtask",
+	[BI_CGROUP] = "cgroup",
+	[BI_KSTACK] = "kstack",
+	[BI_USTACK] = "ustack",
+	[BI_CTX] = "ctx",
+	[BI_JIFFIES] = "jiffies",
+	[BI_NUMAID] = "numaid",
+	[BI_NCPUS] = "ncpus",
+	[BI_USERMODE] = "usermode",
+};
+
+const char *sema_builtin_name(enum sema_builtin b)
+{
+	if (b < 0 || b >= BI_COUNT_ || !builtin_names[b])
+		BUG("bad builtin %d", b);
+	return builtin_names[b];
+}
+
+const char *sema_func_name(enum sema_func f)
+{
+	const struct sema_func_ops *ops = sema_func_ops(f);
+
+	return ops ? ops->name : "none";
+}
+
+static const struct {
+	const char *name;
+	enum sema_provider p;
+} providers[] = {
+	{ "BEGIN", PROV_BEGIN },
+	{ "END", PROV_END },
+	{ "uprobe", PROV_UPROBE },
+	{ "u", PROV_UPROBE },
+	{ "uretprobe", PROV_URETPROBE },
+	{ "ur", PROV_URETPROBE },
+	{ "usdt", PROV_USDT },
+	{ "U", PROV_USDT },
+	{ "tracepoint", PROV_TRACEPOINT },
+	{ "t", PROV_TRACEPOINT },
+	{ "interval", PROV_INTERVAL },
+	{ "i", PROV_INTERVAL },
+	{ "profile", PROV_PROFILE },
+	{ "p", PROV_PROFILE },
+	{ "software", PROV_SOFTWARE },
+	{ "s", PROV_SOFTWARE },
+	{ "hardware", PROV_HARDWARE },
+	{ "h", PROV_HARDWARE },
+	{ "watchpoint", PROV_WATCHPOINT },
+	{ "w", PROV_WATCHPOINT },
+	{ "asyncwatchpoint", PROV_ASYNCWATCHPOINT },
+	{ "aw", PROV_ASYNCWATCHPOINT },
+	{ "kprobe", PROV_KPROBE },
+	{ "k", PROV_KPROBE },
+	{ "kretprobe", PROV_KRETPROBE },
+	{ "kr", PROV_KRETPROBE },
+	{ "kfunc", PROV_KFUNC },
+	{ "f", PROV_KFUNC },
+	{ "fentry", PROV_KFUNC },
+	{ "kretfunc", PROV_KRETFUNC },
+	{ "fr", PROV_KRETFUNC },
+	{ "fexit", PROV_KRETFUNC },
+	{ "rawtracepoint", PROV_RAWTRACEPOINT },
+	{ "rt", PROV_RAWTRACEPOINT },
+};
+
+enum sema_provider sema_provider_lookup(const char *name)
+{
+	if (!name)
+		return PROV_NONE;
+	for (size_t i = 0; i < ARRAY_SIZE(providers); i++)
+		if (!strcmp(providers[i].name, name))
+			return providers[i].p;
+	return PROV_NONE;
+}
+
+const char *sema_provider_name(enum sema_provider p)
+{
+	/* the first spelling in the table is the canonical one */
+	for (size_t i = 0; i < ARRAY_SIZE(providers); i++)
+		if (providers[i].p == p)
+			return providers[i].name;
+	return "none";
+}
+
+struct sema_map *sema_map_find(const struct compile *c, const char *name)
+{
+	const struct sema_program *p = c->sema;
+
+	if (!p)
+		return NULL;
+	for (int i = 0; i < p->nmaps; i++)
+		if (!strcmp(p->maps[i]->name, name))
+			return p->maps[i];
+	return NULL;
+}
+
+/* Helpers shared by the passes. */
+
+struct sema_node *sema_node(struct sema_ctx *x, struct ast_node *n)
+{
+	if (!n->sema)
+		n->sema = arena_alloc(x->a, sizeof(*n->sema));
+	return n->sema;
+}
+
+struct diag *sema_error(struct sema_ctx *x, const struct ast_loc *loc,
+			const char *fmt, ...)
+{
+	struct diag *g;
+	va_list ap;
+	char *msg;
+
+	if (!x->final)
+		return NULL;
+	va_start(ap, fmt);
+	msg = arena_vprintf(x->a, fmt, ap);
+	va_end(ap);
+	g = diag_error(x->d, loc, "%s", msg);
+	return g;
+}
+
+struct diag *sema_warning(struct sema_ctx *x, const struct ast_loc *loc,
+			  const char *fmt, ...)
+{
+	va_list ap;
+	char *msg;
+
+	if (!x->final)
+		return NULL;
+	va_start(ap, fmt);
+	msg = arena_vprintf(x->a, fmt, ap);
+	va_end(ap);
+	return diag_warning(x->d, loc, "%s", msg);
+}
+
+void sema_hint(struct sema_ctx *x, struct diag *g, const char *fmt, ...)
+{
+	va_list ap;
+	char *msg;
+
+	if (!g)
+		return;
+	va_start(ap, fmt);
+	msg = arena_vprintf(x->a, fmt, ap);
+	va_end(ap);
+	diag_hint(x->d, g, "%s", msg);
+}
+
+const char *sema_tstr(struct sema_ctx *x, const struct type *t)
+{
+	return type_str(x->a, t);
+}
+
+const char *sema_tclass(const struct type *t)
+{
+	if (!t)
+		return "none";
+	switch (t->kind) {
+	case TY_INT:
+	case TY_BOOL:
+		return "integer";
+	case TY_STRING:
+		return "string";
+	case TY_BUFFER:
+		return "buffer";
+	case TY_POINTER:
+		return "pointer";
+	case TY_ARRAY:
+		return "array";
+	case TY_RECORD:
+		return "record";
+	case TY_ENUM:
+		return "integer";
+	case TY_TUPLE:
+		return "tuple";
+	case TY_COUNT:
+		return "count";
+	case TY_SUM:
+		return "sum";
+	case TY_AVG:
+		return "avg";
+	case TY_MIN:
+		return "min";
+	case TY_MAX:
+		return "max";
+	case TY_STATS:
+		return "stats";
+	case TY_HIST:
+		return "hist";
+	case TY_LHIST:
+		return "lhist";
+	default:
+		return type_str(NULL, t);
+	}
+}
+
+struct type *sema_uint64(struct sema_ctx *x)
+{
+	return type_int(x->a, 8, false);
+}
+
+struct type *sema_int64(struct sema_ctx *x)
+{
+	return type_int(x->a, 8, true);
+}
+
+size_t sema_type_align(const struct type *t)
+{
+	size_t a = 1;
+
+	switch (t->kind) {
+	case TY_INT:
+	case TY_BOOL:
+	case TY_ENUM:
+	case TY_POINTER:
+		return t->size ? t->size : 1;
+	case TY_STRING:
+	case TY_BUFFER:
+		return 1;
+	case TY_ARRAY:
+		return t->elem ? sema_type_align(t->elem) : 1;
+	case TY_TUPLE:
+	case TY_RECORD:
+		for (int i = 0; i < t->nfields; i++) {
+			size_t fa = sema_type_align(t->fields[i].type);
+
+			if (fa > a)
+				a = fa;
+		}
+		return a;
+	default:
+		return 8;
+	}
+}
+
+struct type *sema_tuple(struct sema_ctx *x, struct type **elems, int n)
+{
+	struct type *t = type_new(x->a, TY_TUPLE, 0);
+	size_t off = 0, align = 1;
+
+	t->fields = arena_alloc(x->a, sizeof(*t->fields) * (n ? n : 1));
+	t->nfields = n;
+	for (int i = 0; i < n; i++) {
+		size_t a = sema_type_align(elems[i]);
+
+		if (a > align)
+			align = a;
+		off = (off + a - 1) / a * a;
+		t->fields[i].type = elems[i];
+		t->fields[i].offset = off;
+		off += elems[i]->size;
+	}
+	t->size = (off + align - 1) / align * align;
+	return t;
+}
+
+bool sema_is_number(const char *s, int64_t *v)
+{
+	char *end;
+	long long n;
+
+	if (!s || !*s)
+		return false;
+	errno = 0;
+	n = strtoll(s, &end, 0);
+	if (errno || *end)
+		return false;
+	if (v)
+		*v = n;
+	return true;
+}
+
+const char *sema_param(struct sema_ctx *x, int n)
+{
+	if (n < 1 || n > x->c->nparams)
+		return NULL;
+	return x->c->params[n - 1];
+}
+
+bool sema_int_literal(struct sema_ctx *x, const struct ast_node *n,
+		      int64_t *v)
+{
+	int64_t dummy;
+
+	if (!v)
+		v = &dummy;
+	switch (n->kind) {
+	case AST_INT:
+		/* the parser stores -N as the two's complement value */
+		*v = (int64_t)n->num.value;
+		return true;
+	case AST_POSITIONAL:
+		if (n->pos.num == -1) {
+			*v = x->c->nparams;
+			return true;
+		}
+		if (!sema_param(x, n->pos.num)) {
+			*v = 0;
+			return true;
+		}
+		return sema_is_number(sema_param(x, n->pos.num), v);
+	case AST_UNOP:
+		if (n->op.op == OP_NEG &&
+		    sema_int_literal(x, n->op.left, v)) {
+			*v = -*v;
+			return true;
+		}
+		return false;
+	default:
+		return false;
+	}
+}
+
+bool sema_str_literal(struct sema_ctx *x, const struct ast_node *n,
+		      const char **s)
+{
+	switch (n->kind) {
+	case AST_STRING:
+		if (s)
+			*s = n->str.value;
+		return true;
+	case AST_POSITIONAL:
+		if (n->pos.num < 1)
+			return false;
+		if (s)
+			*s = sema_param(x, n->pos.num) ?: "";
+		return true;
+	default:
+		return false;
+	}
+}
+
+static const char *const count_words[] = {
+	"no arguments", "one argument",
+};
+
+int sema_check_nargs(struct sema_ctx *x, struct ast_node *call, int min,
+		     int max)
+{
+	int n = call->call.nargs;
+	const char *name = call->call.name;
+
+	if (min == max && n != min) {
+		if (min < 2)
+			sema_error(x, &call->loc, "%s() requires %s (%d provided)",
+				   name, count_words[min], n);
+		else
+			sema_error(x, &call->loc,
+				   "%s() requires %d arguments (%d provided)",
+				   name, min, n);
+		return -EINVAL;
+	}
+	if (n < min) {
+		if (min == 1)
+			sema_error(x, &call->loc,
+				   "%s() requires at least one argument (%d provided)",
+				   name, n);
+		else
+			sema_error(x, &call->loc,
+				   "%s() requires at least %d arguments (%d provided)",
+				   name, min, n);
+		return -EINVAL;
+	}
+	if (max >= 0 && n > max) {
+		if (max == 1)
+			sema_error(x, &call->loc,
+				   "%s() takes up to one argument (%d provided)",
+				   name, n);
+		else
+			sema_error(x, &call->loc,
+				   "%s() takes up to %d arguments (%d provided)",
+				   name, max, n);
+		return -EINVAL;
+	}
+	return 0;
+}
+
+struct sema_map *sema_map_of(struct ast_node *n)
+{
+	if (!n || n->kind != AST_MAP || !n->sema)
+		return NULL;
+	return n->sema->map;
+}
+
+struct sema_fmt *sema_fmt_get(struct sema_ctx *x, struct ast_node *call,
+			      enum sema_func f, const char *fmt)
+{
+	struct sema_node *sn = sema_node(x, call);
+	struct sema_program *p = x->prog;
+	struct sema_fmt *sf = sn->fmt;
+
+	if (!sf) {
+		sf = arena_alloc(x->a, sizeof(*sf));
+		sf->id = p->nfmts;
+		sf->func = f;
+		sf->call = call;
+		struct sema_fmt **v = arena_alloc(x->a,
+						  sizeof(*v) * (p->nfmts + 1));
+
+		if (p->nfmts)
+			memcpy(v, p->fmts, sizeof(*v) * p->nfmts);
+		v[p->nfmts++] = sf;
+		p->fmts = v;
+		sn->fmt = sf;
+	}
+	sf->fmt = fmt;
+	return sf;
+}
+
+/* Builtin and function tables. */
+
+const struct sema_builtin_ops *sema_builtin_find(const char *name, int *arg)
+{
+	for (const struct sema_builtin_ops *b = sema_builtins; b->name; b++) {
+		size_t len = strlen(b->name);
+
+		if (b->id == BI_ARG || b->id == BI_SARG) {
+			const char *p = name + len;
+			char *end;
+			long n;
+
+			if (strncmp(name, b->name, len) || !*p ||
+			    *p < '0' || *p > '9')
+				continue;
+			n = strtol(p, &end, 10);
+			if (*end || n > 1000 || (p[0] == '0' && p[1]))
+				continue;
+			if (arg)
+				*arg = (int)n;
+			return b;
+		}
+		if (!strcmp(b->name, name))
+			return b;
+	}
+	return NULL;
+}
+
+const struct sema_builtin_ops *sema_builtin_ops(enum sema_builtin id)
+{
+	for (const struct sema_builtin_ops *b = sema_builtins; b->name; b++)
+		if (b->id == id)
+			return b;
+	return NULL;
+}
+
+static const struct sema_func_ops *const func_tables[] = {
+	sema_funcs_agg,
+	sema_funcs_print,
+	sema_funcs_str,
+};
+
+const struct sema_func_ops *sema_func_find(const char *name)
+{
+	for (size_t i = 0; i < ARRAY_SIZE(func_tables); i++)
+		for (const struct sema_func_ops *f = func_tables[i]; f->name;
+		     f++)
+			if (!strcmp(f->name, name))
+				return f;
+	return NULL;
+}
+
+const struct sema_func_ops *sema_func_ops(enum sema_func id)
+{
+	for (size_t i = 0; i < ARRAY_SIZE(func_tables); i++)
+		for (const struct sema_func_ops *f = func_tables[i]; f->name;
+		     f++)
+			if (f->id == id)
+				return f;
+	return NULL;
+}

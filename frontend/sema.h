@@ -1,0 +1,284 @@
+/*
+ * Semantic analysis: the passes that turn the parsed AST into the typed
+ * AST codegen lowers. sema_run() chains them (frontend/sema.c):
+ *
+ *   sema_config    config = { ... }, BPFTRACE_MAX_STRLEN / BPFTRACE_STRLEN
+ *   sema_resolve   builtins, functions, maps, scratch variables, probe kinds
+ *   sema_context   probe-context checks (retval, args, cpid, func, ...)
+ *   sema_types     types of every expression, variable, map key and value
+ *   sema_available kprobe/kretprobe/kfunc/kretfunc/rawtracepoint probes
+ *                  type-check, then give "... probes are not available on
+ *                  this kernel" at the attach point
+ *
+ * and stops at the first pass that reports errors (diagnostics in c->diag).
+ *
+ * After sema_run() returns 0:
+ *   - every expression node has ->type set (never TY_NONE); statements
+ *     and calls used as statements have TY_VOID or their value type;
+ *   - every AST_BUILTIN, AST_CALL, AST_MAP, AST_VAR, AST_PROBE and
+ *     AST_ATTACH_POINT node has ->sema set (struct sema_node below);
+ *   - c->sema points at the program tables (struct sema_program).
+ *
+ * Integer typing follows bpftrace 0.17: integer literals are int64;
+ * arithmetic, comparisons and bitwise operators yield 64-bit results,
+ * unsigned when either operand is unsigned; scratch variables keep the
+ * exact type assigned (a (uint8) cast stays uint8); map values and map
+ * keys that are integers are widened to 64 bits (signedness kept);
+ * strings are TY_STRING with ->size the buffer size including the NUL
+ * ("abc" is string[4], comm string[16], str() string[max_strlen]).
+ */
+#ifndef UBT_SEMA_H
+#define UBT_SEMA_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "ast.h"
+#include "compile.h"
+#include "types.h"
+
+/* Builtin variables. */
+enum sema_builtin {
+	BI_NONE,
+	BI_PID,
+	BI_TID,
+	BI_UID,
+	BI_GID,
+	BI_COMM,
+	BI_NSECS,
+	BI_ELAPSED,
+	BI_CPU,
+	BI_CPID,
+	BI_ARG,		/* arg0..arg5: sema_node.arg is the index */
+	BI_SARG,	/* sarg0..: stack arguments, sema_node.arg */
+	BI_RETVAL,
+	BI_FUNC,	/* TY_USYM in uprobes (address), TY_STRING elsewhere */
+	BI_PROBE,	/* TY_PROBE: the probe's full name (sema_probe.name) */
+	BI_RAND,
+	BI_ARGS,	/* tracepoint args: pointer to the context record */
+	BI_USERNAME,
+	BI_CURTASK,
+	BI_CGROUP,
+	BI_KSTACK,
+	BI_USTACK,
+	BI_CTX,
+	BI_JIFFIES,
+	BI_NUMAID,
+	BI_NCPUS,
+	BI_USERMODE,
+	BI_COUNT_,
+};
+
+/* Functions. */
+enum sema_func {
+	FN_NONE,
+	/* aggregations (frontend/func_agg.c) */
+	FN_COUNT,
+	FN_SUM,
+	FN_AVG,
+	FN_MIN,
+	FN_MAX,
+	FN_STATS,
+	FN_HIST,
+	FN_LHIST,
+	/* output and map control (frontend/func_print.c) */
+	FN_PRINTF,
+	FN_PRINT,
+	FN_TIME,
+	FN_EXIT,
+	FN_CLEAR,
+	FN_ZERO,
+	FN_DELETE,
+	FN_HAS_KEY,
+	FN_LEN,
+	/* strings and values (frontend/func_str.c) */
+	FN_STR,
+	FN_BUF,
+	FN_STRNCMP,
+	FN_STRCONTAINS,
+	FN_KSYM,
+	FN_USYM,
+	FN_NTOP,
+	FN_KSTACK,
+	FN_USTACK,
+	FN_UPTR,
+	FN_KPTR,
+	FN_SIZEOF_,
+	FN_SYSTEM,
+	FN_CAT,
+	FN_SIGNAL,
+	FN_OVERRIDE,
+	FN_COUNT_,
+};
+
+/* Probe providers, canonical (aliases resolved: "u" -> uprobe, ...). */
+enum sema_provider {
+	PROV_NONE,
+	PROV_BEGIN,
+	PROV_END,
+	PROV_UPROBE,
+	PROV_URETPROBE,
+	PROV_USDT,
+	PROV_TRACEPOINT,
+	PROV_INTERVAL,
+	PROV_PROFILE,
+	PROV_SOFTWARE,
+	PROV_HARDWARE,
+	PROV_WATCHPOINT,
+	PROV_ASYNCWATCHPOINT,
+	/* not available on this kernel (no kprobes): type-checked, then a
+	 * located error "... probes are not available on this kernel" */
+	PROV_KPROBE,
+	PROV_KRETPROBE,
+	PROV_KFUNC,
+	PROV_KRETFUNC,
+	PROV_RAWTRACEPOINT,
+	PROV_COUNT_,
+};
+
+/* A bpftrace map (@name), one per name in the whole program. */
+struct sema_map {
+	int id;			/* 0.. in order of first appearance */
+	const char *name;	/* "@", "@name" */
+	/*
+	 * NULL for keyless maps; the key expression's type for one key;
+	 * a TY_TUPLE of the key expressions' types (fields at natural
+	 * alignment, ->size the padded total) for several keys. Integer
+	 * keys are 64-bit.
+	 */
+	struct type *key;
+	int nkeys;		/* 0 keyless, else the number of key expressions */
+	/*
+	 * The value type: TY_COUNT .. TY_LHIST for aggregations (hist_bits,
+	 * lhist_min/max/step set; is_signed for sum/min/max/avg/stats of
+	 * signed values), TY_INT (64-bit), TY_STRING, TY_TUPLE, TY_USYM, ...
+	 */
+	struct type *value;
+	enum sema_func agg;	/* FN_COUNT..FN_LHIST, or FN_NONE */
+	const char *bpf_type;	/* from `let @m = hash(N);`, else NULL */
+	int64_t max_entries;	/* from the declaration, else 0 (default) */
+	uint64_t probes;	/* bit i set: used in probe index i (i < 64) */
+	bool used_in_begin_end;	/* used in a BEGIN or END probe */
+	bool key_set;		/* key shape known (nkeys/key valid) */
+	struct ast_node *first;	/* first use, for messages */
+};
+
+/* A scratch variable ($name), local to one probe. */
+struct sema_var {
+	const char *name;	/* "$x" */
+	struct type *type;	/* exact type assigned (not widened) */
+	int slot;		/* index in sema_probe.vars */
+	struct ast_node *first;	/* first assignment */
+};
+
+/*
+ * A format-string call: printf(), time(), system(), cat(). The event
+ * record codegen writes is the argument values in order; args is a
+ * TY_TUPLE of the argument types (each field at natural alignment).
+ * For printf, the conversions are frontend/format.h's.
+ */
+struct sema_fmt {
+	int id;			/* 0.. per program, in order of appearance */
+	enum sema_func func;	/* FN_PRINTF, FN_TIME, FN_SYSTEM, FN_CAT */
+	const char *fmt;	/* the format, escapes processed; time() default
+				 * "%H:%M:%S\n" */
+	struct type *args;	/* TY_TUPLE (nfields may be 0) */
+	int nargs;
+	struct ast_node *call;	/* AST_CALL */
+};
+
+/* One probe (AST_PROBE). */
+struct sema_probe {
+	int index;		/* == probe.index */
+	struct ast_node *node;	/* AST_PROBE */
+	/*
+	 * The provider of the first attach point; all attach points of a
+	 * probe must agree on is_return and on args when the body uses
+	 * them (bpftrace's rule), see sema_ap for each one.
+	 */
+	enum sema_provider provider;
+	bool is_return;		/* uretprobe, kretprobe, kretfunc */
+	/* tracepoint: the record type of args (TY_RECORD, fields at their
+	 * tracefs offsets); NULL elsewhere */
+	struct type *args_type;
+	const char *name;	/* "uprobe:/bin/bash:readline": the `probe`
+				 * builtin's value, first attach point */
+	struct sema_var **vars;	/* scratch variables, by slot */
+	int nvars;
+};
+
+/* Per-attach-point info (AST_ATTACH_POINT ->sema->ap). */
+struct sema_ap {
+	enum sema_provider provider;
+	bool is_return;
+	bool available;		/* false: kprobe & co on this kernel */
+	struct type *args_type;	/* tracepoint record, or NULL */
+};
+
+/*
+ * What sema attached to one node (->sema). Which fields are meaningful
+ * depends on the node's kind; the rest are zero.
+ */
+struct sema_node {
+	/* AST_BUILTIN */
+	enum sema_builtin builtin;
+	int arg;		/* BI_ARG/BI_SARG index */
+	/* AST_CALL */
+	enum sema_func func;
+	struct sema_fmt *fmt;	/* printf/time/system/cat */
+	/* AST_MAP, and AST_CALL of aggregations (the map assigned to) and of
+	 * clear/zero/delete/print/has_key/len (the map argument) */
+	struct sema_map *map;
+	/* AST_VAR */
+	struct sema_var *var;
+	/* AST_PROBE (and every node inside it: the enclosing probe) */
+	struct sema_probe *probe;
+	/* AST_ATTACH_POINT */
+	struct sema_ap *ap;
+	/* AST_CALL: hist/lhist parameters, print(@m, top, div) */
+	int64_t iargs[3];
+	/* AST_CALL/AST_BINOP/AST_UNOP/AST_ASSIGN: operand types after the
+	 * implicit conversions (e.g. int compared with a string literal is
+	 * an error; string == string compares up to the shorter size) */
+	bool is_string_op;
+};
+
+/* The program tables, c->sema after sema_run(). */
+struct sema_program {
+	struct sema_map **maps;	/* by id */
+	int nmaps;
+	struct sema_probe **probes;	/* by probe index */
+	int nprobes;
+	struct sema_fmt **fmts;	/* by id */
+	int nfmts;
+	int max_strlen;		/* == c->max_strlen */
+	bool uses_elapsed;
+	bool has_end;
+};
+
+/* Run every pass; 0, or -EINVAL with errors in c->diag. */
+int sema_run(struct compile *c);
+
+/* The passes, in order (each in its own file). */
+int sema_config(struct compile *c);	/* frontend/sema_config.c */
+int sema_resolve(struct compile *c);	/* frontend/sema_resolve.c */
+int sema_context(struct compile *c);	/* frontend/sema_context.c */
+int sema_types(struct compile *c);	/* frontend/sema_types.c */
+int sema_available(struct compile *c);	/* frontend/sema_context.c */
+
+/* Names, for dumps and messages. */
+const char *sema_builtin_name(enum sema_builtin b);
+const char *sema_func_name(enum sema_func f);
+const char *sema_provider_name(enum sema_provider p);
+/* "uprobe", "u" -> PROV_UPROBE; PROV_NONE when unknown. */
+enum sema_provider sema_provider_lookup(const char *name);
+
+/* Lookups for codegen and the shim. */
+struct sema_map *sema_map_find(const struct compile *c, const char *name);
+static inline struct sema_node *sema_of(const struct ast_node *n)
+{
+	return n->sema;
+}
+
+#endif

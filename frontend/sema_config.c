@@ -1,0 +1,245 @@
+/*
+ * First semantic pass: the program tables, the probes and their attach
+ * points, and the settings that give the program meaning: max_strlen from
+ * `config = { max_strlen = N }` and the environment (BPFTRACE_MAX_STRLEN,
+ * or bpftrace 0.17's BPFTRACE_STRLEN), the environment taking precedence
+ * as in bpftrace.
+ */
+#include <ctype.h>
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "sema.h"
+#include "sema_int.h"
+#include "util.h"
+
+#define SEMA_DEFAULT_STRLEN 64
+#define SEMA_MAX_STRLEN_LIMIT 65536
+
+/* Config variables bpftrace knows; only max_strlen changes sema. */
+static const char *const config_keys[] = {
+	"cache_user_symbols",
+	"cpp_demangle",
+	"lazy_symbolication",
+	"log_size",
+	"max_bpf_progs",
+	"max_cat_bytes",
+	"max_map_keys",
+	"max_probes",
+	"max_strlen",
+	"max_type_res_iterations",
+	"missing_probes",
+	"on_stack_limit",
+	"perf_rb_pages",
+	"print_maps_on_exit",
+	"show_debug_info",
+	"stack_mode",
+	"str_trunc_trailer",
+	"symbol_source",
+	"use_blazesym",
+};
+
+/* "BPFTRACE_MAX_STRLEN" and "max_strlen" both name max_strlen. */
+static const char *config_key(struct sema_ctx *x, const char *key)
+{
+	char *k;
+
+	if (!strncasecmp(key, "BPFTRACE_", 9))
+		key += 9;
+	k = arena_strdup(x->a, key);
+	for (char *p = k; *p; p++)
+		*p = tolower((unsigned char)*p);
+	for (size_t i = 0; i < ARRAY_SIZE(config_keys); i++)
+		if (!strcmp(config_keys[i], k))
+			return config_keys[i];
+	return NULL;
+}
+
+static int strlen_value(const char *s, int *out)
+{
+	int64_t v;
+
+	if (!sema_is_number(s, &v) || v < 1 || v > SEMA_MAX_STRLEN_LIMIT)
+		return -EINVAL;
+	*out = (int)v;
+	return 0;
+}
+
+static int config_block(struct sema_ctx *x, struct ast_node *cfg)
+{
+	int err = 0;
+
+	for (struct ast_node *it = cfg->config.items; it; it = it->next) {
+		const char *key = config_key(x, it->config.key);
+		struct ast_node *v = it->config.value;
+		int64_t n;
+
+		if (!key) {
+			sema_error(x, &it->loc, "Unrecognized config variable: %s",
+				   it->config.key);
+			err = -EINVAL;
+			continue;
+		}
+		if (strcmp(key, "max_strlen"))
+			continue;
+		if (!v || !sema_int_literal(x, v, &n) || n < 1 ||
+		    n > SEMA_MAX_STRLEN_LIMIT) {
+			sema_error(x, v ? &v->loc : &it->loc,
+				   "Invalid value for max_strlen: expected a positive integer up to %d",
+				   SEMA_MAX_STRLEN_LIMIT);
+			err = -EINVAL;
+			continue;
+		}
+		x->c->max_strlen = (int)n;
+	}
+	return err;
+}
+
+static int config_env(struct sema_ctx *x)
+{
+	static const char *const vars[] = {
+		"BPFTRACE_MAX_STRLEN", "BPFTRACE_STRLEN",
+	};
+
+	for (size_t i = 0; i < ARRAY_SIZE(vars); i++) {
+		const char *s = getenv(vars[i]);
+
+		if (!s)
+			continue;
+		if (strlen_value(s, &x->c->max_strlen)) {
+			sema_error(x, NULL,
+				   "Invalid value for %s: '%s': expected a positive integer up to %d",
+				   vars[i], s, SEMA_MAX_STRLEN_LIMIT);
+			return -EINVAL;
+		}
+		return 0;
+	}
+	return 0;
+}
+
+/* The `probe` builtin's value: bpftrace's full name of an attach point. */
+static const char *ap_name(struct sema_ctx *x, const struct ast_node *n,
+			   enum sema_provider p)
+{
+	const struct ast_attach_point *ap = &n->ap;
+	const char *prov = sema_provider_name(p);
+
+	switch (p) {
+	case PROV_BEGIN:
+	case PROV_END:
+		return prov;
+	case PROV_INTERVAL:
+	case PROV_PROFILE:
+		if (ap->unit)
+			return arena_printf(x->a, "%s:%s:%llu", prov, ap->unit,
+					    (unsigned long long)ap->freq);
+		break;
+	case PROV_UPROBE:
+	case PROV_URETPROBE:
+		if (ap->target && ap->func && !ap->func_offset)
+			return arena_printf(x->a, "%s:%s:%s", prov, ap->target,
+					    ap->func);
+		break;
+	case PROV_TRACEPOINT:
+	case PROV_USDT:
+		if (ap->target && ap->func && !ap->ns)
+			return arena_printf(x->a, "%s:%s:%s", prov, ap->target,
+					    ap->func);
+		if (ap->target && ap->func && ap->ns)
+			return arena_printf(x->a, "%s:%s:%s:%s", prov,
+					    ap->target, ap->ns, ap->func);
+		break;
+	case PROV_KPROBE:
+	case PROV_KRETPROBE:
+	case PROV_KFUNC:
+	case PROV_KRETFUNC:
+		if (ap->func && !ap->target)
+			return arena_printf(x->a, "%s:%s", prov, ap->func);
+		break;
+	default:
+		break;
+	}
+	return ap->raw ? ap->raw : prov;
+}
+
+static bool is_return_provider(enum sema_provider p)
+{
+	return p == PROV_URETPROBE || p == PROV_KRETPROBE ||
+	       p == PROV_KRETFUNC;
+}
+
+static bool is_unavailable_provider(enum sema_provider p)
+{
+	return p == PROV_KPROBE || p == PROV_KRETPROBE || p == PROV_KFUNC ||
+	       p == PROV_KRETFUNC || p == PROV_RAWTRACEPOINT;
+}
+
+static int setup_probe(struct sema_ctx *x, struct ast_node *probe, int idx)
+{
+	struct sema_probe *sp = arena_alloc(x->a, sizeof(*sp));
+	struct sema_node *sn = sema_node(x, probe);
+	int err = 0;
+
+	sp->index = idx;
+	sp->node = probe;
+	sn->probe = sp;
+	x->prog->probes[idx] = sp;
+
+	for (struct ast_node *n = probe->probe.aps; n; n = n->next) {
+		struct sema_ap *ap = arena_alloc(x->a, sizeof(*ap));
+		enum sema_provider p = sema_provider_lookup(n->ap.provider);
+
+		sema_node(x, n)->ap = ap;
+		sema_node(x, n)->probe = sp;
+		if (p == PROV_NONE) {
+			sema_error(x, &n->loc, "Invalid provider: '%s'",
+				   n->ap.provider ? n->ap.provider : "");
+			err = -EINVAL;
+			continue;
+		}
+		ap->provider = p;
+		ap->is_return = is_return_provider(p);
+		ap->available = !is_unavailable_provider(p);
+		if (n == probe->probe.aps) {
+			sp->provider = p;
+			sp->is_return = ap->is_return;
+			sp->name = ap_name(x, n, p);
+		}
+		if (p == PROV_END)
+			x->prog->has_end = true;
+	}
+	return err;
+}
+
+int sema_config(struct compile *c)
+{
+	struct sema_ctx x = {
+		.c = c, .a = &c->arena, .d = &c->diag, .final = true,
+	};
+	struct ast_node *prog = c->program;
+	struct sema_program *p;
+	int err = 0, i = 0;
+
+	BUG_ON(!prog || prog->kind != AST_PROGRAM);
+	p = arena_alloc(x.a, sizeof(*p));
+	c->sema = p;
+	x.prog = p;
+
+	if (c->max_strlen <= 0)
+		c->max_strlen = SEMA_DEFAULT_STRLEN;
+	if (prog->program.config)
+		err = config_block(&x, prog->program.config);
+	err = err ?: config_env(&x);
+	p->max_strlen = c->max_strlen;
+
+	p->nprobes = ast_list_len(prog->program.probes);
+	p->probes = arena_alloc(x.a, sizeof(*p->probes) *
+				     (p->nprobes ? p->nprobes : 1));
+	for (struct ast_node *n = prog->program.probes; n; n = n->next, i++) {
+		n->probe.index = i;
+		if (setup_probe(&x, n, i))
+			err = -EINVAL;
+	}
+	return err;
+}

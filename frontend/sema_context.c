@@ -1,0 +1,156 @@
+/*
+ * Probe-context checks: which builtins and functions each attach point's
+ * provider allows (retval only in return probes, args only where typed,
+ * cpid only with -c, ...), attach point sanity (interval units, BEGIN/END
+ * targets), and, after type checking, the probes this kernel can not run.
+ */
+#include <errno.h>
+#include <string.h>
+
+#include "sema.h"
+#include "sema_int.h"
+#include "util.h"
+
+static int check(struct ast_node *n, void *ctx);
+
+static int check_child(struct ast_node *n, void *ctx)
+{
+	check(n, ctx);
+	return 0;
+}
+
+static int check(struct ast_node *n, void *ctx)
+{
+	struct sema_ctx *x = ctx;
+
+	if (!n)
+		return 0;
+	if (n->kind == AST_BUILTIN && n->sema) {
+		const struct sema_builtin_ops *b;
+
+		b = sema_builtin_ops(n->sema->builtin);
+		if (b && b->check)
+			b->check(x, n);
+	} else if (n->kind == AST_CALL && n->sema) {
+		const struct sema_func_ops *f = sema_func_ops(n->sema->func);
+
+		if (f && f->check)
+			f->check(x, n);
+	}
+	ast_visit_children(n, check_child, x);
+	return 0;
+}
+
+static bool time_unit(const char *u, bool profile)
+{
+	static const char *const units[] = { "s", "ms", "us", "hz" };
+
+	if (!u)
+		return false;
+	for (size_t i = 0; i < ARRAY_SIZE(units); i++)
+		if (!strcmp(u, units[i]))
+			return true;
+	(void)profile;
+	return false;
+}
+
+static void check_ap(struct sema_ctx *x, struct ast_node *ap)
+{
+	const struct ast_attach_point *a = &ap->ap;
+	enum sema_provider p = ap->sema->ap->provider;
+	const char *name = sema_provider_name(p);
+
+	switch (p) {
+	case PROV_BEGIN:
+	case PROV_END:
+		if (a->target || a->func)
+			sema_error(x, &ap->loc,
+				   "BEGIN/END probes should not have a target");
+		break;
+	case PROV_INTERVAL:
+	case PROV_PROFILE:
+		if (!a->unit) {
+			sema_error(x, &ap->loc, "%s probe must have unit of time",
+				   name);
+		} else if (!time_unit(a->unit, p == PROV_PROFILE)) {
+			sema_error(x, &ap->loc,
+				   "%s is not an accepted unit of time",
+				   a->unit);
+		} else if (!a->freq) {
+			sema_error(x, &ap->loc,
+				   "%s frequency should be a positive integer",
+				   name);
+		}
+		break;
+	case PROV_UPROBE:
+	case PROV_URETPROBE:
+		if (!a->target || !*a->target)
+			sema_error(x, &ap->loc, "%s should have a target", name);
+		else if (!a->func && !a->address)
+			sema_error(x, &ap->loc,
+				   "%s should be attached to a function and/or address",
+				   name);
+		else if (p == PROV_URETPROBE && a->func_offset)
+			sema_error(x, &ap->loc,
+				   "uretprobes can not be attached to a function offset");
+		break;
+	case PROV_TRACEPOINT:
+		if (!a->target || !a->func)
+			sema_error(x, &ap->loc,
+				   "tracepoint probe must have a target");
+		break;
+	default:
+		break;
+	}
+}
+
+int sema_context(struct compile *c)
+{
+	struct sema_ctx x = {
+		.c = c, .a = &c->arena, .d = &c->diag, .prog = c->sema,
+		.final = true,
+	};
+	int nerr = c->diag.nerrors;
+
+	for (struct ast_node *p = c->program->program.probes; p; p = p->next) {
+		x.probe = p->sema->probe;
+		for (struct ast_node *ap = p->probe.aps; ap; ap = ap->next) {
+			int before = c->diag.nerrors;
+			struct ast_node *q;
+
+			check_ap(&x, ap);
+			/* the body once per distinct provider */
+			for (q = p->probe.aps; q != ap; q = q->next)
+				if (q->sema->ap->provider ==
+				    ap->sema->ap->provider)
+					break;
+			if (q != ap)
+				continue;
+			x.ap = ap;
+			x.provider = ap->sema->ap->provider;
+			check(p->probe.pred, &x);
+			check(p->probe.body, &x);
+			if (c->diag.nerrors > before)
+				break;
+		}
+	}
+	return c->diag.nerrors > nerr ? -EINVAL : 0;
+}
+
+int sema_available(struct compile *c)
+{
+	int err = 0;
+
+	for (struct ast_node *p = c->program->program.probes; p; p = p->next)
+		for (struct ast_node *ap = p->probe.aps; ap; ap = ap->next) {
+			struct sema_ap *sa = ap->sema->ap;
+
+			if (sa->available)
+				continue;
+			diag_error(&c->diag, &ap->loc,
+				   "%s probes are not available on this kernel",
+				   sema_provider_name(sa->provider));
+			err = -EINVAL;
+		}
+	return err;
+}

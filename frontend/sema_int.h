@@ -1,0 +1,132 @@
+/*
+ * Internal to the semantic passes: the pass context, the builtin and
+ * function vtables (one file per family: builtins.c, func_agg.c,
+ * func_print.c, func_str.c) and shared helpers (sema.c).
+ */
+#ifndef UBT_SEMA_INT_H
+#define UBT_SEMA_INT_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "ast.h"
+#include "compile.h"
+#include "diag.h"
+#include "sema.h"
+#include "types.h"
+
+struct sema_ctx {
+	struct compile *c;
+	struct arena *a;
+	struct diag_list *d;
+	struct sema_program *prog;
+	struct sema_probe *probe;	/* the probe being walked */
+	/*
+	 * The types pass walks the program until map and variable types
+	 * stop changing, silently; then once more with final set, when
+	 * errors are reported.
+	 */
+	bool final;
+	int unresolved;		/* expressions still without a type */
+	int changed;		/* map/variable types that changed this walk */
+	int loop_depth;
+	/* sema_types: the aggregation call directly assigned to agg_map */
+	struct ast_node *agg_call;
+	struct sema_map *agg_map;
+	/* sema_context: the attach point whose provider is checked */
+	struct ast_node *ap;
+	enum sema_provider provider;
+};
+
+/* A builtin variable (builtins.c). */
+struct sema_builtin_ops {
+	const char *name;		/* "pid"; "arg" matches arg0..arg9 */
+	enum sema_builtin id;
+	/* sema_types: the type of n (AST_BUILTIN, ->sema->builtin set) */
+	struct type *(*type)(struct sema_ctx *x, struct ast_node *n);
+	/* sema_context: may the builtin be used in x->probe? 0 or -EINVAL
+	 * with a diagnostic */
+	int (*check)(struct sema_ctx *x, struct ast_node *n);
+};
+
+/* Function flags. */
+enum {
+	FN_F_AGG = 1 << 0,	/* must be assigned directly to a map */
+	FN_F_MAP_ARG = 1 << 1,	/* first argument must be a map */
+	FN_F_VOID = 1 << 2,	/* no value: statement only */
+	FN_F_UNSAFE = 1 << 3,	/* needs --unsafe */
+	FN_F_IDENT_ARGS = 1 << 4,	/* identifiers as arguments (stack modes) */
+};
+
+/* A function (func_*.c). */
+struct sema_func_ops {
+	const char *name;
+	enum sema_func id;
+	int min_args, max_args;	/* max_args -1: unbounded */
+	unsigned flags;
+	/*
+	 * sema_types: check the arguments (already typed) and return the
+	 * call's type, or NULL after an error. For aggregations map is the
+	 * map the call is assigned to.
+	 */
+	struct type *(*type)(struct sema_ctx *x, struct ast_node *call,
+			     struct sema_map *map);
+	/* sema_context: optional */
+	int (*check)(struct sema_ctx *x, struct ast_node *call);
+};
+
+/* Tables, NULL-terminated by name == NULL. */
+extern const struct sema_builtin_ops sema_builtins[];
+extern const struct sema_func_ops sema_funcs_agg[];
+extern const struct sema_func_ops sema_funcs_print[];
+extern const struct sema_func_ops sema_funcs_str[];
+
+const struct sema_builtin_ops *sema_builtin_find(const char *name, int *arg);
+const struct sema_builtin_ops *sema_builtin_ops(enum sema_builtin id);
+const struct sema_func_ops *sema_func_find(const char *name);
+const struct sema_func_ops *sema_func_ops(enum sema_func id);
+
+/* Helpers (sema.c). */
+struct sema_node *sema_node(struct sema_ctx *x, struct ast_node *n);
+/* Report an error (only on the final walk of the types pass; always in
+ * the other passes). Returns the diag, or NULL when not reported. */
+struct diag *sema_error(struct sema_ctx *x, const struct ast_loc *loc,
+			const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+struct diag *sema_warning(struct sema_ctx *x, const struct ast_loc *loc,
+			  const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+void sema_hint(struct sema_ctx *x, struct diag *g, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+const char *sema_tstr(struct sema_ctx *x, const struct type *t);
+/* bpftrace's class of a type in messages: "integer", "string", ... */
+const char *sema_tclass(const struct type *t);
+struct type *sema_uint64(struct sema_ctx *x);
+struct type *sema_int64(struct sema_ctx *x);
+/* A tuple of the given element types, fields at natural alignment. */
+struct type *sema_tuple(struct sema_ctx *x, struct type **elems, int n);
+size_t sema_type_align(const struct type *t);
+/* Is n an integer literal (possibly a numeric positional parameter)?
+ * Sets *v to its value. */
+bool sema_int_literal(struct sema_ctx *x, const struct ast_node *n,
+		      int64_t *v);
+/* Is n a string literal (or a positional parameter)? */
+bool sema_str_literal(struct sema_ctx *x, const struct ast_node *n,
+		      const char **s);
+/* Check that call has min..max arguments, with bpftrace's messages. */
+int sema_check_nargs(struct sema_ctx *x, struct ast_node *call, int min,
+		     int max);
+/* Positional parameter n (1-based) or NULL. */
+const char *sema_param(struct sema_ctx *x, int n);
+bool sema_is_number(const char *s, int64_t *v);
+/* The map named by an argument (AST_MAP), or NULL. */
+struct sema_map *sema_map_of(struct ast_node *n);
+/* Record a format-string call in the program table (once per call). */
+struct sema_fmt *sema_fmt_get(struct sema_ctx *x, struct ast_node *call,
+			      enum sema_func f, const char *fmt);
+
+/* sema_types.c: type an expression (sets and returns n->type; NULL when
+ * unknown or after an error). */
+struct type *sema_type_expr(struct sema_ctx *x, struct ast_node *n);
+
+#endif

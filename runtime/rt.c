@@ -1,0 +1,298 @@
+/*
+ * libubt-rt.so: the agent ubt loads into the traced process with a remote
+ * dlopen.  No libc calls, no LLVM, no locks: it hands each thread a block of
+ * the shared memfd (once per thread, one atomic add), wraps calls for return
+ * probes with a per-thread shadow stack, and offers two helpers to native
+ * probe code (ring output, keyed tables).  It never aborts or exits the
+ * process: when blocks run out or ubt is gone, probes stop recording or keep
+ * writing into memory nobody reads, both harmless.
+ */
+#include <stddef.h>
+#include <stdint.h>
+
+#include "rt_abi.h"
+
+#define RT_EXPORT __attribute__((visibility("default")))
+#define RT_STR_(x) #x
+#define RT_STR(x) RT_STR_(x)
+
+/*
+ * Per-thread state.  self (the thread's block) must stay first: probe code
+ * and the trampolines read it at %fs:tls_offset.  ubt zeroes the whole
+ * struct in every thread when it attaches again (new memfd).
+ */
+struct rt_tls {
+	void *self;
+	uint64_t noblock;
+};
+RT_EXPORT __thread struct rt_tls rt_tls
+	__attribute__((tls_model("initial-exec")));
+#define rt_self (rt_tls.self)
+#define rt_noblock (rt_tls.noblock)
+static struct rt_ctl *rt_ctl_p;
+
+void *rt_block_get(void);
+int rt_ring_write(const void *data, uint32_t len, uint32_t type);
+void *rt_htab_lookup(struct rt_htab *h, const void *key);
+void rt_slow(void);
+void rt_wrap_enter(void);
+void rt_wrap_exit(void);
+
+static long rt_gettid(void)
+{
+	long ret;
+
+	__asm__ volatile("syscall"
+			 : "=a"(ret)
+			 : "a"(186L) /* SYS_gettid */
+			 : "rcx", "r11", "memory");
+	return ret;
+}
+
+__attribute__((visibility("hidden"))) void *rt_block_get(void)
+{
+	struct rt_ctl *ctl = rt_ctl_p;
+	uint64_t n;
+	char *blk;
+
+	if (rt_self)
+		return rt_self;
+	if (rt_noblock || !ctl)
+		return NULL;
+	n = __atomic_fetch_add(&ctl->next_block, 1, __ATOMIC_RELAXED);
+	if (n >= ctl->nblocks) {
+		__atomic_fetch_add(&ctl->no_block, 1, __ATOMIC_RELAXED);
+		rt_noblock = 1;
+		return NULL;
+	}
+	blk = (char *)ctl + ctl->block_off + n * ctl->block_size;
+	*(uint32_t *)(blk + RT_BLK_TID) = (uint32_t)rt_gettid();
+	*(uint64_t *)(blk + RT_BLK_CTL) = (uint64_t)(uintptr_t)ctl;
+	if (ctl->tmpl_len && ctl->tmpl_len <= ctl->map_size) {
+		const char *t = (const char *)ctl + ctl->tmpl_off;
+		uint64_t i;
+
+		for (i = 0; i < ctl->tmpl_len; i++)
+			blk[RT_BLK_MAP + i] = t[i];
+	}
+	__atomic_store_n((uint32_t *)(blk + RT_BLK_SZ), RT_BLK_MAP,
+			 __ATOMIC_RELEASE);
+	rt_self = blk;
+	return blk;
+}
+
+/*
+ * Append one record to the thread's ring.  Drops (and counts) when the ring
+ * is full: the consumer may be slow or dead, the target never waits.
+ */
+RT_EXPORT int rt_ring_write(const void *data, uint32_t len, uint32_t type)
+{
+	struct rt_ctl *ctl = rt_ctl_p;
+	char *blk = rt_self ? rt_self : rt_block_get();
+	uint64_t size, head, tail, rec, off, need;
+	char *ring;
+	uint32_t i;
+
+	if (!blk)
+		return -1;
+	size = ctl->ring_size;
+	ring = blk + RT_BLK_MAP + ctl->map_size;
+	head = *(uint64_t *)(blk + RT_BLK_RING_HEAD);
+	tail = __atomic_load_n((uint64_t *)(blk + RT_BLK_RING_TAIL),
+			       __ATOMIC_ACQUIRE);
+	rec = rt_align8((uint64_t)len + RT_REC_HDR);
+	off = head & (size - 1);
+	need = rec;
+	if (off + rec > size)
+		need += size - off;
+	if (ctl->detached || rec > size || head - tail > size ||
+	    head - tail + need > size) {
+		(*(uint64_t *)(blk + RT_BLK_RING_DROPPED))++;
+		return -1;
+	}
+	if (off + rec > size) {
+		*(uint32_t *)(ring + off) = (uint32_t)(size - off);
+		*(uint32_t *)(ring + off + 4) = RT_REC_PAD;
+		head += size - off;
+		off = 0;
+	}
+	*(uint32_t *)(ring + off) = (uint32_t)rec;
+	*(uint32_t *)(ring + off + 4) = type;
+	for (i = 0; i < len; i++)
+		ring[off + RT_REC_HDR + i] = ((const char *)data)[i];
+	__atomic_store_n((uint64_t *)(blk + RT_BLK_RING_HEAD), head + rec,
+			 __ATOMIC_RELEASE);
+	return 0;
+}
+
+/* Find or insert key; the value's address, or NULL when the table is full. */
+RT_EXPORT void *rt_htab_lookup(struct rt_htab *h, const void *key)
+{
+	uint64_t ks = rt_align8(h->key_size), ss = rt_htab_slot_size(h);
+	uint64_t mask = h->nslots - 1, hash = 1469598103934665603ULL, i, n, w;
+	const uint64_t *k = key;
+	char *slots = (char *)(h + 1);
+
+	for (w = 0; w < h->key_size / 8; w++)
+		hash = (hash ^ k[w]) * 1099511628211ULL;
+	for (w = h->key_size & ~7u; w < h->key_size; w++)
+		hash = (hash ^ ((const uint8_t *)key)[w]) * 1099511628211ULL;
+	hash ^= hash >> 29;
+	for (n = 0, i = hash & mask; n <= mask; n++, i = (i + 1) & mask) {
+		uint64_t *slot = (uint64_t *)(slots + i * ss);
+		const uint8_t *sk = (const uint8_t *)(slot + 1);
+
+		if (!slot[0]) {
+			for (w = 0; w < h->key_size; w++)
+				((uint8_t *)(slot + 1))[w] =
+					((const uint8_t *)key)[w];
+			__atomic_store_n(&slot[0], 1, __ATOMIC_RELEASE);
+			h->used++;
+			return (char *)(slot + 1) + ks;
+		}
+		for (w = 0; w < h->key_size; w++)
+			if (sk[w] != ((const uint8_t *)key)[w])
+				break;
+		if (w == h->key_size)
+			return (char *)(slot + 1) + ks;
+	}
+	h->dropped++;
+	return NULL;
+}
+
+/*
+ * Called by ubt (remote call) once after dlopen, in a stopped thread of the
+ * target: publish the helpers and return the %fs offset of rt_self.
+ */
+RT_EXPORT long rt_init(struct rt_ctl *ctl)
+{
+	uintptr_t fs0;
+
+	__asm__("mov %%fs:0, %0" : "=r"(fs0));
+	ctl->tls_offset = (intptr_t)&rt_tls - (intptr_t)fs0;
+	ctl->fn[RT_FN_RING_WRITE] = (uintptr_t)rt_ring_write;
+	ctl->fn[RT_FN_HTAB_LOOKUP] = (uintptr_t)rt_htab_lookup;
+	ctl->fn[RT_FN_SLOW] = (uintptr_t)rt_slow;
+	ctl->fn[RT_FN_WRAP_ENTER] = (uintptr_t)rt_wrap_enter;
+	ctl->fn[RT_FN_WRAP_EXIT] = (uintptr_t)rt_wrap_exit;
+	__atomic_store_n(&rt_ctl_p, ctl, __ATOMIC_RELEASE);
+	return ctl->tls_offset;
+}
+
+/*
+ * rt_slow: the trampoline's slow path, taken once per thread.  Returns the
+ * block (or 0) in %rax and preserves every other register: it is called
+ * with the probed function's arguments live.  The C code it calls is built
+ * with -mgeneral-regs-only, so vector registers are untouched.
+ *
+ * rt_wrap_enter: %r11 = address of the caller's return address (the slot).
+ * Pushes {slot, return address} on the thread's shadow stack; %rax = 1, or
+ * 0 when the call cannot be wrapped.  Clobbers %rax, flags.  Entries whose
+ * slot is at or below the new one and less than RT_SAME_STACK away are
+ * frames that were left by longjmp (a live caller's slot is always above):
+ * they are dropped first.  Entries farther away may belong to another stack
+ * (a signal handler on sigaltstack) and are kept.
+ *
+ * rt_wrap_exit: %r11 = the slot of the returning call.  Pops the shadow
+ * stack down to the entry for that slot, discarding entries above it
+ * (frames skipped by longjmp or by leaving a signal handler), and returns
+ * the original return address in %r11.  Preserves all other registers.
+ */
+__asm__(".text\n"
+	".globl rt_slow\n"
+	".hidden rt_slow\n"
+	".type rt_slow,@function\n"
+	"rt_slow:\n"
+	"	push %rbp\n"
+	"	mov %rsp, %rbp\n"
+	"	and $-16, %rsp\n"
+	"	push %rdi\n"
+	"	push %rsi\n"
+	"	push %rdx\n"
+	"	push %rcx\n"
+	"	push %r8\n"
+	"	push %r9\n"
+	"	push %r10\n"
+	"	push %r11\n"
+	"	call rt_block_get\n"
+	"	pop %r11\n"
+	"	pop %r10\n"
+	"	pop %r9\n"
+	"	pop %r8\n"
+	"	pop %rcx\n"
+	"	pop %rdx\n"
+	"	pop %rsi\n"
+	"	pop %rdi\n"
+	"	mov %rbp, %rsp\n"
+	"	pop %rbp\n"
+	"	ret\n"
+	".size rt_slow, .-rt_slow\n"
+
+	".globl rt_wrap_enter\n"
+	".hidden rt_wrap_enter\n"
+	".type rt_wrap_enter,@function\n"
+	"rt_wrap_enter:\n"
+	"	movq rt_tls@gottpoff(%rip), %rax\n"
+	"	movq %fs:(%rax), %rax\n"
+	"	test %rax, %rax\n"
+	"	jnz 1f\n"
+	"	call rt_slow\n"
+	"	test %rax, %rax\n"
+	"	jz 9f\n"
+	"1:	push %rcx\n"
+	"	mov " RT_STR(RT_BLK_SHADOW_TOP) "(%rax), %rcx\n"
+	"	and $-16, %rcx\n"
+	/* drop entries at or below this frame on the same stack: stale */
+	"2:	test %rcx, %rcx\n"
+	"	jz 3f\n"
+	"	cmp %r11, " RT_STR(RT_BLK_SHADOW) " - 16(%rax,%rcx)\n"
+	"	ja 3f\n"
+	"	push %rdx\n"
+	"	mov %r11, %rdx\n"
+	"	sub " RT_STR(RT_BLK_SHADOW) " - 16(%rax,%rcx), %rdx\n"
+	"	cmp $" RT_STR(RT_SAME_STACK) ", %rdx\n"
+	"	pop %rdx\n"
+	"	jae 3f\n"
+	"	sub $16, %rcx\n"
+	"	jmp 2b\n"
+	"3:	cmp $" RT_STR(RT_SHADOW_DEPTH) " * 16, %rcx\n"
+	"	jae 8f\n"
+	"	mov %r11, " RT_STR(RT_BLK_SHADOW) "(%rax,%rcx)\n"
+	"	push %rdx\n"
+	"	mov (%r11), %rdx\n"
+	"	mov %rdx, " RT_STR(RT_BLK_SHADOW) " + 8(%rax,%rcx)\n"
+	"	pop %rdx\n"
+	"	add $16, %rcx\n"
+	"	mov %rcx, " RT_STR(RT_BLK_SHADOW_TOP) "(%rax)\n"
+	"	pop %rcx\n"
+	"	mov $1, %eax\n"
+	"	ret\n"
+	"8:	incq " RT_STR(RT_BLK_SHADOW_LOST) "(%rax)\n"
+	"	pop %rcx\n"
+	"9:	xor %eax, %eax\n"
+	"	ret\n"
+	".size rt_wrap_enter, .-rt_wrap_enter\n"
+
+	".globl rt_wrap_exit\n"
+	".hidden rt_wrap_exit\n"
+	".type rt_wrap_exit,@function\n"
+	"rt_wrap_exit:\n"
+	"	push %rax\n"
+	"	push %rcx\n"
+	"	movq rt_tls@gottpoff(%rip), %rax\n"
+	"	movq %fs:(%rax), %rax\n"
+	"	mov " RT_STR(RT_BLK_SHADOW_TOP) "(%rax), %rcx\n"
+	"	and $-16, %rcx\n"
+	"1:	test %rcx, %rcx\n"
+	"	jz 9f\n"
+	"	sub $16, %rcx\n"
+	"	cmp %r11, " RT_STR(RT_BLK_SHADOW) "(%rax,%rcx)\n"
+	"	jne 1b\n"
+	"	mov %rcx, " RT_STR(RT_BLK_SHADOW_TOP) "(%rax)\n"
+	"	mov " RT_STR(RT_BLK_SHADOW) " + 8(%rax,%rcx), %r11\n"
+	"	pop %rcx\n"
+	"	pop %rax\n"
+	"	ret\n"
+	/* unreachable: every wrapped call pushed its entry */
+	"9:	ud2\n"
+	".size rt_wrap_exit, .-rt_wrap_exit\n");

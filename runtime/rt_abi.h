@@ -1,0 +1,116 @@
+/*
+ * The layout of the shared memfd, common to ubt (shim/memfd.c) and the
+ * runtime placed in the traced process (runtime/rt.c, runtime/rt_asm.S).
+ * Usable from C and from assembler.
+ *
+ *   offset 0            struct rt_ctl (control block, starts with sz/version)
+ *   RT_CODE_OFF         code slices: one per patched module, each mapped
+ *                       read+exec in the target within +-2 GiB of it
+ *   ctl.block_off       thread blocks, block_size bytes each
+ *
+ * A thread block (one per thread, single writer: that thread):
+ *
+ *   0x000  u32 sz, u32 version
+ *   0x008  u32 tid, u32 pad
+ *   0x010  u64 ctl: the target's address of the control block
+ *   0x018  u64 shadow_top: byte offset of the shadow stack top (16/entry)
+ *   0x020  u64 shadow_lost: return probes skipped (shadow stack full)
+ *   0x028  u64 ring_head: bytes produced into the ring (producer)
+ *   0x030  u64 ring_dropped: events dropped because the ring was full
+ *   0x040  u64 ring_tail: bytes consumed (written by ubt only)
+ *   0x100  shadow stack: RT_SHADOW_DEPTH entries of {u64 slot, u64 ret}
+ *   0x1000 map area: ctl.map_size bytes, starting as a copy of the
+ *          template at ctl.tmpl_off (table headers), else zero; keyless aggregations at
+ *          fixed offsets chosen by the code generator, keyed ones in
+ *          open-addressing tables (struct rt_htab) at fixed offsets
+ *   0x1000 + map_size: output ring, ctl.ring_size bytes (power of two)
+ *
+ * Native probe code reaches its block with one %fs-relative load:
+ * block = *(u64 *)(%fs:ctl.tls_offset).  The trampoline guarantees the
+ * pointer is non-NULL when it calls probe code.
+ */
+#ifndef UBT_RT_ABI_H
+#define UBT_RT_ABI_H
+
+#define RT_ABI_VERSION 1
+#define RT_CTL_SIZE 4096
+#define RT_CODE_OFF 4096
+#define RT_CODE_SLICE (64 * 1024)	/* one slice per patched module */
+#define RT_CODE_SLICES 16
+
+#define RT_BLK_SZ 0x000
+#define RT_BLK_TID 0x008
+#define RT_BLK_CTL 0x010
+#define RT_BLK_SHADOW_TOP 0x018
+#define RT_BLK_SHADOW_LOST 0x020
+#define RT_BLK_RING_HEAD 0x028
+#define RT_BLK_RING_DROPPED 0x030
+#define RT_BLK_RING_TAIL 0x040
+#define RT_BLK_SHADOW 0x100
+#define RT_SHADOW_DEPTH 128
+#define RT_SAME_STACK 0x800000	/* 8 MiB: frames closer are on one stack */
+#define RT_BLK_MAP 0x1000
+
+/* Ring records: u32 len (whole record incl. header, 8-aligned), u32 type */
+#define RT_REC_PAD 0	/* skip to the start of the ring */
+#define RT_REC_HDR 8
+
+/* Helper entry points published in ctl.fn[] for native probe code. */
+#define RT_FN_RING_WRITE 0	/* int rt_ring_write(const void *, u32 len, u32 type) */
+#define RT_FN_HTAB_LOOKUP 1	/* void *rt_htab_lookup(struct rt_htab *, const void *key) */
+#define RT_FN_SLOW 2		/* trampoline slow path (block allocation) */
+#define RT_FN_WRAP_ENTER 3	/* return-probe wrapper entry */
+#define RT_FN_WRAP_EXIT 4	/* return-probe wrapper exit */
+#define RT_FN_MAX 8
+
+#ifndef __ASSEMBLER__
+#include <stdint.h>
+
+struct rt_ctl {
+	uint32_t sz;		/* sizeof(struct rt_ctl) */
+	uint32_t version;	/* RT_ABI_VERSION */
+	uint64_t total_size;	/* bytes of the memfd */
+	uint64_t block_off;	/* offset of thread block 0 */
+	uint64_t block_size;
+	uint64_t map_size;
+	uint64_t ring_size;	/* power of two */
+	uint32_t nblocks;
+	uint32_t tracer_pid;
+	int64_t tls_offset;	/* %fs offset of the runtime's block pointer */
+	uint64_t target_base;	/* the target's address of this memfd */
+	uint64_t fn[RT_FN_MAX];	/* the target's addresses of helpers */
+	uint64_t tmpl_off;	/* template copied to a new block's map area */
+	uint64_t tmpl_len;	/* (table headers), <= map_size */
+	/* written by the runtime */
+	uint64_t next_block;	/* blocks handed out (may exceed nblocks) */
+	uint64_t no_block;	/* threads that found no free block */
+	uint32_t detached;	/* set by ubt: stop producing events */
+	uint32_t pad;
+};
+
+/*
+ * A per-thread keyed aggregation table, open addressing, linear probing.
+ * Slots: u64 state (0 empty, 1 used), key (key_size rounded up to 8),
+ * value (val_size rounded up to 8).  Values start zeroed.
+ */
+struct rt_htab {
+	uint32_t sz;		/* sizeof(struct rt_htab) */
+	uint32_t nslots;	/* power of two */
+	uint32_t key_size;
+	uint32_t val_size;
+	uint64_t used;
+	uint64_t dropped;	/* lookups that found the table full */
+};
+
+static inline uint64_t rt_align8(uint64_t n)
+{
+	return (n + 7) & ~(uint64_t)7;
+}
+
+static inline uint64_t rt_htab_slot_size(const struct rt_htab *h)
+{
+	return 8 + rt_align8(h->key_size) + rt_align8(h->val_size);
+}
+#endif
+
+#endif

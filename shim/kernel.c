@@ -1,0 +1,984 @@
+/*
+ * The kernel side of the shim: libbpf load and attach, BEGIN/END through
+ * BPF_PROG_TEST_RUN, interval/profile through perf events, the ring
+ * buffer, map read-out with per-CPU values merged, and the run loop
+ * (exit(), Ctrl-C, the -c child, the -p process).
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/ioctl.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+#include <wordexp.h>
+
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+#include <linux/perf_event.h>
+
+#include "cg.h"
+#include "compile.h"
+#include "format.h"
+#include "kernel.h"
+#include "output.h"
+#include "probes.h"
+#include "sema.h"
+#include "util.h"
+
+/* A concrete attach target of one program. */
+struct kernel_target {
+	int prog;		/* cg_prog index */
+	struct probes_match m;
+};
+
+struct kernel {
+	const struct cg_object *obj;
+	struct compile *c;
+	struct arena arena;
+	const struct kernel_opts *opts;
+	struct out out;
+	struct bpf_object *bo;
+	struct bpf_program **progs;	/* by cg_prog index */
+	int *map_fds;
+	int globals_fd;
+	struct ring_buffer *rb;
+	struct bpf_link **links;
+	int nlinks, caplinks;
+	int *pfds;		/* perf event fds */
+	int npfds, cappfds;
+	struct kernel_target *targets;
+	int ntargets;
+	struct fmt_string *fmts;	/* by event index */
+	int ncpus;
+	bool exiting;		/* exit() seen */
+	bool in_end;		/* running END: events are printed again */
+	int err;
+};
+
+static int kernel_verbose;
+static volatile sig_atomic_t kernel_sigint;
+
+static int kernel_libbpf_print(enum libbpf_print_level level,
+			       const char *fmt, va_list ap)
+{
+	if (level == LIBBPF_DEBUG && kernel_verbose < 2)
+		return 0;
+	if (level == LIBBPF_INFO && kernel_verbose < 1)
+		return 0;
+	return vfprintf(stderr, fmt, ap);
+}
+
+void kernel_set_verbose(int verbose)
+{
+	kernel_verbose = verbose;
+	libbpf_set_print(kernel_libbpf_print);
+}
+
+static void kernel_on_signal(int sig)
+{
+	kernel_sigint = 1;
+}
+
+/* ---- maps ---------------------------------------------------------- */
+
+int kernel_map_fd(const struct kernel *k, int map)
+{
+	if (!k->map_fds || map < 0 || map >= k->obj->nmaps)
+		return -1;
+	return k->map_fds[map];
+}
+
+static enum type_kind kernel_agg_kind(const struct cg_map *m)
+{
+	return m->value_type ? m->value_type->kind : TY_INT;
+}
+
+/* Merge one CPU's value into acc (both of m->value_size bytes). */
+static void kernel_merge(const struct cg_map *m, void *acc, const void *v,
+			 bool first)
+{
+	const struct type *t = m->value_type;
+	bool sgn = t && t->is_signed;
+	uint64_t *a = acc;
+	const uint64_t *b = v;
+
+	if (first) {
+		memcpy(acc, v, m->value_size);
+		return;
+	}
+	switch (kernel_agg_kind(m)) {
+	case TY_COUNT:
+	case TY_SUM:
+	case TY_HIST:
+	case TY_LHIST:
+		a[0] += b[0];
+		break;
+	case TY_AVG:
+	case TY_STATS:
+		a[0] += b[0];
+		a[1] += b[1];
+		break;
+	case TY_MIN:
+	case TY_MAX: {
+		bool take;
+
+		if (!b[1])
+			break;
+		if (!a[1]) {
+			a[0] = b[0];
+			a[1] = 1;
+			break;
+		}
+		if (kernel_agg_kind(m) == TY_MIN)
+			take = sgn ? (int64_t)b[0] < (int64_t)a[0] :
+				     b[0] < a[0];
+		else
+			take = sgn ? (int64_t)b[0] > (int64_t)a[0] :
+				     b[0] > a[0];
+		if (take)
+			a[0] = b[0];
+		break;
+	}
+	default:
+		break;
+	}
+}
+
+int kernel_map_read(struct kernel *k, int map, kernel_entry_fn fn, void *ctx)
+{
+	const struct cg_map *m = &k->obj->maps[map];
+	int fd = kernel_map_fd(k, map);
+	size_t vsz = (m->value_size + 7) & ~(size_t)7;
+	int ncpu = m->percpu ? k->ncpus : 1;
+	unsigned char *key = NULL, *next, *vals, *acc;
+	int err = 0;
+
+	if (fd < 0)
+		return -EBADF;
+	next = xcalloc(1, m->key_size);
+	vals = xcalloc(ncpu, vsz);
+	acc = xcalloc(1, vsz);
+	while (!bpf_map_get_next_key(fd, key, next)) {
+		if (!key)
+			key = xcalloc(1, m->key_size);
+		memcpy(key, next, m->key_size);
+		if (bpf_map_lookup_elem(fd, key, vals))
+			continue;	/* deleted meanwhile */
+		for (int i = 0; i < ncpu; i++)
+			kernel_merge(m, acc, vals + i * vsz, i == 0);
+		err = fn(key, acc, ctx);
+		if (err)
+			break;
+	}
+	free(key);
+	free(next);
+	free(vals);
+	free(acc);
+	return err;
+}
+
+int kernel_map_clear(struct kernel *k, int map)
+{
+	const struct cg_map *m = &k->obj->maps[map];
+	int fd = kernel_map_fd(k, map);
+	unsigned char *key;
+
+	if (fd < 0)
+		return -EBADF;
+	key = xcalloc(1, m->key_size);
+	while (!bpf_map_get_next_key(fd, NULL, key))
+		if (bpf_map_delete_elem(fd, key))
+			break;
+	free(key);
+	return 0;
+}
+
+int kernel_map_zero(struct kernel *k, int map)
+{
+	const struct cg_map *m = &k->obj->maps[map];
+	int fd = kernel_map_fd(k, map);
+	size_t vsz = (m->value_size + 7) & ~(size_t)7;
+	int ncpu = m->percpu ? k->ncpus : 1;
+	unsigned char *key = NULL, *next, *zero;
+
+	if (fd < 0)
+		return -EBADF;
+	next = xcalloc(1, m->key_size);
+	zero = xcalloc(ncpu, vsz);
+	while (!bpf_map_get_next_key(fd, key, next)) {
+		if (!key)
+			key = xcalloc(1, m->key_size);
+		memcpy(key, next, m->key_size);
+		bpf_map_update_elem(fd, key, zero, BPF_EXIST);
+	}
+	free(key);
+	free(next);
+	free(zero);
+	return 0;
+}
+
+/* Collecting a map into output's representation. */
+struct kernel_collect {
+	const struct cg_map *m;
+	size_t ukey;		/* user key bytes (0 keyless) */
+	size_t vsz;		/* bytes of an output value */
+	size_t nb;		/* buckets (hist/lhist) */
+	unsigned char **keys;
+	unsigned char **vals;
+	size_t n, cap;
+};
+
+static int kernel_collect_fn(const void *key, const void *value, void *ctx)
+{
+	struct kernel_collect *kc = ctx;
+	const struct cg_map *m = kc->m;
+	size_t i = kc->n;
+
+	if (m->bucketed) {
+		uint64_t bucket;
+
+		memcpy(&bucket, (const char *)key + m->key_size - 8, 8);
+		if (bucket >= kc->nb)
+			return 0;
+		for (i = 0; i < kc->n; i++)
+			if (!kc->ukey || !memcmp(kc->keys[i], key, kc->ukey))
+				break;
+		if (i == kc->n) {
+			if (kc->n == kc->cap)
+				goto grow;
+			goto add;
+		}
+		((uint64_t *)kc->vals[i])[bucket] += *(const uint64_t *)value;
+		return 0;
+	}
+	if (kc->n == kc->cap)
+		goto grow;
+	goto add;
+grow:
+	kc->cap = kc->cap ? 2 * kc->cap : 64;
+	kc->keys = xrealloc(kc->keys, kc->cap * sizeof(*kc->keys));
+	kc->vals = xrealloc(kc->vals, kc->cap * sizeof(*kc->vals));
+add:
+	kc->keys[i] = xcalloc(1, kc->ukey ? kc->ukey : 1);
+	memcpy(kc->keys[i], key, kc->ukey);
+	kc->vals[i] = xcalloc(1, kc->vsz);
+	if (m->bucketed) {
+		uint64_t bucket;
+
+		memcpy(&bucket, (const char *)key + m->key_size - 8, 8);
+		((uint64_t *)kc->vals[i])[bucket] = *(const uint64_t *)value;
+	} else {
+		memcpy(kc->vals[i], value,
+		       kc->vsz < m->value_size ? kc->vsz : m->value_size);
+	}
+	kc->n++;
+	return 0;
+}
+
+static void kernel_collect_free(struct kernel_collect *kc)
+{
+	for (size_t i = 0; i < kc->n; i++) {
+		free(kc->keys[i]);
+		free(kc->vals[i]);
+	}
+	free(kc->keys);
+	free(kc->vals);
+}
+
+/* Read map i into om (entries malloc'ed; free with kernel_out_map_free). */
+static int kernel_out_map(struct kernel *k, int i, struct out_map *om,
+			  struct kernel_collect *kc)
+{
+	const struct cg_map *m = &k->obj->maps[i];
+	struct sema_map *sm = k->c->sema->maps[i];
+	struct out_entry *e;
+	int err;
+
+	memset(kc, 0, sizeof(*kc));
+	kc->m = m;
+	kc->ukey = m->key_type ? m->key_type->size : 0;
+	if (m->bucketed) {
+		kc->nb = out_nbuckets(m->value_type);
+		kc->vsz = kc->nb * 8;
+	} else {
+		kc->vsz = m->value_size;
+	}
+	err = kernel_map_read(k, i, kernel_collect_fn, kc);
+	e = xcalloc(kc->n + 1, sizeof(*e));
+	for (size_t j = 0; j < kc->n; j++) {
+		e[j].key = kc->ukey ? kc->keys[j] : NULL;
+		e[j].value = kc->vals[j];
+	}
+	*om = (struct out_map){
+		.name = m->name,
+		.key_type = m->key_type,
+		.nkeys = sm->nkeys,
+		.value_type = m->value_type,
+		.entries = e,
+		.nentries = kc->n,
+	};
+	return err;
+}
+
+static int kernel_print_map(struct kernel *k, int i, uint64_t top,
+			    uint64_t div)
+{
+	struct kernel_collect kc;
+	struct out_map om;
+	int err = kernel_out_map(k, i, &om, &kc);
+
+	if (!err)
+		err = out_print_map(&k->out, &om, top, div);
+	free((void *)om.entries);
+	kernel_collect_free(&kc);
+	return err;
+}
+
+static int kernel_print_all_maps(struct kernel *k)
+{
+	int n = k->obj->nmaps;
+	struct kernel_collect *kc = xcalloc(n + 1, sizeof(*kc));
+	struct out_map *om = xcalloc(n + 1, sizeof(*om));
+	const struct out_map **pm = xcalloc(n + 1, sizeof(*pm));
+	int err = 0;
+
+	for (int i = 0; i < n && !err; i++) {
+		err = kernel_out_map(k, i, &om[i], &kc[i]);
+		pm[i] = &om[i];
+	}
+	if (!err)
+		err = out_print_maps_at_exit(&k->out, pm, n);
+	for (int i = 0; i < n; i++) {
+		free((void *)om[i].entries);
+		kernel_collect_free(&kc[i]);
+	}
+	free(kc);
+	free(om);
+	free(pm);
+	return err;
+}
+
+/* ---- events -------------------------------------------------------- */
+
+static int kernel_event(void *ctx, void *data, size_t size)
+{
+	struct kernel *k = ctx;
+	const struct cg_object *obj = k->obj;
+	struct cg_event_hdr h;
+	const struct cg_event *e;
+	const char *args = (const char *)data + sizeof(h);
+	size_t asize = size - sizeof(h);
+
+	if (size < sizeof(h))
+		return 0;
+	memcpy(&h, data, sizeof(h));
+	if (h.id >= (uint64_t)obj->nevents)
+		return 0;
+	if (k->exiting && !k->in_end)
+		return 0;
+	e = &obj->events[h.id];
+	switch (e->kind) {
+	case CG_EV_PRINTF:
+		out_printf(&k->out, &k->fmts[h.id], e->args_type, args, asize);
+		break;
+	case CG_EV_TIME:
+		out_time(&k->out, e->fmt ? e->fmt : "%H:%M:%S\n", NULL);
+		break;
+	case CG_EV_EXIT:
+		k->exiting = true;
+		break;
+	case CG_EV_PRINT:
+		kernel_print_map(k, e->map, e->top, e->div);
+		break;
+	case CG_EV_PRINT_VALUE:
+		out_print_value(&k->out, e->args[0].type, args);
+		break;
+	case CG_EV_CLEAR:
+		kernel_map_clear(k, e->map);
+		break;
+	case CG_EV_ZERO:
+		kernel_map_zero(k, e->map);
+		break;
+	}
+	fflush(k->out.f);
+	return 0;
+}
+
+int kernel_poll(struct kernel *k, int timeout_ms)
+{
+	int n = ring_buffer__poll(k->rb, timeout_ms);
+
+	return n == -EINTR ? 0 : n;
+}
+
+bool kernel_exiting(const struct kernel *k)
+{
+	return k->exiting;
+}
+
+/* ---- load ---------------------------------------------------------- */
+
+static int kernel_open(struct kernel *k)
+{
+	const struct cg_object *obj = k->obj;
+	LIBBPF_OPTS(bpf_object_open_opts, oo, .object_name = "ubt");
+	int err;
+
+	k->bo = bpf_object__open_mem(obj->image, obj->image_size, &oo);
+	if (!k->bo) {
+		err = -errno;
+		fprintf(stderr, "ubt: cannot open the BPF object: %s\n",
+			strerror(-err));
+		return err;
+	}
+	k->progs = xcalloc(obj->nprogs + 1, sizeof(*k->progs));
+	for (int i = 0; i < obj->nprogs; i++) {
+		k->progs[i] = bpf_object__find_program_by_name(
+			k->bo, obj->progs[i].name);
+		if (!k->progs[i])
+			BUG("program %s missing from the object",
+			    obj->progs[i].name);
+		/* BEGIN/END run through BPF_PROG_TEST_RUN: raw tracepoint
+		 * programs; nothing to auto-attach */
+		bpf_program__set_autoattach(k->progs[i], false);
+	}
+	return 0;
+}
+
+int kernel_load(const struct cg_object *obj, const struct kernel_opts *o,
+		struct kernel **out)
+{
+	struct kernel *k = xcalloc(1, sizeof(*k));
+	int err;
+
+	k->obj = obj;
+	k->opts = o;
+	arena_init(&k->arena);
+	out_init(&k->out, o && o->out ? o->out : stdout, OUT_TEXT);
+	k->globals_fd = -1;
+	k->ncpus = libbpf_num_possible_cpus();
+	if (k->ncpus <= 0)
+		k->ncpus = 1;
+	if (!kernel_verbose)
+		kernel_set_verbose(o ? o->verbose : 0);
+	err = kernel_open(k);
+	if (err)
+		goto fail;
+	err = bpf_object__load(k->bo);
+	if (err) {
+		fprintf(stderr, "ubt: the kernel rejected the BPF program: %s\n",
+			strerror(-err));
+		goto fail;
+	}
+	k->map_fds = xcalloc(obj->nmaps + 1, sizeof(int));
+	for (int i = 0; i < obj->nmaps; i++)
+		k->map_fds[i] = bpf_object__find_map_fd_by_name(
+			k->bo, obj->maps[i].bpf_name);
+	if (obj->globals_name)
+		k->globals_fd = bpf_object__find_map_fd_by_name(
+			k->bo, obj->globals_name);
+	k->rb = ring_buffer__new(
+		bpf_object__find_map_fd_by_name(k->bo, obj->ringbuf_name),
+		kernel_event, k, NULL);
+	if (!k->rb) {
+		err = -errno;
+		fprintf(stderr, "ubt: cannot set up the ring buffer: %s\n",
+			strerror(-err));
+		goto fail;
+	}
+	k->fmts = arena_alloc(&k->arena,
+			      (obj->nevents + 1) * sizeof(*k->fmts));
+	for (int i = 0; i < obj->nevents; i++)
+		if (obj->events[i].kind == CG_EV_PRINTF && obj->events[i].fmt)
+			fmt_parse(&k->arena, obj->events[i].fmt,
+				  strlen(obj->events[i].fmt), &k->fmts[i]);
+	*out = k;
+	return 0;
+fail:
+	kernel_free(k);
+	return err;
+}
+
+/* Write the globals map: start time and -c child pid. */
+static int kernel_set_globals(struct kernel *k, uint64_t cpid)
+{
+	uint64_t v[2];
+	struct timespec ts;
+	uint32_t zero = 0;
+
+	if (k->globals_fd < 0)
+		return 0;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	v[0] = ts.tv_sec * 1000000000ull + ts.tv_nsec;
+	v[1] = cpid;
+	return bpf_map_update_elem(k->globals_fd, &zero, v, BPF_ANY) ? -errno :
+								       0;
+}
+
+/* ---- attach -------------------------------------------------------- */
+
+static void kernel_add_link(struct kernel *k, struct bpf_link *l)
+{
+	if (k->nlinks == k->caplinks) {
+		k->caplinks = k->caplinks ? 2 * k->caplinks : 16;
+		k->links = xrealloc(k->links, k->caplinks * sizeof(*k->links));
+	}
+	k->links[k->nlinks++] = l;
+}
+
+static void kernel_add_pfd(struct kernel *k, int fd)
+{
+	if (k->npfds == k->cappfds) {
+		k->cappfds = k->cappfds ? 2 * k->cappfds : 16;
+		k->pfds = xrealloc(k->pfds, k->cappfds * sizeof(*k->pfds));
+	}
+	k->pfds[k->npfds++] = fd;
+}
+
+static void kernel_detach(struct kernel *k)
+{
+	for (int i = 0; i < k->nlinks; i++)
+		bpf_link__destroy(k->links[i]);
+	k->nlinks = 0;
+	for (int i = 0; i < k->npfds; i++)
+		close(k->pfds[i]);
+	k->npfds = 0;
+}
+
+/* Expand every attach point into concrete targets (diagnostics in
+ * c->diag). */
+static int kernel_expand(struct kernel *k, struct compile *c)
+{
+	const struct cg_object *obj = k->obj;
+	int cap = 0, err;
+
+	for (int i = 0; i < obj->nprogs; i++) {
+		const struct cg_prog *p = &obj->progs[i];
+		struct probes_match *m = NULL;
+		int n = 0;
+
+		err = probes_expand(c, (struct ast_node *)p->probe,
+				    (struct ast_node *)p->ap, &m, &n);
+		if (err)
+			return err;
+		for (int j = 0; j < n; j++) {
+			if (k->ntargets == cap) {
+				cap = cap ? 2 * cap : 16;
+				k->targets = xrealloc(k->targets,
+						      cap * sizeof(*k->targets));
+			}
+			k->targets[k->ntargets].prog = i;
+			k->targets[k->ntargets].m = m[j];
+			k->ntargets++;
+		}
+	}
+	return diag_has_errors(&c->diag) ? -EINVAL : 0;
+}
+
+static int kernel_perf_open(int cpu, uint64_t period_ns)
+{
+	struct perf_event_attr a = {
+		.type = PERF_TYPE_SOFTWARE,
+		.size = sizeof(a),
+		.config = PERF_COUNT_SW_CPU_CLOCK,
+		.sample_period = period_ns,
+	};
+
+	return syscall(__NR_perf_event_open, &a, -1, cpu, -1,
+		       PERF_FLAG_FD_CLOEXEC);
+}
+
+/* Period in ns of interval:UNIT:N / profile:UNIT:N, 0 when invalid. */
+static uint64_t kernel_period(const struct ast_attach_point *ap)
+{
+	const char *u = ap->unit ? ap->unit : "hz";
+	uint64_t n = ap->freq;
+
+	if (!n)
+		return 0;
+	if (!strcmp(u, "s"))
+		return n * 1000000000ull;
+	if (!strcmp(u, "ms"))
+		return n * 1000000ull;
+	if (!strcmp(u, "us"))
+		return n * 1000ull;
+	if (!strcmp(u, "hz"))
+		return 1000000000ull / n;
+	return 0;
+}
+
+static int kernel_attach_one(struct kernel *k, struct kernel_target *t)
+{
+	const struct cg_prog *p = &k->obj->progs[t->prog];
+	struct bpf_program *prog = k->progs[t->prog];
+	struct probes_match *m = &t->m;
+	struct bpf_link *l = NULL;
+	int err;
+
+	switch (p->provider) {
+	case PROV_BEGIN:
+	case PROV_END:
+		return 0;
+	case PROV_UPROBE:
+	case PROV_URETPROBE:
+		l = bpf_program__attach_uprobe(
+			prog, p->provider == PROV_URETPROBE,
+			m->pid > 0 ? m->pid : -1, m->target, m->offset);
+		break;
+	case PROV_TRACEPOINT:
+		l = bpf_program__attach_tracepoint(prog, m->target, m->func);
+		break;
+	case PROV_INTERVAL:
+	case PROV_PROFILE: {
+		uint64_t period = kernel_period(&p->ap->ap);
+		int ncpu = p->provider == PROV_INTERVAL ? 1 : k->ncpus;
+
+		if (!period) {
+			fprintf(stderr, "ubt: invalid period for %s\n",
+				m->name);
+			return -EINVAL;
+		}
+		for (int cpu = 0; cpu < ncpu; cpu++) {
+			int fd = kernel_perf_open(cpu, period);
+
+			if (fd < 0) {
+				if (errno == ENODEV && p->provider ==
+							       PROV_PROFILE)
+					continue;	/* offline CPU */
+				err = -errno;
+				fprintf(stderr, "ubt: cannot attach %s: "
+					"perf_event_open: %s\n", m->name,
+					strerror(-err));
+				return err;
+			}
+			kernel_add_pfd(k, fd);
+			l = bpf_program__attach_perf_event(prog, fd);
+			if (!l)
+				break;
+			if (cpu + 1 < ncpu) {
+				kernel_add_link(k, l);
+				l = NULL;
+			}
+		}
+		break;
+	}
+	default:
+		fprintf(stderr, "ubt: cannot attach %s: not supported\n",
+			m->name);
+		return -ENOTSUP;
+	}
+	if (!l) {
+		err = -errno;
+		fprintf(stderr, "ubt: cannot attach %s: %s\n", m->name,
+			strerror(-err));
+		return err;
+	}
+	kernel_add_link(k, l);
+	return 0;
+}
+
+int kernel_attach(struct kernel *k, int *nprobes)
+{
+	for (int i = 0; i < k->ntargets; i++) {
+		int err = kernel_attach_one(k, &k->targets[i]);
+
+		if (err) {
+			kernel_detach(k);
+			return err;
+		}
+	}
+	if (nprobes)
+		*nprobes = k->ntargets;
+	return 0;
+}
+
+static int kernel_run_kind(struct kernel *k, int provider)
+{
+	for (int i = 0; i < k->obj->nprogs; i++) {
+		LIBBPF_OPTS(bpf_test_run_opts, ro);
+		int err;
+
+		if (k->obj->progs[i].provider != provider)
+			continue;
+		err = bpf_prog_test_run_opts(bpf_program__fd(k->progs[i]),
+					     &ro);
+		if (err) {
+			err = -errno;
+			fprintf(stderr, "ubt: cannot run %s: %s\n",
+				provider == PROV_BEGIN ? "BEGIN" : "END",
+				strerror(-err));
+			return err;
+		}
+	}
+	return 0;
+}
+
+int kernel_run_begin(struct kernel *k)
+{
+	return kernel_run_kind(k, PROV_BEGIN);
+}
+
+int kernel_run_end(struct kernel *k)
+{
+	return kernel_run_kind(k, PROV_END);
+}
+
+void kernel_free(struct kernel *k)
+{
+	if (!k)
+		return;
+	kernel_detach(k);
+	ring_buffer__free(k->rb);
+	bpf_object__close(k->bo);
+	free(k->links);
+	free(k->pfds);
+	free(k->progs);
+	free(k->map_fds);
+	free(k->targets);
+	arena_release(&k->arena);
+	free(k);
+}
+
+/* ---- -c CMD -------------------------------------------------------- */
+
+struct kernel_child {
+	pid_t pid;
+	int go;			/* write end: the child execs when closed */
+	int pidfd;
+};
+
+static int kernel_child_start(const char *cmd, struct kernel_child *ch)
+{
+	wordexp_t we;
+	int p[2], err;
+	pid_t pid;
+
+	memset(ch, 0, sizeof(*ch));
+	ch->go = ch->pidfd = -1;
+	err = wordexp(cmd, &we, WRDE_NOCMD);
+	if (err || !we.we_wordc) {
+		if (!err)
+			wordfree(&we);
+		fprintf(stderr, "ubt: cannot parse the command: %s\n", cmd);
+		return -EINVAL;
+	}
+	if (pipe2(p, O_CLOEXEC)) {
+		wordfree(&we);
+		return -errno;
+	}
+	fflush(NULL);
+	pid = fork();
+	if (pid < 0) {
+		err = -errno;
+		close(p[0]);
+		close(p[1]);
+		wordfree(&we);
+		return err;
+	}
+	if (!pid) {
+		char c;
+
+		close(p[1]);
+		/* wait until the probes are attached */
+		if (read(p[0], &c, 1) < 0)
+			_exit(127);
+		execvp(we.we_wordv[0], we.we_wordv);
+		fprintf(stderr, "ubt: cannot run %s: %s\n", we.we_wordv[0],
+			strerror(errno));
+		_exit(127);
+	}
+	close(p[0]);
+	wordfree(&we);
+	ch->pid = pid;
+	ch->go = p[1];
+	ch->pidfd = syscall(SYS_pidfd_open, pid, 0);
+	return 0;
+}
+
+static void kernel_child_go(struct kernel_child *ch)
+{
+	if (ch->go >= 0) {
+		close(ch->go);
+		ch->go = -1;
+	}
+}
+
+static void kernel_child_kill(struct kernel_child *ch)
+{
+	if (ch->pid > 0) {
+		kill(ch->pid, SIGTERM);
+		kernel_child_go(ch);
+		waitpid(ch->pid, NULL, 0);
+		ch->pid = 0;
+	}
+	if (ch->pidfd >= 0)
+		close(ch->pidfd);
+	ch->pidfd = -1;
+}
+
+/* ---- run ----------------------------------------------------------- */
+
+static int kernel_loop(struct kernel *k, struct kernel_child *ch,
+		       int pidfd)
+{
+	int ep = epoll_create1(EPOLL_CLOEXEC);
+	struct epoll_event ev = { .events = EPOLLIN };
+	int rbfd = ring_buffer__epoll_fd(k->rb);
+
+	if (ep < 0)
+		return -errno;
+	if (ch && ch->pidfd >= 0) {
+		ev.data.fd = ch->pidfd;
+		epoll_ctl(ep, EPOLL_CTL_ADD, ch->pidfd, &ev);
+	}
+	if (pidfd >= 0) {
+		ev.data.fd = pidfd;
+		epoll_ctl(ep, EPOLL_CTL_ADD, pidfd, &ev);
+	}
+	ev.data.fd = rbfd;
+	epoll_ctl(ep, EPOLL_CTL_ADD, rbfd, &ev);
+	while (!kernel_sigint && !k->exiting) {
+		struct epoll_event evs[4];
+		int n = epoll_wait(ep, evs, 4, 1000);
+		bool done = false;
+
+		if (n < 0 && errno != EINTR) {
+			close(ep);
+			return -errno;
+		}
+		ring_buffer__consume(k->rb);
+		for (int i = 0; i < n; i++) {
+			if (ch && evs[i].data.fd == ch->pidfd) {
+				waitpid(ch->pid, NULL, 0);
+				ch->pid = 0;
+				done = true;
+			}
+			if (evs[i].data.fd == pidfd && pidfd >= 0)
+				done = true;
+		}
+		if (ch && ch->pidfd < 0 && ch->pid > 0 &&
+		    waitpid(ch->pid, NULL, WNOHANG) == ch->pid) {
+			ch->pid = 0;
+			done = true;
+		}
+		if (done) {
+			ring_buffer__consume(k->rb);
+			break;
+		}
+	}
+	close(ep);
+	return 0;
+}
+
+int kernel_run(struct compile *c, const struct kernel_opts *o)
+{
+	struct cg_opts co = { .sz = sizeof(co) };
+	struct cg_object *obj = NULL;
+	struct kernel *k = NULL;
+	struct kernel_child ch = { .pid = 0, .go = -1, .pidfd = -1 };
+	struct sigaction sa = { .sa_handler = kernel_on_signal };
+	int nprobes = 0, pidfd = -1, err, rc = 1;
+
+	kernel_set_verbose(o->verbose);
+	if (o->dump_ir)
+		co.dump_ir = stdout;
+	err = cg_build(c, CG_TARGET_BPF, &co, &obj);
+	if (err) {
+		diag_print(&c->diag, stderr);
+		return 1;
+	}
+	if (o->dump_bpf)
+		cg_dump_bpf(obj, stdout);
+	k = xcalloc(1, sizeof(*k));
+	k->obj = obj;
+	k->c = c;
+	err = kernel_expand(k, c);
+	diag_print(&c->diag, stderr);
+	if (err) {
+		free(k->targets);
+		free(k);
+		goto out;
+	}
+	nprobes = k->ntargets;
+	if (o->dry_run) {
+		free(k->targets);
+		free(k);
+		rc = 0;
+		goto out;
+	}
+	{
+		/* keep the expansion across kernel_load() */
+		struct kernel_target *t = k->targets;
+		int nt = k->ntargets;
+
+		free(k);
+		k = NULL;
+		err = kernel_load(obj, o, &k);
+		if (err) {
+			free(t);
+			goto out;
+		}
+		k->c = c;
+		k->targets = t;
+		k->ntargets = nt;
+	}
+	if (o->cmd) {
+		err = kernel_child_start(o->cmd, &ch);
+		if (err)
+			goto out;
+	}
+	if (o->pid > 0) {
+		pidfd = syscall(SYS_pidfd_open, o->pid, 0);
+		if (pidfd < 0) {
+			fprintf(stderr, "ubt: cannot trace pid %d: %s\n",
+				o->pid, strerror(errno));
+			goto out;
+		}
+	}
+	kernel_set_globals(k, ch.pid);
+	if (!o->quiet)
+		out_attached(&k->out, nprobes);
+	fflush(k->out.f);
+	err = kernel_attach(k, &nprobes);
+	if (err)
+		goto out;
+	kernel_sigint = 0;
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+	err = kernel_run_begin(k);
+	if (err)
+		goto out;
+	ring_buffer__consume(k->rb);
+	if (o->cmd)
+		kernel_child_go(&ch);
+	if (!k->exiting)
+		err = kernel_loop(k, o->cmd ? &ch : NULL, pidfd);
+	if (err)
+		goto out;
+	/* detach first: nothing is printed after END's output */
+	ring_buffer__consume(k->rb);
+	k->in_end = true;
+	kernel_detach(k);
+	err = kernel_run_end(k);
+	ring_buffer__consume(k->rb);
+	if (!err)
+		err = kernel_print_all_maps(k);
+	fflush(k->out.f);
+	rc = err ? 1 : 0;
+out:
+	signal(SIGINT, SIG_DFL);
+	signal(SIGTERM, SIG_DFL);
+	kernel_child_kill(&ch);
+	if (pidfd >= 0)
+		close(pidfd);
+	kernel_free(k);
+	cg_object_free(obj);
+	return rc;
+}

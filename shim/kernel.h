@@ -1,0 +1,75 @@
+/*
+ * The kernel side of the shim: load a cg_object with libbpf, attach its
+ * programs (uprobes, tracepoints, interval perf events, BEGIN/END), read
+ * the ring buffer and the maps, run until exit()/Ctrl-C/the -c child or
+ * the -p process ends.
+ */
+#ifndef UBT_KERNEL_H
+#define UBT_KERNEL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+struct compile;
+struct cg_object;
+struct cg_map;
+
+struct kernel_opts {
+	size_t sz;		/* sizeof(struct kernel_opts) */
+	int pid;		/* -p PID, 0 if none */
+	const char *cmd;	/* -c CMD, NULL if none */
+	bool dry_run;		/* --dry-run: everything but load/attach */
+	bool dump_ir;		/* -d ir */
+	bool dump_bpf;		/* -d bpf */
+	int verbose;		/* -v */
+	bool quiet;		/* -q: no "Attaching N probes..." */
+	FILE *out;		/* -o FILE; NULL = stdout */
+};
+
+/*
+ * Build (cg_build), load, attach, print "Attaching N probes...", run
+ * until exit()/Ctrl-C/-c child exit/-p process exit, print the maps,
+ * detach. Returns the process exit code (0, or 1 after an error, which
+ * has been printed; diagnostics in c->diag are printed here too).
+ */
+int kernel_run(struct compile *c, const struct kernel_opts *o);
+
+/* The pieces kernel_run() is made of, for tests and the driver. */
+struct kernel;
+
+/* Open and load obj (verifier log printed on rejection). */
+int kernel_load(const struct cg_object *obj, const struct kernel_opts *o,
+		struct kernel **out);
+/* Attach every program; *nprobes counts attach points. 0 or -errno,
+ * with nothing left attached on error. */
+int kernel_attach(struct kernel *k, int *nprobes);
+/* Run the BEGIN probes (once). */
+int kernel_run_begin(struct kernel *k);
+int kernel_run_end(struct kernel *k);
+/* Poll the ring buffer for at most timeout_ms; dispatches events.
+ * Returns >= 0 events handled, -errno on error. */
+int kernel_poll(struct kernel *k, int timeout_ms);
+/* exit() was called in the program. */
+bool kernel_exiting(const struct kernel *k);
+/* Map fd for a cg_map index, -1 when not loaded. */
+int kernel_map_fd(const struct kernel *k, int map);
+/*
+ * Read every entry of map `map` with per-CPU values merged
+ * (counts/sums add, min/max combine, hist buckets add); calls fn for
+ * each user key with the merged value (the layout of cg.h's comment for
+ * one CPU). For bucketed maps fn is called per (key, bucket).
+ */
+typedef int (*kernel_entry_fn)(const void *key, const void *value,
+			       void *ctx);
+int kernel_map_read(struct kernel *k, int map, kernel_entry_fn fn, void *ctx);
+/* clear(): delete every entry; zero(): set every value to zero. */
+int kernel_map_clear(struct kernel *k, int map);
+int kernel_map_zero(struct kernel *k, int map);
+void kernel_free(struct kernel *k);
+
+/* Route libbpf's messages: warnings to stderr, debug only with -v. */
+void kernel_set_verbose(int verbose);
+
+#endif

@@ -1,0 +1,333 @@
+/* ubt's side of the shared memfd: layout, and bounds-checked reading back. */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+#include <errno.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "memfd.h"
+
+#define MEMFD_PAGE 4096ULL
+
+static uint64_t page_up(uint64_t n)
+{
+	return (n + MEMFD_PAGE - 1) & ~(MEMFD_PAGE - 1);
+}
+
+/* One read of a shared word: the target may change it at any time. */
+static uint64_t load64(const void *p)
+{
+	return __atomic_load_n((const uint64_t *)p, __ATOMIC_ACQUIRE);
+}
+
+void memfd_layout_default(struct memfd_layout *l)
+{
+	*l = (struct memfd_layout){
+		.map_size = 16384,
+		.ring_size = 16384,
+		.nblocks = 512,
+	};
+}
+
+static uint64_t tmpl_off(void)
+{
+	return RT_CODE_OFF + (uint64_t)RT_CODE_SLICE * RT_CODE_SLICES;
+}
+
+static uint64_t block_size(const struct memfd_layout *l)
+{
+	return page_up(RT_BLK_MAP + l->map_size + l->ring_size);
+}
+
+static uint64_t block_off(const struct memfd_layout *l)
+{
+	return tmpl_off() + page_up(l->map_size);
+}
+
+uint64_t memfd_layout_size(const struct memfd_layout *l)
+{
+	return block_off(l) + block_size(l) * l->nblocks;
+}
+
+static int layout_valid(const struct memfd_layout *l)
+{
+	if (!l->nblocks || l->nblocks > (1u << 20) || l->map_size % 8 ||
+	    l->map_size > (1ULL << 30) || l->ring_size < 64 ||
+	    l->ring_size > (1ULL << 30) ||
+	    (l->ring_size & (l->ring_size - 1)))
+		return -EINVAL;
+	return 0;
+}
+
+int memfd_map(struct memfd *m, int fd, const struct memfd_layout *l)
+{
+	int err = layout_valid(l);
+	void *p;
+
+	if (err)
+		return err;
+	memset(m, 0, sizeof(*m));
+	m->fd = fd;
+	m->l = *l;
+	m->size = memfd_layout_size(l);
+	m->block_off = block_off(l);
+	m->block_size = block_size(l);
+	m->tmpl_off = tmpl_off();
+	p = mmap(NULL, m->size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	if (p == MAP_FAILED)
+		return -errno;
+	m->base = p;
+	m->ctl = p;
+	*m->ctl = (struct rt_ctl){
+		.sz = sizeof(struct rt_ctl),
+		.version = RT_ABI_VERSION,
+		.total_size = m->size,
+		.block_off = m->block_off,
+		.block_size = m->block_size,
+		.map_size = l->map_size,
+		.ring_size = l->ring_size,
+		.nblocks = l->nblocks,
+		.tracer_pid = (uint32_t)getpid(),
+		.tmpl_off = m->tmpl_off,
+	};
+	return 0;
+}
+
+int memfd_create_local(struct memfd *m, const struct memfd_layout *l)
+{
+	int fd = memfd_create("ubt", MFD_CLOEXEC), err;
+
+	if (fd < 0)
+		return -errno;
+	if (ftruncate(fd, (off_t)memfd_layout_size(l)) < 0) {
+		err = -errno;
+		close(fd);
+		return err;
+	}
+	err = memfd_map(m, fd, l);
+	if (err)
+		close(fd);
+	return err;
+}
+
+void memfd_release(struct memfd *m)
+{
+	if (m->base)
+		munmap(m->base, m->size);
+	if (m->fd >= 0)
+		close(m->fd);
+	m->base = NULL;
+	m->ctl = NULL;
+	m->fd = -1;
+}
+
+uint64_t memfd_code_off(unsigned int i)
+{
+	return RT_CODE_OFF + (uint64_t)i * RT_CODE_SLICE;
+}
+
+void *memfd_code(struct memfd *m, unsigned int i)
+{
+	if (i >= RT_CODE_SLICES || !m->base)
+		return NULL;
+	return m->base + memfd_code_off(i);
+}
+
+uint32_t memfd_nblocks_used(const struct memfd *m)
+{
+	uint64_t n = load64(&m->ctl->next_block);
+
+	return n < m->l.nblocks ? (uint32_t)n : m->l.nblocks;
+}
+
+static char *block(const struct memfd *m, uint32_t i)
+{
+	if (i >= m->l.nblocks)
+		return NULL;
+	return m->base + m->block_off + (uint64_t)i * m->block_size;
+}
+
+uint32_t memfd_block_tid(const struct memfd *m, uint32_t i)
+{
+	char *b = block(m, i);
+
+	if (!b)
+		return 0;
+	return __atomic_load_n((uint32_t *)(b + RT_BLK_TID), __ATOMIC_RELAXED);
+}
+
+int memfd_map_read(const struct memfd *m, uint32_t i, uint64_t off,
+		   void *out, uint64_t len)
+{
+	char *b = block(m, i);
+
+	if (!b || off > m->l.map_size || len > m->l.map_size - off)
+		return -ERANGE;
+	memcpy(out, b + RT_BLK_MAP + off, len);
+	return 0;
+}
+
+int memfd_sum_u64(const struct memfd *m, uint64_t off, uint64_t *out)
+{
+	uint32_t n = memfd_nblocks_used(m), i;
+	uint64_t sum = 0;
+
+	if (off % 8 || off > m->l.map_size || m->l.map_size - off < 8)
+		return -ERANGE;
+	for (i = 0; i < n; i++)
+		sum += load64(block(m, i) + RT_BLK_MAP + off);
+	*out = sum;
+	return 0;
+}
+
+uint64_t memfd_htab_bytes(uint32_t nslots, uint32_t key_size,
+			  uint32_t val_size)
+{
+	return sizeof(struct rt_htab) +
+	       (uint64_t)nslots *
+		       (8 + rt_align8(key_size) + rt_align8(val_size));
+}
+
+static int htab_valid(const struct memfd *m, const struct memfd_htab *t)
+{
+	if (!t->nslots || (t->nslots & (t->nslots - 1)) || !t->key_size ||
+	    t->key_size > 4096 || t->val_size > 4096 || t->off % 8)
+		return -EINVAL;
+	if (t->off > m->l.map_size ||
+	    memfd_htab_bytes(t->nslots, t->key_size, t->val_size) >
+		    m->l.map_size - t->off)
+		return -ERANGE;
+	return 0;
+}
+
+int memfd_htab_add(struct memfd *m, const struct memfd_htab *t)
+{
+	int err = htab_valid(m, t);
+	uint64_t end = t->off + sizeof(struct rt_htab);
+
+	if (err)
+		return err;
+	*(struct rt_htab *)(m->base + m->tmpl_off + t->off) = (struct rt_htab){
+		.sz = sizeof(struct rt_htab),
+		.nslots = t->nslots,
+		.key_size = t->key_size,
+		.val_size = t->val_size,
+	};
+	if (m->ctl->tmpl_len < end)
+		m->ctl->tmpl_len = end;
+	return 0;
+}
+
+int memfd_htab_foreach(const struct memfd *m, const struct memfd_htab *t,
+		       int (*cb)(const void *key, const void *val,
+				 uint32_t block, void *arg),
+		       void *arg)
+{
+	uint64_t ss = 8 + rt_align8(t->key_size) + rt_align8(t->val_size);
+	uint32_t n = memfd_nblocks_used(m), i, s;
+	int err = htab_valid(m, t);
+	char key[4096], val[4096];
+
+	if (err)
+		return err;
+	for (i = 0; i < n; i++) {
+		char *slots = block(m, i) + RT_BLK_MAP + t->off +
+			      sizeof(struct rt_htab);
+
+		for (s = 0; s < t->nslots; s++) {
+			char *slot = slots + (uint64_t)s * ss;
+
+			if (load64(slot) != 1)
+				continue;
+			/* copy first: the target may be writing */
+			memcpy(key, slot + 8, t->key_size);
+			memcpy(val, slot + 8 + rt_align8(t->key_size),
+			       t->val_size);
+			err = cb(key, val, i, arg);
+			if (err)
+				return err;
+		}
+	}
+	return 0;
+}
+
+int memfd_ring_consume(const struct memfd *m, uint32_t i,
+		       int (*cb)(uint32_t type, const void *data,
+				 uint32_t len, void *arg),
+		       void *arg)
+{
+	char *b = block(m, i), *ring;
+	uint64_t size = m->l.ring_size, head, tail;
+	char rec[65536];
+	int n = 0, err = 0;
+
+	if (!b)
+		return -ERANGE;
+	ring = b + RT_BLK_MAP + m->l.map_size;
+	head = load64(b + RT_BLK_RING_HEAD);
+	tail = load64(b + RT_BLK_RING_TAIL);
+	if (head - tail > size || head % 8) {
+		err = -EBADMSG;
+		goto out;
+	}
+	while (tail != head) {
+		uint64_t off = tail & (size - 1);
+		uint32_t len, type;
+
+		if (size - off < RT_REC_HDR) {
+			err = -EBADMSG;
+			break;
+		}
+		len = __atomic_load_n((uint32_t *)(ring + off),
+				      __ATOMIC_RELAXED);
+		type = __atomic_load_n((uint32_t *)(ring + off + 4),
+				       __ATOMIC_RELAXED);
+		if (len % 8 || len > head - tail || len > size - off ||
+		    (type != RT_REC_PAD && len < RT_REC_HDR) || !len) {
+			err = -EBADMSG;
+			break;
+		}
+		if (type == RT_REC_PAD) {
+			tail += len;
+			continue;
+		}
+		if (len - RT_REC_HDR > sizeof(rec)) {
+			err = -EBADMSG;
+			break;
+		}
+		memcpy(rec, ring + off + RT_REC_HDR, len - RT_REC_HDR);
+		tail += len;
+		n++;
+		err = cb(type, rec, len - RT_REC_HDR, arg);
+		if (err)
+			break;
+	}
+out:
+	if (err == -EBADMSG)
+		tail = head;
+	__atomic_store_n((uint64_t *)(b + RT_BLK_RING_TAIL), tail,
+			 __ATOMIC_RELEASE);
+	return err ? err : n;
+}
+
+static uint64_t sum_hdr(const struct memfd *m, uint64_t hoff)
+{
+	uint32_t n = memfd_nblocks_used(m), i;
+	uint64_t sum = 0;
+
+	for (i = 0; i < n; i++)
+		sum += load64(block(m, i) + hoff);
+	return sum;
+}
+
+uint64_t memfd_ring_dropped(const struct memfd *m)
+{
+	return sum_hdr(m, RT_BLK_RING_DROPPED);
+}
+
+uint64_t memfd_shadow_lost(const struct memfd *m)
+{
+	return sum_hdr(m, RT_BLK_SHADOW_LOST);
+}

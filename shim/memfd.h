@@ -1,0 +1,87 @@
+/*
+ * ubt's side of the shared memfd (layout: runtime/rt_abi.h).  ubt keeps its
+ * own copy of every size and offset and never trusts what it reads back from
+ * the memfd: the target can write anything there.  Every index, length and
+ * offset read from the memfd is checked against ubt's copy.
+ */
+#ifndef UBT_MEMFD_H
+#define UBT_MEMFD_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "rt_abi.h"
+
+struct memfd_layout {
+	uint64_t map_size;	/* bytes of map area per thread, 8-aligned */
+	uint64_t ring_size;	/* bytes of ring per thread, power of two */
+	uint32_t nblocks;	/* threads that can record */
+};
+
+struct memfd {
+	int fd;
+	char *base;		/* ubt's read-write mapping */
+	uint64_t size;
+	struct rt_ctl *ctl;
+	struct memfd_layout l;
+	uint64_t block_off, block_size, tmpl_off;
+};
+
+void memfd_layout_default(struct memfd_layout *l);
+uint64_t memfd_layout_size(const struct memfd_layout *l);
+
+/* Map fd (already sized to memfd_layout_size()) and write the control block. */
+int memfd_map(struct memfd *m, int fd, const struct memfd_layout *l);
+/* Create an anonymous memfd in this process (tests, in-process runtime). */
+int memfd_create_local(struct memfd *m, const struct memfd_layout *l);
+void memfd_release(struct memfd *m);
+
+/* ubt's writable view of code slice i, RT_CODE_SLICE bytes; NULL if none. */
+void *memfd_code(struct memfd *m, unsigned int i);
+uint64_t memfd_code_off(unsigned int i);
+
+/* Number of thread blocks handed out so far, clamped to nblocks. */
+uint32_t memfd_nblocks_used(const struct memfd *m);
+/* Thread id recorded in block i (0 if not initialized or out of range). */
+uint32_t memfd_block_tid(const struct memfd *m, uint32_t i);
+
+/* Copy len bytes at map offset off of block i; -ERANGE if out of bounds. */
+int memfd_map_read(const struct memfd *m, uint32_t i, uint64_t off,
+		   void *out, uint64_t len);
+/* Sum of the u64 at map offset off over all blocks (count, sum). */
+int memfd_sum_u64(const struct memfd *m, uint64_t off, uint64_t *out);
+
+/*
+ * Keyed tables.  memfd_htab_add() places an empty table at map offset off
+ * in the template every block starts from; ubt's own nslots/key/value sizes
+ * are used when reading back, never the header in the memfd.
+ */
+struct memfd_htab {
+	uint64_t off;
+	uint32_t nslots, key_size, val_size;
+};
+uint64_t memfd_htab_bytes(uint32_t nslots, uint32_t key_size,
+			  uint32_t val_size);
+int memfd_htab_add(struct memfd *m, const struct memfd_htab *t);
+/* Call cb for every used slot of every block; stops on a non-zero return. */
+int memfd_htab_foreach(const struct memfd *m, const struct memfd_htab *t,
+		       int (*cb)(const void *key, const void *val,
+				 uint32_t block, void *arg),
+		       void *arg);
+
+/*
+ * Consume the records of block i's ring: cb(type, data, len) for each.
+ * A malformed ring (bad head, length or padding) stops with -EBADMSG and
+ * is resynchronised to its head.  Returns the number of records or -errno.
+ */
+int memfd_ring_consume(const struct memfd *m, uint32_t i,
+		       int (*cb)(uint32_t type, const void *data,
+				 uint32_t len, void *arg),
+		       void *arg);
+/* Events dropped by full rings, summed over blocks. */
+uint64_t memfd_ring_dropped(const struct memfd *m);
+/* Return probes not wrapped because a shadow stack was full. */
+uint64_t memfd_shadow_lost(const struct memfd *m);
+
+#endif

@@ -1,0 +1,415 @@
+/* Function-entry patch sites: Zydis analysis and relocation. */
+#include <errno.h>
+#include <fcntl.h>
+#include <gelf.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <Zydis/Zydis.h>
+
+#include "patch.h"
+
+static int find_in(Elf *e, Elf_Scn *scn, const char *name, GElf_Sym *out)
+{
+	GElf_Shdr sh;
+	Elf_Data *d;
+	size_t i, n;
+
+	if (!gelf_getshdr(scn, &sh) || !sh.sh_entsize)
+		return -ENOENT;
+	d = elf_getdata(scn, NULL);
+	if (!d)
+		return -ENOENT;
+	n = sh.sh_size / sh.sh_entsize;
+	for (i = 0; i < n; i++) {
+		GElf_Sym sym;
+		const char *s;
+
+		if (!gelf_getsym(d, (int)i, &sym))
+			continue;
+		if (GELF_ST_TYPE(sym.st_info) != STT_FUNC &&
+		    GELF_ST_TYPE(sym.st_info) != STT_GNU_IFUNC)
+			continue;
+		if (sym.st_shndx == SHN_UNDEF)
+			continue;
+		s = elf_strptr(e, sh.sh_link, sym.st_name);
+		if (s && !strcmp(s, name)) {
+			*out = sym;
+			return 0;
+		}
+	}
+	return -ENOENT;
+}
+
+static Elf *elf_open_path(const char *path, int *fd)
+{
+	Elf *e;
+
+	elf_version(EV_CURRENT);
+	*fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (*fd < 0)
+		return NULL;
+	e = elf_begin(*fd, ELF_C_READ, NULL);
+	if (!e) {
+		close(*fd);
+		errno = ENOEXEC;
+		return NULL;
+	}
+	return e;
+}
+
+int patch_find_symbol(const char *path, const char *name, uint64_t *vaddr,
+		      uint64_t *size, uint64_t *file_off)
+{
+	Elf_Scn *scn = NULL, *sym_scn = NULL, *dyn_scn = NULL;
+	GElf_Sym sym;
+	int fd, err = -ENOENT;
+	size_t i, nph;
+	Elf *e;
+
+	e = elf_open_path(path, &fd);
+	if (!e)
+		return -errno;
+	while ((scn = elf_nextscn(e, scn))) {
+		GElf_Shdr sh;
+
+		if (!gelf_getshdr(scn, &sh))
+			continue;
+		if (sh.sh_type == SHT_SYMTAB)
+			sym_scn = scn;
+		else if (sh.sh_type == SHT_DYNSYM)
+			dyn_scn = scn;
+	}
+	if (sym_scn)
+		err = find_in(e, sym_scn, name, &sym);
+	if (err && dyn_scn)
+		err = find_in(e, dyn_scn, name, &sym);
+	if (err)
+		goto out;
+	*vaddr = sym.st_value;
+	*size = sym.st_size;
+	err = -ENOENT;
+	if (elf_getphdrnum(e, &nph))
+		goto out;
+	for (i = 0; i < nph; i++) {
+		GElf_Phdr ph;
+
+		if (!gelf_getphdr(e, (int)i, &ph) || ph.p_type != PT_LOAD)
+			continue;
+		if (sym.st_value >= ph.p_vaddr &&
+		    sym.st_value < ph.p_vaddr + ph.p_filesz) {
+			*file_off = sym.st_value - ph.p_vaddr + ph.p_offset;
+			err = 0;
+			break;
+		}
+	}
+out:
+	elf_end(e);
+	close(fd);
+	return err;
+}
+
+int patch_elf_base(const char *path, uint64_t *min_vaddr, int *is_dyn)
+{
+	uint64_t min = UINT64_MAX;
+	size_t i, nph;
+	GElf_Ehdr eh;
+	int fd, err = 0;
+	Elf *e;
+
+	e = elf_open_path(path, &fd);
+	if (!e)
+		return -errno;
+	if (!gelf_getehdr(e, &eh) || elf_getphdrnum(e, &nph)) {
+		err = -ENOEXEC;
+		goto out;
+	}
+	for (i = 0; i < nph; i++) {
+		GElf_Phdr ph;
+
+		if (gelf_getphdr(e, (int)i, &ph) && ph.p_type == PT_LOAD &&
+		    ph.p_vaddr < min)
+			min = ph.p_vaddr;
+	}
+	if (min == UINT64_MAX)
+		err = -ENOEXEC;
+	*min_vaddr = min & ~0xfffULL;
+	*is_dyn = eh.e_type == ET_DYN;
+out:
+	elf_end(e);
+	close(fd);
+	return err;
+}
+
+static void decoder(ZydisDecoder *d)
+{
+	ZydisDecoderInit(d, ZYDIS_MACHINE_MODE_LONG_64, ZYDIS_STACK_WIDTH_64);
+}
+
+/* Absolute target of a relative branch or RIP-relative operand, if any. */
+static int insn_target(const ZydisDecodedInstruction *in,
+		       const ZydisDecodedOperand *ops, uint64_t ip,
+		       uint64_t *target)
+{
+	int i;
+
+	if (!(in->attributes & ZYDIS_ATTRIB_IS_RELATIVE))
+		return 0;
+	for (i = 0; i < in->operand_count; i++) {
+		const ZydisDecodedOperand *op = &ops[i];
+
+		if ((op->type == ZYDIS_OPERAND_TYPE_IMMEDIATE &&
+		     op->imm.is_relative) ||
+		    (op->type == ZYDIS_OPERAND_TYPE_MEMORY &&
+		     op->mem.base == ZYDIS_REGISTER_RIP)) {
+			ZyanU64 t;
+
+			if (ZYAN_SUCCESS(ZydisCalcAbsoluteAddress(in, op, ip,
+								  &t))) {
+				*target = t;
+				return 1;
+			}
+		}
+	}
+	return 0;
+}
+
+enum rel_kind {
+	REL_NONE,	/* plain copy */
+	REL_RIPMEM,	/* fix disp32 */
+	REL_JMP,
+	REL_JCC,
+	REL_CALL,
+	REL_BAD,
+};
+
+static enum rel_kind classify(const ZydisDecodedInstruction *in,
+			      const ZydisDecodedOperand *ops)
+{
+	int i;
+
+	if (!(in->attributes & ZYDIS_ATTRIB_IS_RELATIVE))
+		return REL_NONE;
+	for (i = 0; i < in->operand_count; i++)
+		if (ops[i].type == ZYDIS_OPERAND_TYPE_MEMORY &&
+		    ops[i].mem.base == ZYDIS_REGISTER_RIP)
+			return in->raw.disp.size == 32 ? REL_RIPMEM : REL_BAD;
+	if (in->mnemonic == ZYDIS_MNEMONIC_JMP &&
+	    in->opcode_map == ZYDIS_OPCODE_MAP_DEFAULT &&
+	    (in->opcode == 0xeb || in->opcode == 0xe9))
+		return REL_JMP;
+	if (in->mnemonic == ZYDIS_MNEMONIC_CALL &&
+	    in->opcode_map == ZYDIS_OPCODE_MAP_DEFAULT && in->opcode == 0xe8)
+		return REL_CALL;
+	if ((in->opcode_map == ZYDIS_OPCODE_MAP_DEFAULT &&
+	     in->opcode >= 0x70 && in->opcode <= 0x7f) ||
+	    (in->opcode_map == ZYDIS_OPCODE_MAP_0F && in->opcode >= 0x80 &&
+	     in->opcode <= 0x8f))
+		return REL_JCC;
+	return REL_BAD;
+}
+
+int patch_analyze(const uint8_t *code, uint64_t size, uint64_t func,
+		  struct patch_site *s)
+{
+	ZydisDecodedOperand ops[ZYDIS_MAX_OPERAND_COUNT];
+	ZydisDecodedInstruction in;
+	uint64_t off = 0, start, end;
+	ZydisDecoder d;
+
+	memset(s, 0, sizeof(*s));
+	s->func = func;
+	s->size = size;
+	decoder(&d);
+	if (size >= 4 && ZYAN_SUCCESS(ZydisDecoderDecodeFull(&d, code, size,
+							     &in, ops)) &&
+	    in.mnemonic == ZYDIS_MNEMONIC_ENDBR64)
+		off = in.length;
+	start = off;
+	s->addr = func + off;
+	if (size < off + PATCH_JMP_LEN) {
+		snprintf(s->reason, sizeof(s->reason),
+			 "function is shorter than %d bytes%s", PATCH_JMP_LEN,
+			 off ? " after endbr64" : "");
+		return -EINVAL;
+	}
+	/* the window: whole instructions covering >= 5 bytes */
+	while (off - start < PATCH_JMP_LEN) {
+		enum rel_kind k;
+
+		if (!ZYAN_SUCCESS(ZydisDecoderDecodeFull(&d, code + off,
+							 size - off, &in,
+							 ops))) {
+			snprintf(s->reason, sizeof(s->reason),
+				 "cannot decode the instruction at +%#llx",
+				 (unsigned long long)off);
+			return -EINVAL;
+		}
+		k = classify(&in, ops);
+		if (k == REL_BAD) {
+			snprintf(s->reason, sizeof(s->reason),
+				 "instruction '%s' at +%#llx cannot be relocated",
+				 ZydisMnemonicGetString(in.mnemonic),
+				 (unsigned long long)off);
+			return -EINVAL;
+		}
+		if (s->ninsns == PATCH_MAX_INSNS ||
+		    off - start + in.length > PATCH_MAX_WINDOW) {
+			snprintf(s->reason, sizeof(s->reason),
+				 "too many instructions in the patch window");
+			return -EINVAL;
+		}
+		s->insn_off[s->ninsns] = (uint8_t)(off - start);
+		s->insn_len[s->ninsns] = in.length;
+		s->ninsns++;
+		off += in.length;
+		if (k == REL_CALL && off - start < PATCH_JMP_LEN) {
+			snprintf(s->reason, sizeof(s->reason),
+				 "a call in the first %d bytes would return "
+				 "inside the patched window",
+				 PATCH_JMP_LEN);
+			return -EINVAL;
+		}
+	}
+	if (off > size) {
+		snprintf(s->reason, sizeof(s->reason),
+			 "the patch window extends past the end of the function");
+		return -EINVAL;
+	}
+	end = off;
+	s->len = (uint32_t)(end - start);
+	memcpy(s->orig, code + start, s->len);
+	/* nothing in the function may point inside the window */
+	for (off = 0; off < size;) {
+		uint64_t t;
+
+		if (!ZYAN_SUCCESS(ZydisDecoderDecodeFull(&d, code + off,
+							 size - off, &in,
+							 ops))) {
+			off++;
+			continue;
+		}
+		if (insn_target(&in, ops, func + off, &t) &&
+		    t > func + start && t < func + end) {
+			snprintf(s->reason, sizeof(s->reason),
+				 "the instruction at +%#llx targets +%#llx, "
+				 "inside the patched window",
+				 (unsigned long long)off,
+				 (unsigned long long)(t - func));
+			return -EINVAL;
+		}
+		off += in.length;
+	}
+	return 0;
+}
+
+static int put_rel32(struct patch_site *s, uint8_t *p, uint64_t target,
+		     uint64_t next_ip)
+{
+	int64_t rel = (int64_t)(target - next_ip);
+	int32_t r32 = (int32_t)rel;
+
+	if (rel != r32) {
+		snprintf(s->reason, sizeof(s->reason),
+			 "target %#llx out of rel32 reach of the trampoline",
+			 (unsigned long long)target);
+		return -ERANGE;
+	}
+	memcpy(p, &r32, 4);
+	return 0;
+}
+
+int patch_relocate(struct patch_site *s, uint64_t to, uint8_t *out,
+		   size_t cap, struct patch_reloc *r)
+{
+	ZydisDecodedOperand ops[ZYDIS_MAX_OPERAND_COUNT];
+	ZydisDecodedInstruction in;
+	ZydisDecoder d;
+	uint32_t n = 0;
+	int i, err;
+
+	decoder(&d);
+	memset(r, 0, sizeof(*r));
+	for (i = 0; i < s->ninsns; i++) {
+		const uint8_t *src = s->orig + s->insn_off[i];
+		uint64_t ip = s->addr + s->insn_off[i], t = 0;
+		enum rel_kind k;
+
+		if (!ZYAN_SUCCESS(ZydisDecoderDecodeFull(&d, src,
+							 s->insn_len[i], &in,
+							 ops)))
+			return -EINVAL;
+		if (cap - n < 16)
+			return -ENOSPC;
+		r->insn_off[i] = (uint8_t)n;
+		k = classify(&in, ops);
+		if (k != REL_NONE)
+			insn_target(&in, ops, ip, &t);
+		switch (k) {
+		case REL_NONE:
+			memcpy(out + n, src, in.length);
+			n += in.length;
+			break;
+		case REL_RIPMEM:
+			memcpy(out + n, src, in.length);
+			err = put_rel32(s, out + n + in.raw.disp.offset, t,
+					to + n + in.length);
+			if (err)
+				return err;
+			n += in.length;
+			break;
+		case REL_JMP:
+		case REL_CALL:
+			out[n] = k == REL_JMP ? 0xe9 : 0xe8;
+			err = put_rel32(s, out + n + 1, t, to + n + 5);
+			if (err)
+				return err;
+			n += 5;
+			break;
+		case REL_JCC:
+			out[n] = 0x0f;
+			out[n + 1] = 0x80 | (in.opcode & 0x0f);
+			err = put_rel32(s, out + n + 2, t, to + n + 6);
+			if (err)
+				return err;
+			n += 6;
+			break;
+		case REL_BAD:
+			return -EINVAL;
+		}
+	}
+	if (cap - n < 5)
+		return -ENOSPC;
+	out[n] = 0xe9;
+	err = put_rel32(s, out + n + 1, s->addr + s->len, to + n + 5);
+	if (err)
+		return err;
+	n += 5;
+	r->len = n;
+	return 0;
+}
+
+void patch_jump_bytes(const struct patch_site *s, uint64_t tramp,
+		      uint8_t *out)
+{
+	int32_t rel = (int32_t)(tramp - (s->addr + PATCH_JMP_LEN));
+
+	out[0] = 0xe9;
+	memcpy(out + 1, &rel, 4);
+	memset(out + PATCH_JMP_LEN, 0xcc, s->len - PATCH_JMP_LEN);
+}
+
+uint64_t patch_move_rip(const struct patch_site *s,
+			const struct patch_reloc *r, uint64_t to,
+			uint64_t rip)
+{
+	int i;
+
+	if (rip <= s->addr || rip >= s->addr + s->len)
+		return 0;
+	for (i = 1; i < s->ninsns; i++)
+		if (rip == s->addr + s->insn_off[i])
+			return to + r->insn_off[i];
+	return 0;
+}

@@ -1,0 +1,184 @@
+/*
+ * Attach points, resolved: uprobe/usdt targets (binary paths and library
+ * names, as bpftrace resolves them), ELF function symbols, USDT notes,
+ * wildcard expansion into concrete attach points, and `ubt -l` listing.
+ *
+ * Everything is allocated in the arena passed in; nothing to free.
+ */
+#ifndef UBT_PROBES_H
+#define UBT_PROBES_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+struct arena;
+struct ast_node;
+struct compile;
+struct diag_list;
+struct ast_loc;
+
+/* A function symbol of an ELF file. */
+struct probes_sym {
+	const char *name;
+	uint64_t addr;		/* st_value: virtual address */
+	uint64_t size;		/* st_size */
+	uint64_t offset;	/* file offset of addr (for attaching) */
+	int bind;		/* STB_LOCAL, STB_GLOBAL, STB_WEAK */
+	int type;		/* STT_FUNC, STT_GNU_IFUNC */
+};
+
+/*
+ * The defined function symbols (STT_FUNC, STT_GNU_IFUNC) of an ELF file
+ * and of its separate debug file when installed (build id or
+ * .gnu_debuglink, as bcc and so bpftrace find it), .symtab and .dynsym
+ * merged, one per name (a global binding wins over a weak or local one;
+ * versioned .symtab names like "f@@GLIBC_2.34" are names of their own, as
+ * bpftrace lists them; gcc's "f.part.N" pieces left out), sorted by name
+ * (bytewise). 0 or -errno (-ENOENT: no
+ * such file, -ENOEXEC: not an ELF file).
+ */
+int probes_elf_funcs(struct arena *a, const char *path,
+		     struct probes_sym **out, int *n);
+/* Find name in a list from probes_elf_funcs() (binary search). */
+const struct probes_sym *probes_sym_find(const struct probes_sym *syms, int n,
+					 const char *name);
+/*
+ * The symbol whose [addr, addr + size) contains addr (size 0: exact
+ * match), or NULL. Linear; callers that resolve many addresses should
+ * keep their own address-sorted copy.
+ */
+const struct probes_sym *probes_sym_at(const struct probes_sym *syms, int n,
+				       uint64_t addr);
+/* Virtual address -> file offset through the PT_LOAD headers; 0 or -errno. */
+int probes_elf_vaddr_to_offset(const char *path, uint64_t vaddr,
+			       uint64_t *offset);
+
+/*
+ * Resolve a uprobe/usdt target as bpftrace does:
+ *   - a path containing '/' is used as is (globbed if it has wildcards);
+ *   - otherwise a library name: "libc", "c" or "libc.so.6" is looked up
+ *     in the -p process's mapped files (pid > 0), then in ld.so.cache,
+ *     then in the standard library directories;
+ *   - otherwise an executable in $PATH (bash -> /usr/bin/bash);
+ *   - "*" (or any wildcard) with pid > 0: every ELF file mapped by the
+ *     process that matches the pattern;
+ * Each result is an existing ELF file. "/proc/PID/exe" style paths are
+ * kept. 0 with at least one path, -ENOENT when nothing is found.
+ */
+int probes_resolve_target(struct arena *a, const char *target, int pid,
+			  const char ***paths, int *npaths);
+
+/* A USDT probe site (a stapsdt note). */
+struct probes_usdt {
+	const char *path;
+	const char *provider;
+	const char *name;
+	uint64_t pc;		/* site address, adjusted for .stapsdt.base */
+	uint64_t pc_offset;	/* file offset of the site (for attaching) */
+	uint64_t semaphore;	/* semaphore address, 0 when none */
+	uint64_t semaphore_offset;	/* file offset: ref_ctr_offset */
+	const char *args;	/* argument spec: "-4@%edi 8@-8(%rbp)" */
+};
+
+int probes_usdt_notes(struct arena *a, const char *path,
+		      struct probes_usdt **out, int *n);
+
+/* One argument of a USDT argument spec, x86-64 (as in sys/sdt.h). */
+enum probes_usdt_arg_kind {
+	USDT_ARG_CONST,		/* $val */
+	USDT_ARG_REG,		/* %reg */
+	USDT_ARG_REG_DEREF,	/* off(%reg): read size bytes at reg + off */
+	USDT_ARG_ADDR,		/* sym(%rip)/sym+off(%rip): read at an
+				 * absolute address: val is rip-relative
+				 * off, reg "rip" (resolved at attach) */
+};
+
+struct probes_usdt_arg {
+	enum probes_usdt_arg_kind kind;
+	int size;		/* 1, 2, 4, 8 */
+	bool is_signed;		/* "-4@..." */
+	const char *reg;	/* "rdi", "edi", "rip", ... as written */
+	int pt_regs_off;	/* offsetof(struct pt_regs, <64-bit reg>), -1 */
+	int reg_size;		/* bytes of the named (sub)register */
+	int64_t val;		/* constant or displacement */
+};
+
+/* Parse an argument spec; 0 or -EINVAL. */
+int probes_usdt_parse_args(struct arena *a, const char *spec,
+			   struct probes_usdt_arg **out, int *n);
+/* offsetof(struct pt_regs, R) for an x86-64 register name of any width
+ * ("rax", "eax", "ax", "al", "r8d", ...), -1 when unknown; *size gets the
+ * width in bytes. */
+int probes_x86_reg_offset(const char *reg, int *size);
+
+/* One concrete attach point after expansion. */
+struct probes_match {
+	const char *provider;	/* "uprobe", "uretprobe", "usdt", "tracepoint" */
+	const char *target;	/* resolved path, or tracepoint category */
+	const char *ns;		/* usdt provider, else NULL */
+	const char *func;	/* symbol, event, usdt name */
+	const char *name;	/* the probe builtin's value, bpftrace's
+				 * spelling: "uprobe:/usr/bin/bash:readline",
+				 * "tracepoint:sched:sched_switch",
+				 * "usdt:/path:provider:name" */
+	uint64_t addr;		/* uprobe: symbol address (+ func_offset),
+				 * or the address given; usdt: site pc */
+	uint64_t offset;	/* file offset to attach a uprobe at */
+	uint64_t size;		/* uprobe: symbol size, 0 when unknown */
+	uint64_t func_offset;	/* uprobe:bin:func+N: N */
+	int pid;		/* -p filter, 0 = every process */
+	/* usdt */
+	uint64_t semaphore_offset;	/* ref_ctr_offset, 0 when none */
+	const char *usdt_args;	/* argument spec */
+	int index;		/* 0.. within the attach point's matches */
+};
+
+/*
+ * Expand one AST_ATTACH_POINT of probe (an AST_PROBE) into concrete
+ * attach points: uprobe/uretprobe/usdt (targets resolved, wildcards in
+ * target, function, usdt provider and name matched; c->pid used for the
+ * target and as the filter) and tracepoint (wildcards in category and
+ * event). Other providers (BEGIN, END, interval, ...) give one match
+ * with ->name the attach point's canonical name.
+ *
+ * Problems are located diagnostics in c->diag at the attach point, in
+ * bpftrace's wording:
+ *   tracepoint not found: CAT:EVENT     (a warning when the probe has
+ *                                        other attach points)
+ *   tracepoints not found: CAT:EVENT*   (wildcard)
+ *   Did you mean syscalls:EVENT?        (warning, category "syscall")
+ *   uprobe target file 'X' does not exist or is not executable
+ *   Could not resolve symbol: PATH:FUNC
+ *   uprobes not found: PATH:FUNC*       (wildcard matching nothing)
+ *   usdt probe not found: PATH:PROVIDER:NAME
+ *   usdt target file 'X' does not exist or is not executable
+ * Returns 0 (*n may be 0 after a warning), or -errno after an error.
+ */
+int probes_expand(struct compile *c, struct ast_node *probe,
+		  struct ast_node *ap, struct probes_match **out, int *n);
+
+/* The same, without an AST: ap fields given directly (for tests, -l). */
+int probes_expand_ap(struct arena *a, struct diag_list *d,
+		     const struct ast_loc *loc, const char *provider,
+		     const char *target, const char *ns, const char *func,
+		     uint64_t address, uint64_t func_offset, int pid,
+		     bool warn_only, struct probes_match **out, int *n);
+
+/* Does s contain a wildcard (*, ?, [) ? */
+bool probes_has_wildcard(const char *s);
+/* fnmatch() as bpftrace matches probe names. */
+bool probes_match_wildcard(const char *pattern, const char *s);
+
+/*
+ * `ubt -l [PATTERN]` (and -lv when verbose): print the matching probes,
+ * one per line, sorted, as bpftrace 0.17 prints them; PATTERN NULL or ""
+ * lists tracepoints, software and hardware events. Errors in the pattern
+ * are printed to err in bpftrace's diagnostic format against "stdin".
+ * Returns 0, or 1 after printing an error.
+ */
+int probes_list(const char *pattern, int pid, bool verbose, FILE *out,
+		FILE *err);
+
+#endif

@@ -1,0 +1,69 @@
+/*
+ * ptrace plumbing for user mode: stop every thread of a process (seize +
+ * interrupt, new threads followed), start a command stopped at its entry
+ * point, run system calls and function calls inside the target, read and
+ * write its memory, detach.  ubt is attached only while it changes the
+ * target: between attach and detach the target runs untraced, so a killed
+ * ubt leaves it running.
+ */
+#ifndef UBT_PTRACE_H
+#define UBT_PTRACE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+#include <sys/user.h>
+
+struct pt_thread {
+	pid_t tid;
+	int pending_sig;	/* signal to deliver on detach */
+	bool stopped;
+	bool have_regs;
+	struct user_regs_struct regs;	/* as found, then as to restore */
+};
+
+struct pt {
+	pid_t pid;
+	struct pt_thread *th;
+	int nth, cap;
+	int ctl;		/* index of the thread running remote calls */
+	uint64_t syscall_insn;	/* address of a syscall instruction */
+	int memfd;		/* /proc/PID/mem */
+	bool child;		/* started by pt_spawn */
+	bool exec_ok;
+	char err[256];		/* why the last call failed */
+};
+
+struct pt_map {
+	uint64_t start, end, off;
+	char perms[5];
+	char path[256];
+};
+
+void pt_init(struct pt *p);
+/* Seize and stop every thread of pid.  -errno with p->err set. */
+int pt_seize(struct pt *p, pid_t pid);
+/* Start argv[0] (PATH searched) stopped at its ELF entry point. */
+int pt_spawn(struct pt *p, char *const argv[]);
+/* Resume every thread and detach; registers of the control thread restored. */
+int pt_detach(struct pt *p);
+void pt_release(struct pt *p);
+
+int pt_read(struct pt *p, uint64_t addr, void *buf, size_t n);
+int pt_write(struct pt *p, uint64_t addr, const void *buf, size_t n);
+
+/* A system call in the control thread; *ret is the raw return value. */
+int pt_syscall(struct pt *p, long nr, const uint64_t args[6], int64_t *ret);
+/* Call fn(args...) in the control thread; -ETIMEDOUT after timeout_ms. */
+int pt_call(struct pt *p, uint64_t fn, const uint64_t args[6], uint64_t *ret,
+	    int timeout_ms);
+
+/* Registers of thread i (the values it resumes with). */
+int pt_regs(struct pt *p, int i, struct user_regs_struct *r);
+int pt_set_regs(struct pt *p, int i, const struct user_regs_struct *r);
+
+/* /proc/PID/maps, parsed; free(*out) after use. */
+int pt_maps(pid_t pid, struct pt_map **out, int *n);
+
+#endif

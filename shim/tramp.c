@@ -1,0 +1,156 @@
+/* Trampoline generation: hand-encoded x86-64, every byte accounted for. */
+#include <errno.h>
+#include <string.h>
+
+#include "tramp.h"
+
+struct emit {
+	uint8_t *p;
+	size_t n, cap;
+	uint64_t at;
+	int err;
+};
+
+static void bytes(struct emit *e, const void *b, size_t n)
+{
+	if (e->cap - e->n < n) {
+		e->err = -ENOSPC;
+		return;
+	}
+	memcpy(e->p + e->n, b, n);
+	e->n += n;
+}
+
+#define EMIT(e, ...)                                              \
+	do {                                                      \
+		static const uint8_t b_[] = { __VA_ARGS__ };      \
+		bytes(e, b_, sizeof(b_));                         \
+	} while (0)
+
+static uint64_t here(const struct emit *e)
+{
+	return e->at + e->n;
+}
+
+static void u32(struct emit *e, uint32_t v)
+{
+	bytes(e, &v, 4);
+}
+
+/* Placeholder rel32 at the current position; returns its offset. */
+static size_t rel32_hole(struct emit *e)
+{
+	size_t pos = e->n;
+
+	u32(e, 0);
+	return pos;
+}
+
+/* Point the rel32 at pos (ending at pos + 4) to target address. */
+static void rel32_fix(struct emit *e, size_t pos, uint64_t target)
+{
+	int64_t rel = (int64_t)(target - (e->at + pos + 4));
+	int32_t r = (int32_t)rel;
+
+	if (rel != r) {
+		e->err = -ERANGE;
+		return;
+	}
+	if (pos + 4 <= e->cap)
+		memcpy(e->p + pos, &r, 4);
+}
+
+static void rel32_to(struct emit *e, uint64_t target)
+{
+	rel32_fix(e, rel32_hole(e), target);
+}
+
+int tramp_build(const struct tramp_spec *spec, struct patch_site *s,
+		uint8_t *out, size_t cap, uint64_t *reloc_at,
+		struct patch_reloc *r)
+{
+	struct emit e = { .p = out, .cap = cap, .at = spec->at };
+	size_t jz_slow = 0, call_at = 0, jz_reloc = 0, call_reloc = 0;
+	size_t lit_slow = 0, lit_enter = 0, lit_exit = 0, after = 0;
+	size_t reloc, slow = 0, n;
+	int err;
+
+	if ((int64_t)(int32_t)spec->tls_offset != spec->tls_offset)
+		return -ERANGE;
+	EMIT(&e, 0x50);				/* push %rax */
+	if (spec->entry_code) {
+		EMIT(&e, 0x64, 0x48, 0x8b, 0x04, 0x25);	/* mov %fs:tls,%rax */
+		u32(&e, (uint32_t)spec->tls_offset);
+		EMIT(&e, 0x48, 0x85, 0xc0);		/* test %rax,%rax */
+		EMIT(&e, 0x0f, 0x84);			/* jz .slow */
+		jz_slow = rel32_hole(&e);
+		call_at = e.n;
+		EMIT(&e, 0xe8);				/* call entry code */
+		rel32_to(&e, spec->entry_code);
+	}
+	after = e.n;
+	if (spec->ret_code) {
+		EMIT(&e, 0x4c, 0x8d, 0x5c, 0x24, 0x08);	/* lea 8(%rsp),%r11 */
+		EMIT(&e, 0xff, 0x15);			/* call *lit_enter */
+		lit_enter = rel32_hole(&e);
+		EMIT(&e, 0x48, 0x85, 0xc0);		/* test %rax,%rax */
+		EMIT(&e, 0x58);				/* pop %rax */
+		EMIT(&e, 0x0f, 0x84);			/* jz .reloc */
+		jz_reloc = rel32_hole(&e);
+		EMIT(&e, 0x48, 0x8d, 0x64, 0x24, 0x08);	/* lea 8(%rsp),%rsp */
+		EMIT(&e, 0xe8);				/* call .reloc */
+		call_reloc = rel32_hole(&e);
+		EMIT(&e, 0x50);				/* push %rax */
+		EMIT(&e, 0x48, 0x83, 0xec, 0x08);	/* sub $8,%rsp */
+		EMIT(&e, 0x48, 0x89, 0xc7);		/* mov %rax,%rdi */
+		EMIT(&e, 0x48, 0x89, 0xd6);		/* mov %rdx,%rsi */
+		EMIT(&e, 0xe8);				/* call ret code */
+		rel32_to(&e, spec->ret_code);
+		EMIT(&e, 0x4c, 0x8d, 0x5c, 0x24, 0x08);	/* lea 8(%rsp),%r11 */
+		EMIT(&e, 0xff, 0x15);			/* call *lit_exit */
+		lit_exit = rel32_hole(&e);
+		EMIT(&e, 0x48, 0x83, 0xc4, 0x08);	/* add $8,%rsp */
+		EMIT(&e, 0x58);				/* pop %rax */
+		EMIT(&e, 0x41, 0x53);			/* push %r11 */
+		EMIT(&e, 0xc3);				/* ret */
+	} else {
+		EMIT(&e, 0x58);				/* pop %rax */
+	}
+	reloc = e.n;
+	*reloc_at = here(&e);
+	if (e.err)
+		return e.err;
+	err = patch_relocate(s, here(&e), out + e.n, cap - e.n, r);
+	if (err)
+		return err;
+	e.n += r->len;
+	if (spec->entry_code) {
+		slow = e.n;
+		EMIT(&e, 0xff, 0x15);			/* call *lit_slow */
+		lit_slow = rel32_hole(&e);
+		EMIT(&e, 0x48, 0x85, 0xc0);		/* test %rax,%rax */
+		EMIT(&e, 0x0f, 0x85);			/* jnz .call */
+		rel32_to(&e, spec->at + call_at);
+		EMIT(&e, 0xe9);				/* jmp .after */
+		rel32_to(&e, spec->at + after);
+	}
+	while (e.n % 8)
+		EMIT(&e, 0xcc);
+	if (e.err)
+		return e.err;
+	if (spec->entry_code) {
+		rel32_fix(&e, jz_slow, spec->at + slow);
+		rel32_fix(&e, lit_slow, here(&e));
+		bytes(&e, &spec->fn_slow, 8);
+	}
+	if (spec->ret_code) {
+		rel32_fix(&e, jz_reloc, spec->at + reloc);
+		rel32_fix(&e, call_reloc, spec->at + reloc);
+		rel32_fix(&e, lit_enter, here(&e));
+		bytes(&e, &spec->fn_enter, 8);
+		rel32_fix(&e, lit_exit, here(&e));
+		bytes(&e, &spec->fn_exit, 8);
+	}
+	n = e.n;
+	return e.err ? e.err : (int)n;
+}

@@ -1,0 +1,53 @@
+/*
+ * Trampolines.  The patched function entry jumps (jmp, not call) to its
+ * trampoline, which lives in a code slice within +-2 GiB of the module:
+ *
+ *   entry probe:  call the probe code with the function's arguments still
+ *                 in their registers, run the relocated window, jump back.
+ *   return probe: call-wrapping.  The caller's return address moves to a
+ *                 per-thread shadow stack (runtime: rt_wrap_enter), the
+ *                 trampoline calls the relocated function, then calls the
+ *                 return probe code and returns to the original caller
+ *                 (rt_wrap_exit), which keeps the return-stack predictor
+ *                 right.  A frame skipped by longjmp leaves an entry that
+ *                 the next exit below it discards.
+ *
+ * Probe code contract (what the native code generator emits):
+ *   - position independent, no relocations, preserve_most convention
+ *     (may clobber only %r11, flags, and no vector or x87 registers);
+ *   - reaches its thread block as *(u64 *)%fs:tls_offset, which the
+ *     trampoline guarantees is non-NULL before the call;
+ *   - entry probe: the function's arguments in %rdi %rsi %rdx %rcx %r8 %r9,
+ *     its stack arguments at 16(%rsp) and up;
+ *   - return probe: the return value in %rax and %rdi (%rdx also in %rsi).
+ * The trampoline saves %rax itself (%al carries the vector count of a
+ * variadic call), so probe code may clobber %rax too.
+ */
+#ifndef UBT_TRAMP_H
+#define UBT_TRAMP_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "patch.h"
+
+struct tramp_spec {
+	uint64_t at;		/* target address of the trampoline */
+	int64_t tls_offset;	/* %fs offset of the block pointer */
+	uint64_t fn_slow;	/* runtime: rt_slow */
+	uint64_t fn_enter;	/* runtime: rt_wrap_enter */
+	uint64_t fn_exit;	/* runtime: rt_wrap_exit */
+	uint64_t entry_code;	/* target address of entry probe code, or 0 */
+	uint64_t ret_code;	/* target address of return probe code, or 0 */
+};
+
+/*
+ * Build the trampoline for site s into out (cap bytes), to run at
+ * spec->at.  Returns the length, or -errno (-ERANGE: out of rel32 reach,
+ * s->reason says why).  *reloc_at is the address of the relocated window.
+ */
+int tramp_build(const struct tramp_spec *spec, struct patch_site *s,
+		uint8_t *out, size_t cap, uint64_t *reloc_at,
+		struct patch_reloc *r);
+
+#endif

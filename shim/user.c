@@ -1,0 +1,654 @@
+/* User mode facade: attach, runtime placement, probe installation, detach. */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+#include <dlfcn.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <libgen.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "patch.h"
+#include "ptrace.h"
+#include "tramp.h"
+#include "user.h"
+#include "util.h"
+
+#define USER_MAX_SITES 256
+#define USER_SCRATCH_OFF 2048	/* in the control page, after struct rt_ctl */
+#define USER_MAX_FUNC (1 << 20)
+#define USER_2G (2ULL << 30)
+
+struct user_slice {
+	char path[PATH_MAX];	/* module */
+	uint64_t target;	/* address in the target */
+	uint64_t used;
+};
+
+struct user_site {
+	struct patch_site s;
+	int slice;
+	uint64_t entry_code, ret_code;
+	uint8_t jmp[PATCH_MAX_WINDOW];	/* bytes written over the window */
+	uint64_t tramp;
+	struct patch_reloc r;
+	uint64_t reloc_at;
+};
+
+struct ubt_user {
+	struct pt pt;
+	pid_t pid;
+	bool child, resumed, detached;
+	struct memfd m;
+	int64_t target_fd;
+	uint64_t target_base;
+	int64_t tls_offset;
+	struct user_slice slices[RT_CODE_SLICES];
+	int nslices;
+	struct user_site *sites;
+	int nsites;
+	uint64_t stop_ns;
+	char err[512];
+};
+
+static int uerr(struct ubt_user *u, int err, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+static int uerr(struct ubt_user *u, int err, const char *fmt, ...)
+{
+	va_list ap;
+	size_t n;
+
+	va_start(ap, fmt);
+	vsnprintf(u->err, sizeof(u->err), fmt, ap);
+	va_end(ap);
+	n = strlen(u->err);
+	if (err)
+		snprintf(u->err + n, sizeof(u->err) - n, ": %s",
+			 strerror(-err));
+	return err ? err : -EINVAL;
+}
+
+const char *user_error(const struct ubt_user *u)
+{
+	return u->err;
+}
+
+pid_t user_pid(const struct ubt_user *u)
+{
+	return u->pid;
+}
+
+int64_t user_tls_offset(const struct ubt_user *u)
+{
+	return u->tls_offset;
+}
+
+uint64_t user_stop_ns(const struct ubt_user *u)
+{
+	return u->stop_ns;
+}
+
+struct memfd *user_memfd(struct ubt_user *u)
+{
+	return &u->m;
+}
+
+static uint64_t now_ns(void)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (uint64_t)t.tv_sec * 1000000000ULL + (uint64_t)t.tv_nsec;
+}
+
+static int runtime_path(const struct user_opts *o, char *out, size_t len)
+{
+	char exe[PATH_MAX];
+	const char *env = getenv("UBT_RUNTIME");
+	ssize_t n;
+
+	if (o && o->runtime_path) {
+		snprintf(out, len, "%s", o->runtime_path);
+		return 0;
+	}
+	if (env && *env) {
+		snprintf(out, len, "%s", env);
+		return 0;
+	}
+	snprintf(out, len, "%s/libubt-rt.so", UBT_BUILDDIR);
+	if (!access(out, R_OK))
+		return 0;
+	n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+	if (n > 0) {
+		exe[n] = 0;
+		snprintf(out, len, "%s/../libexec/ubt/libubt-rt.so",
+			 dirname(exe));
+		if (!access(out, R_OK))
+			return 0;
+	}
+	return -ENOENT;
+}
+
+/* Load bias of a module mapped from path in the target. */
+static int module_range(struct ubt_user *u, const char *path, uint64_t *bias,
+			uint64_t *lo, uint64_t *hi)
+{
+	uint64_t min_vaddr, base = 0;
+	struct pt_map *m;
+	int n, i, err, is_dyn;
+
+	err = pt_maps(u->pid, &m, &n);
+	if (err)
+		return err;
+	*lo = UINT64_MAX;
+	*hi = 0;
+	for (i = 0; i < n; i++) {
+		if (strcmp(m[i].path, path))
+			continue;
+		if (m[i].start < *lo) {
+			*lo = m[i].start;
+			base = m[i].start - m[i].off;
+		}
+		if (m[i].end > *hi)
+			*hi = m[i].end;
+	}
+	free(m);
+	if (!*hi)
+		return -ENOENT;
+	err = patch_elf_base(path, &min_vaddr, &is_dyn);
+	if (err)
+		return err;
+	*bias = is_dyn ? base - min_vaddr : 0;
+	return 0;
+}
+
+static int find_libc(struct ubt_user *u, char *path, size_t len)
+{
+	struct pt_map *m;
+	int n, i, err;
+
+	err = pt_maps(u->pid, &m, &n);
+	if (err)
+		return err;
+	err = -ENOENT;
+	for (i = 0; i < n; i++) {
+		const char *b = strrchr(m[i].path, '/');
+
+		if (b && (!strncmp(b, "/libc.so", 8) ||
+			  !strncmp(b, "/libc-", 6))) {
+			snprintf(path, len, "%s", m[i].path);
+			err = 0;
+			break;
+		}
+	}
+	free(m);
+	return err;
+}
+
+static int rsys(struct ubt_user *u, long nr, uint64_t a0, uint64_t a1,
+		uint64_t a2, uint64_t a3, uint64_t a4, uint64_t a5,
+		int64_t *ret)
+{
+	uint64_t args[6] = { a0, a1, a2, a3, a4, a5 };
+	int err = pt_syscall(&u->pt, nr, args, ret);
+
+	if (err)
+		return uerr(u, 0, "%s", u->pt.err);
+	if (*ret < 0 && *ret > -4096)
+		return uerr(u, (int)*ret, "remote system call %ld", nr);
+	return 0;
+}
+
+static int place_memfd(struct ubt_user *u, const struct user_opts *o)
+{
+	struct memfd_layout l;
+	struct user_regs_struct r;
+	char path[64];
+	uint64_t name;
+	int64_t ret;
+	int fd, err;
+
+	if (o && o->layout.nblocks)
+		l = o->layout;
+	else
+		memfd_layout_default(&l);
+	pt_regs(&u->pt, u->pt.ctl, &r);
+	name = ((r.rsp - 4096) & ~15ULL);
+	err = pt_write(&u->pt, name, "ubt", 4);
+	if (err)
+		return uerr(u, err, "cannot write the target's stack");
+	err = rsys(u, SYS_memfd_create, name, MFD_CLOEXEC, 0, 0, 0, 0, &ret);
+	if (err)
+		return err;
+	u->target_fd = ret;
+	snprintf(path, sizeof(path), "/proc/%d/fd/%lld", u->pid,
+		 (long long)ret);
+	fd = open(path, O_RDWR | O_CLOEXEC);
+	if (fd < 0)
+		return uerr(u, -errno, "open %s", path);
+	if (ftruncate(fd, (off_t)memfd_layout_size(&l)) < 0) {
+		err = -errno;
+		close(fd);
+		return uerr(u, err, "ftruncate memfd");
+	}
+	err = memfd_map(&u->m, fd, &l);
+	if (err) {
+		u->m.fd = -1;
+		close(fd);
+		return uerr(u, err, "mmap memfd");
+	}
+	err = rsys(u, SYS_mmap, 0, u->m.size, PROT_READ | PROT_WRITE,
+		   MAP_SHARED, (uint64_t)u->target_fd, 0, &ret);
+	if (err)
+		return err;
+	u->target_base = (uint64_t)ret;
+	u->m.ctl->target_base = u->target_base;
+	return 0;
+}
+
+static int place_runtime(struct ubt_user *u, const struct user_opts *o)
+{
+	uint64_t dl_vaddr, dl_size, dl_off, init_vaddr, sz, off, bias, lo, hi;
+	uint64_t args[6] = { 0 }, handle, l_addr, ret;
+	char rt[PATH_MAX], libc[PATH_MAX];
+	int err, i;
+
+	if (runtime_path(o, rt, sizeof(rt)))
+		return uerr(u, -ENOENT, "cannot find libubt-rt.so");
+	if (strlen(rt) + 1 > RT_CTL_SIZE - USER_SCRATCH_OFF)
+		return uerr(u, -ENAMETOOLONG, "%s", rt);
+	err = patch_find_symbol(rt, "rt_init", &init_vaddr, &sz, &off);
+	if (err)
+		return uerr(u, err, "%s: rt_init", rt);
+	if (find_libc(u, libc, sizeof(libc)))
+		return uerr(u, 0, "no libc in the process: a static executable "
+				  "cannot load the runtime");
+	err = patch_find_symbol(libc, "dlopen", &dl_vaddr, &dl_size, &dl_off);
+	if (err)
+		err = patch_find_symbol(libc, "__libc_dlopen_mode", &dl_vaddr,
+					&dl_size, &dl_off);
+	if (err)
+		return uerr(u, err, "%s: no dlopen", libc);
+	err = module_range(u, libc, &bias, &lo, &hi);
+	if (err)
+		return uerr(u, err, "%s: cannot find its mapping", libc);
+	strcpy(u->m.base + USER_SCRATCH_OFF, rt);
+	args[0] = u->target_base + USER_SCRATCH_OFF;
+	args[1] = RTLD_NOW;
+	err = pt_call(&u->pt, bias + dl_vaddr, args, &handle, 5000);
+	if (err)
+		return uerr(u, 0, "dlopen %s in the target: %s", rt, u->pt.err);
+	if (!handle)
+		return uerr(u, 0, "dlopen %s in the target failed", rt);
+	err = pt_read(&u->pt, handle, &l_addr, 8);
+	if (err)
+		return uerr(u, err, "read the runtime's link map");
+	args[0] = u->target_base;
+	args[1] = 0;
+	err = pt_call(&u->pt, l_addr + init_vaddr, args, &ret, 2000);
+	if (err)
+		return uerr(u, 0, "rt_init in the target: %s", u->pt.err);
+	u->tls_offset = (int64_t)ret;
+	if (u->m.ctl->tls_offset != u->tls_offset ||
+	    !u->m.ctl->fn[RT_FN_SLOW] || !u->m.ctl->fn[RT_FN_WRAP_ENTER] ||
+	    !u->m.ctl->fn[RT_FN_WRAP_EXIT])
+		return uerr(u, 0, "the runtime did not initialize");
+	/* forget blocks of an earlier attach in every thread */
+	for (i = 0; i < u->pt.nth; i++) {
+		struct user_regs_struct r;
+		uint64_t zero[2] = { 0, 0 };
+
+		pt_regs(&u->pt, i, &r);
+		err = pt_write(&u->pt, r.fs_base + (uint64_t)u->tls_offset,
+			       zero, sizeof(zero));
+		if (err)
+			return uerr(u, err, "reset thread %d",
+				    u->pt.th[i].tid);
+	}
+	return 0;
+}
+
+static struct ubt_user *attach(struct ubt_user *u, const struct user_opts *o,
+			   char *err, size_t errlen)
+{
+	int e = place_memfd(u, o);
+
+	e = e ?: place_runtime(u, o);
+	if (!e)
+		return u;
+	snprintf(err, errlen, "%s", u->err);
+	pt_detach(&u->pt);
+	if (u->child)
+		kill(u->pid, SIGKILL);
+	user_free(u);
+	return NULL;
+}
+
+struct ubt_user *user_attach_pid(pid_t pid, const struct user_opts *o,
+			     char *err, size_t errlen)
+{
+	struct ubt_user *u = xcalloc(1, sizeof(*u));
+
+	u->m.fd = -1;
+	pt_init(&u->pt);
+	u->pid = pid;
+	u->stop_ns = now_ns();
+	if (pt_seize(&u->pt, pid)) {
+		snprintf(err, errlen, "cannot attach to pid %d: %s", pid,
+			 u->pt.err);
+		pt_release(&u->pt);
+		free(u);
+		return NULL;
+	}
+	return attach(u, o, err, errlen);
+}
+
+struct ubt_user *user_attach_cmd(char *const argv[], const struct user_opts *o,
+			     char *err, size_t errlen)
+{
+	struct ubt_user *u = xcalloc(1, sizeof(*u));
+
+	u->m.fd = -1;
+	pt_init(&u->pt);
+	u->child = true;
+	u->stop_ns = now_ns();
+	if (pt_spawn(&u->pt, argv)) {
+		snprintf(err, errlen, "%s", u->pt.err);
+		pt_release(&u->pt);
+		free(u);
+		return NULL;
+	}
+	u->pid = u->pt.pid;
+	return attach(u, o, err, errlen);
+}
+
+int user_site_check(const char *binary, const char *symbol, char *reason,
+		    size_t len)
+{
+	uint64_t vaddr, size, off;
+	struct patch_site s;
+	uint8_t *code;
+	int fd, err;
+
+	err = patch_find_symbol(binary, symbol, &vaddr, &size, &off);
+	if (err) {
+		snprintf(reason, len, "%s: no function %s", binary, symbol);
+		return err;
+	}
+	if (size > USER_MAX_FUNC)
+		size = USER_MAX_FUNC;
+	code = xmalloc(size ? size : 1);
+	fd = open(binary, O_RDONLY | O_CLOEXEC);
+	if (fd < 0 || pread(fd, code, size, (off_t)off) != (ssize_t)size) {
+		err = fd < 0 ? -errno : -EIO;
+		snprintf(reason, len, "%s: cannot read %s", binary, symbol);
+	} else {
+		err = patch_analyze(code, size, vaddr, &s);
+		snprintf(reason, len, "%s", err ? s.reason : "");
+	}
+	if (fd >= 0)
+		close(fd);
+	free(code);
+	return err;
+}
+
+/* A free range for a code slice within +-2 GiB of [lo, hi). */
+static int find_gap(struct ubt_user *u, uint64_t lo, uint64_t hi, uint64_t *at)
+{
+	uint64_t best = 0, best_span = UINT64_MAX, prev_end = 0x10000;
+	struct pt_map *m;
+	int n, i, err;
+
+	err = pt_maps(u->pid, &m, &n);
+	if (err)
+		return err;
+	for (i = 0; i <= n; i++) {
+		uint64_t gs = prev_end, ge = i < n ? m[i].start : 0x7ffffffff000;
+		uint64_t c, span;
+
+		if (i > 0 && !strcmp(m[i - 1].path, "[heap]"))
+			gs += 256ULL << 20;	/* leave the heap room */
+		if (i < n)
+			prev_end = m[i].end;
+		if (ge <= gs || ge - gs < RT_CODE_SLICE)
+			continue;
+		c = ge <= lo ? ge - RT_CODE_SLICE : gs;
+		span = (c + RT_CODE_SLICE > hi ? c + RT_CODE_SLICE : hi) -
+		       (c < lo ? c : lo);
+		if (span < best_span) {
+			best_span = span;
+			best = c;
+		}
+	}
+	free(m);
+	if (!best || best_span >= USER_2G - (1 << 20))
+		return -ENOSPC;
+	*at = best;
+	return 0;
+}
+
+static int get_slice(struct ubt_user *u, const char *path, uint64_t lo,
+		     uint64_t hi)
+{
+	struct user_slice *sl;
+	uint64_t at;
+	int64_t ret;
+	int i, err;
+
+	for (i = 0; i < u->nslices; i++)
+		if (!strcmp(u->slices[i].path, path))
+			return i;
+	if (u->nslices == RT_CODE_SLICES)
+		return uerr(u, -ENOSPC, "too many patched modules");
+	err = find_gap(u, lo, hi, &at);
+	if (err)
+		return uerr(u, err, "no room for code within 2 GiB of %s",
+			    path);
+	err = rsys(u, SYS_mmap, at, RT_CODE_SLICE, PROT_READ | PROT_EXEC,
+		   MAP_SHARED | MAP_FIXED_NOREPLACE, (uint64_t)u->target_fd,
+		   memfd_code_off((unsigned int)u->nslices), &ret);
+	if (err)
+		return err;
+	if ((uint64_t)ret != at)
+		return uerr(u, -EEXIST, "code area for %s", path);
+	sl = &u->slices[u->nslices];
+	snprintf(sl->path, sizeof(sl->path), "%s", path);
+	sl->target = at;
+	sl->used = 0;
+	return u->nslices++;
+}
+
+/* Copy bytes into slice i; their address in the target. */
+static uint64_t slice_put(struct ubt_user *u, int i, const void *b, size_t n)
+{
+	struct user_slice *sl = &u->slices[i];
+	uint8_t *base = memfd_code(&u->m, (unsigned int)i);
+	uint64_t at = (sl->used + 15) & ~15ULL;
+
+	if (at + n > RT_CODE_SLICE)
+		return 0;
+	memcpy(base + at, b, n);
+	sl->used = at + n;
+	return sl->target + at;
+}
+
+static int move_threads(struct ubt_user *u, struct user_site *us)
+{
+	int i;
+
+	for (i = 0; i < u->pt.nth; i++) {
+		struct user_regs_struct r;
+		uint64_t to;
+
+		pt_regs(&u->pt, i, &r);
+		if (r.rip <= us->s.addr || r.rip >= us->s.addr + us->s.len)
+			continue;
+		to = patch_move_rip(&us->s, &us->r, us->reloc_at, r.rip);
+		if (!to)
+			return uerr(u, 0, "thread %d stopped inside an "
+					  "instruction of the patch window",
+				    u->pt.th[i].tid);
+		r.rip = to;
+		pt_set_regs(&u->pt, i, &r);
+	}
+	return 0;
+}
+
+int user_install(struct ubt_user *u, const struct user_probe *p)
+{
+	uint64_t vaddr, size, off, bias, lo, hi, addr, code_at;
+	struct user_site *us = NULL;
+	struct tramp_spec spec;
+	char path[PATH_MAX];
+	uint8_t buf[1024];
+	int i, err, sl, n;
+
+	if (u->resumed)
+		return uerr(u, -EBUSY, "probes are installed before resuming");
+	if (!realpath(p->binary, path))
+		return uerr(u, -errno, "%s", p->binary);
+	err = patch_find_symbol(path, p->symbol, &vaddr, &size, &off);
+	if (err == -ENOENT) {
+		uerr(u, 0, "%s: no function %s", path, p->symbol);
+		return err;
+	}
+	if (err)
+		return uerr(u, err, "%s: no function %s", path, p->symbol);
+	err = module_range(u, path, &bias, &lo, &hi);
+	if (err)
+		return uerr(u, err, "%s is not mapped in pid %d", path, u->pid);
+	addr = bias + vaddr;
+	for (i = 0; i < u->nsites; i++)
+		if (u->sites[i].s.func == addr)
+			us = &u->sites[i];
+	if (!us) {
+		struct patch_site s;
+		uint8_t *code;
+
+		if (size > USER_MAX_FUNC)
+			size = USER_MAX_FUNC;
+		code = xmalloc(size ? size : 1);
+		err = pt_read(&u->pt, addr, code, size);
+		if (!err && patch_analyze(code, size, addr, &s))
+			err = -EINVAL;
+		free(code);
+		if (err == -EINVAL)
+			return uerr(u, 0, "%s", s.reason);
+		if (err)
+			return uerr(u, err, "read %s in pid %d", p->symbol,
+				    u->pid);
+		if (u->nsites == USER_MAX_SITES)
+			return uerr(u, -ENOSPC, "too many patched functions");
+		if (!u->sites)
+			u->sites = xcalloc(USER_MAX_SITES, sizeof(*u->sites));
+		us = &u->sites[u->nsites];
+		memset(us, 0, sizeof(*us));
+		us->s = s;
+		sl = get_slice(u, path, lo, hi);
+		if (sl < 0)
+			return sl;
+		us->slice = sl;
+		u->nsites++;
+	}
+	code_at = slice_put(u, us->slice, p->code, p->code_len);
+	if (!code_at)
+		return uerr(u, -ENOSPC, "code area full");
+	if (p->kind == USER_PROBE_RETURN)
+		us->ret_code = code_at;
+	else
+		us->entry_code = code_at;
+	spec = (struct tramp_spec){
+		.at = (u->slices[us->slice].target +
+		       u->slices[us->slice].used + 15) & ~15ULL,
+		.tls_offset = u->tls_offset,
+		.fn_slow = u->m.ctl->fn[RT_FN_SLOW],
+		.fn_enter = u->m.ctl->fn[RT_FN_WRAP_ENTER],
+		.fn_exit = u->m.ctl->fn[RT_FN_WRAP_EXIT],
+		.entry_code = us->entry_code,
+		.ret_code = us->ret_code,
+	};
+	n = tramp_build(&spec, &us->s, buf, sizeof(buf), &us->reloc_at,
+			&us->r);
+	if (n < 0)
+		return uerr(u, n, "trampoline for %s%s%s", p->symbol,
+			    us->s.reason[0] ? ": " : "", us->s.reason);
+	us->tramp = slice_put(u, us->slice, buf, (size_t)n);
+	if (us->tramp != spec.at)
+		return uerr(u, -ENOSPC, "code area full");
+	patch_jump_bytes(&us->s, us->tramp, us->jmp);
+	err = pt_write(&u->pt, us->s.addr, us->jmp, us->s.len);
+	if (err)
+		return uerr(u, err, "write the jump at %s", p->symbol);
+	return move_threads(u, us);
+}
+
+int user_resume(struct ubt_user *u)
+{
+	int64_t ret;
+	int err;
+
+	if (u->resumed)
+		return 0;
+	err = rsys(u, SYS_close, (uint64_t)u->target_fd, 0, 0, 0, 0, 0, &ret);
+	if (!err)
+		err = pt_detach(&u->pt);
+	u->resumed = true;
+	u->stop_ns = now_ns() - u->stop_ns;
+	return err ? uerr(u, err, "resume pid %d", u->pid) : 0;
+}
+
+int user_detach(struct ubt_user *u)
+{
+	int i, err = 0;
+
+	if (u->detached || !u->m.ctl)
+		return 0;
+	u->detached = true;
+	if (!u->resumed) {
+		user_resume(u);
+	}
+	__atomic_store_n(&u->m.ctl->detached, 1, __ATOMIC_RELEASE);
+	if (!u->nsites)
+		return 0;
+	pt_release(&u->pt);
+	pt_init(&u->pt);
+	if (pt_seize(&u->pt, u->pid))
+		return 0;	/* gone: nothing left to restore */
+	for (i = 0; i < u->nsites; i++) {
+		struct user_site *us = &u->sites[i];
+		uint8_t cur[PATCH_MAX_WINDOW];
+
+		if (pt_read(&u->pt, us->s.addr, cur, us->s.len) ||
+		    memcmp(cur, us->jmp, us->s.len)) {
+			err = uerr(u, -EIO, "the code at %#llx changed under "
+					    "ubt; left as it is",
+				   (unsigned long long)us->s.addr);
+			continue;
+		}
+		if (pt_write(&u->pt, us->s.addr, us->s.orig, us->s.len))
+			err = uerr(u, -EIO, "restore the code at %#llx",
+				   (unsigned long long)us->s.addr);
+	}
+	pt_detach(&u->pt);
+	return err;
+}
+
+void user_free(struct ubt_user *u)
+{
+	if (!u)
+		return;
+	pt_release(&u->pt);
+	memfd_release(&u->m);
+	free(u->sites);
+	free(u);
+}

@@ -1,0 +1,81 @@
+/*
+ * User mode, the facade: attach to a process (-p) or start a command (-c),
+ * place the runtime, install probes as jumps to trampolines that call
+ * native probe code, let the target run, read the per-thread data back,
+ * detach leaving the original code.
+ *
+ *   u = user_attach_pid(pid, NULL, err, sizeof(err));     target stopped
+ *   user_install(u, &probe);  ...                         still stopped
+ *   user_resume(u);                 target runs; user_stop_ns(u) = pause
+ *   ... memfd_sum_u64(user_memfd(u), off, &v) ...
+ *   user_detach(u); user_free(u);
+ *
+ * Probe code contract: see tramp.h.  It reaches its thread's block at
+ * %fs:user_tls_offset(u); the map area starts at RT_BLK_MAP in the block.
+ */
+#ifndef UBT_USER_H
+#define UBT_USER_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "memfd.h"
+
+struct ubt_user;
+
+struct user_opts {
+	size_t sz;			/* sizeof(struct user_opts) */
+	const char *runtime_path;	/* NULL: UBT_RUNTIME, build, install */
+	struct memfd_layout layout;	/* all zero: memfd_layout_default() */
+};
+
+enum user_probe_kind {
+	USER_PROBE_ENTRY,
+	USER_PROBE_RETURN,
+};
+
+struct user_probe {
+	size_t sz;			/* sizeof(struct user_probe) */
+	const char *binary;		/* path of the executable or library */
+	const char *symbol;
+	enum user_probe_kind kind;
+	const void *code;		/* native probe code (tramp.h contract) */
+	size_t code_len;
+};
+
+/* Seize every thread of pid and place the runtime; NULL, err set, on error. */
+struct ubt_user *user_attach_pid(pid_t pid, const struct user_opts *o,
+			     char *err, size_t errlen);
+/* Start argv stopped before main and place the runtime. */
+struct ubt_user *user_attach_cmd(char *const argv[], const struct user_opts *o,
+			     char *err, size_t errlen);
+
+/*
+ * Can binary:symbol be patched?  0 yes; -EINVAL no, with the reason;
+ * other -errno when the binary or symbol cannot be read.
+ */
+int user_site_check(const char *binary, const char *symbol, char *reason,
+		    size_t len);
+
+/* Install a probe while the target is stopped; -errno, user_error() why. */
+int user_install(struct ubt_user *u, const struct user_probe *p);
+/* Let the target run (ubt detaches from it until user_detach). */
+int user_resume(struct ubt_user *u);
+/*
+ * Stop the target again, restore every patched byte exactly, tell the
+ * runtime to stop producing output, let the target run on.  0 also when
+ * the target has already exited.
+ */
+int user_detach(struct ubt_user *u);
+void user_free(struct ubt_user *u);
+
+const char *user_error(const struct ubt_user *u);
+pid_t user_pid(const struct ubt_user *u);
+int64_t user_tls_offset(const struct ubt_user *u);
+/* How long the target was stopped by attach + install + resume. */
+uint64_t user_stop_ns(const struct ubt_user *u);
+struct memfd *user_memfd(struct ubt_user *u);
+
+#endif

@@ -1,0 +1,211 @@
+#!/bin/sh
+# ubt's command line: exact stdout, stderr and exit status for bad and good
+# command lines. Exit status: 0 success, 1 error in the program or at
+# attach, 2 bad command line (one line "ubt: what: why" and the hint).
+
+. "${top_srcdir:?}/tests/cli/tap.sh"
+
+HINT="Try 'ubt --help' for more information."
+PROG='BEGIN { printf("hello\n"); exit(); }'
+
+# expect NAME STATUS STDOUT STDERR -- ARGS...: run "$UBT ARGS" with stdin
+# from $stdin (default /dev/null) and compare all three exactly. STDOUT and
+# STDERR are whole lines without the final newline; '' means empty.
+# STDOUT '*' means "anything".
+stdin=/dev/null
+expect()
+{
+	name=$1 status=$2 out=$3 err=$4
+	shift 5
+	"$UBT" "$@" <"$stdin" >"$tap_tmp/out" 2>"$tap_tmp/err"
+	rc=$?
+	if [ -n "$err" ]; then
+		printf '%s\n' "$err" >"$tap_tmp/err.exp"
+	else
+		: >"$tap_tmp/err.exp"
+	fi
+	if [ -n "$out" ]; then
+		printf '%s\n' "$out" >"$tap_tmp/out.exp"
+	else
+		: >"$tap_tmp/out.exp"
+	fi
+	why=
+	[ "$rc" = "$status" ] || why="exit status $rc, expected $status"
+	if ! cmp -s "$tap_tmp/err" "$tap_tmp/err.exp"; then
+		why="$why${why:+; }stderr differs:
+$(diff "$tap_tmp/err.exp" "$tap_tmp/err")"
+	fi
+	if [ "$out" != '*' ] && ! cmp -s "$tap_tmp/out" "$tap_tmp/out.exp"; then
+		why="$why${why:+; }stdout differs:
+$(diff "$tap_tmp/out.exp" "$tap_tmp/out")"
+	fi
+	if [ -z "$why" ]; then
+		ok "$name"
+	else
+		not_ok "$name" "ubt $*" "$why"
+	fi
+}
+
+# usage NAME MESSAGE -- ARGS...: a bad command line.
+usage()
+{
+	name=$1 msg=$2
+	shift 3
+	expect "$name" 2 '' "ubt: $msg
+$HINT" -- "$@"
+}
+
+# A pid that no process has: a child that has exited and been reaped.
+sh -c 'exit 0' &
+dead_pid=$!
+wait "$dead_pid"
+kill -0 "$dead_pid" 2>/dev/null && bail "pid $dead_pid still exists"
+
+script="$tap_tmp/prog.bt"
+printf '%s\n' "$PROG" >"$script"
+bad="$tap_tmp/bad.bt"
+printf 'BEGIN { @x = 1 +; }\n' >"$bad"
+
+# --- bad command lines: exit 2 ---------------------------------------
+usage "no program" "no program given: use -e 'program' or a script file" --
+usage "options but no program" "no program given: use -e 'program' or a script file" -- -q -v
+usage "unknown short option" "unknown option: -x" -- -x
+usage "unknown option in a cluster" "unknown option: -x" -- -qx -e "$PROG"
+usage "unknown long option" "unknown option: --nosuch" -- --nosuch -e "$PROG"
+usage "unknown long option with a value" "unknown option: --nosuch" -- --nosuch=1 -e "$PROG"
+usage "flag given a value" "option takes no argument: --unsafe" -- --unsafe=1 -e "$PROG"
+usage "--help given a value" "option takes no argument: --help" -- --help=x
+usage "-p without argument" "option requires an argument: -p" -- -p
+usage "-p without argument in a cluster" "option requires an argument: -p" -- -qp
+usage "-e without argument" "option requires an argument: -e" -- -e
+usage "-o without argument" "option requires an argument: -o" -- -e "$PROG" -o
+usage "--mode without argument" "option requires an argument: --mode" -- -e "$PROG" --mode
+usage "-p not a number" "invalid pid 'abc': not a positive decimal number" -- -p abc -e "$PROG"
+usage "-p trailing junk" "invalid pid '12x': not a positive decimal number" -- -p 12x -e "$PROG"
+usage "-p zero" "invalid pid '0': not a positive decimal number" -- -p 0 -e "$PROG"
+usage "-p negative" "invalid pid '-5': not a positive decimal number" -- -p -5 -e "$PROG"
+usage "-p too large" "invalid pid '99999999999': not a positive decimal number" -- -p 99999999999 -e "$PROG"
+usage "-c and -p" "cannot use both -c and -p" -- -c true -p 1 -e "$PROG"
+usage "-c empty" "invalid command for -c: empty" -- -c '' -e "$PROG"
+usage "-o empty" "invalid output file for -o: empty" -- -o '' -e "$PROG"
+usage "-e twice" "cannot use -e more than once" -- -e "$PROG" -e "$PROG"
+usage "-f unknown format" "invalid output format 'xml': expected 'text' or 'json'" -- -f xml -e "$PROG"
+usage "-B unknown mode" "invalid buffering mode 'some': expected 'none', 'line' or 'full'" -- -B some -e "$PROG"
+usage "--mode unknown" "invalid mode 'fast': expected 'auto', 'kernel' or 'user'" -- --mode fast -e "$PROG"
+usage "--mode= unknown" "invalid mode 'fast': expected 'auto', 'kernel' or 'user'" -- --mode=fast -e "$PROG"
+usage "-d unknown stage" "unknown debug stage 'codegen': expected 'ast', 'sema', 'ir', 'bpf', 'native' or 'all'" -- -d codegen -e "$PROG"
+usage "-d unknown stage in a list" "unknown debug stage 'bogus': expected 'ast', 'sema', 'ir', 'bpf', 'native' or 'all'" -- -d ast,bogus -e "$PROG"
+usage "-d empty stage" "unknown debug stage '': expected 'ast', 'sema', 'ir', 'bpf', 'native' or 'all'" -- -d '' -e "$PROG"
+usage "-l with two patterns" "too many arguments for -l: 'b'" -- -l a b
+usage "--parse-only with -l" "cannot use both -l and --parse-only" -- --parse-only -l
+usage "--parse-only with --dry-run" "cannot use both --dry-run and --parse-only" -- --parse-only --dry-run -e "$PROG"
+usage "--parse-only with -d sema" "cannot use -d sema with --parse-only: it stops after parsing" -- --parse-only -d sema -e "$PROG"
+usage "--parse-only with -d all" "cannot use -d sema with --parse-only: it stops after parsing" -- --parse-only -d all -e "$PROG"
+
+# --- help and version: exit 0, on stdout -----------------------------
+expect "-V" 0 "ubt v0.1.0" '' -- -V
+expect "--version" 0 "ubt v0.1.0" '' -- --version
+expect "-h" 0 '*' '' -- -h
+if head -n 1 "$tap_tmp/out" | grep -qx 'USAGE:'; then
+	ok "-h starts with USAGE:"
+else
+	not_ok "-h starts with USAGE:" "$(head -n 3 "$tap_tmp/out")"
+fi
+cp "$tap_tmp/out" "$tap_tmp/help"
+expect "--help" 0 '*' '' -- --help
+if cmp -s "$tap_tmp/out" "$tap_tmp/help"; then
+	ok "--help prints what -h prints"
+else
+	not_ok "--help prints what -h prints"
+fi
+expect "-h before a bad option" 0 '*' '' -- -h -x
+
+# --- well-formed programs with --parse-only: exit 0, no output -------
+expect "--parse-only -e" 0 '' '' -- --parse-only -e "$PROG"
+expect "--parse-only script" 0 '' '' -- --parse-only "$script"
+expect "--parse-only script with parameters" 0 '' '' -- --parse-only "$script" 42 foo
+expect "--parse-only -e with parameters" 0 '' '' -- --parse-only -e "$PROG" 42 foo
+expect "parameters after --" 0 '' '' -- --parse-only -e "$PROG" -- -5 --x
+expect "options after the script" 0 '' '' -- "$script" --parse-only 1 2
+stdin=$script
+expect "--parse-only - reads stdin" 0 '' '' -- --parse-only -
+stdin=/dev/null
+expect "every option value accepted" 0 '' '' -- --parse-only -B none -B line \
+	-B full -f json -f text --mode user --mode=kernel --mode auto -q -v -k \
+	-kk --unsafe -o "$tap_tmp/unused" -e "$PROG"
+expect "--parse-only -p PID of a live process" 0 '' '' -- --parse-only -p $$ -e "$PROG"
+expect "--parse-only -p PID need not exist" 0 '' '' -- --parse-only -p "$dead_pid" -e "$PROG"
+expect "--parse-only -c CMD is not run" 0 '' '' -- --parse-only -c "touch $tap_tmp/ran" -e "$PROG"
+if [ -e "$tap_tmp/ran" ]; then
+	not_ok "--parse-only does not run -c CMD"
+else
+	ok "--parse-only does not run -c CMD"
+fi
+
+# --- -d ast: the same tree from -e, a script and stdin ---------------
+expect "-d ast -e" 0 '*' '' -- --parse-only -d ast -e "$PROG"
+cp "$tap_tmp/out" "$tap_tmp/ast-e"
+if [ -s "$tap_tmp/ast-e" ]; then
+	ok "-d ast prints a tree"
+else
+	not_ok "-d ast prints a tree" "stdout is empty"
+fi
+expect "-d ast script" 0 '*' '' -- --parse-only -d ast "$script"
+if cmp -s "$tap_tmp/out" "$tap_tmp/ast-e"; then
+	ok "-d ast: script and -e give the same tree"
+else
+	not_ok "-d ast: script and -e give the same tree" \
+		"$(diff "$tap_tmp/ast-e" "$tap_tmp/out")"
+fi
+stdin=$script
+expect "-d ast stdin" 0 '*' '' -- --parse-only -d ast,ast -d ast -
+stdin=/dev/null
+if cmp -s "$tap_tmp/out" "$tap_tmp/ast-e"; then
+	ok "-d ast: stdin and -e give the same tree, printed once"
+else
+	not_ok "-d ast: stdin and -e give the same tree, printed once" \
+		"$(diff "$tap_tmp/ast-e" "$tap_tmp/out")"
+fi
+
+# --- errors: exit 1, no usage hint -----------------------------------
+expect "missing script" 1 '' "ubt: cannot read $tap_tmp/nope.bt: No such file or directory" -- "$tap_tmp/nope.bt"
+expect "script is a directory" 1 '' "ubt: cannot read $tap_tmp: Is a directory" -- --parse-only "$tap_tmp"
+expect "-p of no process" 1 '' "ubt: cannot attach to pid $dead_pid: No such process" -- -p "$dead_pid" -e "$PROG"
+expect "-o in a missing directory" 1 '' "ubt: cannot open output file $tap_tmp/no/out: No such file or directory" -- -o "$tap_tmp/no/out" -e "$PROG"
+
+# A syntax error: diagnostics name "stdin" for -e and -, the path for a
+# script, and go to stderr only.
+syntax_error()
+{
+	name=$1 file=$2
+	shift 2
+	"$UBT" "$@" <"$stdin" >"$tap_tmp/out" 2>"$tap_tmp/err"
+	rc=$?
+	first=$(head -n 1 "$tap_tmp/err")
+	case $rc:$first in
+	1:"$file":1:*": ERROR: "*)
+		if [ -s "$tap_tmp/out" ]; then
+			not_ok "$name" "stdout not empty"
+		else
+			ok "$name"
+		fi ;;
+	*)
+		not_ok "$name" "exit status $rc" "$(cat "$tap_tmp/err")" ;;
+	esac
+}
+syntax_error "syntax error in -e" stdin --parse-only -e 'BEGIN { @x = 1 +; }'
+syntax_error "syntax error in a script" "$bad" --parse-only "$bad"
+stdin=$bad
+syntax_error "syntax error on stdin" stdin --parse-only -
+stdin=/dev/null
+syntax_error "syntax error with -d ast prints no tree" stdin --parse-only -d ast -e 'BEGIN { @x = 1 +; }'
+syntax_error "syntax error without --parse-only" stdin -e 'BEGIN { @x = 1 +; }'
+
+# --- stages not built yet: a clear error, exit 1 ----------------------
+# (update these as the stages are wired into the driver)
+expect "running: not implemented yet" 1 '' "ubt: semantic analysis: not implemented yet" -- -e "$PROG"
+expect "--dry-run: not implemented yet" 1 '' "ubt: semantic analysis: not implemented yet" -- --dry-run -e "$PROG"
+expect "-l: not implemented yet" 1 '' "ubt: listing probes (-l): not implemented yet" -- -l 'tracepoint:syscalls:*'
+expect "-d sema: not implemented yet" 1 '' "ubt: semantic analysis: not implemented yet" -- -d sema -e "$PROG"
+
+tap_done

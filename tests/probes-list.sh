@@ -1,0 +1,161 @@
+#!/bin/sh
+# `ubt -l` listing (probes_list(), through tests/probes/probes-list until
+# the driver has -l) compared with the installed bpftrace's `-l` on the
+# same patterns: stdout and exit status, and stderr for errors.
+#
+# Known, intended differences with bpftrace 0.17, tested on their own:
+#   - bpftrace 0.17 lists software and hardware events as "software:*:"
+#     (a bug); ubt lists each event, and hardware ones only with a PMU;
+#   - bpftrace 0.17 does not resolve "libc.so.6" as a library name; ubt
+#     does (as later bpftrace releases do);
+#   - ubt lists no iter: probes (not supported) and no kprobes here;
+#   - bpftrace 0.17 matches "a*lock" against "a_clocklock" wrongly (it
+#     anchors the last part at its first occurrence); ubt uses fnmatch().
+
+: "${top_builddir:=.}"
+LIST="$top_builddir/tests/probes/probes-list"
+TARGET="$top_builddir/tests/probes/probes-target"
+BPFTRACE=${BPFTRACE:-/usr/bin/bpftrace}
+
+if ! test -x "$LIST" || ! test -x "$TARGET"; then
+	echo "Bail out! $LIST or $TARGET not built"
+	exit 99
+fi
+if ! test -x "$BPFTRACE"; then
+	echo "Bail out! $BPFTRACE (the reference) is not installed"
+	exit 99
+fi
+TARGET=$(cd "$(dirname "$TARGET")" && pwd)/$(basename "$TARGET")
+tmp=$(mktemp -d) || exit 99
+trap 'rm -rf "$tmp"' EXIT
+
+n=0
+fail=0
+ok() {
+	n=$((n + 1))
+	if [ "$1" = 0 ]; then
+		echo "ok $n - $2"
+	else
+		echo "not ok $n - $2"
+		fail=1
+	fi
+}
+
+# same PATTERN [-v]: identical stdout and exit status
+same() {
+	pat=$1
+	shift
+	"$BPFTRACE" -l $* "$pat" >"$tmp/bt.out" 2>"$tmp/bt.err" </dev/null
+	btrc=$?
+	"$LIST" $* "$pat" >"$tmp/ubt.out" 2>"$tmp/ubt.err" </dev/null
+	ubtrc=$?
+	if [ $btrc = $ubtrc ] && cmp -s "$tmp/bt.out" "$tmp/ubt.out"; then
+		ok 0 "-l $* '$pat' ($(wc -l <"$tmp/ubt.out") lines)"
+	else
+		ok 1 "-l $* '$pat' (exit $ubtrc, bpftrace $btrc)"
+		diff "$tmp/bt.out" "$tmp/ubt.out" | head -10 | sed 's/^/# /'
+		sed 's/^/# ubt stderr: /' "$tmp/ubt.err" | head -5
+	fi
+}
+
+# same_err PATTERN: identical stderr (diagnostic) and exit status
+same_err() {
+	"$BPFTRACE" -l "$1" >"$tmp/bt.out" 2>"$tmp/bt.err" </dev/null
+	btrc=$?
+	"$LIST" "$1" >"$tmp/ubt.out" 2>"$tmp/ubt.err" </dev/null
+	ubtrc=$?
+	if [ $btrc = $ubtrc ] && [ $ubtrc != 0 ] &&
+	   cmp -s "$tmp/bt.err" "$tmp/ubt.err" && ! test -s "$tmp/ubt.out"; then
+		ok 0 "-l '$1' fails as bpftrace does"
+	else
+		ok 1 "-l '$1' fails as bpftrace does (exit $ubtrc, bpftrace $btrc)"
+		diff "$tmp/bt.err" "$tmp/ubt.err" | head -10 | sed 's/^/# /'
+	fi
+}
+
+same 'tracepoint:sched:*'
+same 'tracepoint:syscalls:sys_enter_open*'
+same 't:sched:sched_sw*'
+same 'tracepoint:*:sched_switch'
+same 'tracepoint:sched*'
+same 'tracepoint:sched:sched_switch'
+same 'tracepoint:syscalls:sys_enter_openat' -v
+same 'tracepoint:sched:sched_switch' -v
+same 'tracepoint:sched:sched_process_exec' -v
+same 'tracepoint:syscalls:sys_*_read*' -v
+same "uprobe:$TARGET:*"
+same "uprobe:$TARGET:ubt_probe_alpha*"
+same "u:$TARGET:ubt_probe_beta"
+same "uprobe:$TARGET:nosuchfunction*"
+same "uretprobe:libc:mall*"
+same "uprobe:libc:pthread_mutex_clock*"
+same "uprobe:libc:*"
+same 'uprobe:/bin/bash:*'
+same 'uprobe:bash:readline'
+same "usdt:$TARGET:*"
+same "usdt:$TARGET:ubt_test:s*"
+same "usdt:$TARGET:start"
+same "usdt:$TARGET:*:done"
+same_err 'uprobe:/nonexistent/binary:*'
+same_err 'uprobe:libnosuchlibrary:foo'
+same_err 'tracepoint:sched'
+same_err 'uprobe:/bin/bash'
+same_err 'usdt:*'
+
+# The whole list: every tracepoint bpftrace lists, sorted.
+"$BPFTRACE" -l 2>/dev/null </dev/null | grep '^tracepoint:' >"$tmp/bt.out"
+"$LIST" >"$tmp/ubt.out" 2>"$tmp/ubt.err" </dev/null
+ubtrc=$?
+grep '^tracepoint:' "$tmp/ubt.out" >"$tmp/ubt.tp"
+cmp -s "$tmp/bt.out" "$tmp/ubt.tp" && [ $ubtrc = 0 ]
+ok $? "-l: the same tracepoints ($(wc -l <"$tmp/ubt.tp"))"
+LC_ALL=C sort -c "$tmp/ubt.out" 2>/dev/null
+ok $? "-l: sorted"
+grep -qx 'software:cpu-clock:' "$tmp/ubt.out" &&
+	grep -qx 'software:page-faults:' "$tmp/ubt.out" &&
+	grep -qx 'software:cs:' "$tmp/ubt.out"
+ok $? "-l: software events listed one by one"
+if test -e /sys/bus/event_source/devices/cpu; then
+	grep -qx 'hardware:cpu-cycles:' "$tmp/ubt.out"
+else
+	! grep -q '^hardware:' "$tmp/ubt.out"
+fi
+ok $? "-l: hardware events only with a CPU PMU"
+! grep -q '^kprobe:\|^iter:' "$tmp/ubt.out"
+ok $? "-l: no kprobes or iterators on this kernel"
+
+# A bare search matches whole names.
+"$LIST" '*sched_switch*' >"$tmp/ubt.out" 2>&1
+printf 'tracepoint:sched:sched_switch\n' | cmp -s - "$tmp/ubt.out"
+ok $? "-l '*sched_switch*'"
+"$LIST" 'software:*fault*' >"$tmp/ubt.out" 2>&1
+printf 'software:alignment-faults:\nsoftware:emulation-faults:\nsoftware:faults:\nsoftware:major-faults:\nsoftware:minor-faults:\nsoftware:page-faults:\n' |
+	cmp -s - "$tmp/ubt.out"
+ok $? "-l 'software:*fault*'"
+
+# libc.so.6 resolves like libc (bpftrace 0.17 does not resolve it).
+"$LIST" 'uprobe:libc.so.6:malloc' >"$tmp/a" 2>&1
+"$LIST" 'uprobe:libc:malloc' >"$tmp/b" 2>&1
+test -s "$tmp/a" && cmp -s "$tmp/a" "$tmp/b" &&
+	grep -q '^uprobe:/.*/libc\.so\.6:malloc$' "$tmp/a"
+ok $? "-l 'uprobe:libc.so.6:malloc' as 'uprobe:libc:malloc'"
+
+# -p: libraries from the process's maps, uprobe:* over its files.
+"$TARGET" 20 &
+child=$!
+sleep 0.3
+"$LIST" -p $child "uprobe:*:ubt_probe_alpha" >"$tmp/ubt.out" 2>&1
+printf 'uprobe:%s:ubt_probe_alpha\n' "$TARGET" | cmp -s - "$tmp/ubt.out"
+ok $? "-p: uprobe:*:ubt_probe_alpha"
+"$LIST" -p $child "uprobe:libc:malloc" >"$tmp/ubt.out" 2>&1
+lib=$(sed -n 's/^uprobe:\(.*libc\.so\.6\):malloc$/\1/p' "$tmp/ubt.out")
+test -n "$lib" && grep -q " $lib\$" /proc/$child/maps
+ok $? "-p: uprobe:libc:malloc"
+"$LIST" -p $child "usdt:*:ubt_test:start" >"$tmp/ubt.out" 2>&1
+printf 'usdt:%s:ubt_test:start\n' "$TARGET" | cmp -s - "$tmp/ubt.out"
+ok $? "-p: usdt:*:ubt_test:start"
+kill $child 2>/dev/null
+wait $child 2>/dev/null
+
+echo "1..$n"
+exit $fail

@@ -1,0 +1,39 @@
+/*
+ * Shared by the bundled target programs that the runtime corpus traces.
+ * Every traced function is UBT_PROBE: not inlined, not cloned or
+ * specialised by interprocedural optimisation (a .constprop clone would
+ * never hit a uprobe on the original symbol), and kept even if unused.
+ */
+#ifndef UBT_TARGET_H
+#define UBT_TARGET_H
+
+#include <stdlib.h>
+
+#if defined(__clang__)
+#define UBT_PROBE __attribute__((noinline, used, optnone))
+#else
+#define UBT_PROBE __attribute__((noinline, used, noipa))
+#endif
+
+/*
+ * A standard frame at every traced entry (push %rbp; mov %rsp,%rbp), even
+ * in leaf functions that gcc would otherwise build without one, so each
+ * function is long enough to patch and starts as ordinary code does.
+ */
+#define UBT_FRAME() __asm__ volatile("" : : "r"(__builtin_frame_address(0)))
+
+/* Parse a non-negative count argument, or exit(2). */
+static inline long target_count(int argc, char **argv, int i, long def)
+{
+	char *end;
+	long n;
+
+	if (argc <= i)
+		return def;
+	n = strtol(argv[i], &end, 0);
+	if (*argv[i] == '\0' || *end != '\0' || n < 0)
+		exit(2);
+	return n;
+}
+
+#endif

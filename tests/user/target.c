@@ -1,0 +1,272 @@
+/*
+ * Target program for the user-mode tests.  The probed functions are written
+ * in assembly so that their first bytes are known exactly:
+ *
+ *   ut_plain       push %rbp; ...          returns x + 1
+ *   ut_endbr       endbr64; push %rbx ...  returns x + 2
+ *   ut_riprel      mov ut_base(%rip),%rax first: returns ut_base + x
+ *   ut_jcc         test; jz rel8 first:    returns x ? 2x : 7
+ *   ut_short       4 bytes: refused        returns x
+ *   ut_loop        branch to +2: refused   returns x (counts up to it)
+ *   ut_jrcxz       jrcxz first: refused    returns x
+ *   ut_ret         returns 3x (return probes)
+ *   ut_lj(x, jb)   longjmp(jb)s out when x is odd, else returns x
+ *
+ * Usage: target THREADS_BEFORE THREADS_AFTER ITERS
+ *   prints "ready" once the first threads exist, reads a byte from stdin,
+ *   runs one round (ITERS calls of each function per thread, with the
+ *   second group of threads created during the round), prints "sum S",
+ *   reads a byte, runs a second round, prints "sum S", exits 0.
+ * Usage: target bench ITERS
+ *   prints "ready", then for each byte read: times ITERS calls of ut_plain,
+ *   prints "ns X"; exits at end of input.
+ */
+#include <pthread.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+long ut_base = 1000;
+
+__asm__(".text\n"
+	".globl ut_plain\n.type ut_plain,@function\n"
+	"ut_plain:\n"
+	"	push %rbp\n"
+	"	mov %rsp, %rbp\n"
+	"	lea 1(%rdi), %rax\n"
+	"	pop %rbp\n"
+	"	ret\n"
+	".size ut_plain, .-ut_plain\n"
+
+	".globl ut_endbr\n.type ut_endbr,@function\n"
+	"ut_endbr:\n"
+	"	endbr64\n"
+	"	push %rbx\n"
+	"	mov %rdi, %rbx\n"
+	"	lea 2(%rbx), %rax\n"
+	"	pop %rbx\n"
+	"	ret\n"
+	".size ut_endbr, .-ut_endbr\n"
+
+	".globl ut_riprel\n.type ut_riprel,@function\n"
+	"ut_riprel:\n"
+	"	mov ut_base(%rip), %rax\n"
+	"	add %rdi, %rax\n"
+	"	ret\n"
+	".size ut_riprel, .-ut_riprel\n"
+
+	".globl ut_jcc\n.type ut_jcc,@function\n"
+	"ut_jcc:\n"
+	"	test %rdi, %rdi\n"
+	"	jz 1f\n"
+	"	lea (%rdi,%rdi), %rax\n"
+	"	ret\n"
+	"1:	mov $7, %eax\n"
+	"	ret\n"
+	".size ut_jcc, .-ut_jcc\n"
+
+	".globl ut_short\n.type ut_short,@function\n"
+	"ut_short:\n"
+	"	mov %rdi, %rax\n"
+	"	ret\n"
+	".size ut_short, .-ut_short\n"
+
+	".globl ut_loop\n.type ut_loop,@function\n"
+	"ut_loop:\n"
+	"	xor %eax, %eax\n"
+	"1:	cmp %rdi, %rax\n"
+	"	jae 2f\n"
+	"	add $1, %rax\n"
+	"	jmp 1b\n"
+	"2:	ret\n"
+	".size ut_loop, .-ut_loop\n"
+
+	".globl ut_jrcxz\n.type ut_jrcxz,@function\n"
+	"ut_jrcxz:\n"
+	"	jrcxz 1f\n"
+	"	nop\n"
+	"	nop\n"
+	"	nop\n"
+	"1:	mov %rdi, %rax\n"
+	"	ret\n"
+	".size ut_jrcxz, .-ut_jrcxz\n"
+
+	".globl ut_ret\n.type ut_ret,@function\n"
+	"ut_ret:\n"
+	"	push %rbp\n"
+	"	lea (%rdi,%rdi,2), %rax\n"
+	"	pop %rbp\n"
+	"	ret\n"
+	".size ut_ret, .-ut_ret\n"
+
+	".globl ut_lj\n.type ut_lj,@function\n"
+	"ut_lj:\n"
+	"	test $1, %edi\n"
+	"	jnz 1f\n"
+	"	mov %rdi, %rax\n"
+	"	ret\n"
+	"1:	sub $8, %rsp\n"
+	"	mov %rsi, %rdi\n"
+	"	mov $1, %esi\n"
+	"	call longjmp@PLT\n"
+	".size ut_lj, .-ut_lj\n");
+
+long ut_plain(long), ut_endbr(long), ut_riprel(long), ut_jcc(long);
+long ut_short(long), ut_loop(long), ut_jrcxz(long), ut_ret(long);
+long ut_lj(long, jmp_buf *);
+
+
+/* through volatile pointers: nothing gets inlined or folded */
+static long (*volatile f_plain)(long) = ut_plain;
+static long (*volatile f_endbr)(long) = ut_endbr;
+static long (*volatile f_riprel)(long) = ut_riprel;
+static long (*volatile f_jcc)(long) = ut_jcc;
+static long (*volatile f_short)(long) = ut_short;
+static long (*volatile f_loop)(long) = ut_loop;
+static long (*volatile f_jrcxz)(long) = ut_jrcxz;
+static long (*volatile f_ret)(long) = ut_ret;
+static long (*volatile f_lj)(long, jmp_buf *) = ut_lj;
+
+static long iters;
+static int nbefore, nafter;
+static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t cv = PTHREAD_COND_INITIALIZER;
+static int round_no, done_count;
+static long total;
+
+static long one_round(void)
+{
+	volatile long i, s = 0;
+	jmp_buf jb;
+
+	for (i = 0; i < iters; i++) {
+		s += f_plain(i) + f_endbr(i) + f_riprel(i) + f_jcc(i & 3);
+		s += f_short(i) + f_loop(i & 7) + f_jrcxz(i) + f_ret(i);
+		if (!setjmp(jb))
+			s += f_lj(i, &jb);	/* odd i: longjmp out */
+		else
+			s += 1;
+	}
+	return s;
+}
+
+/* what one_round returns, computed without calling anything probed */
+static long expected_round(void)
+{
+	long i, s = 0;
+
+	for (i = 0; i < iters; i++) {
+		s += (i + 1) + (i + 2) + (ut_base + i) +
+		     ((i & 3) ? 2 * (i & 3) : 7);
+		s += i + (i & 7) + i + 3 * i;
+		s += (i & 1) ? 1 : i;
+	}
+	return s;
+}
+
+static void *worker(void *arg)
+{
+	int my_round = 0;
+	long s;
+
+	(void)arg;
+	for (;;) {
+		pthread_mutex_lock(&mu);
+		while (round_no == my_round)
+			pthread_cond_wait(&cv, &mu);
+		my_round = round_no;
+		pthread_mutex_unlock(&mu);
+		if (my_round > 2)
+			return NULL;
+		s = one_round();
+		pthread_mutex_lock(&mu);
+		total += s;
+		done_count++;
+		pthread_cond_broadcast(&cv);
+		pthread_mutex_unlock(&mu);
+	}
+}
+
+static void start_round(void)
+{
+	pthread_mutex_lock(&mu);
+	round_no++;
+	done_count = 0;
+	total = 0;
+	pthread_cond_broadcast(&cv);
+	pthread_mutex_unlock(&mu);
+}
+
+static void wait_round(int n)
+{
+	pthread_mutex_lock(&mu);
+	while (done_count < n)
+		pthread_cond_wait(&cv, &mu);
+	pthread_mutex_unlock(&mu);
+}
+
+static int bench(long n)
+{
+	struct timespec a, b;
+	char c;
+	long i, s = 0;
+
+	printf("ready\n");
+	fflush(stdout);
+	while (read(0, &c, 1) == 1) {
+		clock_gettime(CLOCK_MONOTONIC, &a);
+		for (i = 0; i < n; i++)
+			s += f_plain(i);
+		clock_gettime(CLOCK_MONOTONIC, &b);
+		printf("ns %.3f %ld\n",
+		       ((b.tv_sec - a.tv_sec) * 1e9 + (b.tv_nsec - a.tv_nsec)) /
+			       n,
+		       s);
+		fflush(stdout);
+	}
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	pthread_t th[64];
+	int i, r, nth = 0;
+	char c;
+
+	if (argc == 3 && !strcmp(argv[1], "bench"))
+		return bench(atol(argv[2]));
+	if (argc != 4)
+		return 2;
+	nbefore = atoi(argv[1]);
+	nafter = atoi(argv[2]);
+	iters = atol(argv[3]);
+	if (nbefore + nafter > 64)
+		return 2;
+	for (i = 0; i < nbefore; i++)
+		pthread_create(&th[nth++], NULL, worker, NULL);
+	/* warm up: the process has been running for a while */
+	one_round();
+	printf("ready\n");
+	fflush(stdout);
+	for (r = 1; r <= 2; r++) {
+		if (read(0, &c, 1) != 1)
+			return 3;
+		start_round();
+		if (r == 1)
+			for (i = 0; i < nafter; i++)
+				pthread_create(&th[nth++], NULL, worker,
+					       NULL);
+		wait_round(nth);
+		printf("sum %ld expected %ld\n", total,
+		       expected_round() * nth);
+		fflush(stdout);
+	}
+	start_round();
+	for (i = 0; i < nth; i++)
+		pthread_join(th[i], NULL);
+	return 0;
+}

@@ -1,0 +1,599 @@
+/*
+ * User-mode layers end to end: attach (-c and -p), runtime placement,
+ * patching, trampolines (entry and return probes), per-thread blocks, exact
+ * counts with threads created before and after attach, refused sites,
+ * detach restoring every byte, SIGKILL of the tracer, errors, and the cost
+ * per hit of a count blob.  Probe code is small hand-written native blobs.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "patch.h"
+#include "ptrace.h"
+#include "user.h"
+
+static int ntest, nfail;
+static char target[4096];
+
+static void ok(int cond, const char *fmt, ...)
+{
+	va_list ap;
+
+	printf("%sok %d - ", cond ? "" : "not ", ++ntest);
+	va_start(ap, fmt);
+	vprintf(fmt, ap);
+	va_end(ap);
+	printf("\n");
+	fflush(stdout);
+	if (!cond)
+		nfail++;
+}
+
+static void diag(const char *fmt, ...)
+{
+	va_list ap;
+
+	printf("# ");
+	va_start(ap, fmt);
+	vprintf(fmt, ap);
+	va_end(ap);
+	printf("\n");
+	fflush(stdout);
+}
+
+/* ---- blobs: preserve_most-compatible (only %r11 and flags clobbered) --- */
+
+struct blob {
+	uint8_t b[32];
+	size_t n;
+};
+
+static void blob_prefix(struct blob *b, int64_t tls)
+{
+	int32_t t = (int32_t)tls;
+	static const uint8_t mov[] = { 0x64, 0x4c, 0x8b, 0x1c, 0x25 };
+
+	memcpy(b->b, mov, 5);		/* mov %fs:tls,%r11 */
+	memcpy(b->b + 5, &t, 4);
+	b->n = 9;
+}
+
+static void blob_op(struct blob *b, uint8_t op, uint8_t modrm, uint32_t off)
+{
+	uint32_t d = RT_BLK_MAP + off;
+
+	b->b[b->n++] = 0x49;
+	b->b[b->n++] = op;
+	b->b[b->n++] = modrm;
+	memcpy(b->b + b->n, &d, 4);
+	b->n += 4;
+	b->b[b->n++] = 0xc3;		/* ret */
+}
+
+/* incq off(block) */
+static struct blob blob_count(int64_t tls, uint32_t off)
+{
+	struct blob b;
+
+	blob_prefix(&b, tls);
+	blob_op(&b, 0xff, 0x83, off);
+	return b;
+}
+
+/* add %rdi,off(block): arg0 at entry, the return value at return */
+static struct blob blob_sum_rdi(int64_t tls, uint32_t off)
+{
+	struct blob b;
+
+	blob_prefix(&b, tls);
+	blob_op(&b, 0x01, 0xbb, off);
+	return b;
+}
+
+/* ---- the target process ---- */
+
+struct proc {
+	pid_t pid;
+	int in, out;
+};
+
+static int spawn(struct proc *p, char *const argv[])
+{
+	int in[2], out[2];
+
+	if (pipe(in) || pipe(out))
+		return -1;
+	p->pid = fork();
+	if (!p->pid) {
+		dup2(in[0], 0);
+		dup2(out[1], 1);
+		close(in[0]);
+		close(in[1]);
+		close(out[0]);
+		close(out[1]);
+		execv(argv[0], argv);
+		_exit(127);
+	}
+	close(in[0]);
+	close(out[1]);
+	p->in = in[1];
+	p->out = out[0];
+	return 0;
+}
+
+static int read_line(int fd, char *buf, size_t len)
+{
+	size_t n = 0;
+
+	while (n + 1 < len) {
+		struct pollfd pfd = { .fd = fd, .events = POLLIN };
+
+		if (poll(&pfd, 1, 60000) <= 0 || read(fd, buf + n, 1) != 1)
+			break;
+		if (buf[n] == '\n')
+			break;
+		n++;
+	}
+	buf[n] = 0;
+	return n ? 0 : -1;
+}
+
+static void go(int fd)
+{
+	if (write(fd, "g", 1) != 1)
+		diag("write to the target failed");
+}
+
+static int proc_wait(pid_t pid)
+{
+	int st;
+
+	if (waitpid(pid, &st, 0) < 0)
+		return -1;
+	return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+}
+
+/* Sum line of a round: both numbers must match. */
+static int round_ok(const char *line)
+{
+	long a, b;
+
+	return sscanf(line, "sum %ld expected %ld", &a, &b) == 2 && a == b;
+}
+
+/* ---- function bytes in the target, for the detach comparison ---- */
+
+static const char *const funcs[] = {
+	"ut_plain", "ut_endbr", "ut_riprel", "ut_jcc", "ut_short",
+	"ut_loop", "ut_jrcxz", "ut_ret", "ut_lj",
+};
+
+static int read_funcs(pid_t pid, uint8_t *out, size_t cap, size_t *len)
+{
+	uint64_t min_vaddr, base = 0, vaddr, size, off;
+	char path[4096], mem[64];
+	struct pt_map *m;
+	int n, i, is_dyn, fd;
+	size_t k, used = 0;
+
+	if (!realpath(target, path) || pt_maps(pid, &m, &n))
+		return -1;
+	for (i = 0; i < n; i++)
+		if (!strcmp(m[i].path, path) && !m[i].off) {
+			base = m[i].start;
+			break;
+		}
+	free(m);
+	if (!base || patch_elf_base(path, &min_vaddr, &is_dyn))
+		return -1;
+	if (is_dyn)
+		base -= min_vaddr;
+	else
+		base = 0;
+	snprintf(mem, sizeof(mem), "/proc/%d/mem", pid);
+	fd = open(mem, O_RDONLY);
+	if (fd < 0)
+		return -1;
+	for (k = 0; k < sizeof(funcs) / sizeof(funcs[0]); k++) {
+		if (patch_find_symbol(path, funcs[k], &vaddr, &size, &off) ||
+		    used + size > cap ||
+		    pread(fd, out + used, size, (off_t)(base + vaddr)) !=
+			    (ssize_t)size) {
+			close(fd);
+			return -1;
+		}
+		used += size;
+	}
+	close(fd);
+	*len = used;
+	return 0;
+}
+
+/* ---- probes ---- */
+
+enum {
+	OFF_PLAIN = 0,		/* count ut_plain */
+	OFF_RIPREL_ARG = 8,	/* sum arg0 of ut_riprel */
+	OFF_ENDBR = 16,		/* count ut_endbr */
+	OFF_JCC = 24,		/* count ut_jcc */
+	OFF_RET_SUM = 32,	/* sum retval of ut_ret */
+	OFF_RET_ENTRY = 40,	/* count ut_ret entries */
+	OFF_LJ_ENTRY = 48,	/* count ut_lj entries */
+	OFF_LJ_RET = 56,	/* count ut_lj returns */
+};
+
+static int install(struct ubt_user *u, const char *sym,
+		   enum user_probe_kind kind, struct blob b)
+{
+	struct user_probe p = {
+		.sz = sizeof(p),
+		.binary = target,
+		.symbol = sym,
+		.kind = kind,
+		.code = b.b,
+		.code_len = b.n,
+	};
+	int err = user_install(u, &p);
+
+	if (err)
+		diag("install %s: %s", sym, user_error(u));
+	return err;
+}
+
+static int install_all(struct ubt_user *u)
+{
+	int64_t t = user_tls_offset(u);
+	int err = 0;
+
+	err = err ?: install(u, "ut_plain", USER_PROBE_ENTRY,
+			     blob_count(t, OFF_PLAIN));
+	err = err ?: install(u, "ut_riprel", USER_PROBE_ENTRY,
+			     blob_sum_rdi(t, OFF_RIPREL_ARG));
+	err = err ?: install(u, "ut_endbr", USER_PROBE_ENTRY,
+			     blob_count(t, OFF_ENDBR));
+	err = err ?: install(u, "ut_jcc", USER_PROBE_ENTRY,
+			     blob_count(t, OFF_JCC));
+	err = err ?: install(u, "ut_ret", USER_PROBE_RETURN,
+			     blob_sum_rdi(t, OFF_RET_SUM));
+	err = err ?: install(u, "ut_ret", USER_PROBE_ENTRY,
+			     blob_count(t, OFF_RET_ENTRY));
+	err = err ?: install(u, "ut_lj", USER_PROBE_ENTRY,
+			     blob_count(t, OFF_LJ_ENTRY));
+	err = err ?: install(u, "ut_lj", USER_PROBE_RETURN,
+			     blob_count(t, OFF_LJ_RET));
+	return err;
+}
+
+static uint64_t get(struct ubt_user *u, uint64_t off)
+{
+	uint64_t v = 0;
+
+	if (memfd_sum_u64(user_memfd(u), off, &v))
+		return UINT64_MAX;
+	return v;
+}
+
+/* Check every counter for `calls` calls of each function with i < iters. */
+static void check_counts(struct ubt_user *u, const char *what, long calls,
+			 long iters)
+{
+	long tri = iters * (iters - 1) / 2, rounds = calls / iters;
+
+	ok(get(u, OFF_PLAIN) == (uint64_t)calls,
+	   "%s: count at ut_plain (%llu, expected %ld)", what,
+	   (unsigned long long)get(u, OFF_PLAIN), calls);
+	ok(get(u, OFF_ENDBR) == (uint64_t)calls,
+	   "%s: count at ut_endbr after endbr64", what);
+	ok(get(u, OFF_RIPREL_ARG) == (uint64_t)(rounds * tri),
+	   "%s: sum(arg0) at ut_riprel (RIP-relative first instruction)",
+	   what);
+	ok(get(u, OFF_JCC) == (uint64_t)calls,
+	   "%s: count at ut_jcc (short jcc relocated)", what);
+	ok(get(u, OFF_RET_ENTRY) == (uint64_t)calls &&
+		   get(u, OFF_RET_SUM) == (uint64_t)(rounds * 3 * tri),
+	   "%s: entry count and sum(retval) at ut_ret", what);
+	ok(get(u, OFF_LJ_ENTRY) == (uint64_t)calls &&
+		   get(u, OFF_LJ_RET) == (uint64_t)(rounds * ((iters + 1) / 2)),
+	   "%s: return probe across longjmp (entries %llu, returns %llu)",
+	   what, (unsigned long long)get(u, OFF_LJ_ENTRY),
+	   (unsigned long long)get(u, OFF_LJ_RET));
+	ok(memfd_shadow_lost(user_memfd(u)) == 0,
+	   "%s: no return probe lost", what);
+}
+
+/* ---- the tests ---- */
+
+static void test_sites(void)
+{
+	static const struct {
+		const char *sym, *reason;
+	} t[] = {
+		{ "ut_plain", NULL },
+		{ "ut_endbr", NULL },
+		{ "ut_riprel", NULL },
+		{ "ut_jcc", NULL },
+		{ "ut_short", "shorter than 5 bytes" },
+		{ "ut_loop", "inside the patched window" },
+		{ "ut_jrcxz", "cannot be relocated" },
+	};
+	char reason[256];
+	size_t i;
+
+	for (i = 0; i < sizeof(t) / sizeof(t[0]); i++) {
+		int err = user_site_check(target, t[i].sym, reason,
+					  sizeof(reason));
+
+		if (!t[i].reason)
+			ok(!err, "site %s is patchable", t[i].sym);
+		else
+			ok(err == -EINVAL && strstr(reason, t[i].reason),
+			   "site %s refused: %s", t[i].sym, reason);
+	}
+	ok(user_site_check(target, "no_such_function", reason,
+			   sizeof(reason)) == -ENOENT,
+	   "no such symbol: %s", reason);
+}
+
+static void test_cmd(void)
+{
+	enum { T1 = 2, T2 = 2, N = 20000 };
+	char n1[16], n2[16], n3[16], line[256], err[512];
+	char *argv[] = { target, n1, n2, n3, NULL };
+	struct ubt_user *u;
+	int in[2], out[2], saved_in, saved_out, st;
+
+	snprintf(n1, sizeof(n1), "%d", T1);
+	snprintf(n2, sizeof(n2), "%d", T2);
+	snprintf(n3, sizeof(n3), "%d", N);
+	/* the command inherits our stdin/stdout: point them at pipes */
+	if (pipe(in) || pipe(out))
+		return;
+	saved_in = dup(0);
+	saved_out = dup(1);
+	fflush(stdout);
+	dup2(in[0], 0);
+	dup2(out[1], 1);
+	u = user_attach_cmd(argv, NULL, err, sizeof(err));
+	dup2(saved_in, 0);
+	dup2(saved_out, 1);
+	close(in[0]);
+	close(out[1]);
+	ok(u != NULL, "-c: start stopped and place the runtime%s%s",
+	   u ? "" : ": ", u ? "" : err);
+	if (!u)
+		return;
+	ok(!install_all(u), "-c: install 8 probes on 6 functions");
+	ok(!user_resume(u), "-c: resume");
+	diag("-c: target stopped %.3f ms", user_stop_ns(u) / 1e6);
+	ok(!read_line(out[0], line, sizeof(line)) && !strcmp(line, "ready"),
+	   "-c: target runs");
+	go(in[1]);
+	ok(!read_line(out[0], line, sizeof(line)) && round_ok(line),
+	   "-c: round 1 results right with probes: %s", line);
+	go(in[1]);
+	ok(!read_line(out[0], line, sizeof(line)) && round_ok(line),
+	   "-c: round 2 results right with probes: %s", line);
+	st = proc_wait(user_pid(u));
+	ok(st == 0, "-c: target exits 0 (%d)", st);
+	/* warm-up in main + 2 rounds in T1 + T2 threads */
+	check_counts(u, "-c", (long)N * (1 + 2 * (T1 + T2)), N);
+	ok(memfd_nblocks_used(user_memfd(u)) == 1 + T1 + T2,
+	   "-c: one block per thread (%u)",
+	   memfd_nblocks_used(user_memfd(u)));
+	ok(!user_detach(u), "-c: detach after exit");
+	user_free(u);
+	close(in[1]);
+	close(out[0]);
+}
+
+static void test_pid(void)
+{
+	enum { T1 = 3, T2 = 2, N = 20000 };
+	char *argv[] = { target, "3", "2", "20000", NULL };
+	static uint8_t before[65536], after[65536];
+	size_t nb = 0, na = 0;
+	char line[256], err[512];
+	struct ubt_user *u;
+	struct proc p;
+	int st;
+
+	if (spawn(&p, argv))
+		return;
+	ok(!read_line(p.out, line, sizeof(line)) && !strcmp(line, "ready"),
+	   "-p: target running with %d threads", T1 + 1);
+	usleep(100000);
+	ok(!read_funcs(p.pid, before, sizeof(before), &nb),
+	   "-p: read code before attach");
+	u = user_attach_pid(p.pid, NULL, err, sizeof(err));
+	ok(u != NULL, "-p: attach to a running process%s%s", u ? "" : ": ",
+	   u ? "" : err);
+	if (!u)
+		goto out;
+	ok(!install_all(u), "-p: install 8 probes");
+	ok(user_install(u, &(struct user_probe){
+				   .sz = sizeof(struct user_probe),
+				   .binary = target,
+				   .symbol = "no_such_function",
+				   .code = "\xc3",
+				   .code_len = 1,
+			   }) == -ENOENT &&
+		   strstr(user_error(u), "no function"),
+	   "-p: no symbol: %s", user_error(u));
+	ok(user_install(u, &(struct user_probe){
+				   .sz = sizeof(struct user_probe),
+				   .binary = target,
+				   .symbol = "ut_short",
+				   .code = "\xc3",
+				   .code_len = 1,
+			   }) == -EINVAL,
+	   "-p: refused site not installed: %s", user_error(u));
+	ok(!user_resume(u), "-p: resume");
+	diag("-p: target stopped %.3f ms", user_stop_ns(u) / 1e6);
+	ok(user_stop_ns(u) < 200000000ULL, "-p: stopped under 200 ms");
+	go(p.in);
+	ok(!read_line(p.out, line, sizeof(line)) && round_ok(line),
+	   "-p: round 1 results right with probes: %s", line);
+	check_counts(u, "-p", (long)N * (T1 + T2), N);
+	st = user_detach(u);
+	ok(!st, "-p: detach%s%s", st ? ": " : "", st ? user_error(u) : "");
+	ok(!read_funcs(p.pid, after, sizeof(after), &na) && na == nb &&
+		   !memcmp(before, after, nb),
+	   "-p: /proc/PID/mem identical before attach and after detach "
+	   "(%zu bytes)", nb);
+	go(p.in);
+	ok(!read_line(p.out, line, sizeof(line)) && round_ok(line),
+	   "-p: round 2 after detach right: %s", line);
+	ok(get(u, OFF_PLAIN) == (uint64_t)N * (T1 + T2),
+	   "-p: nothing counted after detach");
+	user_free(u);
+out:
+	ok(proc_wait(p.pid) == 0, "-p: target exits 0");
+	close(p.in);
+	close(p.out);
+}
+
+static void test_sigkill(void)
+{
+	char *argv[] = { target, "2", "1", "20000", NULL };
+	char line[256];
+	struct proc p;
+	pid_t tracer;
+	int st;
+
+	if (spawn(&p, argv))
+		return;
+	ok(!read_line(p.out, line, sizeof(line)), "kill: target running");
+	tracer = fork();
+	if (!tracer) {
+		char err[512];
+		struct ubt_user *u = user_attach_pid(p.pid, NULL, err,
+						     sizeof(err));
+
+		if (!u || install_all(u) || user_resume(u))
+			_exit(1);
+		kill(getpid(), SIGKILL);
+		_exit(2);
+	}
+	waitpid(tracer, &st, 0);
+	ok(WIFSIGNALED(st) && WTERMSIG(st) == SIGKILL,
+	   "kill: tracer attached, patched and died of SIGKILL");
+	go(p.in);
+	ok(!read_line(p.out, line, sizeof(line)) && round_ok(line),
+	   "kill: target keeps running, round 1 right: %s", line);
+	go(p.in);
+	ok(!read_line(p.out, line, sizeof(line)) && round_ok(line),
+	   "kill: round 2 right: %s", line);
+	ok(proc_wait(p.pid) == 0, "kill: target finishes, exit 0");
+	close(p.in);
+	close(p.out);
+}
+
+static void test_errors(void)
+{
+	char err[512];
+	struct ubt_user *u;
+	pid_t z;
+
+	u = user_attach_pid(0x3ffffff0, NULL, err, sizeof(err));
+	ok(!u && strstr(err, "cannot attach to pid") &&
+		   strstr(err, "No such process"),
+	   "no such pid: %s", u ? "attached?" : err);
+	z = fork();
+	if (!z)
+		_exit(0);
+	usleep(50000);	/* a zombie: exited, not reaped */
+	u = user_attach_pid(z, NULL, err, sizeof(err));
+	ok(!u && strstr(err, "cannot attach to pid"),
+	   "exited process: %s", u ? "attached?" : err);
+	waitpid(z, NULL, WNOHANG);
+	{
+		char *argv[] = { "/nonexistent/cmd", NULL };
+
+		u = user_attach_cmd(argv, NULL, err, sizeof(err));
+		ok(!u && strstr(err, "No such file"), "-c missing: %s",
+		   u ? "started?" : err);
+	}
+}
+
+/* Best of three timed loops of N calls; -1 on error. */
+static double timed(struct proc *p)
+{
+	double best = -1, ns;
+	char line[256];
+	int i;
+
+	for (i = 0; i < 3; i++) {
+		go(p->in);
+		if (read_line(p->out, line, sizeof(line)) ||
+		    sscanf(line, "ns %lf", &ns) != 1)
+			return -1;
+		if (best < 0 || ns < best)
+			best = ns;
+	}
+	return best;
+}
+
+static void test_bench(void)
+{
+	enum { N = 10000000 };
+	char *argv[] = { target, "bench", "10000000", NULL };
+	char line[256], err[512];
+	double plain, patched;
+	struct ubt_user *u;
+	struct proc p;
+
+	if (spawn(&p, argv))
+		return;
+	read_line(p.out, line, sizeof(line));
+	plain = timed(&p);
+	ok(plain > 0, "bench: unpatched loop");
+	u = user_attach_pid(p.pid, NULL, err, sizeof(err));
+	if (!u) {
+		ok(0, "bench: attach: %s", err);
+		goto out;
+	}
+	install(u, "ut_plain", USER_PROBE_ENTRY,
+		blob_count(user_tls_offset(u), OFF_PLAIN));
+	user_resume(u);
+	patched = timed(&p);
+	ok(patched > 0, "bench: patched loop");
+	ok(get(u, OFF_PLAIN) == 3 * N, "bench: %d hits counted", 3 * N);
+	diag("ns per call: unpatched %.2f, with count() %.2f: %+.2f ns per hit",
+	     plain, patched, patched - plain);
+	diag("stop time %.3f ms", user_stop_ns(u) / 1e6);
+	user_detach(u);
+	user_free(u);
+out:
+	close(p.in);
+	proc_wait(p.pid);
+	close(p.out);
+}
+
+int main(int argc, char **argv)
+{
+	const char *b = getenv("top_builddir");
+
+	snprintf(target, sizeof(target), "%s/tests/user/target",
+		 b ? b : ".");
+	if (access(target, X_OK)) {
+		printf("Bail out! no %s\n", target);
+		return 99;
+	}
+	signal(SIGPIPE, SIG_IGN);
+	test_sites();
+	test_errors();
+	test_cmd();
+	test_pid();
+	test_sigkill();
+	test_bench();
+	printf("1..%d\n", ntest);
+	return nfail ? 1 : 0;
+}

@@ -1,0 +1,344 @@
+/*
+ * The ubt command line: option parsing, --help and --version.
+ *
+ * Options and their meanings follow bpftrace's; a misuse prints one line
+ * "ubt: <what failed>: <why>" and the usage hint, and the caller exits 2.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+#include "util.h"
+
+enum {
+	OPT_DRY_RUN = 256,
+	OPT_MODE,
+	OPT_PARSE_ONLY,
+	OPT_UNSAFE,
+};
+
+static const char cli_short_opts[] = ":B:c:d:e:f:hklo:p:qvV";
+
+static const struct option cli_long_opts[] = {
+	{ "dry-run", no_argument, NULL, OPT_DRY_RUN },
+	{ "help", no_argument, NULL, 'h' },
+	{ "mode", required_argument, NULL, OPT_MODE },
+	{ "parse-only", no_argument, NULL, OPT_PARSE_ONLY },
+	{ "unsafe", no_argument, NULL, OPT_UNSAFE },
+	{ "version", no_argument, NULL, 'V' },
+	{ NULL, 0, NULL, 0 },
+};
+
+static const char *const cli_debug_names[] = {
+	"ast", "sema", "ir", "bpf", "native",
+};
+
+void cli_help(FILE *f)
+{
+	fputs("USAGE:\n"
+	      "    ubt [options] filename [args...]\n"
+	      "    ubt [options] - <stdin input>\n"
+	      "    ubt [options] -e 'program' [args...]\n"
+	      "\n"
+	      "OPTIONS:\n"
+	      "    -B MODE        output buffering mode ('none', 'line', 'full')\n"
+	      "    -f FORMAT      output format ('text', 'json')\n"
+	      "    -o file        redirect ubt output to file\n"
+	      "    -e 'program'   execute this program\n"
+	      "    -h, --help     show this help message\n"
+	      "    -l [search]    list probes\n"
+	      "    -p PID         attach to process PID (its user probes may run inside it)\n"
+	      "    -c 'CMD'       run CMD and attach to the resulting process\n"
+	      "    --mode MODE    where user probes run ('auto', 'kernel', 'user')\n"
+	      "    --unsafe       allow unsafe builtin functions\n"
+	      "    -q             keep messages quiet\n"
+	      "    -k             emit a warning when a bpf helper returns an error (except read functions)\n"
+	      "    -kk            check all bpf helper functions\n"
+	      "    -V, --version  ubt version\n"
+	      "\n"
+	      "TROUBLESHOOTING OPTIONS:\n"
+	      "    -v             verbose messages\n"
+	      "    -d STAGE       print debug info for STAGE ('ast', 'sema', 'ir', 'bpf', 'native', 'all')\n"
+	      "    --dry-run      compile and load the program, but do not attach or run it\n"
+	      "    --parse-only   check the program's syntax: print nothing, exit 0 if well-formed\n"
+	      "\n"
+	      "EXIT STATUS:\n"
+	      "    0 success, 1 error in the program or at attach, 2 bad command line\n"
+	      "\n"
+	      "EXAMPLES:\n"
+	      "ubt -l 'tracepoint:syscalls:*sleep*'\n"
+	      "    list tracepoints containing \"sleep\"\n"
+	      "ubt -e 'tracepoint:syscalls:sys_enter_nanosleep { printf(\"%d sleeping\\n\", pid); }'\n"
+	      "    trace processes calling sleep\n"
+	      "ubt -e 'tracepoint:raw_syscalls:sys_enter { @[comm] = count(); }'\n"
+	      "    count syscalls by process name\n"
+	      "ubt --parse-only script.bt\n"
+	      "    check the syntax of script.bt\n",
+	      f);
+}
+
+void cli_version(FILE *f)
+{
+	fprintf(f, "ubt v%s\n", PACKAGE_VERSION);
+}
+
+void cli_usage_hint(FILE *f)
+{
+	fputs("Try 'ubt --help' for more information.\n", f);
+}
+
+const char *cli_debug_name(unsigned bit)
+{
+	for (size_t i = 0; i < ARRAY_SIZE(cli_debug_names); i++)
+		if (bit == 1u << i)
+			return cli_debug_names[i];
+	return NULL;
+}
+
+__attribute__((format(printf, 2, 3)))
+static int cli_error(FILE *err, const char *fmt, ...)
+{
+	va_list ap;
+
+	fputs("ubt: ", err);
+	va_start(ap, fmt);
+	vfprintf(err, fmt, ap);
+	va_end(ap);
+	fputc('\n', err);
+	cli_usage_hint(err);
+	return -EINVAL;
+}
+
+/* -p: a positive decimal number that fits in a pid_t. */
+static int cli_parse_pid(const char *s, int *pid)
+{
+	char *end;
+	long v;
+
+	if (*s < '0' || *s > '9')
+		return -EINVAL;
+	errno = 0;
+	v = strtol(s, &end, 10);
+	if (errno || *end || v <= 0 || v > INT_MAX)
+		return -EINVAL;
+	*pid = (int)v;
+	return 0;
+}
+
+/* -d: one stage or a comma-separated list of stages. */
+static int cli_parse_debug(const char *arg, unsigned *bits, FILE *err)
+{
+	const char *p = arg;
+
+	for (;;) {
+		size_t n = strcspn(p, ",");
+		size_t i;
+
+		if (n == 3 && !strncmp(p, "all", 3)) {
+			*bits |= DEBUG_ALL;
+		} else {
+			for (i = 0; i < ARRAY_SIZE(cli_debug_names); i++)
+				if (strlen(cli_debug_names[i]) == n &&
+				    !strncmp(p, cli_debug_names[i], n))
+					break;
+			if (i == ARRAY_SIZE(cli_debug_names))
+				return cli_error(err,
+						 "unknown debug stage '%.*s': expected 'ast', 'sema', 'ir', 'bpf', 'native' or 'all'",
+						 (int)n, p);
+			*bits |= 1u << i;
+		}
+		if (!p[n])
+			return 0;
+		p += n + 1;
+	}
+}
+
+/*
+ * The option a getopt error is about, as the user wrote it: "-p", "--mode".
+ * A long option sets optopt to 0 (unknown) or to its value (>= 256, or
+ * 'h'/'V' for --help/--version) and has been consumed whole, so it is
+ * argv[optind - 1]; a short option may sit inside a cluster ("-qx").
+ */
+static const char *cli_opt_name(char **argv, char *buf, size_t size)
+{
+	const char *arg = argv[optind - 1];
+
+	if (optopt > 0 && optopt < 256 &&
+	    !((optopt == 'h' || optopt == 'V') && !strncmp(arg, "--", 2)))
+		snprintf(buf, size, "-%c", optopt);
+	else
+		snprintf(buf, size, "%.*s", (int)strcspn(arg, "="), arg);
+	return buf;
+}
+
+int cli_parse(struct cli_opts *o, int argc, char **argv, FILE *err)
+{
+	int program_count = 0;
+	char name[64];
+	int c;
+
+	*o = (struct cli_opts){
+		.action = CLI_RUN,
+		.format = FORMAT_TEXT,
+		.buffering = BUFFER_DEFAULT,
+		.mode = MODE_AUTO,
+	};
+
+	opterr = 0;
+	optind = 0;	/* glibc: full reinitialisation */
+	while ((c = getopt_long(argc, argv, cli_short_opts, cli_long_opts,
+				NULL)) != -1) {
+		switch (c) {
+		case 'B':
+			if (!strcmp(optarg, "none"))
+				o->buffering = BUFFER_NONE;
+			else if (!strcmp(optarg, "line"))
+				o->buffering = BUFFER_LINE;
+			else if (!strcmp(optarg, "full"))
+				o->buffering = BUFFER_FULL;
+			else
+				return cli_error(err,
+						 "invalid buffering mode '%s': expected 'none', 'line' or 'full'",
+						 optarg);
+			break;
+		case 'c':
+			if (!*optarg)
+				return cli_error(err, "invalid command for -c: empty");
+			o->cmd = optarg;
+			break;
+		case 'd':
+			if (cli_parse_debug(optarg, &o->debug, err))
+				return -EINVAL;
+			break;
+		case 'e':
+			if (program_count++)
+				return cli_error(err, "cannot use -e more than once");
+			o->program = optarg;
+			break;
+		case 'f':
+			if (!strcmp(optarg, "text"))
+				o->format = FORMAT_TEXT;
+			else if (!strcmp(optarg, "json"))
+				o->format = FORMAT_JSON;
+			else
+				return cli_error(err,
+						 "invalid output format '%s': expected 'text' or 'json'",
+						 optarg);
+			break;
+		case 'h':
+			o->action = CLI_HELP;
+			return 0;
+		case 'k':
+			if (o->helper_check < 2)
+				o->helper_check++;
+			break;
+		case 'l':
+			o->list = true;
+			break;
+		case 'o':
+			if (!*optarg)
+				return cli_error(err, "invalid output file for -o: empty");
+			o->output = optarg;
+			break;
+		case 'p':
+			if (cli_parse_pid(optarg, &o->pid))
+				return cli_error(err,
+						 "invalid pid '%s': not a positive decimal number",
+						 optarg);
+			break;
+		case 'q':
+			o->quiet = true;
+			break;
+		case 'v':
+			o->verbose++;
+			break;
+		case 'V':
+			o->action = CLI_VERSION;
+			return 0;
+		case OPT_DRY_RUN:
+			o->dry_run = true;
+			break;
+		case OPT_MODE:
+			if (!strcmp(optarg, "auto"))
+				o->mode = MODE_AUTO;
+			else if (!strcmp(optarg, "kernel"))
+				o->mode = MODE_KERNEL;
+			else if (!strcmp(optarg, "user"))
+				o->mode = MODE_USER;
+			else
+				return cli_error(err,
+						 "invalid mode '%s': expected 'auto', 'kernel' or 'user'",
+						 optarg);
+			break;
+		case OPT_PARSE_ONLY:
+			o->parse_only = true;
+			break;
+		case OPT_UNSAFE:
+			o->unsafe = true;
+			break;
+		case ':':
+			return cli_error(err, "option requires an argument: %s",
+					 cli_opt_name(argv, name, sizeof(name)));
+		case '?':
+		default:
+			cli_opt_name(argv, name, sizeof(name));
+			if (optopt && name[1] == '-')
+				return cli_error(err,
+						 "option takes no argument: %s",
+						 name);
+			return cli_error(err, "unknown option: %s", name);
+		}
+	}
+
+	if (o->cmd && o->pid)
+		return cli_error(err, "cannot use both -c and -p");
+	if (o->parse_only) {
+		unsigned later = o->debug & ~(unsigned)DEBUG_AST;
+
+		if (o->list)
+			return cli_error(err,
+					 "cannot use both -l and --parse-only");
+		if (o->dry_run)
+			return cli_error(err,
+					 "cannot use both --dry-run and --parse-only");
+		if (later)
+			return cli_error(err,
+					 "cannot use -d %s with --parse-only: it stops after parsing",
+					 cli_debug_name(later & -later));
+	}
+
+	argv += optind;
+	argc -= optind;
+	if (o->program) {
+		/* every argument after the options is a positional parameter */
+	} else if (o->list) {
+		if (argc > 1)
+			return cli_error(err,
+					 "too many arguments for -l: '%s'",
+					 argv[1]);
+		o->list_pattern = argc ? argv[0] : NULL;
+		argc = 0;
+	} else if (argc) {
+		o->script = argv[0];
+		argv++;
+		argc--;
+	} else {
+		return cli_error(err,
+				 "no program given: use -e 'program' or a script file");
+	}
+	o->params = (const char **)argv;
+	o->nparams = argc;
+	return 0;
+}
+
+void cli_release(struct cli_opts *o)
+{
+	/* nothing is allocated: params point into argv */
+	*o = (struct cli_opts){ 0 };
+}

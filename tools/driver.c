@@ -1,0 +1,244 @@
+/*
+ * The ubt driver: one program from the command line through the pipeline
+ *
+ *   read -> parse -> (sema) -> (codegen) -> (load, attach, run)
+ *
+ * Each step is a function returning 0 or an exit code. Stages that are not
+ * built yet fail with "ubt: <stage>: not implemented yet", never silently.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "ast.h"
+#include "compile.h"
+#include "diag.h"
+#include "driver.h"
+#include "util.h"
+
+static int driver_not_implemented(const char *what)
+{
+	fprintf(stderr, "ubt: %s: not implemented yet\n", what);
+	return UBT_EXIT_ERROR;
+}
+
+/* Read a whole stream into a NUL-terminated malloc'ed buffer. */
+static int driver_slurp(FILE *f, char **out)
+{
+	size_t len = 0, cap = 4096;
+	char *buf = xmalloc(cap);
+
+	for (;;) {
+		size_t n = fread(buf + len, 1, cap - len - 1, f);
+
+		len += n;
+		if (len + 1 < cap) {
+			if (ferror(f)) {
+				int err = errno ? errno : EIO;
+
+				free(buf);
+				return -err;
+			}
+			break;
+		}
+		cap *= 2;
+		buf = xrealloc(buf, cap);
+	}
+	buf[len] = '\0';
+	*out = buf;
+	return 0;
+}
+
+int driver_read_program(const struct cli_opts *o, char **source,
+			const char **filename)
+{
+	FILE *f;
+	int err;
+
+	if (o->program) {
+		*source = xstrdup(o->program);
+		*filename = "stdin";
+		return 0;
+	}
+	BUG_ON(!o->script);
+	if (!strcmp(o->script, "-")) {
+		*filename = "stdin";
+		err = driver_slurp(stdin, source);
+		if (err)
+			fprintf(stderr, "ubt: cannot read stdin: %s\n",
+				strerror(-err));
+		return err;
+	}
+	*filename = o->script;
+	f = fopen(o->script, "r");
+	if (!f) {
+		err = -errno;
+		fprintf(stderr, "ubt: cannot read %s: %s\n", o->script,
+			strerror(-err));
+		return err;
+	}
+	err = driver_slurp(f, source);
+	fclose(f);
+	if (err)
+		fprintf(stderr, "ubt: cannot read %s: %s\n", o->script,
+			strerror(-err));
+	return err;
+}
+
+/*
+ * -p: the process must exist before anything else is done (it gives the
+ * program its meaning), except for --parse-only, which only parses.
+ */
+static int driver_check_pid(const struct cli_opts *o)
+{
+	if (!o->pid || o->parse_only)
+		return 0;
+	if (kill(o->pid, 0) && errno == ESRCH) {
+		fprintf(stderr, "ubt: cannot attach to pid %d: %s\n", o->pid,
+			strerror(ESRCH));
+		return UBT_EXIT_ERROR;
+	}
+	return 0;
+}
+
+/* The options that give the program its meaning. */
+static void driver_setup_compile(struct compile *c, const struct cli_opts *o)
+{
+	c->params = o->params;
+	c->nparams = o->nparams;
+	c->pid = o->pid;
+	c->has_cmd = o->cmd != NULL;
+	c->unsafe = o->unsafe;
+	c->mode = o->mode;
+}
+
+static int driver_print_diags(struct compile *c)
+{
+	diag_print(&c->diag, stderr);
+	return diag_has_errors(&c->diag) ? UBT_EXIT_ERROR : 0;
+}
+
+/* Parse, printing the tree for -d ast. */
+static int driver_parse(struct compile *c, const struct cli_opts *o)
+{
+	if (compile_frontend(c, STAGE_PARSE) || diag_has_errors(&c->diag)) {
+		driver_print_diags(c);
+		return UBT_EXIT_ERROR;
+	}
+	if (o->debug & DEBUG_AST) {
+		ast_dump(stdout, c->program);
+		fflush(stdout);
+	}
+	/*
+	 * Warnings are printed once, by the last frontend step that runs:
+	 * here for --parse-only, else after semantic analysis.
+	 */
+	if (o->parse_only)
+		return driver_print_diags(c);
+	return 0;
+}
+
+/*
+ * Semantic analysis: the typed AST (frontend/sema.h); -d sema. Prints the
+ * diagnostics of the whole frontend (parser warnings included) once.
+ */
+static int driver_sema(struct compile *c, const struct cli_opts *o)
+{
+	return driver_not_implemented("semantic analysis");
+}
+
+/* -o FILE and -B MODE: where and how the program's output is written. */
+static int driver_open_output(const struct cli_opts *o, FILE **out)
+{
+	FILE *f = stdout;
+	int mode;
+
+	if (o->output) {
+		f = fopen(o->output, "w");
+		if (!f) {
+			fprintf(stderr, "ubt: cannot open output file %s: %s\n",
+				o->output, strerror(errno));
+			return UBT_EXIT_ERROR;
+		}
+	}
+	switch (o->buffering) {
+	case BUFFER_NONE:
+		mode = _IONBF;
+		break;
+	case BUFFER_LINE:
+		mode = _IOLBF;
+		break;
+	case BUFFER_FULL:
+		mode = _IOFBF;
+		break;
+	case BUFFER_DEFAULT:
+	default:
+		mode = isatty(fileno(f)) ? _IOLBF : _IOFBF;
+		break;
+	}
+	setvbuf(f, NULL, mode, 0);
+	*out = f;
+	return 0;
+}
+
+/* Code generation: the typed AST to BPF (and native) objects. */
+static int driver_codegen(struct compile *c, const struct cli_opts *o)
+{
+	return driver_not_implemented("code generation");
+}
+
+/* Load, attach, run until exit()/Ctrl-C/-c exit, print maps, detach. */
+static int driver_execute(struct compile *c, const struct cli_opts *o,
+			  FILE *out)
+{
+	return driver_not_implemented("running programs");
+}
+
+int driver_run(const struct cli_opts *o)
+{
+	struct compile c;
+	const char *filename;
+	char *source;
+	FILE *out = NULL;
+	int rc;
+
+	if (o->list)
+		return driver_not_implemented("listing probes (-l)");
+	rc = driver_check_pid(o);
+	if (rc)
+		return rc;
+	if (driver_read_program(o, &source, &filename))
+		return UBT_EXIT_ERROR;
+
+	compile_init(&c, filename, source);
+	driver_setup_compile(&c, o);
+	if (!o->parse_only) {
+		rc = driver_open_output(o, &out);
+		if (rc)
+			goto out;
+	}
+	rc = driver_parse(&c, o);
+	if (rc || o->parse_only)
+		goto out;
+	rc = driver_sema(&c, o);
+	if (rc)
+		goto out;
+	rc = driver_codegen(&c, o);
+	if (rc)
+		goto out;
+	rc = driver_execute(&c, o, out);
+out:
+	if (out && out != stdout && fclose(out) && !rc) {
+		fprintf(stderr, "ubt: cannot write output file %s: %s\n",
+			o->output, strerror(errno));
+		rc = UBT_EXIT_ERROR;
+	}
+	compile_release(&c);
+	free(source);
+	return rc;
+}
