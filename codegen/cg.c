@@ -8,6 +8,7 @@
 #include <linux/bpf.h>
 
 #include "cg_int.h"
+#include "probes.h"
 #include "util.h"
 
 #define CG_DEFAULT_MAX_ENTRIES 4096
@@ -217,7 +218,8 @@ static const char *cg_section(struct cg *g, enum sema_provider p)
 }
 
 static void cg_program(struct cg *g, struct sema_probe *sp,
-		       struct ast_node *probe, struct ast_node *ap)
+		       struct ast_node *probe, struct ast_node *ap,
+		       const struct probes_match *m, int nm)
 {
 	struct cg_object *o = g->obj;
 	struct sema_ap *sap = ap->sema ? ap->sema->ap : NULL;
@@ -233,6 +235,15 @@ static void cg_program(struct cg *g, struct sema_probe *sp,
 		g->err = -EINVAL;
 		return;
 	}
+	if (o->nprogs == g->cap_progs) {
+		struct cg_prog *np;
+
+		g->cap_progs = g->cap_progs ? 2 * g->cap_progs : 16;
+		np = arena_alloc(&g->c->arena, g->cap_progs * sizeof(*np));
+		if (o->nprogs)
+			memcpy(np, o->progs, o->nprogs * sizeof(*np));
+		o->progs = np;
+	}
 	p = &o->progs[o->nprogs];
 	snprintf(name, sizeof(name), "p%d_%d", probe->probe.index,
 		 o->nprogs);
@@ -241,7 +252,9 @@ static void cg_program(struct cg *g, struct sema_probe *sp,
 	p->probe = probe;
 	p->ap = ap;
 	p->provider = prov;
-	p->probe_name = sp->name;
+	p->matches = m;
+	p->nmatches = nm;
+	p->probe_name = nm == 1 && m[0].name ? m[0].name : sp->name;
 
 	g->probe = sp;
 	g->ap = ap;
@@ -272,9 +285,10 @@ static void cg_program(struct cg *g, struct sema_probe *sp,
 	}
 	cg_stmts(g, probe->probe.body);
 	if (g->sleepable) {
-		p->section = prov == PROV_URETPROBE ? "uretprobe.s" :
-						      "uprobe.s";
-		LLVMSetSection(g->ir.fn, p->section);
+		o->progs[g->prog].section = prov == PROV_URETPROBE ?
+						    "uretprobe.s" :
+						    "uprobe.s";
+		LLVMSetSection(g->ir.fn, o->progs[g->prog].section);
 	}
 	irb_func_end(&g->ir);
 	g->probe = NULL;
@@ -282,12 +296,59 @@ static void cg_program(struct cg *g, struct sema_probe *sp,
 	g->sap = NULL;
 }
 
+/* Does the subtree use `probe` or `func`? Then each match gets its own
+ * program. */
+static int cg_uses_probe_fn(struct ast_node *n, void *ctx)
+{
+	if (n->kind == AST_BUILTIN && n->sema &&
+	    (n->sema->builtin == BI_PROBE || n->sema->builtin == BI_FUNC))
+		return 1;
+	return ast_visit_children(n, cg_uses_probe_fn, ctx);
+}
+
+static bool cg_uses_probe(struct ast_node *probe)
+{
+	return (probe->probe.pred &&
+		cg_uses_probe_fn(probe->probe.pred, NULL)) ||
+	       cg_uses_probe_fn(probe->probe.body, NULL);
+}
+
+/* Expand the attach points and lower each probe. */
+static void cg_probes(struct cg *g)
+{
+	for (struct ast_node *p = g->c->program->program.probes; p && !g->err;
+	     p = p->next) {
+		struct sema_probe *sp = g->sp->probes[p->probe.index];
+		bool split = cg_uses_probe(p);
+
+		for (struct ast_node *ap = p->probe.aps; ap && !g->err;
+		     ap = ap->next) {
+			struct probes_match *m = NULL;
+			int n = 0, err;
+
+			err = probes_expand(g->c, p, ap, &m, &n);
+			if (err || diag_has_errors(&g->c->diag)) {
+				g->err = err ? err : -EINVAL;
+				return;
+			}
+			if (!n)
+				continue;
+			if (!split || n == 1) {
+				cg_program(g, sp, p, ap, m, n);
+				continue;
+			}
+			for (int i = 0; i < n && !g->err; i++)
+				cg_program(g, sp, p, ap, &m[i], 1);
+		}
+	}
+}
+
 int cg_build(struct compile *c, enum cg_target t, const struct cg_opts *o,
 	     struct cg_object **out)
 {
 	struct cg g = { .c = c, .sp = c->sema };
 	struct cg_object *obj;
-	int naps = 0, err;
+	int err;
 
 	*out = NULL;
 	if (t != CG_TARGET_BPF) {
@@ -308,17 +369,7 @@ int cg_build(struct compile *c, enum cg_target t, const struct cg_opts *o,
 	err = cg_define_maps(&g);
 	if (err)
 		goto out;
-	for (struct ast_node *p = c->program->program.probes; p; p = p->next)
-		naps += ast_list_len(p->probe.aps);
-	obj->progs = arena_alloc(&c->arena, (naps + 1) * sizeof(*obj->progs));
-	for (struct ast_node *p = c->program->program.probes; p && !g.err;
-	     p = p->next) {
-		struct sema_probe *sp = g.sp->probes[p->probe.index];
-
-		for (struct ast_node *ap = p->probe.aps; ap && !g.err;
-		     ap = ap->next)
-			cg_program(&g, sp, p, ap);
-	}
+	cg_probes(&g);
 	if (g.err) {
 		err = g.err;
 		goto out;

@@ -24,6 +24,7 @@ struct compile;
 struct type;
 struct ast_node;
 struct ast_attach_point;
+struct probes_match;
 
 enum cg_target {
 	CG_TARGET_BPF,
@@ -45,6 +46,15 @@ enum cg_event_kind {
 struct cg_event_hdr {
 	uint64_t id;		/* index into cg_object.events */
 };
+
+/*
+ * Values the BPF side cannot print are written as ids the shim turns into
+ * text (kernel.c converts them to strings before output):
+ *   TY_PROBE: u64 index into cg_object.progs (probe_name)
+ *   TY_USYM from `func` in a uprobe: { u64 address; u32 pid;
+ *           u32 cg_object.progs index + 1 } (the program's function);
+ *   TY_USYM from usym(): { u64 address; u32 pid; u32 0 }
+ */
 
 struct cg_arg {
 	const struct type *type;	/* sema's type of the argument */
@@ -89,15 +99,21 @@ struct cg_map {
 	uint32_t max_entries;
 };
 
-/* One BPF program per attach point (after wildcard expansion by the shim
- * a program may be attached several times). */
+/*
+ * One BPF program per attach point, attached to each of the attach
+ * point's concrete matches (shim/probes.h probes_expand(), run by
+ * cg_build()); one program per match instead when the probe uses `probe`
+ * or `func`, so that their values are known per program.
+ */
 struct cg_prog {
 	const char *name;	/* function name in the ELF */
-	const char *section;	/* "uprobe", "tracepoint/cat/name", ... */
+	const char *section;	/* "uprobe", "tracepoint", "raw_tp", ... */
 	const struct ast_node *probe;	/* AST_PROBE */
 	const struct ast_node *ap;	/* AST_ATTACH_POINT */
 	int provider;		/* enum sema_provider */
 	const char *probe_name;	/* the `probe` builtin's value */
+	const struct probes_match *matches;	/* where to attach */
+	int nmatches;
 };
 
 struct cg_object {

@@ -285,14 +285,18 @@ static LLVMValueRef cg_builtin(struct cg *g, struct ast_node *n)
 			irb_memset(ir, buf, 0, (n->type->size + 7) & ~7ul);
 			LLVMBuildStore(ir->b, ip, buf);
 			if (n->type->size >= 16) {
+				/* { ip, u32 pid, u32 program + 1 } (cg.h) */
 				v = irb_helper(ir,
 					       BPF_FUNC_get_current_pid_tgid,
 					       NULL, 0);
-				LLVMBuildStore(ir->b,
-					       LLVMBuildLShr(ir->b, v,
-							     irb_const(ir, 32),
-							     ""),
-					       irb_gep(ir, buf, 8));
+				v = LLVMBuildLShr(ir->b, v, irb_const(ir, 32),
+						  "");
+				v = LLVMBuildOr(ir->b, v,
+						irb_const(ir,
+							  (uint64_t)(g->prog + 1)
+								  << 32),
+						"");
+				LLVMBuildStore(ir->b, v, irb_gep(ir, buf, 8));
 			}
 			return buf;
 		}
@@ -519,12 +523,12 @@ LLVMValueRef cg_binop_values(struct cg *g, enum ast_op op, LLVMValueRef l,
 		LLVMValueRef d = LLVMBuildSelect(ir->b, isz, irb_const(ir, 1),
 						 r, "");
 
+		/* unsigned, as bpftrace 0.17 (which warns about signed
+		 * operands): -7 / 2 is 0x7ffffffffffffffc */
 		if (op == OP_DIV)
-			v = sgn ? LLVMBuildSDiv(ir->b, l, d, "") :
-				  LLVMBuildUDiv(ir->b, l, d, "");
+			v = LLVMBuildUDiv(ir->b, l, d, "");
 		else
-			v = sgn ? LLVMBuildSRem(ir->b, l, d, "") :
-				  LLVMBuildURem(ir->b, l, d, "");
+			v = LLVMBuildURem(ir->b, l, d, "");
 		v = LLVMBuildSelect(ir->b, isz, irb_const(ir, 0), v, "");
 		break;
 	}

@@ -24,6 +24,7 @@ struct cg {
 	LLVMValueRef ringbuf;
 	LLVMValueRef globals;	/* array map: struct cg_globals */
 	int cap_events;
+	int cap_progs;
 
 	/* the program being built */
 	struct sema_probe *probe;

@@ -226,8 +226,11 @@ static struct type *ty_args(struct sema_ctx *x, struct ast_node *n)
 
 /* Context checks: x->provider is the attach point's provider. */
 
+/* bpftrace 0.17's name of a probe type: BEGIN and END are "special". */
 static const char *prov(struct sema_ctx *x)
 {
+	if (x->provider == PROV_BEGIN || x->provider == PROV_END)
+		return "special";
 	return sema_provider_name(x->provider);
 }
 
@@ -267,7 +270,9 @@ static int ck_retval(struct sema_ctx *x, struct ast_node *n)
 
 	if (p != PROV_KRETPROBE && p != PROV_URETPROBE && p != PROV_KRETFUNC) {
 		sema_error(x, &n->loc,
-			   "The retval builtin can only be used with 'kretprobe' and 'uretprobe' and 'kfunc' probes");
+			   "The retval builtin can only be used with 'kretprobe' and 'uretprobe' and 'kfunc' probes%s",
+			   p == PROV_TRACEPOINT ?
+				   " (try to use args->ret instead)" : "");
 		return -EINVAL;
 	}
 	return 0;

@@ -187,6 +187,13 @@ bool fmt_arg_of_type(const struct type *t, enum fmt_arg *out)
 	case TY_BUFFER:
 		*out = FMT_ARG_BUFFER;
 		return true;
+	case TY_ARRAY:
+		/* char[N] (tracepoint fields) is a string to bpftrace */
+		if (t->elem && t->elem->kind == TY_INT && t->elem->size == 1) {
+			*out = FMT_ARG_STRING;
+			return true;
+		}
+		return false;
 	default:
 		return false;
 	}

@@ -16,7 +16,7 @@
  * Arguments (bpftrace's rules): integers, booleans, pointers and enums are
  * "integer"; strings and values printed as text (ksym, usym, username,
  * probe, ntop, kstack, ustack, strerror, strftime, macaddr, cgroup_path)
- * are "string"; buf() is "buffer". At run time an integer argument is
+ * and char[N] arrays are "string"; buf() is "buffer". At run time an integer argument is
  * sign- or zero-extended to 64 bits by its type, then converted by C's
  * printf rules for the length modifier ("%d" and "%x" see the low 32 bits,
  * "%hhu" the low 8, "%ld" all 64; "%c" the low 8; "%p" the 64-bit value).

@@ -34,7 +34,9 @@ static struct sema_map *whole_map(struct sema_ctx *x, struct ast_node *call,
 	}
 	arg->type = m->value;
 	if (!m->value) {
-		sema_error(x, &arg->loc, "Undefined map: %s", m->name);
+		struct ast_loc loc = sema_call_arg_loc(call);
+
+		sema_error(x, &loc, "Undefined map: %s", m->name);
 		x->unresolved++;
 		return NULL;
 	}
@@ -143,7 +145,7 @@ static struct type *ty_print(struct sema_ctx *x, struct ast_node *call,
 	int64_t v;
 
 	(void)m;
-	if (a->kind == AST_MAP && !a->map.nkeys) {
+	if (a->kind == AST_MAP) {
 		int i = 0;
 
 		if (!whole_map(x, call, a, false))
@@ -174,8 +176,9 @@ static struct type *ty_print(struct sema_ctx *x, struct ast_node *call,
 		return NULL;
 	}
 	if (!is_printable(a->type)) {
-		sema_error(x, &call->loc, "print() does not support %s values",
-			   sema_tstr(x, a->type));
+		sema_error(x, &call->loc,
+			   "%s%s type passed to print() is not printable",
+			   a->type->is_ctx ? "(ctx) " : "", sema_tstr(x, a->type));
 		return NULL;
 	}
 	sn->map = NULL;
@@ -206,16 +209,36 @@ static struct type *ty_clear(struct sema_ctx *x, struct ast_node *call,
 	return ty_void(x);
 }
 
+static struct type *delete_key(struct sema_ctx *x, struct ast_node *call,
+			       struct ast_node *a);
+
 static struct type *ty_delete(struct sema_ctx *x, struct ast_node *call,
 			      struct sema_map *m)
 {
 	struct ast_node *a = call->call.args;
 
 	(void)m;
+	const struct ast_loc *saved = x->use_loc;
+	struct type *t;
+
 	if (a->kind != AST_MAP) {
 		sema_error(x, &call->loc, "delete() expects a map to be provided");
 		return NULL;
 	}
+	/* bpftrace 0.17 locates errors about the map at the call */
+	x->use_loc_buf = sema_call_arg_loc(call);
+	x->use_loc = &x->use_loc_buf;
+	t = delete_key(x, call, a);
+	x->use_loc = saved;
+	if (!t)
+		return NULL;
+	sema_node(x, call)->map = sema_map_of(a);
+	return ty_void(x);
+}
+
+static struct type *delete_key(struct sema_ctx *x, struct ast_node *call,
+			       struct ast_node *a)
+{
 	if (a->next) {
 		/* delete(@m, key): the key written apart */
 		struct ast_node fake = *a;
@@ -225,7 +248,6 @@ static struct type *ty_delete(struct sema_ctx *x, struct ast_node *call,
 				   "The map passed to delete() should not be indexed by a key");
 			return NULL;
 		}
-		fake.map.keys = a->next;
 		fake.map.nkeys = 1;
 		fake.next = NULL;
 		fake.map.keys = arena_alloc(x->a, sizeof(*fake.map.keys));
@@ -234,11 +256,9 @@ static struct type *ty_delete(struct sema_ctx *x, struct ast_node *call,
 		if (!sema_type_expr(x, &fake))
 			return NULL;
 		a->type = fake.type;
-	} else if (!sema_type_expr(x, a)) {
-		return NULL;
+		return a->type;
 	}
-	sema_node(x, call)->map = sema_map_of(a);
-	return ty_void(x);
+	return sema_type_expr(x, a);
 }
 
 static struct type *ty_has_key(struct sema_ctx *x, struct ast_node *call,
@@ -276,12 +296,12 @@ static struct type *ty_len(struct sema_ctx *x, struct ast_node *call,
 
 const struct sema_func_ops sema_funcs_print[] = {
 	{ .name = "printf", .id = FN_PRINTF, .min_args = 1, .max_args = 128,
-	  .flags = FN_F_VOID, .type = ty_printf },
+	  .flags = FN_F_VOID | FN_F_FMT, .type = ty_printf },
 	{ .name = "print", .id = FN_PRINT, .min_args = 1, .max_args = 3,
 	  .flags = FN_F_VOID | FN_F_MAP_ARG, .type = ty_print },
 	{ .name = "time", .id = FN_TIME, .min_args = 0, .max_args = 1,
-	  .flags = FN_F_VOID, .type = ty_time },
-	{ .name = "exit", .id = FN_EXIT, .min_args = 0, .max_args = 1,
+	  .flags = FN_F_VOID | FN_F_FMT, .type = ty_time },
+	{ .name = "exit", .id = FN_EXIT, .min_args = 0, .max_args = 0,
 	  .flags = FN_F_VOID, .type = ty_exit },
 	{ .name = "clear", .id = FN_CLEAR, .min_args = 1, .max_args = 1,
 	  .flags = FN_F_VOID | FN_F_MAP_ARG, .type = ty_clear },
@@ -294,8 +314,8 @@ const struct sema_func_ops sema_funcs_print[] = {
 	{ .name = "len", .id = FN_LEN, .min_args = 1, .max_args = 1,
 	  .flags = FN_F_MAP_ARG, .type = ty_len },
 	{ .name = "system", .id = FN_SYSTEM, .min_args = 1, .max_args = 128,
-	  .flags = FN_F_VOID | FN_F_UNSAFE, .type = ty_system },
+	  .flags = FN_F_VOID | FN_F_UNSAFE | FN_F_FMT, .type = ty_system },
 	{ .name = "cat", .id = FN_CAT, .min_args = 1, .max_args = 128,
-	  .flags = FN_F_VOID, .type = ty_cat },
+	  .flags = FN_F_VOID | FN_F_FMT, .type = ty_cat },
 	{ 0 },
 };

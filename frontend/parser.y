@@ -145,6 +145,16 @@ static int check_incdec(struct compile *c, struct ast_node *e,
 	return -1;
 }
 
+/* Only maps and scratch variables can be assigned to. */
+static int check_lvalue(struct compile *c, struct ast_node *e)
+{
+	if (e->kind == AST_VAR || e->kind == AST_MAP)
+		return 0;
+	diag_error(&c->diag, &e->loc,
+		   "Only maps and variables can be assigned to");
+	return -1;
+}
+
 static struct ast_node *block_stmt(struct compile *c, struct block_body b,
 				   const YYLTYPE *loc)
 {
@@ -290,25 +300,14 @@ static struct ast_node *negate(struct compile *c, struct ast_node *e,
 %type <node> probe attach_point pred config config_item map_decl macro
 %type <node> macro_param import simple_stmt compound_stmt if_stmt
 %type <node> else_part assign_stmt let_stmt jump_stmt loop_stmt
-%type <node> expr value unary postfix primary call map tuple record
+%type <node> expr value unary cond_expr lor_expr land_expr bor_expr
+%type <node> bxor_expr band_expr eq_expr rel_expr shift_expr add_expr mul_expr postfix primary call map tuple record
 %type <node> record_field var sizeof_expr offsetof_expr
 %type <list> attach_points stmts config_items config_list macro_params
 %type <list> macro_param_list args args_opt tuple_rest record_fields
 %type <body> block block_body
 %type <type> type let_type let_ident_ptr
 %type <str> field_name field_path struct_kw
-
-%right T_QUES T_COLON
-%left T_LOR
-%left T_LAND
-%left T_BOR
-%left T_BXOR
-%left T_BAND
-%left T_EQ T_NE
-%left T_LE T_GE T_LT T_GT
-%left T_LEFT T_RIGHT
-%left T_PLUS T_MINUS
-%left T_MUL T_DIV T_MOD
 
 %start program
 
@@ -592,6 +591,8 @@ assign_stmt:
 					   "Tuples are immutable once created. Consider creating a new tuple and assigning it instead.");
 				YYABORT;
 			} else {
+				if (check_lvalue(c, $1))
+					YYABORT;
 				$$ = NEW(AST_ASSIGN, @$);
 				$$->assign.lhs = $1;
 				$$->assign.rhs = $3;
@@ -607,6 +608,8 @@ assign_stmt:
 					   "Tuples are immutable once created. Consider creating a new tuple and assigning it instead.");
 				YYABORT;
 			}
+			if (check_lvalue(c, $1))
+				YYABORT;
 			$$ = NEW(AST_ASSIGN, @$);
 			$$->assign.lhs = $1;
 			$$->assign.rhs = $3;
@@ -720,35 +723,81 @@ var:
 		T_VAR	{ $$ = NEW(AST_VAR, @1); $$->ident.name = $1; }
 	;
 
+/* C precedence, one level per rule, as in bpftrace's grammar. */
 expr:
-		unary			{ $$ = $1; }
-	|	expr T_QUES expr T_COLON expr
+		cond_expr		{ $$ = $1; }
+	;
+
+cond_expr:
+		lor_expr		{ $$ = $1; }
+	|	lor_expr T_QUES expr T_COLON cond_expr
 		{
 			$$ = NEW(AST_TERNARY, @$);
 			$$->ternary.cond = $1;
 			$$->ternary.then = $3;
 			$$->ternary.else_ = $5;
 		}
-	|	expr T_LOR expr		{ $$ = binop(c, OP_LOR, $1, $3, &@$); }
-	|	expr T_LAND expr	{ $$ = binop(c, OP_LAND, $1, $3, &@$); }
-	|	expr T_BOR expr		{ $$ = binop(c, OP_BOR, $1, $3, &@$); }
-	|	expr T_BXOR expr	{ $$ = binop(c, OP_BXOR, $1, $3, &@$); }
-	|	expr T_BAND expr	{ $$ = binop(c, OP_BAND, $1, $3, &@$); }
-	|	expr T_EQ expr		{ $$ = binop(c, OP_EQ, $1, $3, &@$); }
-	|	expr T_NE expr		{ $$ = binop(c, OP_NE, $1, $3, &@$); }
-	|	expr T_LE expr		{ $$ = binop(c, OP_LE, $1, $3, &@$); }
-	|	expr T_GE expr		{ $$ = binop(c, OP_GE, $1, $3, &@$); }
-	|	expr T_LT expr		{ $$ = binop(c, OP_LT, $1, $3, &@$); }
-	|	expr T_GT expr		{ $$ = binop(c, OP_GT, $1, $3, &@$); }
-	|	expr T_LEFT expr	{ $$ = binop(c, OP_SHL, $1, $3, &@$); }
-	|	expr T_RIGHT expr	{ $$ = binop(c, OP_SHR, $1, $3, &@$); }
-	|	expr T_PLUS expr	{ $$ = binop(c, OP_ADD, $1, $3, &@$); }
-	|	expr T_MINUS expr	{ $$ = binop(c, OP_SUB, $1, $3, &@$); }
-	|	expr T_MUL expr		{ $$ = binop(c, OP_MUL, $1, $3, &@$); }
-	|	expr T_DIV expr		{ $$ = binop(c, OP_DIV, $1, $3, &@$); }
-	|	expr T_MOD expr		{ $$ = binop(c, OP_MOD, $1, $3, &@$); }
 	;
 
+lor_expr:
+		land_expr		{ $$ = $1; }
+	|	lor_expr T_LOR land_expr	{ $$ = binop(c, OP_LOR, $1, $3, &@$); }
+	;
+
+land_expr:
+		bor_expr		{ $$ = $1; }
+	|	land_expr T_LAND bor_expr	{ $$ = binop(c, OP_LAND, $1, $3, &@$); }
+	;
+
+bor_expr:
+		bxor_expr		{ $$ = $1; }
+	|	bor_expr T_BOR bxor_expr	{ $$ = binop(c, OP_BOR, $1, $3, &@$); }
+	;
+
+bxor_expr:
+		band_expr		{ $$ = $1; }
+	|	bxor_expr T_BXOR band_expr	{ $$ = binop(c, OP_BXOR, $1, $3, &@$); }
+	;
+
+band_expr:
+		eq_expr			{ $$ = $1; }
+	|	band_expr T_BAND eq_expr	{ $$ = binop(c, OP_BAND, $1, $3, &@$); }
+	;
+
+eq_expr:
+		rel_expr		{ $$ = $1; }
+	|	eq_expr T_EQ rel_expr	{ $$ = binop(c, OP_EQ, $1, $3, &@$); }
+	|	eq_expr T_NE rel_expr	{ $$ = binop(c, OP_NE, $1, $3, &@$); }
+	;
+
+rel_expr:
+		shift_expr		{ $$ = $1; }
+	|	rel_expr T_LE shift_expr	{ $$ = binop(c, OP_LE, $1, $3, &@$); }
+	|	rel_expr T_GE shift_expr	{ $$ = binop(c, OP_GE, $1, $3, &@$); }
+	|	rel_expr T_LT shift_expr	{ $$ = binop(c, OP_LT, $1, $3, &@$); }
+	|	rel_expr T_GT shift_expr	{ $$ = binop(c, OP_GT, $1, $3, &@$); }
+	;
+
+shift_expr:
+		add_expr		{ $$ = $1; }
+	|	shift_expr T_LEFT add_expr	{ $$ = binop(c, OP_SHL, $1, $3, &@$); }
+	|	shift_expr T_RIGHT add_expr	{ $$ = binop(c, OP_SHR, $1, $3, &@$); }
+	;
+
+add_expr:
+		mul_expr		{ $$ = $1; }
+	|	add_expr T_PLUS mul_expr	{ $$ = binop(c, OP_ADD, $1, $3, &@$); }
+	|	add_expr T_MINUS mul_expr	{ $$ = binop(c, OP_SUB, $1, $3, &@$); }
+	;
+
+mul_expr:
+		unary			{ $$ = $1; }
+	|	mul_expr T_MUL unary	{ $$ = binop(c, OP_MUL, $1, $3, &@$); }
+	|	mul_expr T_DIV unary	{ $$ = binop(c, OP_DIV, $1, $3, &@$); }
+	|	mul_expr T_MOD unary	{ $$ = binop(c, OP_MOD, $1, $3, &@$); }
+	;
+
+/* unary operators and casts */
 unary:
 		postfix			{ $$ = $1; }
 	|	T_MINUS unary		{ $$ = negate(c, $2, &@$); }

@@ -190,9 +190,45 @@ void sema_hint(struct sema_ctx *x, struct diag *g, const char *fmt, ...)
 	diag_hint(x->d, g, "%s", msg);
 }
 
+/* bpftrace 0.17's spelling of a type in messages. */
 const char *sema_tstr(struct sema_ctx *x, const struct type *t)
 {
-	return type_str(x->a, t);
+	if (!t)
+		return "none";
+	switch (t->kind) {
+	case TY_INT:
+		return arena_printf(x->a, "%sint%zu",
+				    t->is_signed ? "" : "unsigned ", t->size * 8);
+	case TY_VOID:
+	case TY_NONE:
+		return "none";
+	case TY_BUFFER:
+		return arena_printf(x->a, "buffer[%zu]", t->size);
+	case TY_POINTER:
+		return arena_printf(x->a, "%s *", sema_tstr(x, t->elem));
+	case TY_ARRAY:
+		return arena_printf(x->a, "%s[%zu]", sema_tstr(x, t->elem),
+				    t->nelems);
+	case TY_TUPLE: {
+		char *s = "(";
+
+		for (int i = 0; i < t->nfields; i++)
+			s = arena_printf(x->a, "%s%s%s", s, i ? "," : "",
+					 sema_tstr(x, t->fields[i].type));
+		return arena_printf(x->a, "%s)", s);
+	}
+	case TY_COUNT:
+	case TY_SUM:
+	case TY_AVG:
+	case TY_MIN:
+	case TY_MAX:
+	case TY_STATS:
+	case TY_HIST:
+	case TY_LHIST:
+		return sema_tclass(t);
+	default:
+		return type_str(x->a, t);
+	}
 }
 
 const char *sema_tclass(const struct type *t)
@@ -417,6 +453,18 @@ int sema_check_nargs(struct sema_ctx *x, struct ast_node *call, int min,
 		return -EINVAL;
 	}
 	return 0;
+}
+
+struct ast_loc sema_call_arg_loc(const struct ast_node *call)
+{
+	struct ast_loc loc = call->loc;
+	const struct ast_node *a = call->call.args;
+
+	if (a && a->loc.last_line) {
+		loc.last_line = a->loc.last_line;
+		loc.last_column = a->loc.last_column;
+	}
+	return loc;
 }
 
 struct sema_map *sema_map_of(struct ast_node *n)

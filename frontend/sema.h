@@ -210,6 +210,8 @@ struct sema_probe {
 
 /* Per-attach-point info (AST_ATTACH_POINT ->sema->ap). */
 struct sema_ap {
+	const char *name;	/* the `probe` builtin's value for this attach
+				 * point (before wildcard expansion) */
 	enum sema_provider provider;
 	bool is_return;
 	bool available;		/* false: kprobe & co on this kernel */

@@ -201,10 +201,32 @@ static int setup_probe(struct sema_ctx *x, struct ast_node *probe, int idx)
 		ap->provider = p;
 		ap->is_return = is_return_provider(p);
 		ap->available = !is_unavailable_provider(p);
+		ap->name = ap_name(x, n, p);
 		if (n == probe->probe.aps) {
 			sp->provider = p;
 			sp->is_return = ap->is_return;
-			sp->name = ap_name(x, n, p);
+			sp->name = ap->name;
+		}
+		if (p == PROV_BEGIN || p == PROV_END) {
+			bool *seen = p == PROV_BEGIN ? &x->seen_begin :
+						       &x->seen_end;
+
+			if (*seen) {
+				/* bpftrace 0.17 starts the location at the
+				 * blank before the probe */
+				struct ast_loc loc = n->loc;
+				const char *src = x->c->source;
+
+				if (loc.first_line == 1 && loc.first_column > 1 &&
+				    src && (src[loc.first_column - 2] == ' ' ||
+					    src[loc.first_column - 2] == '\t'))
+					loc.first_column--;
+				sema_error(x, &loc,
+					   "More than one %s probe defined",
+					   p == PROV_BEGIN ? "BEGIN" : "END");
+				err = -EINVAL;
+			}
+			*seen = true;
 		}
 		if (p == PROV_END)
 			x->prog->has_end = true;

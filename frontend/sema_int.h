@@ -33,6 +33,12 @@ struct sema_ctx {
 	/* sema_types: the aggregation call directly assigned to agg_map */
 	struct ast_node *agg_call;
 	struct sema_map *agg_map;
+	/* where bpftrace 0.17 locates errors about a map or variable used
+	 * as an argument of print/clear/zero/delete or a map key: the
+	 * enclosing call or map (NULL: the node itself) */
+	const struct ast_loc *use_loc;
+	struct ast_loc use_loc_buf;
+	bool seen_begin, seen_end;	/* sema_config */
 	/* sema_context: the attach point whose provider is checked */
 	struct ast_node *ap;
 	enum sema_provider provider;
@@ -56,6 +62,7 @@ enum {
 	FN_F_VOID = 1 << 2,	/* no value: statement only */
 	FN_F_UNSAFE = 1 << 3,	/* needs --unsafe */
 	FN_F_IDENT_ARGS = 1 << 4,	/* identifiers as arguments (stack modes) */
+	FN_F_FMT = 1 << 5,	/* first argument is a format string */
 };
 
 /* A function (func_*.c). */
@@ -116,6 +123,9 @@ bool sema_str_literal(struct sema_ctx *x, const struct ast_node *n,
 /* Check that call has min..max arguments, with bpftrace's messages. */
 int sema_check_nargs(struct sema_ctx *x, struct ast_node *call, int min,
 		     int max);
+/* bpftrace 0.17's location for errors about a call's first argument:
+ * from the call's name to the end of that argument. */
+struct ast_loc sema_call_arg_loc(const struct ast_node *call);
 /* Positional parameter n (1-based) or NULL. */
 const char *sema_param(struct sema_ctx *x, int n);
 bool sema_is_number(const char *s, int64_t *v);

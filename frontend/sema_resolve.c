@@ -66,8 +66,8 @@ static int var_use(struct sema_ctx *x, struct ast_node *n)
 	struct sema_var *v = var_find(x->probe, n->ident.name);
 
 	if (!v) {
-		sema_error(x, &n->loc, "Undefined or undeclared variable: %s",
-			   n->ident.name);
+		sema_error(x, x->use_loc ? x->use_loc : &n->loc,
+			   "Undefined or undeclared variable: %s", n->ident.name);
 		return -EINVAL;
 	}
 	sema_node(x, n)->var = v;
@@ -113,10 +113,20 @@ static int resolve_builtin(struct sema_ctx *x, struct ast_node *n)
 static int resolve_call(struct sema_ctx *x, struct ast_node *n)
 {
 	const struct sema_func_ops *f = sema_func_find(n->call.name);
+	const struct ast_loc *saved = x->use_loc;
 	struct sema_node *sn;
-	int err;
+	int err = 0;
 
-	err = resolve_list(x, n->call.args);
+	/* bpftrace 0.17 locates errors in print()'s argument at the call */
+	for (struct ast_node *a = n->call.args; a; a = a->next) {
+		if (f && f->id == FN_PRINT && a == n->call.args && !saved) {
+			x->use_loc_buf = sema_call_arg_loc(n);
+			x->use_loc = &x->use_loc_buf;
+		}
+		if (resolve(a, x))
+			err = -EINVAL;
+		x->use_loc = saved;
+	}
 	if (!f) {
 		/* located on the name, as bpftrace does */
 		struct ast_loc loc = n->loc;
@@ -153,9 +163,17 @@ static int resolve_map(struct sema_ctx *x, struct ast_node *n)
 		m->first = n;
 	if (idx < 64)
 		m->probes |= 1ull << idx;
+	const struct ast_loc *saved = x->use_loc;
+	int err;
+
 	if (p == PROV_BEGIN || p == PROV_END)
 		m->used_in_begin_end = true;
-	return resolve_list(x, n->map.keys);
+	/* bpftrace 0.17 locates errors in map keys at the map */
+	if (!saved)
+		x->use_loc = &n->loc;
+	err = resolve_list(x, n->map.keys);
+	x->use_loc = saved;
+	return err;
 }
 
 static int resolve_assign(struct sema_ctx *x, struct ast_node *n)

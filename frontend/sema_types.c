@@ -133,6 +133,30 @@ static void mismatch(struct sema_ctx *x, const struct ast_loc *loc,
 
 /* Map values. */
 
+static enum sema_func agg_of(const struct type *t)
+{
+	switch (t->kind) {
+	case TY_COUNT:
+		return FN_COUNT;
+	case TY_SUM:
+		return FN_SUM;
+	case TY_AVG:
+		return FN_AVG;
+	case TY_MIN:
+		return FN_MIN;
+	case TY_MAX:
+		return FN_MAX;
+	case TY_STATS:
+		return FN_STATS;
+	case TY_HIST:
+		return FN_HIST;
+	case TY_LHIST:
+		return FN_LHIST;
+	default:
+		return FN_NONE;
+	}
+}
+
 static int map_set_value(struct sema_ctx *x, struct sema_map *m,
 			 struct type *t, const struct ast_loc *loc,
 			 const struct ast_loc *rloc)
@@ -153,6 +177,7 @@ static int map_set_value(struct sema_ctx *x, struct sema_map *m,
 	t = widen(x, t);
 	if (!m->value) {
 		m->value = t;
+		m->agg = agg_of(t);
 		x->changed++;
 		return 0;
 	}
@@ -177,15 +202,23 @@ static int map_set_value(struct sema_ctx *x, struct sema_map *m,
 	return 0;
 }
 
+/* bpftrace 0.17 shows every integer key as unsigned int64. */
+static const char *key_str(struct sema_ctx *x, struct type *t)
+{
+	if (t->kind == TY_INT)
+		return "unsigned int64";
+	return sema_tstr(x, t);
+}
+
 static const char *key_list(struct sema_ctx *x, int n, struct type *key)
 {
 	char *s = "";
 
 	if (n == 1)
-		return sema_tstr(x, key);
+		return key_str(x, key);
 	for (int i = 0; i < n; i++)
 		s = arena_printf(x->a, "%s%s%s", s, i ? ", " : "",
-				 sema_tstr(x, key->fields[i].type));
+				 key_str(x, key->fields[i].type));
 	return s;
 }
 
@@ -244,7 +277,7 @@ static int map_keys(struct sema_ctx *x, struct ast_node *n,
 	if (m->nkeys != nk ||
 	    (nk && (m->key->kind != kt->kind ||
 		    merge(x, &m->key, kt, &changed)))) {
-		sema_error(x, &n->loc,
+		sema_error(x, x->use_loc ? x->use_loc : &n->loc,
 			   "Argument mismatch for %s: trying to access with arguments: [%s] when map expects arguments: [%s]",
 			   m->name, nk ? key_list(x, nk, kt) : "",
 			   m->nkeys ? key_list(x, m->nkeys, m->key) : "");
@@ -264,13 +297,51 @@ static struct type *type_map(struct sema_ctx *x, struct ast_node *n)
 	if (map_keys(x, n, m))
 		return NULL;
 	if (!m->value) {
-		sema_error(x, &n->loc, "Undefined map: %s", m->name);
+		sema_error(x, x->use_loc ? x->use_loc : &n->loc,
+			   "Undefined map: %s", m->name);
 		return NULL;
 	}
 	return m->value;
 }
 
 /* Variables. */
+
+/*
+ * bpftrace 0.17 locates a variable's type mismatch at the '=' of the
+ * assignment: find it after the variable in the source.
+ */
+static struct ast_loc assign_op_loc(struct sema_ctx *x, struct ast_node *n)
+{
+	const char *src = x->c->source, *p;
+	struct ast_node *lhs = n->assign.lhs;
+	struct ast_loc loc = n->loc;
+	int line = 1, col = 1;
+
+	if (!src || !lhs->loc.last_line)
+		return loc;
+	for (p = src; *p && (line < lhs->loc.last_line ||
+			     col < lhs->loc.last_column); p++) {
+		if (*p == '\n')
+			line++, col = 1;
+		else
+			col++;
+	}
+	for (; *p && *p != '='; p++) {
+		if (*p == '\n')
+			line++, col = 1;
+		else
+			col++;
+	}
+	if (!*p)
+		return loc;
+	loc.first_line = loc.last_line = line;
+	loc.first_column = col;
+	loc.last_column = col + 1;
+	/* compound assignment: the whole operator */
+	if (n->assign.op != OP_NONE)
+		loc.first_column -= (int)strlen(ast_op_str(n->assign.op));
+	return loc;
+}
 
 static int var_set(struct sema_ctx *x, struct ast_node *var, struct type *t,
 		   const struct ast_loc *loc)
@@ -377,6 +448,7 @@ static struct type *type_int_lit(struct sema_ctx *x, struct ast_node *n)
 	return sema_int64(x);
 }
 
+/* $N is a number (0 when not given); str($N) takes it as text. */
 static struct type *type_positional(struct sema_ctx *x, struct ast_node *n)
 {
 	const char *s;
@@ -386,7 +458,10 @@ static struct type *type_positional(struct sema_ctx *x, struct ast_node *n)
 	s = sema_param(x, n->pos.num);
 	if (!s || sema_is_number(s, NULL))
 		return sema_int64(x);
-	return type_string(x->a, strlen(s) + 1);
+	sema_error(x, &n->loc,
+		   "$%d used numerically but given \"%s\". Try using str($%d).",
+		   n->pos.num, s, n->pos.num);
+	return NULL;
 }
 
 static bool is_arith(enum ast_op op)
@@ -505,8 +580,22 @@ static struct type *type_binop(struct sema_ctx *x, struct ast_node *n)
 	struct type *lt = sema_type_expr(x, n->op.left);
 	struct type *rt = sema_type_expr(x, n->op.right);
 
-	if (!lt || !rt)
+	if (!lt && !rt)
 		return NULL;
+	if (!lt || !rt) {
+		/*
+		 * One side not known yet (a map assigned later, maybe by this
+		 * very statement: @m = @m + 1): guess from the other side
+		 * so that the types can settle, as bpftrace does. The final
+		 * walk reports what stays unknown.
+		 */
+		struct type *k = lt ? lt : rt;
+
+		if (x->final || !is_int(k) || n->op.op == OP_LAND ||
+		    n->op.op == OP_LOR)
+			return NULL;
+		return int64_of(x, int_signed(k));
+	}
 	return type_binop_types(x, n, lt, rt);
 }
 
@@ -613,8 +702,8 @@ static struct type *type_ternary(struct sema_ctx *x, struct ast_node *n)
 	if (!c || !a || !b)
 		return NULL;
 	if (!is_cond(c)) {
-		sema_error(x, &n->ternary.cond->loc,
-			   "Invalid condition in ternary: %s", sema_tstr(x, c));
+		sema_error(x, &n->loc, "Invalid condition in ternary: %s",
+			   sema_tclass(c));
 		return NULL;
 	}
 	if (is_int(a) && is_int(b))
@@ -753,7 +842,7 @@ static struct type *type_tuple_index(struct sema_ctx *x, struct ast_node *n)
 		return NULL;
 	if (t->kind != TY_TUPLE) {
 		sema_error(x, &n->loc,
-			   "Can not access index '%d' on expression of type '%s'",
+			   "Can not access index %d on expression of type '%s'",
 			   i, sema_tstr(x, t));
 		return NULL;
 	}
@@ -834,16 +923,24 @@ static struct type *type_call(struct sema_ctx *x, struct ast_node *n)
 			continue;
 		if (a->kind == AST_IDENT && (f->flags & FN_F_IDENT_ARGS))
 			continue;
+		if (a->kind == AST_POSITIONAL && f->id == FN_STR &&
+		    a == n->call.args && a->pos.num >= 1) {
+			const char *p = sema_param(x, a->pos.num);
+
+			a->type = type_string(x->a, (p ? strlen(p) : 0) + 1);
+			continue;
+		}
+		if (a->kind == AST_STRING && (f->flags & FN_F_FMT) &&
+		    a == n->call.args) {
+			/* formats are not values: no max_strlen limit */
+			a->type = type_string(x->a, a->str.len + 1);
+			continue;
+		}
 		if (!sema_type_expr(x, a))
 			err = -EINVAL;
 	}
 	if (err)
 		return NULL;
-	/* bpftrace 0.17 words a missing hist() argument as for hist(x) */
-	if (f->id == FN_HIST && !n->call.nargs) {
-		sema_check_nargs(x, n, 1, 1);
-		return NULL;
-	}
 	if (sema_check_nargs(x, n, f->min_args, f->max_args))
 		return NULL;
 	return f->type(x, n, agg_map);
@@ -874,6 +971,12 @@ struct type *sema_type_expr(struct sema_ctx *x, struct ast_node *n)
 		t = type_new(x->a, TY_BOOL, 1);
 		break;
 	case AST_STRING:
+		if (n->str.len > (size_t)x->c->max_strlen) {
+			sema_error(x, &n->loc,
+				   "String is too long (over %d bytes): %s",
+				   x->c->max_strlen, n->str.value);
+			break;
+		}
 		t = type_string(x->a, n->str.len + 1);
 		break;
 	case AST_POSITIONAL:
@@ -1014,6 +1117,7 @@ static int assign_var(struct sema_ctx *x, struct ast_node *n)
 {
 	struct ast_node *lhs = n->assign.lhs, *rhs = n->assign.rhs;
 	struct type *t = sema_type_expr(x, rhs);
+	struct ast_loc loc;
 
 	if (!t)
 		return -EINVAL;
@@ -1037,7 +1141,8 @@ static int assign_var(struct sema_ctx *x, struct ast_node *n)
 		sema_error(x, &n->loc, "args cannot be assigned to a variable");
 		return -EINVAL;
 	}
-	return var_set(x, lhs, t, &n->loc);
+	loc = assign_op_loc(x, n);
+	return var_set(x, lhs, t, &loc);
 }
 
 static int type_assign(struct sema_ctx *x, struct ast_node *n)

@@ -7,8 +7,13 @@
  * process: when blocks run out or ubt is gone, probes stop recording or keep
  * writing into memory nobody reads, both harmless.
  */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+#include <signal.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/ucontext.h>
 
 #include "rt_abi.h"
 
@@ -37,6 +42,128 @@ void *rt_htab_lookup(struct rt_htab *h, const void *key);
 void rt_slow(void);
 void rt_wrap_enter(void);
 void rt_wrap_exit(void);
+long rt_probe_read(void *dst, const void *src, uint64_t len);
+extern const char rt_copy_insn[], rt_copy_fixup[];
+void rt_restorer(void);
+
+/* The kernel's struct sigaction (rt_sigaction with an 8-byte mask). */
+struct rt_ksigaction {
+	void *handler;
+	unsigned long flags;
+	void *restorer;
+	uint64_t mask;
+};
+#define RT_SA_RESTORER 0x04000000
+
+static struct rt_ksigaction rt_old_segv, rt_old_bus;
+
+/*
+ * A child forked by the target inherits the shared memfd and the thread
+ * pointers: it must not write into its parent's blocks.  libc's atfork hook
+ * (bound at dlopen: libc is already loaded) turns recording off in it.
+ */
+extern int __register_atfork(void (*prepare)(void), void (*parent)(void),
+			     void (*child)(void), void *dso);
+static int rt_forked;
+
+static long rt_sigaction(int sig, const struct rt_ksigaction *act,
+			 struct rt_ksigaction *old)
+{
+	long ret;
+	register long r10 __asm__("r10") = 8;
+
+	__asm__ volatile("syscall"
+			 : "=a"(ret)
+			 : "a"(13L) /* SYS_rt_sigaction */, "D"((long)sig),
+			   "S"(act), "d"(old), "r"(r10)
+			 : "rcx", "r11", "memory");
+	return ret;
+}
+
+/*
+ * SIGSEGV/SIGBUS: a fault in rt_probe_read's copy resumes at its fixup;
+ * any other fault goes to the handler that was there before (chained), or
+ * gets the default action back and faults again, as without the runtime.
+ */
+static void rt_fault(int sig, siginfo_t *si, void *ctx)
+{
+	ucontext_t *uc = ctx;
+	struct rt_ksigaction *old = sig == SIGBUS ? &rt_old_bus : &rt_old_segv;
+
+	if (uc->uc_mcontext.gregs[REG_RIP] == (greg_t)(uintptr_t)rt_copy_insn) {
+		uc->uc_mcontext.gregs[REG_RIP] = (greg_t)(uintptr_t)rt_copy_fixup;
+		return;
+	}
+	if (old->handler == SIG_DFL || old->handler == SIG_IGN) {
+		struct rt_ksigaction dfl = { .handler = SIG_DFL };
+
+		rt_sigaction(sig, &dfl, NULL);
+		return;
+	}
+	if (old->flags & SA_SIGINFO)
+		((void (*)(int, siginfo_t *, void *))old->handler)(sig, si,
+								     ctx);
+	else
+		((void (*)(int))old->handler)(sig);
+}
+
+static long rt_mmap_anon(uint64_t len)
+{
+	long ret;
+	register long r10 __asm__("r10") = 0x22; /* MAP_PRIVATE|MAP_ANONYMOUS */
+	register long r8 __asm__("r8") = -1;
+	register long r9 __asm__("r9") = 0;
+
+	__asm__ volatile("syscall"
+			 : "=a"(ret)
+			 : "a"(9L) /* SYS_mmap */, "D"(0L), "S"(len),
+			   "d"(3L) /* PROT_READ|PROT_WRITE */, "r"(r10),
+			   "r"(r8), "r"(r9)
+			 : "rcx", "r11", "memory");
+	return ret;
+}
+
+/*
+ * In the child: move the forking thread to a private copy of its block, so
+ * that wrapped calls in progress still find their shadow stack and probes
+ * write where nobody reads; threads the child creates record nothing.
+ */
+static void rt_fork_child(void)
+{
+	struct rt_ctl *ctl = rt_ctl_p;
+	char *old = rt_self, *blk;
+	long p;
+	int i;
+
+	rt_forked = 1;
+	rt_noblock = 1;
+	if (!old || !ctl)
+		return;
+	p = rt_mmap_anon(ctl->block_size);
+	if (p < 0 && p > -4096)
+		return;	/* keep the shared block: still no crash */
+	blk = (char *)p;
+	for (i = 0; i < RT_BLK_MAP; i++)
+		blk[i] = old[i];
+	rt_self = blk;
+}
+
+static void rt_fault_install(void)
+{
+	struct rt_ksigaction act = {
+		.handler = (void *)rt_fault,
+		.flags = SA_SIGINFO | SA_ONSTACK | SA_NODEFER | RT_SA_RESTORER,
+		.restorer = (void *)rt_restorer,
+	};
+	static int done;
+
+	if (done)
+		return;
+	done = 1;
+	rt_sigaction(SIGSEGV, &act, &rt_old_segv);
+	rt_sigaction(SIGBUS, &act, &rt_old_bus);
+	__register_atfork(NULL, NULL, rt_fork_child, NULL);
+}
 
 static long rt_gettid(void)
 {
@@ -57,7 +184,7 @@ __attribute__((visibility("hidden"))) void *rt_block_get(void)
 
 	if (rt_self)
 		return rt_self;
-	if (rt_noblock || !ctl)
+	if (rt_noblock || !ctl || rt_forked)
 		return NULL;
 	n = __atomic_fetch_add(&ctl->next_block, 1, __ATOMIC_RELAXED);
 	if (n >= ctl->nblocks) {
@@ -175,6 +302,8 @@ RT_EXPORT long rt_init(struct rt_ctl *ctl)
 	ctl->fn[RT_FN_SLOW] = (uintptr_t)rt_slow;
 	ctl->fn[RT_FN_WRAP_ENTER] = (uintptr_t)rt_wrap_enter;
 	ctl->fn[RT_FN_WRAP_EXIT] = (uintptr_t)rt_wrap_exit;
+	ctl->fn[RT_FN_PROBE_READ] = (uintptr_t)rt_probe_read;
+	rt_fault_install();
 	__atomic_store_n(&rt_ctl_p, ctl, __ATOMIC_RELEASE);
 	return ctl->tls_offset;
 }
@@ -193,12 +322,40 @@ RT_EXPORT long rt_init(struct rt_ctl *ctl)
  * they are dropped first.  Entries farther away may belong to another stack
  * (a signal handler on sigaltstack) and are kept.
  *
+ * rt_probe_read(dst, src, len): copy user memory that may be unmapped;
+ * 0, or -EFAULT when the copy faulted (rt_fault resumes at the fixup).
+ *
  * rt_wrap_exit: %r11 = the slot of the returning call.  Pops the shadow
  * stack down to the entry for that slot, discarding entries above it
  * (frames skipped by longjmp or by leaving a signal handler), and returns
  * the original return address in %r11.  Preserves all other registers.
  */
 __asm__(".text\n"
+	".globl rt_probe_read\n"
+	".type rt_probe_read,@function\n"
+	"rt_probe_read:\n"
+	"	mov %rdx, %rcx\n"
+	".globl rt_copy_insn\n"
+	".hidden rt_copy_insn\n"
+	"rt_copy_insn:\n"
+	"	rep movsb\n"
+	"	xor %eax, %eax\n"
+	"	ret\n"
+	".globl rt_copy_fixup\n"
+	".hidden rt_copy_fixup\n"
+	"rt_copy_fixup:\n"
+	"	mov $-14, %rax\n"
+	"	ret\n"
+	".size rt_probe_read, .-rt_probe_read\n"
+
+	".globl rt_restorer\n"
+	".hidden rt_restorer\n"
+	".type rt_restorer,@function\n"
+	"rt_restorer:\n"
+	"	mov $15, %eax\n"
+	"	syscall\n"
+	".size rt_restorer, .-rt_restorer\n"
+
 	".globl rt_slow\n"
 	".hidden rt_slow\n"
 	".type rt_slow,@function\n"

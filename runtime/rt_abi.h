@@ -61,6 +61,7 @@
 #define RT_FN_SLOW 2		/* trampoline slow path (block allocation) */
 #define RT_FN_WRAP_ENTER 3	/* return-probe wrapper entry */
 #define RT_FN_WRAP_EXIT 4	/* return-probe wrapper exit */
+#define RT_FN_PROBE_READ 5	/* long rt_probe_read(void *, const void *, u64): 0 or -EFAULT */
 #define RT_FN_MAX 8
 
 #ifndef __ASSEMBLER__

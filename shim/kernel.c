@@ -14,6 +14,7 @@
 #include <sys/ioctl.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
+#include <limits.h>
 #include <time.h>
 #include <unistd.h>
 #include <wordexp.h>
@@ -55,6 +56,8 @@ struct kernel {
 	struct kernel_target *targets;
 	int ntargets;
 	struct fmt_string *fmts;	/* by event index */
+	const struct type **ev_types;	/* by event: the arguments' type
+					 * for output (kernel_display_type) */
 	int ncpus;
 	bool exiting;		/* exit() seen */
 	bool in_end;		/* running END: events are printed again */
@@ -83,6 +86,179 @@ void kernel_set_verbose(int verbose)
 static void kernel_on_signal(int sig)
 {
 	kernel_sigint = 1;
+}
+
+/* ---- values the BPF side writes as ids (cg.h) ---------------------- */
+
+#define KERNEL_NAME_SIZE 256
+
+static bool kernel_needs_display(const struct type *t)
+{
+	if (!t)
+		return false;
+	if (t->kind == TY_PROBE || t->kind == TY_USYM)
+		return true;
+	if (t->kind == TY_TUPLE)
+		for (int i = 0; i < t->nfields; i++)
+			if (kernel_needs_display(t->fields[i].type))
+				return true;
+	return false;
+}
+
+static size_t kernel_align(const struct type *t)
+{
+	size_t a = 1;
+
+	switch (t->kind) {
+	case TY_STRING:
+	case TY_BUFFER:
+		return 1;
+	case TY_TUPLE:
+		for (int i = 0; i < t->nfields; i++) {
+			size_t f = kernel_align(t->fields[i].type);
+
+			if (f > a)
+				a = f;
+		}
+		return a;
+	default:
+		return t->size >= 8 ? 8 : (t->size ? t->size : 1);
+	}
+}
+
+/* The type output is given: probe and usym values become strings. */
+static const struct type *kernel_display_type(struct kernel *k,
+					      const struct type *t)
+{
+	struct type *d;
+	size_t off = 0, al;
+
+	if (!kernel_needs_display(t))
+		return t;
+	if (t->kind != TY_TUPLE)
+		return type_string(&k->arena, KERNEL_NAME_SIZE);
+	d = arena_alloc(&k->arena, sizeof(*d));
+	*d = *t;
+	d->fields = arena_alloc(&k->arena, t->nfields * sizeof(*d->fields));
+	for (int i = 0; i < t->nfields; i++) {
+		const struct type *ft = kernel_display_type(k,
+							    t->fields[i].type);
+
+		d->fields[i] = t->fields[i];
+		d->fields[i].type = (struct type *)ft;
+		al = kernel_align(ft);
+		off = (off + al - 1) / al * al;
+		d->fields[i].offset = off;
+		off += ft->size;
+	}
+	al = kernel_align(d);
+	d->size = (off + al - 1) / al * al;
+	return d;
+}
+
+/* usym(): address -> "symbol+offset" through /proc/PID/maps, else hex */
+static void kernel_usym_name(struct kernel *k, uint64_t addr, uint32_t pid,
+			     char *buf, size_t n)
+{
+	char path[64], line[512], file[PATH_MAX];
+	unsigned long lo, hi, off;
+	FILE *f;
+
+	snprintf(buf, n, "0x%lx", (unsigned long)addr);
+	snprintf(path, sizeof(path), "/proc/%u/maps", pid);
+	f = fopen(path, "r");
+	if (!f)
+		return;
+	while (fgets(line, sizeof(line), f)) {
+		struct probes_sym *syms;
+		const struct probes_sym *s;
+		uint64_t vaddr;
+		int ns;
+
+		file[0] = 0;
+		if (sscanf(line, "%lx-%lx %*s %lx %*s %*s %4095s", &lo, &hi,
+			   &off, file) < 3 ||
+		    addr < lo || addr >= hi || file[0] != '/')
+			continue;
+		if (probes_elf_funcs(&k->arena, file, &syms, &ns))
+			break;
+		/* file offset -> symbol address via the symbols' offsets */
+		for (int i = 0; i < ns; i++) {
+			s = &syms[i];
+			vaddr = addr - lo + off;
+			if (vaddr >= s->offset &&
+			    vaddr < s->offset + (s->size ? s->size : 1)) {
+				if (vaddr == s->offset)
+					snprintf(buf, n, "%s", s->name);
+				else
+					snprintf(buf, n, "%s+%lu", s->name,
+						 (unsigned long)(vaddr -
+								 s->offset));
+				break;
+			}
+		}
+		break;
+	}
+	fclose(f);
+}
+
+static void kernel_display_value(struct kernel *k, const struct type *t,
+				 const void *src, const struct type *dt,
+				 void *dst)
+{
+	if (t == dt) {
+		memcpy(dst, src, t->size);
+		return;
+	}
+	if (t->kind == TY_TUPLE) {
+		for (int i = 0; i < t->nfields; i++)
+			kernel_display_value(
+				k, t->fields[i].type,
+				(const char *)src + t->fields[i].offset,
+				dt->fields[i].type,
+				(char *)dst + dt->fields[i].offset);
+		return;
+	}
+	memset(dst, 0, dt->size);
+	if (t->kind == TY_PROBE) {
+		uint64_t id;
+
+		memcpy(&id, src, 8);
+		if (id < (uint64_t)k->obj->nprogs &&
+		    k->obj->progs[id].probe_name)
+			snprintf(dst, dt->size, "%s",
+				 k->obj->progs[id].probe_name);
+		return;
+	}
+	if (t->kind == TY_USYM) {
+		uint64_t addr;
+		uint32_t w[2] = { 0, 0 };
+		const struct cg_prog *p;
+
+		memcpy(&addr, src, 8);
+		if (t->size >= 16)
+			memcpy(w, (const char *)src + 8, 8);
+		p = w[1] && w[1] <= (uint32_t)k->obj->nprogs ?
+			    &k->obj->progs[w[1] - 1] :
+			    NULL;
+		if (p && p->nmatches == 1 && p->matches[0].func &&
+		    !p->matches[0].func_offset)
+			snprintf(dst, dt->size, "%s", p->matches[0].func);
+		else
+			kernel_usym_name(k, addr, w[0], dst, dt->size);
+	}
+}
+
+/* Convert a value for output when needed; returns src or *tmp. */
+static const void *kernel_display(struct kernel *k, const struct type *t,
+				  const struct type *dt, const void *src,
+				  void **tmp)
+{
+	if (t == dt)
+		return src;
+	*tmp = xcalloc(1, dt->size + 1);
+	kernel_display_value(k, t, src, dt, *tmp);
+	return *tmp;
 }
 
 /* ---- maps ---------------------------------------------------------- */
@@ -297,6 +473,7 @@ static int kernel_out_map(struct kernel *k, int i, struct out_map *om,
 {
 	const struct cg_map *m = &k->obj->maps[i];
 	struct sema_map *sm = k->c->sema->maps[i];
+	const struct type *kt, *vt;
 	struct out_entry *e;
 	int err;
 
@@ -310,6 +487,25 @@ static int kernel_out_map(struct kernel *k, int i, struct out_map *om,
 		kc->vsz = m->value_size;
 	}
 	err = kernel_map_read(k, i, kernel_collect_fn, kc);
+	kt = m->key_type ? kernel_display_type(k, m->key_type) : NULL;
+	vt = m->bucketed ? m->value_type :
+			   kernel_display_type(k, m->value_type);
+	for (size_t j = 0; j < kc->n; j++) {
+		void *tmp = NULL;
+
+		if (kt && kt != m->key_type) {
+			kernel_display(k, m->key_type, kt, kc->keys[j], &tmp);
+			free(kc->keys[j]);
+			kc->keys[j] = tmp;
+			tmp = NULL;
+		}
+		if (vt != m->value_type) {
+			kernel_display(k, m->value_type, vt, kc->vals[j],
+				       &tmp);
+			free(kc->vals[j]);
+			kc->vals[j] = tmp;
+		}
+	}
 	e = xcalloc(kc->n + 1, sizeof(*e));
 	for (size_t j = 0; j < kc->n; j++) {
 		e[j].key = kc->ukey ? kc->keys[j] : NULL;
@@ -317,9 +513,9 @@ static int kernel_out_map(struct kernel *k, int i, struct out_map *om,
 	}
 	*om = (struct out_map){
 		.name = m->name,
-		.key_type = m->key_type,
+		.key_type = kt,
 		.nkeys = sm->nkeys,
-		.value_type = m->value_type,
+		.value_type = vt,
 		.entries = e,
 		.nentries = kc->n,
 	};
@@ -384,9 +580,18 @@ static int kernel_event(void *ctx, void *data, size_t size)
 		return 0;
 	e = &obj->events[h.id];
 	switch (e->kind) {
-	case CG_EV_PRINTF:
-		out_printf(&k->out, &k->fmts[h.id], e->args_type, args, asize);
+	case CG_EV_PRINTF: {
+		const struct type *dt = k->ev_types[h.id];
+		void *tmp = NULL;
+
+		if (!e->args_type || asize < e->args_type->size)
+			break;
+		args = kernel_display(k, e->args_type, dt, args, &tmp);
+		out_printf(&k->out, &k->fmts[h.id], dt, args,
+			   dt == e->args_type ? asize : dt->size);
+		free(tmp);
 		break;
+	}
 	case CG_EV_TIME:
 		out_time(&k->out, e->fmt ? e->fmt : "%H:%M:%S\n", NULL);
 		break;
@@ -396,9 +601,17 @@ static int kernel_event(void *ctx, void *data, size_t size)
 	case CG_EV_PRINT:
 		kernel_print_map(k, e->map, e->top, e->div);
 		break;
-	case CG_EV_PRINT_VALUE:
-		out_print_value(&k->out, e->args[0].type, args);
+	case CG_EV_PRINT_VALUE: {
+		const struct type *dt = k->ev_types[h.id];
+		void *tmp = NULL;
+
+		if (asize < e->args[0].type->size)
+			break;
+		args = kernel_display(k, e->args[0].type, dt, args, &tmp);
+		out_print_value(&k->out, dt, args);
+		free(tmp);
 		break;
+	}
 	case CG_EV_CLEAR:
 		kernel_map_clear(k, e->map);
 		break;
@@ -451,6 +664,23 @@ static int kernel_open(struct kernel *k)
 	return 0;
 }
 
+/* The concrete targets of every program, from cg_build()'s expansion. */
+static void kernel_targets(struct kernel *k)
+{
+	const struct cg_object *obj = k->obj;
+	int n = 0;
+
+	for (int i = 0; i < obj->nprogs; i++)
+		n += obj->progs[i].nmatches;
+	k->targets = xcalloc(n + 1, sizeof(*k->targets));
+	for (int i = 0; i < obj->nprogs; i++)
+		for (int j = 0; j < obj->progs[i].nmatches; j++) {
+			k->targets[k->ntargets].prog = i;
+			k->targets[k->ntargets].m = obj->progs[i].matches[j];
+			k->ntargets++;
+		}
+}
+
 int kernel_load(const struct cg_object *obj, const struct kernel_opts *o,
 		struct kernel **out)
 {
@@ -491,6 +721,18 @@ int kernel_load(const struct cg_object *obj, const struct kernel_opts *o,
 		fprintf(stderr, "ubt: cannot set up the ring buffer: %s\n",
 			strerror(-err));
 		goto fail;
+	}
+	kernel_targets(k);
+	k->ev_types = arena_alloc(&k->arena,
+				  (obj->nevents + 1) * sizeof(*k->ev_types));
+	for (int i = 0; i < obj->nevents; i++) {
+		const struct cg_event *e = &obj->events[i];
+
+		if (e->kind == CG_EV_PRINTF && e->args_type)
+			k->ev_types[i] = kernel_display_type(k, e->args_type);
+		else if (e->kind == CG_EV_PRINT_VALUE && e->nargs)
+			k->ev_types[i] = kernel_display_type(k,
+							     e->args[0].type);
 	}
 	k->fmts = arena_alloc(&k->arena,
 			      (obj->nevents + 1) * sizeof(*k->fmts));
@@ -549,36 +791,6 @@ static void kernel_detach(struct kernel *k)
 	for (int i = 0; i < k->npfds; i++)
 		close(k->pfds[i]);
 	k->npfds = 0;
-}
-
-/* Expand every attach point into concrete targets (diagnostics in
- * c->diag). */
-static int kernel_expand(struct kernel *k, struct compile *c)
-{
-	const struct cg_object *obj = k->obj;
-	int cap = 0, err;
-
-	for (int i = 0; i < obj->nprogs; i++) {
-		const struct cg_prog *p = &obj->progs[i];
-		struct probes_match *m = NULL;
-		int n = 0;
-
-		err = probes_expand(c, (struct ast_node *)p->probe,
-				    (struct ast_node *)p->ap, &m, &n);
-		if (err)
-			return err;
-		for (int j = 0; j < n; j++) {
-			if (k->ntargets == cap) {
-				cap = cap ? 2 * cap : 16;
-				k->targets = xrealloc(k->targets,
-						      cap * sizeof(*k->targets));
-			}
-			k->targets[k->ntargets].prog = i;
-			k->targets[k->ntargets].m = m[j];
-			k->ntargets++;
-		}
-	}
-	return diag_has_errors(&c->diag) ? -EINVAL : 0;
 }
 
 static int kernel_perf_open(int cpu, uint64_t period_ns)
@@ -876,6 +1088,35 @@ static int kernel_loop(struct kernel *k, struct kernel_child *ch,
 	return 0;
 }
 
+/* Count the attach points: "Attaching N probes..." */
+static int kernel_count_probes(const struct cg_object *obj)
+{
+	int n = 0;
+
+	for (int i = 0; i < obj->nprogs; i++)
+		n += obj->progs[i].nmatches;
+	return n;
+}
+
+/* Print the diagnostics added since `from` (the driver printed those
+ * before). */
+static void kernel_print_new_diags(struct compile *c, struct diag *from)
+{
+	struct diag_list d = c->diag;
+
+	d.head = from ? from->next : c->diag.head;
+	diag_print(&d, stderr);
+}
+
+static struct diag *kernel_last_diag(struct compile *c)
+{
+	struct diag *g = c->diag.head;
+
+	while (g && g->next)
+		g = g->next;
+	return g;
+}
+
 int kernel_run(struct compile *c, const struct kernel_opts *o)
 {
 	struct cg_opts co = { .sz = sizeof(co) };
@@ -883,51 +1124,27 @@ int kernel_run(struct compile *c, const struct kernel_opts *o)
 	struct kernel *k = NULL;
 	struct kernel_child ch = { .pid = 0, .go = -1, .pidfd = -1 };
 	struct sigaction sa = { .sa_handler = kernel_on_signal };
+	struct diag *last = kernel_last_diag(c);
 	int nprobes = 0, pidfd = -1, err, rc = 1;
 
 	kernel_set_verbose(o->verbose);
 	if (o->dump_ir)
 		co.dump_ir = stdout;
 	err = cg_build(c, CG_TARGET_BPF, &co, &obj);
-	if (err) {
-		diag_print(&c->diag, stderr);
+	kernel_print_new_diags(c, last);
+	if (err)
 		return 1;
-	}
 	if (o->dump_bpf)
 		cg_dump_bpf(obj, stdout);
-	k = xcalloc(1, sizeof(*k));
-	k->obj = obj;
-	k->c = c;
-	err = kernel_expand(k, c);
-	diag_print(&c->diag, stderr);
-	if (err) {
-		free(k->targets);
-		free(k);
-		goto out;
-	}
-	nprobes = k->ntargets;
+	nprobes = kernel_count_probes(obj);
 	if (o->dry_run) {
-		free(k->targets);
-		free(k);
 		rc = 0;
 		goto out;
 	}
-	{
-		/* keep the expansion across kernel_load() */
-		struct kernel_target *t = k->targets;
-		int nt = k->ntargets;
-
-		free(k);
-		k = NULL;
-		err = kernel_load(obj, o, &k);
-		if (err) {
-			free(t);
-			goto out;
-		}
-		k->c = c;
-		k->targets = t;
-		k->ntargets = nt;
-	}
+	err = kernel_load(obj, o, &k);
+	if (err)
+		goto out;
+	k->c = c;
 	if (o->cmd) {
 		err = kernel_child_start(o->cmd, &ch);
 		if (err)

@@ -20,6 +20,7 @@
 #endif
 #include <errno.h>
 #include <inttypes.h>
+#include <pwd.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
@@ -99,8 +100,7 @@ static void sb_release(struct sb *b)
 
 void out_init(struct out *o, FILE *f, enum out_format format)
 {
-	o->f = f;
-	o->format = format;
+	*o = (struct out){ .f = f, .format = format };
 }
 
 /* ---- values ---- */
@@ -154,8 +154,16 @@ static uint64_t load_int(const void *p, size_t size, bool is_signed)
 
 static bool is_int_kind(const struct type *t)
 {
+	if (t->size != 1 && t->size != 2 && t->size != 4 && t->size != 8)
+		return false;
 	return t->kind == TY_INT || t->kind == TY_BOOL ||
 	       t->kind == TY_POINTER || t->kind == TY_ENUM;
+}
+
+static bool is_char_array(const struct type *t)
+{
+	return t->kind == TY_ARRAY && t->elem && t->elem->kind == TY_INT &&
+	       t->elem->size == 1;
 }
 
 static size_t str_len(const char *s, size_t size)
@@ -237,6 +245,56 @@ static void sb_json_string(struct sb *b, const char *s, size_t len)
 	free(buf);
 }
 
+/*
+ * Text of a value that prints through its context: username and
+ * strerror here, the others through the producer's o->resolve. A
+ * malloc'd string, or NULL when nobody can print it.
+ */
+static char *resolve(const struct out *o, const struct type *t,
+		     const void *p)
+{
+	char buf[4096];
+	int64_t v = 0;
+
+	if (t->size && t->size <= 8 && !(t->size & (t->size - 1)))
+		v = (int64_t)load_int(p, t->size, true);
+	if (o && o->resolve) {
+		int err = o->resolve(o->resolve_ctx, t, p, buf, sizeof(buf));
+
+		if (!err) {
+			buf[sizeof(buf) - 1] = '\0';
+			return xstrdup(buf);
+		}
+		if (err != -ENOTSUP)
+			return NULL;
+	}
+	if (t->kind == TY_USERNAME) {
+		struct passwd pw, *res = NULL;
+
+		if (!getpwuid_r((uid_t)v, &pw, buf, sizeof(buf), &res) && res)
+			return xstrdup(res->pw_name);
+		snprintf(buf, sizeof(buf), "%" PRIu64, (uint64_t)(uint32_t)v);
+		return xstrdup(buf);
+	}
+	if (t->kind == TY_STRERROR)
+		return xstrdup(strerror((int)v));
+	return NULL;
+}
+
+/* A buffer as %r prints it (mode 0), or %rx ('x') or %rh ('h'). */
+static void buf_escape(struct sb *b, const unsigned char *p, size_t n,
+		       char mode)
+{
+	for (size_t i = 0; i < n; i++) {
+		if (mode == 'h')
+			sb_printf(b, "%s%02x", i ? " " : "", p[i]);
+		else if (mode == 'x' || p[i] < 0x20 || p[i] >= 0x7f)
+			sb_printf(b, "\\x%02x", p[i]);
+		else
+			sb_addc(b, p[i]);
+	}
+}
+
 enum val_style {
 	VS_TEXT,	/* 1, str, (1, str) */
 	VS_JSON,	/* 1, "str", [1,"str"] */
@@ -244,8 +302,8 @@ enum val_style {
 };
 
 /* Append a value of type t at p. */
-static int sb_value(struct sb *b, const struct type *t, const void *p,
-		    enum val_style vs)
+static int sb_value(const struct out *o, struct sb *b, const struct type *t,
+		    const void *p, enum val_style vs)
 {
 	if (is_int_kind(t)) {
 		uint64_t v = load_int(p, t->size, type_signed(t));
@@ -257,6 +315,11 @@ static int sb_value(struct sb *b, const struct type *t, const void *p,
 		return 0;
 	}
 	switch (t->kind) {
+	case TY_ARRAY:
+		if (!is_char_array(t))
+			return not_supported(t);
+		/* char[N] prints as a string */
+		/* fall through */
 	case TY_STRING: {
 		size_t n = str_len(p, t->size);
 
@@ -266,6 +329,45 @@ static int sb_value(struct sb *b, const struct type *t, const void *p,
 			sb_add(b, p, n);
 		return 0;
 	}
+	case TY_USERNAME:
+	case TY_STRERROR:
+	case TY_USYM:
+	case TY_KSYM:
+	case TY_PROBE:
+	case TY_TIMESTAMP:
+	case TY_INET:
+	case TY_MAC:
+	case TY_CGROUP_PATH:
+	case TY_USTACK:
+	case TY_KSTACK: {
+		char *s = resolve(o, t, p);
+
+		if (!s)
+			return not_supported(t);
+		if (vs == VS_JSON)
+			sb_json_string(b, s, strlen(s));
+		else
+			sb_adds(b, s);
+		free(s);
+		return 0;
+	}
+	case TY_BUFFER: {
+		struct sb e = { 0 };
+		uint32_t len;
+
+		if (t->size < 4)
+			return not_supported(t);
+		memcpy(&len, p, 4);
+		if (len > t->size - 4)
+			len = t->size - 4;
+		buf_escape(&e, (const unsigned char *)p + 4, len, 0);
+		if (vs == VS_JSON)
+			sb_json_string(b, e.s ? e.s : "", e.len);
+		else
+			sb_add(b, e.s ? e.s : "", e.len);
+		sb_release(&e);
+		return 0;
+	}
 	case TY_TUPLE:
 		sb_adds(b, vs == VS_TEXT ? "(" : vs == VS_JSON ? "[" : "");
 		for (int i = 0; i < t->nfields; i++) {
@@ -273,7 +375,7 @@ static int sb_value(struct sb *b, const struct type *t, const void *p,
 
 			if (i)
 				sb_adds(b, vs == VS_TEXT ? ", " : ",");
-			err = sb_value(b, t->fields[i].type,
+			err = sb_value(o, b, t->fields[i].type,
 				       (const char *)p + t->fields[i].offset,
 				       vs);
 			if (err)
@@ -287,8 +389,8 @@ static int sb_value(struct sb *b, const struct type *t, const void *p,
 }
 
 /* A map key: "1, a" in text, "1,a" in JSON keys. */
-static int sb_key(struct sb *b, const struct out_map *m, const void *key,
-		  bool json)
+static int sb_key(const struct out *o, struct sb *b, const struct out_map *m,
+		  const void *key, bool json)
 {
 	const struct type *t = m->key_type;
 
@@ -298,7 +400,7 @@ static int sb_key(struct sb *b, const struct out_map *m, const void *key,
 
 			if (i)
 				sb_adds(b, json ? "," : ", ");
-			err = sb_value(b, t->fields[i].type,
+			err = sb_value(o, b, t->fields[i].type,
 				       (const char *)key + t->fields[i].offset,
 				       json ? VS_JSON_KEY : VS_TEXT);
 			if (err)
@@ -306,7 +408,7 @@ static int sb_key(struct sb *b, const struct out_map *m, const void *key,
 		}
 		return 0;
 	}
-	return sb_value(b, t, key, json ? VS_JSON_KEY : VS_TEXT);
+	return sb_value(o, b, t, key, json ? VS_JSON_KEY : VS_TEXT);
 }
 
 /* ---- printf ---- */
@@ -335,19 +437,6 @@ static bool sb_prefix(struct sb *b, const char *s, size_t n)
 	return false;
 }
 
-static void buf_escape(struct sb *b, const unsigned char *p, size_t n,
-		       char mode)
-{
-	for (size_t i = 0; i < n; i++) {
-		if (mode == 'h')
-			sb_printf(b, "%s%02x", i ? " " : "", p[i]);
-		else if (mode == 'x' || p[i] < 0x20 || p[i] >= 0x7f)
-			sb_printf(b, "\\x%02x", p[i]);
-		else
-			sb_addc(b, p[i]);
-	}
-}
-
 /* The C conversion for cv with the given length and specifier. */
 static void conv_spec(char *out, size_t size, const struct fmt_conv *cv,
 		      const char *length, char conv)
@@ -365,8 +454,9 @@ static void conv_spec(char *out, size_t size, const struct fmt_conv *cv,
 
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wformat-nonliteral"
-static int sb_conv(struct sb *b, const struct fmt_conv *cv,
-		   const struct type *t, const void *p)
+static int sb_conv(const struct out *o, struct sb *b,
+		   const struct fmt_conv *cv, const struct type *t,
+		   const void *p)
 {
 	char spec[64];
 
@@ -390,11 +480,15 @@ static int sb_conv(struct sb *b, const struct fmt_conv *cv,
 	case FMT_ARG_STRING: {
 		char *s;
 
-		if (t->kind != TY_STRING)
-			return not_supported(t);
-		s = xmalloc(t->size + 1);
-		memcpy(s, p, t->size);
-		s[t->size] = '\0';
+		if (t->kind == TY_STRING || is_char_array(t)) {
+			s = xmalloc(t->size + 1);
+			memcpy(s, p, t->size);
+			s[t->size] = '\0';
+		} else {
+			s = resolve(o, t, p);
+			if (!s)
+				return not_supported(t);
+		}
 		conv_spec(spec, sizeof(spec), cv, "", 's');
 		sb_printf(b, spec, s);
 		free(s);
@@ -426,8 +520,9 @@ static int sb_conv(struct sb *b, const struct fmt_conv *cv,
 }
 #pragma GCC diagnostic pop
 
-static int format_into(struct sb *b, const struct fmt_string *f,
-		       const struct type *args, const void *data, size_t size)
+static int format_into(const struct out *o, struct sb *b,
+		       const struct fmt_string *f, const struct type *args,
+		       const void *data, size_t size)
 {
 	int nargs = args ? args->nfields : 0;
 
@@ -446,7 +541,8 @@ static int format_into(struct sb *b, const struct fmt_string *f,
 			sb_add(b, cv->spec, cv->spec_len);
 			continue;
 		}
-		err = sb_conv(b, cv, fl->type, (const char *)data + fl->offset);
+		err = sb_conv(o, b, cv, fl->type,
+			      (const char *)data + fl->offset);
 		if (err)
 			return err;
 	}
@@ -454,11 +550,11 @@ static int format_into(struct sb *b, const struct fmt_string *f,
 	return 0;
 }
 
-char *out_format(const struct fmt_string *f, const struct type *args,
-		 const void *data, size_t size)
+char *out_sprintf(const struct out *o, const struct fmt_string *f,
+		  const struct type *args, const void *data, size_t size)
 {
 	struct sb b = { 0 };
-	int err = format_into(&b, f, args, data, size);
+	int err = format_into(o, &b, f, args, data, size);
 
 	if (err) {
 		sb_release(&b);
@@ -470,11 +566,17 @@ char *out_format(const struct fmt_string *f, const struct type *args,
 	return b.s;
 }
 
+char *out_format(const struct fmt_string *f, const struct type *args,
+		 const void *data, size_t size)
+{
+	return out_sprintf(NULL, f, args, data, size);
+}
+
 int out_printf(struct out *o, const struct fmt_string *f,
 	       const struct type *args, const void *data, size_t size)
 {
 	struct sb b = { 0 };
-	int err = format_into(&b, f, args, data, size);
+	int err = format_into(o, &b, f, args, data, size);
 
 	if (err) {
 		sb_release(&b);
@@ -541,7 +643,7 @@ int out_time(struct out *o, const char *fmt, const struct tm *tm)
 int out_print_value(struct out *o, const struct type *t, const void *data)
 {
 	struct sb b = { 0 };
-	int err = sb_value(&b, t, data,
+	int err = sb_value(o, &b, t, data,
 			   o->format == OUT_JSON ? VS_JSON : VS_TEXT);
 
 	if (!err) {
@@ -594,17 +696,12 @@ size_t out_nbuckets(const struct type *t)
 }
 
 /* A bucket bound: 1024-multiples with a suffix, like bpftrace. */
-static void sb_bound(struct sb *b, int64_t v)
+static void sb_bound_u(struct sb *b, uint64_t u)
 {
 	static const char suffix[] = "KMGTPE";
-	uint64_t u = (uint64_t)v;
 	int s = 0;
 
-	if (v <= 0) {
-		sb_printf(b, "%" PRId64, v);
-		return;
-	}
-	while (s < 6 && u % 1024 == 0) {
+	while (u && s < 6 && u % 1024 == 0) {
 		u /= 1024;
 		s++;
 	}
@@ -612,6 +709,14 @@ static void sb_bound(struct sb *b, int64_t v)
 		sb_printf(b, "%" PRIu64 "%c", u, suffix[s - 1]);
 	else
 		sb_printf(b, "%" PRIu64, u);
+}
+
+static void sb_bound(struct sb *b, int64_t v)
+{
+	if (v < 0)
+		sb_printf(b, "%" PRId64, v);
+	else
+		sb_bound_u(b, (uint64_t)v);
 }
 
 /* Bucket i as [lo, hi]: has_lo/has_hi false for the open ends. */
@@ -696,19 +801,10 @@ static void sb_bucket_label(struct sb *b, const struct type *t, size_t i)
 		sb_adds(b, "[");
 		sb_bound(b, bk.lo);
 		sb_adds(b, ", ");
-		if (bk.hi_excl > INT64_MAX) {
-			/* 2^63: 8E */
-			uint64_t u = bk.hi_excl;
-			int s = 0;
-
-			while (s < 6 && u % 1024 == 0) {
-				u /= 1024;
-				s++;
-			}
-			sb_printf(b, "%" PRIu64 "%c", u, "KMGTPE"[s - 1]);
-		} else {
-			sb_bound(b, (int64_t)bk.hi_excl);
-		}
+		if (t->kind == TY_LHIST)
+			sb_bound(b, bk.hi + 1);
+		else
+			sb_bound_u(b, bk.hi_excl);
 		sb_adds(b, ")");
 	}
 }
@@ -951,7 +1047,8 @@ static void sb_number(struct sb *b, const struct type *t, uint64_t v)
 		sb_printf(b, "%" PRIu64, v);
 }
 
-static int sb_map_entry_text(struct sb *b, const struct out_map *m,
+static int sb_map_entry_text(const struct out *o, struct sb *b,
+			     const struct out_map *m,
 			     enum map_class mc, const struct sort_item *it,
 			     uint64_t div)
 {
@@ -961,7 +1058,7 @@ static int sb_map_entry_text(struct sb *b, const struct out_map *m,
 	sb_adds(b, m->name);
 	if (m->key_type) {
 		sb_addc(b, '[');
-		err = sb_key(b, m, it->e->key, false);
+		err = sb_key(o, b, m, it->e->key, false);
 		if (err)
 			return err;
 		sb_addc(b, ']');
@@ -990,7 +1087,7 @@ static int sb_map_entry_text(struct sb *b, const struct out_map *m,
 		sb_addc(b, '\n');
 		return 0;
 	case MC_KEY:
-		err = sb_value(b, vt, it->e->value, VS_TEXT);
+		err = sb_value(o, b, vt, it->e->value, VS_TEXT);
 		if (err)
 			return err;
 		sb_addc(b, '\n');
@@ -999,7 +1096,8 @@ static int sb_map_entry_text(struct sb *b, const struct out_map *m,
 	BUG("bad map class");
 }
 
-static int sb_map_value_json(struct sb *b, const struct out_map *m,
+static int sb_map_value_json(const struct out *o, struct sb *b,
+			     const struct out_map *m,
 			     enum map_class mc, const struct sort_item *it,
 			     uint64_t div)
 {
@@ -1026,7 +1124,7 @@ static int sb_map_value_json(struct sb *b, const struct out_map *m,
 		sb_hist_json(b, vt, it->e->value, div);
 		return 0;
 	case MC_KEY:
-		return sb_value(b, vt, it->e->value, VS_JSON);
+		return sb_value(o, b, vt, it->e->value, VS_JSON);
 	}
 	BUG("bad map class");
 }
@@ -1044,8 +1142,9 @@ static const char *json_map_type(enum map_class mc)
 	}
 }
 
-static int map_to_sb(struct sb *b, const struct out_map *m, bool json,
-		     uint64_t top, uint64_t div)
+static int map_to_sb(const struct out *o, struct sb *b,
+		     const struct out_map *m, bool json, uint64_t top,
+		     uint64_t div)
 {
 	enum map_class mc = map_class(m->value_type);
 	struct sort_item *items;
@@ -1066,7 +1165,7 @@ static int map_to_sb(struct sb *b, const struct out_map *m, bool json,
 
 		one.entries = &e;
 		one.nentries = 1;
-		return map_to_sb(b, &one, json, top, div);
+		return map_to_sb(o, b, &one, json, top, div);
 	}
 	if (!m->nentries) {
 		/* the empty line(s) bpftrace prints for an empty map */
@@ -1088,7 +1187,7 @@ static int map_to_sb(struct sb *b, const struct out_map *m, bool json,
 	}
 	for (size_t i = first; i < m->nentries && !err; i++) {
 		if (!json) {
-			err = sb_map_entry_text(b, m, mc, &items[i], div);
+			err = sb_map_entry_text(o, b, m, mc, &items[i], div);
 			continue;
 		}
 		if (m->key_type) {
@@ -1096,7 +1195,7 @@ static int map_to_sb(struct sb *b, const struct out_map *m, bool json,
 
 			if (i > first)
 				sb_adds(b, ", ");
-			err = sb_key(&k, m, items[i].e->key, true);
+			err = sb_key(o, &k, m, items[i].e->key, true);
 			if (!err)
 				sb_json_string(b, k.s ? k.s : "", k.len);
 			sb_release(&k);
@@ -1104,7 +1203,7 @@ static int map_to_sb(struct sb *b, const struct out_map *m, bool json,
 				break;
 			sb_adds(b, ": ");
 		}
-		err = sb_map_value_json(b, m, mc, &items[i], div);
+		err = sb_map_value_json(o, b, m, mc, &items[i], div);
 		if (!m->key_type)
 			break;
 	}
@@ -1122,7 +1221,7 @@ int out_print_map(struct out *o, const struct out_map *m, uint64_t top,
 		  uint64_t div)
 {
 	struct sb b = { 0 };
-	int err = map_to_sb(&b, m, o->format == OUT_JSON, top, div);
+	int err = map_to_sb(o, &b, m, o->format == OUT_JSON, top, div);
 
 	if (!err && b.len)
 		fwrite(b.s, 1, b.len, o->f);

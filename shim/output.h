@@ -15,8 +15,9 @@
  *   TY_BUFFER: u32 length, then t->size - 4 bytes of room
  *   TY_TUPLE: each field at t->fields[i].offset (natural alignment),
  *       t->size the padded total
- *   others (usym, ksym, inet, ...): not supported yet (-ENOTSUP, and a
- *       message on stderr)
+ *   TY_USERNAME (uid), TY_STRERROR (errno value): integers, printed as
+ *       text; TY_USYM, TY_KSYM, TY_PROBE, ...: through out.resolve below,
+ *       else not supported (-ENOTSUP, and a message on stderr)
  *
  * Maps: entries already merged across CPUs (and user-mode threads). A key
  * is the bytes of key_type: NULL for keyless maps, one key's type, or a
@@ -48,9 +49,23 @@ enum out_format {
 	OUT_JSON,		/* -f json */
 };
 
+/*
+ * Values whose text needs the producer's context: TY_USYM ({u64 addr;
+ * u64 pid}, as codegen stores func in uprobes), TY_KSYM (u64 addr),
+ * TY_PROBE (u64 probe/program index), TY_TIMESTAMP, TY_INET, TY_MAC,
+ * TY_CGROUP_PATH, TY_USTACK, TY_KSTACK. Write the text as bpftrace prints
+ * it, NUL-terminated, into buf; 0, or -ENOTSUP to let output handle it
+ * (TY_USERNAME: the user name of the uid; TY_STRERROR: strerror()), or
+ * another -errno. Unresolved values print as "not supported" errors.
+ */
+typedef int (*out_resolve_fn)(void *ctx, const struct type *t,
+			      const void *data, char *buf, size_t size);
+
 struct out {
 	FILE *f;		/* stdout or -o FILE */
 	enum out_format format;
+	out_resolve_fn resolve;	/* NULL: none */
+	void *resolve_ctx;
 };
 
 void out_init(struct out *o, FILE *f, enum out_format format);
@@ -111,6 +126,9 @@ void out_lost_events(struct out *o, uint64_t n);
 int out_printf(struct out *o, const struct fmt_string *f,
 	       const struct type *args, const void *data, size_t size);
 /* The same text as a malloc'd string (system(), cat()); NULL + errno. */
+char *out_sprintf(const struct out *o, const struct fmt_string *f,
+		  const struct type *args, const void *data, size_t size);
+/* out_sprintf() without a resolver. */
 char *out_format(const struct fmt_string *f, const struct type *args,
 		 const void *data, size_t size);
 

@@ -6,6 +6,8 @@
 #define _GNU_SOURCE	/* memmem */
 #endif
 #include <ctype.h>
+#include <dwarf.h>
+#include <elfutils/libdw.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <fnmatch.h>
@@ -375,6 +377,216 @@ const struct probes_sym *probes_sym_at(const struct probes_sym *syms, int n,
 }
 
 /* ------------------------------------------------------------------ */
+/* Address -> symbol in a process                                      */
+
+struct probes_map {
+	uint64_t start, end, pgoff;
+	const char *path;
+};
+
+struct probes_proc {
+	struct probes_proc *next;
+	int pid;
+	struct probes_map *maps;
+	int nmaps;
+};
+
+struct probes_file {
+	struct probes_file *next;
+	const char *path;
+	struct probes_sym *syms;	/* sorted by address */
+	int nsyms;
+	GElf_Phdr *loads;	/* PT_LOAD headers */
+	int nloads;
+};
+
+struct probes_symcache {
+	struct arena arena;
+	struct probes_proc *procs;
+	struct probes_file *files;
+};
+
+struct probes_symcache *probes_symcache_new(void)
+{
+	struct probes_symcache *sc = xcalloc(1, sizeof(*sc));
+
+	arena_init(&sc->arena);
+	return sc;
+}
+
+void probes_symcache_free(struct probes_symcache *sc)
+{
+	if (!sc)
+		return;
+	arena_release(&sc->arena);
+	free(sc);
+}
+
+static struct probes_proc *probes_proc_read(struct probes_symcache *sc,
+					    int pid)
+{
+	struct vec v = { .elem = sizeof(struct probes_map) };
+	struct probes_proc *p;
+	char path[64], line[PATH_MAX + 256];
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/maps", pid);
+	f = fopen(path, "re");
+	if (!f)
+		return NULL;
+	while (fgets(line, sizeof(line), f)) {
+		unsigned long long start, end, pgoff;
+		char perms[8], *file = strchr(line, '/'), *nl;
+		struct probes_map *m;
+
+		if (!file || sscanf(line, "%llx-%llx %7s %llx", &start, &end,
+				    perms, &pgoff) != 4 || perms[2] != 'x')
+			continue;
+		nl = strchr(file, '\n');
+		if (nl)
+			*nl = '\0';
+		m = vec_push(&v);
+		m->start = start;
+		m->end = end;
+		m->pgoff = pgoff;
+		m->path = arena_strdup(&sc->arena, file);
+	}
+	fclose(f);
+	p = arena_alloc(&sc->arena, sizeof(*p));
+	p->pid = pid;
+	p->nmaps = v.len;
+	p->maps = vec_to_arena(&sc->arena, &v);
+	p->next = sc->procs;
+	sc->procs = p;
+	return p;
+}
+
+int probes_symcache_note(struct probes_symcache *sc, int pid)
+{
+	struct probes_proc **pp;
+
+	/* a fresh snapshot replaces an older one (exec, dlopen) */
+	for (pp = &sc->procs; *pp; pp = &(*pp)->next)
+		if ((*pp)->pid == pid) {
+			*pp = (*pp)->next;
+			break;
+		}
+	return probes_proc_read(sc, pid) ? 0 : -ESRCH;
+}
+
+static int probes_sym_addr_cmp(const void *x, const void *y)
+{
+	const struct probes_sym *a = x, *b = y;
+
+	size_t la, lb;
+
+	if (a->addr != b->addr)
+		return a->addr < b->addr ? -1 : 1;
+	/* aliases: global first, then the shortest name (malloc, not
+	 * __libc_malloc), then by name */
+	if (probes_bind_rank(a->bind) != probes_bind_rank(b->bind))
+		return probes_bind_rank(a->bind) - probes_bind_rank(b->bind);
+	la = strlen(a->name);
+	lb = strlen(b->name);
+	if (la != lb)
+		return la < lb ? -1 : 1;
+	return strcmp(a->name, b->name);
+}
+
+static struct probes_file *probes_file_get(struct probes_symcache *sc,
+					   const char *path)
+{
+	struct probes_file *f;
+	struct probes_elf e;
+	size_t n;
+
+	for (f = sc->files; f; f = f->next)
+		if (!strcmp(f->path, path))
+			return f;
+	f = arena_alloc(&sc->arena, sizeof(*f));
+	f->path = arena_strdup(&sc->arena, path);
+	f->next = sc->files;
+	sc->files = f;
+	if (probes_elf_funcs(&sc->arena, path, &f->syms, &f->nsyms))
+		return f;
+	if (f->nsyms > 1)
+		qsort(f->syms, f->nsyms, sizeof(*f->syms),
+		      probes_sym_addr_cmp);
+	if (probes_elf_open(path, &e))
+		return f;
+	if (!elf_getphdrnum(e.elf, &n)) {
+		f->loads = arena_alloc(&sc->arena, (n + 1) * sizeof(GElf_Phdr));
+		for (size_t i = 0; i < n; i++)
+			if (gelf_getphdr(e.elf, i, &f->loads[f->nloads]) &&
+			    f->loads[f->nloads].p_type == PT_LOAD)
+				f->nloads++;
+	}
+	probes_elf_close(&e);
+	return f;
+}
+
+const char *probes_symcache_resolve(struct probes_symcache *sc, int pid,
+				    uint64_t addr, uint64_t *offset)
+{
+	struct probes_proc *p;
+	const struct probes_map *m = NULL;
+	struct probes_file *f;
+	uint64_t foff, vaddr = 0;
+	bool found = false;
+	int lo, hi, best = -1;
+
+	for (p = sc->procs; p; p = p->next)
+		if (p->pid == pid)
+			break;
+	if (!p)
+		p = probes_proc_read(sc, pid);
+	if (!p)
+		return NULL;
+	for (int i = 0; i < p->nmaps; i++)
+		if (addr >= p->maps[i].start && addr < p->maps[i].end)
+			m = &p->maps[i];
+	if (!m)
+		return NULL;
+	f = probes_file_get(sc, m->path);
+	foff = addr - m->start + m->pgoff;
+	for (int i = 0; i < f->nloads; i++) {
+		const GElf_Phdr *ph = &f->loads[i];
+
+		if (foff >= ph->p_offset && foff < ph->p_offset + ph->p_filesz) {
+			vaddr = foff - ph->p_offset + ph->p_vaddr;
+			found = true;
+			break;
+		}
+	}
+	if (!found)
+		return NULL;
+	/* the last symbol starting at or before vaddr */
+	lo = 0;
+	hi = f->nsyms - 1;
+	while (lo <= hi) {
+		int mid = lo + (hi - lo) / 2;
+
+		if (f->syms[mid].addr <= vaddr) {
+			best = mid;
+			lo = mid + 1;
+		} else {
+			hi = mid - 1;
+		}
+	}
+	if (best < 0)
+		return NULL;
+	/* among symbols at that address, the preferred binding sorts first */
+	while (best > 0 && f->syms[best - 1].addr == f->syms[best].addr)
+		best--;
+	if (f->syms[best].size && vaddr >= f->syms[best].addr +
+						   f->syms[best].size)
+		return NULL;
+	if (offset)
+		*offset = vaddr - f->syms[best].addr;
+	return f->syms[best].name;
+}
+
+/* ------------------------------------------------------------------ */
 /* Wildcards                                                            */
 
 bool probes_has_wildcard(const char *s)
@@ -498,6 +710,7 @@ static const char *probes_ldcache_find(struct arena *a, const char *lib)
 	if (h && (size_t)(h - base) + 48 <= (size_t)st.st_size) {
 		uint32_t nlibs;
 		size_t first = h - base + 48;
+		size_t size = st.st_size - (h - base);
 
 		memcpy(&nlibs, h + 20, 4);
 		for (uint32_t i = 0; i < nlibs; i++) {
@@ -510,15 +723,14 @@ static const char *probes_ldcache_find(struct arena *a, const char *lib)
 			memcpy(&flags, base + e, 4);
 			memcpy(&key, base + e + 4, 4);
 			memcpy(&value, base + e + 8, 4);
-			/* key/value are offsets from the new header (or file
-			 * start when the old format prefix is absent) */
-			if ((size_t)key >= (size_t)st.st_size ||
-			    (size_t)value >= (size_t)st.st_size)
+			/* key/value are offsets from the new format's header
+			 * (the file start, unless an old-format part leads) */
+			if ((size_t)key >= size || (size_t)value >= size)
 				continue;
-			name = base + key;
-			val = base + value;
-			if (!memchr(name, 0, st.st_size - key) ||
-			    !memchr(val, 0, st.st_size - value))
+			name = h + key;
+			val = h + value;
+			if (!memchr(name, 0, size - key) ||
+			    !memchr(val, 0, size - value))
 				continue;
 			/* x86-64 libraries only: FLAG_X8664_LIB64 */
 			if ((flags & 0xff00) != 0x0300 && (flags & 0xff00))
@@ -1387,6 +1599,183 @@ static const char *probes_tp_detail(struct arena *a, const char *cat,
 	return s;
 }
 
+/*
+ * -lv for uprobes: each function's parameters from DWARF (the file's own
+ * or its separate debug file), spelled as bpftrace 0.17 spells them:
+ * "const char* s", "const <unknown type>* q", "struct foo* const p".
+ */
+struct probes_dwfn {
+	const char *name;
+	const char *params;	/* "    T name\n" lines */
+};
+
+struct probes_dwctx {
+	struct arena *a;
+	struct vec fns;
+};
+
+static const char *probes_dw_type_name(struct arena *a, Dwarf_Die *die,
+				       int depth)
+{
+	Dwarf_Attribute attr;
+	Dwarf_Die inner, *in = NULL;
+	const char *name;
+	int tag = dwarf_tag(die);
+
+	if (depth > 32)
+		return "<unknown type>";
+	if (dwarf_attr_integrate(die, DW_AT_type, &attr) &&
+	    dwarf_formref_die(&attr, &inner))
+		in = &inner;
+	switch (tag) {
+	case DW_TAG_pointer_type:
+		return arena_printf(a, "%s*",
+				    in ? probes_dw_type_name(a, in, depth + 1) :
+					 "void");
+	case DW_TAG_const_type:
+		if (!in)
+			return "const <unknown type>";
+		if (dwarf_tag(in) == DW_TAG_pointer_type)
+			return arena_printf(a, "%s const",
+					    probes_dw_type_name(a, in,
+								depth + 1));
+		return arena_printf(a, "const %s",
+				    probes_dw_type_name(a, in, depth + 1));
+	case DW_TAG_structure_type:
+	case DW_TAG_union_type:
+	case DW_TAG_enumeration_type:
+	case DW_TAG_class_type:
+		name = dwarf_diename(die);
+		return arena_printf(a, "%s %s",
+				    tag == DW_TAG_structure_type ? "struct" :
+				    tag == DW_TAG_union_type ? "union" :
+				    tag == DW_TAG_enumeration_type ? "enum" :
+								     "class",
+				    name ? name : "<unknown type>");
+	default:
+		name = dwarf_diename(die);
+		return name ? name : "<unknown type>";
+	}
+}
+
+static int probes_dw_func(Dwarf_Die *die, void *arg)
+{
+	struct probes_dwctx *x = arg;
+	struct probes_dwfn *fn;
+	const char *name = dwarf_diename(die);
+	Dwarf_Die child;
+	char *params;
+
+	if (!name || dwarf_hasattr(die, DW_AT_declaration))
+		return DWARF_CB_OK;
+	params = arena_strdup(x->a, "");
+	if (dwarf_child(die, &child) == 0) {
+		do {
+			Dwarf_Attribute attr;
+			Dwarf_Die type;
+			const char *pn, *tn = "<unknown type>";
+
+			if (dwarf_tag(&child) != DW_TAG_formal_parameter)
+				continue;
+			pn = dwarf_diename(&child);
+			if (!pn)
+				continue;
+			if (dwarf_attr_integrate(&child, DW_AT_type, &attr) &&
+			    dwarf_formref_die(&attr, &type))
+				tn = probes_dw_type_name(x->a, &type, 0);
+			params = arena_printf(x->a, "%s    %s %s\n", params,
+					      tn, pn);
+		} while (dwarf_siblingof(&child, &child) == 0);
+	}
+	fn = vec_push(&x->fns);
+	fn->name = arena_strdup(x->a, name);
+	fn->params = params;
+	return DWARF_CB_OK;
+}
+
+static int probes_dwfn_cmp(const void *x, const void *y)
+{
+	const struct probes_dwfn *a = x, *b = y;
+	int c = strcmp(a->name, b->name);
+
+	/* stable on equal names: the first definition wins */
+	if (c)
+		return c;
+	return a < b ? -1 : a > b;
+}
+
+/* The functions with DWARF of an ELF file, sorted by name (first wins). */
+static int probes_dw_funcs(struct arena *a, const char *path,
+			   struct probes_dwfn **out, int *n)
+{
+	struct probes_dwctx x = {
+		.a = a, .fns = { .elem = sizeof(struct probes_dwfn) },
+	};
+	struct probes_elf e;
+	const char *debug = NULL;
+	Dwarf *dw;
+	Dwarf_Off off = 0, next;
+	size_t hsize;
+	int fd, cnt = 0;
+
+	*out = NULL;
+	*n = 0;
+	if (!probes_elf_open(path, &e)) {
+		if (!probes_elf_section(e.elf, ".debug_info"))
+			debug = probes_debug_file(a, e.elf, path);
+		probes_elf_close(&e);
+	}
+	fd = open(debug ? debug : path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	dw = dwarf_begin(fd, DWARF_C_READ);
+	if (!dw) {
+		close(fd);
+		return -ENOENT;
+	}
+	while (dwarf_nextcu(dw, off, &next, &hsize, NULL, NULL, NULL) == 0) {
+		Dwarf_Die cu;
+
+		if (dwarf_offdie(dw, off + hsize, &cu))
+			dwarf_getfuncs(&cu, probes_dw_func, &x, 0);
+		off = next;
+	}
+	dwarf_end(dw);
+	close(fd);
+	if (x.fns.len) {
+		struct probes_dwfn *f = x.fns.data;
+
+		/* keep file order among equal names: sort indexes */
+		qsort(f, x.fns.len, sizeof(*f), probes_dwfn_cmp);
+		for (size_t i = 0; i < x.fns.len; i++)
+			if (!cnt || strcmp(f[cnt - 1].name, f[i].name))
+				f[cnt++] = f[i];
+	}
+	x.fns.len = cnt;
+	*n = cnt;
+	*out = vec_to_arena(a, &x.fns);
+	return 0;
+}
+
+static const char *probes_dw_params(const struct probes_dwfn *fns, int n,
+				    const char *name)
+{
+	int lo = 0, hi = n - 1;
+
+	while (lo <= hi) {
+		int mid = lo + (hi - lo) / 2;
+		int c = strcmp(name, fns[mid].name);
+
+		if (!c)
+			return fns[mid].params;
+		if (c < 0)
+			hi = mid - 1;
+		else
+			lo = mid + 1;
+	}
+	return NULL;
+}
+
 static bool probes_perf_pmu(const char *name)
 {
 	char path[128];
@@ -1570,8 +1959,22 @@ static int probes_list_pattern(struct probes_lister *l, struct diag_list *d,
 			}
 			return 0;	/* nothing matched: print nothing */
 		}
-		for (int i = 0; i < n; i++)
-			probes_emit(l, m[i].name, NULL);
+		const char *dw_path = NULL;
+		struct probes_dwfn *fns = NULL;
+		int nfns = 0;
+
+		for (int i = 0; i < n; i++) {
+			const char *detail = NULL;
+
+			if (l->verbose && m[i].func) {
+				if (!dw_path || strcmp(dw_path, m[i].target)) {
+					dw_path = m[i].target;
+					probes_dw_funcs(a, dw_path, &fns, &nfns);
+				}
+				detail = probes_dw_params(fns, nfns, m[i].func);
+			}
+			probes_emit(l, m[i].name, detail);
+		}
 		return 0;
 	}
 	if (!strcmp(prov, "usdt")) {

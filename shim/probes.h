@@ -56,6 +56,27 @@ int probes_elf_vaddr_to_offset(const char *path, uint64_t vaddr,
 			       uint64_t *offset);
 
 /*
+ * Address -> function name in a process (usym(), func in uprobes): a
+ * cache of each process's mappings (/proc/PID/maps, read on first use or
+ * when probes_symcache_note() snapshots it, so that addresses of a
+ * process that has exited since still resolve) and of each file's
+ * symbols.
+ */
+struct probes_symcache;
+
+struct probes_symcache *probes_symcache_new(void);
+void probes_symcache_free(struct probes_symcache *sc);
+/* Snapshot pid's mappings now (at attach time, and for -c/-p). */
+int probes_symcache_note(struct probes_symcache *sc, int pid);
+/*
+ * The name of the function containing addr in pid, *offset (may be NULL)
+ * the distance from its start; NULL when unknown. The string lives as
+ * long as the cache.
+ */
+const char *probes_symcache_resolve(struct probes_symcache *sc, int pid,
+				    uint64_t addr, uint64_t *offset);
+
+/*
  * Resolve a uprobe/usdt target as bpftrace does:
  *   - a path containing '/' is used as is (globbed if it has wildcards);
  *   - otherwise a library name: "libc", "c" or "libc.so.6" is looked up
@@ -154,6 +175,11 @@ struct probes_match {
  *   uprobes not found: PATH:FUNC*       (wildcard matching nothing)
  *   usdt probe not found: PATH:PROVIDER:NAME
  *   usdt target file 'X' does not exist or is not executable
+ *   uprobe probe needs a target binary or -p PID   (uprobe:func without
+ *                                        -p; with -p: /proc/PID/exe)
+ *   usdt probe needs a target binary or -p PID
+ * Rate probes get bpftrace's canonical name: "interval:s:1",
+ * "software:cpu-clock:100".
  * Returns 0 (*n may be 0 after a warning), or -errno after an error.
  */
 int probes_expand(struct compile *c, struct ast_node *probe,

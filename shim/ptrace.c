@@ -82,8 +82,11 @@ static void drop(struct pt *p, pid_t tid)
 {
 	struct pt_thread *t = find(p, tid);
 
-	if (t)
-		*t = p->th[--p->nth];
+	if (!t)
+		return;
+	if (p->ctl == p->nth - 1)
+		p->ctl = (int)(t - p->th);
+	*t = p->th[--p->nth];
 }
 
 /*
@@ -474,6 +477,65 @@ static int find_syscall_insn(struct pt *p)
 	return p->syscall_insn ? 0 : -ENOENT;
 }
 
+/*
+ * A remote call that does not return at once may wait for a lock held by a
+ * stopped thread (dlopen, malloc): let the other threads run until it
+ * returns, then stop them again.
+ */
+static void release_others(struct pt *p)
+{
+	int i;
+
+	for (i = 0; i < p->nth; i++) {
+		struct pt_thread *t = &p->th[i];
+
+		if (i == p->ctl || !t->stopped)
+			continue;
+		if (t->have_regs)
+			ptrace(PTRACE_SETREGS, t->tid, 0, &t->regs);
+		ptrace(PTRACE_CONT, t->tid, 0, t->pending_sig);
+		t->pending_sig = 0;
+		t->stopped = false;
+	}
+	p->others_running = true;
+	clock_gettime(CLOCK_MONOTONIC, &p->released_at);
+}
+
+static int restop_others(struct pt *p)
+{
+	int i, err, added, rounds = 0;
+	struct timespec t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	p->released_ns += (uint64_t)((t.tv_sec - p->released_at.tv_sec) *
+					     1000000000LL +
+				     (t.tv_nsec - p->released_at.tv_nsec));
+	p->others_running = false;
+	for (i = 0; i < p->nth; i++)
+		if (!p->th[i].stopped)
+			ptrace(PTRACE_INTERRUPT, p->th[i].tid, 0, 0);
+	do {
+		err = stop_all(p);
+		if (err)
+			return err;
+		err = list_tasks(p, p->pid, &added);
+		if (err)
+			return err;
+	} while (added && ++rounds < 1000);
+	err = stop_all(p);
+	if (err)
+		return err;
+	for (i = 0; i < p->nth; i++) {
+		if (i == p->ctl)
+			continue;
+		if (ptrace(PTRACE_GETREGS, p->th[i].tid, 0,
+			   &p->th[i].regs) < 0)
+			return -errno;
+		p->th[i].have_regs = true;
+	}
+	return 0;
+}
+
 /* Resume the control thread with r and wait for its next stop. */
 static int run_ctl(struct pt *p, struct user_regs_struct *r, bool step,
 		   int timeout_ms)
@@ -495,19 +557,23 @@ static int run_ctl(struct pt *p, struct user_regs_struct *r, bool step,
 			w = waitpid(tid, &st, __WALL | WNOHANG);
 			if (w)
 				break;
-			if (++spins < 2000) {
+			if (++spins < 200) {
 				sched_yield();
 				continue;
 			}
+			if (!step && !p->others_running)
+				release_others(p);
 			clock_gettime(CLOCK_MONOTONIC, &t);
 			if ((t.tv_sec - t0.tv_sec) * 1000 +
 				    (t.tv_nsec - t0.tv_nsec) / 1000000 >
 			    timeout_ms) {
 				ptrace(PTRACE_INTERRUPT, tid, 0, 0);
 				waitpid(tid, &st, __WALL);
+				if (p->others_running)
+					restop_others(p);
 				return -ETIMEDOUT;
 			}
-			usleep(200);
+			usleep(100);
 		}
 		if (w < 0)
 			return -errno;
@@ -522,6 +588,8 @@ static int run_ctl(struct pt *p, struct user_regs_struct *r, bool step,
 	}
 	if (ptrace(PTRACE_GETREGS, tid, 0, r) < 0)
 		return -errno;
+	if (p->others_running)
+		return restop_others(p);
 	return 0;
 }
 

@@ -13,6 +13,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
+#include <time.h>
 #include <sys/user.h>
 
 struct pt_thread {
@@ -31,7 +32,9 @@ struct pt {
 	uint64_t syscall_insn;	/* address of a syscall instruction */
 	int memfd;		/* /proc/PID/mem */
 	bool child;		/* started by pt_spawn */
-	bool exec_ok;
+	bool others_running;	/* released during a long remote call */
+	struct timespec released_at;
+	uint64_t released_ns;	/* time the other threads ran meanwhile */
 	char err[256];		/* why the last call failed */
 };
 

@@ -17,8 +17,9 @@
  *     (may clobber only %r11, flags, and no vector or x87 registers);
  *   - reaches its thread block as *(u64 *)%fs:tls_offset, which the
  *     trampoline guarantees is non-NULL before the call;
- *   - entry probe: the function's arguments in %rdi %rsi %rdx %rcx %r8 %r9,
- *     its stack arguments at 16(%rsp) and up;
+ *   - entry probe: the function's arguments in %rdi %rsi %rdx %rcx %r8 %r9;
+ *     at the probe code's entry the function's return address is at
+ *     16(%rsp) and its stack arguments start at 24(%rsp);
  *   - return probe: the return value in %rax and %rdi (%rdx also in %rsi).
  * The trampoline saves %rax itself (%al carries the vector count of a
  * variadic call), so probe code may clobber %rax too.

@@ -57,6 +57,7 @@ struct ubt_user {
 	struct user_site *sites;
 	int nsites;
 	uint64_t stop_ns;
+	int moved;
 	char err[512];
 };
 
@@ -96,6 +97,11 @@ int64_t user_tls_offset(const struct ubt_user *u)
 uint64_t user_stop_ns(const struct ubt_user *u)
 {
 	return u->stop_ns;
+}
+
+int user_moved_threads(const struct ubt_user *u)
+{
+	return u->moved;
 }
 
 struct memfd *user_memfd(struct ubt_user *u)
@@ -500,6 +506,7 @@ static int move_threads(struct ubt_user *u, struct user_site *us)
 				    u->pt.th[i].tid);
 		r.rip = to;
 		pt_set_regs(&u->pt, i, &r);
+		u->moved++;
 	}
 	return 0;
 }
@@ -603,7 +610,7 @@ int user_resume(struct ubt_user *u)
 	if (!err)
 		err = pt_detach(&u->pt);
 	u->resumed = true;
-	u->stop_ns = now_ns() - u->stop_ns;
+	u->stop_ns = now_ns() - u->stop_ns - u->pt.released_ns;
 	return err ? uerr(u, err, "resume pid %d", u->pid) : 0;
 }
 

@@ -74,8 +74,13 @@ void user_free(struct ubt_user *u);
 const char *user_error(const struct ubt_user *u);
 pid_t user_pid(const struct ubt_user *u);
 int64_t user_tls_offset(const struct ubt_user *u);
-/* How long the target was stopped by attach + install + resume. */
+/*
+ * How long the target was stopped by attach + install + resume (not
+ * counting time the other threads ran while a remote dlopen waited).
+ */
 uint64_t user_stop_ns(const struct ubt_user *u);
+/* Threads moved out of a patch window into its relocated copy. */
+int user_moved_threads(const struct ubt_user *u);
 struct memfd *user_memfd(struct ubt_user *u);
 
 #endif

@@ -93,12 +93,17 @@ tests_unit_kernel_LDADD = $(UBT_LIBS)
 # attach, patch, trampolines, per-thread blocks, detach, with native blobs.
 check_PROGRAMS += \
 	tests/user/target \
-	tests/user/test-user
-TESTS += tests/user/test-user
+	tests/user/test-user \
+	tests/user/unit-memfd
+TESTS += \
+	tests/user/test-user \
+	tests/user/unit-memfd
 tests_user_target_SOURCES = tests/user/target.c
 tests_user_target_CFLAGS = -O2 -pthread
 tests_user_test_user_SOURCES = tests/user/test-user.c
 tests_user_test_user_LDADD = $(UBT_LIBS)
+tests_user_unit_memfd_SOURCES = tests/user/unit-memfd.c
+tests_user_unit_memfd_LDADD = $(UBT_LIBS) -ldl
 
 # Frontend stanzas (tests/frontend/*.test, format in tests/README.md):
 # one TAP test per stanza; a new test is an appended stanza.
@@ -107,3 +112,30 @@ TESTS += tests/frontend-test
 EXTRA_DIST += tests/frontend
 tests_frontend_test_SOURCES = tests/frontend-test.c
 tests_frontend_test_LDADD = $(UBT_LIBS)
+
+# Runtime corpus (tests/runtime/*.test, format in tests/README.md): make
+# check runs the cases tests/runtime/enabled names; check-runtime runs them
+# all through $(TRACER) (default ubt, TRACER=bpftrace for the reference);
+# check-bpftrace compares ubt with bpftrace on every case.
+TESTS += \
+	tests/runtime-check.sh \
+	tests/targets-check.sh
+EXTRA_DIST += \
+	tests/runtime \
+	tests/runtime-check.sh \
+	tests/runtime-runner \
+	tests/targets-check.sh
+UBT_RUNTIME_ENV = top_srcdir='$(abs_top_srcdir)' \
+	top_builddir='$(abs_top_builddir)' UBT='$(abs_top_builddir)/ubt'
+check-runtime: $(check_PROGRAMS) ubt$(EXEEXT)
+	$(UBT_RUNTIME_ENV) python3 $(top_srcdir)/tests/runtime-runner $(CASES)
+check-bpftrace: $(check_PROGRAMS) ubt$(EXEEXT)
+	$(UBT_RUNTIME_ENV) python3 $(top_srcdir)/tests/runtime-runner \
+		--differential $(CASES)
+.PHONY: check-bpftrace check-runtime
+
+# Semantic analysis: the typed AST and program tables (frontend/sema*.c).
+check_PROGRAMS += tests/unit-sema
+TESTS += tests/unit-sema
+tests_unit_sema_SOURCES = tests/unit-sema.c
+tests_unit_sema_LDADD = $(UBT_LIBS)

@@ -15,6 +15,9 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include <signal.h>
+#include <sys/wait.h>
+
 #include "compile.h"
 #include "kernel.h"
 
@@ -38,7 +41,16 @@ __attribute__((noinline, used)) long ukt_neg(long v)
 	return -v;
 }
 
-static int child(void)
+int child(void);
+
+/* -p target: give the tracer time to attach, then do the calls */
+static int child_wait(void)
+{
+	usleep(500000);
+	return child();
+}
+
+int child(void)
 {
 	static const char *names[] = { "alpha", "beta", "gamma" };
 
@@ -58,8 +70,10 @@ static int child(void)
 struct ukt_case {
 	const char *name;
 	const char *prog;	/* BIN is replaced by this program's path */
-	bool with_child;
+	int with_child;		/* 1: -c "BIN child"; 2: -p of a running child */
 	const char *expect;
+	int expect_rc;
+	const char *expect_err;	/* a line expected on stderr */
 };
 
 static const struct ukt_case cases[] = {
@@ -141,6 +155,28 @@ static const struct ukt_case cases[] = {
 	  "interval:ms:50 { @i++; if (@i == 3) { printf(\"%d %d\\n\", @i,"
 	  " elapsed > 100000000); exit(); } }",
 	  false, "Attaching 1 probe...\n3 1\n\n\n@i: 3\n" },
+	{ "probe and func with wildcards, func named after the exit",
+	  "uprobe:BIN:ukt_a*,uprobe:BIN:ukt_neg { @[func, probe] = count(); }",
+	  true,
+	  "Attaching 2 probes...\n\n\n@[ukt_add, uprobe:BIN:ukt_add]: 10\n"
+	  "@[ukt_neg, uprobe:BIN:ukt_neg]: 12\n" },
+	{ "printf of probe and func",
+	  "uprobe:BIN:ukt_add { printf(\"%s %s\\n\", probe, func); exit(); }",
+	  true, "Attaching 1 probe...\nuprobe:BIN:ukt_add ukt_add\n\n\n" },
+	{ "stats, zero, print of a tuple",
+	  "uprobe:BIN:ukt_add { @s = stats(arg1); @z = sum(arg0); }"
+	  " uprobe:BIN:ukt_name /arg1 < 2/ { $t = (str(arg0), arg1 * 2); print($t); }"
+	  " END { zero(@z); }",
+	  true,
+	  "Attaching 3 probes...\n(alpha, 0)\n(beta, 2)\n\n\n"
+	  "@s: count 10, average 9, total 90\n\n@z: 0\n" },
+	{ "-p: probes filtered by pid, the end when the process exits",
+	  "uprobe:BIN:ukt_name { @[pid == $1] = count(); }",
+	  2, "Attaching 1 probe...\n\n\n@[1]: 6\n" },
+	{ "an unknown function is an error, nothing attached",
+	  "uprobe:BIN:nosuchfunc { exit(); }",
+	  true, "", 1,
+	  "ERROR: Could not resolve symbol: BIN:nosuchfunc" },
 	{ "comm, pid, strings compared",
 	  "uprobe:BIN:ukt_name /str(arg0) == \"beta\"/ { @[comm, pid == cpid] = count(); }",
 	  true, "Attaching 1 probe...\n\n\n@[unit-kernel, 1]: 2\n" },
@@ -172,19 +208,34 @@ static char *replace_bin(const char *prog)
 static int run_case(int i, const struct ukt_case *tc)
 {
 	char *prog = replace_bin(tc->prog);
-	char cmd[PATH_MAX + 16];
+	char *expect = replace_bin(tc->expect);
+	char *expect_err = tc->expect_err ? replace_bin(tc->expect_err) : NULL;
+	char cmd[PATH_MAX + 16], pidstr[32];
+	const char *params[1] = { pidstr };
 	struct compile c;
 	struct kernel_opts o = { .sz = sizeof(o) };
 	FILE *out = tmpfile(), *err = tmpfile();
-	char got[16384] = "", errs[4096] = "";
+	char got[16384] = "", errs[16384] = "";
+	pid_t pid = 0;
 	size_t n;
 	int rc, fail;
 
 	snprintf(cmd, sizeof(cmd), "%s child", self);
+	if (tc->with_child == 2) {
+		fflush(NULL);
+		pid = fork();
+		if (!pid)
+			_exit(child_wait());
+	}
+	snprintf(pidstr, sizeof(pidstr), "%d", (int)pid);
 	compile_init(&c, "stdin", prog);
-	c.has_cmd = tc->with_child;
+	c.has_cmd = tc->with_child == 1;
+	c.pid = pid;
+	c.params = params;
+	c.nparams = 1;
 	o.out = out;
-	o.cmd = tc->with_child ? cmd : NULL;
+	o.cmd = tc->with_child == 1 ? cmd : NULL;
+	o.pid = pid;
 	fflush(stdout);
 	if (compile_frontend(&c, STAGE_SEMA) || diag_has_errors(&c.diag)) {
 		diag_print(&c.diag, err);
@@ -199,13 +250,18 @@ static int run_case(int i, const struct ukt_case *tc)
 		dup2(saved, 2);
 		close(saved);
 	}
+	if (pid > 0) {
+		kill(pid, SIGKILL);
+		waitpid(pid, NULL, 0);
+	}
 	rewind(out);
 	n = fread(got, 1, sizeof(got) - 1, out);
 	got[n] = 0;
 	rewind(err);
 	n = fread(errs, 1, sizeof(errs) - 1, err);
 	errs[n] = 0;
-	fail = rc != 0 || strcmp(got, tc->expect);
+	fail = rc != tc->expect_rc || strcmp(got, expect) ||
+	       (expect_err && !strstr(errs, expect_err));
 	printf("%s %d - %s\n", fail ? "not ok" : "ok", i + 1, tc->name);
 	if (fail) {
 		printf("# rc %d\n# program: %s\n", rc, prog);
@@ -218,6 +274,8 @@ static int run_case(int i, const struct ukt_case *tc)
 	fclose(out);
 	fclose(err);
 	free(prog);
+	free(expect);
+	free(expect_err);
 	return fail;
 }
 

@@ -159,8 +159,8 @@ static void put(const struct type *t, void *p, const struct tv *v, int *k)
 			    (char *)p + t->fields[i].offset, v, k);
 		return;
 	}
-	if (t->kind == TY_STRING) {
-		strncpy(p, v[*k].s, t->size);
+	if (t->kind == TY_STRING || t->kind == TY_ARRAY) {
+		memcpy(p, v[*k].s, strnlen(v[*k].s, t->size));
 	} else if (t->kind == TY_BUFFER) {
 		uint32_t len = strlen(v[*k].s);
 
@@ -1334,6 +1334,85 @@ static void test_empty(void)
 			    m[6], m[7], m[8]), exp_e2);
 }
 
+static int resolve_probe(void *ctx, const struct type *t, const void *data,
+			 char *buf, size_t size)
+{
+	uint64_t v;
+
+	if (t->kind != TY_PROBE)
+		return -ENOTSUP;
+	memcpy(&v, data, 8);
+	snprintf(buf, size, "%s", v == 0 ? "BEGIN" : "END");
+	(*(int *)ctx)++;
+	return 0;
+}
+
+/* bpftrace -e 'BEGIN { printf("%s|%s|%s\n", strerror(2), username,
+ *   strerror(0)); print(strerror(1)); @[username] = count(); exit(); }'
+ * bpftrace -f json -e 'BEGIN { @[username] = count();
+ *   @p[probe] = count(); exit(); }' */
+static void test_resolve(void)
+{
+	struct type *err = type_new(&A, TY_STRERROR, 8);
+	struct type *user = type_new(&A, TY_USERNAME, 8);
+	struct type *probe = type_new(&A, TY_PROBE, 8);
+	struct tmap *u = tmap("@", user, 1, agg(TY_COUNT, false));
+	struct tmap *p = tmap("@p", probe, 1, agg(TY_COUNT, false));
+	int calls = 0;
+
+	count(u, K(I(0)));
+	count(p, K(I(0)));
+	mem_open(OUT_TEXT);
+	pf("%s|%s|%s\n", tuple(3, err, user, err), V(I(2), I(0), I(0)));
+	out_print_value(&O, err, make(err, V(I(1))));
+	out_print_maps_at_exit(&O, (const struct out_map *[]){ &u->m }, 1);
+	check_str("username, strerror", mem_close(),
+		  "No such file or directory|root|Success\n"
+		  "Operation not permitted\n"
+		  "\n\n"
+		  "@[root]: 1\n");
+	mem_open(OUT_JSON);
+	O.resolve = resolve_probe;
+	O.resolve_ctx = &calls;
+	out_print_maps_at_exit(&O, (const struct out_map *[]){ &u->m, &p->m },
+			       2);
+	check_str("username, probe through the resolver: json", mem_close(),
+		  "\n\n"
+		  "{\"type\": \"map\", \"data\": {\"@\": {\"root\": 1}}}\n"
+		  "{\"type\": \"map\", \"data\": {\"@p\": {\"BEGIN\": 1}}}\n");
+	check_int("resolver called", calls, 1);
+}
+
+/* bpftrace -e 'BEGIN { @b = buf("a\x01", 2); print(buf("xy\n", 3));
+ *   exit(); }'  (and -f json); char[N] prints as a string */
+static void test_buffers(void)
+{
+	struct type *b8 = type_new(&A, TY_BUFFER, 4 + 8);
+	struct type *carr = type_new(&A, TY_ARRAY, 8);
+	struct tmap *b = tmap("@b", NULL, 0, b8);
+
+	carr->elem = t_s8;
+	carr->nelems = 8;
+	set(b, NOKEY, V(S("a\x01")));
+	mem_open(OUT_TEXT);
+	out_print_value(&O, b8, make(b8, V(S("xy\n"))));
+	out_print_maps_at_exit(&O, (const struct out_map *[]){ &b->m }, 1);
+	check_str("buffer values", mem_close(),
+		  "xy\\x0a\n\n\n@b: a\\x01\n");
+	mem_open(OUT_JSON);
+	out_print_value(&O, b8, make(b8, V(S("xy\n"))));
+	out_print_maps_at_exit(&O, (const struct out_map *[]){ &b->m }, 1);
+	check_str("buffer values: json", mem_close(),
+		  "{\"type\": \"value\", \"data\": \"xy\\\\x0a\"}\n"
+		  "\n\n"
+		  "{\"type\": \"map\", \"data\": {\"@b\": \"a\\\\x01\"}}\n");
+	check_str("check: char[8] is a string",
+		  check("printf", "%s\n", 1, carr), "");
+	mem_open(OUT_TEXT);
+	pf("<%s|%-6s>\n", tuple(2, carr, carr), V(S("bash"), S("abcdefgh")));
+	check_str("printf: char[8]", mem_close(), "<bash|abcdefgh>\n");
+}
+
 /* ubt prints the right thing where bpftrace 0.17 does not (listed) */
 static void test_ours(void)
 {
@@ -1427,6 +1506,8 @@ int main(void)
 	test_j1();
 	test_j2();
 	test_empty();
+	test_buffers();
+	test_resolve();
 	test_ours();
 	printf("1..%d\n", ntest);
 	arena_release(&A);

@@ -16,6 +16,8 @@
 #include <unistd.h>
 
 #include "arena.h"
+#include "ast.h"
+#include "compile.h"
 #include "diag.h"
 #include "probes.h"
 #include "tracepoint.h"
@@ -313,6 +315,70 @@ static void test_expand(void)
 	   "interval:s:1");
 }
 
+/* probes_expand() on hand-made attach points, as ap_parse() fills them. */
+static void test_expand_ast(void)
+{
+	struct compile c = { 0 };
+	struct ast_node probe = { .kind = AST_PROBE };
+	struct ast_node ap = { .kind = AST_ATTACH_POINT };
+	struct ast_node ap2 = { .kind = AST_ATTACH_POINT };
+	struct probes_match *m;
+	int n, err;
+
+	arena_init(&c.arena);
+	diag_init(&c.diag, &c.arena, "stdin", "x");
+	probe.probe.aps = &ap;
+	ap.loc = (struct ast_loc){ 1, 1, 1, 2 };
+	ap.ap.provider = "interval";
+	ap.ap.unit = "ms";
+	ap.ap.freq = 100;
+	err = probes_expand(&c, &probe, &ap, &m, &n);
+	ok(!err && n == 1 && !strcmp(m[0].name, "interval:ms:100"),
+	   "interval name %s", n ? m[0].name : "-");
+	memset(&ap.ap, 0, sizeof(ap.ap));
+	ap.ap.provider = "software";
+	ap.ap.target = "cpu-clock";
+	ap.ap.freq = 1000;
+	err = probes_expand(&c, &probe, &ap, &m, &n);
+	ok(!err && n == 1 && !strcmp(m[0].name, "software:cpu-clock:1000"),
+	   "software name %s", n ? m[0].name : "-");
+	memset(&ap.ap, 0, sizeof(ap.ap));
+	ap.ap.provider = "u";
+	ap.ap.target = target;
+	ap.ap.func = "ubt_probe_beta";
+	err = probes_expand(&c, &probe, &ap, &m, &n);
+	ok(!err && n == 1 && !strcmp(m[0].provider, "uprobe") &&
+	   !strcmp(m[0].func, "ubt_probe_beta"), "alias u: uprobe");
+	memset(&ap.ap, 0, sizeof(ap.ap));
+	ap.ap.provider = "uprobe";
+	ap.ap.func = "ubt_probe_beta";
+	err = probes_expand(&c, &probe, &ap, &m, &n);
+	ok(err && count_diags(&c.diag, "uprobe probe needs a target binary "
+				       "or -p PID") == 1,
+	   "uprobe:func without -p");
+	c.pid = getpid();
+	memset(&ap.ap, 0, sizeof(ap.ap));
+	ap.ap.provider = "uprobe";
+	ap.ap.func = "main";
+	err = probes_expand(&c, &probe, &ap, &m, &n);
+	ok(!err && n == 1 && m[0].pid == c.pid &&
+	   ends_with(m[0].target, "/unit-probes"),
+	   "uprobe:main with -p: the process's executable (%s)",
+	   n ? m[0].target : "-");
+	c.pid = 0;
+	/* two attach points: a missing tracepoint is only a warning */
+	ap.next = &ap2;
+	memset(&ap.ap, 0, sizeof(ap.ap));
+	ap.ap.provider = "tracepoint";
+	ap.ap.target = "sched";
+	ap.ap.func = "no_such_event";
+	err = probes_expand(&c, &probe, &ap, &m, &n);
+	ok(!err && n == 0 && c.diag.nwarnings == 1 &&
+	   count_diags(&c.diag, "tracepoint not found: sched:no_such_event"),
+	   "missing tracepoint among several attach points: a warning");
+	arena_release(&c.arena);
+}
+
 static void test_pid(void)
 {
 	pid_t child = fork();
@@ -336,8 +402,51 @@ static void test_pid(void)
 			       0, 0, child, false, &m, &n);
 	ok(!err && n == 1 && !strcmp(m[0].target, target),
 	   "-p: usdt without a target");
+	/* the child's ubt_probe_alpha at run time, resolved after it exits */
+	struct probes_symcache *sc = probes_symcache_new();
+	struct probes_sym *syms;
+	const struct probes_sym *s;
+	uint64_t runtime = 0, off = 99;
+	const char *name;
+	char path[64], line[4200];
+	FILE *f;
+
+	probes_elf_funcs(&A, target, &syms, &n);
+	s = probes_sym_find(syms, n, "ubt_probe_alpha");
+	snprintf(path, sizeof(path), "/proc/%d/maps", (int)child);
+	f = fopen(path, "r");
+	while (s && f && fgets(line, sizeof(line), f)) {
+		unsigned long long start, end, pgoff;
+		char perms[8];
+
+		if (sscanf(line, "%llx-%llx %7s %llx", &start, &end, perms,
+			   &pgoff) == 4 && perms[2] == 'x' &&
+		    strstr(line, target) && s->offset >= pgoff &&
+		    s->offset < pgoff + (end - start))
+			runtime = start + (s->offset - pgoff);
+	}
+	if (f)
+		fclose(f);
+	ok(runtime && probes_symcache_note(sc, child) == 0,
+	   "snapshot of the child's mappings");
 	kill(child, SIGKILL);
 	waitpid(child, NULL, 0);
+	name = probes_symcache_resolve(sc, child, runtime + 1, &off);
+	ok(name && !strcmp(name, "ubt_probe_alpha") && off == 1,
+	   "address in the exited child resolves: %s+%llu",
+	   name ? name : "-", (unsigned long long)off);
+	name = probes_symcache_resolve(sc, getpid(),
+				       (uint64_t)(uintptr_t)&test_symbols,
+				       &off);
+	ok(name && !strcmp(name, "test_symbols") && off == 0,
+	   "own static function: %s", name ? name : "-");
+	name = probes_symcache_resolve(sc, getpid(),
+				       (uint64_t)(uintptr_t)&malloc, &off);
+	ok(name && !strcmp(name, "malloc") && off == 0,
+	   "libc alias preference: %s", name ? name : "-");
+	name = probes_symcache_resolve(sc, 0x7ffffff0, 0x1000, &off);
+	ok(!name, "unknown process: NULL");
+	probes_symcache_free(sc);
 }
 
 static void test_format_parse(void)
@@ -490,6 +599,7 @@ int main(void)
 	test_usdt();
 	test_resolve();
 	test_expand();
+	test_expand_ast();
 	test_pid();
 	test_format_parse();
 	test_real_tracepoints();

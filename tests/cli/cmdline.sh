@@ -5,6 +5,9 @@
 
 . "${top_srcdir:?}/tests/cli/tap.sh"
 
+# GNU getopt: options may follow the script (bpftrace's behaviour too).
+unset POSIXLY_CORRECT
+
 HINT="Try 'ubt --help' for more information."
 PROG='BEGIN { printf("hello\n"); exit(); }'
 
@@ -142,6 +145,17 @@ else
 	ok "--parse-only does not run -c CMD"
 fi
 
+# --- the bundled scripts parse; the demo of ./setup prints its tree ----
+for f in "$top_srcdir"/examples/*.bt; do
+	expect "examples/${f##*/} parses" 0 '' '' -- --parse-only "$f" 1
+done
+expect "the demo" 0 '*' '' -- --parse-only -d ast "$top_srcdir/examples/demo.bt"
+if grep -q 'malloc' "$tap_tmp/out"; then
+	ok "the demo prints the tree of examples/demo.bt"
+else
+	not_ok "the demo prints the tree of examples/demo.bt" "$(cat "$tap_tmp/out")"
+fi
+
 # --- -d ast: the same tree from -e, a script and stdin ---------------
 expect "-d ast -e" 0 '*' '' -- --parse-only -d ast -e "$PROG"
 cp "$tap_tmp/out" "$tap_tmp/ast-e"
@@ -205,6 +219,7 @@ syntax_error "syntax error without --parse-only" stdin -e 'BEGIN { @x = 1 +; }'
 # (update these as the stages are wired into the driver)
 expect "running: not implemented yet" 1 '' "ubt: semantic analysis: not implemented yet" -- -e "$PROG"
 expect "--dry-run: not implemented yet" 1 '' "ubt: semantic analysis: not implemented yet" -- --dry-run -e "$PROG"
+expect "-p of a live process passes the check" 1 '' "ubt: semantic analysis: not implemented yet" -- -p $$ -e "$PROG"
 expect "-l: not implemented yet" 1 '' "ubt: listing probes (-l): not implemented yet" -- -l 'tracepoint:syscalls:*'
 expect "-d sema: not implemented yet" 1 '' "ubt: semantic analysis: not implemented yet" -- -d sema -e "$PROG"
 

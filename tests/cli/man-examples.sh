@@ -1,8 +1,8 @@
 #!/bin/sh
-# The programs in the EXAMPLES section of man/ubt.8 are well-formed: each
-# example "ubt ... -e 'program' ..." runs through "ubt --parse-only" with
-# exit status 0 and no output. (Examples without -e, such as -l listings
-# and script files, have nothing to parse.)
+# The programs in the EXAMPLES of man/ubt.8 and of "ubt --help" are
+# well-formed: each example "ubt ... -e 'program' ..." runs through
+# "ubt --parse-only" with exit status 0 and no output. (Examples without
+# -e, such as -l listings and script files, have nothing to parse.)
 
 . "${top_srcdir:?}/tests/cli/tap.sh"
 
@@ -16,6 +16,10 @@ LC_ALL=C MANWIDTH=1000 man -l "$page" 2>/dev/null |
 	bail "man -l failed"
 total=$(wc -l <"$tap_tmp/examples")
 [ "$total" -ge 5 ] || bail "found only $total examples in $page"
+"$UBT" --help | sed -n '/^EXAMPLES:$/,$s/^\(ubt .*\)$/\1/p' >"$tap_tmp/help-examples"
+help_total=$(wc -l <"$tap_tmp/help-examples")
+[ "$help_total" -ge 3 ] || bail "found only $help_total examples in ubt --help"
+cat "$tap_tmp/help-examples" >>"$tap_tmp/examples"
 
 n=0
 while IFS= read -r line; do

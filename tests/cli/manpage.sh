@@ -69,12 +69,20 @@ done
 for type in BEGIN END uprobe uretprobe usdt tracepoint rawtracepoint \
 	profile interval software hardware kprobe kretprobe kfunc kretfunc \
 	watchpoint asyncwatchpoint iter; do
-	if grep -q "^       $type[:,]\|^       $type\$\|, $type[:,]" "$tap_tmp/page"; then
+	if grep -qE "^       ${type}([:,]|\$)|, ${type}[:,]" "$tap_tmp/page"; then
 		ok "probe type $type"
 	else
 		not_ok "probe type $type"
 	fi
 done
+
+# The version in the page's footer is the program's.
+version=$("$UBT" --version | sed -n 's/^ubt v//p')
+if tail -n 1 "$tap_tmp/page" | grep -q "^ubt $version  "; then
+	ok "the man page is of ubt $version"
+else
+	not_ok "the man page is of ubt $version" "$(tail -n 1 "$tap_tmp/page")"
+fi
 
 # The exit codes.
 sed -n '/^EXIT STATUS$/,/^[A-Z][A-Z ]*$/p' "$tap_tmp/page" >"$tap_tmp/exit"

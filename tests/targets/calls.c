@@ -19,6 +19,8 @@
  *	ubt_cold(COLD)				returns 0; COLD points to "cold
  *						string" in a page the process
  *						has never touched
+ *	ubt_long(LONG)				returns 100; LONG is a 100-character
+ *						string "0123456789" * 10 on the stack
  *	getpriority(PRIO_PROCESS, 0)		once (tracepoint tests)
  */
 #include <fcntl.h>
@@ -107,12 +109,19 @@ UBT_PROBE int ubt_cold(const char *s)
 	return (int)((unsigned long)s & 0);
 }
 
+UBT_PROBE int ubt_long(const char *s)
+{
+	UBT_FRAME();
+	return (int)strlen(s);
+}
+
 int main(int argc, char **argv)
 {
 	long n = target_count(argc, argv, 1, 5);
 	/* on the stack, so that it is paged in when openat() is traced */
 	char path[] = "/dev/null";
 	char buf[64] = { 0 };
+	char buf2[101];
 	int fd, bad = 0;
 
 	fd = open(path, O_WRONLY);
@@ -136,7 +145,11 @@ int main(int argc, char **argv)
 	bad |= ubt_big(18446744073709551615UL) != 18446744073709551614UL;
 	bad |= ubt_fact(5) != 120;
 	bad |= ubt_cold(COLD.s) != 0;
+	for (int i = 0; i < 100; i++)
+		buf2[i] = '0' + i % 10;
+	buf2[100] = '\0';
+	bad |= ubt_long(buf2) != 100;
 	getpriority(PRIO_PROCESS, 0);
 	close(fd);
-	return bad;
+	return target_result("ubt-calls", bad);
 }

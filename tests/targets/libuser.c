@@ -55,5 +55,5 @@ int main(int argc, char **argv)
 		bad |= ubt_lib_add(i, i) != 2 * i;
 		bad |= ubt_lib_strlen(s) != 3;
 	}
-	return bad;
+	return target_result("ubt-libuser", bad);
 }

@@ -32,5 +32,5 @@ int main(int argc, char **argv)
 			usleep(usec);
 	}
 	bad |= ubt_done(n) != n;
-	return bad;
+	return target_result("ubt-loop", bad);
 }

@@ -91,5 +91,5 @@ int main(int argc, char **argv)
 		bad |= ubt_patch_short(i) != i + 1;
 		bad |= ubt_patch_plain(i) != 2 * i;
 	}
-	return bad;
+	return target_result("ubt-patch", bad);
 }

@@ -7,6 +7,7 @@
 #ifndef UBT_TARGET_H
 #define UBT_TARGET_H
 
+#include <stdio.h>
 #include <stdlib.h>
 
 #if defined(__clang__)
@@ -34,6 +35,18 @@ static inline long target_count(int argc, char **argv, int i, long def)
 	if (*argv[i] == '\0' || *end != '\0' || n < 0)
 		exit(2);
 	return n;
+}
+
+/*
+ * The exit status of main: a target that computed a wrong result (a
+ * broken patch or probe changed its behaviour) says so on stderr, which
+ * a tracer running it with -c passes through, and exits 1.
+ */
+static inline int target_result(const char *name, long bad)
+{
+	if (bad)
+		fprintf(stderr, "%s: wrong result\n", name);
+	return bad ? 1 : 0;
 }
 
 #endif

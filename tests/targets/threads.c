@@ -57,5 +57,5 @@ int main(int argc, char **argv)
 		bad |= (long)r;
 	}
 	bad |= ubt_joined(4) != 4;
-	return (int)bad;
+	return target_result("ubt-threads", bad);
 }

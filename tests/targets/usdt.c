@@ -40,5 +40,5 @@ int main(int argc, char **argv)
 		if (ubt_guarded_semaphore)
 			STAP_PROBE1(ubt, guarded, i);
 	}
-	return ubt_usdt_done(n) != n;
+	return target_result("ubt-usdt", ubt_usdt_done(n) != n);
 }

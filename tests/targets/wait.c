@@ -49,5 +49,5 @@ int main(int argc, char **argv)
 			bad = 1;
 	}
 	close(fd);
-	return bad;
+	return target_result("ubt-wait", bad);
 }

@@ -11,23 +11,39 @@
  *   ut_jrcxz       jrcxz first: refused    returns x
  *   ut_ret         returns 3x (return probes)
  *   ut_lj(x, jb)   longjmp(jb)s out when x is odd, else returns x
+ *   ut_sys(nr,a,b) mov %edi,%eax; syscall; ret: system call nr(nr, a, b),
+ *                  a thread blocked in it stops inside the patch window
  *
  * Usage: target THREADS_BEFORE THREADS_AFTER ITERS
  *   prints "ready" once the first threads exist, reads a byte from stdin,
  *   runs one round (ITERS calls of each function per thread, with the
  *   second group of threads created during the round), prints "sum S",
  *   reads a byte, runs a second round, prints "sum S", exits 0.
- * Usage: target bench ITERS
- *   prints "ready", then for each byte read: times ITERS calls of ut_plain,
- *   prints "ns X"; exits at end of input.
+ * Usage: target bench ITERS [ret]
+ *   prints "ready", then for each byte read: times ITERS calls of ut_plain
+ *   (or ut_ret), prints "ns X"; exits at end of input.
+ * Usage: target fork
+ *   prints "ready", reads a byte, calls ut_forker, which forks (the child
+ *   calls ut_plain 1000 times, returns from ut_forker, checks ut_ret and
+ *   exits), waits for the child, calls ut_plain 10 times, prints
+ *   "done STATUS" with the child's wait status.
+ * Usage: target sys [phdr]
+ *   prints "ready", then reads stdin one byte at a time through ut_sys,
+ *   printing "got N" for each; exits 0 at end of input.  With phdr, a
+ *   thread keeps the loader's lock held most of the time (sleeping in a
+ *   dl_iterate_phdr callback), so a dlopen in another thread must wait.
  */
+#define _GNU_SOURCE
+#include <link.h>
 #include <pthread.h>
 #include <setjmp.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 long ut_base = 1000;
@@ -103,6 +119,13 @@ __asm__(".text\n"
 	"	ret\n"
 	".size ut_ret, .-ut_ret\n"
 
+	".globl ut_sys\n.type ut_sys,@function\n"
+	"ut_sys:\n"
+	"	mov %edi, %eax\n"
+	"	syscall\n"
+	"	ret\n"
+	".size ut_sys, .-ut_sys\n"
+
 	".globl ut_lj\n.type ut_lj,@function\n"
 	"ut_lj:\n"
 	"	test $1, %edi\n"
@@ -118,6 +141,7 @@ __asm__(".text\n"
 long ut_plain(long), ut_endbr(long), ut_riprel(long), ut_jcc(long);
 long ut_short(long), ut_loop(long), ut_jrcxz(long), ut_ret(long);
 long ut_lj(long, jmp_buf *);
+long ut_sys(long nr, void *a1, long a2);
 
 
 /* through volatile pointers: nothing gets inlined or folded */
@@ -209,8 +233,44 @@ static void wait_round(int n)
 	pthread_mutex_unlock(&mu);
 }
 
-static int bench(long n)
+/* forks inside itself: the child returns through it too (-2) */
+__attribute__((noinline)) long ut_forker(void)
 {
+	pid_t pid;
+	int i, st = -1;
+
+	pid = fork();
+	if (!pid) {
+		for (i = 0; i < 1000; i++)
+			f_plain(i);
+		return -2;
+	}
+	waitpid(pid, &st, 0);
+	return st;
+}
+
+static long (*volatile f_forker)(void) = ut_forker;
+
+static int phdr_cb(struct dl_phdr_info *info, size_t size, void *arg)
+{
+	(void)info;
+	(void)size;
+	(void)arg;
+	usleep(20000);
+	return 1;
+}
+
+static void *phdr_main(void *arg)
+{
+	(void)arg;
+	for (;;)
+		dl_iterate_phdr(phdr_cb, NULL);
+	return NULL;
+}
+
+static int bench(long n, bool ret)
+{
+	long (*volatile f)(long) = ret ? f_ret : f_plain;
 	struct timespec a, b;
 	char c;
 	long i, s = 0;
@@ -220,7 +280,7 @@ static int bench(long n)
 	while (read(0, &c, 1) == 1) {
 		clock_gettime(CLOCK_MONOTONIC, &a);
 		for (i = 0; i < n; i++)
-			s += f_plain(i);
+			s += f(i);
 		clock_gettime(CLOCK_MONOTONIC, &b);
 		printf("ns %.3f %ld\n",
 		       ((b.tv_sec - a.tv_sec) * 1e9 + (b.tv_nsec - a.tv_nsec)) /
@@ -237,8 +297,37 @@ int main(int argc, char **argv)
 	int i, r, nth = 0;
 	char c;
 
-	if (argc == 3 && !strcmp(argv[1], "bench"))
-		return bench(atol(argv[2]));
+	if (argc >= 3 && !strcmp(argv[1], "bench"))
+		return bench(atol(argv[2]), argc > 3);
+	if (argc == 2 && !strcmp(argv[1], "fork")) {
+		printf("ready\n");
+		fflush(stdout);
+		if (read(0, &c, 1) != 1)
+			return 3;
+		long st = f_forker();
+		int i;
+
+		if (st == -2)
+			_exit(f_ret(5) == 15 ? 0 : 1);
+		for (i = 0; i < 10; i++)
+			f_plain(i);
+		printf("done %ld\n", st);
+		fflush(stdout);
+		return 0;
+	}
+	if (argc >= 2 && !strcmp(argv[1], "sys")) {
+		long n = 0;
+
+		if (argc > 2)
+			pthread_create(&th[0], NULL, phdr_main, NULL);
+		printf("ready\n");
+		fflush(stdout);
+		while (ut_sys(0, &c, 1) == 1) {
+			printf("got %ld\n", ++n);
+			fflush(stdout);
+		}
+		return 0;
+	}
 	if (argc != 4)
 		return 2;
 	nbefore = atoi(argv[1]);

@@ -8,6 +8,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
+#include <stdbool.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -173,7 +174,7 @@ static int round_ok(const char *line)
 
 static const char *const funcs[] = {
 	"ut_plain", "ut_endbr", "ut_riprel", "ut_jcc", "ut_short",
-	"ut_loop", "ut_jrcxz", "ut_ret", "ut_lj",
+	"ut_loop", "ut_jrcxz", "ut_ret", "ut_lj", "ut_sys",
 };
 
 static int read_funcs(pid_t pid, uint8_t *out, size_t cap, size_t *len)
@@ -523,6 +524,144 @@ static void test_errors(void)
 	}
 }
 
+/* A thread blocked in a system call inside the patch window is moved. */
+static void test_sys(void)
+{
+	char *argv[] = { target, "sys", NULL };
+	static uint8_t before[65536], after[65536];
+	char line[256], err[512];
+	size_t nb = 0, na = 0;
+	struct ubt_user *u;
+	struct proc p;
+	int st;
+
+	if (spawn(&p, argv))
+		return;
+	read_line(p.out, line, sizeof(line));
+	usleep(50000);	/* blocked in read() inside ut_sys */
+	read_funcs(p.pid, before, sizeof(before), &nb);
+	u = user_attach_pid(p.pid, NULL, err, sizeof(err));
+	if (!u) {
+		ok(0, "window: attach: %s", err);
+		goto out;
+	}
+	ok(!install(u, "ut_sys", USER_PROBE_ENTRY,
+		    blob_count(user_tls_offset(u), OFF_PLAIN)) &&
+		   user_moved_threads(u) == 1,
+	   "window: the thread blocked inside the window was moved (%d)",
+	   user_moved_threads(u));
+	ok(!user_resume(u), "window: resume");
+	go(p.in);
+	ok(!read_line(p.out, line, sizeof(line)) && !strcmp(line, "got 1"),
+	   "window: interrupted system call completes: %s", line);
+	go(p.in);
+	ok(!read_line(p.out, line, sizeof(line)) && !strcmp(line, "got 2"),
+	   "window: next call through the trampoline: %s", line);
+	usleep(50000);
+	ok(get(u, OFF_PLAIN) == 2, "window: 2 entries counted (%llu)",
+	   (unsigned long long)get(u, OFF_PLAIN));
+	st = user_detach(u);
+	ok(!st, "window: detach while blocked in the trampoline%s%s",
+	   st ? ": " : "", st ? user_error(u) : "");
+	ok(!read_funcs(p.pid, after, sizeof(after), &na) && na == nb &&
+		   !memcmp(before, after, nb),
+	   "window: code identical after detach");
+	go(p.in);
+	ok(!read_line(p.out, line, sizeof(line)) && !strcmp(line, "got 3"),
+	   "window: still running after detach: %s", line);
+	user_free(u);
+out:
+	close(p.in);
+	ok(proc_wait(p.pid) == 0, "window: target exits 0");
+	close(p.out);
+}
+
+/*
+ * The remote dlopen waits for a loader lock held by another thread: the
+ * other threads run until it returns, then all stop again.
+ */
+static void test_lock(void)
+{
+	char *argv[] = { target, "sys", "phdr", NULL };
+	char line[256], err[512];
+	struct ubt_user *u;
+	struct proc p;
+
+	if (spawn(&p, argv))
+		return;
+	read_line(p.out, line, sizeof(line));
+	usleep(50000);
+	u = user_attach_pid(p.pid, NULL, err, sizeof(err));
+	ok(u != NULL, "lock: attach while the loader lock is held%s%s",
+	   u ? "" : ": ", u ? "" : err);
+	if (!u)
+		goto out;
+	ok(!install(u, "ut_sys", USER_PROBE_ENTRY,
+		    blob_count(user_tls_offset(u), OFF_PLAIN)) &&
+		   !user_resume(u),
+	   "lock: install and resume");
+	diag("lock: target stopped %.3f ms", user_stop_ns(u) / 1e6);
+	go(p.in);
+	ok(!read_line(p.out, line, sizeof(line)) && !strcmp(line, "got 1"),
+	   "lock: target runs: %s", line);
+	go(p.in);
+	ok(!read_line(p.out, line, sizeof(line)) && !strcmp(line, "got 2") &&
+		   !user_detach(u),
+	   "lock: probe hit, detach");
+	usleep(50000);
+	ok(get(u, OFF_PLAIN) == 2, "lock: 2 entries counted (%llu)",
+	   (unsigned long long)get(u, OFF_PLAIN));
+	user_free(u);
+out:
+	close(p.in);
+	ok(proc_wait(p.pid) == 0, "lock: target exits 0");
+	close(p.out);
+}
+
+/* A child forked inside a wrapped call: its probes must not count. */
+static void test_fork(void)
+{
+	char *argv[] = { target, "fork", NULL };
+	char line[256], err[512];
+	struct ubt_user *u;
+	struct proc p;
+	int64_t t;
+
+	if (spawn(&p, argv))
+		return;
+	read_line(p.out, line, sizeof(line));
+	u = user_attach_pid(p.pid, NULL, err, sizeof(err));
+	if (!u) {
+		ok(0, "fork: attach: %s", err);
+		goto out;
+	}
+	t = user_tls_offset(u);
+	ok(!install(u, "ut_plain", USER_PROBE_ENTRY,
+		    blob_count(t, OFF_PLAIN)) &&
+		   !install(u, "ut_forker", USER_PROBE_RETURN,
+			    blob_count(t, OFF_LJ_RET)) &&
+		   !install(u, "ut_ret", USER_PROBE_RETURN,
+			    blob_count(t, OFF_RET_SUM)) &&
+		   !user_resume(u),
+	   "fork: return probe on a function that forks");
+	go(p.in);
+	ok(!read_line(p.out, line, sizeof(line)) && !strcmp(line, "done 0"),
+	   "fork: child returned through the wrapped call and exited 0: %s",
+	   line);
+	ok(get(u, OFF_PLAIN) == 10 && get(u, OFF_LJ_RET) == 1 &&
+		   get(u, OFF_RET_SUM) == 0,
+	   "fork: only the parent counted (%llu, %llu, %llu)",
+	   (unsigned long long)get(u, OFF_PLAIN),
+	   (unsigned long long)get(u, OFF_LJ_RET),
+	   (unsigned long long)get(u, OFF_RET_SUM));
+	user_detach(u);
+	user_free(u);
+out:
+	close(p.in);
+	ok(proc_wait(p.pid) == 0, "fork: target exits 0");
+	close(p.out);
+}
+
 /* Best of three timed loops of N calls; -1 on error. */
 static double timed(struct proc *p)
 {
@@ -541,10 +680,12 @@ static double timed(struct proc *p)
 	return best;
 }
 
-static void test_bench(void)
+static void test_bench(bool ret)
 {
 	enum { N = 10000000 };
-	char *argv[] = { target, "bench", "10000000", NULL };
+	char *argv[] = { target, "bench", "10000000", ret ? "ret" : NULL,
+			 NULL };
+	const char *what = ret ? "uretprobe count()" : "count()";
 	char line[256], err[512];
 	double plain, patched;
 	struct ubt_user *u;
@@ -560,14 +701,16 @@ static void test_bench(void)
 		ok(0, "bench: attach: %s", err);
 		goto out;
 	}
-	install(u, "ut_plain", USER_PROBE_ENTRY,
+	install(u, ret ? "ut_ret" : "ut_plain",
+		ret ? USER_PROBE_RETURN : USER_PROBE_ENTRY,
 		blob_count(user_tls_offset(u), OFF_PLAIN));
 	user_resume(u);
 	patched = timed(&p);
 	ok(patched > 0, "bench: patched loop");
-	ok(get(u, OFF_PLAIN) == 3 * N, "bench: %d hits counted", 3 * N);
-	diag("ns per call: unpatched %.2f, with count() %.2f: %+.2f ns per hit",
-	     plain, patched, patched - plain);
+	ok(get(u, OFF_PLAIN) == 3 * N, "bench: %s: %d hits counted", what,
+	   3 * N);
+	diag("ns per call: unpatched %.2f, with %s %.2f: %+.2f ns per hit",
+	     plain, what, patched, patched - plain);
 	diag("stop time %.3f ms", user_stop_ns(u) / 1e6);
 	user_detach(u);
 	user_free(u);
@@ -593,7 +736,11 @@ int main(int argc, char **argv)
 	test_cmd();
 	test_pid();
 	test_sigkill();
-	test_bench();
+	test_sys();
+	test_lock();
+	test_fork();
+	test_bench(false);
+	test_bench(true);
 	printf("1..%d\n", ntest);
 	return nfail ? 1 : 0;
 }

@@ -1,0 +1,63 @@
+#!/bin/sh
+# The bundled target programs (tests/targets/) run and check their own
+# results: each must exit 0 untraced, or the corpus expectations built on
+# them mean nothing.
+t=${top_builddir:-.}/tests/targets
+n=0
+fail=0
+
+check() {
+	n=$((n + 1))
+	if "$@" >/dev/null 2>&1; then
+		echo "ok $n - $*"
+	else
+		echo "not ok $n - $* # exit code $?"
+		fail=1
+	fi
+}
+
+# ubt-wait and ubt-libuser ... wait: print "ready", then run on SIGUSR1
+signalled() {
+	n=$((n + 1))
+	out=$(mktemp)
+	"$@" >"$out" 2>&1 &
+	pid=$!
+	i=0
+	while [ "$(cat "$out")" != ready ] && [ $i -lt 50 ]; do
+		sleep 0.1
+		i=$((i + 1))
+	done
+	kill -USR1 $pid
+	if wait $pid && [ "$(cat "$out")" = ready ]; then
+		echo "ok $n - $* (signalled)"
+	else
+		echo "not ok $n - $* (signalled) # exit code $?"
+		fail=1
+	fi
+	rm -f "$out"
+}
+
+echo 1..10
+check "$t/ubt-calls"
+check "$t/ubt-calls" 20
+check "$t/ubt-loop" 100
+check "$t/ubt-threads" 10
+check "$t/ubt-libuser"
+check "$t/ubt-patch" 10
+if [ -x "$t/ubt-usdt" ]; then
+	check "$t/ubt-usdt"
+else
+	n=$((n + 1))
+	echo "not ok $n - $t/ubt-usdt # not built (no sys/sdt.h)"
+	fail=1
+fi
+signalled "$t/ubt-wait" 3
+signalled "$t/ubt-libuser" 2 wait
+n=$((n + 1))
+if "$t/ubt-calls" x >/dev/null 2>&1; then
+	echo "not ok $n - ubt-calls rejects a bad count"
+	fail=1
+else
+	echo "ok $n - ubt-calls rejects a bad count"
+fi
+exit 0

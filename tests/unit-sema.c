@@ -1,0 +1,178 @@
+/*
+ * The typed AST after sema (frontend/sema*.c): every expression has a
+ * type, with bpftrace 0.17's sizes and signedness, and the program tables
+ * (maps, variables, formats, probes) say what codegen needs. TAP output.
+ *
+ * Each case lists every expression of a one-line program in walk order
+ * as "source text :: type", then the tables.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "compile.h"
+#include "sema.h"
+#include "util.h"
+
+struct dump {
+	struct compile *c;
+	char *buf;
+	size_t len;
+	FILE *f;
+	int untyped;
+};
+
+static bool is_expr(enum ast_kind k)
+{
+	return k >= AST_INT && k <= AST_RECORD && k != AST_RECORD_FIELD;
+}
+
+static int walk(struct ast_node *n, void *ctx)
+{
+	struct dump *d = ctx;
+	const char *src = d->c->source;
+
+	if (n->kind == AST_CONFIG)
+		return 0;	/* settings, not expressions */
+	if (is_expr(n->kind) && n->kind != AST_IDENT) {
+		int a = n->loc.first_column - 1, b = n->loc.last_column - 1;
+
+		if (!n->type || n->type->kind == TY_NONE)
+			d->untyped++;
+		fprintf(d->f, "%.*s :: %s\n", b - a, src + a,
+			type_str(&d->c->arena, n->type));
+	}
+	return ast_visit_children(n, walk, d);
+}
+
+static void tables(struct dump *d)
+{
+	struct sema_program *p = d->c->sema;
+	struct arena *a = &d->c->arena;
+
+	for (int i = 0; i < p->nmaps; i++) {
+		struct sema_map *m = p->maps[i];
+
+		fprintf(d->f, "map %d %s[%s] %s\n", m->id, m->name,
+			m->nkeys ? type_str(a, m->key) : "",
+			type_str(a, m->value));
+	}
+	for (int i = 0; i < p->nprobes; i++) {
+		struct sema_probe *sp = p->probes[i];
+
+		fprintf(d->f, "probe %d %s\n", sp->index, sp->name);
+		for (int j = 0; j < sp->nvars; j++)
+			fprintf(d->f, "  var %d %s %s\n", sp->vars[j]->slot,
+				sp->vars[j]->name,
+				type_str(a, sp->vars[j]->type));
+	}
+	for (int i = 0; i < p->nfmts; i++)
+		fprintf(d->f, "fmt %d %s %s\n", p->fmts[i]->id,
+			sema_func_name(p->fmts[i]->func),
+			type_str(a, p->fmts[i]->args));
+}
+
+static const struct {
+	const char *prog;
+	const char *expect;
+} cases[] = {
+	{ "BEGIN { $a = (uint8)3; $b = $a + 1; @m = $a; @n[(int8)-1] = 2; }",
+	  "$a :: uint8\n(uint8)3 :: uint8\n3 :: int64\n"
+	  "$b :: uint64\n$a + 1 :: uint64\n$a :: uint8\n1 :: int64\n"
+	  "@m :: uint64\n$a :: uint8\n"
+	  "@n[(int8)-1] :: int64\n(int8)-1 :: int8\n-1 :: int64\n2 :: int64\n"
+	  "map 0 @m[] uint64\nmap 1 @n[int64] int64\n"
+	  "probe 0 BEGIN\n  var 0 $a uint8\n  var 1 $b uint64\n" },
+	{ "BEGIN { $c = (int8)-1; $d = $c * 2; $e = 1 == 2; $f = \"a\" == \"b\"; }",
+	  "$c :: int8\n(int8)-1 :: int8\n-1 :: int64\n"
+	  "$d :: int64\n$c * 2 :: int64\n$c :: int8\n2 :: int64\n"
+	  "$e :: int64\n1 == 2 :: int64\n1 :: int64\n2 :: int64\n"
+	  "$f :: uint64\n\"a\" == \"b\" :: uint64\n\"a\" :: string[2]\n"
+	  "\"b\" :: string[2]\n"
+	  "probe 0 BEGIN\n  var 0 $c int8\n  var 1 $d int64\n"
+	  "  var 2 $e int64\n  var 3 $f uint64\n" },
+	{ "BEGIN { @s = \"a\"; @s = \"abcdef\"; $t = (1, \"x\"); @t = $t; }",
+	  "@s :: string[7]\n\"a\" :: string[2]\n"
+	  "@s :: string[7]\n\"abcdef\" :: string[7]\n"
+	  "$t :: (int64,string[2])\n(1, \"x\") :: (int64,string[2])\n"
+	  "1 :: int64\n\"x\" :: string[2]\n"
+	  "@t :: (int64,string[2])\n$t :: (int64,string[2])\n"
+	  "map 0 @s[] string[7]\nmap 1 @t[] (int64,string[2])\n"
+	  "probe 0 BEGIN\n  var 0 $t (int64,string[2])\n" },
+	{ "BEGIN { @c[comm, pid] = count(); @h = hist(tid); @l = lhist(cpu, 0, 10, 2); @a = avg(-1); }",
+	  "@c[comm, pid] :: count_t\ncomm :: string[16]\npid :: uint64\n"
+	  "count() :: count_t\n"
+	  "@h :: hist_t\nhist(tid) :: hist_t\ntid :: uint64\n"
+	  "@l :: lhist_t\nlhist(cpu, 0, 10, 2) :: lhist_t\ncpu :: uint64\n"
+	  "0 :: int64\n10 :: int64\n2 :: int64\n"
+	  "@a :: avg_t\navg(-1) :: avg_t\n-1 :: int64\n"
+	  "map 0 @c[(string[16],uint64)] count_t\nmap 1 @h[] hist_t\n"
+	  "map 2 @l[] lhist_t\nmap 3 @a[] avg_t\nprobe 0 BEGIN\n" },
+	{ "BEGIN { printf(\"%s %d\\n\", comm, 5); time(); } END { print(@x); } interval:s:1 { @x = nsecs; }",
+	  "printf(\"%s %d\\n\", comm, 5) :: void\n\"%s %d\\n\" :: string[7]\n"
+	  "comm :: string[16]\n5 :: int64\ntime() :: void\n"
+	  "print(@x) :: void\n@x :: uint64\n"
+	  "@x :: uint64\nnsecs :: uint64\n"
+	  "map 0 @x[] uint64\nprobe 0 BEGIN\nprobe 1 END\n"
+	  "probe 2 interval:s:1\n"
+	  "fmt 0 printf (string[16],int64)\nfmt 1 time ()\n" },
+	{ "uprobe:/bin/sh:main { @[func] = count(); $s = str(arg0); @p = probe; }",
+	  "@[func] :: count_t\nfunc :: usym\ncount() :: count_t\n"
+	  "$s :: string[64]\nstr(arg0) :: string[64]\narg0 :: uint64\n"
+	  "@p :: probe\nprobe :: probe\n"
+	  "map 0 @[usym] count_t\nmap 1 @p[] probe\n"
+	  "probe 0 uprobe:/bin/sh:main\n  var 0 $s string[64]\n" },
+	{ "uretprobe:/bin/sh:main /retval > 0/ { @ = -retval; @b = !1; @c = ~1; @d = 1 ? 2 : 3; }",
+	  "retval > 0 :: uint64\nretval :: uint64\n0 :: int64\n"
+	  "@ :: uint64\n-retval :: uint64\nretval :: uint64\n"
+	  "@b :: uint64\n!1 :: uint64\n1 :: int64\n"
+	  "@c :: int64\n~1 :: int64\n1 :: int64\n"
+	  "@d :: int64\n1 ? 2 : 3 :: int64\n1 :: int64\n2 :: int64\n3 :: int64\n"
+	  "map 0 @[] uint64\nmap 1 @b[] uint64\nmap 2 @c[] int64\n"
+	  "map 3 @d[] int64\nprobe 0 uretprobe:/bin/sh:main\n" },
+	{ "config = { max_strlen = 32 } uprobe:/bin/sh:main { $x = 1; $x = 100000; @ = str(arg1); @c++; @s += 5; }",
+	  "$x :: int64\n1 :: int64\n$x :: int64\n100000 :: int64\n"
+	  "@ :: string[32]\nstr(arg1) :: string[32]\narg1 :: uint64\n"
+	  "@c++ :: int64\n@c :: int64\n@s :: int64\n5 :: int64\n"
+	  "map 0 @[] string[32]\nmap 1 @c[] int64\nmap 2 @s[] int64\n"
+	  "probe 0 uprobe:/bin/sh:main\n  var 0 $x int64\n" },
+};
+
+int main(void)
+{
+	int n = (int)ARRAY_SIZE(cases), fails = 0;
+
+	printf("1..%d\n", n);
+	for (int i = 0; i < n; i++) {
+		struct compile c;
+		struct dump d = { .c = &c };
+		int err;
+		bool ok;
+
+		compile_init(&c, "stdin", cases[i].prog);
+		err = compile_frontend(&c, STAGE_SEMA);
+		d.f = open_memstream(&d.buf, &d.len);
+		if (!d.f)
+			return 99;
+		if (err) {
+			diag_print(&c.diag, d.f);
+		} else {
+			walk(c.program, &d);
+			tables(&d);
+		}
+		fclose(d.f);
+		ok = !err && !d.untyped && !strcmp(d.buf, cases[i].expect);
+		printf("%s %d - %s\n", ok ? "ok" : "not ok", i + 1,
+		       cases[i].prog);
+		if (!ok) {
+			fails++;
+			printf("# %d untyped expressions; got:\n", d.untyped);
+			for (char *l = strtok(d.buf, "\n"); l;
+			     l = strtok(NULL, "\n"))
+				printf("#   %s\n", l);
+		}
+		free(d.buf);
+		compile_release(&c);
+	}
+	return fails ? 1 : 0;
+}

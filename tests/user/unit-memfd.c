@@ -1,0 +1,333 @@
+/*
+ * The runtime (libubt-rt.so, loaded here with dlopen, as ubt loads it into a
+ * target) and ubt's reader of the shared memfd: per-thread blocks, output
+ * rings (full rings drop and count, wrap-around), keyed tables, and the
+ * bounds checks on everything read back from memory the target can corrupt.
+ */
+#include <dlfcn.h>
+#include <errno.h>
+#include <pthread.h>
+#include <setjmp.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "memfd.h"
+
+static int ntest, nfail;
+
+static void ok(int cond, const char *fmt, ...)
+{
+	va_list ap;
+
+	printf("%sok %d - ", cond ? "" : "not ", ++ntest);
+	va_start(ap, fmt);
+	vprintf(fmt, ap);
+	va_end(ap);
+	printf("\n");
+	if (!cond)
+		nfail++;
+}
+
+enum { NBLOCKS = 4, RING = 256, NREC = 10 };
+
+static struct memfd m;
+static int64_t tls;
+static long (*rt_init)(struct rt_ctl *);
+static int (*ring_write)(const void *, uint32_t, uint32_t);
+static void *(*htab_lookup)(struct rt_htab *, const void *);
+static const struct memfd_htab tab = {
+	.off = 64, .nslots = 8, .key_size = 8, .val_size = 8,
+};
+
+static char *my_block(void)
+{
+	uintptr_t fs0;
+
+	__asm__("mov %%fs:0, %0" : "=r"(fs0));
+	return *(char **)(fs0 + (uintptr_t)tls);
+}
+
+struct rec {
+	uint64_t thread, seq, pad;
+};
+
+struct result {
+	int written;
+	int tab_hits;
+	bool have_block;
+};
+
+/* Each thread: NREC events into its ring, keys 0..9 into its table. */
+static void *thread_main(void *arg)
+{
+	struct result *r = arg;
+	uint64_t i;
+	char *blk;
+
+	for (i = 0; i < NREC; i++) {
+		struct rec e = { .thread = (uintptr_t)arg, .seq = i };
+
+		if (!ring_write(&e, sizeof(e), 1))
+			r->written++;
+	}
+	blk = my_block();
+	r->have_block = blk != NULL;
+	if (!blk)
+		return NULL;
+	for (i = 0; i < 10; i++) {
+		uint64_t *v = htab_lookup(
+			(struct rt_htab *)(blk + RT_BLK_MAP + tab.off), &i);
+
+		if (v) {
+			*v += i + 1;
+			r->tab_hits++;
+		}
+	}
+	return NULL;
+}
+
+struct seen {
+	int n;
+	uint64_t last_seq;
+	bool in_order;
+};
+
+static int on_event(uint32_t type, const void *data, uint32_t len, void *arg)
+{
+	struct seen *s = arg;
+	struct rec e;
+
+	if (type != 1 || len != sizeof(e)) {
+		s->in_order = false;
+		return 0;
+	}
+	memcpy(&e, data, sizeof(e));
+	if (s->n && e.seq != s->last_seq + 1)
+		s->in_order = false;
+	s->last_seq = e.seq;
+	s->n++;
+	return 0;
+}
+
+static int on_slot(const void *key, const void *val, uint32_t block,
+		   void *arg)
+{
+	uint64_t k, v;
+
+	memcpy(&k, key, 8);
+	memcpy(&v, val, 8);
+	if (v == k + 1)
+		(*(int *)arg)++;
+	return 0;
+}
+
+static void test_threads(void)
+{
+	struct result r[NBLOCKS + 1] = { 0 };
+	pthread_t th[NBLOCKS + 1];
+	int i, written = 0, hits = 0, blocks = 0, events = 0, slots = 0;
+	bool order = true;
+
+	ok(!memfd_htab_add(&m, &tab), "a keyed table in the block template");
+	for (i = 0; i <= NBLOCKS; i++)
+		pthread_create(&th[i], NULL, thread_main, &r[i]);
+	for (i = 0; i <= NBLOCKS; i++) {
+		pthread_join(th[i], NULL);
+		written += r[i].written;
+		hits += r[i].tab_hits;
+		blocks += r[i].have_block;
+	}
+	ok(blocks == NBLOCKS && m.ctl->no_block == 1,
+	   "%d threads, %d blocks: one thread records nothing", NBLOCKS + 1,
+	   NBLOCKS);
+	ok(memfd_nblocks_used(&m) == NBLOCKS, "blocks used clamped to %d",
+	   NBLOCKS);
+	/* 256-byte rings hold 8 records of 32 bytes: 2 of 10 dropped */
+	ok(written == NBLOCKS * 8 && memfd_ring_dropped(&m) == NBLOCKS * 2,
+	   "full rings drop and count (%d written, %llu dropped)", written,
+	   (unsigned long long)memfd_ring_dropped(&m));
+	for (i = 0; i < NBLOCKS; i++) {
+		struct seen s = { .in_order = true };
+		int n = memfd_ring_consume(&m, (uint32_t)i, on_event, &s);
+
+		events += n > 0 ? n : 0;
+		order = order && s.in_order && s.n == n;
+	}
+	ok(events == NBLOCKS * 8 && order, "every event read back in order");
+	ok(hits == NBLOCKS * 8, "tables: 8 slots filled, 2 keys refused");
+	i = memfd_htab_foreach(&m, &tab, on_slot, &slots);
+	ok(!i && slots == NBLOCKS * 8, "tables read back: %d slots with the right values", slots);
+}
+
+/* One thread writes and consumes across the ring's end many times. */
+static void *wrap_main(void *arg)
+{
+	int *bad = arg, i;
+
+	for (i = 0; i < 100; i++) {
+		char buf[40];
+		struct seen s = { .in_order = true };
+
+		memset(buf, i, sizeof(buf));
+		if (ring_write(buf, (uint32_t)(i % 37) + 1, 2) ||
+		    ring_write(buf, 20, 2))
+			(*bad)++;
+		/* this thread has the next block */
+		if (memfd_ring_consume(&m, NBLOCKS - 1, on_event, &s) != 2)
+			(*bad)++;
+	}
+	return NULL;
+}
+
+static void test_wrap(void)
+{
+	pthread_t th;
+	int bad = 0;
+
+	/* recycle the last block for a fresh thread */
+	m.ctl->next_block = NBLOCKS - 1;
+	m.ctl->no_block = 0;
+	pthread_create(&th, NULL, wrap_main, &bad);
+	pthread_join(th, NULL);
+	ok(!bad, "ring wraps around with padding records (%d bad)", bad);
+}
+
+static int count_cb(uint32_t type, const void *data, uint32_t len, void *arg)
+{
+	(*(int *)arg)++;
+	return 0;
+}
+
+static sigjmp_buf fault_jb;
+static volatile int own_handler_ran;
+static volatile int *volatile bad_ptr;
+
+static void own_handler(int sig, siginfo_t *si, void *ctx)
+{
+	own_handler_ran++;
+	siglongjmp(fault_jb, 1);
+}
+
+/* Fault-safe reads; a fault elsewhere still reaches the handler before it. */
+static void test_probe_read(long (*rd)(void *, const void *, uint64_t))
+{
+	long pg = sysconf(_SC_PAGESIZE);
+	char buf[64] = { 0 }, *two;
+
+	ok(rd(buf, "hello", 6) == 0 && !strcmp(buf, "hello"),
+	   "probe_read copies mapped memory");
+	ok(rd(buf, (void *)8, 8) == -EFAULT, "probe_read of NULL+8: -EFAULT");
+	two = mmap(NULL, 2 * pg, PROT_READ | PROT_WRITE,
+		   MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	munmap(two + pg, pg);
+	ok(rd(buf, two + pg - 8, 16) == -EFAULT,
+	   "probe_read across the end of a mapping: -EFAULT");
+	munmap(two, pg);
+	if (!sigsetjmp(fault_jb, 1))
+		*bad_ptr = 1;
+	ok(own_handler_ran == 1, "other faults reach the earlier handler");
+	ok(rd(buf, "again", 6) == 0 && !strcmp(buf, "again"),
+	   "probe_read still works afterwards");
+}
+
+/* The target can write anything into the memfd. */
+static void test_untrusted(void)
+{
+	char *b0 = m.base + m.block_off, *ring = b0 + RT_BLK_MAP + m.l.map_size;
+	uint64_t *head = (uint64_t *)(b0 + RT_BLK_RING_HEAD);
+	uint64_t *tail = (uint64_t *)(b0 + RT_BLK_RING_TAIL);
+	uint64_t v;
+	char buf[16];
+	int n = 0;
+
+	*head = *tail + 1000000;
+	ok(memfd_ring_consume(&m, 0, count_cb, &n) == -EBADMSG && !n &&
+		   *tail == *head,
+	   "ring head far past the tail: rejected, resynchronised");
+	*head = *tail + 16;
+	((uint32_t *)(ring + (*tail & (RING - 1))))[0] = 0x7ffffff8;
+	ok(memfd_ring_consume(&m, 0, count_cb, &n) == -EBADMSG && !n,
+	   "record longer than the ring: rejected");
+	*head = *tail + 16;
+	((uint32_t *)(ring + (*tail & (RING - 1))))[0] = 12;
+	ok(memfd_ring_consume(&m, 0, count_cb, &n) == -EBADMSG && !n,
+	   "misaligned record length: rejected");
+	*head = *tail + 3;
+	ok(memfd_ring_consume(&m, 0, count_cb, &n) == -EBADMSG,
+	   "misaligned head: rejected");
+	m.ctl->next_block = 1ULL << 40;
+	ok(memfd_nblocks_used(&m) == NBLOCKS, "huge block count clamped");
+	ok(memfd_block_tid(&m, NBLOCKS) == 0 &&
+		   memfd_ring_consume(&m, NBLOCKS, count_cb, &n) == -ERANGE,
+	   "block index out of range");
+	ok(memfd_map_read(&m, 0, m.l.map_size - 8, buf, 16) == -ERANGE &&
+		   memfd_map_read(&m, 0, UINT64_MAX - 4, buf, 8) == -ERANGE &&
+		   memfd_sum_u64(&m, m.l.map_size, &v) == -ERANGE,
+	   "map reads past the map area refused");
+	((struct rt_htab *)(b0 + RT_BLK_MAP + tab.off))->nslots = 1u << 30;
+	n = 0;
+	ok(!memfd_htab_foreach(&m, &tab, on_slot, &n) &&
+		   n == NBLOCKS * 8,
+	   "table header corrupted: ubt's own sizes are used");
+	ok(memfd_htab_foreach(&m, &(struct memfd_htab){ .off = 64,
+				.nslots = 6, .key_size = 8 },
+			      on_slot, &n) == -EINVAL &&
+		   memfd_htab_add(&m, &(struct memfd_htab){ .off = 4000,
+				  .nslots = 64, .key_size = 8,
+				  .val_size = 8 }) == -ERANGE,
+	   "invalid or oversized tables refused");
+}
+
+int main(void)
+{
+	struct memfd_layout l = {
+		.map_size = 4096, .ring_size = RING, .nblocks = NBLOCKS,
+	};
+	const char *b = getenv("top_builddir");
+	char path[4096];
+	void *h;
+
+	snprintf(path, sizeof(path), "%s/libubt-rt.so", b ? b : ".");
+	h = dlopen(path, RTLD_NOW);
+	if (!h) {
+		printf("Bail out! %s\n", dlerror());
+		return 99;
+	}
+	rt_init = (long (*)(struct rt_ctl *))dlsym(h, "rt_init");
+	ring_write = (int (*)(const void *, uint32_t, uint32_t))dlsym(
+		h, "rt_ring_write");
+	htab_lookup = (void *(*)(struct rt_htab *, const void *))dlsym(
+		h, "rt_htab_lookup");
+	ok(rt_init && ring_write && htab_lookup, "runtime exports");
+	ok(!memfd_create_local(&m, &l), "memfd with %d blocks", NBLOCKS);
+	if (nfail)
+		return 1;
+	ok(m.ctl->sz == sizeof(struct rt_ctl) &&
+		   m.ctl->version == RT_ABI_VERSION,
+	   "control block starts with size and version");
+	{
+		struct sigaction sa = { .sa_sigaction = own_handler,
+					.sa_flags = SA_SIGINFO };
+
+		sigaction(SIGSEGV, &sa, NULL);
+	}
+	tls = rt_init(m.ctl);
+	ok(tls < 0 && m.ctl->tls_offset == tls && m.ctl->fn[RT_FN_SLOW] &&
+		   m.ctl->fn[RT_FN_RING_WRITE] == (uintptr_t)ring_write,
+	   "rt_init: TLS offset %lld, helpers published", (long long)tls);
+	ok(m.ctl->fn[RT_FN_PROBE_READ] == (uintptr_t)dlsym(h, "rt_probe_read"),
+	   "rt_probe_read published");
+	test_probe_read((long (*)(void *, const void *, uint64_t))dlsym(
+		h, "rt_probe_read"));
+	test_threads();
+	test_wrap();
+	test_untrusted();
+	memfd_release(&m);
+	printf("1..%d\n", ntest);
+	return nfail ? 1 : 0;
+}
