@@ -106,9 +106,35 @@ LLVMValueRef cg_record_begin(struct cg *g, int ev, size_t size)
 	return rec;
 }
 
+/* Send a record; when the ring is full, count the loss per CPU. */
 void cg_record_send(struct cg *g, LLVMValueRef rec, size_t size)
 {
-	irb_ringbuf_output(&g->ir, g->ringbuf, rec, size);
+	struct irb *ir = &g->ir;
+	LLVMValueRef r = irb_ringbuf_output(ir, g->ringbuf, rec, size);
+	LLVMBasicBlockRef lost = LLVMAppendBasicBlockInContext(ir->ctx, ir->fn,
+							       "lost");
+	LLVMBasicBlockRef done = LLVMAppendBasicBlockInContext(ir->ctx, ir->fn,
+							       "sent");
+	LLVMValueRef key, p;
+	LLVMBasicBlockRef cont;
+
+	LLVMBuildCondBr(ir->b,
+			LLVMBuildICmp(ir->b, LLVMIntSLT, r, irb_const(ir, 0),
+				      ""),
+			lost, done);
+	LLVMPositionBuilderAtEnd(ir->b, lost);
+	key = irb_alloca(ir, 4, "lost_key");
+	LLVMBuildStore(ir->b, LLVMConstInt(ir->i32, 0, 0), key);
+	p = irb_map_lookup(ir, g->lost, key);
+	cont = cg_if_nonnull(g, p);
+	LLVMBuildStore(ir->b,
+		       LLVMBuildAdd(ir->b, LLVMBuildLoad2(ir->b, ir->i64, p, ""),
+				    irb_const(ir, 1), ""),
+		       p);
+	LLVMBuildBr(ir->b, cont);
+	LLVMPositionBuilderAtEnd(ir->b, cont);
+	LLVMBuildBr(ir->b, done);
+	LLVMPositionBuilderAtEnd(ir->b, done);
 }
 
 static int cg_define_maps(struct cg *g)
@@ -189,6 +215,9 @@ static int cg_define_maps(struct cg *g)
 	g->ringbuf = irb_map_define(&g->ir, o->ringbuf_name,
 				    BPF_MAP_TYPE_RINGBUF, 0, 0,
 				    CG_RINGBUF_SIZE);
+	o->lost_name = "AT__lost";
+	g->lost = irb_map_define(&g->ir, o->lost_name,
+				 BPF_MAP_TYPE_PERCPU_ARRAY, 4, 8, 1);
 	o->globals_name = "AT__globals";
 	g->globals = irb_map_define(&g->ir, o->globals_name,
 				    BPF_MAP_TYPE_ARRAY, 4, CG_GLOBALS_SIZE, 1);
@@ -202,6 +231,7 @@ static const char *cg_section(struct cg *g, enum sema_provider p)
 	case PROV_END:
 		return "raw_tp";
 	case PROV_UPROBE:
+	case PROV_USDT:
 		return "uprobe";
 	case PROV_URETPROBE:
 		return "uretprobe";
@@ -209,8 +239,6 @@ static const char *cg_section(struct cg *g, enum sema_provider p)
 		return "tracepoint";
 	case PROV_INTERVAL:
 	case PROV_PROFILE:
-	case PROV_SOFTWARE:
-	case PROV_HARDWARE:
 		return "perf_event";
 	default:
 		return NULL;
@@ -260,6 +288,7 @@ static void cg_program(struct cg *g, struct sema_probe *sp,
 	g->ap = ap;
 	g->sap = sap;
 	g->prog = o->nprogs++;
+	g->match = nm == 1 ? m : NULL;
 	g->ctxp = irb_func_begin(&g->ir, p->name, section);
 	g->sleepable = false;
 	g->vars = arena_alloc(&g->c->arena,
@@ -320,6 +349,11 @@ static void cg_probes(struct cg *g)
 	     p = p->next) {
 		struct sema_probe *sp = g->sp->probes[p->probe.index];
 		bool split = cg_uses_probe(p);
+		/* USDT arguments are per site */
+		enum sema_provider prov = sp->provider;
+
+		if (prov == PROV_USDT)
+			split = true;
 
 		for (struct ast_node *ap = p->probe.aps; ap && !g->err;
 		     ap = ap->next) {

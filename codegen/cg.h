@@ -131,6 +131,8 @@ struct cg_object {
 	/* array map, one value: u64 start time (CLOCK_MONOTONIC ns, for
 	 * elapsed), u64 -c child pid (cpid); written by the shim */
 	const char *globals_name;
+	/* per-CPU array map, one u64: records the full ring dropped */
+	const char *lost_name;
 };
 
 struct cg_opts {

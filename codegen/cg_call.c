@@ -144,10 +144,13 @@ static LLVMValueRef cg_str(struct cg *g, struct ast_node *n)
 	}
 	sz = irb_const(ir, size);
 	if (len) {
-		/* str(p, n): at most n bytes including the NUL, and at most
-		 * the buffer */
+		/* str(p, n): at most n characters, and at most the buffer */
 		LLVMValueRef l = cg_expr(g, len);
-		LLVMValueRef big = LLVMBuildICmp(ir->b, LLVMIntUGT, l, sz, "");
+		LLVMValueRef big;
+
+		/* n characters: n + 1 bytes with the NUL (bpftrace 0.17) */
+		l = LLVMBuildAdd(ir->b, l, irb_const(ir, 1), "");
+		big = LLVMBuildICmp(ir->b, LLVMIntUGT, l, sz, "");
 
 		sz = LLVMBuildSelect(ir->b, big, sz, l, "");
 	}
@@ -165,7 +168,7 @@ static LLVMValueRef cg_str(struct cg *g, struct ast_node *n)
 		LLVMBasicBlockRef retry, done;
 		LLVMValueRef args[3];
 
-		if (p != PROV_UPROBE && p != PROV_URETPROBE)
+		if (p != PROV_UPROBE && p != PROV_URETPROBE && p != PROV_USDT)
 			return buf;
 		/*
 		 * A string not paged in yet cannot be read without a fault:
@@ -200,11 +203,11 @@ static LLVMValueRef cg_strncmp(struct cg *g, struct ast_node *n)
 	LLVMValueRef va = cg_expr(g, a), vb = cg_expr(g, b), eq;
 	uint64_t limit = 0;
 
-	if (!l || l->kind != AST_INT) {
-		cg_unsupported(g, n, "strncmp() with a non-literal length");
+	if (!l) {
+		cg_unsupported(g, n, "strncmp() without a length");
 		return irb_const(&g->ir, 0);
 	}
-	limit = l->num.value;
+	limit = n->sema->iargs[0];
 	if (!limit)
 		return irb_const(&g->ir, 0);
 	eq = cg_string_equal(g, va, a->type, vb, b->type, limit);

@@ -9,6 +9,7 @@
 #include <linux/bpf.h>
 
 #include "cg_int.h"
+#include "probes.h"
 #include "tracepoint.h"
 #include "util.h"
 
@@ -184,7 +185,75 @@ static bool cg_is_uprobe(struct cg *g)
 	enum sema_provider p = g->sap ? g->sap->provider :
 					g->probe->provider;
 
-	return p == PROV_UPROBE || p == PROV_URETPROBE;
+	return p == PROV_UPROBE || p == PROV_URETPROBE || p == PROV_USDT;
+}
+
+static bool cg_is_usdt(struct cg *g)
+{
+	enum sema_provider p = g->sap ? g->sap->provider :
+					g->probe->provider;
+
+	return p == PROV_USDT;
+}
+
+/* Extend the low `size` bytes of v by signedness. */
+static LLVMValueRef cg_extend(struct cg *g, LLVMValueRef v, int size,
+			      bool sgn)
+{
+	LLVMTypeRef t;
+
+	if (size >= 8 || size <= 0)
+		return v;
+	t = LLVMIntTypeInContext(g->ir.ctx, size * 8);
+	v = LLVMBuildTrunc(g->ir.b, v, t, "");
+	return sgn ? LLVMBuildSExt(g->ir.b, v, g->ir.i64, "") :
+		     LLVMBuildZExt(g->ir.b, v, g->ir.i64, "");
+}
+
+/* argN of a USDT site: from its argument spec (sys/sdt.h, x86-64). */
+static LLVMValueRef cg_usdt_arg(struct cg *g, struct ast_node *n, int i)
+{
+	struct irb *ir = &g->ir;
+	struct probes_usdt_arg *args, *a;
+	LLVMValueRef v, buf;
+	int na = 0;
+
+	if (!g->match || !g->match->usdt_args ||
+	    probes_usdt_parse_args(&g->c->arena, g->match->usdt_args, &args,
+				   &na) ||
+	    i < 0 || i >= na) {
+		cg_unsupported(g, n, arena_printf(&g->c->arena,
+						  "arg%d of this USDT probe",
+						  i));
+		return irb_const(ir, 0);
+	}
+	a = &args[i];
+	switch (a->kind) {
+	case USDT_ARG_CONST:
+		return irb_const(ir, a->val);
+	case USDT_ARG_REG:
+		if (a->pt_regs_off < 0)
+			break;
+		v = irb_ctx_load(ir, g->ctxp, a->pt_regs_off, 8);
+		return cg_extend(g, v, a->size, a->is_signed);
+	case USDT_ARG_REG_DEREF:
+		if (a->pt_regs_off < 0)
+			break;
+		v = irb_ctx_load(ir, g->ctxp, a->pt_regs_off, 8);
+		v = LLVMBuildAdd(ir->b, v, irb_const(ir, a->val), "");
+		buf = irb_alloca(ir, 8, "usdt_arg");
+		LLVMBuildStore(ir->b, irb_const(ir, 0), buf);
+		irb_probe_read(ir, IRB_READ_USER, buf,
+			       LLVMConstInt(ir->i32, a->size, 0), v);
+		v = LLVMBuildLoad2(ir->b, ir->i64, buf, "");
+		return cg_extend(g, v, a->size, a->is_signed);
+	default:
+		break;
+	}
+	cg_unsupported(g, n, arena_printf(&g->c->arena,
+					  "USDT argument \"%s\"",
+					  g->match->usdt_args));
+	return irb_const(ir, 0);
 }
 
 static LLVMValueRef cg_builtin(struct cg *g, struct ast_node *n)
@@ -250,6 +319,8 @@ static LLVMValueRef cg_builtin(struct cg *g, struct ast_node *n)
 				       ir->i32, ""),
 			ir->i64, "rand");
 	case BI_ARG:
+		if (cg_is_usdt(g))
+			return cg_usdt_arg(g, n, s->arg);
 		if (!cg_is_uprobe(g) || s->arg < 0 || s->arg > 5)
 			break;
 		return cg_int_norm(g,

@@ -23,6 +23,7 @@ struct cg {
 	LLVMValueRef *maps;	/* by sema map id */
 	LLVMValueRef ringbuf;
 	LLVMValueRef globals;	/* array map: struct cg_globals */
+	LLVMValueRef lost;	/* per-CPU array: u64 records lost */
 	int cap_events;
 	int cap_progs;
 
@@ -30,6 +31,7 @@ struct cg {
 	struct sema_probe *probe;
 	const struct ast_node *ap;
 	struct sema_ap *sap;
+	const struct probes_match *match;	/* when the program has one */
 	int prog;
 	LLVMValueRef ctxp;
 	LLVMValueRef *vars;	/* allocas by slot */

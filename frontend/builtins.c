@@ -206,11 +206,8 @@ static struct type *ty_args(struct sema_ctx *x, struct ast_node *n)
 					   ap->ap.target ?: "", ap->ap.func ?: "");
 				return NULL;
 			}
-			if (rec && !same_record(rec, sa->args_type)) {
-				sema_error(x, &ap->loc,
-					   "Probe has attach points with mixed arguments");
-				return NULL;
-			}
+			/* attach points may differ: sema_types checks every
+			 * field used against each one's record */
 			if (!rec)
 				rec = sa->args_type;
 		}

@@ -9,17 +9,20 @@
  *
  * Any other '%' sequence ("%i", "%e", "%+d", "%#x", "%5.s", "%%") is not a
  * conversion and takes no argument. At run time the literal text before a
- * conversion is printed with "%%" turned into "%"; the text after the last
- * conversion is printed exactly as written (bpftrace's behaviour: printf
- * ("%d%%\n", 1) prints "1%%").
+ * conversion is printed with "%%" turned into "%" (a lone '%' right before
+ * it makes the conversion literal text: "%%d %d" with 1, 2 prints "%d 2");
+ * the text after the last conversion is printed exactly as written
+ * (printf("%d%%\n", 1) prints "1%%"); "%r" with a width or precision is
+ * printed as written. All of this is bpftrace 0.17's behaviour.
  *
  * Arguments (bpftrace's rules): integers, booleans, pointers and enums are
- * "integer"; strings and values printed as text (ksym, usym, username,
- * probe, ntop, kstack, ustack, strerror, strftime, macaddr, cgroup_path)
- * and char[N] arrays are "string"; buf() is "buffer". At run time an integer argument is
- * sign- or zero-extended to 64 bits by its type, then converted by C's
- * printf rules for the length modifier ("%d" and "%x" see the low 32 bits,
- * "%hhu" the low 8, "%ld" all 64; "%c" the low 8; "%p" the 64-bit value).
+ * "integer"; strings, char[N] arrays and values printed as text (ksym,
+ * usym, username, probe, ntop, kstack, ustack, strerror, strftime,
+ * macaddr, cgroup_path) are "string"; buf() is "buffer". At run time an
+ * integer argument is sign- or zero-extended to 64 bits by its type, then
+ * converted by C's printf rules for the length modifier ("%d" and "%x"
+ * see the low 32 bits, "%hhu" the low 8, "%ld" all 64; "%c" the low 8;
+ * "%p" the 64-bit value).
  */
 #ifndef UBT_FORMAT_H
 #define UBT_FORMAT_H
@@ -54,8 +57,9 @@ struct fmt_conv {
 	int width;		/* -1: none */
 	int precision;		/* -1: none */
 	char length[3];		/* "", "hh", "h", "l", "ll", "j", "z", "t" */
-	char conv;		/* 'd' 'u' 'x' 'X' 'p' 'o' 'c' 's' 'r' */
-	char buf_mode;		/* 'r' only: 0, 'x' (\xNN each byte), 'h' (NN NN) */
+	char conv;		/* d u x X p o c s r */
+	/* 'r' only: 0 (%r), 'x' (%rx: \xNN each byte), 'h' (%rh: NN NN) */
+	char buf_mode;
 	enum fmt_arg arg;
 };
 

@@ -13,19 +13,39 @@
  * and stops at the first pass that reports errors (diagnostics in c->diag).
  *
  * After sema_run() returns 0:
- *   - every expression node has ->type set (never TY_NONE); statements
- *     and calls used as statements have TY_VOID or their value type;
+ *   - every expression node has ->type set (never NULL or TY_NONE);
+ *     calls without a value (printf, print, exit, clear, ...) have
+ *     TY_VOID; statements have no type; AST_IDENT nodes that remain are
+ *     arguments only (stack modes: kstack(perf));
+ *   - AST_IDENT nodes naming a builtin have become AST_BUILTIN;
  *   - every AST_BUILTIN, AST_CALL, AST_MAP, AST_VAR, AST_PROBE and
  *     AST_ATTACH_POINT node has ->sema set (struct sema_node below);
  *   - c->sema points at the program tables (struct sema_program).
  *
- * Integer typing follows bpftrace 0.17: integer literals are int64;
- * arithmetic, comparisons and bitwise operators yield 64-bit results,
- * unsigned when either operand is unsigned; scratch variables keep the
- * exact type assigned (a (uint8) cast stays uint8); map values and map
- * keys that are integers are widened to 64 bits (signedness kept);
- * strings are TY_STRING with ->size the buffer size including the NUL
- * ("abc" is string[4], comm string[16], str() string[max_strlen]).
+ * Integer typing follows bpftrace 0.17: integer literals are int64
+ * (uint64 above INT64_MAX); arithmetic, comparisons, bitwise and shift
+ * operators yield 64-bit results, unsigned when either operand is
+ * unsigned (&& and || give int64, ! gives uint64, unary - and ~ keep the
+ * operand's type); scratch variables keep the exact type first assigned
+ * (a (uint8) cast stays uint8) and widen when a wider integer is
+ * assigned later; map values and map keys that are integers are 64 bits
+ * (signedness kept). Codegen converts a value to its destination's type
+ * on every store (ints extended by the source's signedness). Strings are
+ * TY_STRING with ->size the buffer size including the NUL ("abc" is
+ * string[4], comm string[16], str() string[max_strlen]); a variable, map
+ * value or key holding strings of several sizes has the largest, tuples
+ * element by element. Literal strings longer than max_strlen are errors
+ * (not format strings).
+ *
+ * Positional parameters (AST_POSITIONAL) are int64 ($N parsed as a
+ * number, 0 when not given; a non-numeric $N is an error as in bpftrace
+ * 0.17), except as the argument of str($N), where the node is TY_STRING
+ * of the parameter's text ("" when not given) and the call has the same
+ * type. $# is int64.
+ *
+ * Functions follow bpftrace 0.17's signatures: hist(x) takes one
+ * argument, exit() none; print(@map[, top[, div]]) prints a whole map
+ * (sema_node.map set) and print(expr) one value (sema_node.map NULL).
  */
 #ifndef UBT_SEMA_H
 #define UBT_SEMA_H
@@ -33,6 +53,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include "ast.h"
 #include "compile.h"
@@ -234,15 +255,16 @@ struct sema_node {
 	struct sema_map *map;
 	/* AST_VAR */
 	struct sema_var *var;
-	/* AST_PROBE (and every node inside it: the enclosing probe) */
+	/* AST_PROBE, AST_ATTACH_POINT, AST_BUILTIN, AST_CALL, AST_MAP,
+	 * AST_VAR: the probe they are in */
 	struct sema_probe *probe;
 	/* AST_ATTACH_POINT */
 	struct sema_ap *ap;
-	/* AST_CALL: hist/lhist parameters, print(@m, top, div) */
+	/* AST_CALL: lhist min/max/step; print(@m, top, div) top and div
+	 * (0 when not given); strncmp n; kstack/ustack limit */
 	int64_t iargs[3];
-	/* AST_CALL/AST_BINOP/AST_UNOP/AST_ASSIGN: operand types after the
-	 * implicit conversions (e.g. int compared with a string literal is
-	 * an error; string == string compares up to the shorter size) */
+	/* AST_BINOP: == or != of two strings (compared as C strings, up to
+	 * the shorter buffer) */
 	bool is_string_op;
 };
 
@@ -268,6 +290,9 @@ int sema_resolve(struct compile *c);	/* frontend/sema_resolve.c */
 int sema_context(struct compile *c);	/* frontend/sema_context.c */
 int sema_types(struct compile *c);	/* frontend/sema_types.c */
 int sema_available(struct compile *c);	/* frontend/sema_context.c */
+
+/* -d sema: the typed AST and the program tables (frontend/sema_dump.c). */
+void sema_dump(FILE *f, struct compile *c);
 
 /* Names, for dumps and messages. */
 const char *sema_builtin_name(enum sema_builtin b);

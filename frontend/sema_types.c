@@ -441,10 +441,10 @@ static struct type *resolve_named(struct sema_ctx *x, struct type *t,
 
 /* Expressions. */
 
+/* Integer literals are int64, even above INT64_MAX (bpftrace 0.17). */
 static struct type *type_int_lit(struct sema_ctx *x, struct ast_node *n)
 {
-	if (!n->num.is_negative && n->num.value > (uint64_t)INT64_MAX)
-		return sema_uint64(x);
+	(void)n;
 	return sema_int64(x);
 }
 
@@ -476,27 +476,74 @@ static bool is_compare(enum ast_op op)
 	       op == OP_GT || op == OP_GE;
 }
 
+/* Byte offset of (line, column) in the source, or -1. */
+static long src_offset(const char *src, int line, int col)
+{
+	const char *p = src;
+
+	if (!src || line < 1)
+		return -1;
+	while (--line > 0) {
+		p = strchr(p, '\n');
+		if (!p)
+			return -1;
+		p++;
+	}
+	return (long)(p - src) + col - 1;
+}
+
+/*
+ * bpftrace 0.17 locates operator messages at the operator: find it in
+ * the source between the operands (a compound assignment's "+=" too).
+ */
+static struct ast_loc op_loc(struct sema_ctx *x, struct ast_node *n)
+{
+	static const char opchars[] = "+-*/%&|^<>=!";
+	const char *src = x->c->source;
+	struct ast_node *l = n->op.left, *r = n->op.right;
+	struct ast_loc loc = n->loc;
+	long a, b, i, j;
+
+	if (!l || !r)
+		return loc;
+	a = src_offset(src, l->loc.last_line, l->loc.last_column);
+	b = src_offset(src, r->loc.first_line, r->loc.first_column);
+	if (a < 0 || b <= a || l->loc.last_line != r->loc.first_line)
+		return loc;
+	for (i = a; i < b && !strchr(opchars, src[i]); i++)
+		;
+	for (j = i; j < b && src[j] && strchr(opchars, src[j]); j++)
+		;
+	if (i >= b || j == i)
+		return loc;
+	loc.first_line = loc.last_line = l->loc.last_line;
+	loc.first_column = l->loc.last_column + (int)(i - a);
+	loc.last_column = loc.first_column + (int)(j - i);
+	return loc;
+}
+
 static void sign_warnings(struct sema_ctx *x, struct ast_node *n,
 			  struct type *lt, struct type *rt)
 {
 	struct ast_node *l = n->op.left, *r = n->op.right;
 	bool ls = int_signed(lt), rs = int_signed(rt);
 	enum ast_op op = n->op.op;
+	struct ast_loc loc = op_loc(x, n);
 
 	if (ls != rs && !(ls && is_nonneg_literal(l)) &&
 	    !(rs && is_nonneg_literal(r))) {
 		if (is_compare(op))
-			sema_warning(x, &n->loc,
+			sema_warning(x, &loc,
 				     "comparison of integers of different signs: '%s' and '%s' can lead to undefined behavior",
 				     sema_tstr(x, lt), sema_tstr(x, rt));
 		else if (is_arith(op))
-			sema_warning(x, &n->loc,
+			sema_warning(x, &loc,
 				     "arithmetic on integers of different signs: '%s' and '%s' can lead to undefined behavior",
 				     sema_tstr(x, lt), sema_tstr(x, rt));
 	}
 	if ((op == OP_DIV || op == OP_MOD) &&
 	    ((ls && !is_nonneg_literal(l)) || (rs && !is_nonneg_literal(r))))
-		sema_warning(x, &n->loc,
+		sema_warning(x, &loc,
 			     "signed operands for '%s' can lead to undefined behavior (cast to unsigned to silence warning)",
 			     ast_op_str(op));
 }
@@ -506,10 +553,11 @@ static struct type *type_binop_types(struct sema_ctx *x, struct ast_node *n,
 {
 	enum ast_op op = n->op.op;
 	const char *ops = ast_op_str(op);
+	struct ast_loc oloc = op_loc(x, n);
 
 	if (op == OP_LAND || op == OP_LOR) {
 		if (!is_cond(lt) || !is_cond(rt)) {
-			sema_error(x, &n->loc,
+			sema_error(x, &oloc,
 				   "The %s operator can not be used on expressions of types %s, %s",
 				   ops, sema_tstr(x, lt), sema_tstr(x, rt));
 			return NULL;
@@ -524,7 +572,7 @@ static struct type *type_binop_types(struct sema_ctx *x, struct ast_node *n,
 		struct ast_node *l = n->op.left, *r = n->op.right;
 
 		if (op != OP_EQ && op != OP_NE) {
-			sema_error(x, &n->loc,
+			sema_error(x, &oloc,
 				   "The %s operator can not be used on expressions of types %s, %s",
 				   ops, sema_tstr(x, lt), sema_tstr(x, rt));
 			return NULL;
@@ -553,24 +601,14 @@ static struct type *type_binop_types(struct sema_ctx *x, struct ast_node *n,
 	if (lt->kind == TY_POINTER && rt->kind == TY_POINTER &&
 	    op == OP_SUB)
 		return sema_int64(x);
-	if ((is_int(lt) || lt->kind == TY_STRING) &&
-	    (is_int(rt) || rt->kind == TY_STRING)) {
-		sema_error(x, &n->loc,
-			   "Type mismatch for '%s': comparing '%s' with '%s'",
-			   ops, sema_tstr(x, lt), sema_tstr(x, rt));
-		return NULL;
-	}
-	if (is_compare(op) && type_equal(lt, rt) &&
-	    (lt->kind == TY_USYM || lt->kind == TY_KSYM ||
-	     lt->kind == TY_USERNAME || lt->kind == TY_PROBE ||
-	     lt->kind == TY_INET)) {
-		sema_error(x, &n->loc,
+	if (lt->kind == rt->kind || (is_int(lt) && is_int(rt))) {
+		sema_error(x, &oloc,
 			   "The %s operator can not be used on expressions of types %s, %s",
 			   ops, sema_tstr(x, lt), sema_tstr(x, rt));
 		return NULL;
 	}
 	sema_error(x, &n->loc,
-		   "The %s operator can not be used on expressions of types %s, %s",
+		   "Type mismatch for '%s': comparing '%s' with '%s'",
 		   ops, sema_tstr(x, lt), sema_tstr(x, rt));
 	return NULL;
 }
@@ -733,6 +771,42 @@ static struct type_field *field_find(struct type *rec, const char *name,
 	return NULL;
 }
 
+/*
+ * A probe with several tracepoints: codegen reads args fields by name
+ * from each attach point's record, so every one must have the field,
+ * with the same type.
+ */
+static bool args_field_everywhere(struct sema_ctx *x, struct ast_node *n,
+				  const struct type_field *f)
+{
+	for (struct ast_node *ap = x->probe->node->probe.aps; ap;
+	     ap = ap->next) {
+		struct type *rec = ap->sema->ap->args_type;
+		struct type_field *g;
+		int idx;
+
+		if (!rec)
+			continue;
+		g = field_find(rec, n->field.field, &idx);
+		if (!g) {
+			sema_error(x, &n->loc,
+				   "Struct/union of type '%s' does not contain a field named '%s'",
+				   rec->name ? rec->name : "struct",
+				   n->field.field);
+			return false;
+		}
+		if (!type_equal(g->type, f->type)) {
+			sema_error(x, &n->loc,
+				   "Probe has attach points with mixed arguments: field '%s' is %s in %s and %s in %s",
+				   n->field.field, sema_tstr(x, f->type),
+				   x->probe->name, sema_tstr(x, g->type),
+				   ap->sema->ap->name);
+			return false;
+		}
+	}
+	return true;
+}
+
 static struct type *type_field(struct sema_ctx *x, struct ast_node *n)
 {
 	struct type *t = sema_type_expr(x, n->field.expr);
@@ -769,6 +843,8 @@ static struct type *type_field(struct sema_ctx *x, struct ast_node *n)
 			   rec->name ? rec->name : "struct", n->field.field);
 		return NULL;
 	}
+	if (t->is_ctx && !args_field_everywhere(x, n, f))
+		return NULL;
 	return f->type;
 }
 
@@ -1345,6 +1421,16 @@ int sema_types(struct compile *c)
 	}
 	x.final = true;
 	err = walk(&x);
+	/* declared with let @m = ... but never used */
+	for (int i = 0; i < x.prog->nmaps; i++) {
+		struct sema_map *m = x.prog->maps[i];
+
+		if (m->value || err)
+			continue;
+		diag_warning(x.d, NULL, "Unused map: %s", m->name);
+		m->value = sema_int64(&x);
+		m->key_set = true;
+	}
 	if (err && c->diag.nerrors == nerr)
 		BUG("types pass failed without a diagnostic");
 	return c->diag.nerrors > nerr ? -EINVAL : 0;

@@ -30,6 +30,7 @@
 #include "output.h"
 #include "probes.h"
 #include "sema.h"
+#include "tracepoint.h"
 #include "util.h"
 
 /* A concrete attach target of one program. */
@@ -48,6 +49,8 @@ struct kernel {
 	struct bpf_program **progs;	/* by cg_prog index */
 	int *map_fds;
 	int globals_fd;
+	int lost_fd;
+	uint64_t lost;		/* losses reported so far */
 	struct ring_buffer *rb;
 	struct bpf_link **links;
 	int nlinks, caplinks;
@@ -67,14 +70,54 @@ struct kernel {
 static int kernel_verbose;
 static volatile sig_atomic_t kernel_sigint;
 
+/*
+ * A verifier log can be hundreds of thousands of lines: without -v keep
+ * its head and its tail, where the verifier says why it gave up.
+ */
+#define KERNEL_LOG_HEAD 30
+#define KERNEL_LOG_TAIL 60
+
+static void kernel_print_log(const char *msg)
+{
+	const char *p = msg, *tail;
+	int lines = 0, n;
+
+	for (p = msg; (p = strchr(p, '\n')); p++)
+		lines++;
+	if (kernel_verbose || lines <= KERNEL_LOG_HEAD + KERNEL_LOG_TAIL) {
+		fputs(msg, stderr);
+		return;
+	}
+	for (p = msg, n = 0; n < KERNEL_LOG_HEAD; n++)
+		p = strchr(p, '\n') + 1;
+	fwrite(msg, 1, p - msg, stderr);
+	fprintf(stderr, "... (%d lines, all of them with -v) ...\n",
+		lines - KERNEL_LOG_HEAD - KERNEL_LOG_TAIL);
+	for (tail = msg + strlen(msg), n = 0; tail > msg; tail--)
+		if (tail[-1] == '\n' && ++n > KERNEL_LOG_TAIL)
+			break;
+	fputs(tail, stderr);
+}
+
 static int kernel_libbpf_print(enum libbpf_print_level level,
 			       const char *fmt, va_list ap)
 {
+	char *msg = NULL;
+	int n;
+
 	if (level == LIBBPF_DEBUG && kernel_verbose < 2)
 		return 0;
 	if (level == LIBBPF_INFO && kernel_verbose < 1)
 		return 0;
-	return vfprintf(stderr, fmt, ap);
+	n = vasprintf(&msg, fmt, ap);
+	if (n < 0)
+		return n;
+	if (strstr(msg, "-- BEGIN PROG LOAD LOG --"))
+		kernel_print_log(msg);
+	else
+		fputs(msg, stderr);
+	free(msg);
+	return n;
 }
 
 void kernel_set_verbose(int verbose)
@@ -623,10 +666,38 @@ static int kernel_event(void *ctx, void *data, size_t size)
 	return 0;
 }
 
+/* "Lost N events" when the ring was full since the last check. */
+static void kernel_check_lost(struct kernel *k)
+{
+	uint64_t *v, sum = 0;
+	uint32_t zero = 0;
+
+	if (k->lost_fd < 0)
+		return;
+	v = xcalloc(k->ncpus, 8);
+	if (!bpf_map_lookup_elem(k->lost_fd, &zero, v)) {
+		for (int i = 0; i < k->ncpus; i++)
+			sum += v[i];
+		if (sum > k->lost) {
+			out_lost_events(&k->out, sum - k->lost);
+			k->lost = sum;
+		}
+	}
+	free(v);
+}
+
+/* Take every record waiting in the ring, then report losses. */
+static void kernel_consume(struct kernel *k)
+{
+	ring_buffer__consume(k->rb);
+	kernel_check_lost(k);
+}
+
 int kernel_poll(struct kernel *k, int timeout_ms)
 {
 	int n = ring_buffer__poll(k->rb, timeout_ms);
 
+	kernel_check_lost(k);
 	return n == -EINTR ? 0 : n;
 }
 
@@ -692,6 +763,7 @@ int kernel_load(const struct cg_object *obj, const struct kernel_opts *o,
 	arena_init(&k->arena);
 	out_init(&k->out, o && o->out ? o->out : stdout, OUT_TEXT);
 	k->globals_fd = -1;
+	k->lost_fd = -1;
 	k->ncpus = libbpf_num_possible_cpus();
 	if (k->ncpus <= 0)
 		k->ncpus = 1;
@@ -713,6 +785,9 @@ int kernel_load(const struct cg_object *obj, const struct kernel_opts *o,
 	if (obj->globals_name)
 		k->globals_fd = bpf_object__find_map_fd_by_name(
 			k->bo, obj->globals_name);
+	if (obj->lost_name)
+		k->lost_fd = bpf_object__find_map_fd_by_name(k->bo,
+							     obj->lost_name);
 	k->rb = ring_buffer__new(
 		bpf_object__find_map_fd_by_name(k->bo, obj->ringbuf_name),
 		kernel_event, k, NULL);
@@ -843,9 +918,56 @@ static int kernel_attach_one(struct kernel *k, struct kernel_target *t)
 			prog, p->provider == PROV_URETPROBE,
 			m->pid > 0 ? m->pid : -1, m->target, m->offset);
 		break;
-	case PROV_TRACEPOINT:
-		l = bpf_program__attach_tracepoint(prog, m->target, m->func);
+	case PROV_USDT: {
+		LIBBPF_OPTS(bpf_uprobe_opts, uo,
+			    .ref_ctr_offset = m->semaphore_offset);
+
+		l = bpf_program__attach_uprobe_opts(prog,
+						    m->pid > 0 ? m->pid : -1,
+						    m->target, m->offset, &uo);
 		break;
+	}
+	case PROV_TRACEPOINT: {
+		/* through tracefs as tp_tracefs() finds (and mounts) it */
+		const char *root = tp_tracefs();
+		struct perf_event_attr a = {
+			.type = PERF_TYPE_TRACEPOINT,
+			.size = sizeof(a),
+			.sample_period = 1,
+			.wakeup_events = 1,
+		};
+		char path[PATH_MAX];
+		unsigned long long id;
+		FILE *f;
+		int fd;
+
+		snprintf(path, sizeof(path), "%s/events/%s/%s/id",
+			 root ? root : "/sys/kernel/tracing", m->target,
+			 m->func);
+		f = fopen(path, "r");
+		if (!f || fscanf(f, "%llu", &id) != 1) {
+			err = f ? -EINVAL : -errno;
+			if (f)
+				fclose(f);
+			fprintf(stderr, "ubt: cannot attach %s: %s: %s\n",
+				m->name, path, strerror(-err));
+			return err;
+		}
+		fclose(f);
+		a.config = id;
+		fd = syscall(__NR_perf_event_open, &a, -1, 0, -1,
+			     PERF_FLAG_FD_CLOEXEC);
+		if (fd < 0) {
+			err = -errno;
+			fprintf(stderr, "ubt: cannot attach %s: "
+				"perf_event_open: %s\n", m->name,
+				strerror(-err));
+			return err;
+		}
+		kernel_add_pfd(k, fd);
+		l = bpf_program__attach_perf_event(prog, fd);
+		break;
+	}
 	case PROV_INTERVAL:
 	case PROV_PROFILE: {
 		uint64_t period = kernel_period(&p->ap->ap);
@@ -1064,7 +1186,7 @@ static int kernel_loop(struct kernel *k, struct kernel_child *ch,
 			close(ep);
 			return -errno;
 		}
-		ring_buffer__consume(k->rb);
+		kernel_consume(k);
 		for (int i = 0; i < n; i++) {
 			if (ch && evs[i].data.fd == ch->pidfd) {
 				waitpid(ch->pid, NULL, 0);
@@ -1080,7 +1202,7 @@ static int kernel_loop(struct kernel *k, struct kernel_child *ch,
 			done = true;
 		}
 		if (done) {
-			ring_buffer__consume(k->rb);
+			kernel_consume(k);
 			break;
 		}
 	}
@@ -1165,6 +1287,11 @@ int kernel_run(struct compile *c, const struct kernel_opts *o)
 	err = kernel_attach(k, &nprobes);
 	if (err)
 		goto out;
+	/* test harnesses wait for this line, as for bpftrace */
+	if (getenv("__BPFTRACE_NOTIFY_PROBES_ATTACHED")) {
+		printf("__BPFTRACE_NOTIFY_PROBES_ATTACHED\n");
+		fflush(stdout);
+	}
 	kernel_sigint = 0;
 	sigemptyset(&sa.sa_mask);
 	sigaction(SIGINT, &sa, NULL);
@@ -1172,19 +1299,22 @@ int kernel_run(struct compile *c, const struct kernel_opts *o)
 	err = kernel_run_begin(k);
 	if (err)
 		goto out;
-	ring_buffer__consume(k->rb);
+	kernel_consume(k);
 	if (o->cmd)
 		kernel_child_go(&ch);
 	if (!k->exiting)
 		err = kernel_loop(k, o->cmd ? &ch : NULL, pidfd);
 	if (err)
 		goto out;
-	/* detach first: nothing is printed after END's output */
-	ring_buffer__consume(k->rb);
-	k->in_end = true;
+	/*
+	 * Detach, take what the probes sent until then (dropped after an
+	 * exit(), as bpftrace does), then run END.
+	 */
 	kernel_detach(k);
+	kernel_consume(k);
+	k->in_end = true;
 	err = kernel_run_end(k);
-	ring_buffer__consume(k->rb);
+	kernel_consume(k);
 	if (!err)
 		err = kernel_print_all_maps(k);
 	fflush(k->out.f);

@@ -10,7 +10,8 @@
  *   stats by average, hist and lhist by total count, others by key;
  *   integer keys compare as u64, strings bytewise, tuples element-wise.
  *   avg and stats maps end with an empty line, each hist/lhist entry ends
- *   with one, an empty map prints only an empty line.
+ *   with one; an empty map prints an empty line (two for avg and stats),
+ *   an empty keyless count() map prints as 0.
  * - hist/lhist: the rows from the first to the last non-zero bucket;
  *   "%-16s%8llu |bar|" with a 52-wide bar scaled to the largest count;
  *   bounds divisible by 1024 printed with K, M, G, T, P, E.
@@ -18,6 +19,7 @@
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE	/* qsort_r */
 #endif
+#include <arpa/inet.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <pwd.h>
@@ -71,13 +73,18 @@ static void sb_vprintf(struct sb *b, const char *fmt, va_list ap)
 	va_list aq;
 	int n;
 
+	sb_grow(b, 64);
 	va_copy(aq, ap);
-	n = vsnprintf(NULL, 0, fmt, aq);
+	n = vsnprintf(b->s + b->len, b->cap - b->len, fmt, aq);
 	va_end(aq);
-	if (n < 0)
+	if (n < 0) {
+		b->s[b->len] = '\0';
 		return;
-	sb_grow(b, n);
-	vsnprintf(b->s + b->len, n + 1, fmt, ap);
+	}
+	if ((size_t)n >= b->cap - b->len) {
+		sb_grow(b, n);
+		vsnprintf(b->s + b->len, n + 1, fmt, ap);
+	}
 	b->len += n;
 }
 
@@ -188,8 +195,15 @@ static const char *kind_name(const struct type *t)
 
 static int not_supported(const struct type *t)
 {
-	fprintf(stderr, "ubt: printing a value of type %s is not supported\n",
-		kind_name(t));
+	static bool said[TY_KIND_COUNT];
+
+	/* once per kind: this can be reached for every event */
+	if (t->kind < TY_KIND_COUNT && !said[t->kind]) {
+		said[t->kind] = true;
+		fprintf(stderr,
+			"ubt: printing a value of type %s is not supported\n",
+			kind_name(t));
+	}
 	return -ENOTSUP;
 }
 
@@ -278,6 +292,23 @@ static char *resolve(const struct out *o, const struct type *t,
 	}
 	if (t->kind == TY_STRERROR)
 		return xstrdup(strerror((int)v));
+	if (t->kind == TY_INET && t->size >= 24) {
+		uint64_t af;
+
+		memcpy(&af, p, 8);
+		if ((af == AF_INET || af == AF_INET6) &&
+		    inet_ntop((int)af, (const char *)p + 8, buf, sizeof(buf)))
+			return xstrdup(buf);
+		return NULL;
+	}
+	if ((t->kind == TY_USYM || t->kind == TY_KSYM) && t->size >= 8) {
+		uint64_t addr;
+
+		/* what bpftrace prints for an address it cannot resolve */
+		memcpy(&addr, p, 8);
+		snprintf(buf, sizeof(buf), "0x%" PRIx64, addr);
+		return xstrdup(buf);
+	}
 	return NULL;
 }
 
@@ -298,7 +329,7 @@ static void buf_escape(struct sb *b, const unsigned char *p, size_t n,
 enum val_style {
 	VS_TEXT,	/* 1, str, (1, str) */
 	VS_JSON,	/* 1, "str", [1,"str"] */
-	VS_JSON_KEY,	/* inside a JSON key string: 1, str, elements by ',' */
+	VS_JSON_KEY,	/* in a JSON key: 1, str, elements joined by ',' */
 };
 
 /* Append a value of type t at p. */
@@ -627,7 +658,10 @@ int out_time(struct out *o, const char *fmt, const struct tm *tm)
 			return -errno;
 		tm = &now;
 	}
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wformat-nonliteral"
 	n = strftime(buf, sizeof(buf), fmt, tm);
+#pragma GCC diagnostic pop
 	if (!n && fmt[0])
 		return -ENOSPC;
 	if (o->format == OUT_JSON) {
@@ -740,7 +774,8 @@ static void hist_bucket(const struct type *t, size_t i, struct bucket *bk)
 			bk->lo = t->lhist_max;
 		} else {
 			bk->has_lo = bk->has_hi = true;
-			bk->lo = t->lhist_min + (int64_t)(i - 1) * t->lhist_step;
+			bk->lo = t->lhist_min +
+				 (int64_t)(i - 1) * t->lhist_step;
 			bk->hi = bk->lo + t->lhist_step - 1;
 		}
 		bk->hi_excl = (uint64_t)bk->hi + 1;

@@ -16,8 +16,11 @@
  *   TY_TUPLE: each field at t->fields[i].offset (natural alignment),
  *       t->size the padded total
  *   TY_USERNAME (uid), TY_STRERROR (errno value): integers, printed as
- *       text; TY_USYM, TY_KSYM, TY_PROBE, ...: through out.resolve below,
- *       else not supported (-ENOTSUP, and a message on stderr)
+ *       text; TY_INET (ntop): u64 address family (AF_INET, AF_INET6),
+ *       then 16 bytes of address in network order;
+ *   TY_USYM, TY_KSYM, TY_PROBE, ...: through out.resolve below; without
+ *       it usym/ksym print as 0x<address> (the first u64), the others
+ *       are not supported (-ENOTSUP, and a message on stderr)
  *
  * Maps: entries already merged across CPUs (and user-mode threads). A key
  * is the bytes of key_type: NULL for keyless maps, one key's type, or a

@@ -142,6 +142,28 @@ out:
 	return err;
 }
 
+int patch_elf_interp(const char *path)
+{
+	size_t i, nph;
+	int fd, ret = 0;
+	Elf *e;
+
+	e = elf_open_path(path, &fd);
+	if (!e)
+		return -errno;
+	if (!elf_getphdrnum(e, &nph))
+		for (i = 0; i < nph; i++) {
+			GElf_Phdr ph;
+
+			if (gelf_getphdr(e, (int)i, &ph) &&
+			    ph.p_type == PT_INTERP)
+				ret = 1;
+		}
+	elf_end(e);
+	close(fd);
+	return ret;
+}
+
 static void decoder(ZydisDecoder *d)
 {
 	ZydisDecoderInit(d, ZYDIS_MACHINE_MODE_LONG_64, ZYDIS_STACK_WIDTH_64);
@@ -228,6 +250,11 @@ int patch_analyze(const uint8_t *code, uint64_t size, uint64_t func,
 		off = in.length;
 	start = off;
 	s->addr = func + off;
+	if (!size) {
+		snprintf(s->reason, sizeof(s->reason),
+			 "the symbol has no size");
+		return -EINVAL;
+	}
 	if (size < off + PATCH_JMP_LEN) {
 		snprintf(s->reason, sizeof(s->reason),
 			 "function is shorter than %d bytes%s", PATCH_JMP_LEN,

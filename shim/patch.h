@@ -45,6 +45,9 @@ int patch_find_symbol(const char *path, const char *name, uint64_t *vaddr,
 /* The lowest p_vaddr of the PT_LOADs (page aligned) and the ELF type. */
 int patch_elf_base(const char *path, uint64_t *min_vaddr, int *is_dyn);
 
+/* 1 if the ELF file names a program interpreter (dynamically linked). */
+int patch_elf_interp(const char *path);
+
 /*
  * Analyse the function code[0..size) located at address func.
  * 0: s describes a patchable window; -EINVAL: refused, s->reason says why.

@@ -220,19 +220,45 @@ static int setup_stopped(struct pt *p)
 	return 0;
 }
 
+bool pt_gone(pid_t pid)
+{
+	char path[64], buf[512], *rp;
+	ssize_t n;
+	int fd;
+
+	snprintf(path, sizeof(path), "/proc/%d/stat", pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return true;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return true;
+	buf[n] = 0;
+	rp = strrchr(buf, ')');
+	return rp && rp[1] == ' ' && (rp[2] == 'Z' || rp[2] == 'X');
+}
+
 int pt_seize(struct pt *p, pid_t pid)
 {
 	int err, added, rounds = 0;
 
 	p->pid = pid;
-	if (ptrace(PTRACE_SEIZE, pid, 0, PT_SEIZE_OPTS) < 0)
-		return fail(p, -errno, "ptrace");
+	if (ptrace(PTRACE_SEIZE, pid, 0, PT_SEIZE_OPTS) < 0) {
+		err = -errno;
+		if (err == -EPERM && pt_gone(pid))
+			return fail(p, 0, "the process has exited");
+		return fail(p, err, "ptrace");
+	}
 	add(p, pid);
 	ptrace(PTRACE_INTERRUPT, pid, 0, 0);
 	do {
 		err = list_tasks(p, pid, &added);
 		if (err) {
 			pt_detach(p);
+			if (pt_gone(pid))
+				return fail(p, 0,
+					    "process exited during attach");
 			return fail(p, err, "ptrace");
 		}
 		err = stop_all(p);

@@ -66,6 +66,9 @@ int pt_call(struct pt *p, uint64_t fn, const uint64_t args[6], uint64_t *ret,
 int pt_regs(struct pt *p, int i, struct user_regs_struct *r);
 int pt_set_regs(struct pt *p, int i, const struct user_regs_struct *r);
 
+/* Has pid exited (no such process, or a zombie)? */
+bool pt_gone(pid_t pid);
+
 /* /proc/PID/maps, parsed; free(*out) after use. */
 int pt_maps(pid_t pid, struct pt_map **out, int *n);
 

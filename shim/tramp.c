@@ -2,6 +2,7 @@
 #include <errno.h>
 #include <string.h>
 
+#include "rt_abi.h"
 #include "tramp.h"
 
 struct emit {
@@ -72,6 +73,8 @@ int tramp_build(const struct tramp_spec *spec, struct patch_site *s,
 	struct emit e = { .p = out, .cap = cap, .at = spec->at };
 	size_t jz_slow = 0, call_at = 0, jz_reloc = 0, call_reloc = 0;
 	size_t lit_slow = 0, lit_enter = 0, lit_exit = 0, after = 0;
+	size_t jz_help = 0, ja_help = 0, jz_push = 0, jbe_help = 0, push_at = 0;
+	size_t wrapped = 0, jne_help = 0, exit_help = 0, enter_help = 0;
 	size_t reloc, slow = 0, n;
 	int err;
 
@@ -90,13 +93,40 @@ int tramp_build(const struct tramp_spec *spec, struct patch_site *s,
 	}
 	after = e.n;
 	if (spec->ret_code) {
-		EMIT(&e, 0x4c, 0x8d, 0x5c, 0x24, 0x08);	/* lea 8(%rsp),%r11 */
-		EMIT(&e, 0xff, 0x15);			/* call *lit_enter */
-		lit_enter = rel32_hole(&e);
+		/* inline push of {slot, return address}; else rt_wrap_enter */
+		EMIT(&e, 0x64, 0x48, 0x8b, 0x04, 0x25);	/* mov %fs:tls,%rax */
+		u32(&e, (uint32_t)spec->tls_offset);
 		EMIT(&e, 0x48, 0x85, 0xc0);		/* test %rax,%rax */
+		EMIT(&e, 0x0f, 0x84);			/* jz .enter_help */
+		jz_help = rel32_hole(&e);
+		EMIT(&e, 0x4c, 0x8b, 0x58, RT_BLK_SHADOW_TOP); /* mov top,%r11 */
+		EMIT(&e, 0x49, 0x81, 0xfb);		/* cmp $last,%r11 */
+		u32(&e, (RT_SHADOW_DEPTH - 1) * 16);
+		EMIT(&e, 0x0f, 0x87);			/* ja .enter_help */
+		ja_help = rel32_hole(&e);
+		EMIT(&e, 0x4d, 0x85, 0xdb);		/* test %r11,%r11 */
+		EMIT(&e, 0x0f, 0x84);			/* jz .push */
+		jz_push = rel32_hole(&e);
+		/* top entry at or below this slot: stale, the helper drops it */
+		EMIT(&e, 0x48, 0x8d, 0x64, 0x24, 0x08);	/* lea 8(%rsp),%rsp */
+		EMIT(&e, 0x4a, 0x39, 0xa4, 0x18);	/* cmp %rsp,top-1.slot */
+		u32(&e, RT_BLK_SHADOW - 16);
+		EMIT(&e, 0x48, 0x8d, 0x64, 0x24, 0xf8);	/* lea -8(%rsp),%rsp */
+		EMIT(&e, 0x0f, 0x86);			/* jbe .enter_help */
+		jbe_help = rel32_hole(&e);
+		push_at = e.n;
+		EMIT(&e, 0x4a, 0x89, 0xa4, 0x18);	/* mov %rsp,top.slot */
+		u32(&e, RT_BLK_SHADOW);
+		EMIT(&e, 0x4a, 0x83, 0x84, 0x18);	/* addq $8,top.slot */
+		u32(&e, RT_BLK_SHADOW);
+		EMIT(&e, 0x08);
+		EMIT(&e, 0xff, 0x74, 0x24, 0x08);	/* push 8(%rsp) */
+		EMIT(&e, 0x42, 0x8f, 0x84, 0x18);	/* pop top.ret */
+		u32(&e, RT_BLK_SHADOW + 8);
+		EMIT(&e, 0x49, 0x83, 0xc3, 0x10);	/* add $16,%r11 */
+		EMIT(&e, 0x4c, 0x89, 0x58, RT_BLK_SHADOW_TOP); /* mov %r11,top */
 		EMIT(&e, 0x58);				/* pop %rax */
-		EMIT(&e, 0x0f, 0x84);			/* jz .reloc */
-		jz_reloc = rel32_hole(&e);
+		wrapped = e.n;
 		EMIT(&e, 0x48, 0x8d, 0x64, 0x24, 0x08);	/* lea 8(%rsp),%rsp */
 		EMIT(&e, 0xe8);				/* call .reloc */
 		call_reloc = rel32_hole(&e);
@@ -106,6 +136,25 @@ int tramp_build(const struct tramp_spec *spec, struct patch_site *s,
 		EMIT(&e, 0x48, 0x89, 0xd6);		/* mov %rdx,%rsi */
 		EMIT(&e, 0xe8);				/* call ret code */
 		rel32_to(&e, spec->ret_code);
+		/* inline pop when the top entry is ours; else rt_wrap_exit */
+		EMIT(&e, 0x64, 0x48, 0x8b, 0x04, 0x25);	/* mov %fs:tls,%rax */
+		u32(&e, (uint32_t)spec->tls_offset);
+		EMIT(&e, 0x4c, 0x8b, 0x58, RT_BLK_SHADOW_TOP); /* mov top,%r11 */
+		EMIT(&e, 0x49, 0x83, 0xeb, 0x10);	/* sub $16,%r11 */
+		EMIT(&e, 0x48, 0x8d, 0x64, 0x24, 0x08);	/* lea 8(%rsp),%rsp */
+		EMIT(&e, 0x4a, 0x39, 0xa4, 0x18);	/* cmp %rsp,top-1.slot */
+		u32(&e, RT_BLK_SHADOW);
+		EMIT(&e, 0x48, 0x8d, 0x64, 0x24, 0xf8);	/* lea -8(%rsp),%rsp */
+		EMIT(&e, 0x0f, 0x85);			/* jne .exit_help */
+		jne_help = rel32_hole(&e);
+		EMIT(&e, 0x4c, 0x89, 0x58, RT_BLK_SHADOW_TOP); /* mov %r11,top */
+		EMIT(&e, 0x4e, 0x8b, 0x9c, 0x18);	/* mov top.ret,%r11 */
+		u32(&e, RT_BLK_SHADOW + 8);
+		EMIT(&e, 0x48, 0x83, 0xc4, 0x08);	/* add $8,%rsp */
+		EMIT(&e, 0x58);				/* pop %rax */
+		EMIT(&e, 0x41, 0x53);			/* push %r11 */
+		EMIT(&e, 0xc3);				/* ret */
+		exit_help = e.n;
 		EMIT(&e, 0x4c, 0x8d, 0x5c, 0x24, 0x08);	/* lea 8(%rsp),%r11 */
 		EMIT(&e, 0xff, 0x15);			/* call *lit_exit */
 		lit_exit = rel32_hole(&e);
@@ -113,6 +162,16 @@ int tramp_build(const struct tramp_spec *spec, struct patch_site *s,
 		EMIT(&e, 0x58);				/* pop %rax */
 		EMIT(&e, 0x41, 0x53);			/* push %r11 */
 		EMIT(&e, 0xc3);				/* ret */
+		enter_help = e.n;
+		EMIT(&e, 0x4c, 0x8d, 0x5c, 0x24, 0x08);	/* lea 8(%rsp),%r11 */
+		EMIT(&e, 0xff, 0x15);			/* call *lit_enter */
+		lit_enter = rel32_hole(&e);
+		EMIT(&e, 0x48, 0x85, 0xc0);		/* test %rax,%rax */
+		EMIT(&e, 0x58);				/* pop %rax */
+		EMIT(&e, 0x0f, 0x84);			/* jz .reloc: not wrapped */
+		jz_reloc = rel32_hole(&e);
+		EMIT(&e, 0xe9);				/* jmp .wrapped */
+		rel32_to(&e, spec->at + wrapped);
 	} else {
 		EMIT(&e, 0x58);				/* pop %rax */
 	}
@@ -144,6 +203,11 @@ int tramp_build(const struct tramp_spec *spec, struct patch_site *s,
 		bytes(&e, &spec->fn_slow, 8);
 	}
 	if (spec->ret_code) {
+		rel32_fix(&e, jz_help, spec->at + enter_help);
+		rel32_fix(&e, ja_help, spec->at + enter_help);
+		rel32_fix(&e, jbe_help, spec->at + enter_help);
+		rel32_fix(&e, jz_push, spec->at + push_at);
+		rel32_fix(&e, jne_help, spec->at + exit_help);
 		rel32_fix(&e, jz_reloc, spec->at + reloc);
 		rel32_fix(&e, call_reloc, spec->at + reloc);
 		rel32_fix(&e, lit_enter, here(&e));

@@ -5,12 +5,13 @@
  *   entry probe:  call the probe code with the function's arguments still
  *                 in their registers, run the relocated window, jump back.
  *   return probe: call-wrapping.  The caller's return address moves to a
- *                 per-thread shadow stack (runtime: rt_wrap_enter), the
+ *                 per-thread shadow stack in the thread's block, the
  *                 trampoline calls the relocated function, then calls the
- *                 return probe code and returns to the original caller
- *                 (rt_wrap_exit), which keeps the return-stack predictor
- *                 right.  A frame skipped by longjmp leaves an entry that
- *                 the next exit below it discards.
+ *                 return probe code and returns to the original caller,
+ *                 which keeps the return-stack predictor right.  The push
+ *                 and pop are inline; the unusual cases (no block yet, a
+ *                 full stack, stale entries left by longjmp) go to the
+ *                 runtime's rt_wrap_enter / rt_wrap_exit.
  *
  * Probe code contract (what the native code generator emits):
  *   - position independent, no relocations, preserve_most convention

@@ -58,6 +58,10 @@ struct ubt_user {
 	int nsites;
 	uint64_t stop_ns;
 	int moved;
+	char rt_path[PATH_MAX];
+	uint64_t rt_init_vaddr;
+	char libc[PATH_MAX];
+	uint64_t libc_bias, dlopen_addr;
 	char err[512];
 };
 
@@ -97,6 +101,29 @@ int64_t user_tls_offset(const struct ubt_user *u)
 uint64_t user_stop_ns(const struct ubt_user *u)
 {
 	return u->stop_ns;
+}
+
+int user_read_maps(struct ubt_user *u, uint64_t off, uint64_t len,
+		   int (*cb)(const void *data, uint32_t block, void *arg),
+		   void *arg)
+{
+	uint32_t n, i;
+	void *buf;
+	int err = 0;
+
+	if (!u->m.base)
+		return -EINVAL;
+	if (off > u->m.l.map_size || len > u->m.l.map_size - off)
+		return -ERANGE;
+	n = memfd_nblocks_used(&u->m);
+	buf = xmalloc(len ? len : 1);
+	for (i = 0; i < n && !err; i++) {
+		err = memfd_map_read(&u->m, i, off, buf, len);
+		if (!err)
+			err = cb(buf, i, arg);
+	}
+	free(buf);
+	return err;
 }
 
 int user_moved_threads(const struct ubt_user *u)
@@ -233,7 +260,12 @@ static int place_memfd(struct ubt_user *u, const struct user_opts *o)
 	err = pt_write(&u->pt, name, "ubt", 4);
 	if (err)
 		return uerr(u, err, "cannot write the target's stack");
-	err = rsys(u, SYS_memfd_create, name, MFD_CLOEXEC, 0, 0, 0, 0, &ret);
+	/* MFD_EXEC (Linux 6.3): code areas map it executable */
+	err = rsys(u, SYS_memfd_create, name, MFD_CLOEXEC | 0x10U, 0, 0, 0, 0,
+		   &ret);
+	if (err == -EINVAL)
+		err = rsys(u, SYS_memfd_create, name, MFD_CLOEXEC, 0, 0, 0, 0,
+			   &ret);
 	if (err)
 		return err;
 	u->target_fd = ret;
@@ -262,40 +294,97 @@ static int place_memfd(struct ubt_user *u, const struct user_opts *o)
 	return 0;
 }
 
+/* Is the thread's rip inside the dynamic loader's mappings? */
+static bool in_loader(struct ubt_user *u, uint64_t rip)
+{
+	struct pt_map *m;
+	bool in = false;
+	int n, i;
+
+	if (pt_maps(u->pid, &m, &n))
+		return false;
+	for (i = 0; i < n; i++)
+		if (rip >= m[i].start && rip < m[i].end &&
+		    strstr(m[i].path, "/ld-linux"))
+			in = true;
+	free(m);
+	return in;
+}
+
+/*
+ * Find libc and its dlopen, and make sure libc is initialized: a process
+ * caught while the dynamic loader still runs (libc mapped, not set up) must
+ * not get a dlopen.  glibc sets __libc_single_threaded during its early
+ * initialization; it is still 0 only before that, or once threads exist.
+ */
+static int check_libc(struct ubt_user *u)
+{
+	uint64_t vaddr, size, off, lo, hi;
+	struct user_regs_struct r;
+	uint8_t single = 1;
+	char exe[64];
+	int err;
+
+	if (find_libc(u, u->libc, sizeof(u->libc))) {
+		snprintf(exe, sizeof(exe), "/proc/%d/exe", u->pid);
+		if (patch_elf_interp(exe) == 1)
+			return uerr(u, 0, "libc is not loaded yet: the process "
+					  "is still starting");
+		return uerr(u, 0, "no libc in the process: a static "
+				  "executable cannot load the runtime");
+	}
+	err = module_range(u, u->libc, &u->libc_bias, &lo, &hi);
+	if (err)
+		return uerr(u, err, "%s: cannot find its mapping", u->libc);
+	err = patch_find_symbol(u->libc, "dlopen", &vaddr, &size, &off);
+	if (err)
+		err = patch_find_symbol(u->libc, "__libc_dlopen_mode", &vaddr,
+					&size, &off);
+	if (err)
+		return uerr(u, err, "%s: no dlopen", u->libc);
+	u->dlopen_addr = u->libc_bias + vaddr;
+	if (!patch_find_symbol(u->libc, "__libc_single_threaded", &vaddr,
+			       &size, &off))
+		pt_read(&u->pt, u->libc_bias + vaddr, &single, 1);
+	if (!single && u->pt.nth == 1 && !pt_regs(&u->pt, 0, &r) &&
+	    in_loader(u, r.rip))
+		return uerr(u, 0, "libc is not initialized yet: the process "
+				  "is still starting");
+	return 0;
+}
+
 static int place_runtime(struct ubt_user *u, const struct user_opts *o)
 {
-	uint64_t dl_vaddr, dl_size, dl_off, init_vaddr, sz, off, bias, lo, hi;
-	uint64_t args[6] = { 0 }, handle, l_addr, ret;
-	char rt[PATH_MAX], libc[PATH_MAX];
+	uint64_t args[6] = { 0 }, handle, l_addr, ret, de_vaddr, size, off;
+	uint64_t init_vaddr = u->rt_init_vaddr;
+	const char *rt = u->rt_path;
 	int err, i;
 
-	if (runtime_path(o, rt, sizeof(rt)))
-		return uerr(u, -ENOENT, "cannot find libubt-rt.so");
-	if (strlen(rt) + 1 > RT_CTL_SIZE - USER_SCRATCH_OFF)
-		return uerr(u, -ENAMETOOLONG, "%s", rt);
-	err = patch_find_symbol(rt, "rt_init", &init_vaddr, &sz, &off);
-	if (err)
-		return uerr(u, err, "%s: rt_init", rt);
-	if (find_libc(u, libc, sizeof(libc)))
-		return uerr(u, 0, "no libc in the process: a static executable "
-				  "cannot load the runtime");
-	err = patch_find_symbol(libc, "dlopen", &dl_vaddr, &dl_size, &dl_off);
-	if (err)
-		err = patch_find_symbol(libc, "__libc_dlopen_mode", &dl_vaddr,
-					&dl_size, &dl_off);
-	if (err)
-		return uerr(u, err, "%s: no dlopen", libc);
-	err = module_range(u, libc, &bias, &lo, &hi);
-	if (err)
-		return uerr(u, err, "%s: cannot find its mapping", libc);
 	strcpy(u->m.base + USER_SCRATCH_OFF, rt);
 	args[0] = u->target_base + USER_SCRATCH_OFF;
 	args[1] = RTLD_NOW;
-	err = pt_call(&u->pt, bias + dl_vaddr, args, &handle, 5000);
-	if (err)
+	err = pt_call(&u->pt, u->dlopen_addr, args, &handle, 5000);
+	if (err) {
+		if (getenv("UBT_DBG")) {
+			struct user_regs_struct r; char cmd[128];
+			pt_regs(&u->pt, u->pt.ctl, &r);
+			fprintf(stderr, "DBG orig rip %llx nth %d\n", (unsigned long long)r.rip, u->pt.nth);
+			snprintf(cmd, sizeof cmd, "cat /proc/%d/maps >&2", u->pid); if (system(cmd)) {}
+		}
 		return uerr(u, 0, "dlopen %s in the target: %s", rt, u->pt.err);
-	if (!handle)
-		return uerr(u, 0, "dlopen %s in the target failed", rt);
+	}
+	if (!handle) {
+		char text[256] = "unknown error";
+		uint64_t msg = 0;
+
+		if (!patch_find_symbol(u->libc, "dlerror", &de_vaddr, &size,
+				       &off) &&
+		    !pt_call(&u->pt, u->libc_bias + de_vaddr, args, &msg,
+			     1000) &&
+		    msg && !pt_read(&u->pt, msg, text, sizeof(text) - 1))
+			text[sizeof(text) - 1] = 0;
+		return uerr(u, 0, "dlopen in the target failed: %s", text);
+	}
 	err = pt_read(&u->pt, handle, &l_addr, 8);
 	if (err)
 		return uerr(u, err, "read the runtime's link map");
@@ -324,15 +413,52 @@ static int place_runtime(struct ubt_user *u, const struct user_opts *o)
 	return 0;
 }
 
+/* Find the runtime before touching the target. */
+static int find_runtime(struct ubt_user *u, const struct user_opts *o)
+{
+	uint64_t sz, off;
+	int err;
+
+	if (runtime_path(o, u->rt_path, sizeof(u->rt_path)))
+		return uerr(u, -ENOENT, "cannot find libubt-rt.so");
+	if (strlen(u->rt_path) + 1 > RT_CTL_SIZE - USER_SCRATCH_OFF)
+		return uerr(u, -ENAMETOOLONG, "%s", u->rt_path);
+	err = patch_find_symbol(u->rt_path, "rt_init", &u->rt_init_vaddr, &sz,
+				&off);
+	if (err)
+		return uerr(u, err, "runtime %s", u->rt_path);
+	return 0;
+}
+
 static struct ubt_user *attach(struct ubt_user *u, const struct user_opts *o,
 			   char *err, size_t errlen)
 {
-	int e = place_memfd(u, o);
+	int e = check_libc(u);
 
+	e = e ?: place_memfd(u, o);
 	e = e ?: place_runtime(u, o);
 	if (!e)
 		return u;
-	snprintf(err, errlen, "%s", u->err);
+	if (pt_gone(u->pid))
+		snprintf(err, errlen, "cannot attach to pid %d: process exited "
+				      "during attach", u->pid);
+	else if (u->child)
+		snprintf(err, errlen, "%s", u->err);
+	else
+		snprintf(err, errlen, "cannot attach to pid %d: %s", u->pid,
+			 u->err);
+	if (u->target_fd > 0) {
+		char keep[sizeof(u->err)];
+		int64_t ret;
+
+		memcpy(keep, u->err, sizeof(keep));
+		if (u->target_base)
+			rsys(u, SYS_munmap, u->target_base, u->m.size, 0, 0,
+			     0, 0, &ret);
+		rsys(u, SYS_close, (uint64_t)u->target_fd, 0, 0, 0, 0, 0,
+		     &ret);
+		memcpy(u->err, keep, sizeof(keep));
+	}
 	pt_detach(&u->pt);
 	if (u->child)
 		kill(u->pid, SIGKILL);
@@ -348,6 +474,12 @@ struct ubt_user *user_attach_pid(pid_t pid, const struct user_opts *o,
 	u->m.fd = -1;
 	pt_init(&u->pt);
 	u->pid = pid;
+	if (find_runtime(u, o)) {
+		snprintf(err, errlen, "cannot attach to pid %d: %s", pid,
+			 u->err);
+		free(u);
+		return NULL;
+	}
 	u->stop_ns = now_ns();
 	if (pt_seize(&u->pt, pid)) {
 		snprintf(err, errlen, "cannot attach to pid %d: %s", pid,
@@ -367,6 +499,11 @@ struct ubt_user *user_attach_cmd(char *const argv[], const struct user_opts *o,
 	u->m.fd = -1;
 	pt_init(&u->pt);
 	u->child = true;
+	if (find_runtime(u, o)) {
+		snprintf(err, errlen, "%s", u->err);
+		free(u);
+		return NULL;
+	}
 	u->stop_ns = now_ns();
 	if (pt_spawn(&u->pt, argv)) {
 		snprintf(err, errlen, "%s", u->pt.err);

@@ -79,6 +79,14 @@ int64_t user_tls_offset(const struct ubt_user *u);
  * counting time the other threads ran while a remote dlopen waited).
  */
 uint64_t user_stop_ns(const struct ubt_user *u);
+/*
+ * Read one map back: cb(data, block, arg) with a copy of bytes
+ * [off, off + len) of the map area of every thread block in use (bounds
+ * checked), to be merged as bpftrace merges per-CPU values.
+ */
+int user_read_maps(struct ubt_user *u, uint64_t off, uint64_t len,
+		   int (*cb)(const void *data, uint32_t block, void *arg),
+		   void *arg);
 /* Threads moved out of a patch window into its relocated copy. */
 int user_moved_threads(const struct ubt_user *u);
 struct memfd *user_memfd(struct ubt_user *u);

@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -41,6 +42,35 @@ __attribute__((noinline, used)) long ukt_neg(long v)
 	return -v;
 }
 
+__attribute__((noinline, used)) int ukt_paged(const char *s)
+{
+	__asm__ volatile("" ::: "memory");
+	return (int)strlen(s);
+}
+
+/* A string in a page the process has never touched: a kernel read
+ * without a fault finds nothing there. */
+static void child_paged(void)
+{
+	char path[] = "/tmp/ukt-paged-XXXXXX";
+	static char page[8192];
+	int fd = mkstemp(path);
+	char *p;
+
+	if (fd < 0)
+		return;
+	strcpy(page + 4096, "paged in late");
+	if (write(fd, page, sizeof(page)) == sizeof(page)) {
+		p = mmap(NULL, sizeof(page), PROT_READ, MAP_PRIVATE, fd, 0);
+		if (p != MAP_FAILED) {
+			ukt_paged(p + 4096);
+			munmap(p, sizeof(page));
+		}
+	}
+	close(fd);
+	unlink(path);
+}
+
 int child(void);
 
 /* -p target: give the tracer time to attach, then do the calls */
@@ -62,6 +92,7 @@ int child(void)
 		ukt_neg(v);
 	for (int i = 0; i < 5; i++)
 		syscall(SYS_getppid);
+	child_paged();
 	return 0;
 }
 
@@ -149,7 +180,7 @@ static const struct ukt_case cases[] = {
 	  "@z[9]: 9\n" },
 	{ "tracepoint with args and a cpid predicate",
 	  "tracepoint:syscalls:sys_enter_getppid /pid == cpid/ { @ = count(); }"
-	  " tracepoint:syscalls:sys_enter_write /pid == cpid/ { @w[args->fd] = count(); }",
+	  " tracepoint:syscalls:sys_enter_acct /pid == cpid/ { @w[args->name] = count(); }",
 	  true, "Attaching 2 probes...\n\n\n@: 5\n\n" },
 	{ "interval and elapsed",
 	  "interval:ms:50 { @i++; if (@i == 3) { printf(\"%d %d\\n\", @i,"
@@ -177,6 +208,9 @@ static const struct ukt_case cases[] = {
 	  "uprobe:BIN:nosuchfunc { exit(); }",
 	  true, "", 1,
 	  "ERROR: Could not resolve symbol: BIN:nosuchfunc" },
+	{ "str() of a string not paged in yet",
+	  "uprobe:BIN:ukt_paged { printf(\"[%s]\\n\", str(arg0)); }",
+	  true, "Attaching 1 probe...\n[paged in late]\n\n\n" },
 	{ "comm, pid, strings compared",
 	  "uprobe:BIN:ukt_name /str(arg0) == \"beta\"/ { @[comm, pid == cpid] = count(); }",
 	  true, "Attaching 1 probe...\n\n\n@[unit-kernel, 1]: 2\n" },

@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "arena.h"
+#include "diag.h"
 #include "format.h"
 #include "output.h"
 #include "types.h"
@@ -906,7 +907,14 @@ static void test_misc(void)
 		.tm_year = 126, .tm_mon = 10, .tm_mday = 21,
 		.tm_hour = 5, .tm_min = 7, .tm_sec = 9,
 	};
-	struct type *sym = type_new(&A, TY_USYM, 8);
+	struct type *sym = type_new(&A, TY_USYM, 16);
+	struct type *cg = type_new(&A, TY_CGROUP_PATH, 8);
+	struct type *inet = type_new(&A, TY_INET, 24);
+	unsigned char in4[24] = { 2, 0, 0, 0, 0, 0, 0, 0, 127, 0, 0, 1 };
+	unsigned char in6[24] = { 10, 0, 0, 0, 0, 0, 0, 0,
+				  0, 0, 0, 0, 0, 0, 0, 0,
+				  0, 0, 0, 0, 0, 0, 0, 1 };
+	uint64_t addr[2] = { 0x55a04f604510, 77 };
 	uint64_t zero8 = 0;
 	FILE *saved;
 
@@ -936,9 +944,16 @@ static void test_misc(void)
 	saved = stderr;
 	stderr = fopen("/dev/null", "w");
 	mem_open(OUT_TEXT);
-	check_int("print(usym): not supported",
-		  out_print_value(&O, sym, &zero8), -ENOTSUP);
+	check_int("print(cgroup_path): not supported",
+		  out_print_value(&O, cg, &zero8), -ENOTSUP);
 	mem_close();
+	/* bpftrace -e 'BEGIN { printf("%s\n", ntop(0x0100007f)); }' */
+	mem_open(OUT_TEXT);
+	out_print_value(&O, inet, in4);
+	out_print_value(&O, inet, in6);
+	out_print_value(&O, sym, addr);
+	check_str("ntop, unresolved usym", mem_close(),
+		  "127.0.0.1\n::1\n0x55a04f604510\n");
 	fclose(stderr);
 	stderr = saved;
 
@@ -1413,6 +1428,36 @@ static void test_buffers(void)
 	check_str("printf: char[8]", mem_close(), "<bash|abcdefgh>\n");
 }
 
+/* bpftrace -e 'BEGIN { printf("%d\n"); exit(); }' */
+static void test_diag(void)
+{
+	static const char src[] = "BEGIN { printf(\"%d\\n\"); exit(); }";
+	struct ast_loc loc = { 1, 9, 1, 23 };
+	struct type *none = tuple(0), *two = tuple(2, t_s64, t_str);
+	struct diag_list d;
+	struct fmt_string f;
+
+	diag_init(&d, &A, "stdin", src);
+	fmt_parse(&A, "%d\n", 3, &f);
+	check_int("fmt_check_diag: error", fmt_check_diag(&d, &loc, "printf",
+							 &f, NULL, 0),
+		  -EINVAL);
+	mem_open(OUT_TEXT);
+	diag_print(&d, O.f);
+	check_str("fmt_check_diag: bpftrace's message", mem_close(),
+		  "stdin:1:9-23: ERROR: printf: Not enough arguments for format string (0 supplied, 1 expected)\n"
+		  "BEGIN { printf(\"%d\\n\"); exit(); }\n"
+		  "        ~~~~~~~~~~~~~~\n");
+	check_int("fmt_check_diag: fine", fmt_check_diag(&d, &loc, "printf",
+							&f, &t_s64, 1), 0);
+	check_str("fmt_check_tuple: none",
+		  fmt_check_tuple(&A, "printf", &f, none),
+		  "printf: Not enough arguments for format string (0 supplied, 1 expected)");
+	fmt_parse(&A, "%d %s", 5, &f);
+	check_str("fmt_check_tuple: fine",
+		  fmt_check_tuple(&A, "printf", &f, two) ?: "", "");
+}
+
 /* ubt prints the right thing where bpftrace 0.17 does not (listed) */
 static void test_ours(void)
 {
@@ -1506,6 +1551,7 @@ int main(void)
 	test_j1();
 	test_j2();
 	test_empty();
+	test_diag();
 	test_buffers();
 	test_resolve();
 	test_ours();

@@ -138,11 +138,120 @@ static const struct {
 	  "probe 0 uprobe:/bin/sh:main\n  var 0 $x int64\n" },
 };
 
+/* max_strlen from the environment and the config block. */
+static const struct {
+	const char *env, *value, *prog, *expect;
+} strlens[] = {
+	{ NULL, NULL, "uprobe:/bin/sh:main { @ = str(arg0); }",
+	  "string[64]" },
+	{ "BPFTRACE_MAX_STRLEN", "20", "uprobe:/bin/sh:main { @ = str(arg0); }",
+	  "string[20]" },
+	{ "BPFTRACE_STRLEN", "7", "uprobe:/bin/sh:main { @ = str(arg0); }",
+	  "string[7]" },
+	{ NULL, NULL,
+	  "config = { max_strlen = 100 } uprobe:/bin/sh:main { @ = str(arg0); }",
+	  "string[100]" },
+	{ "BPFTRACE_MAX_STRLEN", "30",
+	  "config = { max_strlen = 100 } uprobe:/bin/sh:main { @ = str(arg0); }",
+	  "string[30]" },
+	{ "BPFTRACE_MAX_STRLEN", "zero", "BEGIN { exit(); }",
+	  "ERROR: Invalid value for BPFTRACE_MAX_STRLEN: 'zero': expected a positive integer up to 65536" },
+};
+
+static int strlen_case(int no, int i)
+{
+	struct compile c;
+	const char *got;
+	char *out = NULL;
+	size_t len = 0;
+	bool ok;
+
+	if (strlens[i].env)
+		setenv(strlens[i].env, strlens[i].value, 1);
+	compile_init(&c, "stdin", strlens[i].prog);
+	if (compile_frontend(&c, STAGE_SEMA)) {
+		FILE *f = open_memstream(&out, &len);
+
+		if (!f)
+			exit(99);
+		diag_print(&c.diag, f);
+		fclose(f);
+		got = out;
+	} else {
+		got = type_str(&c.arena, c.sema->maps[0]->value);
+	}
+	ok = strstr(got, strlens[i].expect) != NULL;
+	printf("%s %d - %s=%s %s\n", ok ? "ok" : "not ok", no,
+	       strlens[i].env ? strlens[i].env : "",
+	       strlens[i].value ? strlens[i].value : "", strlens[i].prog);
+	if (!ok)
+		printf("# expected %s, got %s\n", strlens[i].expect, got);
+	free(out);
+	compile_release(&c);
+	if (strlens[i].env)
+		unsetenv(strlens[i].env);
+	return ok ? 0 : 1;
+}
+
+/* -d sema */
+static const char dump_prog[] =
+	"BEGIN { $x = (uint8)1; @m[comm] = count(); printf(\"%d\\n\", $x + 1); }";
+static const char dump_expect[] =
+	"program\n"
+	" probe 0 BEGIN\n"
+	"  attach_point BEGIN (BEGIN)\n"
+	"  block\n"
+	"   assign =\n"
+	"    var $x (slot 0) :: unsigned int8\n"
+	"    cast (unsigned int8) :: unsigned int8\n"
+	"     int 1 :: int64\n"
+	"   assign =\n"
+	"    map @m (map 0) :: count\n"
+	"     builtin comm :: string[16]\n"
+	"    call count :: count\n"
+	"   expr_stmt\n"
+	"    call printf (fmt 0) :: none\n"
+	"     string \"%d\\n\" :: string[4]\n"
+	"     binop + :: unsigned int64\n"
+	"      var $x (slot 0) :: unsigned int8\n"
+	"      int 1 :: int64\n"
+	"max_strlen 64\n"
+	"map 0 @m [string[16]] count\n"
+	"probe 0 var 0 $x unsigned int8\n"
+	"fmt 0 printf (unsigned int64)\n";
+
+static int dump_case(int no)
+{
+	struct compile c;
+	char *out = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&out, &len);
+	bool ok;
+
+	if (!f)
+		exit(99);
+	compile_init(&c, "stdin", dump_prog);
+	ok = !compile_frontend(&c, STAGE_SEMA);
+	sema_dump(f, &c);
+	fclose(f);
+	ok = ok && !strcmp(out, dump_expect);
+	printf("%s %d - sema_dump %s\n", ok ? "ok" : "not ok", no, dump_prog);
+	if (!ok)
+		for (char *l = strtok(out, "\n"); l; l = strtok(NULL, "\n"))
+			printf("#   %s\n", l);
+	free(out);
+	compile_release(&c);
+	return ok ? 0 : 1;
+}
+
 int main(void)
 {
 	int n = (int)ARRAY_SIZE(cases), fails = 0;
 
-	printf("1..%d\n", n);
+	unsetenv("BPFTRACE_MAX_STRLEN");
+	unsetenv("BPFTRACE_STRLEN");
+	printf("1..%d\n", n + (int)ARRAY_SIZE(strlens) + 1);
+
 	for (int i = 0; i < n; i++) {
 		struct compile c;
 		struct dump d = { .c = &c };
@@ -174,5 +283,8 @@ int main(void)
 		free(d.buf);
 		compile_release(&c);
 	}
+	for (int i = 0; i < (int)ARRAY_SIZE(strlens); i++)
+		fails += strlen_case(n + i + 1, i);
+	fails += dump_case(n + (int)ARRAY_SIZE(strlens) + 1);
 	return fails ? 1 : 0;
 }

@@ -19,6 +19,8 @@
 #include "compile.h"
 #include "diag.h"
 #include "driver.h"
+#include "kernel.h"
+#include "probes.h"
 #include "util.h"
 
 static int driver_not_implemented(const char *what)
@@ -149,7 +151,11 @@ static int driver_parse(struct compile *c, const struct cli_opts *o)
  */
 static int driver_sema(struct compile *c, const struct cli_opts *o)
 {
-	return driver_not_implemented("semantic analysis");
+	int err = compile_frontend(c, STAGE_SEMA);
+
+	if (driver_print_diags(c) || err)
+		return UBT_EXIT_ERROR;
+	return 0;
 }
 
 /* -o FILE and -B MODE: where and how the program's output is written. */
@@ -186,17 +192,34 @@ static int driver_open_output(const struct cli_opts *o, FILE **out)
 	return 0;
 }
 
-/* Code generation: the typed AST to BPF (and native) objects. */
-static int driver_codegen(struct compile *c, const struct cli_opts *o)
-{
-	return driver_not_implemented("code generation");
-}
-
-/* Load, attach, run until exit()/Ctrl-C/-c exit, print maps, detach. */
+/*
+ * Code generation, load, attach, run until exit()/Ctrl-C/-c exit, print
+ * maps, detach (shim/kernel.c). --dry-run stops before loading.
+ */
 static int driver_execute(struct compile *c, const struct cli_opts *o,
 			  FILE *out)
 {
-	return driver_not_implemented("running programs");
+	struct kernel_opts ko = {
+		.sz = sizeof(ko),
+		.pid = o->pid,
+		.cmd = o->cmd,
+		.dry_run = o->dry_run,
+		.dump_ir = o->debug & DEBUG_IR,
+		.dump_bpf = o->debug & DEBUG_BPF,
+		.verbose = o->verbose,
+		.quiet = o->quiet,
+		.out = out,
+	};
+
+	if (o->debug & DEBUG_SEMA)
+		return driver_not_implemented("-d sema");
+	if (o->debug & DEBUG_NATIVE)
+		return driver_not_implemented("-d native");
+	if (o->mode == MODE_USER)
+		return driver_not_implemented("user-mode probes (--mode user)");
+	if (o->format == FORMAT_JSON)
+		return driver_not_implemented("json output (-f json)");
+	return kernel_run(c, &ko);
 }
 
 int driver_run(const struct cli_opts *o)
@@ -208,7 +231,8 @@ int driver_run(const struct cli_opts *o)
 	int rc;
 
 	if (o->list)
-		return driver_not_implemented("listing probes (-l)");
+		return probes_list(o->list_pattern, o->pid, o->verbose, stdout,
+				   stderr) ? UBT_EXIT_ERROR : UBT_EXIT_OK;
 	rc = driver_check_pid(o);
 	if (rc)
 		return rc;
@@ -226,9 +250,6 @@ int driver_run(const struct cli_opts *o)
 	if (rc || o->parse_only)
 		goto out;
 	rc = driver_sema(&c, o);
-	if (rc)
-		goto out;
-	rc = driver_codegen(&c, o);
 	if (rc)
 		goto out;
 	rc = driver_execute(&c, o, out);

@@ -215,12 +215,23 @@ stdin=/dev/null
 syntax_error "syntax error with -d ast prints no tree" stdin --parse-only -d ast -e 'BEGIN { @x = 1 +; }'
 syntax_error "syntax error without --parse-only" stdin -e 'BEGIN { @x = 1 +; }'
 
+# --- the stages wired into the driver ---------------------------------
+expect "runs a program" 0 'Attaching 1 probe...
+hello
+
+' '' -- -e "$PROG"
+expect "-q: no attaching message" 0 'hello
+
+' '' -- -q -e "$PROG"
+expect "--dry-run: everything but loading" 0 '' '' -- --dry-run -e "$PROG"
+expect "-p of a live process passes the check" 0 '' '' -- --dry-run -p $$ -e "$PROG"
+expect "semantic error: located diagnostic, exit 1" 1 '' 'stdin:1:9-19: ERROR: Unknown function: nosuchfunc
+BEGIN { nosuchfunc(); }
+        ~~~~~~~~~~' -- -e 'BEGIN { nosuchfunc(); }'
+expect "-l lists a tracepoint" 0 'tracepoint:syscalls:sys_enter_openat' '' -- -l 'tracepoint:syscalls:sys_enter_openat'
+
 # --- stages not built yet: a clear error, exit 1 ----------------------
-# (update these as the stages are wired into the driver)
-expect "running: not implemented yet" 1 '' "ubt: semantic analysis: not implemented yet" -- -e "$PROG"
-expect "--dry-run: not implemented yet" 1 '' "ubt: semantic analysis: not implemented yet" -- --dry-run -e "$PROG"
-expect "-p of a live process passes the check" 1 '' "ubt: semantic analysis: not implemented yet" -- -p $$ -e "$PROG"
-expect "-l: not implemented yet" 1 '' "ubt: listing probes (-l): not implemented yet" -- -l 'tracepoint:syscalls:*'
-expect "-d sema: not implemented yet" 1 '' "ubt: semantic analysis: not implemented yet" -- -d sema -e "$PROG"
+expect "-d sema: not implemented yet" 1 '' "ubt: -d sema: not implemented yet" -- -d sema -e "$PROG"
+expect "--mode user: not implemented yet" 1 '' "ubt: user-mode probes (--mode user): not implemented yet" -- --mode user -e "$PROG"
 
 tap_done

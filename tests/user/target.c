@@ -11,6 +11,7 @@
  *   ut_jrcxz       jrcxz first: refused    returns x
  *   ut_ret         returns 3x (return probes)
  *   ut_lj(x, jb)   longjmp(jb)s out when x is odd, else returns x
+ *   and getppid() from libc (a second module)
  *   ut_sys(nr,a,b) mov %edi,%eax; syscall; ret: system call nr(nr, a, b),
  *                  a thread blocked in it stops inside the patch window
  *
@@ -22,6 +23,8 @@
  * Usage: target bench ITERS [ret]
  *   prints "ready", then for each byte read: times ITERS calls of ut_plain
  *   (or ut_ret), prints "ns X"; exits at end of input.
+ * Usage: target exit USEC
+ *   prints "ready", calls ut_plain in a loop for USEC microseconds, exits 0.
  * Usage: target fork
  *   prints "ready", reads a byte, calls ut_forker, which forks (the child
  *   calls ut_plain 1000 times, returns from ut_forker, checks ut_ret and
@@ -170,6 +173,7 @@ static long one_round(void)
 	for (i = 0; i < iters; i++) {
 		s += f_plain(i) + f_endbr(i) + f_riprel(i) + f_jcc(i & 3);
 		s += f_short(i) + f_loop(i & 7) + f_jrcxz(i) + f_ret(i);
+		s += getppid() > 0 ? 0 : 1000000;	/* in libc */
 		if (!setjmp(jb))
 			s += f_lj(i, &jb);	/* odd i: longjmp out */
 		else
@@ -299,6 +303,21 @@ int main(int argc, char **argv)
 
 	if (argc >= 3 && !strcmp(argv[1], "bench"))
 		return bench(atol(argv[2]), argc > 3);
+	if (argc == 3 && !strcmp(argv[1], "exit")) {
+		struct timespec a, b;
+		long us = atol(argv[2]), i = 0;
+
+		printf("ready\n");
+		fflush(stdout);
+		clock_gettime(CLOCK_MONOTONIC, &a);
+		do {
+			f_plain(i++);
+			clock_gettime(CLOCK_MONOTONIC, &b);
+		} while ((b.tv_sec - a.tv_sec) * 1000000 +
+				 (b.tv_nsec - a.tv_nsec) / 1000 <
+			 us);
+		return 0;
+	}
 	if (argc == 2 && !strcmp(argv[1], "fork")) {
 		printf("ready\n");
 		fflush(stdout);

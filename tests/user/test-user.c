@@ -229,14 +229,15 @@ enum {
 	OFF_RET_ENTRY = 40,	/* count ut_ret entries */
 	OFF_LJ_ENTRY = 48,	/* count ut_lj entries */
 	OFF_LJ_RET = 56,	/* count ut_lj returns */
+	OFF_LIBC = 64,		/* count getppid in libc */
 };
 
-static int install(struct ubt_user *u, const char *sym,
-		   enum user_probe_kind kind, struct blob b)
+static int install_in(struct ubt_user *u, const char *bin, const char *sym,
+		      enum user_probe_kind kind, struct blob b)
 {
 	struct user_probe p = {
 		.sz = sizeof(p),
-		.binary = target,
+		.binary = bin,
 		.symbol = sym,
 		.kind = kind,
 		.code = b.b,
@@ -247,6 +248,12 @@ static int install(struct ubt_user *u, const char *sym,
 	if (err)
 		diag("install %s: %s", sym, user_error(u));
 	return err;
+}
+
+static int install(struct ubt_user *u, const char *sym,
+		   enum user_probe_kind kind, struct blob b)
+{
+	return install_in(u, target, sym, kind, b);
 }
 
 static int install_all(struct ubt_user *u)
@@ -270,6 +277,9 @@ static int install_all(struct ubt_user *u)
 			     blob_count(t, OFF_LJ_ENTRY));
 	err = err ?: install(u, "ut_lj", USER_PROBE_RETURN,
 			     blob_count(t, OFF_LJ_RET));
+	err = err ?: install_in(u, "/lib/x86_64-linux-gnu/libc.so.6",
+				"getppid", USER_PROBE_ENTRY,
+				blob_count(t, OFF_LIBC));
 	return err;
 }
 
@@ -306,8 +316,19 @@ static void check_counts(struct ubt_user *u, const char *what, long calls,
 	   "%s: return probe across longjmp (entries %llu, returns %llu)",
 	   what, (unsigned long long)get(u, OFF_LJ_ENTRY),
 	   (unsigned long long)get(u, OFF_LJ_RET));
+	ok(get(u, OFF_LIBC) == (uint64_t)calls,
+	   "%s: count at getppid in libc (a second code area)", what);
 	ok(memfd_shadow_lost(user_memfd(u)) == 0,
 	   "%s: no return probe lost", what);
+}
+
+static int add_u64(const void *data, uint32_t block, void *arg)
+{
+	uint64_t v;
+
+	memcpy(&v, data, 8);
+	*(uint64_t *)arg += v;
+	return 0;
 }
 
 /* ---- the tests ---- */
@@ -371,7 +392,7 @@ static void test_cmd(void)
 	   u ? "" : ": ", u ? "" : err);
 	if (!u)
 		return;
-	ok(!install_all(u), "-c: install 8 probes on 6 functions");
+	ok(!install_all(u), "-c: install 9 probes on 7 functions in 2 modules");
 	ok(!user_resume(u), "-c: resume");
 	diag("-c: target stopped %.3f ms", user_stop_ns(u) / 1e6);
 	ok(!read_line(out[0], line, sizeof(line)) && !strcmp(line, "ready"),
@@ -386,6 +407,15 @@ static void test_cmd(void)
 	ok(st == 0, "-c: target exits 0 (%d)", st);
 	/* warm-up in main + 2 rounds in T1 + T2 threads */
 	check_counts(u, "-c", (long)N * (1 + 2 * (T1 + T2)), N);
+	{
+		uint64_t sum = 0;
+
+		ok(!user_read_maps(u, OFF_PLAIN, 8, add_u64, &sum) &&
+			   sum == get(u, OFF_PLAIN) &&
+			   user_read_maps(u, 16380, 8, add_u64, &sum) ==
+				   -ERANGE,
+		   "-c: user_read_maps merges blocks, refuses out of range");
+	}
 	ok(memfd_nblocks_used(user_memfd(u)) == 1 + T1 + T2,
 	   "-c: one block per thread (%u)",
 	   memfd_nblocks_used(user_memfd(u)));
@@ -413,12 +443,19 @@ static void test_pid(void)
 	usleep(100000);
 	ok(!read_funcs(p.pid, before, sizeof(before), &nb),
 	   "-p: read code before attach");
+	u = user_attach_pid(p.pid, &(struct user_opts){
+					   .sz = sizeof(struct user_opts),
+					   .runtime_path = "/nonexistent.so",
+				   },
+			    err, sizeof(err));
+	ok(!u && strstr(err, "nonexistent"),
+	   "-p: runtime missing: clean error: %s", u ? "attached?" : err);
 	u = user_attach_pid(p.pid, NULL, err, sizeof(err));
 	ok(u != NULL, "-p: attach to a running process%s%s", u ? "" : ": ",
 	   u ? "" : err);
 	if (!u)
 		goto out;
-	ok(!install_all(u), "-p: install 8 probes");
+	ok(!install_all(u), "-p: install 9 probes");
 	ok(user_install(u, &(struct user_probe){
 				   .sz = sizeof(struct user_probe),
 				   .binary = target,
@@ -512,7 +549,8 @@ static void test_errors(void)
 		_exit(0);
 	usleep(50000);	/* a zombie: exited, not reaped */
 	u = user_attach_pid(z, NULL, err, sizeof(err));
-	ok(!u && strstr(err, "cannot attach to pid"),
+	ok(!u && strstr(err, "cannot attach to pid") &&
+		   strstr(err, "exited"),
 	   "exited process: %s", u ? "attached?" : err);
 	waitpid(z, NULL, WNOHANG);
 	{
@@ -680,6 +718,59 @@ static double timed(struct proc *p)
 	return best;
 }
 
+/* Processes exiting at every stage of attach: clean errors, exit 0. */
+static void test_exit_race(void)
+{
+	int i, st, clean = 0, attached = 0, good_exit = 0;
+	char msg[512] = "";
+
+	for (i = 0; i < 20; i++) {
+		char us[16], err[512];
+		char *argv[] = { target, "exit", us, NULL };
+		struct ubt_user *u;
+		struct proc p;
+
+		snprintf(us, sizeof(us), "%d", i * 100);
+		if (spawn(&p, argv))
+			return;
+		read_line(p.out, err, sizeof(err));
+		u = user_attach_pid(p.pid, NULL, err, sizeof(err));
+		if (u) {
+			struct blob b = blob_count(user_tls_offset(u), 0);
+
+			attached++;
+			clean++;
+			user_install(u, &(struct user_probe){
+						.sz = sizeof(struct user_probe),
+						.binary = target,
+						.symbol = "ut_plain",
+						.code = b.b,
+						.code_len = b.n,
+					});
+			user_resume(u);
+			user_detach(u);
+			user_free(u);
+		} else if (strstr(err, "exited") ||
+			   strstr(err, "No such process") ||
+			   strstr(err, "still starting")) {
+			clean++;
+		} else {
+			snprintf(msg, sizeof(msg), "%s", err);
+		}
+		st = proc_wait(p.pid);
+		good_exit += st == 0;
+		if (st)
+			diag("exit race: target exit status %d after: %s", st,
+			     u ? "attach" : err);
+		close(p.in);
+		close(p.out);
+	}
+	ok(clean == 20, "exit race: %d attached, %d exited or starting%s%s",
+	   attached, clean - attached, msg[0] ? ": " : "", msg);
+	ok(good_exit == 20, "exit race: every target exited 0 (%d)",
+	   good_exit);
+}
+
 static void test_bench(bool ret)
 {
 	enum { N = 10000000 };
@@ -739,6 +830,7 @@ int main(int argc, char **argv)
 	test_sys();
 	test_lock();
 	test_fork();
+	test_exit_race();
 	test_bench(false);
 	test_bench(true);
 	printf("1..%d\n", ntest);

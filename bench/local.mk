@@ -1,0 +1,17 @@
+# bench/: `make bench` (issue 5), never part of make check. Builds the
+# hot-loop target and ubt, then runs bench/run, which prints the table.
+# BENCH_FLAGS passes options to bench/run (bench/run --help).
+EXTRA_PROGRAMS = bench/ubt-hotloop
+CLEANFILES += $(EXTRA_PROGRAMS)
+EXTRA_DIST += \
+	bench/README.md \
+	bench/run
+# plain -O2 code, no sanitizers: the loop must measure the call only
+bench_ubt_hotloop_SOURCES = bench/hotloop.c
+bench_ubt_hotloop_CFLAGS = -O2 -g -fno-omit-frame-pointer -pthread
+bench_ubt_hotloop_LDFLAGS = -pthread
+
+bench: bench/ubt-hotloop$(EXEEXT) ubt$(EXEEXT)
+	/usr/bin/python3 $(srcdir)/bench/run --ubt ./ubt$(EXEEXT) \
+		--hotloop bench/ubt-hotloop$(EXEEXT) $(BENCH_FLAGS)
+.PHONY: bench
