@@ -15,24 +15,35 @@
  * -n   for CALLS calls (rounded up to whole blocks)
  * -C   pin thread i to the i-th CPU of the list (modulo its length)
  * -g   stall mode, for measuring how long an attach stops the process:
- *      blocks of BENCH_GAP_BLOCK calls, plus a watcher thread that only
- *      reads the clock; every thread records the stalls (time between two
- *      clock reads) longer than BENCH_GAP_NS with their start times; the
- *      run ends after -d MS or at SIGUSR1, whichever comes first
+ *      the threads call the function once per clock read, plus a watcher
+ *      thread only reads the clock; every BENCH_SAMPLE_NS each thread
+ *      takes the time it was stopped or blocked: wall time - its CPU time
+ *      (CLOCK_THREAD_CPUTIME_ID) - its run-queue wait (schedstat), when it
+ *      gave up the CPU itself in that sample or the one before (a
+ *      voluntary context switch: a spinning thread does that only when
+ *      stopped or blocked; a virtual CPU taken away by the host shows no
+ *      switch), and records the intervals where
+ *      that is BENCH_GAP_NS or more; the run ends after -d MS or at
+ *      SIGUSR1, whichever comes first
  * -o   write the report to FILE instead of stdout
  *
  * The report, one "key=value ..." line per record:
- *   total func=nop threads=1 calls=N timed_calls=N ns_per_call=X sum_arg1=S
- *   thread id=0 tid=T cpu=C calls=N ns=N ns_per_call=X
- *   gap thread=0 start=NS len=NS      (-g only; start in CLOCK_MONOTONIC)
+ *   total func=nop threads=1 calls=N timed_calls=N ns_per_call=X
+ *         cpu_ns_per_call=X sum_arg1=S                      (one line)
+ *   thread id=0 tid=T cpu=C calls=N ns=N cpu_ns=N
+ *   gap thread=0 start=NS len=NS off=NS   (-g only: an interval of
+ *                                         CLOCK_MONOTONIC, time stopped)
  * "calls" counts every call made, warm-up included (what a probe sees);
- * ns_per_call covers the timed calls only.  total's ns_per_call is the
- * mean over the threads of their ns per call.
+ * ns_per_call is wall-clock time (CLOCK_MONOTONIC), cpu_ns_per_call the
+ * thread's own CPU time (CLOCK_THREAD_CPUTIME_ID: what a probe adds to
+ * the thread, without the time other processes took its CPU), both over
+ * the timed calls only and averaged over the threads.
  *
  * Built with plain -O2 (no sanitizers): see bench/local.mk.
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <sched.h>
 #include <signal.h>
@@ -41,14 +52,15 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
 #define BENCH_BLOCK	1000		/* calls between two clock reads */
-#define BENCH_GAP_BLOCK	100		/* same, in stall mode */
 #define BENCH_WARMUP	20		/* untimed blocks first */
-#define BENCH_GAP_NS	20000		/* stalls recorded in -g mode */
+#define BENCH_SAMPLE_NS	50000		/* -g: sampling interval */
+#define BENCH_GAP_NS	20000		/* -g: stops recorded */
 #define BENCH_MAX_GAPS	4096		/* per thread */
 #define BENCH_MAX_CPUS	64
 
@@ -67,6 +79,7 @@ static const char *const bench_func_names[] = {
 struct bench_gap {
 	uint64_t start;
 	uint64_t len;
+	uint64_t off;			/* neither running nor runnable */
 };
 
 /* One per thread, written only by its thread, on its own cache lines. */
@@ -79,11 +92,13 @@ struct bench_thread {
 	uint64_t calls;			/* every call, warm-up included */
 	uint64_t timed_calls;
 	uint64_t ns;			/* time of the timed calls */
+	uint64_t cpu_ns;		/* the thread's CPU time in them */
 	uint64_t sum_arg1;
 	unsigned long sink;
 	struct bench_gap *gaps;
 	size_t ngaps;
 	uint64_t gaps_dropped;
+	bool failed;
 } __attribute__((aligned(64)));
 
 struct bench_opts {
@@ -164,19 +179,6 @@ static void bench_block(struct bench_thread *t, enum bench_func f, int n)
 	t->calls += n;
 }
 
-static void bench_gap_note(struct bench_thread *t, uint64_t prev,
-			   uint64_t now)
-{
-	if (now - prev < BENCH_GAP_NS)
-		return;
-	if (t->ngaps == BENCH_MAX_GAPS) {
-		t->gaps_dropped++;
-		return;
-	}
-	t->gaps[t->ngaps++] = (struct bench_gap){ .start = prev,
-						  .len = now - prev };
-}
-
 static void bench_on_usr1(int sig)
 {
 	(void)sig;
@@ -198,48 +200,122 @@ static void bench_pin(struct bench_thread *t)
 	}
 }
 
+static uint64_t bench_cputime(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + ts.tv_nsec;
+}
+
+/* Time spent waiting on a run queue: schedstat's second field. */
+static int bench_run_delay(int fd, uint64_t *delay)
+{
+	char buf[128];
+	unsigned long long run, wait;
+	ssize_t n = pread(fd, buf, sizeof(buf) - 1, 0);
+
+	if (n <= 0)
+		return -EIO;
+	buf[n] = '\0';
+	if (sscanf(buf, "%llu %llu", &run, &wait) != 2)
+		return -EIO;
+	*delay = wait;
+	return 0;
+}
+
+/* -g: see the top of the file. */
+static void bench_stall_loop(struct bench_thread *t)
+{
+	const struct bench_opts *o = &bench_opts;
+	uint64_t prev, now, end, cpu, pcpu, delay, pdelay;
+	struct rusage ru;
+	long pvcsw, ppvcsw;
+	int64_t off;
+	char path[64];
+	int fd;
+
+	snprintf(path, sizeof(path), "/proc/self/task/%d/schedstat",
+		 (int)t->tid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0 || bench_run_delay(fd, &pdelay)) {
+		fprintf(stderr, "ubt-hotloop: cannot read %s: %s\n", path,
+			strerror(errno));
+		t->failed = true;
+		return;
+	}
+	getrusage(RUSAGE_THREAD, &ru);
+	pvcsw = ppvcsw = ru.ru_nvcsw;
+	prev = bench_now();
+	pcpu = bench_cputime();
+	end = prev + o->duration_ns;
+	for (;;) {
+		if (!t->watcher)
+			bench_block(t, o->func, 1);
+		now = bench_now();
+		if (now - prev < BENCH_SAMPLE_NS)
+			continue;
+		cpu = bench_cputime();
+		if (bench_run_delay(fd, &delay)) {
+			t->failed = true;
+			break;
+		}
+		getrusage(RUSAGE_THREAD, &ru);
+		off = (int64_t)(now - prev) - (int64_t)(cpu - pcpu) -
+		      (int64_t)(delay - pdelay);
+		/*
+		 * The switch and the time stopped may fall into two
+		 * consecutive samples: the reads are not one atomic step.
+		 */
+		if (ru.ru_nvcsw == ppvcsw)
+			off = 0;
+		if (off >= BENCH_GAP_NS && t->ngaps < BENCH_MAX_GAPS)
+			t->gaps[t->ngaps++] = (struct bench_gap){
+				.start = prev, .len = now - prev, .off = off };
+		else if (off >= BENCH_GAP_NS)
+			t->gaps_dropped++;
+		prev = now;
+		pcpu = cpu;
+		pdelay = delay;
+		ppvcsw = pvcsw;
+		pvcsw = ru.ru_nvcsw;
+		if (now >= end || bench_stop)
+			break;
+	}
+	close(fd);
+}
+
 static void *bench_thread_main(void *arg)
 {
 	struct bench_thread *t = arg;
 	const struct bench_opts *o = &bench_opts;
-	int block = o->gaps ? BENCH_GAP_BLOCK : BENCH_BLOCK;
-	uint64_t start, prev, now, end;
+	uint64_t start, now, end, cpu;
 	int i;
 
 	t->tid = (pid_t)syscall(SYS_gettid);
 	bench_pin(t);
 	pthread_barrier_wait(&bench_barrier);
 
-	if (t->watcher) {
-		end = bench_now() + o->duration_ns;
-		prev = bench_now();
-		do {
-			now = bench_now();
-			bench_gap_note(t, prev, now);
-			prev = now;
-		} while (now < end && !bench_stop);
+	if (o->gaps) {
+		bench_stall_loop(t);
 		return NULL;
 	}
 
 	for (i = 0; i < BENCH_WARMUP; i++)
-		bench_block(t, o->func, block);
+		bench_block(t, o->func, BENCH_BLOCK);
 
-	start = prev = bench_now();
+	cpu = bench_cputime();
+	start = bench_now();
 	end = start + o->duration_ns;
 	for (;;) {
-		bench_block(t, o->func, block);
-		t->timed_calls += block;
+		bench_block(t, o->func, BENCH_BLOCK);
+		t->timed_calls += BENCH_BLOCK;
 		now = bench_now();
-		if (o->gaps) {
-			bench_gap_note(t, prev, now);
-			if (bench_stop)
-				break;
-		}
-		prev = now;
 		if (o->duration_ns ? now >= end : t->timed_calls >= o->calls)
 			break;
 	}
 	t->ns = now - start;
+	t->cpu_ns = bench_cputime() - cpu;
 	return NULL;
 }
 
@@ -351,7 +427,7 @@ static void bench_report(FILE *f, struct bench_thread *th, int n)
 {
 	const struct bench_opts *o = &bench_opts;
 	uint64_t calls = 0, timed = 0, sum = 0;
-	double per_call = 0;
+	double per_call = 0, cpu_per_call = 0;
 	int workers = 0, i;
 	size_t j;
 
@@ -362,13 +438,16 @@ static void bench_report(FILE *f, struct bench_thread *th, int n)
 		calls += th[i].calls;
 		timed += th[i].timed_calls;
 		sum += th[i].sum_arg1;
+		if (!th[i].timed_calls)
+			continue;
 		per_call += (double)th[i].ns / th[i].timed_calls;
+		cpu_per_call += (double)th[i].cpu_ns / th[i].timed_calls;
 	}
 	fprintf(f, "total func=%s threads=%d calls=%llu timed_calls=%llu "
-		"ns_per_call=%.4f sum_arg1=%llu\n",
+		"ns_per_call=%.4f cpu_ns_per_call=%.4f sum_arg1=%llu\n",
 		bench_func_names[o->func], workers, (unsigned long long)calls,
 		(unsigned long long)timed, per_call / workers,
-		(unsigned long long)sum);
+		cpu_per_call / workers, (unsigned long long)sum);
 	for (i = 0; i < n; i++) {
 		const struct bench_thread *t = &th[i];
 
@@ -377,15 +456,15 @@ static void bench_report(FILE *f, struct bench_thread *th, int n)
 				(int)t->tid, t->cpu);
 		else
 			fprintf(f, "thread id=%d tid=%d cpu=%d calls=%llu "
-				"ns=%llu ns_per_call=%.4f\n", t->id,
-				(int)t->tid, t->cpu,
-				(unsigned long long)t->calls,
+				"ns=%llu cpu_ns=%llu\n", t->id, (int)t->tid,
+				t->cpu, (unsigned long long)t->calls,
 				(unsigned long long)t->ns,
-				(double)t->ns / t->timed_calls);
+				(unsigned long long)t->cpu_ns);
 		for (j = 0; j < t->ngaps; j++)
-			fprintf(f, "gap thread=%d start=%llu len=%llu\n", t->id,
-				(unsigned long long)t->gaps[j].start,
-				(unsigned long long)t->gaps[j].len);
+			fprintf(f, "gap thread=%d start=%llu len=%llu off=%llu\n",
+				t->id, (unsigned long long)t->gaps[j].start,
+				(unsigned long long)t->gaps[j].len,
+				(unsigned long long)t->gaps[j].off);
 		if (t->gaps_dropped)
 			fprintf(f, "gaps_dropped thread=%d n=%llu\n", t->id,
 				(unsigned long long)t->gaps_dropped);
@@ -456,8 +535,11 @@ int main(int argc, char **argv)
 			strerror(errno));
 		return 1;
 	}
-	for (i = 0; i < n; i++)
+	err = 0;
+	for (i = 0; i < n; i++) {
+		err |= th[i].failed;
 		free(th[i].gaps);
+	}
 	free(th);
-	return 0;
+	return err ? 1 : 0;
 }

@@ -9,6 +9,7 @@
 
 #include "cg_int.h"
 #include "probes.h"
+#include "tracepoint.h"
 #include "util.h"
 
 #define CG_DEFAULT_MAX_ENTRIES 4096
@@ -239,6 +240,8 @@ static const char *cg_section(struct cg *g, enum sema_provider p)
 		return "tracepoint";
 	case PROV_INTERVAL:
 	case PROV_PROFILE:
+	case PROV_SOFTWARE:
+	case PROV_HARDWARE:
 		return "perf_event";
 	default:
 		return NULL;
@@ -289,6 +292,14 @@ static void cg_program(struct cg *g, struct sema_probe *sp,
 	g->sap = sap;
 	g->prog = o->nprogs++;
 	g->match = nm == 1 ? m : NULL;
+	g->args_type = sap ? sap->args_type : sp->args_type;
+	if (prov == PROV_TRACEPOINT && nm == 1 && m->target && m->func) {
+		struct type *t = NULL;
+
+		/* this tracepoint's own layout (a wildcard has several) */
+		if (!tp_args(&g->c->arena, m->target, m->func, &t) && t)
+			g->args_type = t;
+	}
 	g->ctxp = irb_func_begin(&g->ir, p->name, section);
 	g->sleepable = false;
 	g->vars = arena_alloc(&g->c->arena,
@@ -301,6 +312,7 @@ static void cg_program(struct cg *g, struct sema_probe *sp,
 		irb_memset(&g->ir, g->vars[i], 0, (sz + 7) & ~(size_t)7);
 	}
 	if (probe->probe.pred) {
+		int mark = irb_scope_begin(&g->ir);
 		LLVMValueRef c = cg_cond(g, probe->probe.pred);
 		LLVMBasicBlockRef yes = LLVMAppendBasicBlockInContext(
 			g->ir.ctx, g->ir.fn, "pred_true");
@@ -311,6 +323,7 @@ static void cg_program(struct cg *g, struct sema_probe *sp,
 		LLVMPositionBuilderAtEnd(g->ir.b, no);
 		LLVMBuildRet(g->ir.b, irb_const(&g->ir, 0));
 		LLVMPositionBuilderAtEnd(g->ir.b, yes);
+		irb_scope_end(&g->ir, mark);
 	}
 	cg_stmts(g, probe->probe.body);
 	if (g->sleepable) {
@@ -325,12 +338,15 @@ static void cg_program(struct cg *g, struct sema_probe *sp,
 	g->sap = NULL;
 }
 
-/* Does the subtree use `probe` or `func`? Then each match gets its own
- * program. */
+/*
+ * Does the subtree use `probe` or `func` (or `args`, whose layout differs
+ * between tracepoints)? Then each match gets its own program.
+ */
 static int cg_uses_probe_fn(struct ast_node *n, void *ctx)
 {
 	if (n->kind == AST_BUILTIN && n->sema &&
-	    (n->sema->builtin == BI_PROBE || n->sema->builtin == BI_FUNC))
+	    (n->sema->builtin == BI_PROBE || n->sema->builtin == BI_FUNC ||
+	     n->sema->builtin == BI_ARGS))
 		return 1;
 	return ast_visit_children(n, cg_uses_probe_fn, ctx);
 }

@@ -40,6 +40,8 @@ enum cg_event_kind {
 	CG_EV_PRINT_VALUE,	/* print(expr): one arg */
 	CG_EV_CLEAR,		/* clear(@map): map */
 	CG_EV_ZERO,		/* zero(@map): map */
+	CG_EV_SYSTEM,		/* system(fmt, args): the command's output */
+	CG_EV_CAT,		/* cat(fmt, args): the file's contents */
 };
 
 /* Header of every ring-buffer record. */
@@ -67,8 +69,9 @@ struct cg_event {
 	const char *fmt;	/* printf/time format, NULL otherwise */
 	int fmt_id;		/* sema_fmt id, -1 when none */
 	const struct ast_node *call;	/* the call, for messages */
-	const struct type *args_type;	/* printf/time: sema's TY_TUPLE of
-					 * the arguments, at offset 8 */
+	const struct type *args_type;	/* printf/time/system/cat: sema's
+					 * TY_TUPLE of the arguments, at
+					 * offset 8 of the record */
 	struct cg_arg *args;
 	int nargs;
 	size_t size;		/* record size, header included */
@@ -82,10 +85,13 @@ struct cg_event {
  *   count/sum:   per-CPU u64/s64
  *   min/max:     per-CPU { s64/u64 value; u64 set; }
  *   avg/stats:   per-CPU { u64 count; s64/u64 total; }
- *   hist/lhist:  per-CPU u64 counts, BPF key = user key + u64 bucket index
+ *   hist/lhist:  per-CPU u64 counts; the BPF key is the user key padded
+ *                to 8 bytes, then a u64 bucket index as out_hist_index()
+ *                and out_lhist_index() (shim/output.h) compute it
  *   other:       plain value of value_type's size
- * The user key is the concatenation of the key expressions' values, each
- * at its natural alignment (as a tuple); keyless maps use a u64 key 0.
+ * The user key is the bytes of sema's key type (one key's type, or the
+ * tuple of the key expressions' types); keyless maps use a u64 key 0
+ * (keyless hist maps only the bucket).
  */
 struct cg_map {
 	const char *name;	/* "@", "@name" */

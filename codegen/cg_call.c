@@ -232,6 +232,25 @@ static void cg_delete(struct cg *g, struct ast_node *n)
 		cg_map_delete(g, sm->id, m->map.keys, m->map.nkeys);
 }
 
+/* has_key(@m, key): 1 when the key is in the map. */
+static LLVMValueRef cg_has_key(struct cg *g, struct ast_node *n)
+{
+	struct ast_node *m = cg_arg(n, 0), *k = cg_arg(n, 1);
+	struct sema_map *sm = n->sema ? n->sema->map : NULL;
+	LLVMValueRef key, p;
+
+	if (!sm && m && m->sema)
+		sm = m->sema->map;
+	if (!sm || !k || g->obj->maps[sm->id].bucketed) {
+		cg_unsupported(g, n, "this has_key()");
+		return irb_const(&g->ir, 0);
+	}
+	key = cg_key_with(g, sm->id, k, 1, NULL);
+	p = irb_map_lookup(&g->ir, g->maps[sm->id], key);
+	return LLVMBuildZExt(g->ir.b, LLVMBuildIsNotNull(g->ir.b, p, ""),
+			     g->ir.i64, "has_key");
+}
+
 static LLVMValueRef cg_usym(struct cg *g, struct ast_node *n)
 {
 	struct irb *ir = &g->ir;
@@ -266,6 +285,12 @@ LLVMValueRef cg_call(struct cg *g, struct ast_node *n)
 	case FN_TIME:
 		cg_fmt_event(g, n, CG_EV_TIME);
 		return irb_const(ir, 0);
+	case FN_SYSTEM:
+		cg_fmt_event(g, n, CG_EV_SYSTEM);
+		return irb_const(ir, 0);
+	case FN_CAT:
+		cg_fmt_event(g, n, CG_EV_CAT);
+		return irb_const(ir, 0);
 	case FN_EXIT:
 		ev = cg_event_new(g, CG_EV_EXIT, n);
 		rec = cg_record_begin(g, ev, sizeof(struct cg_event_hdr));
@@ -285,6 +310,8 @@ LLVMValueRef cg_call(struct cg *g, struct ast_node *n)
 		return irb_const(ir, 0);
 	case FN_STR:
 		return cg_str(g, n);
+	case FN_HAS_KEY:
+		return cg_has_key(g, n);
 	case FN_STRNCMP:
 		return cg_strncmp(g, n);
 	case FN_USYM:

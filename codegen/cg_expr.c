@@ -429,31 +429,18 @@ static LLVMValueRef cg_tp_field(struct cg *g, struct ast_node *n,
 		}
 		if (cg_is_scalar(f->type)) {
 			size_t sz = f->type->size;
+			LLVMValueRef v;
 
 			if (sz != 1 && sz != 2 && sz != 4 && sz != 8) {
 				cg_unsupported(g, n, "this field size");
 				return irb_const(ir, 0);
 			}
-			return cg_int_norm(
-				g,
-				sz == 8 ? irb_ctx_load(ir, g->ctxp, f->offset,
-						       8) :
-					  (cg_signed(f->type) ?
-						   LLVMBuildSExt(
-							   ir->b,
-							   irb_ctx_load(
-								   ir, g->ctxp,
-								   f->offset,
-								   sz),
-							   ir->i64, "") :
-						   LLVMBuildZExt(
-							   ir->b,
-							   irb_ctx_load(
-								   ir, g->ctxp,
-								   f->offset,
-								   sz),
-							   ir->i64, "")),
-				n->type);
+			v = irb_ctx_load(ir, g->ctxp, f->offset, sz);
+			if (sz < 8)
+				v = cg_signed(f->type) ?
+					    LLVMBuildSExt(ir->b, v, ir->i64, "") :
+					    LLVMBuildZExt(ir->b, v, ir->i64, "");
+			return cg_int_norm(g, v, n->type);
 		}
 		buf = irb_alloca(ir, f->type->size, "field");
 		irb_memset(ir, buf, 0, (f->type->size + 7) & ~7ul);
@@ -476,14 +463,8 @@ static LLVMValueRef cg_field(struct cg *g, struct ast_node *n)
 
 		if (rec && rec->kind == TY_POINTER)
 			rec = rec->elem;
-		if (!rec || rec->kind != TY_RECORD) {
-			if (g->sap && g->sap->args_type)
-				rec = g->sap->args_type;
-			else if (g->probe->args_type)
-				rec = g->probe->args_type;
-		}
-		if (g->sap && g->sap->args_type)
-			rec = g->sap->args_type;
+		if (g->args_type)
+			rec = g->args_type;
 		if (rec && rec->kind == TY_RECORD)
 			return cg_tp_field(g, n, rec);
 	}

@@ -32,6 +32,7 @@ struct cg {
 	const struct ast_node *ap;
 	struct sema_ap *sap;
 	const struct probes_match *match;	/* when the program has one */
+	struct type *args_type;	/* tracepoint record of this program */
 	int prog;
 	LLVMValueRef ctxp;
 	LLVMValueRef *vars;	/* allocas by slot */
@@ -75,6 +76,10 @@ void cg_stmt(struct cg *g, struct ast_node *n);
 /* Maps */
 LLVMValueRef cg_map_key(struct cg *g, struct ast_node *mapnode,
 			const struct cg_map *m, LLVMValueRef bucket);
+/* A key of map id from nkeys key expressions (a tuple expression for
+ * several keys when nkeys is 1), bucket for hist maps. */
+LLVMValueRef cg_key_with(struct cg *g, int id, struct ast_node *keys,
+			 int nkeys, LLVMValueRef bucket);
 /* Value pointer for key, inserting a zero value first when absent;
  * returns a pointer that may be null (checked by the caller). */
 LLVMValueRef cg_map_get_or_init(struct cg *g, int id, LLVMValueRef key);

@@ -45,8 +45,8 @@ static void cg_store_keys(struct cg *g, LLVMValueRef key,
 			 kt->fields[i].type, cg_expr(g, keys), keys->type);
 }
 
-static LLVMValueRef cg_key_with(struct cg *g, int id, struct ast_node *keys,
-				int nkeys, LLVMValueRef bucket)
+LLVMValueRef cg_key_with(struct cg *g, int id, struct ast_node *keys,
+			 int nkeys, LLVMValueRef bucket)
 {
 	const struct cg_map *m = &g->obj->maps[id];
 	LLVMValueRef key = irb_alloca(&g->ir, m->key_size, "key");

@@ -6,6 +6,8 @@
 #include "cg_int.h"
 #include "util.h"
 
+static void cg_stmt_body(struct cg *g, struct ast_node *n);
+
 /* After a terminator: continue in a fresh, unreachable block. */
 static void cg_dead_block(struct cg *g)
 {
@@ -149,8 +151,18 @@ static void cg_jump(struct cg *g, struct ast_node *n)
 
 void cg_stmt(struct cg *g, struct ast_node *n)
 {
+	int mark;
+
 	if (g->err)
 		return;
+	/* the statement's temporaries die with it */
+	mark = irb_scope_begin(&g->ir);
+	cg_stmt_body(g, n);
+	irb_scope_end(&g->ir, mark);
+}
+
+static void cg_stmt_body(struct cg *g, struct ast_node *n)
+{
 	switch (n->kind) {
 	case AST_EXPR_STMT:
 	case AST_DISCARD:

@@ -104,6 +104,8 @@ void irb_release(struct irb *ir)
 {
 	if (!ir->ctx)
 		return;
+	free(ir->temps);
+	free(ir->temp_sizes);
 	if (ir->di)
 		LLVMDisposeDIBuilder(ir->di);
 	LLVMDisposeBuilder(ir->b);
@@ -152,6 +154,57 @@ LLVMValueRef irb_alloca_type(struct irb *ir, LLVMTypeRef ty, const char *name)
 	return a;
 }
 
+static void irb_lifetime(struct irb *ir, bool start, LLVMValueRef p,
+			 size_t size)
+{
+	const char *name = start ? "llvm.lifetime.start" : "llvm.lifetime.end";
+	unsigned id = LLVMLookupIntrinsicID(name, strlen(name));
+	LLVMValueRef fn = LLVMGetIntrinsicDeclaration(ir->mod, id, &ir->ptr, 1);
+	LLVMTypeRef ft = LLVMIntrinsicGetType(ir->ctx, id, &ir->ptr, 1);
+	LLVMValueRef args[2] = { LLVMConstInt(ir->i64, size, 0), p };
+
+	LLVMBuildCall2(ir->b, ft, fn, args, 2, "");
+}
+
+int irb_scope_begin(struct irb *ir)
+{
+	ir->scope++;
+	return ir->ntemps;
+}
+
+void irb_scope_end(struct irb *ir, int mark)
+{
+	LLVMBasicBlockRef bb = LLVMGetInsertBlock(ir->b);
+
+	BUG_ON(ir->scope <= 0 || mark > ir->ntemps);
+	ir->scope--;
+	if (bb && !LLVMGetBasicBlockTerminator(bb))
+		for (int i = mark; i < ir->ntemps; i++)
+			irb_lifetime(ir, false, ir->temps[i],
+				     ir->temp_sizes[i]);
+	ir->ntemps = mark;
+}
+
+/* A temporary in the open scope: its lifetime starts here. */
+static LLVMValueRef irb_temp(struct irb *ir, LLVMValueRef a, size_t size)
+{
+	if (!ir->scope)
+		return a;
+	if (ir->ntemps == ir->captemps) {
+		ir->captemps = ir->captemps ? 2 * ir->captemps : 64;
+		ir->temps = xrealloc(ir->temps,
+				     ir->captemps * sizeof(*ir->temps));
+		ir->temp_sizes = xrealloc(ir->temp_sizes,
+					  ir->captemps *
+						  sizeof(*ir->temp_sizes));
+	}
+	ir->temps[ir->ntemps] = a;
+	ir->temp_sizes[ir->ntemps] = size;
+	ir->ntemps++;
+	irb_lifetime(ir, true, a, size);
+	return a;
+}
+
 LLVMValueRef irb_alloca(struct irb *ir, size_t size, const char *name)
 {
 	/* whole u64 words so that the stack stays 8-byte aligned */
@@ -159,7 +212,10 @@ LLVMValueRef irb_alloca(struct irb *ir, size_t size, const char *name)
 
 	if (!words)
 		words = 1;
-	return irb_alloca_type(ir, LLVMArrayType2(ir->i64, words), name);
+	return irb_temp(ir,
+			irb_alloca_type(ir, LLVMArrayType2(ir->i64, words),
+					name),
+			words * 8);
 }
 
 void irb_memset(struct irb *ir, LLVMValueRef dst, int c, size_t size)

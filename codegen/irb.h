@@ -26,6 +26,12 @@ struct irb {
 	LLVMTypeRef i1, i8, i16, i32, i64, ptr, void_;
 	LLVMValueRef fn;	/* function being built */
 	LLVMBasicBlockRef entry;	/* its entry block: allocas go here */
+	/* temporaries of the open scopes (irb_scope_begin), whose
+	 * lifetimes end with the scope so that the stack is reused */
+	LLVMValueRef *temps;
+	size_t *temp_sizes;
+	int ntemps, captemps;
+	int scope;
 };
 
 /* Kinds of user-memory reads. */
@@ -51,6 +57,14 @@ void irb_func_end(struct irb *ir);
 LLVMValueRef irb_alloca(struct irb *ir, size_t size, const char *name);
 LLVMValueRef irb_alloca_type(struct irb *ir, LLVMTypeRef ty,
 			     const char *name);
+/*
+ * Scopes for temporaries: while a scope is open, irb_alloca() marks the
+ * start of the new buffer's lifetime where it is created, and
+ * irb_scope_end() ends the lifetimes of the scope's buffers, so that
+ * LLVM can share stack slots (BPF has 512 bytes of stack).
+ */
+int irb_scope_begin(struct irb *ir);
+void irb_scope_end(struct irb *ir, int mark);
 void irb_memset(struct irb *ir, LLVMValueRef dst, int c, size_t size);
 void irb_memcpy(struct irb *ir, LLVMValueRef dst, LLVMValueRef src,
 		size_t size);

@@ -362,7 +362,7 @@ static void dump_type(FILE *f, const struct type *t)
 		break;
 	case TY_POINTER:
 		dump_type(f, t->elem);
-		fputs(" *", f);
+		fputs(t->elem && t->elem->kind == TY_POINTER ? "*" : " *", f);
 		break;
 	case TY_ARRAY:
 		dump_type(f, t->elem);

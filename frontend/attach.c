@@ -231,6 +231,14 @@ int ap_parse(struct compile *c, struct ast_node *n, const char *raw)
 	char *unquoted;
 	int err = 0;
 
+	/* an optional probe name: name=provider:... */
+	{
+		size_t n = strspn(raw, "abcdefghijklmnopqrstuvwxyz"
+				       "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_");
+
+		if (n && raw[n] == '=')
+			raw += n + 1;
+	}
 	raw = ap_subst_params(c, raw, loc, &err);
 	if (err)
 		return err;

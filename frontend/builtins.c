@@ -11,7 +11,8 @@
 #include "tracepoint.h"
 #include "util.h"
 
-#define ARCH_MAX_ARGS 6		/* x86-64 passes six arguments in registers */
+/* x86-64 passes six arguments in registers */
+#define ARCH_MAX_ARGS 6
 
 static struct type *ty_u64(struct sema_ctx *x, struct ast_node *n)
 {
@@ -103,27 +104,35 @@ static struct type *ty_u8(struct sema_ctx *x, struct ast_node *n)
 	return type_int(x->a, 1, false);
 }
 
-static bool same_record(const struct type *a, const struct type *b)
+/* Field i of a with the same name, offset and type in b? */
+static bool field_in(const struct type *a, int i, const struct type *b)
 {
-	if (a->nfields != b->nfields || a->size != b->size)
-		return false;
-	for (int i = 0; i < a->nfields; i++)
-		if (strcmp(a->fields[i].name, b->fields[i].name) ||
-		    a->fields[i].offset != b->fields[i].offset ||
-		    !type_equal(a->fields[i].type, b->fields[i].type))
-			return false;
-	return true;
+	const struct type_field *f = &a->fields[i];
+
+	for (int j = 0; j < b->nfields; j++) {
+		const struct type_field *g = &b->fields[j];
+
+		if (g->name && f->name && !strcmp(g->name, f->name))
+			return g->offset == f->offset &&
+			       type_equal(g->type, f->type) &&
+			       tp_field_is_data_loc(a, i) ==
+				       tp_field_is_data_loc(b, j);
+	}
+	return false;
 }
 
-/* The args record of one tracepoint attach point (wildcards: every
- * matching tracepoint must have the same record). */
+/*
+ * The args record of one tracepoint attach point. A wildcard matches
+ * several tracepoints and one program serves them all: its record has
+ * the fields every match has at the same offset with the same type.
+ */
 static int tp_ap_args(struct sema_ctx *x, struct ast_node *ap,
 		      struct type **out)
 {
 	const char *cat = ap->ap.target, *ev = ap->ap.func;
 	const char *pat, **names;
-	struct type *found = NULL;
-	int n, err;
+	struct type **recs, *m;
+	int n, nrecs = 0, err;
 
 	if (!cat || !ev)
 		return -ENOENT;
@@ -134,25 +143,36 @@ static int tp_ap_args(struct sema_ctx *x, struct ast_node *ap,
 	err = tp_list(x->a, &names, &n);
 	if (err)
 		return err;
+	recs = arena_alloc(x->a, sizeof(*recs) * (n ? n : 1));
 	for (int i = 0; i < n; i++) {
 		const char *colon = strchr(names[i], ':');
-		struct type *t;
 
 		if (!colon || fnmatch(pat, names[i], 0))
 			continue;
 		err = tp_args(x->a,
 			      arena_strndup(x->a, names[i], colon - names[i]),
-			      colon + 1, &t);
+			      colon + 1, &recs[nrecs]);
 		if (err)
 			return err;
-		if (found && !same_record(found, t))
-			return -EMEDIUMTYPE;
-		if (!found)
-			found = t;
+		nrecs++;
 	}
-	if (!found)
+	if (!nrecs)
 		return -ENOENT;
-	*out = found;
+	m = type_new(x->a, TY_RECORD, recs[0]->size);
+	*m = *recs[0];
+	m->name = arena_printf(x->a, "struct _tracepoint_%s_%s", cat, ev);
+	m->fields = arena_alloc(x->a, sizeof(*m->fields) *
+					      (recs[0]->nfields ?: 1));
+	m->nfields = 0;
+	for (int i = 0; i < recs[0]->nfields; i++) {
+		bool all = true;
+
+		for (int r = 1; r < nrecs && all; r++)
+			all = field_in(recs[0], i, recs[r]);
+		if (all)
+			m->fields[m->nfields++] = recs[0]->fields[i];
+	}
+	*out = m;
 	return 0;
 }
 
@@ -163,12 +183,8 @@ static struct type *ty_args(struct sema_ctx *x, struct ast_node *n)
 
 	switch (sp->provider) {
 	case PROV_TRACEPOINT:
-		break;
 	case PROV_UPROBE:
-	case PROV_URETPROBE:
-		sema_error(x, &n->loc,
-			   "args in uprobes needs the function's debug info, which ubt does not read yet");
-		return NULL;
+		break;
 	case PROV_KFUNC:
 	case PROV_KRETFUNC:
 		sema_error(x, &n->loc,
@@ -187,18 +203,20 @@ static struct type *ty_args(struct sema_ctx *x, struct ast_node *n)
 			struct sema_ap *sa = ap->sema->ap;
 			int err = 0;
 
-			if (sa->provider != PROV_TRACEPOINT) {
+			if (sa->args_failed)
+				return NULL;
+			/* report each attach point's problem once */
+			sa->args_failed = x->final;
+			if (sa->provider != sp->provider) {
 				sema_error(x, &ap->loc,
 					   "Probe has attach points with mixed arguments");
 				return NULL;
 			}
-			if (!sa->args_type)
+			if (!sa->args_type && sa->provider == PROV_UPROBE) {
+				if (sema_uprobe_args(x, ap, &sa->args_type))
+					return NULL;
+			} else if (!sa->args_type) {
 				err = tp_ap_args(x, ap, &sa->args_type);
-			if (err == -EMEDIUMTYPE) {
-				sema_error(x, &ap->loc,
-					   "args of tracepoints with different formats can not be used in one probe (%s matches several)",
-					   ap->ap.raw ? ap->ap.raw : "");
-				return NULL;
 			}
 			if (err) {
 				sema_error(x, &ap->loc,
@@ -206,6 +224,7 @@ static struct type *ty_args(struct sema_ctx *x, struct ast_node *n)
 					   ap->ap.target ?: "", ap->ap.func ?: "");
 				return NULL;
 			}
+			sa->args_failed = false;
 			/* attach points may differ: sema_types checks every
 			 * field used against each one's record */
 			if (!rec)
@@ -299,7 +318,6 @@ static int ck_args(struct sema_ctx *x, struct ast_node *n)
 	switch (x->provider) {
 	case PROV_TRACEPOINT:
 	case PROV_UPROBE:
-	case PROV_URETPROBE:
 	case PROV_KFUNC:
 	case PROV_KRETFUNC:
 		return 0;

@@ -34,6 +34,7 @@ libubt_a_SOURCES += \
 	frontend/sema_config.c \
 	frontend/sema_context.c \
 	frontend/sema_dump.c \
+	frontend/sema_dwarf.c \
 	frontend/sema_int.h \
 	frontend/sema_resolve.c \
 	frontend/sema_types.c

@@ -905,6 +905,7 @@ primary:
 		}
 	|	tuple			{ $$ = $1; }
 	|	record			{ $$ = $1; }
+	|	T_LPAREN T_RPAREN	{ $$ = NEW(AST_TUPLE, @$); }
 	;
 
 /* Where a block expression { stmts; value } may stand for an expression. */

@@ -455,6 +455,21 @@ int sema_check_nargs(struct sema_ctx *x, struct ast_node *call, int min,
 	return 0;
 }
 
+long sema_src_offset(const char *src, int line, int col)
+{
+	const char *p = src;
+
+	if (!src || line < 1 || col < 1)
+		return -1;
+	while (--line > 0) {
+		p = strchr(p, '\n');
+		if (!p)
+			return -1;
+		p++;
+	}
+	return (long)(p - src) + col - 1;
+}
+
 struct ast_loc sema_call_arg_loc(const struct ast_node *call)
 {
 	struct ast_loc loc = call->loc;

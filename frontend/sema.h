@@ -74,10 +74,10 @@ enum sema_builtin {
 	BI_ARG,		/* arg0..arg5: sema_node.arg is the index */
 	BI_SARG,	/* sarg0..: stack arguments, sema_node.arg */
 	BI_RETVAL,
-	BI_FUNC,	/* TY_USYM in uprobes (address), TY_STRING elsewhere */
-	BI_PROBE,	/* TY_PROBE: the probe's full name (sema_probe.name) */
+	BI_FUNC,	/* TY_USYM (16) in uprobes/usdt, TY_KSYM (8) elsewhere */
+	BI_PROBE,	/* TY_PROBE: the attach point's name (sema_ap.name) */
 	BI_RAND,
-	BI_ARGS,	/* tracepoint args: pointer to the context record */
+	BI_ARGS,	/* pointer (is_ctx) to sema_probe.args_type */
 	BI_USERNAME,
 	BI_CURTASK,
 	BI_CGROUP,
@@ -125,7 +125,7 @@ enum sema_func {
 	FN_USTACK,
 	FN_UPTR,
 	FN_KPTR,
-	FN_SIZEOF_,
+	FN_SIZEOF_,	/* unused: sizeof is AST_SIZEOF */
 	FN_SYSTEM,
 	FN_CAT,
 	FN_SIGNAL,
@@ -169,7 +169,7 @@ struct sema_map {
 	 * keys are 64-bit.
 	 */
 	struct type *key;
-	int nkeys;		/* 0 keyless, else the number of key expressions */
+	int nkeys;		/* 0 keyless, else how many key expressions */
 	/*
 	 * The value type: TY_COUNT .. TY_LHIST for aggregations (hist_bits,
 	 * lhist_min/max/step set; is_signed for sum/min/max/avg/stats of
@@ -200,7 +200,7 @@ struct sema_var {
  * For printf, the conversions are frontend/format.h's.
  */
 struct sema_fmt {
-	int id;			/* 0.. per program, in order of appearance */
+	int id;			/* 0.. in order of appearance */
 	enum sema_func func;	/* FN_PRINTF, FN_TIME, FN_SYSTEM, FN_CAT */
 	const char *fmt;	/* the format, escapes processed; time() default
 				 * "%H:%M:%S\n" */
@@ -220,8 +220,17 @@ struct sema_probe {
 	 */
 	enum sema_provider provider;
 	bool is_return;		/* uretprobe, kretprobe, kretfunc */
-	/* tracepoint: the record type of args (TY_RECORD, fields at their
-	 * tracefs offsets); NULL elsewhere */
+	/*
+	 * The record args points to (TY_RECORD), set when the probe uses
+	 * args: for tracepoints the tracefs format (fields at their offsets
+	 * in the tracepoint record; for a wildcard, the fields every match
+	 * has alike); for uprobes the function's parameters from DWARF
+	 * (frontend/sema_dwarf.c), each field at the offset of its argument
+	 * register in struct pt_regs. Both are read from the context as
+	 * args.f and args->f. The first attach point's; each attach point
+	 * has its own in sema_ap (every field used exists in all of them
+	 * with the same type, maybe at different offsets). NULL elsewhere.
+	 */
 	struct type *args_type;
 	const char *name;	/* "uprobe:/bin/bash:readline": the `probe`
 				 * builtin's value, first attach point */
@@ -236,7 +245,8 @@ struct sema_ap {
 	enum sema_provider provider;
 	bool is_return;
 	bool available;		/* false: kprobe & co on this kernel */
-	struct type *args_type;	/* tracepoint record, or NULL */
+	struct type *args_type;	/* its args record, or NULL */
+	bool args_failed;	/* internal: args error reported once */
 };
 
 /*

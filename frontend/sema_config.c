@@ -216,10 +216,11 @@ static int setup_probe(struct sema_ctx *x, struct ast_node *probe, int idx)
 				 * blank before the probe */
 				struct ast_loc loc = n->loc;
 				const char *src = x->c->source;
+				long o = sema_src_offset(src, loc.first_line,
+							 loc.first_column);
 
-				if (loc.first_line == 1 && loc.first_column > 1 &&
-				    src && (src[loc.first_column - 2] == ' ' ||
-					    src[loc.first_column - 2] == '\t'))
+				if (o > 0 && loc.first_column > 1 &&
+				    (src[o - 1] == ' ' || src[o - 1] == '\t'))
 					loc.first_column--;
 				sema_error(x, &loc,
 					   "More than one %s probe defined",

@@ -5,10 +5,15 @@
  * targets), and, after type checking, the probes this kernel can not run.
  */
 #include <errno.h>
+#include <glob.h>
+#include <limits.h>
+#include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "sema.h"
 #include "sema_int.h"
+#include "tracepoint.h"
 #include "util.h"
 
 static int check(struct ast_node *n, void *ctx);
@@ -52,6 +57,27 @@ static bool time_unit(const char *u, bool profile)
 			return true;
 	(void)profile;
 	return false;
+}
+
+/*
+ * Does tracepoint CAT:EVENT exist (wildcards: does anything match)?
+ * Without tracefs, say yes: attaching will tell.
+ */
+static bool tp_exists(const char *cat, const char *ev)
+{
+	const char *root = tp_tracefs();
+	char path[PATH_MAX];
+	glob_t g;
+	bool found;
+
+	if (!root)
+		return true;
+	snprintf(path, sizeof(path), "%s/events/%s/%s/format", root, cat, ev);
+	if (!strpbrk(path, "*?["))
+		return access(path, F_OK) == 0;
+	found = glob(path, GLOB_NOSORT, NULL, &g) == 0 && g.gl_pathc > 0;
+	globfree(&g);
+	return found;
 }
 
 static void check_ap(struct sema_ctx *x, struct ast_node *ap)
@@ -98,6 +124,9 @@ static void check_ap(struct sema_ctx *x, struct ast_node *ap)
 		if (!a->target || !a->func)
 			sema_error(x, &ap->loc,
 				   "tracepoint probe must have a target");
+		else if (!tp_exists(a->target, a->func))
+			sema_error(x, &ap->loc, "tracepoint not found: %s:%s",
+				   a->target, a->func);
 		break;
 	default:
 		break;

@@ -28,7 +28,7 @@ struct sema_ctx {
 	 */
 	bool final;
 	int unresolved;		/* expressions still without a type */
-	int changed;		/* map/variable types that changed this walk */
+	int changed;		/* types that changed during this walk */
 	int loop_depth;
 	/* sema_types: the aggregation call directly assigned to agg_map */
 	struct ast_node *agg_call;
@@ -58,10 +58,10 @@ struct sema_builtin_ops {
 /* Function flags. */
 enum {
 	FN_F_AGG = 1 << 0,	/* must be assigned directly to a map */
-	FN_F_MAP_ARG = 1 << 1,	/* first argument must be a map */
+	FN_F_MAP_ARG = 1 << 1,	/* first argument: a map the function types */
 	FN_F_VOID = 1 << 2,	/* no value: statement only */
 	FN_F_UNSAFE = 1 << 3,	/* needs --unsafe */
-	FN_F_IDENT_ARGS = 1 << 4,	/* identifiers as arguments (stack modes) */
+	FN_F_IDENT_ARGS = 1 << 4,	/* kstack(perf): identifier args */
 	FN_F_FMT = 1 << 5,	/* first argument is a format string */
 };
 
@@ -126,6 +126,8 @@ int sema_check_nargs(struct sema_ctx *x, struct ast_node *call, int min,
 /* bpftrace 0.17's location for errors about a call's first argument:
  * from the call's name to the end of that argument. */
 struct ast_loc sema_call_arg_loc(const struct ast_node *call);
+/* Byte offset of (line, column) in the source, or -1. */
+long sema_src_offset(const char *src, int line, int col);
 /* Positional parameter n (1-based) or NULL. */
 const char *sema_param(struct sema_ctx *x, int n);
 bool sema_is_number(const char *s, int64_t *v);
@@ -134,6 +136,11 @@ struct sema_map *sema_map_of(struct ast_node *n);
 /* Record a format-string call in the program table (once per call). */
 struct sema_fmt *sema_fmt_get(struct sema_ctx *x, struct ast_node *call,
 			      enum sema_func f, const char *fmt);
+
+/* sema_dwarf.c: the args record of a uprobe attach point from DWARF;
+ * 0, or -EINVAL after an error. */
+int sema_uprobe_args(struct sema_ctx *x, struct ast_node *ap,
+		     struct type **out);
 
 /* sema_types.c: type an expression (sets and returns n->type; NULL when
  * unknown or after an error). */

@@ -227,7 +227,7 @@ static int map_keys(struct sema_ctx *x, struct ast_node *n,
 		    struct sema_map *m)
 {
 	struct type **el = NULL, *kt = NULL;
-	int nk = n->map.nkeys, i = 0, err = 0;
+	int nk = ast_list_len(n->map.keys), i = 0, err = 0;
 	bool changed = false;
 
 	if (nk)
@@ -476,22 +476,6 @@ static bool is_compare(enum ast_op op)
 	       op == OP_GT || op == OP_GE;
 }
 
-/* Byte offset of (line, column) in the source, or -1. */
-static long src_offset(const char *src, int line, int col)
-{
-	const char *p = src;
-
-	if (!src || line < 1)
-		return -1;
-	while (--line > 0) {
-		p = strchr(p, '\n');
-		if (!p)
-			return -1;
-		p++;
-	}
-	return (long)(p - src) + col - 1;
-}
-
 /*
  * bpftrace 0.17 locates operator messages at the operator: find it in
  * the source between the operands (a compound assignment's "+=" too).
@@ -506,8 +490,8 @@ static struct ast_loc op_loc(struct sema_ctx *x, struct ast_node *n)
 
 	if (!l || !r)
 		return loc;
-	a = src_offset(src, l->loc.last_line, l->loc.last_column);
-	b = src_offset(src, r->loc.first_line, r->loc.first_column);
+	a = sema_src_offset(src, l->loc.last_line, l->loc.last_column);
+	b = sema_src_offset(src, r->loc.first_line, r->loc.first_column);
 	if (a < 0 || b <= a || l->loc.last_line != r->loc.first_line)
 		return loc;
 	for (i = a; i < b && !strchr(opchars, src[i]); i++)
@@ -709,12 +693,10 @@ static struct type *type_unop(struct sema_ctx *x, struct ast_node *n)
 			}
 			return e;
 		}
-		if (is_int(t)) {
-			sema_error(x, &n->loc,
-				   "Can not dereference type '%s'. It is not a pointer.",
-				   sema_tstr(x, t));
-			return NULL;
-		}
+		/* an integer is an address: bpftrace 0.17 reads a value of
+		 * the integer's own type there */
+		if (t->kind == TY_INT)
+			return type_int(x->a, t->size, t->is_signed);
 		break;
 	case OP_ADDR:
 		sema_error(x, &n->loc,
@@ -747,7 +729,8 @@ static struct type *type_ternary(struct sema_ctx *x, struct ast_node *n)
 	if (is_int(a) && is_int(b))
 		return int64_of(x, int_signed(a) && int_signed(b));
 	r = a;
-	if (strcmp(sema_tclass(a), sema_tclass(b)) || merge(x, &r, b, &changed)) {
+	if (strcmp(sema_tclass(a), sema_tclass(b)) ||
+	    merge(x, &r, b, &changed)) {
 		sema_error(x, &n->loc,
 			   "Ternary operator must return the same type: have '%s' and '%s'",
 			   sema_tclass(a), sema_tclass(b));
@@ -888,8 +871,8 @@ static struct type *type_index(struct sema_ctx *x, struct ast_node *n)
 
 static struct type *type_tuple(struct sema_ctx *x, struct ast_node *n)
 {
-	struct type **el = arena_alloc(x->a, sizeof(*el) *
-					      (n->tuple.nelems ?: 1));
+	int len = ast_list_len(n->tuple.elems);
+	struct type **el = arena_alloc(x->a, sizeof(*el) * (len ? len : 1));
 	int i = 0, err = 0;
 
 	for (struct ast_node *e = n->tuple.elems; e; e = e->next, i++) {
@@ -958,7 +941,8 @@ static struct type *type_cast(struct sema_ctx *x, struct ast_node *n)
 					   to->elem->name);
 				return NULL;
 			}
-			if (to->addrspace == AS_NONE && t->addrspace != AS_NONE) {
+			if (to->addrspace == AS_NONE &&
+			    t->addrspace != AS_NONE) {
 				struct type *p = type_pointer(x->a, to->elem);
 
 				p->addrspace = t->addrspace;
@@ -1046,15 +1030,20 @@ struct type *sema_type_expr(struct sema_ctx *x, struct ast_node *n)
 	case AST_BOOL:
 		t = type_new(x->a, TY_BOOL, 1);
 		break;
-	case AST_STRING:
-		if (n->str.len > (size_t)x->c->max_strlen) {
+	case AST_STRING: {
+		/* bpftrace 0.17 limits literals to 64 bytes with the NUL,
+		 * whatever max_strlen is; a larger max_strlen raises it */
+		int limit = x->c->max_strlen > 64 ? x->c->max_strlen : 64;
+
+		if (n->str.len + 1 > (size_t)limit) {
 			sema_error(x, &n->loc,
 				   "String is too long (over %d bytes): %s",
-				   x->c->max_strlen, n->str.value);
+				   limit, n->str.value);
 			break;
 		}
 		t = type_string(x->a, n->str.len + 1);
 		break;
+	}
 	case AST_POSITIONAL:
 		t = type_positional(x, n);
 		break;

@@ -46,8 +46,11 @@ const char *tp_tracefs(void)
 			if (tp_is_dir(path))
 				return found = roots[i];
 		}
+		/* neither has events: mount tracefs (or, on kernels that
+		 * have no /sys/kernel/tracing, debugfs) and look again */
 		if (pass == 0 &&
-		    mount("nodev", roots[0], "tracefs", 0, NULL) != 0)
+		    mount("nodev", roots[0], "tracefs", 0, NULL) != 0 &&
+		    mount("nodev", "/sys/kernel/debug", "debugfs", 0, NULL) != 0)
 			break;
 	}
 	errno = ENOENT;
@@ -323,22 +326,39 @@ static struct type *tp_named_record(struct arena *a, const char *name,
 	return t;
 }
 
-/* The type of BTF type id, as far as args typing needs it. */
+/*
+ * The type of BTF type id, as far as args typing needs it; tdname is the
+ * innermost typedef name seen on the way, which names an anonymous
+ * struct as bpftrace does (sigset_t *, __kernel_fd_set *).
+ */
 static struct type *tp_btf_type(struct arena *a, const struct btf *btf,
-				__u32 id, int depth)
+				__u32 id, const char *tdname, int depth)
 {
 	const struct btf_type *bt;
 
-	if (depth > 16)
-		return NULL;
-	id = btf__resolve_type(btf, id);
-	if ((int)id < 0)
-		return NULL;
-	if (id == 0)
-		return type_new(a, TY_VOID, 0);
-	bt = btf__type_by_id(btf, id);
-	if (!bt)
-		return NULL;
+	for (;;) {
+		if (depth++ > 32)
+			return NULL;
+		if (id == 0)
+			return type_new(a, TY_VOID, 0);
+		bt = btf__type_by_id(btf, id);
+		if (!bt)
+			return NULL;
+		switch (btf_kind(bt)) {
+		case BTF_KIND_TYPEDEF:
+			tdname = btf__name_by_offset(btf, bt->name_off);
+			/* fall through */
+		case BTF_KIND_CONST:
+		case BTF_KIND_VOLATILE:
+		case BTF_KIND_RESTRICT:
+		case BTF_KIND_TYPE_TAG:
+			id = bt->type;
+			continue;
+		default:
+			break;
+		}
+		break;
+	}
 	switch (btf_kind(bt)) {
 	case BTF_KIND_INT:
 		return type_int(a, bt->size,
@@ -347,9 +367,11 @@ static struct type *tp_btf_type(struct arena *a, const struct btf *btf,
 	case BTF_KIND_ENUM64:
 		return type_int(a, bt->size, false);
 	case BTF_KIND_PTR: {
-		struct type *elem = tp_btf_type(a, btf, bt->type, depth + 1);
+		struct type *elem = tp_btf_type(a, btf, bt->type, NULL, depth);
 
-		return elem ? type_pointer(a, elem) : NULL;
+		/* pointers to functions and to what args typing does not
+		 * model are void pointers, as bpftrace has them */
+		return type_pointer(a, elem ? elem : type_new(a, TY_VOID, 0));
 	}
 	case BTF_KIND_STRUCT:
 	case BTF_KIND_UNION: {
@@ -357,9 +379,13 @@ static struct type *tp_btf_type(struct arena *a, const struct btf *btf,
 		bool u = btf_kind(bt) == BTF_KIND_UNION;
 		struct type *t;
 
-		t = tp_named_record(a, arena_printf(a, "%s %s",
-						    u ? "union" : "struct",
-						    n ? n : ""), u);
+		if (n && *n)
+			n = arena_printf(a, "%s %s", u ? "union" : "struct", n);
+		else if (tdname && *tdname)
+			n = tdname;
+		else
+			n = u ? "union" : "struct";
+		t = tp_named_record(a, n, u);
 		t->size = bt->size;
 		return t;
 	}
@@ -378,7 +404,7 @@ static struct type *tp_btf_lookup(struct arena *a, const char *name)
 	id = btf__find_by_name_kind(btf, name, BTF_KIND_TYPEDEF);
 	if (id <= 0)
 		return NULL;
-	return tp_btf_type(a, btf, id, 0);
+	return tp_btf_type(a, btf, id, NULL, 0);
 }
 
 /* Remove the words const/volatile and squeeze blanks. */
@@ -448,7 +474,8 @@ static struct type *tp_ctype_type(struct arena *a, const char *ctype)
 				id = btf__find_by_name_kind(btf, s + 5,
 							    BTF_KIND_ENUM64);
 		}
-		t = id > 0 ? tp_btf_type(a, btf, id, 0) : type_int(a, 4, false);
+		t = id > 0 ? tp_btf_type(a, btf, id, NULL, 0) :
+			     type_int(a, 4, false);
 	} else if ((c = bsearch(s, tp_ctypes, ARRAY_SIZE(tp_ctypes),
 				sizeof(tp_ctypes[0]), tp_ctype_cmp))) {
 		t = type_int(a, c->size, c->is_signed);
@@ -512,6 +539,8 @@ static struct type *tp_field_type(struct arena *a, const struct tp_format *fmt,
 	}
 	if (!t)
 		return type_int(a, f->size, f->is_signed);
+	if (t->kind == TY_RECORD && !t->size)
+		t->size = f->size;	/* a struct by value, not in BTF */
 	if (t->kind == TY_INT)
 		return tp_adjust_int(a, f->ctype, f->size, t);
 	if (t->kind == TY_POINTER) {

@@ -51,7 +51,8 @@ struct tp_format {
 
 /*
  * The tracefs root ("/sys/kernel/tracing" or "/sys/kernel/debug/tracing"),
- * mounting tracefs at /sys/kernel/tracing when neither has events.
+ * mounting tracefs at /sys/kernel/tracing (or debugfs at /sys/kernel/debug)
+ * when neither has events.
  * NULL with errno when there is no tracefs.
  */
 const char *tp_tracefs(void);

@@ -89,9 +89,10 @@ static void rt_fault(int sig, siginfo_t *si, void *ctx)
 {
 	ucontext_t *uc = ctx;
 	struct rt_ksigaction *old = sig == SIGBUS ? &rt_old_bus : &rt_old_segv;
+	greg_t *rip = &uc->uc_mcontext.gregs[REG_RIP];
 
-	if (uc->uc_mcontext.gregs[REG_RIP] == (greg_t)(uintptr_t)rt_copy_insn) {
-		uc->uc_mcontext.gregs[REG_RIP] = (greg_t)(uintptr_t)rt_copy_fixup;
+	if (*rip == (greg_t)(uintptr_t)rt_copy_insn) {
+		*rip = (greg_t)(uintptr_t)rt_copy_fixup;
 		return;
 	}
 	if (old->handler == SIG_DFL || old->handler == SIG_IGN) {
@@ -148,21 +149,24 @@ static void rt_fork_child(void)
 	rt_self = blk;
 }
 
-static void rt_fault_install(void)
+static void rt_fault_install(int handler)
 {
 	struct rt_ksigaction act = {
 		.handler = (void *)rt_fault,
 		.flags = SA_SIGINFO | SA_ONSTACK | SA_NODEFER | RT_SA_RESTORER,
 		.restorer = (void *)rt_restorer,
 	};
-	static int done;
+	static int atfork_done, handler_done;
 
-	if (done)
-		return;
-	done = 1;
-	rt_sigaction(SIGSEGV, &act, &rt_old_segv);
-	rt_sigaction(SIGBUS, &act, &rt_old_bus);
-	__register_atfork(NULL, NULL, rt_fork_child, NULL);
+	if (!atfork_done) {
+		atfork_done = 1;
+		__register_atfork(NULL, NULL, rt_fork_child, NULL);
+	}
+	if (handler && !handler_done) {
+		handler_done = 1;
+		rt_sigaction(SIGSEGV, &act, &rt_old_segv);
+		rt_sigaction(SIGBUS, &act, &rt_old_bus);
+	}
 }
 
 static long rt_gettid(void)
@@ -303,7 +307,7 @@ RT_EXPORT long rt_init(struct rt_ctl *ctl)
 	ctl->fn[RT_FN_WRAP_ENTER] = (uintptr_t)rt_wrap_enter;
 	ctl->fn[RT_FN_WRAP_EXIT] = (uintptr_t)rt_wrap_exit;
 	ctl->fn[RT_FN_PROBE_READ] = (uintptr_t)rt_probe_read;
-	rt_fault_install();
+	rt_fault_install(ctl->flags & RT_CTL_FAULT_HANDLER);
 	__atomic_store_n(&rt_ctl_p, ctl, __ATOMIC_RELEASE);
 	return ctl->tls_offset;
 }
@@ -324,6 +328,8 @@ RT_EXPORT long rt_init(struct rt_ctl *ctl)
  *
  * rt_probe_read(dst, src, len): copy user memory that may be unmapped;
  * 0, or -EFAULT when the copy faulted (rt_fault resumes at the fixup).
+ * Needs RT_CTL_FAULT_HANDLER: without the handler a fault is the
+ * target's own.
  *
  * rt_wrap_exit: %r11 = the slot of the returning call.  Pops the shadow
  * stack down to the entry for that slot, discarding entries above it

@@ -20,9 +20,10 @@
  *   0x040  u64 ring_tail: bytes consumed (written by ubt only)
  *   0x100  shadow stack: RT_SHADOW_DEPTH entries of {u64 slot, u64 ret}
  *   0x1000 map area: ctl.map_size bytes, starting as a copy of the
- *          template at ctl.tmpl_off (table headers), else zero; keyless aggregations at
- *          fixed offsets chosen by the code generator, keyed ones in
- *          open-addressing tables (struct rt_htab) at fixed offsets
+ *          template at ctl.tmpl_off (table headers), else zero;
+ *          keyless aggregations at fixed offsets chosen by the code
+ *          generator, keyed ones in open-addressing tables
+ *          (struct rt_htab) at fixed offsets
  *   0x1000 + map_size: output ring, ctl.ring_size bytes (power of two)
  *
  * Native probe code reaches its block with one %fs-relative load:
@@ -35,7 +36,7 @@
 #define RT_ABI_VERSION 1
 #define RT_CTL_SIZE 4096
 #define RT_CODE_OFF 4096
-#define RT_CODE_SLICE (64 * 1024)	/* one slice per patched module */
+#define RT_CODE_SLICE (256 * 1024)	/* one slice per patched module */
 #define RT_CODE_SLICES 16
 
 #define RT_BLK_SZ 0x000
@@ -55,13 +56,24 @@
 #define RT_REC_PAD 0	/* skip to the start of the ring */
 #define RT_REC_HDR 8
 
-/* Helper entry points published in ctl.fn[] for native probe code. */
-#define RT_FN_RING_WRITE 0	/* int rt_ring_write(const void *, u32 len, u32 type) */
-#define RT_FN_HTAB_LOOKUP 1	/* void *rt_htab_lookup(struct rt_htab *, const void *key) */
-#define RT_FN_SLOW 2		/* trampoline slow path (block allocation) */
-#define RT_FN_WRAP_ENTER 3	/* return-probe wrapper entry */
-#define RT_FN_WRAP_EXIT 4	/* return-probe wrapper exit */
-#define RT_FN_PROBE_READ 5	/* long rt_probe_read(void *, const void *, u64): 0 or -EFAULT */
+/*
+ * Helper entry points published in ctl.fn[] for native probe code (SysV
+ * calling convention, general registers only):
+ *   RT_FN_RING_WRITE   int rt_ring_write(const void *, u32 len, u32 type):
+ *                      0, or -1 when the event was dropped (and counted)
+ *   RT_FN_HTAB_LOOKUP  void *rt_htab_lookup(struct rt_htab *, const void *
+ *                      key): the value, inserted zeroed; NULL when full
+ *   RT_FN_PROBE_READ   long rt_probe_read(void *dst, const void *src,
+ *                      u64 len): 0, or -EFAULT if src faulted
+ * and the trampolines' own: slow path (block allocation), wrapper entry
+ * and exit for return probes.
+ */
+#define RT_FN_RING_WRITE 0
+#define RT_FN_HTAB_LOOKUP 1
+#define RT_FN_SLOW 2
+#define RT_FN_WRAP_ENTER 3
+#define RT_FN_WRAP_EXIT 4
+#define RT_FN_PROBE_READ 5
 #define RT_FN_MAX 8
 
 #ifndef __ASSEMBLER__
@@ -86,8 +98,11 @@ struct rt_ctl {
 	uint64_t next_block;	/* blocks handed out (may exceed nblocks) */
 	uint64_t no_block;	/* threads that found no free block */
 	uint32_t detached;	/* set by ubt: stop producing events */
-	uint32_t pad;
+	uint32_t flags;		/* RT_CTL_*, set by ubt before rt_init */
 };
+
+/* Install the SIGSEGV/SIGBUS handler rt_probe_read needs (chained). */
+#define RT_CTL_FAULT_HANDLER 1u
 
 /*
  * A per-thread keyed aggregation table, open addressing, linear probing.

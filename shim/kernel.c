@@ -287,6 +287,9 @@ static void kernel_display_value(struct kernel *k, const struct type *t,
 		if (p && p->nmatches == 1 && p->matches[0].func &&
 		    !p->matches[0].func_offset)
 			snprintf(dst, dt->size, "%s", p->matches[0].func);
+		else if (p && p->nmatches == 1 && p->matches[0].func)
+			snprintf(dst, dt->size, "%s+%lu", p->matches[0].func,
+				 (unsigned long)p->matches[0].func_offset);
 		else
 			kernel_usym_name(k, addr, w[0], dst, dt->size);
 	}
@@ -605,6 +608,29 @@ static int kernel_print_all_maps(struct kernel *k)
 
 /* ---- events -------------------------------------------------------- */
 
+/* system(): run cmd with sh and copy its output; cat(): copy a file. */
+static void kernel_copy_output(struct kernel *k, const char *what,
+			       bool is_cmd)
+{
+	char buf[4096];
+	size_t n;
+	FILE *f;
+
+	fflush(k->out.f);
+	f = is_cmd ? popen(what, "r") : fopen(what, "r");
+	if (!f) {
+		fprintf(stderr, "ubt: cannot %s %s: %s\n",
+			is_cmd ? "run" : "read", what, strerror(errno));
+		return;
+	}
+	while ((n = fread(buf, 1, sizeof(buf), f)) > 0)
+		fwrite(buf, 1, n, k->out.f);
+	if (is_cmd)
+		pclose(f);
+	else
+		fclose(f);
+}
+
 static int kernel_event(void *ctx, void *data, size_t size)
 {
 	struct kernel *k = ctx;
@@ -633,6 +659,23 @@ static int kernel_event(void *ctx, void *data, size_t size)
 		out_printf(&k->out, &k->fmts[h.id], dt, args,
 			   dt == e->args_type ? asize : dt->size);
 		free(tmp);
+		break;
+	}
+	case CG_EV_SYSTEM:
+	case CG_EV_CAT: {
+		const struct type *dt = k->ev_types[h.id];
+		void *tmp = NULL;
+		char *text;
+
+		if (!e->args_type || asize < e->args_type->size)
+			break;
+		args = kernel_display(k, e->args_type, dt, args, &tmp);
+		text = out_format(&k->fmts[h.id], dt, args,
+				  dt == e->args_type ? asize : dt->size);
+		free(tmp);
+		if (text)
+			kernel_copy_output(k, text, e->kind == CG_EV_SYSTEM);
+		free(text);
 		break;
 	}
 	case CG_EV_TIME:
@@ -803,7 +846,8 @@ int kernel_load(const struct cg_object *obj, const struct kernel_opts *o,
 	for (int i = 0; i < obj->nevents; i++) {
 		const struct cg_event *e = &obj->events[i];
 
-		if (e->kind == CG_EV_PRINTF && e->args_type)
+		if ((e->kind == CG_EV_PRINTF || e->kind == CG_EV_SYSTEM ||
+		     e->kind == CG_EV_CAT) && e->args_type)
 			k->ev_types[i] = kernel_display_type(k, e->args_type);
 		else if (e->kind == CG_EV_PRINT_VALUE && e->nargs)
 			k->ev_types[i] = kernel_display_type(k,
@@ -812,7 +856,9 @@ int kernel_load(const struct cg_object *obj, const struct kernel_opts *o,
 	k->fmts = arena_alloc(&k->arena,
 			      (obj->nevents + 1) * sizeof(*k->fmts));
 	for (int i = 0; i < obj->nevents; i++)
-		if (obj->events[i].kind == CG_EV_PRINTF && obj->events[i].fmt)
+		if ((obj->events[i].kind == CG_EV_PRINTF ||
+		     obj->events[i].kind == CG_EV_SYSTEM ||
+		     obj->events[i].kind == CG_EV_CAT) && obj->events[i].fmt)
 			fmt_parse(&k->arena, obj->events[i].fmt,
 				  strlen(obj->events[i].fmt), &k->fmts[i]);
 	*out = k;
@@ -868,17 +914,81 @@ static void kernel_detach(struct kernel *k)
 	k->npfds = 0;
 }
 
-static int kernel_perf_open(int cpu, uint64_t period_ns)
+static int kernel_perf_open(int cpu, uint32_t type, uint64_t config,
+			    uint64_t period)
 {
 	struct perf_event_attr a = {
-		.type = PERF_TYPE_SOFTWARE,
+		.type = type,
 		.size = sizeof(a),
-		.config = PERF_COUNT_SW_CPU_CLOCK,
-		.sample_period = period_ns,
+		.config = config,
+		.sample_period = period,
 	};
 
 	return syscall(__NR_perf_event_open, &a, -1, cpu, -1,
 		       PERF_FLAG_FD_CLOEXEC);
+}
+
+/* software:EVENT:COUNT and hardware:EVENT:COUNT, bpftrace's names and
+ * default counts. */
+static const struct kernel_perf_event {
+	const char *name, *alias;
+	uint32_t type;
+	uint64_t config, count;
+} kernel_perf_events[] = {
+	{ "alignment-faults", NULL, PERF_TYPE_SOFTWARE,
+	  PERF_COUNT_SW_ALIGNMENT_FAULTS, 1 },
+	{ "bpf-output", NULL, PERF_TYPE_SOFTWARE, PERF_COUNT_SW_BPF_OUTPUT, 1 },
+	{ "context-switches", "cs", PERF_TYPE_SOFTWARE,
+	  PERF_COUNT_SW_CONTEXT_SWITCHES, 1000 },
+	{ "cpu-clock", "cpu", PERF_TYPE_SOFTWARE, PERF_COUNT_SW_CPU_CLOCK,
+	  1000000 },
+	{ "cpu-migrations", NULL, PERF_TYPE_SOFTWARE,
+	  PERF_COUNT_SW_CPU_MIGRATIONS, 1 },
+	{ "dummy", NULL, PERF_TYPE_SOFTWARE, PERF_COUNT_SW_DUMMY, 1 },
+	{ "emulation-faults", NULL, PERF_TYPE_SOFTWARE,
+	  PERF_COUNT_SW_EMULATION_FAULTS, 1 },
+	{ "major-faults", NULL, PERF_TYPE_SOFTWARE,
+	  PERF_COUNT_SW_PAGE_FAULTS_MAJ, 1 },
+	{ "minor-faults", NULL, PERF_TYPE_SOFTWARE,
+	  PERF_COUNT_SW_PAGE_FAULTS_MIN, 100 },
+	{ "page-faults", "faults", PERF_TYPE_SOFTWARE,
+	  PERF_COUNT_SW_PAGE_FAULTS, 100 },
+	{ "task-clock", NULL, PERF_TYPE_SOFTWARE, PERF_COUNT_SW_TASK_CLOCK,
+	  1000000 },
+	{ "backend-stalls", NULL, PERF_TYPE_HARDWARE,
+	  PERF_COUNT_HW_STALLED_CYCLES_BACKEND, 1000000 },
+	{ "branch-instructions", "branches", PERF_TYPE_HARDWARE,
+	  PERF_COUNT_HW_BRANCH_INSTRUCTIONS, 100000 },
+	{ "branch-misses", NULL, PERF_TYPE_HARDWARE,
+	  PERF_COUNT_HW_BRANCH_MISSES, 100000 },
+	{ "bus-cycles", NULL, PERF_TYPE_HARDWARE, PERF_COUNT_HW_BUS_CYCLES,
+	  100000 },
+	{ "cache-misses", NULL, PERF_TYPE_HARDWARE,
+	  PERF_COUNT_HW_CACHE_MISSES, 1000000 },
+	{ "cache-references", NULL, PERF_TYPE_HARDWARE,
+	  PERF_COUNT_HW_CACHE_REFERENCES, 1000000 },
+	{ "cpu-cycles", "cycles", PERF_TYPE_HARDWARE,
+	  PERF_COUNT_HW_CPU_CYCLES, 1000000 },
+	{ "frontend-stalls", NULL, PERF_TYPE_HARDWARE,
+	  PERF_COUNT_HW_STALLED_CYCLES_FRONTEND, 1000000 },
+	{ "instructions", NULL, PERF_TYPE_HARDWARE,
+	  PERF_COUNT_HW_INSTRUCTIONS, 1000000 },
+	{ "ref-cycles", NULL, PERF_TYPE_HARDWARE, PERF_COUNT_HW_REF_CPU_CYCLES,
+	  1000000 },
+};
+
+static const struct kernel_perf_event *kernel_perf_event(const char *name,
+							 uint32_t type)
+{
+	for (size_t i = 0; i < ARRAY_SIZE(kernel_perf_events); i++) {
+		const struct kernel_perf_event *e = &kernel_perf_events[i];
+
+		if (e->type == type &&
+		    (!strcmp(e->name, name) ||
+		     (e->alias && !strcmp(e->alias, name))))
+			return e;
+	}
+	return NULL;
 }
 
 /* Period in ns of interval:UNIT:N / profile:UNIT:N, 0 when invalid. */
@@ -969,21 +1079,44 @@ static int kernel_attach_one(struct kernel *k, struct kernel_target *t)
 		break;
 	}
 	case PROV_INTERVAL:
-	case PROV_PROFILE: {
-		uint64_t period = kernel_period(&p->ap->ap);
+	case PROV_PROFILE:
+	case PROV_SOFTWARE:
+	case PROV_HARDWARE: {
+		uint32_t type = PERF_TYPE_SOFTWARE;
+		uint64_t config = PERF_COUNT_SW_CPU_CLOCK, period;
 		int ncpu = p->provider == PROV_INTERVAL ? 1 : k->ncpus;
 
+		if (p->provider == PROV_SOFTWARE ||
+		    p->provider == PROV_HARDWARE) {
+			const struct kernel_perf_event *pe;
+
+			type = p->provider == PROV_SOFTWARE ?
+				       PERF_TYPE_SOFTWARE :
+				       PERF_TYPE_HARDWARE;
+			pe = kernel_perf_event(p->ap->ap.target ?
+						       p->ap->ap.target : "",
+					       type);
+			if (!pe) {
+				fprintf(stderr, "ubt: cannot attach %s: "
+					"unknown event %s\n", m->name,
+					p->ap->ap.target);
+				return -EINVAL;
+			}
+			config = pe->config;
+			period = p->ap->ap.freq ? p->ap->ap.freq : pe->count;
+		} else {
+			period = kernel_period(&p->ap->ap);
+		}
 		if (!period) {
 			fprintf(stderr, "ubt: invalid period for %s\n",
 				m->name);
 			return -EINVAL;
 		}
 		for (int cpu = 0; cpu < ncpu; cpu++) {
-			int fd = kernel_perf_open(cpu, period);
+			int fd = kernel_perf_open(cpu, type, config, period);
 
 			if (fd < 0) {
-				if (errno == ENODEV && p->provider ==
-							       PROV_PROFILE)
+				if (errno == ENODEV && ncpu > 1)
 					continue;	/* offline CPU */
 				err = -errno;
 				fprintf(stderr, "ubt: cannot attach %s: "
@@ -1087,6 +1220,28 @@ struct kernel_child {
 	int pidfd;
 };
 
+/* Can argv0 be executed (as execvp() would find it)? */
+static bool kernel_can_exec(const char *argv0)
+{
+	const char *path = getenv("PATH");
+	char buf[PATH_MAX];
+
+	if (strchr(argv0, '/'))
+		return !access(argv0, X_OK);
+	if (!path)
+		path = "/usr/local/bin:/usr/bin:/bin";
+	while (*path) {
+		size_t n = strcspn(path, ":");
+
+		snprintf(buf, sizeof(buf), "%.*s/%s", (int)n,
+			 n ? path : ".", argv0);
+		if (!access(buf, X_OK))
+			return true;
+		path += n + (path[n] == ':');
+	}
+	return false;
+}
+
 static int kernel_child_start(const char *cmd, struct kernel_child *ch)
 {
 	wordexp_t we;
@@ -1101,6 +1256,13 @@ static int kernel_child_start(const char *cmd, struct kernel_child *ch)
 			wordfree(&we);
 		fprintf(stderr, "ubt: cannot parse the command: %s\n", cmd);
 		return -EINVAL;
+	}
+	if (!kernel_can_exec(we.we_wordv[0])) {
+		err = -errno;
+		fprintf(stderr, "ubt: cannot run %s: %s\n", we.we_wordv[0],
+			strerror(errno ? errno : ENOENT));
+		wordfree(&we);
+		return err ? err : -ENOENT;
 	}
 	if (pipe2(p, O_CLOEXEC)) {
 		wordfree(&we);
@@ -1263,15 +1425,16 @@ int kernel_run(struct compile *c, const struct kernel_opts *o)
 		rc = 0;
 		goto out;
 	}
-	err = kernel_load(obj, o, &k);
-	if (err)
-		goto out;
-	k->c = c;
 	if (o->cmd) {
+		/* started now (waiting to exec) so that cpid is known */
 		err = kernel_child_start(o->cmd, &ch);
 		if (err)
 			goto out;
 	}
+	err = kernel_load(obj, o, &k);
+	if (err)
+		goto out;
+	k->c = c;
 	if (o->pid > 0) {
 		pidfd = syscall(SYS_pidfd_open, o->pid, 0);
 		if (pidfd < 0) {

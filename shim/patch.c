@@ -2,6 +2,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <gelf.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
@@ -10,7 +11,8 @@
 
 #include "patch.h"
 
-static int find_in(Elf *e, Elf_Scn *scn, const char *name, GElf_Sym *out)
+static int find_in(Elf *e, Elf_Scn *scn, const char *name, bool func,
+		   GElf_Sym *out)
 {
 	GElf_Shdr sh;
 	Elf_Data *d;
@@ -28,8 +30,8 @@ static int find_in(Elf *e, Elf_Scn *scn, const char *name, GElf_Sym *out)
 
 		if (!gelf_getsym(d, (int)i, &sym))
 			continue;
-		if (GELF_ST_TYPE(sym.st_info) != STT_FUNC &&
-		    GELF_ST_TYPE(sym.st_info) != STT_GNU_IFUNC)
+		if (func != (GELF_ST_TYPE(sym.st_info) == STT_FUNC ||
+			     GELF_ST_TYPE(sym.st_info) == STT_GNU_IFUNC))
 			continue;
 		if (sym.st_shndx == SHN_UNDEF)
 			continue;
@@ -59,8 +61,8 @@ static Elf *elf_open_path(const char *path, int *fd)
 	return e;
 }
 
-int patch_find_symbol(const char *path, const char *name, uint64_t *vaddr,
-		      uint64_t *size, uint64_t *file_off)
+static int find_symbol(const char *path, const char *name, bool func,
+		       uint64_t *vaddr, uint64_t *size, uint64_t *file_off)
 {
 	Elf_Scn *scn = NULL, *sym_scn = NULL, *dyn_scn = NULL;
 	GElf_Sym sym;
@@ -82,13 +84,15 @@ int patch_find_symbol(const char *path, const char *name, uint64_t *vaddr,
 			dyn_scn = scn;
 	}
 	if (sym_scn)
-		err = find_in(e, sym_scn, name, &sym);
+		err = find_in(e, sym_scn, name, func, &sym);
 	if (err && dyn_scn)
-		err = find_in(e, dyn_scn, name, &sym);
+		err = find_in(e, dyn_scn, name, func, &sym);
 	if (err)
 		goto out;
 	*vaddr = sym.st_value;
 	*size = sym.st_size;
+	if (!func)
+		goto out;	/* data: no file offset needed */
 	err = -ENOENT;
 	if (elf_getphdrnum(e, &nph))
 		goto out;
@@ -108,6 +112,20 @@ out:
 	elf_end(e);
 	close(fd);
 	return err;
+}
+
+int patch_find_symbol(const char *path, const char *name, uint64_t *vaddr,
+		      uint64_t *size, uint64_t *file_off)
+{
+	return find_symbol(path, name, true, vaddr, size, file_off);
+}
+
+int patch_find_object(const char *path, const char *name, uint64_t *vaddr,
+		      uint64_t *size)
+{
+	uint64_t off;
+
+	return find_symbol(path, name, false, vaddr, size, &off);
 }
 
 int patch_elf_base(const char *path, uint64_t *min_vaddr, int *is_dyn)
@@ -233,7 +251,7 @@ static enum rel_kind classify(const ZydisDecodedInstruction *in,
 }
 
 int patch_analyze(const uint8_t *code, uint64_t size, uint64_t func,
-		  struct patch_site *s)
+		  uint64_t at, struct patch_site *s)
 {
 	ZydisDecodedOperand ops[ZYDIS_MAX_OPERAND_COUNT];
 	ZydisDecodedInstruction in;
@@ -243,22 +261,44 @@ int patch_analyze(const uint8_t *code, uint64_t size, uint64_t func,
 	memset(s, 0, sizeof(*s));
 	s->func = func;
 	s->size = size;
+	s->mid = at != 0;
 	decoder(&d);
-	if (size >= 4 && ZYAN_SUCCESS(ZydisDecoderDecodeFull(&d, code, size,
-							     &in, ops)) &&
-	    in.mnemonic == ZYDIS_MNEMONIC_ENDBR64)
-		off = in.length;
-	start = off;
-	s->addr = func + off;
 	if (!size) {
 		snprintf(s->reason, sizeof(s->reason),
 			 "the symbol has no size");
 		return -EINVAL;
 	}
+	if (at) {
+		/* decode up to the offset: it must start an instruction */
+		while (off < at && ZYAN_SUCCESS(ZydisDecoderDecodeFull(
+					   &d, code + off, size - off, &in,
+					   ops)))
+			off += in.length;
+		if (off != at) {
+			snprintf(s->reason, sizeof(s->reason),
+				 "offset +%#llx is not at an instruction "
+				 "boundary",
+				 (unsigned long long)at);
+			return -EINVAL;
+		}
+	} else if (size >= 4 &&
+		   ZYAN_SUCCESS(ZydisDecoderDecodeFull(&d, code, size, &in,
+						       ops)) &&
+		   in.mnemonic == ZYDIS_MNEMONIC_ENDBR64) {
+		off = in.length;
+	}
+	start = off;
+	s->addr = func + off;
 	if (size < off + PATCH_JMP_LEN) {
-		snprintf(s->reason, sizeof(s->reason),
-			 "function is shorter than %d bytes%s", PATCH_JMP_LEN,
-			 off ? " after endbr64" : "");
+		if (at)
+			snprintf(s->reason, sizeof(s->reason),
+				 "fewer than %d bytes from +%#llx to the end "
+				 "of the function",
+				 PATCH_JMP_LEN, (unsigned long long)at);
+		else
+			snprintf(s->reason, sizeof(s->reason),
+				 "function is shorter than %d bytes%s",
+				 PATCH_JMP_LEN, off ? " after endbr64" : "");
 		return -EINVAL;
 	}
 	/* the window: whole instructions covering >= 5 bytes */

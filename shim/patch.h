@@ -11,6 +11,7 @@
 #ifndef UBT_PATCH_H
 #define UBT_PATCH_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -21,7 +22,9 @@
 struct patch_site {
 	uint64_t func;		/* function start (address used for decoding) */
 	uint64_t size;		/* ELF symbol size */
-	uint64_t addr;		/* patched address: func, or func + 4 */
+	uint64_t addr;		/* patched address: func, func + 4, or at */
+	bool mid;		/* inside the function: registers and flags
+				 * are live, the red zone is in use */
 	uint32_t len;		/* window length, >= 5 */
 	int ninsns;
 	uint8_t insn_off[PATCH_MAX_INSNS];	/* offsets in the window */
@@ -42,6 +45,9 @@ struct patch_reloc {
  */
 int patch_find_symbol(const char *path, const char *name, uint64_t *vaddr,
 		      uint64_t *size, uint64_t *file_off);
+/* A data symbol (not a function): st_value and size. */
+int patch_find_object(const char *path, const char *name, uint64_t *vaddr,
+		      uint64_t *size);
 /* The lowest p_vaddr of the PT_LOADs (page aligned) and the ELF type. */
 int patch_elf_base(const char *path, uint64_t *min_vaddr, int *is_dyn);
 
@@ -49,11 +55,12 @@ int patch_elf_base(const char *path, uint64_t *min_vaddr, int *is_dyn);
 int patch_elf_interp(const char *path);
 
 /*
- * Analyse the function code[0..size) located at address func.
+ * Analyse the function code[0..size) located at address func, for a probe
+ * at offset at (0: the entry, after an endbr64).
  * 0: s describes a patchable window; -EINVAL: refused, s->reason says why.
  */
 int patch_analyze(const uint8_t *code, uint64_t size, uint64_t func,
-		  struct patch_site *s);
+		  uint64_t at, struct patch_site *s);
 
 /*
  * Write the window's instructions relocated to run at address to, followed

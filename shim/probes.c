@@ -478,12 +478,17 @@ static int probes_sym_addr_cmp(const void *x, const void *y)
 {
 	const struct probes_sym *a = x, *b = y;
 
-	size_t la, lb;
+	size_t la, lb, ua, ub;
 
 	if (a->addr != b->addr)
 		return a->addr < b->addr ? -1 : 1;
-	/* aliases: global first, then the shortest name (malloc, not
-	 * __libc_malloc), then by name */
+	/* aliases: the public name first (getpid, not __getpid; malloc,
+	 * not __libc_malloc or __interceptor_malloc), then global before
+	 * weak before local, then the shortest name, then by name */
+	ua = strspn(a->name, "_");
+	ub = strspn(b->name, "_");
+	if (ua != ub)
+		return ua < ub ? -1 : 1;
 	if (probes_bind_rank(a->bind) != probes_bind_rank(b->bind))
 		return probes_bind_rank(a->bind) - probes_bind_rank(b->bind);
 	la = strlen(a->name);
@@ -1418,14 +1423,11 @@ static int probes_expand_usdt(struct arena *a, struct diag_list *d,
 			continue;
 		for (int i = 0; i < n; i++) {
 			const struct probes_usdt *u = &notes[i];
-			bool dup = false;
 
 			if (!probes_match_wildcard(ns, u->provider) ||
 			    !probes_match_wildcard(func, u->name))
 				continue;
-			/* one probe per provider:name; a probe with several
-			 * sites gets one match per site */
-			(void)dup;
+			/* a probe with several sites: one match per site */
 			struct probes_match *m = probes_new_match(v, "usdt",
 								  pid);
 
@@ -1607,6 +1609,7 @@ static const char *probes_tp_detail(struct arena *a, const char *cat,
 struct probes_dwfn {
 	const char *name;
 	const char *params;	/* "    T name\n" lines */
+	size_t order;		/* position in the file */
 };
 
 struct probes_dwctx {
@@ -1690,6 +1693,7 @@ static int probes_dw_func(Dwarf_Die *die, void *arg)
 	fn = vec_push(&x->fns);
 	fn->name = arena_strdup(x->a, name);
 	fn->params = params;
+	fn->order = x->fns.len;
 	return DWARF_CB_OK;
 }
 
@@ -1698,10 +1702,10 @@ static int probes_dwfn_cmp(const void *x, const void *y)
 	const struct probes_dwfn *a = x, *b = y;
 	int c = strcmp(a->name, b->name);
 
-	/* stable on equal names: the first definition wins */
+	/* equal names: the first definition in the file wins */
 	if (c)
 		return c;
-	return a < b ? -1 : a > b;
+	return a->order < b->order ? -1 : a->order > b->order;
 }
 
 /* The functions with DWARF of an ELF file, sorted by name (first wins). */
@@ -1745,7 +1749,6 @@ static int probes_dw_funcs(struct arena *a, const char *path,
 	if (x.fns.len) {
 		struct probes_dwfn *f = x.fns.data;
 
-		/* keep file order among equal names: sort indexes */
 		qsort(f, x.fns.len, sizeof(*f), probes_dwfn_cmp);
 		for (size_t i = 0; i < x.fns.len; i++)
 			if (!cnt || strcmp(f[cnt - 1].name, f[i].name))
@@ -1894,6 +1897,28 @@ static int probes_list_pattern(struct probes_lister *l, struct diag_list *d,
 	int np;
 
 	if (!strchr(pattern, ':')) {
+		static const struct {
+			const char *prov, *count;
+		} counts[] = {
+			{ "tracepoint", "2 arguments" },
+			{ "uprobe", "2 arguments" },
+			{ "uretprobe", "2 arguments" },
+			{ "usdt", "2 or 3 arguments" },
+			{ "software", "1 or 2 arguments" },
+			{ "hardware", "1 or 2 arguments" },
+		};
+
+		/* a probe type alone: bpftrace's complaint */
+		prov = probes_canonical(pattern);
+		for (size_t i = 0; prov && i < ARRAY_SIZE(counts); i++)
+			if (!strcmp(prov, counts[i].prov)) {
+				diag_error(d, loc,
+					   "%s probe type requires %s", prov,
+					   counts[i].count);
+				return -EINVAL;
+			}
+		if (prov)
+			return 0;
 		/* a bare search: every full name matching it */
 		probes_list_fixed(l, NULL, pattern);
 		return 0;
@@ -1966,7 +1991,9 @@ static int probes_list_pattern(struct probes_lister *l, struct diag_list *d,
 		for (int i = 0; i < n; i++) {
 			const char *detail = NULL;
 
-			if (l->verbose && m[i].func) {
+			/* uretprobes have no args: bpftrace shows none */
+			if (l->verbose && m[i].func &&
+			    !strcmp(prov, "uprobe")) {
 				if (!dw_path || strcmp(dw_path, m[i].target)) {
 					dw_path = m[i].target;
 					probes_dw_funcs(a, dw_path, &fns, &nfns);
@@ -2012,11 +2039,8 @@ static int probes_list_pattern(struct probes_lister *l, struct diag_list *d,
 				probes_emit(l, m[i].name, NULL);
 		return 0;
 	}
-	/* kprobe & co: nothing to list on a kernel without them; BEGIN,
-	 * END, interval, profile: nothing to list either */
-	if ((!strcmp(prov, "kprobe") || !strcmp(prov, "kretprobe")) &&
-	    probes_perf_pmu("kprobe"))
-		return 0;
+	/* kprobe & co: ubt has none on this kernel (no kprobe PMU), so it
+	 * lists none; BEGIN, END, interval, profile: nothing to list */
 	return 0;
 }
 
@@ -2035,7 +2059,29 @@ int probes_list(const char *pattern, int pid, bool verbose, FILE *out,
 	arena_init(&a);
 	l.a = &a;
 	diag_init(&d, &a, "stdin", pattern ? pattern : "");
-	if (!pattern || !*pattern) {
+	if ((!pattern || !*pattern) && pid > 0) {
+		/* -p alone: the process's executable, as bpftrace spells it
+		 * (through /proc/PID/root, its mount namespace) */
+		char exe[PATH_MAX];
+		ssize_t len = readlink(arena_printf(&a, "/proc/%d/exe", pid),
+				       exe, sizeof(exe) - 1);
+
+		if (len > 0) {
+			const char *path = arena_printf(&a, "/proc/%d/root%.*s",
+							pid, (int)len, exe);
+
+			probes_list_pattern(&l, &d, &loc,
+					    arena_printf(&a, "uprobe:%s:*",
+							 path), 0);
+			probes_list_pattern(&l, &d, &loc,
+					    arena_printf(&a, "usdt:%s:*:*",
+							 path), 0);
+		} else {
+			fprintf(err, "ubt: cannot read /proc/%d/exe: %s\n",
+				pid, strerror(errno));
+			rc = 1;
+		}
+	} else if (!pattern || !*pattern) {
 		probes_list_fixed(&l, NULL, NULL);
 	} else {
 		loc.first_line = loc.last_line = 1;

@@ -200,7 +200,13 @@ bool probes_match_wildcard(const char *pattern, const char *s);
 /*
  * `ubt -l [PATTERN]` (and -lv when verbose): print the matching probes,
  * one per line, sorted, as bpftrace 0.17 prints them; PATTERN NULL or ""
- * lists tracepoints, software and hardware events. Errors in the pattern
+ * lists tracepoints, software and hardware (with a CPU PMU) events. -lv
+ * adds a tracepoint's fields as its format file declares them and a
+ * uprobe's parameters from DWARF ("    const char* s"). Patterns: full
+ * names with wildcards ("tracepoint:sched:*", "t:*:sched_sw*",
+ * "*sched_switch*"), "uprobe:TARGET:FUNC", "usdt:TARGET[:PROV]:NAME";
+ * with pid > 0 targets resolve through the process's maps, and without a
+ * pattern the process's executable's uprobes and usdt probes are listed. Errors in the pattern
  * are printed to err in bpftrace's diagnostic format against "stdin".
  * Returns 0, or 1 after printing an error.
  */

@@ -37,7 +37,8 @@ static int fail(struct pt *p, int err, const char *fmt, ...)
 	va_end(ap);
 	n = strlen(p->err);
 	if (err)
-		snprintf(p->err + n, sizeof(p->err) - n, ": %s", strerror(-err));
+		snprintf(p->err + n, sizeof(p->err) - n, ": %s",
+			 strerror(-err));
 	return err ? err : -EINVAL;
 }
 
@@ -108,6 +109,10 @@ static int wait_stop(struct pt *p, struct pt_thread *t)
 			return -ESRCH;
 		}
 		if (WIFEXITED(st) || WIFSIGNALED(st)) {
+			if (tid == p->pid) {
+				p->exited = true;
+				p->exit_status = st;
+			}
 			drop(p, tid);
 			return -ESRCH;
 		}
@@ -130,8 +135,7 @@ static int wait_stop(struct pt *p, struct pt_thread *t)
 			break;
 		case 0:
 			/* a signal arrived first: keep it for detach */
-			if (WSTOPSIG(st) != SIGSTOP || p->child)
-				t->pending_sig = WSTOPSIG(st);
+			t->pending_sig = WSTOPSIG(st);
 			break;
 		default:
 			break;
@@ -491,11 +495,12 @@ static int find_syscall_insn(struct pt *p)
 					len = sizeof(buf);
 				if (pt_read(p, a, buf, len))
 					break;
-				for (k = 0; k + 1 < len; k++)
-					if (buf[k] == 0x0f && buf[k + 1] == 0x05) {
-						p->syscall_insn = a + k;
-						break;
-					}
+				for (k = 0; k + 1 < len; k++) {
+					if (buf[k] != 0x0f || buf[k + 1] != 0x05)
+						continue;
+					p->syscall_insn = a + k;
+					break;
+				}
 			}
 		}
 	}
@@ -508,14 +513,14 @@ static int find_syscall_insn(struct pt *p)
  * stopped thread (dlopen, malloc): let the other threads run until it
  * returns, then stop them again.
  */
-static void release_others(struct pt *p)
+static void release_others(struct pt *p, int keep)
 {
 	int i;
 
 	for (i = 0; i < p->nth; i++) {
 		struct pt_thread *t = &p->th[i];
 
-		if (i == p->ctl || !t->stopped)
+		if (i == keep || !t->stopped)
 			continue;
 		if (t->have_regs)
 			ptrace(PTRACE_SETREGS, t->tid, 0, &t->regs);
@@ -527,7 +532,7 @@ static void release_others(struct pt *p)
 	clock_gettime(CLOCK_MONOTONIC, &p->released_at);
 }
 
-static int restop_others(struct pt *p)
+static int restop_others(struct pt *p, int keep)
 {
 	int i, err, added, rounds = 0;
 	struct timespec t;
@@ -552,7 +557,7 @@ static int restop_others(struct pt *p)
 	if (err)
 		return err;
 	for (i = 0; i < p->nth; i++) {
-		if (i == p->ctl)
+		if (i == keep)
 			continue;
 		if (ptrace(PTRACE_GETREGS, p->th[i].tid, 0,
 			   &p->th[i].regs) < 0)
@@ -560,6 +565,18 @@ static int restop_others(struct pt *p)
 		p->th[i].have_regs = true;
 	}
 	return 0;
+}
+
+int pt_run_briefly(struct pt *p, unsigned int usec)
+{
+	int err;
+
+	release_others(p, -1);
+	usleep(usec);
+	err = restop_others(p, -1);
+	if (!err && !p->nth)
+		err = -ESRCH;
+	return err;
 }
 
 /* Resume the control thread with r and wait for its next stop. */
@@ -588,7 +605,7 @@ static int run_ctl(struct pt *p, struct user_regs_struct *r, bool step,
 				continue;
 			}
 			if (!step && !p->others_running)
-				release_others(p);
+				release_others(p, p->ctl);
 			clock_gettime(CLOCK_MONOTONIC, &t);
 			if ((t.tv_sec - t0.tv_sec) * 1000 +
 				    (t.tv_nsec - t0.tv_nsec) / 1000000 >
@@ -596,7 +613,7 @@ static int run_ctl(struct pt *p, struct user_regs_struct *r, bool step,
 				ptrace(PTRACE_INTERRUPT, tid, 0, 0);
 				waitpid(tid, &st, __WALL);
 				if (p->others_running)
-					restop_others(p);
+					restop_others(p, p->ctl);
 				return -ETIMEDOUT;
 			}
 			usleep(100);
@@ -615,7 +632,7 @@ static int run_ctl(struct pt *p, struct user_regs_struct *r, bool step,
 	if (ptrace(PTRACE_GETREGS, tid, 0, r) < 0)
 		return -errno;
 	if (p->others_running)
-		return restop_others(p);
+		return restop_others(p, p->ctl);
 	return 0;
 }
 
@@ -629,7 +646,7 @@ int pt_syscall(struct pt *p, long nr, const uint64_t args[6], int64_t *ret)
 	if (!p->syscall_insn) {
 		err = find_syscall_insn(p);
 		if (err)
-			return fail(p, err, "no syscall instruction in the target");
+			return fail(p, err, "no syscall instruction found");
 	}
 	r = p->th[p->ctl].regs;
 	r.rax = (uint64_t)nr;

@@ -32,6 +32,8 @@ struct pt {
 	uint64_t syscall_insn;	/* address of a syscall instruction */
 	int memfd;		/* /proc/PID/mem */
 	bool child;		/* started by pt_spawn */
+	bool exited;		/* the process exited while we waited: */
+	int exit_status;	/* its wait status (reaped if our child) */
 	bool others_running;	/* released during a long remote call */
 	struct timespec released_at;
 	uint64_t released_ns;	/* time the other threads ran meanwhile */
@@ -61,6 +63,9 @@ int pt_syscall(struct pt *p, long nr, const uint64_t args[6], int64_t *ret);
 /* Call fn(args...) in the control thread; -ETIMEDOUT after timeout_ms. */
 int pt_call(struct pt *p, uint64_t fn, const uint64_t args[6], uint64_t *ret,
 	    int timeout_ms);
+
+/* Let every thread run for usec, then stop them all again. */
+int pt_run_briefly(struct pt *p, unsigned int usec);
 
 /* Registers of thread i (the values it resumes with). */
 int pt_regs(struct pt *p, int i, struct user_regs_struct *r);

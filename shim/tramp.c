@@ -66,6 +66,64 @@ static void rel32_to(struct emit *e, uint64_t target)
 	rel32_fix(e, rel32_hole(e), target);
 }
 
+/*
+ * A site inside a function: every register and the flags may be live, the
+ * red zone may be in use and the stack alignment is unknown.
+ */
+static int build_mid(const struct tramp_spec *spec, struct patch_site *s,
+		     uint8_t *out, size_t cap, uint64_t *reloc_at,
+		     struct patch_reloc *r)
+{
+	struct emit e = { .p = out, .cap = cap, .at = spec->at };
+	size_t jz_slow, call_at, after, lit_slow, slow;
+	int err;
+
+	EMIT(&e, 0x48, 0x8d, 0x64, 0x24, 0x80);	/* lea -128(%rsp),%rsp */
+	EMIT(&e, 0x9c);				/* pushfq */
+	EMIT(&e, 0x50);				/* push %rax */
+	EMIT(&e, 0x41, 0x53);			/* push %r11 */
+	EMIT(&e, 0x49, 0x89, 0xe3);		/* mov %rsp,%r11 */
+	EMIT(&e, 0x48, 0x83, 0xe4, 0xf0);	/* and $-16,%rsp */
+	EMIT(&e, 0x41, 0x53);			/* push %r11 */
+	EMIT(&e, 0x41, 0x53);			/* push %r11 */
+	EMIT(&e, 0x64, 0x48, 0x8b, 0x04, 0x25);	/* mov %fs:tls,%rax */
+	u32(&e, (uint32_t)spec->tls_offset);
+	EMIT(&e, 0x48, 0x85, 0xc0);		/* test %rax,%rax */
+	EMIT(&e, 0x0f, 0x84);			/* jz .slow */
+	jz_slow = rel32_hole(&e);
+	call_at = e.n;
+	EMIT(&e, 0xe8);				/* call entry code */
+	rel32_to(&e, spec->entry_code);
+	after = e.n;
+	EMIT(&e, 0x48, 0x8b, 0x24, 0x24);	/* mov (%rsp),%rsp */
+	EMIT(&e, 0x41, 0x5b);			/* pop %r11 */
+	EMIT(&e, 0x58);				/* pop %rax */
+	EMIT(&e, 0x9d);				/* popfq */
+	EMIT(&e, 0x48, 0x8d, 0xa4, 0x24);	/* lea 128(%rsp),%rsp */
+	u32(&e, 128);
+	*reloc_at = here(&e);
+	if (e.err)
+		return e.err;
+	err = patch_relocate(s, here(&e), out + e.n, cap - e.n, r);
+	if (err)
+		return err;
+	e.n += r->len;
+	slow = e.n;
+	EMIT(&e, 0xff, 0x15);			/* call *lit_slow */
+	lit_slow = rel32_hole(&e);
+	EMIT(&e, 0x48, 0x85, 0xc0);		/* test %rax,%rax */
+	EMIT(&e, 0x0f, 0x85);			/* jnz .call */
+	rel32_to(&e, spec->at + call_at);
+	EMIT(&e, 0xe9);				/* jmp .after */
+	rel32_to(&e, spec->at + after);
+	while (e.n % 8)
+		EMIT(&e, 0xcc);
+	rel32_fix(&e, jz_slow, spec->at + slow);
+	rel32_fix(&e, lit_slow, here(&e));
+	bytes(&e, &spec->fn_slow, 8);
+	return e.err ? e.err : (int)e.n;
+}
+
 int tramp_build(const struct tramp_spec *spec, struct patch_site *s,
 		uint8_t *out, size_t cap, uint64_t *reloc_at,
 		struct patch_reloc *r)
@@ -80,6 +138,11 @@ int tramp_build(const struct tramp_spec *spec, struct patch_site *s,
 
 	if ((int64_t)(int32_t)spec->tls_offset != spec->tls_offset)
 		return -ERANGE;
+	if (s->mid) {
+		if (spec->ret_code || !spec->entry_code)
+			return -EINVAL;
+		return build_mid(spec, s, out, cap, reloc_at, r);
+	}
 	EMIT(&e, 0x50);				/* push %rax */
 	if (spec->entry_code) {
 		EMIT(&e, 0x64, 0x48, 0x8b, 0x04, 0x25);	/* mov %fs:tls,%rax */
@@ -99,7 +162,7 @@ int tramp_build(const struct tramp_spec *spec, struct patch_site *s,
 		EMIT(&e, 0x48, 0x85, 0xc0);		/* test %rax,%rax */
 		EMIT(&e, 0x0f, 0x84);			/* jz .enter_help */
 		jz_help = rel32_hole(&e);
-		EMIT(&e, 0x4c, 0x8b, 0x58, RT_BLK_SHADOW_TOP); /* mov top,%r11 */
+		EMIT(&e, 0x4c, 0x8b, 0x58, RT_BLK_SHADOW_TOP); /* top,%r11 */
 		EMIT(&e, 0x49, 0x81, 0xfb);		/* cmp $last,%r11 */
 		u32(&e, (RT_SHADOW_DEPTH - 1) * 16);
 		EMIT(&e, 0x0f, 0x87);			/* ja .enter_help */
@@ -107,9 +170,9 @@ int tramp_build(const struct tramp_spec *spec, struct patch_site *s,
 		EMIT(&e, 0x4d, 0x85, 0xdb);		/* test %r11,%r11 */
 		EMIT(&e, 0x0f, 0x84);			/* jz .push */
 		jz_push = rel32_hole(&e);
-		/* top entry at or below this slot: stale, the helper drops it */
+		/* top entry at or below this slot: stale, helper drops it */
 		EMIT(&e, 0x48, 0x8d, 0x64, 0x24, 0x08);	/* lea 8(%rsp),%rsp */
-		EMIT(&e, 0x4a, 0x39, 0xa4, 0x18);	/* cmp %rsp,top-1.slot */
+		EMIT(&e, 0x4a, 0x39, 0xa4, 0x18);	/* cmp %rsp,slot */
 		u32(&e, RT_BLK_SHADOW - 16);
 		EMIT(&e, 0x48, 0x8d, 0x64, 0x24, 0xf8);	/* lea -8(%rsp),%rsp */
 		EMIT(&e, 0x0f, 0x86);			/* jbe .enter_help */
@@ -124,7 +187,7 @@ int tramp_build(const struct tramp_spec *spec, struct patch_site *s,
 		EMIT(&e, 0x42, 0x8f, 0x84, 0x18);	/* pop top.ret */
 		u32(&e, RT_BLK_SHADOW + 8);
 		EMIT(&e, 0x49, 0x83, 0xc3, 0x10);	/* add $16,%r11 */
-		EMIT(&e, 0x4c, 0x89, 0x58, RT_BLK_SHADOW_TOP); /* mov %r11,top */
+		EMIT(&e, 0x4c, 0x89, 0x58, RT_BLK_SHADOW_TOP); /* %r11,top */
 		EMIT(&e, 0x58);				/* pop %rax */
 		wrapped = e.n;
 		EMIT(&e, 0x48, 0x8d, 0x64, 0x24, 0x08);	/* lea 8(%rsp),%rsp */
@@ -139,15 +202,15 @@ int tramp_build(const struct tramp_spec *spec, struct patch_site *s,
 		/* inline pop when the top entry is ours; else rt_wrap_exit */
 		EMIT(&e, 0x64, 0x48, 0x8b, 0x04, 0x25);	/* mov %fs:tls,%rax */
 		u32(&e, (uint32_t)spec->tls_offset);
-		EMIT(&e, 0x4c, 0x8b, 0x58, RT_BLK_SHADOW_TOP); /* mov top,%r11 */
+		EMIT(&e, 0x4c, 0x8b, 0x58, RT_BLK_SHADOW_TOP); /* top,%r11 */
 		EMIT(&e, 0x49, 0x83, 0xeb, 0x10);	/* sub $16,%r11 */
 		EMIT(&e, 0x48, 0x8d, 0x64, 0x24, 0x08);	/* lea 8(%rsp),%rsp */
-		EMIT(&e, 0x4a, 0x39, 0xa4, 0x18);	/* cmp %rsp,top-1.slot */
+		EMIT(&e, 0x4a, 0x39, 0xa4, 0x18);	/* cmp %rsp,slot */
 		u32(&e, RT_BLK_SHADOW);
 		EMIT(&e, 0x48, 0x8d, 0x64, 0x24, 0xf8);	/* lea -8(%rsp),%rsp */
 		EMIT(&e, 0x0f, 0x85);			/* jne .exit_help */
 		jne_help = rel32_hole(&e);
-		EMIT(&e, 0x4c, 0x89, 0x58, RT_BLK_SHADOW_TOP); /* mov %r11,top */
+		EMIT(&e, 0x4c, 0x89, 0x58, RT_BLK_SHADOW_TOP); /* %r11,top */
 		EMIT(&e, 0x4e, 0x8b, 0x9c, 0x18);	/* mov top.ret,%r11 */
 		u32(&e, RT_BLK_SHADOW + 8);
 		EMIT(&e, 0x48, 0x83, 0xc4, 0x08);	/* add $8,%rsp */
@@ -168,7 +231,7 @@ int tramp_build(const struct tramp_spec *spec, struct patch_site *s,
 		lit_enter = rel32_hole(&e);
 		EMIT(&e, 0x48, 0x85, 0xc0);		/* test %rax,%rax */
 		EMIT(&e, 0x58);				/* pop %rax */
-		EMIT(&e, 0x0f, 0x84);			/* jz .reloc: not wrapped */
+		EMIT(&e, 0x0f, 0x84);			/* jz .reloc (unwrapped) */
 		jz_reloc = rel32_hole(&e);
 		EMIT(&e, 0xe9);				/* jmp .wrapped */
 		rel32_to(&e, spec->at + wrapped);

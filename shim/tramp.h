@@ -4,6 +4,8 @@
  *
  *   entry probe:  call the probe code with the function's arguments still
  *                 in their registers, run the relocated window, jump back.
+ *   inside a function (an offset): the same, stepping over the red zone,
+ *                 saving the flags and %r11 and aligning the stack first.
  *   return probe: call-wrapping.  The caller's return address moves to a
  *                 per-thread shadow stack in the thread's block, the
  *                 trampoline calls the relocated function, then calls the

@@ -27,6 +27,7 @@
 #define USER_SCRATCH_OFF 2048	/* in the control page, after struct rt_ctl */
 #define USER_MAX_FUNC (1 << 20)
 #define USER_2G (2ULL << 30)
+#define USER_VA_END 0x7ffffffff000ULL	/* end of 47-bit user space */
 
 struct user_slice {
 	char path[PATH_MAX];	/* module */
@@ -42,6 +43,8 @@ struct user_site {
 	uint64_t tramp;
 	struct patch_reloc r;
 	uint64_t reloc_at;
+	bool installed;		/* the jump is written */
+	uint64_t offset;	/* of the probe from the symbol */
 };
 
 struct ubt_user {
@@ -58,10 +61,15 @@ struct ubt_user {
 	int nsites;
 	uint64_t stop_ns;
 	int moved;
+	bool exited;
+	int exit_status;
 	char rt_path[PATH_MAX];
 	uint64_t rt_init_vaddr;
 	char libc[PATH_MAX];
-	uint64_t libc_bias, dlopen_addr;
+	bool libc_ready;
+	int libc_dyn;
+	uint64_t libc_min_vaddr, libc_bias;
+	uint64_t dlopen_vaddr, dlerror_vaddr, single_vaddr;
 	char err[512];
 };
 
@@ -103,6 +111,15 @@ uint64_t user_stop_ns(const struct ubt_user *u)
 	return u->stop_ns;
 }
 
+/* ptrace reaped the process's exit (a -c child): keep its status. */
+static void user_note_exit(struct ubt_user *u)
+{
+	if (u->pt.exited && !u->exited) {
+		u->exited = true;
+		u->exit_status = u->pt.exit_status;
+	}
+}
+
 int user_read_maps(struct ubt_user *u, uint64_t off, uint64_t len,
 		   int (*cb)(const void *data, uint32_t block, void *arg),
 		   void *arg)
@@ -124,6 +141,32 @@ int user_read_maps(struct ubt_user *u, uint64_t off, uint64_t len,
 	}
 	free(buf);
 	return err;
+}
+
+int user_read_events(struct ubt_user *u,
+		     int (*cb)(uint32_t type, const void *data, uint32_t len,
+			       void *arg),
+		     void *arg)
+{
+	uint32_t n, i;
+	int total = 0, err = 0, r;
+
+	if (!u->m.base)
+		return -EINVAL;
+	n = memfd_nblocks_used(&u->m);
+	for (i = 0; i < n; i++) {
+		r = memfd_ring_consume(&u->m, i, cb, arg);
+		if (r >= 0)
+			total += r;
+		else if (!err)
+			err = r;
+	}
+	return err ? err : total;
+}
+
+uint64_t user_lost_events(const struct ubt_user *u)
+{
+	return u->m.base ? memfd_ring_dropped(&u->m) : 0;
 }
 
 int user_moved_threads(const struct ubt_user *u)
@@ -173,12 +216,17 @@ static int runtime_path(const struct user_opts *o, char *out, size_t len)
 }
 
 /* Load bias of a module mapped from path in the target. */
-static int module_range(struct ubt_user *u, const char *path, uint64_t *bias,
-			uint64_t *lo, uint64_t *hi)
+/*
+ * Where a module mapped from path lies in the target ([lo, hi)), and its
+ * load bias given the ELF file's lowest p_vaddr and type.
+ */
+static int module_maps(struct ubt_user *u, const char *path,
+		       uint64_t min_vaddr, int is_dyn, uint64_t *bias,
+		       uint64_t *lo, uint64_t *hi)
 {
-	uint64_t min_vaddr, base = 0;
 	struct pt_map *m;
-	int n, i, err, is_dyn;
+	uint64_t base = 0;
+	int n, i, err;
 
 	err = pt_maps(u->pid, &m, &n);
 	if (err)
@@ -198,11 +246,20 @@ static int module_range(struct ubt_user *u, const char *path, uint64_t *bias,
 	free(m);
 	if (!*hi)
 		return -ENOENT;
+	*bias = is_dyn ? base - min_vaddr : 0;
+	return 0;
+}
+
+static int module_range(struct ubt_user *u, const char *path, uint64_t *bias,
+			uint64_t *lo, uint64_t *hi)
+{
+	uint64_t min_vaddr;
+	int err, is_dyn;
+
 	err = patch_elf_base(path, &min_vaddr, &is_dyn);
 	if (err)
 		return err;
-	*bias = is_dyn ? base - min_vaddr : 0;
-	return 0;
+	return module_maps(u, path, min_vaddr, is_dyn, bias, lo, hi);
 }
 
 static int find_libc(struct ubt_user *u, char *path, size_t len)
@@ -291,6 +348,8 @@ static int place_memfd(struct ubt_user *u, const struct user_opts *o)
 		return err;
 	u->target_base = (uint64_t)ret;
 	u->m.ctl->target_base = u->target_base;
+	if (o && o->fault_safe_reads)
+		u->m.ctl->flags |= RT_CTL_FAULT_HANDLER;
 	return 0;
 }
 
@@ -312,20 +371,118 @@ static bool in_loader(struct ubt_user *u, uint64_t rip)
 }
 
 /*
+ * Is thread i at a point where a remote dlopen is safe?  The dlopen runs on
+ * its stack and calls malloc: a thread stopped inside malloc (or inside the
+ * dynamic loader) would have it re-entered.  Safe: blocked in a system
+ * call other than the memory ones malloc makes, outside the loader; or
+ * running code of the executable itself.
+ */
+static bool ctl_safe(struct ubt_user *u, const struct pt_map *m, int n,
+		     const char *exe, int i)
+{
+	struct user_regs_struct r;
+	bool in_exe = false, in_ld = false;
+	long nr;
+	int k;
+
+	if (pt_regs(&u->pt, i, &r))
+		return false;
+	for (k = 0; k < n; k++) {
+		if (r.rip < m[k].start || r.rip >= m[k].end)
+			continue;
+		in_exe = !strcmp(m[k].path, exe);
+		in_ld = strstr(m[k].path, "/ld-linux") != NULL;
+	}
+	nr = (long)r.orig_rax;
+	if (nr >= 0)
+		return !in_ld && nr != SYS_mmap && nr != SYS_munmap &&
+		       nr != SYS_mremap && nr != SYS_brk &&
+		       nr != SYS_mprotect && nr != SYS_madvise;
+	return in_exe;
+}
+
+/* Pick the thread that runs the remote calls, letting the process run on
+ * a little while no thread is at a safe point. */
+static int choose_ctl(struct ubt_user *u)
+{
+	char link[64], exe[PATH_MAX];
+	struct pt_map *m;
+	int tries, n, i;
+	ssize_t len;
+
+	snprintf(link, sizeof(link), "/proc/%d/exe", u->pid);
+	len = readlink(link, exe, sizeof(exe) - 1);
+	if (len <= 0)
+		return uerr(u, -ESRCH, "process exited during attach");
+	exe[len] = 0;
+	for (tries = 0; tries < 400; tries++) {
+		if (pt_maps(u->pid, &m, &n))
+			return uerr(u, -ESRCH, "process exited during attach");
+		for (i = 0; i < u->pt.nth; i++)
+			if (ctl_safe(u, m, n, exe, i))
+				break;
+		free(m);
+		if (i < u->pt.nth) {
+			u->pt.ctl = i;
+			return 0;
+		}
+		if (pt_run_briefly(&u->pt, 250))
+			return uerr(u, -ESRCH, "process exited during attach");
+	}
+	return uerr(u, -EAGAIN, "no thread reached a point where the runtime "
+				"can be loaded safely");
+}
+
+/*
  * Find libc and its dlopen, and make sure libc is initialized: a process
  * caught while the dynamic loader still runs (libc mapped, not set up) must
  * not get a dlopen.  glibc sets __libc_single_threaded during its early
  * initialization; it is still 0 only before that, or once threads exist.
  */
+/*
+ * Read what ubt needs from the target's libc (its path from the target's
+ * maps, then the ELF file), before stopping the target when possible.
+ */
+static int prepare_libc(struct ubt_user *u)
+{
+	uint64_t size, off;
+	int err;
+
+	if (u->libc_ready)
+		return 0;
+	err = find_libc(u, u->libc, sizeof(u->libc));
+	if (err)
+		return err;
+	err = patch_elf_base(u->libc, &u->libc_min_vaddr, &u->libc_dyn);
+	if (err)
+		return uerr(u, err, "%s", u->libc);
+	err = patch_find_symbol(u->libc, "dlopen", &u->dlopen_vaddr, &size,
+				&off);
+	if (err)
+		err = patch_find_symbol(u->libc, "__libc_dlopen_mode",
+					&u->dlopen_vaddr, &size, &off);
+	if (err)
+		return uerr(u, err, "%s: no dlopen", u->libc);
+	if (patch_find_symbol(u->libc, "dlerror", &u->dlerror_vaddr, &size,
+			      &off))
+		u->dlerror_vaddr = 0;
+	if (patch_find_object(u->libc, "__libc_single_threaded",
+			      &u->single_vaddr, &size))
+		u->single_vaddr = 0;
+	u->libc_ready = true;
+	return 0;
+}
+
 static int check_libc(struct ubt_user *u)
 {
-	uint64_t vaddr, size, off, lo, hi;
 	struct user_regs_struct r;
+	uint64_t lo, hi;
 	uint8_t single = 1;
 	char exe[64];
 	int err;
 
-	if (find_libc(u, u->libc, sizeof(u->libc))) {
+	err = prepare_libc(u);
+	if (err == -ENOENT && !u->libc_ready) {
 		snprintf(exe, sizeof(exe), "/proc/%d/exe", u->pid);
 		if (patch_elf_interp(exe) == 1)
 			return uerr(u, 0, "libc is not loaded yet: the process "
@@ -333,19 +490,14 @@ static int check_libc(struct ubt_user *u)
 		return uerr(u, 0, "no libc in the process: a static "
 				  "executable cannot load the runtime");
 	}
-	err = module_range(u, u->libc, &u->libc_bias, &lo, &hi);
+	if (err)
+		return err;
+	err = module_maps(u, u->libc, u->libc_min_vaddr, u->libc_dyn,
+			  &u->libc_bias, &lo, &hi);
 	if (err)
 		return uerr(u, err, "%s: cannot find its mapping", u->libc);
-	err = patch_find_symbol(u->libc, "dlopen", &vaddr, &size, &off);
-	if (err)
-		err = patch_find_symbol(u->libc, "__libc_dlopen_mode", &vaddr,
-					&size, &off);
-	if (err)
-		return uerr(u, err, "%s: no dlopen", u->libc);
-	u->dlopen_addr = u->libc_bias + vaddr;
-	if (!patch_find_symbol(u->libc, "__libc_single_threaded", &vaddr,
-			       &size, &off))
-		pt_read(&u->pt, u->libc_bias + vaddr, &single, 1);
+	if (u->single_vaddr)
+		pt_read(&u->pt, u->libc_bias + u->single_vaddr, &single, 1);
 	if (!single && u->pt.nth == 1 && !pt_regs(&u->pt, 0, &r) &&
 	    in_loader(u, r.rip))
 		return uerr(u, 0, "libc is not initialized yet: the process "
@@ -355,7 +507,7 @@ static int check_libc(struct ubt_user *u)
 
 static int place_runtime(struct ubt_user *u, const struct user_opts *o)
 {
-	uint64_t args[6] = { 0 }, handle, l_addr, ret, de_vaddr, size, off;
+	uint64_t args[6] = { 0 }, handle, l_addr, ret;
 	uint64_t init_vaddr = u->rt_init_vaddr;
 	const char *rt = u->rt_path;
 	int err, i;
@@ -363,24 +515,17 @@ static int place_runtime(struct ubt_user *u, const struct user_opts *o)
 	strcpy(u->m.base + USER_SCRATCH_OFF, rt);
 	args[0] = u->target_base + USER_SCRATCH_OFF;
 	args[1] = RTLD_NOW;
-	err = pt_call(&u->pt, u->dlopen_addr, args, &handle, 5000);
-	if (err) {
-		if (getenv("UBT_DBG")) {
-			struct user_regs_struct r; char cmd[128];
-			pt_regs(&u->pt, u->pt.ctl, &r);
-			fprintf(stderr, "DBG orig rip %llx nth %d\n", (unsigned long long)r.rip, u->pt.nth);
-			snprintf(cmd, sizeof cmd, "cat /proc/%d/maps >&2", u->pid); if (system(cmd)) {}
-		}
+	err = pt_call(&u->pt, u->libc_bias + u->dlopen_vaddr, args, &handle,
+		      5000);
+	if (err)
 		return uerr(u, 0, "dlopen %s in the target: %s", rt, u->pt.err);
-	}
 	if (!handle) {
 		char text[256] = "unknown error";
 		uint64_t msg = 0;
 
-		if (!patch_find_symbol(u->libc, "dlerror", &de_vaddr, &size,
-				       &off) &&
-		    !pt_call(&u->pt, u->libc_bias + de_vaddr, args, &msg,
-			     1000) &&
+		if (u->dlerror_vaddr &&
+		    !pt_call(&u->pt, u->libc_bias + u->dlerror_vaddr, args,
+			     &msg, 1000) &&
 		    msg && !pt_read(&u->pt, msg, text, sizeof(text) - 1))
 			text[sizeof(text) - 1] = 0;
 		return uerr(u, 0, "dlopen in the target failed: %s", text);
@@ -433,8 +578,9 @@ static int find_runtime(struct ubt_user *u, const struct user_opts *o)
 static struct ubt_user *attach(struct ubt_user *u, const struct user_opts *o,
 			   char *err, size_t errlen)
 {
-	int e = check_libc(u);
+	int e = choose_ctl(u);
 
+	e = e ?: check_libc(u);
 	e = e ?: place_memfd(u, o);
 	e = e ?: place_runtime(u, o);
 	if (!e)
@@ -474,6 +620,7 @@ struct ubt_user *user_attach_pid(pid_t pid, const struct user_opts *o,
 	u->m.fd = -1;
 	pt_init(&u->pt);
 	u->pid = pid;
+	prepare_libc(u);	/* the ELF work, before stopping the target */
 	if (find_runtime(u, o)) {
 		snprintf(err, errlen, "cannot attach to pid %d: %s", pid,
 			 u->err);
@@ -518,6 +665,12 @@ struct ubt_user *user_attach_cmd(char *const argv[], const struct user_opts *o,
 int user_site_check(const char *binary, const char *symbol, char *reason,
 		    size_t len)
 {
+	return user_site_check_at(binary, symbol, 0, reason, len);
+}
+
+int user_site_check_at(const char *binary, const char *symbol,
+		       uint64_t offset, char *reason, size_t len)
+{
 	uint64_t vaddr, size, off;
 	struct patch_site s;
 	uint8_t *code;
@@ -536,7 +689,7 @@ int user_site_check(const char *binary, const char *symbol, char *reason,
 		err = fd < 0 ? -errno : -EIO;
 		snprintf(reason, len, "%s: cannot read %s", binary, symbol);
 	} else {
-		err = patch_analyze(code, size, vaddr, &s);
+		err = patch_analyze(code, size, vaddr, offset, &s);
 		snprintf(reason, len, "%s", err ? s.reason : "");
 	}
 	if (fd >= 0)
@@ -556,9 +709,12 @@ static int find_gap(struct ubt_user *u, uint64_t lo, uint64_t hi, uint64_t *at)
 	if (err)
 		return err;
 	for (i = 0; i <= n; i++) {
-		uint64_t gs = prev_end, ge = i < n ? m[i].start : 0x7ffffffff000;
+		uint64_t gs = prev_end;
+		uint64_t ge = i < n ? m[i].start : USER_VA_END;
 		uint64_t c, span;
 
+		if (ge > USER_VA_END)
+			ge = USER_VA_END;
 		if (i > 0 && !strcmp(m[i - 1].path, "[heap]"))
 			gs += 256ULL << 20;	/* leave the heap room */
 		if (i < n)
@@ -651,7 +807,10 @@ static int move_threads(struct ubt_user *u, struct user_site *us)
 int user_install(struct ubt_user *u, const struct user_probe *p)
 {
 	uint64_t vaddr, size, off, bias, lo, hi, addr, code_at;
+	uint64_t tramp, reloc_at;
+	uint8_t jmp[PATCH_MAX_WINDOW];
 	struct user_site *us = NULL;
+	struct patch_reloc r;
 	struct tramp_spec spec;
 	char path[PATH_MAX];
 	uint8_t buf[1024];
@@ -672,8 +831,11 @@ int user_install(struct ubt_user *u, const struct user_probe *p)
 	if (err)
 		return uerr(u, err, "%s is not mapped in pid %d", path, u->pid);
 	addr = bias + vaddr;
+	if (p->offset && p->kind == USER_PROBE_RETURN)
+		return uerr(u, -EINVAL, "a return probe has no offset");
 	for (i = 0; i < u->nsites; i++)
-		if (u->sites[i].s.func == addr)
+		if (u->sites[i].s.func == addr &&
+		    u->sites[i].offset == p->offset)
 			us = &u->sites[i];
 	if (!us) {
 		struct patch_site s;
@@ -683,11 +845,28 @@ int user_install(struct ubt_user *u, const struct user_probe *p)
 			size = USER_MAX_FUNC;
 		code = xmalloc(size ? size : 1);
 		err = pt_read(&u->pt, addr, code, size);
-		if (!err && patch_analyze(code, size, addr, &s))
+		/* decode the original code, not our jumps */
+		for (i = 0; !err && i < u->nsites; i++) {
+			const struct patch_site *o = &u->sites[i].s;
+
+			if (o->func == addr && u->sites[i].installed &&
+			    o->addr + o->len <= addr + size)
+				memcpy(code + (o->addr - addr), o->orig,
+				       o->len);
+		}
+		if (!err && patch_analyze(code, size, addr, p->offset, &s))
 			err = -EINVAL;
 		free(code);
 		if (err == -EINVAL)
 			return uerr(u, 0, "%s", s.reason);
+		for (i = 0; i < u->nsites; i++) {
+			const struct patch_site *o = &u->sites[i].s;
+
+			if (o->func == addr && s.addr < o->addr + o->len &&
+			    o->addr < s.addr + s.len)
+				return uerr(u, -EINVAL, "the patch window "
+					    "overlaps another probe's");
+		}
 		if (err)
 			return uerr(u, err, "read %s in pid %d", p->symbol,
 				    u->pid);
@@ -698,6 +877,7 @@ int user_install(struct ubt_user *u, const struct user_probe *p)
 		us = &u->sites[u->nsites];
 		memset(us, 0, sizeof(*us));
 		us->s = s;
+		us->offset = p->offset;
 		sl = get_slice(u, path, lo, hi);
 		if (sl < 0)
 			return sl;
@@ -707,10 +887,6 @@ int user_install(struct ubt_user *u, const struct user_probe *p)
 	code_at = slice_put(u, us->slice, p->code, p->code_len);
 	if (!code_at)
 		return uerr(u, -ENOSPC, "code area full");
-	if (p->kind == USER_PROBE_RETURN)
-		us->ret_code = code_at;
-	else
-		us->entry_code = code_at;
 	spec = (struct tramp_spec){
 		.at = (u->slices[us->slice].target +
 		       u->slices[us->slice].used + 15) & ~15ULL,
@@ -718,21 +894,30 @@ int user_install(struct ubt_user *u, const struct user_probe *p)
 		.fn_slow = u->m.ctl->fn[RT_FN_SLOW],
 		.fn_enter = u->m.ctl->fn[RT_FN_WRAP_ENTER],
 		.fn_exit = u->m.ctl->fn[RT_FN_WRAP_EXIT],
-		.entry_code = us->entry_code,
-		.ret_code = us->ret_code,
+		.entry_code = p->kind == USER_PROBE_ENTRY ? code_at
+							  : us->entry_code,
+		.ret_code = p->kind == USER_PROBE_RETURN ? code_at
+							 : us->ret_code,
 	};
-	n = tramp_build(&spec, &us->s, buf, sizeof(buf), &us->reloc_at,
-			&us->r);
+	n = tramp_build(&spec, &us->s, buf, sizeof(buf), &reloc_at, &r);
 	if (n < 0)
 		return uerr(u, n, "trampoline for %s%s%s", p->symbol,
 			    us->s.reason[0] ? ": " : "", us->s.reason);
-	us->tramp = slice_put(u, us->slice, buf, (size_t)n);
-	if (us->tramp != spec.at)
+	tramp = slice_put(u, us->slice, buf, (size_t)n);
+	if (tramp != spec.at)
 		return uerr(u, -ENOSPC, "code area full");
-	patch_jump_bytes(&us->s, us->tramp, us->jmp);
-	err = pt_write(&u->pt, us->s.addr, us->jmp, us->s.len);
+	patch_jump_bytes(&us->s, tramp, jmp);
+	err = pt_write(&u->pt, us->s.addr, jmp, us->s.len);
 	if (err)
 		return uerr(u, err, "write the jump at %s", p->symbol);
+	/* the site now runs the new trampoline */
+	us->entry_code = spec.entry_code;
+	us->ret_code = spec.ret_code;
+	us->tramp = tramp;
+	us->reloc_at = reloc_at;
+	us->r = r;
+	memcpy(us->jmp, jmp, us->s.len);
+	us->installed = true;
 	return move_threads(u, us);
 }
 
@@ -746,32 +931,23 @@ int user_resume(struct ubt_user *u)
 	err = rsys(u, SYS_close, (uint64_t)u->target_fd, 0, 0, 0, 0, 0, &ret);
 	if (!err)
 		err = pt_detach(&u->pt);
+	user_note_exit(u);
 	u->resumed = true;
 	u->stop_ns = now_ns() - u->stop_ns - u->pt.released_ns;
 	return err ? uerr(u, err, "resume pid %d", u->pid) : 0;
 }
 
-int user_detach(struct ubt_user *u)
+/* Put back the original bytes of every site (all threads stopped). */
+static int restore_sites(struct ubt_user *u)
 {
 	int i, err = 0;
 
-	if (u->detached || !u->m.ctl)
-		return 0;
-	u->detached = true;
-	if (!u->resumed) {
-		user_resume(u);
-	}
-	__atomic_store_n(&u->m.ctl->detached, 1, __ATOMIC_RELEASE);
-	if (!u->nsites)
-		return 0;
-	pt_release(&u->pt);
-	pt_init(&u->pt);
-	if (pt_seize(&u->pt, u->pid))
-		return 0;	/* gone: nothing left to restore */
 	for (i = 0; i < u->nsites; i++) {
 		struct user_site *us = &u->sites[i];
 		uint8_t cur[PATCH_MAX_WINDOW];
 
+		if (!us->installed)
+			continue;
 		if (pt_read(&u->pt, us->s.addr, cur, us->s.len) ||
 		    memcmp(cur, us->jmp, us->s.len)) {
 			err = uerr(u, -EIO, "the code at %#llx changed under "
@@ -782,9 +958,47 @@ int user_detach(struct ubt_user *u)
 		if (pt_write(&u->pt, us->s.addr, us->s.orig, us->s.len))
 			err = uerr(u, -EIO, "restore the code at %#llx",
 				   (unsigned long long)us->s.addr);
+		else
+			us->installed = false;
 	}
-	pt_detach(&u->pt);
 	return err;
+}
+
+int user_detach(struct ubt_user *u)
+{
+	int err;
+
+	if (u->detached || !u->m.ctl)
+		return 0;
+	u->detached = true;
+	__atomic_store_n(&u->m.ctl->detached, 1, __ATOMIC_RELEASE);
+	if (!u->resumed) {
+		/* still stopped: restore, then let it go */
+		err = restore_sites(u);
+		return user_resume(u) ?: err;
+	}
+	if (!u->nsites)
+		return 0;
+	pt_release(&u->pt);
+	pt_init(&u->pt);
+	if (pt_seize(&u->pt, u->pid)) {
+		user_note_exit(u);
+		if (pt_gone(u->pid))
+			return 0;	/* gone: nothing left to restore */
+		return uerr(u, 0, "cannot stop pid %d to restore its code: %s",
+			    u->pid, u->pt.err);
+	}
+	err = restore_sites(u);
+	pt_detach(&u->pt);
+	user_note_exit(u);
+	return err;
+}
+
+bool user_exit_status(const struct ubt_user *u, int *status)
+{
+	if (u->exited)
+		*status = u->exit_status;
+	return u->exited;
 }
 
 void user_free(struct ubt_user *u)

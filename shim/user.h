@@ -29,6 +29,8 @@ struct user_opts {
 	size_t sz;			/* sizeof(struct user_opts) */
 	const char *runtime_path;	/* NULL: UBT_RUNTIME, build, install */
 	struct memfd_layout layout;	/* all zero: memfd_layout_default() */
+	bool fault_safe_reads;	/* probes use rt_probe_read (str, *ptr):
+				 * install the chained SIGSEGV handler */
 };
 
 enum user_probe_kind {
@@ -41,8 +43,9 @@ struct user_probe {
 	const char *binary;		/* path of the executable or library */
 	const char *symbol;
 	enum user_probe_kind kind;
-	const void *code;		/* native probe code (tramp.h contract) */
+	const void *code;		/* native code, tramp.h contract */
 	size_t code_len;
+	uint64_t offset;		/* from the symbol (entry probes) */
 };
 
 /* Seize every thread of pid and place the runtime; NULL, err set, on error. */
@@ -58,6 +61,9 @@ struct ubt_user *user_attach_cmd(char *const argv[], const struct user_opts *o,
  */
 int user_site_check(const char *binary, const char *symbol, char *reason,
 		    size_t len);
+/* The same for a probe at symbol+offset. */
+int user_site_check_at(const char *binary, const char *symbol,
+		       uint64_t offset, char *reason, size_t len);
 
 /* Install a probe while the target is stopped; -errno, user_error() why. */
 int user_install(struct ubt_user *u, const struct user_probe *p);
@@ -70,6 +76,11 @@ int user_resume(struct ubt_user *u);
  */
 int user_detach(struct ubt_user *u);
 void user_free(struct ubt_user *u);
+/*
+ * When the process exited while ubt was attached and ptrace collected its
+ * wait status (so waitpid() on a -c child no longer can): true, *status.
+ */
+bool user_exit_status(const struct ubt_user *u, int *status);
 
 const char *user_error(const struct ubt_user *u);
 pid_t user_pid(const struct ubt_user *u);
@@ -87,6 +98,17 @@ uint64_t user_stop_ns(const struct ubt_user *u);
 int user_read_maps(struct ubt_user *u, uint64_t off, uint64_t len,
 		   int (*cb)(const void *data, uint32_t block, void *arg),
 		   void *arg);
+/*
+ * Consume the output rings of every thread block: cb(type, data, len, arg)
+ * per event, in order within a thread.  The number of events, or -errno
+ * of the first malformed ring (the others are still read).
+ */
+int user_read_events(struct ubt_user *u,
+		     int (*cb)(uint32_t type, const void *data, uint32_t len,
+			       void *arg),
+		     void *arg);
+/* Events dropped because a ring was full (bpftrace's lost events). */
+uint64_t user_lost_events(const struct ubt_user *u);
 /* Threads moved out of a patch window into its relocated copy. */
 int user_moved_threads(const struct ubt_user *u);
 struct memfd *user_memfd(struct ubt_user *u);

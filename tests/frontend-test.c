@@ -241,7 +241,8 @@ static int parse_file(const char *path, char *text, struct stanza **out)
 			sb_add(&prog, p, next);
 			if (!eol)
 				sb_add(&prog, "", 0);
-		} else {
+		} else if (p[0] != '#') {
+			/* expected output; '#' lines are comments */
 			sb_add(&exp, p, next);
 		}
 		p += next;

@@ -1,9 +1,4 @@
 # Tests: see tests/README.md. Each entry in TESTS prints TAP.
-check_PROGRAMS += tests/unit-codegen
-TESTS += tests/unit-codegen
-tests_unit_codegen_SOURCES = tests/unit-codegen.c
-tests_unit_codegen_CPPFLAGS = $(AM_CPPFLAGS) $(LLVM_CPPFLAGS) $(LIBBPF_CFLAGS)
-tests_unit_codegen_LDADD = $(UBT_LIBS)
 
 # Target programs the runtime corpus traces (tests/targets/*.c): plain
 # code, built without sanitizers, no inlining, frame pointers.
@@ -67,27 +62,20 @@ tests_unit_output_SOURCES = tests/unit-output.c
 tests_unit_output_LDADD = $(UBT_LIBS)
 
 # Probes: ELF symbols, USDT notes, targets, wildcards, tracepoint args
-# (shim/probes.c, frontend/tracepoint.c) and -l listing against bpftrace.
+# (shim/probes.c, frontend/tracepoint.c) and `ubt -l` against bpftrace.
 check_PROGRAMS += \
-	tests/probes/probes-list \
 	tests/probes/probes-target \
 	tests/unit-probes
 TESTS += \
 	tests/probes-list.sh \
 	tests/unit-probes
 EXTRA_DIST += tests/probes-list.sh
-tests_probes_probes_list_SOURCES = tests/probes/list.c
-tests_probes_probes_list_LDADD = $(UBT_LIBS)
 tests_probes_probes_target_SOURCES = \
 	tests/probes/target-sem.c \
 	tests/probes/target.c
 tests_probes_probes_target_CFLAGS = -O2 -g -fno-inline
 tests_unit_probes_SOURCES = tests/unit-probes.c
 tests_unit_probes_LDADD = $(UBT_LIBS)
-check_PROGRAMS += tests/unit-kernel
-TESTS += tests/unit-kernel
-tests_unit_kernel_SOURCES = tests/unit-kernel.c
-tests_unit_kernel_LDADD = $(UBT_LIBS)
 
 # User mode (shim/ptrace.c patch.c tramp.c memfd.c user.c, runtime/):
 # attach, patch, trampolines, per-thread blocks, detach, with native blobs.
@@ -100,6 +88,7 @@ TESTS += \
 	tests/user/unit-memfd
 tests_user_target_SOURCES = tests/user/target.c
 tests_user_target_CFLAGS = -O2 -pthread
+tests_user_target_LDFLAGS =
 tests_user_test_user_SOURCES = tests/user/test-user.c
 tests_user_test_user_LDADD = $(UBT_LIBS)
 tests_user_unit_memfd_SOURCES = tests/user/unit-memfd.c
@@ -139,3 +128,56 @@ check_PROGRAMS += tests/unit-sema
 TESTS += tests/unit-sema
 tests_unit_sema_SOURCES = tests/unit-sema.c
 tests_unit_sema_LDADD = $(UBT_LIBS)
+
+# Codegen and the kernel shim (codegen/, shim/kernel.c): a hand-built
+# module loaded and attached; programs run end to end with kernel_run().
+check_PROGRAMS += \
+	tests/unit-codegen \
+	tests/unit-kernel
+TESTS += \
+	tests/unit-codegen \
+	tests/unit-kernel
+tests_unit_codegen_SOURCES = tests/unit-codegen.c
+tests_unit_codegen_CPPFLAGS = $(AM_CPPFLAGS) $(LLVM_CPPFLAGS) $(LIBBPF_CFLAGS)
+tests_unit_codegen_LDADD = $(UBT_LIBS)
+tests_unit_kernel_SOURCES = tests/unit-kernel.c
+tests_unit_kernel_LDADD = $(UBT_LIBS)
+
+# Parser fuzzer (tests/fuzz/, see tests/README.md): libFuzzer with clang.
+# `make fuzz` fuzzes for FUZZ_SECONDS; make check runs a short smoke run.
+FUZZ_SECONDS = 300
+UBT_FUZZ_CFLAGS = -g -O1 -fsanitize=fuzzer,address,undefined \
+	-fno-sanitize-recover=undefined
+UBT_FUZZ_SOURCES = \
+	frontend/arena.c \
+	frontend/ast.c \
+	frontend/attach.c \
+	frontend/diag.c \
+	frontend/lexer.c \
+	frontend/parser.c \
+	frontend/types.c \
+	frontend/util.c \
+	tests/fuzz/fuzz-parser.c
+EXTRA_DIST += \
+	tests/fuzz/bpftrace.dict \
+	tests/fuzz/corpus \
+	tests/fuzz/fuzz-parser.c \
+	tests/fuzz/fuzz-smoke.sh
+CLEANFILES += tests/fuzz/fuzz-parser
+tests/fuzz/fuzz-parser: $(UBT_FUZZ_SOURCES) frontend/parser.h
+	@$(MKDIR_P) tests/fuzz
+	$(AM_V_CC)$(FUZZ_CC) $(UBT_FUZZ_CFLAGS) -I$(top_builddir)/frontend \
+		-I$(top_srcdir)/frontend -o $@ \
+		`for f in $(UBT_FUZZ_SOURCES); do \
+			if test -f $$f; then echo $$f; \
+			else echo $(srcdir)/$$f; fi; done`
+fuzz: tests/fuzz/fuzz-parser
+	@$(MKDIR_P) tests/fuzz/corpus-new
+	tests/fuzz/fuzz-parser -max_total_time=$(FUZZ_SECONDS) -timeout=10 \
+		-dict=$(srcdir)/tests/fuzz/bpftrace.dict \
+		tests/fuzz/corpus-new $(srcdir)/tests/fuzz/corpus
+.PHONY: fuzz
+if HAVE_FUZZ_CC
+check_SCRIPTS += tests/fuzz/fuzz-parser
+TESTS += tests/fuzz/fuzz-smoke.sh
+endif

@@ -1,7 +1,7 @@
 #!/bin/sh
-# `ubt -l` listing (probes_list(), through tests/probes/probes-list until
-# the driver has -l) compared with the installed bpftrace's `-l` on the
-# same patterns: stdout and exit status, and stderr for errors.
+# `ubt -l` listing (shim/probes.c probes_list()) compared with the
+# installed bpftrace's `-l` on the same patterns: stdout and exit status,
+# and stderr for errors.
 #
 # Known, intended differences with bpftrace 0.17, tested on their own:
 #   - bpftrace 0.17 lists software and hardware events as "software:*:"
@@ -13,14 +13,15 @@
 #     anchors the last part at its first occurrence); ubt uses fnmatch().
 
 : "${top_builddir:=.}"
-LIST="$top_builddir/tests/probes/probes-list"
+: "${UBT:=$top_builddir/ubt}"
 TARGET="$top_builddir/tests/probes/probes-target"
 BPFTRACE=${BPFTRACE:-/usr/bin/bpftrace}
 
-if ! test -x "$LIST" || ! test -x "$TARGET"; then
-	echo "Bail out! $LIST or $TARGET not built"
+if ! test -x "$UBT" || ! test -x "$TARGET"; then
+	echo "Bail out! $UBT or $TARGET not built"
 	exit 99
 fi
+list() { "$UBT" -l "$@"; }
 if ! test -x "$BPFTRACE"; then
 	echo "Bail out! $BPFTRACE (the reference) is not installed"
 	exit 99
@@ -28,6 +29,9 @@ fi
 TARGET=$(cd "$(dirname "$TARGET")" && pwd)/$(basename "$TARGET")
 tmp=$(mktemp -d) || exit 99
 trap 'rm -rf "$tmp"' EXIT
+
+# ubt -l mounts tracefs when needed; do it before bpftrace looks
+list 'tracepoint:sched:sched_switch' >/dev/null 2>&1 </dev/null
 
 n=0
 fail=0
@@ -47,7 +51,7 @@ same() {
 	shift
 	"$BPFTRACE" -l $* "$pat" >"$tmp/bt.out" 2>"$tmp/bt.err" </dev/null
 	btrc=$?
-	"$LIST" $* "$pat" >"$tmp/ubt.out" 2>"$tmp/ubt.err" </dev/null
+	list $* "$pat" >"$tmp/ubt.out" 2>"$tmp/ubt.err" </dev/null
 	ubtrc=$?
 	if [ $btrc = $ubtrc ] && cmp -s "$tmp/bt.out" "$tmp/ubt.out"; then
 		ok 0 "-l $* '$pat' ($(wc -l <"$tmp/ubt.out") lines)"
@@ -62,7 +66,7 @@ same() {
 same_err() {
 	"$BPFTRACE" -l "$1" >"$tmp/bt.out" 2>"$tmp/bt.err" </dev/null
 	btrc=$?
-	"$LIST" "$1" >"$tmp/ubt.out" 2>"$tmp/ubt.err" </dev/null
+	list "$1" >"$tmp/ubt.out" 2>"$tmp/ubt.err" </dev/null
 	ubtrc=$?
 	if [ $btrc = $ubtrc ] && [ $ubtrc != 0 ] &&
 	   cmp -s "$tmp/bt.err" "$tmp/ubt.err" && ! test -s "$tmp/ubt.out"; then
@@ -85,6 +89,8 @@ same 'tracepoint:sched:sched_process_exec' -v
 same 'tracepoint:syscalls:sys_*_read*' -v
 same "uprobe:$TARGET:*"
 same "uprobe:$TARGET:ubt_probe_alpha*"
+same "uprobe:$TARGET:*" -v
+same "uretprobe:$TARGET:ubt_probe_types" -v
 same "u:$TARGET:ubt_probe_beta"
 same "uprobe:$TARGET:nosuchfunction*"
 same "uretprobe:libc:mall*"
@@ -101,10 +107,13 @@ same_err 'uprobe:libnosuchlibrary:foo'
 same_err 'tracepoint:sched'
 same_err 'uprobe:/bin/bash'
 same_err 'usdt:*'
+same_err 'tracepoint'
+same_err 'uprobe'
+same_err 'usdt'
 
 # The whole list: every tracepoint bpftrace lists, sorted.
 "$BPFTRACE" -l 2>/dev/null </dev/null | grep '^tracepoint:' >"$tmp/bt.out"
-"$LIST" >"$tmp/ubt.out" 2>"$tmp/ubt.err" </dev/null
+list >"$tmp/ubt.out" 2>"$tmp/ubt.err" </dev/null
 ubtrc=$?
 grep '^tracepoint:' "$tmp/ubt.out" >"$tmp/ubt.tp"
 cmp -s "$tmp/bt.out" "$tmp/ubt.tp" && [ $ubtrc = 0 ]
@@ -125,17 +134,17 @@ ok $? "-l: hardware events only with a CPU PMU"
 ok $? "-l: no kprobes or iterators on this kernel"
 
 # A bare search matches whole names.
-"$LIST" '*sched_switch*' >"$tmp/ubt.out" 2>&1
+list '*sched_switch*' >"$tmp/ubt.out" 2>&1
 printf 'tracepoint:sched:sched_switch\n' | cmp -s - "$tmp/ubt.out"
 ok $? "-l '*sched_switch*'"
-"$LIST" 'software:*fault*' >"$tmp/ubt.out" 2>&1
+list 'software:*fault*' >"$tmp/ubt.out" 2>&1
 printf 'software:alignment-faults:\nsoftware:emulation-faults:\nsoftware:faults:\nsoftware:major-faults:\nsoftware:minor-faults:\nsoftware:page-faults:\n' |
 	cmp -s - "$tmp/ubt.out"
 ok $? "-l 'software:*fault*'"
 
 # libc.so.6 resolves like libc (bpftrace 0.17 does not resolve it).
-"$LIST" 'uprobe:libc.so.6:malloc' >"$tmp/a" 2>&1
-"$LIST" 'uprobe:libc:malloc' >"$tmp/b" 2>&1
+list 'uprobe:libc.so.6:malloc' >"$tmp/a" 2>&1
+list 'uprobe:libc:malloc' >"$tmp/b" 2>&1
 test -s "$tmp/a" && cmp -s "$tmp/a" "$tmp/b" &&
 	grep -q '^uprobe:/.*/libc\.so\.6:malloc$' "$tmp/a"
 ok $? "-l 'uprobe:libc.so.6:malloc' as 'uprobe:libc:malloc'"
@@ -144,16 +153,20 @@ ok $? "-l 'uprobe:libc.so.6:malloc' as 'uprobe:libc:malloc'"
 "$TARGET" 20 &
 child=$!
 sleep 0.3
-"$LIST" -p $child "uprobe:*:ubt_probe_alpha" >"$tmp/ubt.out" 2>&1
+list -p $child "uprobe:*:ubt_probe_alpha" >"$tmp/ubt.out" 2>&1
 printf 'uprobe:%s:ubt_probe_alpha\n' "$TARGET" | cmp -s - "$tmp/ubt.out"
 ok $? "-p: uprobe:*:ubt_probe_alpha"
-"$LIST" -p $child "uprobe:libc:malloc" >"$tmp/ubt.out" 2>&1
+list -p $child "uprobe:libc:malloc" >"$tmp/ubt.out" 2>&1
 lib=$(sed -n 's/^uprobe:\(.*libc\.so\.6\):malloc$/\1/p' "$tmp/ubt.out")
 test -n "$lib" && grep -q " $lib\$" /proc/$child/maps
 ok $? "-p: uprobe:libc:malloc"
-"$LIST" -p $child "usdt:*:ubt_test:start" >"$tmp/ubt.out" 2>&1
+list -p $child "usdt:*:ubt_test:start" >"$tmp/ubt.out" 2>&1
 printf 'usdt:%s:ubt_test:start\n' "$TARGET" | cmp -s - "$tmp/ubt.out"
 ok $? "-p: usdt:*:ubt_test:start"
+"$BPFTRACE" -l -p $child >"$tmp/bt.out" 2>/dev/null </dev/null
+list -p $child >"$tmp/ubt.out" 2>&1
+cmp -s "$tmp/bt.out" "$tmp/ubt.out" && test -s "$tmp/ubt.out"
+ok $? "-l -p PID: the process's uprobes and usdt probes"
 kill $child 2>/dev/null
 wait $child 2>/dev/null
 

@@ -211,6 +211,36 @@ static const struct ukt_case cases[] = {
 	{ "str() of a string not paged in yet",
 	  "uprobe:BIN:ukt_paged { printf(\"[%s]\\n\", str(arg0)); }",
 	  true, "Attaching 1 probe...\n[paged in late]\n\n\n" },
+	{ "system() and cat() (--unsafe)",
+	  "BEGIN { system(\"echo sys %d\", 7); cat(\"/proc/sys/kernel/%s\","
+	  " \"ostype\"); printf(\"after\\n\"); exit(); }",
+	  false, "Attaching 1 probe...\nsys 7\nLinux\nafter\n\n\n" },
+	{ "has_key()",
+	  "BEGIN { @a[1] = 2; @s[\"k\"] = 1; printf(\"%d %d %d %d\\n\","
+	  " has_key(@a, 1), has_key(@a, 2), has_key(@s, \"k\"),"
+	  " has_key(@s, \"j\")); delete(@a[1]); delete(@s[\"k\"]); exit(); }",
+	  false, "Attaching 1 probe...\n1 0 1 0\n\n\n\n\n" },
+	{ "a program the verifier rejects: its log, nothing attached",
+	  "BEGIN { while (1) { } exit(); }",
+	  false, "", 1, "infinite loop detected" },
+	{ "many strings in one probe: statements share the stack",
+	  "uprobe:BIN:ukt_name /arg1 == 0/ { "
+	  "printf(\"%s %d\\n\", str(arg0), 1); "
+	  "printf(\"%s %d\\n\", str(arg0), 2); "
+	  "printf(\"%s %d\\n\", str(arg0), 3); "
+	  "printf(\"%s %d\\n\", str(arg0), 4); "
+	  "printf(\"%s %d\\n\", str(arg0), 5); "
+	  "printf(\"%s %d\\n\", str(arg0), 6); "
+	  "printf(\"%s %d\\n\", str(arg0), 7); "
+	  "printf(\"%s %d\\n\", str(arg0), 8); "
+	  "printf(\"%s %d\\n\", str(arg0), 9); "
+	  "printf(\"%s %d\\n\", str(arg0), 10); "
+	  "printf(\"%s %d\\n\", str(arg0), 11); "
+	  "printf(\"%s %d\\n\", str(arg0), 12); }",
+	  true, "Attaching 1 probe...\n"
+	  "alpha 1\nalpha 2\nalpha 3\nalpha 4\nalpha 5\nalpha 6\n"
+	  "alpha 7\nalpha 8\nalpha 9\nalpha 10\nalpha 11\nalpha 12\n\n"
+	  "\n" },
 	{ "comm, pid, strings compared",
 	  "uprobe:BIN:ukt_name /str(arg0) == \"beta\"/ { @[comm, pid == cpid] = count(); }",
 	  true, "Attaching 1 probe...\n\n\n@[unit-kernel, 1]: 2\n" },
@@ -264,6 +294,7 @@ static int run_case(int i, const struct ukt_case *tc)
 	snprintf(pidstr, sizeof(pidstr), "%d", (int)pid);
 	compile_init(&c, "stdin", prog);
 	c.has_cmd = tc->with_child == 1;
+	c.unsafe = true;
 	c.pid = pid;
 	c.params = params;
 	c.nparams = 1;

@@ -244,13 +244,57 @@ static int dump_case(int no)
 	return ok ? 0 : 1;
 }
 
+/* args in uprobes, from the DWARF of tests/targets/ubt-calls */
+static int uprobe_args_case(int no)
+{
+	static const char *const expect =
+		"a int32 112, b int32 104; s int8 * 112, n int32 104; "
+		"a int64 112, b int64 104, c int64 96, d int64 88, "
+		"e int64 72, f int64 64; ";
+	char prog[1024], *out = NULL;
+	const char *bin = UBT_BUILDDIR "/tests/targets/ubt-calls";
+	struct compile c;
+	size_t len = 0;
+	FILE *f = open_memstream(&out, &len);
+	bool ok;
+
+	if (!f)
+		exit(99);
+	snprintf(prog, sizeof(prog),
+		 "uprobe:%s:ubt_add { @a = args.a + args->b; } "
+		 "uprobe:%s:ubt_str { @s = str(args->s, args->n); } "
+		 "uprobe:%s:ubt_six { @f = args->f; }", bin, bin, bin);
+	compile_init(&c, "stdin", prog);
+	ok = !compile_frontend(&c, STAGE_SEMA);
+	if (!ok)
+		diag_print(&c.diag, f);
+	for (int i = 0; ok && i < c.sema->nprobes; i++) {
+		const struct type *rec = c.sema->probes[i]->args_type;
+
+		for (int j = 0; rec && j < rec->nfields; j++)
+			fprintf(f, "%s%s %s %zu", j ? ", " : "",
+				rec->fields[j].name,
+				type_str(&c.arena, rec->fields[j].type),
+				rec->fields[j].offset);
+		fputs("; ", f);
+	}
+	fclose(f);
+	ok = ok && !strcmp(out, expect);
+	printf("%s %d - uprobe args from DWARF\n", ok ? "ok" : "not ok", no);
+	if (!ok)
+		printf("# expected %s\n# got %s\n", expect, out);
+	free(out);
+	compile_release(&c);
+	return ok ? 0 : 1;
+}
+
 int main(void)
 {
 	int n = (int)ARRAY_SIZE(cases), fails = 0;
 
 	unsetenv("BPFTRACE_MAX_STRLEN");
 	unsetenv("BPFTRACE_STRLEN");
-	printf("1..%d\n", n + (int)ARRAY_SIZE(strlens) + 1);
+	printf("1..%d\n", n + (int)ARRAY_SIZE(strlens) + 2);
 
 	for (int i = 0; i < n; i++) {
 		struct compile c;
@@ -286,5 +330,6 @@ int main(void)
 	for (int i = 0; i < (int)ARRAY_SIZE(strlens); i++)
 		fails += strlen_case(n + i + 1, i);
 	fails += dump_case(n + (int)ARRAY_SIZE(strlens) + 1);
+	fails += uprobe_args_case(n + (int)ARRAY_SIZE(strlens) + 2);
 	return fails ? 1 : 0;
 }

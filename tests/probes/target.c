@@ -26,6 +26,29 @@ __attribute__((noinline)) static int ubt_probe_local(int x)
 	return x ^ 5;
 }
 
+/* Parameters of many kinds, for `-lv` (DWARF parameter listing). */
+struct ubt_pt {
+	int a;
+};
+union ubt_u {
+	int a;
+	long b;
+};
+enum ubt_e { UBT_A, UBT_B };
+typedef unsigned long ubt_size;
+
+__attribute__((noinline)) long
+ubt_probe_types(const char *s, void *p, const void *q, struct ubt_pt *st,
+		ubt_size n, char *restrict r, volatile int *vi, int arr[],
+		void (*fn)(int), enum ubt_e e, union ubt_u *u, char **pp,
+		const struct ubt_pt *const cst, unsigned char uc, _Bool b,
+		long long ll, struct ubt_pt byval)
+{
+	return (long)s + (long)p + (long)q + st->a + n + *r + *vi + arr[0] +
+	       (long)fn + e + u->a + (long)pp + cst->a + uc + b + ll +
+	       byval.a;
+}
+
 int main(int argc, char **argv)
 {
 	int v = ubt_probe_alpha(argc) + ubt_probe_alpha2(argc) +

@@ -24,7 +24,8 @@
  *   prints "ready", then for each byte read: times ITERS calls of ut_plain
  *   (or ut_ret), prints "ns X"; exits at end of input.
  * Usage: target exit USEC
- *   prints "ready", calls ut_plain in a loop for USEC microseconds, exits 0.
+ *   prints "ready PID", calls ut_plain in a loop for USEC microseconds,
+ *   exits 0.
  * Usage: target fork
  *   prints "ready", reads a byte, calls ut_forker, which forks (the child
  *   calls ut_plain 1000 times, returns from ut_forker, checks ut_ret and
@@ -307,7 +308,7 @@ int main(int argc, char **argv)
 		struct timespec a, b;
 		long us = atol(argv[2]), i = 0;
 
-		printf("ready\n");
+		printf("ready %d\n", (int)getpid());
 		fflush(stdout);
 		clock_gettime(CLOCK_MONOTONIC, &a);
 		do {

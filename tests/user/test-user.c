@@ -8,6 +8,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
+#include <stddef.h>
 #include <stdbool.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -53,7 +54,7 @@ static void diag(const char *fmt, ...)
 /* ---- blobs: preserve_most-compatible (only %r11 and flags clobbered) --- */
 
 struct blob {
-	uint8_t b[32];
+	uint8_t b[96];
 	size_t n;
 };
 
@@ -96,6 +97,49 @@ static struct blob blob_sum_rdi(int64_t tls, uint32_t off)
 
 	blob_prefix(&b, tls);
 	blob_op(&b, 0x01, 0xbb, off);
+	return b;
+}
+
+/*
+ * Entry probe writing an event {arg0, arg1} (type 7) through the runtime's
+ * rt_ring_write, found in ctl.fn[] from the thread block: saves the
+ * registers the SysV call may clobber that preserve_most code must keep.
+ */
+static struct blob blob_event(int64_t tls)
+{
+	static const uint8_t pre[] = {
+		0x57, 0x56, 0x52, 0x51, 0x41, 0x50, 0x41, 0x51, 0x41, 0x52,
+		0x48, 0x83, 0xec, 0x10,		/* sub $16,%rsp */
+		0x48, 0x89, 0x3c, 0x24,		/* mov %rdi,(%rsp) */
+		0x48, 0x89, 0x74, 0x24, 0x08,	/* mov %rsi,8(%rsp) */
+		0x64, 0x4c, 0x8b, 0x1c, 0x25,	/* mov %fs:tls,%r11 */
+	};
+	static const uint8_t mid[] = {
+		0x4d, 0x8b, 0x5b, RT_BLK_CTL,	/* mov ctl(%r11),%r11 */
+		0x48, 0x89, 0xe7,		/* mov %rsp,%rdi */
+		0xbe, 0x10, 0x00, 0x00, 0x00,	/* mov $16,%esi */
+		0xba, 0x07, 0x00, 0x00, 0x00,	/* mov $7,%edx */
+		0x41, 0xff, 0x93,		/* call *fn(%r11) */
+	};
+	static const uint8_t post[] = {
+		0x48, 0x83, 0xc4, 0x10,		/* add $16,%rsp */
+		0x41, 0x5a, 0x41, 0x59, 0x41, 0x58, 0x59, 0x5a, 0x5e, 0x5f,
+		0xc3,
+	};
+	uint32_t fn = offsetof(struct rt_ctl, fn) + 8 * RT_FN_RING_WRITE;
+	int32_t t = (int32_t)tls;
+	struct blob b = { .n = 0 };
+
+	memcpy(b.b + b.n, pre, sizeof(pre));
+	b.n += sizeof(pre);
+	memcpy(b.b + b.n, &t, 4);
+	b.n += 4;
+	memcpy(b.b + b.n, mid, sizeof(mid));
+	b.n += sizeof(mid);
+	memcpy(b.b + b.n, &fn, 4);
+	b.n += 4;
+	memcpy(b.b + b.n, post, sizeof(post));
+	b.n += sizeof(post);
 	return b;
 }
 
@@ -162,6 +206,19 @@ static int proc_wait(pid_t pid)
 	return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
 }
 
+/*
+ * Exit code of our child pid.  When it exited while ubt was attached to it
+ * (as a -c child can), ptrace reaped it: ask ubt for the status.
+ */
+static int exit_code(struct ubt_user *u, pid_t pid)
+{
+	int st = proc_wait(pid), ws;
+
+	if (st == -1 && u && user_exit_status(u, &ws))
+		st = WIFEXITED(ws) ? WEXITSTATUS(ws) : 128 + WTERMSIG(ws);
+	return st;
+}
+
 /* Sum line of a round: both numbers must match. */
 static int round_ok(const char *line)
 {
@@ -216,6 +273,24 @@ static int read_funcs(pid_t pid, uint8_t *out, size_t cap, size_t *len)
 	close(fd);
 	*len = used;
 	return 0;
+}
+
+/* The SigCgt mask of pid: which signals it handles. */
+static unsigned long long sigcgt(pid_t pid)
+{
+	char path[64], line[256];
+	unsigned long long v = ~0ULL;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/status", pid);
+	f = fopen(path, "r");
+	if (!f)
+		return v;
+	while (fgets(line, sizeof(line), f))
+		if (sscanf(line, "SigCgt: %llx", &v) == 1)
+			break;
+	fclose(f);
+	return v;
 }
 
 /* ---- probes ---- */
@@ -432,6 +507,7 @@ static void test_pid(void)
 	static uint8_t before[65536], after[65536];
 	size_t nb = 0, na = 0;
 	char line[256], err[512];
+	unsigned long long cgt;
 	struct ubt_user *u;
 	struct proc p;
 	int st;
@@ -443,6 +519,7 @@ static void test_pid(void)
 	usleep(100000);
 	ok(!read_funcs(p.pid, before, sizeof(before), &nb),
 	   "-p: read code before attach");
+	cgt = sigcgt(p.pid);
 	u = user_attach_pid(p.pid, &(struct user_opts){
 					   .sz = sizeof(struct user_opts),
 					   .runtime_path = "/nonexistent.so",
@@ -486,6 +563,7 @@ static void test_pid(void)
 		   !memcmp(before, after, nb),
 	   "-p: /proc/PID/mem identical before attach and after detach "
 	   "(%zu bytes)", nb);
+	ok(sigcgt(p.pid) == cgt, "-p: signal handlers unchanged (%llx)", cgt);
 	go(p.in);
 	ok(!read_line(p.out, line, sizeof(line)) && round_ok(line),
 	   "-p: round 2 after detach right: %s", line);
@@ -562,6 +640,110 @@ static void test_errors(void)
 	}
 }
 
+struct events {
+	int n;
+	uint64_t sum;
+	bool in_order;
+};
+
+static int on_event(uint32_t type, const void *data, uint32_t len, void *arg)
+{
+	struct events *ev = arg;
+	uint64_t a[2];
+
+	if (type != 7 || len != sizeof(a)) {
+		ev->in_order = false;
+		return 0;
+	}
+	memcpy(a, data, sizeof(a));
+	if (a[0] != (uint64_t)(ev->n & 3))
+		ev->in_order = false;
+	ev->sum += a[0];
+	ev->n++;
+	return 0;
+}
+
+/* Events through the per-thread ring; a full ring drops and counts. */
+static void test_events(void)
+{
+	char *argv[] = { target, "1", "0", "500", NULL };
+	struct user_opts o = {
+		.sz = sizeof(o),
+		.layout = { .map_size = 4096, .ring_size = 4096, .nblocks = 8 },
+	};
+	struct events ev = { .in_order = true };
+	char line[256], err[512];
+	struct ubt_user *u;
+	struct proc p;
+	int n;
+
+	if (spawn(&p, argv))
+		return;
+	read_line(p.out, line, sizeof(line));
+	u = user_attach_pid(p.pid, &o, err, sizeof(err));
+	ok(u && !install(u, "ut_jcc", USER_PROBE_ENTRY,
+			 blob_event(user_tls_offset(u))) &&
+		   !user_resume(u),
+	   "events: probe calling rt_ring_write installed%s%s",
+	   u ? "" : ": ", u ? "" : err);
+	if (!u)
+		goto out;
+	go(p.in);
+	ok(!read_line(p.out, line, sizeof(line)) && round_ok(line),
+	   "events: round 1 right: %s", line);
+	/* 4096-byte ring, 24-byte records: 170 of 500 fit */
+	n = user_read_events(u, on_event, &ev);
+	ok(n == 170 && ev.n == 170 && ev.in_order,
+	   "events: 170 events read back in order (%d)", n);
+	ok(user_lost_events(u) == 330, "events: 330 lost and counted (%llu)",
+	   (unsigned long long)user_lost_events(u));
+	go(p.in);
+	read_line(p.out, line, sizeof(line));
+	ev = (struct events){ .in_order = true };
+	n = user_read_events(u, on_event, &ev);
+	ok(n == 170 && ev.in_order && user_lost_events(u) == 660,
+	   "events: room again after reading (%d read, %llu lost)", n,
+	   (unsigned long long)user_lost_events(u));
+	ok(!user_detach(u), "events: detach");
+out:
+	ok(exit_code(u, p.pid) == 0, "events: target exits 0");
+	user_free(u);
+	close(p.in);
+	close(p.out);
+}
+
+/* Giving up after installing, before resuming: everything put back. */
+static void test_abort(void)
+{
+	char *argv[] = { target, "1", "0", "1000", NULL };
+	static uint8_t before[65536], after[65536];
+	size_t nb = 0, na = 0;
+	char line[256], err[512];
+	struct ubt_user *u;
+	struct proc p;
+
+	if (spawn(&p, argv))
+		return;
+	read_line(p.out, line, sizeof(line));
+	read_funcs(p.pid, before, sizeof(before), &nb);
+	u = user_attach_pid(p.pid, NULL, err, sizeof(err));
+	ok(u && !install_all(u) && !user_detach(u),
+	   "abort: attach, install, detach without resuming");
+	ok(!read_funcs(p.pid, after, sizeof(after), &na) && na == nb &&
+		   !memcmp(before, after, nb),
+	   "abort: code identical");
+	go(p.in);
+	ok(!read_line(p.out, line, sizeof(line)) && round_ok(line),
+	   "abort: round 1 right: %s", line);
+	ok(u && get(u, OFF_PLAIN) == 0, "abort: nothing counted");
+	go(p.in);
+	read_line(p.out, line, sizeof(line));
+	ok(exit_code(u, p.pid) == 0, "abort: target exits 0");
+	user_free(u);
+	close(p.in);
+	close(p.out);
+}
+
 /* A thread blocked in a system call inside the patch window is moved. */
 static void test_sys(void)
 {
@@ -569,7 +751,7 @@ static void test_sys(void)
 	static uint8_t before[65536], after[65536];
 	char line[256], err[512];
 	size_t nb = 0, na = 0;
-	struct ubt_user *u;
+	struct ubt_user *u, *u2;
 	struct proc p;
 	int st;
 
@@ -583,9 +765,9 @@ static void test_sys(void)
 		ok(0, "window: attach: %s", err);
 		goto out;
 	}
-	ok(!install(u, "ut_sys", USER_PROBE_ENTRY,
-		    blob_count(user_tls_offset(u), OFF_PLAIN)) &&
-		   user_moved_threads(u) == 1,
+	st = install(u, "ut_sys", USER_PROBE_ENTRY,
+		     blob_count(user_tls_offset(u), OFF_PLAIN));
+	ok(!st && user_moved_threads(u) == 1,
 	   "window: the thread blocked inside the window was moved (%d)",
 	   user_moved_threads(u));
 	ok(!user_resume(u), "window: resume");
@@ -607,6 +789,24 @@ static void test_sys(void)
 	go(p.in);
 	ok(!read_line(p.out, line, sizeof(line)) && !strcmp(line, "got 3"),
 	   "window: still running after detach: %s", line);
+	/* a second session: the runtime is there already, new memfd */
+	u2 = user_attach_pid(p.pid, NULL, err, sizeof(err));
+	ok(u2 && !install(u2, "ut_sys", USER_PROBE_ENTRY,
+			  blob_count(user_tls_offset(u2), OFF_PLAIN)) &&
+		   !user_resume(u2),
+	   "again: attach a second time%s%s", u2 ? "" : ": ",
+	   u2 ? "" : err);
+	go(p.in);
+	ok(!read_line(p.out, line, sizeof(line)) && !strcmp(line, "got 4"),
+	   "again: running: %s", line);
+	usleep(50000);
+	ok(u2 && get(u2, OFF_PLAIN) == 1 && get(u, OFF_PLAIN) == 2 &&
+		   user_moved_threads(u2) == 1,
+	   "again: counts go to the new session only (%llu, old %llu)",
+	   u2 ? (unsigned long long)get(u2, OFF_PLAIN) : 0ULL,
+	   (unsigned long long)get(u, OFF_PLAIN));
+	ok(u2 && !user_detach(u2), "again: detach");
+	user_free(u2);
 	user_free(u);
 out:
 	close(p.in);
@@ -693,10 +893,10 @@ static void test_fork(void)
 	   (unsigned long long)get(u, OFF_LJ_RET),
 	   (unsigned long long)get(u, OFF_RET_SUM));
 	user_detach(u);
-	user_free(u);
 out:
 	close(p.in);
-	ok(proc_wait(p.pid) == 0, "fork: target exits 0");
+	ok(exit_code(u, p.pid) == 0, "fork: target exits 0");
+	user_free(u);
 	close(p.out);
 }
 
@@ -718,23 +918,32 @@ static double timed(struct proc *p)
 	return best;
 }
 
-/* Processes exiting at every stage of attach: clean errors, exit 0. */
+/*
+ * Processes exiting at every stage of attach: clean errors, and each exits
+ * 0.  The target is a child of a shell that reports its status, as a -p
+ * target is not ubt's child.
+ */
 static void test_exit_race(void)
 {
-	int i, st, clean = 0, attached = 0, good_exit = 0;
+	int i, clean = 0, attached = 0, good_exit = 0;
 	char msg[512] = "";
 
 	for (i = 0; i < 20; i++) {
-		char us[16], err[512];
-		char *argv[] = { target, "exit", us, NULL };
+		char us[16], err[512], line[256];
+		char *argv[] = { "/bin/sh", "-c",
+				 "\"$0\" exit $1; echo status $?", target, us,
+				 NULL };
 		struct ubt_user *u;
 		struct proc p;
+		int pid = 0, st = -1;
 
 		snprintf(us, sizeof(us), "%d", i * 100);
 		if (spawn(&p, argv))
 			return;
-		read_line(p.out, err, sizeof(err));
-		u = user_attach_pid(p.pid, NULL, err, sizeof(err));
+		if (read_line(p.out, line, sizeof(line)) ||
+		    sscanf(line, "ready %d", &pid) != 1)
+			break;
+		u = user_attach_pid(pid, NULL, err, sizeof(err));
 		if (u) {
 			struct blob b = blob_count(user_tls_offset(u), 0);
 
@@ -751,22 +960,23 @@ static void test_exit_race(void)
 			user_detach(u);
 			user_free(u);
 		} else if (strstr(err, "exited") ||
-			   strstr(err, "No such process") ||
-			   strstr(err, "still starting")) {
+			   strstr(err, "No such process")) {
 			clean++;
 		} else {
 			snprintf(msg, sizeof(msg), "%s", err);
 		}
-		st = proc_wait(p.pid);
+		if (!read_line(p.out, line, sizeof(line)))
+			sscanf(line, "status %d", &st);
 		good_exit += st == 0;
 		if (st)
 			diag("exit race: target exit status %d after: %s", st,
 			     u ? "attach" : err);
+		proc_wait(p.pid);
 		close(p.in);
 		close(p.out);
 	}
-	ok(clean == 20, "exit race: %d attached, %d exited or starting%s%s",
-	   attached, clean - attached, msg[0] ? ": " : "", msg);
+	ok(clean == 20, "exit race: %d attached, %d exited%s%s", attached,
+	   clean - attached, msg[0] ? ": " : "", msg);
 	ok(good_exit == 20, "exit race: every target exited 0 (%d)",
 	   good_exit);
 }
@@ -827,6 +1037,8 @@ int main(int argc, char **argv)
 	test_cmd();
 	test_pid();
 	test_sigkill();
+	test_events();
+	test_abort();
 	test_sys();
 	test_lock();
 	test_fork();

@@ -161,7 +161,8 @@ static void test_threads(void)
 	ok(events == NBLOCKS * 8 && order, "every event read back in order");
 	ok(hits == NBLOCKS * 8, "tables: 8 slots filled, 2 keys refused");
 	i = memfd_htab_foreach(&m, &tab, on_slot, &slots);
-	ok(!i && slots == NBLOCKS * 8, "tables read back: %d slots with the right values", slots);
+	ok(!i && slots == NBLOCKS * 8,
+	   "tables read back: %d slots with the right values", slots);
 }
 
 /* One thread writes and consumes across the ring's end many times. */
@@ -228,6 +229,7 @@ static void test_probe_read(long (*rd)(void *, const void *, uint64_t))
 	ok(rd(buf, two + pg - 8, 16) == -EFAULT,
 	   "probe_read across the end of a mapping: -EFAULT");
 	munmap(two, pg);
+	bad_ptr = (volatile int *)16;	/* unmapped, but not NULL */
 	if (!sigsetjmp(fault_jb, 1))
 		*bad_ptr = 1;
 	ok(own_handler_ran == 1, "other faults reach the earlier handler");
@@ -316,6 +318,7 @@ int main(void)
 
 		sigaction(SIGSEGV, &sa, NULL);
 	}
+	m.ctl->flags = RT_CTL_FAULT_HANDLER;
 	tls = rt_init(m.ctl);
 	ok(tls < 0 && m.ctl->tls_offset == tls && m.ctl->fn[RT_FN_SLOW] &&
 		   m.ctl->fn[RT_FN_RING_WRITE] == (uintptr_t)ring_write,
