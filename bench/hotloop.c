@@ -1,8 +1,9 @@
 /*
  * ubt-hotloop: the target of `make bench`.  Each thread calls a small
  * noinline function in blocks of BENCH_BLOCK calls, reads CLOCK_MONOTONIC
- * around each block, and reports the nanoseconds per call, so that a
- * probe on the function shows up as added nanoseconds per hit.
+ * after each block until the time is up, and reports the nanoseconds per
+ * call (wall clock, and its own CPU time), so that a probe on the
+ * function shows up as added nanoseconds per hit.
  *
  *   ubt-hotloop [-f nop|args|ret] [-t THREADS] [-d MS | -n CALLS]
  *               [-C CPU[,CPU...]] [-g] [-o FILE]
@@ -22,9 +23,8 @@
  *      gave up the CPU itself in that sample or the one before (a
  *      voluntary context switch: a spinning thread does that only when
  *      stopped or blocked; a virtual CPU taken away by the host shows no
- *      switch), and records the intervals where
- *      that is BENCH_GAP_NS or more; the run ends after -d MS or at
- *      SIGUSR1, whichever comes first
+ *      switch), and records the intervals where that is BENCH_GAP_NS or
+ *      more; the run ends after -d MS or at SIGUSR1, whichever is first
  * -o   write the report to FILE instead of stdout
  *
  * The report, one "key=value ..." line per record:
@@ -357,7 +357,9 @@ static int bench_cpus(const char *s, struct bench_opts *o)
 		o->cpus[o->ncpus++] = (int)v;
 	}
 	free(copy);
-	return err ?: (o->ncpus ? 0 : -EINVAL);
+	if (err)
+		return err;
+	return o->ncpus ? 0 : -EINVAL;
 }
 
 static int bench_parse(int argc, char **argv, struct bench_opts *o)

@@ -311,6 +311,26 @@ static void cg_program(struct cg *g, struct sema_probe *sp,
 		g->vars[i] = irb_alloca(&g->ir, sz, v->name);
 		irb_memset(&g->ir, g->vars[i], 0, (sz + 7) & ~(size_t)7);
 	}
+	if (prov != PROV_BEGIN && prov != PROV_END) {
+		/* after exit(), probes still attached do nothing */
+		int mark = irb_scope_begin(&g->ir);
+		LLVMValueRef gp = cg_globals_ptr(g);
+		LLVMBasicBlockRef cont = cg_if_nonnull(g, gp);
+		LLVMBasicBlockRef stop = LLVMAppendBasicBlockInContext(
+			g->ir.ctx, g->ir.fn, "exited");
+		LLVMValueRef ex = LLVMBuildLoad2(
+			g->ir.b, g->ir.i64,
+			irb_gep(&g->ir, gp, CG_GLOBALS_EXIT), "");
+
+		LLVMBuildCondBr(g->ir.b,
+				LLVMBuildICmp(g->ir.b, LLVMIntNE, ex,
+					      irb_const(&g->ir, 0), ""),
+				stop, cont);
+		LLVMPositionBuilderAtEnd(g->ir.b, stop);
+		LLVMBuildRet(g->ir.b, irb_const(&g->ir, 0));
+		LLVMPositionBuilderAtEnd(g->ir.b, cont);
+		irb_scope_end(&g->ir, mark);
+	}
 	if (probe->probe.pred) {
 		int mark = irb_scope_begin(&g->ir);
 		LLVMValueRef c = cg_cond(g, probe->probe.pred);

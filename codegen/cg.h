@@ -149,11 +149,13 @@ struct cg_opts {
 };
 
 /*
- * Lower c->program (typed by sema) for target t into *out. Errors in the
- * user's program (things sema let through that cannot be lowered) are
- * added to c->diag and give -EINVAL; other failures print a message and
- * return -errno. *out is allocated in c->arena except the image, freed
- * by cg_object_free().
+ * Expand every attach point (probes_expand(): its warnings and errors go
+ * to c->diag) and lower c->program (typed by sema) for target t into
+ * *out. Errors in the user's program (attach points that match nothing,
+ * things sema let through that cannot be lowered yet: "... is not
+ * supported yet") are added to c->diag and give -EINVAL; other failures
+ * print a message and return -errno. *out is allocated in c->arena
+ * except the image, freed by cg_object_free().
  */
 int cg_build(struct compile *c, enum cg_target t, const struct cg_opts *o,
 	     struct cg_object **out);

@@ -291,7 +291,16 @@ LLVMValueRef cg_call(struct cg *g, struct ast_node *n)
 	case FN_CAT:
 		cg_fmt_event(g, n, CG_EV_CAT);
 		return irb_const(ir, 0);
-	case FN_EXIT:
+	case FN_EXIT: {
+		/* the other probes stop at once (cg.c prologue) */
+		LLVMValueRef gp = cg_globals_ptr(g);
+		LLVMBasicBlockRef cont = cg_if_nonnull(g, gp);
+
+		LLVMBuildStore(ir->b, irb_const(ir, 1),
+			       irb_gep(ir, gp, CG_GLOBALS_EXIT));
+		LLVMBuildBr(ir->b, cont);
+		LLVMPositionBuilderAtEnd(ir->b, cont);
+	}
 		ev = cg_event_new(g, CG_EV_EXIT, n);
 		rec = cg_record_begin(g, ev, sizeof(struct cg_event_hdr));
 		cg_record_send(g, rec, sizeof(struct cg_event_hdr));

@@ -160,16 +160,22 @@ static LLVMValueRef cg_string_lit(struct cg *g, const char *s, size_t len,
 	return buf;
 }
 
-static LLVMValueRef cg_globals_field(struct cg *g, size_t off)
+LLVMValueRef cg_globals_ptr(struct cg *g)
 {
 	LLVMValueRef key = irb_alloca(&g->ir, 4, "gkey");
+
+	LLVMBuildStore(g->ir.b, LLVMConstInt(g->ir.i32, 0, 0), key);
+	return irb_map_lookup(&g->ir, g->globals, key);
+}
+
+static LLVMValueRef cg_globals_field(struct cg *g, size_t off)
+{
 	LLVMValueRef res = irb_alloca(&g->ir, 8, "gval");
 	LLVMValueRef p;
 	LLVMBasicBlockRef cont;
 
-	LLVMBuildStore(g->ir.b, LLVMConstInt(g->ir.i32, 0, 0), key);
 	LLVMBuildStore(g->ir.b, irb_const(&g->ir, 0), res);
-	p = irb_map_lookup(&g->ir, g->globals, key);
+	p = cg_globals_ptr(g);
 	cont = cg_if_nonnull(g, p);
 	LLVMBuildStore(g->ir.b,
 		       LLVMBuildLoad2(g->ir.b, g->ir.i64,

@@ -44,7 +44,11 @@ struct cg {
 /* Layout of the globals map's only value, written by the shim. */
 #define CG_GLOBALS_START 0	/* u64: CLOCK_MONOTONIC ns at start */
 #define CG_GLOBALS_CPID 8	/* u64: the -c child's pid */
-#define CG_GLOBALS_SIZE 16
+#define CG_GLOBALS_EXIT 16	/* u64: exit() was called: probes stop */
+#define CG_GLOBALS_SIZE 24
+
+/* Pointer to the globals map's value (may be null: check). */
+LLVMValueRef cg_globals_ptr(struct cg *g);
 
 bool cg_is_scalar(const struct type *t);
 /* The aggregation a map holds (from its value type), FN_NONE if none. */

@@ -23,11 +23,12 @@ static bool is_integer(const struct type *t)
 }
 
 static int want_int(struct sema_ctx *x, struct ast_node *call,
-		    struct ast_node *a, const char *what)
+		    struct ast_node *a)
 {
 	if (!is_integer(a->type)) {
-		sema_error(x, &call->loc, "%s() only supports integer arguments for its %s (%s provided)",
-			   call->call.name, what, sema_tclass(a->type));
+		sema_error(x, &call->loc,
+			   "%s() only supports integer arguments (%s provided)",
+			   call->call.name, sema_tclass(a->type));
 		return -EINVAL;
 	}
 	return 0;
@@ -52,7 +53,7 @@ static struct type *ty_str(struct sema_ctx *x, struct ast_node *call,
 			   sema_tstr(x, a->type));
 		return NULL;
 	}
-	if (a->next && want_int(x, call, a->next, "length"))
+	if (a->next && want_int(x, call, a->next))
 		return NULL;
 	t = type_string(x->a, x->c->max_strlen);
 	t->addrspace = a->type->addrspace;
@@ -69,18 +70,18 @@ static struct type *ty_buf(struct sema_ctx *x, struct ast_node *call,
 	(void)m;
 	if (a->type->kind == TY_ARRAY) {
 		n = a->type->size;
-	} else if (!int_or_ptr(a->type)) {
-		sema_error(x, &call->loc,
-			   "buf() expects an integer, string, or array argument but saw %s",
-			   sema_tstr(x, a->type));
-		return NULL;
 	} else if (!a->next) {
 		sema_error(x, &call->loc,
 			   "buf() expects a length argument for non-array type %s",
-			   sema_tstr(x, a->type));
+			   sema_tclass(a->type));
+		return NULL;
+	} else if (!int_or_ptr(a->type) && a->type->kind != TY_STRING) {
+		sema_error(x, &call->loc,
+			   "buf() expects an integer, string, or array argument but saw %s",
+			   sema_tclass(a->type));
 		return NULL;
 	} else {
-		if (want_int(x, call, a->next, "length"))
+		if (want_int(x, call, a->next))
 			return NULL;
 		if (!sema_int_literal(x, a->next, &n))
 			n = BUF_MAX;
@@ -106,8 +107,9 @@ static struct type *ty_strncmp(struct sema_ctx *x, struct ast_node *call,
 	(void)m;
 	if (a->type->kind != TY_STRING || b->type->kind != TY_STRING) {
 		sema_error(x, &call->loc,
-			   "strncmp() expects string arguments (%s and %s provided)",
-			   sema_tclass(a->type), sema_tclass(b->type));
+			   "strncmp() only supports string arguments (%s provided)",
+			   sema_tclass(a->type->kind != TY_STRING ? a->type :
+								   b->type));
 		return NULL;
 	}
 	if (!sema_int_literal(x, n, &v)) {
@@ -175,7 +177,7 @@ static struct type *ty_ntop(struct sema_ctx *x, struct ast_node *call,
 
 	(void)m;
 	if (a->next) {
-		if (want_int(x, call, a, "address family"))
+		if (want_int(x, call, a))
 			return NULL;
 		a = a->next;
 	}
@@ -218,8 +220,9 @@ static struct type *stack(struct sema_ctx *x, struct ast_node *call,
 			return NULL;
 		}
 		if (v < 1 || v > 1024) {
-			sema_error(x, &call->loc, "%s([int limit]): limit shouldn't exceed 1024, 1..1024 allowed",
-				   call->call.name);
+			sema_error(x, &call->loc,
+				   "%s([int limit]): limit shouldn't exceed 1024, %lld given",
+				   call->call.name, (long long)v);
 			return NULL;
 		}
 		sema_node(x, call)->iargs[0] = v;
@@ -249,8 +252,8 @@ static struct type *addrspace_cast(struct sema_ctx *x, struct ast_node *call,
 
 	if (!int_or_ptr(a->type)) {
 		sema_error(x, &call->loc,
-			   "%s() only supports int or pointer arguments (%s provided)",
-			   call->call.name, sema_tstr(x, a->type));
+			   "%s() only supports integer or pointer arguments (%s provided)",
+			   call->call.name, sema_tclass(a->type));
 		return NULL;
 	}
 	t = type_new(x->a, a->type->kind, a->type->size);
@@ -291,7 +294,7 @@ static struct type *ty_override(struct sema_ctx *x, struct ast_node *call,
 				struct sema_map *m)
 {
 	(void)m;
-	if (want_int(x, call, call->call.args, "return value"))
+	if (want_int(x, call, call->call.args))
 		return NULL;
 	return type_new(x->a, TY_VOID, 0);
 }

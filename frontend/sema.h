@@ -188,7 +188,10 @@ struct sema_map {
 /* A scratch variable ($name), local to one probe. */
 struct sema_var {
 	const char *name;	/* "$x" */
-	struct type *type;	/* exact type assigned (not widened) */
+	/* the type first assigned (a (uint8) cast stays uint8); a wider
+	 * integer or a longer string assigned later widens it */
+	struct type *type;
+	bool declared;		/* let $x: type: the type never widens */
 	int slot;		/* index in sema_probe.vars */
 	struct ast_node *first;	/* first assignment */
 };
@@ -214,9 +217,8 @@ struct sema_probe {
 	int index;		/* == probe.index */
 	struct ast_node *node;	/* AST_PROBE */
 	/*
-	 * The provider of the first attach point; all attach points of a
-	 * probe must agree on is_return and on args when the body uses
-	 * them (bpftrace's rule), see sema_ap for each one.
+	 * The provider of the first attach point (every attach point's own
+	 * is in its sema_ap; builtins are checked against each of them).
 	 */
 	enum sema_provider provider;
 	bool is_return;		/* uretprobe, kretprobe, kretfunc */
@@ -287,8 +289,8 @@ struct sema_program {
 	struct sema_fmt **fmts;	/* by id */
 	int nfmts;
 	int max_strlen;		/* == c->max_strlen */
-	bool uses_elapsed;
-	bool has_end;
+	bool uses_elapsed;	/* the elapsed builtin appears */
+	bool has_end;		/* there is an END probe */
 };
 
 /* Run every pass; 0, or -EINVAL with errors in c->diag. */

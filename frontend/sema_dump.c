@@ -94,7 +94,8 @@ static void label(struct dump_ctx *d, const struct ast_node *n)
 		fprintf(f, " .%d", n->tindex.index);
 		break;
 	case AST_CAST:
-		fprintf(f, " (%s)", sema_tstr(&d->x, n->cast.to));
+		fprintf(f, " (%s)",
+			sema_tstr(&d->x, n->type ? n->type : n->cast.to));
 		break;
 	default:
 		break;

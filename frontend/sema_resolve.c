@@ -103,6 +103,8 @@ static int resolve_builtin(struct sema_ctx *x, struct ast_node *n)
 		return -EINVAL;
 	}
 	n->kind = AST_BUILTIN;
+	if (b->id == BI_ELAPSED)
+		x->prog->uses_elapsed = true;
 	sn = sema_node(x, n);
 	sn->builtin = b->id;
 	sn->arg = arg;

@@ -365,6 +365,15 @@ static int var_set(struct sema_ctx *x, struct ast_node *var, struct type *t,
 	if (!v->type) {
 		v->type = t;
 		x->changed++;
+	} else if (v->declared) {
+		/* a declared type stays: integers convert, the rest fit */
+		if (!(is_int(v->type) && is_int(t)) &&
+		    !(v->type->kind == TY_STRING && t->kind == TY_STRING &&
+		      t->size <= v->type->size) &&
+		    !type_equal(v->type, t)) {
+			mismatch(x, loc, "variable", v->name, v->type, t);
+			return -EINVAL;
+		}
 	} else if (merge(x, &v->type, t, &changed)) {
 		mismatch(x, loc, "variable", v->name, v->type, t);
 		return -EINVAL;
@@ -407,24 +416,20 @@ static struct type *resolve_named(struct sema_ctx *x, struct type *t,
 	if (!t)
 		return NULL;
 	if (t->kind == TY_POINTER || t->kind == TY_ARRAY) {
-		struct type *e = t->elem;
-		struct type *r;
+		struct type *e = t->elem, *r;
 
 		if (!e || e->kind == TY_VOID)
 			return t;
-		r = resolve_named(x, e, loc);
-		if (!r)
+		e = resolve_named(x, e, loc);
+		if (!e)
 			return NULL;
-		if (r == e)
+		if (e == t->elem)
 			return t;
-		r = t->kind == TY_POINTER ? type_pointer(x->a, r) :
-					    type_new(x->a, TY_ARRAY, 0);
-		if (t->kind == TY_ARRAY) {
-			r->elem = resolve_named(x, e, loc);
-			r->nelems = t->nelems;
-			r->size = r->elem->size * t->nelems;
-		}
-		r->addrspace = t->addrspace;
+		r = type_new(x->a, t->kind, 0);
+		*r = *t;
+		r->elem = e;
+		if (t->kind == TY_ARRAY)
+			r->size = e->size * t->nelems;
 		return r;
 	}
 	if (t->kind != TY_NAMED)
@@ -1061,6 +1066,11 @@ struct type *sema_type_expr(struct sema_ctx *x, struct ast_node *n)
 		break;
 	case AST_VAR:
 		t = n->sema->var->type;
+		if (!t && x->final)
+			/* let $x; and no value assigned anywhere */
+			sema_error(x, &n->loc,
+				   "Variable used before it was assigned: %s",
+				   n->ident.name);
 		break;
 	case AST_MAP:
 		t = type_map(x, n);
@@ -1249,8 +1259,17 @@ static int type_let(struct sema_ctx *x, struct ast_node *n)
 		dt = resolve_named(x, n->let.decl_type, &n->loc);
 		if (!dt)
 			return -EINVAL;
-		if (var_set(x, v, dt, &n->loc))
-			return -EINVAL;
+		if (!v->sema->var->declared) {
+			if (v->sema->var->type &&
+			    !type_equal(v->sema->var->type, dt)) {
+				mismatch(x, &n->loc, "variable",
+					 v->sema->var->name,
+					 v->sema->var->type, dt);
+				return -EINVAL;
+			}
+			v->sema->var->type = dt;
+			v->sema->var->declared = true;
+		}
 	}
 	if (n->let.init) {
 		struct type *t = sema_type_expr(x, n->let.init);
@@ -1259,6 +1278,14 @@ static int type_let(struct sema_ctx *x, struct ast_node *n)
 			return -EINVAL;
 		err = var_set(x, v, t, &n->loc);
 	}
+	/*
+	 * let $x; alone: the type comes from a later assignment; when
+	 * there is none by the final walk, an integer (zero, as every
+	 * variable starts).
+	 */
+	if (!v->sema->var->type && x->final)
+		v->sema->var->type = sema_int64(x);
+	v->type = v->sema->var->type;
 	return err;
 }
 

@@ -99,7 +99,7 @@ static const char *tp_trim(struct arena *a, const char *s, size_t n)
 	return arena_strndup(a, s, n);
 }
 
-/* "key:value;" after p: the value as a number; -1 when missing. */
+/* "key:value;" in line: the value as a number; -1 when missing. */
 static long tp_field_num(const char *line, const char *key)
 {
 	const char *p = strstr(line, key);
@@ -114,6 +114,7 @@ static int tp_parse_field(struct arena *a, const char *line,
 {
 	const char *decl = strstr(line, "field:");
 	const char *semi, *name, *end, *br;
+	long off, size, sign;
 	size_t n;
 
 	if (!decl)
@@ -147,9 +148,9 @@ static int tp_parse_field(struct arena *a, const char *line,
 		f->ctype = tp_trim(a, f->ctype, n - 2);
 	f->data_loc = !strncmp(f->ctype, "__data_loc", 10);
 	f->common = !strncmp(f->name, "common_", 7);
-	long off = tp_field_num(semi, "offset:");
-	long size = tp_field_num(semi, "size:");
-	long sign = tp_field_num(semi, "signed:");
+	off = tp_field_num(semi, "offset:");
+	size = tp_field_num(semi, "size:");
+	sign = tp_field_num(semi, "signed:");
 	if (off < 0 || size < 0)
 		return -EINVAL;
 	f->offset = off;

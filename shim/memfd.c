@@ -27,7 +27,7 @@ void memfd_layout_default(struct memfd_layout *l)
 	*l = (struct memfd_layout){
 		.map_size = 16384,
 		.ring_size = 16384,
-		.nblocks = 512,
+		.nblocks = 1024,	/* threads; pages are touched on use */
 	};
 }
 

@@ -6,6 +6,7 @@
 #define _GNU_SOURCE	/* memmem */
 #endif
 #include <ctype.h>
+#include <dlfcn.h>
 #include <dwarf.h>
 #include <elfutils/libdw.h>
 #include <errno.h>
@@ -15,6 +16,7 @@
 #include <glob.h>
 #include <libelf.h>
 #include <limits.h>
+#include <link.h>
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
@@ -1137,12 +1139,13 @@ static int probes_parse_one_arg(struct arena *a, const char *s,
 	} else {
 		arg->val = strtoll(p, &end, 0);
 		if (end != lp) {
-			/* a symbol name: only meaningful RIP-relative */
-			arg->val = 0;
-			const char *plus = memchr(p, '+', lp - p);
+			/* sym(%rip), sym+off(%rip), sym-off(%rip) */
+			const char *sign = p;
 
-			if (plus)
-				arg->val = strtoll(plus + 1, NULL, 0);
+			while (sign < lp && *sign != '+' && *sign != '-')
+				sign++;
+			arg->sym = arena_strndup(a, p, sign - p);
+			arg->val = sign < lp ? strtoll(sign, NULL, 0) : 0;
 		}
 	}
 	p = lp + 1;
@@ -1272,11 +1275,109 @@ static int probes_expand_tracepoint(struct arena *a, struct diag_list *d,
 	return 0;
 }
 
+/*
+ * C++ names: bpftrace matches a uprobe's function against a mangled
+ * symbol as written, and against its demangled name, without the
+ * parameter list unless the pattern has one: "foo" matches _Z3fooi and
+ * _Z3foov, "foo(int)" only _Z3fooi. The demangler is libstdc++'s, which
+ * ubt has loaded through LLVM (looked up at run time: ubt is C).
+ */
+typedef char *(*probes_demangle_fn)(const char *, char *, size_t *, int *);
+
+static probes_demangle_fn probes_demangler(void)
+{
+	static probes_demangle_fn fn;
+	static bool tried;
+
+	if (!tried) {
+		void *h;
+
+		tried = true;
+		fn = (probes_demangle_fn)dlsym(RTLD_DEFAULT, "__cxa_demangle");
+		if (!fn && (h = dlopen("libstdc++.so.6", RTLD_LAZY)))
+			fn = (probes_demangle_fn)dlsym(h, "__cxa_demangle");
+	}
+	return fn;
+}
+
+/* Cut "(params) const" off a demangled name (the last balanced group). */
+static void probes_erase_params(char *s)
+{
+	int depth = 0;
+
+	for (ssize_t i = (ssize_t)strlen(s) - 1; i >= 0; i--) {
+		if (s[i] == ')') {
+			depth++;
+		} else if (s[i] == '(' && --depth == 0) {
+			s[i] = '\0';
+			return;
+		}
+	}
+}
+
+/* Does pattern (wildcards when wild) name symbol sym? cpp_only: only as a
+ * demangled C++ name (uprobe:bin:cpp:func). */
+static bool probes_func_matches(const char *pattern, bool wild,
+				const char *sym, bool cpp_only)
+{
+	probes_demangle_fn demangle;
+	char *d;
+	bool m;
+	int status;
+
+	if (!cpp_only && (wild ? probes_match_wildcard(pattern, sym) :
+				 !strcmp(pattern, sym)))
+		return true;
+	if (strncmp(sym, "_Z", 2) || !(demangle = probes_demangler()))
+		return false;
+	d = demangle(sym, NULL, NULL, &status);
+	if (!d)
+		return false;
+	if (!strchr(pattern, '('))
+		probes_erase_params(d);
+	m = wild ? probes_match_wildcard(pattern, d) : !strcmp(pattern, d);
+	free(d);
+	return m;
+}
+
+/*
+ * An STT_GNU_IFUNC symbol's address is its resolver, which runs once at
+ * relocation: a uprobe there never fires for calls. When ubt has the same
+ * library loaded (libc, libm, ...), the implementation the resolver picks
+ * on this machine is the one dlsym() returns here: use its address in
+ * the file. 0, or -ENOENT when the library is not loaded in ubt.
+ */
+static int probes_ifunc_target(const char *path, const char *name,
+			       uint64_t *vaddr)
+{
+	char want[PATH_MAX], have[PATH_MAX];
+	struct link_map *lm = NULL;
+	Dl_info info;
+	void *h, *addr;
+	int err = -ENOENT;
+
+	if (!realpath(path, want))
+		return -ENOENT;
+	h = dlopen(path, RTLD_LAZY | RTLD_NOLOAD);
+	if (!h)
+		return -ENOENT;
+	addr = dlsym(h, name);
+	if (addr && dladdr1(addr, &info, (void **)&lm, RTLD_DL_LINKMAP) &&
+	    lm && lm->l_name && realpath(lm->l_name, have) &&
+	    !strcmp(have, want)) {
+		*vaddr = (uint64_t)(uintptr_t)addr - lm->l_addr;
+		err = 0;
+	}
+	dlclose(h);
+	return err;
+}
+
 static int probes_expand_uprobe(struct arena *a, struct diag_list *d,
 				const struct ast_loc *loc, const char *prov,
 				const char *target, const char *func,
-				uint64_t address, uint64_t func_offset,
-				int pid, bool warn_only, struct vec *v)
+				bool cpp_only, uint64_t address,
+				uint64_t func_offset, int pid, bool warn_only,
+				struct vec *v)
 {
 	const char **paths;
 	int npaths, err;
@@ -1313,13 +1414,21 @@ static int probes_expand_uprobe(struct arena *a, struct diag_list *d,
 		int nsyms;
 
 		if (!func || !*func) {
-			/* uprobe:bin:0x1234 */
+			/* uprobe:bin:0x1234: inside a known function */
 			struct probes_match *m = probes_new_match(v, prov, pid);
+			const struct probes_sym *in = NULL;
 
 			m->target = paths[p];
 			m->addr = address;
-			if (probes_elf_vaddr_to_offset(paths[p], address,
-						       &m->offset)) {
+			if (!probes_elf_funcs(a, paths[p], &syms, &nsyms))
+				in = probes_sym_at(syms, nsyms, address);
+			if (in) {
+				m->func = in->name;
+				m->size = in->size;
+				m->func_offset = address - in->addr;
+			}
+			if (!in || probes_elf_vaddr_to_offset(paths[p], address,
+							      &m->offset)) {
 				probes_report(d, loc, warn_only,
 					      arena_printf(a,
 							   "Could not resolve address: %s:0x%llx",
@@ -1348,16 +1457,28 @@ static int probes_expand_uprobe(struct arena *a, struct diag_list *d,
 		for (int i = 0; i < nsyms; i++) {
 			const struct probes_sym *s = &syms[i];
 
-			if (wild ? !probes_match_wildcard(func, s->name) :
-				   strcmp(func, s->name))
+			if (!probes_func_matches(func, wild, s->name,
+						 cpp_only))
 				continue;
 			struct probes_match *m = probes_new_match(v, prov, pid);
+			uint64_t impl, impl_off;
 
 			m->target = paths[p];
 			m->func = s->name;
 			m->addr = s->addr + func_offset;
 			m->offset = s->offset + func_offset;
 			m->size = s->size;
+			if (s->type == STT_GNU_IFUNC &&
+			    !probes_ifunc_target(paths[p], s->name, &impl) &&
+			    !probes_elf_vaddr_to_offset(paths[p], impl,
+							&impl_off)) {
+				const struct probes_sym *is =
+					probes_sym_at(syms, nsyms, impl);
+
+				m->addr = impl + func_offset;
+				m->offset = impl_off + func_offset;
+				m->size = is ? is->size : 0;
+			}
 			m->func_offset = func_offset;
 			if (func_offset)
 				m->name = arena_printf(a, "%s:%s:%s+%llu", prov,
@@ -1454,11 +1575,13 @@ static int probes_expand_usdt(struct arena *a, struct diag_list *d,
 	return 0;
 }
 
-int probes_expand_ap(struct arena *a, struct diag_list *d,
-		     const struct ast_loc *loc, const char *provider,
-		     const char *target, const char *ns, const char *func,
-		     uint64_t address, uint64_t func_offset, int pid,
-		     bool warn_only, struct probes_match **out, int *n)
+static int probes_expand_lang(struct arena *a, struct diag_list *d,
+			      const struct ast_loc *loc, const char *provider,
+			      const char *target, const char *ns,
+			      const char *func, bool cpp_only,
+			      uint64_t address, uint64_t func_offset, int pid,
+			      bool warn_only, struct probes_match **out,
+			      int *n)
 {
 	struct vec v = { .elem = sizeof(struct probes_match) };
 	static const struct ast_loc noloc;
@@ -1476,8 +1599,8 @@ int probes_expand_ap(struct arena *a, struct diag_list *d,
 		   !strcmp(provider, "uretprobe")) {
 		err = probes_expand_uprobe(a, d, loc, provider,
 					   target ? target : "", func,
-					   address, func_offset, pid,
-					   warn_only, &v);
+					   cpp_only, address, func_offset,
+					   pid, warn_only, &v);
 	} else if (!strcmp(provider, "usdt")) {
 		err = probes_expand_usdt(a, d, loc, target, ns,
 					 func ? func : "*", pid, warn_only,
@@ -1512,6 +1635,17 @@ int probes_expand_ap(struct arena *a, struct diag_list *d,
 	return 0;
 }
 
+int probes_expand_ap(struct arena *a, struct diag_list *d,
+		     const struct ast_loc *loc, const char *provider,
+		     const char *target, const char *ns, const char *func,
+		     uint64_t address, uint64_t func_offset, int pid,
+		     bool warn_only, struct probes_match **out, int *n)
+{
+	return probes_expand_lang(a, d, loc, provider, target, ns, func,
+				  false, address, func_offset, pid, warn_only,
+				  out, n);
+}
+
 int probes_expand(struct compile *c, struct ast_node *probe,
 		  struct ast_node *ap, struct probes_match **out, int *n)
 {
@@ -1533,9 +1667,15 @@ int probes_expand(struct compile *c, struct ast_node *probe,
 			provider = aliases[i].name;
 	if (!provider)
 		provider = "";
-	err = probes_expand_ap(&c->arena, &c->diag, &ap->loc, provider,
-			       p->target, p->ns, p->func, p->address,
-			       p->func_offset, pid, warn_only, out, n);
+	if (p->lang && strcmp(p->lang, "cpp")) {
+		diag_error(&c->diag, &ap->loc, "unsupported language: %s",
+			   p->lang);
+		return -ENOTSUP;
+	}
+	err = probes_expand_lang(&c->arena, &c->diag, &ap->loc, provider,
+				 p->target, p->ns, p->func, p->lang != NULL,
+				 p->address, p->func_offset, pid, warn_only,
+				 out, n);
 	if (err || *n != 1)
 		return err;
 	/* rate probes: bpftrace's canonical spelling of the probe name */
@@ -1842,22 +1982,30 @@ static int probes_line_cmp(const void *x, const void *y)
 		      ((const struct probes_line *)y)->name);
 }
 
-/* Split s at ':' into at most max parts (the last keeps the rest). */
+/*
+ * Split s at ':' into at most max parts (the last keeps the rest); a
+ * double-quoted part may contain ':' ("ns::f(int)"), quotes are removed.
+ */
 static int probes_split(struct arena *a, const char *s, const char **parts,
 			int max)
 {
+	char *buf = arena_alloc(a, strlen(s) + 1), *o = buf;
+	bool quoted = false;
 	int n = 0;
 
-	while (n < max - 1) {
-		const char *c = strchr(s, ':');
-
-		if (!c)
-			break;
-		parts[n++] = arena_strndup(a, s, c - s);
-		s = c + 1;
+	parts[n] = buf;
+	for (; *s; s++) {
+		if (*s == '"') {
+			quoted = !quoted;
+		} else if (*s == ':' && !quoted && n < max - 1) {
+			*o++ = '\0';
+			parts[++n] = o;
+		} else {
+			*o++ = *s;
+		}
 	}
-	parts[n++] = arena_strdup(a, s);
-	return n;
+	*o = '\0';
+	return n + 1;
 }
 
 static const char *probes_canonical(const char *p)

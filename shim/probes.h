@@ -36,8 +36,8 @@ struct probes_sym {
  * merged, one per name (a global binding wins over a weak or local one;
  * versioned .symtab names like "f@@GLIBC_2.34" are names of their own, as
  * bpftrace lists them; gcc's "f.part.N" pieces left out), sorted by name
- * (bytewise). 0 or -errno (-ENOENT: no
- * such file, -ENOEXEC: not an ELF file).
+ * (bytewise). 0 or -errno (-ENOENT: no such file, -ENOEXEC: not an ELF
+ * file).
  */
 int probes_elf_funcs(struct arena *a, const char *path,
 		     struct probes_sym **out, int *n);
@@ -46,8 +46,8 @@ const struct probes_sym *probes_sym_find(const struct probes_sym *syms, int n,
 					 const char *name);
 /*
  * The symbol whose [addr, addr + size) contains addr (size 0: exact
- * match), or NULL. Linear; callers that resolve many addresses should
- * keep their own address-sorted copy.
+ * match), or NULL. Linear; to resolve many addresses use
+ * probes_symcache below (cached, address-sorted).
  */
 const struct probes_sym *probes_sym_at(const struct probes_sym *syms, int n,
 				       uint64_t addr);
@@ -111,9 +111,9 @@ enum probes_usdt_arg_kind {
 	USDT_ARG_CONST,		/* $val */
 	USDT_ARG_REG,		/* %reg */
 	USDT_ARG_REG_DEREF,	/* off(%reg): read size bytes at reg + off */
-	USDT_ARG_ADDR,		/* sym(%rip)/sym+off(%rip): read at an
-				 * absolute address: val is rip-relative
-				 * off, reg "rip" (resolved at attach) */
+	USDT_ARG_ADDR,		/* sym(%rip) / sym+off(%rip): read size
+				 * bytes at the symbol's address (sym) +
+				 * val in the module, reg "rip" */
 };
 
 struct probes_usdt_arg {
@@ -124,6 +124,7 @@ struct probes_usdt_arg {
 	int pt_regs_off;	/* offsetof(struct pt_regs, <64-bit reg>), -1 */
 	int reg_size;		/* bytes of the named (sub)register */
 	int64_t val;		/* constant or displacement */
+	const char *sym;	/* USDT_ARG_ADDR: the symbol, else NULL */
 };
 
 /* Parse an argument spec; 0 or -EINVAL. */
@@ -145,10 +146,15 @@ struct probes_match {
 				 * "tracepoint:sched:sched_switch",
 				 * "usdt:/path:provider:name" */
 	uint64_t addr;		/* uprobe: symbol address (+ func_offset),
-				 * or the address given; usdt: site pc */
+				 * or the address given; usdt: site pc. For
+				 * an IFUNC symbol of a library ubt has
+				 * loaded too: the implementation selected
+				 * on this machine, not the resolver */
 	uint64_t offset;	/* file offset to attach a uprobe at */
 	uint64_t size;		/* uprobe: symbol size, 0 when unknown */
-	uint64_t func_offset;	/* uprobe:bin:func+N: N */
+	uint64_t func_offset;	/* uprobe:bin:func+N: N (for an address:
+				 * its offset in the function, ->func the
+				 * function containing it) */
 	int pid;		/* -p filter, 0 = every process */
 	/* usdt */
 	uint64_t semaphore_offset;	/* ref_ctr_offset, 0 when none */
@@ -172,12 +178,16 @@ struct probes_match {
  *   Did you mean syscalls:EVENT?        (warning, category "syscall")
  *   uprobe target file 'X' does not exist or is not executable
  *   Could not resolve symbol: PATH:FUNC
+ *   Could not resolve address: PATH:0xADDR  (not inside a function)
  *   uprobes not found: PATH:FUNC*       (wildcard matching nothing)
  *   usdt probe not found: PATH:PROVIDER:NAME
  *   usdt target file 'X' does not exist or is not executable
  *   uprobe probe needs a target binary or -p PID   (uprobe:func without
  *                                        -p; with -p: /proc/PID/exe)
  *   usdt probe needs a target binary or -p PID
+ * A uprobe function also matches C++ symbols by their demangled name, as
+ * bpftrace does ("foo" matches _Z3fooi and _Z3foov, "foo(int)" only the
+ * first; "ns::*" works too); uprobe:bin:cpp:func matches C++ symbols only.
  * Rate probes get bpftrace's canonical name: "interval:s:1",
  * "software:cpu-clock:100".
  * Returns 0 (*n may be 0 after a warning), or -errno after an error.
@@ -206,8 +216,9 @@ bool probes_match_wildcard(const char *pattern, const char *s);
  * names with wildcards ("tracepoint:sched:*", "t:*:sched_sw*",
  * "*sched_switch*"), "uprobe:TARGET:FUNC", "usdt:TARGET[:PROV]:NAME";
  * with pid > 0 targets resolve through the process's maps, and without a
- * pattern the process's executable's uprobes and usdt probes are listed. Errors in the pattern
- * are printed to err in bpftrace's diagnostic format against "stdin".
+ * pattern the process's executable's uprobes and usdt probes are listed.
+ * Errors in the pattern are printed to err in bpftrace's diagnostic
+ * format against "stdin".
  * Returns 0, or 1 after printing an error.
  */
 int probes_list(const char *pattern, int pid, bool verbose, FILE *out,

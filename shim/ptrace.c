@@ -210,10 +210,17 @@ static int setup_stopped(struct pt *p)
 
 	for (i = 0; i < p->nth; i++) {
 		if (ptrace(PTRACE_GETREGS, p->th[i].tid, 0,
-			   &p->th[i].regs) < 0)
-			return fail(p, -errno, "ptrace(PTRACE_GETREGS)");
+			   &p->th[i].regs) < 0) {
+			if (errno != ESRCH)
+				return fail(p, -errno,
+					    "ptrace(PTRACE_GETREGS)");
+			drop(p, p->th[i--].tid);	/* it just exited */
+			continue;
+		}
 		p->th[i].have_regs = true;
 	}
+	if (!p->nth)
+		return fail(p, 0, "process exited during attach");
 	p->ctl = 0;
 	for (i = 0; i < p->nth; i++)
 		if (p->th[i].tid == p->pid)
@@ -250,8 +257,10 @@ int pt_seize(struct pt *p, pid_t pid)
 	p->pid = pid;
 	if (ptrace(PTRACE_SEIZE, pid, 0, PT_SEIZE_OPTS) < 0) {
 		err = -errno;
-		if (err == -EPERM && pt_gone(pid))
-			return fail(p, 0, "the process has exited");
+		if (err == -EPERM && pt_gone(pid)) {
+			fail(p, 0, "the process has exited");
+			return -ESRCH;
+		}
 		return fail(p, err, "ptrace");
 	}
 	add(p, pid);
@@ -260,21 +269,24 @@ int pt_seize(struct pt *p, pid_t pid)
 		err = list_tasks(p, pid, &added);
 		if (err) {
 			pt_detach(p);
-			if (pt_gone(pid))
-				return fail(p, 0,
-					    "process exited during attach");
+			if (pt_gone(pid)) {
+				fail(p, 0, "process exited during attach");
+				return -ESRCH;
+			}
 			return fail(p, err, "ptrace");
 		}
 		err = stop_all(p);
 		if (err) {
 			pt_detach(p);
-			return fail(p, 0, "process exited during attach");
+			fail(p, 0, "process exited during attach");
+			return -ESRCH;
 		}
 	} while (added && ++rounds < 1000);
 	/* the leader may have died while others ran on */
 	if (!find(p, pid) && kill(pid, 0) < 0) {
 		pt_detach(p);
-		return fail(p, 0, "process exited during attach");
+		fail(p, 0, "process exited during attach");
+		return -ESRCH;
 	}
 	err = setup_stopped(p);
 	if (err)
@@ -496,10 +508,11 @@ static int find_syscall_insn(struct pt *p)
 				if (pt_read(p, a, buf, len))
 					break;
 				for (k = 0; k + 1 < len; k++) {
-					if (buf[k] != 0x0f || buf[k + 1] != 0x05)
-						continue;
-					p->syscall_insn = a + k;
-					break;
+					if (buf[k] == 0x0f &&
+					    buf[k + 1] == 0x05) {
+						p->syscall_insn = a + k;
+						break;
+					}
 				}
 			}
 		}
@@ -557,11 +570,15 @@ static int restop_others(struct pt *p, int keep)
 	if (err)
 		return err;
 	for (i = 0; i < p->nth; i++) {
-		if (i == keep)
+		if (keep >= 0 && i == p->ctl)	/* drop() may move it */
 			continue;
 		if (ptrace(PTRACE_GETREGS, p->th[i].tid, 0,
-			   &p->th[i].regs) < 0)
-			return -errno;
+			   &p->th[i].regs) < 0) {
+			if (errno != ESRCH)
+				return -errno;
+			drop(p, p->th[i--].tid);
+			continue;
+		}
 		p->th[i].have_regs = true;
 	}
 	return 0;

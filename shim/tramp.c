@@ -231,7 +231,7 @@ int tramp_build(const struct tramp_spec *spec, struct patch_site *s,
 		lit_enter = rel32_hole(&e);
 		EMIT(&e, 0x48, 0x85, 0xc0);		/* test %rax,%rax */
 		EMIT(&e, 0x58);				/* pop %rax */
-		EMIT(&e, 0x0f, 0x84);			/* jz .reloc (unwrapped) */
+		EMIT(&e, 0x0f, 0x84);			/* jz .reloc */
 		jz_reloc = rel32_hole(&e);
 		EMIT(&e, 0xe9);				/* jmp .wrapped */
 		rel32_to(&e, spec->at + wrapped);

@@ -23,7 +23,10 @@
  *   - entry probe: the function's arguments in %rdi %rsi %rdx %rcx %r8 %r9;
  *     at the probe code's entry the function's return address is at
  *     16(%rsp) and its stack arguments start at 24(%rsp);
- *   - return probe: the return value in %rax and %rdi (%rdx also in %rsi).
+ *   - return probe: the return value in %rax and %rdi (%rdx also in %rsi);
+ *   - probe inside a function: every register as the function had it (the
+ *     trampoline also saves the flags and %r11 there); the stack layout
+ *     is the trampoline's, aligned to 16 bytes at the call.
  * The trampoline saves %rax itself (%al carries the vector count of a
  * variadic call), so probe code may clobber %rax too.
  */

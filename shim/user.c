@@ -9,11 +9,13 @@
 #include <limits.h>
 #include <signal.h>
 #include <stdarg.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -72,6 +74,11 @@ struct ubt_user {
 	uint64_t dlopen_vaddr, dlerror_vaddr, single_vaddr;
 	char err[512];
 };
+
+/* A field of a sized struct from the caller, 0 if its sz stops before. */
+#define USER_FIELD(p, type, f)                                         \
+	((p) && (p)->sz >= offsetof(type, f) + sizeof((p)->f) ? (p)->f \
+							       : 0)
 
 static int uerr(struct ubt_user *u, int err, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
@@ -169,6 +176,13 @@ uint64_t user_lost_events(const struct ubt_user *u)
 	return u->m.base ? memfd_ring_dropped(&u->m) : 0;
 }
 
+uint64_t user_unrecorded_threads(const struct ubt_user *u)
+{
+	return u->m.ctl ? __atomic_load_n(&u->m.ctl->no_block,
+					  __ATOMIC_RELAXED)
+			: 0;
+}
+
 int user_moved_threads(const struct ubt_user *u)
 {
 	return u->moved;
@@ -189,12 +203,13 @@ static uint64_t now_ns(void)
 
 static int runtime_path(const struct user_opts *o, char *out, size_t len)
 {
-	char exe[PATH_MAX];
+	const char *opt = USER_FIELD(o, struct user_opts, runtime_path);
 	const char *env = getenv("UBT_RUNTIME");
+	char exe[PATH_MAX];
 	ssize_t n;
 
-	if (o && o->runtime_path) {
-		snprintf(out, len, "%s", o->runtime_path);
+	if (opt) {
+		snprintf(out, len, "%s", opt);
 		return 0;
 	}
 	if (env && *env) {
@@ -292,8 +307,10 @@ static int rsys(struct ubt_user *u, long nr, uint64_t a0, uint64_t a1,
 	uint64_t args[6] = { a0, a1, a2, a3, a4, a5 };
 	int err = pt_syscall(&u->pt, nr, args, ret);
 
-	if (err)
-		return uerr(u, 0, "%s", u->pt.err);
+	if (err) {
+		uerr(u, 0, "%s", u->pt.err);
+		return err;
+	}
 	if (*ret < 0 && *ret > -4096)
 		return uerr(u, (int)*ret, "remote system call %ld", nr);
 	return 0;
@@ -308,7 +325,7 @@ static int place_memfd(struct ubt_user *u, const struct user_opts *o)
 	int64_t ret;
 	int fd, err;
 
-	if (o && o->layout.nblocks)
+	if (USER_FIELD(o, struct user_opts, layout.nblocks))
 		l = o->layout;
 	else
 		memfd_layout_default(&l);
@@ -348,7 +365,7 @@ static int place_memfd(struct ubt_user *u, const struct user_opts *o)
 		return err;
 	u->target_base = (uint64_t)ret;
 	u->m.ctl->target_base = u->target_base;
-	if (o && o->fault_safe_reads)
+	if (USER_FIELD(o, struct user_opts, fault_safe_reads))
 		u->m.ctl->flags |= RT_CTL_FAULT_HANDLER;
 	return 0;
 }
@@ -517,8 +534,10 @@ static int place_runtime(struct ubt_user *u, const struct user_opts *o)
 	args[1] = RTLD_NOW;
 	err = pt_call(&u->pt, u->libc_bias + u->dlopen_vaddr, args, &handle,
 		      5000);
-	if (err)
-		return uerr(u, 0, "dlopen %s in the target: %s", rt, u->pt.err);
+	if (err) {
+		uerr(u, 0, "dlopen %s in the target: %s", rt, u->pt.err);
+		return err;
+	}
 	if (!handle) {
 		char text[256] = "unknown error";
 		uint64_t msg = 0;
@@ -575,6 +594,27 @@ static int find_runtime(struct ubt_user *u, const struct user_opts *o)
 	return 0;
 }
 
+/*
+ * Did an operation fail because the process went away?  An exiting process
+ * fails reads and writes of its memory before it turns into a zombie: give
+ * it a moment.
+ */
+static bool process_gone(struct ubt_user *u, int e)
+{
+	int i;
+
+	if (u->exited)
+		return true;
+	for (i = 0; i < 20; i++) {
+		if (pt_gone(u->pid))
+			return true;
+		if (e != -EIO && e != -ESRCH && e != -EFAULT)
+			return false;
+		usleep(1000);
+	}
+	return false;
+}
+
 static struct ubt_user *attach(struct ubt_user *u, const struct user_opts *o,
 			   char *err, size_t errlen)
 {
@@ -585,14 +625,6 @@ static struct ubt_user *attach(struct ubt_user *u, const struct user_opts *o,
 	e = e ?: place_runtime(u, o);
 	if (!e)
 		return u;
-	if (pt_gone(u->pid))
-		snprintf(err, errlen, "cannot attach to pid %d: process exited "
-				      "during attach", u->pid);
-	else if (u->child)
-		snprintf(err, errlen, "%s", u->err);
-	else
-		snprintf(err, errlen, "cannot attach to pid %d: %s", u->pid,
-			 u->err);
 	if (u->target_fd > 0) {
 		char keep[sizeof(u->err)];
 		int64_t ret;
@@ -606,8 +638,18 @@ static struct ubt_user *attach(struct ubt_user *u, const struct user_opts *o,
 		memcpy(u->err, keep, sizeof(keep));
 	}
 	pt_detach(&u->pt);
-	if (u->child)
+	if (u->child) {
 		kill(u->pid, SIGKILL);
+		waitpid(u->pid, NULL, 0);
+	}
+	if (!u->child && process_gone(u, e))
+		snprintf(err, errlen, "cannot attach to pid %d: process exited "
+				      "during attach", u->pid);
+	else if (u->child)
+		snprintf(err, errlen, "%s", u->err);
+	else
+		snprintf(err, errlen, "cannot attach to pid %d: %s", u->pid,
+			 u->err);
 	user_free(u);
 	return NULL;
 }
@@ -816,8 +858,12 @@ int user_install(struct ubt_user *u, const struct user_probe *p)
 	uint8_t buf[1024];
 	int i, err, sl, n;
 
+	uint64_t offset = USER_FIELD(p, struct user_probe, offset);
+
 	if (u->resumed)
 		return uerr(u, -EBUSY, "probes are installed before resuming");
+	if (p->sz < offsetof(struct user_probe, code_len) + sizeof(size_t))
+		return uerr(u, -EINVAL, "struct user_probe too small");
 	if (!realpath(p->binary, path))
 		return uerr(u, -errno, "%s", p->binary);
 	err = patch_find_symbol(path, p->symbol, &vaddr, &size, &off);
@@ -831,11 +877,11 @@ int user_install(struct ubt_user *u, const struct user_probe *p)
 	if (err)
 		return uerr(u, err, "%s is not mapped in pid %d", path, u->pid);
 	addr = bias + vaddr;
-	if (p->offset && p->kind == USER_PROBE_RETURN)
-		return uerr(u, -EINVAL, "a return probe has no offset");
+	if (offset && p->kind == USER_PROBE_RETURN)
+		return uerr(u, 0, "a return probe has no offset");
 	for (i = 0; i < u->nsites; i++)
 		if (u->sites[i].s.func == addr &&
-		    u->sites[i].offset == p->offset)
+		    u->sites[i].offset == offset)
 			us = &u->sites[i];
 	if (!us) {
 		struct patch_site s;
@@ -854,7 +900,7 @@ int user_install(struct ubt_user *u, const struct user_probe *p)
 				memcpy(code + (o->addr - addr), o->orig,
 				       o->len);
 		}
-		if (!err && patch_analyze(code, size, addr, p->offset, &s))
+		if (!err && patch_analyze(code, size, addr, offset, &s))
 			err = -EINVAL;
 		free(code);
 		if (err == -EINVAL)
@@ -864,8 +910,8 @@ int user_install(struct ubt_user *u, const struct user_probe *p)
 
 			if (o->func == addr && s.addr < o->addr + o->len &&
 			    o->addr < s.addr + s.len)
-				return uerr(u, -EINVAL, "the patch window "
-					    "overlaps another probe's");
+				return uerr(u, 0, "the patch window overlaps "
+						  "another probe's");
 		}
 		if (err)
 			return uerr(u, err, "read %s in pid %d", p->symbol,
@@ -877,7 +923,7 @@ int user_install(struct ubt_user *u, const struct user_probe *p)
 		us = &u->sites[u->nsites];
 		memset(us, 0, sizeof(*us));
 		us->s = s;
-		us->offset = p->offset;
+		us->offset = offset;
 		sl = get_slice(u, path, lo, hi);
 		if (sl < 0)
 			return sl;
@@ -937,10 +983,30 @@ int user_resume(struct ubt_user *u)
 	return err ? uerr(u, err, "resume pid %d", u->pid) : 0;
 }
 
+/* Is our memfd still mapped where we put it (no exec since)? */
+static bool still_ours(struct ubt_user *u)
+{
+	struct pt_map *m;
+	bool found = false;
+	int n, i;
+
+	if (pt_maps(u->pid, &m, &n))
+		return false;
+	for (i = 0; i < n; i++)
+		if (m[i].start == u->target_base &&
+		    strstr(m[i].path, "/memfd:ubt"))
+			found = true;
+	free(m);
+	return found;
+}
+
 /* Put back the original bytes of every site (all threads stopped). */
 static int restore_sites(struct ubt_user *u)
 {
 	int i, err = 0;
+
+	if (!still_ours(u))
+		return 0;	/* the process ran execve(): a new image */
 
 	for (i = 0; i < u->nsites; i++) {
 		struct user_site *us = &u->sites[i];
@@ -981,9 +1047,10 @@ int user_detach(struct ubt_user *u)
 		return 0;
 	pt_release(&u->pt);
 	pt_init(&u->pt);
-	if (pt_seize(&u->pt, u->pid)) {
+	err = pt_seize(&u->pt, u->pid);
+	if (err) {
 		user_note_exit(u);
-		if (pt_gone(u->pid))
+		if (process_gone(u, err))
 			return 0;	/* gone: nothing left to restore */
 		return uerr(u, 0, "cannot stop pid %d to restore its code: %s",
 			    u->pid, u->pt.err);
@@ -991,6 +1058,8 @@ int user_detach(struct ubt_user *u)
 	err = restore_sites(u);
 	pt_detach(&u->pt);
 	user_note_exit(u);
+	if (err && process_gone(u, -EIO))
+		err = 0;	/* it exited meanwhile */
 	return err;
 }
 

@@ -109,6 +109,12 @@ int user_read_events(struct ubt_user *u,
 		     void *arg);
 /* Events dropped because a ring was full (bpftrace's lost events). */
 uint64_t user_lost_events(const struct ubt_user *u);
+/*
+ * Threads that found no free block (more threads than layout.nblocks
+ * have hit a probe; blocks of exited threads are kept for their data):
+ * their hits were not recorded.
+ */
+uint64_t user_unrecorded_threads(const struct ubt_user *u);
 /* Threads moved out of a patch window into its relocated copy. */
 int user_moved_threads(const struct ubt_user *u);
 struct memfd *user_memfd(struct ubt_user *u);

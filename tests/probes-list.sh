@@ -92,6 +92,11 @@ same "uprobe:$TARGET:ubt_probe_alpha*"
 same "uprobe:$TARGET:*" -v
 same "uretprobe:$TARGET:ubt_probe_types" -v
 same "u:$TARGET:ubt_probe_beta"
+same "uprobe:$TARGET:ubt_cpp"
+same "uprobe:$TARGET:\"ubt_cpp(int)\""
+same "uprobe:$TARGET:ubt_c*"
+same "uprobe:$TARGET:\"ubt::probe\""
+same "uprobe:$TARGET:\"ubt::probe(long)\""
 same "uprobe:$TARGET:nosuchfunction*"
 same "uretprobe:libc:mall*"
 same "uprobe:libc:pthread_mutex_clock*"

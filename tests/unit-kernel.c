@@ -241,6 +241,11 @@ static const struct ukt_case cases[] = {
 	  "alpha 1\nalpha 2\nalpha 3\nalpha 4\nalpha 5\nalpha 6\n"
 	  "alpha 7\nalpha 8\nalpha 9\nalpha 10\nalpha 11\nalpha 12\n\n"
 	  "\n" },
+	{ "a wildcard uprobe and uretprobe: uprobe_multi links",
+	  "uprobe:BIN:ukt_* { @calls = count(); }"
+	  " uretprobe:BIN:ukt_[an]* { @ret[(int64)retval >= 0] = count(); }",
+	  true, "Attaching 7 probes...\n\n\n@calls: 29\n"
+	  "@ret[0]: 9\n@ret[1]: 19\n" },
 	{ "comm, pid, strings compared",
 	  "uprobe:BIN:ukt_name /str(arg0) == \"beta\"/ { @[comm, pid == cpid] = count(); }",
 	  true, "Attaching 1 probe...\n\n\n@[unit-kernel, 1]: 2\n" },

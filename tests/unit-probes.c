@@ -5,6 +5,10 @@
  * tracepoint format parsing and the args record of real tracepoints
  * (types as `bpftrace -lv` and bpftrace's type checker show them).
  */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE	/* dladdr */
+#endif
+#include <dlfcn.h>
 #include <elf.h>
 #include <errno.h>
 #include <signal.h>
@@ -165,7 +169,8 @@ static void test_usdt(void)
 		   args[2].size == 1, "1@$5");
 		ok(args[3].kind == USDT_ARG_REG && args[3].reg_size == 2 &&
 		   args[3].pt_regs_off == 80, "-2@%%ax");
-		ok(args[4].kind == USDT_ARG_ADDR && args[4].val == 16,
+		ok(args[4].kind == USDT_ARG_ADDR && args[4].val == 16 &&
+		   args[4].sym && !strcmp(args[4].sym, "foo"),
 		   "8@foo+16(%%rip)");
 		ok(args[5].kind == USDT_ARG_REG_DEREF && args[5].val == 0 &&
 		   args[5].pt_regs_off == 24, "4@(%%r12)");
@@ -244,7 +249,47 @@ static void test_expand(void)
 			       "ubt_probe_local", 0, 4, 0, false, &m, &n);
 	ok(!err && n == 1 && m[0].func_offset == 4 &&
 	   ends_with(m[0].name, ":ubt_probe_local+4"), "func+offset");
+	{
+		struct probes_sym *syms;
+		const struct probes_sym *s;
+		int nsyms;
+
+		probes_elf_funcs(&A, target, &syms, &nsyms);
+		s = probes_sym_find(syms, nsyms, "ubt_probe_alpha2");
+		err = probes_expand_ap(&A, &d, &loc, "uprobe", target, NULL,
+				       NULL, s ? s->addr + 1 : 1, 0, 0, false,
+				       &m, &n);
+		ok(s && !err && n == 1 && m[0].func &&
+		   !strcmp(m[0].func, "ubt_probe_alpha2") &&
+		   m[0].func_offset == 1 && m[0].offset == s->offset + 1 &&
+		   ends_with(m[0].name, arena_printf(&A, ":0x%llx",
+			     (unsigned long long)s->addr + 1)),
+		   "uprobe at an address: %s", n ? m[0].name : "-");
+	}
 	ok(count_diags(&d, NULL) == 0, "no diagnostics so far");
+	err = probes_expand_ap(&A, &d, &loc, "uprobe", target, NULL,
+			       "ubt_cpp", 0, 0, 0, false, &m, &n);
+	ok(!err && n == 2 && !strcmp(m[0].func, "_Z7ubt_cppi") &&
+	   !strcmp(m[1].func, "_Z7ubt_cppv") &&
+	   ends_with(m[0].name, ":_Z7ubt_cppi"),
+	   "C++: a demangled name without parameters: both overloads");
+	err = probes_expand_ap(&A, &d, &loc, "uprobe", target, NULL,
+			       "ubt_cpp()", 0, 0, 0, false, &m, &n);
+	ok(!err && n == 1 && !strcmp(m[0].func, "_Z7ubt_cppv"),
+	   "C++: with parameters: one overload");
+	err = probes_expand_ap(&A, &d, &loc, "uprobe", target, NULL,
+			       "ubt::*", 0, 0, 0, false, &m, &n);
+	ok(!err && n == 1 && !strcmp(m[0].func, "_ZN3ubt5probeEl"),
+	   "C++: a namespace wildcard");
+	err = probes_expand_ap(&A, &d, &loc, "uprobe", target, NULL,
+			       "_Z7*", 0, 0, 0, false, &m, &n);
+	ok(!err && n == 2, "C++: mangled names match too");
+	ok(count_diags(&d, NULL) == 0, "still no diagnostics");
+	err = probes_expand_ap(&A, &d, &loc, "uprobe", target, NULL, NULL,
+			       0x10, 0, 0, false, &m, &n);
+	ok(err && count_diags(&d, arena_printf(&A,
+			"Could not resolve address: %s:0x10", target)) == 1,
+	   "address outside any function");
 
 	err = probes_expand_ap(&A, &d, &loc, "uprobe", target, NULL,
 			       "nosuchfunc", 0, 0, 0, false, &m, &n);
@@ -366,6 +411,25 @@ static void test_expand_ast(void)
 	   "uprobe:main with -p: the process's executable (%s)",
 	   n ? m[0].target : "-");
 	c.pid = 0;
+	memset(&ap.ap, 0, sizeof(ap.ap));
+	ap.ap.provider = "uprobe";
+	ap.ap.target = target;
+	ap.ap.lang = "cpp";
+	ap.ap.func = "ns::f";
+	err = probes_expand(&c, &probe, &ap, &m, &n);
+	ok(err == -ENOENT && count_diags(&c.diag, arena_printf(&A,
+			"Could not resolve symbol: %s:ns::f", target)) == 1,
+	   "uprobe:bin:cpp:ns::f: no such C++ function");
+	ap.ap.func = "ubt_cpp";
+	err = probes_expand(&c, &probe, &ap, &m, &n);
+	ok(!err && n == 2 && !strcmp(m[0].func, "_Z7ubt_cppi") &&
+	   !strcmp(m[1].func, "_Z7ubt_cppv"),
+	   "uprobe:bin:cpp:ubt_cpp: both overloads");
+	ap.ap.lang = "rust";
+	err = probes_expand(&c, &probe, &ap, &m, &n);
+	ok(err == -ENOTSUP &&
+	   count_diags(&c.diag, "unsupported language: rust") == 1,
+	   "other languages refused");
 	/* two attach points: a missing tracepoint is only a warning */
 	ap.next = &ap2;
 	memset(&ap.ap, 0, sizeof(ap.ap));
@@ -377,6 +441,47 @@ static void test_expand_ast(void)
 	   count_diags(&c.diag, "tracepoint not found: sched:no_such_event"),
 	   "missing tracepoint among several attach points: a warning");
 	arena_release(&c.arena);
+}
+
+/* A uprobe on an IFUNC (strlen) goes to the implementation, not the
+ * resolver that only runs at relocation. */
+static void test_ifunc(void)
+{
+	const char **paths;
+	struct probes_sym *syms;
+	const struct probes_sym *s, *impl;
+	struct probes_match *m;
+	int n, nsyms, err;
+
+	if (probes_resolve_target(&A, "libc", 0, &paths, &n) ||
+	    probes_elf_funcs(&A, paths[0], &syms, &nsyms)) {
+		ok(0, "libc symbols");
+		return;
+	}
+	s = probes_sym_find(syms, nsyms, "strlen");
+	ok(s && s->type == STT_GNU_IFUNC, "strlen is an IFUNC in libc");
+	err = probes_expand_ap(&A, NULL, NULL, "uprobe", paths[0], NULL,
+			       "strlen", 0, 0, 0, false, &m, &n);
+	ok(!err && n == 1 && s && m[0].addr != s->addr &&
+	   !strcmp(m[0].func, "strlen"),
+	   "uprobe:libc:strlen at 0x%llx, not the resolver at 0x%llx",
+	   n ? (unsigned long long)m[0].addr : 0ull,
+	   s ? (unsigned long long)s->addr : 0ull);
+	/* libc's strlen in this process, relative to libc's base (not
+	 * RTLD_DEFAULT: a sanitizer build interposes strlen) */
+	void *h = dlopen(paths[0], RTLD_LAZY | RTLD_NOLOAD);
+	void *fn = h ? dlsym(h, "strlen") : NULL;
+	Dl_info info;
+
+	ok(n == 1 && fn && dladdr(fn, &info) &&
+	   strstr(info.dli_fname, "libc") &&
+	   m[0].addr == (uintptr_t)fn - (uintptr_t)info.dli_fbase,
+	   "the implementation libc gives this process");
+	if (h)
+		dlclose(h);
+	impl = n ? probes_sym_at(syms, nsyms, m[0].addr) : NULL;
+	if (impl)	/* named only with libc's debug symbols installed */
+		printf("# implementation: %s\n", impl->name);
 }
 
 static void test_pid(void)
@@ -615,6 +720,7 @@ int main(void)
 	test_resolve();
 	test_expand();
 	test_expand_ast();
+	test_ifunc();
 	test_pid();
 	test_format_parse();
 	test_real_tracepoints();

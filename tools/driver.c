@@ -21,6 +21,7 @@
 #include "driver.h"
 #include "kernel.h"
 #include "probes.h"
+#include "sema.h"
 #include "util.h"
 
 static int driver_not_implemented(const char *what)
@@ -155,6 +156,10 @@ static int driver_sema(struct compile *c, const struct cli_opts *o)
 
 	if (driver_print_diags(c) || err)
 		return UBT_EXIT_ERROR;
+	if (o->debug & DEBUG_SEMA) {
+		sema_dump(stdout, c);
+		fflush(stdout);
+	}
 	return 0;
 }
 
@@ -211,8 +216,6 @@ static int driver_execute(struct compile *c, const struct cli_opts *o,
 		.out = out,
 	};
 
-	if (o->debug & DEBUG_SEMA)
-		return driver_not_implemented("-d sema");
 	if (o->debug & DEBUG_NATIVE)
 		return driver_not_implemented("-d native");
 	if (o->mode == MODE_USER)

@@ -231,7 +231,6 @@ BEGIN { nosuchfunc(); }
 expect "-l lists a tracepoint" 0 'tracepoint:syscalls:sys_enter_openat' '' -- -l 'tracepoint:syscalls:sys_enter_openat'
 
 # --- stages not built yet: a clear error, exit 1 ----------------------
-expect "-d sema: not implemented yet" 1 '' "ubt: -d sema: not implemented yet" -- -d sema -e "$PROG"
 expect "--mode user: not implemented yet" 1 '' "ubt: user-mode probes (--mode user): not implemented yet" -- --mode user -e "$PROG"
 
 tap_done

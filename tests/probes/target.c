@@ -49,10 +49,32 @@ ubt_probe_types(const char *s, void *p, const void *q, struct ubt_pt *st,
 	       byval.a;
 }
 
+/* C++ symbols, named in C through asm labels: ubt_cpp(int),
+ * ubt_cpp(), ubt::probe(long). */
+int ubt_cpp_i(int x) __asm__("_Z7ubt_cppi");
+int ubt_cpp_v(void) __asm__("_Z7ubt_cppv");
+long ubt_ns_probe(long x) __asm__("_ZN3ubt5probeEl");
+
+__attribute__((noinline)) int ubt_cpp_i(int x)
+{
+	return x + 1;
+}
+
+__attribute__((noinline)) int ubt_cpp_v(void)
+{
+	return 7;
+}
+
+__attribute__((noinline)) long ubt_ns_probe(long x)
+{
+	return x * 2;
+}
+
 int main(int argc, char **argv)
 {
 	int v = ubt_probe_alpha(argc) + ubt_probe_alpha2(argc) +
-		ubt_probe_beta(argc) + ubt_probe_local(argc);
+		ubt_probe_beta(argc) + ubt_probe_local(argc) +
+		ubt_cpp_i(argc) + ubt_cpp_v() + ubt_ns_probe(argc);
 
 	if (argc > 1)
 		sleep(atoi(argv[1]));

@@ -11,6 +11,9 @@
  *   ut_jrcxz       jrcxz first: refused    returns x
  *   ut_ret         returns 3x (return probes)
  *   ut_lj(x, jb)   longjmp(jb)s out when x is odd, else returns x
+ *   ut_flags       cmp; ja: flags live at +4    returns x > 5 ? 100 : 200
+ *   ut_redzone     stores in the red zone, reads it back at +5: x + 1
+ *   ut_r11         %r11 live at +3               returns x + 3
  *   and getppid() from libc (a second module)
  *   ut_sys(nr,a,b) mov %edi,%eax; syscall; ret: system call nr(nr, a, b),
  *                  a thread blocked in it stops inside the patch window
@@ -31,6 +34,8 @@
  *   calls ut_plain 1000 times, returns from ut_forker, checks ut_ret and
  *   exits), waits for the child, calls ut_plain 10 times, prints
  *   "done STATUS" with the child's wait status.
+ * Usage: target exec
+ *   prints "ready", reads a byte, calls ut_plain, then runs "target sys".
  * Usage: target sys [phdr]
  *   prints "ready", then reads stdin one byte at a time through ut_sys,
  *   printing "got N" for each; exits 0 at end of input.  With phdr, a
@@ -123,6 +128,31 @@ __asm__(".text\n"
 	"	ret\n"
 	".size ut_ret, .-ut_ret\n"
 
+	".globl ut_flags\n.type ut_flags,@function\n"
+	"ut_flags:\n"
+	"	cmp $5, %rdi\n"
+	"	ja 1f\n"
+	"	mov $200, %eax\n"
+	"	ret\n"
+	"1:	mov $100, %eax\n"
+	"	ret\n"
+	".size ut_flags, .-ut_flags\n"
+
+	".globl ut_redzone\n.type ut_redzone,@function\n"
+	"ut_redzone:\n"
+	"	mov %rdi, -8(%rsp)\n"
+	"	mov -8(%rsp), %rax\n"
+	"	add $1, %rax\n"
+	"	ret\n"
+	".size ut_redzone, .-ut_redzone\n"
+
+	".globl ut_r11\n.type ut_r11,@function\n"
+	"ut_r11:\n"
+	"	mov %rdi, %r11\n"
+	"	lea 3(%r11), %rax\n"
+	"	ret\n"
+	".size ut_r11, .-ut_r11\n"
+
 	".globl ut_sys\n.type ut_sys,@function\n"
 	"ut_sys:\n"
 	"	mov %edi, %eax\n"
@@ -146,6 +176,7 @@ long ut_plain(long), ut_endbr(long), ut_riprel(long), ut_jcc(long);
 long ut_short(long), ut_loop(long), ut_jrcxz(long), ut_ret(long);
 long ut_lj(long, jmp_buf *);
 long ut_sys(long nr, void *a1, long a2);
+long ut_flags(long), ut_redzone(long), ut_r11(long);
 
 
 /* through volatile pointers: nothing gets inlined or folded */
@@ -158,6 +189,9 @@ static long (*volatile f_loop)(long) = ut_loop;
 static long (*volatile f_jrcxz)(long) = ut_jrcxz;
 static long (*volatile f_ret)(long) = ut_ret;
 static long (*volatile f_lj)(long, jmp_buf *) = ut_lj;
+static long (*volatile f_flags)(long) = ut_flags;
+static long (*volatile f_redzone)(long) = ut_redzone;
+static long (*volatile f_r11)(long) = ut_r11;
 
 static long iters;
 static int nbefore, nafter;
@@ -175,6 +209,7 @@ static long one_round(void)
 		s += f_plain(i) + f_endbr(i) + f_riprel(i) + f_jcc(i & 3);
 		s += f_short(i) + f_loop(i & 7) + f_jrcxz(i) + f_ret(i);
 		s += getppid() > 0 ? 0 : 1000000;	/* in libc */
+		s += f_flags(i & 7) + f_redzone(i) + f_r11(i);
 		if (!setjmp(jb))
 			s += f_lj(i, &jb);	/* odd i: longjmp out */
 		else
@@ -193,6 +228,7 @@ static long expected_round(void)
 		     ((i & 3) ? 2 * (i & 3) : 7);
 		s += i + (i & 7) + i + 3 * i;
 		s += (i & 1) ? 1 : i;
+		s += ((i & 7) > 5 ? 100 : 200) + (i + 1) + (i + 3);
 	}
 	return s;
 }
@@ -334,6 +370,15 @@ int main(int argc, char **argv)
 		printf("done %ld\n", st);
 		fflush(stdout);
 		return 0;
+	}
+	if (argc == 2 && !strcmp(argv[1], "exec")) {
+		printf("ready\n");
+		fflush(stdout);
+		if (read(0, &c, 1) != 1)
+			return 3;
+		f_plain(1);
+		execl("/proc/self/exe", argv[0], "sys", (char *)NULL);
+		return 4;
 	}
 	if (argc >= 2 && !strcmp(argv[1], "sys")) {
 		long n = 0;

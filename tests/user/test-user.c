@@ -7,6 +7,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <gelf.h>
 #include <poll.h>
 #include <stddef.h>
 #include <stdbool.h>
@@ -219,6 +220,28 @@ static int exit_code(struct ubt_user *u, pid_t pid)
 	return st;
 }
 
+/* Wait until pid's main thread is blocked in read(): inside ut_sys. */
+static void wait_blocked(pid_t pid)
+{
+	char path[64], buf[64];
+	int i;
+
+	snprintf(path, sizeof(path), "/proc/%d/syscall", pid);
+	for (i = 0; i < 10000; i++) {
+		FILE *f = fopen(path, "r");
+		bool in_read = false;
+
+		if (f) {
+			in_read = fgets(buf, sizeof(buf), f) &&
+				  !strncmp(buf, "0 ", 2);
+			fclose(f);
+		}
+		if (in_read)
+			return;
+		usleep(1000);
+	}
+}
+
 /* Sum line of a round: both numbers must match. */
 static int round_ok(const char *line)
 {
@@ -231,7 +254,8 @@ static int round_ok(const char *line)
 
 static const char *const funcs[] = {
 	"ut_plain", "ut_endbr", "ut_riprel", "ut_jcc", "ut_short",
-	"ut_loop", "ut_jrcxz", "ut_ret", "ut_lj", "ut_sys",
+	"ut_loop", "ut_jrcxz", "ut_ret", "ut_lj", "ut_sys", "ut_flags",
+	"ut_redzone", "ut_r11",
 };
 
 static int read_funcs(pid_t pid, uint8_t *out, size_t cap, size_t *len)
@@ -305,6 +329,9 @@ enum {
 	OFF_LJ_ENTRY = 48,	/* count ut_lj entries */
 	OFF_LJ_RET = 56,	/* count ut_lj returns */
 	OFF_LIBC = 64,		/* count getppid in libc */
+	OFF_FLAGS = 72,		/* count ut_flags+4 */
+	OFF_REDZONE = 80,	/* count ut_redzone+5 */
+	OFF_R11 = 88,		/* count ut_r11+3 */
 };
 
 static int install_in(struct ubt_user *u, const char *bin, const char *sym,
@@ -331,6 +358,27 @@ static int install(struct ubt_user *u, const char *sym,
 	return install_in(u, target, sym, kind, b);
 }
 
+/* An entry probe at sym+off (inside the function). */
+static int install_at(struct ubt_user *u, const char *sym, uint64_t off,
+		      struct blob b)
+{
+	struct user_probe p = {
+		.sz = sizeof(p),
+		.binary = target,
+		.symbol = sym,
+		.kind = USER_PROBE_ENTRY,
+		.code = b.b,
+		.code_len = b.n,
+		.offset = off,
+	};
+	int err = user_install(u, &p);
+
+	if (err)
+		diag("install %s+%llu: %s", sym, (unsigned long long)off,
+		     user_error(u));
+	return err;
+}
+
 static int install_all(struct ubt_user *u)
 {
 	int64_t t = user_tls_offset(u);
@@ -355,6 +403,10 @@ static int install_all(struct ubt_user *u)
 	err = err ?: install_in(u, "/lib/x86_64-linux-gnu/libc.so.6",
 				"getppid", USER_PROBE_ENTRY,
 				blob_count(t, OFF_LIBC));
+	err = err ?: install_at(u, "ut_flags", 4, blob_count(t, OFF_FLAGS));
+	err = err ?: install_at(u, "ut_redzone", 5,
+				blob_count(t, OFF_REDZONE));
+	err = err ?: install_at(u, "ut_r11", 3, blob_count(t, OFF_R11));
 	return err;
 }
 
@@ -393,6 +445,10 @@ static void check_counts(struct ubt_user *u, const char *what, long calls,
 	   (unsigned long long)get(u, OFF_LJ_RET));
 	ok(get(u, OFF_LIBC) == (uint64_t)calls,
 	   "%s: count at getppid in libc (a second code area)", what);
+	ok(get(u, OFF_FLAGS) == (uint64_t)calls &&
+		   get(u, OFF_REDZONE) == (uint64_t)calls &&
+		   get(u, OFF_R11) == (uint64_t)calls,
+	   "%s: probes inside functions (flags, red zone, %%r11 live)", what);
 	ok(memfd_shadow_lost(user_memfd(u)) == 0,
 	   "%s: no return probe lost", what);
 }
@@ -434,9 +490,68 @@ static void test_sites(void)
 			ok(err == -EINVAL && strstr(reason, t[i].reason),
 			   "site %s refused: %s", t[i].sym, reason);
 	}
+	ok(!user_site_check_at(target, "ut_flags", 4, reason, sizeof(reason)),
+	   "site ut_flags+4 is patchable");
+	ok(user_site_check_at(target, "ut_plain", 2, reason,
+			      sizeof(reason)) == -EINVAL &&
+		   strstr(reason, "instruction boundary"),
+	   "site ut_plain+2 refused: %s", reason);
+	ok(user_site_check_at(target, "ut_flags", 17, reason,
+			      sizeof(reason)) == -EINVAL &&
+		   strstr(reason, "to the end of the function"),
+	   "site ut_flags+17 refused: %s", reason);
 	ok(user_site_check(target, "no_such_function", reason,
 			   sizeof(reason)) == -ENOENT,
 	   "no such symbol: %s", reason);
+}
+
+/* Every function of libc through the analysis: no crash, most patchable. */
+static void test_scan_libc(void)
+{
+	const char *libc = "/lib/x86_64-linux-gnu/libc.so.6";
+	int fd, good = 0, refused = 0, other = 0;
+	Elf_Scn *scn = NULL;
+	char reason[256];
+	Elf *e;
+
+	elf_version(EV_CURRENT);
+	fd = open(libc, O_RDONLY);
+	e = fd < 0 ? NULL : elf_begin(fd, ELF_C_READ, NULL);
+	while (e && (scn = elf_nextscn(e, scn))) {
+		GElf_Shdr sh;
+		Elf_Data *d;
+		size_t i;
+
+		if (!gelf_getshdr(scn, &sh) || sh.sh_type != SHT_DYNSYM ||
+		    !(d = elf_getdata(scn, NULL)))
+			continue;
+		for (i = 0; i < sh.sh_size / sh.sh_entsize; i++) {
+			GElf_Sym sym;
+			int err;
+
+			if (!gelf_getsym(d, (int)i, &sym) ||
+			    GELF_ST_TYPE(sym.st_info) != STT_FUNC ||
+			    !sym.st_size || sym.st_shndx == SHN_UNDEF)
+				continue;
+			err = user_site_check(libc,
+					      elf_strptr(e, sh.sh_link,
+							 sym.st_name),
+					      reason, sizeof(reason));
+			if (!err)
+				good++;
+			else if (err == -EINVAL)
+				refused++;
+			else
+				other++;
+		}
+	}
+	if (e)
+		elf_end(e);
+	if (fd >= 0)
+		close(fd);
+	ok(good > 1000 && good > 9 * refused && !other,
+	   "libc: %d functions patchable, %d refused, %d errors", good,
+	   refused, other);
 }
 
 static void test_cmd(void)
@@ -467,7 +582,7 @@ static void test_cmd(void)
 	   u ? "" : ": ", u ? "" : err);
 	if (!u)
 		return;
-	ok(!install_all(u), "-c: install 9 probes on 7 functions in 2 modules");
+	ok(!install_all(u), "-c: install 12 probes on 10 functions in 2 modules");
 	ok(!user_resume(u), "-c: resume");
 	diag("-c: target stopped %.3f ms", user_stop_ns(u) / 1e6);
 	ok(!read_line(out[0], line, sizeof(line)) && !strcmp(line, "ready"),
@@ -491,7 +606,8 @@ static void test_cmd(void)
 				   -ERANGE,
 		   "-c: user_read_maps merges blocks, refuses out of range");
 	}
-	ok(memfd_nblocks_used(user_memfd(u)) == 1 + T1 + T2,
+	ok(memfd_nblocks_used(user_memfd(u)) == 1 + T1 + T2 &&
+		   user_unrecorded_threads(u) == 0,
 	   "-c: one block per thread (%u)",
 	   memfd_nblocks_used(user_memfd(u)));
 	ok(!user_detach(u), "-c: detach after exit");
@@ -532,7 +648,7 @@ static void test_pid(void)
 	   u ? "" : err);
 	if (!u)
 		goto out;
-	ok(!install_all(u), "-p: install 9 probes");
+	ok(!install_all(u), "-p: install 12 probes");
 	ok(user_install(u, &(struct user_probe){
 				   .sz = sizeof(struct user_probe),
 				   .binary = target,
@@ -625,7 +741,12 @@ static void test_errors(void)
 	z = fork();
 	if (!z)
 		_exit(0);
-	usleep(50000);	/* a zombie: exited, not reaped */
+	{
+		siginfo_t si;
+
+		/* a zombie: exited, not reaped */
+		waitid(P_PID, (id_t)z, &si, WEXITED | WNOWAIT);
+	}
 	u = user_attach_pid(z, NULL, err, sizeof(err));
 	ok(!u && strstr(err, "cannot attach to pid") &&
 		   strstr(err, "exited"),
@@ -712,6 +833,43 @@ out:
 	close(p.out);
 }
 
+/* The process runs execve() while probed: detach has nothing to undo. */
+static void test_exec(void)
+{
+	char *argv[] = { target, "exec", NULL };
+	char line[256], err[512];
+	struct ubt_user *u;
+	struct proc p;
+	int st;
+
+	if (spawn(&p, argv))
+		return;
+	read_line(p.out, line, sizeof(line));
+	u = user_attach_pid(p.pid, NULL, err, sizeof(err));
+	ok(u && !install(u, "ut_plain", USER_PROBE_ENTRY,
+			 blob_count(user_tls_offset(u), OFF_PLAIN)) &&
+		   !user_resume(u),
+	   "exec: probe installed%s%s", u ? "" : ": ", u ? "" : err);
+	if (!u)
+		goto out;
+	go(p.in);
+	ok(!read_line(p.out, line, sizeof(line)) && !strcmp(line, "ready"),
+	   "exec: the process ran execve()");
+	ok(get(u, OFF_PLAIN) == 1, "exec: the call before it counted");
+	wait_blocked(p.pid);
+	st = user_detach(u);
+	ok(!st, "exec: detach from the new image%s%s", st ? ": " : "",
+	   st ? user_error(u) : "");
+	go(p.in);
+	ok(!read_line(p.out, line, sizeof(line)) && !strcmp(line, "got 1"),
+	   "exec: new image runs: %s", line);
+out:
+	close(p.in);
+	ok(exit_code(u, p.pid) == 0, "exec: target exits 0");
+	user_free(u);
+	close(p.out);
+}
+
 /* Giving up after installing, before resuming: everything put back. */
 static void test_abort(void)
 {
@@ -727,8 +885,18 @@ static void test_abort(void)
 	read_line(p.out, line, sizeof(line));
 	read_funcs(p.pid, before, sizeof(before), &nb);
 	u = user_attach_pid(p.pid, NULL, err, sizeof(err));
-	ok(u && !install_all(u) && !user_detach(u),
-	   "abort: attach, install, detach without resuming");
+	ok(u && !install_all(u), "abort: attach, install");
+	ok(u && user_install(u, &(struct user_probe){
+				    .sz = sizeof(struct user_probe),
+				    .binary = target,
+				    .symbol = "ut_plain",
+				    .code = "\xc3",
+				    .code_len = 1,
+				    .offset = 1,
+			    }) == -EINVAL &&
+		   strstr(user_error(u), "overlaps"),
+	   "abort: overlapping windows refused: %s", u ? user_error(u) : "");
+	ok(u && !user_detach(u), "abort: detach without resuming");
 	ok(!read_funcs(p.pid, after, sizeof(after), &na) && na == nb &&
 		   !memcmp(before, after, nb),
 	   "abort: code identical");
@@ -758,7 +926,7 @@ static void test_sys(void)
 	if (spawn(&p, argv))
 		return;
 	read_line(p.out, line, sizeof(line));
-	usleep(50000);	/* blocked in read() inside ut_sys */
+	wait_blocked(p.pid);	/* in read() inside ut_sys */
 	read_funcs(p.pid, before, sizeof(before), &nb);
 	u = user_attach_pid(p.pid, NULL, err, sizeof(err));
 	if (!u) {
@@ -777,7 +945,7 @@ static void test_sys(void)
 	go(p.in);
 	ok(!read_line(p.out, line, sizeof(line)) && !strcmp(line, "got 2"),
 	   "window: next call through the trampoline: %s", line);
-	usleep(50000);
+	wait_blocked(p.pid);
 	ok(get(u, OFF_PLAIN) == 2, "window: 2 entries counted (%llu)",
 	   (unsigned long long)get(u, OFF_PLAIN));
 	st = user_detach(u);
@@ -790,6 +958,7 @@ static void test_sys(void)
 	ok(!read_line(p.out, line, sizeof(line)) && !strcmp(line, "got 3"),
 	   "window: still running after detach: %s", line);
 	/* a second session: the runtime is there already, new memfd */
+	wait_blocked(p.pid);
 	u2 = user_attach_pid(p.pid, NULL, err, sizeof(err));
 	ok(u2 && !install(u2, "ut_sys", USER_PROBE_ENTRY,
 			  blob_count(user_tls_offset(u2), OFF_PLAIN)) &&
@@ -799,7 +968,7 @@ static void test_sys(void)
 	go(p.in);
 	ok(!read_line(p.out, line, sizeof(line)) && !strcmp(line, "got 4"),
 	   "again: running: %s", line);
-	usleep(50000);
+	wait_blocked(p.pid);
 	ok(u2 && get(u2, OFF_PLAIN) == 1 && get(u, OFF_PLAIN) == 2 &&
 		   user_moved_threads(u2) == 1,
 	   "again: counts go to the new session only (%llu, old %llu)",
@@ -828,7 +997,7 @@ static void test_lock(void)
 	if (spawn(&p, argv))
 		return;
 	read_line(p.out, line, sizeof(line));
-	usleep(50000);
+	wait_blocked(p.pid);
 	u = user_attach_pid(p.pid, NULL, err, sizeof(err));
 	ok(u != NULL, "lock: attach while the loader lock is held%s%s",
 	   u ? "" : ": ", u ? "" : err);
@@ -843,10 +1012,10 @@ static void test_lock(void)
 	ok(!read_line(p.out, line, sizeof(line)) && !strcmp(line, "got 1"),
 	   "lock: target runs: %s", line);
 	go(p.in);
-	ok(!read_line(p.out, line, sizeof(line)) && !strcmp(line, "got 2") &&
-		   !user_detach(u),
-	   "lock: probe hit, detach");
-	usleep(50000);
+	ok(!read_line(p.out, line, sizeof(line)) && !strcmp(line, "got 2"),
+	   "lock: probe hit");
+	wait_blocked(p.pid);
+	ok(!user_detach(u), "lock: detach");
 	ok(get(u, OFF_PLAIN) == 2, "lock: 2 entries counted (%llu)",
 	   (unsigned long long)get(u, OFF_PLAIN));
 	user_free(u);
@@ -1032,19 +1201,28 @@ int main(int argc, char **argv)
 		return 99;
 	}
 	signal(SIGPIPE, SIG_IGN);
-	test_sites();
-	test_errors();
-	test_cmd();
-	test_pid();
-	test_sigkill();
-	test_events();
-	test_abort();
-	test_sys();
-	test_lock();
-	test_fork();
-	test_exit_race();
-	test_bench(false);
-	test_bench(true);
+	/* UBT_USER_TESTS=name,name runs only those (for debugging) */
+#define RUN(name, call)                                           \
+	do {                                                      \
+		const char *only = getenv("UBT_USER_TESTS");      \
+		if (!only || strstr(only, name))                  \
+			call;                                     \
+	} while (0)
+	RUN("sites", test_sites());
+	RUN("sites", test_scan_libc());
+	RUN("errors", test_errors());
+	RUN("cmd", test_cmd());
+	RUN("pid", test_pid());
+	RUN("sigkill", test_sigkill());
+	RUN("events", test_events());
+	RUN("exec", test_exec());
+	RUN("abort", test_abort());
+	RUN("sys", test_sys());
+	RUN("lock", test_lock());
+	RUN("fork", test_fork());
+	RUN("exit", test_exit_race());
+	RUN("bench", test_bench(false));
+	RUN("bench", test_bench(true));
 	printf("1..%d\n", ntest);
 	return nfail ? 1 : 0;
 }
