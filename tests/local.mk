@@ -148,7 +148,7 @@ tests_unit_kernel_LDADD = $(UBT_LIBS)
 FUZZ_SECONDS = 300
 UBT_FUZZ_CFLAGS = -g -O1 -fsanitize=fuzzer,address,undefined \
 	-fno-sanitize-recover=undefined
-UBT_FUZZ_SOURCES = \
+UBT_FUZZ_SRCS = \
 	frontend/arena.c \
 	frontend/ast.c \
 	frontend/attach.c \
@@ -164,11 +164,11 @@ EXTRA_DIST += \
 	tests/fuzz/fuzz-parser.c \
 	tests/fuzz/fuzz-smoke.sh
 CLEANFILES += tests/fuzz/fuzz-parser
-tests/fuzz/fuzz-parser: $(UBT_FUZZ_SOURCES) frontend/parser.h
+tests/fuzz/fuzz-parser: $(UBT_FUZZ_SRCS) frontend/parser.h
 	@$(MKDIR_P) tests/fuzz
 	$(AM_V_CC)$(FUZZ_CC) $(UBT_FUZZ_CFLAGS) -I$(top_builddir)/frontend \
 		-I$(top_srcdir)/frontend -o $@ \
-		`for f in $(UBT_FUZZ_SOURCES); do \
+		`for f in $(UBT_FUZZ_SRCS); do \
 			if test -f $$f; then echo $$f; \
 			else echo $(srcdir)/$$f; fi; done`
 fuzz: tests/fuzz/fuzz-parser

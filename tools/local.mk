@@ -14,8 +14,14 @@ EXTRA_DIST += \
 	.ci/packages \
 	.ci/run \
 	doc/command-line.md \
+	examples/demo-target.c \
 	examples/demo.bt \
 	examples/opensnoop.bt \
 	examples/readlat.bt \
 	examples/syscount.bt \
 	setup
+
+# The bundled demo target of the README's quick start (built by make).
+noinst_PROGRAMS += examples/demo-target
+examples_demo_target_SOURCES = examples/demo-target.c
+examples_demo_target_CFLAGS = $(AM_CFLAGS) -O2 -g
