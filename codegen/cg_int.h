@@ -38,6 +38,7 @@ struct cg {
 	LLVMValueRef *vars;	/* allocas by slot */
 	LLVMBasicBlockRef brk, cont;	/* innermost while */
 	bool sleepable;		/* uses bpf_copy_from_user() */
+	int nfor;		/* for-loop callbacks made */
 	int err;
 };
 

@@ -3,6 +3,8 @@
  */
 #include <string.h>
 
+#include <linux/bpf.h>
+
 #include "cg_int.h"
 #include "util.h"
 
@@ -128,6 +130,139 @@ static void cg_unroll(struct cg *g, struct ast_node *n)
 		cg_stmt(g, n->loop.body);
 }
 
+/* a <= b in source order */
+static bool cg_loc_le(int al, int ac, int bl, int bc)
+{
+	return al < bl || (al == bl && ac <= bc);
+}
+
+struct cg_for_check {
+	const struct ast_node *body;
+	const struct sema_var *loopvar;
+	const struct ast_node *bad;
+};
+
+/* What a for-loop body cannot use yet: variables set outside it, the
+ * probe's context, return. */
+static int cg_for_check_fn(struct ast_node *n, void *ctx)
+{
+	struct cg_for_check *fc = ctx;
+	const struct ast_loc *b = &fc->body->loc;
+
+	if (n->kind == AST_VAR && n->sema && n->sema->var &&
+	    n->sema->var != fc->loopvar) {
+		const struct ast_node *f = n->sema->var->first;
+
+		if (!f || !cg_loc_le(b->first_line, b->first_column,
+				     f->loc.first_line, f->loc.first_column) ||
+		    !cg_loc_le(f->loc.last_line, f->loc.last_column,
+			       b->last_line, b->last_column)) {
+			fc->bad = n;
+			return 1;
+		}
+	}
+	if (n->kind == AST_BUILTIN && n->sema &&
+	    (n->sema->builtin == BI_ARG || n->sema->builtin == BI_SARG ||
+	     n->sema->builtin == BI_RETVAL || n->sema->builtin == BI_FUNC ||
+	     n->sema->builtin == BI_ARGS || n->sema->builtin == BI_CTX)) {
+		fc->bad = n;
+		return 1;
+	}
+	if (n->kind == AST_JUMP && n->jump.kind == JUMP_RETURN) {
+		fc->bad = n;
+		return 1;
+	}
+	return ast_visit_children(n, cg_for_check_fn, ctx);
+}
+
+/*
+ * for ($kv : @m) { body }: the body becomes a callback of
+ * bpf_for_each_map_elem(), with $kv = (key, value) of each entry.
+ */
+static void cg_for_map(struct cg *g, struct ast_node *n)
+{
+	struct irb *ir = &g->ir;
+	struct ast_node *mapn = n->for_.map, *var = n->for_.var;
+	struct sema_map *sm = mapn->sema ? mapn->sema->map : NULL;
+	struct sema_var *kv = var->sema ? var->sema->var : NULL;
+	struct cg_for_check fc = { .body = n->for_.body, .loopvar = kv };
+	LLVMValueRef save_fn = ir->fn, cb, *save_vars = g->vars;
+	LLVMBasicBlockRef save_entry = ir->entry;
+	LLVMBasicBlockRef save_bb = LLVMGetInsertBlock(ir->b);
+	LLVMBasicBlockRef save_brk = g->brk, save_cont = g->cont;
+	LLVMBasicBlockRef brk, cont;
+	LLVMValueRef save_ctxp = g->ctxp;
+	LLVMValueRef args[4];
+	const struct type *kt;
+	const struct cg_map *m;
+	int save_scope = ir->scope;
+	char name[32];
+
+	if (!sm || !kv || !kv->type || kv->type->kind != TY_TUPLE ||
+	    kv->type->nfields != 2 || g->obj->maps[sm->id].bucketed ||
+	    !g->obj->maps[sm->id].key_type) {
+		cg_unsupported(g, n, "this for loop");
+		return;
+	}
+	if (cg_for_check_fn(n->for_.body, &fc)) {
+		cg_unsupported(g, fc.bad,
+			       fc.bad->kind == AST_VAR ?
+				       "in a for loop, a variable set before it" :
+			       fc.bad->kind == AST_JUMP ?
+				       "return in a for loop" :
+				       "in a for loop, the probe's arguments");
+		return;
+	}
+	m = &g->obj->maps[sm->id];
+	kt = kv->type;
+	snprintf(name, sizeof(name), "for_%d_%d", g->prog, g->nfor++);
+	cb = irb_callback_begin(ir, name, 4);
+	ir->scope = 0;
+	g->ctxp = NULL;
+	g->vars = arena_alloc(&g->c->arena,
+			      (g->probe->nvars + 1) * sizeof(*g->vars));
+	for (int i = 0; i < g->probe->nvars; i++) {
+		struct sema_var *v = g->probe->vars[i];
+		size_t sz = v->type && v->type->size ? v->type->size : 8;
+
+		g->vars[i] = irb_alloca(ir, sz, v->name);
+		irb_memset(ir, g->vars[i], 0, (sz + 7) & ~(size_t)7);
+	}
+	/* $kv = (key, value) */
+	cg_store(g, irb_gep(ir, g->vars[kv->slot], kt->fields[0].offset),
+		 kt->fields[0].type,
+		 cg_load(g, LLVMGetParam(cb, 1), m->key_type), m->key_type);
+	cg_store(g, irb_gep(ir, g->vars[kv->slot], kt->fields[1].offset),
+		 kt->fields[1].type,
+		 cg_load(g, LLVMGetParam(cb, 2), m->value_type),
+		 m->value_type);
+	brk = LLVMAppendBasicBlockInContext(ir->ctx, cb, "for_break");
+	cont = LLVMAppendBasicBlockInContext(ir->ctx, cb, "for_next");
+	g->brk = brk;
+	g->cont = cont;
+	cg_stmt(g, n->for_.body);
+	LLVMBuildBr(ir->b, cont);
+	LLVMPositionBuilderAtEnd(ir->b, brk);
+	LLVMBuildRet(ir->b, irb_const(ir, 1));
+	LLVMPositionBuilderAtEnd(ir->b, cont);
+	LLVMBuildRet(ir->b, irb_const(ir, 0));
+
+	/* back in the probe */
+	ir->fn = save_fn;
+	ir->entry = save_entry;
+	ir->scope = save_scope;
+	g->vars = save_vars;
+	g->ctxp = save_ctxp;
+	g->brk = save_brk;
+	g->cont = save_cont;
+	LLVMPositionBuilderAtEnd(ir->b, save_bb);
+	args[0] = g->maps[sm->id];
+	args[1] = cb;
+	args[2] = LLVMConstNull(ir->ptr);
+	args[3] = irb_const(ir, 0);
+	irb_helper(ir, BPF_FUNC_for_each_map_elem, args, 4);
+}
+
 static void cg_jump(struct cg *g, struct ast_node *n)
 {
 	struct irb *ir = &g->ir;
@@ -188,6 +323,9 @@ static void cg_stmt_body(struct cg *g, struct ast_node *n)
 		break;
 	case AST_UNROLL:
 		cg_unroll(g, n);
+		break;
+	case AST_FOR_MAP:
+		cg_for_map(g, n);
 		break;
 	case AST_JUMP:
 		cg_jump(g, n);

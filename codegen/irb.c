@@ -114,21 +114,76 @@ void irb_release(struct irb *ir)
 	memset(ir, 0, sizeof(*ir));
 }
 
-LLVMValueRef irb_func_begin(struct irb *ir, const char *name,
-			    const char *section)
+/*
+ * Debug info for a function `long name(void *, ...)`: the BPF backend
+ * makes BTF func_info of it, which the kernel needs for callbacks
+ * (bpf_for_each_map_elem()).
+ */
+static void irb_func_debug(struct irb *ir, LLVMValueRef fn, const char *name,
+			   int nparams, bool local)
 {
-	LLVMTypeRef ft = LLVMFunctionType(ir->i64, &ir->ptr, 1, 0);
-	LLVMValueRef fn = LLVMAddFunction(ir->mod, name, ft);
+	LLVMMetadataRef types[8], sub, sp;
+
+	BUG_ON(nparams > 7);
+	types[0] = LLVMDIBuilderCreateBasicType(ir->di, "long", 4, 64,
+						0x05 /* DW_ATE_signed */,
+						LLVMDIFlagZero);
+	for (int i = 1; i <= nparams; i++)
+		types[i] = LLVMDIBuilderCreatePointerType(ir->di, NULL, 64, 64,
+							  0, NULL, 0);
+	sub = LLVMDIBuilderCreateSubroutineType(ir->di, ir->di_file, types,
+						nparams + 1,
+						LLVMDIFlagPrototyped);
+	sp = LLVMDIBuilderCreateFunction(ir->di, ir->di_file, name,
+					 strlen(name), name, strlen(name),
+					 ir->di_file, 1, sub, local, 1, 1,
+					 LLVMDIFlagPrototyped, 1);
+	/* BTF wants every argument named */
+	for (int i = 1; i <= nparams; i++) {
+		char an[8];
+
+		snprintf(an, sizeof(an), "a%d", i);
+		LLVMDIBuilderCreateParameterVariable(ir->di, sp, an,
+						     strlen(an), i,
+						     ir->di_file, 1, types[i],
+						     1, LLVMDIFlagZero);
+	}
+	LLVMSetSubprogram(fn, sp);
+}
+
+static LLVMValueRef irb_func_new(struct irb *ir, const char *name,
+				 const char *section, int nparams, bool local)
+{
+	LLVMTypeRef params[8];
+	LLVMTypeRef ft;
+	LLVMValueRef fn;
 	unsigned kind = LLVMGetEnumAttributeKindForName("nounwind", 8);
 
+	for (int i = 0; i < nparams; i++)
+		params[i] = ir->ptr;
+	ft = LLVMFunctionType(ir->i64, params, nparams, 0);
+	fn = LLVMAddFunction(ir->mod, name, ft);
 	LLVMAddAttributeAtIndex(fn, LLVMAttributeFunctionIndex,
 				LLVMCreateEnumAttribute(ir->ctx, kind, 0));
 	LLVMSetSection(fn, section);
-	LLVMSetLinkage(fn, LLVMExternalLinkage);
+	LLVMSetLinkage(fn, local ? LLVMInternalLinkage : LLVMExternalLinkage);
+	irb_func_debug(ir, fn, name, nparams, local);
 	ir->fn = fn;
 	ir->entry = LLVMAppendBasicBlockInContext(ir->ctx, fn, "entry");
 	LLVMPositionBuilderAtEnd(ir->b, ir->entry);
-	return LLVMGetParam(fn, 0);
+	return fn;
+}
+
+LLVMValueRef irb_func_begin(struct irb *ir, const char *name,
+			    const char *section)
+{
+	return LLVMGetParam(irb_func_new(ir, name, section, 1, false), 0);
+}
+
+LLVMValueRef irb_callback_begin(struct irb *ir, const char *name,
+				int nparams)
+{
+	return irb_func_new(ir, name, ".text", nparams, true);
 }
 
 void irb_func_end(struct irb *ir)

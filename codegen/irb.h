@@ -49,6 +49,11 @@ void irb_release(struct irb *ir);
  * context pointer; returns it (LLVMGetParam(fn, 0)). */
 LLVMValueRef irb_func_begin(struct irb *ir, const char *name,
 			    const char *section);
+/* Start a static function `long name(void *, ...)` in .text (nparams
+ * pointers), for helpers that take a callback; returns the function. The
+ * caller saves and restores ir->fn, ir->entry and the insertion point. */
+LLVMValueRef irb_callback_begin(struct irb *ir, const char *name,
+				int nparams);
 /* Finish the current function returning 0. */
 void irb_func_end(struct irb *ir);
 

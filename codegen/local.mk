@@ -10,3 +10,8 @@ libubt_a_SOURCES += \
 	codegen/cg_stmt.c \
 	codegen/irb.c \
 	codegen/irb.h
+libubt_a_SOURCES += \
+	codegen/irb_native.c \
+	codegen/irb_native.h \
+	codegen/native.c \
+	codegen/native.h

@@ -166,6 +166,14 @@ static int split_offset(struct compile *c, struct ast_attach_point *ap,
 	return 0;
 }
 
+/* bpftrace's wording for a wrong number of ':'-separated parts. */
+static int ap_nargs(struct compile *c, const struct ast_loc *loc,
+		    const char *prov, const char *what)
+{
+	diag_error(&c->diag, loc, "%s probe type requires %s", prov, what);
+	return -EINVAL;
+}
+
 static bool is_number(const char *s)
 {
 	uint64_t v;
@@ -197,11 +205,7 @@ static int parse_rate(struct compile *c, struct ast_attach_point *ap,
 			return -EINVAL;
 		}
 	} else {
-		diag_error(&c->diag, loc,
-			   "%s probe must have a unit and a rate, e.g. %s",
-			   ap->provider, !strcmp(ap->provider, "interval") ?
-				   "interval:s:1" : "profile:hz:99");
-		return -EINVAL;
+		return ap_nargs(c, loc, ap->provider, "1 or 2 arguments");
 	}
 	for (size_t i = 0; i < ARRAY_SIZE(units); i++) {
 		if (!strcmp(units[i], unit)) {
@@ -210,8 +214,8 @@ static int parse_rate(struct compile *c, struct ast_attach_point *ap,
 		}
 	}
 	if (!ap->unit) {
-		diag_error(&c->diag, loc, "%s unit not supported: %s",
-			   ap->provider, unit);
+		diag_error(&c->diag, loc, "%s is not an accepted unit of time",
+			   unit);
 		return -EINVAL;
 	}
 	if (parse_u64(num, &ap->freq) || ap->freq == 0) {
@@ -262,19 +266,19 @@ int ap_parse(struct compile *c, struct ast_node *n, const char *raw)
 
 	if (!strcmp(prov, "BEGIN") || !strcmp(prov, "END")) {
 		if (ps.n != 1)
-			goto bad_count;
+			return ap_nargs(c, loc, prov, "0 arguments");
 		return 0;
 	}
 	if (!strcmp(prov, "bench") || !strcmp(prov, "test") ||
 	    !strcmp(prov, "iter")) {
 		if (ps.n != 2 || !*ps.part[1])
-			goto bad_count;
+			return ap_nargs(c, loc, prov, "1 argument");
 		ap->func = ps.part[1];
 		return 0;
 	}
 	if (!strcmp(prov, "self")) {
 		if (ps.n != 3)
-			goto bad_count;
+			return ap_nargs(c, loc, prov, "2 arguments");
 		ap->target = ps.part[1];
 		ap->func = ps.part[2];
 		return 0;
@@ -288,17 +292,19 @@ int ap_parse(struct compile *c, struct ast_node *n, const char *raw)
 			ap->target = ps.part[1];
 			f = ps.part[2];
 		} else {
-			goto bad_count;
+			return ap_nargs(c, loc, prov, "1 or 2 arguments");
 		}
-		if (!*f)
-			goto bad_count;
+		if (!*f) {
+			diag_error(&c->diag, loc,
+				   "kprobes should be attached to a function");
+			return -EINVAL;
+		}
 		if (!strcmp(prov, "kprobe") && is_number(f))
 			return parse_u64(f, &ap->address), 0;
 		if (split_offset(c, ap, f))
 			goto bad_offset;
 		if (ap->func_offset && !strcmp(prov, "kretprobe")) {
-			diag_error(&c->diag, loc,
-				   "Offset not allowed for kretprobe");
+			diag_error(&c->diag, loc, "Offset not allowed");
 			return -EINVAL;
 		}
 		return 0;
@@ -322,10 +328,14 @@ int ap_parse(struct compile *c, struct ast_node *n, const char *raw)
 				return -EINVAL;
 			}
 		} else {
-			goto bad_count;
+			return ap_nargs(c, loc, prov, "1, 2 or 3 arguments");
 		}
-		if (!*f)
-			goto bad_count;
+		if (!*f) {
+			diag_error(&c->diag, loc,
+				   "%s should be attached to a function and/or address",
+				   prov);
+			return -EINVAL;
+		}
 		ap->quoted_func = ps.quoted[ps.n - 1];
 		if (!ap->quoted_func && is_number(f)) {
 			parse_u64(f, &ap->address);
@@ -343,8 +353,7 @@ int ap_parse(struct compile *c, struct ast_node *n, const char *raw)
 		if (split_offset(c, ap, f))
 			goto bad_offset;
 		if (ap->func_offset && !strcmp(prov, "uretprobe")) {
-			diag_error(&c->diag, loc,
-				   "Offset not allowed for uretprobe");
+			diag_error(&c->diag, loc, "Offset not allowed");
 			return -EINVAL;
 		}
 		return 0;
@@ -360,15 +369,15 @@ int ap_parse(struct compile *c, struct ast_node *n, const char *raw)
 			ap->ns = ps.part[2];
 			ap->func = ps.part[3];
 		} else {
-			goto bad_count;
+			return ap_nargs(c, loc, prov, "1, 2 or 3 arguments");
 		}
 		if (!*ap->func)
-			goto bad_count;
+			return ap_nargs(c, loc, prov, "1, 2 or 3 arguments");
 		return 0;
 	}
 	if (!strcmp(prov, "tracepoint")) {
 		if (ps.n != 3 || !*ps.part[1] || !*ps.part[2])
-			goto bad_count;
+			return ap_nargs(c, loc, prov, "2 arguments");
 		ap->target = ps.part[1];
 		ap->func = ps.part[2];
 		return 0;
@@ -381,20 +390,18 @@ int ap_parse(struct compile *c, struct ast_node *n, const char *raw)
 			ap->target = ps.part[1];
 			ap->func = ps.part[2];
 		} else {
-			goto bad_count;
+			return ap_nargs(c, loc, prov, "1 or 2 arguments");
 		}
 		if (!*ap->func)
-			goto bad_count;
+			return ap_nargs(c, loc, prov, "1 or 2 arguments");
 		return 0;
 	}
 	if (!strcmp(prov, "profile") || !strcmp(prov, "interval"))
 		return parse_rate(c, ap, &ps, loc);
 	if (!strcmp(prov, "software") || !strcmp(prov, "hardware")) {
-		if (ps.n != 2 && ps.n != 3)
-			goto bad_count;
+		if ((ps.n != 2 && ps.n != 3) || !*ps.part[1])
+			return ap_nargs(c, loc, prov, "1 or 2 arguments");
 		ap->target = ps.part[1];
-		if (!*ap->target)
-			goto bad_count;
 		if (ps.n == 3 && (parse_u64(ps.part[2], &ap->freq) ||
 				  ap->freq == 0)) {
 			diag_error(&c->diag, loc, "%s: invalid count: %s",
@@ -407,7 +414,7 @@ int ap_parse(struct compile *c, struct ast_node *n, const char *raw)
 		const char *a;
 
 		if (ps.n != 4)
-			goto bad_count;
+			return ap_nargs(c, loc, prov, "3 arguments");
 		a = ps.part[1];
 		if (is_number(a)) {
 			parse_u64(a, &ap->address);
@@ -424,25 +431,21 @@ int ap_parse(struct compile *c, struct ast_node *n, const char *raw)
 		if (parse_u64(ps.part[2], &ap->len) ||
 		    (ap->len != 1 && ap->len != 2 && ap->len != 4 &&
 		     ap->len != 8)) {
-			diag_error(&c->diag, loc, "%s: invalid length: %s",
-				   prov, ps.part[2]);
+			diag_error(&c->diag, loc,
+				   "%s length must be one of (1,2,4,8)", prov);
 			return -EINVAL;
 		}
 		ap->mode = ps.part[3];
 		if (strspn(ap->mode, "rwx") != strlen(ap->mode) ||
 		    !*ap->mode) {
-			diag_error(&c->diag, loc, "%s: invalid mode: %s",
-				   prov, ap->mode);
+			diag_error(&c->diag, loc,
+				   "%s mode must be combination of (r,w,x)", prov);
 			return -EINVAL;
 		}
 		return 0;
 	}
 	BUG("provider %s not handled", prov);
 
-bad_count:
-	diag_error(&c->diag, loc, "Invalid %s attach point: %s", prov,
-		   unquoted);
-	return -EINVAL;
 bad_offset:
 	diag_error(&c->diag, loc, "Invalid offset in attach point: %s",
 		   unquoted);

@@ -289,6 +289,7 @@ static struct ast_node *negate(struct compile *c, struct ast_node *e,
 %token T_STRUCT "struct" T_UNION "union" T_ENUM "enum"
 %token <op> T_COMPOUND "compound assignment"
 %token <str> T_IDENT "identifier" T_TYPE_IDENT "type name"
+%token <str> T_BUILTIN "builtin"
 %token <str> T_MAP "map" T_VAR "variable"
 %token <str> T_INT_TYPE "integer type" T_SIZED_TYPE "sized type"
 %token <str> T_BUILTIN_TYPE "builtin type"
@@ -889,7 +890,12 @@ primary:
 		}
 	|	T_IDENT
 		{
-			$$ = NEW(ast_is_builtin($1) ? AST_BUILTIN : AST_IDENT, @$);
+			$$ = NEW(AST_IDENT, @$);
+			$$->ident.name = $1;
+		}
+	|	T_BUILTIN
+		{
+			$$ = NEW(AST_BUILTIN, @$);
 			$$->ident.name = $1;
 		}
 	|	var			{ $$ = $1; }
@@ -900,7 +906,7 @@ primary:
 	|	T_LPAREN expr T_RPAREN	{ $$ = $2; }
 	|	T_LPAREN T_IDENT T_RPAREN
 		{
-			$$ = NEW(ast_is_builtin($2) ? AST_BUILTIN : AST_IDENT, @2);
+			$$ = NEW(AST_IDENT, @2);
 			$$->ident.name = $2;
 		}
 	|	tuple			{ $$ = $1; }
@@ -932,6 +938,14 @@ map:
 call:
 		T_IDENT T_LPAREN args_opt T_RPAREN
 		{
+			$$ = NEW(AST_CALL, @$);
+			$$->call.name = $1;
+			$$->call.args = $3.head;
+			$$->call.nargs = $3.n;
+		}
+	|	T_BUILTIN T_LPAREN args_opt T_RPAREN
+		{
+			/* kstack(), ustack(), cgroup(), ... */
 			$$ = NEW(AST_CALL, @$);
 			$$->call.name = $1;
 			$$->call.args = $3.head;
@@ -1009,12 +1023,7 @@ sizeof_expr:
 	|	T_SIZEOF T_LPAREN T_IDENT T_RPAREN
 		{
 			$$ = NEW(AST_SIZEOF, @$);
-			if (ast_is_builtin($3)) {
-				$$->size.expr = NEW(AST_BUILTIN, @3);
-				$$->size.expr->ident.name = $3;
-			} else {
-				$$->size.of_type = named_type(c, NULL, $3);
-			}
+			$$->size.of_type = named_type(c, NULL, $3);
 		}
 	|	T_SIZEOF T_LPAREN expr T_RPAREN
 		{
@@ -1054,6 +1063,7 @@ field_path:
 
 field_name:
 		T_IDENT			{ $$ = $1; }
+	|	T_BUILTIN		{ $$ = $1; }
 	|	T_TYPE_IDENT		{ $$ = $1; }
 	|	T_INT_TYPE		{ $$ = $1; }
 	|	T_SIZED_TYPE		{ $$ = $1; }

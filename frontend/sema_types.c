@@ -37,8 +37,22 @@ static struct type *int64_of(struct sema_ctx *x, bool is_signed)
 	return type_int(x->a, 8, is_signed);
 }
 
-static bool is_nonneg_literal(const struct ast_node *n)
+/*
+ * A literal that is not negative. bpftrace 0.17 turns numeric positional
+ * parameters into literals before type checking, so `arg0 == $1` with
+ * $1 = 4 draws no sign warning: count them too.
+ */
+static bool is_nonneg_literal(struct sema_ctx *x, const struct ast_node *n)
 {
+	const char *s;
+	int64_t v;
+
+	if (n->kind == AST_POSITIONAL) {
+		if (n->pos.num == -1)
+			return true;
+		s = sema_param(x, n->pos.num);
+		return !s || (sema_is_number(s, &v) && v >= 0);
+	}
 	return n->kind == AST_INT && !n->num.is_negative &&
 	       (int64_t)n->num.value >= 0;
 }
@@ -519,8 +533,8 @@ static void sign_warnings(struct sema_ctx *x, struct ast_node *n,
 	enum ast_op op = n->op.op;
 	struct ast_loc loc = op_loc(x, n);
 
-	if (ls != rs && !(ls && is_nonneg_literal(l)) &&
-	    !(rs && is_nonneg_literal(r))) {
+	if (ls != rs && !(ls && is_nonneg_literal(x, l)) &&
+	    !(rs && is_nonneg_literal(x, r))) {
 		if (is_compare(op))
 			sema_warning(x, &loc,
 				     "comparison of integers of different signs: '%s' and '%s' can lead to undefined behavior",
@@ -531,7 +545,7 @@ static void sign_warnings(struct sema_ctx *x, struct ast_node *n,
 				     sema_tstr(x, lt), sema_tstr(x, rt));
 	}
 	if ((op == OP_DIV || op == OP_MOD) &&
-	    ((ls && !is_nonneg_literal(l)) || (rs && !is_nonneg_literal(r))))
+	    ((ls && !is_nonneg_literal(x, l)) || (rs && !is_nonneg_literal(x, r))))
 		sema_warning(x, &loc,
 			     "signed operands for '%s' can lead to undefined behavior (cast to unsigned to silence warning)",
 			     ast_op_str(op));

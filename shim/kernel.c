@@ -932,6 +932,19 @@ static int kernel_set_globals(struct kernel *k, uint64_t cpid)
 								       0;
 }
 
+/* Set the exit flag of the globals map: the probes do nothing more. */
+static void kernel_stop_probes(struct kernel *k)
+{
+	uint64_t v[3];
+	uint32_t zero = 0;
+
+	if (k->globals_fd < 0 ||
+	    bpf_map_lookup_elem(k->globals_fd, &zero, v))
+		return;
+	v[2] = 1;
+	bpf_map_update_elem(k->globals_fd, &zero, v, BPF_ANY);
+}
+
 /* ---- attach -------------------------------------------------------- */
 
 static void kernel_add_link(struct kernel *k, struct bpf_link *l)
@@ -1005,6 +1018,65 @@ static void kernel_detach(struct kernel *k)
 	k->nlinks = 0;
 	for (int i = 0; i < k->npfds; i++)
 		close(k->pfds[i]);
+	k->npfds = 0;
+}
+
+/*
+ * Detaching N tracepoints takes N RCU waits, serialised in the kernel
+ * (~35 ms each here: 12 s for syscalls:sys_enter_*). With many probes,
+ * once the output is complete and the probes are stopped, a child
+ * process that holds no output detaches them while ubt exits.
+ */
+#define KERNEL_DETACH_CHILD_MIN 16
+
+static void kernel_detach_fast(struct kernel *k)
+{
+	int gone[2];
+	pid_t pid;
+
+	if (k->nlinks + k->npfds < KERNEL_DETACH_CHILD_MIN ||
+	    pipe2(gone, O_CLOEXEC)) {
+		kernel_detach(k);
+		return;
+	}
+	fflush(NULL);
+	pid = fork();
+	if (pid == 0) {
+		int fd = open("/dev/null", O_RDWR);
+		char c;
+
+		setsid();
+		/* the output must see EOF when ubt exits */
+		if (fd >= 0) {
+			dup2(fd, 0);
+			dup2(fd, 1);
+			dup2(fd, 2);
+		}
+		if (k->out.f && fileno(k->out.f) > 2)
+			close(fileno(k->out.f));
+		close(gone[1]);
+		/* wait for ubt to exit: then these are the last references
+		 * and the detaching happens here, not in ubt's exit */
+		while (read(gone[0], &c, 1) < 0 && errno == EINTR)
+			;
+		kernel_detach(k);
+		_exit(0);
+	}
+	close(gone[0]);
+	if (pid < 0) {
+		close(gone[1]);
+		kernel_detach(k);
+		return;
+	}
+	/*
+	 * Keep everything open until exit, when only references are
+	 * dropped (gone[1] closing tells the child to start).
+	 */
+	for (int i = 0; i < k->nlinks; i++)
+		bpf_link__disconnect(k->links[i]);
+	for (int i = 0; i < k->nlinks; i++)
+		bpf_link__destroy(k->links[i]);
+	k->nlinks = 0;
 	k->npfds = 0;
 }
 
@@ -1656,10 +1728,12 @@ int kernel_run(struct compile *c, const struct kernel_opts *o)
 	if (err)
 		goto out;
 	/*
-	 * Detach, take what the probes sent until then (dropped after an
-	 * exit(), as bpftrace does), then run END.
+	 * Stop the probes (the exit flag every program checks first), take
+	 * what they sent until then (dropped after an exit(), as bpftrace
+	 * does), run END and print the maps; detach only then, as that can
+	 * take a while (an RCU wait per tracepoint).
 	 */
-	kernel_detach(k);
+	kernel_stop_probes(k);
 	kernel_consume(k);
 	k->in_end = true;
 	err = kernel_run_end(k);
@@ -1667,6 +1741,7 @@ int kernel_run(struct compile *c, const struct kernel_opts *o)
 	if (!err)
 		err = kernel_print_all_maps(k);
 	fflush(k->out.f);
+	kernel_detach_fast(k);
 	rc = err ? 1 : 0;
 out:
 	signal(SIGINT, SIG_DFL);

@@ -4,8 +4,9 @@
  * texts):
  *
  * - printf: the text before each conversion is C printf text ("%%" is
- *   "%"; a lone '%' right before the conversion makes it literal), the
- *   text after the last conversion is printed verbatim.
+ *   "%"; a lone '%' right before the conversion makes it literal), and
+ *   so is the text after the last conversion (bpftrace 0.17 prints that
+ *   verbatim, "%%" as two percent signs: a bug ubt does not copy).
  * - maps: count, sum, min, max and integer maps sorted by value, avg and
  *   stats by average, hist and lhist by total count, others by key;
  *   integer keys compare as u64, strings bytewise, tuples element-wise.
@@ -577,7 +578,12 @@ static int format_into(const struct out *o, struct sb *b,
 		if (err)
 			return err;
 	}
-	sb_add(b, f->tail, f->tail_len);
+	/*
+	 * bpftrace 0.17 prints the text after the last conversion verbatim,
+	 * so "%d%%" gives "50%%"; print it as C printf does: "50%".
+	 */
+	if (sb_prefix(b, f->tail, f->tail_len))
+		sb_addc(b, '%');
 	return 0;
 }
 

@@ -42,7 +42,10 @@ struct stanza {
 	int line;		/* of the ### header */
 	enum stanza_kind kind;
 	char *title;
+	char *header;		/* allocated; title points into it */
 	char *params[32];
+	char *opts[32];		/* allocated option lines */
+	int nopts;
 	int nparams;
 	int pid;
 	bool has_cmd, unsafe;
@@ -189,6 +192,7 @@ static int parse_file(const char *path, char *text, struct stanza **out)
 			cur->file = path;
 			cur->line = lineno;
 			h = strndup(p + 3, len - 3);
+			cur->header = h;
 			while (*h == ' ')
 				h++;
 			colon = strchr(h, ':');
@@ -212,6 +216,9 @@ static int parse_file(const char *path, char *text, struct stanza **out)
 		} else if (state == 1 && p[0] == '%' && !prog.s) {
 			char *opt = strndup(p + 1, len - 1);
 			char *arg = strchr(opt, ' ');
+
+			if (cur->nopts < (int)ARRAY_SIZE(cur->opts))
+				cur->opts[cur->nopts++] = opt;
 
 			if (arg)
 				*arg++ = '\0';
@@ -319,6 +326,14 @@ static void run_file(const char *path, bool bless)
 		}
 		free(actual);
 	}
+	for (int i = 0; i < n; i++) {
+		free(sts[i].header);
+		free(sts[i].program);
+		free(sts[i].expected);
+		for (int j = 0; j < sts[i].nopts; j++)
+			free(sts[i].opts[j]);
+	}
+	free(sts);
 	if (bless && n) {
 		FILE *f;
 
@@ -329,6 +344,7 @@ static void run_file(const char *path, bool bless)
 			exit(99);
 		}
 	}
+	free(nb.s);
 	free(text);
 }
 
@@ -406,8 +422,11 @@ int main(int argc, char **argv)
 		return 99;
 	}
 	qsort(paths, npaths, sizeof(*paths), cmp_name);
-	for (i = 0; i < npaths; i++)
+	for (i = 0; i < npaths; i++) {
 		run_file(paths[i], bless);
+		free(paths[i]);
+	}
+	free(paths);
 	printf("1..%d\n", testno);
 	return failures ? 1 : 0;
 }

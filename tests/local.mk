@@ -141,6 +141,8 @@ tests_unit_codegen_SOURCES = tests/unit-codegen.c
 tests_unit_codegen_CPPFLAGS = $(AM_CPPFLAGS) $(LLVM_CPPFLAGS) $(LIBBPF_CFLAGS)
 tests_unit_codegen_LDADD = $(UBT_LIBS)
 tests_unit_kernel_SOURCES = tests/unit-kernel.c
+# the traced functions stay whole (no .cold parts matching ukt_*)
+tests_unit_kernel_CFLAGS = $(AM_CFLAGS) -fno-reorder-blocks-and-partition
 tests_unit_kernel_LDADD = $(UBT_LIBS)
 
 # Parser fuzzer (tests/fuzz/, see tests/README.md): libFuzzer with clang.
@@ -181,3 +183,11 @@ if HAVE_FUZZ_CC
 check_SCRIPTS += tests/fuzz/fuzz-parser
 TESTS += tests/fuzz/fuzz-smoke.sh
 endif
+
+# Native target and the combined run loop (codegen/native.c,
+# codegen/irb_native.c, shim/run.c).
+check_PROGRAMS += tests/native/unit-native
+TESTS += tests/native/unit-native
+tests_native_unit_native_SOURCES = tests/native/unit-native.c
+tests_native_unit_native_CPPFLAGS = $(AM_CPPFLAGS) $(LLVM_CPPFLAGS)
+tests_native_unit_native_LDADD = $(UBT_LIBS)

@@ -246,6 +246,17 @@ static const struct ukt_case cases[] = {
 	  " uretprobe:BIN:ukt_[an]* { @ret[(int64)retval >= 0] = count(); }",
 	  true, "Attaching 7 probes...\n\n\n@calls: 29\n"
 	  "@ret[0]: 9\n@ret[1]: 19\n" },
+	{ "for over a map: callbacks, continue, break",
+	  "BEGIN { @m[\"a\"] = 1; @m[\"bb\"] = 2; @m[\"c\"] = 3;"
+	  " for ($kv : @m) { $x = $kv.1 * 10; if ($kv.1 == 2) { continue; }"
+	  " @s = sum($x); } for ($kv : @m) { @n = count(); break; }"
+	  " delete(@m[\"a\"]); delete(@m[\"bb\"]); delete(@m[\"c\"]); exit(); }",
+	  false, "Attaching 1 probe...\n\n\n\n@n: 1\n@s: 40\n" },
+	{ "for over a map: variables from before the loop are not supported",
+	  "BEGIN { @m[1] = 1; $y = 5; for ($kv : @m) { @s = sum($kv.0 + $y); }"
+	  " exit(); }",
+	  false, "", 1,
+	  "ERROR: in a for loop, a variable set before it is not supported yet" },
 	{ "comm, pid, strings compared",
 	  "uprobe:BIN:ukt_name /str(arg0) == \"beta\"/ { @[comm, pid == cpid] = count(); }",
 	  true, "Attaching 1 probe...\n\n\n@[unit-kernel, 1]: 2\n" },

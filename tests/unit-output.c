@@ -350,6 +350,8 @@ static void pf(const char *fmt, const struct type *args, const struct tv *v)
 		fprintf(O.f, "<error>");
 }
 
+/* bpftrace 0.17 prints "%%" after the last conversion as two percent
+ * signs; the three lines with a "%" below expect the right single one. */
 static const char exp_p1[] =
 	"42   |ff|str|A\n"
 	"-1 1 1 -1 18446744073709551615 -1 -1\n"
@@ -357,8 +359,8 @@ static const char exp_p1[] =
 	"4294967295 ffffffff FFFFFFFF -1\n"
 	"        ab|cd        |ef|\n"
 	"%d 2|\n"
-	"1 a%%b %k\n"
-	"%1%%\n"
+	"1 a%b %k\n"
+	"%1%\n"
 	"ab|005|006       |\n"
 	"AA|    B|C  |\n"
 	"5 -5\n"
@@ -368,7 +370,7 @@ static const char exp_p1[] =
 	"37777777777    10 11   |1777777777777777777777\n"
 	"-1||\n"
 	"\\x61\\x62|a\\x01\\xff|61 62|%5r|\n"
-	"a%%ba\tb\\\n"
+	"a%ba\tb\\\n"
 	"\n"
 	"\n";
 

@@ -10,7 +10,7 @@
  *	ubt_str(NAMES[(i - 1) % 4], i)		returns strlen(name)
  *	ubt_point(&{ .x = i, .y = 2 * i, .name = "pt<i>" })	returns x + y
  *	ubt_void()
- *	write(/dev/null, buf, i)		i bytes (tracepoint tests)
+ *	write(/dev/null, buf, i % 64)		i % 64 bytes (tracepoint tests)
  * then once:
  *	ubt_six(1, 2, 3, 4, 5, 6)		returns 21
  *	ubt_big(4294967295)			returns 8589934590
@@ -122,7 +122,7 @@ int main(int argc, char **argv)
 	char path[] = "/dev/null";
 	char buf[64] = { 0 };
 	char buf2[101];
-	int fd, bad = 0;
+	int fd, len, bad = 0;
 
 	fd = open(path, O_WRONLY);
 	if (fd < 0)
@@ -130,11 +130,12 @@ int main(int argc, char **argv)
 	for (long i = 1; i <= n; i++) {
 		struct ubt_point p = { .x = i, .y = 2 * i };
 
-		snprintf(p.name, sizeof(p.name), "pt%ld", i);
+		snprintf(p.name, sizeof(p.name), "pt%d", (int)i);
 		bad |= ubt_add(i, 10 * i) != 11 * i;
 		bad |= ubt_neg(i) != -i;
-		bad |= ubt_str(NAMES[(i - 1) % 4], i) !=
-		       (int)strlen(NAMES[(i - 1) % 4]);
+		/* strlen() first: the string is paged in before the probe */
+		len = (int)strlen(NAMES[(i - 1) % 4]);
+		bad |= ubt_str(NAMES[(i - 1) % 4], i) != len;
 		bad |= ubt_point(&p) != 3 * i;
 		ubt_void();
 		if (write(fd, buf, i % sizeof(buf)) < 0)

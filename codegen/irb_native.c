@@ -1,0 +1,682 @@
+/*
+ * irb for the native x86-64 target (native.h): the same helpers as irb.c,
+ * lowered to per-thread memory operations in the thread's block, calls
+ * through the runtime's helper table (struct rt_ctl fn[]) and inline
+ * system calls. Nothing here needs a relocation: the block is reached
+ * through %fs (address space 257) at an offset patched in after the
+ * runtime is placed (native_patch_tls()).
+ */
+#include <errno.h>
+#include <stddef.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <linux/bpf.h>
+#include <llvm-c/Core.h>
+
+#include "cg.h"
+#include "cg_int.h"
+#include "irb.h"
+#include "irb_native.h"
+#include "native.h"
+#include "output.h"
+#include "rt_abi.h"
+#include "util.h"
+
+_Static_assert(NATIVE_GLOBALS_START == CG_GLOBALS_START &&
+		       NATIVE_GLOBALS_CPID == CG_GLOBALS_CPID &&
+		       NATIVE_GLOBALS_EXIT == CG_GLOBALS_EXIT &&
+		       NATIVE_GLOBALS_PID >= CG_GLOBALS_SIZE,
+	       "native globals follow the BPF globals");
+
+#define NAT_CC_PRESERVE_MOST 14	/* llvm::CallingConv::PreserveMost */
+
+struct nat_map {
+	LLVMValueRef ref;	/* what irb_map_define returned */
+	int idx;		/* into maps, -1: the ring buffer */
+};
+
+/* One native build at a time (the compiler is single-threaded). */
+static struct irb_native {
+	struct irb *ir;
+	const struct cg_object *obj;
+	struct native_map *maps;
+	struct nat_map *refs;
+	int nmaps, cap;
+	uint64_t area;		/* map-area bytes laid out so far */
+	const char *unsupported;	/* first thing that cannot be lowered */
+	LLVMValueRef blk;	/* the block pointer in the current function */
+	bool ret_probe;
+} nat;
+
+bool irb_is_native(const struct irb *ir)
+{
+	return ir->target == CG_TARGET_NATIVE;
+}
+
+int irb_native_init(struct irb *ir, const char *name)
+{
+	LLVMTargetMachineRef tm = native_target_machine();
+
+	if (!tm)
+		return -ENOENT;
+	memset(ir, 0, sizeof(*ir));
+	free(nat.maps);
+	free(nat.refs);
+	memset(&nat, 0, sizeof(nat));
+	nat.ir = ir;
+	nat.area = NATIVE_MAPS_OFF;
+	ir->target = CG_TARGET_NATIVE;
+	ir->ctx = LLVMContextCreate();
+	ir->mod = LLVMModuleCreateWithNameInContext(name, ir->ctx);
+	LLVMSetTarget(ir->mod, "x86_64-unknown-linux-gnu");
+	{
+		LLVMTargetDataRef td = LLVMCreateTargetDataLayout(tm);
+		char *dl = LLVMCopyStringRepOfTargetData(td);
+
+		LLVMSetDataLayout(ir->mod, dl);
+		LLVMDisposeMessage(dl);
+		LLVMDisposeTargetData(td);
+	}
+	ir->b = LLVMCreateBuilderInContext(ir->ctx);
+	ir->i1 = LLVMInt1TypeInContext(ir->ctx);
+	ir->i8 = LLVMInt8TypeInContext(ir->ctx);
+	ir->i16 = LLVMInt16TypeInContext(ir->ctx);
+	ir->i32 = LLVMInt32TypeInContext(ir->ctx);
+	ir->i64 = LLVMInt64TypeInContext(ir->ctx);
+	ir->ptr = LLVMPointerTypeInContext(ir->ctx, 0);
+	ir->void_ = LLVMVoidTypeInContext(ir->ctx);
+	return 0;
+}
+
+void irb_native_set_object(struct irb *ir, const struct cg_object *obj,
+			   bool ret_probe)
+{
+	BUG_ON(nat.ir != ir);
+	nat.obj = obj;
+	nat.ret_probe = ret_probe;
+}
+
+void irb_native_set_return(struct irb *ir, bool ret_probe)
+{
+	BUG_ON(nat.ir != ir);
+	nat.ret_probe = ret_probe;
+}
+
+void irb_native_release(struct irb *ir)
+{
+	if (nat.ir != ir)
+		return;
+	free(nat.maps);
+	free(nat.refs);
+	memset(&nat, 0, sizeof(nat));
+}
+
+const char *irb_native_unsupported(const struct irb *ir)
+{
+	return nat.ir == ir ? nat.unsupported : NULL;
+}
+
+const struct native_map *irb_native_maps(const struct irb *ir, int *n,
+					 uint64_t *area)
+{
+	BUG_ON(nat.ir != ir);
+	*n = nat.nmaps;
+	*area = nat.area;
+	return nat.maps;
+}
+
+static void nat_unsupported(const char *what)
+{
+	if (!nat.unsupported)
+		nat.unsupported = what;
+}
+
+static void nat_attr(struct irb *ir, LLVMValueRef fn, const char *k,
+		     const char *v)
+{
+	LLVMAddAttributeAtIndex(fn, LLVMAttributeFunctionIndex,
+				LLVMCreateStringAttribute(ir->ctx, k, strlen(k),
+							  v, strlen(v)));
+}
+
+/* *(u64 *)%fs:NATIVE_TLS_SENTINEL, patched to the runtime's offset. */
+static LLVMValueRef nat_block(struct irb *ir)
+{
+	LLVMTypeRef fsp = LLVMPointerTypeInContext(ir->ctx, 257);
+	LLVMValueRef a = LLVMConstIntToPtr(
+		LLVMConstInt(ir->i64, NATIVE_TLS_SENTINEL, 0), fsp);
+	LLVMValueRef v = LLVMBuildLoad2(ir->b, ir->ptr, a, "blk");
+
+	LLVMSetAlignment(v, 8);
+	return v;
+}
+
+LLVMValueRef irb_native_func_begin(struct irb *ir, const char *name)
+{
+	LLVMTypeRef params[6] = { ir->i64, ir->i64, ir->i64,
+				  ir->i64, ir->i64, ir->i64 };
+	LLVMTypeRef ft = LLVMFunctionType(ir->i64, params, 6, 0);
+	LLVMValueRef fn = LLVMAddFunction(ir->mod, name, ft);
+	unsigned kind = LLVMGetEnumAttributeKindForName("nounwind", 8);
+	/* pt_regs offsets of rdi, rsi, rdx, rcx, r8, r9 */
+	static const size_t regs[6] = { 112, 104, 96, 88, 72, 64 };
+	LLVMValueRef ctx, ra;
+	LLVMTypeRef ft_ra;
+	unsigned id;
+
+	LLVMAddAttributeAtIndex(fn, LLVMAttributeFunctionIndex,
+				LLVMCreateEnumAttribute(ir->ctx, kind, 0));
+	nat_attr(ir, fn, "no-builtins", "");
+	nat_attr(ir, fn, "no-jump-tables", "true");
+	nat_attr(ir, fn, "frame-pointer", "none");
+	LLVMSetFunctionCallConv(fn, NAT_CC_PRESERVE_MOST);
+	LLVMSetLinkage(fn, LLVMExternalLinkage);
+	ir->fn = fn;
+	ir->entry = LLVMAppendBasicBlockInContext(ir->ctx, fn, "entry");
+	LLVMPositionBuilderAtEnd(ir->b, ir->entry);
+
+	/*
+	 * The probe's context: a struct pt_regs on the stack holding what the
+	 * trampoline passed in registers, so that the lowering reads arg0..5
+	 * (and retval, in %rax and %rdi for return probes) as in BPF; LLVM
+	 * turns these stores and loads into register moves.
+	 */
+	ctx = irb_alloca(ir, 168, "regs");
+	for (int i = 0; i < 6; i++)
+		LLVMBuildStore(ir->b, LLVMGetParam(fn, i),
+			       irb_gep(ir, ctx, regs[i]));
+	LLVMBuildStore(ir->b, LLVMGetParam(fn, 0), irb_gep(ir, ctx, 80));
+	/* the function's %rsp at its entry: our return address + 16 */
+	id = LLVMLookupIntrinsicID("llvm.addressofreturnaddress", 27);
+	ft_ra = LLVMIntrinsicGetType(ir->ctx, id, &ir->ptr, 1);
+	ra = LLVMBuildCall2(ir->b, ft_ra,
+			    LLVMGetIntrinsicDeclaration(ir->mod, id, &ir->ptr,
+							1),
+			    NULL, 0, "");
+	LLVMBuildStore(ir->b,
+		       LLVMBuildAdd(ir->b,
+				    LLVMBuildPtrToInt(ir->b, ra, ir->i64, ""),
+				    irb_const(ir, 16), ""),
+		       irb_gep(ir, ctx, 152));
+	nat.blk = nat_block(ir);
+	return ctx;
+}
+
+static LLVMValueRef nat_map_area(struct irb *ir, uint64_t off)
+{
+	return irb_gep(ir, nat.blk, RT_BLK_MAP + off);
+}
+
+/* fn = ctl->fn[i], ctl = *(blk + RT_BLK_CTL) */
+static LLVMValueRef nat_rt_fn(struct irb *ir, int i)
+{
+	LLVMValueRef ctl = LLVMBuildLoad2(ir->b, ir->ptr,
+					  irb_gep(ir, nat.blk, RT_BLK_CTL),
+					  "ctl");
+
+	return LLVMBuildLoad2(ir->b, ir->ptr,
+			      irb_gep(ir, ctl,
+				      offsetof(struct rt_ctl, fn) + 8 * i),
+			      "rt_fn");
+}
+
+static LLVMValueRef nat_call(struct irb *ir, int i, LLVMTypeRef ret,
+			     LLVMValueRef *args, int n)
+{
+	LLVMTypeRef params[4];
+	LLVMTypeRef ft;
+
+	BUG_ON(n > 4);
+	for (int k = 0; k < n; k++)
+		params[k] = LLVMTypeOf(args[k]);
+	ft = LLVMFunctionType(ret, params, n, 0);
+	return LLVMBuildCall2(ir->b, ft, nat_rt_fn(ir, i), args, n, "");
+}
+
+LLVMValueRef irb_native_map_define(struct irb *ir, const char *name,
+				   int bpf_type, size_t key_size,
+				   size_t value_size, uint32_t max_entries)
+{
+	const struct cg_map *cm = NULL;
+	struct native_map *m;
+	LLVMValueRef ref;
+
+	BUG_ON(nat.ir != ir);
+	ref = LLVMConstIntToPtr(LLVMConstInt(ir->i64, 0x1000 + nat.nmaps, 0),
+				ir->ptr);
+	if (nat.nmaps == nat.cap) {
+		nat.cap = nat.cap ? 2 * nat.cap : 16;
+		nat.maps = xrealloc(nat.maps, nat.cap * sizeof(*nat.maps));
+		nat.refs = xrealloc(nat.refs, nat.cap * sizeof(*nat.refs));
+	}
+	nat.refs[nat.nmaps] = (struct nat_map){ .ref = ref,
+						.idx = nat.nmaps };
+	m = &nat.maps[nat.nmaps++];
+	memset(m, 0, sizeof(*m));
+	m->name = name;
+	m->key_size = key_size;
+	m->val_size = value_size;
+	if (bpf_type == BPF_MAP_TYPE_RINGBUF) {
+		nat.refs[nat.nmaps - 1].idx = -1;
+		return ref;
+	}
+	if (!strcmp(name, "AT__globals")) {
+		m->kind = NATIVE_MAP_FIXED;
+		m->off = 0;
+		m->bytes = NATIVE_GLOBALS_SIZE;
+		return ref;
+	}
+	if (!strcmp(name, "AT__lost")) {
+		m->kind = NATIVE_MAP_FIXED;
+		m->off = NATIVE_LOST_OFF;
+		m->bytes = 8;
+		return ref;
+	}
+	for (int i = 0; nat.obj && i < nat.obj->nmaps; i++)
+		if (nat.obj->maps[i].bpf_name &&
+		    !strcmp(nat.obj->maps[i].bpf_name, name))
+			cm = &nat.obj->maps[i];
+	if (cm && !cm->key_type && !cm->bucketed) {
+		m->kind = NATIVE_MAP_FIXED;
+		m->bytes = rt_align8(value_size);
+	} else if (cm && !cm->key_type && cm->bucketed &&
+		   out_nbuckets(cm->value_type) &&
+		   out_nbuckets(cm->value_type) < 0x10000) {
+		m->kind = NATIVE_MAP_ARRAY;
+		m->nslots = out_nbuckets(cm->value_type);
+		m->bytes = 8 * (uint64_t)m->nslots;
+	} else {
+		uint32_t slots = 16;
+
+		while (slots < max_entries && slots < NATIVE_HTAB_MAX_SLOTS)
+			slots *= 2;
+		m->kind = NATIVE_MAP_HTAB;
+		m->nslots = slots;
+		m->bytes = sizeof(struct rt_htab) +
+			   (uint64_t)slots * (8 + rt_align8(key_size) +
+					      rt_align8(value_size));
+	}
+	m->off = nat.area;
+	nat.area = rt_align8(nat.area + m->bytes);
+	return ref;
+}
+
+static struct native_map *nat_find(LLVMValueRef ref)
+{
+	for (int i = 0; i < nat.nmaps; i++)
+		if (nat.refs[i].ref == ref)
+			return nat.refs[i].idx < 0 ? NULL : &nat.maps[i];
+	BUG("native map not defined");
+}
+
+LLVMValueRef irb_native_map_lookup(struct irb *ir, LLVMValueRef map,
+				   LLVMValueRef key)
+{
+	struct native_map *m = nat_find(map);
+	LLVMValueRef base, b, args[2];
+
+	BUG_ON(!m);
+	base = nat_map_area(ir, m->off);
+	switch (m->kind) {
+	case NATIVE_MAP_FIXED:
+		return base;
+	case NATIVE_MAP_ARRAY:
+		b = LLVMBuildLoad2(ir->b, ir->i64,
+				   irb_gep(ir, key, m->key_size - 8), "bucket");
+		return LLVMBuildSelect(
+			ir->b,
+			LLVMBuildICmp(ir->b, LLVMIntULT, b,
+				      irb_const(ir, m->nslots), ""),
+			LLVMBuildGEP2(ir->b, ir->i64, base, &b, 1, ""),
+			LLVMConstNull(ir->ptr), "");
+	case NATIVE_MAP_HTAB:
+		args[0] = base;
+		args[1] = key;
+		return nat_call(ir, RT_FN_HTAB_LOOKUP, ir->ptr, args, 2);
+	}
+	BUG("bad native map kind");
+}
+
+LLVMValueRef irb_native_map_update(struct irb *ir, LLVMValueRef map,
+				   LLVMValueRef key, LLVMValueRef value,
+				   uint64_t flags)
+{
+	struct native_map *m = nat_find(map);
+	LLVMValueRef p = irb_native_map_lookup(ir, map, key);
+	LLVMBasicBlockRef yes = LLVMAppendBasicBlockInContext(ir->ctx, ir->fn,
+							      "upd");
+	LLVMBasicBlockRef done = LLVMAppendBasicBlockInContext(ir->ctx, ir->fn,
+							       "upd_done");
+	LLVMBasicBlockRef from = LLVMGetInsertBlock(ir->b);
+	LLVMValueRef phi, vals[2];
+	LLVMBasicBlockRef bbs[2];
+
+	(void)flags;
+	LLVMBuildCondBr(ir->b, LLVMBuildIsNull(ir->b, p, ""), done, yes);
+	LLVMPositionBuilderAtEnd(ir->b, yes);
+	irb_native_memcpy(ir, p, value, m->val_size);
+	LLVMBuildBr(ir->b, done);
+	LLVMPositionBuilderAtEnd(ir->b, done);
+	phi = LLVMBuildPhi(ir->b, ir->i64, "");
+	vals[0] = irb_const(ir, (uint64_t)-ENOMEM);
+	vals[1] = irb_const(ir, 0);
+	bbs[0] = from;
+	bbs[1] = yes;
+	LLVMAddIncoming(phi, vals, bbs, 2);
+	return phi;
+}
+
+LLVMValueRef irb_native_map_delete(struct irb *ir, LLVMValueRef map,
+				   LLVMValueRef key)
+{
+	(void)map;
+	(void)key;
+	nat_unsupported("delete() in a user-mode probe");
+	return irb_const(ir, 0);
+}
+
+static void nat_intrinsic_mem(struct irb *ir, const char *name,
+			      LLVMValueRef *args, LLVMTypeRef *ov, int nov)
+{
+	unsigned id = LLVMLookupIntrinsicID(name, strlen(name));
+	LLVMValueRef fn = LLVMGetIntrinsicDeclaration(ir->mod, id, ov, nov);
+	LLVMTypeRef ft = LLVMIntrinsicGetType(ir->ctx, id, ov, nov);
+
+	LLVMBuildCall2(ir->b, ft, fn, args, 4, "");
+}
+
+/* memset/memcpy that never become library calls (no relocations). */
+void irb_native_memset(struct irb *ir, LLVMValueRef dst, int c, size_t size)
+{
+	LLVMTypeRef ov[2] = { ir->ptr, ir->i64 };
+	LLVMValueRef args[4] = { dst, LLVMConstInt(ir->i8, c, 0),
+				 irb_const(ir, size),
+				 LLVMConstInt(ir->i1, 0, 0) };
+
+	if (size)
+		nat_intrinsic_mem(ir, "llvm.memset.inline", args, ov, 2);
+}
+
+void irb_native_memcpy(struct irb *ir, LLVMValueRef dst, LLVMValueRef src,
+		       size_t size)
+{
+	LLVMTypeRef ov[3] = { ir->ptr, ir->ptr, ir->i64 };
+	LLVMValueRef args[4] = { dst, src, irb_const(ir, size),
+				 LLVMConstInt(ir->i1, 0, 0) };
+
+	if (size)
+		nat_intrinsic_mem(ir, "llvm.memcpy.inline", args, ov, 3);
+}
+
+/* An inline system call with up to three arguments. */
+static LLVMValueRef nat_syscall(struct irb *ir, long nr, LLVMValueRef *args,
+				int n)
+{
+	static const char *cons[] = {
+		"={rax},{rax},~{rcx},~{r11},~{memory}",
+		"={rax},{rax},{rdi},~{rcx},~{r11},~{memory}",
+		"={rax},{rax},{rdi},{rsi},~{rcx},~{r11},~{memory}",
+		"={rax},{rax},{rdi},{rsi},{rdx},~{rcx},~{r11},~{memory}",
+	};
+	LLVMTypeRef params[4];
+	LLVMValueRef a[4];
+	LLVMTypeRef ft;
+	LLVMValueRef asmv;
+
+	BUG_ON(n > 3);
+	a[0] = irb_const(ir, nr);
+	params[0] = ir->i64;
+	for (int i = 0; i < n; i++) {
+		a[i + 1] = args[i];
+		params[i + 1] = LLVMTypeOf(args[i]);
+	}
+	ft = LLVMFunctionType(ir->i64, params, n + 1, 0);
+	asmv = LLVMGetInlineAsm(ft, "syscall", 7, (char *)cons[n],
+				strlen(cons[n]), 1, 0, LLVMInlineAsmDialectATT,
+				0);
+	return LLVMBuildCall2(ir->b, ft, asmv, a, n + 1, "");
+}
+
+/* CLOCK_MONOTONIC in ns, as bpf_ktime_get_ns(). */
+static LLVMValueRef nat_clock(struct irb *ir)
+{
+	LLVMValueRef ts = irb_alloca(ir, 16, "ts");
+	LLVMValueRef args[2] = { irb_const(ir, 1 /* CLOCK_MONOTONIC */),
+				 LLVMBuildPtrToInt(ir->b, ts, ir->i64, "") };
+	LLVMValueRef s, ns;
+
+	nat_syscall(ir, 228 /* clock_gettime */, args, 2);
+	s = LLVMBuildLoad2(ir->b, ir->i64, ts, "");
+	ns = LLVMBuildLoad2(ir->b, ir->i64, irb_gep(ir, ts, 8), "");
+	return LLVMBuildAdd(ir->b,
+			    LLVMBuildMul(ir->b, s, irb_const(ir, 1000000000),
+					 ""),
+			    ns, "nsecs");
+}
+
+LLVMValueRef irb_native_helper(struct irb *ir, int id, LLVMValueRef *args,
+			       int n)
+{
+	LLVMValueRef v, a[3];
+
+	switch (id) {
+	case BPF_FUNC_get_current_pid_tgid: {
+		/* pid from the globals, tid from the block */
+		LLVMValueRef pid = LLVMBuildLoad2(
+			ir->b, ir->i64, nat_map_area(ir, NATIVE_GLOBALS_PID),
+			"pid");
+		LLVMValueRef tid = LLVMBuildLoad2(
+			ir->b, ir->i32, irb_gep(ir, nat.blk, RT_BLK_TID),
+			"tid");
+
+		return LLVMBuildOr(ir->b,
+				   LLVMBuildShl(ir->b, pid, irb_const(ir, 32),
+						""),
+				   LLVMBuildZExt(ir->b, tid, ir->i64, ""), "");
+	}
+	case BPF_FUNC_get_current_uid_gid: {
+		LLVMValueRef uid = nat_syscall(ir, 102 /* getuid */, NULL, 0);
+		LLVMValueRef gid = nat_syscall(ir, 104 /* getgid */, NULL, 0);
+
+		return LLVMBuildOr(
+			ir->b,
+			LLVMBuildShl(ir->b, gid, irb_const(ir, 32), ""),
+			LLVMBuildAnd(ir->b, uid, irb_const(ir, 0xffffffff),
+				     ""),
+			"");
+	}
+	case BPF_FUNC_ktime_get_ns:
+	case BPF_FUNC_ktime_get_boot_ns:
+		if (id == BPF_FUNC_ktime_get_boot_ns)
+			break;
+		return nat_clock(ir);
+	case BPF_FUNC_get_current_comm: {
+		/* prctl(PR_GET_NAME) into 16 bytes, then the size asked */
+		LLVMValueRef tmp = irb_alloca(ir, 16, "comm16");
+		uint64_t sz = n == 2 && LLVMIsAConstantInt(args[1]) ?
+				      LLVMConstIntGetZExtValue(args[1]) : 0;
+
+		if (!sz || sz > 16)
+			break;
+		irb_native_memset(ir, tmp, 0, 16);
+		a[0] = irb_const(ir, 16 /* PR_GET_NAME */);
+		a[1] = LLVMBuildPtrToInt(ir->b, tmp, ir->i64, "");
+		nat_syscall(ir, 157 /* prctl */, a, 2);
+		irb_native_memcpy(ir, args[0], tmp, sz);
+		return irb_const(ir, 0);
+	}
+	case BPF_FUNC_get_smp_processor_id: {
+		LLVMValueRef cpu = irb_alloca(ir, 8, "cpu");
+
+		LLVMBuildStore(ir->b, irb_const(ir, 0), cpu);
+		a[0] = LLVMBuildPtrToInt(ir->b, cpu, ir->i64, "");
+		a[1] = irb_const(ir, 0);
+		a[2] = irb_const(ir, 0);
+		nat_syscall(ir, 309 /* getcpu */, a, 3);
+		return LLVMBuildZExt(ir->b,
+				     LLVMBuildLoad2(ir->b, ir->i32, cpu, ""),
+				     ir->i64, "");
+	}
+	case BPF_FUNC_get_prandom_u32: {
+		/* xorshift64 of the clock: not cryptographic, as BPF's */
+		v = nat_clock(ir);
+		v = LLVMBuildXor(ir->b, v,
+				 LLVMBuildShl(ir->b, v, irb_const(ir, 13), ""),
+				 "");
+		v = LLVMBuildXor(ir->b, v,
+				 LLVMBuildLShr(ir->b, v, irb_const(ir, 7), ""),
+				 "");
+		v = LLVMBuildXor(ir->b, v,
+				 LLVMBuildShl(ir->b, v, irb_const(ir, 17), ""),
+				 "");
+		return LLVMBuildAnd(ir->b, v, irb_const(ir, 0xffffffff), "");
+	}
+	default:
+		break;
+	}
+	nat_unsupported("this builtin in a user-mode probe");
+	return irb_const(ir, 0);
+}
+
+/* Read a NUL-terminated string byte by byte (each read fault-safe). */
+static LLVMValueRef nat_read_str(struct irb *ir, LLVMValueRef dst,
+				 LLVMValueRef size, LLVMValueRef src)
+{
+	LLVMBasicBlockRef from = LLVMGetInsertBlock(ir->b);
+	LLVMBasicBlockRef loop = LLVMAppendBasicBlockInContext(ir->ctx, ir->fn,
+							       "str_loop");
+	LLVMBasicBlockRef body = LLVMAppendBasicBlockInContext(ir->ctx, ir->fn,
+							       "str_byte");
+	LLVMBasicBlockRef chk = LLVMAppendBasicBlockInContext(ir->ctx, ir->fn,
+							      "str_chk");
+	LLVMBasicBlockRef stop = LLVMAppendBasicBlockInContext(ir->ctx, ir->fn,
+							       "str_stop");
+	LLVMValueRef i, next, r, c, d, s, args[3], vals[3], res;
+	LLVMBasicBlockRef bbs[3];
+	LLVMValueRef last = LLVMBuildSub(ir->b, size, irb_const(ir, 1), "");
+
+	LLVMBuildBr(ir->b, loop);
+	LLVMPositionBuilderAtEnd(ir->b, loop);
+	i = LLVMBuildPhi(ir->b, ir->i64, "i");
+	/* i == size - 1: terminate and stop */
+	LLVMBuildCondBr(ir->b, LLVMBuildICmp(ir->b, LLVMIntUGE, i, last, ""),
+			stop, body);
+	LLVMPositionBuilderAtEnd(ir->b, body);
+	d = LLVMBuildGEP2(ir->b, ir->i8, dst, &i, 1, "");
+	s = LLVMBuildAdd(ir->b, src, i, "");
+	args[0] = d;
+	args[1] = LLVMBuildIntToPtr(ir->b, s, ir->ptr, "");
+	args[2] = irb_const(ir, 1);
+	r = nat_call(ir, RT_FN_PROBE_READ, ir->i64, args, 3);
+	LLVMBuildCondBr(ir->b, LLVMBuildICmp(ir->b, LLVMIntNE, r,
+					     irb_const(ir, 0), ""),
+			stop, chk);
+	LLVMPositionBuilderAtEnd(ir->b, chk);
+	c = LLVMBuildLoad2(ir->b, ir->i8, d, "");
+	next = LLVMBuildAdd(ir->b, i, irb_const(ir, 1), "");
+	LLVMBuildCondBr(ir->b, LLVMBuildICmp(ir->b, LLVMIntEQ, c,
+					     LLVMConstInt(ir->i8, 0, 0), ""),
+			stop, loop);
+	vals[0] = irb_const(ir, 0);
+	bbs[0] = from;
+	vals[1] = next;
+	bbs[1] = chk;
+	LLVMAddIncoming(i, vals, bbs, 2);
+
+	LLVMPositionBuilderAtEnd(ir->b, stop);
+	{
+		LLVMValueRef at = LLVMBuildPhi(ir->b, ir->i64, "at");
+		LLVMValueRef okv = LLVMBuildPhi(ir->b, ir->i1, "ok");
+		LLVMValueRef av[3] = { i, i, i };
+		LLVMValueRef ov[3] = { LLVMConstInt(ir->i1, 1, 0),
+				       LLVMConstInt(ir->i1, 0, 0),
+				       LLVMConstInt(ir->i1, 1, 0) };
+
+		bbs[0] = loop;
+		bbs[1] = body;
+		bbs[2] = chk;
+		LLVMAddIncoming(at, av, bbs, 3);
+		LLVMAddIncoming(okv, ov, bbs, 3);
+		LLVMBuildStore(ir->b, LLVMConstInt(ir->i8, 0, 0),
+			       LLVMBuildGEP2(ir->b, ir->i8, dst, &at, 1, ""));
+		/* bytes copied with the NUL; -EFAULT when the first fails */
+		res = LLVMBuildAdd(ir->b, at, irb_const(ir, 1), "");
+		vals[0] = LLVMBuildSelect(
+			ir->b,
+			LLVMBuildICmp(ir->b, LLVMIntEQ, at, irb_const(ir, 0),
+				      ""),
+			irb_const(ir, (uint64_t)-EFAULT), res, "");
+		return LLVMBuildSelect(ir->b, okv, res, vals[0], "");
+	}
+}
+
+LLVMValueRef irb_native_probe_read(struct irb *ir, enum irb_read kind,
+				   LLVMValueRef dst, LLVMValueRef size,
+				   LLVMValueRef src)
+{
+	LLVMValueRef args[3];
+
+	if (kind == IRB_READ_KERNEL || kind == IRB_READ_KERNEL_STR) {
+		nat_unsupported("reading kernel memory in a user-mode probe");
+		return irb_const(ir, (uint64_t)-EFAULT);
+	}
+	if (LLVMGetTypeKind(LLVMTypeOf(src)) == LLVMPointerTypeKind)
+		src = LLVMBuildPtrToInt(ir->b, src, ir->i64, "");
+	if (LLVMGetTypeKind(LLVMTypeOf(size)) != LLVMIntegerTypeKind)
+		BUG("probe read size is not an integer");
+	if (LLVMGetIntTypeWidth(LLVMTypeOf(size)) < 64)
+		size = LLVMBuildZExt(ir->b, size, ir->i64, "");
+	if (kind == IRB_READ_USER_STR)
+		return nat_read_str(ir, dst, size, src);
+	args[0] = dst;
+	args[1] = LLVMBuildIntToPtr(ir->b, src, ir->ptr, "");
+	args[2] = size;
+	return nat_call(ir, RT_FN_PROBE_READ, ir->i64, args, 3);
+}
+
+LLVMValueRef irb_native_ringbuf_output(struct irb *ir, LLVMValueRef rb,
+				       LLVMValueRef data, size_t size)
+{
+	LLVMValueRef args[3] = { data, LLVMConstInt(ir->i32, size, 0),
+				 LLVMConstInt(ir->i32, NATIVE_REC_EVENT, 0) };
+
+	(void)rb;
+	return LLVMBuildSExt(ir->b, nat_call(ir, RT_FN_RING_WRITE, ir->i32,
+					     args, 3),
+			     ir->i64, "");
+}
+
+int irb_native_emit(struct irb *ir, bool optimise, struct native_code *funcs,
+		    int n, char *err, size_t errlen)
+{
+	int ret;
+
+	if (nat.unsupported) {
+		snprintf(err, errlen, "%s is not supported", nat.unsupported);
+		return -ENOTSUP;
+	}
+	ret = native_emit(ir->mod, optimise, funcs, n, err, errlen);
+	return ret;
+}
+
+int native_patch_tls(void *code, size_t len, int64_t tls_offset)
+{
+	uint8_t *p = code;
+	uint32_t want = NATIVE_TLS_SENTINEL, put = (uint32_t)tls_offset;
+	int n = 0;
+
+	if (tls_offset < INT32_MIN || tls_offset > INT32_MAX)
+		return -ERANGE;
+	/* mov %fs:disp32, reg: 64 [REX] 8b modrm(00 reg 100) sib(25) */
+	for (size_t i = 0; i + 4 <= len; i++) {
+		uint32_t v;
+
+		memcpy(&v, p + i, 4);
+		if (v != want || i < 4 || p[i - 1] != 0x25)
+			continue;
+		memcpy(p + i, &put, 4);
+		n++;
+	}
+	return n ? 0 : -ENOENT;
+}

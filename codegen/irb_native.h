@@ -1,0 +1,53 @@
+/*
+ * The native target's irb helpers (irb_native.c), called by irb.c when
+ * ir->target is CG_TARGET_NATIVE; same contracts as irb.h.
+ */
+#ifndef UBT_IRB_NATIVE_H
+#define UBT_IRB_NATIVE_H
+
+#include "irb.h"
+#include "native.h"
+
+bool irb_is_native(const struct irb *ir);
+int irb_native_init(struct irb *ir, const char *name);
+void irb_native_release(struct irb *ir);
+/* The object whose maps irb_map_define() lays out (cg_map by bpf_name). */
+void irb_native_set_object(struct irb *ir, const struct cg_object *obj,
+			   bool ret_probe);
+void irb_native_set_return(struct irb *ir, bool ret_probe);
+/* A program function: preserve_most, the trampoline's registers in; the
+ * returned context pointer is a struct pt_regs holding them. */
+LLVMValueRef irb_native_func_begin(struct irb *ir, const char *name);
+LLVMValueRef irb_native_map_define(struct irb *ir, const char *name,
+				   int bpf_type, size_t key_size,
+				   size_t value_size, uint32_t max_entries);
+LLVMValueRef irb_native_map_lookup(struct irb *ir, LLVMValueRef map,
+				   LLVMValueRef key);
+LLVMValueRef irb_native_map_update(struct irb *ir, LLVMValueRef map,
+				   LLVMValueRef key, LLVMValueRef value,
+				   uint64_t flags);
+LLVMValueRef irb_native_map_delete(struct irb *ir, LLVMValueRef map,
+				   LLVMValueRef key);
+void irb_native_memset(struct irb *ir, LLVMValueRef dst, int c, size_t size);
+void irb_native_memcpy(struct irb *ir, LLVMValueRef dst, LLVMValueRef src,
+		       size_t size);
+LLVMValueRef irb_native_probe_read(struct irb *ir, enum irb_read kind,
+				   LLVMValueRef dst, LLVMValueRef size,
+				   LLVMValueRef src);
+LLVMValueRef irb_native_ringbuf_output(struct irb *ir, LLVMValueRef rb,
+				       LLVMValueRef data, size_t size);
+LLVMValueRef irb_native_helper(struct irb *ir, int id, LLVMValueRef *args,
+			       int n);
+/*
+ * The first construct that cannot be lowered natively ("delete() in a
+ * user-mode probe"), NULL when everything could.
+ */
+const char *irb_native_unsupported(const struct irb *ir);
+/* The map-area layout (native.h), *area its size in bytes. */
+const struct native_map *irb_native_maps(const struct irb *ir, int *n,
+					 uint64_t *area);
+/* Emit: native_emit() unless something was unsupported (-ENOTSUP). */
+int irb_native_emit(struct irb *ir, bool optimise, struct native_code *funcs,
+		    int n, char *err, size_t errlen);
+
+#endif

@@ -1,0 +1,96 @@
+/*
+ * The native x86-64 target of the lowering (DESIGN.md "codegen/"): probe
+ * bodies for user mode, run inside the traced process, called from a
+ * trampoline (shim/tramp.h contract).
+ *
+ * Code: preserve_most, no SSE/x87, large code model, static relocation
+ * model; every function must come out free of relocations, since the shim
+ * copies its bytes into the target (native_emit() refuses anything else).
+ *
+ * Maps: each thread has its own map area (runtime/rt_abi.h RT_BLK_MAP):
+ *
+ *   0    struct of globals: CG_GLOBALS_START, CG_GLOBALS_CPID,
+ *        CG_GLOBALS_EXIT (as the BPF globals map), NATIVE_GLOBALS_PID
+ *        (the target's pid), written by ubt into the template and into
+ *        every block
+ *   32   u64 scratch for the BPF "lost" map (the runtime counts drops)
+ *   64   the program's maps, at the offsets of struct native_map:
+ *        keyless aggregations as one value at a fixed offset, keyless
+ *        hist/lhist as an array of u64 buckets, keyed maps as per-thread
+ *        open-addressing tables (struct rt_htab), looked up through the
+ *        runtime's RT_FN_HTAB_LOOKUP.
+ * Values are laid out as the BPF target lays out one CPU's value (cg.h),
+ * so that ubt merges threads exactly as it merges CPUs.
+ *
+ * Events: records as the BPF ring-buffer records (cg.h), written with the
+ * runtime's RT_FN_RING_WRITE as ring records of type NATIVE_REC_EVENT.
+ */
+#ifndef UBT_NATIVE_H
+#define UBT_NATIVE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <llvm-c/Core.h>
+#include <llvm-c/TargetMachine.h>
+
+/* the globals: CG_GLOBALS_START/CPID/EXIT (cg_int.h), then the pid */
+#define NATIVE_GLOBALS_START 0	/* u64: CLOCK_MONOTONIC ns at start */
+#define NATIVE_GLOBALS_CPID 8	/* u64: the -c child's pid */
+#define NATIVE_GLOBALS_EXIT 16	/* u64: exit() was called: probes stop */
+#define NATIVE_GLOBALS_PID 24	/* u64: the target's pid */
+#define NATIVE_GLOBALS_SIZE 32
+#define NATIVE_LOST_OFF 32
+#define NATIVE_MAPS_OFF 64
+#define NATIVE_REC_EVENT 1	/* ring record type of an event */
+#define NATIVE_HTAB_MAX_SLOTS 4096
+
+enum native_map_kind {
+	NATIVE_MAP_FIXED,	/* one value at off */
+	NATIVE_MAP_ARRAY,	/* nslots u64 buckets at off, key = bucket */
+	NATIVE_MAP_HTAB,	/* struct rt_htab at off */
+};
+
+struct native_map {
+	const char *name;	/* the BPF map's name (cg_map.bpf_name) */
+	enum native_map_kind kind;
+	uint64_t off;		/* in the map area */
+	uint64_t bytes;		/* size in the map area */
+	uint32_t nslots;	/* HTAB: slots; ARRAY: buckets */
+	uint32_t key_size;	/* the BPF key size (cg_map.key_size) */
+	uint32_t val_size;	/* one thread's value */
+};
+
+/* One function's code, copied out of the emitted object. */
+struct native_code {
+	const char *name;
+	void *code;		/* malloc'ed */
+	size_t len;
+};
+
+/*
+ * Emit mod (already built with the native irb) as x86-64 and copy out the
+ * code of each function named in funcs[i].name into funcs[i].code/len.
+ * Refuses (-ENOEXEC, err says why) a function that needs a relocation or
+ * is missing. 0 or -errno.
+ */
+int native_emit(LLVMModuleRef mod, bool optimise, struct native_code *funcs,
+		int n, char *err, size_t errlen);
+
+/* The x86-64 target machine (created once); NULL when LLVM lacks it. */
+LLVMTargetMachineRef native_target_machine(void);
+
+/*
+ * The code reaches its thread block as *(u64 *)%fs:NATIVE_TLS_SENTINEL;
+ * once the runtime is placed, native_patch_tls() writes the real offset
+ * (user_tls_offset()) into a copy of the code. 0, or -ENOENT when the code
+ * has no such load, -ERANGE when the offset does not fit.
+ */
+#define NATIVE_TLS_SENTINEL 0x5eadbee8u
+int native_patch_tls(void *code, size_t len, int64_t tls_offset);
+
+/* Free funcs[i].code. */
+void native_code_release(struct native_code *funcs, int n);
+
+#endif

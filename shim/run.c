@@ -1,0 +1,928 @@
+/*
+ * The run loop for kernel and user-mode probes together: the per-probe
+ * decision (--mode auto|kernel|user), then one loop over the kernel ring
+ * buffer and the user rings, maps merged from both sides.
+ */
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <signal.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <wordexp.h>
+
+#include "ast.h"
+#include "cg.h"
+#include "native.h"
+#include "output.h"
+#include "kernel.h"
+#include "probes.h"
+#include "run.h"
+#include "sema.h"
+#include "user.h"
+#include "util.h"
+
+/* ---- what a probe body needs --------------------------------------- */
+
+/*
+ * Maps that something other than an aggregation statement or print()
+ * touches: a user-mode probe must not aggregate into them, since those
+ * reads and writes would see one side only.
+ */
+struct run_scan {
+	struct compile *c;
+	bool *plain;		/* by sema map id */
+	const char *why;	/* the first thing user mode lacks */
+};
+
+static bool run_is_agg(enum sema_func f)
+{
+	return f >= FN_COUNT && f <= FN_LHIST;
+}
+
+static int run_scan_plain(struct ast_node *n, void *ctx)
+{
+	struct run_scan *s = ctx;
+
+	if (n->kind == AST_ASSIGN && n->assign.lhs &&
+	    n->assign.lhs->kind == AST_MAP && n->assign.rhs &&
+	    n->assign.rhs->kind == AST_CALL && n->assign.rhs->sema &&
+	    run_is_agg(n->assign.rhs->sema->func)) {
+		/* the aggregation's map itself is fine: only its keys and
+		 * arguments are scanned */
+		for (struct ast_node *k = n->assign.lhs->map.keys; k;
+		     k = k->next)
+			run_scan_plain(k, ctx);
+		return run_scan_plain(n->assign.rhs, ctx);
+	}
+	if (n->kind == AST_CALL && n->sema && n->sema->func == FN_PRINT &&
+	    n->call.args && n->call.args->kind == AST_MAP &&
+	    !n->call.args->map.keys)
+		return 0;
+	if (n->kind == AST_MAP && n->sema && n->sema->map)
+		s->plain[n->sema->map->id] = true;
+	if (n->kind == AST_CALL && n->sema && n->sema->map &&
+	    !run_is_agg(n->sema->func) && n->sema->func != FN_PRINT)
+		s->plain[n->sema->map->id] = true;
+	return ast_visit_children(n, run_scan_plain, ctx);
+}
+
+static const char *run_builtin_ok(enum sema_builtin b)
+{
+	switch (b) {
+	case BI_PID:
+	case BI_TID:
+	case BI_UID:
+	case BI_GID:
+	case BI_COMM:
+	case BI_NSECS:
+	case BI_ELAPSED:
+	case BI_CPU:
+	case BI_CPID:
+	case BI_ARG:
+	case BI_SARG:
+	case BI_RETVAL:
+	case BI_RAND:
+	case BI_USERNAME:
+		return NULL;
+	case BI_FUNC:
+		return "the func builtin";
+	case BI_PROBE:
+		return "the probe builtin";
+	case BI_ARGS:
+		return "args";
+	case BI_USTACK:
+		return "ustack";
+	case BI_KSTACK:
+		return "kstack";
+	default:
+		return "a kernel-only builtin";
+	}
+}
+
+static const char *run_func_ok(enum sema_func f)
+{
+	switch (f) {
+	case FN_COUNT:
+	case FN_SUM:
+	case FN_AVG:
+	case FN_MIN:
+	case FN_MAX:
+	case FN_STATS:
+	case FN_HIST:
+	case FN_LHIST:
+	case FN_PRINTF:
+	case FN_PRINT:
+	case FN_TIME:
+	case FN_EXIT:
+	case FN_STR:
+	case FN_SYSTEM:
+	case FN_CAT:
+	case FN_STRNCMP:
+	case FN_STRCONTAINS:
+		return NULL;
+	case FN_CLEAR:
+		return "clear()";
+	case FN_ZERO:
+		return "zero()";
+	case FN_DELETE:
+		return "delete()";
+	default:
+		return "a function that needs the kernel";
+	}
+}
+
+static int run_scan_body(struct ast_node *n, void *ctx)
+{
+	struct run_scan *s = ctx;
+	const char *why = NULL;
+
+	switch (n->kind) {
+	case AST_BUILTIN:
+		why = run_builtin_ok(n->sema ? n->sema->builtin : BI_NONE);
+		break;
+	case AST_CALL:
+		why = run_func_ok(n->sema ? n->sema->func : FN_NONE);
+		if (!why && n->sema && run_is_agg(n->sema->func) &&
+		    n->sema->map && s->plain[n->sema->map->id])
+			why = arena_printf(&s->c->arena,
+					   "map %s is also read or changed "
+					   "outside aggregations",
+					   n->sema->map->name);
+		break;
+	case AST_FOR_MAP:
+		why = "for over a map";
+		break;
+	case AST_ASSIGN:
+		if (n->assign.lhs && n->assign.lhs->kind == AST_MAP &&
+		    !(n->assign.rhs && n->assign.rhs->kind == AST_CALL &&
+		      n->assign.rhs->sema &&
+		      run_is_agg(n->assign.rhs->sema->func)))
+			why = "assigning a map";
+		break;
+	case AST_MAP:
+		/* outside aggregations and print(@m): a read */
+		break;
+	default:
+		break;
+	}
+	if (why) {
+		s->why = why;
+		return 1;
+	}
+	if (n->kind == AST_ASSIGN && n->assign.lhs &&
+	    n->assign.lhs->kind == AST_MAP) {
+		for (struct ast_node *k = n->assign.lhs->map.keys; k;
+		     k = k->next)
+			if (run_scan_body(k, ctx))
+				return 1;
+		return run_scan_body(n->assign.rhs, ctx);
+	}
+	if (n->kind == AST_CALL && n->sema && n->sema->func == FN_PRINT &&
+	    n->call.args && n->call.args->kind == AST_MAP &&
+	    !n->call.args->map.keys)
+		return 0;
+	if (n->kind == AST_MAP) {
+		s->why = arena_printf(&s->c->arena, "reading map %s",
+				      n->map.name);
+		return 1;
+	}
+	return ast_visit_children(n, run_scan_body, ctx);
+}
+
+/* ---- where the probe's sites are ----------------------------------- */
+
+/* Is path (resolved) mapped in /proc/pid/maps? */
+static bool run_mapped_in(int pid, const char *path)
+{
+	char buf[64], line[PATH_MAX + 128], rp[PATH_MAX];
+	bool found = false;
+	FILE *f;
+
+	if (!realpath(path, rp))
+		snprintf(rp, sizeof(rp), "%s", path);
+	snprintf(buf, sizeof(buf), "/proc/%d/maps", pid);
+	f = fopen(buf, "r");
+	if (!f)
+		return false;
+	while (!found && fgets(line, sizeof(line), f)) {
+		char *p = strchr(line, '/');
+		size_t n;
+
+		if (!p)
+			continue;
+		n = strlen(p);
+		if (n && p[n - 1] == '\n')
+			p[n - 1] = 0;
+		found = !strcmp(p, rp);
+	}
+	fclose(f);
+	return found;
+}
+
+/* The -c command's executable, resolved through PATH. */
+static bool run_cmd_exe(const char *cmd, char *out, size_t len)
+{
+	char word[PATH_MAX], cand[2 * PATH_MAX + 2];
+	const char *path = getenv("PATH");
+	size_t n = strcspn(cmd, " \t");
+
+	if (n >= sizeof(word))
+		return false;
+	memcpy(word, cmd, n);
+	word[n] = 0;
+	if (strchr(word, '/'))
+		return realpath(word, out) != NULL;
+	(void)len;
+	while (path && *path) {
+		size_t m = strcspn(path, ":");
+
+		snprintf(cand, sizeof(cand), "%.*s/%s", (int)m, path, word);
+		if (!access(cand, X_OK))
+			return realpath(cand, out) != NULL;
+		path += m + (path[m] == ':');
+	}
+	return false;
+}
+
+static bool run_in_target(const struct run_opts *o, const char *bin)
+{
+	char exe[PATH_MAX], rp[PATH_MAX];
+
+	if (o->pid > 0)
+		return run_mapped_in(o->pid, bin);
+	if (o->cmd && run_cmd_exe(o->cmd, exe, sizeof(exe)) &&
+	    realpath(bin, rp))
+		return !strcmp(exe, rp);
+	return false;
+}
+
+/* Expand an attach point without reporting (cg_build reports later). */
+static int run_expand(struct compile *c, struct ast_node *p,
+		      struct ast_node *ap, struct probes_match **m, int *n)
+{
+	struct diag_list saved = c->diag;
+	int err;
+
+	diag_init(&c->diag, &c->arena, saved.filename, saved.source);
+	err = probes_expand(c, p, ap, m, n);
+	if (!err && diag_has_errors(&c->diag))
+		err = -EINVAL;
+	c->diag = saved;
+	return err;
+}
+
+static const char *run_probe_sites(struct compile *c,
+				   const struct run_opts *o,
+				   struct ast_node *p)
+{
+	char reason[256];
+
+	for (struct ast_node *ap = p->probe.aps; ap; ap = ap->next) {
+		struct probes_match *m = NULL;
+		int n = 0, err;
+		const char *prov = ap->ap.provider ? ap->ap.provider : "";
+
+		if (strcmp(prov, "uprobe") && strcmp(prov, "uretprobe"))
+			return arena_printf(&c->arena,
+					    "%s probes run in the kernel",
+					    *prov ? prov : "these");
+		if (!o->pid && !o->cmd)
+			return "no -p or -c process to run in";
+		err = run_expand(c, p, ap, &m, &n);
+		if (err || !n)
+			return "its attach point does not resolve";
+		for (int i = 0; i < n; i++) {
+			if (!m[i].target || !m[i].func)
+				return "an address without a function";
+			if (!run_in_target(o, m[i].target))
+				return arena_printf(
+					&c->arena, "%s is not %s", m[i].target,
+					o->pid ? "mapped in the -p process" :
+						 "the -c command");
+			if (!strcmp(prov, "uretprobe") && m[i].func_offset)
+				return "a return probe needs a function";
+			err = user_site_check_at(m[i].target, m[i].func,
+						 m[i].func_offset, reason,
+						 sizeof(reason));
+			if (err == -EINVAL)
+				return arena_printf(&c->arena, "%s:%s: %s",
+						    m[i].target, m[i].func,
+						    reason);
+			if (err)
+				return arena_printf(&c->arena,
+						    "%s:%s cannot be read: %s",
+						    m[i].target, m[i].func,
+						    strerror(-err));
+		}
+	}
+	return NULL;
+}
+
+static const char *run_probe_name(struct compile *c, struct ast_node *p)
+{
+	struct sema_probe *sp = c->sema->probes[p->probe.index];
+
+	if (p->probe.aps && p->probe.aps->ap.raw)
+		return p->probe.aps->ap.raw;
+	return sp && sp->name ? sp->name : "probe";
+}
+
+int run_decide(struct compile *c, const struct run_opts *o,
+	       struct run_decision **out)
+{
+	struct sema_program *sp = c->sema;
+	struct run_decision *d;
+	struct run_scan s = { .c = c };
+	int err = 0;
+
+	d = arena_alloc(&c->arena, (sp->nprobes + 1) * sizeof(*d));
+	s.plain = arena_alloc(&c->arena, (sp->nmaps + 1) * sizeof(bool));
+	memset(s.plain, 0, (sp->nmaps + 1) * sizeof(bool));
+	for (struct ast_node *p = c->program->program.probes; p; p = p->next)
+		ast_visit_children(p, run_scan_plain, &s);
+	for (struct ast_node *p = c->program->program.probes; p;
+	     p = p->next) {
+		struct run_decision *r = &d[p->probe.index];
+		const char *prov = p->probe.aps && p->probe.aps->ap.provider ?
+					   p->probe.aps->ap.provider : "";
+		bool uprobe = !strcmp(prov, "uprobe") ||
+			      !strcmp(prov, "uretprobe");
+
+		r->where = RUN_KERNEL;
+		if (o->mode == MODE_KERNEL) {
+			r->why = "--mode kernel";
+			continue;
+		}
+		r->why = run_probe_sites(c, o, p);
+		if (!r->why) {
+			s.why = NULL;
+			if (p->probe.pred)
+				run_scan_body(p->probe.pred, &s);
+			if (!s.why && p->probe.body)
+				run_scan_body(p->probe.body, &s);
+			if (s.why)
+				r->why = arena_printf(&c->arena,
+						      "%s needs the kernel",
+						      s.why);
+		}
+		if (!r->why) {
+			r->where = RUN_USER;
+			r->why = "every site can be patched";
+			continue;
+		}
+		if (o->mode == MODE_USER && uprobe) {
+			fprintf(stderr,
+				"ubt: cannot run %s in user mode: %s\n",
+				run_probe_name(c, p), r->why);
+			err = -EINVAL;
+		}
+	}
+	*out = d;
+	return err;
+}
+
+static void run_kernel_opts(const struct run_opts *o, struct kernel_opts *ko)
+{
+	*ko = (struct kernel_opts){
+		.sz = sizeof(*ko),
+		.pid = o->pid,
+		.cmd = o->cmd,
+		.dry_run = o->dry_run,
+		.dump_ir = o->dump_ir,
+		.dump_bpf = o->dump_bpf,
+		.verbose = o->verbose,
+		.quiet = o->quiet,
+		.out = o->out,
+	};
+}
+
+/* ---- kernel and user mode together -------------------------------- */
+
+static volatile sig_atomic_t run_sigint;
+
+static void run_on_signal(int sig)
+{
+	(void)sig;
+	run_sigint = 1;
+}
+
+struct run {
+	struct compile *c;
+	const struct run_opts *o;
+	const struct run_decision *d;
+	struct cg_object *kobj, *nobj;
+	struct cg_object merged;	/* kernel object + native events */
+	struct kernel *k;
+	struct ubt_user *u;
+	pid_t cpid;		/* -c child */
+	uint64_t lost;		/* user-ring losses reported */
+};
+
+static bool run_want_kernel(void *ctx, const struct ast_node *probe)
+{
+	const struct run *r = ctx;
+
+	return r->d[probe->probe.index].where == RUN_KERNEL;
+}
+
+static bool run_want_user(void *ctx, const struct ast_node *probe)
+{
+	const struct run *r = ctx;
+
+	return r->d[probe->probe.index].where == RUN_USER;
+}
+
+/* The events of both objects in one table: native ids follow the kernel's. */
+static void run_merge_events(struct run *r)
+{
+	int nk = r->kobj->nevents, nn = r->nobj->nevents;
+	struct cg_event *ev = arena_alloc(&r->c->arena,
+					  (nk + nn + 1) * sizeof(*ev));
+
+	if (nk)
+		memcpy(ev, r->kobj->events, nk * sizeof(*ev));
+	if (nn)
+		memcpy(ev + nk, r->nobj->events, nn * sizeof(*ev));
+	r->merged = *r->kobj;
+	r->merged.events = ev;
+	r->merged.nevents = nk + nn;
+}
+
+static const struct native_map *run_native_map(const struct run *r, int map)
+{
+	const char *name = r->kobj->maps[map].bpf_name;
+
+	for (int i = 0; i < r->nobj->nnative_maps; i++)
+		if (!strcmp(r->nobj->native_maps[i].name, name))
+			return &r->nobj->native_maps[i];
+	return NULL;
+}
+
+/* One map's entries from both sides, merged like per-CPU values. */
+struct run_entries {
+	const struct cg_map *m;
+	size_t ksz, vsz;
+	unsigned char *keys, *vals;
+	size_t n, cap;
+	size_t *hash;		/* open addressing over entries + 1 */
+	size_t nhash;
+};
+
+static uint64_t run_hash(const void *key, size_t n)
+{
+	const unsigned char *p = key;
+	uint64_t h = 1469598103934665603ULL;
+
+	for (size_t i = 0; i < n; i++)
+		h = (h ^ p[i]) * 1099511628211ULL;
+	return h;
+}
+
+static void run_entries_rehash(struct run_entries *e)
+{
+	free(e->hash);
+	e->nhash = e->nhash ? 2 * e->nhash : 256;
+	e->hash = xcalloc(e->nhash, sizeof(*e->hash));
+	for (size_t i = 0; i < e->n; i++) {
+		size_t h = run_hash(e->keys + i * e->ksz, e->ksz) &
+			   (e->nhash - 1);
+
+		while (e->hash[h])
+			h = (h + 1) & (e->nhash - 1);
+		e->hash[h] = i + 1;
+	}
+}
+
+static int run_entries_add(const void *key, const void *value, void *ctx)
+{
+	struct run_entries *e = ctx;
+	size_t h;
+
+	if (2 * (e->n + 1) > e->nhash)
+		run_entries_rehash(e);
+	h = run_hash(key, e->ksz) & (e->nhash - 1);
+	while (e->hash[h]) {
+		size_t i = e->hash[h] - 1;
+
+		if (!memcmp(e->keys + i * e->ksz, key, e->ksz)) {
+			kernel_merge_value(e->m, e->vals + i * e->vsz, value);
+			return 0;
+		}
+		h = (h + 1) & (e->nhash - 1);
+	}
+	if (e->n == e->cap) {
+		e->cap = e->cap ? 2 * e->cap : 64;
+		e->keys = xrealloc(e->keys, e->cap * e->ksz);
+		e->vals = xrealloc(e->vals, e->cap * e->vsz);
+	}
+	memcpy(e->keys + e->n * e->ksz, key, e->ksz);
+	memset(e->vals + e->n * e->vsz, 0, e->vsz);
+	memcpy(e->vals + e->n * e->vsz, value, e->m->value_size);
+	e->hash[h] = ++e->n;
+	return 0;
+}
+
+static bool run_nonzero(const void *p, size_t n)
+{
+	const unsigned char *b = p;
+
+	for (size_t i = 0; i < n; i++)
+		if (b[i])
+			return true;
+	return false;
+}
+
+struct run_block_read {
+	struct run_entries *e;
+	const struct native_map *nm;
+};
+
+static int run_block_fixed(const void *data, uint32_t block, void *arg)
+{
+	struct run_block_read *b = arg;
+	uint64_t key[8] = { 0 };
+
+	(void)block;
+	if (b->e->ksz > sizeof(key))
+		return -EINVAL;
+	if (run_nonzero(data, b->e->m->value_size))
+		run_entries_add(key, data, b->e);
+	return 0;
+}
+
+static int run_block_array(const void *data, uint32_t block, void *arg)
+{
+	struct run_block_read *b = arg;
+	const uint64_t *v = data;
+
+	(void)block;
+	if (b->e->ksz != 8)
+		return -EINVAL;
+	for (uint64_t i = 0; i < b->nm->nslots; i++)
+		if (v[i])
+			run_entries_add(&i, &v[i], b->e);
+	return 0;
+}
+
+static int run_block_htab(const void *key, const void *val, uint32_t block,
+			  void *arg)
+{
+	(void)block;
+	return run_entries_add(key, val, arg);
+}
+
+/* kernel_map_read() through the run: the kernel's values and the user's. */
+static int run_map_source(void *ctx, int map, kernel_entry_fn fn, void *fctx)
+{
+	struct run *r = ctx;
+	const struct cg_map *m = &r->kobj->maps[map];
+	const struct native_map *nm = r->u ? run_native_map(r, map) : NULL;
+	struct run_entries e = { .m = m, .ksz = m->key_size,
+				 .vsz = rt_align8(m->value_size) };
+	struct run_block_read b = { .e = &e, .nm = nm };
+	int err;
+
+	run_entries_rehash(&e);
+	err = kernel_map_read_kernel(r->k, map, run_entries_add, &e);
+	if (!err && nm) {
+		struct memfd_htab t = { .off = nm->off, .nslots = nm->nslots,
+					.key_size = nm->key_size,
+					.val_size = nm->val_size };
+
+		switch (nm->kind) {
+		case NATIVE_MAP_FIXED:
+			err = user_read_maps(r->u, nm->off, m->value_size,
+					     run_block_fixed, &b);
+			break;
+		case NATIVE_MAP_ARRAY:
+			err = user_read_maps(r->u, nm->off, nm->bytes,
+					     run_block_array, &b);
+			break;
+		case NATIVE_MAP_HTAB:
+			err = memfd_htab_foreach(user_memfd(r->u), &t,
+						 run_block_htab, &e);
+			break;
+		}
+	}
+	for (size_t i = 0; !err && i < e.n; i++)
+		err = fn(e.keys + i * e.ksz, e.vals + i * e.vsz, fctx);
+	free(e.keys);
+	free(e.vals);
+	free(e.hash);
+	return err;
+}
+
+/* A record from a user ring: a native event id, checked, then printed. */
+static int run_user_event(uint32_t type, const void *data, uint32_t len,
+			  void *arg)
+{
+	struct run *r = arg;
+	unsigned char *copy;
+	uint64_t id;
+
+	if (type != NATIVE_REC_EVENT || len < sizeof(id))
+		return 0;
+	memcpy(&id, data, sizeof(id));
+	if (id >= (uint64_t)r->nobj->nevents)
+		return 0;
+	copy = xmalloc(len);
+	memcpy(copy, data, len);
+	id += r->kobj->nevents;
+	memcpy(copy, &id, sizeof(id));
+	kernel_handle_event(r->k, copy, len);
+	free(copy);
+	return 0;
+}
+
+static void run_user_drain(struct run *r)
+{
+	uint64_t lost;
+
+	if (!r->u)
+		return;
+	user_read_events(r->u, run_user_event, r);
+	lost = user_lost_events(r->u);
+	if (lost > r->lost) {
+		struct out out;
+
+		out_init(&out, r->o->out ? r->o->out : stdout, OUT_TEXT);
+		out_lost_events(&out, lost - r->lost);
+		r->lost = lost;
+	}
+}
+
+/* Write one u64 of the globals into the template and every block. */
+static void run_set_global(struct run *r, uint64_t off, uint64_t v)
+{
+	struct memfd *m = user_memfd(r->u);
+	uint32_t n = memfd_nblocks_used(m);
+
+	if (m->tmpl_off + off + 8 <= m->size)
+		memcpy(m->base + m->tmpl_off + off, &v, 8);
+	for (uint32_t i = 0; i < n; i++) {
+		uint64_t at = m->block_off + i * m->block_size + RT_BLK_MAP +
+			      off;
+
+		if (at + 8 <= m->size)
+			__atomic_store_n((uint64_t *)(m->base + at), v,
+					 __ATOMIC_RELAXED);
+	}
+}
+
+static int run_split_cmd(const char *cmd, wordexp_t *we)
+{
+	if (wordexp(cmd, we, WRDE_NOCMD) || !we->we_wordc) {
+		fprintf(stderr, "ubt: cannot parse the command: %s\n", cmd);
+		return -EINVAL;
+	}
+	return 0;
+}
+
+static int run_user_attach(struct run *r)
+{
+	struct user_opts uo = { .sz = sizeof(uo),
+				.runtime_path = r->o->runtime_path,
+				.fault_safe_reads = true };
+	char err[512];
+	struct timespec ts;
+
+	memfd_layout_default(&uo.layout);
+	if (uo.layout.map_size < r->nobj->native_area)
+		uo.layout.map_size = (r->nobj->native_area + 4095) & ~4095ull;
+	if (r->o->pid > 0) {
+		r->u = user_attach_pid(r->o->pid, &uo, err, sizeof(err));
+	} else {
+		wordexp_t we;
+
+		if (run_split_cmd(r->o->cmd, &we))
+			return -EINVAL;
+		r->u = user_attach_cmd(we.we_wordv, &uo, err, sizeof(err));
+		wordfree(&we);
+		if (r->u)
+			r->cpid = user_pid(r->u);
+	}
+	if (!r->u) {
+		fprintf(stderr, "ubt: %s\n", err);
+		return -EINVAL;
+	}
+	for (int i = 0; i < r->nobj->nnative_maps; i++) {
+		const struct native_map *nm = &r->nobj->native_maps[i];
+		struct memfd_htab t = { .off = nm->off, .nslots = nm->nslots,
+					.key_size = nm->key_size,
+					.val_size = nm->val_size };
+		int e;
+
+		if (nm->kind != NATIVE_MAP_HTAB)
+			continue;
+		e = memfd_htab_add(user_memfd(r->u), &t);
+		if (e) {
+			fprintf(stderr, "ubt: cannot place map %s: %s\n",
+				nm->name, strerror(-e));
+			return e;
+		}
+	}
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	run_set_global(r, NATIVE_GLOBALS_START,
+		       ts.tv_sec * 1000000000ull + ts.tv_nsec);
+	run_set_global(r, NATIVE_GLOBALS_CPID, r->cpid);
+	run_set_global(r, NATIVE_GLOBALS_PID, user_pid(r->u));
+	return 0;
+}
+
+/* Install every user-mode program at each of its matches. */
+static int run_user_install(struct run *r, int *nprobes)
+{
+	for (int i = 0; i < r->nobj->nprogs; i++) {
+		const struct cg_prog *p = &r->nobj->progs[i];
+		void *code = xmalloc(p->code_len);
+		int err;
+
+		memcpy(code, p->code, p->code_len);
+		err = native_patch_tls(code, p->code_len,
+				       user_tls_offset(r->u));
+		for (int j = 0; !err && j < p->nmatches; j++) {
+			const struct probes_match *m = &p->matches[j];
+
+			err = user_install(r->u, &(struct user_probe){
+				.sz = sizeof(struct user_probe),
+				.binary = m->target,
+				.symbol = m->func,
+				.kind = p->provider == PROV_URETPROBE ?
+						USER_PROBE_RETURN :
+						USER_PROBE_ENTRY,
+				.code = code,
+				.code_len = p->code_len,
+				.offset = m->func_offset,
+			});
+			if (err)
+				fprintf(stderr,
+					"ubt: cannot attach %s in user mode: "
+					"%s\n", m->name ? m->name : m->func,
+					user_error(r->u));
+			else
+				(*nprobes)++;
+		}
+		free(code);
+		if (err)
+			return err;
+	}
+	return 0;
+}
+
+static bool run_target_gone(struct run *r)
+{
+	int st;
+
+	if (r->cpid > 0)
+		return waitpid(r->cpid, &st, WNOHANG) == r->cpid ||
+		       (user_exit_status(r->u, &st));
+	return kill(user_pid(r->u), 0) && errno == ESRCH;
+}
+
+static int run_combined(struct compile *c, const struct run_opts *o,
+			const struct run_decision *d)
+{
+	struct run r = { .c = c, .o = o, .d = d };
+	struct cg_opts ko_cg = { .sz = sizeof(ko_cg), .want = run_want_kernel,
+				 .want_ctx = &r };
+	struct cg_opts no_cg = { .sz = sizeof(no_cg), .want = run_want_user,
+				 .want_ctx = &r };
+	struct kernel_opts ko;
+	struct sigaction sa = { .sa_handler = run_on_signal };
+	int err, rc = 1, nprobes = 0;
+
+	if (o->dump_ir)
+		ko_cg.dump_ir = no_cg.dump_ir = stdout;
+	kernel_set_verbose(o->verbose);
+	err = cg_build(c, CG_TARGET_BPF, &ko_cg, &r.kobj);
+	err = err ?: cg_build(c, CG_TARGET_NATIVE, &no_cg, &r.nobj);
+	diag_print(&c->diag, stderr);
+	if (err)
+		goto out;
+	if (o->dump_bpf)
+		cg_dump_bpf(r.kobj, stdout);
+	run_merge_events(&r);
+	if (o->dry_run) {
+		rc = 0;
+		goto out;
+	}
+	run_kernel_opts(o, &ko);
+	ko.cmd = NULL;		/* the user side starts the command */
+	if (o->cmd)
+		ko.pid = 0;
+	err = run_user_attach(&r);
+	if (err)
+		goto out;
+	if (r.cpid)
+		ko.pid = r.cpid;
+	err = kernel_load(&r.merged, &ko, &r.k);
+	if (err)
+		goto out;
+	kernel_set_compile(r.k, c);
+	kernel_set_source(r.k, run_map_source, &r);
+	kernel_set_globals(r.k, r.cpid);
+	err = run_user_install(&r, &nprobes);
+	if (err)
+		goto out;
+	for (int i = 0; i < r.kobj->nprogs; i++)
+		nprobes += r.kobj->progs[i].nmatches;
+	if (!o->quiet) {
+		struct out out;
+
+		out_init(&out, o->out ? o->out : stdout, OUT_TEXT);
+		out_attached(&out, nprobes);
+	}
+	fflush(o->out ? o->out : stdout);
+	err = kernel_attach(r.k, &nprobes);
+	if (err)
+		goto out;
+	if (getenv("__BPFTRACE_NOTIFY_PROBES_ATTACHED")) {
+		printf("__BPFTRACE_NOTIFY_PROBES_ATTACHED\n");
+		fflush(stdout);
+	}
+	run_sigint = 0;
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+	kernel_run_begin(r.k);
+	if (!kernel_exiting(r.k)) {
+		err = user_resume(r.u);
+		if (err) {
+			fprintf(stderr, "ubt: cannot resume the target: %s\n",
+				user_error(r.u));
+			goto out;
+		}
+		if (o->verbose)
+			fprintf(stderr, "ubt: target stopped for %.3f ms\n",
+				user_stop_ns(r.u) / 1e6);
+	}
+	while (!run_sigint && !kernel_exiting(r.k)) {
+		bool gone = run_target_gone(&r);
+
+		kernel_poll(r.k, 20);
+		run_user_drain(&r);
+		if (gone)
+			break;
+	}
+	/* probes stop; what is in the rings still prints */
+	run_set_global(&r, NATIVE_GLOBALS_EXIT, 1);
+	kernel_poll(r.k, 0);
+	run_user_drain(&r);
+	kernel_run_end(r.k);
+	kernel_poll(r.k, 0);
+	kernel_print_maps(r.k);
+	fflush(o->out ? o->out : stdout);
+	rc = 0;
+out:
+	if (r.u) {
+		if (user_detach(r.u))
+			fprintf(stderr, "ubt: detach: %s\n", user_error(r.u));
+		if (r.cpid > 0 && waitpid(r.cpid, NULL, WNOHANG) == 0) {
+			kill(r.cpid, SIGTERM);
+			waitpid(r.cpid, NULL, 0);
+		}
+		user_free(r.u);
+	}
+	kernel_free(r.k);
+	cg_object_free(r.kobj);
+	cg_object_free(r.nobj);
+	signal(SIGINT, SIG_DFL);
+	signal(SIGTERM, SIG_DFL);
+	return rc;
+}
+
+static void run_print_decisions(struct compile *c,
+				const struct run_decision *d)
+{
+	for (struct ast_node *p = c->program->program.probes; p; p = p->next)
+		fprintf(stderr, "%s: %s (%s)\n", run_probe_name(c, p),
+			d[p->probe.index].where == RUN_USER ? "user mode" :
+							      "kernel",
+			d[p->probe.index].why);
+}
+
+int shim_run(struct compile *c, const struct run_opts *o)
+{
+	struct run_decision *d = NULL;
+	struct kernel_opts ko;
+	bool any_user = false;
+	int err;
+
+	if (!c->sema || !c->program)
+		BUG("shim_run() before sema_run()");
+	err = run_decide(c, o, &d);
+	if (o->verbose || o->dry_run)
+		run_print_decisions(c, d);
+	if (err)
+		return 1;
+	for (int i = 0; i < c->sema->nprobes; i++)
+		any_user |= d[i].where == RUN_USER;
+	run_kernel_opts(o, &ko);
+	if (!any_user)
+		return kernel_run(c, &ko);
+	return run_combined(c, o, d);
+}

@@ -1,0 +1,59 @@
+/*
+ * The run loop for kernel and user-mode probes together (DESIGN.md
+ * "shim/"): decide per probe where it runs, build the BPF object for the
+ * kernel probes and native code for the user-mode ones from the same typed
+ * AST, attach both, print one stream of events, merge maps from both sides,
+ * detach leaving no patched byte.
+ */
+#ifndef UBT_RUN_H
+#define UBT_RUN_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdio.h>
+
+#include "compile.h"
+
+struct run_opts {
+	size_t sz;		/* sizeof(struct run_opts) */
+	int pid;		/* -p PID, 0 if none */
+	const char *cmd;	/* -c CMD, NULL if none */
+	enum ubt_mode mode;	/* --mode */
+	bool dry_run;		/* --dry-run */
+	bool dump_ir;		/* -d ir */
+	bool dump_bpf;		/* -d bpf */
+	int verbose;		/* -v */
+	bool quiet;		/* -q */
+	FILE *out;		/* -o FILE; NULL = stdout */
+	const char *runtime_path;	/* libubt-rt.so; NULL: the default */
+};
+
+enum run_where {
+	RUN_KERNEL,
+	RUN_USER,
+};
+
+/* Where one probe (AST_PROBE, by probe index) runs, and why. */
+struct run_decision {
+	enum run_where where;
+	const char *why;	/* in c->arena */
+};
+
+/*
+ * Decide for every probe of c->program (after sema). With --mode user, a
+ * uprobe/uretprobe that cannot run in user mode is an error: -EINVAL,
+ * with a message printed. *out is allocated in c->arena, indexed by probe
+ * index.
+ */
+int run_decide(struct compile *c, const struct run_opts *o,
+	       struct run_decision **out);
+
+/*
+ * Build, attach, run until exit()/Ctrl-C/-c child exit/-p process exit,
+ * print the maps, detach. -v and --dry-run print each probe's decision
+ * on stderr. Returns the process exit code (0, or 1 after an error, which
+ * has been printed).
+ */
+int shim_run(struct compile *c, const struct run_opts *o);
+
+#endif

@@ -1,0 +1,528 @@
+/*
+ * The native target (codegen/native.c, irb_native.c) end to end: probe
+ * bodies built through the native irb helpers, emitted relocation-free,
+ * refused when a relocation remains, patched with the runtime's TLS offset,
+ * installed into tests/user/target and run there: a keyless count() at a
+ * fixed offset (exact count, ns per hit), a keyed count() in a per-thread
+ * table, events through the thread's ring, the exit flag.
+ */
+#include <errno.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <linux/bpf.h>
+
+#include "cg.h"
+#include "cg_int.h"
+#include "irb_native.h"
+#include "native.h"
+#include "user.h"
+
+static int ntest, nfail;
+static char target[4096];
+
+static void ok(int cond, const char *fmt, ...)
+{
+	va_list ap;
+
+	printf("%sok %d - ", cond ? "" : "not ", ++ntest);
+	va_start(ap, fmt);
+	vprintf(fmt, ap);
+	va_end(ap);
+	printf("\n");
+	fflush(stdout);
+	if (!cond)
+		nfail++;
+}
+
+struct proc {
+	pid_t pid;
+	int in, out;
+};
+
+static int spawn(struct proc *p, char *const argv[])
+{
+	int in[2], out[2];
+
+	if (pipe(in) || pipe(out))
+		return -1;
+	p->pid = fork();
+	if (!p->pid) {
+		dup2(in[0], 0);
+		dup2(out[1], 1);
+		close(in[0]);
+		close(in[1]);
+		close(out[0]);
+		close(out[1]);
+		execv(argv[0], argv);
+		_exit(127);
+	}
+	close(in[0]);
+	close(out[1]);
+	p->in = in[1];
+	p->out = out[0];
+	return 0;
+}
+
+static int read_line(int fd, char *buf, size_t len)
+{
+	size_t n = 0;
+
+	while (n + 1 < len) {
+		struct pollfd pfd = { .fd = fd, .events = POLLIN };
+
+		if (poll(&pfd, 1, 60000) <= 0 || read(fd, buf + n, 1) != 1)
+			break;
+		if (buf[n] == '\n')
+			break;
+		n++;
+	}
+	buf[n] = 0;
+	return n ? 0 : -1;
+}
+
+/* One timed round of the target's bench loop: ns per call. */
+static double round_ns(struct proc *p)
+{
+	char line[256];
+	double ns;
+
+	if (write(p->in, "x", 1) != 1 ||
+	    read_line(p->out, line, sizeof(line)) ||
+	    sscanf(line, "ns %lf", &ns) != 1)
+		return -1;
+	return ns;
+}
+
+static double best_ns(struct proc *p, int rounds)
+{
+	double best = -1;
+
+	for (int i = 0; i < rounds; i++) {
+		double ns = round_ns(p);
+
+		if (ns < 0)
+			return -1;
+		if (best < 0 || ns < best)
+			best = ns;
+	}
+	return best;
+}
+
+/* ---- probe bodies through the native irb ---- */
+
+static struct cg_map maps[] = {
+	{ .name = "@c", .bpf_name = "AT_c", .key_size = 8, .value_size = 8,
+	  .percpu = true },
+	{ .name = "@k", .bpf_name = "AT_k", .key_size = 8, .value_size = 8,
+	  .percpu = true, .max_entries = 64 },
+};
+static struct type u64_type = { .kind = TY_INT, .size = 8 };
+static struct cg_object obj = { .target = CG_TARGET_NATIVE, .maps = maps,
+				.nmaps = 2 };
+
+struct built {
+	struct irb ir;
+	LLVMValueRef globals, lost, ring, c, k;
+};
+
+static void build_begin(struct built *b)
+{
+	maps[1].key_type = &u64_type;
+	irb_native_init(&b->ir, "t");
+	irb_native_set_object(&b->ir, &obj, false);
+	b->c = irb_native_map_define(&b->ir, "AT_c", BPF_MAP_TYPE_PERCPU_HASH,
+				     8, 8, 4096);
+	b->k = irb_native_map_define(&b->ir, "AT_k", BPF_MAP_TYPE_PERCPU_HASH,
+				     8, 8, 64);
+	b->ring = irb_native_map_define(&b->ir, "AT__ringbuf",
+					BPF_MAP_TYPE_RINGBUF, 0, 0, 1 << 20);
+	b->lost = irb_native_map_define(&b->ir, "AT__lost",
+					BPF_MAP_TYPE_PERCPU_ARRAY, 4, 8, 1);
+	b->globals = irb_native_map_define(&b->ir, "AT__globals",
+					   BPF_MAP_TYPE_ARRAY, 4, 24, 1);
+}
+
+/* if (globals->exit) return 0; as cg.c's prologue */
+static void exit_check(struct built *b)
+{
+	struct irb *ir = &b->ir;
+	LLVMValueRef key = irb_alloca(ir, 4, "gk");
+	LLVMValueRef gp, ex;
+	LLVMBasicBlockRef stop, cont;
+
+	LLVMBuildStore(ir->b, LLVMConstInt(ir->i32, 0, 0), key);
+	gp = irb_native_map_lookup(ir, b->globals, key);
+	ex = LLVMBuildLoad2(ir->b, ir->i64, irb_gep(ir, gp, CG_GLOBALS_EXIT),
+			    "");
+	stop = LLVMAppendBasicBlockInContext(ir->ctx, ir->fn, "stop");
+	cont = LLVMAppendBasicBlockInContext(ir->ctx, ir->fn, "cont");
+	LLVMBuildCondBr(ir->b, LLVMBuildICmp(ir->b, LLVMIntNE, ex,
+					     irb_const(ir, 0), ""),
+			stop, cont);
+	LLVMPositionBuilderAtEnd(ir->b, stop);
+	LLVMBuildRet(ir->b, irb_const(ir, 0));
+	LLVMPositionBuilderAtEnd(ir->b, cont);
+}
+
+static void incr(struct built *b, LLVMValueRef map, LLVMValueRef keyv)
+{
+	struct irb *ir = &b->ir;
+	LLVMValueRef key = irb_alloca(ir, 8, "key");
+	LLVMValueRef p;
+	LLVMBasicBlockRef yes, done;
+
+	LLVMBuildStore(ir->b, keyv, key);
+	p = irb_native_map_lookup(ir, map, key);
+	yes = LLVMAppendBasicBlockInContext(ir->ctx, ir->fn, "yes");
+	done = LLVMAppendBasicBlockInContext(ir->ctx, ir->fn, "done");
+	LLVMBuildCondBr(ir->b, LLVMBuildIsNull(ir->b, p, ""), done, yes);
+	LLVMPositionBuilderAtEnd(ir->b, yes);
+	LLVMBuildStore(ir->b,
+		       LLVMBuildAdd(ir->b, LLVMBuildLoad2(ir->b, ir->i64, p, ""),
+				    irb_const(ir, 1), ""),
+		       p);
+	LLVMBuildBr(ir->b, done);
+	LLVMPositionBuilderAtEnd(ir->b, done);
+}
+
+/* @c = count() */
+static void fn_count(struct built *b)
+{
+	irb_native_func_begin(&b->ir, "p_count");
+	exit_check(b);
+	incr(b, b->c, irb_const(&b->ir, 0));
+	irb_func_end(&b->ir);
+}
+
+/* @k[arg0 & 7] = count(); event { id 5, arg0, pid<<32|tid } */
+static void fn_keyed_event(struct built *b)
+{
+	struct irb *ir = &b->ir;
+	LLVMValueRef ctx = irb_native_func_begin(ir, "p_keyed");
+	LLVMValueRef a0, rec;
+
+	exit_check(b);
+	a0 = irb_ctx_load(ir, ctx, 112, 8);
+	incr(b, b->k, LLVMBuildAnd(ir->b, a0, irb_const(ir, 7), ""));
+	rec = irb_alloca(ir, 24, "rec");
+	LLVMBuildStore(ir->b, irb_const(ir, 5), rec);
+	LLVMBuildStore(ir->b, a0, irb_gep(ir, rec, 8));
+	LLVMBuildStore(ir->b,
+		       irb_native_helper(ir, BPF_FUNC_get_current_pid_tgid,
+					 NULL, 0),
+		       irb_gep(ir, rec, 16));
+	irb_native_ringbuf_output(ir, b->ring, rec, 24);
+	irb_func_end(ir);
+}
+
+static void test_emit(void)
+{
+	struct built b;
+	struct native_code f[2] = { { .name = "p_count" },
+				    { .name = "p_keyed" } };
+	char err[256] = "";
+	int n, ret;
+	uint64_t area;
+	const struct native_map *nm;
+
+	build_begin(&b);
+	fn_count(&b);
+	fn_keyed_event(&b);
+	nm = irb_native_maps(&b.ir, &n, &area);
+	ok(n == 5 && nm[0].kind == NATIVE_MAP_FIXED &&
+	   nm[0].off == NATIVE_MAPS_OFF && nm[1].kind == NATIVE_MAP_HTAB &&
+	   nm[1].nslots == 64 && nm[4].off == 0 && area > nm[1].off,
+	   "map layout: keyless at a fixed offset, keyed in a table");
+	ret = irb_native_emit(&b.ir, true, f, 2, err, sizeof(err));
+	ok(!ret, "emit two functions%s%s", ret ? ": " : "", err);
+	if (!ret) {
+		bool fs = false;
+
+		for (size_t i = 0; i < f[0].len; i++)
+			fs |= ((uint8_t *)f[0].code)[i] == 0x64;
+		ok(f[0].len > 0 && f[0].len <= 40 && fs &&
+		   ((uint8_t *)f[0].code)[f[0].len - 1] == 0xc3,
+		   "count() is %zu bytes, %%fs-relative, ends in ret",
+		   f[0].len);
+		ok(!native_patch_tls(f[0].code, f[0].len, -64) &&
+		   native_patch_tls(f[0].code, f[0].len, -64) == -ENOENT,
+		   "the TLS offset is patched once");
+	}
+	native_code_release(f, 2);
+	irb_release(&b.ir);
+	irb_native_release(&b.ir);
+
+	/* a call to an outside function needs a relocation: refused */
+	build_begin(&b);
+	{
+		struct irb *ir = &b.ir;
+		LLVMTypeRef ft = LLVMFunctionType(ir->i64, NULL, 0, 0);
+		LLVMValueRef ext = LLVMAddFunction(ir->mod, "getpid", ft);
+
+		irb_native_func_begin(ir, "p_ext");
+		LLVMBuildCall2(ir->b, ft, ext, NULL, 0, "");
+		irb_func_end(ir);
+	}
+	f[0].name = "p_ext";
+	ret = irb_native_emit(&b.ir, true, f, 1, err, sizeof(err));
+	ok(ret == -ENOEXEC && strstr(err, "relocation"),
+	   "code that needs a relocation is refused (%s)", err);
+	irb_release(&b.ir);
+	irb_native_release(&b.ir);
+
+	/* a construct the native target lacks is refused, not faked */
+	build_begin(&b);
+	irb_native_func_begin(&b.ir, "p_del");
+	irb_native_map_delete(&b.ir, b.k, irb_alloca(&b.ir, 8, "k"));
+	irb_func_end(&b.ir);
+	f[0].name = "p_del";
+	ret = irb_native_emit(&b.ir, true, f, 1, err, sizeof(err));
+	ok(ret == -ENOTSUP && strstr(err, "delete()"),
+	   "unsupported constructs are refused (%s)", err);
+	irb_release(&b.ir);
+	irb_native_release(&b.ir);
+}
+
+static int add_u64(const void *data, uint32_t block, void *arg)
+{
+	uint64_t v;
+
+	(void)block;
+	memcpy(&v, data, 8);
+	*(uint64_t *)arg += v;
+	return 0;
+}
+
+struct evs {
+	long n, bad;
+	uint64_t sum;
+	pid_t pid;
+};
+
+static int on_event(uint32_t type, const void *data, uint32_t len, void *arg)
+{
+	struct evs *e = arg;
+	uint64_t v[3];
+
+	if (type != NATIVE_REC_EVENT || len < 24) {
+		e->bad++;
+		return 0;
+	}
+	memcpy(v, data, 24);
+	if (v[0] != 5 || (v[2] >> 32) != (uint64_t)e->pid ||
+	    (uint32_t)v[2] != (uint32_t)e->pid)
+		e->bad++;
+	e->sum += v[1];
+	e->n++;
+	return 0;
+}
+
+struct keyed {
+	uint64_t counts[8];
+	long bad;
+};
+
+static int on_slot(const void *key, const void *val, uint32_t block,
+		   void *arg)
+{
+	struct keyed *k = arg;
+	uint64_t kv, vv;
+
+	(void)block;
+	memcpy(&kv, key, 8);
+	memcpy(&vv, val, 8);
+	if (kv > 7)
+		k->bad++;
+	else
+		k->counts[kv] += vv;
+	return 0;
+}
+
+/* Build, emit, patch and install fn on ut_plain of a bench target. */
+static struct ubt_user *run_probe(struct proc *p, const char *fname,
+				  const char *iters, uint64_t *c_off,
+				  uint64_t *k_off)
+{
+	char *argv[] = { target, "bench", (char *)iters, NULL };
+	struct native_code f = { .name = fname };
+	struct built b;
+	char err[512], line[64];
+	struct ubt_user *u = NULL;
+	const struct native_map *nm;
+	uint64_t area;
+	int n, ret;
+
+	if (spawn(p, argv) || read_line(p->out, line, sizeof(line)))
+		return NULL;
+	build_begin(&b);
+	if (!strcmp(fname, "p_count"))
+		fn_count(&b);
+	else
+		fn_keyed_event(&b);
+	nm = irb_native_maps(&b.ir, &n, &area);
+	*c_off = nm[0].off;
+	*k_off = nm[1].off;
+	ret = irb_native_emit(&b.ir, true, &f, 1, err, sizeof(err));
+	if (ret) {
+		ok(0, "%s: emit: %s", fname, err);
+		goto out;
+	}
+	u = user_attach_pid(p->pid, NULL, err, sizeof(err));
+	if (!u) {
+		ok(0, "%s: attach: %s", fname, err);
+		goto out;
+	}
+	/* the table the keyed map needs, in every block's template */
+	{
+		struct memfd_htab t = { .off = nm[1].off,
+					.nslots = nm[1].nslots,
+					.key_size = 8, .val_size = 8 };
+		uint64_t pid = p->pid;
+		struct memfd *m = user_memfd(u);
+
+		ret = memfd_htab_add(m, &t);
+		memcpy(m->base + m->tmpl_off + NATIVE_GLOBALS_PID, &pid, 8);
+	}
+	ret = ret ?: native_patch_tls(f.code, f.len, user_tls_offset(u));
+	ret = ret ?: user_install(u, &(struct user_probe){
+		.sz = sizeof(struct user_probe),
+		.binary = target,
+		.symbol = "ut_plain",
+		.kind = USER_PROBE_ENTRY,
+		.code = f.code,
+		.code_len = f.len,
+	});
+	ret = ret ?: user_resume(u);
+	ok(!ret, "%s: install and resume%s%s", fname, ret ? ": " : "",
+	   ret ? user_error(u) : "");
+	if (ret) {
+		user_detach(u);
+		user_free(u);
+		u = NULL;
+	}
+out:
+	native_code_release(&f, 1);
+	irb_release(&b.ir);
+	irb_native_release(&b.ir);
+	return u;
+}
+
+static void finish(struct proc *p, struct ubt_user *u)
+{
+	int st;
+
+	if (u) {
+		ok(!user_detach(u), "detach");
+		user_free(u);
+	}
+	close(p->in);
+	waitpid(p->pid, &st, 0);
+	close(p->out);
+	ok(WIFEXITED(st) && !WEXITSTATUS(st), "target exits 0");
+}
+
+static void test_count(void)
+{
+	enum { N = 10000000 };
+	struct proc p;
+	struct ubt_user *u;
+	double plain = -1, probed;
+	uint64_t c_off, k_off, sum = 0;
+	char *argv[] = { target, "bench", "10000000", NULL };
+	int ret;
+	char line[64];
+
+	/* unprobed time first, in its own process */
+	if (!spawn(&p, argv) && !read_line(p.out, line, sizeof(line)))
+		plain = best_ns(&p, 3);
+	close(p.in);
+	waitpid(p.pid, NULL, 0);
+	close(p.out);
+
+	u = run_probe(&p, "p_count", "10000000", &c_off, &k_off);
+	if (!u)
+		return;
+	probed = best_ns(&p, 3);
+	ret = user_read_maps(u, c_off, 8, add_u64, &sum);
+	ok(!ret && sum == 3ULL * N, "count(): %llu hits of %llu counted", (unsigned long long)sum,
+	   3ULL * N);
+	printf("# ns per call: unprobed %.2f, with count() %.2f: %+.2f ns "
+	       "per hit\n", plain, probed, probed - plain);
+	ok(plain > 0 && probed > 0 && probed - plain < 50,
+	   "count() costs %.2f ns per hit", probed - plain);
+	/* exit(): the flag in the block stops the probe */
+	{
+		struct memfd *m = user_memfd(u);
+		uint64_t one = 1;
+		uint32_t nb = memfd_nblocks_used(m);
+
+		for (uint32_t i = 0; i < nb; i++)
+			memcpy(m->base + m->block_off + i * m->block_size +
+				       RT_BLK_MAP + CG_GLOBALS_EXIT,
+			       &one, 8);
+		round_ns(&p);
+		sum = 0;
+		ok(!user_read_maps(u, c_off, 8, add_u64, &sum) &&
+		   sum == 3ULL * N, "no hits counted after the exit flag");
+	}
+	finish(&p, u);
+}
+
+static void test_keyed_events(void)
+{
+	enum { N = 200 };
+	struct proc p;
+	struct ubt_user *u;
+	uint64_t c_off, k_off;
+	struct evs e = { 0 };
+	struct keyed k = { 0 };
+	struct memfd_htab t;
+	bool even = true;
+	int ret;
+
+	u = run_probe(&p, "p_keyed", "200", &c_off, &k_off);
+	if (!u)
+		return;
+	e.pid = p.pid;
+	round_ns(&p);
+	ret = user_read_events(u, on_event, &e);
+	ok(ret == N && e.n == N && !e.bad &&
+	   e.sum == (uint64_t)N * (N - 1) / 2,
+	   "events: %ld records through the ring, in order, pid/tid right",
+	   e.n);
+	round_ns(&p);
+	t = (struct memfd_htab){ .off = k_off, .nslots = 64, .key_size = 8,
+				 .val_size = 8 };
+	ok(!memfd_htab_foreach(user_memfd(u), &t, on_slot, &k) && !k.bad,
+	   "keyed count(): table read back");
+	for (int i = 0; i < 8; i++)
+		even &= k.counts[i] == 2 * N / 8;
+	ok(even, "keyed count(): %d per key", 2 * N / 8);
+	ok(user_lost_events(u) == 0, "no events lost");
+	finish(&p, u);
+}
+
+int main(void)
+{
+	const char *b = getenv("top_builddir");
+
+	snprintf(target, sizeof(target), "%s/tests/user/target",
+		 b ? b : ".");
+	if (access(target, X_OK)) {
+		printf("1..0 # SKIP %s not built\n", target);
+		return 99;
+	}
+	signal(SIGPIPE, SIG_IGN);
+	test_emit();
+	test_count();
+	test_keyed_events();
+	printf("1..%d\n", ntest);
+	return nfail ? 1 : 0;
+}
