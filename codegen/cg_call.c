@@ -251,6 +251,36 @@ static LLVMValueRef cg_has_key(struct cg *g, struct ast_node *n)
 			     g->ir.i64, "has_key");
 }
 
+/* len(@m): bpf_for_each_map_elem() counts the entries it visits. */
+static LLVMValueRef cg_len(struct cg *g, struct ast_node *n)
+{
+	struct irb *ir = &g->ir;
+	struct ast_node *m = cg_arg(n, 0);
+	struct sema_map *sm = n->sema ? n->sema->map : NULL;
+	LLVMValueRef save_fn = ir->fn, cb, args[4];
+	LLVMBasicBlockRef save_entry = ir->entry;
+	LLVMBasicBlockRef save_bb = LLVMGetInsertBlock(ir->b);
+	char name[32];
+
+	if (!sm && m && m->sema)
+		sm = m->sema->map;
+	if (!sm || g->obj->maps[sm->id].bucketed) {
+		cg_unsupported(g, n, "this len()");
+		return irb_const(ir, 0);
+	}
+	snprintf(name, sizeof(name), "len_%d_%d", g->prog, g->nfor++);
+	cb = irb_callback_begin(ir, name, 4);
+	LLVMBuildRet(ir->b, irb_const(ir, 0));
+	ir->fn = save_fn;
+	ir->entry = save_entry;
+	LLVMPositionBuilderAtEnd(ir->b, save_bb);
+	args[0] = g->maps[sm->id];
+	args[1] = cb;
+	args[2] = LLVMConstNull(ir->ptr);
+	args[3] = irb_const(ir, 0);
+	return irb_helper(ir, BPF_FUNC_for_each_map_elem, args, 4);
+}
+
 static LLVMValueRef cg_usym(struct cg *g, struct ast_node *n)
 {
 	struct irb *ir = &g->ir;
@@ -321,6 +351,8 @@ LLVMValueRef cg_call(struct cg *g, struct ast_node *n)
 		return cg_str(g, n);
 	case FN_HAS_KEY:
 		return cg_has_key(g, n);
+	case FN_LEN:
+		return cg_len(g, n);
 	case FN_STRNCMP:
 		return cg_strncmp(g, n);
 	case FN_USYM:

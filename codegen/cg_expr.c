@@ -806,6 +806,60 @@ static LLVMValueRef cg_positional(struct cg *g, struct ast_node *n)
 	return irb_const(&g->ir, strtoll(s, NULL, 0));
 }
 
+/* p[i] of a pointer (read from memory) or of an array value. */
+static LLVMValueRef cg_index(struct cg *g, struct ast_node *n)
+{
+	struct irb *ir = &g->ir;
+	const struct type *t = n->index.expr->type;
+	const struct type *et = t ? t->elem : NULL;
+	size_t esz = et && et->size ? et->size : 0;
+	LLVMValueRef base, idx, buf, inb, off;
+
+	if (!t || !et || !esz ||
+	    (t->kind != TY_POINTER && t->kind != TY_ARRAY) ||
+	    !cg_is_scalar(n->index.index->type)) {
+		cg_unsupported(g, n, "this index expression");
+		return irb_const(ir, 0);
+	}
+	base = cg_expr(g, n->index.expr);
+	idx = cg_expr(g, n->index.index);
+	buf = irb_alloca(ir, esz, "elem");
+	irb_memset(ir, buf, 0, (esz + 7) & ~(size_t)7);
+	if (t->kind == TY_POINTER) {
+		LLVMValueRef addr = LLVMBuildAdd(
+			ir->b, base,
+			LLVMBuildMul(ir->b, idx, irb_const(ir, esz), ""), "");
+
+		irb_probe_read(ir,
+			       t->addrspace == AS_USER ||
+					       (t->addrspace != AS_KERNEL &&
+						cg_is_uprobe(g)) ?
+				       IRB_READ_USER :
+				       IRB_READ_KERNEL,
+			       buf, LLVMConstInt(ir->i32, esz, 0), addr);
+		return cg_load(g, buf, et);
+	}
+	/* an array value: bounds-checked, 0 outside */
+	inb = LLVMBuildICmp(ir->b, LLVMIntULT, idx, irb_const(ir, t->nelems),
+			    "");
+	{
+		LLVMBasicBlockRef yes = LLVMAppendBasicBlockInContext(
+			ir->ctx, ir->fn, "index_in");
+		LLVMBasicBlockRef done = LLVMAppendBasicBlockInContext(
+			ir->ctx, ir->fn, "index_done");
+
+		LLVMBuildCondBr(ir->b, inb, yes, done);
+		LLVMPositionBuilderAtEnd(ir->b, yes);
+		off = LLVMBuildMul(ir->b, idx, irb_const(ir, esz), "");
+		LLVMBuildMemCpy(ir->b, buf, 1,
+				LLVMBuildGEP2(ir->b, ir->i8, base, &off, 1, ""),
+				1, irb_const(ir, esz));
+		LLVMBuildBr(ir->b, done);
+		LLVMPositionBuilderAtEnd(ir->b, done);
+	}
+	return cg_load(g, buf, et);
+}
+
 LLVMValueRef cg_expr(struct cg *g, struct ast_node *n)
 {
 	struct irb *ir = &g->ir;
@@ -840,6 +894,8 @@ LLVMValueRef cg_expr(struct cg *g, struct ast_node *n)
 		return cg_field(g, n);
 	case AST_TUPLE:
 		return cg_tuple(g, n);
+	case AST_INDEX:
+		return cg_index(g, n);
 	case AST_TUPLE_INDEX: {
 		LLVMValueRef t = cg_expr(g, n->tindex.expr);
 		const struct type *tt = n->tindex.expr->type;

@@ -506,6 +506,14 @@ LLVMValueRef irb_native_helper(struct irb *ir, int id, LLVMValueRef *args,
 		irb_native_memcpy(ir, args[0], tmp, sz);
 		return irb_const(ir, 0);
 	}
+	case BPF_FUNC_copy_from_user:
+		/* (dst, u32 size, src): a fault-safe copy in the process */
+		if (n != 3)
+			break;
+		a[0] = args[0];
+		a[1] = args[2];
+		a[2] = LLVMBuildZExt(ir->b, args[1], ir->i64, "");
+		return nat_call(ir, RT_FN_PROBE_READ, ir->i64, a, 3);
 	case BPF_FUNC_get_smp_processor_id: {
 		LLVMValueRef cpu = irb_alloca(ir, 8, "cpu");
 

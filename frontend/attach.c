@@ -137,16 +137,49 @@ static void ap_split(struct compile *c, const char *raw, struct ap_parts *ps,
 	*unquoted = all;
 }
 
+/*
+ * A number in an attach point: decimal, 0x hex, octal, with '_'
+ * separators and an optional exponent (1e6), as integer literals.
+ */
 static int parse_u64(const char *s, uint64_t *v)
 {
-	char *end;
+	char digits[64], *end;
+	size_t n = 0;
+	int base = 0;
 
 	if (!*s)
 		return -EINVAL;
+	if (s[0] == '0' && (s[1] == 'x' || s[1] == 'X'))
+		base = 16;
+	for (; *s && (base == 16 || (*s != 'e' && *s != 'E')); s++) {
+		if (*s == '_')
+			continue;
+		if (n + 1 >= sizeof(digits))
+			return -EINVAL;
+		digits[n++] = *s;
+	}
+	digits[n] = '\0';
+	if (!n || digits[0] == '-' || digits[0] == '+')
+		return -EINVAL;
 	errno = 0;
-	*v = strtoull(s, &end, 0);
+	*v = strtoull(digits, &end, base);
 	if (errno || *end)
 		return -EINVAL;
+	if (*s) {
+		unsigned long exp;
+
+		s++;
+		if (*s < '0' || *s > '9')
+			return -EINVAL;
+		exp = strtoul(s, &end, 10);
+		if (*end)
+			return -EINVAL;
+		while (exp--) {
+			if (*v > UINT64_MAX / 10)
+				return -EINVAL;
+			*v *= 10;
+		}
+	}
 	return 0;
 }
 
@@ -192,18 +225,15 @@ static int parse_rate(struct compile *c, struct ast_attach_point *ap,
 		unit = ps->part[1];
 		num = ps->part[2];
 	} else if (ps->n == 2) {
+		/* interval:1s, interval:100ms; a bare number is nanoseconds */
 		const char *p = ps->part[1];
-		size_t i = 0;
+		size_t i = strspn(p, "0123456789_");
 
-		while (p[i] >= '0' && p[i] <= '9')
-			i++;
+		if (i && (p[i] == 'e' || p[i] == 'E') && p[i + 1] >= '0' &&
+		    p[i + 1] <= '9')
+			i += 1 + strspn(p + i + 1, "0123456789");
 		num = arena_strndup(&c->arena, p, i);
-		unit = p[i] ? p + i : "hz";
-		if (!strcmp(ap->provider, "interval") && !p[i]) {
-			diag_error(&c->diag, loc,
-				   "interval probe needs a unit, e.g. interval:1s");
-			return -EINVAL;
-		}
+		unit = p[i] ? p + i : "ns";
 	} else {
 		return ap_nargs(c, loc, ap->provider, "1 or 2 arguments");
 	}
@@ -222,6 +252,23 @@ static int parse_rate(struct compile *c, struct ast_attach_point *ap,
 		diag_error(&c->diag, loc, "%s: invalid rate: %s",
 			   ap->provider, num);
 		return -EINVAL;
+	}
+	/* nanoseconds in the largest unit that keeps the value exact */
+	if (!strcmp(ap->unit, "ns")) {
+		static const struct {
+			const char *unit;
+			uint64_t ns;
+		} scale[] = {
+			{ "s", 1000000000 }, { "ms", 1000000 }, { "us", 1000 },
+		};
+
+		for (size_t i = 0; i < ARRAY_SIZE(scale); i++) {
+			if (ap->freq % scale[i].ns == 0) {
+				ap->freq /= scale[i].ns;
+				ap->unit = scale[i].unit;
+				break;
+			}
+		}
 	}
 	return 0;
 }
@@ -269,11 +316,20 @@ int ap_parse(struct compile *c, struct ast_node *n, const char *raw)
 			return ap_nargs(c, loc, prov, "0 arguments");
 		return 0;
 	}
-	if (!strcmp(prov, "bench") || !strcmp(prov, "test") ||
-	    !strcmp(prov, "iter")) {
+	if (!strcmp(prov, "bench") || !strcmp(prov, "test")) {
 		if (ps.n != 2 || !*ps.part[1])
 			return ap_nargs(c, loc, prov, "1 argument");
 		ap->func = ps.part[1];
+		return 0;
+	}
+	if (!strcmp(prov, "iter")) {
+		/* iter:task, iter:task:PIN (the pin file goes in target) */
+		if (ps.n < 2 || ps.n > 3 || !*ps.part[1] ||
+		    (ps.n == 3 && !*ps.part[2]))
+			return ap_nargs(c, loc, prov, "1 or 2 arguments");
+		ap->func = ps.part[1];
+		if (ps.n == 3)
+			ap->target = ps.part[2];
 		return 0;
 	}
 	if (!strcmp(prov, "self")) {
@@ -389,6 +445,12 @@ int ap_parse(struct compile *c, struct ast_node *n, const char *raw)
 		} else if (ps.n == 3) {
 			ap->target = ps.part[1];
 			ap->func = ps.part[2];
+		} else if (ps.n == 4 && strcmp(prov, "rawtracepoint") &&
+			   !strcmp(ps.part[1], "bpf") &&
+			   !parse_u64(ps.part[2], &ap->address)) {
+			/* fentry:bpf:PROG_ID:NAME; the program id in address */
+			ap->target = ps.part[1];
+			ap->func = ps.part[3];
 		} else {
 			return ap_nargs(c, loc, prov, "1 or 2 arguments");
 		}
@@ -402,8 +464,8 @@ int ap_parse(struct compile *c, struct ast_node *n, const char *raw)
 		if ((ps.n != 2 && ps.n != 3) || !*ps.part[1])
 			return ap_nargs(c, loc, prov, "1 or 2 arguments");
 		ap->target = ps.part[1];
-		if (ps.n == 3 && (parse_u64(ps.part[2], &ap->freq) ||
-				  ap->freq == 0)) {
+		if (ps.n == 3 && *ps.part[2] &&
+		    (parse_u64(ps.part[2], &ap->freq) || ap->freq == 0)) {
 			diag_error(&c->diag, loc, "%s: invalid count: %s",
 				   prov, ps.part[2]);
 			return -EINVAL;

@@ -15,7 +15,16 @@ AC_DEFUN([UBT_LLVM], [
 	for ubt_flag in `$LLVM_CONFIG --cppflags`; do
 		AS_CASE([$ubt_flag], [-I*|-D*], [LLVM_CPPFLAGS="$LLVM_CPPFLAGS $ubt_flag"])
 	done
-	LLVM_LIBS="`$LLVM_CONFIG --ldflags` `$LLVM_CONFIG --libs` `$LLVM_CONFIG --system-libs`"
+	dnl Static by default: only the components ubt uses are mapped, which
+	dnl halves start-up memory (63 -> ~33 MiB RSS for BEGIN { exit(); }).
+	AC_ARG_WITH([llvm-static],
+		[AS_HELP_STRING([--with-llvm-static=yes|no],
+			[link the LLVM components statically (default: yes)])],
+		[], [with_llvm_static=yes])
+	ubt_llvm_components="bpf x86 passes core mc target analysis"
+	AS_IF([test "x$with_llvm_static" != xno],
+		[LLVM_LIBS="`$LLVM_CONFIG --ldflags` `$LLVM_CONFIG --link-static --libs $ubt_llvm_components` `$LLVM_CONFIG --link-static --system-libs` -lstdc++"],
+		[LLVM_LIBS="`$LLVM_CONFIG --ldflags` `$LLVM_CONFIG --libs` `$LLVM_CONFIG --system-libs`"])
 	AC_SUBST([LLVM_CPPFLAGS])
 	AC_SUBST([LLVM_LIBS])
 ])

@@ -1157,7 +1157,8 @@ static const struct kernel_perf_event *kernel_perf_event(const char *name,
 	return NULL;
 }
 
-/* Period in ns of interval:UNIT:N / profile:UNIT:N, 0 when invalid. */
+/* Period in ns of interval:UNIT:N / profile:UNIT:N (a bare count is in
+ * ns), 0 when invalid. */
 static uint64_t kernel_period(const struct ast_attach_point *ap)
 {
 	const char *u = ap->unit ? ap->unit : "hz";
@@ -1171,6 +1172,8 @@ static uint64_t kernel_period(const struct ast_attach_point *ap)
 		return n * 1000000ull;
 	if (!strcmp(u, "us"))
 		return n * 1000ull;
+	if (!strcmp(u, "ns"))
+		return n;
 	if (!strcmp(u, "hz"))
 		return 1000000000ull / n;
 	return 0;

@@ -30,9 +30,14 @@ struct kernel_opts {
 
 /*
  * Build (cg_build), load, attach, print "Attaching N probes...", run
- * until exit()/Ctrl-C/-c child exit/-p process exit, print the maps,
- * detach. Returns the process exit code (0, or 1 after an error, which
- * has been printed; diagnostics in c->diag are printed here too).
+ * until exit()/Ctrl-C/-c child exit/-p process exit, stop the probes
+ * (a flag every program checks first), run END, print the maps, detach.
+ * Uprobes are attached as uprobe_multi links (one per binary) when the
+ * kernel has them. With many probes, the detaching (one RCU wait per
+ * tracepoint in the kernel) is left to a child process that runs after
+ * ubt has exited; the probes do nothing meanwhile. Returns the process
+ * exit code (0, or 1 after an error, which has been printed; the
+ * diagnostics cg_build() adds to c->diag are printed here).
  */
 int kernel_run(struct compile *c, const struct kernel_opts *o);
 

@@ -10,7 +10,9 @@
 #include <string.h>
 #include <unistd.h>
 
+#include <poll.h>
 #include <signal.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <wordexp.h>
@@ -150,8 +152,8 @@ static int run_scan_body(struct ast_node *n, void *ctx)
 		if (!why && n->sema && run_is_agg(n->sema->func) &&
 		    n->sema->map && s->plain[n->sema->map->id])
 			why = arena_printf(&s->c->arena,
-					   "map %s is also read or changed "
-					   "outside aggregations",
+					   "map %s (also used outside "
+					   "aggregations)",
 					   n->sema->map->name);
 		break;
 	case AST_FOR_MAP:
@@ -249,16 +251,54 @@ static bool run_cmd_exe(const char *cmd, char *out, size_t len)
 	return false;
 }
 
+/*
+ * Is lib (resolved) one the dynamic loader maps for exe at start-up
+ * (ld.so --list)? Libraries loaded later with dlopen are not known here.
+ */
+static bool run_loaded_at_start(const char *exe, const char *lib)
+{
+	static const char *const loaders[] = {
+		"/lib64/ld-linux-x86-64.so.2",
+		"/lib/x86_64-linux-gnu/ld-linux-x86-64.so.2",
+	};
+	char cmd[3 * PATH_MAX], line[2 * PATH_MAX], rp[PATH_MAX];
+	bool found = false;
+	const char *ld = NULL;
+	FILE *f;
+
+	for (size_t i = 0; i < sizeof(loaders) / sizeof(loaders[0]); i++)
+		if (!access(loaders[i], X_OK)) {
+			ld = loaders[i];
+			break;
+		}
+	if (!ld || strchr(exe, '\''))
+		return false;
+	snprintf(cmd, sizeof(cmd), "%s --list '%s' 2>/dev/null", ld, exe);
+	f = popen(cmd, "r");
+	if (!f)
+		return false;
+	while (fgets(line, sizeof(line), f)) {
+		char *p = strstr(line, "=> ");
+
+		p = p ? p + 3 : line + strspn(line, " \t");
+		p[strcspn(p, " \t\n")] = 0;
+		if (*p == '/' && realpath(p, rp) && !strcmp(rp, lib))
+			found = true;
+	}
+	pclose(f);
+	return found;
+}
+
 static bool run_in_target(const struct run_opts *o, const char *bin)
 {
 	char exe[PATH_MAX], rp[PATH_MAX];
 
 	if (o->pid > 0)
 		return run_mapped_in(o->pid, bin);
-	if (o->cmd && run_cmd_exe(o->cmd, exe, sizeof(exe)) &&
-	    realpath(bin, rp))
-		return !strcmp(exe, rp);
-	return false;
+	if (!o->cmd || !run_cmd_exe(o->cmd, exe, sizeof(exe)) ||
+	    !realpath(bin, rp))
+		return false;
+	return !strcmp(exe, rp) || run_loaded_at_start(exe, rp);
 }
 
 /* Expand an attach point without reporting (cg_build reports later). */
@@ -303,7 +343,8 @@ static const char *run_probe_sites(struct compile *c,
 				return arena_printf(
 					&c->arena, "%s is not %s", m[i].target,
 					o->pid ? "mapped in the -p process" :
-						 "the -c command");
+						 "the -c command or a "
+						 "library it starts with");
 			if (!strcmp(prov, "uretprobe") && m[i].func_offset)
 				return "a return probe needs a function";
 			err = user_site_check_at(m[i].target, m[i].func,
@@ -332,15 +373,135 @@ static const char *run_probe_name(struct compile *c, struct ast_node *p)
 	return sp && sp->name ? sp->name : "probe";
 }
 
+/* The functions a uprobe probe's attach points resolve to. */
+struct run_sites {
+	char **bins;		/* resolved paths */
+	const char **funcs;
+	int n;
+	bool sarg;		/* the probe reads stack arguments */
+};
+
+static int run_find_sarg(struct ast_node *n, void *ctx)
+{
+	(void)ctx;
+	if (n->kind == AST_BUILTIN && n->sema && n->sema->builtin == BI_SARG)
+		return 1;
+	return ast_visit_children(n, run_find_sarg, NULL);
+}
+
+static void run_collect_sites(struct compile *c, struct ast_node *p,
+			      struct run_sites *rs)
+{
+	char rp[PATH_MAX];
+	int cap = 0;
+
+	memset(rs, 0, sizeof(*rs));
+	rs->sarg = (p->probe.pred && run_find_sarg(p->probe.pred, NULL)) ||
+		   (p->probe.body && run_find_sarg(p->probe.body, NULL));
+	for (struct ast_node *ap = p->probe.aps; ap; ap = ap->next) {
+		struct probes_match *m = NULL;
+		int n = 0;
+		const char *prov = ap->ap.provider ? ap->ap.provider : "";
+
+		if ((strcmp(prov, "uprobe") && strcmp(prov, "uretprobe")) ||
+		    run_expand(c, p, ap, &m, &n))
+			continue;
+		for (int i = 0; i < n; i++) {
+			if (!m[i].target || !m[i].func)
+				continue;
+			if (rs->n == cap) {
+				char **nb;
+				const char **nf;
+
+				cap = cap ? 2 * cap : 8;
+				nb = arena_alloc(&c->arena, cap * sizeof(*nb));
+				nf = arena_alloc(&c->arena, cap * sizeof(*nf));
+				if (rs->n) {
+					memcpy(nb, rs->bins,
+					       rs->n * sizeof(*nb));
+					memcpy(nf, rs->funcs,
+					       rs->n * sizeof(*nf));
+				}
+				rs->bins = nb;
+				rs->funcs = nf;
+			}
+			rs->bins[rs->n] = arena_strdup(
+				&c->arena,
+				realpath(m[i].target, rp) ? rp : m[i].target);
+			rs->funcs[rs->n++] = m[i].func;
+		}
+	}
+}
+
+/* A function both probes attach to, or NULL. */
+static const char *run_shared_site(struct compile *c,
+				   const struct run_sites *a,
+				   const struct run_sites *b)
+{
+	for (int i = 0; i < a->n; i++)
+		for (int j = 0; j < b->n; j++)
+			if (!strcmp(a->bins[i], b->bins[j]) &&
+			    !strcmp(a->funcs[i], b->funcs[j]))
+				return arena_printf(&c->arena, "%s:%s",
+						    a->bins[i], a->funcs[i]);
+	return NULL;
+}
+
+/*
+ * A function patched for a user-mode probe cannot also carry a kernel
+ * uprobe (the kernel would put its breakpoint over the jump), and probes
+ * sharing a patched function run one after the other from one trampoline
+ * call, where sarg would read the wrong stack: such probes go to the
+ * kernel, until nothing changes.
+ */
+static void run_conflicts(struct compile *c, struct run_decision *d,
+			  struct run_sites *sites)
+{
+	int n = c->sema->nprobes;
+	bool changed = true;
+
+	while (changed) {
+		changed = false;
+		for (int i = 0; i < n; i++) {
+			const char *at = NULL, *why = NULL;
+
+			if (d[i].where != RUN_USER)
+				continue;
+			for (int j = 0; j < n && !why; j++) {
+				if (j == i || !sites[j].n)
+					continue;
+				at = run_shared_site(c, &sites[i], &sites[j]);
+				if (!at)
+					continue;
+				if (d[j].where == RUN_KERNEL)
+					why = "a kernel uprobe on the same "
+					      "function";
+				else if (sites[i].sarg || sites[j].sarg)
+					why = "sarg with another probe on the "
+					      "same function";
+			}
+			if (why) {
+				d[i].where = RUN_KERNEL;
+				d[i].why = arena_printf(&c->arena, "%s (%s)",
+							why, at);
+				changed = true;
+			}
+		}
+	}
+}
+
 int run_decide(struct compile *c, const struct run_opts *o,
 	       struct run_decision **out)
 {
 	struct sema_program *sp = c->sema;
 	struct run_decision *d;
+	struct run_sites *sites;
 	struct run_scan s = { .c = c };
 	int err = 0;
 
 	d = arena_alloc(&c->arena, (sp->nprobes + 1) * sizeof(*d));
+	sites = arena_alloc(&c->arena, (sp->nprobes + 1) * sizeof(*sites));
+	memset(sites, 0, (sp->nprobes + 1) * sizeof(*sites));
 	s.plain = arena_alloc(&c->arena, (sp->nmaps + 1) * sizeof(bool));
 	memset(s.plain, 0, (sp->nmaps + 1) * sizeof(bool));
 	for (struct ast_node *p = c->program->program.probes; p; p = p->next)
@@ -348,16 +509,14 @@ int run_decide(struct compile *c, const struct run_opts *o,
 	for (struct ast_node *p = c->program->program.probes; p;
 	     p = p->next) {
 		struct run_decision *r = &d[p->probe.index];
-		const char *prov = p->probe.aps && p->probe.aps->ap.provider ?
-					   p->probe.aps->ap.provider : "";
-		bool uprobe = !strcmp(prov, "uprobe") ||
-			      !strcmp(prov, "uretprobe");
 
 		r->where = RUN_KERNEL;
 		if (o->mode == MODE_KERNEL) {
 			r->why = "--mode kernel";
 			continue;
 		}
+		if (o->pid || o->cmd)
+			run_collect_sites(c, p, &sites[p->probe.index]);
 		r->why = run_probe_sites(c, o, p);
 		if (!r->why) {
 			s.why = NULL;
@@ -373,18 +532,26 @@ int run_decide(struct compile *c, const struct run_opts *o,
 		if (!r->why) {
 			r->where = RUN_USER;
 			r->why = "every site can be patched";
+		}
+	}
+	if (o->mode != MODE_KERNEL)
+		run_conflicts(c, d, sites);
+	for (struct ast_node *p = c->program->program.probes;
+	     p && o->mode == MODE_USER; p = p->next) {
+		const char *prov = p->probe.aps && p->probe.aps->ap.provider ?
+					   p->probe.aps->ap.provider : "";
+
+		if (d[p->probe.index].where == RUN_USER ||
+		    (strcmp(prov, "uprobe") && strcmp(prov, "uretprobe")))
 			continue;
-		}
-		if (o->mode == MODE_USER && uprobe) {
-			fprintf(stderr,
-				"ubt: cannot run %s in user mode: %s\n",
-				run_probe_name(c, p), r->why);
-			err = -EINVAL;
-		}
+		fprintf(stderr, "ubt: cannot run %s in user mode: %s\n",
+			run_probe_name(c, p), d[p->probe.index].why);
+		err = -EINVAL;
 	}
 	*out = d;
 	return err;
 }
+
 
 static void run_kernel_opts(const struct run_opts *o, struct kernel_opts *ko)
 {
@@ -420,6 +587,7 @@ struct run {
 	struct kernel *k;
 	struct ubt_user *u;
 	pid_t cpid;		/* -c child */
+	int pidfd;		/* -p: readable once the process exits */
 	uint64_t lost;		/* user-ring losses reported */
 };
 
@@ -726,6 +894,9 @@ static int run_user_attach(struct run *r)
 			return e;
 		}
 	}
+	/* every new block starts with the globals */
+	if (user_memfd(r->u)->ctl->tmpl_len < NATIVE_MAPS_OFF)
+		user_memfd(r->u)->ctl->tmpl_len = NATIVE_MAPS_OFF;
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	run_set_global(r, NATIVE_GLOBALS_START,
 		       ts.tv_sec * 1000000000ull + ts.tv_nsec);
@@ -734,60 +905,164 @@ static int run_user_attach(struct run *r)
 	return 0;
 }
 
+/* One patched function: the probes that run there, in program order. */
+struct run_site {
+	char bin[PATH_MAX];
+	const char *func;
+	uint64_t offset;
+	enum user_probe_kind kind;
+	const char *name;	/* for messages */
+	const struct cg_prog **progs;
+	int nprogs;
+};
+
+/*
+ * The code for a site: one program's code, or for several a chain that
+ * calls each in turn (calls relative to the chain, keeping the stack
+ * aligned as the trampoline left it), followed by their code.
+ */
+static void *run_site_code(const struct run_site *st, size_t *len)
+{
+	size_t head = 4 + 5 * st->nprogs + 4 + 1, at, *offs;
+	uint8_t *code;
+
+	if (st->nprogs == 1) {
+		*len = st->progs[0]->code_len;
+		code = xmalloc(*len);
+		memcpy(code, st->progs[0]->code, *len);
+		return code;
+	}
+	offs = xcalloc(st->nprogs, sizeof(*offs));
+	at = (head + 15) & ~(size_t)15;
+	for (int i = 0; i < st->nprogs; i++) {
+		offs[i] = at;
+		at = (at + st->progs[i]->code_len + 15) & ~(size_t)15;
+	}
+	code = xmalloc(at);
+	memset(code, 0xcc, at);
+	memcpy(code, "\x48\x83\xec\x08", 4);	/* sub $8,%rsp */
+	for (int i = 0; i < st->nprogs; i++) {
+		size_t call = 4 + 5 * i;
+		int32_t rel = (int32_t)(offs[i] - (call + 5));
+
+		code[call] = 0xe8;			/* call rel32 */
+		memcpy(code + call + 1, &rel, 4);
+		memcpy(code + offs[i], st->progs[i]->code,
+		       st->progs[i]->code_len);
+	}
+	memcpy(code + 4 + 5 * st->nprogs, "\x48\x83\xc4\x08\xc3", 5);
+	free(offs);
+	*len = at;
+	return code;
+}
+
+static struct run_site *run_sites_of(struct run *r, int *nsites)
+{
+	struct run_site *sites = NULL;
+	int n = 0, cap = 0;
+
+	for (int i = 0; i < r->nobj->nprogs; i++) {
+		const struct cg_prog *p = &r->nobj->progs[i];
+		enum user_probe_kind kind = p->provider == PROV_URETPROBE ?
+						    USER_PROBE_RETURN :
+						    USER_PROBE_ENTRY;
+
+		for (int j = 0; j < p->nmatches; j++) {
+			const struct probes_match *m = &p->matches[j];
+			char rp[PATH_MAX];
+			struct run_site *st = NULL;
+
+			if (!realpath(m->target, rp))
+				snprintf(rp, sizeof(rp), "%s", m->target);
+			for (int k = 0; k < n && !st; k++)
+				if (!strcmp(sites[k].bin, rp) &&
+				    !strcmp(sites[k].func, m->func) &&
+				    sites[k].offset == m->func_offset &&
+				    sites[k].kind == kind)
+					st = &sites[k];
+			if (!st) {
+				if (n == cap) {
+					cap = cap ? 2 * cap : 16;
+					sites = xrealloc(sites,
+							 cap * sizeof(*sites));
+				}
+				st = &sites[n++];
+				memset(st, 0, sizeof(*st));
+				snprintf(st->bin, sizeof(st->bin), "%s", rp);
+				st->func = m->func;
+				st->offset = m->func_offset;
+				st->kind = kind;
+				st->name = m->name ? m->name : m->func;
+			}
+			st->progs = xrealloc(st->progs, (st->nprogs + 1) *
+							sizeof(*st->progs));
+			st->progs[st->nprogs++] = p;
+		}
+	}
+	*nsites = n;
+	return sites;
+}
+
 /* Install every user-mode program at each of its matches. */
 static int run_user_install(struct run *r, int *nprobes)
 {
-	for (int i = 0; i < r->nobj->nprogs; i++) {
-		const struct cg_prog *p = &r->nobj->progs[i];
-		void *code = xmalloc(p->code_len);
-		int err;
+	int nsites, err = 0;
+	struct run_site *sites = run_sites_of(r, &nsites);
 
-		memcpy(code, p->code, p->code_len);
-		err = native_patch_tls(code, p->code_len,
-				       user_tls_offset(r->u));
-		for (int j = 0; !err && j < p->nmatches; j++) {
-			const struct probes_match *m = &p->matches[j];
+	for (int i = 0; i < nsites && !err; i++) {
+		struct run_site *st = &sites[i];
+		size_t len;
+		void *code = run_site_code(st, &len);
 
+		/* -ENOENT: code that never reaches its block */
+		err = native_patch_tls(code, len, user_tls_offset(r->u));
+		if (err == -ENOENT)
+			err = 0;
+		if (err)
+			fprintf(stderr, "ubt: %s: cannot place the native "
+				"code: %s\n", st->name, strerror(-err));
+		if (!err) {
 			err = user_install(r->u, &(struct user_probe){
 				.sz = sizeof(struct user_probe),
-				.binary = m->target,
-				.symbol = m->func,
-				.kind = p->provider == PROV_URETPROBE ?
-						USER_PROBE_RETURN :
-						USER_PROBE_ENTRY,
+				.binary = st->bin,
+				.symbol = st->func,
+				.kind = st->kind,
 				.code = code,
-				.code_len = p->code_len,
-				.offset = m->func_offset,
+				.code_len = len,
+				.offset = st->offset,
 			});
 			if (err)
 				fprintf(stderr,
 					"ubt: cannot attach %s in user mode: "
-					"%s\n", m->name ? m->name : m->func,
-					user_error(r->u));
-			else
-				(*nprobes)++;
+					"%s\n", st->name, user_error(r->u));
 		}
 		free(code);
-		if (err)
-			return err;
+		if (!err)
+			*nprobes += st->nprogs;
 	}
-	return 0;
+	for (int i = 0; i < nsites; i++)
+		free(sites[i].progs);
+	free(sites);
+	return err ? err : 0;
 }
 
 static bool run_target_gone(struct run *r)
 {
+	struct pollfd pfd = { .fd = r->pidfd, .events = POLLIN };
 	int st;
 
 	if (r->cpid > 0)
 		return waitpid(r->cpid, &st, WNOHANG) == r->cpid ||
-		       (user_exit_status(r->u, &st));
+		       user_exit_status(r->u, &st);
+	if (r->pidfd >= 0)
+		return poll(&pfd, 1, 0) == 1;
 	return kill(user_pid(r->u), 0) && errno == ESRCH;
 }
 
 static int run_combined(struct compile *c, const struct run_opts *o,
 			const struct run_decision *d)
 {
-	struct run r = { .c = c, .o = o, .d = d };
+	struct run r = { .c = c, .o = o, .d = d, .pidfd = -1 };
 	struct cg_opts ko_cg = { .sz = sizeof(ko_cg), .want = run_want_kernel,
 				 .want_ctx = &r };
 	struct cg_opts no_cg = { .sz = sizeof(no_cg), .want = run_want_user,
@@ -799,9 +1074,19 @@ static int run_combined(struct compile *c, const struct run_opts *o,
 	if (o->dump_ir)
 		ko_cg.dump_ir = no_cg.dump_ir = stdout;
 	kernel_set_verbose(o->verbose);
+	struct diag *last = c->diag.head;
+
+	while (last && last->next)
+		last = last->next;
 	err = cg_build(c, CG_TARGET_BPF, &ko_cg, &r.kobj);
 	err = err ?: cg_build(c, CG_TARGET_NATIVE, &no_cg, &r.nobj);
-	diag_print(&c->diag, stderr);
+	{
+		/* the driver printed the frontend's diagnostics already */
+		struct diag_list nd = c->diag;
+
+		nd.head = last ? last->next : c->diag.head;
+		diag_print(&nd, stderr);
+	}
 	if (err)
 		goto out;
 	if (o->dump_bpf)
@@ -820,6 +1105,8 @@ static int run_combined(struct compile *c, const struct run_opts *o,
 		goto out;
 	if (r.cpid)
 		ko.pid = r.cpid;
+	else
+		r.pidfd = syscall(SYS_pidfd_open, o->pid, 0);
 	err = kernel_load(&r.merged, &ko, &r.k);
 	if (err)
 		goto out;
@@ -849,6 +1136,9 @@ static int run_combined(struct compile *c, const struct run_opts *o,
 	sigaction(SIGINT, &sa, NULL);
 	sigaction(SIGTERM, &sa, NULL);
 	kernel_run_begin(r.k);
+	/* BEGIN's output comes before anything the target prints */
+	kernel_poll(r.k, 0);
+	fflush(o->out ? o->out : stdout);
 	if (!kernel_exiting(r.k)) {
 		err = user_resume(r.u);
 		if (err) {
@@ -887,6 +1177,8 @@ out:
 		}
 		user_free(r.u);
 	}
+	if (r.pidfd >= 0)
+		close(r.pidfd);
 	kernel_free(r.k);
 	cg_object_free(r.kobj);
 	cg_object_free(r.nobj);

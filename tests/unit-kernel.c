@@ -257,6 +257,14 @@ static const struct ukt_case cases[] = {
 	  " exit(); }",
 	  false, "", 1,
 	  "ERROR: in a for loop, a variable set before it is not supported yet" },
+	{ "indexing a pointer reads the process's memory",
+	  "uprobe:BIN:ukt_name /arg1 == 0/ { $p = (uint8 *)arg0;"
+	  " printf(\"%c%c%c\\n\", $p[0], $p[1], $p[4]); }",
+	  true, "Attaching 1 probe...\nala\n\n\n" },
+	{ "len() of a map",
+	  "BEGIN { @m[1] = 1; @m[2] = 2; @m[7] = 3; printf(\"%d\\n\", len(@m));"
+	  " clear(@m); exit(); }",
+	  false, "Attaching 1 probe...\n3\n\n\n\n" },
 	{ "comm, pid, strings compared",
 	  "uprobe:BIN:ukt_name /str(arg0) == \"beta\"/ { @[comm, pid == cpid] = count(); }",
 	  true, "Attaching 1 probe...\n\n\n@[unit-kernel, 1]: 2\n" },

@@ -149,11 +149,22 @@ fi
 for f in "$top_srcdir"/examples/*.bt; do
 	expect "examples/${f##*/} parses" 0 '' '' -- --parse-only "$f" 1
 done
-expect "the demo" 0 '*' '' -- --parse-only -d ast "$top_srcdir/examples/demo.bt"
-if grep -q 'malloc' "$tap_tmp/out"; then
-	ok "the demo prints the tree of examples/demo.bt"
+# The demo of ./setup: a real trace of the bundled target.
+(cd "$top_builddir" && "$UBT" -c "./examples/demo-target 2000" "$top_srcdir/examples/demo.bt") \
+	</dev/null >"$tap_tmp/out" 2>"$tap_tmp/err"
+rc=$?
+why=
+[ "$rc" = 0 ] || why="exit status $rc"
+for line in 'Attaching 3 probes...' 'Tracing submit_io() of demo-target...' \
+	'demo-target: 2000 IOs, 31334400 bytes' 'done' '@ios: 2000' \
+	'[4K, 8K)            1200 |@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@|' \
+	'@queue[0]: 500' '@queue[3]: 500'; do
+	grep -qxF -- "$line" "$tap_tmp/out" || why="$why${why:+; }no line '$line'"
+done
+if [ -z "$why" ]; then
+	ok "the demo traces examples/demo-target"
 else
-	not_ok "the demo prints the tree of examples/demo.bt" "$(cat "$tap_tmp/out")"
+	not_ok "the demo traces examples/demo-target" "$why" "$(cat "$tap_tmp/out" "$tap_tmp/err")"
 fi
 
 # --- -d ast: the same tree from -e, a script and stdin ---------------

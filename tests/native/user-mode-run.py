@@ -1,0 +1,230 @@
+#!/usr/bin/env python3
+"""ubt with user-mode probes, end to end (issue 4 items 5, 7, 8).
+
+- --dry-run and -v list each probe with where it runs and why;
+- --mode user refuses a probe it cannot place, with a clear error, and
+  --mode kernel keeps every probe in the kernel;
+- -p on a process that has been running for a while: exact counts, the
+  original code bytes back after ubt exits (read from /proc/PID/mem), the
+  process keeps running and exits 0;
+- SIGKILL of ubt while attached: the process keeps running, exits 0;
+- user-mode and kernel probes in one program: one output, maps merged.
+Uses tests/user/target (bench mode: one round of ITERS calls of ut_plain
+per byte read on stdin, "ns X S" printed after each). Prints TAP.
+"""
+import os
+import re
+import select
+import signal
+import subprocess
+import sys
+import time
+
+NOTIFY = "__BPFTRACE_NOTIFY_PROBES_ATTACHED"
+ITERS = 100000
+
+builddir = os.environ.get("top_builddir") or "."
+UBT = os.environ.get("UBT") or os.path.join(builddir, "ubt")
+TARGET = os.path.abspath(os.path.join(builddir, "tests", "user", "target"))
+results = []
+
+
+def ok(cond, name, detail=""):
+    results.append((bool(cond), name, detail))
+    print("%sok %d - %s%s" % ("" if cond else "not ", len(results), name,
+                              "" if cond or not detail else " # " + detail))
+    sys.stdout.flush()
+
+
+def ubt(args, **kw):
+    return subprocess.run([UBT] + args, stdin=subprocess.DEVNULL,
+                          capture_output=True, text=True, timeout=60, **kw)
+
+
+def symbol(path, name):
+    out = subprocess.run(["nm", path], capture_output=True,
+                         text=True).stdout
+    for line in out.splitlines():
+        f = line.split()
+        if len(f) == 3 and f[2] == name:
+            return int(f[0], 16)
+    return None
+
+
+def code_at(pid, path, off, n=32):
+    """n bytes at file address off of path as mapped in pid."""
+    real = os.path.realpath(path)
+    with open("/proc/%d/maps" % pid) as f:
+        for line in f:
+            fields = line.split()
+            if len(fields) < 6 or fields[5] != real:
+                continue
+            lo = int(fields[0].split("-")[0], 16)
+            foff = int(fields[2], 16)
+            if foff == 0:
+                base = lo
+                break
+        else:
+            return None
+    with open("/proc/%d/mem" % pid, "rb") as m:
+        m.seek(base + off)
+        return m.read(n)
+
+
+class Bench:
+    def __init__(self):
+        self.p = subprocess.Popen([TARGET, "bench", str(ITERS)],
+                                  stdin=subprocess.PIPE,
+                                  stdout=subprocess.PIPE)
+        self.line()
+
+    def line(self, timeout=30):
+        r, _, _ = select.select([self.p.stdout], [], [], timeout)
+        return self.p.stdout.readline().decode() if r else ""
+
+    def round(self):
+        self.p.stdin.write(b"x")
+        self.p.stdin.flush()
+        return self.line()
+
+    def finish(self):
+        self.p.stdin.close()
+        return self.p.wait(timeout=30)
+
+
+def start_ubt(args):
+    env = dict(os.environ)
+    env[NOTIFY] = "1"
+    p = subprocess.Popen([UBT] + args, stdin=subprocess.DEVNULL,
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                         env=env, text=True)
+    deadline = time.time() + 30
+    while time.time() < deadline:
+        r, _, _ = select.select([p.stdout], [], [], 1)
+        if r:
+            line = p.stdout.readline()
+            if not line or line.strip() == NOTIFY:
+                break
+    return p
+
+
+def test_decisions():
+    prog = ("uprobe:%s:ut_plain { @c = count(); } "
+            "uprobe:%s:ut_loop { @l = count(); } "
+            "interval:s:1 { exit(); }" % (TARGET, TARGET))
+    r = ubt(["--dry-run", "-e", prog, "-c", TARGET + " bench 1"])
+    err = r.stderr
+    ok(r.returncode == 0 and
+       re.search(r"ut_plain: user mode \(", err) and
+       re.search(r"ut_loop: kernel \(.*inside the patched window", err) and
+       re.search(r"interval:s:1: kernel \(interval probes run in the "
+                 r"kernel\)", err),
+       "--dry-run lists each probe with where it runs and why",
+       repr(err))
+    r = ubt(["--dry-run", "--mode", "user", "-e", prog, "-c",
+             TARGET + " bench 1"])
+    ok(r.returncode == 1 and
+       re.search(r"^ubt: cannot run uprobe:\S+:ut_loop in user mode: .*"
+                 r"inside the patched window$", r.stderr, re.M),
+       "--mode user refuses a site it cannot patch", repr(r.stderr))
+    r = ubt(["--dry-run", "--mode", "kernel", "-e", prog, "-c",
+             TARGET + " bench 1"])
+    ok(r.returncode == 0 and "user mode" not in r.stderr and
+       r.stderr.count("(--mode kernel)") == 3,
+       "--mode kernel keeps every probe in the kernel", repr(r.stderr))
+    r = ubt(["--dry-run", "--mode", "user", "-e",
+             "uprobe:%s:ut_plain { @c = count(); }" % TARGET])
+    ok(r.returncode == 1 and "no -p or -c process" in r.stderr,
+       "--mode user without -p or -c is an error", repr(r.stderr))
+    r = ubt(["--dry-run", "--mode", "user", "-e",
+             "uprobe:%s:ut_plain { @c[tid] = count(); delete(@c[1]); }" %
+             TARGET, "-c", TARGET + " bench 1"])
+    ok(r.returncode == 1 and "map @c (also used outside aggregations) "
+       "needs the kernel" in r.stderr,
+       "--mode user names what a probe body needs", repr(r.stderr))
+    r = ubt(["--dry-run", "-e",
+             "uprobe:%s:ut_plain { @c = count(); } "
+             "uprobe:%s:ut_plain { @d = count(); @x = 1; }" %
+             (TARGET, TARGET), "-c", TARGET + " bench 1"])
+    ok(r.returncode == 0 and r.stderr.count(
+        "kernel (a kernel uprobe on the same function") == 1 and
+       r.stderr.count("kernel (assigning a map needs the kernel)") == 1,
+       "a function with a kernel uprobe is not patched", repr(r.stderr))
+
+
+def test_pid():
+    b = Bench()
+    b.round()                       # running for a while, unprobed
+    off = symbol(TARGET, "ut_plain")
+    before = code_at(b.p.pid, TARGET, off)
+    u = start_ubt(["-p", str(b.p.pid), "-e",
+                   "uprobe:%s:ut_plain { @c = count(); @s = sum(arg0); }" %
+                   TARGET])
+    patched = code_at(b.p.pid, TARGET, off)
+    ok(before and patched and patched[:5] != before[:5],
+       "-p: the running process is patched")
+    b.round()
+    b.round()
+    u.send_signal(signal.SIGINT)
+    out, err = u.communicate(timeout=30)
+    after = code_at(b.p.pid, TARGET, off)
+    want_s = 2 * (ITERS * (ITERS - 1) // 2)
+    ok(u.returncode == 0 and "@c: %d\n" % (2 * ITERS) in out and
+       "@s: %d\n" % want_s in out,
+       "-p: %d hits counted exactly, sums exact" % (2 * ITERS),
+       repr(out + err))
+    ok(after == before, "-p: code bytes restored exactly after detach")
+    line = b.round()
+    ok(line.startswith("ns "), "-p: the process keeps running")
+    ok(b.finish() == 0, "-p: the process exits 0")
+
+
+def test_sigkill():
+    b = Bench()
+    u = start_ubt(["-p", str(b.p.pid), "-e",
+                   "uprobe:%s:ut_plain { @c = count(); printf(\"%%d\\n\", "
+                   "arg0); }" % TARGET])
+    b.round()
+    u.kill()
+    u.communicate(timeout=30)
+    lines = [b.round() for _ in range(3)]
+    ok(all(ln.startswith("ns ") for ln in lines),
+       "SIGKILL of ubt: the process keeps running (a full ring drops)")
+    ok(b.finish() == 0, "SIGKILL of ubt: the process exits 0")
+
+
+def test_mixed():
+    prog = ("BEGIN { printf(\"begin\\n\"); } "
+            "uprobe:%s:ut_plain { @c = count(); @h = hist(arg0); } "
+            "uprobe:%s:ut_plain /arg0 == 7/ { printf(\"seven\\n\"); } "
+            "END { printf(\"end\\n\"); }" % (TARGET, TARGET))
+    r = ubt(["-v", "-e", prog, "-c", TARGET + " exit 20000"])
+    k = ubt(["--mode", "kernel", "-e", prog, "-c",
+             TARGET + " exit 20000"])
+    m = re.search(r"^@c: (\d+)$", r.stdout, re.M)
+    ok(r.returncode == 0 and r.stdout.startswith(
+        "Attaching 4 probes...\nbegin\n") and "seven\n" in r.stdout and
+       "\nend\n" in r.stdout and m and int(m.group(1)) > 7 and
+       "ut_plain: user mode" in r.stderr,
+       "BEGIN/END in the kernel, uprobes in user mode, one output",
+       repr(r.stdout[:200] + r.stderr[:300]))
+    ok(re.search(r"ubt: target stopped for [0-9.]+ ms", r.stderr),
+       "-v says how long the target was stopped", repr(r.stderr[-200:]))
+    ok(k.returncode == 0 and "@h: \n" in k.stdout and "@h: \n" in r.stdout,
+       "hist() prints in both modes")
+
+
+def main():
+    if not os.access(TARGET, os.X_OK):
+        print("Bail out! %s not built" % TARGET)
+        return 99
+    test_decisions()
+    test_pid()
+    test_sigkill()
+    test_mixed()
+    print("1..%d" % len(results))
+    return 0 if all(r[0] for r in results) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
