@@ -16,6 +16,7 @@
 #include <llvm-c/DebugInfo.h>
 
 #include "irb.h"
+#include "irb_native.h"
 #include "util.h"
 
 /* int (*)[n] or char (*)[n] */
@@ -64,6 +65,9 @@ LLVMValueRef irb_map_define(struct irb *ir, const char *name, int bpf_type,
 	LLVMValueRef g;
 	int n = 0;
 
+	if (irb_is_native(ir))
+		return irb_native_map_define(ir, name, bpf_type, key_size,
+					     value_size, max_entries);
 	mtypes[n] = bpfmap_ptr_to_array(ir, false, bpf_type);
 	names[n++] = "type";
 	if (key_size) {

@@ -8,6 +8,7 @@
 #include <linux/bpf.h>
 
 #include "cg_int.h"
+#include "irb_native.h"
 #include "probes.h"
 #include "tracepoint.h"
 #include "util.h"
@@ -300,6 +301,8 @@ static void cg_program(struct cg *g, struct sema_probe *sp,
 		if (!tp_args(&g->c->arena, m->target, m->func, &t) && t)
 			g->args_type = t;
 	}
+	if (irb_is_native(&g->ir))
+		irb_native_set_return(&g->ir, prov == PROV_URETPROBE);
 	g->ctxp = irb_func_begin(&g->ir, p->name, section);
 	g->sleepable = false;
 	g->vars = arena_alloc(&g->c->arena,
@@ -385,6 +388,10 @@ static void cg_probes(struct cg *g)
 	     p = p->next) {
 		struct sema_probe *sp = g->sp->probes[p->probe.index];
 		bool split = cg_uses_probe(p);
+
+		if (g->opts && g->opts->want &&
+		    !g->opts->want(g->opts->want_ctx, p))
+			continue;
 		/* USDT arguments are per site */
 		enum sema_provider prov = sp->provider;
 
@@ -413,6 +420,36 @@ static void cg_probes(struct cg *g)
 	}
 }
 
+/* Native: each program's code, and the map layout, into the object. */
+static int cg_emit_native(struct cg *g, bool optimise)
+{
+	struct cg_object *obj = g->obj;
+	struct native_code *f = xcalloc(obj->nprogs + 1, sizeof(*f));
+	const struct native_map *nm;
+	char err[256] = "";
+	int n, ret;
+
+	for (int i = 0; i < obj->nprogs; i++)
+		f[i].name = obj->progs[i].name;
+	ret = irb_native_emit(&g->ir, optimise, f, obj->nprogs, err,
+			      sizeof(err));
+	if (ret) {
+		fprintf(stderr, "ubt: native code: %s\n", err);
+		free(f);
+		return ret;
+	}
+	for (int i = 0; i < obj->nprogs; i++) {
+		obj->progs[i].code = f[i].code;
+		obj->progs[i].code_len = f[i].len;
+	}
+	free(f);
+	nm = irb_native_maps(&g->ir, &n, &obj->native_area);
+	obj->native_maps = arena_alloc(&g->c->arena, (n + 1) * sizeof(*nm));
+	memcpy((void *)obj->native_maps, nm, n * sizeof(*nm));
+	obj->nnative_maps = n;
+	return 0;
+}
+
 int cg_build(struct compile *c, enum cg_target t, const struct cg_opts *o,
 	     struct cg_object **out)
 {
@@ -421,21 +458,20 @@ int cg_build(struct compile *c, enum cg_target t, const struct cg_opts *o,
 	int err;
 
 	*out = NULL;
-	if (t != CG_TARGET_BPF) {
-		fprintf(stderr, "ubt: the native target is not supported yet\n");
-		return -ENOTSUP;
-	}
 	if (!c->sema || !c->program)
 		BUG("cg_build() before sema_run()");
 	obj = arena_alloc(&c->arena, sizeof(*obj));
 	obj->target = t;
 	g.obj = obj;
+	g.opts = o;
 	err = irb_init(&g.ir, t, "ubt");
 	if (err) {
 		fprintf(stderr, "ubt: cannot set up LLVM for BPF: %s\n",
 			strerror(-err));
 		return err;
 	}
+	if (t == CG_TARGET_NATIVE)
+		irb_native_set_object(&g.ir, obj, false);
 	err = cg_define_maps(&g);
 	if (err)
 		goto out;
@@ -446,14 +482,17 @@ int cg_build(struct compile *c, enum cg_target t, const struct cg_opts *o,
 	}
 	if (o && o->dump_ir)
 		irb_dump(&g.ir, o->dump_ir);
-	err = irb_emit(&g.ir, !(o && o->no_opt), &obj->image,
-		       &obj->image_size);
+	if (t == CG_TARGET_NATIVE)
+		err = cg_emit_native(&g, !(o && o->no_opt));
+	else
+		err = irb_emit(&g.ir, !(o && o->no_opt), &obj->image,
+			       &obj->image_size);
 	if (!err && o && o->dump_ir_opt)
 		irb_dump(&g.ir, o->dump_ir_opt);
 out:
 	irb_release(&g.ir);
 	if (err) {
-		free(obj->image);
+		cg_object_free(obj);
 		return err;
 	}
 	*out = obj;
@@ -466,6 +505,10 @@ void cg_object_free(struct cg_object *obj)
 		return;
 	free(obj->image);
 	obj->image = NULL;
+	for (int i = 0; i < obj->nprogs; i++) {
+		free(obj->progs[i].code);
+		obj->progs[i].code = NULL;
+	}
 }
 
 void cg_dump_bpf(const struct cg_object *obj, FILE *f)

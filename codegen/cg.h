@@ -28,7 +28,7 @@ struct probes_match;
 
 enum cg_target {
 	CG_TARGET_BPF,
-	CG_TARGET_NATIVE,	/* not implemented yet: -ENOTSUP */
+	CG_TARGET_NATIVE,	/* user-mode probes: codegen/native.h */
 };
 
 /* What a ring-buffer record is. */
@@ -120,6 +120,9 @@ struct cg_prog {
 	const char *probe_name;	/* the `probe` builtin's value */
 	const struct probes_match *matches;	/* where to attach */
 	int nmatches;
+	/* native target: the program's relocation-free code (malloc'ed) */
+	void *code;
+	size_t code_len;
 };
 
 struct cg_object {
@@ -139,6 +142,11 @@ struct cg_object {
 	const char *globals_name;
 	/* per-CPU array map, one u64: records the full ring dropped */
 	const char *lost_name;
+	/* native target: where each map lives in a thread's map area
+	 * (codegen/native.h), and the area's size */
+	const struct native_map *native_maps;
+	int nnative_maps;
+	uint64_t native_area;
 };
 
 struct cg_opts {
@@ -146,6 +154,9 @@ struct cg_opts {
 	FILE *dump_ir;		/* -d ir: IR before optimisation */
 	FILE *dump_ir_opt;	/* IR after optimisation */
 	bool no_opt;
+	/* lower only the probes for which want() is true (NULL: all) */
+	bool (*want)(void *ctx, const struct ast_node *probe);
+	void *want_ctx;
 };
 
 /*

@@ -20,6 +20,7 @@ struct cg {
 	struct sema_program *sp;
 	struct irb ir;
 	struct cg_object *obj;
+	const struct cg_opts *opts;	/* may be NULL */
 	LLVMValueRef *maps;	/* by sema map id */
 	LLVMValueRef ringbuf;
 	LLVMValueRef globals;	/* array map: struct cg_globals */

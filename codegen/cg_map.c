@@ -256,6 +256,9 @@ void cg_aggregate(struct cg *g, struct ast_node *mapnode,
 	LLVMValueRef v = NULL, bucket = NULL, key, p, old, nv;
 	LLVMBasicBlockRef cont;
 
+	/* min/max compare as the map's values merge (kernel_merge) */
+	if ((f == FN_MIN || f == FN_MAX) && m->value_type)
+		sgn = m->value_type->is_signed;
 	if (arg) {
 		v = cg_expr(g, arg);
 		if (!cg_is_scalar(at)) {

@@ -13,6 +13,7 @@
 #include <llvm-c/Transforms/PassBuilder.h>
 
 #include "irb.h"
+#include "irb_native.h"
 #include "util.h"
 
 /* The target machine is created once per process: it is the costly part. */
@@ -45,6 +46,8 @@ int irb_init(struct irb *ir, enum cg_target t, const char *name)
 {
 	LLVMMetadataRef flag;
 
+	if (t == CG_TARGET_NATIVE)
+		return irb_native_init(ir, name);
 	if (t != CG_TARGET_BPF)
 		return -ENOTSUP;
 	if (!irb_target_machine())
@@ -104,6 +107,7 @@ void irb_release(struct irb *ir)
 {
 	if (!ir->ctx)
 		return;
+	irb_native_release(ir);
 	free(ir->temps);
 	free(ir->temp_sizes);
 	if (ir->di)
@@ -177,12 +181,16 @@ static LLVMValueRef irb_func_new(struct irb *ir, const char *name,
 LLVMValueRef irb_func_begin(struct irb *ir, const char *name,
 			    const char *section)
 {
+	if (irb_is_native(ir))
+		return irb_native_func_begin(ir, name);
 	return LLVMGetParam(irb_func_new(ir, name, section, 1, false), 0);
 }
 
 LLVMValueRef irb_callback_begin(struct irb *ir, const char *name,
 				int nparams)
 {
+	if (irb_is_native(ir))
+		return irb_native_callback_begin(ir, name, nparams);
 	return irb_func_new(ir, name, ".text", nparams, true);
 }
 
@@ -275,15 +283,24 @@ LLVMValueRef irb_alloca(struct irb *ir, size_t size, const char *name)
 
 void irb_memset(struct irb *ir, LLVMValueRef dst, int c, size_t size)
 {
-	LLVMValueRef s = LLVMBuildMemSet(ir->b, dst,
-					 LLVMConstInt(ir->i8, c, 0),
-					 LLVMConstInt(ir->i64, size, 0), 1);
+	LLVMValueRef s;
+
+	if (irb_is_native(ir)) {
+		irb_native_memset(ir, dst, c, size);
+		return;
+	}
+	s = LLVMBuildMemSet(ir->b, dst, LLVMConstInt(ir->i8, c, 0),
+			    LLVMConstInt(ir->i64, size, 0), 1);
 	(void)s;
 }
 
 void irb_memcpy(struct irb *ir, LLVMValueRef dst, LLVMValueRef src,
 		size_t size)
 {
+	if (irb_is_native(ir)) {
+		irb_native_memcpy(ir, dst, src, size);
+		return;
+	}
 	LLVMBuildMemCpy(ir->b, dst, 1, src, 1,
 			LLVMConstInt(ir->i64, size, 0));
 }
@@ -308,6 +325,8 @@ LLVMValueRef irb_helper(struct irb *ir, int id, LLVMValueRef *args, int n)
 	LLVMTypeRef ft;
 	LLVMValueRef callee;
 
+	if (irb_is_native(ir))
+		return irb_native_helper(ir, id, args, n);
 	BUG_ON(n > 8);
 	for (int i = 0; i < n; i++)
 		params[i] = LLVMTypeOf(args[i]);
@@ -324,6 +343,8 @@ LLVMValueRef irb_map_lookup(struct irb *ir, LLVMValueRef map, LLVMValueRef key)
 	LLVMValueRef callee = LLVMConstIntToPtr(
 		LLVMConstInt(ir->i64, BPF_FUNC_map_lookup_elem, 0), ir->ptr);
 
+	if (irb_is_native(ir))
+		return irb_native_map_lookup(ir, map, key);
 	return LLVMBuildCall2(ir->b, ft, callee, args, 2, "lookup");
 }
 
@@ -333,6 +354,8 @@ LLVMValueRef irb_map_update(struct irb *ir, LLVMValueRef map,
 {
 	LLVMValueRef args[4] = { map, key, value, irb_const(ir, flags) };
 
+	if (irb_is_native(ir))
+		return irb_native_map_update(ir, map, key, value, flags);
 	return irb_helper(ir, BPF_FUNC_map_update_elem, args, 4);
 }
 
@@ -341,6 +364,8 @@ LLVMValueRef irb_map_delete(struct irb *ir, LLVMValueRef map,
 {
 	LLVMValueRef args[2] = { map, key };
 
+	if (irb_is_native(ir))
+		return irb_native_map_delete(ir, map, key);
 	return irb_helper(ir, BPF_FUNC_map_delete_elem, args, 2);
 }
 
@@ -356,6 +381,8 @@ LLVMValueRef irb_probe_read(struct irb *ir, enum irb_read kind,
 	};
 	LLVMValueRef args[3];
 
+	if (irb_is_native(ir))
+		return irb_native_probe_read(ir, kind, dst, size, src);
 	if (LLVMGetTypeKind(LLVMTypeOf(src)) != LLVMPointerTypeKind)
 		src = LLVMBuildIntToPtr(ir->b, src, ir->ptr, "");
 	if (LLVMGetTypeKind(LLVMTypeOf(size)) != LLVMIntegerTypeKind ||
@@ -373,6 +400,8 @@ LLVMValueRef irb_ringbuf_output(struct irb *ir, LLVMValueRef rb,
 	LLVMValueRef args[4] = { rb, data, irb_const(ir, size),
 				 irb_const(ir, 0) };
 
+	if (irb_is_native(ir))
+		return irb_native_ringbuf_output(ir, rb, data, size);
 	return irb_helper(ir, BPF_FUNC_ringbuf_output, args, 4);
 }
 

@@ -147,8 +147,13 @@ static LLVMValueRef nat_block(struct irb *ir)
 	LLVMValueRef a = LLVMConstIntToPtr(
 		LLVMConstInt(ir->i64, NATIVE_TLS_SENTINEL, 0), fsp);
 	LLVMValueRef v = LLVMBuildLoad2(ir->b, ir->ptr, a, "blk");
+	unsigned nn = LLVMGetMDKindIDInContext(ir->ctx, "nonnull", 7);
 
 	LLVMSetAlignment(v, 8);
+	/* the trampoline calls probe code only with a block */
+	LLVMSetMetadata(v, nn,
+			LLVMMetadataAsValue(ir->ctx,
+					    LLVMMDNodeInContext2(ir->ctx, NULL, 0)));
 	return v;
 }
 
@@ -203,9 +208,31 @@ LLVMValueRef irb_native_func_begin(struct irb *ir, const char *name)
 	return ctx;
 }
 
+LLVMValueRef irb_native_callback_begin(struct irb *ir, const char *name,
+				       int nparams)
+{
+	LLVMTypeRef params[8];
+	LLVMValueRef fn;
+
+	BUG_ON(nparams > 8);
+	nat_unsupported("a map iteration (for, len()) in a user-mode probe");
+	for (int i = 0; i < nparams; i++)
+		params[i] = ir->ptr;
+	fn = LLVMAddFunction(ir->mod, name,
+			     LLVMFunctionType(ir->i64, params, nparams, 0));
+	LLVMSetLinkage(fn, LLVMInternalLinkage);
+	ir->fn = fn;
+	ir->entry = LLVMAppendBasicBlockInContext(ir->ctx, fn, "entry");
+	LLVMPositionBuilderAtEnd(ir->b, ir->entry);
+	return fn;
+}
+
 static LLVMValueRef nat_map_area(struct irb *ir, uint64_t off)
 {
-	return irb_gep(ir, nat.blk, RT_BLK_MAP + off);
+	LLVMValueRef idx = irb_const(ir, RT_BLK_MAP + off);
+
+	/* inbounds of a non-null block: never null, checks fold away */
+	return LLVMBuildInBoundsGEP2(ir->b, ir->i8, nat.blk, &idx, 1, "");
 }
 
 /* fn = ctl->fn[i], ctl = *(blk + RT_BLK_CTL) */

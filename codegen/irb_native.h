@@ -18,6 +18,9 @@ void irb_native_set_return(struct irb *ir, bool ret_probe);
 /* A program function: preserve_most, the trampoline's registers in; the
  * returned context pointer is a struct pt_regs holding them. */
 LLVMValueRef irb_native_func_begin(struct irb *ir, const char *name);
+/* irb_callback_begin(): map iteration, not supported natively. */
+LLVMValueRef irb_native_callback_begin(struct irb *ir, const char *name,
+				       int nparams);
 LLVMValueRef irb_native_map_define(struct irb *ir, const char *name,
 				   int bpf_type, size_t key_size,
 				   size_t value_size, uint32_t max_entries);

@@ -10,6 +10,12 @@
 %define parse.error verbose
 %lex-param {yyscan_t scanner}
 %parse-param {yyscan_t scanner} {struct compile *c}
+/*
+ * Shift/reduce conflicts, all resolved by shifting, as bpftrace's grammar
+ * does: "@m [" starts the map's keys; "(NAME)" followed by - * & ++ -- is a
+ * cast to the type NAME; "(NAME )", "sizeof(NAME)" and "offsetof(NAME," take
+ * NAME as a type name (typedef) rather than an identifier.
+ */
 %expect 9
 
 %code requires {
@@ -287,7 +293,9 @@ static struct ast_node *negate(struct compile *c, struct ast_node *e,
 %token T_SIZEOF "sizeof" T_OFFSETOF "offsetof" T_CONFIG "config"
 %token T_MACRO "macro" T_IMPORT "import" T_FN "fn"
 %token T_STRUCT "struct" T_UNION "union" T_ENUM "enum"
-%token <op> T_COMPOUND "compound assignment"
+%token T_LEFTASSIGN "<<=" T_RIGHTASSIGN ">>=" T_PLUSASSIGN "+="
+%token T_MINUSASSIGN "-=" T_MULASSIGN "*=" T_DIVASSIGN "/=" T_MODASSIGN "%="
+%token T_BANDASSIGN "&=" T_BORASSIGN "|=" T_BXORASSIGN "^="
 %token <str> T_IDENT "identifier" T_TYPE_IDENT "type name"
 %token <str> T_BUILTIN "builtin"
 %token <str> T_MAP "map" T_VAR "variable"
@@ -307,8 +315,16 @@ static struct ast_node *negate(struct compile *c, struct ast_node *e,
 %type <list> attach_points stmts config_items config_list macro_params
 %type <list> macro_param_list args args_opt tuple_rest record_fields
 %type <body> block block_body
+%type <op> compound_op
 %type <type> type let_type let_ident_ptr
 %type <str> field_name field_path struct_kw
+
+/*
+ * "(NAME) + x" adds to a parenthesised identifier; "(NAME) -x", "(NAME) *x"
+ * and "(NAME) &x" cast to the type NAME, as in bpftrace (counted in %expect).
+ */
+%precedence T_PLUS
+%precedence T_RPAREN
 
 %start program
 
@@ -600,7 +616,7 @@ assign_stmt:
 				$$->assign.op = OP_NONE;
 			}
 		}
-	|	postfix T_COMPOUND expr
+	|	postfix compound_op value
 		{
 			if ($1->kind == AST_TUPLE_INDEX) {
 				YYLTYPE l = ast_loc_span(&@1, &@3);
@@ -616,6 +632,19 @@ assign_stmt:
 			$$->assign.rhs = $3;
 			$$->assign.op = $2;
 		}
+	;
+
+compound_op:
+		T_LEFTASSIGN	{ $$ = OP_SHL; }
+	|	T_RIGHTASSIGN	{ $$ = OP_SHR; }
+	|	T_PLUSASSIGN	{ $$ = OP_ADD; }
+	|	T_MINUSASSIGN	{ $$ = OP_SUB; }
+	|	T_MULASSIGN	{ $$ = OP_MUL; }
+	|	T_DIVASSIGN	{ $$ = OP_DIV; }
+	|	T_MODASSIGN	{ $$ = OP_MOD; }
+	|	T_BANDASSIGN	{ $$ = OP_BAND; }
+	|	T_BORASSIGN	{ $$ = OP_BOR; }
+	|	T_BXORASSIGN	{ $$ = OP_BXOR; }
 	;
 
 let_stmt:
@@ -802,19 +831,20 @@ mul_expr:
 unary:
 		postfix			{ $$ = $1; }
 	|	T_MINUS unary		{ $$ = negate(c, $2, &@$); }
+	|	T_PLUS unary		{ $$ = unop(c, OP_POS, $2, &@$); }
 	|	T_LNOT unary		{ $$ = unop(c, OP_LNOT, $2, &@$); }
 	|	T_BNOT unary		{ $$ = unop(c, OP_BNOT, $2, &@$); }
 	|	T_MUL unary		{ $$ = unop(c, OP_DEREF, $2, &@$); }
 	|	T_BAND unary		{ $$ = unop(c, OP_ADDR, $2, &@$); }
 	|	T_INCREMENT unary
 		{
-			if (check_incdec(c, $2, OP_PRE_INC, &@$))
+			if (check_incdec(c, $2, OP_PRE_INC, &@1))
 				YYABORT;
 			$$ = unop(c, OP_PRE_INC, $2, &@$);
 		}
 	|	T_DECREMENT unary
 		{
-			if (check_incdec(c, $2, OP_PRE_DEC, &@$))
+			if (check_incdec(c, $2, OP_PRE_DEC, &@1))
 				YYABORT;
 			$$ = unop(c, OP_PRE_DEC, $2, &@$);
 		}

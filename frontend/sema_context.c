@@ -46,16 +46,16 @@ static int check(struct ast_node *n, void *ctx)
 	return 0;
 }
 
-static bool time_unit(const char *u, bool profile)
+/* A bare count (interval:100, profile:99) is in nanoseconds (v0.25). */
+static bool time_unit(const char *u)
 {
-	static const char *const units[] = { "s", "ms", "us", "hz" };
+	static const char *const units[] = { "s", "ms", "us", "ns", "hz" };
 
 	if (!u)
 		return false;
 	for (size_t i = 0; i < ARRAY_SIZE(units); i++)
 		if (!strcmp(u, units[i]))
 			return true;
-	(void)profile;
 	return false;
 }
 
@@ -98,7 +98,7 @@ static void check_ap(struct sema_ctx *x, struct ast_node *ap)
 		if (!a->unit) {
 			sema_error(x, &ap->loc, "%s probe must have unit of time",
 				   name);
-		} else if (!time_unit(a->unit, p == PROV_PROFILE)) {
+		} else if (!time_unit(a->unit)) {
 			sema_error(x, &ap->loc,
 				   "%s is not an accepted unit of time",
 				   a->unit);

@@ -66,6 +66,8 @@ struct kernel {
 	int ncpus;
 	bool exiting;		/* exit() seen */
 	bool in_end;		/* running END: events are printed again */
+	kernel_source_fn source;	/* shim/run.c: maps of both sides */
+	void *source_ctx;
 	int err;
 };
 
@@ -374,7 +376,31 @@ static void kernel_merge(const struct cg_map *m, void *acc, const void *v,
 	}
 }
 
+void kernel_merge_value(const struct cg_map *m, void *acc, const void *v)
+{
+	kernel_merge(m, acc, v, false);
+}
+
+void kernel_set_source(struct kernel *k, kernel_source_fn fn, void *ctx)
+{
+	k->source = fn;
+	k->source_ctx = ctx;
+}
+
+void kernel_set_compile(struct kernel *k, struct compile *c)
+{
+	k->c = c;
+}
+
 int kernel_map_read(struct kernel *k, int map, kernel_entry_fn fn, void *ctx)
+{
+	if (k->source)
+		return k->source(k->source_ctx, map, fn, ctx);
+	return kernel_map_read_kernel(k, map, fn, ctx);
+}
+
+int kernel_map_read_kernel(struct kernel *k, int map, kernel_entry_fn fn,
+			   void *ctx)
 {
 	const struct cg_map *m = &k->obj->maps[map];
 	int fd = kernel_map_fd(k, map);
@@ -711,6 +737,16 @@ static int kernel_event(void *ctx, void *data, size_t size)
 	return 0;
 }
 
+int kernel_handle_event(struct kernel *k, const void *data, size_t size)
+{
+	return kernel_event(k, (void *)data, size);
+}
+
+int kernel_print_maps(struct kernel *k)
+{
+	return kernel_print_all_maps(k);
+}
+
 /* "Lost N events" when the ring was full since the last check. */
 static void kernel_check_lost(struct kernel *k)
 {
@@ -916,7 +952,7 @@ fail:
 }
 
 /* Write the globals map: start time and -c child pid. */
-static int kernel_set_globals(struct kernel *k, uint64_t cpid)
+int kernel_set_globals(struct kernel *k, uint64_t cpid)
 {
 	uint64_t v[3];
 	struct timespec ts;

@@ -74,6 +74,25 @@ int kernel_map_clear(struct kernel *k, int map);
 int kernel_map_zero(struct kernel *k, int map);
 void kernel_free(struct kernel *k);
 
+/*
+ * For shim/run.c, which runs kernel and user-mode probes together:
+ * the compilation (for map printing), the globals (start time, cpid),
+ * a record handed in from elsewhere (a user ring), printing every map,
+ * and a source that kernel_map_read() asks instead of reading the BPF
+ * map alone (it calls kernel_map_read_kernel() and merges other values
+ * with kernel_merge_value(), as per-CPU values merge).
+ */
+void kernel_set_compile(struct kernel *k, struct compile *c);
+int kernel_set_globals(struct kernel *k, uint64_t cpid);
+int kernel_handle_event(struct kernel *k, const void *data, size_t size);
+int kernel_print_maps(struct kernel *k);
+typedef int (*kernel_source_fn)(void *ctx, int map, kernel_entry_fn fn,
+				void *fctx);
+void kernel_set_source(struct kernel *k, kernel_source_fn fn, void *ctx);
+int kernel_map_read_kernel(struct kernel *k, int map, kernel_entry_fn fn,
+			   void *ctx);
+void kernel_merge_value(const struct cg_map *m, void *acc, const void *v);
+
 /* Route libbpf's messages: warnings to stderr, debug only with -v. */
 void kernel_set_verbose(int verbose);
 

@@ -19,3 +19,6 @@ libubt_a_SOURCES += \
 	shim/tramp.h \
 	shim/user.c \
 	shim/user.h
+libubt_a_SOURCES += \
+	shim/run.c \
+	shim/run.h

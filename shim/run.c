@@ -570,6 +570,8 @@ static void run_kernel_opts(const struct run_opts *o, struct kernel_opts *ko)
 
 /* ---- kernel and user mode together -------------------------------- */
 
+#define RUN_RING_SIZE (64 * 1024)	/* per thread, a power of two */
+
 static volatile sig_atomic_t run_sigint;
 
 static void run_on_signal(int sig)
@@ -860,6 +862,9 @@ static int run_user_attach(struct run *r)
 	struct timespec ts;
 
 	memfd_layout_default(&uo.layout);
+	/* printf-heavy probes: rings are touched only as far as used */
+	if (uo.layout.ring_size < RUN_RING_SIZE)
+		uo.layout.ring_size = RUN_RING_SIZE;
 	if (uo.layout.map_size < r->nobj->native_area)
 		uo.layout.map_size = (r->nobj->native_area + 4095) & ~4095ull;
 	if (r->o->pid > 0) {
@@ -1197,6 +1202,17 @@ static void run_print_decisions(struct compile *c,
 			d[p->probe.index].why);
 }
 
+static bool run_has_uprobes(struct compile *c)
+{
+	for (struct ast_node *p = c->program->program.probes; p; p = p->next)
+		for (struct ast_node *ap = p->probe.aps; ap; ap = ap->next)
+			if (ap->ap.provider &&
+			    (!strcmp(ap->ap.provider, "uprobe") ||
+			     !strcmp(ap->ap.provider, "uretprobe")))
+				return true;
+	return false;
+}
+
 int shim_run(struct compile *c, const struct run_opts *o)
 {
 	struct run_decision *d = NULL;
@@ -1207,7 +1223,8 @@ int shim_run(struct compile *c, const struct run_opts *o)
 	if (!c->sema || !c->program)
 		BUG("shim_run() before sema_run()");
 	err = run_decide(c, o, &d);
-	if (o->verbose || o->dry_run)
+	/* --dry-run shows the decisions when there is one to make */
+	if (o->verbose || (o->dry_run && run_has_uprobes(c)))
 		run_print_decisions(c, d);
 	if (err)
 		return 1;

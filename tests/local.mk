@@ -191,3 +191,10 @@ TESTS += tests/native/unit-native
 tests_native_unit_native_SOURCES = tests/native/unit-native.c
 tests_native_unit_native_CPPFLAGS = $(AM_CPPFLAGS) $(LLVM_CPPFLAGS)
 tests_native_unit_native_LDADD = $(UBT_LIBS)
+TESTS += \
+	tests/native/user-mode-diff.py \
+	tests/native/user-mode-run.py
+EXTRA_DIST += \
+	tests/native/kernel-only.txt \
+	tests/native/user-mode-diff.py \
+	tests/native/user-mode-run.py

@@ -20,9 +20,11 @@
 
 #include "cg.h"
 #include "cg_int.h"
+#include "compile.h"
 #include "irb_native.h"
 #include "native.h"
 #include "user.h"
+#include "util.h"
 
 static int ntest, nfail;
 static char target[4096];
@@ -509,6 +511,101 @@ static void test_keyed_events(void)
 	finish(&p, u);
 }
 
+/*
+ * What ubt itself emits (the whole lowering, native target) for the probe
+ * bodies of DESIGN.md's budget table: size, exact count where there is
+ * one, and cost per hit in the target's bench loop (ut_plain, or ut_ret
+ * for the return probe).
+ */
+static void test_lowered(const char *body, bool ret_probe, bool exact,
+			 double budget)
+{
+	enum { N = 10000000 };
+	char src[8192], err[512], line[64], hex[256] = "";
+	char *argv[] = { target, "bench", "10000000", ret_probe ? "ret" : NULL,
+			 NULL };
+	struct cg_opts co = { .sz = sizeof(co) };
+	struct cg_object *obj = NULL;
+	struct compile c;
+	struct proc p;
+	struct ubt_user *u = NULL;
+	double plain = -1, probed = -1;
+	uint64_t sum = 0;
+	void *code = NULL;
+	size_t len;
+	int ret;
+
+	snprintf(src, sizeof(src), "%s:%s:%s { %s }",
+		 ret_probe ? "uretprobe" : "uprobe", target,
+		 ret_probe ? "ut_ret" : "ut_plain", body);
+	compile_init(&c, "stdin", src);
+	ret = compile_frontend(&c, STAGE_SEMA);
+	ret = ret ?: cg_build(&c, CG_TARGET_NATIVE, &co, &obj);
+	ok(!ret && obj && obj->nprogs == 1 && obj->progs[0].code_len,
+	   "cg_build(CG_TARGET_NATIVE): %s", src + strlen(target));
+	if (ret || !obj)
+		goto out;
+	len = obj->progs[0].code_len;
+	for (size_t i = 0; i < len && i < 48; i++)
+		snprintf(hex + 3 * i, sizeof(hex) - 3 * i, "%02x ",
+			 ((uint8_t *)obj->progs[0].code)[i]);
+	printf("# %s: %zu bytes: %s%s\n", body, len, hex,
+	       len > 48 ? "..." : "");
+	if (spawn(&p, argv) || read_line(p.out, line, sizeof(line)))
+		goto out;
+	plain = best_ns(&p, 3);
+	u = user_attach_pid(p.pid, NULL, err, sizeof(err));
+	if (!u) {
+		ok(0, "%s: attach: %s", body, err);
+		goto done;
+	}
+	code = xmalloc(len);
+	memcpy(code, obj->progs[0].code, len);
+	ret = native_patch_tls(code, len, user_tls_offset(u));
+	for (int i = 0; !ret && i < obj->nnative_maps; i++) {
+		const struct native_map *nm = &obj->native_maps[i];
+		struct memfd_htab t = { .off = nm->off, .nslots = nm->nslots,
+					.key_size = nm->key_size,
+					.val_size = nm->val_size };
+
+		if (nm->kind == NATIVE_MAP_HTAB)
+			ret = memfd_htab_add(user_memfd(u), &t);
+	}
+	ret = ret ?: user_install(u, &(struct user_probe){
+		.sz = sizeof(struct user_probe),
+		.binary = target,
+		.symbol = ret_probe ? "ut_ret" : "ut_plain",
+		.kind = ret_probe ? USER_PROBE_RETURN : USER_PROBE_ENTRY,
+		.code = code,
+		.code_len = len,
+	});
+	ret = ret ?: user_resume(u);
+	ok(!ret, "%s: installed", body);
+	probed = best_ns(&p, 3);
+	if (exact) {
+		for (int i = 0; i < obj->nnative_maps; i++)
+			if (!strcmp(obj->native_maps[i].name, "AT_c"))
+				user_read_maps(u, obj->native_maps[i].off, 8,
+					       add_u64, &sum);
+		ok(sum == 3ULL * N, "%s: %llu hits counted", body,
+		   (unsigned long long)sum);
+	}
+	printf("# %s: unprobed %.2f ns, probed %.2f ns: %+.2f ns per hit "
+	       "(budget %.0f)\n", body, plain, probed, probed - plain, budget);
+	ok(plain > 0 && probed > 0 && probed - plain < 10 * budget,
+	   "%s costs %.2f ns per hit", body, probed - plain);
+	user_detach(u);
+	user_free(u);
+done:
+	close(p.in);
+	waitpid(p.pid, NULL, 0);
+	close(p.out);
+out:
+	free(code);
+	cg_object_free(obj);
+	compile_release(&c);
+}
+
 int main(void)
 {
 	const char *b = getenv("top_builddir");
@@ -523,6 +620,11 @@ int main(void)
 	test_emit();
 	test_count();
 	test_keyed_events();
+	test_lowered("@c = count();", false, true, 5);
+	test_lowered("@h = hist(arg0);", false, false, 10);
+	test_lowered("@[tid] = count();", false, false, 10);
+	test_lowered("@s = sum(arg1);", false, false, 10);
+	test_lowered("@c = count();", true, true, 10);
 	printf("1..%d\n", ntest);
 	return nfail ? 1 : 0;
 }

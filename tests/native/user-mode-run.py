@@ -214,6 +214,24 @@ def test_mixed():
        "hist() prints in both modes")
 
 
+def test_merge():
+    loop = os.path.abspath(os.path.join(builddir, "tests", "targets",
+                                        "ubt-loop"))
+    prog = ("BEGIN { @c = count(); @k[1] = count(); @h = hist(5); "
+            "@m = max(-1); } "
+            "uprobe:%s:ubt_step { @c = count(); @k[arg0 %% 2] = count(); "
+            "@h = hist(arg0); @m = max(arg0); }" % loop)
+    u = ubt(["-v", "-e", prog, "-c", loop + " 1000"])
+    k = ubt(["--mode", "kernel", "-e", prog, "-c", loop + " 1000"])
+    ok(u.returncode == 0 and "ubt_step: user mode" in u.stderr and
+       "@c: 1001\n" in u.stdout and "@k[1]: 501\n" in u.stdout and
+       "@k[0]: 500\n" in u.stdout and "@m: 999\n" in u.stdout,
+       "maps updated by kernel and user-mode probes merge",
+       repr(u.stdout[-300:] + u.stderr[-300:]))
+    ok(k.returncode == 0 and u.stdout == k.stdout,
+       "merged maps print as in --mode kernel")
+
+
 def main():
     if not os.access(TARGET, os.X_OK):
         print("Bail out! %s not built" % TARGET)
@@ -222,6 +240,7 @@ def main():
     test_pid()
     test_sigkill()
     test_mixed()
+    test_merge()
     print("1..%d" % len(results))
     return 0 if all(r[0] for r in results) else 1
 
