@@ -887,7 +887,8 @@ int kernel_load(const struct cg_object *obj, const struct kernel_opts *o,
 	k->obj = obj;
 	k->opts = o;
 	arena_init(&k->arena);
-	out_init(&k->out, o && o->out ? o->out : stdout, OUT_TEXT);
+	out_init(&k->out, o && o->out ? o->out : stdout,
+		 o && o->json ? OUT_JSON : OUT_TEXT);
 	k->globals_fd = -1;
 	k->lost_fd = -1;
 	k->ncpus = libbpf_num_possible_cpus();

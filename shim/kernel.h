@@ -26,6 +26,7 @@ struct kernel_opts {
 	int verbose;		/* -v */
 	bool quiet;		/* -q: no "Attaching N probes..." */
 	FILE *out;		/* -o FILE; NULL = stdout */
+	bool json;		/* -f json */
 };
 
 /*

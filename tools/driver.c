@@ -214,14 +214,13 @@ static int driver_execute(struct compile *c, const struct cli_opts *o,
 		.verbose = o->verbose,
 		.quiet = o->quiet,
 		.out = out,
+		.json = o->format == FORMAT_JSON,
 	};
 
 	if (o->debug & DEBUG_NATIVE)
 		return driver_not_implemented("-d native");
 	if (o->mode == MODE_USER)
 		return driver_not_implemented("user-mode probes (--mode user)");
-	if (o->format == FORMAT_JSON)
-		return driver_not_implemented("json output (-f json)");
 	return kernel_run(c, &ko);
 }
 

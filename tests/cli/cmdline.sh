@@ -234,6 +234,11 @@ hello
 expect "-q: no attaching message" 0 'hello
 
 ' '' -- -q -e "$PROG"
+expect "-f json: bpftrace's JSON lines" 0 '{"type": "attached_probes", "data": {"probes": 1}}
+{"type": "printf", "data": "hi\n"}
+
+
+{"type": "map", "data": {"@c": 1}}' '' -- -f json -e 'BEGIN { printf("hi\n"); @c = count(); exit(); }'
 expect "--dry-run: everything but loading" 0 '' '' -- --dry-run -e "$PROG"
 expect "-p of a live process passes the check" 0 '' '' -- --dry-run -p $$ -e "$PROG"
 expect "semantic error: located diagnostic, exit 1" 1 '' 'stdin:1:9-19: ERROR: Unknown function: nosuchfunc

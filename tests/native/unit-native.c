@@ -525,6 +525,7 @@ static void test_lowered(const char *body, bool ret_probe, bool exact,
 	char *argv[] = { target, "bench", "10000000", ret_probe ? "ret" : NULL,
 			 NULL };
 	struct cg_opts co = { .sz = sizeof(co) };
+	struct user_opts uo = { .sz = sizeof(uo) };
 	struct cg_object *obj = NULL;
 	struct compile c;
 	struct proc p;
@@ -542,7 +543,8 @@ static void test_lowered(const char *body, bool ret_probe, bool exact,
 	ret = compile_frontend(&c, STAGE_SEMA);
 	ret = ret ?: cg_build(&c, CG_TARGET_NATIVE, &co, &obj);
 	ok(!ret && obj && obj->nprogs == 1 && obj->progs[0].code_len,
-	   "cg_build(CG_TARGET_NATIVE): %s", src + strlen(target));
+	   "cg_build(CG_TARGET_NATIVE): %s { %s }",
+	   ret_probe ? "uretprobe" : "uprobe", body);
 	if (ret || !obj)
 		goto out;
 	len = obj->progs[0].code_len;
@@ -554,7 +556,10 @@ static void test_lowered(const char *body, bool ret_probe, bool exact,
 	if (spawn(&p, argv) || read_line(p.out, line, sizeof(line)))
 		goto out;
 	plain = best_ns(&p, 3);
-	u = user_attach_pid(p.pid, NULL, err, sizeof(err));
+	memfd_layout_default(&uo.layout);
+	if (uo.layout.map_size < obj->native_area)
+		uo.layout.map_size = (obj->native_area + 4095) & ~4095ull;
+	u = user_attach_pid(p.pid, &uo, err, sizeof(err));
 	if (!u) {
 		ok(0, "%s: attach: %s", body, err);
 		goto done;
@@ -590,8 +595,9 @@ static void test_lowered(const char *body, bool ret_probe, bool exact,
 		ok(sum == 3ULL * N, "%s: %llu hits counted", body,
 		   (unsigned long long)sum);
 	}
-	printf("# %s: unprobed %.2f ns, probed %.2f ns: %+.2f ns per hit "
-	       "(budget %.0f)\n", body, plain, probed, probed - plain, budget);
+	printf("# %s%s: unprobed %.2f ns, probed %.2f ns: %+.2f ns per hit "
+	       "(budget %.0f)\n", ret_probe ? "uretprobe " : "", body, plain,
+	       probed, probed - plain, budget);
 	ok(plain > 0 && probed > 0 && probed - plain < 10 * budget,
 	   "%s costs %.2f ns per hit", body, probed - plain);
 	user_detach(u);
