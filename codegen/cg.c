@@ -466,7 +466,8 @@ int cg_build(struct compile *c, enum cg_target t, const struct cg_opts *o,
 	g.opts = o;
 	err = irb_init(&g.ir, t, "ubt");
 	if (err) {
-		fprintf(stderr, "ubt: cannot set up LLVM for BPF: %s\n",
+		fprintf(stderr, "ubt: cannot set up LLVM for %s: %s\n",
+			t == CG_TARGET_NATIVE ? "x86-64" : "BPF",
 			strerror(-err));
 		return err;
 	}

@@ -1064,6 +1064,22 @@ static bool run_target_gone(struct run *r)
 	return kill(user_pid(r->u), 0) && errno == ESRCH;
 }
 
+/* -d native: each user-mode program's code, as bytes. */
+static void run_dump_native(const struct cg_object *obj, FILE *f)
+{
+	for (int i = 0; i < obj->nprogs; i++) {
+		const struct cg_prog *p = &obj->progs[i];
+		const uint8_t *b = p->code;
+
+		fprintf(f, "%s (%s, %zu bytes of x86-64):", p->name,
+			p->probe_name ? p->probe_name : "", p->code_len);
+		for (size_t j = 0; j < p->code_len; j++)
+			fprintf(f, "%s%02x", j % 16 ? " " : "\n  ", b[j]);
+		fputc('\n', f);
+	}
+	fflush(f);
+}
+
 static int run_combined(struct compile *c, const struct run_opts *o,
 			const struct run_decision *d)
 {
@@ -1096,6 +1112,8 @@ static int run_combined(struct compile *c, const struct run_opts *o,
 		goto out;
 	if (o->dump_bpf)
 		cg_dump_bpf(r.kobj, stdout);
+	if (o->dump_native)
+		run_dump_native(r.nobj, stdout);
 	run_merge_events(&r);
 	if (o->dry_run) {
 		rc = 0;

@@ -22,6 +22,7 @@ struct run_opts {
 	bool dry_run;		/* --dry-run */
 	bool dump_ir;		/* -d ir */
 	bool dump_bpf;		/* -d bpf */
+	bool dump_native;	/* -d native: user-mode probes' code */
 	int verbose;		/* -v */
 	bool quiet;		/* -q */
 	FILE *out;		/* -o FILE; NULL = stdout */
