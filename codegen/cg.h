@@ -157,6 +157,9 @@ struct cg_opts {
 	/* lower only the probes for which want() is true (NULL: all) */
 	bool (*want)(void *ctx, const struct ast_node *probe);
 	void *want_ctx;
+	/* added to the program indexes the code writes (probe, func): the
+	 * native programs follow the kernel's in the shim's tables */
+	int prog_base;
 };
 
 /*

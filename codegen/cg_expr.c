@@ -370,7 +370,8 @@ static LLVMValueRef cg_builtin(struct cg *g, struct ast_node *n)
 						  "");
 				v = LLVMBuildOr(ir->b, v,
 						irb_const(ir,
-							  (uint64_t)(g->prog + 1)
+							  (uint64_t)(cg_prog_id(g) +
+								     1)
 								  << 32),
 						"");
 				LLVMBuildStore(ir->b, v, irb_gep(ir, buf, 8));
@@ -386,7 +387,7 @@ static LLVMValueRef cg_builtin(struct cg *g, struct ast_node *n)
 		break;
 	case BI_PROBE:
 		if (cg_is_scalar(n->type))
-			return irb_const(ir, g->prog);
+			return irb_const(ir, cg_prog_id(g));
 		break;
 	case BI_ARGS:
 	case BI_CTX:

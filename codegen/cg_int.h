@@ -52,6 +52,12 @@ struct cg {
 /* Pointer to the globals map's value (may be null: check). */
 LLVMValueRef cg_globals_ptr(struct cg *g);
 
+/* The program's index as the shim knows it (cg_opts.prog_base added). */
+static inline int cg_prog_id(const struct cg *g)
+{
+	return g->prog + (g->opts ? g->opts->prog_base : 0);
+}
+
 bool cg_is_scalar(const struct type *t);
 /* The aggregation a map holds (from its value type), FN_NONE if none. */
 enum sema_func cg_map_agg(const struct sema_map *sm);

@@ -148,12 +148,11 @@ static LLVMValueRef nat_block(struct irb *ir)
 		LLVMConstInt(ir->i64, NATIVE_TLS_SENTINEL, 0), fsp);
 	LLVMValueRef v = LLVMBuildLoad2(ir->b, ir->ptr, a, "blk");
 	unsigned nn = LLVMGetMDKindIDInContext(ir->ctx, "nonnull", 7);
+	LLVMMetadataRef none = LLVMMDNodeInContext2(ir->ctx, NULL, 0);
 
 	LLVMSetAlignment(v, 8);
 	/* the trampoline calls probe code only with a block */
-	LLVMSetMetadata(v, nn,
-			LLVMMetadataAsValue(ir->ctx,
-					    LLVMMDNodeInContext2(ir->ctx, NULL, 0)));
+	LLVMSetMetadata(v, nn, LLVMMetadataAsValue(ir->ctx, none));
 	return v;
 }
 
@@ -319,6 +318,7 @@ LLVMValueRef irb_native_map_define(struct irb *ir, const char *name,
 		while (slots < max_entries && slots < NATIVE_HTAB_MAX_SLOTS)
 			slots *= 2;
 		m->kind = NATIVE_MAP_HTAB;
+		m->plain = cm && !cm->percpu;
 		m->nslots = slots;
 		m->bytes = sizeof(struct rt_htab) +
 			   (uint64_t)slots * (8 + rt_align8(key_size) +
@@ -360,9 +360,22 @@ LLVMValueRef irb_native_map_lookup(struct irb *ir, LLVMValueRef map,
 	case NATIVE_MAP_HTAB:
 		args[0] = base;
 		args[1] = key;
-		return nat_call(ir, RT_FN_HTAB_LOOKUP, ir->ptr, args, 2);
+		/* an aggregation's value is created on first use; a plain
+		 * map's only by an update */
+		return nat_call(ir, m->plain ? RT_FN_HTAB_FIND :
+					       RT_FN_HTAB_LOOKUP,
+				ir->ptr, args, 2);
 	}
 	BUG("bad native map kind");
+}
+
+/* The value of key in an HTAB map, inserted (zeroed) when absent. */
+static LLVMValueRef nat_htab_insert(struct irb *ir, struct native_map *m,
+				    LLVMValueRef key)
+{
+	LLVMValueRef args[2] = { nat_map_area(ir, m->off), key };
+
+	return nat_call(ir, RT_FN_HTAB_LOOKUP, ir->ptr, args, 2);
 }
 
 LLVMValueRef irb_native_map_update(struct irb *ir, LLVMValueRef map,
@@ -370,7 +383,9 @@ LLVMValueRef irb_native_map_update(struct irb *ir, LLVMValueRef map,
 				   uint64_t flags)
 {
 	struct native_map *m = nat_find(map);
-	LLVMValueRef p = irb_native_map_lookup(ir, map, key);
+	LLVMValueRef p = m && m->kind == NATIVE_MAP_HTAB ?
+				 nat_htab_insert(ir, m, key) :
+				 irb_native_map_lookup(ir, map, key);
 	LLVMBasicBlockRef yes = LLVMAppendBasicBlockInContext(ir->ctx, ir->fn,
 							      "upd");
 	LLVMBasicBlockRef done = LLVMAppendBasicBlockInContext(ir->ctx, ir->fn,
@@ -397,10 +412,16 @@ LLVMValueRef irb_native_map_update(struct irb *ir, LLVMValueRef map,
 LLVMValueRef irb_native_map_delete(struct irb *ir, LLVMValueRef map,
 				   LLVMValueRef key)
 {
-	(void)map;
-	(void)key;
-	nat_unsupported("delete() in a user-mode probe");
-	return irb_const(ir, 0);
+	struct native_map *m = nat_find(map);
+	LLVMValueRef args[2];
+
+	if (!m || m->kind != NATIVE_MAP_HTAB || !m->plain) {
+		nat_unsupported("delete() in a user-mode probe");
+		return irb_const(ir, 0);
+	}
+	args[0] = nat_map_area(ir, m->off);
+	args[1] = key;
+	return nat_call(ir, RT_FN_HTAB_DELETE, ir->i64, args, 2);
 }
 
 static void nat_intrinsic_mem(struct irb *ir, const char *name,
@@ -533,6 +554,9 @@ LLVMValueRef irb_native_helper(struct irb *ir, int id, LLVMValueRef *args,
 		irb_native_memcpy(ir, args[0], tmp, sz);
 		return irb_const(ir, 0);
 	}
+	case BPF_FUNC_get_func_ip:
+		/* the probed address, written in at install */
+		return irb_const(ir, NATIVE_FUNC_SENTINEL);
 	case BPF_FUNC_copy_from_user:
 		/* (dst, u32 size, src): a fault-safe copy in the process */
 		if (n != 3)
@@ -693,6 +717,25 @@ int irb_native_emit(struct irb *ir, bool optimise, struct native_code *funcs,
 	}
 	ret = native_emit(ir->mod, optimise, funcs, n, err, errlen);
 	return ret;
+}
+
+int native_patch_func(void *code, size_t len, uint64_t addr)
+{
+	uint8_t *p = code;
+	uint64_t want = NATIVE_FUNC_SENTINEL;
+	int n = 0;
+
+	for (size_t i = 0; i + 8 <= len; i++) {
+		uint64_t v;
+
+		memcpy(&v, p + i, 8);
+		if (v != want)
+			continue;
+		memcpy(p + i, &addr, 8);
+		n++;
+		i += 7;
+	}
+	return n ? 0 : -ENOENT;
 }
 
 int native_patch_tls(void *code, size_t len, int64_t tls_offset)

@@ -174,9 +174,10 @@ static int native_extract(const char *img, size_t size,
 	if (!ret && found != n) {
 		for (int k = 0; k < n; k++)
 			if (!funcs[k].code)
-				ret = native_errf(err, errlen, -ENOEXEC,
-						  "%s: not in the native object",
-						  funcs[k].name);
+				ret = native_errf(
+					err, errlen, -ENOEXEC,
+					"%s: not in the native object",
+					funcs[k].name);
 	}
 	return ret;
 }

@@ -18,7 +18,10 @@
  *        keyless aggregations as one value at a fixed offset, keyless
  *        hist/lhist as an array of u64 buckets, keyed maps as per-thread
  *        open-addressing tables (struct rt_htab), looked up through the
- *        runtime's RT_FN_HTAB_LOOKUP.
+ *        runtime's RT_FN_HTAB_LOOKUP; keyed maps that are not
+ *        aggregations read with RT_FN_HTAB_FIND, delete with
+ *        RT_FN_HTAB_DELETE (shim/run.c puts only maps keyed by tid there,
+ *        whose per-thread tables hold what one shared map would).
  * Values are laid out as the BPF target lays out one CPU's value (cg.h),
  * so that ubt merges threads exactly as it merges CPUs.
  *
@@ -60,6 +63,8 @@ struct native_map {
 	uint32_t nslots;	/* HTAB: slots; ARRAY: buckets */
 	uint32_t key_size;	/* the BPF key size (cg_map.key_size) */
 	uint32_t val_size;	/* one thread's value */
+	bool plain;		/* HTAB of a map that is not an aggregation:
+				 * read without inserting, deletable */
 };
 
 /* One function's code, copied out of the emitted object. */
@@ -89,6 +94,14 @@ LLVMTargetMachineRef native_target_machine(void);
  */
 #define NATIVE_TLS_SENTINEL 0x5eadbee8u
 int native_patch_tls(void *code, size_t len, int64_t tls_offset);
+
+/*
+ * `func` (bpf_get_func_ip) is the 64-bit constant NATIVE_FUNC_SENTINEL in
+ * the code; native_patch_func() writes the probed address in the target
+ * over each. 0, or -ENOENT when the code has none.
+ */
+#define NATIVE_FUNC_SENTINEL 0x5eadf00d5eadf00dull
+int native_patch_func(void *code, size_t len, uint64_t addr);
 
 /* Free funcs[i].code. */
 void native_code_release(struct native_code *funcs, int n);

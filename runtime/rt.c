@@ -39,6 +39,8 @@ static struct rt_ctl *rt_ctl_p;
 void *rt_block_get(void);
 int rt_ring_write(const void *data, uint32_t len, uint32_t type);
 void *rt_htab_lookup(struct rt_htab *h, const void *key);
+void *rt_htab_find(struct rt_htab *h, const void *key);
+long rt_htab_delete(struct rt_htab *h, const void *key);
 void rt_slow(void);
 void rt_wrap_enter(void);
 void rt_wrap_exit(void);
@@ -257,9 +259,14 @@ RT_EXPORT int rt_ring_write(const void *data, uint32_t len, uint32_t type)
 }
 
 /* Find or insert key; the value's address, or NULL when the table is full. */
-RT_EXPORT void *rt_htab_lookup(struct rt_htab *h, const void *key)
+/*
+ * The slot holding key in h (state 1 used, 2 deleted), or the first empty
+ * slot after it (*empty set), or NULL when the table is full.
+ */
+static uint64_t *rt_htab_slot(struct rt_htab *h, const void *key,
+			      int *empty)
 {
-	uint64_t ks = rt_align8(h->key_size), ss = rt_htab_slot_size(h);
+	uint64_t ss = rt_htab_slot_size(h);
 	uint64_t mask = h->nslots - 1, hash = 1469598103934665603ULL, i, n, w;
 	const uint64_t *k = key;
 	char *slots = (char *)(h + 1);
@@ -269,26 +276,70 @@ RT_EXPORT void *rt_htab_lookup(struct rt_htab *h, const void *key)
 	for (w = h->key_size & ~7u; w < h->key_size; w++)
 		hash = (hash ^ ((const uint8_t *)key)[w]) * 1099511628211ULL;
 	hash ^= hash >> 29;
+	*empty = 0;
 	for (n = 0, i = hash & mask; n <= mask; n++, i = (i + 1) & mask) {
 		uint64_t *slot = (uint64_t *)(slots + i * ss);
 		const uint8_t *sk = (const uint8_t *)(slot + 1);
 
 		if (!slot[0]) {
-			for (w = 0; w < h->key_size; w++)
-				((uint8_t *)(slot + 1))[w] =
-					((const uint8_t *)key)[w];
-			__atomic_store_n(&slot[0], 1, __ATOMIC_RELEASE);
-			h->used++;
-			return (char *)(slot + 1) + ks;
+			*empty = 1;
+			return slot;
 		}
 		for (w = 0; w < h->key_size; w++)
 			if (sk[w] != ((const uint8_t *)key)[w])
 				break;
 		if (w == h->key_size)
-			return (char *)(slot + 1) + ks;
+			return slot;
 	}
-	h->dropped++;
 	return NULL;
+}
+
+RT_EXPORT void *rt_htab_lookup(struct rt_htab *h, const void *key)
+{
+	uint64_t ks = rt_align8(h->key_size), w;
+	int empty;
+	uint64_t *slot = rt_htab_slot(h, key, &empty);
+
+	if (!slot) {
+		h->dropped++;
+		return NULL;
+	}
+	if (empty) {
+		for (w = 0; w < h->key_size; w++)
+			((uint8_t *)(slot + 1))[w] = ((const uint8_t *)key)[w];
+		__atomic_store_n(&slot[0], 1, __ATOMIC_RELEASE);
+		h->used++;
+	} else if (slot[0] != 1) {
+		/* deleted: back with a zero value */
+		uint64_t *v = (uint64_t *)((char *)(slot + 1) + ks);
+
+		for (w = 0; w < rt_align8(h->val_size) / 8; w++)
+			v[w] = 0;
+		__atomic_store_n(&slot[0], 1, __ATOMIC_RELEASE);
+	}
+	return (char *)(slot + 1) + ks;
+}
+
+RT_EXPORT void *rt_htab_find(struct rt_htab *h, const void *key)
+{
+	int empty;
+	uint64_t *slot = rt_htab_slot(h, key, &empty);
+
+	if (!slot || empty || slot[0] != 1)
+		return NULL;
+	return (char *)(slot + 1) + rt_align8(h->key_size);
+}
+
+RT_EXPORT long rt_htab_delete(struct rt_htab *h, const void *key)
+{
+	int empty;
+	uint64_t *slot = rt_htab_slot(h, key, &empty);
+
+	if (!slot || empty || slot[0] != 1)
+		return -2;	/* -ENOENT */
+	/* the slot stays taken, so that the keys after it stay reachable */
+	__atomic_store_n(&slot[0], 2, __ATOMIC_RELEASE);
+	return 0;
 }
 
 /*
@@ -307,6 +358,8 @@ RT_EXPORT long rt_init(struct rt_ctl *ctl)
 	ctl->fn[RT_FN_WRAP_ENTER] = (uintptr_t)rt_wrap_enter;
 	ctl->fn[RT_FN_WRAP_EXIT] = (uintptr_t)rt_wrap_exit;
 	ctl->fn[RT_FN_PROBE_READ] = (uintptr_t)rt_probe_read;
+	ctl->fn[RT_FN_HTAB_FIND] = (uintptr_t)rt_htab_find;
+	ctl->fn[RT_FN_HTAB_DELETE] = (uintptr_t)rt_htab_delete;
 	rt_fault_install(ctl->flags & RT_CTL_FAULT_HANDLER);
 	__atomic_store_n(&rt_ctl_p, ctl, __ATOMIC_RELEASE);
 	return ctl->tls_offset;

@@ -65,6 +65,12 @@
  *                      key): the value, inserted zeroed; NULL when full
  *   RT_FN_PROBE_READ   long rt_probe_read(void *dst, const void *src,
  *                      u64 len): 0, or -EFAULT if src faulted
+ *   RT_FN_HTAB_FIND    void *rt_htab_find(struct rt_htab *, const void *
+ *                      key): the value, NULL when absent (no insert)
+ *   RT_FN_HTAB_DELETE  long rt_htab_delete(struct rt_htab *, const void *
+ *                      key): 0, or -ENOENT; the slot becomes state 2
+ *                      (deleted: skipped when read back, revived by
+ *                      RT_FN_HTAB_LOOKUP with a zero value)
  * and the trampolines' own: slow path (block allocation), wrapper entry
  * and exit for return probes.
  */
@@ -74,6 +80,8 @@
 #define RT_FN_WRAP_ENTER 3
 #define RT_FN_WRAP_EXIT 4
 #define RT_FN_PROBE_READ 5
+#define RT_FN_HTAB_FIND 6
+#define RT_FN_HTAB_DELETE 7
 #define RT_FN_MAX 8
 
 #ifndef __ASSEMBLER__
@@ -106,8 +114,8 @@ struct rt_ctl {
 
 /*
  * A per-thread keyed aggregation table, open addressing, linear probing.
- * Slots: u64 state (0 empty, 1 used), key (key_size rounded up to 8),
- * value (val_size rounded up to 8).  Values start zeroed.
+ * Slots: u64 state (0 empty, 1 used, 2 deleted), key (key_size rounded
+ * up to 8), value (val_size rounded up to 8).  Values start zeroed.
  */
 struct rt_htab {
 	uint32_t sz;		/* sizeof(struct rt_htab) */

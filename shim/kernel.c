@@ -67,6 +67,8 @@ struct kernel {
 	bool exiting;		/* exit() seen */
 	bool in_end;		/* running END: events are printed again */
 	kernel_source_fn source;	/* shim/run.c: maps of both sides */
+	const struct cg_prog *dprogs;	/* for probe/func values, or NULL */
+	int ndprogs;
 	void *source_ctx;
 	int err;
 };
@@ -204,6 +206,23 @@ static const struct type *kernel_display_type(struct kernel *k,
 }
 
 /* usym(): address -> "symbol+offset" through /proc/PID/maps, else hex */
+static const struct cg_prog *kernel_progs(const struct kernel *k)
+{
+	return k->dprogs ? k->dprogs : k->obj->progs;
+}
+
+static int kernel_nprogs(const struct kernel *k)
+{
+	return k->dprogs ? k->ndprogs : k->obj->nprogs;
+}
+
+void kernel_set_display_progs(struct kernel *k, const struct cg_prog *progs,
+			      int n)
+{
+	k->dprogs = progs;
+	k->ndprogs = n;
+}
+
 static void kernel_usym_name(struct kernel *k, uint64_t addr, uint32_t pid,
 			     char *buf, size_t n)
 {
@@ -271,10 +290,10 @@ static void kernel_display_value(struct kernel *k, const struct type *t,
 		uint64_t id;
 
 		memcpy(&id, src, 8);
-		if (id < (uint64_t)k->obj->nprogs &&
-		    k->obj->progs[id].probe_name)
+		if (id < (uint64_t)kernel_nprogs(k) &&
+		    kernel_progs(k)[id].probe_name)
 			snprintf(dst, dt->size, "%s",
-				 k->obj->progs[id].probe_name);
+				 kernel_progs(k)[id].probe_name);
 		return;
 	}
 	if (t->kind == TY_USYM) {
@@ -285,8 +304,8 @@ static void kernel_display_value(struct kernel *k, const struct type *t,
 		memcpy(&addr, src, 8);
 		if (t->size >= 16)
 			memcpy(w, (const char *)src + 8, 8);
-		p = w[1] && w[1] <= (uint32_t)k->obj->nprogs ?
-			    &k->obj->progs[w[1] - 1] :
+		p = w[1] && w[1] <= (uint32_t)kernel_nprogs(k) ?
+			    &kernel_progs(k)[w[1] - 1] :
 			    NULL;
 		if (p && p->nmatches == 1 && p->matches[0].func &&
 		    !p->matches[0].func_offset)

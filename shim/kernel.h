@@ -15,6 +15,7 @@
 struct compile;
 struct cg_object;
 struct cg_map;
+struct cg_prog;
 
 struct kernel_opts {
 	size_t sz;		/* sizeof(struct kernel_opts) */
@@ -93,6 +94,9 @@ void kernel_set_source(struct kernel *k, kernel_source_fn fn, void *ctx);
 int kernel_map_read_kernel(struct kernel *k, int map, kernel_entry_fn fn,
 			   void *ctx);
 void kernel_merge_value(const struct cg_map *m, void *acc, const void *v);
+/* The programs `probe` and `func` values index (default: the object's). */
+void kernel_set_display_progs(struct kernel *k, const struct cg_prog *progs,
+			      int n);
 
 /* Route libbpf's messages: warnings to stderr, debug only with -v. */
 void kernel_set_verbose(int verbose);

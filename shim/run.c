@@ -5,23 +5,22 @@
  */
 #include <errno.h>
 #include <limits.h>
+#include <poll.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
-
-#include <poll.h>
-#include <signal.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
+#include <unistd.h>
 #include <wordexp.h>
 
 #include "ast.h"
 #include "cg.h"
+#include "kernel.h"
 #include "native.h"
 #include "output.h"
-#include "kernel.h"
 #include "probes.h"
 #include "run.h"
 #include "sema.h"
@@ -38,12 +37,60 @@
 struct run_scan {
 	struct compile *c;
 	bool *plain;		/* by sema map id */
+	bool *tid;		/* by sema map id: run_scan_tid() */
 	const char *why;	/* the first thing user mode lacks */
 };
 
 static bool run_is_agg(enum sema_func f)
 {
 	return f >= FN_COUNT && f <= FN_LHIST;
+}
+
+static bool run_agg_map(const struct sema_map *sm)
+{
+	if (sm->agg != FN_NONE)
+		return true;
+	switch (sm->value ? sm->value->kind : TY_NONE) {
+	case TY_COUNT:
+	case TY_SUM:
+	case TY_AVG:
+	case TY_MIN:
+	case TY_MAX:
+	case TY_STATS:
+	case TY_HIST:
+	case TY_LHIST:
+		return true;
+	default:
+		return false;
+	}
+}
+
+static bool run_is_tid(const struct ast_node *k)
+{
+	return k && !k->next && k->kind == AST_BUILTIN && k->sema &&
+	       k->sema->builtin == BI_TID;
+}
+
+/*
+ * Maps that are not aggregations and are only ever used as @m[tid]
+ * (read, assigned, deleted, printed): a thread only reaches its own
+ * entry, so per-thread tables hold exactly what one shared map would,
+ * and user-mode probes may use them (the latency idiom @start[tid]).
+ */
+static int run_scan_tid(struct ast_node *n, void *ctx)
+{
+	struct run_scan *s = ctx;
+	struct sema_map *sm = n->sema ? n->sema->map : NULL;
+
+	if (n->kind == AST_MAP && sm && !run_is_tid(n->map.keys))
+		s->tid[sm->id] = false;
+	if (n->kind == AST_CALL && sm && n->sema->func != FN_DELETE &&
+	    n->sema->func != FN_PRINT)
+		s->tid[sm->id] = false;
+	if (n->kind == AST_FOR_MAP && n->for_.map && n->for_.map->sema &&
+	    n->for_.map->sema->map)
+		s->tid[n->for_.map->sema->map->id] = false;
+	return ast_visit_children(n, run_scan_tid, ctx);
 }
 
 static int run_scan_plain(struct ast_node *n, void *ctx)
@@ -90,11 +137,9 @@ static const char *run_builtin_ok(enum sema_builtin b)
 	case BI_RETVAL:
 	case BI_RAND:
 	case BI_USERNAME:
-		return NULL;
 	case BI_FUNC:
-		return "the func builtin";
 	case BI_PROBE:
-		return "the probe builtin";
+		return NULL;
 	case BI_ARGS:
 		return "args";
 	case BI_USTACK:
@@ -149,6 +194,9 @@ static int run_scan_body(struct ast_node *n, void *ctx)
 		break;
 	case AST_CALL:
 		why = run_func_ok(n->sema ? n->sema->func : FN_NONE);
+		if (why && n->sema->func == FN_DELETE && n->sema->map &&
+		    s->tid[n->sema->map->id])
+			why = NULL;
 		if (!why && n->sema && run_is_agg(n->sema->func) &&
 		    n->sema->map && s->plain[n->sema->map->id])
 			why = arena_printf(&s->c->arena,
@@ -163,8 +211,10 @@ static int run_scan_body(struct ast_node *n, void *ctx)
 		if (n->assign.lhs && n->assign.lhs->kind == AST_MAP &&
 		    !(n->assign.rhs && n->assign.rhs->kind == AST_CALL &&
 		      n->assign.rhs->sema &&
-		      run_is_agg(n->assign.rhs->sema->func)))
-			why = "assigning a map";
+		      run_is_agg(n->assign.rhs->sema->func)) &&
+		    !(n->assign.lhs->sema && n->assign.lhs->sema->map &&
+		      s->tid[n->assign.lhs->sema->map->id]))
+			why = "assigning a map not keyed by tid alone";
 		break;
 	case AST_MAP:
 		/* outside aggregations and print(@m): a read */
@@ -188,7 +238,8 @@ static int run_scan_body(struct ast_node *n, void *ctx)
 	    n->call.args && n->call.args->kind == AST_MAP &&
 	    !n->call.args->map.keys)
 		return 0;
-	if (n->kind == AST_MAP) {
+	if (n->kind == AST_MAP &&
+	    !(n->sema && n->sema->map && s->tid[n->sema->map->id])) {
 		s->why = arena_printf(&s->c->arena, "reading map %s",
 				      n->map.name);
 		return 1;
@@ -455,9 +506,10 @@ static const char *run_shared_site(struct compile *c,
  * kernel, until nothing changes.
  */
 static void run_conflicts(struct compile *c, struct run_decision *d,
-			  struct run_sites *sites)
+			  struct run_sites *sites, const bool *tid)
 {
-	int n = c->sema->nprobes;
+	struct sema_program *sp = c->sema;
+	int n = sp->nprobes;
 	bool changed = true;
 
 	while (changed) {
@@ -467,6 +519,30 @@ static void run_conflicts(struct compile *c, struct run_decision *d,
 
 			if (d[i].where != RUN_USER)
 				continue;
+			/* a tid-keyed map lives on one side only */
+			for (int m = 0; m < sp->nmaps && !why; m++) {
+				uint64_t bits = sp->maps[m]->probes;
+
+				if (!tid[m] || i >= 64 ||
+				    !(bits & (1ull << i)))
+					continue;
+				for (int j = 0; j < n && j < 64; j++)
+					if ((bits & (1ull << j)) &&
+					    d[j].where == RUN_KERNEL) {
+						why = arena_printf(
+							&c->arena,
+							"map %s is also used "
+							"by a kernel probe",
+							sp->maps[m]->name);
+						break;
+					}
+			}
+			if (why) {
+				d[i].where = RUN_KERNEL;
+				d[i].why = why;
+				changed = true;
+				continue;
+			}
 			for (int j = 0; j < n && !why; j++) {
 				if (j == i || !sites[j].n)
 					continue;
@@ -504,8 +580,15 @@ int run_decide(struct compile *c, const struct run_opts *o,
 	memset(sites, 0, (sp->nprobes + 1) * sizeof(*sites));
 	s.plain = arena_alloc(&c->arena, (sp->nmaps + 1) * sizeof(bool));
 	memset(s.plain, 0, (sp->nmaps + 1) * sizeof(bool));
+	s.tid = arena_alloc(&c->arena, (sp->nmaps + 1) * sizeof(bool));
+	for (int i = 0; i < sp->nmaps; i++)
+		s.tid[i] = !run_agg_map(sp->maps[i]) && sp->nprobes <= 64 &&
+			   (!sp->maps[i]->bpf_type ||
+			    !strcmp(sp->maps[i]->bpf_type, "hash"));
 	for (struct ast_node *p = c->program->program.probes; p; p = p->next)
 		ast_visit_children(p, run_scan_plain, &s);
+	for (struct ast_node *p = c->program->program.probes; p; p = p->next)
+		ast_visit_children(p, run_scan_tid, &s);
 	for (struct ast_node *p = c->program->program.probes; p;
 	     p = p->next) {
 		struct run_decision *r = &d[p->probe.index];
@@ -535,7 +618,7 @@ int run_decide(struct compile *c, const struct run_opts *o,
 		}
 	}
 	if (o->mode != MODE_KERNEL)
-		run_conflicts(c, d, sites);
+		run_conflicts(c, d, sites, s.tid);
 	for (struct ast_node *p = c->program->program.probes;
 	     p && o->mode == MODE_USER; p = p->next) {
 		const char *prov = p->probe.aps && p->probe.aps->ap.provider ?
@@ -565,6 +648,7 @@ static void run_kernel_opts(const struct run_opts *o, struct kernel_opts *ko)
 		.verbose = o->verbose,
 		.quiet = o->quiet,
 		.out = o->out,
+		.json = o->json,
 	};
 }
 
@@ -820,7 +904,8 @@ static void run_user_drain(struct run *r)
 	if (lost > r->lost) {
 		struct out out;
 
-		out_init(&out, r->o->out ? r->o->out : stdout, OUT_TEXT);
+		out_init(&out, r->o->out ? r->o->out : stdout,
+			 r->o->json ? OUT_JSON : OUT_TEXT);
 		out_lost_events(&out, lost - r->lost);
 		r->lost = lost;
 	}
@@ -915,6 +1000,7 @@ struct run_site {
 	char bin[PATH_MAX];
 	const char *func;
 	uint64_t offset;
+	uint64_t file_off;	/* where the probe is in the file */
 	enum user_probe_kind kind;
 	const char *name;	/* for messages */
 	const struct cg_prog **progs;
@@ -996,6 +1082,7 @@ static struct run_site *run_sites_of(struct run *r, int *nsites)
 				snprintf(st->bin, sizeof(st->bin), "%s", rp);
 				st->func = m->func;
 				st->offset = m->func_offset;
+				st->file_off = m->offset;
 				st->kind = kind;
 				st->name = m->name ? m->name : m->func;
 			}
@@ -1008,6 +1095,32 @@ static struct run_site *run_sites_of(struct run *r, int *nsites)
 	return sites;
 }
 
+/* The address in the target of file offset off of bin (resolved path). */
+static int run_target_addr(pid_t pid, const char *bin, uint64_t off,
+			   uint64_t *addr)
+{
+	char path[64], line[PATH_MAX + 128], file[PATH_MAX];
+	unsigned long lo, hi, moff;
+	int err = -ENOENT;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/maps", (int)pid);
+	f = fopen(path, "r");
+	if (!f)
+		return -errno;
+	while (err && fgets(line, sizeof(line), f)) {
+		file[0] = 0;
+		if (sscanf(line, "%lx-%lx %*s %lx %*s %*s %4095s", &lo, &hi,
+			   &moff, file) == 4 &&
+		    !strcmp(file, bin) && off >= moff && off - moff < hi - lo) {
+			*addr = lo + (off - moff);
+			err = 0;
+		}
+	}
+	fclose(f);
+	return err;
+}
+
 /* Install every user-mode program at each of its matches. */
 static int run_user_install(struct run *r, int *nprobes)
 {
@@ -1018,9 +1131,16 @@ static int run_user_install(struct run *r, int *nprobes)
 		struct run_site *st = &sites[i];
 		size_t len;
 		void *code = run_site_code(st, &len);
+		uint64_t at = 0;
 
-		/* -ENOENT: code that never reaches its block */
+		/* -ENOENT: code that never reaches its block, or has no
+		 * func */
 		err = native_patch_tls(code, len, user_tls_offset(r->u));
+		if (err == -ENOENT)
+			err = 0;
+		if (!err && !run_target_addr(user_pid(r->u), st->bin,
+					     st->file_off, &at))
+			err = native_patch_func(code, len, at);
 		if (err == -ENOENT)
 			err = 0;
 		if (err)
@@ -1064,6 +1184,22 @@ static bool run_target_gone(struct run *r)
 	return kill(user_pid(r->u), 0) && errno == ESRCH;
 }
 
+/* What user mode could not record, said once at exit. */
+static void run_user_warnings(struct run *r)
+{
+	uint64_t n = memfd_shadow_lost(user_memfd(r->u));
+
+	if (n)
+		fprintf(stderr, "WARNING: %llu return probe hits were not "
+			"recorded (a thread's shadow stack was full)\n",
+			(unsigned long long)n);
+	n = user_unrecorded_threads(r->u);
+	if (n)
+		fprintf(stderr, "WARNING: %llu threads found no per-thread "
+			"block: their hits were not recorded\n",
+			(unsigned long long)n);
+}
+
 /* -d native: each user-mode program's code, as bytes. */
 static void run_dump_native(const struct cg_object *obj, FILE *f)
 {
@@ -1088,18 +1224,20 @@ static int run_combined(struct compile *c, const struct run_opts *o,
 				 .want_ctx = &r };
 	struct cg_opts no_cg = { .sz = sizeof(no_cg), .want = run_want_user,
 				 .want_ctx = &r };
+	struct cg_prog *dprogs = NULL;
 	struct kernel_opts ko;
 	struct sigaction sa = { .sa_handler = run_on_signal };
+	struct diag *last = c->diag.head;
 	int err, rc = 1, nprobes = 0;
 
 	if (o->dump_ir)
 		ko_cg.dump_ir = no_cg.dump_ir = stdout;
 	kernel_set_verbose(o->verbose);
-	struct diag *last = c->diag.head;
-
 	while (last && last->next)
 		last = last->next;
 	err = cg_build(c, CG_TARGET_BPF, &ko_cg, &r.kobj);
+	if (!err)
+		no_cg.prog_base = r.kobj->nprogs;
 	err = err ?: cg_build(c, CG_TARGET_NATIVE, &no_cg, &r.nobj);
 	{
 		/* the driver printed the frontend's diagnostics already */
@@ -1134,6 +1272,14 @@ static int run_combined(struct compile *c, const struct run_opts *o,
 	if (err)
 		goto out;
 	kernel_set_compile(r.k, c);
+	/* probe and func values index the kernel's programs, then ours */
+	dprogs = xcalloc(r.kobj->nprogs + r.nobj->nprogs + 1, sizeof(*dprogs));
+	if (r.kobj->nprogs)
+		memcpy(dprogs, r.kobj->progs, r.kobj->nprogs * sizeof(*dprogs));
+	if (r.nobj->nprogs)
+		memcpy(dprogs + r.kobj->nprogs, r.nobj->progs,
+		       r.nobj->nprogs * sizeof(*dprogs));
+	kernel_set_display_progs(r.k, dprogs, r.kobj->nprogs + r.nobj->nprogs);
 	kernel_set_source(r.k, run_map_source, &r);
 	kernel_set_globals(r.k, r.cpid);
 	err = run_user_install(&r, &nprobes);
@@ -1144,7 +1290,8 @@ static int run_combined(struct compile *c, const struct run_opts *o,
 	if (!o->quiet) {
 		struct out out;
 
-		out_init(&out, o->out ? o->out : stdout, OUT_TEXT);
+		out_init(&out, o->out ? o->out : stdout,
+			 o->json ? OUT_JSON : OUT_TEXT);
 		out_attached(&out, nprobes);
 	}
 	fflush(o->out ? o->out : stdout);
@@ -1189,6 +1336,7 @@ static int run_combined(struct compile *c, const struct run_opts *o,
 	kernel_poll(r.k, 0);
 	kernel_print_maps(r.k);
 	fflush(o->out ? o->out : stdout);
+	run_user_warnings(&r);
 	rc = 0;
 out:
 	if (r.u) {
@@ -1203,6 +1351,7 @@ out:
 	if (r.pidfd >= 0)
 		close(r.pidfd);
 	kernel_free(r.k);
+	free(dprogs);
 	cg_object_free(r.kobj);
 	cg_object_free(r.nobj);
 	signal(SIGINT, SIG_DFL);

@@ -25,6 +25,7 @@ struct run_opts {
 	bool dump_native;	/* -d native: user-mode probes' code */
 	int verbose;		/* -v */
 	bool quiet;		/* -q */
+	bool json;		/* -f json */
 	FILE *out;		/* -o FILE; NULL = stdout */
 	const char *runtime_path;	/* libubt-rt.so; NULL: the default */
 };

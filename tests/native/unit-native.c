@@ -187,7 +187,8 @@ static void incr(struct built *b, LLVMValueRef map, LLVMValueRef keyv)
 	LLVMBuildCondBr(ir->b, LLVMBuildIsNull(ir->b, p, ""), done, yes);
 	LLVMPositionBuilderAtEnd(ir->b, yes);
 	LLVMBuildStore(ir->b,
-		       LLVMBuildAdd(ir->b, LLVMBuildLoad2(ir->b, ir->i64, p, ""),
+		       LLVMBuildAdd(ir->b,
+				    LLVMBuildLoad2(ir->b, ir->i64, p, ""),
 				    irb_const(ir, 1), ""),
 		       p);
 	LLVMBuildBr(ir->b, done);
@@ -453,8 +454,8 @@ static void test_count(void)
 		return;
 	probed = best_ns(&p, 3);
 	ret = user_read_maps(u, c_off, 8, add_u64, &sum);
-	ok(!ret && sum == 3ULL * N, "count(): %llu hits of %llu counted", (unsigned long long)sum,
-	   3ULL * N);
+	ok(!ret && sum == 3ULL * N, "count(): %llu hits of %llu counted",
+	   (unsigned long long)sum, 3ULL * N);
 	printf("# ns per call: unprobed %.2f, with count() %.2f: %+.2f ns "
 	       "per hit\n", plain, probed, probed - plain);
 	ok(plain > 0 && probed > 0 && probed - plain < 50,

@@ -148,7 +148,8 @@ def test_decisions():
              (TARGET, TARGET), "-c", TARGET + " bench 1"])
     ok(r.returncode == 0 and r.stderr.count(
         "kernel (a kernel uprobe on the same function") == 1 and
-       r.stderr.count("kernel (assigning a map needs the kernel)") == 1,
+       r.stderr.count("kernel (assigning a map not keyed by tid alone "
+                      "needs the kernel)") == 1,
        "a function with a kernel uprobe is not patched", repr(r.stderr))
 
 
@@ -232,6 +233,33 @@ def test_merge():
        "merged maps print as in --mode kernel")
 
 
+def test_tid_maps():
+    loop = os.path.abspath(os.path.join(builddir, "tests", "targets",
+                                        "ubt-loop"))
+    prog = ("uprobe:%s:ubt_step { @start[tid] = nsecs; } "
+            "uretprobe:%s:ubt_step /@start[tid]/ { "
+            "@us = hist((nsecs - @start[tid]) / 1000); @n = count(); "
+            "@last[tid] = retval; delete(@start[tid]); }" % (loop, loop))
+    u = ubt(["-v", "-e", prog, "-c", loop + " 200"])
+    k = ubt(["--mode", "kernel", "-e", prog, "-c", loop + " 200"])
+    ok(u.returncode == 0 and u.stderr.count("user mode (") == 2 and
+       "@n: 200\n" in u.stdout and "@start" not in u.stdout and
+       re.search(r"^@last\[\d+\]: 39601$", u.stdout, re.M),
+       "maps keyed by tid: the latency idiom runs in user mode",
+       repr(u.stdout[-300:] + u.stderr[-300:]))
+    def strip(out):
+        out = re.sub(r"(?s)@us: .*?\n\n", "", out)
+        return re.sub(r"@last\[\d+\]", "@last[TID]", out)
+    ok(k.returncode == 0 and strip(u.stdout) == strip(k.stdout),
+       "maps keyed by tid print as in --mode kernel")
+    r = ubt(["--dry-run", "-e", "BEGIN { @start[tid] = 1; } " + prog,
+             "-c", loop + " 2"])
+    ok(r.returncode == 0 and r.stderr.count(
+        "kernel (map @start is also used by a kernel probe)") == 2,
+       "a tid-keyed map used by a kernel probe keeps its probes there",
+       repr(r.stderr))
+
+
 def main():
     if not os.access(TARGET, os.X_OK):
         print("Bail out! %s not built" % TARGET)
@@ -241,6 +269,7 @@ def main():
     test_sigkill()
     test_mixed()
     test_merge()
+    test_tid_maps()
     print("1..%d" % len(results))
     return 0 if all(r[0] for r in results) else 1
 
