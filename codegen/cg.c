@@ -301,8 +301,6 @@ static void cg_program(struct cg *g, struct sema_probe *sp,
 		if (!tp_args(&g->c->arena, m->target, m->func, &t) && t)
 			g->args_type = t;
 	}
-	if (irb_is_native(&g->ir))
-		irb_native_set_return(&g->ir, prov == PROV_URETPROBE);
 	g->ctxp = irb_func_begin(&g->ir, p->name, section);
 	g->sleepable = false;
 	g->vars = arena_alloc(&g->c->arena,
@@ -472,7 +470,7 @@ int cg_build(struct compile *c, enum cg_target t, const struct cg_opts *o,
 		return err;
 	}
 	if (t == CG_TARGET_NATIVE)
-		irb_native_set_object(&g.ir, obj, false);
+		irb_native_set_object(&g.ir, obj);
 	err = cg_define_maps(&g);
 	if (err)
 		goto out;

@@ -46,7 +46,6 @@ static struct irb_native {
 	uint64_t area;		/* map-area bytes laid out so far */
 	const char *unsupported;	/* first thing that cannot be lowered */
 	LLVMValueRef blk;	/* the block pointer in the current function */
-	bool ret_probe;
 } nat;
 
 bool irb_is_native(const struct irb *ir)
@@ -89,18 +88,10 @@ int irb_native_init(struct irb *ir, const char *name)
 	return 0;
 }
 
-void irb_native_set_object(struct irb *ir, const struct cg_object *obj,
-			   bool ret_probe)
+void irb_native_set_object(struct irb *ir, const struct cg_object *obj)
 {
 	BUG_ON(nat.ir != ir);
 	nat.obj = obj;
-	nat.ret_probe = ret_probe;
-}
-
-void irb_native_set_return(struct irb *ir, bool ret_probe)
-{
-	BUG_ON(nat.ir != ir);
-	nat.ret_probe = ret_probe;
 }
 
 void irb_native_release(struct irb *ir)

@@ -12,9 +12,7 @@ bool irb_is_native(const struct irb *ir);
 int irb_native_init(struct irb *ir, const char *name);
 void irb_native_release(struct irb *ir);
 /* The object whose maps irb_map_define() lays out (cg_map by bpf_name). */
-void irb_native_set_object(struct irb *ir, const struct cg_object *obj,
-			   bool ret_probe);
-void irb_native_set_return(struct irb *ir, bool ret_probe);
+void irb_native_set_object(struct irb *ir, const struct cg_object *obj);
 /* A program function: preserve_most, the trampoline's registers in; the
  * returned context pointer is a struct pt_regs holding them. */
 LLVMValueRef irb_native_func_begin(struct irb *ir, const char *name);

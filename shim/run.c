@@ -2,6 +2,21 @@
  * The run loop for kernel and user-mode probes together: the per-probe
  * decision (--mode auto|kernel|user), then one loop over the kernel ring
  * buffer and the user rings, maps merged from both sides.
+ *
+ * A probe runs in user mode when (--mode auto or user):
+ *   - all its attach points are uprobes/uretprobes on a binary mapped in
+ *     the -p process, or the -c command or a library it starts with;
+ *   - user_site_check() accepts every site;
+ *   - its body needs nothing the native target lacks: aggregations into
+ *     maps that nothing reads or changes otherwise, maps used only as
+ *     @m[tid] (per-thread tables hold exactly what one map would),
+ *     printf/time/exit/print/system/cat, str(), the builtins of
+ *     run_builtin_ok();
+ *   - no kernel uprobe shares one of its functions (its breakpoint would
+ *     land on our jump), and no kernel probe uses one of its @m[tid] maps.
+ * Everything else runs in the kernel; --mode user makes a uprobe that
+ * cannot run in user mode an error. -v and --dry-run print each probe's
+ * decision and why.
  */
 #include <errno.h>
 #include <limits.h>
@@ -139,9 +154,8 @@ static const char *run_builtin_ok(enum sema_builtin b)
 	case BI_USERNAME:
 	case BI_FUNC:
 	case BI_PROBE:
+	case BI_ARGS:		/* registers in the probe's pt_regs */
 		return NULL;
-	case BI_ARGS:
-		return "args";
 	case BI_USTACK:
 		return "ustack";
 	case BI_KSTACK:
@@ -367,11 +381,21 @@ static int run_expand(struct compile *c, struct ast_node *p,
 	return err;
 }
 
+static int run_find_sarg(struct ast_node *n, void *ctx)
+{
+	(void)ctx;
+	if (n->kind == AST_BUILTIN && n->sema && n->sema->builtin == BI_SARG)
+		return 1;
+	return ast_visit_children(n, run_find_sarg, NULL);
+}
+
 static const char *run_probe_sites(struct compile *c,
 				   const struct run_opts *o,
 				   struct ast_node *p)
 {
 	char reason[256];
+	bool sarg = (p->probe.pred && run_find_sarg(p->probe.pred, NULL)) ||
+		    (p->probe.body && run_find_sarg(p->probe.body, NULL));
 
 	for (struct ast_node *ap = p->probe.aps; ap; ap = ap->next) {
 		struct probes_match *m = NULL;
@@ -398,6 +422,9 @@ static const char *run_probe_sites(struct compile *c,
 						 "library it starts with");
 			if (!strcmp(prov, "uretprobe") && m[i].func_offset)
 				return "a return probe needs a function";
+			/* the trampoline's stack inside a function */
+			if (sarg && m[i].func_offset)
+				return "sarg inside a function";
 			err = user_site_check_at(m[i].target, m[i].func,
 						 m[i].func_offset, reason,
 						 sizeof(reason));
@@ -405,6 +432,11 @@ static const char *run_probe_sites(struct compile *c,
 				return arena_printf(&c->arena, "%s:%s: %s",
 						    m[i].target, m[i].func,
 						    reason);
+			if (err == -ENOENT)
+				return arena_printf(&c->arena,
+						    "%s:%s: no symbol with a "
+						    "size to patch",
+						    m[i].target, m[i].func);
 			if (err)
 				return arena_printf(&c->arena,
 						    "%s:%s cannot be read: %s",
@@ -432,13 +464,6 @@ struct run_sites {
 	bool sarg;		/* the probe reads stack arguments */
 };
 
-static int run_find_sarg(struct ast_node *n, void *ctx)
-{
-	(void)ctx;
-	if (n->kind == AST_BUILTIN && n->sema && n->sema->builtin == BI_SARG)
-		return 1;
-	return ast_visit_children(n, run_find_sarg, NULL);
-}
 
 static void run_collect_sites(struct compile *c, struct ast_node *p,
 			      struct run_sites *rs)
@@ -655,6 +680,8 @@ static void run_kernel_opts(const struct run_opts *o, struct kernel_opts *ko)
 /* ---- kernel and user mode together -------------------------------- */
 
 #define RUN_RING_SIZE (64 * 1024)	/* per thread, a power of two */
+/* user rings are read this often (the kernel ring wakes ubt at once) */
+#define RUN_POLL_MS 10
 
 static volatile sig_atomic_t run_sigint;
 
@@ -1323,7 +1350,7 @@ static int run_combined(struct compile *c, const struct run_opts *o,
 	while (!run_sigint && !kernel_exiting(r.k)) {
 		bool gone = run_target_gone(&r);
 
-		kernel_poll(r.k, 20);
+		kernel_poll(r.k, RUN_POLL_MS);
 		run_user_drain(&r);
 		if (gone)
 			break;

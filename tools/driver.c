@@ -1,10 +1,9 @@
 /*
  * The ubt driver: one program from the command line through the pipeline
  *
- *   read -> parse -> (sema) -> (codegen) -> (load, attach, run)
+ *   read -> parse -> sema -> run (codegen, load, attach, print; shim/run.c)
  *
- * Each step is a function returning 0 or an exit code. Stages that are not
- * built yet fail with "ubt: <stage>: not implemented yet", never silently.
+ * Each step is a function returning 0 or an exit code.
  */
 #include "config.h"
 
@@ -19,16 +18,10 @@
 #include "compile.h"
 #include "diag.h"
 #include "driver.h"
-#include "kernel.h"
 #include "probes.h"
+#include "run.h"
 #include "sema.h"
 #include "util.h"
-
-static int driver_not_implemented(const char *what)
-{
-	fprintf(stderr, "ubt: %s: not implemented yet\n", what);
-	return UBT_EXIT_ERROR;
-}
 
 /* Read a whole stream into a NUL-terminated malloc'ed buffer. */
 static int driver_slurp(FILE *f, char **out)
@@ -204,24 +197,22 @@ static int driver_open_output(const struct cli_opts *o, FILE **out)
 static int driver_execute(struct compile *c, const struct cli_opts *o,
 			  FILE *out)
 {
-	struct kernel_opts ko = {
-		.sz = sizeof(ko),
+	struct run_opts ro = {
+		.sz = sizeof(ro),
 		.pid = o->pid,
 		.cmd = o->cmd,
+		.mode = o->mode,
 		.dry_run = o->dry_run,
 		.dump_ir = o->debug & DEBUG_IR,
 		.dump_bpf = o->debug & DEBUG_BPF,
+		.dump_native = o->debug & DEBUG_NATIVE,
 		.verbose = o->verbose,
 		.quiet = o->quiet,
 		.out = out,
 		.json = o->format == FORMAT_JSON,
 	};
 
-	if (o->debug & DEBUG_NATIVE)
-		return driver_not_implemented("-d native");
-	if (o->mode == MODE_USER)
-		return driver_not_implemented("user-mode probes (--mode user)");
-	return kernel_run(c, &ko);
+	return shim_run(c, &ro);
 }
 
 int driver_run(const struct cli_opts *o)

@@ -138,7 +138,7 @@ static void build_begin(struct built *b)
 {
 	maps[1].key_type = &u64_type;
 	irb_native_init(&b->ir, "t");
-	irb_native_set_object(&b->ir, &obj, false);
+	irb_native_set_object(&b->ir, &obj);
 	b->c = irb_native_map_define(&b->ir, "AT_c", BPF_MAP_TYPE_PERCPU_HASH,
 				     8, 8, 4096);
 	b->k = irb_native_map_define(&b->ir, "AT_k", BPF_MAP_TYPE_PERCPU_HASH,

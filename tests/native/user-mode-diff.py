@@ -20,6 +20,7 @@ import types
 
 
 def load_runner(path):
+    sys.dont_write_bytecode = True      # no __pycache__ in the source tree
     loader = importlib.machinery.SourceFileLoader("runtime_runner", path)
     spec = importlib.util.spec_from_loader("runtime_runner", loader)
     mod = importlib.util.module_from_spec(spec)

@@ -260,6 +260,20 @@ def test_tid_maps():
        repr(r.stderr))
 
 
+def test_args():
+    calls = os.path.abspath(os.path.join(builddir, "tests", "targets",
+                                         "ubt-calls"))
+    prog = ("uprobe:%s:ubt_add { printf(\"%%d %%d\\n\", args.a, args.b); "
+            "@s = sum(args.b); } uprobe:%s:ubt_str { "
+            "printf(\"%%s %%d\\n\", str(args.s), args.n); }" % (calls, calls))
+    u = ubt(["-v", "-e", prog, "-c", calls + " 3"])
+    k = ubt(["--mode", "kernel", "-e", prog, "-c", calls + " 3"])
+    ok(u.returncode == 0 and u.stderr.count("user mode (") == 2 and
+       "1 10\nalpha 1\n" in u.stdout and u.stdout == k.stdout,
+       "args (DWARF parameters) in user mode as in the kernel",
+       repr(u.stdout + u.stderr))
+
+
 def main():
     if not os.access(TARGET, os.X_OK):
         print("Bail out! %s not built" % TARGET)
@@ -270,6 +284,7 @@ def main():
     test_mixed()
     test_merge()
     test_tid_maps()
+    test_args()
     print("1..%d" % len(results))
     return 0 if all(r[0] for r in results) else 1
 
