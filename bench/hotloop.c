@@ -6,7 +6,7 @@
  * function shows up as added nanoseconds per hit.
  *
  *   ubt-hotloop [-f nop|args|ret] [-t THREADS] [-d MS | -n CALLS]
- *               [-C CPU[,CPU...]] [-g] [-o FILE]
+ *               [-w WORK] [-C CPU[,CPU...]] [-g] [-o FILE]
  *
  * -f   the function called: bench_nop() (count, @[tid]), bench_args(a, b)
  *      (hist(arg0), sum(arg1), printf of two integers; arg0 runs 0..999,
@@ -14,6 +14,17 @@
  * -t   threads, all calling the function at once (default 1)
  * -d   run each thread for MS milliseconds (default 300), or
  * -n   for CALLS calls (rounded up to whole blocks)
+ * -w   pace the calls: WORK steps of dependent arithmetic (~1 ns each)
+ *      after every call, the same with and without a probe, so that an
+ *      event per call comes at a rate the tracer's consumer can sustain
+ *      (the printf row).  The time per call is then the call's own: the
+ *      TSC read (lfence; rdtsc) before and after each call, converted to
+ *      ns with the TSC rate over the run, in both ns_per_call and
+ *      cpu_ns_per_call: the work's run-to-run noise (a few percent of
+ *      microseconds) would hide a probe's tens of nanoseconds.  A call
+ *      that took more than BENCH_SLOW_TICKS (the thread was preempted or
+ *      interrupted: a kernel uprobe takes ~20 us) is left out of the
+ *      figure, and counted in slow_calls
  * -C   pin thread i to the i-th CPU of the list (modulo its length)
  * -g   stall mode, for measuring how long an attach stops the process:
  *      the threads call the function once per clock read, plus a watcher
@@ -56,6 +67,7 @@
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
+#include <x86intrin.h>
 
 #define BENCH_BLOCK	1000		/* calls between two clock reads */
 #define BENCH_WARMUP	20		/* untimed blocks first */
@@ -63,6 +75,7 @@
 #define BENCH_GAP_NS	20000		/* -g: stops recorded */
 #define BENCH_MAX_GAPS	4096		/* per thread */
 #define BENCH_MAX_CPUS	64
+#define BENCH_SLOW_TICKS 1000000	/* -w: 0.2-1 ms at 1-5 GHz */
 
 enum bench_func {
 	BENCH_NOP,
@@ -94,6 +107,8 @@ struct bench_thread {
 	uint64_t ns;			/* time of the timed calls */
 	uint64_t cpu_ns;		/* the thread's CPU time in them */
 	uint64_t sum_arg1;
+	uint64_t call_ticks;		/* -w: TSC ticks inside the calls */
+	uint64_t slow_calls;		/* -w: calls left out, see -w */
 	unsigned long sink;
 	struct bench_gap *gaps;
 	size_t ngaps;
@@ -106,6 +121,7 @@ struct bench_opts {
 	int threads;
 	uint64_t duration_ns;		/* 0: run calls instead */
 	uint64_t calls;
+	unsigned work;			/* -w */
 	int cpus[BENCH_MAX_CPUS];
 	int ncpus;
 	bool gaps;
@@ -152,12 +168,62 @@ static uint64_t bench_now(void)
 	return (uint64_t)ts.tv_sec * 1000000000ull + ts.tv_nsec;
 }
 
+/* -w: n steps of a dependency chain the compiler cannot fold. */
+static inline unsigned long bench_work(unsigned long x, unsigned n)
+{
+	while (n--) {
+		x = x * 6364136223846793005ul + 1442695040888963407ul;
+		__asm__ volatile("" : "+r"(x));
+	}
+	return x;
+}
+
+/* -w: the TSC, after every earlier instruction completed */
+static inline uint64_t bench_tsc(void)
+{
+	_mm_lfence();
+	return __rdtsc();
+}
+
 /* One block of n calls of the chosen function. */
 static void bench_block(struct bench_thread *t, enum bench_func f, int n)
 {
 	unsigned long acc = 0;
+	unsigned w = bench_opts.work;
 	int i;
 
+	if (w) {
+		/* the same calls as below, each timed, then the work */
+		uint64_t ticks = 0, t0, d, slow = 0;
+
+		for (i = 0; i < n; i++) {
+			t0 = bench_tsc();
+			switch (f) {
+			case BENCH_NOP:
+				bench_nop();
+				break;
+			case BENCH_ARGS:
+				bench_args(i, i & 7);
+				acc += i & 7;
+				break;
+			case BENCH_RET:
+				t->sink += bench_ret(i);
+				break;
+			}
+			d = bench_tsc() - t0;
+			if (d > BENCH_SLOW_TICKS)
+				slow++;
+			else
+				ticks += d;
+			t->sink = bench_work(t->sink, w);
+		}
+		t->call_ticks += ticks;
+		t->slow_calls += slow;
+		if (f == BENCH_ARGS)
+			t->sum_arg1 += acc;
+		t->calls += n;
+		return;
+	}
 	switch (f) {
 	case BENCH_NOP:
 		for (i = 0; i < n; i++)
@@ -289,7 +355,7 @@ static void *bench_thread_main(void *arg)
 {
 	struct bench_thread *t = arg;
 	const struct bench_opts *o = &bench_opts;
-	uint64_t start, now, end, cpu;
+	uint64_t start, now, end, cpu, tsc, ticks, slow;
 	int i;
 
 	t->tid = (pid_t)syscall(SYS_gettid);
@@ -306,6 +372,9 @@ static void *bench_thread_main(void *arg)
 
 	cpu = bench_cputime();
 	start = bench_now();
+	tsc = __rdtsc();
+	ticks = t->call_ticks;
+	slow = t->slow_calls;
 	end = start + o->duration_ns;
 	for (;;) {
 		bench_block(t, o->func, BENCH_BLOCK);
@@ -316,6 +385,19 @@ static void *bench_thread_main(void *arg)
 	}
 	t->ns = now - start;
 	t->cpu_ns = bench_cputime() - cpu;
+	if (o->work) {
+		/* the calls' own time, in ns at the TSC rate of the run */
+		double ns_per_tick;
+
+		tsc = __rdtsc() - tsc;
+		ns_per_tick = tsc ? (double)t->ns / tsc : 0;
+		slow = t->slow_calls - slow;
+		/* per timed call below: scale to the calls that counted */
+		t->ns = t->cpu_ns = slow >= t->timed_calls ? 0 :
+			(uint64_t)((double)(t->call_ticks - ticks) *
+				   ns_per_tick * t->timed_calls /
+				   (t->timed_calls - slow));
+	}
 	return NULL;
 }
 
@@ -323,7 +405,8 @@ static void bench_usage(FILE *f)
 {
 	fputs("usage: ubt-hotloop [-f nop|args|ret] [-t THREADS] "
 	      "[-d MS | -n CALLS]\n"
-	      "                   [-C CPU[,CPU...]] [-g] [-o FILE]\n", f);
+	      "                   [-w WORK] [-C CPU[,CPU...]] [-g] "
+	      "[-o FILE]\n", f);
 }
 
 static int bench_number(const char *s, unsigned long long min,
@@ -368,7 +451,7 @@ static int bench_parse(int argc, char **argv, struct bench_opts *o)
 	size_t i;
 	int c;
 
-	while ((c = getopt(argc, argv, "C:d:f:ghn:o:t:")) != -1) {
+	while ((c = getopt(argc, argv, "C:d:f:ghn:o:t:w:")) != -1) {
 		switch (c) {
 		case 'C':
 			if (bench_cpus(optarg, o))
@@ -409,6 +492,11 @@ static int bench_parse(int argc, char **argv, struct bench_opts *o)
 				goto bad;
 			o->threads = (int)v;
 			break;
+		case 'w':
+			if (bench_number(optarg, 0, 1000000, &v))
+				goto bad;
+			o->work = (unsigned)v;
+			break;
 		default:
 			goto bad;
 		}
@@ -446,10 +534,10 @@ static void bench_report(FILE *f, struct bench_thread *th, int n)
 		cpu_per_call += (double)th[i].cpu_ns / th[i].timed_calls;
 	}
 	fprintf(f, "total func=%s threads=%d calls=%llu timed_calls=%llu "
-		"ns_per_call=%.4f cpu_ns_per_call=%.4f sum_arg1=%llu\n",
+		"ns_per_call=%.4f cpu_ns_per_call=%.4f sum_arg1=%llu work=%u\n",
 		bench_func_names[o->func], workers, (unsigned long long)calls,
 		(unsigned long long)timed, per_call / workers,
-		cpu_per_call / workers, (unsigned long long)sum);
+		cpu_per_call / workers, (unsigned long long)sum, o->work);
 	for (i = 0; i < n; i++) {
 		const struct bench_thread *t = &th[i];
 
@@ -458,10 +546,12 @@ static void bench_report(FILE *f, struct bench_thread *th, int n)
 				(int)t->tid, t->cpu);
 		else
 			fprintf(f, "thread id=%d tid=%d cpu=%d calls=%llu "
-				"ns=%llu cpu_ns=%llu\n", t->id, (int)t->tid,
-				t->cpu, (unsigned long long)t->calls,
+				"ns=%llu cpu_ns=%llu slow_calls=%llu\n", t->id,
+				(int)t->tid, t->cpu,
+				(unsigned long long)t->calls,
 				(unsigned long long)t->ns,
-				(unsigned long long)t->cpu_ns);
+				(unsigned long long)t->cpu_ns,
+				(unsigned long long)t->slow_calls);
 		for (j = 0; j < t->ngaps; j++)
 			fprintf(f, "gap thread=%d start=%llu len=%llu off=%llu\n",
 				t->id, (unsigned long long)t->gaps[j].start,

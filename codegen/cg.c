@@ -2,6 +2,7 @@
  * Code generation driver: maps, one program per attach point, events.
  */
 #include <errno.h>
+#include <stddef.h>
 #include <string.h>
 
 #include <bpf/libbpf.h>
@@ -469,8 +470,13 @@ int cg_build(struct compile *c, enum cg_target t, const struct cg_opts *o,
 			strerror(-err));
 		return err;
 	}
-	if (t == CG_TARGET_NATIVE)
+	if (t == CG_TARGET_NATIVE) {
 		irb_native_set_object(&g.ir, obj);
+		if (o && o->sz >= offsetof(struct cg_opts, native_thread_maps) +
+					  sizeof(o->native_thread_maps))
+			irb_native_set_thread_maps(&g.ir,
+						   o->native_thread_maps);
+	}
 	err = cg_define_maps(&g);
 	if (err)
 		goto out;

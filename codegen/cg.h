@@ -160,6 +160,10 @@ struct cg_opts {
 	/* added to the program indexes the code writes (probe, func): the
 	 * native programs follow the kernel's in the shim's tables */
 	int prog_base;
+	/* native target, by sema map id (NULL: none): ordinary maps that
+	 * each thread only reaches at its own key (@m[tid]), kept in
+	 * per-thread tables instead of the shared one (shim/run.c) */
+	const bool *native_thread_maps;
 };
 
 /*

@@ -40,10 +40,12 @@ struct nat_map {
 static struct irb_native {
 	struct irb *ir;
 	const struct cg_object *obj;
+	const bool *thread_maps;	/* by index in obj->maps */
 	struct native_map *maps;
 	struct nat_map *refs;
 	int nmaps, cap;
 	uint64_t area;		/* map-area bytes laid out so far */
+	uint64_t shared;	/* shared-area bytes laid out so far */
 	const char *unsupported;	/* first thing that cannot be lowered */
 	LLVMValueRef blk;	/* the block pointer in the current function */
 } nat;
@@ -94,6 +96,12 @@ void irb_native_set_object(struct irb *ir, const struct cg_object *obj)
 	nat.obj = obj;
 }
 
+void irb_native_set_thread_maps(struct irb *ir, const bool *by_map)
+{
+	BUG_ON(nat.ir != ir);
+	nat.thread_maps = by_map;
+}
+
 void irb_native_release(struct irb *ir)
 {
 	if (nat.ir != ir)
@@ -115,6 +123,17 @@ const struct native_map *irb_native_maps(const struct irb *ir, int *n,
 	*n = nat.nmaps;
 	*area = nat.area;
 	return nat.maps;
+}
+
+uint64_t native_shared_size(const struct native_map *maps, int n)
+{
+	uint64_t end = 0;
+
+	for (int i = 0; i < n; i++)
+		if (maps[i].kind == NATIVE_MAP_SHARED &&
+		    maps[i].off + maps[i].bytes > end)
+			end = maps[i].off + maps[i].bytes;
+	return rt_align8(end);
 }
 
 static void nat_unsupported(const char *what)
@@ -238,6 +257,17 @@ static LLVMValueRef nat_rt_fn(struct irb *ir, int i)
 			      "rt_fn");
 }
 
+/* The shared table of map m: ctl + RT_SHARED_OFF + m->off. */
+static LLVMValueRef nat_shtab(struct irb *ir, const struct native_map *m)
+{
+	LLVMValueRef ctl = LLVMBuildLoad2(ir->b, ir->ptr,
+					  irb_gep(ir, nat.blk, RT_BLK_CTL),
+					  "ctl");
+	LLVMValueRef idx = irb_const(ir, RT_SHARED_OFF + m->off);
+
+	return LLVMBuildInBoundsGEP2(ir->b, ir->i8, ctl, &idx, 1, "shtab");
+}
+
 static LLVMValueRef nat_call(struct irb *ir, int i, LLVMTypeRef ret,
 			     LLVMValueRef *args, int n)
 {
@@ -294,6 +324,29 @@ LLVMValueRef irb_native_map_define(struct irb *ir, const char *name,
 		if (nat.obj->maps[i].bpf_name &&
 		    !strcmp(nat.obj->maps[i].bpf_name, name))
 			cm = &nat.obj->maps[i];
+	if (cm && !cm->percpu && !cm->bucketed &&
+	    !(nat.thread_maps && cm->key_type &&
+	      nat.thread_maps[cm - nat.obj->maps])) {
+		/* an ordinary map: one table for all threads */
+		uint32_t slots = 16;
+
+		while (slots < 2 * (uint64_t)max_entries &&
+		       slots < NATIVE_SHTAB_MAX_SLOTS)
+			slots *= 2;
+		m->kind = NATIVE_MAP_SHARED;
+		m->plain = true;
+		m->nslots = slots;
+		m->max_probe = slots < NATIVE_SHTAB_MAX_PROBE ?
+				       slots : NATIVE_SHTAB_MAX_PROBE;
+		m->bytes = sizeof(struct rt_shtab) +
+			   (uint64_t)slots * (8 + rt_align8(key_size) +
+					      rt_align8(value_size));
+		m->off = nat.shared;
+		nat.shared = rt_align8(nat.shared + m->bytes);
+		m->scratch = nat.area;
+		nat.area = rt_align8(nat.area + rt_align8(value_size));
+		return ref;
+	}
 	if (cm && !cm->key_type && !cm->bucketed) {
 		m->kind = NATIVE_MAP_FIXED;
 		m->bytes = rt_align8(value_size);
@@ -335,6 +388,13 @@ LLVMValueRef irb_native_map_lookup(struct irb *ir, LLVMValueRef map,
 	LLVMValueRef base, b, args[2];
 
 	BUG_ON(!m);
+	if (m->kind == NATIVE_MAP_SHARED) {
+		LLVMValueRef a[3] = { nat_shtab(ir, m), key,
+				      nat_map_area(ir, m->scratch) };
+
+		/* a consistent copy into this thread's buffer */
+		return nat_call(ir, RT_FN_SHTAB_READ, ir->ptr, a, 3);
+	}
 	base = nat_map_area(ir, m->off);
 	switch (m->kind) {
 	case NATIVE_MAP_FIXED:
@@ -356,6 +416,8 @@ LLVMValueRef irb_native_map_lookup(struct irb *ir, LLVMValueRef map,
 		return nat_call(ir, m->plain ? RT_FN_HTAB_FIND :
 					       RT_FN_HTAB_LOOKUP,
 				ir->ptr, args, 2);
+	case NATIVE_MAP_SHARED:
+		break;
 	}
 	BUG("bad native map kind");
 }
@@ -374,17 +436,22 @@ LLVMValueRef irb_native_map_update(struct irb *ir, LLVMValueRef map,
 				   uint64_t flags)
 {
 	struct native_map *m = nat_find(map);
-	LLVMValueRef p = m && m->kind == NATIVE_MAP_HTAB ?
-				 nat_htab_insert(ir, m, key) :
-				 irb_native_map_lookup(ir, map, key);
-	LLVMBasicBlockRef yes = LLVMAppendBasicBlockInContext(ir->ctx, ir->fn,
-							      "upd");
-	LLVMBasicBlockRef done = LLVMAppendBasicBlockInContext(ir->ctx, ir->fn,
-							       "upd_done");
-	LLVMBasicBlockRef from = LLVMGetInsertBlock(ir->b);
-	LLVMValueRef phi, vals[2];
+	LLVMValueRef p, phi, vals[2];
+	LLVMBasicBlockRef yes, done, from;
 	LLVMBasicBlockRef bbs[2];
 
+	if (m && m->kind == NATIVE_MAP_SHARED) {
+		LLVMValueRef a[3] = { nat_shtab(ir, m), key, value };
+
+		(void)flags;
+		return nat_call(ir, RT_FN_SHTAB_UPDATE, ir->i64, a, 3);
+	}
+	p = m && m->kind == NATIVE_MAP_HTAB ? nat_htab_insert(ir, m, key) :
+					      irb_native_map_lookup(ir, map,
+								    key);
+	yes = LLVMAppendBasicBlockInContext(ir->ctx, ir->fn, "upd");
+	done = LLVMAppendBasicBlockInContext(ir->ctx, ir->fn, "upd_done");
+	from = LLVMGetInsertBlock(ir->b);
 	(void)flags;
 	LLVMBuildCondBr(ir->b, LLVMBuildIsNull(ir->b, p, ""), done, yes);
 	LLVMPositionBuilderAtEnd(ir->b, yes);
@@ -406,6 +473,11 @@ LLVMValueRef irb_native_map_delete(struct irb *ir, LLVMValueRef map,
 	struct native_map *m = nat_find(map);
 	LLVMValueRef args[2];
 
+	if (m && m->kind == NATIVE_MAP_SHARED) {
+		args[0] = nat_shtab(ir, m);
+		args[1] = key;
+		return nat_call(ir, RT_FN_SHTAB_DELETE, ir->i64, args, 2);
+	}
 	if (!m || m->kind != NATIVE_MAP_HTAB || !m->plain) {
 		nat_unsupported("delete() in a user-mode probe");
 		return irb_const(ir, 0);
@@ -425,16 +497,37 @@ static void nat_intrinsic_mem(struct irb *ir, const char *name,
 	LLVMBuildCall2(ir->b, ft, fn, args, 4, "");
 }
 
-/* memset/memcpy that never become library calls (no relocations). */
+/*
+ * memset/memcpy that never become library calls (no relocations).  SROA
+ * turns llvm.memset.inline into a plain llvm.memset, which the back end
+ * may lower to a call of memset: small sizes are written as stores
+ * instead (the functions are "no-builtins", so no pass merges them back
+ * into a memset).
+ */
+#define NAT_MEMSET_STORES 512
+
 void irb_native_memset(struct irb *ir, LLVMValueRef dst, int c, size_t size)
 {
 	LLVMTypeRef ov[2] = { ir->ptr, ir->i64 };
 	LLVMValueRef args[4] = { dst, LLVMConstInt(ir->i8, c, 0),
 				 irb_const(ir, size),
 				 LLVMConstInt(ir->i1, 0, 0) };
+	uint64_t b = (uint8_t)c, w = b * 0x0101010101010101ull;
+	size_t i;
 
-	if (size)
+	if (size > NAT_MEMSET_STORES) {
 		nat_intrinsic_mem(ir, "llvm.memset.inline", args, ov, 2);
+		return;
+	}
+	for (i = 0; i + 8 <= size; i += 8) {
+		LLVMValueRef st = LLVMBuildStore(ir->b, irb_const(ir, w),
+						 irb_gep(ir, dst, i));
+
+		LLVMSetAlignment(st, 1);
+	}
+	for (; i < size; i++)
+		LLVMBuildStore(ir->b, LLVMConstInt(ir->i8, b, 0),
+			       irb_gep(ir, dst, i));
 }
 
 void irb_native_memcpy(struct irb *ir, LLVMValueRef dst, LLVMValueRef src,

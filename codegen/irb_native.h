@@ -13,6 +13,13 @@ int irb_native_init(struct irb *ir, const char *name);
 void irb_native_release(struct irb *ir);
 /* The object whose maps irb_map_define() lays out (cg_map by bpf_name). */
 void irb_native_set_object(struct irb *ir, const struct cg_object *obj);
+/*
+ * Ordinary maps (by index in the object's maps, NULL: none) to keep in
+ * per-thread tables instead of the shared one: each thread only reaches
+ * its own key (@m[tid]), so per-thread tables hold what one map would,
+ * without atomics.
+ */
+void irb_native_set_thread_maps(struct irb *ir, const bool *by_map);
 /* A program function: preserve_most, the trampoline's registers in; the
  * returned context pointer is a struct pt_regs holding them. */
 LLVMValueRef irb_native_func_begin(struct irb *ir, const char *name);

@@ -18,10 +18,17 @@
  *        keyless aggregations as one value at a fixed offset, keyless
  *        hist/lhist as an array of u64 buckets, keyed maps as per-thread
  *        open-addressing tables (struct rt_htab), looked up through the
- *        runtime's RT_FN_HTAB_LOOKUP; keyed maps that are not
- *        aggregations read with RT_FN_HTAB_FIND, delete with
- *        RT_FN_HTAB_DELETE (shim/run.c puts only maps keyed by tid there,
- *        whose per-thread tables hold what one shared map would).
+ *        runtime's RT_FN_HTAB_LOOKUP.
+ * Ordinary maps (not aggregations, keyed or not) live in one table shared
+ * by all threads (struct rt_shtab) in the memfd's shared area
+ * (RT_SHARED_OFF): off is the table's offset there, scratch a per-thread
+ * buffer of the map area that a read copies the value into
+ * (RT_FN_SHTAB_READ: a consistent copy); updates and deletes go through
+ * RT_FN_SHTAB_UPDATE and RT_FN_SHTAB_DELETE.  Except ordinary maps that
+ * each thread only reaches at its own key (@m[tid], named by
+ * irb_native_set_thread_maps()): those stay in per-thread tables
+ * (plain: read with RT_FN_HTAB_FIND, deleted with RT_FN_HTAB_DELETE), no
+ * atomics.
  * Values are laid out as the BPF target lays out one CPU's value (cg.h),
  * so that ubt merges threads exactly as it merges CPUs.
  *
@@ -48,23 +55,28 @@
 #define NATIVE_MAPS_OFF 64
 #define NATIVE_REC_EVENT 1	/* ring record type of an event */
 #define NATIVE_HTAB_MAX_SLOTS 4096
+#define NATIVE_SHTAB_MAX_SLOTS 65536	/* 2 x max_entries, capped */
+#define NATIVE_SHTAB_MAX_PROBE 256
 
 enum native_map_kind {
 	NATIVE_MAP_FIXED,	/* one value at off */
 	NATIVE_MAP_ARRAY,	/* nslots u64 buckets at off, key = bucket */
 	NATIVE_MAP_HTAB,	/* struct rt_htab at off */
+	NATIVE_MAP_SHARED,	/* struct rt_shtab at off, shared area */
 };
 
 struct native_map {
 	const char *name;	/* the BPF map's name (cg_map.bpf_name) */
 	enum native_map_kind kind;
-	uint64_t off;		/* in the map area */
+	uint64_t off;		/* in the map area (SHARED: shared area) */
 	uint64_t bytes;		/* size in the map area */
 	uint32_t nslots;	/* HTAB: slots; ARRAY: buckets */
 	uint32_t key_size;	/* the BPF key size (cg_map.key_size) */
 	uint32_t val_size;	/* one thread's value */
 	bool plain;		/* HTAB of a map that is not an aggregation:
 				 * read without inserting, deletable */
+	uint64_t scratch;	/* SHARED: value buffer in the map area */
+	uint32_t max_probe;	/* SHARED: probe bound (struct rt_shtab) */
 };
 
 /* One function's code, copied out of the emitted object. */
@@ -102,6 +114,9 @@ int native_patch_tls(void *code, size_t len, int64_t tls_offset);
  */
 #define NATIVE_FUNC_SENTINEL 0x5eadf00d5eadf00dull
 int native_patch_func(void *code, size_t len, uint64_t addr);
+
+/* Bytes of the shared area the SHARED maps of maps[0..n) need. */
+uint64_t native_shared_size(const struct native_map *maps, int n);
 
 /* Free funcs[i].code. */
 void native_code_release(struct native_code *funcs, int n);

@@ -5,7 +5,9 @@
  * probes with a per-thread shadow stack, and offers two helpers to native
  * probe code (ring output, keyed tables).  It never aborts or exits the
  * process: when blocks run out or ubt is gone, probes stop recording or keep
- * writing into memory nobody reads, both harmless.
+ * writing into memory nobody reads, both harmless.  Ordinary maps live in
+ * lock-free tables shared by all threads (struct rt_shtab), read, updated
+ * and deleted through three more helpers.
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
@@ -41,6 +43,9 @@ int rt_ring_write(const void *data, uint32_t len, uint32_t type);
 void *rt_htab_lookup(struct rt_htab *h, const void *key);
 void *rt_htab_find(struct rt_htab *h, const void *key);
 long rt_htab_delete(struct rt_htab *h, const void *key);
+void *rt_shtab_read(struct rt_shtab *h, const void *key, void *dst);
+long rt_shtab_update(struct rt_shtab *h, const void *key, const void *val);
+long rt_shtab_delete(struct rt_shtab *h, const void *key);
 void rt_slow(void);
 void rt_wrap_enter(void);
 void rt_wrap_exit(void);
@@ -231,13 +236,18 @@ RT_EXPORT int rt_ring_write(const void *data, uint32_t len, uint32_t type)
 	size = ctl->ring_size;
 	ring = blk + RT_BLK_MAP + ctl->map_size;
 	head = *(uint64_t *)(blk + RT_BLK_RING_HEAD);
-	tail = __atomic_load_n((uint64_t *)(blk + RT_BLK_RING_TAIL),
-			       __ATOMIC_ACQUIRE);
+	/* our last read of ubt's tail: older is safe (less room) */
+	tail = *(uint64_t *)(blk + RT_BLK_RING_TAIL_SEEN);
 	rec = rt_align8((uint64_t)len + RT_REC_HDR);
 	off = head & (size - 1);
 	need = rec;
 	if (off + rec > size)
 		need += size - off;
+	if (head - tail > size || head - tail + need > size) {
+		tail = __atomic_load_n((uint64_t *)(blk + RT_BLK_RING_TAIL),
+				       __ATOMIC_ACQUIRE);
+		*(uint64_t *)(blk + RT_BLK_RING_TAIL_SEEN) = tail;
+	}
 	if (ctl->detached || rec > size || head - tail > size ||
 	    head - tail + need > size) {
 		(*(uint64_t *)(blk + RT_BLK_RING_DROPPED))++;
@@ -251,7 +261,11 @@ RT_EXPORT int rt_ring_write(const void *data, uint32_t len, uint32_t type)
 	}
 	*(uint32_t *)(ring + off) = (uint32_t)rec;
 	*(uint32_t *)(ring + off + 4) = type;
-	for (i = 0; i < len; i++)
+	/* whole words first: records are 8-aligned, events mostly u64s */
+	for (i = 0; i + 8 <= len; i += 8)
+		__builtin_memcpy(ring + off + RT_REC_HDR + i,
+				 (const char *)data + i, 8);
+	for (; i < len; i++)
 		ring[off + RT_REC_HDR + i] = ((const char *)data)[i];
 	__atomic_store_n((uint64_t *)(blk + RT_BLK_RING_HEAD), head + rec,
 			 __ATOMIC_RELEASE);
@@ -342,6 +356,304 @@ RT_EXPORT long rt_htab_delete(struct rt_htab *h, const void *key)
 	return 0;
 }
 
+/* ---- tables shared by all threads (struct rt_shtab) ------------------ */
+
+#define RT_SPIN 1024		/* bounded waits: never block the target */
+#define RT_ATTEMPTS 8		/* claims lost to other inserters */
+
+static inline void rt_pause(void)
+{
+	__asm__ volatile("pause" ::: "memory");
+}
+
+/* keys need not be aligned (a probe's stack, a slot) */
+typedef uint64_t rt_u64u __attribute__((aligned(1), may_alias));
+
+/* FNV-1a over 8-byte words, then bytes */
+static uint64_t rt_hash(const void *key, uint32_t ks)
+{
+	uint64_t hash = 1469598103934665603ULL, w;
+	const uint8_t *k = key;
+
+	for (w = 0; w + 8 <= ks; w += 8)
+		hash = (hash ^ *(const rt_u64u *)(k + w)) * 1099511628211ULL;
+	for (; w < ks; w++)
+		hash = (hash ^ k[w]) * 1099511628211ULL;
+	return hash ^ (hash >> 29);
+}
+
+static int rt_key_eq(const uint8_t *a, const uint8_t *b, uint32_t n)
+{
+	uint32_t w;
+
+	for (w = 0; w + 8 <= n; w += 8)
+		if (*(const rt_u64u *)(a + w) != *(const rt_u64u *)(b + w))
+			return 0;
+	for (; w < n; w++)
+		if (a[w] != b[w])
+			return 0;
+	return 1;
+}
+
+/*
+ * A sane header, the whole table inside the shared area, and not a forked
+ * child (which shares the memfd with its parent).
+ */
+static int rt_shtab_ok(const struct rt_shtab *h)
+{
+	const struct rt_ctl *ctl = rt_ctl_p;
+	uintptr_t lo, hi, at = (uintptr_t)h;
+
+	/* a forked child must not write into its parent's maps */
+	if (!ctl || rt_forked || !h->nslots ||
+	    (h->nslots & (h->nslots - 1)) || !h->max_probe ||
+	    h->max_probe > h->nslots || h->key_size > 4096 ||
+	    h->val_size > 4096)
+		return 0;
+	lo = (uintptr_t)ctl + RT_SHARED_OFF;
+	hi = lo + ctl->shared_size;
+	return at >= lo && at < hi && hi - at >= sizeof(*h) &&
+	       (hi - at - sizeof(*h)) / rt_shtab_slot_size(h) >= h->nslots;
+}
+
+/* A slot's state once it is not BUSY, or BUSY after RT_SPIN waits. */
+static uint32_t rt_shtab_state(uint32_t *st)
+{
+	uint32_t s = RT_SHTAB_BUSY;
+	int n;
+
+	for (n = 0; n < RT_SPIN; n++) {
+		s = __atomic_load_n(st, __ATOMIC_ACQUIRE);
+		if (s != RT_SHTAB_BUSY)
+			break;
+		rt_pause();
+	}
+	return s;
+}
+
+static uint64_t *rt_shtab_at(struct rt_shtab *h, uint64_t i)
+{
+	return (uint64_t *)((char *)(h + 1) + i * rt_shtab_slot_size(h));
+}
+
+static uint64_t *rt_shtab_val(struct rt_shtab *h, uint64_t *slot)
+{
+	return (uint64_t *)((char *)(slot + 1) + rt_align8(h->key_size));
+}
+
+/*
+ * Take a slot's value for writing: seq from even to odd.  0 when another
+ * writer holds it (after waiting for it RT_SPIN times when wait is set).
+ */
+static uint32_t rt_shtab_seq_take(uint32_t *seq, int wait, uint32_t *was)
+{
+	int n;
+
+	for (n = 0; n < RT_SPIN; n++) {
+		uint32_t s = __atomic_load_n(seq, __ATOMIC_RELAXED);
+
+		if (!(s & 1) &&
+		    __atomic_compare_exchange_n(seq, &s, s + 1, 0,
+						__ATOMIC_ACQUIRE,
+						__ATOMIC_RELAXED)) {
+			*was = s;
+			__atomic_thread_fence(__ATOMIC_RELEASE);
+			return 1;
+		}
+		if (!wait)
+			break;
+		rt_pause();
+	}
+	return 0;
+}
+
+static void rt_shtab_put(struct rt_shtab *h, uint64_t *slot, const void *val)
+{
+	uint64_t *v = rt_shtab_val(h, slot), w, n = rt_align8(h->val_size) / 8;
+
+	for (w = 0; w < n; w++)
+		__atomic_store_n(&v[w], ((const uint64_t *)val)[w],
+				 __ATOMIC_RELAXED);
+}
+
+/* Fill a slot this thread claimed (BUSY): key (if any), then the value. */
+static void rt_shtab_fill(struct rt_shtab *h, uint64_t *slot,
+			  const void *key, const void *val)
+{
+	uint32_t *seq = (uint32_t *)slot + 1, s;
+	uint64_t w;
+
+	if (key)
+		for (w = 0; w < h->key_size; w++)
+			((uint8_t *)(slot + 1))[w] = ((const uint8_t *)key)[w];
+	/* a writer of the slot's previous key may still be finishing */
+	if (!rt_shtab_seq_take(seq, 1, &s)) {
+		s = __atomic_load_n(seq, __ATOMIC_RELAXED) | 1;
+		__atomic_store_n(seq, s, __ATOMIC_RELAXED);
+		s--;
+	}
+	rt_shtab_put(h, slot, val);
+	__atomic_store_n(seq, s + 2, __ATOMIC_RELEASE);
+}
+
+/* The USED or DEAD slot holding key, or NULL. */
+static uint64_t *rt_shtab_find(struct rt_shtab *h, const void *key)
+{
+	uint64_t mask = h->nslots - 1, i = rt_hash(key, h->key_size) & mask;
+	uint32_t n, st;
+
+	for (n = 0; n < h->max_probe; n++, i = (i + 1) & mask) {
+		uint64_t *slot = rt_shtab_at(h, i);
+
+		st = rt_shtab_state((uint32_t *)slot);
+		if (st == RT_SHTAB_EMPTY)
+			return NULL;
+		if (st != RT_SHTAB_BUSY &&
+		    rt_key_eq((const uint8_t *)(slot + 1), key, h->key_size))
+			return slot;
+	}
+	return NULL;
+}
+
+RT_EXPORT void *rt_shtab_read(struct rt_shtab *h, const void *key, void *dst)
+{
+	uint64_t *slot, *v, w, n;
+	uint32_t *seq, s1, s2;
+	int tries;
+
+	if (!rt_shtab_ok(h))
+		return NULL;
+	slot = rt_shtab_find(h, key);
+	if (!slot)
+		return NULL;
+	seq = (uint32_t *)slot + 1;
+	v = rt_shtab_val(h, slot);
+	n = rt_align8(h->val_size) / 8;
+	for (tries = 0; tries < RT_SPIN; tries++) {
+		s1 = __atomic_load_n(seq, __ATOMIC_ACQUIRE);
+		if (s1 & 1) {
+			rt_pause();
+			continue;
+		}
+		if (__atomic_load_n((uint32_t *)slot, __ATOMIC_ACQUIRE) !=
+		    RT_SHTAB_USED)
+			return NULL;
+		for (w = 0; w < n; w++)
+			((uint64_t *)dst)[w] =
+				__atomic_load_n(&v[w], __ATOMIC_RELAXED);
+		__atomic_thread_fence(__ATOMIC_ACQUIRE);
+		s2 = __atomic_load_n(seq, __ATOMIC_RELAXED);
+		if (s1 == s2)
+			return dst;
+	}
+	return NULL;	/* writers kept it busy: as if not there yet */
+}
+
+RT_EXPORT long rt_shtab_update(struct rt_shtab *h, const void *key,
+			       const void *val)
+{
+	uint64_t mask, i0;
+	int attempt;
+
+	if (!rt_shtab_ok(h))
+		return -22;	/* -EINVAL */
+	mask = h->nslots - 1;
+	i0 = rt_hash(key, h->key_size) & mask;
+	for (attempt = 0; attempt < RT_ATTEMPTS; attempt++) {
+		uint64_t *tomb = NULL, *empty = NULL, *slot, i = i0;
+		uint32_t n, st, s;
+
+		for (n = 0; n < h->max_probe; n++, i = (i + 1) & mask) {
+			slot = rt_shtab_at(h, i);
+			st = rt_shtab_state((uint32_t *)slot);
+			if (st == RT_SHTAB_EMPTY) {
+				empty = slot;
+				break;
+			}
+			if (st == RT_SHTAB_BUSY)
+				continue;
+			if (rt_key_eq((const uint8_t *)(slot + 1), key,
+				      h->key_size))
+				break;
+			if (st == RT_SHTAB_DEAD && !tomb)
+				tomb = slot;
+		}
+		if (n < h->max_probe && !empty) {
+			/* the key's own slot */
+			uint32_t *seq = (uint32_t *)slot + 1;
+
+			if (st == RT_SHTAB_DEAD) {
+				uint32_t want = RT_SHTAB_DEAD;
+
+				if (!__atomic_compare_exchange_n(
+					    (uint32_t *)slot, &want,
+					    RT_SHTAB_BUSY, 0,
+					    __ATOMIC_ACQUIRE,
+					    __ATOMIC_RELAXED))
+					continue;
+				rt_shtab_fill(h, slot, NULL, val);
+				__atomic_store_n((uint32_t *)slot,
+						 RT_SHTAB_USED,
+						 __ATOMIC_RELEASE);
+				return 0;
+			}
+			if (!rt_shtab_seq_take(seq, 0, &s)) {
+				/* another writer is in: ours came first */
+				__atomic_fetch_add(&h->raced, 1,
+						   __ATOMIC_RELAXED);
+				return 0;
+			}
+			/* deleted and taken over by another key meanwhile? */
+			if (__atomic_load_n((uint32_t *)slot,
+					    __ATOMIC_ACQUIRE) !=
+				    RT_SHTAB_USED ||
+			    !rt_key_eq((const uint8_t *)(slot + 1), key,
+				       h->key_size)) {
+				__atomic_store_n(seq, s + 2, __ATOMIC_RELEASE);
+				continue;
+			}
+			rt_shtab_put(h, slot, val);
+			__atomic_store_n(seq, s + 2, __ATOMIC_RELEASE);
+			return 0;
+		}
+		/* absent: take over a tombstone, else the free slot */
+		slot = tomb ? tomb : empty;
+		if (!slot)
+			break;
+		st = tomb ? RT_SHTAB_DEAD : RT_SHTAB_EMPTY;
+		if (!__atomic_compare_exchange_n((uint32_t *)slot, &st,
+						 RT_SHTAB_BUSY, 0,
+						 __ATOMIC_ACQUIRE,
+						 __ATOMIC_RELAXED))
+			continue;	/* another inserter won: look again */
+		rt_shtab_fill(h, slot, key, val);
+		if (!tomb)
+			__atomic_fetch_add(&h->used, 1, __ATOMIC_RELAXED);
+		__atomic_store_n((uint32_t *)slot, RT_SHTAB_USED,
+				 __ATOMIC_RELEASE);
+		return 0;
+	}
+	__atomic_fetch_add(&h->dropped, 1, __ATOMIC_RELAXED);
+	return -12;	/* -ENOMEM */
+}
+
+RT_EXPORT long rt_shtab_delete(struct rt_shtab *h, const void *key)
+{
+	uint32_t want = RT_SHTAB_USED;
+	uint64_t *slot;
+
+	if (!rt_shtab_ok(h))
+		return -2;	/* -ENOENT */
+	slot = rt_shtab_find(h, key);
+	/* the key stays, so that the keys after it stay reachable */
+	if (!slot || !__atomic_compare_exchange_n((uint32_t *)slot, &want,
+						  RT_SHTAB_DEAD, 0,
+						  __ATOMIC_RELEASE,
+						  __ATOMIC_RELAXED))
+		return -2;
+	return 0;
+}
+
 /*
  * Called by ubt (remote call) once after dlopen, in a stopped thread of the
  * target: publish the helpers and return the %fs offset of rt_self.
@@ -360,6 +672,9 @@ RT_EXPORT long rt_init(struct rt_ctl *ctl)
 	ctl->fn[RT_FN_PROBE_READ] = (uintptr_t)rt_probe_read;
 	ctl->fn[RT_FN_HTAB_FIND] = (uintptr_t)rt_htab_find;
 	ctl->fn[RT_FN_HTAB_DELETE] = (uintptr_t)rt_htab_delete;
+	ctl->fn[RT_FN_SHTAB_READ] = (uintptr_t)rt_shtab_read;
+	ctl->fn[RT_FN_SHTAB_UPDATE] = (uintptr_t)rt_shtab_update;
+	ctl->fn[RT_FN_SHTAB_DELETE] = (uintptr_t)rt_shtab_delete;
 	rt_fault_install(ctl->flags & RT_CTL_FAULT_HANDLER);
 	__atomic_store_n(&rt_ctl_p, ctl, __ATOMIC_RELEASE);
 	return ctl->tls_offset;

@@ -6,6 +6,10 @@
  *   offset 0            struct rt_ctl (control block, starts with sz/version)
  *   RT_CODE_OFF         code slices: one per patched module, each mapped
  *                       read+exec in the target within +-2 GiB of it
+ *   RT_SHARED_OFF       shared area, ctl.shared_size bytes: the lock-free
+ *                       tables of ordinary maps (struct rt_shtab), one
+ *                       for all threads
+ *   ctl.tmpl_off        template of a thread's map area
  *   ctl.block_off       thread blocks, block_size bytes each
  *
  * A thread block (one per thread, single writer: that thread):
@@ -17,6 +21,9 @@
  *   0x020  u64 shadow_lost: return probes skipped (shadow stack full)
  *   0x028  u64 ring_head: bytes produced into the ring (producer)
  *   0x030  u64 ring_dropped: events dropped because the ring was full
+ *   0x038  u64 ring_tail_seen: the producer's last read of ring_tail
+ *          (its own copy: ring_tail is read again only when the ring
+ *          looks full, so that the consumer's line is rarely pulled over)
  *   0x040  u64 ring_tail: bytes consumed (written by ubt only)
  *   0x100  shadow stack: RT_SHADOW_DEPTH entries of {u64 slot, u64 ret}
  *   0x1000 map area: ctl.map_size bytes, starting as a copy of the
@@ -33,11 +40,13 @@
 #ifndef UBT_RT_ABI_H
 #define UBT_RT_ABI_H
 
-#define RT_ABI_VERSION 1
+#define RT_ABI_VERSION 2
 #define RT_CTL_SIZE 4096
 #define RT_CODE_OFF 4096
 #define RT_CODE_SLICE (256 * 1024)	/* one slice per patched module */
 #define RT_CODE_SLICES 16
+/* the shared area: right after the code, at a fixed offset */
+#define RT_SHARED_OFF (RT_CODE_OFF + RT_CODE_SLICE * RT_CODE_SLICES)
 
 #define RT_BLK_SZ 0x000
 #define RT_BLK_TID 0x008
@@ -46,6 +55,7 @@
 #define RT_BLK_SHADOW_LOST 0x020
 #define RT_BLK_RING_HEAD 0x028
 #define RT_BLK_RING_DROPPED 0x030
+#define RT_BLK_RING_TAIL_SEEN 0x038
 #define RT_BLK_RING_TAIL 0x040
 #define RT_BLK_SHADOW 0x100
 #define RT_SHADOW_DEPTH 128
@@ -71,6 +81,15 @@
  *                      key): 0, or -ENOENT; the slot becomes state 2
  *                      (deleted: skipped when read back, revived by
  *                      RT_FN_HTAB_LOOKUP with a zero value)
+ *   RT_FN_SHTAB_READ   void *rt_shtab_read(struct rt_shtab *, const void
+ *                      *key, void *dst): copies key's value into dst (a
+ *                      consistent copy, never torn) and returns dst; NULL
+ *                      when absent
+ *   RT_FN_SHTAB_UPDATE long rt_shtab_update(struct rt_shtab *, const void
+ *                      *key, const void *val): 0, or -ENOMEM when the
+ *                      table is full (counted in dropped)
+ *   RT_FN_SHTAB_DELETE long rt_shtab_delete(struct rt_shtab *, const void
+ *                      *key): 0, or -ENOENT; the slot becomes a tombstone
  * and the trampolines' own: slow path (block allocation), wrapper entry
  * and exit for return probes.
  */
@@ -82,7 +101,10 @@
 #define RT_FN_PROBE_READ 5
 #define RT_FN_HTAB_FIND 6
 #define RT_FN_HTAB_DELETE 7
-#define RT_FN_MAX 8
+#define RT_FN_SHTAB_READ 8
+#define RT_FN_SHTAB_UPDATE 9
+#define RT_FN_SHTAB_DELETE 10
+#define RT_FN_MAX 11
 
 #ifndef __ASSEMBLER__
 #include <stdint.h>
@@ -107,6 +129,7 @@ struct rt_ctl {
 	uint64_t no_block;	/* threads that found no free block */
 	uint32_t detached;	/* set by ubt: stop producing events */
 	uint32_t flags;		/* RT_CTL_*, set by ubt before rt_init */
+	uint64_t shared_size;	/* bytes of shared area at RT_SHARED_OFF */
 };
 
 /* Install the SIGSEGV/SIGBUS handler rt_probe_read needs (chained). */
@@ -126,12 +149,56 @@ struct rt_htab {
 	uint64_t dropped;	/* lookups that found the table full */
 };
 
+/*
+ * A table shared by all threads, for an ordinary (non-aggregation) map:
+ * open addressing, linear probing at most max_probe slots from the key's
+ * hash.  Slots: u32 state, u32 seq, key (key_size rounded up to 8), value
+ * (val_size rounded up to 8), like struct rt_htab's.
+ *
+ * state: RT_SHTAB_EMPTY, RT_SHTAB_BUSY (claimed by a compare-and-swap, key
+ * being written), RT_SHTAB_USED, RT_SHTAB_DEAD (deleted: a tombstone that
+ * keeps the probe chain intact; its key may be revived, or the slot taken
+ * over by another key through BUSY).  The key of a USED or DEAD slot never
+ * changes until the slot is taken over.
+ *
+ * seq: a sequence counter for the value, odd while a writer copies it in.
+ * A writer makes it odd with a compare-and-swap from an even value (a
+ * writer that finds it odd lost a race with another writer of the same key
+ * and drops its value, as if it had come first); readers copy the value
+ * and retry while seq was odd or changed.  Values of 8 bytes or less are
+ * written with one aligned store, so they are never torn either way.
+ *
+ * A key that finds neither itself nor a free slot within max_probe slots
+ * is dropped and counted in dropped (bpftrace's map-full behaviour).
+ */
+struct rt_shtab {
+	uint32_t sz;		/* sizeof(struct rt_shtab) */
+	uint32_t nslots;	/* power of two */
+	uint32_t key_size;
+	uint32_t val_size;
+	uint32_t max_probe;	/* 1..nslots */
+	uint32_t pad;
+	uint64_t used;		/* slots ever claimed */
+	uint64_t dropped;	/* updates dropped: no free slot */
+	uint64_t raced;		/* updates that lost a race to a writer */
+};
+
+#define RT_SHTAB_EMPTY 0
+#define RT_SHTAB_BUSY 1
+#define RT_SHTAB_USED 2
+#define RT_SHTAB_DEAD 3
+
 static inline uint64_t rt_align8(uint64_t n)
 {
 	return (n + 7) & ~(uint64_t)7;
 }
 
 static inline uint64_t rt_htab_slot_size(const struct rt_htab *h)
+{
+	return 8 + rt_align8(h->key_size) + rt_align8(h->val_size);
+}
+
+static inline uint64_t rt_shtab_slot_size(const struct rt_shtab *h)
 {
 	return 8 + rt_align8(h->key_size) + rt_align8(h->val_size);
 }

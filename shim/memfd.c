@@ -3,6 +3,8 @@
 #define _GNU_SOURCE
 #endif
 #include <errno.h>
+#include <stdbool.h>
+#include <stddef.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <unistd.h>
@@ -31,9 +33,9 @@ void memfd_layout_default(struct memfd_layout *l)
 	};
 }
 
-static uint64_t tmpl_off(void)
+static uint64_t tmpl_off(const struct memfd_layout *l)
 {
-	return RT_CODE_OFF + (uint64_t)RT_CODE_SLICE * RT_CODE_SLICES;
+	return RT_SHARED_OFF + page_up(l->shared_size);
 }
 
 static uint64_t block_size(const struct memfd_layout *l)
@@ -43,7 +45,7 @@ static uint64_t block_size(const struct memfd_layout *l)
 
 static uint64_t block_off(const struct memfd_layout *l)
 {
-	return tmpl_off() + page_up(l->map_size);
+	return tmpl_off(l) + page_up(l->map_size);
 }
 
 uint64_t memfd_layout_size(const struct memfd_layout *l)
@@ -56,7 +58,8 @@ static int layout_valid(const struct memfd_layout *l)
 	if (!l->nblocks || l->nblocks > (1u << 20) || l->map_size % 8 ||
 	    l->map_size > (1ULL << 30) || l->ring_size < 64 ||
 	    l->ring_size > (1ULL << 30) ||
-	    (l->ring_size & (l->ring_size - 1)))
+	    (l->ring_size & (l->ring_size - 1)) || l->shared_size % 8 ||
+	    l->shared_size > (1ULL << 30))
 		return -EINVAL;
 	return 0;
 }
@@ -74,7 +77,7 @@ int memfd_map(struct memfd *m, int fd, const struct memfd_layout *l)
 	m->size = memfd_layout_size(l);
 	m->block_off = block_off(l);
 	m->block_size = block_size(l);
-	m->tmpl_off = tmpl_off();
+	m->tmpl_off = tmpl_off(l);
 	p = mmap(NULL, m->size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
 	if (p == MAP_FAILED)
 		return -errno;
@@ -91,6 +94,7 @@ int memfd_map(struct memfd *m, int fd, const struct memfd_layout *l)
 		.nblocks = l->nblocks,
 		.tracer_pid = (uint32_t)getpid(),
 		.tmpl_off = m->tmpl_off,
+		.shared_size = l->shared_size,
 	};
 	return 0;
 }
@@ -248,6 +252,169 @@ int memfd_htab_foreach(const struct memfd *m, const struct memfd_htab *t,
 			err = cb(key, val, i, arg);
 			if (err)
 				return err;
+		}
+	}
+	return 0;
+}
+
+/* ---- tables shared by all threads ---------------------------------- */
+
+uint64_t memfd_shtab_bytes(uint32_t nslots, uint32_t key_size,
+			   uint32_t val_size)
+{
+	return sizeof(struct rt_shtab) +
+	       (uint64_t)nslots *
+		       (8 + rt_align8(key_size) + rt_align8(val_size));
+}
+
+static int shtab_valid(const struct memfd *m, const struct memfd_shtab *t)
+{
+	if (!t->nslots || (t->nslots & (t->nslots - 1)) || !t->key_size ||
+	    t->key_size > 4096 || t->val_size > 4096 || t->off % 8 ||
+	    !t->max_probe || t->max_probe > t->nslots)
+		return -EINVAL;
+	if (t->off > m->l.shared_size ||
+	    memfd_shtab_bytes(t->nslots, t->key_size, t->val_size) >
+		    m->l.shared_size - t->off)
+		return -ERANGE;
+	return 0;
+}
+
+static char *shtab_base(const struct memfd *m, const struct memfd_shtab *t)
+{
+	return m->base + RT_SHARED_OFF + t->off;
+}
+
+int memfd_shtab_add(struct memfd *m, const struct memfd_shtab *t)
+{
+	int err = shtab_valid(m, t);
+
+	if (err)
+		return err;
+	/* the slots are zero: the memfd is new (pages touched on use) */
+	*(struct rt_shtab *)shtab_base(m, t) = (struct rt_shtab){
+		.sz = sizeof(struct rt_shtab),
+		.nslots = t->nslots,
+		.key_size = t->key_size,
+		.val_size = t->val_size,
+		.max_probe = t->max_probe,
+	};
+	return 0;
+}
+
+/*
+ * One consistent copy of a used slot's value (seq even and unchanged
+ * around the copy); false when the slot is not used or writers kept
+ * changing it.
+ */
+static bool shtab_copy(const char *slot, uint64_t koff, uint32_t ks,
+		       uint32_t vs, char *key, char *val)
+{
+	const uint32_t *st = (const uint32_t *)slot, *seq = st + 1;
+
+	for (int tries = 0; tries < 1000; tries++) {
+		uint32_t s1 = __atomic_load_n(seq, __ATOMIC_ACQUIRE), s2;
+
+		if (__atomic_load_n(st, __ATOMIC_ACQUIRE) != RT_SHTAB_USED)
+			return false;
+		if (s1 & 1)
+			continue;
+		memcpy(key, slot + 8, ks);
+		memcpy(val, slot + koff, vs);
+		__atomic_thread_fence(__ATOMIC_ACQUIRE);
+		s2 = __atomic_load_n(seq, __ATOMIC_RELAXED);
+		if (s1 == s2 && __atomic_load_n(st, __ATOMIC_ACQUIRE) ==
+					RT_SHTAB_USED)
+			return true;
+	}
+	return false;
+}
+
+int memfd_shtab_foreach(const struct memfd *m, const struct memfd_shtab *t,
+			int (*cb)(const void *key, const void *val, void *arg),
+			void *arg)
+{
+	uint64_t ss = 8 + rt_align8(t->key_size) + rt_align8(t->val_size);
+	uint64_t koff = 8 + rt_align8(t->key_size);
+	int err = shtab_valid(m, t);
+	char key[4096], val[4096];
+	const char *slots;
+
+	if (err)
+		return err;
+	/* ubt's own sizes, never the header's: the target may write it */
+	slots = shtab_base(m, t) + sizeof(struct rt_shtab);
+	for (uint32_t s = 0; s < t->nslots; s++) {
+		if (!shtab_copy(slots + (uint64_t)s * ss, koff, t->key_size,
+				t->val_size, key, val))
+			continue;
+		err = cb(key, val, arg);
+		if (err)
+			return err;
+	}
+	return 0;
+}
+
+uint64_t memfd_shtab_dropped(const struct memfd *m,
+			     const struct memfd_shtab *t)
+{
+	if (shtab_valid(m, t))
+		return 0;
+	return load64(shtab_base(m, t) + offsetof(struct rt_shtab, dropped));
+}
+
+int memfd_shtab_clear(struct memfd *m, const struct memfd_shtab *t)
+{
+	uint64_t ss = 8 + rt_align8(t->key_size) + rt_align8(t->val_size);
+	int err = shtab_valid(m, t);
+	char *slots;
+
+	if (err)
+		return err;
+	slots = shtab_base(m, t) + sizeof(struct rt_shtab);
+	for (uint32_t s = 0; s < t->nslots; s++) {
+		uint32_t *st = (uint32_t *)(slots + (uint64_t)s * ss);
+		uint32_t want = RT_SHTAB_USED;
+
+		__atomic_compare_exchange_n(st, &want, RT_SHTAB_DEAD, 0,
+					    __ATOMIC_RELEASE,
+					    __ATOMIC_RELAXED);
+	}
+	return 0;
+}
+
+int memfd_shtab_zero(struct memfd *m, const struct memfd_shtab *t)
+{
+	uint64_t ss = 8 + rt_align8(t->key_size) + rt_align8(t->val_size);
+	uint64_t koff = 8 + rt_align8(t->key_size);
+	int err = shtab_valid(m, t);
+	char *slots;
+
+	if (err)
+		return err;
+	slots = shtab_base(m, t) + sizeof(struct rt_shtab);
+	for (uint32_t i = 0; i < t->nslots; i++) {
+		char *slot = slots + (uint64_t)i * ss;
+		uint32_t *seq = (uint32_t *)slot + 1;
+
+		if (__atomic_load_n((uint32_t *)slot, __ATOMIC_ACQUIRE) !=
+		    RT_SHTAB_USED)
+			continue;
+		/* a writer of the runtime's kind: seq odd around the copy */
+		for (int tries = 0; tries < 1000; tries++) {
+			uint32_t s = __atomic_load_n(seq, __ATOMIC_RELAXED);
+
+			if ((s & 1) ||
+			    !__atomic_compare_exchange_n(seq, &s, s + 1, 0,
+							 __ATOMIC_ACQUIRE,
+							 __ATOMIC_RELAXED))
+				continue;
+			__atomic_thread_fence(__ATOMIC_RELEASE);
+			for (uint64_t w = 0; w < rt_align8(t->val_size); w += 8)
+				__atomic_store_n((uint64_t *)(slot + koff + w),
+						 0, __ATOMIC_RELAXED);
+			__atomic_store_n(seq, s + 2, __ATOMIC_RELEASE);
+			break;
 		}
 	}
 	return 0;

@@ -17,6 +17,7 @@ struct memfd_layout {
 	uint64_t map_size;	/* bytes of map area per thread, 8-aligned */
 	uint64_t ring_size;	/* bytes of ring per thread, power of two */
 	uint32_t nblocks;	/* threads that can record */
+	uint64_t shared_size;	/* bytes of shared tables, 8-aligned */
 };
 
 struct memfd {
@@ -69,6 +70,32 @@ int memfd_htab_foreach(const struct memfd *m, const struct memfd_htab *t,
 		       int (*cb)(const void *key, const void *val,
 				 uint32_t block, void *arg),
 		       void *arg);
+
+/*
+ * Tables shared by all threads (struct rt_shtab), for ordinary maps, at
+ * offset off of the shared area (RT_SHARED_OFF).  memfd_shtab_add() places
+ * an empty table; reading back uses ubt's own sizes, never the header in
+ * the memfd, and copies each value consistently (its sequence counter
+ * even and unchanged around the copy).
+ */
+struct memfd_shtab {
+	uint64_t off;
+	uint32_t nslots, key_size, val_size, max_probe;
+};
+uint64_t memfd_shtab_bytes(uint32_t nslots, uint32_t key_size,
+			   uint32_t val_size);
+int memfd_shtab_add(struct memfd *m, const struct memfd_shtab *t);
+/* Call cb for every used slot; stops on a non-zero return. */
+int memfd_shtab_foreach(const struct memfd *m, const struct memfd_shtab *t,
+			int (*cb)(const void *key, const void *val, void *arg),
+			void *arg);
+/* Updates the target dropped because the table was full. */
+uint64_t memfd_shtab_dropped(const struct memfd *m,
+			     const struct memfd_shtab *t);
+/* Delete every entry (tombstones), as clear() does. */
+int memfd_shtab_clear(struct memfd *m, const struct memfd_shtab *t);
+/* Set every value to zero, as zero() does. */
+int memfd_shtab_zero(struct memfd *m, const struct memfd_shtab *t);
 
 /*
  * Consume the records of block i's ring: cb(type, data, len) for each.

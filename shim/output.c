@@ -18,7 +18,7 @@
  *   bounds divisible by 1024 printed with K, M, G, T, P, E.
  */
 #ifndef _GNU_SOURCE
-#define _GNU_SOURCE	/* qsort_r */
+#define _GNU_SOURCE	/* qsort_r, fwrite_unlocked */
 #endif
 #include <arpa/inet.h>
 #include <errno.h>
@@ -484,6 +484,50 @@ static void conv_spec(char *out, size_t size, const struct fmt_conv *cv,
 		 conv);
 }
 
+/*
+ * %d, %u, %x with no flag, width or precision, and no length or a 64-bit
+ * one (l, ll, j, z, t): the digits written here, as printf would write
+ * them (the printf events of a hot probe are mostly these). False for
+ * anything else.
+ */
+static bool sb_int_fast(struct sb *b, const struct fmt_conv *cv, uint64_t v)
+{
+	char d[24], *e = d + sizeof(d), *q = e;
+	bool neg = false;
+	const char *l = cv->length;
+
+	if (cv->left || cv->width >= 0 || cv->precision >= 0 ||
+	    (cv->conv != 'd' && cv->conv != 'u' && cv->conv != 'x'))
+		return false;
+	if (!l[0]) {
+		/* an int or unsigned int argument, as sb_conv() passes it */
+		v = cv->conv == 'd' ? (uint64_t)(int64_t)(int32_t)(uint32_t)v :
+				      (uint32_t)v;
+	} else if (strcmp(l, "l") && strcmp(l, "ll") && strcmp(l, "j") &&
+		   strcmp(l, "z") && strcmp(l, "t")) {
+		return false;
+	}
+	if (cv->conv == 'x') {
+		do {
+			*--q = "0123456789abcdef"[v & 15];
+			v >>= 4;
+		} while (v);
+	} else {
+		if (cv->conv == 'd' && (int64_t)v < 0) {
+			neg = true;
+			v = -v;
+		}
+		do {
+			*--q = (char)('0' + v % 10);
+			v /= 10;
+		} while (v);
+		if (neg)
+			*--q = '-';
+	}
+	sb_add(b, q, (size_t)(e - q));
+	return true;
+}
+
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wformat-nonliteral"
 static int sb_conv(const struct out *o, struct sb *b,
@@ -499,6 +543,8 @@ static int sb_conv(const struct out *o, struct sb *b,
 		if (!is_int_kind(t))
 			return not_supported(t);
 		v = load_int(p, t->size, type_signed(t));
+		if (sb_int_fast(b, cv, v))
+			return 0;
 		conv_spec(spec, sizeof(spec), cv, cv->length, cv->conv);
 		if (cv->conv == 'p')
 			sb_printf(b, spec, (void *)(uintptr_t)v);
@@ -603,6 +649,18 @@ char *out_sprintf(const struct out *o, const struct fmt_string *f,
 	return b.s;
 }
 
+static void fwrite_or_json(struct out *o, const struct sb *b)
+{
+	if (o->format == OUT_JSON) {
+		fputs("{\"type\": \"printf\", \"data\": ", o->f);
+		out_json_string(o->f, b->s ? b->s : "", b->len);
+		fputs("}\n", o->f);
+	} else if (b->len) {
+		/* ubt prints from one thread: no stream lock per event */
+		fwrite_unlocked(b->s, 1, b->len, o->f);
+	}
+}
+
 char *out_format(const struct fmt_string *f, const struct type *args,
 		 const void *data, size_t size)
 {
@@ -612,22 +670,17 @@ char *out_format(const struct fmt_string *f, const struct type *args,
 int out_printf(struct out *o, const struct fmt_string *f,
 	       const struct type *args, const void *data, size_t size)
 {
-	struct sb b = { 0 };
-	int err = format_into(o, &b, f, args, data, size);
+	/* reused: a stream of events allocates once */
+	static _Thread_local struct sb b;
+	int err;
 
-	if (err) {
-		sb_release(&b);
-		return err;
-	}
-	if (o->format == OUT_JSON) {
-		fputs("{\"type\": \"printf\", \"data\": ", o->f);
-		out_json_string(o->f, b.s ? b.s : "", b.len);
-		fputs("}\n", o->f);
-	} else {
-		fwrite(b.s ? b.s : "", 1, b.len, o->f);
-	}
-	sb_release(&b);
-	return 0;
+	b.len = 0;
+	err = format_into(o, &b, f, args, data, size);
+	if (!err)
+		fwrite_or_json(o, &b);
+	if (b.cap > 65536)
+		sb_release(&b);	/* keep no huge buffer after a long line */
+	return err;
 }
 
 void out_attached(struct out *o, int nprobes)

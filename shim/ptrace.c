@@ -6,6 +6,7 @@
 #include <elf.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <sched.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -90,18 +91,29 @@ static void drop(struct pt *p, pid_t tid)
 	*t = p->th[--p->nth];
 }
 
+static uint64_t mono_ns(void)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (uint64_t)t.tv_sec * 1000000000ULL + (uint64_t)t.tv_nsec;
+}
+
 /*
- * Wait until thread t is in a ptrace stop.  Follows clones (new threads are
- * added, and waited for by the caller's loop).  -ESRCH if it died.
+ * Wait until thread t is in a ptrace stop (nohang: 1 if it is not yet).
+ * Follows clones (new threads are added, and waited for by the caller's
+ * loop).  -ESRCH if it died.
  */
-static int wait_stop(struct pt *p, struct pt_thread *t)
+static int wait_stop(struct pt *p, struct pt_thread *t, bool nohang)
 {
 	pid_t tid = t->tid;
 	int st;
 
 	for (;;) {
-		pid_t w = waitpid(tid, &st, __WALL);
+		pid_t w = waitpid(tid, &st, __WALL | (nohang ? WNOHANG : 0));
 
+		if (!w)
+			return 1;
 		if (w < 0) {
 			if (errno == EINTR)
 				continue;
@@ -142,6 +154,8 @@ static int wait_stop(struct pt *p, struct pt_thread *t)
 		}
 		t = find(p, tid);
 		t->stopped = true;
+		if (!p->stop_start_ns)
+			p->stop_start_ns = mono_ns();
 		return 0;
 	}
 }
@@ -178,20 +192,40 @@ static int list_tasks(struct pt *p, pid_t pid, int *added)
 	return 0;
 }
 
+/*
+ * Wait for every thread to stop, taking each stop as it comes (the time
+ * of the first one is when the process stopped), sleeping until SIGCHLD.
+ */
 static int stop_all(struct pt *p)
 {
-	int i, again = 1;
+	sigset_t chld, old;
+	int i, left = 1;
 
-	while (again) {
-		again = 0;
+	sigemptyset(&chld);
+	sigaddset(&chld, SIGCHLD);
+	pthread_sigmask(SIG_BLOCK, &chld, &old);
+	while (left) {
+		int nth = p->nth, moved = 0;
+
+		left = 0;
 		for (i = 0; i < p->nth; i++) {
 			if (p->th[i].stopped)
 				continue;
-			wait_stop(p, &p->th[i]);
-			again = 1;
-			break;
+			if (wait_stop(p, &p->th[i], true) != 1) {
+				moved = 1;	/* the array may have changed */
+				break;
+			}
+			left = 1;
 		}
+		if (moved || p->nth != nth) {
+			left = 1;
+			continue;
+		}
+		if (left)
+			sigtimedwait(&chld, NULL,
+				     &(struct timespec){ .tv_nsec = 1000000 });
 	}
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	return p->nth ? 0 : -ESRCH;
 }
 
@@ -292,6 +326,101 @@ int pt_seize(struct pt *p, pid_t pid)
 	if (err)
 		pt_detach(p);
 	return err;
+}
+
+int pt_seize_thread(struct pt *p, pid_t pid, pid_t tid)
+{
+	struct pt_thread *t;
+	int err;
+
+	p->pid = pid;
+	/* no clone events: pt_stop_all() finds new threads in /proc */
+	if (ptrace(PTRACE_SEIZE, tid, 0, 0) < 0) {
+		err = -errno;
+		if (pt_gone(pid)) {
+			fail(p, 0, "the process has exited");
+			return -ESRCH;
+		}
+		return fail(p, err, "ptrace");
+	}
+	t = add(p, tid);
+	ptrace(PTRACE_INTERRUPT, tid, 0, 0);
+	if (wait_stop(p, t, false) || !(t = find(p, tid))) {
+		pt_detach(p);
+		fail(p, 0, "thread %d exited during attach", tid);
+		return -ESRCH;
+	}
+	if (ptrace(PTRACE_GETREGS, tid, 0, &t->regs) < 0) {
+		err = -errno;
+		pt_detach(p);
+		return fail(p, err, "ptrace(PTRACE_GETREGS)");
+	}
+	t->have_regs = true;
+	p->ctl = (int)(t - p->th);
+	p->one = true;
+	err = open_mem(p);
+	if (err) {
+		pt_detach(p);
+		return fail(p, err, "open /proc/%d/mem", pid);
+	}
+	return 0;
+}
+
+int pt_stop_all(struct pt *p)
+{
+	int i, err, added, rounds = 0;
+
+	if (!p->one)
+		return 0;
+	ptrace(PTRACE_SETOPTIONS, p->th[p->ctl].tid, 0, PT_SEIZE_OPTS);
+	do {
+		err = list_tasks(p, p->pid, &added);
+		if (err)
+			return fail(p, err, "ptrace");
+		err = stop_all(p);
+		if (err) {
+			fail(p, 0, "process exited during attach");
+			return -ESRCH;
+		}
+	} while (added && ++rounds < 1000);
+	for (i = 0; i < p->nth; i++) {
+		if (p->th[i].have_regs)
+			continue;
+		if (ptrace(PTRACE_GETREGS, p->th[i].tid, 0,
+			   &p->th[i].regs) < 0) {
+			if (errno != ESRCH)
+				return fail(p, -errno,
+					    "ptrace(PTRACE_GETREGS)");
+			drop(p, p->th[i--].tid);	/* it just exited */
+			continue;
+		}
+		p->th[i].have_regs = true;
+	}
+	p->one = false;
+	return 0;
+}
+
+void pt_detach_others(struct pt *p)
+{
+	struct pt_thread keep;
+	int i;
+
+	if (p->ctl < 0 || p->ctl >= p->nth)
+		return;
+	keep = p->th[p->ctl];
+	for (i = 0; i < p->nth; i++) {
+		struct pt_thread *t = &p->th[i];
+
+		if (i == p->ctl)
+			continue;
+		if (t->have_regs)
+			ptrace(PTRACE_SETREGS, t->tid, 0, &t->regs);
+		ptrace(PTRACE_DETACH, t->tid, 0, t->pending_sig);
+	}
+	p->th[0] = keep;
+	p->nth = 1;
+	p->ctl = 0;
+	p->one = true;
 }
 
 static uint64_t auxv_entry(pid_t pid)
@@ -602,43 +731,59 @@ static int run_ctl(struct pt *p, struct user_regs_struct *r, bool step,
 {
 	pid_t tid = p->th[p->ctl].tid;
 	struct timespec t0, t;
-	int st, spins = 0;
+	sigset_t chld, old;
+	int st, err = 0;
+
 
 	if (ptrace(PTRACE_SETREGS, tid, 0, r) < 0)
 		return -errno;
+	/* a ptrace stop sends SIGCHLD: sleep until one comes, no polling */
+	sigemptyset(&chld);
+	sigaddset(&chld, SIGCHLD);
+	pthread_sigmask(SIG_BLOCK, &chld, &old);
 	clock_gettime(CLOCK_MONOTONIC, &t0);
 	for (;;) {
 		pid_t w;
 
 		if (ptrace(step ? PTRACE_SINGLESTEP : PTRACE_CONT, tid, 0, 0) <
-		    0)
-			return -errno;
+		    0) {
+			err = -errno;
+			break;
+		}
 		for (;;) {
+			long long us;
+
 			w = waitpid(tid, &st, __WALL | WNOHANG);
 			if (w)
 				break;
-			if (++spins < 200) {
-				sched_yield();
-				continue;
-			}
-			if (!step && !p->others_running)
-				release_others(p, p->ctl);
 			clock_gettime(CLOCK_MONOTONIC, &t);
-			if ((t.tv_sec - t0.tv_sec) * 1000 +
-				    (t.tv_nsec - t0.tv_nsec) / 1000000 >
-			    timeout_ms) {
+			us = (t.tv_sec - t0.tv_sec) * 1000000LL +
+			     (t.tv_nsec - t0.tv_nsec) / 1000;
+			/* waiting for a lock a stopped thread holds? */
+			if (!step && !p->others_running && !p->one &&
+			    us > 1000)
+				release_others(p, p->ctl);
+			if (us > timeout_ms * 1000LL) {
 				ptrace(PTRACE_INTERRUPT, tid, 0, 0);
 				waitpid(tid, &st, __WALL);
 				if (p->others_running)
 					restop_others(p, p->ctl);
-				return -ETIMEDOUT;
+				err = -ETIMEDOUT;
+				break;
 			}
-			usleep(100);
+			sigtimedwait(&chld, NULL,
+				     &(struct timespec){ .tv_nsec = 200000 });
 		}
-		if (w < 0)
-			return -errno;
-		if (!WIFSTOPPED(st))
-			return -ESRCH;
+		if (err)
+			break;
+		if (w < 0) {
+			err = -errno;
+			break;
+		}
+		if (!WIFSTOPPED(st)) {
+			err = -ESRCH;
+			break;
+		}
 		if (st >> 16)	/* event stops: keep going */
 			continue;
 		if (WSTOPSIG(st) == (step ? SIGTRAP : SIGSEGV))
@@ -646,6 +791,9 @@ static int run_ctl(struct pt *p, struct user_regs_struct *r, bool step,
 		/* someone else's signal: keep it for later */
 		p->th[p->ctl].pending_sig = WSTOPSIG(st);
 	}
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	if (err)
+		return err;
 	if (ptrace(PTRACE_GETREGS, tid, 0, r) < 0)
 		return -errno;
 	if (p->others_running)

@@ -32,8 +32,10 @@ struct pt {
 	uint64_t syscall_insn;	/* address of a syscall instruction */
 	int memfd;		/* /proc/PID/mem */
 	bool child;		/* started by pt_spawn */
+	bool one;		/* only the control thread is seized */
 	bool exited;		/* the process exited while we waited: */
 	int exit_status;	/* its wait status (reaped if our child) */
+	uint64_t stop_start_ns;	/* CLOCK_MONOTONIC: the first thread stopped */
 	bool others_running;	/* released during a long remote call */
 	struct timespec released_at;
 	uint64_t released_ns;	/* time the other threads ran meanwhile */
@@ -49,10 +51,20 @@ struct pt_map {
 void pt_init(struct pt *p);
 /* Seize and stop every thread of pid.  -errno with p->err set. */
 int pt_seize(struct pt *p, pid_t pid);
+/*
+ * Seize and stop only thread tid of pid, as the control thread: enough for
+ * remote calls while the other threads run on.  pt_stop_all() stops the
+ * others when every thread must be stopped.
+ */
+int pt_seize_thread(struct pt *p, pid_t pid, pid_t tid);
+/* After pt_seize_thread: seize and stop every other thread too. */
+int pt_stop_all(struct pt *p);
 /* Start argv[0] (PATH searched) stopped at its ELF entry point. */
 int pt_spawn(struct pt *p, char *const argv[]);
 /* Resume every thread and detach; registers of the control thread restored. */
 int pt_detach(struct pt *p);
+/* Resume and detach every thread but the control thread. */
+void pt_detach_others(struct pt *p);
 void pt_release(struct pt *p);
 
 int pt_read(struct pt *p, uint64_t addr, void *buf, size_t n);

@@ -8,12 +8,15 @@
  *     the -p process, or the -c command or a library it starts with;
  *   - user_site_check() accepts every site;
  *   - its body needs nothing the native target lacks: aggregations into
- *     maps that nothing reads or changes otherwise, maps used only as
- *     @m[tid] (per-thread tables hold exactly what one map would),
- *     printf/time/exit/print/system/cat, str(), the builtins of
- *     run_builtin_ok();
+ *     maps that nothing reads or changes otherwise, ordinary maps (read,
+ *     assigned, deleted, has_key(), clear(), zero(): one lock-free table
+ *     shared by all threads, runtime/rt_abi.h struct rt_shtab, which ubt
+ *     empties or zeroes when it reads a clear()/zero() event) that no for
+ *     or len() uses, printf/time/exit/print/system/cat, str(), the
+ *     builtins of run_builtin_ok();
  *   - no kernel uprobe shares one of its functions (its breakpoint would
- *     land on our jump), and no kernel probe uses one of its @m[tid] maps.
+ *     land on our jump), and no kernel probe uses one of its ordinary
+ *     maps (one side could not see the other's writes).
  * Everything else runs in the kernel; --mode user makes a uprobe that
  * cannot run in user mode an error. -v and --dry-run print each probe's
  * decision and why.
@@ -33,6 +36,7 @@
 
 #include "ast.h"
 #include "cg.h"
+#include "format.h"
 #include "kernel.h"
 #include "native.h"
 #include "output.h"
@@ -52,7 +56,10 @@
 struct run_scan {
 	struct compile *c;
 	bool *plain;		/* by sema map id */
-	bool *tid;		/* by sema map id: run_scan_tid() */
+	bool *shared;		/* by sema map id: an ordinary map user mode
+				 * holds (run_scan_shared()) */
+	bool *aggread;		/* by sema map id: an aggregation read
+				 * as a value somewhere */
 	const char *why;	/* the first thing user mode lacks */
 };
 
@@ -80,32 +87,25 @@ static bool run_agg_map(const struct sema_map *sm)
 	}
 }
 
-static bool run_is_tid(const struct ast_node *k)
-{
-	return k && !k->next && k->kind == AST_BUILTIN && k->sema &&
-	       k->sema->builtin == BI_TID;
-}
-
 /*
- * Maps that are not aggregations and are only ever used as @m[tid]
- * (read, assigned, deleted, printed): a thread only reaches its own
- * entry, so per-thread tables hold exactly what one shared map would,
- * and user-mode probes may use them (the latency idiom @start[tid]).
+ * Maps that are not aggregations, used only by reads, assignments,
+ * delete(), has_key(), clear(), zero() and print(): user-mode probes keep
+ * them in one table shared by all threads. Iterating (for, len()) is not
+ * lowered natively.
  */
-static int run_scan_tid(struct ast_node *n, void *ctx)
+static int run_scan_shared(struct ast_node *n, void *ctx)
 {
 	struct run_scan *s = ctx;
 	struct sema_map *sm = n->sema ? n->sema->map : NULL;
 
-	if (n->kind == AST_MAP && sm && !run_is_tid(n->map.keys))
-		s->tid[sm->id] = false;
 	if (n->kind == AST_CALL && sm && n->sema->func != FN_DELETE &&
-	    n->sema->func != FN_PRINT)
-		s->tid[sm->id] = false;
+	    n->sema->func != FN_PRINT && n->sema->func != FN_HAS_KEY &&
+	    n->sema->func != FN_CLEAR && n->sema->func != FN_ZERO)
+		s->shared[sm->id] = false;
 	if (n->kind == AST_FOR_MAP && n->for_.map && n->for_.map->sema &&
 	    n->for_.map->sema->map)
-		s->tid[n->for_.map->sema->map->id] = false;
-	return ast_visit_children(n, run_scan_tid, ctx);
+		s->shared[n->for_.map->sema->map->id] = false;
+	return ast_visit_children(n, run_scan_shared, ctx);
 }
 
 static int run_scan_plain(struct ast_node *n, void *ctx)
@@ -127,8 +127,13 @@ static int run_scan_plain(struct ast_node *n, void *ctx)
 	    n->call.args && n->call.args->kind == AST_MAP &&
 	    !n->call.args->map.keys)
 		return 0;
-	if (n->kind == AST_MAP && n->sema && n->sema->map)
-		s->plain[n->sema->map->id] = true;
+	if (n->kind == AST_MAP && n->sema && n->sema->map) {
+		/* a read: an aggregation's value stays one per thread */
+		if (run_agg_map(n->sema->map))
+			s->aggread[n->sema->map->id] = true;
+		else
+			s->plain[n->sema->map->id] = true;
+	}
 	if (n->kind == AST_CALL && n->sema && n->sema->map &&
 	    !run_is_agg(n->sema->func) && n->sema->func != FN_PRINT)
 		s->plain[n->sema->map->id] = true;
@@ -197,6 +202,60 @@ static const char *run_func_ok(enum sema_func f)
 	}
 }
 
+static bool run_is_tid(const struct ast_node *k)
+{
+	return k && !k->next && k->kind == AST_BUILTIN && k->sema &&
+	       k->sema->builtin == BI_TID;
+}
+
+/*
+ * Ordinary maps only ever used as @m[tid] (read, assigned, deleted,
+ * printed): a thread only reaches its own entry, so per-thread tables
+ * (no atomics) hold exactly what the shared one would: the latency idiom
+ * @start[tid]. By sema map id, false for anything else.
+ */
+static int run_scan_thread(struct ast_node *n, void *ctx)
+{
+	bool *thr = ctx;
+	struct sema_map *sm = n->sema ? n->sema->map : NULL;
+
+	if (n->kind == AST_MAP && sm && !run_is_tid(n->map.keys))
+		thr[sm->id] = false;
+	if (n->kind == AST_CALL && sm && n->sema->func != FN_DELETE &&
+	    n->sema->func != FN_PRINT)
+		thr[sm->id] = false;
+	if (n->kind == AST_FOR_MAP && n->for_.map && n->for_.map->sema &&
+	    n->for_.map->sema->map)
+		thr[n->for_.map->sema->map->id] = false;
+	return ast_visit_children(n, run_scan_thread, ctx);
+}
+
+static bool *run_thread_maps(struct compile *c)
+{
+	struct sema_program *sp = c->sema;
+	bool *thr = arena_alloc(&c->arena, (sp->nmaps + 1) * sizeof(bool));
+
+	for (int i = 0; i < sp->nmaps; i++)
+		thr[i] = !run_agg_map(sp->maps[i]);
+	for (struct ast_node *p = c->program->program.probes; p; p = p->next)
+		ast_visit_children(p, run_scan_thread, thr);
+	return thr;
+}
+
+/* Why an assignment to map lhs needs the kernel. */
+static const char *run_assign_why(struct run_scan *s, struct ast_node *lhs)
+{
+	const struct sema_map *sm = lhs->sema ? lhs->sema->map : NULL;
+
+	if (sm && run_agg_map(sm))
+		return arena_printf(&s->c->arena,
+				    "assigning to aggregation map %s",
+				    lhs->map.name);
+	return arena_printf(&s->c->arena,
+			    "assigning map %s (also used by for or len())",
+			    lhs->map.name);
+}
+
 static int run_scan_body(struct ast_node *n, void *ctx)
 {
 	struct run_scan *s = ctx;
@@ -208,8 +267,11 @@ static int run_scan_body(struct ast_node *n, void *ctx)
 		break;
 	case AST_CALL:
 		why = run_func_ok(n->sema ? n->sema->func : FN_NONE);
-		if (why && n->sema->func == FN_DELETE && n->sema->map &&
-		    s->tid[n->sema->map->id])
+		if (why && (n->sema->func == FN_DELETE ||
+			    n->sema->func == FN_HAS_KEY ||
+			    n->sema->func == FN_CLEAR ||
+			    n->sema->func == FN_ZERO) &&
+		    n->sema->map && s->shared[n->sema->map->id])
 			why = NULL;
 		if (!why && n->sema && run_is_agg(n->sema->func) &&
 		    n->sema->map && s->plain[n->sema->map->id])
@@ -227,8 +289,8 @@ static int run_scan_body(struct ast_node *n, void *ctx)
 		      n->assign.rhs->sema &&
 		      run_is_agg(n->assign.rhs->sema->func)) &&
 		    !(n->assign.lhs->sema && n->assign.lhs->sema->map &&
-		      s->tid[n->assign.lhs->sema->map->id]))
-			why = "assigning a map not keyed by tid alone";
+		      s->shared[n->assign.lhs->sema->map->id]))
+			why = run_assign_why(s, n->assign.lhs);
 		break;
 	case AST_MAP:
 		/* outside aggregations and print(@m): a read */
@@ -253,7 +315,8 @@ static int run_scan_body(struct ast_node *n, void *ctx)
 	    !n->call.args->map.keys)
 		return 0;
 	if (n->kind == AST_MAP &&
-	    !(n->sema && n->sema->map && s->tid[n->sema->map->id])) {
+	    !(n->sema && n->sema->map &&
+	      (s->shared[n->sema->map->id] || run_agg_map(n->sema->map)))) {
 		s->why = arena_printf(&s->c->arena, "reading map %s",
 				      n->map.name);
 		return 1;
@@ -531,7 +594,7 @@ static const char *run_shared_site(struct compile *c,
  * kernel, until nothing changes.
  */
 static void run_conflicts(struct compile *c, struct run_decision *d,
-			  struct run_sites *sites, const bool *tid)
+			  struct run_sites *sites, const bool *one_side)
 {
 	struct sema_program *sp = c->sema;
 	int n = sp->nprobes;
@@ -544,11 +607,12 @@ static void run_conflicts(struct compile *c, struct run_decision *d,
 
 			if (d[i].where != RUN_USER)
 				continue;
-			/* a tid-keyed map lives on one side only */
+			/* an ordinary map, or an aggregation read as a
+			 * value, lives on one side only */
 			for (int m = 0; m < sp->nmaps && !why; m++) {
 				uint64_t bits = sp->maps[m]->probes;
 
-				if (!tid[m] || i >= 64 ||
+				if (!one_side[m] || i >= 64 ||
 				    !(bits & (1ull << i)))
 					continue;
 				for (int j = 0; j < n && j < 64; j++)
@@ -598,6 +662,7 @@ int run_decide(struct compile *c, const struct run_opts *o,
 	struct run_decision *d;
 	struct run_sites *sites;
 	struct run_scan s = { .c = c };
+	bool *one_side;
 	int err = 0;
 
 	d = arena_alloc(&c->arena, (sp->nprobes + 1) * sizeof(*d));
@@ -605,15 +670,17 @@ int run_decide(struct compile *c, const struct run_opts *o,
 	memset(sites, 0, (sp->nprobes + 1) * sizeof(*sites));
 	s.plain = arena_alloc(&c->arena, (sp->nmaps + 1) * sizeof(bool));
 	memset(s.plain, 0, (sp->nmaps + 1) * sizeof(bool));
-	s.tid = arena_alloc(&c->arena, (sp->nmaps + 1) * sizeof(bool));
+	s.shared = arena_alloc(&c->arena, (sp->nmaps + 1) * sizeof(bool));
+	s.aggread = arena_alloc(&c->arena, (sp->nmaps + 1) * sizeof(bool));
+	memset(s.aggread, 0, (sp->nmaps + 1) * sizeof(bool));
 	for (int i = 0; i < sp->nmaps; i++)
-		s.tid[i] = !run_agg_map(sp->maps[i]) && sp->nprobes <= 64 &&
+		s.shared[i] = !run_agg_map(sp->maps[i]) && sp->nprobes <= 64 &&
 			   (!sp->maps[i]->bpf_type ||
 			    !strcmp(sp->maps[i]->bpf_type, "hash"));
 	for (struct ast_node *p = c->program->program.probes; p; p = p->next)
 		ast_visit_children(p, run_scan_plain, &s);
 	for (struct ast_node *p = c->program->program.probes; p; p = p->next)
-		ast_visit_children(p, run_scan_tid, &s);
+		ast_visit_children(p, run_scan_shared, &s);
 	for (struct ast_node *p = c->program->program.probes; p;
 	     p = p->next) {
 		struct run_decision *r = &d[p->probe.index];
@@ -642,8 +709,13 @@ int run_decide(struct compile *c, const struct run_opts *o,
 			r->why = "every site can be patched";
 		}
 	}
+	/* maps whose probes must all run on one side */
+	one_side = arena_alloc(&c->arena, (sp->nmaps + 1) * sizeof(bool));
+	for (int i = 0; i < sp->nmaps; i++)
+		one_side[i] = (s.aggread[i] && sp->nprobes <= 64) ||
+			      s.shared[i];
 	if (o->mode != MODE_KERNEL)
-		run_conflicts(c, d, sites, s.tid);
+		run_conflicts(c, d, sites, one_side);
 	for (struct ast_node *p = c->program->program.probes;
 	     p && o->mode == MODE_USER; p = p->next) {
 		const char *prov = p->probe.aps && p->probe.aps->ap.provider ?
@@ -679,9 +751,17 @@ static void run_kernel_opts(const struct run_opts *o, struct kernel_opts *ko)
 
 /* ---- kernel and user mode together -------------------------------- */
 
-#define RUN_RING_SIZE (64 * 1024)	/* per thread, a power of two */
-/* user rings are read this often (the kernel ring wakes ubt at once) */
+/*
+ * Per thread, a power of two: with printf events 1 MiB (32768 records of
+ * two integers, RUN_POLL_MS at 3M events/s per thread; pages are touched
+ * only as far as the ring is used), else 64 KiB.
+ */
+#define RUN_RING_SIZE (64 * 1024)
+#define RUN_RING_SIZE_EVENTS (1024 * 1024)
+/* idle user rings are read this often (the kernel ring wakes ubt at once) */
 #define RUN_POLL_MS 10
+/* a drain that took this many events goes on at once, fewer wait 1 ms */
+#define RUN_BUSY_EVENTS 256
 
 static volatile sig_atomic_t run_sigint;
 
@@ -702,6 +782,14 @@ struct run {
 	pid_t cpid;		/* -c child */
 	int pidfd;		/* -p: readable once the process exits */
 	uint64_t lost;		/* user-ring losses reported */
+	/*
+	 * printf events of the user rings whose arguments print as they are
+	 * (integers, strings): formatted here straight into the output, one
+	 * flush per drained batch (by native event id; NULL .text: through
+	 * kernel_handle_event(), which flushes per event)
+	 */
+	struct fmt_string *ufmts;
+	struct out uout;
 };
 
 static bool run_want_kernel(void *ctx, const struct ast_node *probe)
@@ -743,6 +831,14 @@ static const struct native_map *run_native_map(const struct run *r, int map)
 			return &r->nobj->native_maps[i];
 	return NULL;
 }
+
+/* ubt's own description of a shared table (never the memfd's header) */
+#define run_shtab_of(nm)                                                    \
+	((struct memfd_shtab){ .off = (nm)->off,                            \
+			       .nslots = (nm)->nslots,                      \
+			       .key_size = (nm)->key_size,                  \
+			       .val_size = (nm)->val_size,                  \
+			       .max_probe = (nm)->max_probe })
 
 /* One map's entries from both sides, merged like per-CPU values. */
 struct run_entries {
@@ -888,6 +984,11 @@ static int run_map_source(void *ctx, int map, kernel_entry_fn fn, void *fctx)
 			err = memfd_htab_foreach(user_memfd(r->u), &t,
 						 run_block_htab, &e);
 			break;
+		case NATIVE_MAP_SHARED:
+			err = memfd_shtab_foreach(user_memfd(r->u),
+						  &run_shtab_of(nm),
+						  run_entries_add, &e);
+			break;
 		}
 	}
 	for (size_t i = 0; !err && i < e.n; i++)
@@ -896,6 +997,27 @@ static int run_map_source(void *ctx, int map, kernel_entry_fn fn, void *fctx)
 	free(e.vals);
 	free(e.hash);
 	return err;
+}
+
+/*
+ * clear()/zero() from a user-mode probe: ubt empties the map's shared
+ * table itself (the kernel's map is emptied by kernel_handle_event()), in
+ * the order of the thread's events, as bpftrace does it asynchronously.
+ */
+static void run_user_clear(struct run *r, const struct cg_event *ev)
+{
+	const struct native_map *nm;
+
+	if ((ev->kind != CG_EV_CLEAR && ev->kind != CG_EV_ZERO) ||
+	    ev->map < 0 || ev->map >= r->kobj->nmaps)
+		return;
+	nm = run_native_map(r, ev->map);
+	if (!nm || nm->kind != NATIVE_MAP_SHARED)
+		return;
+	if (ev->kind == CG_EV_CLEAR)
+		memfd_shtab_clear(user_memfd(r->u), &run_shtab_of(nm));
+	else
+		memfd_shtab_zero(user_memfd(r->u), &run_shtab_of(nm));
 }
 
 /* A record from a user ring: a native event id, checked, then printed. */
@@ -911,6 +1033,16 @@ static int run_user_event(uint32_t type, const void *data, uint32_t len,
 	memcpy(&id, data, sizeof(id));
 	if (id >= (uint64_t)r->nobj->nevents)
 		return 0;
+	if (r->ufmts && r->ufmts[id].text && !kernel_exiting(r->k)) {
+		const struct type *t = r->nobj->events[id].args_type;
+
+		if (len - sizeof(id) >= t->size)
+			out_printf(&r->uout, &r->ufmts[id], t,
+				   (const char *)data + sizeof(id),
+				   len - sizeof(id));
+		return 0;
+	}
+	run_user_clear(r, &r->nobj->events[id]);
 	copy = xmalloc(len);
 	memcpy(copy, data, len);
 	id += r->kobj->nevents;
@@ -920,13 +1052,65 @@ static int run_user_event(uint32_t type, const void *data, uint32_t len,
 	return 0;
 }
 
-static void run_user_drain(struct run *r)
+/* Arguments that print as their bytes: no producer context needed. */
+static bool run_plain_args(const struct type *t)
+{
+	if (!t || t->kind != TY_TUPLE)
+		return false;
+	for (int i = 0; i < t->nfields; i++)
+		switch (t->fields[i].type->kind) {
+		case TY_INT:
+		case TY_BOOL:
+		case TY_POINTER:
+		case TY_STRING:
+			break;
+		default:
+			return false;
+		}
+	return true;
+}
+
+static void run_fast_init(struct run *r)
+{
+	r->ufmts = arena_alloc(&r->c->arena, (r->nobj->nevents + 1) *
+						     sizeof(*r->ufmts));
+	memset(r->ufmts, 0, (r->nobj->nevents + 1) * sizeof(*r->ufmts));
+	for (int i = 0; i < r->nobj->nevents; i++) {
+		const struct cg_event *e = &r->nobj->events[i];
+
+		if (e->kind == CG_EV_PRINTF && e->fmt &&
+		    run_plain_args(e->args_type))
+			fmt_parse(&r->c->arena, e->fmt, strlen(e->fmt),
+				  &r->ufmts[i]);
+	}
+	out_init(&r->uout, r->o->out ? r->o->out : stdout,
+		 r->o->json ? OUT_JSON : OUT_TEXT);
+}
+
+/*
+ * Empty the user rings, again while they had data (a busy producer keeps
+ * them filling), at most RUN_DRAIN_PASSES times (then the kernel ring,
+ * signals and exit() get their turn); one flush at the end.  Returns the
+ * number of events taken.
+ */
+#define RUN_DRAIN_PASSES 4
+
+static int run_user_drain(struct run *r)
 {
 	uint64_t lost;
+	int total = 0, n;
 
 	if (!r->u)
-		return;
-	user_read_events(r->u, run_user_event, r);
+		return 0;
+	if (!r->ufmts)
+		run_fast_init(r);
+	for (int pass = 0; pass < RUN_DRAIN_PASSES; pass++) {
+		n = user_read_events(r->u, run_user_event, r);
+		if (n <= 0)
+			break;
+		total += n;
+	}
+	fflush(r->uout.f);
 	lost = user_lost_events(r->u);
 	if (lost > r->lost) {
 		struct out out;
@@ -934,8 +1118,10 @@ static void run_user_drain(struct run *r)
 		out_init(&out, r->o->out ? r->o->out : stdout,
 			 r->o->json ? OUT_JSON : OUT_TEXT);
 		out_lost_events(&out, lost - r->lost);
+		fflush(out.f);
 		r->lost = lost;
 	}
+	return total;
 }
 
 /* Write one u64 of the globals into the template and every block. */
@@ -977,8 +1163,12 @@ static int run_user_attach(struct run *r)
 	/* printf-heavy probes: rings are touched only as far as used */
 	if (uo.layout.ring_size < RUN_RING_SIZE)
 		uo.layout.ring_size = RUN_RING_SIZE;
+	if (r->nobj->nevents && uo.layout.ring_size < RUN_RING_SIZE_EVENTS)
+		uo.layout.ring_size = RUN_RING_SIZE_EVENTS;
 	if (uo.layout.map_size < r->nobj->native_area)
 		uo.layout.map_size = (r->nobj->native_area + 4095) & ~4095ull;
+	uo.layout.shared_size = native_shared_size(r->nobj->native_maps,
+						   r->nobj->nnative_maps);
 	if (r->o->pid > 0) {
 		r->u = user_attach_pid(r->o->pid, &uo, err, sizeof(err));
 	} else {
@@ -1002,9 +1192,13 @@ static int run_user_attach(struct run *r)
 					.val_size = nm->val_size };
 		int e;
 
-		if (nm->kind != NATIVE_MAP_HTAB)
+		if (nm->kind == NATIVE_MAP_SHARED)
+			e = memfd_shtab_add(user_memfd(r->u),
+					    &run_shtab_of(nm));
+		else if (nm->kind == NATIVE_MAP_HTAB)
+			e = memfd_htab_add(user_memfd(r->u), &t);
+		else
 			continue;
-		e = memfd_htab_add(user_memfd(r->u), &t);
 		if (e) {
 			fprintf(stderr, "ubt: cannot place map %s: %s\n",
 				nm->name, strerror(-e));
@@ -1214,7 +1408,17 @@ static bool run_target_gone(struct run *r)
 /* What user mode could not record, said once at exit. */
 static void run_user_warnings(struct run *r)
 {
-	uint64_t n = memfd_shadow_lost(user_memfd(r->u));
+	uint64_t n = memfd_shadow_lost(user_memfd(r->u)), full = 0;
+
+	for (int i = 0; i < r->nobj->nnative_maps; i++)
+		if (r->nobj->native_maps[i].kind == NATIVE_MAP_SHARED)
+			full += memfd_shtab_dropped(
+				user_memfd(r->u),
+				&run_shtab_of(&r->nobj->native_maps[i]));
+	if (full)
+		fprintf(stderr, "WARNING: %llu map updates in user-mode probes "
+			"were dropped (map full)\n",
+			(unsigned long long)full);
 
 	if (n)
 		fprintf(stderr, "WARNING: %llu return probe hits were not "
@@ -1250,12 +1454,13 @@ static int run_combined(struct compile *c, const struct run_opts *o,
 	struct cg_opts ko_cg = { .sz = sizeof(ko_cg), .want = run_want_kernel,
 				 .want_ctx = &r };
 	struct cg_opts no_cg = { .sz = sizeof(no_cg), .want = run_want_user,
-				 .want_ctx = &r };
+				 .want_ctx = &r,
+				 .native_thread_maps = run_thread_maps(c) };
 	struct cg_prog *dprogs = NULL;
 	struct kernel_opts ko;
 	struct sigaction sa = { .sa_handler = run_on_signal };
 	struct diag *last = c->diag.head;
-	int err, rc = 1, nprobes = 0;
+	int err, rc = 1, nprobes = 0, timeout = RUN_POLL_MS;
 
 	if (o->dump_ir)
 		ko_cg.dump_ir = no_cg.dump_ir = stdout;
@@ -1349,9 +1554,12 @@ static int run_combined(struct compile *c, const struct run_opts *o,
 	}
 	while (!run_sigint && !kernel_exiting(r.k)) {
 		bool gone = run_target_gone(&r);
+		int n;
 
-		kernel_poll(r.k, RUN_POLL_MS);
-		run_user_drain(&r);
+		kernel_poll(r.k, timeout);
+		n = run_user_drain(&r);
+		/* keep draining while the rings fill; sleep when idle */
+		timeout = n >= RUN_BUSY_EVENTS ? 0 : n > 0 ? 1 : RUN_POLL_MS;
 		if (gone)
 			break;
 	}

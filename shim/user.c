@@ -2,11 +2,13 @@
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif
+#include <dirent.h>
 #include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <libgen.h>
 #include <limits.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -61,7 +63,14 @@ struct ubt_user {
 	int nslices;
 	struct user_site *sites;
 	int nsites;
-	uint64_t stop_ns;
+	uint64_t stop_ns;	/* stopped so far (finished phases) */
+	uint64_t stop_t0;	/* start of the current stop */
+	bool released;		/* -p: running between attach and install */
+	pid_t ctl_tid;		/* the thread that ran the remote calls */
+	bool boosted;		/* ubt runs SCHED_FIFO while it is stopped */
+	int old_policy;
+	struct sched_param old_param;
+	bool tls_pending;	/* threads' block pointers to reset */
 	int moved;
 	bool exited;
 	int exit_status;
@@ -392,7 +401,8 @@ static bool in_loader(struct ubt_user *u, uint64_t rip)
  * its stack and calls malloc: a thread stopped inside malloc (or inside the
  * dynamic loader) would have it re-entered.  Safe: blocked in a system
  * call other than the memory ones malloc makes, outside the loader; or
- * running code of the executable itself.
+ * running code of the executable itself, or of the vdso (clock_gettime
+ * and the like take no lock).
  */
 static bool ctl_safe(struct ubt_user *u, const struct pt_map *m, int n,
 		     const char *exe, int i)
@@ -407,7 +417,8 @@ static bool ctl_safe(struct ubt_user *u, const struct pt_map *m, int n,
 	for (k = 0; k < n; k++) {
 		if (r.rip < m[k].start || r.rip >= m[k].end)
 			continue;
-		in_exe = !strcmp(m[k].path, exe);
+		in_exe = !strcmp(m[k].path, exe) ||
+			 !strcmp(m[k].path, "[vdso]");
 		in_ld = strstr(m[k].path, "/ld-linux") != NULL;
 	}
 	nr = (long)r.orig_rax;
@@ -416,6 +427,97 @@ static bool ctl_safe(struct ubt_user *u, const struct pt_map *m, int n,
 		       nr != SYS_mremap && nr != SYS_brk &&
 		       nr != SYS_mprotect && nr != SYS_madvise;
 	return in_exe;
+}
+
+/*
+ * A thread blocked in a system call where a remote dlopen is safe (as in
+ * ctl_safe()), found in /proc without stopping anything: then only that
+ * thread stops while the runtime is placed.  0 if there is none.
+ */
+static pid_t blocked_thread(struct ubt_user *u)
+{
+	char path[96], buf[512];
+	struct dirent *de;
+	struct pt_map *m;
+	pid_t found = 0;
+	int n, k;
+	DIR *d;
+
+	snprintf(path, sizeof(path), "/proc/%d/task", u->pid);
+	d = opendir(path);
+	if (!d)
+		return 0;
+	if (pt_maps(u->pid, &m, &n)) {
+		closedir(d);
+		return 0;
+	}
+	while (!found && (de = readdir(d))) {
+		pid_t tid = (pid_t)atoi(de->d_name);
+		unsigned long long pc;
+		ssize_t len;
+		long nr;
+		int fd;
+
+		if (tid <= 0)
+			continue;
+		snprintf(path, sizeof(path), "/proc/%d/task/%d/syscall",
+			 u->pid, tid);
+		fd = open(path, O_RDONLY | O_CLOEXEC);
+		if (fd < 0)
+			continue;
+		len = read(fd, buf, sizeof(buf) - 1);
+		close(fd);
+		if (len <= 0)
+			continue;
+		buf[len] = 0;
+		/* "nr a1 a2 a3 a4 a5 a6 sp pc"; "running" or "-1 sp pc" */
+		if (sscanf(buf, "%ld %*s %*s %*s %*s %*s %*s %*s %llx", &nr,
+			   &pc) != 2 ||
+		    nr < 0 || nr == SYS_mmap || nr == SYS_munmap ||
+		    nr == SYS_mremap || nr == SYS_brk || nr == SYS_mprotect ||
+		    nr == SYS_madvise)
+			continue;
+		found = tid;
+		for (k = 0; k < n; k++)
+			if (pc >= m[k].start && pc < m[k].end &&
+			    strstr(m[k].path, "/ld-linux"))
+				found = 0;
+	}
+	free(m);
+	closedir(d);
+	return found;
+}
+
+/* Thread i of /proc/PID/task (readdir order), 0 if there is none. */
+static pid_t nth_thread(struct ubt_user *u, int i)
+{
+	struct dirent *de;
+	char path[64];
+	pid_t tid = 0;
+	DIR *d;
+
+	snprintf(path, sizeof(path), "/proc/%d/task", u->pid);
+	d = opendir(path);
+	if (!d)
+		return 0;
+	while ((de = readdir(d)))
+		if (atoi(de->d_name) > 0 && !i--) {
+			tid = (pid_t)atoi(de->d_name);
+			break;
+		}
+	closedir(d);
+	return tid;
+}
+
+/* Let go of whatever is seized (the libc and vdso findings stay). */
+static void user_unseize(struct ubt_user *u)
+{
+	uint64_t sc = u->pt.syscall_insn;
+
+	pt_detach(&u->pt);
+	pt_release(&u->pt);
+	pt_init(&u->pt);
+	u->pt.syscall_insn = sc;
 }
 
 /* Pick the thread that runs the remote calls, letting the process run on
@@ -442,6 +544,22 @@ static int choose_ctl(struct ubt_user *u)
 		if (i < u->pt.nth) {
 			u->pt.ctl = i;
 			return 0;
+		}
+		if (u->pt.one) {
+			/* not at a safe point: the next thread alone */
+			pid_t tid = u->pt.th[0].tid;
+			pid_t next = tries < 4 ? nth_thread(u, tries + 1) : 0;
+
+			user_unseize(u);
+			if (next && next != tid &&
+			    !pt_seize_thread(&u->pt, u->pid, next))
+				continue;
+			user_unseize(u);
+			/* then every thread, as long as it takes */
+			if (pt_seize(&u->pt, u->pid))
+				return uerr(u, -ESRCH,
+					    "process exited during attach");
+			continue;
 		}
 		if (pt_run_briefly(&u->pt, 250))
 			return uerr(u, -ESRCH, "process exited during attach");
@@ -522,12 +640,34 @@ static int check_libc(struct ubt_user *u)
 	return 0;
 }
 
+/* Forget blocks of an earlier attach in every thread (all stopped). */
+static int reset_tls(struct ubt_user *u)
+{
+	int i, err;
+
+	if (!u->tls_pending)
+		return 0;
+	for (i = 0; i < u->pt.nth; i++) {
+		struct user_regs_struct r;
+		uint64_t zero[2] = { 0, 0 };
+
+		pt_regs(&u->pt, i, &r);
+		err = pt_write(&u->pt, r.fs_base + (uint64_t)u->tls_offset,
+			       zero, sizeof(zero));
+		if (err)
+			return uerr(u, err, "reset thread %d",
+				    u->pt.th[i].tid);
+	}
+	u->tls_pending = false;
+	return 0;
+}
+
 static int place_runtime(struct ubt_user *u, const struct user_opts *o)
 {
 	uint64_t args[6] = { 0 }, handle, l_addr, ret;
 	uint64_t init_vaddr = u->rt_init_vaddr;
 	const char *rt = u->rt_path;
-	int err, i;
+	int err;
 
 	strcpy(u->m.base + USER_SCRATCH_OFF, rt);
 	args[0] = u->target_base + USER_SCRATCH_OFF;
@@ -562,19 +702,23 @@ static int place_runtime(struct ubt_user *u, const struct user_opts *o)
 	    !u->m.ctl->fn[RT_FN_SLOW] || !u->m.ctl->fn[RT_FN_WRAP_ENTER] ||
 	    !u->m.ctl->fn[RT_FN_WRAP_EXIT])
 		return uerr(u, 0, "the runtime did not initialize");
-	/* forget blocks of an earlier attach in every thread */
-	for (i = 0; i < u->pt.nth; i++) {
-		struct user_regs_struct r;
-		uint64_t zero[2] = { 0, 0 };
+	u->tls_pending = true;
+	return u->pt.one ? 0 : reset_tls(u);
+}
 
-		pt_regs(&u->pt, i, &r);
-		err = pt_write(&u->pt, r.fs_base + (uint64_t)u->tls_offset,
-			       zero, sizeof(zero));
-		if (err)
-			return uerr(u, err, "reset thread %d",
-				    u->pt.th[i].tid);
+/*
+ * Every thread stopped (the jumps are written now): forget the blocks of
+ * an earlier attach in every thread first.  Nothing reads them before.
+ */
+static int user_stop_all(struct ubt_user *u)
+{
+	int err = pt_stop_all(&u->pt);
+
+	if (err) {
+		uerr(u, 0, "%s", u->pt.err);
+		return err;
 	}
-	return 0;
+	return reset_tls(u);
 }
 
 /* Find the runtime before touching the target. */
@@ -613,6 +757,97 @@ static bool process_gone(struct ubt_user *u, int e)
 		usleep(1000);
 	}
 	return false;
+}
+
+/*
+ * While the target waits for ubt, ubt should not wait for a CPU behind
+ * other processes: it runs at the lowest real-time priority (it only
+ * blocks in waitpid, never spins).  Nothing happens without the right.
+ */
+static void user_boost(struct ubt_user *u)
+{
+	struct sched_param sp = { .sched_priority = 1 };
+
+	if (u->boosted)
+		return;
+	u->old_policy = sched_getscheduler(0);
+	if (u->old_policy < 0 || sched_getparam(0, &u->old_param) ||
+	    sched_setscheduler(0, SCHED_FIFO | SCHED_RESET_ON_FORK, &sp))
+		return;
+	u->boosted = true;
+}
+
+static void user_unboost(struct ubt_user *u)
+{
+	if (!u->boosted)
+		return;
+	sched_setscheduler(0, u->old_policy, &u->old_param);
+	u->boosted = false;
+}
+
+/*
+ * Add the stop that ends now: from when the first thread stopped (-p), or
+ * from the start of the attach (-c: stopped from its first instruction).
+ */
+static void user_count_stop(struct ubt_user *u)
+{
+	uint64_t t0 = u->stop_t0;
+
+	if (!u->child && u->pt.stop_start_ns > t0)
+		t0 = u->pt.stop_start_ns;
+	u->stop_ns += now_ns() - t0 - u->pt.released_ns;
+}
+
+/*
+ * -p: stop only thread tid (0: none known) for the remote calls, else
+ * every thread.  The stop starts here.
+ */
+static int seize(struct ubt_user *u, pid_t tid)
+{
+	user_boost(u);
+	u->stop_t0 = now_ns();
+	if (tid && !pt_seize_thread(&u->pt, u->pid, tid))
+		return 0;
+	if (tid)	/* it exited meanwhile */
+		user_unseize(u);
+	return pt_seize(&u->pt, u->pid);
+}
+
+/*
+ * -p: the runtime is in place; let the target run while ubt does what
+ * does not need it stopped (loading BPF, building the probes' code).
+ * Only writing the jumps needs every thread stopped: user_restop().
+ */
+static void user_release(struct ubt_user *u)
+{
+	uint64_t sc = u->pt.syscall_insn;
+
+	if (u->pt.ctl >= 0 && u->pt.ctl < u->pt.nth)
+		u->ctl_tid = u->pt.th[u->pt.ctl].tid;
+	pt_detach(&u->pt);
+	user_note_exit(u);
+	user_count_stop(u);
+	user_unboost(u);
+	pt_release(&u->pt);
+	pt_init(&u->pt);
+	u->pt.syscall_insn = sc;	/* libc and the vdso stay */
+	u->released = true;
+}
+
+static int user_restop(struct ubt_user *u)
+{
+	int err;
+
+	if (!u->released)
+		return 0;
+	err = seize(u, blocked_thread(u) ?: u->ctl_tid);
+	if (err) {
+		user_note_exit(u);
+		uerr(u, 0, "cannot stop pid %d again: %s", u->pid, u->pt.err);
+		return err;
+	}
+	u->released = false;
+	return 0;
 }
 
 static struct ubt_user *attach(struct ubt_user *u, const struct user_opts *o,
@@ -669,15 +904,18 @@ struct ubt_user *user_attach_pid(pid_t pid, const struct user_opts *o,
 		free(u);
 		return NULL;
 	}
-	u->stop_ns = now_ns();
-	if (pt_seize(&u->pt, pid)) {
+	if (seize(u, blocked_thread(u) ?: pid)) {
 		snprintf(err, errlen, "cannot attach to pid %d: %s", pid,
 			 u->pt.err);
+		user_unboost(u);
 		pt_release(&u->pt);
 		free(u);
 		return NULL;
 	}
-	return attach(u, o, err, errlen);
+	u = attach(u, o, err, errlen);
+	if (u)
+		user_release(u);
+	return u;
 }
 
 struct ubt_user *user_attach_cmd(char *const argv[], const struct user_opts *o,
@@ -693,7 +931,7 @@ struct ubt_user *user_attach_cmd(char *const argv[], const struct user_opts *o,
 		free(u);
 		return NULL;
 	}
-	u->stop_ns = now_ns();
+	u->stop_t0 = now_ns();
 	if (pt_spawn(&u->pt, argv)) {
 		snprintf(err, errlen, "%s", u->pt.err);
 		pt_release(&u->pt);
@@ -879,6 +1117,9 @@ int user_install(struct ubt_user *u, const struct user_probe *p)
 	addr = bias + vaddr;
 	if (offset && p->kind == USER_PROBE_RETURN)
 		return uerr(u, 0, "a return probe has no offset");
+	err = user_restop(u);	/* the ELF work above ran meanwhile */
+	if (err)
+		return err;
 	for (i = 0; i < u->nsites; i++)
 		if (u->sites[i].s.func == addr &&
 		    u->sites[i].offset == offset)
@@ -953,6 +1194,9 @@ int user_install(struct ubt_user *u, const struct user_probe *p)
 	if (tramp != spec.at)
 		return uerr(u, -ENOSPC, "code area full");
 	patch_jump_bytes(&us->s, tramp, jmp);
+	err = user_stop_all(u);	/* the others ran until now */
+	if (err)
+		return err;
 	err = pt_write(&u->pt, us->s.addr, jmp, us->s.len);
 	if (err)
 		return uerr(u, err, "write the jump at %s", p->symbol);
@@ -974,12 +1218,18 @@ int user_resume(struct ubt_user *u)
 
 	if (u->resumed)
 		return 0;
+	err = user_restop(u);	/* no probe was installed */
+	if (err) {
+		u->resumed = true;
+		return err;
+	}
+	pt_detach_others(&u->pt);	/* they need not wait for the close */
 	err = rsys(u, SYS_close, (uint64_t)u->target_fd, 0, 0, 0, 0, 0, &ret);
-	if (!err)
-		err = pt_detach(&u->pt);
+	err = pt_detach(&u->pt) ?: err;	/* never leave it stopped */
 	user_note_exit(u);
 	u->resumed = true;
-	u->stop_ns = now_ns() - u->stop_ns - u->pt.released_ns;
+	user_count_stop(u);
+	user_unboost(u);
 	return err ? uerr(u, err, "resume pid %d", u->pid) : 0;
 }
 
@@ -1040,7 +1290,13 @@ int user_detach(struct ubt_user *u)
 	__atomic_store_n(&u->m.ctl->detached, 1, __ATOMIC_RELEASE);
 	if (!u->resumed) {
 		/* still stopped: restore, then let it go */
-		err = restore_sites(u);
+		err = user_restop(u);
+		if (err) {
+			u->resumed = true;
+			return process_gone(u, err) ? 0 : err;
+		}
+		err = u->nsites ? user_stop_all(u) : 0;
+		err = err ?: restore_sites(u);
 		return user_resume(u) ?: err;
 	}
 	if (!u->nsites)
@@ -1074,6 +1330,7 @@ void user_free(struct ubt_user *u)
 {
 	if (!u)
 		return;
+	user_unboost(u);
 	pt_release(&u->pt);
 	memfd_release(&u->m);
 	free(u->sites);

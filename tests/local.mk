@@ -82,10 +82,12 @@ tests_unit_probes_LDADD = $(UBT_LIBS)
 check_PROGRAMS += \
 	tests/user/target \
 	tests/user/test-user \
-	tests/user/unit-memfd
+	tests/user/unit-memfd \
+	tests/user/unit-shtab
 TESTS += \
 	tests/user/test-user \
-	tests/user/unit-memfd
+	tests/user/unit-memfd \
+	tests/user/unit-shtab
 tests_user_target_SOURCES = tests/user/target.c
 tests_user_target_CFLAGS = -O2 -pthread
 tests_user_target_LDFLAGS =
@@ -93,6 +95,8 @@ tests_user_test_user_SOURCES = tests/user/test-user.c
 tests_user_test_user_LDADD = $(UBT_LIBS)
 tests_user_unit_memfd_SOURCES = tests/user/unit-memfd.c
 tests_user_unit_memfd_LDADD = $(UBT_LIBS) -ldl
+tests_user_unit_shtab_SOURCES = tests/user/unit-shtab.c
+tests_user_unit_shtab_LDADD = $(UBT_LIBS) -ldl
 
 # Frontend stanzas (tests/frontend/*.test, format in tests/README.md):
 # one TAP test per stanza; a new test is an appended stanza.
@@ -196,5 +200,10 @@ TESTS += \
 	tests/native/user-mode-run.py
 EXTRA_DIST += \
 	tests/native/kernel-only.txt \
+	tests/native/umaps.test \
 	tests/native/user-mode-diff.py \
 	tests/native/user-mode-run.py
+
+# printf events of user-mode probes: rings drained, losses reported.
+TESTS += tests/native/printf-events.sh
+EXTRA_DIST += tests/native/printf-events.sh

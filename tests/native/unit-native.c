@@ -518,6 +518,9 @@ static void test_keyed_events(void)
  * one, and cost per hit in the target's bench loop (ut_plain, or ut_ret
  * for the return probe).
  */
+/* cg_opts.native_thread_maps for test_lowered() (NULL: none) */
+static const bool *lowered_thread_maps;
+
 static void test_lowered(const char *body, bool ret_probe, bool exact,
 			 double budget)
 {
@@ -525,7 +528,8 @@ static void test_lowered(const char *body, bool ret_probe, bool exact,
 	char src[8192], err[512], line[64], hex[256] = "";
 	char *argv[] = { target, "bench", "10000000", ret_probe ? "ret" : NULL,
 			 NULL };
-	struct cg_opts co = { .sz = sizeof(co) };
+	struct cg_opts co = { .sz = sizeof(co),
+			      .native_thread_maps = lowered_thread_maps };
 	struct user_opts uo = { .sz = sizeof(uo) };
 	struct cg_object *obj = NULL;
 	struct compile c;
@@ -560,6 +564,8 @@ static void test_lowered(const char *body, bool ret_probe, bool exact,
 	memfd_layout_default(&uo.layout);
 	if (uo.layout.map_size < obj->native_area)
 		uo.layout.map_size = (obj->native_area + 4095) & ~4095ull;
+	uo.layout.shared_size = native_shared_size(obj->native_maps,
+						   obj->nnative_maps);
 	u = user_attach_pid(p.pid, &uo, err, sizeof(err));
 	if (!u) {
 		ok(0, "%s: attach: %s", body, err);
@@ -576,6 +582,15 @@ static void test_lowered(const char *body, bool ret_probe, bool exact,
 
 		if (nm->kind == NATIVE_MAP_HTAB)
 			ret = memfd_htab_add(user_memfd(u), &t);
+		if (nm->kind == NATIVE_MAP_SHARED)
+			ret = memfd_shtab_add(user_memfd(u),
+					      &(struct memfd_shtab){
+						      .off = nm->off,
+						      .nslots = nm->nslots,
+						      .key_size = nm->key_size,
+						      .val_size = nm->val_size,
+						      .max_probe = nm->max_probe,
+					      });
 	}
 	ret = ret ?: user_install(u, &(struct user_probe){
 		.sz = sizeof(struct user_probe),
@@ -632,6 +647,18 @@ int main(void)
 	test_lowered("@[tid] = count();", false, false, 10);
 	test_lowered("@s = sum(arg1);", false, false, 10);
 	test_lowered("@c = count();", true, true, 10);
+	/* ordinary maps: the shared table (no budget in DESIGN.md) */
+	test_lowered("@t[tid] = arg0; delete(@t[tid]);", false, false, 40);
+	test_lowered("@x = @x + arg0;", false, false, 40);
+	/* and a map keyed by tid alone: per-thread tables */
+	{
+		static const bool all[8] = { 1, 1, 1, 1, 1, 1, 1, 1 };
+
+		lowered_thread_maps = all;
+		test_lowered("@t[tid] = arg0; delete(@t[tid]);", false, false,
+			     20);
+		lowered_thread_maps = NULL;
+	}
 	printf("1..%d\n", ntest);
 	return nfail ? 1 : 0;
 }

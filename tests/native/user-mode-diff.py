@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """The uprobe part of the runtime corpus in both modes (issue 4 item 6).
 
-Every enabled case (tests/runtime/enabled) whose program has a uprobe or
+Every enabled case (tests/runtime/enabled), and every case of
+tests/native/*.test, whose program has a uprobe or
 uretprobe and runs a -c command or a -p process is run twice, with
 --mode kernel and with --mode user: both runs must pass the case, and for
 cases whose output is deterministic (DIFFERENTIAL exact) stdout and stderr
@@ -44,6 +45,10 @@ def main():
     cases = rr.load_corpus(rtdir)
     enabled = [n for n, _, _ in rr.read_list(os.path.join(rtdir, "enabled"))]
     cases = [c for c in cases if rr.matches(c, enabled) and is_user_case(c)]
+    # and ubt's own user-mode cases (tests/native/*.test), all of them
+    cases += [c for c in rr.load_corpus(os.path.join(srcdir, "tests",
+                                                     "native"))
+              if is_user_case(c)]
     kernel_only = {}
     for name, reason, _ in rr.read_list(os.path.join(
             srcdir, "tests", "native", "kernel-only.txt")):

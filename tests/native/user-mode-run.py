@@ -144,12 +144,13 @@ def test_decisions():
        "--mode user names what a probe body needs", repr(r.stderr))
     r = ubt(["--dry-run", "-e",
              "uprobe:%s:ut_plain { @c = count(); } "
-             "uprobe:%s:ut_plain { @d = count(); @x = 1; }" %
+             "uprobe:%s:ut_plain { @d = count(); @e[1] = 1; "
+             "for ($kv : @e) { } }" %
              (TARGET, TARGET), "-c", TARGET + " bench 1"])
     ok(r.returncode == 0 and r.stderr.count(
         "kernel (a kernel uprobe on the same function") == 1 and
-       r.stderr.count("kernel (assigning a map not keyed by tid alone "
-                      "needs the kernel)") == 1,
+       r.stderr.count("kernel (assigning map @e (also used by for or "
+                      "len()) needs the kernel)") == 1,
        "a function with a kernel uprobe is not patched", repr(r.stderr))
 
 
@@ -260,6 +261,57 @@ def test_tid_maps():
        repr(r.stderr))
 
 
+def test_shared_maps():
+    """Ordinary maps in user mode: one table shared by all threads."""
+    thr = os.path.abspath(os.path.join(builddir, "tests", "targets",
+                                       "ubt-threads"))
+    prog = ("uprobe:%s:ubt_work { @w[arg0] = arg1; @c[comm] = arg1 + 1; "
+            "@s = (arg0, comm); @k[arg0 * 10 + arg1] = 1; } "
+            "uprobe:%s:ubt_work /@seen[arg0] == 0/ { @seen[arg0] = 1; "
+            "@first = count(); } "
+            "uretprobe:%s:ubt_work /retval %% 10 == 2/ "
+            "{ delete(@k[retval]); } "
+            "uprobe:%s:ubt_joined { printf(\"sum %%d has %%d\\n\", "
+            "@w[1] + @w[2] + @w[3] + @w[4], has_key(@k, 22)); }" %
+            (thr, thr, thr, thr))
+    u = ubt(["-v", "-e", prog, "-c", thr + " 20"])
+    k = ubt(["--mode", "kernel", "-e", prog, "-c", thr + " 20"])
+    ok(u.returncode == 0 and u.stderr.count("user mode (") == 4 and
+       "sum 16 has 0\n" in u.stdout and "@first: 4\n" in u.stdout and
+       "@c[ubt-w3]: 5\n" in u.stdout and u.stdout.count("@k[") == 16,
+       "maps shared by 4 threads and 4 user-mode probes",
+       repr(u.stdout[-400:] + u.stderr[-400:]))
+    m = re.search(r"^@s: \((\d), ubt-w(\d)\)$", u.stdout, re.M)
+    ok(m and m.group(1) == m.group(2),
+       "a tuple written by 4 threads is read back whole", repr(u.stdout))
+
+    def strip(out):
+        return re.sub(r"@s: .*\n", "", out)
+    ok(k.returncode == 0 and strip(u.stdout) == strip(k.stdout),
+       "shared maps print as in --mode kernel",
+       repr(u.stdout[-300:] + k.stdout[-300:]))
+    calls = os.path.abspath(os.path.join(builddir, "tests", "targets",
+                                         "ubt-calls"))
+    prog = ("uprobe:%s:ubt_add { @x[arg0] = arg0; @k = arg0; } "
+            "uprobe:%s:ubt_neg { @y[arg0] = 1; zero(@y); "
+            "if (arg0 == 4) { clear(@x); zero(@k); } }" % (calls, calls))
+    u = ubt(["-v", "-e", prog, "-c", calls + " 4"])
+    k = ubt(["--mode", "kernel", "-e", prog, "-c", calls + " 4"])
+    ok(u.returncode == 0 and u.stderr.count("user mode (") == 2 and
+       "@x" not in u.stdout and "@k: 0\n" in u.stdout and
+       "@y[4]: 0\n" in u.stdout and u.stdout == k.stdout,
+       "clear() and zero() in user-mode probes, as in --mode kernel",
+       repr(u.stdout[-300:] + u.stderr[-300:] + k.stdout[-300:]))
+    r = ubt(["--dry-run", "--mode", "user", "-e",
+             "BEGIN { @x = 1; } uprobe:%s:ubt_work { @y = @x; }" % thr,
+             "-c", thr])
+    ok(r.returncode == 1 and re.search(
+        r"^ubt: cannot run uprobe:\S+:ubt_work in user mode: map @x is "
+        r"also used by a kernel probe$", r.stderr, re.M),
+       "a map a kernel probe also uses: --mode user refuses, says why",
+       repr(r.stderr))
+
+
 def test_args():
     calls = os.path.abspath(os.path.join(builddir, "tests", "targets",
                                          "ubt-calls"))
@@ -284,6 +336,7 @@ def main():
     test_mixed()
     test_merge()
     test_tid_maps()
+    test_shared_maps()
     test_args()
     print("1..%d" % len(results))
     return 0 if all(r[0] for r in results) else 1

@@ -1,0 +1,313 @@
+/*
+ * The lock-free table shared by all threads for ordinary maps (struct
+ * rt_shtab): the runtime's update/read/delete (libubt-rt.so loaded here
+ * with dlopen, as in a target) and ubt's reader (memfd_shtab_*): writers
+ * racing from two threads never tear a value for readers in the process or
+ * for ubt, concurrent inserts make no duplicates, a full table drops and
+ * counts, tombstones keep the keys after them reachable, and a corrupted
+ * header or slot is read back safely.
+ */
+#include <dlfcn.h>
+#include <errno.h>
+#include <pthread.h>
+#include <sched.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "memfd.h"
+
+static int ntest, nfail;
+
+static void ok(int cond, const char *fmt, ...)
+{
+	va_list ap;
+
+	printf("%sok %d - ", cond ? "" : "not ", ++ntest);
+	va_start(ap, fmt);
+	vprintf(fmt, ap);
+	va_end(ap);
+	printf("\n");
+	if (!cond)
+		nfail++;
+}
+
+static struct memfd m;
+static void *(*sh_read)(struct rt_shtab *, const void *, void *);
+static long (*sh_update)(struct rt_shtab *, const void *, const void *);
+static long (*sh_delete)(struct rt_shtab *, const void *);
+
+/* A: 24-byte values (a tuple), written by two threads at once. */
+static const struct memfd_shtab ta = {
+	.off = 0, .nslots = 128, .key_size = 8, .val_size = 24,
+	.max_probe = 128,
+};
+/* B: small, to fill. */
+static const struct memfd_shtab tb = {
+	.off = 8192, .nslots = 16, .key_size = 8, .val_size = 8,
+	.max_probe = 16,
+};
+
+static struct rt_shtab *tab(const struct memfd_shtab *t)
+{
+	return (struct rt_shtab *)(m.base + RT_SHARED_OFF + t->off);
+}
+
+enum { ROUNDS = 200000, HOT = 8 };
+
+static volatile int stop, reading;
+
+/* Writers: keys 0..HOT-1 get {x, x, x}; keys 1000t + i inserted once. */
+static void *writer(void *arg)
+{
+	uint64_t t = (uintptr_t)arg, i;
+	long bad = 0;
+
+	for (i = 0; i < ROUNDS; i++) {
+		uint64_t k = i % HOT, x = t << 32 | i, v[3] = { x, x, x };
+
+		bad += sh_update(tab(&ta), &k, v) != 0;
+		if (i < 20) {
+			k = 1000 * (t + 1) + i;
+			bad += sh_update(tab(&ta), &k, v) != 0;
+		}
+	}
+	return (void *)bad;
+}
+
+/* A reader in the process: every value it sees is whole. */
+static void *reader(void *arg)
+{
+	long torn = 0, seen = 0;
+
+	(void)arg;
+	reading = 1;
+	while (!stop || seen < 1000) {
+		for (uint64_t k = 0; k < HOT; k++) {
+			uint64_t v[3];
+
+			if (!sh_read(tab(&ta), &k, v))
+				continue;
+			seen++;
+			torn += v[0] != v[1] || v[1] != v[2];
+		}
+	}
+	return (void *)(torn ? -torn : seen);
+}
+
+struct check {
+	int n, torn, hot, dup;
+	uint64_t keys[256];
+};
+
+static int on_entry(const void *key, const void *val, void *arg)
+{
+	struct check *c = arg;
+	uint64_t k, v[3];
+
+	memcpy(&k, key, 8);
+	memcpy(v, val, 24);
+	c->torn += v[0] != v[1] || v[1] != v[2];
+	c->hot += k < HOT;
+	for (int i = 0; i < c->n && i < 256; i++)
+		c->dup += c->keys[i] == k;
+	if (c->n < 256)
+		c->keys[c->n] = k;
+	c->n++;
+	return 0;
+}
+
+static void test_concurrent(void)
+{
+	pthread_t w[2], r;
+	void *res[2], *rres;
+	struct check c;
+	int ubt_torn = 0, rounds = 0, n;
+
+	ok(!memfd_shtab_add(&m, &ta), "a shared table of 24-byte values");
+	pthread_create(&r, NULL, reader, NULL);
+	while (!reading)
+		sched_yield();
+	pthread_create(&w[0], NULL, writer, (void *)1);
+	pthread_create(&w[1], NULL, writer, (void *)2);
+	/* ubt reads back while the writers run */
+	for (int i = 0; i < 200; i++) {
+		memset(&c, 0, sizeof(c));
+		memfd_shtab_foreach(&m, &ta, on_entry, &c);
+		ubt_torn += c.torn;
+		rounds++;
+	}
+	pthread_join(w[0], &res[0]);
+	pthread_join(w[1], &res[1]);
+	stop = 1;
+	pthread_join(r, &rres);
+	ok(!res[0] && !res[1], "every update from 2 threads was taken");
+	ok((long)rres > 0, "a reader thread never saw a torn value (%ld reads)",
+	   (long)rres);
+	ok(!ubt_torn, "ubt never read a torn value (%d passes while writing)",
+	   rounds);
+	memset(&c, 0, sizeof(c));
+	n = memfd_shtab_foreach(&m, &ta, on_entry, &c);
+	ok(!n && c.n == HOT + 40 && c.hot == HOT && !c.dup && !c.torn,
+	   "after: %d entries (want %d), no duplicate keys", c.n, HOT + 40);
+	ok(tab(&ta)->used == HOT + 40 && !tab(&ta)->dropped,
+	   "%llu slots claimed, none dropped",
+	   (unsigned long long)tab(&ta)->used);
+}
+
+static int count_entry(const void *key, const void *val, void *arg)
+{
+	uint64_t k, v;
+
+	memcpy(&k, key, 8);
+	memcpy(&v, val, 8);
+	if (v == k * 10)
+		(*(int *)arg)++;
+	return 0;
+}
+
+static int nb(void)
+{
+	int n = 0;
+
+	memfd_shtab_foreach(&m, &tb, count_entry, &n);
+	return n;
+}
+
+static void test_full_and_tombstones(void)
+{
+	uint64_t k, v, out;
+	int fails = 0, miss = 0;
+
+	ok(!memfd_shtab_add(&m, &tb), "a table of 16 slots");
+	for (k = 1; k <= 20; k++) {
+		v = k * 10;
+		fails += sh_update(tab(&tb), &k, &v) == -ENOMEM;
+	}
+	ok(fails == 4 && memfd_shtab_dropped(&m, &tb) == 4 && nb() == 16,
+	   "full table: 4 of 20 keys dropped and counted, 16 kept");
+	k = 3;
+	v = 30;
+	ok(!sh_update(tab(&tb), &k, &v),
+	   "a key already there is still updated in a full table");
+	ok(!sh_delete(tab(&tb), &k) && !sh_read(tab(&tb), &k, &out) &&
+		   sh_delete(tab(&tb), &k) == -ENOENT && nb() == 15,
+	   "delete: a tombstone, absent afterwards, deleted once");
+	for (k = 1; k <= 20; k++)
+		if (k != 3 && (!sh_read(tab(&tb), &k, &out) || out != k * 10))
+			miss++;
+	ok(miss == 4, "the keys after the tombstone stay reachable");
+	k = 3;
+	v = 30;
+	ok(!sh_update(tab(&tb), &k, &v) && sh_read(tab(&tb), &k, &out) &&
+		   out == 30 && nb() == 16,
+	   "a deleted key comes back in its slot");
+	k = 5;
+	sh_delete(tab(&tb), &k);
+	k = 77;
+	v = 770;
+	ok(!sh_update(tab(&tb), &k, &v) && sh_read(tab(&tb), &k, &out) &&
+		   out == 770 && nb() == 16 &&
+		   memfd_shtab_dropped(&m, &tb) == 4,
+	   "a new key takes over a tombstone");
+	k = 5;
+	ok(!sh_read(tab(&tb), &k, &out), "the key it replaced stays gone");
+	ok(!memfd_shtab_clear(&m, &tb) && nb() == 0,
+	   "clear: every entry deleted");
+	k = 77;
+	ok(!sh_update(tab(&tb), &k, &v) && nb() == 1,
+	   "and the table takes entries again");
+	out = 1;
+	ok(!memfd_shtab_zero(&m, &tb) && sh_read(tab(&tb), &k, &out) &&
+		   out == 0,
+	   "zero: the key stays with a zero value");
+	ok(!sh_update(tab(&tb), &k, &v) && nb() == 1,
+	   "and takes a value again");
+}
+
+/* The target can write anything into the memfd. */
+static void test_untrusted(void)
+{
+	struct rt_shtab saved = *tab(&tb);
+	uint64_t ss = 8 + 8 + 8, k = 1, v = 1, out;
+	char *slots = (char *)(tab(&tb) + 1);
+	int n;
+
+	tab(&tb)->nslots = 1u << 30;
+	tab(&tb)->key_size = 4096;
+	tab(&tb)->val_size = 4096;
+	ok(nb() == 1, "header corrupted: ubt reads with its own sizes");
+	ok(sh_update(tab(&tb), &k, &v) && !sh_read(tab(&tb), &k, &out) &&
+		   sh_delete(tab(&tb), &k),
+	   "header corrupted: the runtime refuses the table, no crash");
+	tab(&tb)->nslots = 6;
+	tab(&tb)->key_size = 8;
+	ok(sh_update(tab(&tb), &k, &v) == -EINVAL,
+	   "slot count not a power of two: refused");
+	*tab(&tb) = saved;
+	for (n = 0; n < 16; n++) {
+		uint32_t *st = (uint32_t *)(slots + n * ss);
+
+		if (st[0] == RT_SHTAB_USED)
+			st[1] |= 1;	/* a writer that never finishes */
+		else
+			st[0] = 0x7777;	/* no such state */
+	}
+	n = 0;
+	ok(!memfd_shtab_foreach(&m, &tb, count_entry, &n) && n == 0,
+	   "slots with a bad state or a stuck writer are skipped");
+	ok(memfd_shtab_foreach(&m, &(struct memfd_shtab){ .off = 8192,
+				 .nslots = 12, .key_size = 8,
+				 .val_size = 8, .max_probe = 12 },
+			       count_entry, &n) == -EINVAL &&
+		   memfd_shtab_add(&m, &(struct memfd_shtab){
+				  .off = m.l.shared_size - 64, .nslots = 64,
+				  .key_size = 8, .val_size = 8,
+				  .max_probe = 8 }) == -ERANGE &&
+		   memfd_shtab_add(&m, &(struct memfd_shtab){
+				  .off = 0, .nslots = 16, .key_size = 8,
+				  .val_size = 8, .max_probe = 17 }) == -EINVAL,
+	   "invalid or oversized tables refused");
+}
+
+int main(void)
+{
+	struct memfd_layout l = {
+		.map_size = 4096, .ring_size = 256, .nblocks = 4,
+		.shared_size = 16384,
+	};
+	const char *b = getenv("top_builddir");
+	long (*rt_init)(struct rt_ctl *);
+	char path[4096];
+	void *h;
+
+	snprintf(path, sizeof(path), "%s/libubt-rt.so", b ? b : ".");
+	h = dlopen(path, RTLD_NOW);
+	if (!h) {
+		printf("Bail out! %s\n", dlerror());
+		return 99;
+	}
+	rt_init = (long (*)(struct rt_ctl *))dlsym(h, "rt_init");
+	ok(rt_init && !memfd_create_local(&m, &l),
+	   "runtime loaded, memfd with a shared area");
+	if (nfail)
+		return 1;
+	ok(m.tmpl_off >= RT_SHARED_OFF + l.shared_size &&
+		   m.ctl->shared_size == l.shared_size,
+	   "the shared area lies between the code and the template");
+	rt_init(m.ctl);
+	sh_read = (void *)(uintptr_t)m.ctl->fn[RT_FN_SHTAB_READ];
+	sh_update = (void *)(uintptr_t)m.ctl->fn[RT_FN_SHTAB_UPDATE];
+	sh_delete = (void *)(uintptr_t)m.ctl->fn[RT_FN_SHTAB_DELETE];
+	ok(sh_read == dlsym(h, "rt_shtab_read") &&
+		   sh_update == dlsym(h, "rt_shtab_update") &&
+		   sh_delete == dlsym(h, "rt_shtab_delete"),
+	   "rt_init publishes the shared-table helpers");
+	test_concurrent();
+	test_full_and_tombstones();
+	test_untrusted();
+	memfd_release(&m);
+	printf("1..%d\n", ntest);
+	return nfail ? 1 : 0;
+}
