@@ -43,28 +43,7 @@ bool cg_is_scalar(const struct type *t)
 
 enum sema_func cg_map_agg(const struct sema_map *sm)
 {
-	if (sm->agg != FN_NONE)
-		return sm->agg;
-	switch (sm->value ? sm->value->kind : TY_NONE) {
-	case TY_COUNT:
-		return FN_COUNT;
-	case TY_SUM:
-		return FN_SUM;
-	case TY_AVG:
-		return FN_AVG;
-	case TY_MIN:
-		return FN_MIN;
-	case TY_MAX:
-		return FN_MAX;
-	case TY_STATS:
-		return FN_STATS;
-	case TY_HIST:
-		return FN_HIST;
-	case TY_LHIST:
-		return FN_LHIST;
-	default:
-		return FN_NONE;
-	}
+	return sm->agg != FN_NONE ? sm->agg : sema_agg_of(sm->value);
 }
 
 void cg_unsupported(struct cg *g, const struct ast_node *n, const char *what)

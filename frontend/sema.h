@@ -303,6 +303,10 @@ int sema_context(struct compile *c);	/* frontend/sema_context.c */
 int sema_types(struct compile *c);	/* frontend/sema_types.c */
 int sema_available(struct compile *c);	/* frontend/sema_context.c */
 
+/* The aggregation function whose value type t is (TY_COUNT -> FN_COUNT,
+ * ...), FN_NONE for a type that is not an aggregation. */
+enum sema_func sema_agg_of(const struct type *t);
+
 /* -d sema: the typed AST and the program tables (frontend/sema_dump.c). */
 void sema_dump(FILE *f, struct compile *c);
 

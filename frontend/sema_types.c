@@ -147,9 +147,9 @@ static void mismatch(struct sema_ctx *x, const struct ast_loc *loc,
 
 /* Map values. */
 
-static enum sema_func agg_of(const struct type *t)
+enum sema_func sema_agg_of(const struct type *t)
 {
-	switch (t->kind) {
+	switch (t ? t->kind : TY_NONE) {
 	case TY_COUNT:
 		return FN_COUNT;
 	case TY_SUM:
@@ -191,7 +191,7 @@ static int map_set_value(struct sema_ctx *x, struct sema_map *m,
 	t = widen(x, t);
 	if (!m->value) {
 		m->value = t;
-		m->agg = agg_of(t);
+		m->agg = sema_agg_of(t);
 		x->changed++;
 		return 0;
 	}
