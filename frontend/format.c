@@ -222,27 +222,17 @@ const char *fmt_type_name(const struct type *t)
 		return "none";
 	switch (t->kind) {
 	case TY_TUPLE:
-		return "tuple";
 	case TY_RECORD:
-		return "record";
 	case TY_ARRAY:
-		return "array";
 	case TY_COUNT:
-		return "count";
 	case TY_SUM:
-		return "sum";
 	case TY_AVG:
-		return "avg";
 	case TY_MIN:
-		return "min";
 	case TY_MAX:
-		return "max";
 	case TY_STATS:
-		return "stats";
 	case TY_HIST:
-		return "hist";
 	case TY_LHIST:
-		return "lhist";
+		return type_class(t);
 	default:
 		return "none";
 	}

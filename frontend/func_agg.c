@@ -22,7 +22,7 @@ static struct type *int_arg(struct sema_ctx *x, struct ast_node *call,
 	    t->kind != TY_POINTER) {
 		sema_error(x, &call->loc,
 			   "%s() only supports integer arguments (%s provided)",
-			   call->call.name, sema_tclass(t));
+			   call->call.name, type_class(t));
 		return NULL;
 	}
 	return t;
@@ -34,7 +34,7 @@ static int literal_arg(struct sema_ctx *x, struct ast_node *call,
 	if (!sema_int_literal(x, arg, v)) {
 		sema_error(x, &call->loc,
 			   "%s() expects a integer literal (%s provided)",
-			   call->call.name, sema_tclass(arg->type));
+			   call->call.name, type_class(arg->type));
 		return -EINVAL;
 	}
 	return 0;

@@ -28,7 +28,7 @@ static int want_int(struct sema_ctx *x, struct ast_node *call,
 	if (!is_integer(a->type)) {
 		sema_error(x, &call->loc,
 			   "%s() only supports integer arguments (%s provided)",
-			   call->call.name, sema_tclass(a->type));
+			   call->call.name, type_class(a->type));
 		return -EINVAL;
 	}
 	return 0;
@@ -73,12 +73,12 @@ static struct type *ty_buf(struct sema_ctx *x, struct ast_node *call,
 	} else if (!a->next) {
 		sema_error(x, &call->loc,
 			   "buf() expects a length argument for non-array type %s",
-			   sema_tclass(a->type));
+			   type_class(a->type));
 		return NULL;
 	} else if (!int_or_ptr(a->type) && a->type->kind != TY_STRING) {
 		sema_error(x, &call->loc,
 			   "buf() expects an integer, string, or array argument but saw %s",
-			   sema_tclass(a->type));
+			   type_class(a->type));
 		return NULL;
 	} else {
 		if (want_int(x, call, a->next))
@@ -108,14 +108,14 @@ static struct type *ty_strncmp(struct sema_ctx *x, struct ast_node *call,
 	if (a->type->kind != TY_STRING || b->type->kind != TY_STRING) {
 		sema_error(x, &call->loc,
 			   "strncmp() only supports string arguments (%s provided)",
-			   sema_tclass(a->type->kind != TY_STRING ? a->type :
+			   type_class(a->type->kind != TY_STRING ? a->type :
 								   b->type));
 		return NULL;
 	}
 	if (!sema_int_literal(x, n, &v)) {
 		sema_error(x, &call->loc,
 			   "strncmp() expects a integer literal (%s provided)",
-			   sema_tclass(n->type));
+			   type_class(n->type));
 		return NULL;
 	}
 	if (v < 0) {
@@ -135,7 +135,7 @@ static struct type *ty_strcontains(struct sema_ctx *x, struct ast_node *call,
 	if (a->type->kind != TY_STRING || b->type->kind != TY_STRING) {
 		sema_error(x, &call->loc,
 			   "strcontains() expects string arguments (%s and %s provided)",
-			   sema_tclass(a->type), sema_tclass(b->type));
+			   type_class(a->type), type_class(b->type));
 		return NULL;
 	}
 	return sema_uint64(x);
@@ -216,7 +216,7 @@ static struct type *stack(struct sema_ctx *x, struct ast_node *call,
 		if (!sema_int_literal(x, a, &v)) {
 			sema_error(x, &call->loc,
 				   "%s() expects a integer literal (%s provided)",
-				   call->call.name, sema_tclass(a->type));
+				   call->call.name, type_class(a->type));
 			return NULL;
 		}
 		if (v < 1 || v > 1024) {
@@ -253,7 +253,7 @@ static struct type *addrspace_cast(struct sema_ctx *x, struct ast_node *call,
 	if (!int_or_ptr(a->type)) {
 		sema_error(x, &call->loc,
 			   "%s() only supports integer or pointer arguments (%s provided)",
-			   call->call.name, sema_tclass(a->type));
+			   call->call.name, type_class(a->type));
 		return NULL;
 	}
 	t = type_new(x->a, a->type->kind, a->type->size);

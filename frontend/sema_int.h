@@ -107,7 +107,6 @@ void sema_hint(struct sema_ctx *x, struct diag *g, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 const char *sema_tstr(struct sema_ctx *x, const struct type *t);
 /* bpftrace's class of a type in messages: "integer", "string", ... */
-const char *sema_tclass(const struct type *t);
 struct type *sema_uint64(struct sema_ctx *x);
 struct type *sema_int64(struct sema_ctx *x);
 /* A tuple of the given element types, fields at natural alignment. */

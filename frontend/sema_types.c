@@ -742,17 +742,17 @@ static struct type *type_ternary(struct sema_ctx *x, struct ast_node *n)
 		return NULL;
 	if (!is_cond(c)) {
 		sema_error(x, &n->loc, "Invalid condition in ternary: %s",
-			   sema_tclass(c));
+			   type_class(c));
 		return NULL;
 	}
 	if (is_int(a) && is_int(b))
 		return int64_of(x, int_signed(a) && int_signed(b));
 	r = a;
-	if (strcmp(sema_tclass(a), sema_tclass(b)) ||
+	if (strcmp(type_class(a), type_class(b)) ||
 	    merge(x, &r, b, &changed)) {
 		sema_error(x, &n->loc,
 			   "Ternary operator must return the same type: have '%s' and '%s'",
-			   sema_tclass(a), sema_tclass(b));
+			   type_class(a), type_class(b));
 		return NULL;
 	}
 	if (a->kind == TY_VOID) {
@@ -1257,7 +1257,7 @@ static int type_cond(struct sema_ctx *x, struct ast_node *c, const char *what)
 		return -EINVAL;
 	if (!is_cond(t)) {
 		sema_error(x, &c->loc, "Invalid condition in %s(): %s", what,
-			   sema_tclass(t));
+			   type_class(t));
 		return -EINVAL;
 	}
 	return 0;
@@ -1414,7 +1414,7 @@ static int type_probe(struct sema_ctx *x, struct ast_node *p)
 			err = -EINVAL;
 		else if (!is_cond(t)) {
 			sema_error(x, &pred->loc, "Invalid type for predicate: %s",
-				   sema_tclass(t));
+				   type_class(t));
 			err = -EINVAL;
 		}
 	}

@@ -140,3 +140,46 @@ const char *type_str(struct arena *a, const struct type *t)
 		return type_names[t->kind];
 	}
 }
+
+const char *type_class(const struct type *t)
+{
+	if (!t)
+		return "none";
+	switch (t->kind) {
+	case TY_INT:
+	case TY_BOOL:
+		return "integer";
+	case TY_STRING:
+		return "string";
+	case TY_BUFFER:
+		return "buffer";
+	case TY_POINTER:
+		return "pointer";
+	case TY_ARRAY:
+		return "array";
+	case TY_RECORD:
+		return "record";
+	case TY_ENUM:
+		return "integer";
+	case TY_TUPLE:
+		return "tuple";
+	case TY_COUNT:
+		return "count";
+	case TY_SUM:
+		return "sum";
+	case TY_AVG:
+		return "avg";
+	case TY_MIN:
+		return "min";
+	case TY_MAX:
+		return "max";
+	case TY_STATS:
+		return "stats";
+	case TY_HIST:
+		return "hist";
+	case TY_LHIST:
+		return "lhist";
+	default:
+		return type_str(NULL, t);
+	}
+}

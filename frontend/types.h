@@ -69,5 +69,8 @@ bool type_is_integer(const struct type *t);	/* int, bool, pointer-free */
 bool type_is_aggregation(const struct type *t);	/* count ... lhist */
 /* bpftrace's spelling of a type in messages: "uint64", "string[64]", ... */
 const char *type_str(struct arena *a, const struct type *t);
+/* The class of a type in bpftrace's messages: "integer", "string",
+ * "pointer", "tuple", "count", ... */
+const char *type_class(const struct type *t);
 
 #endif
