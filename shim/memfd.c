@@ -257,6 +257,46 @@ int memfd_htab_foreach(const struct memfd *m, const struct memfd_htab *t,
 	return 0;
 }
 
+int memfd_map_zero(struct memfd *m, uint64_t off, uint64_t len)
+{
+	uint32_t n = memfd_nblocks_used(m), i;
+
+	if (off % 8 || len % 8 || off > m->l.map_size ||
+	    len > m->l.map_size - off)
+		return -ERANGE;
+	for (i = 0; i < n; i++)
+		for (uint64_t w = 0; w < len; w += 8)
+			__atomic_store_n((uint64_t *)(block(m, i) + RT_BLK_MAP +
+						      off + w),
+					 0, __ATOMIC_RELAXED);
+	return 0;
+}
+
+int memfd_htab_clear(struct memfd *m, const struct memfd_htab *t)
+{
+	uint64_t ss = 8 + rt_align8(t->key_size) + rt_align8(t->val_size);
+	uint32_t n = memfd_nblocks_used(m), i, s;
+	int err = htab_valid(m, t);
+
+	if (err)
+		return err;
+	for (i = 0; i < n; i++) {
+		char *slots = block(m, i) + RT_BLK_MAP + t->off +
+			      sizeof(struct rt_htab);
+
+		/* deleted (2): the owner revives the slot with a zero value */
+		for (s = 0; s < t->nslots; s++) {
+			uint64_t *st = (uint64_t *)(slots + (uint64_t)s * ss);
+			uint64_t want = 1;
+
+			__atomic_compare_exchange_n(st, &want, 2, 0,
+						    __ATOMIC_RELEASE,
+						    __ATOMIC_RELAXED);
+		}
+	}
+	return 0;
+}
+
 /* ---- tables shared by all threads ---------------------------------- */
 
 uint64_t memfd_shtab_bytes(uint32_t nslots, uint32_t key_size,

@@ -72,6 +72,15 @@ int memfd_htab_foreach(const struct memfd *m, const struct memfd_htab *t,
 		       void *arg);
 
 /*
+ * clear() of an aggregation, done by ubt in every block (the owners keep
+ * running: an update racing with it may survive, as with bpftrace's
+ * asynchronous clear()): memfd_map_zero() zeroes len bytes at map offset
+ * off, memfd_htab_clear() deletes every entry of a keyed table.
+ */
+int memfd_map_zero(struct memfd *m, uint64_t off, uint64_t len);
+int memfd_htab_clear(struct memfd *m, const struct memfd_htab *t);
+
+/*
  * Tables shared by all threads (struct rt_shtab), for ordinary maps, at
  * offset off of the shared area (RT_SHARED_OFF).  memfd_shtab_add() places
  * an empty table; reading back uses ubt's own sizes, never the header in

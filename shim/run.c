@@ -8,7 +8,8 @@
  *     the -p process, or the -c command or a library it starts with;
  *   - user_site_check() accepts every site;
  *   - its body needs nothing the native target lacks: aggregations into
- *     maps that nothing reads or changes otherwise, ordinary maps (read,
+ *     maps that nothing but clear() changes otherwise (ubt clears every
+ *     thread's values when it reads the event), ordinary maps (read,
  *     assigned, deleted, has_key(), clear(), zero(): one lock-free table
  *     shared by all threads, runtime/rt_abi.h struct rt_shtab, which ubt
  *     empties or zeroes when it reads a clear()/zero() event) that no for
@@ -16,7 +17,9 @@
  *     builtins of run_builtin_ok();
  *   - no kernel uprobe shares one of its functions (its breakpoint would
  *     land on our jump), and no kernel probe uses one of its ordinary
- *     maps (one side could not see the other's writes).
+ *     maps or the aggregations it clears (one side could not see the
+ *     other's writes); ordinary maps only ever used as @m[tid] stay in
+ *     per-thread tables (no atomics), the others go to the shared one.
  * Everything else runs in the kernel; --mode user makes a uprobe that
  * cannot run in user mode an error. -v and --dry-run print each probe's
  * decision and why.
@@ -59,7 +62,7 @@ struct run_scan {
 	bool *shared;		/* by sema map id: an ordinary map user mode
 				 * holds (run_scan_shared()) */
 	bool *aggread;		/* by sema map id: an aggregation read
-				 * as a value somewhere */
+				 * as a value or cleared somewhere */
 	const char *why;	/* the first thing user mode lacks */
 };
 
@@ -135,7 +138,11 @@ static int run_scan_plain(struct ast_node *n, void *ctx)
 			s->plain[n->sema->map->id] = true;
 	}
 	if (n->kind == AST_CALL && n->sema && n->sema->map &&
-	    !run_is_agg(n->sema->func) && n->sema->func != FN_PRINT)
+	    n->sema->func == FN_CLEAR && run_agg_map(n->sema->map))
+		/* ubt clears every thread's values: all on one side */
+		s->aggread[n->sema->map->id] = true;
+	else if (n->kind == AST_CALL && n->sema && n->sema->map &&
+		 !run_is_agg(n->sema->func) && n->sema->func != FN_PRINT)
 		s->plain[n->sema->map->id] = true;
 	return ast_visit_children(n, run_scan_plain, ctx);
 }
@@ -272,6 +279,9 @@ static int run_scan_body(struct ast_node *n, void *ctx)
 			    n->sema->func == FN_CLEAR ||
 			    n->sema->func == FN_ZERO) &&
 		    n->sema->map && s->shared[n->sema->map->id])
+			why = NULL;
+		if (why && n->sema->func == FN_CLEAR && n->sema->map &&
+		    run_agg_map(n->sema->map) && !s->plain[n->sema->map->id])
 			why = NULL;
 		if (!why && n->sema && run_is_agg(n->sema->func) &&
 		    n->sema->map && s->plain[n->sema->map->id])
@@ -1001,23 +1011,43 @@ static int run_map_source(void *ctx, int map, kernel_entry_fn fn, void *fctx)
 
 /*
  * clear()/zero() from a user-mode probe: ubt empties the map's shared
- * table itself (the kernel's map is emptied by kernel_handle_event()), in
- * the order of the thread's events, as bpftrace does it asynchronously.
+ * table, or clears an aggregation's values in every thread's block,
+ * itself (the kernel's map is emptied by kernel_handle_event()), in the
+ * order of the thread's events, as bpftrace does it asynchronously.
  */
 static void run_user_clear(struct run *r, const struct cg_event *ev)
 {
+	struct memfd *m = user_memfd(r->u);
 	const struct native_map *nm;
+	bool clear = ev->kind == CG_EV_CLEAR;
 
-	if ((ev->kind != CG_EV_CLEAR && ev->kind != CG_EV_ZERO) ||
-	    ev->map < 0 || ev->map >= r->kobj->nmaps)
+	if ((!clear && ev->kind != CG_EV_ZERO) || ev->map < 0 ||
+	    ev->map >= r->kobj->nmaps)
 		return;
 	nm = run_native_map(r, ev->map);
-	if (!nm || nm->kind != NATIVE_MAP_SHARED)
+	if (!nm)
 		return;
-	if (ev->kind == CG_EV_CLEAR)
-		memfd_shtab_clear(user_memfd(r->u), &run_shtab_of(nm));
-	else
-		memfd_shtab_zero(user_memfd(r->u), &run_shtab_of(nm));
+	switch (nm->kind) {
+	case NATIVE_MAP_SHARED:
+		if (clear)
+			memfd_shtab_clear(m, &run_shtab_of(nm));
+		else
+			memfd_shtab_zero(m, &run_shtab_of(nm));
+		break;
+	case NATIVE_MAP_FIXED:
+	case NATIVE_MAP_ARRAY:
+		/* a zero value reads back as absent, as after a clear */
+		if (clear)
+			memfd_map_zero(m, nm->off, rt_align8(nm->bytes));
+		break;
+	case NATIVE_MAP_HTAB:
+		if (clear)
+			memfd_htab_clear(m, &(struct memfd_htab){
+				.off = nm->off, .nslots = nm->nslots,
+				.key_size = nm->key_size,
+				.val_size = nm->val_size });
+		break;
+	}
 }
 
 /* A record from a user ring: a native event id, checked, then printed. */

@@ -303,6 +303,14 @@ def test_shared_maps():
        "clear() and zero() in user-mode probes, as in --mode kernel",
        repr(u.stdout[-300:] + u.stderr[-300:] + k.stdout[-300:]))
     r = ubt(["--dry-run", "--mode", "user", "-e",
+             "uprobe:%s:ubt_work { @c = count(); } "
+             "interval:ms:100 { clear(@c); }" % thr, "-c", thr])
+    ok(r.returncode == 1 and re.search(
+        r"^ubt: cannot run uprobe:\S+:ubt_work in user mode: map @c is "
+        r"also used by a kernel probe$", r.stderr, re.M),
+       "an aggregation a kernel probe clears stays in the kernel",
+       repr(r.stderr))
+    r = ubt(["--dry-run", "--mode", "user", "-e",
              "BEGIN { @x = 1; } uprobe:%s:ubt_work { @y = @x; }" % thr,
              "-c", thr])
     ok(r.returncode == 1 and re.search(

@@ -269,6 +269,11 @@ static void test_untrusted(void)
 				  .off = 0, .nslots = 16, .key_size = 8,
 				  .val_size = 8, .max_probe = 17 }) == -EINVAL,
 	   "invalid or oversized tables refused");
+	ok(memfd_map_zero(&m, m.l.map_size - 8, 16) == -ERANGE &&
+		   memfd_map_zero(&m, 4, 8) == -ERANGE &&
+		   memfd_map_zero(&m, UINT64_MAX - 7, 8) == -ERANGE &&
+		   !memfd_map_zero(&m, 0, 8),
+	   "clearing per-thread values: offsets checked");
 }
 
 int main(void)
