@@ -52,7 +52,7 @@ static const char *fmt_arg(struct sema_ctx *x, struct ast_node *call,
 
 	if (!sema_str_literal(x, arg, &s)) {
 		sema_error(x, &call->loc, "%s() expects a string literal (%s provided)",
-			   call->call.name, sema_tclass(arg->type));
+			   call->call.name, type_class(arg->type));
 		return NULL;
 	}
 	*len = arg->kind == AST_STRING ? arg->str.len : strlen(s);
@@ -154,7 +154,7 @@ static struct type *ty_print(struct sema_ctx *x, struct ast_node *call,
 			if (!sema_int_literal(x, o, &v)) {
 				sema_error(x, &call->loc,
 					   "print() expects a integer literal (%s provided)",
-					   sema_tclass(o->type));
+					   type_class(o->type));
 				return NULL;
 			}
 			if (v < 0) {
@@ -194,7 +194,7 @@ static struct type *ty_exit(struct sema_ctx *x, struct ast_node *call,
 	if (a && a->type->kind != TY_INT && a->type->kind != TY_BOOL) {
 		sema_error(x, &call->loc,
 			   "exit() only supports integer arguments (%s provided)",
-			   sema_tclass(a->type));
+			   type_class(a->type));
 		return NULL;
 	}
 	return ty_void(x);
