@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -67,10 +68,12 @@ struct ubt_user {
 	uint64_t stop_t0;	/* start of the current stop */
 	bool released;		/* -p: running between attach and install */
 	pid_t ctl_tid;		/* the thread that ran the remote calls */
-	bool boosted;		/* ubt runs SCHED_FIFO while it is stopped */
-	int old_policy;
-	struct sched_param old_param;
+	bool boosted;		/* ubt runs at nice -20 while it is stopped */
+	int old_nice;
+	bool pinned;		/* ubt runs on the control thread's CPU */
+	cpu_set_t old_cpus;
 	bool tls_pending;	/* threads' block pointers to reset */
+	bool new_image;		/* it ran execve() while released */
 	int moved;
 	bool exited;
 	int exit_status;
@@ -760,29 +763,75 @@ static bool process_gone(struct ubt_user *u, int e)
 }
 
 /*
- * While the target waits for ubt, ubt should not wait for a CPU behind
- * other processes: it runs at the lowest real-time priority (it only
- * blocks in waitpid, never spins).  Nothing happens without the right.
+ * While the target waits for ubt, ubt should not wait long for a CPU
+ * behind other processes: it runs at nice -20 until the target runs
+ * again (not real-time: the work done meanwhile is not bounded).
+ * Nothing happens without the right.
  */
 static void user_boost(struct ubt_user *u)
 {
-	struct sched_param sp = { .sched_priority = 1 };
-
 	if (u->boosted)
 		return;
-	u->old_policy = sched_getscheduler(0);
-	if (u->old_policy < 0 || sched_getparam(0, &u->old_param) ||
-	    sched_setscheduler(0, SCHED_FIFO | SCHED_RESET_ON_FORK, &sp))
+	errno = 0;
+	u->old_nice = getpriority(PRIO_PROCESS, 0);
+	if (errno || setpriority(PRIO_PROCESS, 0, -20))
 		return;
 	u->boosted = true;
 }
 
 static void user_unboost(struct ubt_user *u)
 {
+	if (u->pinned)
+		sched_setaffinity(0, sizeof(u->old_cpus), &u->old_cpus);
+	u->pinned = false;
 	if (!u->boosted)
 		return;
-	sched_setscheduler(0, u->old_policy, &u->old_param);
+	setpriority(PRIO_PROCESS, 0, u->old_nice);
 	u->boosted = false;
+}
+
+/*
+ * Run ubt on the CPU thread tid runs on, when that thread is an ordinary
+ * (not real-time) one: the remote calls then go back and forth between
+ * the two on one CPU, without waking another (on a virtual machine a CPU
+ * left idle can take a millisecond to wake up again).
+ */
+static void user_follow(struct ubt_user *u, pid_t tid)
+{
+	char path[64], buf[1024], *f;
+	int fd, i, cpu = -1, policy = -1;
+	cpu_set_t set;
+	ssize_t n;
+
+	if (u->pinned)
+		return;
+	snprintf(path, sizeof(path), "/proc/%d/task/%d/stat", u->pid, tid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return;
+	buf[n] = 0;
+	f = strrchr(buf, ')');
+	/* fields from 3 (state) on; 39 is processor, 41 policy */
+	for (i = 2; f && i <= 41; i++) {
+		f = strchr(f + 1, ' ');
+		if (f && i + 1 == 39)
+			cpu = atoi(f + 1);
+		if (f && i + 1 == 41)
+			policy = atoi(f + 1);
+	}
+	if (cpu < 0 || cpu >= CPU_SETSIZE ||
+	    (policy != SCHED_OTHER && policy != SCHED_BATCH &&
+	     policy != SCHED_IDLE) ||
+	    sched_getaffinity(0, sizeof(u->old_cpus), &u->old_cpus) ||
+	    !CPU_ISSET(cpu, &u->old_cpus))
+		return;
+	CPU_ZERO(&set);
+	CPU_SET(cpu, &set);
+	u->pinned = !sched_setaffinity(0, sizeof(set), &set);
 }
 
 /*
@@ -805,6 +854,7 @@ static void user_count_stop(struct ubt_user *u)
 static int seize(struct ubt_user *u, pid_t tid)
 {
 	user_boost(u);
+	user_follow(u, tid ?: u->pid);
 	u->stop_t0 = now_ns();
 	if (tid && !pt_seize_thread(&u->pt, u->pid, tid))
 		return 0;
@@ -834,17 +884,36 @@ static void user_release(struct ubt_user *u)
 	u->released = true;
 }
 
-static int user_restop(struct ubt_user *u)
+/*
+ * Stop the target again: one thread for remote calls only, or (all) every
+ * thread at once, since the jumps are to be written: a spinning thread
+ * takes a while to notice the interrupt, and a thread stopped first waits
+ * for the others (so they are interrupted together, not one after another).
+ */
+static int user_restop(struct ubt_user *u, bool all)
 {
+	uint8_t head[offsetof(struct rt_ctl, fn)];
 	int err;
 
+	if (u->new_image) {
+		uerr(u, 0, "pid %d ran execve() during attach", u->pid);
+		return -ESTALE;
+	}
 	if (!u->released)
 		return 0;
-	err = seize(u, blocked_thread(u) ?: u->ctl_tid);
+	err = seize(u, all ? 0 : blocked_thread(u) ?: u->ctl_tid);
 	if (err) {
 		user_note_exit(u);
 		uerr(u, 0, "cannot stop pid %d again: %s", u->pid, u->pt.err);
 		return err;
+	}
+	/* an execve() meanwhile: a new image, without the memfd */
+	if (pt_read(&u->pt, u->target_base, head, sizeof(head)) ||
+	    memcmp(head, u->m.base, sizeof(head))) {
+		user_release(u);
+		u->new_image = true;
+		uerr(u, 0, "pid %d ran execve() during attach", u->pid);
+		return -ESTALE;
 	}
 	u->released = false;
 	return 0;
@@ -1117,7 +1186,7 @@ int user_install(struct ubt_user *u, const struct user_probe *p)
 	addr = bias + vaddr;
 	if (offset && p->kind == USER_PROBE_RETURN)
 		return uerr(u, 0, "a return probe has no offset");
-	err = user_restop(u);	/* the ELF work above ran meanwhile */
+	err = user_restop(u, true);	/* the ELF work above ran meanwhile */
 	if (err)
 		return err;
 	for (i = 0; i < u->nsites; i++)
@@ -1218,7 +1287,7 @@ int user_resume(struct ubt_user *u)
 
 	if (u->resumed)
 		return 0;
-	err = user_restop(u);	/* no probe was installed */
+	err = user_restop(u, false);	/* no probe was installed */
 	if (err) {
 		u->resumed = true;
 		return err;
@@ -1290,10 +1359,11 @@ int user_detach(struct ubt_user *u)
 	__atomic_store_n(&u->m.ctl->detached, 1, __ATOMIC_RELEASE);
 	if (!u->resumed) {
 		/* still stopped: restore, then let it go */
-		err = user_restop(u);
+		err = user_restop(u, false);
 		if (err) {
 			u->resumed = true;
-			return process_gone(u, err) ? 0 : err;
+			return process_gone(u, err) || u->new_image ? 0
+								    : err;
 		}
 		err = u->nsites ? user_stop_all(u) : 0;
 		err = err ?: restore_sites(u);
