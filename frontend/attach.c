@@ -171,10 +171,12 @@ static int parse_u64(const char *s, uint64_t *v)
 		s++;
 		if (*s < '0' || *s > '9')
 			return -EINVAL;
+		errno = 0;
 		exp = strtoul(s, &end, 10);
-		if (*end)
+		if (*end || errno)
 			return -EINVAL;
-		while (exp--) {
+		/* 0eN is 0 for any N; otherwise 10^20 overflows anyway */
+		for (; exp && *v; exp--) {
 			if (*v > UINT64_MAX / 10)
 				return -EINVAL;
 			*v *= 10;
