@@ -41,6 +41,9 @@
 #define UBT_RT_ABI_H
 
 #define RT_ABI_VERSION 2
+/* rt_init() returns -(RT_ABI_MISMATCH + its RT_ABI_VERSION) when the
+ * control block is of another version. */
+#define RT_ABI_MISMATCH 0x7ab10000L
 #define RT_CTL_SIZE 4096
 #define RT_CODE_OFF 4096
 #define RT_CODE_SLICE (256 * 1024)	/* one slice per patched module */

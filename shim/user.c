@@ -700,6 +700,12 @@ static int place_runtime(struct ubt_user *u, const struct user_opts *o)
 	err = pt_call(&u->pt, l_addr + init_vaddr, args, &ret, 2000);
 	if (err)
 		return uerr(u, 0, "rt_init in the target: %s", u->pt.err);
+	if ((int64_t)ret <= -RT_ABI_MISMATCH &&
+	    (int64_t)ret > -RT_ABI_MISMATCH - 0x10000)
+		return uerr(u, 0,
+			    "the runtime %s is ABI version %ld, this ubt needs %d",
+			    u->rt_path, (long)(-(int64_t)ret - RT_ABI_MISMATCH),
+			    RT_ABI_VERSION);
 	u->tls_offset = (int64_t)ret;
 	if (u->m.ctl->tls_offset != u->tls_offset ||
 	    !u->m.ctl->fn[RT_FN_SLOW] || !u->m.ctl->fn[RT_FN_WRAP_ENTER] ||
