@@ -73,21 +73,7 @@ static bool run_is_agg(enum sema_func f)
 
 static bool run_agg_map(const struct sema_map *sm)
 {
-	if (sm->agg != FN_NONE)
-		return true;
-	switch (sm->value ? sm->value->kind : TY_NONE) {
-	case TY_COUNT:
-	case TY_SUM:
-	case TY_AVG:
-	case TY_MIN:
-	case TY_MAX:
-	case TY_STATS:
-	case TY_HIST:
-	case TY_LHIST:
-		return true;
-	default:
-		return false;
-	}
+	return sm->agg != FN_NONE || type_is_aggregation(sm->value);
 }
 
 /*
