@@ -42,6 +42,32 @@ static LLVMTargetMachineRef irb_target_machine(void)
 	return irb_bpf_tm;
 }
 
+void irb_module_init(struct irb *ir, enum cg_target t, const char *name,
+		     const char *triple, LLVMTargetMachineRef tm)
+{
+	LLVMTargetDataRef td;
+	char *dl;
+
+	memset(ir, 0, sizeof(*ir));
+	ir->target = t;
+	ir->ctx = LLVMContextCreate();
+	ir->mod = LLVMModuleCreateWithNameInContext(name, ir->ctx);
+	LLVMSetTarget(ir->mod, triple);
+	td = LLVMCreateTargetDataLayout(tm);
+	dl = LLVMCopyStringRepOfTargetData(td);
+	LLVMSetDataLayout(ir->mod, dl);
+	LLVMDisposeMessage(dl);
+	LLVMDisposeTargetData(td);
+	ir->b = LLVMCreateBuilderInContext(ir->ctx);
+	ir->i1 = LLVMInt1TypeInContext(ir->ctx);
+	ir->i8 = LLVMInt8TypeInContext(ir->ctx);
+	ir->i16 = LLVMInt16TypeInContext(ir->ctx);
+	ir->i32 = LLVMInt32TypeInContext(ir->ctx);
+	ir->i64 = LLVMInt64TypeInContext(ir->ctx);
+	ir->ptr = LLVMPointerTypeInContext(ir->ctx, 0);
+	ir->void_ = LLVMVoidTypeInContext(ir->ctx);
+}
+
 int irb_init(struct irb *ir, enum cg_target t, const char *name)
 {
 	LLVMMetadataRef flag;
@@ -52,27 +78,7 @@ int irb_init(struct irb *ir, enum cg_target t, const char *name)
 		return -ENOTSUP;
 	if (!irb_target_machine())
 		return -ENOENT;
-	memset(ir, 0, sizeof(*ir));
-	ir->target = t;
-	ir->ctx = LLVMContextCreate();
-	ir->mod = LLVMModuleCreateWithNameInContext(name, ir->ctx);
-	LLVMSetTarget(ir->mod, "bpfel");
-	{
-		LLVMTargetDataRef td = LLVMCreateTargetDataLayout(irb_bpf_tm);
-		char *dl = LLVMCopyStringRepOfTargetData(td);
-
-		LLVMSetDataLayout(ir->mod, dl);
-		LLVMDisposeMessage(dl);
-		LLVMDisposeTargetData(td);
-	}
-	ir->b = LLVMCreateBuilderInContext(ir->ctx);
-	ir->i1 = LLVMInt1TypeInContext(ir->ctx);
-	ir->i8 = LLVMInt8TypeInContext(ir->ctx);
-	ir->i16 = LLVMInt16TypeInContext(ir->ctx);
-	ir->i32 = LLVMInt32TypeInContext(ir->ctx);
-	ir->i64 = LLVMInt64TypeInContext(ir->ctx);
-	ir->ptr = LLVMPointerTypeInContext(ir->ctx, 0);
-	ir->void_ = LLVMVoidTypeInContext(ir->ctx);
+	irb_module_init(ir, t, name, "bpfel", irb_bpf_tm);
 
 	/* Debug info: BTF for the maps comes from it. */
 	ir->di = LLVMCreateDIBuilder(ir->mod);

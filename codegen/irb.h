@@ -13,6 +13,7 @@
 
 #include <llvm-c/Core.h>
 #include <llvm-c/DebugInfo.h>
+#include <llvm-c/TargetMachine.h>
 
 #include "cg.h"
 
@@ -42,6 +43,12 @@ enum irb_read {
 	IRB_READ_KERNEL_STR,
 };
 
+/*
+ * What both targets share: a zeroed irb with a context, a module with the
+ * target's triple and tm's data layout, a builder and the common types.
+ */
+void irb_module_init(struct irb *ir, enum cg_target t, const char *name,
+		     const char *triple, LLVMTargetMachineRef tm);
 int irb_init(struct irb *ir, enum cg_target t, const char *name);
 void irb_release(struct irb *ir);
 

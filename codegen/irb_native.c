@@ -61,32 +61,13 @@ int irb_native_init(struct irb *ir, const char *name)
 
 	if (!tm)
 		return -ENOENT;
-	memset(ir, 0, sizeof(*ir));
 	free(nat.maps);
 	free(nat.refs);
 	memset(&nat, 0, sizeof(nat));
 	nat.ir = ir;
 	nat.area = NATIVE_MAPS_OFF;
-	ir->target = CG_TARGET_NATIVE;
-	ir->ctx = LLVMContextCreate();
-	ir->mod = LLVMModuleCreateWithNameInContext(name, ir->ctx);
-	LLVMSetTarget(ir->mod, "x86_64-unknown-linux-gnu");
-	{
-		LLVMTargetDataRef td = LLVMCreateTargetDataLayout(tm);
-		char *dl = LLVMCopyStringRepOfTargetData(td);
-
-		LLVMSetDataLayout(ir->mod, dl);
-		LLVMDisposeMessage(dl);
-		LLVMDisposeTargetData(td);
-	}
-	ir->b = LLVMCreateBuilderInContext(ir->ctx);
-	ir->i1 = LLVMInt1TypeInContext(ir->ctx);
-	ir->i8 = LLVMInt8TypeInContext(ir->ctx);
-	ir->i16 = LLVMInt16TypeInContext(ir->ctx);
-	ir->i32 = LLVMInt32TypeInContext(ir->ctx);
-	ir->i64 = LLVMInt64TypeInContext(ir->ctx);
-	ir->ptr = LLVMPointerTypeInContext(ir->ctx, 0);
-	ir->void_ = LLVMVoidTypeInContext(ir->ctx);
+	irb_module_init(ir, CG_TARGET_NATIVE, name, "x86_64-unknown-linux-gnu",
+			tm);
 	return 0;
 }
 
