@@ -91,7 +91,10 @@ TESTS += \
 tests_user_target_SOURCES = tests/user/target.c
 tests_user_target_CFLAGS = -O2 -pthread
 tests_user_target_LDFLAGS =
-tests_user_test_user_SOURCES = tests/user/test-user.c
+tests_user_test_user_SOURCES = \
+	tests/user/proc.c \
+	tests/user/proc.h \
+	tests/user/test-user.c
 tests_user_test_user_LDADD = $(UBT_LIBS)
 tests_user_unit_memfd_SOURCES = tests/user/unit-memfd.c
 tests_user_unit_memfd_LDADD = $(UBT_LIBS) -ldl
@@ -192,8 +195,12 @@ endif
 # codegen/irb_native.c, shim/run.c).
 check_PROGRAMS += tests/native/unit-native
 TESTS += tests/native/unit-native
-tests_native_unit_native_SOURCES = tests/native/unit-native.c
-tests_native_unit_native_CPPFLAGS = $(AM_CPPFLAGS) $(LLVM_CPPFLAGS)
+tests_native_unit_native_SOURCES = \
+	tests/native/unit-native.c \
+	tests/user/proc.c \
+	tests/user/proc.h
+tests_native_unit_native_CPPFLAGS = $(AM_CPPFLAGS) $(LLVM_CPPFLAGS) \
+	-I$(top_srcdir)/tests/user
 tests_native_unit_native_LDADD = $(UBT_LIBS)
 TESTS += \
 	tests/native/user-mode-diff.py \
