@@ -66,6 +66,42 @@ static void rel32_to(struct emit *e, uint64_t target)
 	rel32_fix(e, rel32_hole(e), target);
 }
 
+/* The stolen instructions, relocated to the current position. */
+static int emit_relocated(struct emit *e, struct patch_site *s,
+			  uint64_t *reloc_at, struct patch_reloc *r)
+{
+	int err;
+
+	*reloc_at = here(e);
+	if (e->err)
+		return e->err;
+	err = patch_relocate(s, here(e), e->p + e->n, e->cap - e->n, r);
+	if (err)
+		return err;
+	e->n += r->len;
+	return 0;
+}
+
+/*
+ * The slow path, taken once per thread: rt_slow returns the thread's block
+ * in %rax; with one, go back to the probe call, without, skip the probe.
+ * Returns the position of the rel32 to the literal holding rt_slow's
+ * address, which the caller places and fixes.
+ */
+static size_t emit_slow_stub(struct emit *e, uint64_t call, uint64_t after)
+{
+	size_t lit;
+
+	EMIT(e, 0xff, 0x15);			/* call *lit_slow */
+	lit = rel32_hole(e);
+	EMIT(e, 0x48, 0x85, 0xc0);		/* test %rax,%rax */
+	EMIT(e, 0x0f, 0x85);			/* jnz .call */
+	rel32_to(e, call);
+	EMIT(e, 0xe9);				/* jmp .after */
+	rel32_to(e, after);
+	return lit;
+}
+
 /*
  * A site inside a function: every register and the flags may be live, the
  * red zone may be in use and the stack alignment is unknown.
@@ -101,21 +137,11 @@ static int build_mid(const struct tramp_spec *spec, struct patch_site *s,
 	EMIT(&e, 0x9d);				/* popfq */
 	EMIT(&e, 0x48, 0x8d, 0xa4, 0x24);	/* lea 128(%rsp),%rsp */
 	u32(&e, 128);
-	*reloc_at = here(&e);
-	if (e.err)
-		return e.err;
-	err = patch_relocate(s, here(&e), out + e.n, cap - e.n, r);
+	err = emit_relocated(&e, s, reloc_at, r);
 	if (err)
 		return err;
-	e.n += r->len;
 	slow = e.n;
-	EMIT(&e, 0xff, 0x15);			/* call *lit_slow */
-	lit_slow = rel32_hole(&e);
-	EMIT(&e, 0x48, 0x85, 0xc0);		/* test %rax,%rax */
-	EMIT(&e, 0x0f, 0x85);			/* jnz .call */
-	rel32_to(&e, spec->at + call_at);
-	EMIT(&e, 0xe9);				/* jmp .after */
-	rel32_to(&e, spec->at + after);
+	lit_slow = emit_slow_stub(&e, spec->at + call_at, spec->at + after);
 	while (e.n % 8)
 		EMIT(&e, 0xcc);
 	rel32_fix(&e, jz_slow, spec->at + slow);
@@ -239,22 +265,13 @@ int tramp_build(const struct tramp_spec *spec, struct patch_site *s,
 		EMIT(&e, 0x58);				/* pop %rax */
 	}
 	reloc = e.n;
-	*reloc_at = here(&e);
-	if (e.err)
-		return e.err;
-	err = patch_relocate(s, here(&e), out + e.n, cap - e.n, r);
+	err = emit_relocated(&e, s, reloc_at, r);
 	if (err)
 		return err;
-	e.n += r->len;
 	if (spec->entry_code) {
 		slow = e.n;
-		EMIT(&e, 0xff, 0x15);			/* call *lit_slow */
-		lit_slow = rel32_hole(&e);
-		EMIT(&e, 0x48, 0x85, 0xc0);		/* test %rax,%rax */
-		EMIT(&e, 0x0f, 0x85);			/* jnz .call */
-		rel32_to(&e, spec->at + call_at);
-		EMIT(&e, 0xe9);				/* jmp .after */
-		rel32_to(&e, spec->at + after);
+		lit_slow = emit_slow_stub(&e, spec->at + call_at,
+					  spec->at + after);
 	}
 	while (e.n % 8)
 		EMIT(&e, 0xcc);
