@@ -568,6 +568,22 @@ static LLVMValueRef nat_clock(struct irb *ir)
 			    ns, "nsecs");
 }
 
+/* getcpu(2): the thread's CPU, or its NUMA node. */
+static LLVMValueRef nat_getcpu(struct irb *ir, bool node)
+{
+	LLVMValueRef v = irb_alloca(ir, 8, node ? "node" : "cpu");
+	LLVMValueRef a[3], none = irb_const(ir, 0);
+	LLVMValueRef at = LLVMBuildPtrToInt(ir->b, v, ir->i64, "");
+
+	LLVMBuildStore(ir->b, irb_const(ir, 0), v);
+	a[0] = node ? none : at;
+	a[1] = node ? at : none;
+	a[2] = none;
+	nat_syscall(ir, 309 /* getcpu */, a, 3);
+	return LLVMBuildZExt(ir->b, LLVMBuildLoad2(ir->b, ir->i32, v, ""),
+			     ir->i64, "");
+}
+
 LLVMValueRef irb_native_helper(struct irb *ir, int id, LLVMValueRef *args,
 			       int n)
 {
@@ -630,18 +646,10 @@ LLVMValueRef irb_native_helper(struct irb *ir, int id, LLVMValueRef *args,
 		a[1] = args[2];
 		a[2] = LLVMBuildZExt(ir->b, args[1], ir->i64, "");
 		return nat_call(ir, RT_FN_PROBE_READ, ir->i64, a, 3);
-	case BPF_FUNC_get_smp_processor_id: {
-		LLVMValueRef cpu = irb_alloca(ir, 8, "cpu");
-
-		LLVMBuildStore(ir->b, irb_const(ir, 0), cpu);
-		a[0] = LLVMBuildPtrToInt(ir->b, cpu, ir->i64, "");
-		a[1] = irb_const(ir, 0);
-		a[2] = irb_const(ir, 0);
-		nat_syscall(ir, 309 /* getcpu */, a, 3);
-		return LLVMBuildZExt(ir->b,
-				     LLVMBuildLoad2(ir->b, ir->i32, cpu, ""),
-				     ir->i64, "");
-	}
+	case BPF_FUNC_get_smp_processor_id:
+		return nat_getcpu(ir, false);
+	case BPF_FUNC_get_numa_node_id:
+		return nat_getcpu(ir, true);
 	case BPF_FUNC_get_prandom_u32: {
 		/* xorshift64 of the clock: not cryptographic, as BPF's */
 		v = nat_clock(ir);

@@ -144,6 +144,7 @@ static const char *run_builtin_ok(enum sema_builtin b)
 	case BI_NSECS:
 	case BI_ELAPSED:
 	case BI_CPU:
+	case BI_NUMAID:		/* getcpu(2)'s node */
 	case BI_CPID:
 	case BI_ARG:
 	case BI_SARG:
@@ -154,16 +155,16 @@ static const char *run_builtin_ok(enum sema_builtin b)
 	case BI_PROBE:
 	case BI_ARGS:		/* registers in the probe's pt_regs */
 		return NULL;
-	case BI_USTACK:
-		return "ustack";
-	case BI_KSTACK:
-		return "kstack";
+	case BI_NONE:
+		return "an unknown builtin";
 	default:
-		return "a kernel-only builtin";
+		/* the kernel's own state: curtask, cgroup, jiffies, ctx (the
+		 * kernel's pt_regs), the stacks */
+		return sema_builtin_name(b);
 	}
 }
 
-static const char *run_func_ok(enum sema_func f)
+static const char *run_func_ok(struct compile *c, enum sema_func f)
 {
 	switch (f) {
 	case FN_COUNT:
@@ -183,15 +184,16 @@ static const char *run_func_ok(enum sema_func f)
 	case FN_CAT:
 	case FN_STRNCMP:
 	case FN_STRCONTAINS:
+	case FN_USYM:		/* an address and the pid, resolved by ubt */
+	case FN_UPTR:
 		return NULL;
-	case FN_CLEAR:
-		return "clear()";
-	case FN_ZERO:
-		return "zero()";
-	case FN_DELETE:
-		return "delete()";
+	case FN_NONE:
+		return "an unknown function";
 	default:
-		return "a function that needs the kernel";
+		/* clear(), zero(), delete() are accepted by run_scan_body()
+		 * where user mode has them; kptr() reads kernel memory */
+		return arena_printf(&c->arena, "%s()",
+				    sema_func_name(f));
 	}
 }
 
@@ -259,7 +261,7 @@ static int run_scan_body(struct ast_node *n, void *ctx)
 		why = run_builtin_ok(n->sema ? n->sema->builtin : BI_NONE);
 		break;
 	case AST_CALL:
-		why = run_func_ok(n->sema ? n->sema->func : FN_NONE);
+		why = run_func_ok(s->c, n->sema ? n->sema->func : FN_NONE);
 		if (why && (n->sema->func == FN_DELETE ||
 			    n->sema->func == FN_HAS_KEY ||
 			    n->sema->func == FN_CLEAR ||
