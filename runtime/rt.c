@@ -6,8 +6,8 @@
  * probe code (ring output, keyed tables).  It never aborts or exits the
  * process: when blocks run out or ubt is gone, probes stop recording or keep
  * writing into memory nobody reads, both harmless.  Ordinary maps live in
- * lock-free tables shared by all threads (struct rt_shtab), read, updated
- * and deleted through three more helpers.
+ * lock-free tables shared by all threads (struct rt_shtab), read, updated,
+ * deleted and iterated through four more helpers.
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
@@ -46,6 +46,8 @@ long rt_htab_delete(struct rt_htab *h, const void *key);
 void *rt_shtab_read(struct rt_shtab *h, const void *key, void *dst);
 long rt_shtab_update(struct rt_shtab *h, const void *key, const void *val);
 long rt_shtab_delete(struct rt_shtab *h, const void *key);
+uint64_t rt_shtab_next(struct rt_shtab *h, uint64_t from, void *key,
+		       void *val);
 void rt_slow(void);
 void rt_wrap_enter(void);
 void rt_wrap_exit(void);
@@ -655,6 +657,67 @@ RT_EXPORT long rt_shtab_delete(struct rt_shtab *h, const void *key)
 }
 
 /*
+ * Iteration (for, len()): the first USED slot at index from or after,
+ * copied whole into key and val, its index + 1 returned; 0 at the end.
+ * A copy counts when the slot was USED with an even seq before it and is
+ * still USED with the same seq after it: a value being written, a key
+ * being deleted or its slot taken over by another key (which always moves
+ * seq) makes it retry.  A slot that stays busy for RT_SPIN tries is
+ * skipped, as rt_shtab_read() reports it absent.  Entries inserted or
+ * deleted while a loop runs may or may not be seen; each slot is visited
+ * at most once, so a loop ends after nslots entries at most.
+ */
+static int rt_shtab_copy(struct rt_shtab *h, uint64_t *slot, void *key,
+			 void *val)
+{
+	uint32_t *st = (uint32_t *)slot, *seq = st + 1, s1, s2;
+	uint64_t *k = slot + 1, *v = rt_shtab_val(h, slot), w;
+	uint64_t nk = rt_align8(h->key_size) / 8;
+	uint64_t nv = rt_align8(h->val_size) / 8;
+	int tries;
+
+	for (tries = 0; tries < RT_SPIN; tries++) {
+		s1 = __atomic_load_n(seq, __ATOMIC_ACQUIRE);
+		if (__atomic_load_n(st, __ATOMIC_ACQUIRE) != RT_SHTAB_USED)
+			return 0;
+		if (s1 & 1) {
+			rt_pause();
+			continue;
+		}
+		for (w = 0; w < nk; w++)
+			((rt_u64u *)key)[w] =
+				__atomic_load_n(&k[w], __ATOMIC_RELAXED);
+		for (w = 0; w < nv; w++)
+			((rt_u64u *)val)[w] =
+				__atomic_load_n(&v[w], __ATOMIC_RELAXED);
+		__atomic_thread_fence(__ATOMIC_ACQUIRE);
+		s2 = __atomic_load_n(seq, __ATOMIC_RELAXED);
+		if (s1 == s2 && __atomic_load_n(st, __ATOMIC_RELAXED) ==
+					RT_SHTAB_USED)
+			return 1;
+	}
+	return 0;
+}
+
+RT_EXPORT uint64_t rt_shtab_next(struct rt_shtab *h, uint64_t from,
+				 void *key, void *val)
+{
+	uint64_t i;
+
+	if (!rt_shtab_ok(h))
+		return 0;
+	for (i = from; i < h->nslots; i++) {
+		uint64_t *slot = rt_shtab_at(h, i);
+
+		/* an insert in progress: wait a little, as lookups do */
+		if (rt_shtab_state((uint32_t *)slot) == RT_SHTAB_USED &&
+		    rt_shtab_copy(h, slot, key, val))
+			return i + 1;
+	}
+	return 0;
+}
+
+/*
  * Called by ubt (remote call) once after dlopen, in a stopped thread of the
  * target: publish the helpers and return the %fs offset of rt_self.
  */
@@ -678,6 +741,7 @@ RT_EXPORT long rt_init(struct rt_ctl *ctl)
 	ctl->fn[RT_FN_SHTAB_READ] = (uintptr_t)rt_shtab_read;
 	ctl->fn[RT_FN_SHTAB_UPDATE] = (uintptr_t)rt_shtab_update;
 	ctl->fn[RT_FN_SHTAB_DELETE] = (uintptr_t)rt_shtab_delete;
+	ctl->fn[RT_FN_SHTAB_NEXT] = (uintptr_t)rt_shtab_next;
 	rt_fault_install(ctl->flags & RT_CTL_FAULT_HANDLER);
 	__atomic_store_n(&rt_ctl_p, ctl, __ATOMIC_RELEASE);
 	return ctl->tls_offset;
