@@ -178,6 +178,11 @@ struct rt_htab {
  * and retry while seq was odd or changed.  Values of 8 bytes or less are
  * written with one aligned store, so they are never torn either way.
  *
+ * lock: a slot is claimed for an absent key only by the holder of this
+ * lock (compare-and-swap from even to odd, bounded waits), after a scan
+ * made under it, so that a key never holds two slots; updates of present
+ * keys, revivals and deletes take no lock.
+ *
  * A key that finds neither itself nor a free slot within max_probe slots
  * is dropped and counted in dropped (bpftrace's map-full behaviour).
  */
@@ -187,7 +192,7 @@ struct rt_shtab {
 	uint32_t key_size;
 	uint32_t val_size;
 	uint32_t max_probe;	/* 1..nslots */
-	uint32_t pad;
+	uint32_t lock;		/* odd while a thread inserts a key */
 	uint64_t used;		/* slots ever claimed */
 	uint64_t dropped;	/* updates dropped: no free slot */
 	uint64_t raced;		/* updates that lost a race to a writer */

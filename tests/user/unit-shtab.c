@@ -347,6 +347,38 @@ static void test_next_churn(void)
 	   "afterwards: %d keys, each once", ps.n);
 }
 
+/*
+ * The insert lock held by a thread that never gives it back (a longjmp out
+ * of a signal handler): present keys are still updated, new keys are
+ * dropped and counted while waiters give up on the holder, then one takes
+ * the lock over and inserts go on.
+ */
+static void test_stuck_lock(void)
+{
+	uint64_t k = 1000, v[3] = { 1000, 0, 0 }, d0, out[3];
+	int fails = 0, present = 0;
+	long r;
+
+	for (k = 0; k < 40 && !present; k++)
+		present = sh_read(tab(&tc), &k, out) != NULL;
+	k--;
+	__atomic_store_n(&tab(&tc)->lock, 0x501, __ATOMIC_RELEASE);
+	v[0] = k;
+	ok(present && !sh_update(tab(&tc), &k, v),
+	   "a lock held forever: a present key is still updated");
+	d0 = memfd_shtab_dropped(&m, &tc);
+	k = 1000;
+	v[0] = k;
+	while ((r = sh_update(tab(&tc), &k, v)) == -ENOMEM && fails < 100)
+		fails++;
+	ok(!r && fails == 31 && memfd_shtab_dropped(&m, &tc) == d0 + 31,
+	   "new keys dropped and counted %d times, then the lock is taken "
+	   "over", fails);
+	ok(sh_read(tab(&tc), &k, out) && out[0] == 1000 &&
+		   !(tab(&tc)->lock & 1) && (tab(&tc)->lock >> 8) == 7,
+	   "the key is in and the lock free again, one generation on");
+}
+
 /* The target can write anything into the memfd. */
 static void test_untrusted(void)
 {
@@ -436,6 +468,7 @@ int main(void)
 	test_concurrent();
 	test_full_and_tombstones();
 	test_next_churn();
+	test_stuck_lock();
 	test_untrusted();
 	memfd_release(&m);
 	printf("1..%d\n", ntest);
