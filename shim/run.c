@@ -15,8 +15,8 @@
  *     runtime/rt_abi.h struct rt_shtab, which ubt empties or zeroes when
  *     it reads a clear()/zero() event), printf/time/exit/print/system/cat,
  *     str(), the builtins of run_builtin_ok(); not for or len() over an
- *     aggregation (the kernel visits one CPU's keys and values, per-thread
- *     tables have other keys);
+ *     aggregation (the kernel visits every key with one CPU's value, while
+ *     each thread's table holds its own keys);
  *   - no kernel uprobe shares one of its functions (its breakpoint would
  *     land on our jump), and no kernel probe uses one of its ordinary
  *     maps or the aggregations it clears (one side could not see the
