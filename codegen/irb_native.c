@@ -30,6 +30,7 @@ _Static_assert(NATIVE_GLOBALS_START == CG_GLOBALS_START &&
 	       "native globals follow the BPF globals");
 
 #define NAT_CC_PRESERVE_MOST 14	/* llvm::CallingConv::PreserveMost */
+#define NAT_MAX_NEST 16		/* map iterations inside one another */
 
 struct nat_map {
 	LLVMValueRef ref;	/* what irb_map_define returned */
@@ -48,6 +49,11 @@ static struct irb_native {
 	uint64_t shared;	/* shared-area bytes laid out so far */
 	const char *unsupported;	/* first thing that cannot be lowered */
 	LLVMValueRef blk;	/* the block pointer in the current function */
+	/* the enclosing functions' block pointers while a map iteration's
+	 * callback is built (irb_native_callback_begin() pushes, its
+	 * BPF_FUNC_for_each_map_elem pops) */
+	LLVMValueRef outer_blk[NAT_MAX_NEST];
+	int nest;
 } nat;
 
 bool irb_is_native(const struct irb *ir)
@@ -198,22 +204,44 @@ LLVMValueRef irb_native_func_begin(struct irb *ir, const char *name)
 	return ctx;
 }
 
+/*
+ * The body of a map iteration (for, len()): long fn(map, key, val, blk),
+ * called directly by the loop of BPF_FUNC_for_each_map_elem and always
+ * inlined there (a call of a function in the large code model needs its
+ * address: a relocation). Its fourth parameter, the BPF callback's
+ * context, is the thread's block pointer here.
+ */
 LLVMValueRef irb_native_callback_begin(struct irb *ir, const char *name,
 				       int nparams)
 {
-	LLVMTypeRef params[8];
+	LLVMTypeRef params[4];
 	LLVMValueRef fn;
+	unsigned kind;
 
-	BUG_ON(nparams > 8);
-	nat_unsupported("a map iteration (for, len()) in a user-mode probe");
+	BUG_ON(nparams != 4);
 	for (int i = 0; i < nparams; i++)
 		params[i] = ir->ptr;
 	fn = LLVMAddFunction(ir->mod, name,
 			     LLVMFunctionType(ir->i64, params, nparams, 0));
 	LLVMSetLinkage(fn, LLVMInternalLinkage);
+	kind = LLVMGetEnumAttributeKindForName("alwaysinline", 12);
+	LLVMAddAttributeAtIndex(fn, LLVMAttributeFunctionIndex,
+				LLVMCreateEnumAttribute(ir->ctx, kind, 0));
+	kind = LLVMGetEnumAttributeKindForName("nounwind", 8);
+	LLVMAddAttributeAtIndex(fn, LLVMAttributeFunctionIndex,
+				LLVMCreateEnumAttribute(ir->ctx, kind, 0));
+	nat_attr(ir, fn, "no-builtins", "");
+	nat_attr(ir, fn, "no-jump-tables", "true");
+	nat_attr(ir, fn, "frame-pointer", "none");
 	ir->fn = fn;
 	ir->entry = LLVMAppendBasicBlockInContext(ir->ctx, fn, "entry");
 	LLVMPositionBuilderAtEnd(ir->b, ir->entry);
+	if (nat.nest < NAT_MAX_NEST)
+		nat.outer_blk[nat.nest] = nat.blk;
+	else
+		nat_unsupported("map iterations nested this deep");
+	nat.nest++;
+	nat.blk = LLVMGetParam(fn, 3);
 	return fn;
 }
 
@@ -584,6 +612,90 @@ static LLVMValueRef nat_getcpu(struct irb *ir, bool node)
 			     ir->i64, "");
 }
 
+/*
+ * bpf_for_each_map_elem(map, callback, ctx, flags) over a shared table:
+ *
+ *	for (i = 0, count = 0; (i = rt_shtab_next(tab, i, key, val)); )
+ *		if (count++, callback(map, key, val, blk))
+ *			break;
+ *
+ * key and val are this loop's buffers in the thread's map area; the
+ * callback (irb_native_callback_begin()) is inlined. Returns the entries
+ * visited, as the kernel does (len(): a callback that returns 0).
+ */
+static LLVMValueRef nat_for_each(struct irb *ir, LLVMValueRef *args, int n)
+{
+	struct native_map *m;
+	LLVMValueRef tab, kbuf, vbuf, from, cnt, next, cnt1, r, res, a[4];
+	LLVMValueRef vals[2];
+	LLVMBasicBlockRef pre, loop, body, done, bbs[2];
+	LLVMTypeRef ft;
+	uint64_t off;
+
+	BUG_ON(n != 4 || !nat.nest);
+	nat.nest--;
+	if (nat.nest < NAT_MAX_NEST)
+		nat.blk = nat.outer_blk[nat.nest];
+	m = nat_find(args[0]);
+	if (!m || m->kind != NATIVE_MAP_SHARED) {
+		nat_unsupported("a map iteration (for, len()) over a map "
+				"that is not in the shared table");
+		return irb_const(ir, 0);
+	}
+	off = nat.area;
+	nat.area = rt_align8(nat.area + rt_align8(m->key_size) +
+			     rt_align8(m->val_size));
+	tab = nat_shtab(ir, m);
+	kbuf = nat_map_area(ir, off);
+	vbuf = nat_map_area(ir, off + rt_align8(m->key_size));
+	pre = LLVMGetInsertBlock(ir->b);
+	loop = LLVMAppendBasicBlockInContext(ir->ctx, ir->fn, "each");
+	body = LLVMAppendBasicBlockInContext(ir->ctx, ir->fn, "each_body");
+	done = LLVMAppendBasicBlockInContext(ir->ctx, ir->fn, "each_done");
+	LLVMBuildBr(ir->b, loop);
+
+	LLVMPositionBuilderAtEnd(ir->b, loop);
+	from = LLVMBuildPhi(ir->b, ir->i64, "from");
+	cnt = LLVMBuildPhi(ir->b, ir->i64, "count");
+	a[0] = tab;
+	a[1] = from;
+	a[2] = kbuf;
+	a[3] = vbuf;
+	next = nat_call(ir, RT_FN_SHTAB_NEXT, ir->i64, a, 4);
+	LLVMBuildCondBr(ir->b, LLVMBuildICmp(ir->b, LLVMIntEQ, next,
+					     irb_const(ir, 0), ""),
+			done, body);
+
+	LLVMPositionBuilderAtEnd(ir->b, body);
+	cnt1 = LLVMBuildAdd(ir->b, cnt, irb_const(ir, 1), "");
+	a[0] = args[0];
+	a[1] = kbuf;
+	a[2] = vbuf;
+	a[3] = nat.blk;
+	ft = LLVMGlobalGetValueType(args[1]);
+	r = LLVMBuildCall2(ir->b, ft, args[1], a, 4, "");
+	LLVMBuildCondBr(ir->b, LLVMBuildICmp(ir->b, LLVMIntNE, r,
+					     irb_const(ir, 0), ""),
+			done, loop);
+	vals[0] = irb_const(ir, 0);
+	vals[1] = next;
+	bbs[0] = pre;
+	bbs[1] = body;
+	LLVMAddIncoming(from, vals, bbs, 2);
+	vals[0] = irb_const(ir, 0);
+	vals[1] = cnt1;
+	LLVMAddIncoming(cnt, vals, bbs, 2);
+
+	LLVMPositionBuilderAtEnd(ir->b, done);
+	res = LLVMBuildPhi(ir->b, ir->i64, "visited");
+	vals[0] = cnt;
+	vals[1] = cnt1;
+	bbs[0] = loop;
+	bbs[1] = body;
+	LLVMAddIncoming(res, vals, bbs, 2);
+	return res;
+}
+
 LLVMValueRef irb_native_helper(struct irb *ir, int id, LLVMValueRef *args,
 			       int n)
 {
@@ -635,6 +747,8 @@ LLVMValueRef irb_native_helper(struct irb *ir, int id, LLVMValueRef *args,
 		irb_native_memcpy(ir, args[0], tmp, sz);
 		return irb_const(ir, 0);
 	}
+	case BPF_FUNC_for_each_map_elem:
+		return nat_for_each(ir, args, n);
 	case BPF_FUNC_get_func_ip:
 		/* the probed address, written in at install */
 		return irb_const(ir, NATIVE_FUNC_SENTINEL);

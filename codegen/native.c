@@ -186,7 +186,9 @@ int native_emit(LLVMModuleRef mod, bool optimise, struct native_code *funcs,
 		int n, char *err, size_t errlen)
 {
 	LLVMTargetMachineRef tm = native_target_machine();
+	LLVMPassBuilderOptionsRef po;
 	LLVMMemoryBufferRef buf;
+	LLVMErrorRef e;
 	char *msg = NULL;
 	int ret;
 
@@ -205,19 +207,19 @@ int native_emit(LLVMModuleRef mod, bool optimise, struct native_code *funcs,
 	}
 	LLVMDisposeMessage(msg);
 	msg = NULL;
-	if (optimise) {
-		LLVMPassBuilderOptionsRef po = LLVMCreatePassBuilderOptions();
-		LLVMErrorRef e = LLVMRunPasses(mod, "default<O2>", tm, po);
+	/* unoptimised code still inlines the bodies of map iterations:
+	 * calling them would need a relocation */
+	po = LLVMCreatePassBuilderOptions();
+	e = LLVMRunPasses(mod, optimise ? "default<O2>" : "always-inline", tm,
+			  po);
+	LLVMDisposePassBuilderOptions(po);
+	if (e) {
+		char *m = LLVMGetErrorMessage(e);
 
-		LLVMDisposePassBuilderOptions(po);
-		if (e) {
-			char *m = LLVMGetErrorMessage(e);
-
-			ret = native_errf(err, errlen, -EINVAL,
-					  "optimising failed: %s", m);
-			LLVMDisposeErrorMessage(m);
-			return ret;
-		}
+		ret = native_errf(err, errlen, -EINVAL, "optimising failed: %s",
+				  m);
+		LLVMDisposeErrorMessage(m);
+		return ret;
 	}
 	if (LLVMTargetMachineEmitToMemoryBuffer(tm, mod, LLVMObjectFile, &msg,
 						&buf)) {

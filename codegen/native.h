@@ -24,7 +24,10 @@
  * (RT_SHARED_OFF): off is the table's offset there, scratch a per-thread
  * buffer of the map area that a read copies the value into
  * (RT_FN_SHTAB_READ: a consistent copy); updates and deletes go through
- * RT_FN_SHTAB_UPDATE and RT_FN_SHTAB_DELETE.  Except ordinary maps that
+ * RT_FN_SHTAB_UPDATE and RT_FN_SHTAB_DELETE; for and len() loop over the
+ * slots with RT_FN_SHTAB_NEXT, each loop copying entries into its own
+ * key/value buffer in the map area, its body inlined (a callback of
+ * bpf_for_each_map_elem() in BPF).  Except ordinary maps that
  * each thread only reaches at its own key (@m[tid], named by
  * irb_native_set_thread_maps()): those stay in per-thread tables
  * (plain: read with RT_FN_HTAB_FIND, deleted with RT_FN_HTAB_DELETE), no

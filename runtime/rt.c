@@ -6,8 +6,8 @@
  * probe code (ring output, keyed tables).  It never aborts or exits the
  * process: when blocks run out or ubt is gone, probes stop recording or keep
  * writing into memory nobody reads, both harmless.  Ordinary maps live in
- * lock-free tables shared by all threads (struct rt_shtab), read, updated
- * and deleted through three more helpers.
+ * lock-free tables shared by all threads (struct rt_shtab), read, updated,
+ * deleted and iterated through four more helpers.
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
@@ -46,6 +46,8 @@ long rt_htab_delete(struct rt_htab *h, const void *key);
 void *rt_shtab_read(struct rt_shtab *h, const void *key, void *dst);
 long rt_shtab_update(struct rt_shtab *h, const void *key, const void *val);
 long rt_shtab_delete(struct rt_shtab *h, const void *key);
+uint64_t rt_shtab_next(struct rt_shtab *h, uint64_t from, void *key,
+		       void *val);
 void rt_slow(void);
 void rt_wrap_enter(void);
 void rt_wrap_exit(void);
@@ -549,11 +551,99 @@ RT_EXPORT void *rt_shtab_read(struct rt_shtab *h, const void *key, void *dst)
 	return NULL;	/* writers kept it busy: as if not there yet */
 }
 
+/*
+ * The insert lock (struct rt_shtab lock): a slot is claimed for an absent
+ * key only under it, after a scan made under it, so that two threads
+ * inserting one key cannot both find it absent and claim two slots (a
+ * delete between their scans can show them different tombstones).
+ * Updates of present keys, revivals of a key's own tombstone and deletes
+ * take no lock.
+ *
+ * The word: RT_LOCK_HELD, waiters that gave up on the holder (RT_LOCK_STALE
+ * each), a generation (RT_LOCK_GEN, moved on by every unlock).  Waits are
+ * bounded: spins, then a few sched_yield() for a holder that was
+ * preempted, then the insert is dropped (and counted).  A holder that
+ * RT_LOCK_STALE_MAX waiters gave up on is gone (a longjmp out of a signal
+ * handler): the next waiter takes the lock over with a new generation,
+ * and the old holder's unlock finds it changed.  Returns what to unlock
+ * with, 0 when the lock could not be had.
+ */
+#define RT_LOCK_HELD 1u
+#define RT_LOCK_STALE 2u
+#define RT_LOCK_STALE_MASK 0xfeu
+#define RT_LOCK_STALE_MAX 32u
+#define RT_LOCK_GEN 0x100u
+#define RT_YIELDS 64
+
+static void rt_yield(void)
+{
+	long ret;
+
+	__asm__ volatile("syscall"
+			 : "=a"(ret)
+			 : "a"(24L) /* SYS_sched_yield */
+			 : "rcx", "r11", "memory");
+	(void)ret;
+}
+
+static uint32_t rt_shtab_lock(struct rt_shtab *h)
+{
+	uint32_t w, nw;
+	int n;
+
+	for (n = 0; n < RT_SPIN * 8 + RT_YIELDS; n++) {
+		w = __atomic_load_n(&h->lock, __ATOMIC_RELAXED);
+		if (!(w & RT_LOCK_HELD) &&
+		    __atomic_compare_exchange_n(&h->lock, &w, w | RT_LOCK_HELD,
+						0, __ATOMIC_ACQUIRE,
+						__ATOMIC_RELAXED))
+			return w | RT_LOCK_HELD;
+		if (n < RT_SPIN * 8)
+			rt_pause();
+		else
+			rt_yield();
+	}
+	for (n = 0; n < RT_SPIN; n++) {
+		w = __atomic_load_n(&h->lock, __ATOMIC_RELAXED);
+		if (!(w & RT_LOCK_HELD))
+			nw = w | RT_LOCK_HELD;
+		else if ((w & RT_LOCK_STALE_MASK) / RT_LOCK_STALE + 1 >=
+			 RT_LOCK_STALE_MAX)
+			nw = ((w & ~0xffu) + RT_LOCK_GEN) | RT_LOCK_HELD;
+		else
+			nw = w + RT_LOCK_STALE;
+		if (__atomic_compare_exchange_n(&h->lock, &w, nw, 0,
+						__ATOMIC_ACQUIRE,
+						__ATOMIC_RELAXED))
+			return nw & RT_LOCK_STALE_MASK ? 0 : nw;
+	}
+	return 0;
+}
+
+static void rt_shtab_unlock(struct rt_shtab *h, uint32_t held)
+{
+	uint32_t w;
+	int n;
+
+	for (n = 0; held && n < RT_SPIN; n++) {
+		w = __atomic_load_n(&h->lock, __ATOMIC_RELAXED);
+		if ((w & ~RT_LOCK_STALE_MASK) != held)
+			return;	/* taken over */
+		if (__atomic_compare_exchange_n(&h->lock, &w,
+						(w & ~0xffu) + RT_LOCK_GEN, 0,
+						__ATOMIC_RELEASE,
+						__ATOMIC_RELAXED))
+			return;
+	}
+}
+
 RT_EXPORT long rt_shtab_update(struct rt_shtab *h, const void *key,
 			       const void *val)
 {
 	uint64_t mask, i0;
+	uint32_t held = 0;
 	int attempt;
+	long ret = -12;	/* -ENOMEM */
 
 	if (!rt_shtab_ok(h))
 		return -22;	/* -EINVAL */
@@ -570,7 +660,9 @@ RT_EXPORT long rt_shtab_update(struct rt_shtab *h, const void *key,
 				empty = slot;
 				break;
 			}
-			if (st == RT_SHTAB_BUSY)
+			/* under the lock, a slot still busy is a key being
+			 * revived: its key does not change */
+			if (st == RT_SHTAB_BUSY && !held)
 				continue;
 			if (rt_key_eq((const uint8_t *)(slot + 1), key,
 				      h->key_size))
@@ -595,13 +687,15 @@ RT_EXPORT long rt_shtab_update(struct rt_shtab *h, const void *key,
 				__atomic_store_n((uint32_t *)slot,
 						 RT_SHTAB_USED,
 						 __ATOMIC_RELEASE);
-				return 0;
+				ret = 0;
+				goto out;
 			}
 			if (!rt_shtab_seq_take(seq, 0, &s)) {
 				/* another writer is in: ours came first */
 				__atomic_fetch_add(&h->raced, 1,
 						   __ATOMIC_RELAXED);
-				return 0;
+				ret = 0;
+				goto out;
 			}
 			/* deleted and taken over by another key meanwhile? */
 			if (__atomic_load_n((uint32_t *)slot,
@@ -614,9 +708,17 @@ RT_EXPORT long rt_shtab_update(struct rt_shtab *h, const void *key,
 			}
 			rt_shtab_put(h, slot, val);
 			__atomic_store_n(seq, s + 2, __ATOMIC_RELEASE);
-			return 0;
+			ret = 0;
+			goto out;
 		}
-		/* absent: take over a tombstone, else the free slot */
+		/* absent: look again under the insert lock first */
+		if (!held) {
+			held = rt_shtab_lock(h);
+			if (!held)
+				break;
+			continue;
+		}
+		/* take over a tombstone, else the free slot */
 		slot = tomb ? tomb : empty;
 		if (!slot)
 			break;
@@ -625,16 +727,19 @@ RT_EXPORT long rt_shtab_update(struct rt_shtab *h, const void *key,
 						 RT_SHTAB_BUSY, 0,
 						 __ATOMIC_ACQUIRE,
 						 __ATOMIC_RELAXED))
-			continue;	/* another inserter won: look again */
+			continue;	/* revived meanwhile: look again */
 		rt_shtab_fill(h, slot, key, val);
 		if (!tomb)
 			__atomic_fetch_add(&h->used, 1, __ATOMIC_RELAXED);
 		__atomic_store_n((uint32_t *)slot, RT_SHTAB_USED,
 				 __ATOMIC_RELEASE);
-		return 0;
+		ret = 0;
+		goto out;
 	}
 	__atomic_fetch_add(&h->dropped, 1, __ATOMIC_RELAXED);
-	return -12;	/* -ENOMEM */
+out:
+	rt_shtab_unlock(h, held);
+	return ret;
 }
 
 RT_EXPORT long rt_shtab_delete(struct rt_shtab *h, const void *key)
@@ -651,6 +756,67 @@ RT_EXPORT long rt_shtab_delete(struct rt_shtab *h, const void *key)
 						  __ATOMIC_RELEASE,
 						  __ATOMIC_RELAXED))
 		return -2;
+	return 0;
+}
+
+/*
+ * Iteration (for, len()): the first USED slot at index from or after,
+ * copied whole into key and val, its index + 1 returned; 0 at the end.
+ * A copy counts when the slot was USED with an even seq before it and is
+ * still USED with the same seq after it: a value being written, a key
+ * being deleted or its slot taken over by another key (which always moves
+ * seq) makes it retry.  A slot that stays busy for RT_SPIN tries is
+ * skipped, as rt_shtab_read() reports it absent.  Entries inserted or
+ * deleted while a loop runs may or may not be seen; each slot is visited
+ * at most once, so a loop ends after nslots entries at most.
+ */
+static int rt_shtab_copy(struct rt_shtab *h, uint64_t *slot, void *key,
+			 void *val)
+{
+	uint32_t *st = (uint32_t *)slot, *seq = st + 1, s1, s2;
+	uint64_t *k = slot + 1, *v = rt_shtab_val(h, slot), w;
+	uint64_t nk = rt_align8(h->key_size) / 8;
+	uint64_t nv = rt_align8(h->val_size) / 8;
+	int tries;
+
+	for (tries = 0; tries < RT_SPIN; tries++) {
+		s1 = __atomic_load_n(seq, __ATOMIC_ACQUIRE);
+		if (__atomic_load_n(st, __ATOMIC_ACQUIRE) != RT_SHTAB_USED)
+			return 0;
+		if (s1 & 1) {
+			rt_pause();
+			continue;
+		}
+		for (w = 0; w < nk; w++)
+			((rt_u64u *)key)[w] =
+				__atomic_load_n(&k[w], __ATOMIC_RELAXED);
+		for (w = 0; w < nv; w++)
+			((rt_u64u *)val)[w] =
+				__atomic_load_n(&v[w], __ATOMIC_RELAXED);
+		__atomic_thread_fence(__ATOMIC_ACQUIRE);
+		s2 = __atomic_load_n(seq, __ATOMIC_RELAXED);
+		if (s1 == s2 && __atomic_load_n(st, __ATOMIC_RELAXED) ==
+					RT_SHTAB_USED)
+			return 1;
+	}
+	return 0;
+}
+
+RT_EXPORT uint64_t rt_shtab_next(struct rt_shtab *h, uint64_t from,
+				 void *key, void *val)
+{
+	uint64_t i;
+
+	if (!rt_shtab_ok(h))
+		return 0;
+	for (i = from; i < h->nslots; i++) {
+		uint64_t *slot = rt_shtab_at(h, i);
+
+		/* an insert in progress: wait a little, as lookups do */
+		if (rt_shtab_state((uint32_t *)slot) == RT_SHTAB_USED &&
+		    rt_shtab_copy(h, slot, key, val))
+			return i + 1;
+	}
 	return 0;
 }
 
@@ -678,6 +844,7 @@ RT_EXPORT long rt_init(struct rt_ctl *ctl)
 	ctl->fn[RT_FN_SHTAB_READ] = (uintptr_t)rt_shtab_read;
 	ctl->fn[RT_FN_SHTAB_UPDATE] = (uintptr_t)rt_shtab_update;
 	ctl->fn[RT_FN_SHTAB_DELETE] = (uintptr_t)rt_shtab_delete;
+	ctl->fn[RT_FN_SHTAB_NEXT] = (uintptr_t)rt_shtab_next;
 	rt_fault_install(ctl->flags & RT_CTL_FAULT_HANDLER);
 	__atomic_store_n(&rt_ctl_p, ctl, __ATOMIC_RELEASE);
 	return ctl->tls_offset;

@@ -40,7 +40,7 @@
 #ifndef UBT_RT_ABI_H
 #define UBT_RT_ABI_H
 
-#define RT_ABI_VERSION 2
+#define RT_ABI_VERSION 3
 /* rt_init() returns -(RT_ABI_MISMATCH + its RT_ABI_VERSION) when the
  * control block is of another version. */
 #define RT_ABI_MISMATCH 0x7ab10000L
@@ -93,6 +93,12 @@
  *                      table is full (counted in dropped)
  *   RT_FN_SHTAB_DELETE long rt_shtab_delete(struct rt_shtab *, const void
  *                      *key): 0, or -ENOENT; the slot becomes a tombstone
+ *   RT_FN_SHTAB_NEXT   u64 rt_shtab_next(struct rt_shtab *, u64 from, void
+ *                      *key, void *val): copies the first used slot at
+ *                      index from or after into key and val (key_size and
+ *                      val_size rounded up to 8; both from one consistent
+ *                      copy, never torn) and returns its index + 1; 0 when
+ *                      no used slot is left (iteration: for, len())
  * and the trampolines' own: slow path (block allocation), wrapper entry
  * and exit for return probes.
  */
@@ -107,7 +113,8 @@
 #define RT_FN_SHTAB_READ 8
 #define RT_FN_SHTAB_UPDATE 9
 #define RT_FN_SHTAB_DELETE 10
-#define RT_FN_MAX 11
+#define RT_FN_SHTAB_NEXT 11
+#define RT_FN_MAX 12
 
 #ifndef __ASSEMBLER__
 #include <stdint.h>
@@ -171,6 +178,11 @@ struct rt_htab {
  * and retry while seq was odd or changed.  Values of 8 bytes or less are
  * written with one aligned store, so they are never torn either way.
  *
+ * lock: a slot is claimed for an absent key only by the holder of this
+ * lock (compare-and-swap from even to odd, bounded waits), after a scan
+ * made under it, so that a key never holds two slots; updates of present
+ * keys, revivals and deletes take no lock.
+ *
  * A key that finds neither itself nor a free slot within max_probe slots
  * is dropped and counted in dropped (bpftrace's map-full behaviour).
  */
@@ -180,7 +192,7 @@ struct rt_shtab {
 	uint32_t key_size;
 	uint32_t val_size;
 	uint32_t max_probe;	/* 1..nslots */
-	uint32_t pad;
+	uint32_t lock;		/* odd while a thread inserts a key */
 	uint64_t used;		/* slots ever claimed */
 	uint64_t dropped;	/* updates dropped: no free slot */
 	uint64_t raced;		/* updates that lost a race to a writer */

@@ -10,16 +10,20 @@
  *   - its body needs nothing the native target lacks: aggregations into
  *     maps that nothing but clear() changes otherwise (ubt clears every
  *     thread's values when it reads the event), ordinary maps (read,
- *     assigned, deleted, has_key(), clear(), zero(): one lock-free table
- *     shared by all threads, runtime/rt_abi.h struct rt_shtab, which ubt
- *     empties or zeroes when it reads a clear()/zero() event) that no for
- *     or len() uses, printf/time/exit/print/system/cat, str(), the
- *     builtins of run_builtin_ok();
+ *     assigned, deleted, has_key(), clear(), zero(), iterated with for
+ *     and len(): one lock-free table shared by all threads,
+ *     runtime/rt_abi.h struct rt_shtab, which ubt empties or zeroes when
+ *     it reads a clear()/zero() event), printf/time/exit/print/system/cat,
+ *     str(), the builtins of run_builtin_ok(); not for or len() over an
+ *     aggregation (the kernel visits every key with one CPU's value, while
+ *     each thread's table holds its own keys);
  *   - no kernel uprobe shares one of its functions (its breakpoint would
  *     land on our jump), and no kernel probe uses one of its ordinary
  *     maps or the aggregations it clears (one side could not see the
  *     other's writes); ordinary maps only ever used as @m[tid] stay in
- *     per-thread tables (no atomics), the others go to the shared one.
+ *     per-thread tables (no atomics), the others (among them every map
+ *     iterated: a thread's table lacks the other threads' entries) go to
+ *     the shared one.
  * Everything else runs in the kernel; --mode user makes a uprobe that
  * cannot run in user mode an error. -v and --dry-run print each probe's
  * decision and why.
@@ -78,9 +82,9 @@ static bool run_agg_map(const struct sema_map *sm)
 
 /*
  * Maps that are not aggregations, used only by reads, assignments,
- * delete(), has_key(), clear(), zero() and print(): user-mode probes keep
- * them in one table shared by all threads. Iterating (for, len()) is not
- * lowered natively.
+ * delete(), has_key(), clear(), zero(), print(), for and len(): user-mode
+ * probes keep them in one table shared by all threads, which native code
+ * iterates slot by slot (RT_FN_SHTAB_NEXT).
  */
 static int run_scan_shared(struct ast_node *n, void *ctx)
 {
@@ -89,11 +93,9 @@ static int run_scan_shared(struct ast_node *n, void *ctx)
 
 	if (n->kind == AST_CALL && sm && n->sema->func != FN_DELETE &&
 	    n->sema->func != FN_PRINT && n->sema->func != FN_HAS_KEY &&
-	    n->sema->func != FN_CLEAR && n->sema->func != FN_ZERO)
+	    n->sema->func != FN_CLEAR && n->sema->func != FN_ZERO &&
+	    n->sema->func != FN_LEN)
 		s->shared[sm->id] = false;
-	if (n->kind == AST_FOR_MAP && n->for_.map && n->for_.map->sema &&
-	    n->for_.map->sema->map)
-		s->shared[n->for_.map->sema->map->id] = false;
 	return ast_visit_children(n, run_scan_shared, ctx);
 }
 
@@ -190,8 +192,9 @@ static const char *run_func_ok(struct compile *c, enum sema_func f)
 	case FN_NONE:
 		return "an unknown function";
 	default:
-		/* clear(), zero(), delete() are accepted by run_scan_body()
-		 * where user mode has them; kptr() reads kernel memory */
+		/* clear(), zero(), delete(), len() are accepted by
+		 * run_scan_body() where user mode has them; kptr()
+		 * reads kernel memory */
 		return arena_printf(&c->arena, "%s()",
 				    sema_func_name(f));
 	}
@@ -247,8 +250,29 @@ static const char *run_assign_why(struct run_scan *s, struct ast_node *lhs)
 				    "assigning to aggregation map %s",
 				    lhs->map.name);
 	return arena_printf(&s->c->arena,
-			    "assigning map %s (also used by for or len())",
+			    "assigning map %s (not a hash map, or more than "
+			    "64 probes)",
 			    lhs->map.name);
+}
+
+/*
+ * Why iterating sm ("for over" or "len() of" it) needs the kernel, NULL
+ * when the shared table holds it.
+ */
+static const char *run_iter_why(struct run_scan *s,
+				const struct sema_map *sm, const char *what)
+{
+	if (!sm)
+		return "a map iteration without a map";
+	if (s->shared[sm->id])
+		return NULL;
+	if (run_agg_map(sm))
+		return arena_printf(&s->c->arena, "%s aggregation map %s",
+				    what, sm->name);
+	return arena_printf(&s->c->arena,
+			    "%s map %s (not a hash map, or more than 64 "
+			    "probes)",
+			    what, sm->name);
 }
 
 static int run_scan_body(struct ast_node *n, void *ctx)
@@ -262,6 +286,8 @@ static int run_scan_body(struct ast_node *n, void *ctx)
 		break;
 	case AST_CALL:
 		why = run_func_ok(s->c, n->sema ? n->sema->func : FN_NONE);
+		if (why && n->sema->func == FN_LEN)
+			why = run_iter_why(s, n->sema->map, "len() of");
 		if (why && (n->sema->func == FN_DELETE ||
 			    n->sema->func == FN_HAS_KEY ||
 			    n->sema->func == FN_CLEAR ||
@@ -279,7 +305,9 @@ static int run_scan_body(struct ast_node *n, void *ctx)
 					   n->sema->map->name);
 		break;
 	case AST_FOR_MAP:
-		why = "for over a map";
+		why = run_iter_why(s, n->for_.map && n->for_.map->sema ?
+					      n->for_.map->sema->map : NULL,
+				   "for over");
 		break;
 	case AST_ASSIGN:
 		if (n->assign.lhs && n->assign.lhs->kind == AST_MAP &&

@@ -207,6 +207,7 @@ TESTS += \
 	tests/native/user-mode-run.py
 EXTRA_DIST += \
 	tests/native/kernel-only.txt \
+	tests/native/uiter.test \
 	tests/native/umaps.test \
 	tests/native/user-mode-diff.py \
 	tests/native/user-mode-run.py

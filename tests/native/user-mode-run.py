@@ -144,14 +144,30 @@ def test_decisions():
        "--mode user names what a probe body needs", repr(r.stderr))
     r = ubt(["--dry-run", "-e",
              "uprobe:%s:ut_plain { @c = count(); } "
-             "uprobe:%s:ut_plain { @d = count(); @e[1] = 1; "
-             "for ($kv : @e) { } }" %
+             "uprobe:%s:ut_plain { @d[1] = count(); for ($kv : @d) { } }" %
              (TARGET, TARGET), "-c", TARGET + " bench 1"])
     ok(r.returncode == 0 and r.stderr.count(
         "kernel (a kernel uprobe on the same function") == 1 and
-       r.stderr.count("kernel (assigning map @e (also used by for or "
-                      "len()) needs the kernel)") == 1,
+       r.stderr.count("kernel (for over aggregation map @d needs the "
+                      "kernel)") == 1,
        "a function with a kernel uprobe is not patched", repr(r.stderr))
+    r = ubt(["--dry-run", "--mode", "user", "-e",
+             "uprobe:%s:ut_plain { @m[arg0 %% 3] = arg1; } "
+             "uprobe:%s:ut_endbr { for ($kv : @m) { @s = sum($kv.1); } "
+             "@n = len(@m); }" % (TARGET, TARGET), "-c",
+             TARGET + " bench 1"])
+    ok(r.returncode == 0 and r.stderr.count(": user mode (") == 2,
+       "--mode user takes for and len() over an ordinary map",
+       repr(r.stderr))
+    r = ubt(["--dry-run", "--mode", "user", "-e",
+             "uprobe:%s:ut_plain { @c[arg0 %% 3] = count(); "
+             "for ($kv : @c) { @n = count(); } }" % TARGET, "-c",
+             TARGET + " bench 1"])
+    ok(r.returncode == 1 and
+       re.search(r"^ubt: cannot run uprobe:\S+:ut_plain in user mode: "
+                 r"for over aggregation map @c needs the kernel$",
+                 r.stderr, re.M),
+       "--mode user refuses for over an aggregation map", repr(r.stderr))
 
 
 def test_pid():

@@ -5,7 +5,9 @@
  * racing from two threads never tear a value for readers in the process or
  * for ubt, concurrent inserts make no duplicates, a full table drops and
  * counts, tombstones keep the keys after them reachable, and a corrupted
- * header or slot is read back safely.
+ * header or slot is read back safely. Iteration (rt_shtab_next, for and
+ * len() in native code) gives whole key/value pairs while other threads
+ * update, delete and take over slots.
  */
 #include <dlfcn.h>
 #include <errno.h>
@@ -37,6 +39,7 @@ static struct memfd m;
 static void *(*sh_read)(struct rt_shtab *, const void *, void *);
 static long (*sh_update)(struct rt_shtab *, const void *, const void *);
 static long (*sh_delete)(struct rt_shtab *, const void *);
+static uint64_t (*sh_next)(struct rt_shtab *, uint64_t, void *, void *);
 
 /* A: 24-byte values (a tuple), written by two threads at once. */
 static const struct memfd_shtab ta = {
@@ -47,6 +50,11 @@ static const struct memfd_shtab ta = {
 static const struct memfd_shtab tb = {
 	.off = 8192, .nslots = 16, .key_size = 8, .val_size = 8,
 	.max_probe = 16,
+};
+/* C: iterated while keys come and go. */
+static const struct memfd_shtab tc = {
+	.off = 9216, .nslots = 64, .key_size = 8, .val_size = 24,
+	.max_probe = 64,
 };
 
 static struct rt_shtab *tab(const struct memfd_shtab *t)
@@ -118,8 +126,39 @@ static int on_entry(const void *key, const void *val, void *arg)
 	return 0;
 }
 
+/*
+ * One pass of rt_shtab_next over t: whole pairs ({k, x, x} for key k when
+ * kv is set, else {x, x, x}), indexes increasing, at most nslots entries.
+ */
+struct pass {
+	int n, torn, order, dup;
+	uint64_t keys[128];
+};
+
+static void next_pass(const struct memfd_shtab *t, int kv, struct pass *p)
+{
+	uint64_t i = 0, k[1], v[3], last = 0;
+
+	memset(p, 0, sizeof(*p));
+	while ((i = sh_next(tab(t), i, k, v))) {
+		p->torn += kv ? v[0] != k[0] || v[1] != v[2] :
+				v[0] != v[1] || v[1] != v[2];
+		p->order += i <= last || i > t->nslots;
+		last = i;
+		for (int j = 0; j < p->n && j < 128; j++)
+			p->dup += p->keys[j] == k[0];
+		if (p->n < 128)
+			p->keys[p->n] = k[0];
+		if (++p->n > (int)t->nslots)
+			break;
+	}
+}
+
 static void test_concurrent(void)
 {
+	struct pass ps;
+	int it_torn = 0, it_bad = 0, it_passes = 0;
+
 	pthread_t w[2], r;
 	void *res[2], *rres;
 	struct check c;
@@ -131,12 +170,17 @@ static void test_concurrent(void)
 		sched_yield();
 	pthread_create(&w[0], NULL, writer, (void *)1);
 	pthread_create(&w[1], NULL, writer, (void *)2);
-	/* ubt reads back while the writers run */
+	/* ubt reads back while the writers run, and so does an iteration
+	 * in the process */
 	for (int i = 0; i < 200; i++) {
 		memset(&c, 0, sizeof(c));
 		memfd_shtab_foreach(&m, &ta, on_entry, &c);
 		ubt_torn += c.torn;
 		rounds++;
+		next_pass(&ta, 0, &ps);
+		it_torn += ps.torn;
+		it_bad += ps.order + ps.dup + (ps.n > (int)ta.nslots);
+		it_passes++;
 	}
 	pthread_join(w[0], &res[0]);
 	pthread_join(w[1], &res[1]);
@@ -147,10 +191,16 @@ static void test_concurrent(void)
 	   (long)rres);
 	ok(!ubt_torn, "ubt never read a torn value (%d passes while writing)",
 	   rounds);
+	ok(!it_torn && !it_bad,
+	   "rt_shtab_next: no torn value, no key twice, slots in order "
+	   "(%d passes while writing)", it_passes);
 	memset(&c, 0, sizeof(c));
 	n = memfd_shtab_foreach(&m, &ta, on_entry, &c);
 	ok(!n && c.n == HOT + 40 && c.hot == HOT && !c.dup && !c.torn,
 	   "after: %d entries (want %d), no duplicate keys", c.n, HOT + 40);
+	next_pass(&ta, 0, &ps);
+	ok(ps.n == HOT + 40 && !ps.dup && !ps.torn && !ps.order,
+	   "rt_shtab_next visits the same %d entries", ps.n);
 	ok(tab(&ta)->used == HOT + 40 && !tab(&ta)->dropped,
 	   "%llu slots claimed, none dropped",
 	   (unsigned long long)tab(&ta)->used);
@@ -175,6 +225,18 @@ static int nb(void)
 	return n;
 }
 
+/* Entries of B as rt_shtab_next gives them (value k * 10), -1 if wrong. */
+static int nb_next(void)
+{
+	uint64_t i = 0, k, v;
+	int n = 0;
+
+	while ((i = sh_next(tab(&tb), i, &k, &v)))
+		if (v != k * 10 || n++ > 16)
+			return -1;
+	return n;
+}
+
 static void test_full_and_tombstones(void)
 {
 	uint64_t k, v, out;
@@ -187,6 +249,7 @@ static void test_full_and_tombstones(void)
 	}
 	ok(fails == 4 && memfd_shtab_dropped(&m, &tb) == 4 && nb() == 16,
 	   "full table: 4 of 20 keys dropped and counted, 16 kept");
+	ok(nb_next() == 16, "rt_shtab_next: 16 entries in a full table");
 	k = 3;
 	v = 30;
 	ok(!sh_update(tab(&tb), &k, &v),
@@ -194,6 +257,7 @@ static void test_full_and_tombstones(void)
 	ok(!sh_delete(tab(&tb), &k) && !sh_read(tab(&tb), &k, &out) &&
 		   sh_delete(tab(&tb), &k) == -ENOENT && nb() == 15,
 	   "delete: a tombstone, absent afterwards, deleted once");
+	ok(nb_next() == 15, "rt_shtab_next skips the tombstone");
 	for (k = 1; k <= 20; k++)
 		if (k != 3 && (!sh_read(tab(&tb), &k, &out) || out != k * 10))
 			miss++;
@@ -215,6 +279,8 @@ static void test_full_and_tombstones(void)
 	ok(!sh_read(tab(&tb), &k, &out), "the key it replaced stays gone");
 	ok(!memfd_shtab_clear(&m, &tb) && nb() == 0,
 	   "clear: every entry deleted");
+	ok(nb_next() == 0 && !sh_next(tab(&tb), 1000, &k, &v),
+	   "rt_shtab_next: nothing in a cleared table, nor past its end");
 	k = 77;
 	ok(!sh_update(tab(&tb), &k, &v) && nb() == 1,
 	   "and the table takes entries again");
@@ -224,6 +290,93 @@ static void test_full_and_tombstones(void)
 	   "zero: the key stays with a zero value");
 	ok(!sh_update(tab(&tb), &k, &v) && nb() == 1,
 	   "and takes a value again");
+}
+
+/*
+ * Keys 0..39 updated ({k, x, x}) and deleted by two threads, so that
+ * tombstones are revived and taken over by other keys, while this thread
+ * iterates: every pair it gets is whole and belongs together.
+ */
+static int churn_stop;
+
+static void *churn(void *arg)
+{
+	uint64_t t = (uintptr_t)arg, i;
+
+	for (i = 0;
+	     i < 1000 || !__atomic_load_n(&churn_stop, __ATOMIC_ACQUIRE);
+	     i++) {
+		uint64_t k = (i * 7 + t) % 40, x = t << 32 | i;
+		uint64_t v[3] = { k, x, x };
+
+		sh_update(tab(&tc), &k, v);
+		if (i % 3 == t) {
+			k = (i * 13 + 5) % 40;
+			sh_delete(tab(&tc), &k);
+		}
+	}
+	return NULL;
+}
+
+static void test_next_churn(void)
+{
+	pthread_t w[2];
+	struct pass ps;
+	int torn = 0, bad = 0, passes = 0, seen = 0;
+	uint64_t k[1], v[3];
+
+	ok(!memfd_shtab_add(&m, &tc), "a table for iterating under churn");
+	pthread_create(&w[0], NULL, churn, (void *)1);
+	pthread_create(&w[1], NULL, churn, (void *)2);
+	while (!sh_next(tab(&tc), 0, k, v))	/* the writers are in */
+		sched_yield();
+	for (passes = 0; passes < 1000 || seen < 50000; passes++) {
+		next_pass(&tc, 1, &ps);
+		torn += ps.torn;
+		bad += ps.order + (ps.n > (int)tc.nslots);
+		seen += ps.n;
+	}
+	__atomic_store_n(&churn_stop, 1, __ATOMIC_RELEASE);
+	pthread_join(w[0], NULL);
+	pthread_join(w[1], NULL);
+	ok(!torn && !bad,
+	   "rt_shtab_next under updates, deletes and take-overs: %d entries "
+	   "in %d passes, none torn, slots in order", seen, passes);
+	next_pass(&tc, 1, &ps);
+	ok(!ps.torn && !ps.dup && ps.n > 0 && ps.n <= 40,
+	   "afterwards: %d keys, each once", ps.n);
+}
+
+/*
+ * The insert lock held by a thread that never gives it back (a longjmp out
+ * of a signal handler): present keys are still updated, new keys are
+ * dropped and counted while waiters give up on the holder, then one takes
+ * the lock over and inserts go on.
+ */
+static void test_stuck_lock(void)
+{
+	uint64_t k = 1000, v[3] = { 1000, 0, 0 }, d0, out[3];
+	int fails = 0, present = 0;
+	long r;
+
+	for (k = 0; k < 40 && !present; k++)
+		present = sh_read(tab(&tc), &k, out) != NULL;
+	k--;
+	__atomic_store_n(&tab(&tc)->lock, 0x501, __ATOMIC_RELEASE);
+	v[0] = k;
+	ok(present && !sh_update(tab(&tc), &k, v),
+	   "a lock held forever: a present key is still updated");
+	d0 = memfd_shtab_dropped(&m, &tc);
+	k = 1000;
+	v[0] = k;
+	while ((r = sh_update(tab(&tc), &k, v)) == -ENOMEM && fails < 100)
+		fails++;
+	ok(!r && fails == 31 && memfd_shtab_dropped(&m, &tc) == d0 + 31,
+	   "new keys dropped and counted %d times, then the lock is taken "
+	   "over", fails);
+	ok(sh_read(tab(&tc), &k, out) && out[0] == 1000 &&
+		   !(tab(&tc)->lock & 1) && (tab(&tc)->lock >> 8) == 7,
+	   "the key is in and the lock free again, one generation on");
 }
 
 /* The target can write anything into the memfd. */
@@ -239,7 +392,7 @@ static void test_untrusted(void)
 	tab(&tb)->val_size = 4096;
 	ok(nb() == 1, "header corrupted: ubt reads with its own sizes");
 	ok(sh_update(tab(&tb), &k, &v) && !sh_read(tab(&tb), &k, &out) &&
-		   sh_delete(tab(&tb), &k),
+		   sh_delete(tab(&tb), &k) && !sh_next(tab(&tb), 0, &k, &out),
 	   "header corrupted: the runtime refuses the table, no crash");
 	tab(&tb)->nslots = 6;
 	tab(&tb)->key_size = 8;
@@ -255,7 +408,8 @@ static void test_untrusted(void)
 			st[0] = 0x7777;	/* no such state */
 	}
 	n = 0;
-	ok(!memfd_shtab_foreach(&m, &tb, count_entry, &n) && n == 0,
+	ok(!memfd_shtab_foreach(&m, &tb, count_entry, &n) && n == 0 &&
+		   nb_next() == 0,
 	   "slots with a bad state or a stuck writer are skipped");
 	ok(memfd_shtab_foreach(&m, &(struct memfd_shtab){ .off = 8192,
 				 .nslots = 12, .key_size = 8,
@@ -305,12 +459,16 @@ int main(void)
 	sh_read = (void *)(uintptr_t)m.ctl->fn[RT_FN_SHTAB_READ];
 	sh_update = (void *)(uintptr_t)m.ctl->fn[RT_FN_SHTAB_UPDATE];
 	sh_delete = (void *)(uintptr_t)m.ctl->fn[RT_FN_SHTAB_DELETE];
+	sh_next = (void *)(uintptr_t)m.ctl->fn[RT_FN_SHTAB_NEXT];
 	ok(sh_read == dlsym(h, "rt_shtab_read") &&
 		   sh_update == dlsym(h, "rt_shtab_update") &&
-		   sh_delete == dlsym(h, "rt_shtab_delete"),
+		   sh_delete == dlsym(h, "rt_shtab_delete") &&
+		   sh_next == dlsym(h, "rt_shtab_next"),
 	   "rt_init publishes the shared-table helpers");
 	test_concurrent();
 	test_full_and_tombstones();
+	test_next_churn();
+	test_stuck_lock();
 	test_untrusted();
 	memfd_release(&m);
 	printf("1..%d\n", ntest);
