@@ -1119,7 +1119,7 @@ static void run_agg_reset(struct run *r, int map, const struct native_map *nm,
 	uint32_t n = memfd_nblocks_used(mf), nw = nm->bytes / 8;
 	uint64_t v[64];
 
-	if (nw > (array ? nm->nslots : 64) || (!array && nw > 64))
+	if (array ? nw != nm->nslots : nw > 64)
 		return;
 	if (array && !a->present)
 		a->present = xcalloc(nm->nslots, sizeof(bool));
@@ -1134,12 +1134,14 @@ static void run_agg_reset(struct run *r, int map, const struct native_map *nm,
 		uint64_t *base = a->base + (uint64_t)i * nw;
 
 		for (uint32_t w = 0; w < nw; w++) {
-			uint64_t cur;
+			uint64_t cur, d;
 
 			if (memfd_map_read(mf, i, nm->off + 8 * w, &cur, 8))
 				return;
-			v[w % 64] = cur - base[w];
-			if (zero && array && v[w % 64])
+			d = cur - base[w];
+			if (!array)
+				v[w] = d;
+			else if (zero && d)
 				a->present[w] = true;
 			if (array || run_additive(m, w))
 				base[w] = cur;
