@@ -10,19 +10,19 @@
  *   - its body needs nothing the native target lacks: aggregations into
  *     maps that nothing but clear(), zero() and delete() changes otherwise
  *     (ubt clears, zeroes or deletes every thread's values when it reads
- *     the event, whichever side sent it: run_map_hook()), ordinary maps (read,
- *     assigned, deleted, has_key(), clear(), zero(): one lock-free table
- *     shared by all threads, runtime/rt_abi.h struct rt_shtab, which ubt
- *     empties or zeroes when it reads a clear()/zero() event) that no for
- *     or len() uses, printf/time/exit/print/system/cat, str(), the
+ *     the event, whichever side sent it: run_map_hook()), ordinary maps
+ *     (read, assigned, deleted, has_key(), clear(), zero(): one lock-free
+ *     table shared by all threads, runtime/rt_abi.h struct rt_shtab, which
+ *     ubt empties or zeroes when it reads a clear()/zero() event) that no
+ *     for or len() uses, printf/time/exit/print/system/cat, str(), the
  *     builtins of run_builtin_ok();
  *   - no kernel uprobe shares one of its functions (its breakpoint would
  *     land on our jump), no kernel probe uses one of its ordinary maps
  *     or the aggregations it reads (one side could not see the other's
  *     writes), and no kernel probe deletes keys of its aggregations (the
  *     kernel's delete() is synchronous, on the kernel's map only);
- *     ordinary maps only ever used as @m[tid] stay in
- *     per-thread tables (no atomics), the others go to the shared one.
+ *     ordinary maps only ever used as @m[tid] stay in per-thread tables
+ *     (no atomics), the others go to the shared one.
  * Everything else runs in the kernel; --mode user makes a uprobe that
  * cannot run in user mode an error. -v and --dry-run print each probe's
  * decision and why.

@@ -233,16 +233,17 @@ static void test_htab_states(void)
 	ok(v && *v == 0 && tally(&tab).n == 1,
 	   "a deleted key comes back with 0");
 	/* as test_threads() left them, for test_untrusted() */
-	for (uint32_t i = 0; i < NBLOCKS; i++)
+	for (uint32_t i = 0; i < NBLOCKS; i++) {
+		struct rt_htab *hi = (struct rt_htab *)(
+			m.base + m.block_off + i * m.block_size + RT_BLK_MAP +
+			tab.off);
+
 		for (key = 0; key < 10; key++) {
-			v = htab_lookup((struct rt_htab *)(m.base + m.block_off +
-							   i * m.block_size +
-							   RT_BLK_MAP +
-							   tab.off),
-					&key);
+			v = htab_lookup(hi, &key);
 			if (v)
 				*v = key + 1;
 		}
+	}
 }
 
 /* One thread writes and consumes across the ring's end many times. */
