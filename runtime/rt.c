@@ -339,11 +339,9 @@ RT_EXPORT void *rt_htab_find(struct rt_htab *h, const void *key)
 	int empty;
 	uint64_t *slot = rt_htab_slot(h, key, &empty);
 
-	if (!slot || empty || slot[0] == RT_HTAB_DELETED)
+	/* plain maps (@m[tid]): never zeroed by ubt (RT_HTAB_ZEROED) */
+	if (!slot || empty || slot[0] != RT_HTAB_USED)
 		return NULL;
-	if (slot[0] != RT_HTAB_USED)
-		/* zeroed by ubt: present with a zero value */
-		return rt_htab_lookup(h, key);
 	return (char *)(slot + 1) + rt_align8(h->key_size);
 }
 
