@@ -42,6 +42,9 @@ enum cg_event_kind {
 	CG_EV_ZERO,		/* zero(@map): map */
 	CG_EV_SYSTEM,		/* system(fmt, args): the command's output */
 	CG_EV_CAT,		/* cat(fmt, args): the file's contents */
+	CG_EV_DELETE,		/* delete(@agg[key]) in a user-mode probe:
+				 * map, the key at offset 8 (the shim
+				 * deletes it elsewhere) */
 };
 
 /* Header of every ring-buffer record. */
@@ -75,7 +78,7 @@ struct cg_event {
 	struct cg_arg *args;
 	int nargs;
 	size_t size;		/* record size, header included */
-	int map;		/* CG_EV_PRINT/CLEAR/ZERO: index into maps */
+	int map;		/* CG_EV_PRINT/CLEAR/ZERO/DELETE: map index */
 	int64_t top, div;	/* print(@m, top, div); 0 when not given */
 };
 

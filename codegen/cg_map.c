@@ -169,13 +169,34 @@ void cg_map_assign(struct cg *g, struct ast_node *mapnode, LLVMValueRef v,
 void cg_map_delete(struct cg *g, int id, struct ast_node *keys, int nkeys)
 {
 	const struct cg_map *m = &g->obj->maps[id];
+	LLVMValueRef key;
 
 	if (m->bucketed) {
 		cg_unsupported(g, keys, "delete() on a hist() map");
 		return;
 	}
-	irb_map_delete(&g->ir, g->maps[id],
-		       cg_key_with(g, id, keys, nkeys, NULL));
+	key = cg_key_with(g, id, keys, nkeys, NULL);
+	irb_map_delete(&g->ir, g->maps[id], key);
+	if (g->ir.target == CG_TARGET_NATIVE && m->percpu) {
+		/*
+		 * An aggregation's key in a user-mode probe: gone from this
+		 * thread's table at once; ubt deletes it from the other
+		 * threads' tables and the kernel's map when it reads this
+		 * event (asynchronously, as bpftrace's clear()).
+		 */
+		size_t size = sizeof(struct cg_event_hdr) +
+			      ((m->key_size + 7) & ~(size_t)7);
+		int ev = cg_event_new(g, CG_EV_DELETE, keys);
+		LLVMValueRef rec;
+
+		g->obj->events[ev].map = id;
+		g->obj->events[ev].size = size;
+		rec = cg_record_begin(g, ev, size);
+		irb_memcpy(&g->ir, irb_gep(&g->ir, rec,
+					   sizeof(struct cg_event_hdr)),
+			   key, m->key_size);
+		cg_record_send(g, rec, size);
+	}
 }
 
 /*
@@ -295,6 +316,11 @@ void cg_aggregate(struct cg *g, struct ast_node *mapnode,
 		break;
 	case FN_SUM:
 		LLVMBuildStore(ir->b, LLVMBuildAdd(ir->b, old, v, ""), p);
+		/* a keyless sum in user mode: its presence word (native.h) */
+		if (ir->target == CG_TARGET_NATIVE && !m->key_type &&
+		    !m->bucketed)
+			LLVMBuildStore(ir->b, irb_const(ir, 1),
+				       irb_gep(ir, p, 8));
 		break;
 	case FN_AVG:
 	case FN_STATS: {

@@ -359,6 +359,9 @@ LLVMValueRef irb_native_map_define(struct irb *ir, const char *name,
 	if (cm && !cm->key_type && !cm->bucketed) {
 		m->kind = NATIVE_MAP_FIXED;
 		m->bytes = rt_align8(value_size);
+		/* sum: a presence word after the value (native.h) */
+		if (cm->value_type && cm->value_type->kind == TY_SUM)
+			m->bytes += 8;
 	} else if (cm && !cm->key_type && cm->bucketed &&
 		   out_nbuckets(cm->value_type) &&
 		   out_nbuckets(cm->value_type) < 0x10000) {
@@ -487,7 +490,8 @@ LLVMValueRef irb_native_map_delete(struct irb *ir, LLVMValueRef map,
 		args[1] = key;
 		return nat_call(ir, RT_FN_SHTAB_DELETE, ir->i64, args, 2);
 	}
-	if (!m || m->kind != NATIVE_MAP_HTAB || !m->plain) {
+	/* an aggregation's key too: cg_map_delete() tells ubt */
+	if (!m || m->kind != NATIVE_MAP_HTAB) {
 		nat_unsupported("delete() in a user-mode probe");
 		return irb_const(ir, 0);
 	}

@@ -15,7 +15,9 @@
  *        every block
  *   32   u64 scratch for the BPF "lost" map (the runtime counts drops)
  *   64   the program's maps, at the offsets of struct native_map:
- *        keyless aggregations as one value at a fixed offset, keyless
+ *        keyless aggregations as one value at a fixed offset (a sum
+ *        followed by a u64 presence word the probe sets to 1, so that
+ *        sum(0) is seen: the other values have a non-zero marker), keyless
  *        hist/lhist as an array of u64 buckets, keyed maps as per-thread
  *        open-addressing tables (struct rt_htab), looked up through the
  *        runtime's RT_FN_HTAB_LOOKUP.

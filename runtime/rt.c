@@ -341,7 +341,8 @@ RT_EXPORT void *rt_htab_find(struct rt_htab *h, const void *key)
 	int empty;
 	uint64_t *slot = rt_htab_slot(h, key, &empty);
 
-	if (!slot || empty || slot[0] != 1)
+	/* plain maps (@m[tid]): never zeroed by ubt (RT_HTAB_ZEROED) */
+	if (!slot || empty || slot[0] != RT_HTAB_USED)
 		return NULL;
 	return (char *)(slot + 1) + rt_align8(h->key_size);
 }
@@ -351,7 +352,7 @@ RT_EXPORT long rt_htab_delete(struct rt_htab *h, const void *key)
 	int empty;
 	uint64_t *slot = rt_htab_slot(h, key, &empty);
 
-	if (!slot || empty || slot[0] != 1)
+	if (!slot || empty || slot[0] == RT_HTAB_DELETED)
 		return -2;	/* -ENOENT */
 	/* the slot stays taken, so that the keys after it stay reachable */
 	__atomic_store_n(&slot[0], 2, __ATOMIC_RELEASE);

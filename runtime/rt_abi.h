@@ -83,7 +83,8 @@
  *   RT_FN_HTAB_DELETE  long rt_htab_delete(struct rt_htab *, const void *
  *                      key): 0, or -ENOENT; the slot becomes state 2
  *                      (deleted: skipped when read back, revived by
- *                      RT_FN_HTAB_LOOKUP with a zero value)
+ *                      RT_FN_HTAB_LOOKUP with a zero value); a zeroed
+ *                      slot (state 3) is deleted too
  *   RT_FN_SHTAB_READ   void *rt_shtab_read(struct rt_shtab *, const void
  *                      *key, void *dst): copies key's value into dst (a
  *                      consistent copy, never torn) and returns dst; NULL
@@ -147,9 +148,19 @@ struct rt_ctl {
 
 /*
  * A per-thread keyed aggregation table, open addressing, linear probing.
- * Slots: u64 state (0 empty, 1 used, 2 deleted), key (key_size rounded
- * up to 8), value (val_size rounded up to 8).  Values start zeroed.
+ * Slots: u64 state, key (key_size rounded up to 8), value (val_size
+ * rounded up to 8).  Values start zeroed.  The owning thread is the only
+ * writer of keys and values; ubt only changes states, by compare-and-swap
+ * (clear(): used or zeroed -> deleted; zero(): used -> zeroed; delete()
+ * from another thread: used or zeroed -> deleted), so that the owner's
+ * increments never undo what ubt did.  The owner revives a deleted or
+ * zeroed slot of a key it looks up: value zeroed, then state used.
  */
+#define RT_HTAB_EMPTY 0
+#define RT_HTAB_USED 1
+#define RT_HTAB_DELETED 2	/* skipped when read back */
+#define RT_HTAB_ZEROED 3	/* read back as the key with a zero value */
+
 struct rt_htab {
 	uint32_t sz;		/* sizeof(struct rt_htab) */
 	uint32_t nslots;	/* power of two */

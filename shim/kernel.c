@@ -70,6 +70,8 @@ struct kernel {
 	const struct cg_prog *dprogs;	/* for probe/func values, or NULL */
 	int ndprogs;
 	void *source_ctx;
+	kernel_map_hook_fn map_hook;	/* shim/run.c: the user side too */
+	void *map_hook_ctx;
 	int err;
 };
 
@@ -398,6 +400,12 @@ static void kernel_merge(const struct cg_map *m, void *acc, const void *v,
 void kernel_merge_value(const struct cg_map *m, void *acc, const void *v)
 {
 	kernel_merge(m, acc, v, false);
+}
+
+void kernel_set_map_hook(struct kernel *k, kernel_map_hook_fn fn, void *ctx)
+{
+	k->map_hook = fn;
+	k->map_hook_ctx = ctx;
 }
 
 void kernel_set_source(struct kernel *k, kernel_source_fn fn, void *ctx)
@@ -747,9 +755,23 @@ static int kernel_event(void *ctx, void *data, size_t size)
 	}
 	case CG_EV_CLEAR:
 		kernel_map_clear(k, e->map);
+		if (k->map_hook)
+			k->map_hook(k->map_hook_ctx, e->kind, e->map, NULL);
 		break;
 	case CG_EV_ZERO:
 		kernel_map_zero(k, e->map);
+		if (k->map_hook)
+			k->map_hook(k->map_hook_ctx, e->kind, e->map, NULL);
+		break;
+	case CG_EV_DELETE:
+		/* from a user-mode probe: the kernel's copy of the key */
+		if (e->map < 0 || e->map >= obj->nmaps ||
+		    asize < obj->maps[e->map].key_size)
+			break;
+		if (kernel_map_fd(k, e->map) >= 0)
+			bpf_map_delete_elem(kernel_map_fd(k, e->map), args);
+		if (k->map_hook)
+			k->map_hook(k->map_hook_ctx, e->kind, e->map, args);
 		break;
 	}
 	fflush(k->out.f);

@@ -94,6 +94,16 @@ void kernel_set_source(struct kernel *k, kernel_source_fn fn, void *ctx);
 int kernel_map_read_kernel(struct kernel *k, int map, kernel_entry_fn fn,
 			   void *ctx);
 void kernel_merge_value(const struct cg_map *m, void *acc, const void *v);
+/*
+ * Called for every clear()/zero() event (kind CG_EV_CLEAR/CG_EV_ZERO, key
+ * NULL) after the kernel's map was cleared or zeroed, and for every
+ * CG_EV_DELETE event (a user-mode probe's delete() of an aggregation's
+ * key) after the key was deleted from the kernel's map: events of both
+ * sides, handed in through kernel_handle_event() or from the ring buffer.
+ */
+typedef void (*kernel_map_hook_fn)(void *ctx, int kind, int map,
+				   const void *key);
+void kernel_set_map_hook(struct kernel *k, kernel_map_hook_fn fn, void *ctx);
 /* The programs `probe` and `func` values index (default: the object's). */
 void kernel_set_display_progs(struct kernel *k, const struct cg_prog *progs,
 			      int n);

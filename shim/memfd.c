@@ -243,12 +243,17 @@ int memfd_htab_foreach(const struct memfd *m, const struct memfd_htab *t,
 		for (s = 0; s < t->nslots; s++) {
 			char *slot = slots + (uint64_t)s * ss;
 
-			if (load64(slot) != 1)
+			uint64_t st = load64(slot);
+
+			if (st != RT_HTAB_USED && st != RT_HTAB_ZEROED)
 				continue;
 			/* copy first: the target may be writing */
 			memcpy(key, slot + 8, t->key_size);
-			memcpy(val, slot + 8 + rt_align8(t->key_size),
-			       t->val_size);
+			if (st == RT_HTAB_ZEROED)
+				memset(val, 0, t->val_size);
+			else
+				memcpy(val, slot + 8 + rt_align8(t->key_size),
+				       t->val_size);
 			err = cb(key, val, i, arg);
 			if (err)
 				return err;
@@ -272,7 +277,9 @@ int memfd_map_zero(struct memfd *m, uint64_t off, uint64_t len)
 	return 0;
 }
 
-int memfd_htab_clear(struct memfd *m, const struct memfd_htab *t)
+/* Every slot of t in every block: state from -> to, by compare-and-swap. */
+static int htab_move(struct memfd *m, const struct memfd_htab *t,
+		     const void *key, uint64_t from, uint64_t to)
 {
 	uint64_t ss = 8 + rt_align8(t->key_size) + rt_align8(t->val_size);
 	uint32_t n = memfd_nblocks_used(m), i, s;
@@ -284,17 +291,40 @@ int memfd_htab_clear(struct memfd *m, const struct memfd_htab *t)
 		char *slots = block(m, i) + RT_BLK_MAP + t->off +
 			      sizeof(struct rt_htab);
 
-		/* deleted (2): the owner revives the slot with a zero value */
+		if (t->skip && i == t->skip - 1)
+			continue;
 		for (s = 0; s < t->nslots; s++) {
-			uint64_t *st = (uint64_t *)(slots + (uint64_t)s * ss);
-			uint64_t want = 1;
+			char *slot = slots + (uint64_t)s * ss;
+			uint64_t want = from;
 
-			__atomic_compare_exchange_n(st, &want, 2, 0,
-						    __ATOMIC_RELEASE,
+			if (key && memcmp(slot + 8, key, t->key_size))
+				continue;
+			__atomic_compare_exchange_n((uint64_t *)slot, &want,
+						    to, 0, __ATOMIC_RELEASE,
 						    __ATOMIC_RELAXED);
 		}
 	}
 	return 0;
+}
+
+int memfd_htab_clear(struct memfd *m, const struct memfd_htab *t)
+{
+	/* deleted: the owner revives the slot with a zero value */
+	return htab_move(m, t, NULL, RT_HTAB_USED, RT_HTAB_DELETED) ?:
+	       htab_move(m, t, NULL, RT_HTAB_ZEROED, RT_HTAB_DELETED);
+}
+
+int memfd_htab_zero(struct memfd *m, const struct memfd_htab *t)
+{
+	/* the value is left alone: the owner may be adding to it */
+	return htab_move(m, t, NULL, RT_HTAB_USED, RT_HTAB_ZEROED);
+}
+
+int memfd_htab_delete(struct memfd *m, const struct memfd_htab *t,
+		      const void *key)
+{
+	return htab_move(m, t, key, RT_HTAB_USED, RT_HTAB_DELETED) ?:
+	       htab_move(m, t, key, RT_HTAB_ZEROED, RT_HTAB_DELETED);
 }
 
 /* ---- tables shared by all threads ---------------------------------- */

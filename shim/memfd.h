@@ -61,6 +61,8 @@ int memfd_sum_u64(const struct memfd *m, uint64_t off, uint64_t *out);
 struct memfd_htab {
 	uint64_t off;
 	uint32_t nslots, key_size, val_size;
+	/* 1 + a block memfd_htab_clear/zero/delete leave alone; 0: none */
+	uint32_t skip;
 };
 uint64_t memfd_htab_bytes(uint32_t nslots, uint32_t key_size,
 			  uint32_t val_size);
@@ -72,13 +74,21 @@ int memfd_htab_foreach(const struct memfd *m, const struct memfd_htab *t,
 		       void *arg);
 
 /*
- * clear() of an aggregation, done by ubt in every block (the owners keep
- * running: an update racing with it may survive, as with bpftrace's
- * asynchronous clear()): memfd_map_zero() zeroes len bytes at map offset
- * off, memfd_htab_clear() deletes every entry of a keyed table.
+ * clear(), zero() and delete() of an aggregation, done by ubt in every
+ * block while the owners keep running (an update racing with it may be
+ * lost or land after it, as with bpftrace's asynchronous clear()):
+ * memfd_map_zero() stores zeros over len bytes at map offset off (racy
+ * against an owner's read-modify-write: shim/run.c uses it only for
+ * min/max); memfd_htab_clear() deletes every entry of a keyed table,
+ * memfd_htab_zero() makes every entry read back with a zero value (slot
+ * state RT_HTAB_ZEROED), memfd_htab_delete() deletes key; all three only
+ * change slot states, by compare-and-swap, and skip block t->skip - 1.
  */
 int memfd_map_zero(struct memfd *m, uint64_t off, uint64_t len);
 int memfd_htab_clear(struct memfd *m, const struct memfd_htab *t);
+int memfd_htab_zero(struct memfd *m, const struct memfd_htab *t);
+int memfd_htab_delete(struct memfd *m, const struct memfd_htab *t,
+		      const void *key);
 
 /*
  * Tables shared by all threads (struct rt_shtab), for ordinary maps, at

@@ -8,22 +8,24 @@
  *     the -p process, or the -c command or a library it starts with;
  *   - user_site_check() accepts every site;
  *   - its body needs nothing the native target lacks: aggregations into
- *     maps that nothing but clear() changes otherwise (ubt clears every
- *     thread's values when it reads the event), ordinary maps (read,
- *     assigned, deleted, has_key(), clear(), zero(), iterated with for
- *     and len(): one lock-free table shared by all threads,
+ *     maps that nothing but clear(), zero() and delete() changes otherwise
+ *     (ubt clears, zeroes or deletes every thread's values when it reads
+ *     the event, whichever side sent it: run_map_hook()), ordinary maps
+ *     (read, assigned, deleted, has_key(), clear(), zero(), iterated with
+ *     for and len(): one lock-free table shared by all threads,
  *     runtime/rt_abi.h struct rt_shtab, which ubt empties or zeroes when
  *     it reads a clear()/zero() event), printf/time/exit/print/system/cat,
  *     str(), the builtins of run_builtin_ok(); not for or len() over an
  *     aggregation (the kernel visits every key with one CPU's value, while
  *     each thread's table holds its own keys);
  *   - no kernel uprobe shares one of its functions (its breakpoint would
- *     land on our jump), and no kernel probe uses one of its ordinary
- *     maps or the aggregations it clears (one side could not see the
- *     other's writes); ordinary maps only ever used as @m[tid] stay in
- *     per-thread tables (no atomics), the others (among them every map
- *     iterated: a thread's table lacks the other threads' entries) go to
- *     the shared one.
+ *     land on our jump), no kernel probe uses one of its ordinary maps
+ *     or the aggregations it reads (one side could not see the other's
+ *     writes), and no kernel probe deletes keys of its aggregations (the
+ *     kernel's delete() is synchronous, on the kernel's map only);
+ *     ordinary maps only ever used as @m[tid] stay in per-thread tables
+ *     (no atomics), the others (among them every map iterated: a thread's
+ *     table lacks the other threads' entries) go to the shared one.
  * Everything else runs in the kernel; --mode user makes a uprobe that
  * cannot run in user mode an error. -v and --dry-run print each probe's
  * decision and why.
@@ -66,7 +68,10 @@ struct run_scan {
 	bool *shared;		/* by sema map id: an ordinary map user mode
 				 * holds (run_scan_shared()) */
 	bool *aggread;		/* by sema map id: an aggregation read
-				 * as a value or cleared somewhere */
+				 * as a value somewhere */
+	uint64_t *aggdel;	/* by sema map id: the probes (bit = probe
+				 * index) that delete() its keys */
+	int probe;		/* the probe being scanned */
 	const char *why;	/* the first thing user mode lacks */
 };
 
@@ -126,10 +131,28 @@ static int run_scan_plain(struct ast_node *n, void *ctx)
 			s->plain[n->sema->map->id] = true;
 	}
 	if (n->kind == AST_CALL && n->sema && n->sema->map &&
-	    n->sema->func == FN_CLEAR && run_agg_map(n->sema->map))
-		/* ubt clears every thread's values: all on one side */
-		s->aggread[n->sema->map->id] = true;
-	else if (n->kind == AST_CALL && n->sema && n->sema->map &&
+	    (n->sema->func == FN_CLEAR || n->sema->func == FN_ZERO) &&
+	    run_agg_map(n->sema->map)) {
+		/* ubt clears or zeroes every thread's values too */
+		return 0;
+	} else if (n->kind == AST_CALL && n->sema && n->sema->map &&
+		   n->sema->func == FN_DELETE && run_agg_map(n->sema->map)) {
+		/* a user-mode probe's delete() tells ubt (CG_EV_DELETE) */
+		if (s->probe >= 0 && s->probe < 64)
+			s->aggdel[n->sema->map->id] |= 1ull << s->probe;
+		else
+			s->plain[n->sema->map->id] = true;
+		/* the keys only: the map is not read */
+		for (struct ast_node *a = n->call.args; a; a = a->next) {
+			if (a->kind != AST_MAP) {
+				run_scan_plain(a, ctx);
+				continue;
+			}
+			for (struct ast_node *k = a->map.keys; k; k = k->next)
+				run_scan_plain(k, ctx);
+		}
+		return 0;
+	} else if (n->kind == AST_CALL && n->sema && n->sema->map &&
 		 !run_is_agg(n->sema->func) && n->sema->func != FN_PRINT)
 		s->plain[n->sema->map->id] = true;
 	return ast_visit_children(n, run_scan_plain, ctx);
@@ -294,7 +317,9 @@ static int run_scan_body(struct ast_node *n, void *ctx)
 			    n->sema->func == FN_ZERO) &&
 		    n->sema->map && s->shared[n->sema->map->id])
 			why = NULL;
-		if (why && n->sema->func == FN_CLEAR && n->sema->map &&
+		if (why && (n->sema->func == FN_CLEAR ||
+			    n->sema->func == FN_ZERO ||
+			    n->sema->func == FN_DELETE) && n->sema->map &&
 		    run_agg_map(n->sema->map) && !s->plain[n->sema->map->id])
 			why = NULL;
 		if (!why && n->sema && run_is_agg(n->sema->func) &&
@@ -620,7 +645,8 @@ static const char *run_shared_site(struct compile *c,
  * kernel, until nothing changes.
  */
 static void run_conflicts(struct compile *c, struct run_decision *d,
-			  struct run_sites *sites, const bool *one_side)
+			  struct run_sites *sites, const bool *one_side,
+			  const uint64_t *aggdel)
 {
 	struct sema_program *sp = c->sema;
 	int n = sp->nprobes;
@@ -638,8 +664,18 @@ static void run_conflicts(struct compile *c, struct run_decision *d,
 			for (int m = 0; m < sp->nmaps && !why; m++) {
 				uint64_t bits = sp->maps[m]->probes;
 
-				if (!one_side[m] || i >= 64 ||
-				    !(bits & (1ull << i)))
+				if (i >= 64 || !(bits & (1ull << i)))
+					continue;
+				for (int j = 0; j < n && j < 64 && !why; j++)
+					if ((aggdel[m] & (1ull << j)) &&
+					    d[j].where == RUN_KERNEL)
+						why = arena_printf(
+							&c->arena,
+							"keys of map %s are "
+							"deleted by a kernel "
+							"probe",
+							sp->maps[m]->name);
+				if (!one_side[m] || why)
 					continue;
 				for (int j = 0; j < n && j < 64; j++)
 					if ((bits & (1ull << j)) &&
@@ -699,12 +735,17 @@ int run_decide(struct compile *c, const struct run_opts *o,
 	s.shared = arena_alloc(&c->arena, (sp->nmaps + 1) * sizeof(bool));
 	s.aggread = arena_alloc(&c->arena, (sp->nmaps + 1) * sizeof(bool));
 	memset(s.aggread, 0, (sp->nmaps + 1) * sizeof(bool));
+	s.aggdel = arena_alloc(&c->arena, (sp->nmaps + 1) * sizeof(uint64_t));
+	memset(s.aggdel, 0, (sp->nmaps + 1) * sizeof(uint64_t));
 	for (int i = 0; i < sp->nmaps; i++)
 		s.shared[i] = !run_agg_map(sp->maps[i]) && sp->nprobes <= 64 &&
 			   (!sp->maps[i]->bpf_type ||
 			    !strcmp(sp->maps[i]->bpf_type, "hash"));
-	for (struct ast_node *p = c->program->program.probes; p; p = p->next)
+	for (struct ast_node *p = c->program->program.probes; p;
+	     p = p->next) {
+		s.probe = p->probe.index;
 		ast_visit_children(p, run_scan_plain, &s);
+	}
 	for (struct ast_node *p = c->program->program.probes; p; p = p->next)
 		ast_visit_children(p, run_scan_shared, &s);
 	for (struct ast_node *p = c->program->program.probes; p;
@@ -741,7 +782,7 @@ int run_decide(struct compile *c, const struct run_opts *o,
 		one_side[i] = (s.aggread[i] && sp->nprobes <= 64) ||
 			      s.shared[i];
 	if (o->mode != MODE_KERNEL)
-		run_conflicts(c, d, sites, one_side);
+		run_conflicts(c, d, sites, one_side, s.aggdel);
 	for (struct ast_node *p = c->program->program.probes;
 	     p && o->mode == MODE_USER; p = p->next) {
 		const char *prov = p->probe.aps && p->probe.aps->ap.provider ?
@@ -797,6 +838,22 @@ static void run_on_signal(int sig)
 	run_sigint = 1;
 }
 
+/*
+ * What ubt keeps for a keyless aggregation of user-mode probes (FIXED and
+ * ARRAY native maps). The owning thread increments its values with plain
+ * read-modify-writes (incq %fs:...), so ubt never stores over an additive
+ * value: a store between the owner's load and store would be undone.
+ * clear() and zero() take a baseline instead (base := current, per block)
+ * and the value read is current - base. Only min/max values (and a sum's
+ * presence word) are reset by stores, which a racing update may undo.
+ */
+struct run_agg {
+	uint64_t *base;		/* nwords per block, nblocks blocks */
+	uint32_t nblocks, nwords;
+	bool zeroed;		/* FIXED: zero() kept the value: present */
+	bool *present;		/* ARRAY: buckets zero() kept */
+};
+
 struct run {
 	struct compile *c;
 	const struct run_opts *o;
@@ -816,6 +873,9 @@ struct run {
 	 */
 	struct fmt_string *ufmts;
 	struct out uout;
+	struct run_agg *agg;	/* by kernel map index */
+	int64_t ev_block;	/* the block of the user event being handled,
+				 * -1 for the kernel's */
 };
 
 static bool run_want_kernel(void *ctx, const struct ast_node *probe)
@@ -940,35 +1000,71 @@ static bool run_nonzero(const void *p, size_t n)
 	return false;
 }
 
+/* Word w of a FIXED value of m: added to (by the probe) or stored? */
+static bool run_additive(const struct cg_map *m, uint32_t w)
+{
+	switch (m->value_type ? m->value_type->kind : TY_INT) {
+	case TY_COUNT:
+	case TY_SUM:		/* word 1: the presence word, stored */
+		return w == 0;
+	case TY_AVG:
+	case TY_STATS:
+		return w < 2;
+	default:		/* min/max: { value, set } */
+		return false;
+	}
+}
+
 struct run_block_read {
 	struct run_entries *e;
 	const struct native_map *nm;
+	struct run_agg *a;
 };
+
+/* Block i's words of a FIXED/ARRAY value, less the baseline. */
+static void run_unbase(const struct run_agg *a, const struct cg_map *m,
+		       bool array, uint32_t block, uint64_t *v, uint32_t n)
+{
+	if (!a || block >= a->nblocks)
+		return;
+	for (uint32_t w = 0; w < n && w < a->nwords; w++)
+		if (array || run_additive(m, w))
+			v[w] -= a->base[(uint64_t)block * a->nwords + w];
+}
 
 static int run_block_fixed(const void *data, uint32_t block, void *arg)
 {
 	struct run_block_read *b = arg;
-	uint64_t key[8] = { 0 };
+	const struct cg_map *m = b->e->m;
+	uint64_t key[8] = { 0 }, v[64];
+	bool sum = m->value_type && m->value_type->kind == TY_SUM;
 
-	(void)block;
-	if (b->e->ksz > sizeof(key))
+	if (b->e->ksz > sizeof(key) || b->nm->bytes > sizeof(v) ||
+	    m->value_size > b->nm->bytes || (sum && b->nm->bytes < 16))
 		return -EINVAL;
-	if (run_nonzero(data, b->e->m->value_size))
-		run_entries_add(key, data, b->e);
+	memcpy(v, data, b->nm->bytes);
+	run_unbase(b->a, m, false, block, v, b->nm->bytes / 8);
+	/* sum(0) leaves the value 0: its presence word says it ran */
+	if (run_nonzero(v, m->value_size) || (sum && v[1]))
+		run_entries_add(key, v, b->e);
 	return 0;
 }
 
 static int run_block_array(const void *data, uint32_t block, void *arg)
 {
 	struct run_block_read *b = arg;
-	const uint64_t *v = data;
+	const uint64_t *d = data;
 
-	(void)block;
 	if (b->e->ksz != 8)
 		return -EINVAL;
-	for (uint64_t i = 0; i < b->nm->nslots; i++)
-		if (v[i])
-			run_entries_add(&i, &v[i], b->e);
+	for (uint64_t i = 0; i < b->nm->nslots; i++) {
+		uint64_t v = d[i];
+
+		if (b->a && block < b->a->nblocks && i < b->a->nwords)
+			v -= b->a->base[(uint64_t)block * b->a->nwords + i];
+		if (v)
+			run_entries_add(&i, &v, b->e);
+	}
 	return 0;
 }
 
@@ -987,7 +1083,9 @@ static int run_map_source(void *ctx, int map, kernel_entry_fn fn, void *fctx)
 	const struct native_map *nm = r->u ? run_native_map(r, map) : NULL;
 	struct run_entries e = { .m = m, .ksz = m->key_size,
 				 .vsz = rt_align8(m->value_size) };
-	struct run_block_read b = { .e = &e, .nm = nm };
+	struct run_block_read b = { .e = &e, .nm = nm,
+				    .a = r->agg ? &r->agg[map] : NULL };
+	uint64_t zero[64] = { 0 };
 	int err;
 
 	run_entries_rehash(&e);
@@ -999,12 +1097,21 @@ static int run_map_source(void *ctx, int map, kernel_entry_fn fn, void *fctx)
 
 		switch (nm->kind) {
 		case NATIVE_MAP_FIXED:
-			err = user_read_maps(r->u, nm->off, m->value_size,
+			err = user_read_maps(r->u, nm->off, nm->bytes,
 					     run_block_fixed, &b);
+			/* zero() kept the key: present with a zero value */
+			if (!err && b.a && b.a->zeroed &&
+			    m->value_size <= sizeof(zero))
+				run_entries_add(zero, zero, &e);
 			break;
 		case NATIVE_MAP_ARRAY:
 			err = user_read_maps(r->u, nm->off, nm->bytes,
 					     run_block_array, &b);
+			for (uint64_t i = 0; !err && b.a && b.a->present &&
+					     i < nm->nslots;
+			     i++)
+				if (b.a->present[i])
+					run_entries_add(&i, zero, &e);
 			break;
 		case NATIVE_MAP_HTAB:
 			err = memfd_htab_foreach(user_memfd(r->u), &t,
@@ -1026,42 +1133,110 @@ static int run_map_source(void *ctx, int map, kernel_entry_fn fn, void *fctx)
 }
 
 /*
- * clear()/zero() from a user-mode probe: ubt empties the map's shared
- * table, or clears an aggregation's values in every thread's block,
- * itself (the kernel's map is emptied by kernel_handle_event()), in the
- * order of the thread's events, as bpftrace does it asynchronously.
+ * A keyless aggregation's clear() or zero() on the user side: the
+ * baselines of additive words move to the current values (run_agg),
+ * min/max values and sum's presence word are stored over (a racing
+ * update may survive). zero() keeps what was present.
  */
-static void run_user_clear(struct run *r, const struct cg_event *ev)
+static void run_agg_reset(struct run *r, int map, const struct native_map *nm,
+			  bool zero)
 {
+	struct memfd *mf = user_memfd(r->u);
+	const struct cg_map *m = &r->kobj->maps[map];
+	struct run_agg *a = &r->agg[map];
+	bool array = nm->kind == NATIVE_MAP_ARRAY;
+	uint32_t n = memfd_nblocks_used(mf), nw = nm->bytes / 8;
+	uint64_t v[64];
+
+	if (array ? nw != nm->nslots : nw > 64)
+		return;
+	if (array && !a->present)
+		a->present = xcalloc(nm->nslots, sizeof(bool));
+	if (n > a->nblocks) {
+		a->base = xrealloc(a->base, (uint64_t)n * nw * 8);
+		memset(a->base + (uint64_t)a->nblocks * nw, 0,
+		       (uint64_t)(n - a->nblocks) * nw * 8);
+		a->nblocks = n;
+		a->nwords = nw;
+	}
+	for (uint32_t i = 0; i < n; i++) {
+		uint64_t *base = a->base + (uint64_t)i * nw;
+
+		for (uint32_t w = 0; w < nw; w++) {
+			uint64_t cur, d;
+
+			if (memfd_map_read(mf, i, nm->off + 8 * w, &cur, 8))
+				return;
+			d = cur - base[w];
+			if (!array)
+				v[w] = d;
+			else if (zero && d)
+				a->present[w] = true;
+			if (array || run_additive(m, w))
+				base[w] = cur;
+		}
+		if (!array && zero &&
+		    (run_nonzero(v, m->value_size) ||
+		     (m->value_type && m->value_type->kind == TY_SUM && v[1])))
+			a->zeroed = true;
+	}
+	if (!zero) {
+		a->zeroed = false;
+		if (array)
+			memset(a->present, 0, nm->nslots * sizeof(bool));
+	}
+	/* the words that are stored, not added to */
+	for (uint32_t w = 0; !array && w < nw; w++)
+		if (!run_additive(m, w))
+			memfd_map_zero(mf, nm->off + 8 * w, 8);
+}
+
+/*
+ * clear(), zero() and a user-mode probe's delete() of a map user-mode
+ * probes write, from events of either side (kernel_set_map_hook(); the
+ * kernel's map was done by then): ubt empties or zeroes the map's shared
+ * table, or every thread's values, itself, in the order of the events
+ * of the probe's side, as bpftrace does it asynchronously. A delete()
+ * already removed the key from its own thread's table (which the thread
+ * may have filled again since): the others only, asynchronously.
+ */
+static void run_map_hook(void *ctx, int kind, int map, const void *key)
+{
+	struct run *r = ctx;
 	struct memfd *m = user_memfd(r->u);
 	const struct native_map *nm;
-	bool clear = ev->kind == CG_EV_CLEAR;
+	struct memfd_htab t;
 
-	if ((!clear && ev->kind != CG_EV_ZERO) || ev->map < 0 ||
-	    ev->map >= r->kobj->nmaps)
+	if (map < 0 || map >= r->kobj->nmaps)
 		return;
-	nm = run_native_map(r, ev->map);
+	nm = run_native_map(r, map);
 	if (!nm)
 		return;
+	t = (struct memfd_htab){ .off = nm->off, .nslots = nm->nslots,
+				 .key_size = nm->key_size,
+				 .val_size = nm->val_size };
 	switch (nm->kind) {
 	case NATIVE_MAP_SHARED:
-		if (clear)
+		if (kind == CG_EV_CLEAR)
 			memfd_shtab_clear(m, &run_shtab_of(nm));
-		else
+		else if (kind == CG_EV_ZERO)
 			memfd_shtab_zero(m, &run_shtab_of(nm));
 		break;
 	case NATIVE_MAP_FIXED:
 	case NATIVE_MAP_ARRAY:
-		/* a zero value reads back as absent, as after a clear */
-		if (clear)
-			memfd_map_zero(m, nm->off, rt_align8(nm->bytes));
+		if (kind == CG_EV_CLEAR || kind == CG_EV_ZERO)
+			run_agg_reset(r, map, nm, kind == CG_EV_ZERO);
 		break;
 	case NATIVE_MAP_HTAB:
-		if (clear)
-			memfd_htab_clear(m, &(struct memfd_htab){
-				.off = nm->off, .nslots = nm->nslots,
-				.key_size = nm->key_size,
-				.val_size = nm->val_size });
+		if (kind == CG_EV_CLEAR)
+			memfd_htab_clear(m, &t);
+		else if (kind == CG_EV_ZERO)
+			memfd_htab_zero(m, &t);
+		else if (kind == CG_EV_DELETE && key) {
+			if (r->ev_block >= 0)
+				t.skip = (uint32_t)r->ev_block + 1;
+			memfd_htab_delete(m, &t, key);
+		}
 		break;
 	}
 }
@@ -1088,12 +1263,13 @@ static int run_user_event(uint32_t type, const void *data, uint32_t len,
 				   len - sizeof(id));
 		return 0;
 	}
-	run_user_clear(r, &r->nobj->events[id]);
 	copy = xmalloc(len);
 	memcpy(copy, data, len);
 	id += r->kobj->nevents;
 	memcpy(copy, &id, sizeof(id));
+	r->ev_block = user_event_block(r->u);
 	kernel_handle_event(r->k, copy, len);
+	r->ev_block = -1;
 	free(copy);
 	return 0;
 }
@@ -1496,7 +1672,7 @@ static void run_dump_native(const struct cg_object *obj, FILE *f)
 static int run_combined(struct compile *c, const struct run_opts *o,
 			const struct run_decision *d)
 {
-	struct run r = { .c = c, .o = o, .d = d, .pidfd = -1 };
+	struct run r = { .c = c, .o = o, .d = d, .pidfd = -1, .ev_block = -1 };
 	struct cg_opts ko_cg = { .sz = sizeof(ko_cg), .want = run_want_kernel,
 				 .want_ctx = &r };
 	struct cg_opts no_cg = { .sz = sizeof(no_cg), .want = run_want_user,
@@ -1559,6 +1735,8 @@ static int run_combined(struct compile *c, const struct run_opts *o,
 		       r.nobj->nprogs * sizeof(*dprogs));
 	kernel_set_display_progs(r.k, dprogs, r.kobj->nprogs + r.nobj->nprogs);
 	kernel_set_source(r.k, run_map_source, &r);
+	r.agg = xcalloc(r.kobj->nmaps + 1, sizeof(*r.agg));
+	kernel_set_map_hook(r.k, run_map_hook, &r);
 	kernel_set_globals(r.k, r.cpid);
 	err = run_user_install(&r, &nprobes);
 	if (err)
@@ -1632,6 +1810,11 @@ out:
 	if (r.pidfd >= 0)
 		close(r.pidfd);
 	kernel_free(r.k);
+	for (int i = 0; r.agg && i < r.kobj->nmaps; i++) {
+		free(r.agg[i].base);
+		free(r.agg[i].present);
+	}
+	free(r.agg);
 	free(dprogs);
 	cg_object_free(r.kobj);
 	cg_object_free(r.nobj);

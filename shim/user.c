@@ -78,6 +78,7 @@ struct ubt_user {
 	bool exited;
 	int exit_status;
 	char rt_path[PATH_MAX];
+	uint32_t ev_block;	/* user_read_events(): the ring being read */
 	uint64_t rt_init_vaddr;
 	char libc[PATH_MAX];
 	bool libc_ready;
@@ -174,6 +175,7 @@ int user_read_events(struct ubt_user *u,
 		return -EINVAL;
 	n = memfd_nblocks_used(&u->m);
 	for (i = 0; i < n; i++) {
+		u->ev_block = i;
 		r = memfd_ring_consume(&u->m, i, cb, arg);
 		if (r >= 0)
 			total += r;
@@ -181,6 +183,11 @@ int user_read_events(struct ubt_user *u,
 			err = r;
 	}
 	return err ? err : total;
+}
+
+uint32_t user_event_block(const struct ubt_user *u)
+{
+	return u->ev_block;
 }
 
 uint64_t user_lost_events(const struct ubt_user *u)

@@ -107,6 +107,8 @@ int user_read_events(struct ubt_user *u,
 		     int (*cb)(uint32_t type, const void *data, uint32_t len,
 			       void *arg),
 		     void *arg);
+/* In user_read_events()'s callback: the thread block of the event. */
+uint32_t user_event_block(const struct ubt_user *u);
 /* Events dropped because a ring was full (bpftrace's lost events). */
 uint64_t user_lost_events(const struct ubt_user *u);
 /*

@@ -215,3 +215,8 @@ EXTRA_DIST += \
 # printf events of user-mode probes: rings drained, losses reported.
 TESTS += tests/native/printf-events.sh
 EXTRA_DIST += tests/native/printf-events.sh
+
+# clear() of keyless aggregations while a thread hammers them: no clear
+# undone by the probe's read-modify-write (shim/run.c struct run_agg).
+TESTS += tests/native/agg-race.sh
+EXTRA_DIST += tests/native/agg-race.sh

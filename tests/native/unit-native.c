@@ -237,12 +237,12 @@ static void test_emit(void)
 
 	/* a construct the native target lacks is refused, not faked */
 	build_begin(&b);
-	irb_native_func_begin(&b.ir, "p_del");
-	irb_native_map_delete(&b.ir, b.k, irb_alloca(&b.ir, 8, "k"));
+	irb_native_func_begin(&b.ir, "p_stack");
+	irb_native_helper(&b.ir, BPF_FUNC_get_stackid, NULL, 0);
 	irb_func_end(&b.ir);
-	f[0].name = "p_del";
+	f[0].name = "p_stack";
 	ret = irb_native_emit(&b.ir, true, f, 1, err, sizeof(err));
-	ok(ret == -ENOTSUP && strstr(err, "delete()"),
+	ok(ret == -ENOTSUP && strstr(err, "builtin"),
 	   "unsupported constructs are refused (%s)", err);
 	irb_release(&b.ir);
 	irb_native_release(&b.ir);

@@ -137,7 +137,8 @@ def test_decisions():
     ok(r.returncode == 1 and "no -p or -c process" in r.stderr,
        "--mode user without -p or -c is an error", repr(r.stderr))
     r = ubt(["--dry-run", "--mode", "user", "-e",
-             "uprobe:%s:ut_plain { @c[tid] = count(); delete(@c[1]); }" %
+             "uprobe:%s:ut_plain { @c[tid] = count(); "
+             "if (has_key(@c, 1)) { } }" %
              TARGET, "-c", TARGET + " bench 1"])
     ok(r.returncode == 1 and "map @c (also used outside aggregations) "
        "needs the kernel" in r.stderr,
@@ -321,10 +322,17 @@ def test_shared_maps():
     r = ubt(["--dry-run", "--mode", "user", "-e",
              "uprobe:%s:ubt_work { @c = count(); } "
              "interval:ms:100 { clear(@c); }" % thr, "-c", thr])
+    ok(r.returncode == 0 and re.search(
+        r"^uprobe:\S+:ubt_work: user mode \(", r.stderr, re.M),
+       "an aggregation a kernel probe clears runs in user mode",
+       repr(r.stderr))
+    r = ubt(["--dry-run", "--mode", "user", "-e",
+             "uprobe:%s:ubt_work { @c[arg0] = count(); } "
+             "interval:ms:100 { delete(@c[1]); }" % thr, "-c", thr])
     ok(r.returncode == 1 and re.search(
-        r"^ubt: cannot run uprobe:\S+:ubt_work in user mode: map @c is "
-        r"also used by a kernel probe$", r.stderr, re.M),
-       "an aggregation a kernel probe clears stays in the kernel",
+        r"^ubt: cannot run uprobe:\S+:ubt_work in user mode: keys of map "
+        r"@c are deleted by a kernel probe$", r.stderr, re.M),
+       "an aggregation a kernel probe deletes from stays in the kernel",
        repr(r.stderr))
     r = ubt(["--dry-run", "--mode", "user", "-e",
              "BEGIN { @x = 1; } uprobe:%s:ubt_work { @y = @x; }" % thr,

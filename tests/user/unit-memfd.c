@@ -40,6 +40,7 @@ static int64_t tls;
 static long (*rt_init)(struct rt_ctl *);
 static int (*ring_write)(const void *, uint32_t, uint32_t);
 static void *(*htab_lookup)(struct rt_htab *, const void *);
+static long (*htab_delete)(struct rt_htab *, const void *);
 static const struct memfd_htab tab = {
 	.off = 64, .nslots = 8, .key_size = 8, .val_size = 8,
 };
@@ -163,6 +164,86 @@ static void test_threads(void)
 	i = memfd_htab_foreach(&m, &tab, on_slot, &slots);
 	ok(!i && slots == NBLOCKS * 8,
 	   "tables read back: %d slots with the right values", slots);
+}
+
+struct tally {
+	int n, zero;
+	uint64_t sum;
+};
+
+static int on_tally(const void *key, const void *val, uint32_t block,
+		    void *arg)
+{
+	struct tally *t = arg;
+	uint64_t v;
+
+	(void)key;
+	(void)block;
+	memcpy(&v, val, 8);
+	t->n++;
+	t->zero += !v;
+	t->sum += v;
+	return 0;
+}
+
+static struct tally tally(const struct memfd_htab *t)
+{
+	struct tally r = { 0 };
+
+	memfd_htab_foreach(&m, t, on_tally, &r);
+	return r;
+}
+
+/*
+ * The slot states ubt changes (zero: used -> zeroed; clear, delete:
+ * -> deleted) and the owner's revival of a zeroed slot, on the tables
+ * test_threads() filled (every block: 8 keys, values k + 1).
+ */
+static void test_htab_states(void)
+{
+	struct rt_htab *h0 = (struct rt_htab *)(m.base + m.block_off +
+						RT_BLK_MAP + tab.off);
+	struct memfd_htab skip0 = tab;
+	struct tally t;
+	uint64_t key = 3, *v;
+
+	ok(!memfd_htab_zero(&m, &tab), "zero every keyed table");
+	t = tally(&tab);
+	ok(t.n == NBLOCKS * 8 && t.zero == t.n,
+	   "zeroed: %d keys kept, %d of them read back as 0", t.n, t.zero);
+	v = htab_lookup(h0, &key);
+	ok(v && *v == 0, "the owner's lookup revives a zeroed key with 0");
+	if (v)
+		*v += 100;
+	t = tally(&tab);
+	ok(t.n == NBLOCKS * 8 && t.sum == 100,
+	   "revived: the owner's update is seen, the rest stay 0");
+	skip0.skip = 1;
+	ok(!memfd_htab_delete(&m, &skip0, &key), "delete a key elsewhere");
+	t = tally(&tab);
+	ok(t.n == NBLOCKS * 8 - (NBLOCKS - 1) && t.sum == 100,
+	   "delete: gone from the other blocks, kept in the skipped one");
+	key = 5;
+	ok(htab_delete && !htab_delete(h0, &key),
+	   "the owner deletes a zeroed key");
+	ok(!memfd_htab_clear(&m, &tab) && tally(&tab).n == 0,
+	   "clear: used and zeroed slots deleted");
+	key = 3;
+	v = htab_lookup(h0, &key);
+	ok(v && *v == 0 && tally(&tab).n == 1,
+	   "a deleted key comes back with 0");
+	/* as test_threads() left them, for test_untrusted() */
+	for (uint32_t i = 0; i < NBLOCKS; i++) {
+		struct rt_htab *hi = (struct rt_htab *)(
+			m.base + m.block_off + i * m.block_size + RT_BLK_MAP +
+			tab.off);
+
+		for (key = 0; key < 10; key++) {
+			v = htab_lookup(hi, &key);
+			if (v)
+				*v = key + 1;
+		}
+	}
 }
 
 /* One thread writes and consumes across the ring's end many times. */
@@ -305,6 +386,8 @@ int main(void)
 		h, "rt_ring_write");
 	htab_lookup = (void *(*)(struct rt_htab *, const void *))dlsym(
 		h, "rt_htab_lookup");
+	htab_delete = (long (*)(struct rt_htab *, const void *))dlsym(
+		h, "rt_htab_delete");
 	ok(rt_init && ring_write && htab_lookup, "runtime exports");
 	ok(!memfd_create_local(&m, &l), "memfd with %d blocks", NBLOCKS);
 	if (nfail)
@@ -328,6 +411,7 @@ int main(void)
 	test_probe_read((long (*)(void *, const void *, uint64_t))dlsym(
 		h, "rt_probe_read"));
 	test_threads();
+	test_htab_states();
 	test_wrap();
 	test_untrusted();
 	memfd_release(&m);
