@@ -67,6 +67,8 @@ struct kernel {
 	bool exiting;		/* exit() seen */
 	bool in_end;		/* running END: events are printed again */
 	kernel_source_fn source;	/* shim/run.c: maps of both sides */
+	kernel_event_fn hook;	/* shim/run.c: records to merge, or NULL */
+	void *hook_ctx;
 	const struct cg_prog *dprogs;	/* for probe/func values, or NULL */
 	int ndprogs;
 	void *source_ctx;
@@ -761,6 +763,22 @@ int kernel_handle_event(struct kernel *k, const void *data, size_t size)
 	return kernel_event(k, (void *)data, size);
 }
 
+/* A record of the ring buffer: printed, or handed to the hook. */
+static int kernel_rb_event(void *ctx, void *data, size_t size)
+{
+	struct kernel *k = ctx;
+
+	if (k->hook)
+		return k->hook(k->hook_ctx, data, size);
+	return kernel_event(k, data, size);
+}
+
+void kernel_set_event_hook(struct kernel *k, kernel_event_fn fn, void *ctx)
+{
+	k->hook = fn;
+	k->hook_ctx = ctx;
+}
+
 int kernel_print_maps(struct kernel *k)
 {
 	return kernel_print_all_maps(k);
@@ -799,6 +817,14 @@ int kernel_poll(struct kernel *k, int timeout_ms)
 
 	kernel_check_lost(k);
 	return n == -EINTR ? 0 : n;
+}
+
+int kernel_drain(struct kernel *k)
+{
+	int n = ring_buffer__consume(k->rb);
+
+	kernel_check_lost(k);
+	return n;
 }
 
 bool kernel_exiting(const struct kernel *k)
@@ -936,7 +962,7 @@ int kernel_load(const struct cg_object *obj, const struct kernel_opts *o,
 							     obj->lost_name);
 	k->rb = ring_buffer__new(
 		bpf_object__find_map_fd_by_name(k->bo, obj->ringbuf_name),
-		kernel_event, k, NULL);
+		kernel_rb_event, k, NULL);
 	if (!k->rb) {
 		err = -errno;
 		fprintf(stderr, "ubt: cannot set up the ring buffer: %s\n",

@@ -41,6 +41,7 @@
 #include "cg.h"
 #include "format.h"
 #include "kernel.h"
+#include "merge.h"
 #include "native.h"
 #include "output.h"
 #include "probes.h"
@@ -786,6 +787,15 @@ struct run {
 	 */
 	struct fmt_string *ufmts;
 	struct out uout;
+	/*
+	 * Kernel and user-mode probes both print at run time: every record
+	 * ends in a time stamp (cg.h enum cg_event_time) and the records of
+	 * both sides go through a queue, printed in time order (merge.h);
+	 * CG_TIME_NONE: each side prints as it is read
+	 */
+	enum cg_event_time etime;
+	struct merge_clock clock;	/* CG_TIME_TSC: user-side stamps */
+	struct merge_queue q;
 };
 
 static bool run_want_kernel(void *ctx, const struct ast_node *probe)
@@ -1111,6 +1121,9 @@ static void run_fast_init(struct run *r)
  */
 #define RUN_DRAIN_PASSES 4
 
+static int run_user_take(uint32_t type, const void *data, uint32_t len,
+			 void *arg);
+
 static int run_user_drain(struct run *r)
 {
 	uint64_t lost;
@@ -1120,8 +1133,10 @@ static int run_user_drain(struct run *r)
 		return 0;
 	if (!r->ufmts)
 		run_fast_init(r);
-	for (int pass = 0; pass < RUN_DRAIN_PASSES; pass++) {
-		n = user_read_events(r->u, run_user_event, r);
+	/* merged: one pass reads everything written before the round began */
+	for (int pass = 0; pass < (r->etime ? 1 : RUN_DRAIN_PASSES); pass++) {
+		n = user_read_events(r->u, r->etime ? run_user_take :
+						      run_user_event, r);
 		if (n <= 0)
 			break;
 		total += n;
@@ -1138,6 +1153,124 @@ static int run_user_drain(struct run *r)
 		r->lost = lost;
 	}
 	return total;
+}
+
+/* ---- kernel and user-mode events in time order (merge.h) ----------- */
+
+enum { RUN_SRC_KERNEL, RUN_SRC_USER };
+
+/* The calls that send an event record (codegen/cg_call.c). */
+static bool run_event_call(enum sema_func f)
+{
+	switch (f) {
+	case FN_PRINTF:
+	case FN_TIME:
+	case FN_SYSTEM:
+	case FN_CAT:
+	case FN_EXIT:
+	case FN_PRINT:
+	case FN_CLEAR:
+	case FN_ZERO:
+		return true;
+	default:
+		return false;
+	}
+}
+
+static int run_find_event(struct ast_node *n, void *ctx)
+{
+	(void)ctx;
+	if (n->kind == AST_CALL && n->sema && run_event_call(n->sema->func))
+		return 1;
+	return ast_visit_children(n, run_find_event, NULL);
+}
+
+/* BEGIN and END run before and after everything else: no merging. */
+static bool run_begin_end(const struct ast_node *p)
+{
+	for (struct ast_node *ap = p->probe.aps; ap; ap = ap->next)
+		if (!ap->ap.provider || (strcmp(ap->ap.provider, "BEGIN") &&
+					 strcmp(ap->ap.provider, "END")))
+			return false;
+	return true;
+}
+
+/*
+ * Time stamps when a kernel probe other than BEGIN/END and a user-mode
+ * probe both send events; the user side reads the time-stamp counter
+ * when it is a clock, else the clock_gettime syscall.
+ */
+static enum cg_event_time run_event_time(const struct run *r)
+{
+	bool kern = false, user = false;
+
+	for (struct ast_node *p = r->c->program->program.probes; p;
+	     p = p->next) {
+		if (!ast_visit_children(p, run_find_event, NULL))
+			continue;
+		if (r->d[p->probe.index].where == RUN_USER)
+			user = true;
+		else if (!run_begin_end(p))
+			kern = true;
+	}
+	if (!kern || !user)
+		return CG_TIME_NONE;
+	return merge_tsc_usable() ? CG_TIME_TSC : CG_TIME_NS;
+}
+
+/* A record of a user ring, into the queue: its time stamp ends it. */
+static int run_user_take(uint32_t type, const void *data, uint32_t len,
+			 void *arg)
+{
+	struct run *r = arg;
+	uint64_t ts;
+
+	if (type != NATIVE_REC_EVENT || len < sizeof(struct cg_event_hdr) + 8)
+		return 0;
+	memcpy(&ts, (const char *)data + len - 8, 8);
+	if (r->etime == CG_TIME_TSC)
+		ts = merge_clock_ns(&r->clock, ts);
+	merge_push(&r->q, ts, RUN_SRC_USER, data, len - 8);
+	return 0;
+}
+
+/* A record of the kernel's ring, into the queue. */
+static int run_kernel_take(void *ctx, const void *data, size_t size)
+{
+	struct run *r = ctx;
+	uint64_t ts;
+
+	if (size < sizeof(struct cg_event_hdr) + 8 || size > UINT32_MAX)
+		return 0;
+	memcpy(&ts, (const char *)data + size - 8, 8);
+	merge_push(&r->q, ts, RUN_SRC_KERNEL, data, size - 8);
+	return 0;
+}
+
+/*
+ * One round: the time, then every source read, then everything older
+ * than the time less the slack printed in order (all: everything).
+ * Returns the number of records read.
+ */
+static int run_merge_round(struct run *r, bool all)
+{
+	uint64_t t = r->etime == CG_TIME_TSC ? merge_clock_sample(&r->clock) :
+					       merge_now_ns();
+	int n = kernel_drain(r->k), u = run_user_drain(r);
+	struct merge_ev *e;
+
+	n = (n > 0 ? n : 0) + (u > 0 ? u : 0);
+	if (!all && t < MERGE_SLACK_NS)
+		return n;
+	while ((e = merge_pop(&r->q, all ? UINT64_MAX : t - MERGE_SLACK_NS))) {
+		if (e->src == RUN_SRC_KERNEL)
+			kernel_handle_event(r->k, e->data, e->len);
+		else
+			run_user_event(NATIVE_REC_EVENT, e->data, e->len, r);
+		free(e);
+	}
+	fflush(r->uout.f);
+	return n;
 }
 
 /* Write one u64 of the globals into the template and every block. */
@@ -1480,6 +1613,11 @@ static int run_combined(struct compile *c, const struct run_opts *o,
 
 	if (o->dump_ir)
 		ko_cg.dump_ir = no_cg.dump_ir = stdout;
+	r.etime = run_event_time(&r);
+	ko_cg.event_time = no_cg.event_time = r.etime;
+	merge_init(&r.q);
+	if (r.etime == CG_TIME_TSC)
+		merge_clock_init(&r.clock);
 	kernel_set_verbose(o->verbose);
 	while (last && last->next)
 		last = last->next;
@@ -1557,6 +1695,8 @@ static int run_combined(struct compile *c, const struct run_opts *o,
 	/* BEGIN's output comes before anything the target prints */
 	kernel_poll(r.k, 0);
 	fflush(o->out ? o->out : stdout);
+	if (r.etime)
+		kernel_set_event_hook(r.k, run_kernel_take, &r);
 	if (!kernel_exiting(r.k)) {
 		err = user_resume(r.u);
 		if (err) {
@@ -1573,16 +1713,24 @@ static int run_combined(struct compile *c, const struct run_opts *o,
 		int n;
 
 		kernel_poll(r.k, timeout);
-		n = run_user_drain(&r);
+		n = r.etime ? run_merge_round(&r, false) : run_user_drain(&r);
 		/* keep draining while the rings fill; sleep when idle */
 		timeout = n >= RUN_BUSY_EVENTS ? 0 : n > 0 ? 1 : RUN_POLL_MS;
+		/* what waits in the queue prints once past the slack */
+		if (r.q.n && timeout > (int)(MERGE_SLACK_NS / 1000000))
+			timeout = MERGE_SLACK_NS / 1000000;
 		if (gone)
 			break;
 	}
 	/* probes stop; what is in the rings still prints */
 	run_set_global(&r, NATIVE_GLOBALS_EXIT, 1);
 	kernel_poll(r.k, 0);
-	run_user_drain(&r);
+	if (r.etime) {
+		run_merge_round(&r, true);
+		kernel_set_event_hook(r.k, NULL, NULL);
+	} else {
+		run_user_drain(&r);
+	}
 	kernel_run_end(r.k);
 	kernel_poll(r.k, 0);
 	kernel_print_maps(r.k);
@@ -1602,6 +1750,7 @@ out:
 	if (r.pidfd >= 0)
 		close(r.pidfd);
 	kernel_free(r.k);
+	merge_release(&r.q);
 	free(dprogs);
 	cg_object_free(r.kobj);
 	cg_object_free(r.nobj);
