@@ -1618,6 +1618,11 @@ static int run_combined(struct compile *c, const struct run_opts *o,
 	merge_init(&r.q);
 	if (r.etime == CG_TIME_TSC)
 		merge_clock_init(&r.clock);
+	if (r.etime && o->verbose)
+		fprintf(stderr, "ubt: kernel and user-mode events merged in "
+			"time order (user-side clock: %s)\n",
+			r.etime == CG_TIME_TSC ? "time-stamp counter" :
+						 "clock_gettime");
 	kernel_set_verbose(o->verbose);
 	while (last && last->next)
 		last = last->next;
