@@ -1527,6 +1527,8 @@ int kernel_run_begin(struct kernel *k)
 
 int kernel_run_end(struct kernel *k)
 {
+	/* END prints, also after exit() */
+	k->in_end = true;
 	return kernel_run_kind(k, PROV_END);
 }
 

@@ -1198,7 +1198,8 @@ static bool run_begin_end(const struct ast_node *p)
 /*
  * Time stamps when a kernel probe other than BEGIN/END and a user-mode
  * probe both send events; the user side reads the time-stamp counter
- * when it is a clock, else the clock_gettime syscall.
+ * when it is a clock, else (or with UBT_NO_TSC set, for tests) the
+ * clock_gettime syscall.
  */
 static enum cg_event_time run_event_time(const struct run *r)
 {
@@ -1215,7 +1216,8 @@ static enum cg_event_time run_event_time(const struct run *r)
 	}
 	if (!kern || !user)
 		return CG_TIME_NONE;
-	return merge_tsc_usable() ? CG_TIME_TSC : CG_TIME_NS;
+	return merge_tsc_usable() && !getenv("UBT_NO_TSC") ? CG_TIME_TSC :
+							     CG_TIME_NS;
 }
 
 /* A record of a user ring, into the queue: its time stamp ends it. */

@@ -226,3 +226,7 @@ EXTRA_DIST += \
 # printf events of user-mode probes: rings drained, losses reported.
 TESTS += tests/native/printf-events.sh
 EXTRA_DIST += tests/native/printf-events.sh
+
+# Kernel and user-mode events merged by time: when, and under overflow.
+TESTS += tests/native/merge-events.sh
+EXTRA_DIST += tests/native/merge-events.sh
