@@ -1220,6 +1220,18 @@ static enum cg_event_time run_event_time(const struct run *r)
 							     CG_TIME_NS;
 }
 
+/* Every event comes from a call run_event_call() knows. */
+static void run_check_events(const struct cg_object *obj)
+{
+	for (int i = 0; i < obj->nevents; i++) {
+		const struct ast_node *n = obj->events[i].call;
+
+		if (!n || n->kind != AST_CALL || !n->sema ||
+		    !run_event_call(n->sema->func))
+			BUG("event %d of a call run_event_call() misses", i);
+	}
+}
+
 /* A record of a user ring, into the queue: its time stamp ends it. */
 static int run_user_take(uint32_t type, const void *data, uint32_t len,
 			 void *arg)
@@ -1641,6 +1653,8 @@ static int run_combined(struct compile *c, const struct run_opts *o,
 	}
 	if (err)
 		goto out;
+	run_check_events(r.kobj);
+	run_check_events(r.nobj);
 	if (o->dump_bpf)
 		cg_dump_bpf(r.kobj, stdout);
 	if (o->dump_native)
