@@ -17,8 +17,19 @@ bool merge_tsc_usable(void)
 {
 	char line[4096];
 	bool constant = false, nonstop = false;
-	FILE *f = fopen("/proc/cpuinfo", "r");
+	FILE *f;
 
+	/* the kernel's own clock runs on it: synchronised across CPUs */
+	f = fopen("/sys/devices/system/clocksource/clocksource0/"
+		  "current_clocksource", "r");
+	if (!f)
+		return false;
+	if (!fgets(line, sizeof(line), f) || strcmp(line, "tsc\n")) {
+		fclose(f);
+		return false;
+	}
+	fclose(f);
+	f = fopen("/proc/cpuinfo", "r");
 	if (!f)
 		return false;
 	while (fgets(line, sizeof(line), f)) {

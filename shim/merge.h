@@ -6,9 +6,10 @@
  *
  * The clock.  Kernel records carry CLOCK_MONOTONIC ns (bpf_ktime_get_ns());
  * user-mode records the raw time-stamp counter (rdtsc inline in the native
- * code: no call, no syscall).  With constant_tsc and nonstop_tsc the
- * counter runs at one rate on every CPU, in every process, and the kernel
- * computes CLOCK_MONOTONIC from it linearly: merge_clock converts counts
+ * code: no call, no syscall).  With constant_tsc and nonstop_tsc, and
+ * tsc as the kernel's clocksource, the counter runs at one rate on every
+ * CPU, in every process, and the kernel computes CLOCK_MONOTONIC from it
+ * linearly: merge_clock converts counts
  * to ns by interpolating between pairs (rdtsc, clock_gettime()) that ubt
  * reads itself, the tightest of a few tries each.  merge_clock_sample()
  * takes a new pair (the anchor) each round, before the rings are read, so
@@ -43,7 +44,8 @@ struct merge_clock {
 	bool mid;		/* (tscm, nsm) taken */
 };
 
-/* Is the time-stamp counter a clock (constant_tsc and nonstop_tsc)? */
+/* Is the time-stamp counter a clock (constant_tsc and nonstop_tsc, and
+ * the kernel's clocksource)? */
 bool merge_tsc_usable(void);
 /* The counter now (serialised against earlier loads). */
 uint64_t merge_rdtsc(void);

@@ -149,7 +149,8 @@ static void test_clock(void)
 	int used = 0, bad = 0;
 
 	check("clock: the time-stamp counter is a clock here "
-	      "(constant_tsc, nonstop_tsc)", merge_tsc_usable(), NULL);
+	      "(constant_tsc, nonstop_tsc, the tsc clocksource)",
+	      merge_tsc_usable(), NULL);
 	merge_clock_init(&c);
 	sleep_ms(20);
 	merge_clock_sample(&c);
