@@ -122,9 +122,13 @@ uint64_t merge_clock_sample(struct merge_clock *c)
 uint64_t merge_clock_ns(const struct merge_clock *c, uint64_t tsc)
 {
 	double d = (double)(int64_t)(tsc - c->tsc1) * c->ns_per_tick;
-	int64_t ns = (int64_t)c->ns1 + (int64_t)d;
 
-	return ns < 0 ? 0 : (uint64_t)ns;
+	/* a target's garbage stays a time, far off */
+	if (d <= -(double)c->ns1)
+		return 0;
+	if (d >= 0x1p62)
+		return (uint64_t)1 << 62;
+	return c->ns1 + (int64_t)d;
 }
 
 /* ---- the queue ----------------------------------------------------- */

@@ -176,6 +176,16 @@ static void test_clock(void)
 			worst = e;
 		bad += e > 200;
 	}
+	check("clock: counter values far off (a target's garbage) convert "
+	      "to times far off, without overflow",
+	      merge_clock_ns(&c, 0) < c.ns1 &&
+		      merge_clock_ns(&c, c.tsc1 - (c.tsc1 >> 1) * 3) == 0 &&
+		      merge_clock_ns(&c, c.tsc1 + ((uint64_t)1 << 63) - 1) >
+			      c.ns1 + ((uint64_t)1 << 60) &&
+		      merge_clock_ns(&c, c.tsc1 + ((uint64_t)1 << 63) - 1) <=
+			      (uint64_t)1 << 62 &&
+		      merge_clock_ns(&c, c.tsc1) == c.ns1,
+	      NULL);
 	check("clock: converted counter reads lie between the clock_gettime "
 	      "reads around them (200 ns of tolerance)",
 	      used > NREADS / 2 && !bad,
