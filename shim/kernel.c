@@ -1015,7 +1015,7 @@ int kernel_set_globals(struct kernel *k, uint64_t cpid)
 }
 
 /* Set the exit flag of the globals map: the probes do nothing more. */
-static void kernel_stop_probes(struct kernel *k)
+void kernel_stop_probes(struct kernel *k)
 {
 	uint64_t v[3];
 	uint32_t zero = 0;

@@ -61,6 +61,9 @@ int kernel_poll(struct kernel *k, int timeout_ms);
 /* Take every record in the ring now, without waiting (and report
  * losses); >= 0 records, -errno. */
 int kernel_drain(struct kernel *k);
+/* Set the exit flag every program checks first: the probes (but BEGIN
+ * and END) do nothing more. */
+void kernel_stop_probes(struct kernel *k);
 /* exit() was called in the program. */
 bool kernel_exiting(const struct kernel *k);
 /* Map fd for a cg_map index, -1 when not loaded. */

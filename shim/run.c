@@ -796,6 +796,7 @@ struct run {
 	enum cg_event_time etime;
 	struct merge_clock clock;	/* CG_TIME_TSC: user-side stamps */
 	struct merge_queue q;
+	bool stopped;		/* an exit() was read: probes stopped */
 };
 
 static bool run_want_kernel(void *ctx, const struct ast_node *probe)
@@ -1232,6 +1233,27 @@ static void run_check_events(const struct cg_object *obj)
 	}
 }
 
+static void run_set_global(struct run *r, uint64_t off, uint64_t v);
+
+/*
+ * An exit() read from either side, while it waits in the queue: the
+ * probes of both sides stop at once (what they sent before still prints,
+ * what comes after the exit() does not).
+ */
+static void run_take_exit(struct run *r, const struct cg_object *obj,
+			  const void *data)
+{
+	struct cg_event_hdr h;
+
+	memcpy(&h, data, sizeof(h));
+	if (r->stopped || h.id >= (uint64_t)obj->nevents ||
+	    obj->events[h.id].kind != CG_EV_EXIT)
+		return;
+	r->stopped = true;
+	run_set_global(r, NATIVE_GLOBALS_EXIT, 1);
+	kernel_stop_probes(r->k);
+}
+
 /* A record of a user ring, into the queue: its time stamp ends it. */
 static int run_user_take(uint32_t type, const void *data, uint32_t len,
 			 void *arg)
@@ -1241,6 +1263,7 @@ static int run_user_take(uint32_t type, const void *data, uint32_t len,
 
 	if (type != NATIVE_REC_EVENT || len < sizeof(struct cg_event_hdr) + 8)
 		return 0;
+	run_take_exit(r, r->nobj, data);
 	memcpy(&ts, (const char *)data + len - 8, 8);
 	if (r->etime == CG_TIME_TSC)
 		ts = merge_clock_ns(&r->clock, ts);
@@ -1256,6 +1279,7 @@ static int run_kernel_take(void *ctx, const void *data, size_t size)
 
 	if (size < sizeof(struct cg_event_hdr) + 8 || size > UINT32_MAX)
 		return 0;
+	run_take_exit(r, r->kobj, data);
 	memcpy(&ts, (const char *)data + size - 8, 8);
 	merge_push(&r->q, ts, RUN_SRC_KERNEL, data, size - 8);
 	return 0;
@@ -1745,6 +1769,7 @@ static int run_combined(struct compile *c, const struct run_opts *o,
 	}
 	/* probes stop; what is in the rings still prints */
 	run_set_global(&r, NATIVE_GLOBALS_EXIT, 1);
+	kernel_stop_probes(r.k);
 	kernel_poll(r.k, 0);
 	if (r.etime) {
 		run_merge_round(&r, true);
