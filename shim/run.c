@@ -1069,7 +1069,9 @@ static int run_user_event(uint32_t type, const void *data, uint32_t len,
 				   len - sizeof(id));
 		return 0;
 	}
-	run_user_clear(r, &r->nobj->events[id]);
+	/* after exit(), as kernel_handle_event() drops the event */
+	if (!kernel_exiting(r->k))
+		run_user_clear(r, &r->nobj->events[id]);
 	copy = xmalloc(len);
 	memcpy(copy, data, len);
 	id += r->kobj->nevents;
