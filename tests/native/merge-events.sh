@@ -91,4 +91,25 @@ else
 		"$(cat "$tap_tmp/flood.err")"
 fi
 
+# The same in -f json: printf records and lost_events records
+if "$UBT" -f json -c "$loop $n" -e "$prog" >"$tap_tmp/json" \
+	2>"$tap_tmp/json.err" </dev/null; then
+	p=$(grep -c '^{"type": "printf", "data": "[0-9]* [0-7]\\n"}$' \
+		"$tap_tmp/json")
+	l=$(sed -n 's/^{"type": "lost_events", "data": {"events": \([0-9]*\)}}$/\1/p' \
+		"$tap_tmp/json" | awk '{ s += $1 } END { print s + 0 }')
+	last=$(grep '"type": "printf"' "$tap_tmp/json" | tail -1)
+	if [ $((p + l)) = $n ] && [ "$l" -gt 0 ] &&
+	   [ "$last" = '{"type": "printf", "data": "exit\n"}' ]; then
+		ok "-f json, merged: printf + lost_events = calls ($p + $l = $n), the kernel's event last"
+	else
+		not_ok "-f json, merged: printf + lost_events = calls" \
+			"printf $p, lost $l, calls $n, last: $last" \
+			"$(grep -v printf "$tap_tmp/json" | head -5)"
+	fi
+else
+	not_ok "-f json, merged: ubt or the target failed" \
+		"$(cat "$tap_tmp/json.err")"
+fi
+
 tap_done
