@@ -79,9 +79,21 @@ int cg_event_new(struct cg *g, enum cg_event_kind kind,
 	return o->nevents++;
 }
 
+/* cg_opts.event_time, CG_TIME_NONE for callers that predate it */
+static enum cg_event_time cg_event_time(const struct cg *g)
+{
+	const struct cg_opts *o = g->opts;
+
+	if (!o || o->sz < offsetof(struct cg_opts, event_time) +
+				  sizeof(o->event_time))
+		return CG_TIME_NONE;
+	return o->event_time;
+}
+
 LLVMValueRef cg_record_begin(struct cg *g, int ev, size_t size)
 {
-	LLVMValueRef rec = irb_alloca(&g->ir, size, "rec");
+	LLVMValueRef rec = irb_alloca(
+		&g->ir, cg_record_room(cg_event_time(g), size), "rec");
 
 	irb_memset(&g->ir, rec, 0, (size + 7) & ~(size_t)7);
 	LLVMBuildStore(g->ir.b, irb_const(&g->ir, ev), rec);
@@ -92,7 +104,22 @@ LLVMValueRef cg_record_begin(struct cg *g, int ev, size_t size)
 void cg_record_send(struct cg *g, LLVMValueRef rec, size_t size)
 {
 	struct irb *ir = &g->ir;
-	LLVMValueRef r = irb_ringbuf_output(ir, g->ringbuf, rec, size);
+	enum cg_event_time et = cg_event_time(g);
+	LLVMValueRef r;
+
+	if (et != CG_TIME_NONE) {
+		/* last, as close to the output as the record allows */
+		LLVMValueRef ts = et == CG_TIME_TSC && irb_is_native(ir) ?
+					  irb_native_cycles(ir) :
+					  irb_helper(ir, BPF_FUNC_ktime_get_ns,
+						     NULL, 0);
+
+		LLVMBuildStore(ir->b, ts,
+			       irb_gep(ir, rec, cg_record_room(
+						       CG_TIME_NONE, size)));
+		size = cg_record_room(et, size);
+	}
+	r = irb_ringbuf_output(ir, g->ringbuf, rec, size);
 	LLVMBasicBlockRef lost = LLVMAppendBasicBlockInContext(ir->ctx, ir->fn,
 							       "lost");
 	LLVMBasicBlockRef done = LLVMAppendBasicBlockInContext(ir->ctx, ir->fn,

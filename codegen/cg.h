@@ -53,6 +53,27 @@ struct cg_event_hdr {
 };
 
 /*
+ * When the events of one program come from the kernel's ring and from the
+ * user rings (shim/run.c merges them in time order), every record ends in
+ * a u64 time stamp, after the record padded to 8 bytes: the record's size
+ * becomes cg_record_room(size).  CG_TIME_NS: CLOCK_MONOTONIC ns
+ * (bpf_ktime_get_ns(), in the native target the clock_gettime syscall);
+ * CG_TIME_TSC: the native target stores the raw time-stamp counter
+ * (rdtsc, converted by the shim), the BPF target ns as for CG_TIME_NS.
+ */
+enum cg_event_time {
+	CG_TIME_NONE,
+	CG_TIME_NS,
+	CG_TIME_TSC,
+};
+
+static inline size_t cg_record_room(enum cg_event_time t, size_t size)
+{
+	size = (size + 7) & ~(size_t)7;
+	return t == CG_TIME_NONE ? size : size + 8;
+}
+
+/*
  * Values the BPF side cannot print are written as ids the shim turns into
  * text (kernel.c converts them to strings before output):
  *   TY_PROBE: u64 index into cg_object.progs (probe_name)
@@ -167,6 +188,8 @@ struct cg_opts {
 	 * each thread only reaches at its own key (@m[tid]), kept in
 	 * per-thread tables instead of the shared one (shim/run.c) */
 	const bool *native_thread_maps;
+	/* a time stamp at the end of every event record (above) */
+	enum cg_event_time event_time;
 };
 
 /*

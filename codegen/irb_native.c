@@ -700,6 +700,16 @@ static LLVMValueRef nat_for_each(struct irb *ir, LLVMValueRef *args, int n)
 	return res;
 }
 
+LLVMValueRef irb_native_cycles(struct irb *ir)
+{
+	static const char name[] = "llvm.readcyclecounter";
+	unsigned id = LLVMLookupIntrinsicID(name, sizeof(name) - 1);
+	LLVMValueRef fn = LLVMGetIntrinsicDeclaration(ir->mod, id, NULL, 0);
+	LLVMTypeRef ft = LLVMIntrinsicGetType(ir->ctx, id, NULL, 0);
+
+	return LLVMBuildCall2(ir->b, ft, fn, NULL, 0, "tsc");
+}
+
 LLVMValueRef irb_native_helper(struct irb *ir, int id, LLVMValueRef *args,
 			       int n)
 {

@@ -46,6 +46,8 @@ LLVMValueRef irb_native_ringbuf_output(struct irb *ir, LLVMValueRef rb,
 				       LLVMValueRef data, size_t size);
 LLVMValueRef irb_native_helper(struct irb *ir, int id, LLVMValueRef *args,
 			       int n);
+/* The time-stamp counter (rdtsc, inline: no call, no syscall), an i64. */
+LLVMValueRef irb_native_cycles(struct irb *ir);
 /*
  * The first construct that cannot be lowered natively ("delete() in a
  * user-mode probe"), NULL when everything could.

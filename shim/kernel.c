@@ -67,6 +67,8 @@ struct kernel {
 	bool exiting;		/* exit() seen */
 	bool in_end;		/* running END: events are printed again */
 	kernel_source_fn source;	/* shim/run.c: maps of both sides */
+	kernel_event_fn hook;	/* shim/run.c: records to merge, or NULL */
+	void *hook_ctx;
 	const struct cg_prog *dprogs;	/* for probe/func values, or NULL */
 	int ndprogs;
 	void *source_ctx;
@@ -783,6 +785,22 @@ int kernel_handle_event(struct kernel *k, const void *data, size_t size)
 	return kernel_event(k, (void *)data, size);
 }
 
+/* A record of the ring buffer: printed, or handed to the hook. */
+static int kernel_rb_event(void *ctx, void *data, size_t size)
+{
+	struct kernel *k = ctx;
+
+	if (k->hook)
+		return k->hook(k->hook_ctx, data, size);
+	return kernel_event(k, data, size);
+}
+
+void kernel_set_event_hook(struct kernel *k, kernel_event_fn fn, void *ctx)
+{
+	k->hook = fn;
+	k->hook_ctx = ctx;
+}
+
 int kernel_print_maps(struct kernel *k)
 {
 	return kernel_print_all_maps(k);
@@ -821,6 +839,14 @@ int kernel_poll(struct kernel *k, int timeout_ms)
 
 	kernel_check_lost(k);
 	return n == -EINTR ? 0 : n;
+}
+
+int kernel_drain(struct kernel *k)
+{
+	int n = ring_buffer__consume(k->rb);
+
+	kernel_check_lost(k);
+	return n;
 }
 
 bool kernel_exiting(const struct kernel *k)
@@ -958,7 +984,7 @@ int kernel_load(const struct cg_object *obj, const struct kernel_opts *o,
 							     obj->lost_name);
 	k->rb = ring_buffer__new(
 		bpf_object__find_map_fd_by_name(k->bo, obj->ringbuf_name),
-		kernel_event, k, NULL);
+		kernel_rb_event, k, NULL);
 	if (!k->rb) {
 		err = -errno;
 		fprintf(stderr, "ubt: cannot set up the ring buffer: %s\n",
@@ -1011,7 +1037,7 @@ int kernel_set_globals(struct kernel *k, uint64_t cpid)
 }
 
 /* Set the exit flag of the globals map: the probes do nothing more. */
-static void kernel_stop_probes(struct kernel *k)
+void kernel_stop_probes(struct kernel *k)
 {
 	uint64_t v[3];
 	uint32_t zero = 0;
@@ -1523,6 +1549,8 @@ int kernel_run_begin(struct kernel *k)
 
 int kernel_run_end(struct kernel *k)
 {
+	/* END prints, also after exit() */
+	k->in_end = true;
 	return kernel_run_kind(k, PROV_END);
 }
 

@@ -58,6 +58,12 @@ int kernel_run_end(struct kernel *k);
 /* Poll the ring buffer for at most timeout_ms; dispatches events.
  * Returns >= 0 events handled, -errno on error. */
 int kernel_poll(struct kernel *k, int timeout_ms);
+/* Take every record in the ring now, without waiting (and report
+ * losses); >= 0 records, -errno. */
+int kernel_drain(struct kernel *k);
+/* Set the exit flag every program checks first: the probes (but BEGIN
+ * and END) do nothing more. */
+void kernel_stop_probes(struct kernel *k);
 /* exit() was called in the program. */
 bool kernel_exiting(const struct kernel *k);
 /* Map fd for a cg_map index, -1 when not loaded. */
@@ -104,6 +110,13 @@ void kernel_merge_value(const struct cg_map *m, void *acc, const void *v);
 typedef void (*kernel_map_hook_fn)(void *ctx, int kind, int map,
 				   const void *key);
 void kernel_set_map_hook(struct kernel *k, kernel_map_hook_fn fn, void *ctx);
+/*
+ * Records of the ring buffer go to fn instead of being printed (NULL:
+ * printed), for shim/run.c, which merges them with the user rings' and
+ * prints each through kernel_handle_event().
+ */
+typedef int (*kernel_event_fn)(void *ctx, const void *data, size_t size);
+void kernel_set_event_hook(struct kernel *k, kernel_event_fn fn, void *ctx);
 /* The programs `probe` and `func` values index (default: the object's). */
 void kernel_set_display_progs(struct kernel *k, const struct cg_prog *progs,
 			      int n);

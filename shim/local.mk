@@ -11,6 +11,8 @@ libubt_a_SOURCES += \
 libubt_a_SOURCES += \
 	shim/memfd.c \
 	shim/memfd.h \
+	shim/merge.c \
+	shim/merge.h \
 	shim/patch.c \
 	shim/patch.h \
 	shim/ptrace.c \

@@ -47,6 +47,7 @@
 #include "cg.h"
 #include "format.h"
 #include "kernel.h"
+#include "merge.h"
 #include "native.h"
 #include "output.h"
 #include "probes.h"
@@ -876,6 +877,18 @@ struct run {
 	struct run_agg *agg;	/* by kernel map index */
 	int64_t ev_block;	/* the block of the user event being handled,
 				 * -1 for the kernel's */
+	int64_t queued_block;	/* the block a queued user event came from
+				 * (merged events), -1: the one just read */
+	/*
+	 * Kernel and user-mode probes both print at run time: every record
+	 * ends in a time stamp (cg.h enum cg_event_time) and the records of
+	 * both sides go through a queue, printed in time order (merge.h);
+	 * CG_TIME_NONE: each side prints as it is read
+	 */
+	enum cg_event_time etime;
+	struct merge_clock clock;	/* CG_TIME_TSC: user-side stamps */
+	struct merge_queue q;
+	bool stopped;		/* an exit() was read: probes stopped */
 };
 
 static bool run_want_kernel(void *ctx, const struct ast_node *probe)
@@ -1267,7 +1280,8 @@ static int run_user_event(uint32_t type, const void *data, uint32_t len,
 	memcpy(copy, data, len);
 	id += r->kobj->nevents;
 	memcpy(copy, &id, sizeof(id));
-	r->ev_block = user_event_block(r->u);
+	r->ev_block = r->queued_block >= 0 ? r->queued_block :
+					      user_event_block(r->u);
 	kernel_handle_event(r->k, copy, len);
 	r->ev_block = -1;
 	free(copy);
@@ -1317,6 +1331,9 @@ static void run_fast_init(struct run *r)
  */
 #define RUN_DRAIN_PASSES 4
 
+static int run_user_take(uint32_t type, const void *data, uint32_t len,
+			 void *arg);
+
 static int run_user_drain(struct run *r)
 {
 	uint64_t lost;
@@ -1326,8 +1343,10 @@ static int run_user_drain(struct run *r)
 		return 0;
 	if (!r->ufmts)
 		run_fast_init(r);
-	for (int pass = 0; pass < RUN_DRAIN_PASSES; pass++) {
-		n = user_read_events(r->u, run_user_event, r);
+	/* merged: one pass reads everything written before the round began */
+	for (int pass = 0; pass < (r->etime ? 1 : RUN_DRAIN_PASSES); pass++) {
+		n = user_read_events(r->u, r->etime ? run_user_take :
+						      run_user_event, r);
 		if (n <= 0)
 			break;
 		total += n;
@@ -1344,6 +1363,173 @@ static int run_user_drain(struct run *r)
 		r->lost = lost;
 	}
 	return total;
+}
+
+/* ---- kernel and user-mode events in time order (merge.h) ----------- */
+
+/* a user event's source is RUN_SRC_USER + the block it came from */
+enum { RUN_SRC_KERNEL, RUN_SRC_USER };
+
+/* The calls that send an event record (codegen/cg_call.c). */
+static bool run_event_call(enum sema_func f)
+{
+	switch (f) {
+	case FN_PRINTF:
+	case FN_TIME:
+	case FN_SYSTEM:
+	case FN_CAT:
+	case FN_EXIT:
+	case FN_PRINT:
+	case FN_CLEAR:
+	case FN_ZERO:
+	case FN_DELETE:		/* a user-mode delete() of an aggregation's
+				 * key (CG_EV_DELETE); a kernel probe's
+				 * counts too: merging costs time, not order */
+		return true;
+	default:
+		return false;
+	}
+}
+
+static int run_find_event(struct ast_node *n, void *ctx)
+{
+	(void)ctx;
+	if (n->kind == AST_CALL && n->sema && run_event_call(n->sema->func))
+		return 1;
+	return ast_visit_children(n, run_find_event, NULL);
+}
+
+/* BEGIN and END run before and after everything else: no merging. */
+static bool run_begin_end(const struct ast_node *p)
+{
+	for (struct ast_node *ap = p->probe.aps; ap; ap = ap->next)
+		if (!ap->ap.provider || (strcmp(ap->ap.provider, "BEGIN") &&
+					 strcmp(ap->ap.provider, "END")))
+			return false;
+	return true;
+}
+
+/*
+ * Time stamps when a kernel probe other than BEGIN/END and a user-mode
+ * probe both send events; the user side reads the time-stamp counter
+ * when it is a clock, else (or with UBT_NO_TSC set, for tests) the
+ * clock_gettime syscall.
+ */
+static enum cg_event_time run_event_time(const struct run *r)
+{
+	bool kern = false, user = false;
+
+	for (struct ast_node *p = r->c->program->program.probes; p;
+	     p = p->next) {
+		if (!ast_visit_children(p, run_find_event, NULL))
+			continue;
+		if (r->d[p->probe.index].where == RUN_USER)
+			user = true;
+		else if (!run_begin_end(p))
+			kern = true;
+	}
+	if (!kern || !user)
+		return CG_TIME_NONE;
+	return merge_tsc_usable() && !getenv("UBT_NO_TSC") ? CG_TIME_TSC :
+							     CG_TIME_NS;
+}
+
+/* Every event comes from a call run_event_call() knows. */
+static void run_check_events(const struct cg_object *obj)
+{
+	for (int i = 0; i < obj->nevents; i++) {
+		const struct ast_node *n = obj->events[i].call;
+
+		/* a delete()'s event names its keys */
+		if (obj->events[i].kind == CG_EV_DELETE)
+			continue;
+		if (!n || n->kind != AST_CALL || !n->sema ||
+		    !run_event_call(n->sema->func))
+			BUG("event %d of a call run_event_call() misses", i);
+	}
+}
+
+static void run_set_global(struct run *r, uint64_t off, uint64_t v);
+
+/*
+ * An exit() read from either side, while it waits in the queue: the
+ * probes of both sides stop at once (what they sent before still prints,
+ * what comes after the exit() does not).
+ */
+static void run_take_exit(struct run *r, const struct cg_object *obj,
+			  const void *data)
+{
+	struct cg_event_hdr h;
+
+	memcpy(&h, data, sizeof(h));
+	if (r->stopped || h.id >= (uint64_t)obj->nevents ||
+	    obj->events[h.id].kind != CG_EV_EXIT)
+		return;
+	r->stopped = true;
+	run_set_global(r, NATIVE_GLOBALS_EXIT, 1);
+	kernel_stop_probes(r->k);
+}
+
+/* A record of a user ring, into the queue: its time stamp ends it. */
+static int run_user_take(uint32_t type, const void *data, uint32_t len,
+			 void *arg)
+{
+	struct run *r = arg;
+	uint64_t ts;
+
+	if (type != NATIVE_REC_EVENT || len < sizeof(struct cg_event_hdr) + 8)
+		return 0;
+	run_take_exit(r, r->nobj, data);
+	memcpy(&ts, (const char *)data + len - 8, 8);
+	if (r->etime == CG_TIME_TSC)
+		ts = merge_clock_ns(&r->clock, ts);
+	/* the ring's block, for a delete() event (run_map_hook()) */
+	merge_push(&r->q, ts, RUN_SRC_USER + (int)user_event_block(r->u),
+		   data, len - 8);
+	return 0;
+}
+
+/* A record of the kernel's ring, into the queue. */
+static int run_kernel_take(void *ctx, const void *data, size_t size)
+{
+	struct run *r = ctx;
+	uint64_t ts;
+
+	if (size < sizeof(struct cg_event_hdr) + 8 || size > UINT32_MAX)
+		return 0;
+	run_take_exit(r, r->kobj, data);
+	memcpy(&ts, (const char *)data + size - 8, 8);
+	merge_push(&r->q, ts, RUN_SRC_KERNEL, data, size - 8);
+	return 0;
+}
+
+/*
+ * One round: the time, then every source read, then everything older
+ * than the time less the slack printed in order (all: everything).
+ * Returns the number of records read.
+ */
+static int run_merge_round(struct run *r, bool all)
+{
+	uint64_t t = r->etime == CG_TIME_TSC ? merge_clock_sample(&r->clock) :
+					       merge_now_ns();
+	int n = kernel_drain(r->k), u = run_user_drain(r);
+	struct merge_ev *e;
+
+	n = (n > 0 ? n : 0) + (u > 0 ? u : 0);
+	if (!all && t < MERGE_SLACK_NS)
+		return n;
+	while ((e = merge_pop(&r->q, all ? UINT64_MAX : t - MERGE_SLACK_NS))) {
+		if (e->src == RUN_SRC_KERNEL)
+			kernel_handle_event(r->k, e->data, e->len);
+		else {
+			r->queued_block = e->src - RUN_SRC_USER;
+			run_user_event(NATIVE_REC_EVENT, e->data, e->len, r);
+			r->queued_block = -1;
+		}
+		free(e);
+	}
+	fflush(r->uout.f);
+	return n;
 }
 
 /* Write one u64 of the globals into the template and every block. */
@@ -1672,7 +1858,8 @@ static void run_dump_native(const struct cg_object *obj, FILE *f)
 static int run_combined(struct compile *c, const struct run_opts *o,
 			const struct run_decision *d)
 {
-	struct run r = { .c = c, .o = o, .d = d, .pidfd = -1, .ev_block = -1 };
+	struct run r = { .c = c, .o = o, .d = d, .pidfd = -1, .ev_block = -1,
+			.queued_block = -1 };
 	struct cg_opts ko_cg = { .sz = sizeof(ko_cg), .want = run_want_kernel,
 				 .want_ctx = &r };
 	struct cg_opts no_cg = { .sz = sizeof(no_cg), .want = run_want_user,
@@ -1686,6 +1873,16 @@ static int run_combined(struct compile *c, const struct run_opts *o,
 
 	if (o->dump_ir)
 		ko_cg.dump_ir = no_cg.dump_ir = stdout;
+	r.etime = run_event_time(&r);
+	ko_cg.event_time = no_cg.event_time = r.etime;
+	merge_init(&r.q);
+	if (r.etime == CG_TIME_TSC)
+		merge_clock_init(&r.clock);
+	if (r.etime && o->verbose)
+		fprintf(stderr, "ubt: kernel and user-mode events merged in "
+			"time order (user-side clock: %s)\n",
+			r.etime == CG_TIME_TSC ? "time-stamp counter" :
+						 "clock_gettime");
 	kernel_set_verbose(o->verbose);
 	while (last && last->next)
 		last = last->next;
@@ -1702,6 +1899,8 @@ static int run_combined(struct compile *c, const struct run_opts *o,
 	}
 	if (err)
 		goto out;
+	run_check_events(r.kobj);
+	run_check_events(r.nobj);
 	if (o->dump_bpf)
 		cg_dump_bpf(r.kobj, stdout);
 	if (o->dump_native)
@@ -1765,6 +1964,8 @@ static int run_combined(struct compile *c, const struct run_opts *o,
 	/* BEGIN's output comes before anything the target prints */
 	kernel_poll(r.k, 0);
 	fflush(o->out ? o->out : stdout);
+	if (r.etime)
+		kernel_set_event_hook(r.k, run_kernel_take, &r);
 	if (!kernel_exiting(r.k)) {
 		err = user_resume(r.u);
 		if (err) {
@@ -1781,16 +1982,25 @@ static int run_combined(struct compile *c, const struct run_opts *o,
 		int n;
 
 		kernel_poll(r.k, timeout);
-		n = run_user_drain(&r);
+		n = r.etime ? run_merge_round(&r, false) : run_user_drain(&r);
 		/* keep draining while the rings fill; sleep when idle */
 		timeout = n >= RUN_BUSY_EVENTS ? 0 : n > 0 ? 1 : RUN_POLL_MS;
+		/* what waits in the queue prints once past the slack */
+		if (r.q.n && timeout > (int)(MERGE_SLACK_NS / 1000000))
+			timeout = MERGE_SLACK_NS / 1000000;
 		if (gone)
 			break;
 	}
 	/* probes stop; what is in the rings still prints */
 	run_set_global(&r, NATIVE_GLOBALS_EXIT, 1);
+	kernel_stop_probes(r.k);
 	kernel_poll(r.k, 0);
-	run_user_drain(&r);
+	if (r.etime) {
+		run_merge_round(&r, true);
+		kernel_set_event_hook(r.k, NULL, NULL);
+	} else {
+		run_user_drain(&r);
+	}
 	kernel_run_end(r.k);
 	kernel_poll(r.k, 0);
 	kernel_print_maps(r.k);
@@ -1815,6 +2025,7 @@ out:
 		free(r.agg[i].present);
 	}
 	free(r.agg);
+	merge_release(&r.q);
 	free(dprogs);
 	cg_object_free(r.kobj);
 	cg_object_free(r.nobj);

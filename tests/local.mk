@@ -5,6 +5,7 @@
 UBT_TARGET_CFLAGS = -O1 -g -fno-inline -fno-omit-frame-pointer
 check_PROGRAMS += \
 	tests/targets/libubt-target.so \
+	tests/targets/ubt-alt \
 	tests/targets/ubt-calls \
 	tests/targets/ubt-libuser \
 	tests/targets/ubt-loop \
@@ -16,6 +17,10 @@ tests_targets_libubt_target_so_SOURCES = tests/targets/libtarget.c
 tests_targets_libubt_target_so_CFLAGS = $(UBT_TARGET_CFLAGS) -fPIC
 tests_targets_libubt_target_so_LDFLAGS = -shared \
 	-Wl,-soname,libubt-target.so
+tests_targets_ubt_alt_SOURCES = tests/targets/alt.c
+tests_targets_ubt_alt_CFLAGS = $(UBT_TARGET_CFLAGS)
+tests_targets_ubt_alt_LDFLAGS =
+tests_targets_ubt_alt_LDADD = -lpthread
 tests_targets_ubt_calls_SOURCES = tests/targets/calls.c
 tests_targets_ubt_calls_CFLAGS = $(UBT_TARGET_CFLAGS)
 tests_targets_ubt_calls_LDFLAGS =
@@ -60,6 +65,13 @@ check_PROGRAMS += tests/unit-output
 TESTS += tests/unit-output
 tests_unit_output_SOURCES = tests/unit-output.c
 tests_unit_output_LDADD = $(UBT_LIBS)
+
+# Kernel and user-mode events in time order (shim/merge.c): the queue's
+# order, the time-stamp counter against clock_gettime and the kernel.
+check_PROGRAMS += tests/unit-merge
+TESTS += tests/unit-merge
+tests_unit_merge_SOURCES = tests/unit-merge.c
+tests_unit_merge_LDADD = $(UBT_LIBS)
 
 # Probes: ELF symbols, USDT notes, targets, wildcards, tracepoint args
 # (shim/probes.c, frontend/tracepoint.c) and `ubt -l` against bpftrace.
@@ -220,3 +232,7 @@ EXTRA_DIST += tests/native/printf-events.sh
 # undone by the probe's read-modify-write (shim/run.c struct run_agg).
 TESTS += tests/native/agg-race.sh
 EXTRA_DIST += tests/native/agg-race.sh
+
+# Kernel and user-mode events merged by time: when, and under overflow.
+TESTS += tests/native/merge-events.sh
+EXTRA_DIST += tests/native/merge-events.sh

@@ -37,7 +37,9 @@ signalled() {
 	rm -f "$out"
 }
 
-echo 1..10
+echo 1..12
+check "$t/ubt-alt"
+check "$t/ubt-alt" 30 3
 check "$t/ubt-calls"
 check "$t/ubt-calls" 20
 check "$t/ubt-loop" 100
