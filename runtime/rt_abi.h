@@ -25,7 +25,11 @@
  *          (its own copy: ring_tail is read again only when the ring
  *          looks full, so that the consumer's line is rarely pulled over)
  *   0x040  u64 ring_tail: bytes consumed (written by ubt only)
- *   0x100  shadow stack: RT_SHADOW_DEPTH entries of {u64 slot, u64 ret}
+ *   0x100  shadow stack: RT_SHADOW_DEPTH entries of RT_SHADOW_ENTRY
+ *          bytes, {u64 slot, u64 ret, u64 rbx, u64 cont}: the address of
+ *          the wrapped call's return address on the machine stack, the
+ *          original return address, the caller's %rbx and the
+ *          trampoline's continuation (see RT_FN_WRAP_CALL)
  *   0x1000 map area: ctl.map_size bytes, starting as a copy of the
  *          template at ctl.tmpl_off (table headers), else zero;
  *          keyless aggregations at fixed offsets chosen by the code
@@ -40,7 +44,7 @@
 #ifndef UBT_RT_ABI_H
 #define UBT_RT_ABI_H
 
-#define RT_ABI_VERSION 2
+#define RT_ABI_VERSION 3
 /* rt_init() returns -(RT_ABI_MISMATCH + its RT_ABI_VERSION) when the
  * control block is of another version. */
 #define RT_ABI_MISMATCH 0x7ab10000L
@@ -61,7 +65,12 @@
 #define RT_BLK_RING_TAIL_SEEN 0x038
 #define RT_BLK_RING_TAIL 0x040
 #define RT_BLK_SHADOW 0x100
-#define RT_SHADOW_DEPTH 128
+#define RT_SHADOW_ENTRY 32
+#define RT_SH_SLOT 0
+#define RT_SH_RET 8
+#define RT_SH_RBX 16
+#define RT_SH_CONT 24
+#define RT_SHADOW_DEPTH 120	/* 0x100 + 120 * 32 = RT_BLK_MAP */
 #define RT_SAME_STACK 0x800000	/* 8 MiB: frames closer are on one stack */
 #define RT_BLK_MAP 0x1000
 
@@ -94,7 +103,13 @@
  *   RT_FN_SHTAB_DELETE long rt_shtab_delete(struct rt_shtab *, const void
  *                      *key): 0, or -ENOENT; the slot becomes a tombstone
  * and the trampolines' own: slow path (block allocation), wrapper entry
- * and exit for return probes.
+ * and exit for return probes, and RT_FN_WRAP_CALL, the one place that
+ * calls a wrapped function: reached by a jump with %r11 = the relocated
+ * function and %rbx = its shadow entry, it calls *%r11 and jumps to the
+ * entry's cont.  Its return address lies in libubt-rt.so, whose
+ * .eh_frame says where the caller's return address and %rbx are (in the
+ * entry at %rbx), so that C++ exceptions, pthread_exit() and backtrace()
+ * unwind through wrapped calls.
  */
 #define RT_FN_RING_WRITE 0
 #define RT_FN_HTAB_LOOKUP 1
@@ -107,7 +122,8 @@
 #define RT_FN_SHTAB_READ 8
 #define RT_FN_SHTAB_UPDATE 9
 #define RT_FN_SHTAB_DELETE 10
-#define RT_FN_MAX 11
+#define RT_FN_WRAP_CALL 11
+#define RT_FN_MAX 12
 
 #ifndef __ASSEMBLER__
 #include <stdint.h>

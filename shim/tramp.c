@@ -155,8 +155,9 @@ int tramp_build(const struct tramp_spec *spec, struct patch_site *s,
 		struct patch_reloc *r)
 {
 	struct emit e = { .p = out, .cap = cap, .at = spec->at };
-	size_t jz_slow = 0, call_at = 0, jz_reloc = 0, call_reloc = 0;
+	size_t jz_slow = 0, call_at = 0, jz_reloc = 0, lea_reloc = 0;
 	size_t lit_slow = 0, lit_enter = 0, lit_exit = 0, after = 0;
+	size_t lea_cont = 0, lit_call = 0, cont = 0;
 	size_t jz_help = 0, ja_help = 0, jz_push = 0, jbe_help = 0, push_at = 0;
 	size_t wrapped = 0, jne_help = 0, exit_help = 0, enter_help = 0;
 	size_t reloc, slow = 0, n;
@@ -164,6 +165,8 @@ int tramp_build(const struct tramp_spec *spec, struct patch_site *s,
 
 	if ((int64_t)(int32_t)spec->tls_offset != spec->tls_offset)
 		return -ERANGE;
+	if (spec->ret_code && !spec->fn_call)
+		return -EINVAL;
 	if (s->mid) {
 		if (spec->ret_code || !spec->entry_code)
 			return -EINVAL;
@@ -190,7 +193,7 @@ int tramp_build(const struct tramp_spec *spec, struct patch_site *s,
 		jz_help = rel32_hole(&e);
 		EMIT(&e, 0x4c, 0x8b, 0x58, RT_BLK_SHADOW_TOP); /* top,%r11 */
 		EMIT(&e, 0x49, 0x81, 0xfb);		/* cmp $last,%r11 */
-		u32(&e, (RT_SHADOW_DEPTH - 1) * 16);
+		u32(&e, (RT_SHADOW_DEPTH - 1) * RT_SHADOW_ENTRY);
 		EMIT(&e, 0x0f, 0x87);			/* ja .enter_help */
 		ja_help = rel32_hole(&e);
 		EMIT(&e, 0x4d, 0x85, 0xdb);		/* test %r11,%r11 */
@@ -199,26 +202,41 @@ int tramp_build(const struct tramp_spec *spec, struct patch_site *s,
 		/* top entry at or below this slot: stale, helper drops it */
 		EMIT(&e, 0x48, 0x8d, 0x64, 0x24, 0x08);	/* lea 8(%rsp),%rsp */
 		EMIT(&e, 0x4a, 0x39, 0xa4, 0x18);	/* cmp %rsp,slot */
-		u32(&e, RT_BLK_SHADOW - 16);
+		u32(&e, RT_BLK_SHADOW - RT_SHADOW_ENTRY + RT_SH_SLOT);
 		EMIT(&e, 0x48, 0x8d, 0x64, 0x24, 0xf8);	/* lea -8(%rsp),%rsp */
 		EMIT(&e, 0x0f, 0x86);			/* jbe .enter_help */
 		jbe_help = rel32_hole(&e);
 		push_at = e.n;
 		EMIT(&e, 0x4a, 0x89, 0xa4, 0x18);	/* mov %rsp,top.slot */
-		u32(&e, RT_BLK_SHADOW);
+		u32(&e, RT_BLK_SHADOW + RT_SH_SLOT);
 		EMIT(&e, 0x4a, 0x83, 0x84, 0x18);	/* addq $8,top.slot */
-		u32(&e, RT_BLK_SHADOW);
+		u32(&e, RT_BLK_SHADOW + RT_SH_SLOT);
 		EMIT(&e, 0x08);
 		EMIT(&e, 0xff, 0x74, 0x24, 0x08);	/* push 8(%rsp) */
 		EMIT(&e, 0x42, 0x8f, 0x84, 0x18);	/* pop top.ret */
-		u32(&e, RT_BLK_SHADOW + 8);
-		EMIT(&e, 0x49, 0x83, 0xc3, 0x10);	/* add $16,%r11 */
+		u32(&e, RT_BLK_SHADOW + RT_SH_RET);
+		EMIT(&e, 0x4a, 0x89, 0x9c, 0x18);	/* mov %rbx,top.rbx */
+		u32(&e, RT_BLK_SHADOW + RT_SH_RBX);
+		EMIT(&e, 0x4a, 0x8d, 0x9c, 0x18);	/* lea top,%rbx */
+		u32(&e, RT_BLK_SHADOW);
+		EMIT(&e, 0x49, 0x83, 0xc3, RT_SHADOW_ENTRY); /* add $32,%r11 */
 		EMIT(&e, 0x4c, 0x89, 0x58, RT_BLK_SHADOW_TOP); /* %r11,top */
 		EMIT(&e, 0x58);				/* pop %rax */
+		/*
+		 * The call itself is rt_wrap_call's, in the runtime: its
+		 * unwind information leads from the return address to the
+		 * caller through the entry at %rbx.
+		 */
 		wrapped = e.n;
 		EMIT(&e, 0x48, 0x8d, 0x64, 0x24, 0x08);	/* lea 8(%rsp),%rsp */
-		EMIT(&e, 0xe8);				/* call .reloc */
-		call_reloc = rel32_hole(&e);
+		EMIT(&e, 0x4c, 0x8d, 0x1d);		/* lea .cont,%r11 */
+		lea_cont = rel32_hole(&e);
+		EMIT(&e, 0x4c, 0x89, 0x5b, RT_SH_CONT);	/* mov %r11,cont(%rbx) */
+		EMIT(&e, 0x4c, 0x8d, 0x1d);		/* lea .reloc,%r11 */
+		lea_reloc = rel32_hole(&e);
+		EMIT(&e, 0xff, 0x25);			/* jmp *lit_call */
+		lit_call = rel32_hole(&e);
+		cont = e.n;
 		EMIT(&e, 0x50);				/* push %rax */
 		EMIT(&e, 0x48, 0x83, 0xec, 0x08);	/* sub $8,%rsp */
 		EMIT(&e, 0x48, 0x89, 0xc7);		/* mov %rax,%rdi */
@@ -229,16 +247,18 @@ int tramp_build(const struct tramp_spec *spec, struct patch_site *s,
 		EMIT(&e, 0x64, 0x48, 0x8b, 0x04, 0x25);	/* mov %fs:tls,%rax */
 		u32(&e, (uint32_t)spec->tls_offset);
 		EMIT(&e, 0x4c, 0x8b, 0x58, RT_BLK_SHADOW_TOP); /* top,%r11 */
-		EMIT(&e, 0x49, 0x83, 0xeb, 0x10);	/* sub $16,%r11 */
+		EMIT(&e, 0x49, 0x83, 0xeb, RT_SHADOW_ENTRY); /* sub $32,%r11 */
 		EMIT(&e, 0x48, 0x8d, 0x64, 0x24, 0x08);	/* lea 8(%rsp),%rsp */
 		EMIT(&e, 0x4a, 0x39, 0xa4, 0x18);	/* cmp %rsp,slot */
-		u32(&e, RT_BLK_SHADOW);
+		u32(&e, RT_BLK_SHADOW + RT_SH_SLOT);
 		EMIT(&e, 0x48, 0x8d, 0x64, 0x24, 0xf8);	/* lea -8(%rsp),%rsp */
 		EMIT(&e, 0x0f, 0x85);			/* jne .exit_help */
 		jne_help = rel32_hole(&e);
 		EMIT(&e, 0x4c, 0x89, 0x58, RT_BLK_SHADOW_TOP); /* %r11,top */
+		EMIT(&e, 0x4a, 0x8b, 0x9c, 0x18);	/* mov top.rbx,%rbx */
+		u32(&e, RT_BLK_SHADOW + RT_SH_RBX);
 		EMIT(&e, 0x4e, 0x8b, 0x9c, 0x18);	/* mov top.ret,%r11 */
-		u32(&e, RT_BLK_SHADOW + 8);
+		u32(&e, RT_BLK_SHADOW + RT_SH_RET);
 		EMIT(&e, 0x48, 0x83, 0xc4, 0x08);	/* add $8,%rsp */
 		EMIT(&e, 0x58);				/* pop %rax */
 		EMIT(&e, 0x41, 0x53);			/* push %r11 */
@@ -289,11 +309,14 @@ int tramp_build(const struct tramp_spec *spec, struct patch_site *s,
 		rel32_fix(&e, jz_push, spec->at + push_at);
 		rel32_fix(&e, jne_help, spec->at + exit_help);
 		rel32_fix(&e, jz_reloc, spec->at + reloc);
-		rel32_fix(&e, call_reloc, spec->at + reloc);
+		rel32_fix(&e, lea_reloc, spec->at + reloc);
+		rel32_fix(&e, lea_cont, spec->at + cont);
 		rel32_fix(&e, lit_enter, here(&e));
 		bytes(&e, &spec->fn_enter, 8);
 		rel32_fix(&e, lit_exit, here(&e));
 		bytes(&e, &spec->fn_exit, 8);
+		rel32_fix(&e, lit_call, here(&e));
+		bytes(&e, &spec->fn_call, 8);
 	}
 	n = e.n;
 	return e.err ? e.err : (int)n;

@@ -1,0 +1,159 @@
+/*
+ * ubt-exc [N]: C++ exceptions, forced unwinding and backtraces through
+ * functions that return probes wrap (a kernel uretprobe hijacks the return
+ * address, ubt's user mode call-wraps).  Deterministic sequence:
+ *
+ *   for i in 0..N-1 (default 12):
+ *     ubt_exc_outer(i) -> ubt_exc_mid(i) -> ubt_exc_throw(i)
+ *       ubt_exc_throw(v) throws v (a long) when v % 3 == 0, else returns
+ *       v * 2; ubt_exc_mid returns that + 1; ubt_exc_outer catches the
+ *       exception (returns -1) or returns ubt_exc_mid's value
+ *     -> for N = 12: 4 throws (0 3 6 9), 8 returns of ubt_exc_mid with
+ *        retvals 3 5 9 11 15 17 21 23 (sum 104)
+ *   ubt_exc_deep(3): ubt_exc_deep(n) calls itself down to 0, which calls
+ *     ubt_exc_throw(0): the exception passes 4 frames of ubt_exc_deep;
+ *     main catches it
+ *   ubt_exc_mid(1) once more (returns 3): 9 returns in all, sum 107
+ *   a thread: ubt_exc_guard() holds an object whose destructor sets a
+ *     flag, calls ubt_exc_pexit(), which calls pthread_exit(): the
+ *     forced unwind must run the destructor
+ *   ubt_exc_bt(): glibc backtrace() from inside it must reach main
+ *   ubt_exc_mid(2) once more (returns 5): 10 returns in all, sum 112
+ *
+ * Prints "caught C returned R sum S", "deep caught", "pthread_exit
+ * cleanup ran" (or "... skipped"), "backtrace reaches main" (or "...
+ * stops early"), "done"; a wrong result prints "ubt-exc: wrong result"
+ * and exits 1.  A C++ runtime that cannot unwind calls std::terminate.
+ */
+#include <dlfcn.h>
+#include <execinfo.h>
+#include <pthread.h>
+#include <string.h>
+
+#include "target.h"
+
+static int wrong;
+
+extern "C" UBT_PROBE long ubt_exc_throw(long v)
+{
+	UBT_FRAME();
+	if (v % 3 == 0)
+		throw v;
+	return v * 2;
+}
+
+extern "C" UBT_PROBE long ubt_exc_mid(long v)
+{
+	UBT_FRAME();
+	return ubt_exc_throw(v) + 1;
+}
+
+extern "C" UBT_PROBE long ubt_exc_outer(long v)
+{
+	UBT_FRAME();
+	try {
+		return ubt_exc_mid(v);
+	} catch (long e) {
+		if (e != v)
+			wrong = 1;
+		return -1;
+	}
+}
+
+extern "C" UBT_PROBE long ubt_exc_deep(long n)
+{
+	UBT_FRAME();
+	if (!n)
+		return ubt_exc_throw(0);
+	return ubt_exc_deep(n - 1) + 1;
+}
+
+static volatile int cleaned;
+
+struct guard {
+	~guard() { cleaned = 1; }
+};
+
+extern "C" UBT_PROBE long ubt_exc_pexit(long v)
+{
+	UBT_FRAME();
+	pthread_exit((void *)v);
+}
+
+extern "C" UBT_PROBE long ubt_exc_guard(long v)
+{
+	guard g;
+
+	return ubt_exc_pexit(v) + 1;
+}
+
+static void *thread_main(void *arg)
+{
+	ubt_exc_guard((long)arg);
+	return NULL;
+}
+
+static int bt_main;
+
+extern "C" UBT_PROBE long ubt_exc_bt(long v)
+{
+	void *pcs[64];
+	int n, i;
+
+	UBT_FRAME();
+	n = backtrace(pcs, 64);
+	for (i = 0; i < n; i++) {
+		Dl_info d;
+
+		if (dladdr(pcs[i], &d) && d.dli_sname &&
+		    !strcmp(d.dli_sname, "main"))
+			bt_main = 1;
+	}
+	return v;
+}
+
+int main(int argc, char **argv)
+{
+	long n = target_count(argc, argv, 1, 12), i, r, caught = 0, ret = 0;
+	long sum = 0, want_sum = 0;
+	pthread_t t;
+	void *res = NULL;
+
+	for (i = 0; i < n; i++) {
+		r = ubt_exc_outer(i);
+		if (r == -1) {
+			caught++;
+		} else {
+			ret++;
+			sum += r;
+		}
+		if (i % 3)
+			want_sum += i * 2 + 1;
+		if ((r == -1) != (i % 3 == 0))
+			wrong = 1;
+	}
+	printf("caught %ld returned %ld sum %ld\n", caught, ret, sum);
+	if (sum != want_sum)
+		wrong = 1;
+	try {
+		ubt_exc_deep(3);
+		wrong = 1;
+	} catch (long e) {
+		printf("deep caught\n");
+	}
+	if (ubt_exc_mid(1) != 3)
+		wrong = 1;
+	if (pthread_create(&t, NULL, thread_main, (void *)7L) ||
+	    pthread_join(t, &res) || res != (void *)7L)
+		wrong = 1;
+	printf("pthread_exit cleanup %s\n", cleaned ? "ran" : "skipped");
+	ubt_exc_bt(1);
+	printf("backtrace %s\n", bt_main ? "reaches main" : "stops early");
+	if (ubt_exc_mid(2) != 5)
+		wrong = 1;
+	if (wrong)
+		printf("ubt-exc: wrong result\n");
+	printf("done\n");
+	fflush(stdout);
+	return wrong;
+}
