@@ -24,11 +24,24 @@
  * cleanup ran" (or "... skipped"), "backtrace reaches main" (or "...
  * stops early"), "done"; a wrong result prints "ubt-exc: wrong result"
  * and exits 1.  A C++ runtime that cannot unwind calls std::terminate.
+ *
+ * ubt-exc N detach: for -p, a wrapped call in progress while the tracer
+ * detaches.  Prints "ready", waits (up to 30 s) for SIGUSR1, then calls
+ * ubt_exc_hold(), which calls ubt_exc_hold_wait() (a probe there can make
+ * the tracer exit) and then waits (up to 10 s) until the entry of
+ * ubt_exc_hold_wait is no longer a patched jump before it throws 5
+ * through ubt_exc_throw(3); main catches it and prints "caught after
+ * detach (restored)" (or "(still patched)"), then runs the sequence
+ * above.
  */
 #include <dlfcn.h>
 #include <execinfo.h>
 #include <pthread.h>
+#include <signal.h>
+#include <stdint.h>
 #include <string.h>
+#include <time.h>
+#include <unistd.h>
 
 #include "target.h"
 
@@ -112,6 +125,66 @@ extern "C" UBT_PROBE long ubt_exc_bt(long v)
 	return v;
 }
 
+extern "C" UBT_PROBE long ubt_exc_hold_wait(long v)
+{
+	UBT_FRAME();
+	return v;
+}
+
+/* Is the entry of fn (after an endbr64) a jmp, as a patched one is? */
+static bool patched(const void *fn)
+{
+	const uint8_t *p = (const uint8_t *)fn;
+	static const uint8_t endbr64[] = { 0xf3, 0x0f, 0x1e, 0xfa };
+
+	if (!memcmp(p, endbr64, 4))
+		p += 4;
+	return *(const volatile uint8_t *)p == 0xe9;
+}
+
+static int restored;
+
+extern "C" UBT_PROBE long ubt_exc_hold(long v)
+{
+	struct timespec ms = { 0, 1000000 };
+	int i;
+
+	UBT_FRAME();
+	ubt_exc_hold_wait(v);
+	for (i = 0; i < 10000 && patched((const void *)ubt_exc_hold_wait);
+	     i++)
+		nanosleep(&ms, NULL);
+	restored = !patched((const void *)ubt_exc_hold_wait);
+	return ubt_exc_throw(v * 3) + 1;
+}
+
+static volatile sig_atomic_t go;
+
+static void on_usr1(int sig)
+{
+	(void)sig;
+	go = 1;
+}
+
+/* Wait for SIGUSR1 (30 s at most), as ubt-wait does. */
+static void wait_usr1(void)
+{
+	struct sigaction sa = {};
+	sigset_t block, old;
+
+	sa.sa_handler = on_usr1;
+	sigemptyset(&block);
+	sigaddset(&block, SIGUSR1);
+	sigprocmask(SIG_BLOCK, &block, &old);
+	sigaction(SIGUSR1, &sa, NULL);
+	printf("ready\n");
+	fflush(stdout);
+	alarm(30);
+	while (!go)
+		sigsuspend(&old);
+	alarm(0);
+}
+
 int main(int argc, char **argv)
 {
 	long n = target_count(argc, argv, 1, 12), i, r, caught = 0, ret = 0;
@@ -119,6 +192,20 @@ int main(int argc, char **argv)
 	pthread_t t;
 	void *res = NULL;
 
+	if (argc > 2 && !strcmp(argv[2], "detach")) {
+		wait_usr1();
+		try {
+			ubt_exc_hold(1);
+			wrong = 1;
+		} catch (long e) {
+			printf("caught after detach (%s)\n",
+			       restored ? "restored" : "still patched");
+			if (e != 3)
+				wrong = 1;
+		}
+	} else if (argc > 2) {
+		exit(2);
+	}
 	for (i = 0; i < n; i++) {
 		r = ubt_exc_outer(i);
 		if (r == -1) {
