@@ -879,6 +879,7 @@ __asm__(".text\n"
 	 * DW_CFA_val_expression (0x16): register, length 2, DW_OP_bregN
 	 * (0x70 + N) offset.
 	 */
+	".p2align 4\n"
 	".globl rt_wrap_call\n"
 	".hidden rt_wrap_call\n"
 	".type rt_wrap_call,@function\n"

@@ -31,14 +31,28 @@ def ok(cond, name, detail=""):
     sys.stdout.flush()
 
 
+def read_until(fd, want, timeout):
+    """Read fd (unbuffered) until the text want appears or timeout
+    seconds pass: (found, text read)."""
+    buf = b""
+    deadline = time.time() + timeout
+    while want.encode() not in buf and time.time() < deadline:
+        r, _, _ = select.select([fd], [], [], 1)
+        if r:
+            chunk = os.read(fd, 4096)
+            if not chunk:
+                break
+            buf += chunk
+    return want.encode() in buf, buf.decode(errors="replace")
+
+
 def main():
     print("1..4")
     target = subprocess.Popen([EXE, "3", "detach"], stdin=subprocess.DEVNULL,
-                              stdout=subprocess.PIPE, text=True)
+                              stdout=subprocess.PIPE)
     ubt = None
     try:
-        r, _, _ = select.select([target.stdout], [], [], 10)
-        ready = r and target.stdout.readline().strip() == "ready"
+        ready, _ = read_until(target.stdout.fileno(), "ready\n", 10)
         prog = ('uprobe:%s:ubt_exc_hold_wait { printf("hold\\n"); exit(); }'
                 ' uretprobe:%s:ubt_exc_hold { printf("hold returned\\n"); }'
                 ' uretprobe:%s:ubt_exc_throw { @t = count(); }'
@@ -49,20 +63,9 @@ def main():
                                 str(target.pid), "-e", prog],
                                stdin=subprocess.DEVNULL,
                                stdout=subprocess.PIPE,
-                               stderr=subprocess.STDOUT, env=env, text=True)
-        lines = []
-        deadline = time.time() + 20
-        attached = False
-        while ready and time.time() < deadline and not attached:
-            r, _, _ = select.select([ubt.stdout], [], [], 1)
-            if r:
-                line = ubt.stdout.readline()
-                if not line:
-                    break
-                if line.strip() == NOTIFY:
-                    attached = True
-                else:
-                    lines.append(line)
+                               stderr=subprocess.STDOUT, env=env)
+        attached, first = (read_until(ubt.stdout.fileno(), NOTIFY, 20)
+                           if ready else (False, ""))
         ok(ready and attached, "ubt -p --mode user attached to ubt-exc")
         target.send_signal(signal.SIGUSR1)
         try:
@@ -70,7 +73,7 @@ def main():
         except subprocess.TimeoutExpired:
             ubt.kill()
             out, _ = ubt.communicate()
-        out = "".join(lines) + out
+        out = first + out.decode(errors="replace")
         ok(ubt.returncode == 0 and "hold\n" in out and
            "hold returned" not in out,
            "exit() inside the wrapped call; its return probe never fired",
@@ -80,6 +83,7 @@ def main():
         except subprocess.TimeoutExpired:
             target.kill()
             tout, _ = target.communicate()
+        tout = tout.decode(errors="replace")
         ok("caught after detach (restored)\n" in tout,
            "the exception passed the wrapped frame after the code was "
            "restored", repr(tout))
