@@ -808,11 +808,16 @@ __asm__(".text\n"
 	"(%rax,%rcx)\n"
 	"	ja 3f\n"
 	"	push %rdx\n"
-	"	mov %r11, %rdx\n"
+	/* the same slot, returning to rt_wrap_call: a tail call, live */
+	"	jne 4f\n"
+	"	lea rt_wrap_ret(%rip), %rdx\n"
+	"	cmp %rdx, (%r11)\n"
+	"	je 5f\n"
+	"4:	mov %r11, %rdx\n"
 	"	sub " RT_STR(RT_BLK_SHADOW) " - " RT_STR(RT_SHADOW_ENTRY)
 	"(%rax,%rcx), %rdx\n"
 	"	cmp $" RT_STR(RT_SAME_STACK) ", %rdx\n"
-	"	pop %rdx\n"
+	"5:	pop %rdx\n"
 	"	jae 3f\n"
 	"	sub $" RT_STR(RT_SHADOW_ENTRY) ", %rcx\n"
 	"	jmp 2b\n"
@@ -872,11 +877,16 @@ __asm__(".text\n"
 	 * %rsp is ours (the wrapped function's return address slot is just
 	 * below), its return address and %rbx are in the shadow entry at
 	 * %rbx.  True at every instruction, before the call as after it.
-	 * The CFA is %rsp + 8, not %rsp: unwinders tell frames apart by
-	 * their CFAs, and the wrapped function's is %rsp (libgcc would take
-	 * this frame for the caller's and abort).  So the caller's %rsp has
-	 * a rule of its own.  DW_CFA_expression (0x10) and
-	 * DW_CFA_val_expression (0x16): register, length 2, DW_OP_bregN
+	 * Unwinders tell frames apart by their CFAs, and libgcc aborts when
+	 * two frames in a row have the same one: the wrapped function's CFA
+	 * is %rsp, and a function that a wrapped function tail-called and
+	 * that is wrapped too runs under two rt_wrap_call frames with the
+	 * same %rsp.  So the CFA is %rsp + 15 - (entry index % 7) (below the
+	 * caller's own CFA, %rsp + 16 at least), and the caller's %rsp has a
+	 * rule of its own.  DW_CFA_def_cfa_expression (0x0f): length 11,
+	 * DW_OP_breg7 15, DW_OP_breg3 0, DW_OP_const1u 5, DW_OP_shr,
+	 * DW_OP_const1u 7, DW_OP_mod, DW_OP_minus.  DW_CFA_expression (0x10)
+	 * and DW_CFA_val_expression (0x16): register, length 2, DW_OP_bregN
 	 * (0x70 + N) offset.
 	 */
 	".p2align 4\n"
@@ -885,11 +895,15 @@ __asm__(".text\n"
 	".type rt_wrap_call,@function\n"
 	"rt_wrap_call:\n"
 	"	.cfi_startproc\n"
-	"	.cfi_def_cfa %rsp, 8\n"
+	"	.cfi_escape 0x0f, 0x0b, 0x77, 0x0f, 0x73, 0x00, 0x08, 0x05, "
+	"0x25, 0x08, 0x07, 0x1d, 0x1c\n"
 	"	.cfi_escape 0x16, 0x07, 0x02, 0x77, 0x00\n"
 	"	.cfi_escape 0x10, 0x10, 0x02, 0x73, " RT_STR(RT_SH_RET) "\n"
 	"	.cfi_escape 0x10, 0x03, 0x02, 0x73, " RT_STR(RT_SH_RBX) "\n"
 	"	call *%r11\n"
+	".globl rt_wrap_ret\n"
+	".hidden rt_wrap_ret\n"
+	"rt_wrap_ret:\n"
 	"	jmp *" RT_STR(RT_SH_CONT) "(%rbx)\n"
 	"	.cfi_endproc\n"
 	".size rt_wrap_call, .-rt_wrap_call\n");
