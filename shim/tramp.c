@@ -157,7 +157,7 @@ int tramp_build(const struct tramp_spec *spec, struct patch_site *s,
 	struct emit e = { .p = out, .cap = cap, .at = spec->at };
 	size_t jz_slow = 0, call_at = 0, jz_reloc = 0, lea_reloc = 0;
 	size_t lit_slow = 0, lit_enter = 0, lit_exit = 0, after = 0;
-	size_t lea_cont = 0, lit_call = 0, cont = 0;
+	size_t lea_cont = 0, lit_call = 0, cont = 0, ret_out = 0;
 	size_t jz_help = 0, ja_help = 0, jz_push = 0, jbe_help = 0, push_at = 0;
 	size_t wrapped = 0, jne_help = 0, exit_help = 0, enter_help = 0;
 	size_t reloc, slow = 0, n;
@@ -236,9 +236,18 @@ int tramp_build(const struct tramp_spec *spec, struct patch_site *s,
 		lea_reloc = rel32_hole(&e);
 		EMIT(&e, 0xff, 0x25);			/* jmp *lit_call */
 		lit_call = rel32_hole(&e);
+		/*
+		 * Back from the function: [slot] is free.  Every register
+		 * but %rax, %rdx (the return value) and the flags comes back
+		 * as the function left it: a caller compiled with gcc's
+		 * -fipa-ra keeps values in %rsi, %rdi or %r11 across calls to
+		 * functions that leave them alone.
+		 */
 		cont = e.n;
 		EMIT(&e, 0x50);				/* push %rax */
-		EMIT(&e, 0x48, 0x83, 0xec, 0x08);	/* sub $8,%rsp */
+		EMIT(&e, 0x57);				/* push %rdi */
+		EMIT(&e, 0x56);				/* push %rsi */
+		EMIT(&e, 0x41, 0x53);			/* push %r11 */
 		EMIT(&e, 0x48, 0x89, 0xc7);		/* mov %rax,%rdi */
 		EMIT(&e, 0x48, 0x89, 0xd6);		/* mov %rdx,%rsi */
 		EMIT(&e, 0xe8);				/* call ret code */
@@ -248,10 +257,10 @@ int tramp_build(const struct tramp_spec *spec, struct patch_site *s,
 		u32(&e, (uint32_t)spec->tls_offset);
 		EMIT(&e, 0x4c, 0x8b, 0x58, RT_BLK_SHADOW_TOP); /* top,%r11 */
 		EMIT(&e, 0x49, 0x83, 0xeb, RT_SHADOW_ENTRY); /* sub $32,%r11 */
-		EMIT(&e, 0x48, 0x8d, 0x64, 0x24, 0x08);	/* lea 8(%rsp),%rsp */
+		EMIT(&e, 0x48, 0x8d, 0x64, 0x24, 0x18);	/* lea 24(%rsp),%rsp */
 		EMIT(&e, 0x4a, 0x39, 0xa4, 0x18);	/* cmp %rsp,slot */
 		u32(&e, RT_BLK_SHADOW + RT_SH_SLOT);
-		EMIT(&e, 0x48, 0x8d, 0x64, 0x24, 0xf8);	/* lea -8(%rsp),%rsp */
+		EMIT(&e, 0x48, 0x8d, 0x64, 0x24, 0xe8);	/* lea -24(%rsp),%rsp */
 		EMIT(&e, 0x0f, 0x85);			/* jne .exit_help */
 		jne_help = rel32_hole(&e);
 		EMIT(&e, 0x4c, 0x89, 0x58, RT_BLK_SHADOW_TOP); /* %r11,top */
@@ -259,18 +268,19 @@ int tramp_build(const struct tramp_spec *spec, struct patch_site *s,
 		u32(&e, RT_BLK_SHADOW + RT_SH_RBX);
 		EMIT(&e, 0x4e, 0x8b, 0x9c, 0x18);	/* mov top.ret,%r11 */
 		u32(&e, RT_BLK_SHADOW + RT_SH_RET);
-		EMIT(&e, 0x48, 0x83, 0xc4, 0x08);	/* add $8,%rsp */
-		EMIT(&e, 0x58);				/* pop %rax */
-		EMIT(&e, 0x41, 0x53);			/* push %r11 */
+		ret_out = e.n;
+		EMIT(&e, 0x48, 0x8b, 0x44, 0x24, 0x18);	/* mov 24(%rsp),%rax */
+		EMIT(&e, 0x4c, 0x89, 0x5c, 0x24, 0x18);	/* mov %r11,24(%rsp) */
+		EMIT(&e, 0x41, 0x5b);			/* pop %r11 */
+		EMIT(&e, 0x5e);				/* pop %rsi */
+		EMIT(&e, 0x5f);				/* pop %rdi */
 		EMIT(&e, 0xc3);				/* ret */
 		exit_help = e.n;
-		EMIT(&e, 0x4c, 0x8d, 0x5c, 0x24, 0x08);	/* lea 8(%rsp),%r11 */
+		EMIT(&e, 0x4c, 0x8d, 0x5c, 0x24, 0x18);	/* lea 24(%rsp),%r11 */
 		EMIT(&e, 0xff, 0x15);			/* call *lit_exit */
 		lit_exit = rel32_hole(&e);
-		EMIT(&e, 0x48, 0x83, 0xc4, 0x08);	/* add $8,%rsp */
-		EMIT(&e, 0x58);				/* pop %rax */
-		EMIT(&e, 0x41, 0x53);			/* push %r11 */
-		EMIT(&e, 0xc3);				/* ret */
+		EMIT(&e, 0xe9);				/* jmp .ret_out */
+		rel32_to(&e, spec->at + ret_out);
 		enter_help = e.n;
 		EMIT(&e, 0x4c, 0x8d, 0x5c, 0x24, 0x08);	/* lea 8(%rsp),%r11 */
 		EMIT(&e, 0xff, 0x15);			/* call *lit_enter */

@@ -35,6 +35,11 @@
  *     is the trampoline's, aligned to 16 bytes at the call.
  * The trampoline saves %rax itself (%al carries the vector count of a
  * variadic call), so probe code may clobber %rax too.
+ *
+ * What the probed function's caller sees: %r11 and the flags clobbered (at
+ * the entry, before the function runs); after a wrapped call every other
+ * register as the function left it (%rdi and %rsi too: gcc's -fipa-ra
+ * keeps values there across calls to functions that leave them alone).
  */
 #ifndef UBT_TRAMP_H
 #define UBT_TRAMP_H

@@ -13,14 +13,22 @@
  *   ubt_exc_deep(3): ubt_exc_deep(n) calls itself down to 0, which calls
  *     ubt_exc_throw(0): the exception passes 4 frames of ubt_exc_deep;
  *     main catches it
- *   ubt_exc_mid(1) once more (returns 3): 9 returns in all, sum 107
+ *   for i in 0..2: ubt_exc_tail_outer(i) -> ubt_exc_tail(i), which
+ *     tail-calls (jmp) ubt_exc_mid(i): 0 throws through both, 1 and 2
+ *     return 3 and 5 -> "tail caught 1 returned 2 sum 8"
+ *   ubt_exc_mid(1) once more (returns 3): 11 returns in all, sum 115
  *   a thread: ubt_exc_guard() holds an object whose destructor sets a
  *     flag, calls ubt_exc_pexit(), which calls pthread_exit(): the
  *     forced unwind must run the destructor
  *   ubt_exc_bt(): glibc backtrace() from inside it must reach main
- *   ubt_exc_mid(2) once more (returns 5): 10 returns in all, sum 112
+ *   ubt_exc_mid(2) once more (returns 5): 12 returns in all, sum 120
+ *   (ubt_exc_throw: 18 calls, 12 returns)
+ *   ubt_exc_regs(5): calls ubt_exc_leaf(5) (returns 16) keeping 5 in
+ *     %rdi and %rsi, which the leaf does not touch (as gcc's -fipa-ra
+ *     lets a caller do); prints "registers kept" when they survived
  *
- * Prints "caught C returned R sum S", "deep caught", "pthread_exit
+ * Prints "caught C returned R sum S", "deep caught", "tail caught ...",
+ * "registers kept" (or "... clobbered"), "pthread_exit
  * cleanup ran" (or "... skipped"), "backtrace reaches main" (or "...
  * stops early"), "done"; a wrong result prints "ubt-exc: wrong result"
  * and exits 1.  A C++ runtime that cannot unwind calls std::terminate.
@@ -80,6 +88,57 @@ extern "C" UBT_PROBE long ubt_exc_deep(long n)
 		return ubt_exc_throw(0);
 	return ubt_exc_deep(n - 1) + 1;
 }
+
+/* long ubt_exc_tail(long v): a tail call (jmp) of ubt_exc_mid(v) */
+extern "C" long ubt_exc_tail(long v);
+__asm__(".text\n"
+	".globl ubt_exc_tail\n"
+	".type ubt_exc_tail,@function\n"
+	"ubt_exc_tail:\n"
+	"	mov %rdi, %rdi\n"
+	"	jmp ubt_exc_mid\n"
+	".size ubt_exc_tail, .-ubt_exc_tail\n");
+
+extern "C" UBT_PROBE long ubt_exc_tail_outer(long v)
+{
+	UBT_FRAME();
+	try {
+		return ubt_exc_tail(v);
+	} catch (long e) {
+		if (e != v)
+			wrong = 1;
+		return -1;
+	}
+}
+
+/*
+ * long ubt_exc_regs(long x): 0 when %rdi and %rsi still hold x after a
+ * call of ubt_exc_leaf(x) = 3x + 1, which leaves them alone.
+ */
+extern "C" long ubt_exc_regs(long x);
+__asm__(".text\n"
+	".globl ubt_exc_leaf\n"
+	".type ubt_exc_leaf,@function\n"
+	"ubt_exc_leaf:\n"
+	"	lea 1(%rdi,%rdi,2), %rax\n"
+	"	ret\n"
+	".size ubt_exc_leaf, .-ubt_exc_leaf\n"
+	".globl ubt_exc_regs\n"
+	".type ubt_exc_regs,@function\n"
+	"ubt_exc_regs:\n"
+	"	push %rbx\n"
+	"	mov %rdi, %rbx\n"
+	"	mov %rdi, %rsi\n"
+	"	call ubt_exc_leaf\n"
+	"	sub %rbx, %rdi\n"
+	"	sub %rbx, %rsi\n"
+	"	or %rsi, %rdi\n"
+	"	lea 1(%rbx,%rbx,2), %rcx\n"
+	"	sub %rcx, %rax\n"
+	"	or %rdi, %rax\n"
+	"	pop %rbx\n"
+	"	ret\n"
+	".size ubt_exc_regs, .-ubt_exc_regs\n");
 
 static volatile int cleaned;
 
@@ -228,7 +287,24 @@ int main(int argc, char **argv)
 	} catch (long e) {
 		printf("deep caught\n");
 	}
+	caught = ret = sum = 0;
+	for (i = 0; i < 3; i++) {
+		r = ubt_exc_tail_outer(i);
+		if (r == -1) {
+			caught++;
+		} else {
+			ret++;
+			sum += r;
+		}
+	}
+	printf("tail caught %ld returned %ld sum %ld\n", caught, ret, sum);
+	if (caught != 1 || sum != 8)
+		wrong = 1;
 	if (ubt_exc_mid(1) != 3)
+		wrong = 1;
+	r = ubt_exc_regs(5);
+	printf("registers %s\n", r ? "clobbered" : "kept");
+	if (r)
 		wrong = 1;
 	if (pthread_create(&t, NULL, thread_main, (void *)7L) ||
 	    pthread_join(t, &res) || res != (void *)7L)
