@@ -12,7 +12,9 @@
  *   ctl.tmpl_off        template of a thread's map area
  *   ctl.block_off       thread blocks, block_size bytes each
  *
- * A thread block (one per thread, single writer: that thread):
+ * A thread block (one per thread, single writer: that thread), page
+ * aligned: a return trampoline finds the block of a shadow entry as the
+ * page the entry lies in (also a block of an earlier attach):
  *
  *   0x000  u32 sz, u32 version
  *   0x008  u32 tid, u32 pad

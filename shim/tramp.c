@@ -5,6 +5,12 @@
 #include "rt_abi.h"
 #include "tramp.h"
 
+/* the return path finds a shadow entry's block as the page it lies in */
+_Static_assert(RT_BLK_MAP == 4096 && RT_SH_SLOT == 0 &&
+		       RT_BLK_SHADOW + RT_SHADOW_DEPTH * RT_SHADOW_ENTRY <=
+			       RT_BLK_MAP,
+	       "shadow stack outside the block's first page");
+
 struct emit {
 	uint8_t *p;
 	size_t n, cap;
@@ -158,6 +164,7 @@ int tramp_build(const struct tramp_spec *spec, struct patch_site *s,
 	size_t jz_slow = 0, call_at = 0, jz_reloc = 0, lea_reloc = 0;
 	size_t lit_slow = 0, lit_enter = 0, lit_exit = 0, after = 0;
 	size_t lea_cont = 0, lit_call = 0, cont = 0, ret_out = 0;
+	size_t jne_skip = 0, popped = 0;
 	size_t jz_help = 0, ja_help = 0, jz_push = 0, jbe_help = 0, push_at = 0;
 	size_t wrapped = 0, jne_help = 0, exit_help = 0, enter_help = 0;
 	size_t reloc, slow = 0, n;
@@ -248,26 +255,44 @@ int tramp_build(const struct tramp_spec *spec, struct patch_site *s,
 		EMIT(&e, 0x57);				/* push %rdi */
 		EMIT(&e, 0x56);				/* push %rsi */
 		EMIT(&e, 0x41, 0x53);			/* push %r11 */
+		/*
+		 * The probe only when the thread's block is the entry's: a
+		 * call in progress while ubt detached and attached again
+		 * returns into a session that is not its own.
+		 */
+		EMIT(&e, 0x64, 0x48, 0x8b, 0x3c, 0x25);	/* mov %fs:tls,%rdi */
+		u32(&e, (uint32_t)spec->tls_offset);
+		EMIT(&e, 0x48, 0x89, 0xde);		/* mov %rbx,%rsi */
+		EMIT(&e, 0x48, 0x81, 0xe6, 0x00, 0xf0, 0xff, 0xff); /* and */
+		EMIT(&e, 0x48, 0x39, 0xfe);		/* cmp %rdi,%rsi */
+		EMIT(&e, 0x0f, 0x85);			/* jne .popped */
+		jne_skip = rel32_hole(&e);
 		EMIT(&e, 0x48, 0x89, 0xc7);		/* mov %rax,%rdi */
 		EMIT(&e, 0x48, 0x89, 0xd6);		/* mov %rdx,%rsi */
 		EMIT(&e, 0xe8);				/* call ret code */
 		rel32_to(&e, spec->ret_code);
-		/* inline pop when the top entry is ours; else rt_wrap_exit */
-		EMIT(&e, 0x64, 0x48, 0x8b, 0x04, 0x25);	/* mov %fs:tls,%rax */
-		u32(&e, (uint32_t)spec->tls_offset);
-		EMIT(&e, 0x4c, 0x8b, 0x58, RT_BLK_SHADOW_TOP); /* top,%r11 */
-		EMIT(&e, 0x49, 0x83, 0xeb, RT_SHADOW_ENTRY); /* sub $32,%r11 */
+		popped = e.n;
+		/*
+		 * Inline pop: %rbx is our entry, kept by the function (else
+		 * rt_wrap_exit).  Its block is the page it lies in, which
+		 * may be a block of an earlier attach: the thread got a new
+		 * one while the call was in progress.  Entries above it are
+		 * stale.
+		 */
 		EMIT(&e, 0x48, 0x8d, 0x64, 0x24, 0x18);	/* lea 24(%rsp),%rsp */
-		EMIT(&e, 0x4a, 0x39, 0xa4, 0x18);	/* cmp %rsp,slot */
-		u32(&e, RT_BLK_SHADOW + RT_SH_SLOT);
+		EMIT(&e, 0x48, 0x39, 0x23);		/* cmp %rsp,(%rbx) */
 		EMIT(&e, 0x48, 0x8d, 0x64, 0x24, 0xe8);	/* lea -24(%rsp),%rsp */
 		EMIT(&e, 0x0f, 0x85);			/* jne .exit_help */
 		jne_help = rel32_hole(&e);
+		EMIT(&e, 0x48, 0x89, 0xd8);		/* mov %rbx,%rax */
+		EMIT(&e, 0x48, 0x25, 0x00, 0xf0, 0xff, 0xff); /* and $-4096,%rax */
+		EMIT(&e, 0x49, 0x89, 0xdb);		/* mov %rbx,%r11 */
+		EMIT(&e, 0x49, 0x29, 0xc3);		/* sub %rax,%r11 */
+		EMIT(&e, 0x49, 0x81, 0xeb);		/* sub $shadow,%r11 */
+		u32(&e, RT_BLK_SHADOW);
 		EMIT(&e, 0x4c, 0x89, 0x58, RT_BLK_SHADOW_TOP); /* %r11,top */
-		EMIT(&e, 0x4a, 0x8b, 0x9c, 0x18);	/* mov top.rbx,%rbx */
-		u32(&e, RT_BLK_SHADOW + RT_SH_RBX);
-		EMIT(&e, 0x4e, 0x8b, 0x9c, 0x18);	/* mov top.ret,%r11 */
-		u32(&e, RT_BLK_SHADOW + RT_SH_RET);
+		EMIT(&e, 0x4c, 0x8b, 0x5b, RT_SH_RET);	/* mov ret(%rbx),%r11 */
+		EMIT(&e, 0x48, 0x8b, 0x5b, RT_SH_RBX);	/* mov rbx(%rbx),%rbx */
 		ret_out = e.n;
 		EMIT(&e, 0x48, 0x8b, 0x44, 0x24, 0x18);	/* mov 24(%rsp),%rax */
 		EMIT(&e, 0x4c, 0x89, 0x5c, 0x24, 0x18);	/* mov %r11,24(%rsp) */
@@ -321,6 +346,7 @@ int tramp_build(const struct tramp_spec *spec, struct patch_site *s,
 		rel32_fix(&e, jz_reloc, spec->at + reloc);
 		rel32_fix(&e, lea_reloc, spec->at + reloc);
 		rel32_fix(&e, lea_cont, spec->at + cont);
+		rel32_fix(&e, jne_skip, spec->at + popped);
 		rel32_fix(&e, lit_enter, here(&e));
 		bytes(&e, &spec->fn_enter, 8);
 		rel32_fix(&e, lit_exit, here(&e));

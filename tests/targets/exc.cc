@@ -41,6 +41,12 @@
  * through ubt_exc_throw(3); main catches it and prints "caught after
  * detach (restored)" (or "(still patched)"), then runs the sequence
  * above.
+ *
+ * ubt-exc N reattach: for -p, a wrapped call in progress across two
+ * attaches.  Prints "ready", waits for SIGUSR1, calls ubt_exc_hold_ret(4),
+ * which calls ubt_exc_hold_wait(), waits until its entry is restored,
+ * prints "detached", waits for SIGUSR1 again and returns 5; main prints
+ * "returned after reattach 5", then runs the sequence above.
  */
 #include <dlfcn.h>
 #include <execinfo.h>
@@ -225,8 +231,8 @@ static void on_usr1(int sig)
 	go = 1;
 }
 
-/* Wait for SIGUSR1 (30 s at most), as ubt-wait does. */
-static void wait_usr1(void)
+/* Print msg, then wait for SIGUSR1 (30 s at most), as ubt-wait does. */
+static void wait_usr1(const char *msg)
 {
 	struct sigaction sa = {};
 	sigset_t block, old;
@@ -236,12 +242,28 @@ static void wait_usr1(void)
 	sigaddset(&block, SIGUSR1);
 	sigprocmask(SIG_BLOCK, &block, &old);
 	sigaction(SIGUSR1, &sa, NULL);
-	printf("ready\n");
+	printf("%s\n", msg);
 	fflush(stdout);
 	alarm(30);
 	while (!go)
 		sigsuspend(&old);
 	alarm(0);
+	go = 0;
+	sigprocmask(SIG_SETMASK, &old, NULL);
+}
+
+extern "C" UBT_PROBE long ubt_exc_hold_ret(long v)
+{
+	struct timespec ms = { 0, 1000000 };
+	int i;
+
+	UBT_FRAME();
+	ubt_exc_hold_wait(v);
+	for (i = 0; i < 10000 && patched((const void *)ubt_exc_hold_wait);
+	     i++)
+		nanosleep(&ms, NULL);
+	wait_usr1("detached");
+	return v + 1;
 }
 
 int main(int argc, char **argv)
@@ -251,8 +273,14 @@ int main(int argc, char **argv)
 	pthread_t t;
 	void *res = NULL;
 
-	if (argc > 2 && !strcmp(argv[2], "detach")) {
-		wait_usr1();
+	if (argc > 2 && !strcmp(argv[2], "reattach")) {
+		wait_usr1("ready");
+		r = ubt_exc_hold_ret(4);
+		printf("returned after reattach %ld\n", r);
+		if (r != 5)
+			wrong = 1;
+	} else if (argc > 2 && !strcmp(argv[2], "detach")) {
+		wait_usr1("ready");
 		try {
 			ubt_exc_hold(1);
 			wrong = 1;

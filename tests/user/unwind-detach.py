@@ -1,10 +1,15 @@
 #!/usr/bin/env python3
-"""A wrapped call in progress while ubt detaches, then unwound by a C++
-exception (tests/targets/exc.cc, "detach" mode): ubt -p --mode user
-attaches, a probe inside the wrapped call makes it exit(), ubt restores
-the code and goes; the target then throws through the wrapped frame (its
-return address still lies in the runtime's rt_wrap_call), catches the
-exception, and runs on to exit 0.  The return probe never fires.
+"""Wrapped calls in progress while ubt detaches (tests/targets/exc.cc,
+"detach" and "reattach" modes), with ubt -p --mode user:
+
+- a probe inside the wrapped call makes ubt exit(), ubt restores the code
+  and goes; the target then throws through the wrapped frame (its return
+  address still lies in the runtime's rt_wrap_call), catches the
+  exception, and runs on to exit 0.  The return probe never fires.
+- the same, then a second ubt attaches (the thread's block is reset) and
+  the call returns normally: it returns right, the first session's return
+  probe does not run into the second session's block, and the second
+  session counts right.
 Prints TAP.
 """
 import os
@@ -46,8 +51,29 @@ def read_until(fd, want, timeout):
     return want.encode() in buf, buf.decode(errors="replace")
 
 
-def main():
-    print("1..4")
+def attach(pid, prog):
+    """Start ubt -p pid -e prog; (process, attached?, output so far)."""
+    env = dict(os.environ)
+    env[NOTIFY] = "1"
+    p = subprocess.Popen([UBT, "--mode", "user", "-p", str(pid), "-e",
+                          prog], stdin=subprocess.DEVNULL,
+                         stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                         env=env)
+    found, text = read_until(p.stdout.fileno(), NOTIFY, 20)
+    return p, found, text
+
+
+def finish(p, first, timeout):
+    """Wait for p: (exit code, whole output)."""
+    try:
+        out, _ = p.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        p.kill()
+        out, _ = p.communicate()
+    return p.returncode, first + out.decode(errors="replace")
+
+
+def detach_then_throw():
     target = subprocess.Popen([EXE, "3", "detach"], stdin=subprocess.DEVNULL,
                               stdout=subprocess.PIPE)
     ubt = None
@@ -57,45 +83,78 @@ def main():
                 ' uretprobe:%s:ubt_exc_hold { printf("hold returned\\n"); }'
                 ' uretprobe:%s:ubt_exc_throw { @t = count(); }'
                 % (EXE, EXE, EXE))
-        env = dict(os.environ)
-        env[NOTIFY] = "1"
-        ubt = subprocess.Popen([UBT, "--mode", "user", "-p",
-                                str(target.pid), "-e", prog],
-                               stdin=subprocess.DEVNULL,
-                               stdout=subprocess.PIPE,
-                               stderr=subprocess.STDOUT, env=env)
-        attached, first = (read_until(ubt.stdout.fileno(), NOTIFY, 20)
-                           if ready else (False, ""))
+        attached = False
+        if ready:
+            ubt, attached, first = attach(target.pid, prog)
         ok(ready and attached, "ubt -p --mode user attached to ubt-exc")
         target.send_signal(signal.SIGUSR1)
-        try:
-            out, _ = ubt.communicate(timeout=20)
-        except subprocess.TimeoutExpired:
-            ubt.kill()
-            out, _ = ubt.communicate()
-        out = first + out.decode(errors="replace")
-        ok(ubt.returncode == 0 and "hold\n" in out and
-           "hold returned" not in out,
+        rc, out = finish(ubt, first, 20) if ubt else (None, "")
+        ok(rc == 0 and "hold\n" in out and "hold returned" not in out,
            "exit() inside the wrapped call; its return probe never fired",
-           "exit %s, output %r" % (ubt.returncode, out))
-        try:
-            tout, _ = target.communicate(timeout=30)
-        except subprocess.TimeoutExpired:
-            target.kill()
-            tout, _ = target.communicate()
-        tout = tout.decode(errors="replace")
+           "exit %s, output %r" % (rc, out))
+        trc, tout = finish(target, "", 30)
         ok("caught after detach (restored)\n" in tout,
            "the exception passed the wrapped frame after the code was "
            "restored", repr(tout))
-        ok(target.returncode == 0 and "wrong result" not in tout and
+        ok(trc == 0 and "wrong result" not in tout and
            tout.endswith("done\n"),
-           "ubt-exc ran on and exited 0",
-           "exit %s, output %r" % (target.returncode, tout))
+           "ubt-exc ran on and exited 0", "exit %s, output %r" % (trc, tout))
     finally:
         for p in (ubt, target):
             if p is not None and p.poll() is None:
                 p.kill()
                 p.wait()
+
+
+def detach_reattach_return():
+    target = subprocess.Popen([EXE, "12", "reattach"],
+                              stdin=subprocess.DEVNULL,
+                              stdout=subprocess.PIPE)
+    first_ubt = second = None
+    try:
+        fd = target.stdout.fileno()
+        ready, _ = read_until(fd, "ready\n", 10)
+        prog1 = ('uprobe:%s:ubt_exc_hold_wait { exit(); }'
+                 ' uretprobe:%s:ubt_exc_hold_ret { @ret1 = count(); }'
+                 % (EXE, EXE))
+        prog2 = ('uretprobe:%s:ubt_exc_mid { @mid = count(); }'
+                 ' uretprobe:%s:ubt_exc_hold_ret { @ret2 = count(); }'
+                 % (EXE, EXE))
+        attached = False
+        if ready:
+            first_ubt, attached, first = attach(target.pid, prog1)
+        target.send_signal(signal.SIGUSR1)
+        rc1, out1 = finish(first_ubt, first, 20) if first_ubt else (None,
+                                                                    "")
+        detached, _ = read_until(fd, "detached\n", 20)
+        ok(attached and rc1 == 0 and detached and "@ret1: 1" not in out1,
+           "first ubt exited with the wrapped call in progress",
+           "exit %s, output %r" % (rc1, out1))
+        attached = False
+        if detached:
+            second, attached, first = attach(target.pid, prog2)
+        target.send_signal(signal.SIGUSR1)
+        trc, tout = finish(target, "", 30)
+        rc2, out2 = finish(second, first, 20) if second else (None, "")
+        ok(trc == 0 and "returned after reattach 5\n" in tout and
+           "wrong result" not in tout and tout.endswith("done\n"),
+           "the call returned right into the second session; the target "
+           "exited 0", "exit %s, output %r" % (trc, tout))
+        ok(attached and rc2 == 0 and "@mid: 12\n" in out2 and
+           "@ret2: 1" not in out2,
+           "the second session counted right",
+           "exit %s, output %r" % (rc2, out2))
+    finally:
+        for p in (first_ubt, second, target):
+            if p is not None and p.poll() is None:
+                p.kill()
+                p.wait()
+
+
+def main():
+    print("1..7")
+    detach_then_throw()
+    detach_reattach_return()
     return 1 if bad else 0
 
 
