@@ -824,18 +824,20 @@ __asm__(".text\n"
 	"3:	cmp $" RT_STR(RT_SHADOW_DEPTH) " * " RT_STR(RT_SHADOW_ENTRY)
 	", %rcx\n"
 	"	jae 8f\n"
+	/* slot, the new top, slot again, the rest: see the trampoline */
 	"	lea " RT_STR(RT_BLK_SHADOW) "(%rax,%rcx), %rcx\n"
 	"	mov %r11, " RT_STR(RT_SH_SLOT) "(%rcx)\n"
 	"	push %rdx\n"
+	"	lea " RT_STR(RT_SHADOW_ENTRY) " - " RT_STR(RT_BLK_SHADOW)
+	"(%rcx), %rdx\n"
+	"	sub %rax, %rdx\n"
+	"	mov %rdx, " RT_STR(RT_BLK_SHADOW_TOP) "(%rax)\n"
+	"	mov %r11, " RT_STR(RT_SH_SLOT) "(%rcx)\n"
 	"	mov (%r11), %rdx\n"
 	"	mov %rdx, " RT_STR(RT_SH_RET) "(%rcx)\n"
 	"	pop %rdx\n"
 	"	mov %rbx, " RT_STR(RT_SH_RBX) "(%rcx)\n"
 	"	mov %rcx, %rbx\n"
-	"	sub %rax, %rcx\n"
-	"	add $" RT_STR(RT_SHADOW_ENTRY) " - " RT_STR(RT_BLK_SHADOW)
-	", %rcx\n"
-	"	mov %rcx, " RT_STR(RT_BLK_SHADOW_TOP) "(%rax)\n"
 	"	pop %rcx\n"
 	"	mov $1, %eax\n"
 	"	ret\n"
@@ -860,11 +862,12 @@ __asm__(".text\n"
 	"	sub $" RT_STR(RT_SHADOW_ENTRY) ", %rcx\n"
 	"	cmp %r11, " RT_STR(RT_BLK_SHADOW) "(%rax,%rcx)\n"
 	"	jne 1b\n"
-	"	mov %rcx, " RT_STR(RT_BLK_SHADOW_TOP) "(%rax)\n"
+	/* read the entry before it is free: a signal handler may push */
 	"	mov " RT_STR(RT_BLK_SHADOW) " + " RT_STR(RT_SH_RBX)
 	"(%rax,%rcx), %rbx\n"
 	"	mov " RT_STR(RT_BLK_SHADOW) " + " RT_STR(RT_SH_RET)
 	"(%rax,%rcx), %r11\n"
+	"	mov %rcx, " RT_STR(RT_BLK_SHADOW_TOP) "(%rax)\n"
 	"	pop %rcx\n"
 	"	pop %rax\n"
 	"	ret\n"

@@ -213,7 +213,21 @@ int tramp_build(const struct tramp_spec *spec, struct patch_site *s,
 		EMIT(&e, 0x48, 0x8d, 0x64, 0x24, 0xf8);	/* lea -8(%rsp),%rsp */
 		EMIT(&e, 0x0f, 0x86);			/* jbe .enter_help */
 		jbe_help = rel32_hole(&e);
+		/*
+		 * A signal handler may push and pop wrapped calls at any
+		 * point: the slot goes in first (a handler's push checks the
+		 * top entry's), then the new top, then the slot again (a
+		 * handler may have used the entry meanwhile) and the rest.
+		 */
 		push_at = e.n;
+		EMIT(&e, 0x4a, 0x89, 0xa4, 0x18);	/* mov %rsp,top.slot */
+		u32(&e, RT_BLK_SHADOW + RT_SH_SLOT);
+		EMIT(&e, 0x4a, 0x83, 0x84, 0x18);	/* addq $8,top.slot */
+		u32(&e, RT_BLK_SHADOW + RT_SH_SLOT);
+		EMIT(&e, 0x08);
+		EMIT(&e, 0x49, 0x83, 0xc3, RT_SHADOW_ENTRY); /* add $32,%r11 */
+		EMIT(&e, 0x4c, 0x89, 0x58, RT_BLK_SHADOW_TOP); /* %r11,top */
+		EMIT(&e, 0x49, 0x83, 0xeb, RT_SHADOW_ENTRY); /* sub $32,%r11 */
 		EMIT(&e, 0x4a, 0x89, 0xa4, 0x18);	/* mov %rsp,top.slot */
 		u32(&e, RT_BLK_SHADOW + RT_SH_SLOT);
 		EMIT(&e, 0x4a, 0x83, 0x84, 0x18);	/* addq $8,top.slot */
@@ -226,8 +240,6 @@ int tramp_build(const struct tramp_spec *spec, struct patch_site *s,
 		u32(&e, RT_BLK_SHADOW + RT_SH_RBX);
 		EMIT(&e, 0x4a, 0x8d, 0x9c, 0x18);	/* lea top,%rbx */
 		u32(&e, RT_BLK_SHADOW);
-		EMIT(&e, 0x49, 0x83, 0xc3, RT_SHADOW_ENTRY); /* add $32,%r11 */
-		EMIT(&e, 0x4c, 0x89, 0x58, RT_BLK_SHADOW_TOP); /* %r11,top */
 		EMIT(&e, 0x58);				/* pop %rax */
 		/*
 		 * The call itself is rt_wrap_call's, in the runtime: its
@@ -284,15 +296,17 @@ int tramp_build(const struct tramp_spec *spec, struct patch_site *s,
 		EMIT(&e, 0x48, 0x8d, 0x64, 0x24, 0xe8);	/* lea -24(%rsp),%rsp */
 		EMIT(&e, 0x0f, 0x85);			/* jne .exit_help */
 		jne_help = rel32_hole(&e);
+		/* read the entry before it is free: a handler may push */
+		EMIT(&e, 0x48, 0x8b, 0x7b, RT_SH_RET);	/* mov ret(%rbx),%rdi */
 		EMIT(&e, 0x48, 0x89, 0xd8);		/* mov %rbx,%rax */
 		EMIT(&e, 0x48, 0x25, 0x00, 0xf0, 0xff, 0xff); /* and $-4096,%rax */
 		EMIT(&e, 0x49, 0x89, 0xdb);		/* mov %rbx,%r11 */
 		EMIT(&e, 0x49, 0x29, 0xc3);		/* sub %rax,%r11 */
 		EMIT(&e, 0x49, 0x81, 0xeb);		/* sub $shadow,%r11 */
 		u32(&e, RT_BLK_SHADOW);
-		EMIT(&e, 0x4c, 0x89, 0x58, RT_BLK_SHADOW_TOP); /* %r11,top */
-		EMIT(&e, 0x4c, 0x8b, 0x5b, RT_SH_RET);	/* mov ret(%rbx),%r11 */
 		EMIT(&e, 0x48, 0x8b, 0x5b, RT_SH_RBX);	/* mov rbx(%rbx),%rbx */
+		EMIT(&e, 0x4c, 0x89, 0x58, RT_BLK_SHADOW_TOP); /* %r11,top */
+		EMIT(&e, 0x49, 0x89, 0xfb);		/* mov %rdi,%r11 */
 		ret_out = e.n;
 		EMIT(&e, 0x48, 0x8b, 0x44, 0x24, 0x18);	/* mov 24(%rsp),%rax */
 		EMIT(&e, 0x4c, 0x89, 0x5c, 0x24, 0x18);	/* mov %r11,24(%rsp) */
