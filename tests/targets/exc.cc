@@ -47,6 +47,12 @@
  * which calls ubt_exc_hold_wait(), waits until its entry is restored,
  * prints "detached", waits for SIGUSR1 again and returns 5; main prints
  * "returned after reattach 5", then runs the sequence above.
+ *
+ * ubt-exc MSEC signals: for MSEC milliseconds, main calls ubt_exc_sig(i)
+ * (returns i + 2 through ubt_exc_sig_leaf(i) = i + 1) while a 20 us
+ * interval timer's SIGALRM handler calls ubt_exc_sig(1) and
+ * ubt_exc_sig_leaf(2): wrapped calls interrupted anywhere by wrapped
+ * calls.  Prints "signal calls N" (every call of both functions), exits.
  */
 #include <dlfcn.h>
 #include <execinfo.h>
@@ -54,6 +60,7 @@
 #include <signal.h>
 #include <stdint.h>
 #include <string.h>
+#include <sys/time.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -266,6 +273,58 @@ extern "C" UBT_PROBE long ubt_exc_hold_ret(long v)
 	return v + 1;
 }
 
+extern "C" UBT_PROBE long ubt_exc_sig_leaf(long v)
+{
+	UBT_FRAME();
+	return v + 1;
+}
+
+extern "C" UBT_PROBE long ubt_exc_sig(long v)
+{
+	UBT_FRAME();
+	return ubt_exc_sig_leaf(v) + 1;
+}
+
+static volatile long sig_calls;
+
+static void on_alrm(int sig)
+{
+	(void)sig;
+	if (ubt_exc_sig(1) != 3 || ubt_exc_sig_leaf(2) != 3)
+		wrong = 1;
+	sig_calls += 3;
+}
+
+static int signals(long msec)
+{
+	struct itimerval it = {};
+	struct sigaction sa = {};
+	struct timespec t0, t1;
+	long calls = 0, i;
+
+	sa.sa_handler = on_alrm;
+	sa.sa_flags = SA_RESTART;
+	sigaction(SIGALRM, &sa, NULL);
+	it.it_value.tv_usec = it.it_interval.tv_usec = 20;
+	setitimer(ITIMER_REAL, &it, NULL);
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	do {
+		for (i = 0; i < 1000; i++) {
+			if (ubt_exc_sig(i) != i + 2)
+				wrong = 1;
+			calls += 2;
+		}
+		clock_gettime(CLOCK_MONOTONIC, &t1);
+	} while ((t1.tv_sec - t0.tv_sec) * 1000 +
+			 (t1.tv_nsec - t0.tv_nsec) / 1000000 < msec);
+	it = (struct itimerval){};
+	setitimer(ITIMER_REAL, &it, NULL);
+	printf("signal calls %ld\n", calls + sig_calls);
+	if (wrong)
+		printf("ubt-exc: wrong result\n");
+	return wrong;
+}
+
 int main(int argc, char **argv)
 {
 	long n = target_count(argc, argv, 1, 12), i, r, caught = 0, ret = 0;
@@ -273,6 +332,8 @@ int main(int argc, char **argv)
 	pthread_t t;
 	void *res = NULL;
 
+	if (argc > 2 && !strcmp(argv[2], "signals"))
+		return signals(n);
 	if (argc > 2 && !strcmp(argv[2], "reattach")) {
 		wait_usr1("ready");
 		r = ubt_exc_hold_ret(4);
