@@ -51,6 +51,7 @@ uint64_t rt_shtab_next(struct rt_shtab *h, uint64_t from, void *key,
 void rt_slow(void);
 void rt_wrap_enter(void);
 void rt_wrap_exit(void);
+void rt_wrap_call(void);
 long rt_probe_read(void *dst, const void *src, uint64_t len);
 extern const char rt_copy_insn[], rt_copy_fixup[];
 void rt_restorer(void);
@@ -117,31 +118,45 @@ static void rt_fault(int sig, siginfo_t *si, void *ctx)
 		((void (*)(int))old->handler)(sig);
 }
 
-static long rt_mmap_anon(uint64_t len)
+/* An anonymous private mapping of len bytes, at at (MAP_FIXED) if set. */
+static long rt_mmap_anon(void *at, uint64_t len)
 {
 	long ret;
-	register long r10 __asm__("r10") = 0x22; /* MAP_PRIVATE|MAP_ANONYMOUS */
+	/* MAP_PRIVATE|MAP_ANONYMOUS, | MAP_FIXED */
+	register long r10 __asm__("r10") = at ? 0x32 : 0x22;
 	register long r8 __asm__("r8") = -1;
 	register long r9 __asm__("r9") = 0;
 
 	__asm__ volatile("syscall"
 			 : "=a"(ret)
-			 : "a"(9L) /* SYS_mmap */, "D"(0L), "S"(len),
+			 : "a"(9L) /* SYS_mmap */, "D"(at), "S"(len),
 			   "d"(3L) /* PROT_READ|PROT_WRITE */, "r"(r10),
 			   "r"(r8), "r"(r9)
 			 : "rcx", "r11", "memory");
 	return ret;
 }
 
+static void rt_munmap(void *at, uint64_t len)
+{
+	long ret;
+
+	__asm__ volatile("syscall"
+			 : "=a"(ret)
+			 : "a"(11L) /* SYS_munmap */, "D"(at), "S"(len)
+			 : "rcx", "r11", "memory");
+}
+
 /*
- * In the child: move the forking thread to a private copy of its block, so
- * that wrapped calls in progress still find their shadow stack and probes
- * write where nobody reads; threads the child creates record nothing.
+ * In the child: replace the forking thread's block, in place, by a private
+ * copy of its header and shadow stack, so that wrapped calls in progress
+ * still find their shadow entries (also through %rbx, which points into
+ * the block) and probes write where nobody reads; threads the child
+ * creates record nothing.
  */
 static void rt_fork_child(void)
 {
 	struct rt_ctl *ctl = rt_ctl_p;
-	char *old = rt_self, *blk;
+	char *old = rt_self, *tmp;
 	long p;
 	int i;
 
@@ -149,13 +164,17 @@ static void rt_fork_child(void)
 	rt_noblock = 1;
 	if (!old || !ctl)
 		return;
-	p = rt_mmap_anon(ctl->block_size);
+	p = rt_mmap_anon(NULL, RT_BLK_MAP);
 	if (p < 0 && p > -4096)
 		return;	/* keep the shared block: still no crash */
-	blk = (char *)p;
+	tmp = (char *)p;
 	for (i = 0; i < RT_BLK_MAP; i++)
-		blk[i] = old[i];
-	rt_self = blk;
+		tmp[i] = old[i];
+	p = rt_mmap_anon(old, ctl->block_size);
+	if (p == (long)(uintptr_t)old)
+		for (i = 0; i < RT_BLK_MAP; i++)
+			old[i] = tmp[i];
+	rt_munmap(tmp, RT_BLK_MAP);
 }
 
 static void rt_fault_install(int handler)
@@ -839,6 +858,7 @@ RT_EXPORT long rt_init(struct rt_ctl *ctl)
 	ctl->fn[RT_FN_SLOW] = (uintptr_t)rt_slow;
 	ctl->fn[RT_FN_WRAP_ENTER] = (uintptr_t)rt_wrap_enter;
 	ctl->fn[RT_FN_WRAP_EXIT] = (uintptr_t)rt_wrap_exit;
+	ctl->fn[RT_FN_WRAP_CALL] = (uintptr_t)rt_wrap_call;
 	ctl->fn[RT_FN_PROBE_READ] = (uintptr_t)rt_probe_read;
 	ctl->fn[RT_FN_HTAB_FIND] = (uintptr_t)rt_htab_find;
 	ctl->fn[RT_FN_HTAB_DELETE] = (uintptr_t)rt_htab_delete;
@@ -858,12 +878,14 @@ RT_EXPORT long rt_init(struct rt_ctl *ctl)
  * with -mgeneral-regs-only, so vector registers are untouched.
  *
  * rt_wrap_enter: %r11 = address of the caller's return address (the slot).
- * Pushes {slot, return address} on the thread's shadow stack; %rax = 1, or
- * 0 when the call cannot be wrapped.  Clobbers %rax, flags.  Entries whose
- * slot is at or below the new one and less than RT_SAME_STACK away are
- * frames that were left by longjmp (a live caller's slot is always above):
- * they are dropped first.  Entries farther away may belong to another stack
- * (a signal handler on sigaltstack) and are kept.
+ * Pushes {slot, return address, %rbx} on the thread's shadow stack and
+ * points %rbx at the entry; %rax = 1, or 0 (%rbx unchanged) when the call
+ * cannot be wrapped.  Clobbers %rax, flags.  Entries whose slot is at or
+ * below the new one and less than RT_SAME_STACK away are frames that were
+ * left by longjmp, a C++ exception or a forced unwind (a live caller's
+ * slot is always above): they are dropped first.  Entries farther away
+ * may belong to another stack (a signal handler on sigaltstack) and are
+ * kept.
  *
  * rt_probe_read(dst, src, len): copy user memory that may be unmapped;
  * 0, or -EFAULT when the copy faulted (rt_fault resumes at the fixup).
@@ -872,8 +894,11 @@ RT_EXPORT long rt_init(struct rt_ctl *ctl)
  *
  * rt_wrap_exit: %r11 = the slot of the returning call.  Pops the shadow
  * stack down to the entry for that slot, discarding entries above it
- * (frames skipped by longjmp or by leaving a signal handler), and returns
- * the original return address in %r11.  Preserves all other registers.
+ * (frames skipped by longjmp, an exception or by leaving a signal
+ * handler), and returns the original return address in %r11 and the
+ * caller's %rbx in %rbx.  Preserves all other registers.
+ *
+ * rt_wrap_call: see RT_FN_WRAP_CALL in rt_abi.h.
  */
 __asm__(".text\n"
 	".globl rt_probe_read\n"
@@ -943,29 +968,44 @@ __asm__(".text\n"
 	"	jz 9f\n"
 	"1:	push %rcx\n"
 	"	mov " RT_STR(RT_BLK_SHADOW_TOP) "(%rax), %rcx\n"
-	"	and $-16, %rcx\n"
+	"	and $-" RT_STR(RT_SHADOW_ENTRY) ", %rcx\n"
 	/* drop entries at or below this frame on the same stack: stale */
 	"2:	test %rcx, %rcx\n"
 	"	jz 3f\n"
-	"	cmp %r11, " RT_STR(RT_BLK_SHADOW) " - 16(%rax,%rcx)\n"
+	"	cmp %r11, " RT_STR(RT_BLK_SHADOW) " - " RT_STR(RT_SHADOW_ENTRY)
+	"(%rax,%rcx)\n"
 	"	ja 3f\n"
 	"	push %rdx\n"
-	"	mov %r11, %rdx\n"
-	"	sub " RT_STR(RT_BLK_SHADOW) " - 16(%rax,%rcx), %rdx\n"
+	/* the same slot, returning to rt_wrap_call: a tail call, live */
+	"	jne 4f\n"
+	"	lea rt_wrap_ret(%rip), %rdx\n"
+	"	cmp %rdx, (%r11)\n"
+	"	je 5f\n"
+	"4:	mov %r11, %rdx\n"
+	"	sub " RT_STR(RT_BLK_SHADOW) " - " RT_STR(RT_SHADOW_ENTRY)
+	"(%rax,%rcx), %rdx\n"
 	"	cmp $" RT_STR(RT_SAME_STACK) ", %rdx\n"
-	"	pop %rdx\n"
+	"5:	pop %rdx\n"
 	"	jae 3f\n"
-	"	sub $16, %rcx\n"
+	"	sub $" RT_STR(RT_SHADOW_ENTRY) ", %rcx\n"
 	"	jmp 2b\n"
-	"3:	cmp $" RT_STR(RT_SHADOW_DEPTH) " * 16, %rcx\n"
+	"3:	cmp $" RT_STR(RT_SHADOW_DEPTH) " * " RT_STR(RT_SHADOW_ENTRY)
+	", %rcx\n"
 	"	jae 8f\n"
-	"	mov %r11, " RT_STR(RT_BLK_SHADOW) "(%rax,%rcx)\n"
+	/* slot, the new top, slot again, the rest: see the trampoline */
+	"	lea " RT_STR(RT_BLK_SHADOW) "(%rax,%rcx), %rcx\n"
+	"	mov %r11, " RT_STR(RT_SH_SLOT) "(%rcx)\n"
 	"	push %rdx\n"
+	"	lea " RT_STR(RT_SHADOW_ENTRY) " - " RT_STR(RT_BLK_SHADOW)
+	"(%rcx), %rdx\n"
+	"	sub %rax, %rdx\n"
+	"	mov %rdx, " RT_STR(RT_BLK_SHADOW_TOP) "(%rax)\n"
+	"	mov %r11, " RT_STR(RT_SH_SLOT) "(%rcx)\n"
 	"	mov (%r11), %rdx\n"
-	"	mov %rdx, " RT_STR(RT_BLK_SHADOW) " + 8(%rax,%rcx)\n"
+	"	mov %rdx, " RT_STR(RT_SH_RET) "(%rcx)\n"
 	"	pop %rdx\n"
-	"	add $16, %rcx\n"
-	"	mov %rcx, " RT_STR(RT_BLK_SHADOW_TOP) "(%rax)\n"
+	"	mov %rbx, " RT_STR(RT_SH_RBX) "(%rcx)\n"
+	"	mov %rcx, %rbx\n"
 	"	pop %rcx\n"
 	"	mov $1, %eax\n"
 	"	ret\n"
@@ -984,17 +1024,57 @@ __asm__(".text\n"
 	"	movq rt_tls@gottpoff(%rip), %rax\n"
 	"	movq %fs:(%rax), %rax\n"
 	"	mov " RT_STR(RT_BLK_SHADOW_TOP) "(%rax), %rcx\n"
-	"	and $-16, %rcx\n"
+	"	and $-" RT_STR(RT_SHADOW_ENTRY) ", %rcx\n"
 	"1:	test %rcx, %rcx\n"
 	"	jz 9f\n"
-	"	sub $16, %rcx\n"
+	"	sub $" RT_STR(RT_SHADOW_ENTRY) ", %rcx\n"
 	"	cmp %r11, " RT_STR(RT_BLK_SHADOW) "(%rax,%rcx)\n"
 	"	jne 1b\n"
+	/* read the entry before it is free: a signal handler may push */
+	"	mov " RT_STR(RT_BLK_SHADOW) " + " RT_STR(RT_SH_RBX)
+	"(%rax,%rcx), %rbx\n"
+	"	mov " RT_STR(RT_BLK_SHADOW) " + " RT_STR(RT_SH_RET)
+	"(%rax,%rcx), %r11\n"
 	"	mov %rcx, " RT_STR(RT_BLK_SHADOW_TOP) "(%rax)\n"
-	"	mov " RT_STR(RT_BLK_SHADOW) " + 8(%rax,%rcx), %r11\n"
 	"	pop %rcx\n"
 	"	pop %rax\n"
 	"	ret\n"
 	/* unreachable: every wrapped call pushed its entry */
 	"9:	ud2\n"
-	".size rt_wrap_exit, .-rt_wrap_exit\n");
+	".size rt_wrap_exit, .-rt_wrap_exit\n"
+
+	/*
+	 * The caller's frame as seen from the return address in here: its
+	 * %rsp is ours (the wrapped function's return address slot is just
+	 * below), its return address and %rbx are in the shadow entry at
+	 * %rbx.  True at every instruction, before the call as after it.
+	 * Unwinders tell frames apart by their CFAs, and libgcc aborts when
+	 * two frames in a row have the same one: the wrapped function's CFA
+	 * is %rsp, and a function that a wrapped function tail-called and
+	 * that is wrapped too runs under two rt_wrap_call frames with the
+	 * same %rsp.  So the CFA is %rsp + 15 - (entry index % 7) (below the
+	 * caller's own CFA, %rsp + 16 at least), and the caller's %rsp has a
+	 * rule of its own.  DW_CFA_def_cfa_expression (0x0f): length 11,
+	 * DW_OP_breg7 15, DW_OP_breg3 0, DW_OP_const1u 5, DW_OP_shr,
+	 * DW_OP_const1u 7, DW_OP_mod, DW_OP_minus.  DW_CFA_expression (0x10)
+	 * and DW_CFA_val_expression (0x16): register, length 2, DW_OP_bregN
+	 * (0x70 + N) offset.
+	 */
+	".p2align 4\n"
+	".globl rt_wrap_call\n"
+	".hidden rt_wrap_call\n"
+	".type rt_wrap_call,@function\n"
+	"rt_wrap_call:\n"
+	"	.cfi_startproc\n"
+	"	.cfi_escape 0x0f, 0x0b, 0x77, 0x0f, 0x73, 0x00, 0x08, 0x05, "
+	"0x25, 0x08, 0x07, 0x1d, 0x1c\n"
+	"	.cfi_escape 0x16, 0x07, 0x02, 0x77, 0x00\n"
+	"	.cfi_escape 0x10, 0x10, 0x02, 0x73, " RT_STR(RT_SH_RET) "\n"
+	"	.cfi_escape 0x10, 0x03, 0x02, 0x73, " RT_STR(RT_SH_RBX) "\n"
+	"	call *%r11\n"
+	".globl rt_wrap_ret\n"
+	".hidden rt_wrap_ret\n"
+	"rt_wrap_ret:\n"
+	"	jmp *" RT_STR(RT_SH_CONT) "(%rbx)\n"
+	"	.cfi_endproc\n"
+	".size rt_wrap_call, .-rt_wrap_call\n");

@@ -12,7 +12,9 @@
  *   ctl.tmpl_off        template of a thread's map area
  *   ctl.block_off       thread blocks, block_size bytes each
  *
- * A thread block (one per thread, single writer: that thread):
+ * A thread block (one per thread, single writer: that thread), page
+ * aligned: a return trampoline finds the block of a shadow entry as the
+ * page the entry lies in (also a block of an earlier attach):
  *
  *   0x000  u32 sz, u32 version
  *   0x008  u32 tid, u32 pad
@@ -25,7 +27,11 @@
  *          (its own copy: ring_tail is read again only when the ring
  *          looks full, so that the consumer's line is rarely pulled over)
  *   0x040  u64 ring_tail: bytes consumed (written by ubt only)
- *   0x100  shadow stack: RT_SHADOW_DEPTH entries of {u64 slot, u64 ret}
+ *   0x100  shadow stack: RT_SHADOW_DEPTH entries of RT_SHADOW_ENTRY
+ *          bytes, {u64 slot, u64 ret, u64 rbx, u64 cont}: the address of
+ *          the wrapped call's return address on the machine stack, the
+ *          original return address, the caller's %rbx and the
+ *          trampoline's continuation (see RT_FN_WRAP_CALL)
  *   0x1000 map area: ctl.map_size bytes, starting as a copy of the
  *          template at ctl.tmpl_off (table headers), else zero;
  *          keyless aggregations at fixed offsets chosen by the code
@@ -40,7 +46,7 @@
 #ifndef UBT_RT_ABI_H
 #define UBT_RT_ABI_H
 
-#define RT_ABI_VERSION 3
+#define RT_ABI_VERSION 4
 /* rt_init() returns -(RT_ABI_MISMATCH + its RT_ABI_VERSION) when the
  * control block is of another version. */
 #define RT_ABI_MISMATCH 0x7ab10000L
@@ -61,7 +67,12 @@
 #define RT_BLK_RING_TAIL_SEEN 0x038
 #define RT_BLK_RING_TAIL 0x040
 #define RT_BLK_SHADOW 0x100
-#define RT_SHADOW_DEPTH 128
+#define RT_SHADOW_ENTRY 32
+#define RT_SH_SLOT 0
+#define RT_SH_RET 8
+#define RT_SH_RBX 16
+#define RT_SH_CONT 24
+#define RT_SHADOW_DEPTH 120	/* 0x100 + 120 * 32 = RT_BLK_MAP */
 #define RT_SAME_STACK 0x800000	/* 8 MiB: frames closer are on one stack */
 #define RT_BLK_MAP 0x1000
 
@@ -101,7 +112,13 @@
  *                      copy, never torn) and returns its index + 1; 0 when
  *                      no used slot is left (iteration: for, len())
  * and the trampolines' own: slow path (block allocation), wrapper entry
- * and exit for return probes.
+ * and exit for return probes, and RT_FN_WRAP_CALL, the one place that
+ * calls a wrapped function: reached by a jump with %r11 = the relocated
+ * function and %rbx = its shadow entry, it calls *%r11 and jumps to the
+ * entry's cont.  Its return address lies in libubt-rt.so, whose
+ * .eh_frame says where the caller's return address and %rbx are (in the
+ * entry at %rbx), so that C++ exceptions, pthread_exit() and backtrace()
+ * unwind through wrapped calls.
  */
 #define RT_FN_RING_WRITE 0
 #define RT_FN_HTAB_LOOKUP 1
@@ -115,7 +132,8 @@
 #define RT_FN_SHTAB_UPDATE 9
 #define RT_FN_SHTAB_DELETE 10
 #define RT_FN_SHTAB_NEXT 11
-#define RT_FN_MAX 12
+#define RT_FN_WRAP_CALL 12
+#define RT_FN_MAX 13
 
 #ifndef __ASSEMBLER__
 #include <stdint.h>

@@ -331,6 +331,12 @@ int patch_analyze(const uint8_t *code, uint64_t size, uint64_t func,
 		s->insn_len[s->ninsns] = in.length;
 		s->ninsns++;
 		off += in.length;
+		if (in.mnemonic == ZYDIS_MNEMONIC_CALL && k != REL_CALL) {
+			snprintf(s->reason, sizeof(s->reason),
+				 "an indirect call in the patch window would "
+				 "return into the trampoline");
+			return -EINVAL;
+		}
 		if (k == REL_CALL && off - start < PATCH_JMP_LEN) {
 			snprintf(s->reason, sizeof(s->reason),
 				 "a call in the first %d bytes would return "
@@ -407,7 +413,7 @@ int patch_relocate(struct patch_site *s, uint64_t to, uint8_t *out,
 							 s->insn_len[i], &in,
 							 ops)))
 			return -EINVAL;
-		if (cap - n < 16)
+		if (cap - n < 32)
 			return -ENOSPC;
 		r->insn_off[i] = (uint8_t)n;
 		k = classify(&in, ops);
@@ -426,9 +432,39 @@ int patch_relocate(struct patch_site *s, uint64_t to, uint8_t *out,
 				return err;
 			n += in.length;
 			break;
+		case REL_CALL: {
+			/*
+			 * Push the original return address and jump: the
+			 * callee returns into the function itself (the call
+			 * ends the window), where unwinders (exceptions,
+			 * backtrace()) and __builtin_return_address() find
+			 * the function, not the trampoline.  No register or
+			 * flag changes.
+			 */
+			uint64_t ra = ip + in.length;
+			uint32_t lo = (uint32_t)ra, hi = (uint32_t)(ra >> 32);
+			static const uint8_t lea[] = { 0x48, 0x8d, 0x64, 0x24,
+						       0xf8 };
+
+			memcpy(out + n, lea, 5);	/* lea -8(%rsp),%rsp */
+			out[n + 5] = 0xc7;		/* movl $lo,(%rsp) */
+			out[n + 6] = 0x04;
+			out[n + 7] = 0x24;
+			memcpy(out + n + 8, &lo, 4);
+			out[n + 12] = 0xc7;		/* movl $hi,4(%rsp) */
+			out[n + 13] = 0x44;
+			out[n + 14] = 0x24;
+			out[n + 15] = 0x04;
+			memcpy(out + n + 16, &hi, 4);
+			out[n + 20] = 0xe9;		/* jmp target */
+			err = put_rel32(s, out + n + 21, t, to + n + 25);
+			if (err)
+				return err;
+			n += 25;
+			break;
+		}
 		case REL_JMP:
-		case REL_CALL:
-			out[n] = k == REL_JMP ? 0xe9 : 0xe8;
+			out[n] = 0xe9;
 			err = put_rel32(s, out + n + 1, t, to + n + 5);
 			if (err)
 				return err;

@@ -5,6 +5,12 @@
 #include "rt_abi.h"
 #include "tramp.h"
 
+/* the return path finds a shadow entry's block as the page it lies in */
+_Static_assert(RT_BLK_MAP == 4096 && RT_SH_SLOT == 0 &&
+		       RT_BLK_SHADOW + RT_SHADOW_DEPTH * RT_SHADOW_ENTRY <=
+			       RT_BLK_MAP,
+	       "shadow stack outside the block's first page");
+
 struct emit {
 	uint8_t *p;
 	size_t n, cap;
@@ -155,8 +161,10 @@ int tramp_build(const struct tramp_spec *spec, struct patch_site *s,
 		struct patch_reloc *r)
 {
 	struct emit e = { .p = out, .cap = cap, .at = spec->at };
-	size_t jz_slow = 0, call_at = 0, jz_reloc = 0, call_reloc = 0;
+	size_t jz_slow = 0, call_at = 0, jz_reloc = 0, lea_reloc = 0;
 	size_t lit_slow = 0, lit_enter = 0, lit_exit = 0, after = 0;
+	size_t lea_cont = 0, lit_call = 0, cont = 0, ret_out = 0;
+	size_t jne_skip = 0, popped = 0;
 	size_t jz_help = 0, ja_help = 0, jz_push = 0, jbe_help = 0, push_at = 0;
 	size_t wrapped = 0, jne_help = 0, exit_help = 0, enter_help = 0;
 	size_t reloc, slow = 0, n;
@@ -164,6 +172,8 @@ int tramp_build(const struct tramp_spec *spec, struct patch_site *s,
 
 	if ((int64_t)(int32_t)spec->tls_offset != spec->tls_offset)
 		return -ERANGE;
+	if (spec->ret_code && !spec->fn_call)
+		return -EINVAL;
 	if (s->mid) {
 		if (spec->ret_code || !spec->entry_code)
 			return -EINVAL;
@@ -190,7 +200,7 @@ int tramp_build(const struct tramp_spec *spec, struct patch_site *s,
 		jz_help = rel32_hole(&e);
 		EMIT(&e, 0x4c, 0x8b, 0x58, RT_BLK_SHADOW_TOP); /* top,%r11 */
 		EMIT(&e, 0x49, 0x81, 0xfb);		/* cmp $last,%r11 */
-		u32(&e, (RT_SHADOW_DEPTH - 1) * 16);
+		u32(&e, (RT_SHADOW_DEPTH - 1) * RT_SHADOW_ENTRY);
 		EMIT(&e, 0x0f, 0x87);			/* ja .enter_help */
 		ja_help = rel32_hole(&e);
 		EMIT(&e, 0x4d, 0x85, 0xdb);		/* test %r11,%r11 */
@@ -199,58 +209,117 @@ int tramp_build(const struct tramp_spec *spec, struct patch_site *s,
 		/* top entry at or below this slot: stale, helper drops it */
 		EMIT(&e, 0x48, 0x8d, 0x64, 0x24, 0x08);	/* lea 8(%rsp),%rsp */
 		EMIT(&e, 0x4a, 0x39, 0xa4, 0x18);	/* cmp %rsp,slot */
-		u32(&e, RT_BLK_SHADOW - 16);
+		u32(&e, RT_BLK_SHADOW - RT_SHADOW_ENTRY + RT_SH_SLOT);
 		EMIT(&e, 0x48, 0x8d, 0x64, 0x24, 0xf8);	/* lea -8(%rsp),%rsp */
 		EMIT(&e, 0x0f, 0x86);			/* jbe .enter_help */
 		jbe_help = rel32_hole(&e);
+		/*
+		 * A signal handler may push and pop wrapped calls at any
+		 * point: the slot goes in first (a handler's push checks the
+		 * top entry's), then the new top, then the slot again (a
+		 * handler may have used the entry meanwhile) and the rest.
+		 */
 		push_at = e.n;
 		EMIT(&e, 0x4a, 0x89, 0xa4, 0x18);	/* mov %rsp,top.slot */
-		u32(&e, RT_BLK_SHADOW);
+		u32(&e, RT_BLK_SHADOW + RT_SH_SLOT);
 		EMIT(&e, 0x4a, 0x83, 0x84, 0x18);	/* addq $8,top.slot */
-		u32(&e, RT_BLK_SHADOW);
+		u32(&e, RT_BLK_SHADOW + RT_SH_SLOT);
+		EMIT(&e, 0x08);
+		EMIT(&e, 0x49, 0x83, 0xc3, RT_SHADOW_ENTRY); /* add $32,%r11 */
+		EMIT(&e, 0x4c, 0x89, 0x58, RT_BLK_SHADOW_TOP); /* %r11,top */
+		EMIT(&e, 0x49, 0x83, 0xeb, RT_SHADOW_ENTRY); /* sub $32,%r11 */
+		EMIT(&e, 0x4a, 0x89, 0xa4, 0x18);	/* mov %rsp,top.slot */
+		u32(&e, RT_BLK_SHADOW + RT_SH_SLOT);
+		EMIT(&e, 0x4a, 0x83, 0x84, 0x18);	/* addq $8,top.slot */
+		u32(&e, RT_BLK_SHADOW + RT_SH_SLOT);
 		EMIT(&e, 0x08);
 		EMIT(&e, 0xff, 0x74, 0x24, 0x08);	/* push 8(%rsp) */
 		EMIT(&e, 0x42, 0x8f, 0x84, 0x18);	/* pop top.ret */
-		u32(&e, RT_BLK_SHADOW + 8);
-		EMIT(&e, 0x49, 0x83, 0xc3, 0x10);	/* add $16,%r11 */
-		EMIT(&e, 0x4c, 0x89, 0x58, RT_BLK_SHADOW_TOP); /* %r11,top */
+		u32(&e, RT_BLK_SHADOW + RT_SH_RET);
+		EMIT(&e, 0x4a, 0x89, 0x9c, 0x18);	/* mov %rbx,top.rbx */
+		u32(&e, RT_BLK_SHADOW + RT_SH_RBX);
+		EMIT(&e, 0x4a, 0x8d, 0x9c, 0x18);	/* lea top,%rbx */
+		u32(&e, RT_BLK_SHADOW);
 		EMIT(&e, 0x58);				/* pop %rax */
+		/*
+		 * The call itself is rt_wrap_call's, in the runtime: its
+		 * unwind information leads from the return address to the
+		 * caller through the entry at %rbx.
+		 */
 		wrapped = e.n;
 		EMIT(&e, 0x48, 0x8d, 0x64, 0x24, 0x08);	/* lea 8(%rsp),%rsp */
-		EMIT(&e, 0xe8);				/* call .reloc */
-		call_reloc = rel32_hole(&e);
+		EMIT(&e, 0x4c, 0x8d, 0x1d);		/* lea .cont,%r11 */
+		lea_cont = rel32_hole(&e);
+		EMIT(&e, 0x4c, 0x89, 0x5b, RT_SH_CONT);	/* mov %r11,cont(%rbx) */
+		EMIT(&e, 0x4c, 0x8d, 0x1d);		/* lea .reloc,%r11 */
+		lea_reloc = rel32_hole(&e);
+		EMIT(&e, 0xff, 0x25);			/* jmp *lit_call */
+		lit_call = rel32_hole(&e);
+		/*
+		 * Back from the function: [slot] is free.  Every register
+		 * but %rax, %rdx (the return value) and the flags comes back
+		 * as the function left it: a caller compiled with gcc's
+		 * -fipa-ra keeps values in %rsi, %rdi or %r11 across calls to
+		 * functions that leave them alone.
+		 */
+		cont = e.n;
 		EMIT(&e, 0x50);				/* push %rax */
-		EMIT(&e, 0x48, 0x83, 0xec, 0x08);	/* sub $8,%rsp */
+		EMIT(&e, 0x57);				/* push %rdi */
+		EMIT(&e, 0x56);				/* push %rsi */
+		EMIT(&e, 0x41, 0x53);			/* push %r11 */
+		/*
+		 * The probe only when the thread's block is the entry's: a
+		 * call in progress while ubt detached and attached again
+		 * returns into a session that is not its own.
+		 */
+		EMIT(&e, 0x64, 0x48, 0x8b, 0x3c, 0x25);	/* mov %fs:tls,%rdi */
+		u32(&e, (uint32_t)spec->tls_offset);
+		EMIT(&e, 0x48, 0x89, 0xde);		/* mov %rbx,%rsi */
+		EMIT(&e, 0x48, 0x81, 0xe6, 0x00, 0xf0, 0xff, 0xff); /* and */
+		EMIT(&e, 0x48, 0x39, 0xfe);		/* cmp %rdi,%rsi */
+		EMIT(&e, 0x0f, 0x85);			/* jne .popped */
+		jne_skip = rel32_hole(&e);
 		EMIT(&e, 0x48, 0x89, 0xc7);		/* mov %rax,%rdi */
 		EMIT(&e, 0x48, 0x89, 0xd6);		/* mov %rdx,%rsi */
 		EMIT(&e, 0xe8);				/* call ret code */
 		rel32_to(&e, spec->ret_code);
-		/* inline pop when the top entry is ours; else rt_wrap_exit */
-		EMIT(&e, 0x64, 0x48, 0x8b, 0x04, 0x25);	/* mov %fs:tls,%rax */
-		u32(&e, (uint32_t)spec->tls_offset);
-		EMIT(&e, 0x4c, 0x8b, 0x58, RT_BLK_SHADOW_TOP); /* top,%r11 */
-		EMIT(&e, 0x49, 0x83, 0xeb, 0x10);	/* sub $16,%r11 */
-		EMIT(&e, 0x48, 0x8d, 0x64, 0x24, 0x08);	/* lea 8(%rsp),%rsp */
-		EMIT(&e, 0x4a, 0x39, 0xa4, 0x18);	/* cmp %rsp,slot */
-		u32(&e, RT_BLK_SHADOW);
-		EMIT(&e, 0x48, 0x8d, 0x64, 0x24, 0xf8);	/* lea -8(%rsp),%rsp */
+		popped = e.n;
+		/*
+		 * Inline pop: %rbx is our entry, kept by the function (else
+		 * rt_wrap_exit).  Its block is the page it lies in, which
+		 * may be a block of an earlier attach: the thread got a new
+		 * one while the call was in progress.  Entries above it are
+		 * stale.
+		 */
+		EMIT(&e, 0x48, 0x8d, 0x64, 0x24, 0x18);	/* lea 24(%rsp),%rsp */
+		EMIT(&e, 0x48, 0x39, 0x23);		/* cmp %rsp,(%rbx) */
+		EMIT(&e, 0x48, 0x8d, 0x64, 0x24, 0xe8);	/* lea -24(%rsp),%rsp */
 		EMIT(&e, 0x0f, 0x85);			/* jne .exit_help */
 		jne_help = rel32_hole(&e);
+		/* read the entry before it is free: a handler may push */
+		EMIT(&e, 0x48, 0x8b, 0x7b, RT_SH_RET);	/* mov ret(%rbx),%rdi */
+		EMIT(&e, 0x48, 0x89, 0xd8);		/* mov %rbx,%rax */
+		EMIT(&e, 0x48, 0x25, 0x00, 0xf0, 0xff, 0xff); /* and $-4096,%rax */
+		EMIT(&e, 0x49, 0x89, 0xdb);		/* mov %rbx,%r11 */
+		EMIT(&e, 0x49, 0x29, 0xc3);		/* sub %rax,%r11 */
+		EMIT(&e, 0x49, 0x81, 0xeb);		/* sub $shadow,%r11 */
+		u32(&e, RT_BLK_SHADOW);
+		EMIT(&e, 0x48, 0x8b, 0x5b, RT_SH_RBX);	/* mov rbx(%rbx),%rbx */
 		EMIT(&e, 0x4c, 0x89, 0x58, RT_BLK_SHADOW_TOP); /* %r11,top */
-		EMIT(&e, 0x4e, 0x8b, 0x9c, 0x18);	/* mov top.ret,%r11 */
-		u32(&e, RT_BLK_SHADOW + 8);
-		EMIT(&e, 0x48, 0x83, 0xc4, 0x08);	/* add $8,%rsp */
-		EMIT(&e, 0x58);				/* pop %rax */
-		EMIT(&e, 0x41, 0x53);			/* push %r11 */
+		EMIT(&e, 0x49, 0x89, 0xfb);		/* mov %rdi,%r11 */
+		ret_out = e.n;
+		EMIT(&e, 0x48, 0x8b, 0x44, 0x24, 0x18);	/* mov 24(%rsp),%rax */
+		EMIT(&e, 0x4c, 0x89, 0x5c, 0x24, 0x18);	/* mov %r11,24(%rsp) */
+		EMIT(&e, 0x41, 0x5b);			/* pop %r11 */
+		EMIT(&e, 0x5e);				/* pop %rsi */
+		EMIT(&e, 0x5f);				/* pop %rdi */
 		EMIT(&e, 0xc3);				/* ret */
 		exit_help = e.n;
-		EMIT(&e, 0x4c, 0x8d, 0x5c, 0x24, 0x08);	/* lea 8(%rsp),%r11 */
+		EMIT(&e, 0x4c, 0x8d, 0x5c, 0x24, 0x18);	/* lea 24(%rsp),%r11 */
 		EMIT(&e, 0xff, 0x15);			/* call *lit_exit */
 		lit_exit = rel32_hole(&e);
-		EMIT(&e, 0x48, 0x83, 0xc4, 0x08);	/* add $8,%rsp */
-		EMIT(&e, 0x58);				/* pop %rax */
-		EMIT(&e, 0x41, 0x53);			/* push %r11 */
-		EMIT(&e, 0xc3);				/* ret */
+		EMIT(&e, 0xe9);				/* jmp .ret_out */
+		rel32_to(&e, spec->at + ret_out);
 		enter_help = e.n;
 		EMIT(&e, 0x4c, 0x8d, 0x5c, 0x24, 0x08);	/* lea 8(%rsp),%r11 */
 		EMIT(&e, 0xff, 0x15);			/* call *lit_enter */
@@ -289,11 +358,15 @@ int tramp_build(const struct tramp_spec *spec, struct patch_site *s,
 		rel32_fix(&e, jz_push, spec->at + push_at);
 		rel32_fix(&e, jne_help, spec->at + exit_help);
 		rel32_fix(&e, jz_reloc, spec->at + reloc);
-		rel32_fix(&e, call_reloc, spec->at + reloc);
+		rel32_fix(&e, lea_reloc, spec->at + reloc);
+		rel32_fix(&e, lea_cont, spec->at + cont);
+		rel32_fix(&e, jne_skip, spec->at + popped);
 		rel32_fix(&e, lit_enter, here(&e));
 		bytes(&e, &spec->fn_enter, 8);
 		rel32_fix(&e, lit_exit, here(&e));
 		bytes(&e, &spec->fn_exit, 8);
+		rel32_fix(&e, lit_call, here(&e));
+		bytes(&e, &spec->fn_call, 8);
 	}
 	n = e.n;
 	return e.err ? e.err : (int)n;

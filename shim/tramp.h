@@ -8,12 +8,18 @@
  *                 saving the flags and %r11 and aligning the stack first.
  *   return probe: call-wrapping.  The caller's return address moves to a
  *                 per-thread shadow stack in the thread's block, the
- *                 trampoline calls the relocated function, then calls the
- *                 return probe code and returns to the original caller,
- *                 which keeps the return-stack predictor right.  The push
- *                 and pop are inline; the unusual cases (no block yet, a
- *                 full stack, stale entries left by longjmp) go to the
- *                 runtime's rt_wrap_enter / rt_wrap_exit.
+ *                 trampoline has the relocated function called, then calls
+ *                 the return probe code and returns to the original
+ *                 caller, which keeps the return-stack predictor right.
+ *                 The push and pop are inline; the unusual cases (no
+ *                 block yet, a full stack, stale entries left by longjmp
+ *                 or an exception) go to the runtime's rt_wrap_enter /
+ *                 rt_wrap_exit.  The call is made by the runtime's
+ *                 rt_wrap_call (%rbx = the shadow entry, which also keeps
+ *                 the caller's %rbx and where to continue), whose unwind
+ *                 information lets C++ exceptions, pthread_exit() and
+ *                 backtrace() pass the wrapped frame: an unwound call
+ *                 leaves a stale entry and its return probe does not run.
  *
  * Probe code contract (what the native code generator emits):
  *   - position independent, no relocations, preserve_most convention
@@ -29,6 +35,11 @@
  *     is the trampoline's, aligned to 16 bytes at the call.
  * The trampoline saves %rax itself (%al carries the vector count of a
  * variadic call), so probe code may clobber %rax too.
+ *
+ * What the probed function's caller sees: %r11 and the flags clobbered (at
+ * the entry, before the function runs); after a wrapped call every other
+ * register as the function left it (%rdi and %rsi too: gcc's -fipa-ra
+ * keeps values there across calls to functions that leave them alone).
  */
 #ifndef UBT_TRAMP_H
 #define UBT_TRAMP_H
@@ -44,6 +55,7 @@ struct tramp_spec {
 	uint64_t fn_slow;	/* runtime: rt_slow */
 	uint64_t fn_enter;	/* runtime: rt_wrap_enter */
 	uint64_t fn_exit;	/* runtime: rt_wrap_exit */
+	uint64_t fn_call;	/* runtime: rt_wrap_call */
 	uint64_t entry_code;	/* target address of entry probe code, or 0 */
 	uint64_t ret_code;	/* target address of return probe code, or 0 */
 };

@@ -716,7 +716,7 @@ static int place_runtime(struct ubt_user *u, const struct user_opts *o)
 	u->tls_offset = (int64_t)ret;
 	if (u->m.ctl->tls_offset != u->tls_offset ||
 	    !u->m.ctl->fn[RT_FN_SLOW] || !u->m.ctl->fn[RT_FN_WRAP_ENTER] ||
-	    !u->m.ctl->fn[RT_FN_WRAP_EXIT])
+	    !u->m.ctl->fn[RT_FN_WRAP_EXIT] || !u->m.ctl->fn[RT_FN_WRAP_CALL])
 		return uerr(u, 0, "the runtime did not initialize");
 	u->tls_pending = true;
 	return u->pt.one ? 0 : reset_tls(u);
@@ -1263,6 +1263,7 @@ int user_install(struct ubt_user *u, const struct user_probe *p)
 		.fn_slow = u->m.ctl->fn[RT_FN_SLOW],
 		.fn_enter = u->m.ctl->fn[RT_FN_WRAP_ENTER],
 		.fn_exit = u->m.ctl->fn[RT_FN_WRAP_EXIT],
+		.fn_call = u->m.ctl->fn[RT_FN_WRAP_CALL],
 		.entry_code = p->kind == USER_PROBE_ENTRY ? code_at
 							  : us->entry_code,
 		.ret_code = p->kind == USER_PROBE_RETURN ? code_at

@@ -7,6 +7,7 @@ check_PROGRAMS += \
 	tests/targets/libubt-target.so \
 	tests/targets/ubt-alt \
 	tests/targets/ubt-calls \
+	tests/targets/ubt-exc \
 	tests/targets/ubt-libuser \
 	tests/targets/ubt-loop \
 	tests/targets/ubt-patch \
@@ -24,6 +25,12 @@ tests_targets_ubt_alt_LDADD = -lpthread
 tests_targets_ubt_calls_SOURCES = tests/targets/calls.c
 tests_targets_ubt_calls_CFLAGS = $(UBT_TARGET_CFLAGS)
 tests_targets_ubt_calls_LDFLAGS =
+# C++: exceptions, pthread_exit and backtrace() through wrapped calls;
+# -rdynamic so that dladdr() names main; ubt_exc_deep stays recursive
+tests_targets_ubt_exc_SOURCES = tests/targets/exc.cc
+tests_targets_ubt_exc_CXXFLAGS = $(UBT_TARGET_CFLAGS) -fno-optimize-sibling-calls
+tests_targets_ubt_exc_LDFLAGS = -rdynamic
+tests_targets_ubt_exc_LDADD = -lpthread
 tests_targets_ubt_libuser_SOURCES = tests/targets/libuser.c
 tests_targets_ubt_libuser_CFLAGS = $(UBT_TARGET_CFLAGS)
 tests_targets_ubt_libuser_LDFLAGS = -Wl,-rpath,'$$ORIGIN'
@@ -99,7 +106,15 @@ check_PROGRAMS += \
 TESTS += \
 	tests/user/test-user \
 	tests/user/unit-memfd \
-	tests/user/unit-shtab
+	tests/user/unit-shtab \
+	tests/user/unwind-detach.py \
+	tests/user/unwind.sh
+# tests/user/unwind.*: C++ exceptions, pthread_exit and backtrace() through
+# user-mode return probes (the ubt-exc target)
+EXTRA_DIST += \
+	tests/user/unwind-detach.py \
+	tests/user/unwind.sh \
+	tests/user/unwind.test
 tests_user_target_SOURCES = tests/user/target.c
 tests_user_target_CFLAGS = -O2 -pthread
 tests_user_target_LDFLAGS =

@@ -16,19 +16,20 @@ check() {
 	fi
 }
 
-# ubt-wait and ubt-libuser ... wait: print "ready", then run on SIGUSR1
+# ubt-wait, ubt-libuser ... wait, ubt-exc ... detach: print "ready" first,
+# then run on SIGUSR1
 signalled() {
 	n=$((n + 1))
 	out=$(mktemp)
 	"$@" >"$out" 2>&1 &
 	pid=$!
 	i=0
-	while [ "$(cat "$out")" != ready ] && [ $i -lt 50 ]; do
+	while [ "$(head -n 1 "$out")" != ready ] && [ $i -lt 50 ]; do
 		sleep 0.1
 		i=$((i + 1))
 	done
 	kill -USR1 $pid
-	if wait $pid && [ "$(cat "$out")" = ready ]; then
+	if wait $pid && [ "$(head -n 1 "$out")" = ready ]; then
 		echo "ok $n - $* (signalled)"
 	else
 		echo "not ok $n - $* (signalled) # exit code $?"
@@ -37,11 +38,12 @@ signalled() {
 	rm -f "$out"
 }
 
-echo 1..12
+echo 1..15
 check "$t/ubt-alt"
 check "$t/ubt-alt" 30 3
 check "$t/ubt-calls"
 check "$t/ubt-calls" 20
+check "$t/ubt-exc"
 check "$t/ubt-loop" 100
 check "$t/ubt-threads" 10
 check "$t/ubt-libuser"
@@ -55,6 +57,7 @@ else
 fi
 signalled "$t/ubt-wait" 3
 signalled "$t/ubt-libuser" 2 wait
+signalled "$t/ubt-exc" 3 detach
 n=$((n + 1))
 if "$t/ubt-calls" x >/dev/null 2>&1; then
 	echo "not ok $n - ubt-calls rejects a bad count"

@@ -9,6 +9,8 @@
  *   ut_short       4 bytes: refused        returns x
  *   ut_loop        branch to +2: refused   returns x (counts up to it)
  *   ut_jrcxz       jrcxz first: refused    returns x
+ *   ut_icall       call *%rsi first: refused (its callee would return into
+ *                  the trampoline); never called
  *   ut_ret         returns 3x (return probes)
  *   ut_lj(x, jb)   longjmp(jb)s out when x is odd, else returns x
  *   ut_flags       cmp; ja: flags live at +4    returns x > 5 ? 100 : 200
@@ -119,6 +121,15 @@ __asm__(".text\n"
 	"1:	mov %rdi, %rax\n"
 	"	ret\n"
 	".size ut_jrcxz, .-ut_jrcxz\n"
+
+	".globl ut_icall\n.type ut_icall,@function\n"
+	"ut_icall:\n"
+	"	call *%rsi\n"
+	"	nop\n"
+	"	nop\n"
+	"	nop\n"
+	"	ret\n"
+	".size ut_icall, .-ut_icall\n"
 
 	".globl ut_ret\n.type ut_ret,@function\n"
 	"ut_ret:\n"

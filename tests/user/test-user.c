@@ -431,6 +431,7 @@ static void test_sites(void)
 		{ "ut_short", "shorter than 5 bytes" },
 		{ "ut_loop", "inside the patched window" },
 		{ "ut_jrcxz", "cannot be relocated" },
+		{ "ut_icall", "indirect call" },
 	};
 	char reason[256];
 	size_t i;
