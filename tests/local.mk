@@ -93,7 +93,10 @@ tests_probes_probes_target_SOURCES = \
 	tests/probes/target-sem.c \
 	tests/probes/target.c
 tests_probes_probes_target_CFLAGS = -O2 -g -fno-inline
-tests_unit_probes_SOURCES = tests/unit-probes.c
+tests_unit_probes_SOURCES = \
+	tests/tap.c \
+	tests/tap.h \
+	tests/unit-probes.c
 tests_unit_probes_LDADD = $(UBT_LIBS)
 
 # User mode (shim/ptrace.c patch.c tramp.c memfd.c user.c, runtime/):
@@ -119,13 +122,21 @@ tests_user_target_SOURCES = tests/user/target.c
 tests_user_target_CFLAGS = -O2 -pthread
 tests_user_target_LDFLAGS =
 tests_user_test_user_SOURCES = \
+	tests/tap.c \
+	tests/tap.h \
 	tests/user/proc.c \
 	tests/user/proc.h \
 	tests/user/test-user.c
 tests_user_test_user_LDADD = $(UBT_LIBS)
-tests_user_unit_memfd_SOURCES = tests/user/unit-memfd.c
+tests_user_unit_memfd_SOURCES = \
+	tests/tap.c \
+	tests/tap.h \
+	tests/user/unit-memfd.c
 tests_user_unit_memfd_LDADD = $(UBT_LIBS) -ldl
-tests_user_unit_shtab_SOURCES = tests/user/unit-shtab.c
+tests_user_unit_shtab_SOURCES = \
+	tests/tap.c \
+	tests/tap.h \
+	tests/user/unit-shtab.c
 tests_user_unit_shtab_LDADD = $(UBT_LIBS) -ldl
 
 # Frontend stanzas (tests/frontend/*.test, format in tests/README.md):
@@ -224,6 +235,8 @@ check_PROGRAMS += tests/native/unit-native
 TESTS += tests/native/unit-native
 tests_native_unit_native_SOURCES = \
 	tests/native/unit-native.c \
+	tests/tap.c \
+	tests/tap.h \
 	tests/user/proc.c \
 	tests/user/proc.h
 tests_native_unit_native_CPPFLAGS = $(AM_CPPFLAGS) $(LLVM_CPPFLAGS) \

@@ -26,22 +26,8 @@
 #include "probes.h"
 #include "tracepoint.h"
 #include "types.h"
+#include "tests/tap.h"
 
-static int ntest;
-static int nfail;
-
-static void ok(int cond, const char *fmt, ...)
-{
-	va_list ap;
-
-	printf("%s %d - ", cond ? "ok" : "not ok", ++ntest);
-	va_start(ap, fmt);
-	vprintf(fmt, ap);
-	va_end(ap);
-	putchar('\n');
-	if (!cond)
-		nfail++;
-}
 
 static const char *ends_with(const char *s, const char *suffix)
 {
@@ -724,7 +710,6 @@ int main(void)
 	test_pid();
 	test_format_parse();
 	test_real_tracepoints();
-	printf("1..%d\n", ntest);
 	arena_release(&A);
-	return nfail ? 1 : 0;
+	return tap_done();
 }

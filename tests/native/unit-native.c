@@ -26,23 +26,9 @@
 #include "proc.h"
 #include "user.h"
 #include "util.h"
+#include "tests/tap.h"
 
-static int ntest, nfail;
 static char target[4096];
-
-static void ok(int cond, const char *fmt, ...)
-{
-	va_list ap;
-
-	printf("%sok %d - ", cond ? "" : "not ", ++ntest);
-	va_start(ap, fmt);
-	vprintf(fmt, ap);
-	va_end(ap);
-	printf("\n");
-	fflush(stdout);
-	if (!cond)
-		nfail++;
-}
 
 /* One timed round of the target's bench loop: ns per call. */
 static double round_ns(struct proc *p)
@@ -614,6 +600,5 @@ int main(void)
 			     20);
 		lowered_thread_maps = NULL;
 	}
-	printf("1..%d\n", ntest);
-	return nfail ? 1 : 0;
+	return tap_done();
 }

@@ -23,35 +23,9 @@
 #include "proc.h"
 #include "ptrace.h"
 #include "user.h"
+#include "tests/tap.h"
 
-static int ntest, nfail;
 static char target[4096];
-
-static void ok(int cond, const char *fmt, ...)
-{
-	va_list ap;
-
-	printf("%sok %d - ", cond ? "" : "not ", ++ntest);
-	va_start(ap, fmt);
-	vprintf(fmt, ap);
-	va_end(ap);
-	printf("\n");
-	fflush(stdout);
-	if (!cond)
-		nfail++;
-}
-
-static void diag(const char *fmt, ...)
-{
-	va_list ap;
-
-	printf("# ");
-	va_start(ap, fmt);
-	vprintf(fmt, ap);
-	va_end(ap);
-	printf("\n");
-	fflush(stdout);
-}
 
 /* ---- blobs: preserve_most-compatible (only %r11 and flags clobbered) --- */
 
@@ -1179,6 +1153,5 @@ int main(int argc, char **argv)
 	RUN("exit", test_exit_race());
 	RUN("bench", test_bench(false));
 	RUN("bench", test_bench(true));
-	printf("1..%d\n", ntest);
-	return nfail ? 1 : 0;
+	return tap_done();
 }

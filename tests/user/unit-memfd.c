@@ -17,21 +17,8 @@
 #include <unistd.h>
 
 #include "memfd.h"
+#include "tests/tap.h"
 
-static int ntest, nfail;
-
-static void ok(int cond, const char *fmt, ...)
-{
-	va_list ap;
-
-	printf("%sok %d - ", cond ? "" : "not ", ++ntest);
-	va_start(ap, fmt);
-	vprintf(fmt, ap);
-	va_end(ap);
-	printf("\n");
-	if (!cond)
-		nfail++;
-}
 
 enum { NBLOCKS = 4, RING = 256, NREC = 10 };
 
@@ -390,7 +377,7 @@ int main(void)
 		h, "rt_htab_delete");
 	ok(rt_init && ring_write && htab_lookup, "runtime exports");
 	ok(!memfd_create_local(&m, &l), "memfd with %d blocks", NBLOCKS);
-	if (nfail)
+	if (tap_nfail)
 		return 1;
 	ok(m.ctl->sz == sizeof(struct rt_ctl) &&
 		   m.ctl->version == RT_ABI_VERSION,
@@ -415,6 +402,5 @@ int main(void)
 	test_wrap();
 	test_untrusted();
 	memfd_release(&m);
-	printf("1..%d\n", ntest);
-	return nfail ? 1 : 0;
+	return tap_done();
 }

@@ -19,21 +19,8 @@
 #include <string.h>
 
 #include "memfd.h"
+#include "tests/tap.h"
 
-static int ntest, nfail;
-
-static void ok(int cond, const char *fmt, ...)
-{
-	va_list ap;
-
-	printf("%sok %d - ", cond ? "" : "not ", ++ntest);
-	va_start(ap, fmt);
-	vprintf(fmt, ap);
-	va_end(ap);
-	printf("\n");
-	if (!cond)
-		nfail++;
-}
 
 static struct memfd m;
 static void *(*sh_read)(struct rt_shtab *, const void *, void *);
@@ -450,7 +437,7 @@ int main(void)
 	rt_init = (long (*)(struct rt_ctl *))dlsym(h, "rt_init");
 	ok(rt_init && !memfd_create_local(&m, &l),
 	   "runtime loaded, memfd with a shared area");
-	if (nfail)
+	if (tap_nfail)
 		return 1;
 	ok(m.tmpl_off >= RT_SHARED_OFF + l.shared_size &&
 		   m.ctl->shared_size == l.shared_size,
@@ -471,6 +458,5 @@ int main(void)
 	test_stuck_lock();
 	test_untrusted();
 	memfd_release(&m);
-	printf("1..%d\n", ntest);
-	return nfail ? 1 : 0;
+	return tap_done();
 }
