@@ -216,16 +216,20 @@ static bool patched(const void *fn)
 
 static int restored;
 
-extern "C" UBT_PROBE long ubt_exc_hold(long v)
+/* Wait (10 s at most) until fn's entry is no longer patched. */
+static void wait_unpatched(const void *fn)
 {
 	struct timespec ms = { 0, 1000000 };
-	int i;
 
+	for (int i = 0; i < 10000 && patched(fn); i++)
+		nanosleep(&ms, NULL);
+}
+
+extern "C" UBT_PROBE long ubt_exc_hold(long v)
+{
 	UBT_FRAME();
 	ubt_exc_hold_wait(v);
-	for (i = 0; i < 10000 && patched((const void *)ubt_exc_hold_wait);
-	     i++)
-		nanosleep(&ms, NULL);
+	wait_unpatched((const void *)ubt_exc_hold_wait);
 	restored = !patched((const void *)ubt_exc_hold_wait);
 	return ubt_exc_throw(v * 3) + 1;
 }
@@ -261,14 +265,9 @@ static void wait_usr1(const char *msg)
 
 extern "C" UBT_PROBE long ubt_exc_hold_ret(long v)
 {
-	struct timespec ms = { 0, 1000000 };
-	int i;
-
 	UBT_FRAME();
 	ubt_exc_hold_wait(v);
-	for (i = 0; i < 10000 && patched((const void *)ubt_exc_hold_wait);
-	     i++)
-		nanosleep(&ms, NULL);
+	wait_unpatched((const void *)ubt_exc_hold_wait);
 	wait_usr1("detached");
 	return v + 1;
 }
