@@ -25,6 +25,7 @@
 #include <linux/perf_event.h>
 
 #include "cg.h"
+#include "child.h"
 #include "compile.h"
 #include "format.h"
 #include "kernel.h"
@@ -1589,6 +1590,10 @@ static int kernel_child_start(const char *cmd, struct kernel_child *ch)
 	if (!pid) {
 		char c;
 
+		/* ubt's handlers are not the command's (exec resets them,
+		 * but it may never come to that) */
+		signal(SIGINT, SIG_DFL);
+		signal(SIGTERM, SIG_DFL);
 		close(p[1]);
 		/* wait until the probes are attached; EOF without the
 		 * byte: ubt gave up, do not run the command */
@@ -1626,8 +1631,9 @@ static void kernel_child_kill(struct kernel_child *ch)
 		ch->go = -1;
 	}
 	if (ch->pid > 0) {
-		kill(ch->pid, SIGTERM);
-		waitpid(ch->pid, NULL, 0);
+		/* SIGTERM, then SIGKILL: a command that ignores SIGTERM
+		 * cannot keep ubt waiting */
+		child_stop(ch->pid, ch->pidfd);
 		ch->pid = 0;
 	}
 	if (ch->pidfd >= 0)
@@ -1666,17 +1672,11 @@ static int kernel_loop(struct kernel *k, struct kernel_child *ch,
 			return -errno;
 		}
 		kernel_consume(k);
-		for (int i = 0; i < n; i++) {
-			if (ch && evs[i].data.fd == ch->pidfd) {
-				waitpid(ch->pid, NULL, 0);
-				ch->pid = 0;
-				done = true;
-			}
+		for (int i = 0; i < n; i++)
 			if (evs[i].data.fd == pidfd && pidfd >= 0)
 				done = true;
-		}
-		if (ch && ch->pidfd < 0 && ch->pid > 0 &&
-		    waitpid(ch->pid, NULL, WNOHANG) == ch->pid) {
+		/* the pidfd woke us, or (without one) each second */
+		if (ch && ch->pid > 0 && child_gone(ch->pid, ch->pidfd, NULL)) {
 			ch->pid = 0;
 			done = true;
 		}
@@ -1742,6 +1742,17 @@ int kernel_run(struct compile *c, const struct kernel_opts *o)
 		rc = 0;
 		goto out;
 	}
+	/*
+	 * From here on Ctrl-C (or SIGTERM) ends the run the ordinary way,
+	 * once the probes are attached: END, the maps, nothing left
+	 * attached, the command ended.  SA_RESTART: the waits before the
+	 * loop resume; epoll_wait() returns at once all the same.
+	 */
+	kernel_sigint = 0;
+	sa.sa_flags = SA_RESTART;
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
 	if (o->cmd) {
 		/* started now (waiting to exec) so that cpid is known */
 		err = kernel_child_start(o->cmd, &ch);
@@ -1772,17 +1783,14 @@ int kernel_run(struct compile *c, const struct kernel_opts *o)
 		printf("__BPFTRACE_NOTIFY_PROBES_ATTACHED\n");
 		fflush(stdout);
 	}
-	kernel_sigint = 0;
-	sigemptyset(&sa.sa_mask);
-	sigaction(SIGINT, &sa, NULL);
-	sigaction(SIGTERM, &sa, NULL);
 	err = kernel_run_begin(k);
 	if (err)
 		goto out;
 	kernel_consume(k);
-	if (o->cmd)
+	/* as bpftrace: after an exit() in BEGIN the command never runs */
+	if (o->cmd && !k->exiting && !kernel_sigint)
 		kernel_child_go(&ch);
-	if (!k->exiting)
+	if (!k->exiting && !kernel_sigint)
 		err = kernel_loop(k, o->cmd ? &ch : NULL, pidfd);
 	if (err)
 		goto out;

@@ -39,6 +39,7 @@
 
 #include "ast.h"
 #include "cg.h"
+#include "child.h"
 #include "format.h"
 #include "kernel.h"
 #include "native.h"
@@ -776,7 +777,8 @@ struct run {
 	struct kernel *k;
 	struct ubt_user *u;
 	pid_t cpid;		/* -c child */
-	int pidfd;		/* -p: readable once the process exits */
+	bool reaped;		/* it exited and was reaped */
+	int pidfd;		/* -p, -c: readable once the process exits */
 	uint64_t lost;		/* user-ring losses reported */
 	/*
 	 * printf events of the user rings whose arguments print as they are
@@ -1413,9 +1415,13 @@ static bool run_target_gone(struct run *r)
 	struct pollfd pfd = { .fd = r->pidfd, .events = POLLIN };
 	int st;
 
-	if (r->cpid > 0)
-		return waitpid(r->cpid, &st, WNOHANG) == r->cpid ||
-		       user_exit_status(r->u, &st);
+	if (r->cpid > 0) {
+		if (r->reaped || user_exit_status(r->u, &st))
+			return true;
+		/* through the pidfd: even if SIGCHLD was ignored */
+		r->reaped = child_gone(r->cpid, r->pidfd, &st);
+		return r->reaped;
+	}
 	if (r->pidfd >= 0)
 		return poll(&pfd, 1, 0) == 1;
 	return kill(user_pid(r->u), 0) && errno == ESRCH;
@@ -1477,6 +1483,7 @@ static int run_combined(struct compile *c, const struct run_opts *o,
 	struct sigaction sa = { .sa_handler = run_on_signal };
 	struct diag *last = c->diag.head;
 	int err, rc = 1, nprobes = 0, timeout = RUN_POLL_MS;
+	bool resumed = false;	/* the target runs (user_resume()) */
 
 	if (o->dump_ir)
 		ko_cg.dump_ir = no_cg.dump_ir = stdout;
@@ -1509,13 +1516,22 @@ static int run_combined(struct compile *c, const struct run_opts *o,
 	ko.cmd = NULL;		/* the user side starts the command */
 	if (o->cmd)
 		ko.pid = 0;
+	/*
+	 * From here on Ctrl-C (or SIGTERM) ends the run the ordinary way
+	 * once the probes are in place: the target's code restored, END,
+	 * the maps.  SA_RESTART: the ptrace waits of the attach resume.
+	 */
+	run_sigint = 0;
+	sa.sa_flags = SA_RESTART;
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
 	err = run_user_attach(&r);
 	if (err)
 		goto out;
 	if (r.cpid)
 		ko.pid = r.cpid;
-	else
-		r.pidfd = syscall(SYS_pidfd_open, o->pid, 0);
+	r.pidfd = syscall(SYS_pidfd_open, r.cpid ? r.cpid : o->pid, 0);
 	err = kernel_load(&r.merged, &ko, &r.k);
 	if (err)
 		goto out;
@@ -1550,14 +1566,13 @@ static int run_combined(struct compile *c, const struct run_opts *o,
 		printf("__BPFTRACE_NOTIFY_PROBES_ATTACHED\n");
 		fflush(stdout);
 	}
-	run_sigint = 0;
-	sigaction(SIGINT, &sa, NULL);
-	sigaction(SIGTERM, &sa, NULL);
 	kernel_run_begin(r.k);
 	/* BEGIN's output comes before anything the target prints */
 	kernel_poll(r.k, 0);
 	fflush(o->out ? o->out : stdout);
-	if (!kernel_exiting(r.k)) {
+	/* as bpftrace: after an exit() in BEGIN a -c command never runs */
+	if (!kernel_exiting(r.k) && !run_sigint) {
+		resumed = true;
 		err = user_resume(r.u);
 		if (err) {
 			fprintf(stderr, "ubt: cannot resume the target: %s\n",
@@ -1590,13 +1605,21 @@ static int run_combined(struct compile *c, const struct run_opts *o,
 	run_user_warnings(&r);
 	rc = 0;
 out:
+	if (r.u && r.cpid > 0 && !resumed && !r.reaped) {
+		/* a -c command stopped since its first instruction: it ends
+		 * before it ever runs, nothing to restore */
+		if (r.pidfd >= 0)
+			syscall(SYS_pidfd_send_signal, r.pidfd, SIGKILL, NULL, 0);
+		else
+			kill(r.cpid, SIGKILL);
+		r.reaped = child_wait(r.cpid, r.pidfd, 2000, NULL);
+	} else if (r.u && user_detach(r.u)) {
+		fprintf(stderr, "ubt: detach: %s\n", user_error(r.u));
+	}
 	if (r.u) {
-		if (user_detach(r.u))
-			fprintf(stderr, "ubt: detach: %s\n", user_error(r.u));
-		if (r.cpid > 0 && waitpid(r.cpid, NULL, WNOHANG) == 0) {
-			kill(r.cpid, SIGTERM);
-			waitpid(r.cpid, NULL, 0);
-		}
+		/* SIGTERM, then SIGKILL: a bounded wait whatever it does */
+		if (r.cpid > 0 && !r.reaped)
+			child_stop(r.cpid, r.pidfd);
 		user_free(r.u);
 	}
 	if (r.pidfd >= 0)
@@ -1640,6 +1663,7 @@ int shim_run(struct compile *c, const struct run_opts *o)
 
 	if (!c->sema || !c->program)
 		BUG("shim_run() before sema_run()");
+	child_init();
 	err = run_decide(c, o, &d);
 	/* --dry-run shows the decisions when there is one to make */
 	if (o->verbose || (o->dry_run && run_has_uprobes(c)))
