@@ -1043,14 +1043,14 @@ static void *kernel_detach_thread(void *arg)
 	return NULL;
 }
 
-static void kernel_destroy_links(struct bpf_link **links, int n)
+static void kernel_destroy_links(struct bpf_link **links, int n, int threads)
 {
 	struct kernel_detach_job jobs[KERNEL_DETACH_THREADS];
 	pthread_t tids[KERNEL_DETACH_THREADS];
 	bool started[KERNEL_DETACH_THREADS] = { false };
-	int nt = n < KERNEL_DETACH_THREADS ? n : KERNEL_DETACH_THREADS;
+	int nt = n < threads ? n : threads;
 
-	if (n <= 2) {
+	if (n <= 2 || threads <= 1) {
 		for (int i = 0; i < n; i++)
 			bpf_link__destroy(links[i]);
 		return;
@@ -1069,13 +1069,18 @@ static void kernel_destroy_links(struct bpf_link **links, int n)
 			pthread_join(tids[t], NULL);
 }
 
-static void kernel_detach(struct kernel *k)
+static void kernel_detach_threads(struct kernel *k, int threads)
 {
-	kernel_destroy_links(k->links, k->nlinks);
+	kernel_destroy_links(k->links, k->nlinks, threads);
 	k->nlinks = 0;
 	for (int i = 0; i < k->npfds; i++)
 		close(k->pfds[i]);
 	k->npfds = 0;
+}
+
+static void kernel_detach(struct kernel *k)
+{
+	kernel_detach_threads(k, KERNEL_DETACH_THREADS);
 }
 
 /*
@@ -1116,7 +1121,15 @@ static void kernel_detach_fast(struct kernel *k)
 		 * and the detaching happens here, not in ubt's exit */
 		while (read(gone[0], &c, 1) < 0 && errno == EINTR)
 			;
-		kernel_detach(k);
+		/*
+		 * One link at a time: a tracepoint or perf uprobe detach
+		 * holds the kernel's event_mutex across an RCU wait, and
+		 * with many threads queued on it every other tracer's
+		 * attach or detach waits behind all of them (seconds with
+		 * 361 tracepoints: a corpus case on the same machine timed
+		 * out in perf_event_open()).  Nobody waits for this one.
+		 */
+		kernel_detach_threads(k, 1);
 		_exit(0);
 	}
 	close(gone[0]);
@@ -1302,6 +1315,8 @@ static int kernel_attach_one(struct kernel *k, struct kernel_target *t)
 		}
 		kernel_add_pfd(k, fd);
 		l = bpf_program__attach_perf_event(prog, fd);
+		if (l)
+			k->npfds--;	/* the link closes it */
 		break;
 	}
 	case PROV_INTERVAL:
@@ -1354,6 +1369,7 @@ static int kernel_attach_one(struct kernel *k, struct kernel_target *t)
 			l = bpf_program__attach_perf_event(prog, fd);
 			if (!l)
 				break;
+			k->npfds--;	/* the link closes it */
 			if (cpu + 1 < ncpu) {
 				kernel_add_link(k, l);
 				l = NULL;
