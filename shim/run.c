@@ -1427,6 +1427,20 @@ static bool run_target_gone(struct run *r)
 	return kill(user_pid(r->u), 0) && errno == ESRCH;
 }
 
+/*
+ * After a failed ptrace operation: has the target exited?  A killed
+ * process fails them before it is a zombie: give it up to 100 ms.
+ */
+static bool run_target_exited(struct run *r)
+{
+	for (int i = 0; i < 100; i++) {
+		if (run_target_gone(r))
+			return true;
+		usleep(1000);
+	}
+	return false;
+}
+
 /* What user mode could not record, said once at exit. */
 static void run_user_warnings(struct run *r)
 {
@@ -1574,7 +1588,8 @@ static int run_combined(struct compile *c, const struct run_opts *o,
 	if (!kernel_exiting(r.k) && !run_sigint) {
 		resumed = true;
 		err = user_resume(r.u);
-		if (err) {
+		/* killed meanwhile: the run ends as for any exit */
+		if (err && !run_target_exited(&r)) {
 			fprintf(stderr, "ubt: cannot resume the target: %s\n",
 				user_error(r.u));
 			goto out;
