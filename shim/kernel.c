@@ -1630,13 +1630,27 @@ static int kernel_child_start(const char *cmd, struct kernel_child *ch)
 
 static void kernel_child_go(struct kernel_child *ch)
 {
-	if (ch->go >= 0) {
-		if (write(ch->go, "g", 1) != 1)
+	sigset_t pipe, old;
+
+	if (ch->go < 0)
+		return;
+	/*
+	 * Killed while it waited, the command has closed its end: EPIPE,
+	 * and a SIGPIPE that must not kill ubt (the loop sees the exit).
+	 */
+	sigemptyset(&pipe);
+	sigaddset(&pipe, SIGPIPE);
+	pthread_sigmask(SIG_BLOCK, &pipe, &old);
+	if (write(ch->go, "g", 1) != 1) {
+		if (errno == EPIPE)
+			sigtimedwait(&pipe, NULL, &(struct timespec){ 0 });
+		else
 			fprintf(stderr, "ubt: cannot start the command: %s\n",
 				strerror(errno));
-		close(ch->go);
-		ch->go = -1;
 	}
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	close(ch->go);
+	ch->go = -1;
 }
 
 static void kernel_child_kill(struct kernel_child *ch)
