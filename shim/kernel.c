@@ -133,8 +133,16 @@ void kernel_set_verbose(int verbose)
 	libbpf_set_print(kernel_libbpf_print);
 }
 
+/*
+ * The first SIGINT/SIGTERM ends the run the ordinary way; a second one
+ * (whatever ubt waits for meanwhile) ends ubt at once.
+ */
 static void kernel_on_signal(int sig)
 {
+	if (kernel_sigint) {
+		signal(sig, SIG_DFL);
+		raise(sig);
+	}
 	kernel_sigint = 1;
 }
 

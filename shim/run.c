@@ -762,9 +762,16 @@ static void run_kernel_opts(const struct run_opts *o, struct kernel_opts *ko)
 
 static volatile sig_atomic_t run_sigint;
 
+/*
+ * The first SIGINT/SIGTERM ends the run the ordinary way; a second one
+ * (whatever ubt waits for meanwhile) ends ubt at once.
+ */
 static void run_on_signal(int sig)
 {
-	(void)sig;
+	if (run_sigint) {
+		signal(sig, SIG_DFL);
+		raise(sig);
+	}
 	run_sigint = 1;
 }
 
