@@ -106,6 +106,14 @@ bool child_stop(pid_t pid, int pidfd)
 	return child_wait(pid, pidfd, CHILD_KILL_MS, NULL);
 }
 
+bool child_kill(pid_t pid, int pidfd)
+{
+	if (child_gone(pid, pidfd, NULL))
+		return true;
+	child_signal(pid, pidfd, SIGKILL);
+	return child_wait(pid, pidfd, CHILD_KILL_MS, NULL);
+}
+
 void child_init(void)
 {
 	struct sigaction sa;

@@ -35,6 +35,9 @@ bool child_wait(pid_t pid, int pidfd, int ms, int *status);
  */
 bool child_stop(pid_t pid, int pidfd);
 
+/* SIGKILL now (a -c command that never ran), then reap it as above. */
+bool child_kill(pid_t pid, int pidfd);
+
 /*
  * SIGCHLD ignored (inherited from whoever started ubt) makes the kernel
  * reap children and ptrace stops unwaitable: put the default back.

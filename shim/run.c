@@ -1630,11 +1630,7 @@ out:
 	if (r.u && r.cpid > 0 && !resumed && !r.reaped) {
 		/* a -c command stopped since its first instruction: it ends
 		 * before it ever runs, nothing to restore */
-		if (r.pidfd >= 0)
-			syscall(SYS_pidfd_send_signal, r.pidfd, SIGKILL, NULL, 0);
-		else
-			kill(r.cpid, SIGKILL);
-		r.reaped = child_wait(r.cpid, r.pidfd, 2000, NULL);
+		r.reaped = child_kill(r.cpid, r.pidfd);
 	} else if (r.u && user_detach(r.u)) {
 		fprintf(stderr, "ubt: detach: %s\n", user_error(r.u));
 	}
