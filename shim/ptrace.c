@@ -819,7 +819,11 @@ static int run_ctl(struct pt *p, struct user_regs_struct *r, bool step,
 			    us > 1000)
 				release_others(p, p->ctl);
 			if (us > timeout_ms * 1000LL) {
-				ptrace(PTRACE_INTERRUPT, tid, 0, 0);
+				/* not seized (a -c command): SIGSTOP stops
+				 * it, and is dropped when it goes on */
+				if (ptrace(PTRACE_INTERRUPT, tid, 0, 0) < 0)
+					syscall(SYS_tgkill, p->pid, tid,
+						SIGSTOP);
 				waitpid(tid, &st, __WALL);
 				if (p->others_running)
 					restop_others(p, p->ctl);

@@ -1503,7 +1503,7 @@ static int run_combined(struct compile *c, const struct run_opts *o,
 	struct kernel_opts ko;
 	struct sigaction sa = { .sa_handler = run_on_signal };
 	struct diag *last = c->diag.head;
-	int err, rc = 1, nprobes = 0, timeout = RUN_POLL_MS;
+	int err, rc = 1, nprobes = 0, timeout = RUN_POLL_MS, st;
 	bool resumed = false;	/* the target runs (user_resume()) */
 
 	if (o->dump_ir)
@@ -1552,7 +1552,9 @@ static int run_combined(struct compile *c, const struct run_opts *o,
 		goto out;
 	if (r.cpid)
 		ko.pid = r.cpid;
-	r.pidfd = syscall(SYS_pidfd_open, r.cpid ? r.cpid : o->pid, 0);
+	/* (a -c command the ptrace code reaped has no pid any more) */
+	if (!r.cpid || !user_exit_status(r.u, &st))
+		r.pidfd = syscall(SYS_pidfd_open, r.cpid ? r.cpid : o->pid, 0);
 	err = kernel_load(&r.merged, &ko, &r.k);
 	if (err)
 		goto out;
@@ -1627,6 +1629,8 @@ static int run_combined(struct compile *c, const struct run_opts *o,
 	run_user_warnings(&r);
 	rc = 0;
 out:
+	if (r.u && r.cpid > 0 && user_exit_status(r.u, &st))
+		r.reaped = true;	/* by the ptrace code */
 	if (r.u && r.cpid > 0 && !resumed && !r.reaped) {
 		/* a -c command stopped since its first instruction: it ends
 		 * before it ever runs, nothing to restore */
@@ -1636,7 +1640,7 @@ out:
 	}
 	if (r.u) {
 		/* SIGTERM, then SIGKILL: a bounded wait whatever it does */
-		if (r.cpid > 0 && !r.reaped)
+		if (r.cpid > 0 && !r.reaped && !user_exit_status(r.u, &st))
 			child_stop(r.cpid, r.pidfd);
 		user_free(r.u);
 	}
