@@ -1097,7 +1097,7 @@ static void kernel_detach(struct kernel *k)
  * once the output is complete and the probes are stopped, a child
  * process that holds no output detaches them while ubt exits.
  */
-#define KERNEL_DETACH_CHILD_MIN 16
+#define KERNEL_DETACH_CHILD_MIN 8	/* links (each owns its perf fd) */
 
 static void kernel_detach_fast(struct kernel *k)
 {
