@@ -540,8 +540,11 @@ int pt_spawn(struct pt *p, char *const argv[])
 	if (!entry || err || pt_read(p, entry, &word, 8))
 		goto kill;
 	trap = (word & ~0xffULL) | 0xcc;
+	/* EXITKILL: if ubt dies before it lets the command run, the
+	 * command (half set up) dies too */
 	if (pt_write(p, entry, &trap, 8) ||
-	    ptrace(PTRACE_SETOPTIONS, pid, 0, PTRACE_O_TRACECLONE) < 0 ||
+	    ptrace(PTRACE_SETOPTIONS, pid, 0,
+		   PTRACE_O_TRACECLONE | PTRACE_O_EXITKILL) < 0 ||
 	    ptrace(PTRACE_CONT, pid, 0, 0) < 0)
 		goto kill;
 	for (;;) {
