@@ -3,6 +3,8 @@
 #include <poll.h>
 #include <signal.h>
 #include <stdint.h>
+#include <stdio.h>
+#include <string.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -112,6 +114,31 @@ bool child_kill(pid_t pid, int pidfd)
 		return true;
 	child_signal(pid, pidfd, SIGKILL);
 	return child_wait(pid, pidfd, CHILD_KILL_MS, NULL);
+}
+
+void child_report(FILE *f, pid_t pid, int status, bool verbose)
+{
+	int sig;
+
+	if (status == -1) {
+		if (verbose)
+			fprintf(f, "ubt: the command (pid %d) exited\n", pid);
+		return;
+	}
+	if (WIFEXITED(status)) {
+		if (verbose)
+			fprintf(f, "ubt: the command (pid %d) exited with "
+				"status %d\n", pid, WEXITSTATUS(status));
+		return;
+	}
+	if (!WIFSIGNALED(status))
+		return;
+	sig = WTERMSIG(status);
+	if (verbose || sig == SIGSEGV || sig == SIGBUS || sig == SIGILL ||
+	    sig == SIGFPE || sig == SIGTRAP || sig == SIGABRT ||
+	    sig == SIGSYS)
+		fprintf(f, "ubt: the command (pid %d) was killed by signal %d "
+			"(%s)\n", pid, sig, strsignal(sig));
 }
 
 void child_init(void)

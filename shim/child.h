@@ -9,6 +9,7 @@
 #define UBT_CHILD_H
 
 #include <stdbool.h>
+#include <stdio.h>
 #include <sys/types.h>
 
 /* After SIGTERM, how long the command has to exit before SIGKILL. */
@@ -37,6 +38,14 @@ bool child_stop(pid_t pid, int pidfd);
 
 /* SIGKILL now (a -c command that never ran), then reap it as above. */
 bool child_kill(pid_t pid, int pidfd);
+
+/*
+ * Say on f how the command ended, from its wait status (-1: not known):
+ * always when a signal that means a crash (SIGSEGV, SIGBUS, SIGILL,
+ * SIGFPE, SIGTRAP, SIGABRT, SIGSYS) killed it, since user mode changed
+ * its code; with verbose, in every case.
+ */
+void child_report(FILE *f, pid_t pid, int status, bool verbose);
 
 /*
  * SIGCHLD ignored (inherited from whoever started ubt) makes the kernel

@@ -1552,6 +1552,8 @@ struct kernel_child {
 	pid_t pid;
 	int go;			/* write end: the child execs when closed */
 	int pidfd;
+	bool exited;		/* reaped, with its wait status: */
+	int status;		/* -1 if not known */
 };
 
 /* Can argv0 be executed (as execvp() would find it)? */
@@ -1668,12 +1670,12 @@ static void kernel_child_kill(struct kernel_child *ch)
 		close(ch->go);
 		ch->go = -1;
 	}
-	if (ch->pid > 0) {
+	if (ch->pid > 0 && !ch->exited) {
 		/* SIGTERM, then SIGKILL: a command that ignores SIGTERM
 		 * cannot keep ubt waiting */
 		child_stop(ch->pid, ch->pidfd);
-		ch->pid = 0;
 	}
+	ch->pid = 0;
 	if (ch->pidfd >= 0)
 		close(ch->pidfd);
 	ch->pidfd = -1;
@@ -1714,8 +1716,9 @@ static int kernel_loop(struct kernel *k, struct kernel_child *ch,
 			if (evs[i].data.fd == pidfd && pidfd >= 0)
 				done = true;
 		/* the pidfd woke us, or (without one) each second */
-		if (ch && ch->pid > 0 && child_gone(ch->pid, ch->pidfd, NULL)) {
-			ch->pid = 0;
+		if (ch && ch->pid > 0 &&
+		    child_gone(ch->pid, ch->pidfd, &ch->status)) {
+			ch->exited = true;
 			done = true;
 		}
 		if (done) {
@@ -1846,6 +1849,8 @@ int kernel_run(struct compile *c, const struct kernel_opts *o)
 	if (!err)
 		err = kernel_print_all_maps(k);
 	fflush(k->out.f);
+	if (ch.exited)
+		child_report(stderr, ch.pid, ch.status, o->verbose);
 	kernel_detach_fast(k);
 	rc = err ? 1 : 0;
 out:

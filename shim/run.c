@@ -784,7 +784,8 @@ struct run {
 	struct kernel *k;
 	struct ubt_user *u;
 	pid_t cpid;		/* -c child */
-	bool reaped;		/* it exited and was reaped */
+	bool reaped;		/* it exited and was reaped: */
+	int status;		/* its wait status, -1 if not known */
 	int pidfd;		/* -p, -c: readable once the process exits */
 	uint64_t lost;		/* user-ring losses reported */
 	/*
@@ -1423,10 +1424,14 @@ static bool run_target_gone(struct run *r)
 	int st;
 
 	if (r->cpid > 0) {
-		if (r->reaped || user_exit_status(r->u, &st))
+		if (r->reaped)
 			return true;
+		if (user_exit_status(r->u, &st)) {
+			r->status = st;		/* the ptrace code reaped it */
+			return r->reaped = true;
+		}
 		/* through the pidfd: even if SIGCHLD was ignored */
-		r->reaped = child_gone(r->cpid, r->pidfd, &st);
+		r->reaped = child_gone(r->cpid, r->pidfd, &r->status);
 		return r->reaped;
 	}
 	if (r->pidfd >= 0)
@@ -1627,9 +1632,11 @@ static int run_combined(struct compile *c, const struct run_opts *o,
 	kernel_print_maps(r.k);
 	fflush(o->out ? o->out : stdout);
 	run_user_warnings(&r);
+	if (r.reaped)
+		child_report(stderr, r.cpid, r.status, o->verbose);
 	rc = 0;
 out:
-	if (r.u && r.cpid > 0 && user_exit_status(r.u, &st))
+	if (r.u && r.cpid > 0 && !r.reaped && user_exit_status(r.u, &st))
 		r.reaped = true;	/* by the ptrace code */
 	if (r.u && r.cpid > 0 && !resumed && !r.reaped) {
 		/* a -c command stopped since its first instruction: it ends
