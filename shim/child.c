@@ -40,7 +40,8 @@ bool child_gone(pid_t pid, int pidfd, int *status)
 
 		if (n == 0)
 			return false;
-		exited = n > 0;
+		/* POLLNVAL (not a pidfd any more): waitpid() decides */
+		exited = n > 0 && (pfd.revents & (POLLIN | POLLHUP));
 	}
 	do
 		w = waitpid(pid, &st, WNOHANG);

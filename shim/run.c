@@ -1434,8 +1434,14 @@ static bool run_target_gone(struct run *r)
 		r->reaped = child_gone(r->cpid, r->pidfd, &r->status);
 		return r->reaped;
 	}
-	if (r->pidfd >= 0)
-		return poll(&pfd, 1, 0) == 1;
+	if (r->pidfd >= 0) {
+		int n = poll(&pfd, 1, 0);
+
+		if (n == 0)
+			return false;
+		if (n == 1 && !(pfd.revents & POLLNVAL))
+			return true;
+	}
 	return kill(user_pid(r->u), 0) && errno == ESRCH;
 }
 
