@@ -1426,8 +1426,9 @@ static bool run_target_gone(struct run *r)
 	if (r->cpid > 0) {
 		if (r->reaped)
 			return true;
+		/* reaped by the ptrace code? */
 		if (user_exit_status(r->u, &st)) {
-			r->status = st;		/* the ptrace code reaped it */
+			r->status = st;
 			return r->reaped = true;
 		}
 		/* through the pidfd: even if SIGCHLD was ignored */

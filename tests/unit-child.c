@@ -113,8 +113,8 @@ static void test_kind(const char *what, enum kind k, bool with_pidfd)
 		      errno == ECHILD, "ok %d", ok);
 		check(name[2], child_stop(pid, pidfd), "false");
 	} else {
-		if (k == STOPPED)
-			waitpid(pid, &st, WUNTRACED);	/* it has stopped */
+		if (k == STOPPED)	/* until it has stopped */
+			waitpid(pid, &st, WUNTRACED);
 		else
 			usleep(20000);
 		check(name[0], !child_gone(pid, pidfd, NULL), "gone");
