@@ -25,6 +25,7 @@
 #include <linux/perf_event.h>
 
 #include "cg.h"
+#include "child.h"
 #include "compile.h"
 #include "format.h"
 #include "kernel.h"
@@ -136,8 +137,16 @@ void kernel_set_verbose(int verbose)
 	libbpf_set_print(kernel_libbpf_print);
 }
 
+/*
+ * The first SIGINT/SIGTERM ends the run the ordinary way; a second one
+ * (whatever ubt waits for meanwhile) ends ubt at once.
+ */
 static void kernel_on_signal(int sig)
 {
+	if (kernel_sigint) {
+		signal(sig, SIG_DFL);
+		raise(sig);
+	}
 	kernel_sigint = 1;
 }
 
@@ -1090,14 +1099,14 @@ static void *kernel_detach_thread(void *arg)
 	return NULL;
 }
 
-static void kernel_destroy_links(struct bpf_link **links, int n)
+static void kernel_destroy_links(struct bpf_link **links, int n, int threads)
 {
 	struct kernel_detach_job jobs[KERNEL_DETACH_THREADS];
 	pthread_t tids[KERNEL_DETACH_THREADS];
 	bool started[KERNEL_DETACH_THREADS] = { false };
-	int nt = n < KERNEL_DETACH_THREADS ? n : KERNEL_DETACH_THREADS;
+	int nt = n < threads ? n : threads;
 
-	if (n <= 2) {
+	if (n <= 2 || threads <= 1) {
 		for (int i = 0; i < n; i++)
 			bpf_link__destroy(links[i]);
 		return;
@@ -1116,13 +1125,18 @@ static void kernel_destroy_links(struct bpf_link **links, int n)
 			pthread_join(tids[t], NULL);
 }
 
-static void kernel_detach(struct kernel *k)
+static void kernel_detach_threads(struct kernel *k, int threads)
 {
-	kernel_destroy_links(k->links, k->nlinks);
+	kernel_destroy_links(k->links, k->nlinks, threads);
 	k->nlinks = 0;
 	for (int i = 0; i < k->npfds; i++)
 		close(k->pfds[i]);
 	k->npfds = 0;
+}
+
+static void kernel_detach(struct kernel *k)
+{
+	kernel_detach_threads(k, KERNEL_DETACH_THREADS);
 }
 
 /*
@@ -1131,7 +1145,7 @@ static void kernel_detach(struct kernel *k)
  * once the output is complete and the probes are stopped, a child
  * process that holds no output detaches them while ubt exits.
  */
-#define KERNEL_DETACH_CHILD_MIN 16
+#define KERNEL_DETACH_CHILD_MIN 8	/* links (each owns its perf fd) */
 
 static void kernel_detach_fast(struct kernel *k)
 {
@@ -1163,7 +1177,15 @@ static void kernel_detach_fast(struct kernel *k)
 		 * and the detaching happens here, not in ubt's exit */
 		while (read(gone[0], &c, 1) < 0 && errno == EINTR)
 			;
-		kernel_detach(k);
+		/*
+		 * One link at a time: a tracepoint or perf uprobe detach
+		 * holds the kernel's event_mutex across an RCU wait, and
+		 * with many threads queued on it every other tracer's
+		 * attach or detach waits behind all of them (seconds with
+		 * 361 tracepoints: a corpus case on the same machine timed
+		 * out in perf_event_open()).  Nobody waits for this one.
+		 */
+		kernel_detach_threads(k, 1);
 		_exit(0);
 	}
 	close(gone[0]);
@@ -1349,6 +1371,8 @@ static int kernel_attach_one(struct kernel *k, struct kernel_target *t)
 		}
 		kernel_add_pfd(k, fd);
 		l = bpf_program__attach_perf_event(prog, fd);
+		if (l)
+			k->npfds--;	/* the link closes it */
 		break;
 	}
 	case PROV_INTERVAL:
@@ -1401,6 +1425,7 @@ static int kernel_attach_one(struct kernel *k, struct kernel_target *t)
 			l = bpf_program__attach_perf_event(prog, fd);
 			if (!l)
 				break;
+			k->npfds--;	/* the link closes it */
 			if (cpu + 1 < ncpu) {
 				kernel_add_link(k, l);
 				l = NULL;
@@ -1577,6 +1602,8 @@ struct kernel_child {
 	pid_t pid;
 	int go;			/* write end: the child execs when closed */
 	int pidfd;
+	bool exited;		/* reaped, with its wait status: */
+	int status;		/* -1 if not known */
 };
 
 /* Can argv0 be executed (as execvp() would find it)? */
@@ -1639,6 +1666,10 @@ static int kernel_child_start(const char *cmd, struct kernel_child *ch)
 	if (!pid) {
 		char c;
 
+		/* ubt's handlers are not the command's (exec resets them,
+		 * but it may never come to that) */
+		signal(SIGINT, SIG_DFL);
+		signal(SIGTERM, SIG_DFL);
 		close(p[1]);
 		/* wait until the probes are attached; EOF without the
 		 * byte: ubt gave up, do not run the command */
@@ -1659,13 +1690,27 @@ static int kernel_child_start(const char *cmd, struct kernel_child *ch)
 
 static void kernel_child_go(struct kernel_child *ch)
 {
-	if (ch->go >= 0) {
-		if (write(ch->go, "g", 1) != 1)
+	sigset_t pipe, old;
+
+	if (ch->go < 0)
+		return;
+	/*
+	 * Killed while it waited, the command has closed its end: EPIPE,
+	 * and a SIGPIPE that must not kill ubt (the loop sees the exit).
+	 */
+	sigemptyset(&pipe);
+	sigaddset(&pipe, SIGPIPE);
+	pthread_sigmask(SIG_BLOCK, &pipe, &old);
+	if (write(ch->go, "g", 1) != 1) {
+		if (errno == EPIPE)
+			sigtimedwait(&pipe, NULL, &(struct timespec){ 0 });
+		else
 			fprintf(stderr, "ubt: cannot start the command: %s\n",
 				strerror(errno));
-		close(ch->go);
-		ch->go = -1;
 	}
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	close(ch->go);
+	ch->go = -1;
 }
 
 static void kernel_child_kill(struct kernel_child *ch)
@@ -1675,11 +1720,12 @@ static void kernel_child_kill(struct kernel_child *ch)
 		close(ch->go);
 		ch->go = -1;
 	}
-	if (ch->pid > 0) {
-		kill(ch->pid, SIGTERM);
-		waitpid(ch->pid, NULL, 0);
-		ch->pid = 0;
+	if (ch->pid > 0 && !ch->exited) {
+		/* SIGTERM, then SIGKILL: a command that ignores SIGTERM
+		 * cannot keep ubt waiting */
+		child_stop(ch->pid, ch->pidfd);
 	}
+	ch->pid = 0;
 	if (ch->pidfd >= 0)
 		close(ch->pidfd);
 	ch->pidfd = -1;
@@ -1716,18 +1762,13 @@ static int kernel_loop(struct kernel *k, struct kernel_child *ch,
 			return -errno;
 		}
 		kernel_consume(k);
-		for (int i = 0; i < n; i++) {
-			if (ch && evs[i].data.fd == ch->pidfd) {
-				waitpid(ch->pid, NULL, 0);
-				ch->pid = 0;
-				done = true;
-			}
+		for (int i = 0; i < n; i++)
 			if (evs[i].data.fd == pidfd && pidfd >= 0)
 				done = true;
-		}
-		if (ch && ch->pidfd < 0 && ch->pid > 0 &&
-		    waitpid(ch->pid, NULL, WNOHANG) == ch->pid) {
-			ch->pid = 0;
+		/* the pidfd woke us, or (without one) each second */
+		if (ch && ch->pid > 0 &&
+		    child_gone(ch->pid, ch->pidfd, &ch->status)) {
+			ch->exited = true;
 			done = true;
 		}
 		if (done) {
@@ -1792,6 +1833,17 @@ int kernel_run(struct compile *c, const struct kernel_opts *o)
 		rc = 0;
 		goto out;
 	}
+	/*
+	 * From here on Ctrl-C (or SIGTERM) ends the run the ordinary way,
+	 * once the probes are attached: END, the maps, nothing left
+	 * attached, the command ended.  SA_RESTART: the waits before the
+	 * loop resume; epoll_wait() returns at once all the same.
+	 */
+	kernel_sigint = 0;
+	sa.sa_flags = SA_RESTART;
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
 	if (o->cmd) {
 		/* started now (waiting to exec) so that cpid is known */
 		err = kernel_child_start(o->cmd, &ch);
@@ -1822,17 +1874,14 @@ int kernel_run(struct compile *c, const struct kernel_opts *o)
 		printf("__BPFTRACE_NOTIFY_PROBES_ATTACHED\n");
 		fflush(stdout);
 	}
-	kernel_sigint = 0;
-	sigemptyset(&sa.sa_mask);
-	sigaction(SIGINT, &sa, NULL);
-	sigaction(SIGTERM, &sa, NULL);
 	err = kernel_run_begin(k);
 	if (err)
 		goto out;
 	kernel_consume(k);
-	if (o->cmd)
+	/* as bpftrace: after an exit() in BEGIN the command never runs */
+	if (o->cmd && !k->exiting && !kernel_sigint)
 		kernel_child_go(&ch);
-	if (!k->exiting)
+	if (!k->exiting && !kernel_sigint)
 		err = kernel_loop(k, o->cmd ? &ch : NULL, pidfd);
 	if (err)
 		goto out;
@@ -1850,6 +1899,8 @@ int kernel_run(struct compile *c, const struct kernel_opts *o)
 	if (!err)
 		err = kernel_print_all_maps(k);
 	fflush(k->out.f);
+	if (ch.exited)
+		child_report(stderr, ch.pid, ch.status, o->verbose);
 	kernel_detach_fast(k);
 	rc = err ? 1 : 0;
 out:

@@ -6,6 +6,8 @@ libubt_a_SOURCES += \
 	shim/probes.c \
 	shim/probes.h
 libubt_a_SOURCES += \
+	shim/child.c \
+	shim/child.h \
 	shim/kernel.c \
 	shim/kernel.h
 libubt_a_SOURCES += \

@@ -192,12 +192,42 @@ static int list_tasks(struct pt *p, pid_t pid, int *added)
 	return 0;
 }
 
+/* Is thread tid of pid a zombie (or gone)?  It never stops then. */
+static bool thread_dead(pid_t pid, pid_t tid)
+{
+	char path[64], buf[512], *rp;
+	ssize_t n;
+	int fd;
+
+	snprintf(path, sizeof(path), "/proc/%d/task/%d/stat", pid, tid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return true;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return true;
+	buf[n] = 0;
+	rp = strrchr(buf, ')');
+	return rp && rp[1] == ' ' && (rp[2] == 'Z' || rp[2] == 'X');
+}
+
+/*
+ * A thread that has not stopped after this long is looked at: a zombie
+ * (a thread-group leader that exited before the other threads: waitpid()
+ * reports it only once they are gone) is dropped; after PT_STOP_MAX_NS
+ * the stop fails instead of waiting forever.
+ */
+#define PT_STOP_CHECK_NS (100 * 1000000ULL)
+#define PT_STOP_MAX_NS (5000 * 1000000ULL)
+
 /*
  * Wait for every thread to stop, taking each stop as it comes (the time
  * of the first one is when the process stopped), sleeping until SIGCHLD.
  */
 static int stop_all(struct pt *p)
 {
+	uint64_t t0 = mono_ns(), checked = t0;
 	sigset_t chld, old;
 	int i, left = 1;
 
@@ -206,6 +236,7 @@ static int stop_all(struct pt *p)
 	pthread_sigmask(SIG_BLOCK, &chld, &old);
 	while (left) {
 		int nth = p->nth, moved = 0;
+		uint64_t now;
 
 		left = 0;
 		for (i = 0; i < p->nth; i++) {
@@ -221,9 +252,27 @@ static int stop_all(struct pt *p)
 			left = 1;
 			continue;
 		}
-		if (left)
-			sigtimedwait(&chld, NULL,
-				     &(struct timespec){ .tv_nsec = 1000000 });
+		if (!left)
+			break;
+		now = mono_ns();
+		if (now - checked > PT_STOP_CHECK_NS) {
+			checked = now;
+			for (i = 0; i < p->nth; i++)
+				if (!p->th[i].stopped &&
+				    thread_dead(p->pid, p->th[i].tid)) {
+					drop(p, p->th[i].tid);
+					moved = 1;
+					break;
+				}
+			if (moved)
+				continue;
+		}
+		if (now - t0 > PT_STOP_MAX_NS) {
+			pthread_sigmask(SIG_SETMASK, &old, NULL);
+			return -ETIMEDOUT;
+		}
+		sigtimedwait(&chld, NULL,
+			     &(struct timespec){ .tv_nsec = 1000000 });
 	}
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	return p->nth ? 0 : -ESRCH;
@@ -310,6 +359,10 @@ int pt_seize(struct pt *p, pid_t pid)
 			return fail(p, err, "ptrace");
 		}
 		err = stop_all(p);
+		if (err == -ETIMEDOUT) {
+			pt_detach(p);
+			return fail(p, err, "a thread did not stop");
+		}
 		if (err) {
 			pt_detach(p);
 			fail(p, 0, "process exited during attach");
@@ -378,6 +431,8 @@ int pt_stop_all(struct pt *p)
 		if (err)
 			return fail(p, err, "ptrace");
 		err = stop_all(p);
+		if (err == -ETIMEDOUT)
+			return fail(p, err, "a thread did not stop");
 		if (err) {
 			fail(p, 0, "process exited during attach");
 			return -ESRCH;
@@ -485,8 +540,11 @@ int pt_spawn(struct pt *p, char *const argv[])
 	if (!entry || err || pt_read(p, entry, &word, 8))
 		goto kill;
 	trap = (word & ~0xffULL) | 0xcc;
+	/* EXITKILL: if ubt dies before it lets the command run, the
+	 * command (half set up) dies too */
 	if (pt_write(p, entry, &trap, 8) ||
-	    ptrace(PTRACE_SETOPTIONS, pid, 0, PTRACE_O_TRACECLONE) < 0 ||
+	    ptrace(PTRACE_SETOPTIONS, pid, 0,
+		   PTRACE_O_TRACECLONE | PTRACE_O_EXITKILL) < 0 ||
 	    ptrace(PTRACE_CONT, pid, 0, 0) < 0)
 		goto kill;
 	for (;;) {
@@ -764,7 +822,11 @@ static int run_ctl(struct pt *p, struct user_regs_struct *r, bool step,
 			    us > 1000)
 				release_others(p, p->ctl);
 			if (us > timeout_ms * 1000LL) {
-				ptrace(PTRACE_INTERRUPT, tid, 0, 0);
+				/* not seized (a -c command): SIGSTOP stops
+				 * it, and is dropped when it goes on */
+				if (ptrace(PTRACE_INTERRUPT, tid, 0, 0) < 0)
+					syscall(SYS_tgkill, p->pid, tid,
+						SIGSTOP);
 				waitpid(tid, &st, __WALL);
 				if (p->others_running)
 					restop_others(p, p->ctl);

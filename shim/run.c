@@ -45,6 +45,7 @@
 
 #include "ast.h"
 #include "cg.h"
+#include "child.h"
 #include "format.h"
 #include "kernel.h"
 #include "merge.h"
@@ -833,9 +834,16 @@ static void run_kernel_opts(const struct run_opts *o, struct kernel_opts *ko)
 
 static volatile sig_atomic_t run_sigint;
 
+/*
+ * The first SIGINT/SIGTERM ends the run the ordinary way; a second one
+ * (whatever ubt waits for meanwhile) ends ubt at once.
+ */
 static void run_on_signal(int sig)
 {
-	(void)sig;
+	if (run_sigint) {
+		signal(sig, SIG_DFL);
+		raise(sig);
+	}
 	run_sigint = 1;
 }
 
@@ -864,7 +872,9 @@ struct run {
 	struct kernel *k;
 	struct ubt_user *u;
 	pid_t cpid;		/* -c child */
-	int pidfd;		/* -p: readable once the process exits */
+	bool reaped;		/* it exited and was reaped: */
+	int status;		/* its wait status, -1 if not known */
+	int pidfd;		/* -p, -c: readable once the process exits */
 	uint64_t lost;		/* user-ring losses reported */
 	/*
 	 * printf events of the user rings whose arguments print as they are
@@ -1805,12 +1815,41 @@ static bool run_target_gone(struct run *r)
 	struct pollfd pfd = { .fd = r->pidfd, .events = POLLIN };
 	int st;
 
-	if (r->cpid > 0)
-		return waitpid(r->cpid, &st, WNOHANG) == r->cpid ||
-		       user_exit_status(r->u, &st);
-	if (r->pidfd >= 0)
-		return poll(&pfd, 1, 0) == 1;
+	if (r->cpid > 0) {
+		if (r->reaped)
+			return true;
+		/* reaped by the ptrace code? */
+		if (user_exit_status(r->u, &st)) {
+			r->status = st;
+			return r->reaped = true;
+		}
+		/* through the pidfd: even if SIGCHLD was ignored */
+		r->reaped = child_gone(r->cpid, r->pidfd, &r->status);
+		return r->reaped;
+	}
+	if (r->pidfd >= 0) {
+		int n = poll(&pfd, 1, 0);
+
+		if (n == 0)
+			return false;
+		if (n == 1 && !(pfd.revents & POLLNVAL))
+			return true;
+	}
 	return kill(user_pid(r->u), 0) && errno == ESRCH;
+}
+
+/*
+ * After a failed ptrace operation: has the target exited?  A killed
+ * process fails them before it is a zombie: give it up to 100 ms.
+ */
+static bool run_target_exited(struct run *r)
+{
+	for (int i = 0; i < 100; i++) {
+		if (run_target_gone(r))
+			return true;
+		usleep(1000);
+	}
+	return false;
 }
 
 /* What user mode could not record, said once at exit. */
@@ -1869,7 +1908,8 @@ static int run_combined(struct compile *c, const struct run_opts *o,
 	struct kernel_opts ko;
 	struct sigaction sa = { .sa_handler = run_on_signal };
 	struct diag *last = c->diag.head;
-	int err, rc = 1, nprobes = 0, timeout = RUN_POLL_MS;
+	int err, rc = 1, nprobes = 0, timeout = RUN_POLL_MS, st;
+	bool resumed = false;	/* the target runs (user_resume()) */
 
 	if (o->dump_ir)
 		ko_cg.dump_ir = no_cg.dump_ir = stdout;
@@ -1914,13 +1954,24 @@ static int run_combined(struct compile *c, const struct run_opts *o,
 	ko.cmd = NULL;		/* the user side starts the command */
 	if (o->cmd)
 		ko.pid = 0;
+	/*
+	 * From here on Ctrl-C (or SIGTERM) ends the run the ordinary way
+	 * once the probes are in place: the target's code restored, END,
+	 * the maps.  SA_RESTART: the ptrace waits of the attach resume.
+	 */
+	run_sigint = 0;
+	sa.sa_flags = SA_RESTART;
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
 	err = run_user_attach(&r);
 	if (err)
 		goto out;
 	if (r.cpid)
 		ko.pid = r.cpid;
-	else
-		r.pidfd = syscall(SYS_pidfd_open, o->pid, 0);
+	/* (a -c command the ptrace code reaped has no pid any more) */
+	if (!r.cpid || !user_exit_status(r.u, &st))
+		r.pidfd = syscall(SYS_pidfd_open, r.cpid ? r.cpid : o->pid, 0);
 	err = kernel_load(&r.merged, &ko, &r.k);
 	if (err)
 		goto out;
@@ -1957,18 +2008,18 @@ static int run_combined(struct compile *c, const struct run_opts *o,
 		printf("__BPFTRACE_NOTIFY_PROBES_ATTACHED\n");
 		fflush(stdout);
 	}
-	run_sigint = 0;
-	sigaction(SIGINT, &sa, NULL);
-	sigaction(SIGTERM, &sa, NULL);
 	kernel_run_begin(r.k);
 	/* BEGIN's output comes before anything the target prints */
 	kernel_poll(r.k, 0);
 	fflush(o->out ? o->out : stdout);
 	if (r.etime)
 		kernel_set_event_hook(r.k, run_kernel_take, &r);
-	if (!kernel_exiting(r.k)) {
+	/* as bpftrace: after an exit() in BEGIN a -c command never runs */
+	if (!kernel_exiting(r.k) && !run_sigint) {
+		resumed = true;
 		err = user_resume(r.u);
-		if (err) {
+		/* killed meanwhile: the run ends as for any exit */
+		if (err && !run_target_exited(&r)) {
 			fprintf(stderr, "ubt: cannot resume the target: %s\n",
 				user_error(r.u));
 			goto out;
@@ -2006,15 +2057,23 @@ static int run_combined(struct compile *c, const struct run_opts *o,
 	kernel_print_maps(r.k);
 	fflush(o->out ? o->out : stdout);
 	run_user_warnings(&r);
+	if (r.reaped)
+		child_report(stderr, r.cpid, r.status, o->verbose);
 	rc = 0;
 out:
+	if (r.u && r.cpid > 0 && !r.reaped && user_exit_status(r.u, &st))
+		r.reaped = true;	/* by the ptrace code */
+	if (r.u && r.cpid > 0 && !resumed && !r.reaped) {
+		/* a -c command stopped since its first instruction: it ends
+		 * before it ever runs, nothing to restore */
+		r.reaped = child_kill(r.cpid, r.pidfd);
+	} else if (r.u && user_detach(r.u)) {
+		fprintf(stderr, "ubt: detach: %s\n", user_error(r.u));
+	}
 	if (r.u) {
-		if (user_detach(r.u))
-			fprintf(stderr, "ubt: detach: %s\n", user_error(r.u));
-		if (r.cpid > 0 && waitpid(r.cpid, NULL, WNOHANG) == 0) {
-			kill(r.cpid, SIGTERM);
-			waitpid(r.cpid, NULL, 0);
-		}
+		/* SIGTERM, then SIGKILL: a bounded wait whatever it does */
+		if (r.cpid > 0 && !r.reaped && !user_exit_status(r.u, &st))
+			child_stop(r.cpid, r.pidfd);
 		user_free(r.u);
 	}
 	if (r.pidfd >= 0)
@@ -2064,6 +2123,7 @@ int shim_run(struct compile *c, const struct run_opts *o)
 
 	if (!c->sema || !c->program)
 		BUG("shim_run() before sema_run()");
+	child_init();
 	err = run_decide(c, o, &d);
 	/* --dry-run shows the decisions when there is one to make */
 	if (o->verbose || (o->dry_run && run_has_uprobes(c)))

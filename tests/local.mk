@@ -67,6 +67,12 @@ tests_cli_unit_cli_SOURCES = tests/cli/unit-cli.c
 tests_cli_unit_cli_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/tools
 tests_cli_unit_cli_LDADD = $(UBT_LIBS)
 
+# The end of a -c command (shim/child.c): seen and brought about in bounds.
+check_PROGRAMS += tests/unit-child
+TESTS += tests/unit-child
+tests_unit_child_SOURCES = tests/unit-child.c
+tests_unit_child_LDADD = $(UBT_LIBS)
+
 # Output formatting: printf, maps, hist/lhist, JSON (shim/output.c).
 check_PROGRAMS += tests/unit-output
 TESTS += tests/unit-output
