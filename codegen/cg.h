@@ -101,6 +101,8 @@ struct cg_event {
 	size_t size;		/* record size, header included */
 	int map;		/* CG_EV_PRINT/CLEAR/ZERO/DELETE: map index */
 	int64_t top, div;	/* print(@m, top, div); 0 when not given */
+	bool native;		/* CG_EV_DELETE: sent by native code (the
+				 * kernel's copy of the key is still there) */
 };
 
 /*
@@ -190,6 +192,11 @@ struct cg_opts {
 	const bool *native_thread_maps;
 	/* a time stamp at the end of every event record (above) */
 	enum cg_event_time event_time;
+	/* BPF target, by sema map id (NULL: none): aggregations that
+	 * user-mode probes also write; a kernel probe's delete() of one of
+	 * their keys also sends a CG_EV_DELETE event, for ubt to delete the
+	 * key from the user side */
+	const bool *user_agg_maps;
 };
 
 /*

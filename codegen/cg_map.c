@@ -177,12 +177,17 @@ void cg_map_delete(struct cg *g, int id, struct ast_node *keys, int nkeys)
 	}
 	key = cg_key_with(g, id, keys, nkeys, NULL);
 	irb_map_delete(&g->ir, g->maps[id], key);
-	if (g->ir.target == CG_TARGET_NATIVE && m->percpu) {
+	if ((g->ir.target == CG_TARGET_NATIVE && m->percpu) ||
+	    (g->ir.target == CG_TARGET_BPF && g->opts &&
+	     g->opts->user_agg_maps && g->opts->user_agg_maps[id])) {
 		/*
 		 * An aggregation's key in a user-mode probe: gone from this
 		 * thread's table at once; ubt deletes it from the other
 		 * threads' tables and the kernel's map when it reads this
-		 * event (asynchronously, as bpftrace's clear()).
+		 * event (asynchronously, as bpftrace's clear()). In a kernel
+		 * probe, on a map user-mode probes also write: gone from the
+		 * kernel's map at once, from every thread's table when ubt
+		 * reads the event.
 		 */
 		size_t size = sizeof(struct cg_event_hdr) +
 			      ((m->key_size + 7) & ~(size_t)7);
@@ -191,6 +196,7 @@ void cg_map_delete(struct cg *g, int id, struct ast_node *keys, int nkeys)
 
 		g->obj->events[ev].map = id;
 		g->obj->events[ev].size = size;
+		g->obj->events[ev].native = g->ir.target == CG_TARGET_NATIVE;
 		rec = cg_record_begin(g, ev, size);
 		irb_memcpy(&g->ir, irb_gep(&g->ir, rec,
 					   sizeof(struct cg_event_hdr)),

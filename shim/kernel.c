@@ -775,11 +775,13 @@ static int kernel_event(void *ctx, void *data, size_t size)
 			k->map_hook(k->map_hook_ctx, e->kind, e->map, NULL);
 		break;
 	case CG_EV_DELETE:
-		/* from a user-mode probe: the kernel's copy of the key */
+		/* from a user-mode probe: the kernel's copy of the key (a
+		 * kernel probe deleted it itself, and may have added it
+		 * again since) */
 		if (e->map < 0 || e->map >= obj->nmaps ||
 		    asize < obj->maps[e->map].key_size)
 			break;
-		if (kernel_map_fd(k, e->map) >= 0)
+		if (e->native && kernel_map_fd(k, e->map) >= 0)
 			bpf_map_delete_elem(kernel_map_fd(k, e->map), args);
 		if (k->map_hook)
 			k->map_hook(k->map_hook_ctx, e->kind, e->map, args);

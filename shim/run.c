@@ -21,8 +21,8 @@
  *   - no kernel uprobe shares one of its functions (its breakpoint would
  *     land on our jump), no kernel probe uses one of its ordinary maps
  *     or the aggregations it reads (one side could not see the other's
- *     writes), and no kernel probe deletes keys of its aggregations (the
- *     kernel's delete() is synchronous, on the kernel's map only);
+ *     writes; a kernel probe's clear(), zero() and delete() of an
+ *     aggregation also reach the user side: run_map_hook());
  *     ordinary maps only ever used as @m[tid] stay in per-thread tables
  *     (no atomics), the others (among them every map iterated: a thread's
  *     table lacks the other threads' entries) go to the shared one.
@@ -71,9 +71,6 @@ struct run_scan {
 				 * holds (run_scan_shared()) */
 	bool *aggread;		/* by sema map id: an aggregation read
 				 * as a value somewhere */
-	uint64_t *aggdel;	/* by sema map id: the probes (bit = probe
-				 * index) that delete() its keys */
-	int probe;		/* the probe being scanned */
 	const char *why;	/* the first thing user mode lacks */
 };
 
@@ -139,11 +136,7 @@ static int run_scan_plain(struct ast_node *n, void *ctx)
 		return 0;
 	} else if (n->kind == AST_CALL && n->sema && n->sema->map &&
 		   n->sema->func == FN_DELETE && run_agg_map(n->sema->map)) {
-		/* a user-mode probe's delete() tells ubt (CG_EV_DELETE) */
-		if (s->probe >= 0 && s->probe < 64)
-			s->aggdel[n->sema->map->id] |= 1ull << s->probe;
-		else
-			s->plain[n->sema->map->id] = true;
+		/* a delete() on either side tells ubt (CG_EV_DELETE) */
 		/* the keys only: the map is not read */
 		for (struct ast_node *a = n->call.args; a; a = a->next) {
 			if (a->kind != AST_MAP) {
@@ -647,8 +640,7 @@ static const char *run_shared_site(struct compile *c,
  * kernel, until nothing changes.
  */
 static void run_conflicts(struct compile *c, struct run_decision *d,
-			  struct run_sites *sites, const bool *one_side,
-			  const uint64_t *aggdel)
+			  struct run_sites *sites, const bool *one_side)
 {
 	struct sema_program *sp = c->sema;
 	int n = sp->nprobes;
@@ -666,18 +658,8 @@ static void run_conflicts(struct compile *c, struct run_decision *d,
 			for (int m = 0; m < sp->nmaps && !why; m++) {
 				uint64_t bits = sp->maps[m]->probes;
 
-				if (i >= 64 || !(bits & (1ull << i)))
-					continue;
-				for (int j = 0; j < n && j < 64 && !why; j++)
-					if ((aggdel[m] & (1ull << j)) &&
-					    d[j].where == RUN_KERNEL)
-						why = arena_printf(
-							&c->arena,
-							"keys of map %s are "
-							"deleted by a kernel "
-							"probe",
-							sp->maps[m]->name);
-				if (!one_side[m] || why)
+				if (i >= 64 || !(bits & (1ull << i)) ||
+				    !one_side[m])
 					continue;
 				for (int j = 0; j < n && j < 64; j++)
 					if ((bits & (1ull << j)) &&
@@ -737,17 +719,12 @@ int run_decide(struct compile *c, const struct run_opts *o,
 	s.shared = arena_alloc(&c->arena, (sp->nmaps + 1) * sizeof(bool));
 	s.aggread = arena_alloc(&c->arena, (sp->nmaps + 1) * sizeof(bool));
 	memset(s.aggread, 0, (sp->nmaps + 1) * sizeof(bool));
-	s.aggdel = arena_alloc(&c->arena, (sp->nmaps + 1) * sizeof(uint64_t));
-	memset(s.aggdel, 0, (sp->nmaps + 1) * sizeof(uint64_t));
 	for (int i = 0; i < sp->nmaps; i++)
 		s.shared[i] = !run_agg_map(sp->maps[i]) && sp->nprobes <= 64 &&
 			   (!sp->maps[i]->bpf_type ||
 			    !strcmp(sp->maps[i]->bpf_type, "hash"));
-	for (struct ast_node *p = c->program->program.probes; p;
-	     p = p->next) {
-		s.probe = p->probe.index;
+	for (struct ast_node *p = c->program->program.probes; p; p = p->next)
 		ast_visit_children(p, run_scan_plain, &s);
-	}
 	for (struct ast_node *p = c->program->program.probes; p; p = p->next)
 		ast_visit_children(p, run_scan_shared, &s);
 	for (struct ast_node *p = c->program->program.probes; p;
@@ -784,7 +761,7 @@ int run_decide(struct compile *c, const struct run_opts *o,
 		one_side[i] = (s.aggread[i] && sp->nprobes <= 64) ||
 			      s.shared[i];
 	if (o->mode != MODE_KERNEL)
-		run_conflicts(c, d, sites, one_side, s.aggdel);
+		run_conflicts(c, d, sites, one_side);
 	for (struct ast_node *p = c->program->program.probes;
 	     p && o->mode == MODE_USER; p = p->next) {
 		const char *prov = p->probe.aps && p->probe.aps->ap.provider ?
@@ -1894,13 +1871,36 @@ static void run_dump_native(const struct cg_object *obj, FILE *f)
 	fflush(f);
 }
 
+/*
+ * Aggregations that user-mode probes write, by sema map id: a kernel
+ * probe's delete() of one of their keys tells ubt (cg_opts.user_agg_maps).
+ */
+static bool *run_user_agg_maps(struct compile *c,
+			       const struct run_decision *d)
+{
+	struct sema_program *sp = c->sema;
+	bool *by_map = arena_alloc(&c->arena, (sp->nmaps + 1) * sizeof(bool));
+
+	for (int i = 0; i < sp->nmaps; i++) {
+		by_map[i] = false;
+		if (!run_agg_map(sp->maps[i]))
+			continue;
+		for (int j = 0; j < sp->nprobes; j++)
+			if (d[j].where == RUN_USER &&
+			    (j >= 64 || (sp->maps[i]->probes & (1ull << j))))
+				by_map[i] = true;
+	}
+	return by_map;
+}
+
 static int run_combined(struct compile *c, const struct run_opts *o,
 			const struct run_decision *d)
 {
 	struct run r = { .c = c, .o = o, .d = d, .pidfd = -1, .ev_block = -1,
 			.queued_block = -1 };
 	struct cg_opts ko_cg = { .sz = sizeof(ko_cg), .want = run_want_kernel,
-				 .want_ctx = &r };
+				 .want_ctx = &r,
+				 .user_agg_maps = run_user_agg_maps(c, d) };
 	struct cg_opts no_cg = { .sz = sizeof(no_cg), .want = run_want_user,
 				 .want_ctx = &r,
 				 .native_thread_maps = run_thread_maps(c) };
