@@ -929,9 +929,10 @@ static int rt_htab_has(const struct rt_htab *h, const void *key)
  * own slot is absent, deleted or zeroed).  Position: block * nslots +
  * slot; returns the next one + 1 after copying key and value, 0 at the
  * end.  Other threads' tables are only read; a key another thread inserts
- * or ubt deletes while a loop runs may or may not be seen, and each
- * position is visited once, so a loop ends after blocks * nslots entries
- * at most.
+ * or ubt deletes while a loop runs may or may not be seen (one deleted
+ * from an earlier block after the loop passed it may be seen again in a
+ * later one), and each position is visited once, so a loop ends after
+ * blocks * nslots entries at most.
  */
 RT_EXPORT uint64_t rt_htab_next_all(struct rt_htab *h, uint64_t from,
 				    void *key, void *val)
@@ -981,12 +982,12 @@ RT_EXPORT uint64_t rt_htab_next_all(struct rt_htab *h, uint64_t from,
 				continue;
 			/* this thread's value: it is the only writer */
 			mine = rt_htab_slot(h, key, &empty);
-			if (mine && !empty && mine[0] == RT_HTAB_USED)
-				for (w = 0; w < nv; w++)
-					((rt_u64u *)val)[w] = mine[1 + ks / 8 + w];
+			if (!mine || empty || mine[0] != RT_HTAB_USED)
+				mine = NULL;
 			else
-				for (w = 0; w < nv; w++)
-					((rt_u64u *)val)[w] = 0;
+				mine += 1 + ks / 8;
+			for (w = 0; w < nv; w++)
+				((rt_u64u *)val)[w] = mine ? mine[w] : 0;
 			return b * h->nslots + i + 1;
 		}
 	}
