@@ -15,9 +15,13 @@
  *     for and len(): one lock-free table shared by all threads,
  *     runtime/rt_abi.h struct rt_shtab, which ubt empties or zeroes when
  *     it reads a clear()/zero() event), printf/time/exit/print/system/cat,
- *     str(), the builtins of run_builtin_ok(); not for or len() over an
- *     aggregation (the kernel visits every key with one CPU's value, while
- *     each thread's table holds its own keys);
+ *     str(), the builtins of run_builtin_ok(); for and len() over a keyed
+ *     aggregation (not hist/lhist): the kernel visits every key of the
+ *     per-CPU map with the current CPU's value, user mode every key of
+ *     every thread's table (each once) with the calling thread's value
+ *     (RT_FN_HTAB_NEXT_ALL), as long as no kernel probe uses the map
+ *     otherwise than through clear(), zero(), delete() and print() (its
+ *     keys would be on the other side: run_side_use());
  *   - no kernel uprobe shares one of its functions (its breakpoint would
  *     land on our jump), no kernel probe uses one of its ordinary maps
  *     or the aggregations it reads (one side could not see the other's
