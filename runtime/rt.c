@@ -956,7 +956,8 @@ RT_EXPORT uint64_t rt_htab_next_all(struct rt_htab *h, uint64_t from,
 		struct rt_htab *o = rt_htab_other(h, map_off, b);
 		const char *slots;
 
-		if (!o)
+		/* a thread that never added a key: nothing to scan */
+		if (!o || !__atomic_load_n(&o->used, __ATOMIC_RELAXED))
 			continue;
 		slots = (const char *)(o + 1);
 		for (; i < h->nslots; i++) {
