@@ -626,6 +626,9 @@ static LLVMValueRef nat_getcpu(struct irb *ir, bool node)
  * key and val are this loop's buffers in the thread's map area; the
  * callback (irb_native_callback_begin()) is inlined. Returns the entries
  * visited, as the kernel does (len(): a callback that returns 0).
+ * Over an aggregation (a per-thread table, HTAB and not plain), the same
+ * loop with rt_htab_next_all(): every thread's keys, this thread's values
+ * (a per-CPU map's keys with the current CPU's values).
  */
 static LLVMValueRef nat_for_each(struct irb *ir, LLVMValueRef *args, int n)
 {
@@ -641,7 +644,8 @@ static LLVMValueRef nat_for_each(struct irb *ir, LLVMValueRef *args, int n)
 	if (nat.nest < NAT_MAX_NEST)
 		nat.blk = nat.outer_blk[nat.nest];
 	m = nat_find(args[0]);
-	if (!m || m->kind != NATIVE_MAP_SHARED) {
+	if (!m || (m->kind != NATIVE_MAP_SHARED &&
+		   (m->kind != NATIVE_MAP_HTAB || m->plain))) {
 		nat_unsupported("a map iteration (for, len()) over a map "
 				"that is not in the shared table");
 		return irb_const(ir, 0);
@@ -649,7 +653,8 @@ static LLVMValueRef nat_for_each(struct irb *ir, LLVMValueRef *args, int n)
 	off = nat.area;
 	nat.area = rt_align8(nat.area + rt_align8(m->key_size) +
 			     rt_align8(m->val_size));
-	tab = nat_shtab(ir, m);
+	tab = m->kind == NATIVE_MAP_SHARED ? nat_shtab(ir, m) :
+					     nat_map_area(ir, m->off);
 	kbuf = nat_map_area(ir, off);
 	vbuf = nat_map_area(ir, off + rt_align8(m->key_size));
 	pre = LLVMGetInsertBlock(ir->b);
@@ -665,7 +670,9 @@ static LLVMValueRef nat_for_each(struct irb *ir, LLVMValueRef *args, int n)
 	a[1] = from;
 	a[2] = kbuf;
 	a[3] = vbuf;
-	next = nat_call(ir, RT_FN_SHTAB_NEXT, ir->i64, a, 4);
+	next = nat_call(ir, m->kind == NATIVE_MAP_SHARED ? RT_FN_SHTAB_NEXT :
+							 RT_FN_HTAB_NEXT_ALL,
+			ir->i64, a, 4);
 	LLVMBuildCondBr(ir->b, LLVMBuildICmp(ir->b, LLVMIntEQ, next,
 					     irb_const(ir, 0), ""),
 			done, body);

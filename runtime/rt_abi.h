@@ -111,6 +111,19 @@
  *                      val_size rounded up to 8; both from one consistent
  *                      copy, never torn) and returns its index + 1; 0 when
  *                      no used slot is left (iteration: for, len())
+ *   RT_FN_HTAB_NEXT_ALL u64 rt_htab_next_all(struct rt_htab *, u64 from,
+ *                      void *key, void *val): iteration over an
+ *                      aggregation (for, len()), the per-CPU map's analog:
+ *                      the table is the calling thread's; visits the keys
+ *                      of the union of every thread's table at the same
+ *                      map-area offset (used or zeroed slots; each key
+ *                      once, in the first block that holds it), copying
+ *                      the key and the calling thread's value (zero where
+ *                      its own slot is absent, deleted or zeroed) into key
+ *                      and val (sizes rounded up to 8); returns the
+ *                      position (block * nslots + slot) + 1, the next
+ *                      call's from, or 0 at the end.  Other threads'
+ *                      tables are only read; every header is checked
  * and the trampolines' own: slow path (block allocation), wrapper entry
  * and exit for return probes, and RT_FN_WRAP_CALL, the one place that
  * calls a wrapped function: reached by a jump with %r11 = the relocated
@@ -133,7 +146,8 @@
 #define RT_FN_SHTAB_DELETE 10
 #define RT_FN_SHTAB_NEXT 11
 #define RT_FN_WRAP_CALL 12
-#define RT_FN_MAX 13
+#define RT_FN_HTAB_NEXT_ALL 13
+#define RT_FN_MAX 14
 
 #ifndef __ASSEMBLER__
 #include <stdint.h>

@@ -15,9 +15,13 @@
  *     for and len(): one lock-free table shared by all threads,
  *     runtime/rt_abi.h struct rt_shtab, which ubt empties or zeroes when
  *     it reads a clear()/zero() event), printf/time/exit/print/system/cat,
- *     str(), the builtins of run_builtin_ok(); not for or len() over an
- *     aggregation (the kernel visits every key with one CPU's value, while
- *     each thread's table holds its own keys);
+ *     str(), the builtins of run_builtin_ok(); for and len() over a keyed
+ *     aggregation (not hist/lhist): the kernel visits every key of the
+ *     per-CPU map with the current CPU's value, user mode every key of
+ *     every thread's table (each once) with the calling thread's value
+ *     (RT_FN_HTAB_NEXT_ALL), as long as no kernel probe uses the map
+ *     otherwise than through clear(), zero(), delete() and print() (its
+ *     keys would be on the other side: run_side_use());
  *   - no kernel uprobe shares one of its functions (its breakpoint would
  *     land on our jump), no kernel probe uses one of its ordinary maps
  *     or the aggregations it reads (one side could not see the other's
@@ -71,6 +75,8 @@ struct run_scan {
 				 * holds (run_scan_shared()) */
 	bool *aggread;		/* by sema map id: an aggregation read
 				 * as a value somewhere */
+	bool *aggiter;		/* by sema map id: an aggregation
+				 * iterated (for, len()) somewhere */
 	const char *why;	/* the first thing user mode lacks */
 };
 
@@ -106,6 +112,20 @@ static int run_scan_shared(struct ast_node *n, void *ctx)
 static int run_scan_plain(struct ast_node *n, void *ctx)
 {
 	struct run_scan *s = ctx;
+	struct sema_map *im = NULL;
+
+	/* for and len() over an aggregation: the map is iterated, not read
+	 * (run_side_use() says which probes must share its side) */
+	if (n->kind == AST_FOR_MAP && n->for_.map && n->for_.map->sema)
+		im = n->for_.map->sema->map;
+	else if (n->kind == AST_CALL && n->sema &&
+		 n->sema->func == FN_LEN)
+		im = n->sema->map;
+	if (im && run_agg_map(im)) {
+		s->aggiter[im->id] = true;
+		return n->kind == AST_FOR_MAP && n->for_.body ?
+			       run_scan_plain(n->for_.body, ctx) : 0;
+	}
 
 	if (n->kind == AST_ASSIGN && n->assign.lhs &&
 	    n->assign.lhs->kind == AST_MAP && n->assign.rhs &&
@@ -275,7 +295,10 @@ static const char *run_assign_why(struct run_scan *s, struct ast_node *lhs)
 
 /*
  * Why iterating sm ("for over" or "len() of" it) needs the kernel, NULL
- * when the shared table holds it.
+ * when the shared table holds it, or when it is a keyed aggregation
+ * (count, sum, min, max, avg, stats): every thread's keys with the
+ * calling thread's values (RT_FN_HTAB_NEXT_ALL), as long as no kernel
+ * probe writes or reads it (run_side_use()).
  */
 static const char *run_iter_why(struct run_scan *s,
 				const struct sema_map *sm, const char *what)
@@ -284,9 +307,16 @@ static const char *run_iter_why(struct run_scan *s,
 		return "a map iteration without a map";
 	if (s->shared[sm->id])
 		return NULL;
+	if (run_agg_map(sm) && sm->key && s->c->sema->nprobes <= 64 &&
+	    sm->value && sm->value->kind != TY_HIST &&
+	    sm->value->kind != TY_LHIST)
+		return NULL;
 	if (run_agg_map(sm))
-		return arena_printf(&s->c->arena, "%s aggregation map %s",
-				    what, sm->name);
+		return arena_printf(&s->c->arena, "%s %saggregation map %s%s",
+				    what, sm->key ? "" : "keyless ",
+				    sm->name,
+				    s->c->sema->nprobes > 64 ?
+					    " (more than 64 probes)" : "");
 	return arena_printf(&s->c->arena,
 			    "%s map %s (not a hash map, or more than 64 "
 			    "probes)",
@@ -368,6 +398,59 @@ static int run_scan_body(struct ast_node *n, void *ctx)
 		return 1;
 	}
 	return ast_visit_children(n, run_scan_body, ctx);
+}
+
+/*
+ * Probes that use a map otherwise than through clear(), zero(), delete()
+ * and print() (which reach every side: run_map_hook()): those of an
+ * iterated aggregation must run on one side, since the user side's
+ * iteration does not see the kernel's keys, nor the kernel's the user
+ * side's.
+ */
+struct run_use {
+	uint64_t *use;		/* by sema map id: probe bits */
+	uint64_t bit;
+};
+
+static int run_scan_use(struct ast_node *n, void *ctx)
+{
+	struct run_use *u = ctx;
+	enum sema_func f = n->kind == AST_CALL && n->sema ? n->sema->func :
+							    FN_NONE;
+
+	if (f == FN_CLEAR || f == FN_ZERO || f == FN_PRINT ||
+	    f == FN_DELETE) {
+		/* only the keys of delete(@m[k]) are expressions */
+		for (struct ast_node *a = n->call.args; a; a = a->next) {
+			if (a->kind != AST_MAP) {
+				run_scan_use(a, ctx);
+				continue;
+			}
+			for (struct ast_node *k = a->map.keys; k; k = k->next)
+				run_scan_use(k, ctx);
+		}
+		return 0;
+	}
+	if (n->kind == AST_MAP && n->sema && n->sema->map)
+		u->use[n->sema->map->id] |= u->bit;
+	return ast_visit_children(n, run_scan_use, ctx);
+}
+
+static uint64_t *run_side_use(struct compile *c)
+{
+	struct sema_program *sp = c->sema;
+	struct run_use u;
+
+	u.use = arena_alloc(&c->arena, (sp->nmaps + 1) * sizeof(*u.use));
+	memset(u.use, 0, (sp->nmaps + 1) * sizeof(*u.use));
+	for (struct ast_node *p = c->program->program.probes; p;
+	     p = p->next) {
+		if (p->probe.index >= 64)
+			continue;
+		u.bit = 1ull << p->probe.index;
+		ast_visit_children(p, run_scan_use, &u);
+	}
+	return u.use;
 }
 
 /* ---- where the probe's sites are ----------------------------------- */
@@ -640,7 +723,8 @@ static const char *run_shared_site(struct compile *c,
  * kernel, until nothing changes.
  */
 static void run_conflicts(struct compile *c, struct run_decision *d,
-			  struct run_sites *sites, const bool *one_side)
+			  struct run_sites *sites, const uint64_t *one_side,
+			  const bool *iterated)
 {
 	struct sema_program *sp = c->sema;
 	int n = sp->nprobes;
@@ -654,21 +738,24 @@ static void run_conflicts(struct compile *c, struct run_decision *d,
 			if (d[i].where != RUN_USER)
 				continue;
 			/* an ordinary map, or an aggregation read as a
-			 * value, lives on one side only */
+			 * value or iterated, lives on one side only: the
+			 * probes in one_side[m] */
 			for (int m = 0; m < sp->nmaps && !why; m++) {
-				uint64_t bits = sp->maps[m]->probes;
+				uint64_t bits = one_side[m];
 
-				if (i >= 64 || !(bits & (1ull << i)) ||
-				    !one_side[m])
+				if (i >= 64 || !(bits & (1ull << i)))
 					continue;
 				for (int j = 0; j < n && j < 64; j++)
 					if ((bits & (1ull << j)) &&
 					    d[j].where == RUN_KERNEL) {
 						why = arena_printf(
 							&c->arena,
-							"map %s is also used "
+							"map %s is also %s "
 							"by a kernel probe",
-							sp->maps[m]->name);
+							sp->maps[m]->name,
+							iterated[m] ?
+							"iterated and used" :
+							"used");
 						break;
 					}
 			}
@@ -708,7 +795,7 @@ int run_decide(struct compile *c, const struct run_opts *o,
 	struct run_decision *d;
 	struct run_sites *sites;
 	struct run_scan s = { .c = c };
-	bool *one_side;
+	uint64_t *one_side, *use;
 	int err = 0;
 
 	d = arena_alloc(&c->arena, (sp->nprobes + 1) * sizeof(*d));
@@ -719,6 +806,8 @@ int run_decide(struct compile *c, const struct run_opts *o,
 	s.shared = arena_alloc(&c->arena, (sp->nmaps + 1) * sizeof(bool));
 	s.aggread = arena_alloc(&c->arena, (sp->nmaps + 1) * sizeof(bool));
 	memset(s.aggread, 0, (sp->nmaps + 1) * sizeof(bool));
+	s.aggiter = arena_alloc(&c->arena, (sp->nmaps + 1) * sizeof(bool));
+	memset(s.aggiter, 0, (sp->nmaps + 1) * sizeof(bool));
 	for (int i = 0; i < sp->nmaps; i++)
 		s.shared[i] = !run_agg_map(sp->maps[i]) && sp->nprobes <= 64 &&
 			   (!sp->maps[i]->bpf_type ||
@@ -755,13 +844,19 @@ int run_decide(struct compile *c, const struct run_opts *o,
 			r->why = "every site can be patched";
 		}
 	}
-	/* maps whose probes must all run on one side */
-	one_side = arena_alloc(&c->arena, (sp->nmaps + 1) * sizeof(bool));
-	for (int i = 0; i < sp->nmaps; i++)
-		one_side[i] = (s.aggread[i] && sp->nprobes <= 64) ||
-			      s.shared[i];
+	/* maps whose probes (these bits) must all run on one side */
+	one_side = arena_alloc(&c->arena,
+			       (sp->nmaps + 1) * sizeof(*one_side));
+	use = run_side_use(c);
+	for (int i = 0; i < sp->nmaps; i++) {
+		one_side[i] = 0;
+		if ((s.aggread[i] && sp->nprobes <= 64) || s.shared[i])
+			one_side[i] = sp->maps[i]->probes;
+		else if (s.aggiter[i] && sp->nprobes <= 64)
+			one_side[i] = use[i];
+	}
 	if (o->mode != MODE_KERNEL)
-		run_conflicts(c, d, sites, one_side);
+		run_conflicts(c, d, sites, one_side, s.aggiter);
 	for (struct ast_node *p = c->program->program.probes;
 	     p && o->mode == MODE_USER; p = p->next) {
 		const char *prov = p->probe.aps && p->probe.aps->ap.provider ?

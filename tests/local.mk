@@ -110,10 +110,12 @@ tests_unit_probes_LDADD = $(UBT_LIBS)
 check_PROGRAMS += \
 	tests/user/target \
 	tests/user/test-user \
+	tests/user/unit-aggiter \
 	tests/user/unit-memfd \
 	tests/user/unit-shtab
 TESTS += \
 	tests/user/test-user \
+	tests/user/unit-aggiter \
 	tests/user/unit-memfd \
 	tests/user/unit-shtab \
 	tests/user/unwind-detach.py \
@@ -134,6 +136,11 @@ tests_user_test_user_SOURCES = \
 	tests/user/proc.h \
 	tests/user/test-user.c
 tests_user_test_user_LDADD = $(UBT_LIBS)
+tests_user_unit_aggiter_SOURCES = \
+	tests/tap.c \
+	tests/tap.h \
+	tests/user/unit-aggiter.c
+tests_user_unit_aggiter_LDADD = $(UBT_LIBS) -ldl
 tests_user_unit_memfd_SOURCES = \
 	tests/tap.c \
 	tests/tap.h \

@@ -145,12 +145,12 @@ def test_decisions():
        "--mode user names what a probe body needs", repr(r.stderr))
     r = ubt(["--dry-run", "-e",
              "uprobe:%s:ut_plain { @c = count(); } "
-             "uprobe:%s:ut_plain { @d[1] = count(); for ($kv : @d) { } }" %
+             "uprobe:%s:ut_plain { @d = count(); print(len(@d)); }" %
              (TARGET, TARGET), "-c", TARGET + " bench 1"])
     ok(r.returncode == 0 and r.stderr.count(
         "kernel (a kernel uprobe on the same function") == 1 and
-       r.stderr.count("kernel (for over aggregation map @d needs the "
-                      "kernel)") == 1,
+       r.stderr.count("kernel (len() of keyless aggregation map @d needs "
+                      "the kernel)") == 1,
        "a function with a kernel uprobe is not patched", repr(r.stderr))
     r = ubt(["--dry-run", "--mode", "user", "-e",
              "uprobe:%s:ut_plain { @m[arg0 %% 3] = arg1; } "
@@ -162,13 +162,44 @@ def test_decisions():
        repr(r.stderr))
     r = ubt(["--dry-run", "--mode", "user", "-e",
              "uprobe:%s:ut_plain { @c[arg0 %% 3] = count(); "
-             "for ($kv : @c) { @n = count(); } }" % TARGET, "-c",
+             "for ($kv : @c) { @n = count(); } } "
+             "uprobe:%s:ut_endbr { @s[arg0] = sum(arg1); "
+             "@l = max(len(@s)); } "
+             "interval:ms:100 { clear(@c); delete(@s[1]); print(@s); }" %
+             (TARGET, TARGET), "-c", TARGET + " bench 1"])
+    ok(r.returncode == 0 and r.stderr.count(": user mode (") == 2,
+       "--mode user takes for and len() over aggregation maps (a kernel "
+       "probe may clear, delete and print them)", repr(r.stderr))
+    r = ubt(["--dry-run", "--mode", "user", "-e",
+             "uprobe:%s:ut_plain { @c[arg0 %% 3] = count(); "
+             "for ($kv : @c) { @n = count(); } } "
+             "BEGIN { @c[7] = count(); }" % TARGET, "-c",
              TARGET + " bench 1"])
     ok(r.returncode == 1 and
        re.search(r"^ubt: cannot run uprobe:\S+:ut_plain in user mode: "
-                 r"for over aggregation map @c needs the kernel$",
+                 r"map @c is also iterated and used by a kernel probe$",
                  r.stderr, re.M),
-       "--mode user refuses for over an aggregation map", repr(r.stderr))
+       "--mode user refuses for over an aggregation a kernel probe writes",
+       repr(r.stderr))
+    r = ubt(["--dry-run", "--mode", "user", "-e",
+             "uprobe:%s:ut_plain { @c[arg0 %% 3] = count(); } "
+             "END { printf(\"%%d\\n\", len(@c)); }" % TARGET, "-c",
+             TARGET + " bench 1"])
+    ok(r.returncode == 1 and
+       re.search(r"^ubt: cannot run uprobe:\S+:ut_plain in user mode: "
+                 r"map @c is also iterated and used by a kernel probe$",
+                 r.stderr, re.M),
+       "--mode user refuses an aggregation a kernel probe iterates",
+       repr(r.stderr))
+    r = ubt(["--dry-run", "--mode", "user", "-e",
+             "uprobe:%s:ut_plain { @c = count(); @n = max(len(@c)); }" %
+             TARGET, "-c", TARGET + " bench 1"])
+    ok(r.returncode == 1 and
+       re.search(r"^ubt: cannot run uprobe:\S+:ut_plain in user mode: "
+                 r"len\(\) of keyless aggregation map @c needs the kernel$",
+                 r.stderr, re.M),
+       "--mode user refuses len() of a keyless aggregation",
+       repr(r.stderr))
 
 
 def test_pid():
