@@ -393,6 +393,65 @@ static struct native_map *nat_find(LLVMValueRef ref)
 	BUG("native map not defined");
 }
 
+/*
+ * A per-thread table with 8-byte keys (tid, a pointer): the key's first
+ * slot, inline, when it holds the key (state 1), as rt_htab_slot() finds
+ * it (rt_hash() of one word); anything else through the runtime (another
+ * slot, an insert, a revival). No call, so no registers saved, on a hit.
+ */
+static LLVMValueRef nat_htab_hit(struct irb *ir, struct native_map *m,
+				 LLVMValueRef base, LLVMValueRef key)
+{
+	uint64_t ss = 16 + rt_align8(m->val_size);
+	LLVMBasicBlockRef chk = LLVMAppendBasicBlockInContext(ir->ctx, ir->fn,
+							      "htab_key");
+	LLVMBasicBlockRef slow = LLVMAppendBasicBlockInContext(ir->ctx,
+							       ir->fn,
+							       "htab_slow");
+	LLVMBasicBlockRef done = LLVMAppendBasicBlockInContext(ir->ctx,
+							       ir->fn,
+							       "htab_done");
+	LLVMValueRef k, h, slot, st, sk, hit, rt, phi, a[2], v[2];
+	LLVMBasicBlockRef bbs[2];
+
+	k = LLVMBuildLoad2(ir->b, ir->i64, key, "k");
+	LLVMSetAlignment(k, 1);
+	h = LLVMBuildMul(ir->b,
+			 LLVMBuildXor(ir->b, k,
+				      irb_const(ir, 1469598103934665603ULL),
+				      ""),
+			 irb_const(ir, 1099511628211ULL), "");
+	h = LLVMBuildXor(ir->b, h, LLVMBuildLShr(ir->b, h, irb_const(ir, 29),
+						 ""), "hash");
+	h = LLVMBuildAnd(ir->b, h, irb_const(ir, m->nslots - 1), "");
+	h = LLVMBuildAdd(ir->b, LLVMBuildMul(ir->b, h, irb_const(ir, ss), ""),
+			 irb_const(ir, sizeof(struct rt_htab)), "");
+	slot = LLVMBuildInBoundsGEP2(ir->b, ir->i8, base, &h, 1, "slot");
+	st = LLVMBuildLoad2(ir->b, ir->i64, slot, "state");
+	LLVMBuildCondBr(ir->b, LLVMBuildICmp(ir->b, LLVMIntEQ, st,
+					     irb_const(ir, 1), ""),
+			chk, slow);
+	LLVMPositionBuilderAtEnd(ir->b, chk);
+	sk = LLVMBuildLoad2(ir->b, ir->i64, irb_gep(ir, slot, 8), "skey");
+	hit = irb_gep(ir, slot, 16);
+	LLVMBuildCondBr(ir->b, LLVMBuildICmp(ir->b, LLVMIntEQ, sk, k, ""),
+			done, slow);
+	LLVMPositionBuilderAtEnd(ir->b, slow);
+	a[0] = base;
+	a[1] = key;
+	rt = nat_call(ir, m->plain ? RT_FN_HTAB_FIND : RT_FN_HTAB_LOOKUP,
+		      ir->ptr, a, 2);
+	LLVMBuildBr(ir->b, done);
+	LLVMPositionBuilderAtEnd(ir->b, done);
+	phi = LLVMBuildPhi(ir->b, ir->ptr, "val");
+	v[0] = hit;
+	bbs[0] = chk;
+	v[1] = rt;
+	bbs[1] = slow;
+	LLVMAddIncoming(phi, v, bbs, 2);
+	return phi;
+}
+
 LLVMValueRef irb_native_map_lookup(struct irb *ir, LLVMValueRef map,
 				   LLVMValueRef key)
 {
@@ -423,6 +482,8 @@ LLVMValueRef irb_native_map_lookup(struct irb *ir, LLVMValueRef map,
 	case NATIVE_MAP_HTAB:
 		args[0] = base;
 		args[1] = key;
+		if (m->key_size == 8)
+			return nat_htab_hit(ir, m, base, key);
 		/* an aggregation's value is created on first use; a plain
 		 * map's only by an update */
 		return nat_call(ir, m->plain ? RT_FN_HTAB_FIND :

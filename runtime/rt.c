@@ -295,42 +295,82 @@ RT_EXPORT int rt_ring_write(const void *data, uint32_t len, uint32_t type)
 	return 0;
 }
 
-/* Find or insert key; the value's address, or NULL when the table is full. */
+/* keys need not be aligned (a probe's stack, a slot) */
+typedef uint64_t rt_u64u __attribute__((aligned(1), may_alias));
+
+/* FNV-1a over 8-byte words, then bytes */
+static uint64_t rt_hash(const void *key, uint32_t ks)
+{
+	uint64_t hash = 1469598103934665603ULL, w;
+	const uint8_t *k = key;
+
+	for (w = 0; w + 8 <= ks; w += 8)
+		hash = (hash ^ *(const rt_u64u *)(k + w)) * 1099511628211ULL;
+	for (; w < ks; w++)
+		hash = (hash ^ k[w]) * 1099511628211ULL;
+	return hash ^ (hash >> 29);
+}
+
+static int rt_key_eq(const uint8_t *a, const uint8_t *b, uint32_t n)
+{
+	uint32_t w;
+
+	for (w = 0; w + 8 <= n; w += 8)
+		if (*(const rt_u64u *)(a + w) != *(const rt_u64u *)(b + w))
+			return 0;
+	for (; w < n; w++)
+		if (a[w] != b[w])
+			return 0;
+	return 1;
+}
+
 /*
- * The slot holding key in h (state 1 used, 2 deleted), or the first empty
- * slot after it (*empty set), or NULL when the table is full.
+ * The slot holding key in h (state 1 used, 2 deleted, 3 zeroed), or the
+ * first empty slot after it (*empty set), or NULL when the table is full.
  */
-static uint64_t *rt_htab_slot(struct rt_htab *h, const void *key,
-			      int *empty)
+static inline __attribute__((always_inline)) uint64_t *
+rt_htab_slot(struct rt_htab *h, const void *key, int *empty)
 {
 	uint64_t ss = rt_htab_slot_size(h);
-	uint64_t mask = h->nslots - 1, hash = 1469598103934665603ULL, i, n, w;
-	const uint64_t *k = key;
+	uint64_t mask = h->nslots - 1, i, n, hash;
 	char *slots = (char *)(h + 1);
 
-	for (w = 0; w < h->key_size / 8; w++)
-		hash = (hash ^ k[w]) * 1099511628211ULL;
-	for (w = h->key_size & ~7u; w < h->key_size; w++)
-		hash = (hash ^ ((const uint8_t *)key)[w]) * 1099511628211ULL;
-	hash ^= hash >> 29;
 	*empty = 0;
+	if (h->key_size == 8) {
+		/* one integer (tid, a pointer): the common key, one word;
+		 * rt_hash() of it */
+		uint64_t k = *(const rt_u64u *)key;
+
+		hash = (1469598103934665603ULL ^ k) * 1099511628211ULL;
+		hash ^= hash >> 29;
+		for (n = 0, i = hash & mask; n <= mask;
+		     n++, i = (i + 1) & mask) {
+			uint64_t *slot = (uint64_t *)(slots + i * ss);
+
+			if (!slot[0]) {
+				*empty = 1;
+				return slot;
+			}
+			if (slot[1] == k)
+				return slot;
+		}
+		return NULL;
+	}
+	hash = rt_hash(key, h->key_size);
 	for (n = 0, i = hash & mask; n <= mask; n++, i = (i + 1) & mask) {
 		uint64_t *slot = (uint64_t *)(slots + i * ss);
-		const uint8_t *sk = (const uint8_t *)(slot + 1);
 
 		if (!slot[0]) {
 			*empty = 1;
 			return slot;
 		}
-		for (w = 0; w < h->key_size; w++)
-			if (sk[w] != ((const uint8_t *)key)[w])
-				break;
-		if (w == h->key_size)
+		if (rt_key_eq((const uint8_t *)(slot + 1), key, h->key_size))
 			return slot;
 	}
 	return NULL;
 }
 
+/* Find or insert key; the value's address, or NULL when the table is full. */
 RT_EXPORT void *rt_htab_lookup(struct rt_htab *h, const void *key)
 {
 	uint64_t ks = rt_align8(h->key_size), w;
@@ -388,35 +428,6 @@ RT_EXPORT long rt_htab_delete(struct rt_htab *h, const void *key)
 static inline void rt_pause(void)
 {
 	__asm__ volatile("pause" ::: "memory");
-}
-
-/* keys need not be aligned (a probe's stack, a slot) */
-typedef uint64_t rt_u64u __attribute__((aligned(1), may_alias));
-
-/* FNV-1a over 8-byte words, then bytes */
-static uint64_t rt_hash(const void *key, uint32_t ks)
-{
-	uint64_t hash = 1469598103934665603ULL, w;
-	const uint8_t *k = key;
-
-	for (w = 0; w + 8 <= ks; w += 8)
-		hash = (hash ^ *(const rt_u64u *)(k + w)) * 1099511628211ULL;
-	for (; w < ks; w++)
-		hash = (hash ^ k[w]) * 1099511628211ULL;
-	return hash ^ (hash >> 29);
-}
-
-static int rt_key_eq(const uint8_t *a, const uint8_t *b, uint32_t n)
-{
-	uint32_t w;
-
-	for (w = 0; w + 8 <= n; w += 8)
-		if (*(const rt_u64u *)(a + w) != *(const rt_u64u *)(b + w))
-			return 0;
-	for (; w < n; w++)
-		if (a[w] != b[w])
-			return 0;
-	return 1;
 }
 
 /*
