@@ -192,14 +192,13 @@ static int list_tasks(struct pt *p, pid_t pid, int *added)
 	return 0;
 }
 
-/* Is thread tid of pid a zombie (or gone)?  It never stops then. */
-static bool thread_dead(pid_t pid, pid_t tid)
+/* Does the stat file at path say zombie or dead (or is it gone)? */
+static bool stat_dead(const char *path)
 {
-	char path[64], buf[512], *rp;
+	char buf[512], *rp;
 	ssize_t n;
 	int fd;
 
-	snprintf(path, sizeof(path), "/proc/%d/task/%d/stat", pid, tid);
 	fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
 		return true;
@@ -210,6 +209,15 @@ static bool thread_dead(pid_t pid, pid_t tid)
 	buf[n] = 0;
 	rp = strrchr(buf, ')');
 	return rp && rp[1] == ' ' && (rp[2] == 'Z' || rp[2] == 'X');
+}
+
+/* Is thread tid of pid a zombie (or gone)?  It never stops then. */
+static bool thread_dead(pid_t pid, pid_t tid)
+{
+	char path[64];
+
+	snprintf(path, sizeof(path), "/proc/%d/task/%d/stat", pid, tid);
+	return stat_dead(path);
 }
 
 /*
@@ -316,21 +324,10 @@ static int setup_stopped(struct pt *p)
 
 bool pt_gone(pid_t pid)
 {
-	char path[64], buf[512], *rp;
-	ssize_t n;
-	int fd;
+	char path[64];
 
 	snprintf(path, sizeof(path), "/proc/%d/stat", pid);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return true;
-	n = read(fd, buf, sizeof(buf) - 1);
-	close(fd);
-	if (n <= 0)
-		return true;
-	buf[n] = 0;
-	rp = strrchr(buf, ')');
-	return rp && rp[1] == ' ' && (rp[2] == 'Z' || rp[2] == 'X');
+	return stat_dead(path);
 }
 
 int pt_seize(struct pt *p, pid_t pid)

@@ -358,16 +358,11 @@ int main(void)
 	struct memfd_layout l = {
 		.map_size = 4096, .ring_size = RING, .nblocks = NBLOCKS,
 	};
-	const char *b = getenv("top_builddir");
-	char path[4096];
 	void *h;
 
-	snprintf(path, sizeof(path), "%s/libubt-rt.so", b ? b : ".");
-	h = dlopen(path, RTLD_NOW);
-	if (!h) {
-		printf("Bail out! %s\n", dlerror());
+	h = tap_runtime();
+	if (!h)
 		return 99;
-	}
 	rt_init = (long (*)(struct rt_ctl *))dlsym(h, "rt_init");
 	ring_write = (int (*)(const void *, uint32_t, uint32_t))dlsym(
 		h, "rt_ring_write");

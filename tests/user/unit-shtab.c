@@ -423,17 +423,12 @@ int main(void)
 		.map_size = 4096, .ring_size = 256, .nblocks = 4,
 		.shared_size = 16384,
 	};
-	const char *b = getenv("top_builddir");
 	long (*rt_init)(struct rt_ctl *);
-	char path[4096];
 	void *h;
 
-	snprintf(path, sizeof(path), "%s/libubt-rt.so", b ? b : ".");
-	h = dlopen(path, RTLD_NOW);
-	if (!h) {
-		printf("Bail out! %s\n", dlerror());
+	h = tap_runtime();
+	if (!h)
 		return 99;
-	}
 	rt_init = (long (*)(struct rt_ctl *))dlsym(h, "rt_init");
 	ok(rt_init && !memfd_create_local(&m, &l),
 	   "runtime loaded, memfd with a shared area");
