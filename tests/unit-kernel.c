@@ -9,6 +9,7 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <limits.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -73,10 +74,16 @@ static void child_paged(void)
 
 int child(void);
 
-/* -p target: give the tracer time to attach, then do the calls */
+/*
+ * -p target: wait (10 s at most) until the tracer's uprobe is on ukt_name
+ * (the kernel's breakpoint shows in our own text), then do the calls.
+ */
 static int child_wait(void)
 {
-	usleep(500000);
+	const volatile uint8_t *entry = (const volatile uint8_t *)ukt_name;
+
+	for (int i = 0; i < 10000 && *entry != 0xcc; i++)
+		usleep(1000);
 	return child();
 }
 
