@@ -1080,6 +1080,19 @@ static void kernel_add_pfd(struct kernel *k, int fd)
 	k->pfds[k->npfds++] = fd;
 }
 
+/* prog attached to perf event fd: the link owns fd, else ubt closes it */
+static struct bpf_link *kernel_attach_pfd(struct kernel *k,
+					  struct bpf_program *prog, int fd)
+{
+	struct bpf_link *l;
+
+	kernel_add_pfd(k, fd);
+	l = bpf_program__attach_perf_event(prog, fd);
+	if (l)
+		k->npfds--;	/* the link closes it */
+	return l;
+}
+
 /*
  * Destroying a uprobe link waits for an RCU grace period (~0.1-0.2 s on
  * this kernel): destroy many links from several threads so that the
@@ -1371,10 +1384,7 @@ static int kernel_attach_one(struct kernel *k, struct kernel_target *t)
 				strerror(-err));
 			return err;
 		}
-		kernel_add_pfd(k, fd);
-		l = bpf_program__attach_perf_event(prog, fd);
-		if (l)
-			k->npfds--;	/* the link closes it */
+		l = kernel_attach_pfd(k, prog, fd);
 		break;
 	}
 	case PROV_INTERVAL:
@@ -1423,11 +1433,9 @@ static int kernel_attach_one(struct kernel *k, struct kernel_target *t)
 					strerror(-err));
 				return err;
 			}
-			kernel_add_pfd(k, fd);
-			l = bpf_program__attach_perf_event(prog, fd);
+			l = kernel_attach_pfd(k, prog, fd);
 			if (!l)
 				break;
-			k->npfds--;	/* the link closes it */
 			if (cpu + 1 < ncpu) {
 				kernel_add_link(k, l);
 				l = NULL;

@@ -295,11 +295,13 @@ static int open_mem(struct pt *p)
 	return p->memfd < 0 ? -errno : 0;
 }
 
-static int setup_stopped(struct pt *p)
+/* The registers of every stopped thread that has none yet; a thread that
+ * exited meanwhile is dropped. */
+static int fetch_regs(struct pt *p)
 {
-	int i, err;
-
-	for (i = 0; i < p->nth; i++) {
+	for (int i = 0; i < p->nth; i++) {
+		if (p->th[i].have_regs)
+			continue;
 		if (ptrace(PTRACE_GETREGS, p->th[i].tid, 0,
 			   &p->th[i].regs) < 0) {
 			if (errno != ESRCH)
@@ -310,6 +312,16 @@ static int setup_stopped(struct pt *p)
 		}
 		p->th[i].have_regs = true;
 	}
+	return 0;
+}
+
+static int setup_stopped(struct pt *p)
+{
+	int i, err;
+
+	err = fetch_regs(p);
+	if (err)
+		return err;
 	if (!p->nth)
 		return fail(p, 0, "process exited during attach");
 	p->ctl = 0;
@@ -418,7 +430,7 @@ int pt_seize_thread(struct pt *p, pid_t pid, pid_t tid)
 
 int pt_stop_all(struct pt *p)
 {
-	int i, err, added, rounds = 0;
+	int err, added, rounds = 0;
 
 	if (!p->one)
 		return 0;
@@ -435,19 +447,9 @@ int pt_stop_all(struct pt *p)
 			return -ESRCH;
 		}
 	} while (added && ++rounds < 1000);
-	for (i = 0; i < p->nth; i++) {
-		if (p->th[i].have_regs)
-			continue;
-		if (ptrace(PTRACE_GETREGS, p->th[i].tid, 0,
-			   &p->th[i].regs) < 0) {
-			if (errno != ESRCH)
-				return fail(p, -errno,
-					    "ptrace(PTRACE_GETREGS)");
-			drop(p, p->th[i--].tid);	/* it just exited */
-			continue;
-		}
-		p->th[i].have_regs = true;
-	}
+	err = fetch_regs(p);
+	if (err)
+		return err;
 	p->one = false;
 	return 0;
 }

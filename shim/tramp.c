@@ -53,6 +53,19 @@ static size_t rel32_hole(struct emit *e)
 	return pos;
 }
 
+/*
+ * mov %fs:tls,%rax; test %rax,%rax; jz rel32: the thread's block in %rax,
+ * or a jump to where the returned hole is fixed to.
+ */
+static size_t emit_block_test(struct emit *e, int64_t tls)
+{
+	EMIT(e, 0x64, 0x48, 0x8b, 0x04, 0x25);
+	u32(e, (uint32_t)tls);
+	EMIT(e, 0x48, 0x85, 0xc0);
+	EMIT(e, 0x0f, 0x84);
+	return rel32_hole(e);
+}
+
 /* Point the rel32 at pos (ending at pos + 4) to target address. */
 static void rel32_fix(struct emit *e, size_t pos, uint64_t target)
 {
@@ -128,11 +141,8 @@ static int build_mid(const struct tramp_spec *spec, struct patch_site *s,
 	EMIT(&e, 0x48, 0x83, 0xe4, 0xf0);	/* and $-16,%rsp */
 	EMIT(&e, 0x41, 0x53);			/* push %r11 */
 	EMIT(&e, 0x41, 0x53);			/* push %r11 */
-	EMIT(&e, 0x64, 0x48, 0x8b, 0x04, 0x25);	/* mov %fs:tls,%rax */
-	u32(&e, (uint32_t)spec->tls_offset);
-	EMIT(&e, 0x48, 0x85, 0xc0);		/* test %rax,%rax */
-	EMIT(&e, 0x0f, 0x84);			/* jz .slow */
-	jz_slow = rel32_hole(&e);
+	/* the thread's block, or jz .slow */
+	jz_slow = emit_block_test(&e, spec->tls_offset);
 	call_at = e.n;
 	EMIT(&e, 0xe8);				/* call entry code */
 	rel32_to(&e, spec->entry_code);
@@ -181,11 +191,8 @@ int tramp_build(const struct tramp_spec *spec, struct patch_site *s,
 	}
 	EMIT(&e, 0x50);				/* push %rax */
 	if (spec->entry_code) {
-		EMIT(&e, 0x64, 0x48, 0x8b, 0x04, 0x25);	/* mov %fs:tls,%rax */
-		u32(&e, (uint32_t)spec->tls_offset);
-		EMIT(&e, 0x48, 0x85, 0xc0);		/* test %rax,%rax */
-		EMIT(&e, 0x0f, 0x84);			/* jz .slow */
-		jz_slow = rel32_hole(&e);
+		/* the thread's block, or jz .slow */
+		jz_slow = emit_block_test(&e, spec->tls_offset);
 		call_at = e.n;
 		EMIT(&e, 0xe8);				/* call entry code */
 		rel32_to(&e, spec->entry_code);
@@ -193,11 +200,8 @@ int tramp_build(const struct tramp_spec *spec, struct patch_site *s,
 	after = e.n;
 	if (spec->ret_code) {
 		/* inline push of {slot, return address}; else rt_wrap_enter */
-		EMIT(&e, 0x64, 0x48, 0x8b, 0x04, 0x25);	/* mov %fs:tls,%rax */
-		u32(&e, (uint32_t)spec->tls_offset);
-		EMIT(&e, 0x48, 0x85, 0xc0);		/* test %rax,%rax */
-		EMIT(&e, 0x0f, 0x84);			/* jz .enter_help */
-		jz_help = rel32_hole(&e);
+		/* the thread's block, or jz .enter_help */
+		jz_help = emit_block_test(&e, spec->tls_offset);
 		EMIT(&e, 0x4c, 0x8b, 0x58, RT_BLK_SHADOW_TOP); /* top,%r11 */
 		EMIT(&e, 0x49, 0x81, 0xfb);		/* cmp $last,%r11 */
 		u32(&e, (RT_SHADOW_DEPTH - 1) * RT_SHADOW_ENTRY);
