@@ -341,23 +341,18 @@ int probes_elf_funcs(struct arena *a, const char *path,
 	return 0;
 }
 
+/* bsearch() over records whose first member is their name */
+_Static_assert(offsetof(struct probes_sym, name) == 0, "name first");
+static int probes_name_cmp(const void *key, const void *rec)
+{
+	return strcmp(key, *(const char *const *)rec);
+}
+
 const struct probes_sym *probes_sym_find(const struct probes_sym *syms, int n,
 					 const char *name)
 {
-	int lo = 0, hi = n - 1;
-
-	while (lo <= hi) {
-		int mid = lo + (hi - lo) / 2;
-		int c = strcmp(name, syms[mid].name);
-
-		if (!c)
-			return &syms[mid];
-		if (c < 0)
-			hi = mid - 1;
-		else
-			lo = mid + 1;
-	}
-	return NULL;
+	return n > 0 ? bsearch(name, syms, n, sizeof(*syms),
+			       probes_name_cmp) : NULL;
 }
 
 const struct probes_sym *probes_sym_at(const struct probes_sym *syms, int n,
@@ -1751,6 +1746,7 @@ struct probes_dwfn {
 	const char *params;	/* "    T name\n" lines */
 	size_t order;		/* position in the file */
 };
+_Static_assert(offsetof(struct probes_dwfn, name) == 0, "name first");
 
 struct probes_dwctx {
 	struct arena *a;
@@ -1903,20 +1899,11 @@ static int probes_dw_funcs(struct arena *a, const char *path,
 static const char *probes_dw_params(const struct probes_dwfn *fns, int n,
 				    const char *name)
 {
-	int lo = 0, hi = n - 1;
+	const struct probes_dwfn *f =
+		n > 0 ? bsearch(name, fns, n, sizeof(*fns), probes_name_cmp) :
+			NULL;
 
-	while (lo <= hi) {
-		int mid = lo + (hi - lo) / 2;
-		int c = strcmp(name, fns[mid].name);
-
-		if (!c)
-			return fns[mid].params;
-		if (c < 0)
-			hi = mid - 1;
-		else
-			lo = mid + 1;
-	}
-	return NULL;
+	return f ? f->params : NULL;
 }
 
 static bool probes_perf_pmu(const char *name)
