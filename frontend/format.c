@@ -220,22 +220,10 @@ const char *fmt_type_name(const struct type *t)
 		return fmt_arg_name(a);
 	if (!t)
 		return "none";
-	switch (t->kind) {
-	case TY_TUPLE:
-	case TY_RECORD:
-	case TY_ARRAY:
-	case TY_COUNT:
-	case TY_SUM:
-	case TY_AVG:
-	case TY_MIN:
-	case TY_MAX:
-	case TY_STATS:
-	case TY_HIST:
-	case TY_LHIST:
+	if (t->kind == TY_TUPLE || t->kind == TY_RECORD ||
+	    t->kind == TY_ARRAY || type_is_aggregation(t))
 		return type_class(t);
-	default:
-		return "none";
-	}
+	return "none";
 }
 
 const char *fmt_check_args(struct arena *a, const char *func,

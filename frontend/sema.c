@@ -217,17 +217,9 @@ const char *sema_tstr(struct sema_ctx *x, const struct type *t)
 					 sema_tstr(x, t->fields[i].type));
 		return arena_printf(x->a, "%s)", s);
 	}
-	case TY_COUNT:
-	case TY_SUM:
-	case TY_AVG:
-	case TY_MIN:
-	case TY_MAX:
-	case TY_STATS:
-	case TY_HIST:
-	case TY_LHIST:
-		return type_class(t);
 	default:
-		return type_str(x->a, t);
+		return type_is_aggregation(t) ? type_class(t) :
+						type_str(x->a, t);
 	}
 }
 
