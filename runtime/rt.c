@@ -199,13 +199,14 @@ static void rt_fault_install(int handler)
 	}
 }
 
-static long rt_gettid(void)
+/* A system call without arguments (no libc, no errno). */
+static long rt_syscall0(long nr)
 {
 	long ret;
 
 	__asm__ volatile("syscall"
 			 : "=a"(ret)
-			 : "a"(186L) /* SYS_gettid */
+			 : "a"(nr)
 			 : "rcx", "r11", "memory");
 	return ret;
 }
@@ -227,7 +228,7 @@ __attribute__((visibility("hidden"))) void *rt_block_get(void)
 		return NULL;
 	}
 	blk = (char *)ctl + ctl->block_off + n * ctl->block_size;
-	*(uint32_t *)(blk + RT_BLK_TID) = (uint32_t)rt_gettid();
+	*(uint32_t *)(blk + RT_BLK_TID) = (uint32_t)rt_syscall0(186 /* gettid */);
 	*(uint64_t *)(blk + RT_BLK_CTL) = (uint64_t)(uintptr_t)ctl;
 	if (ctl->tmpl_len && ctl->tmpl_len <= ctl->map_size) {
 		const char *t = (const char *)ctl + ctl->tmpl_off;
@@ -608,17 +609,6 @@ RT_EXPORT void *rt_shtab_read(struct rt_shtab *h, const void *key, void *dst)
 #define RT_LOCK_GEN 0x100u
 #define RT_YIELDS 64
 
-static void rt_yield(void)
-{
-	long ret;
-
-	__asm__ volatile("syscall"
-			 : "=a"(ret)
-			 : "a"(24L) /* SYS_sched_yield */
-			 : "rcx", "r11", "memory");
-	(void)ret;
-}
-
 static uint32_t rt_shtab_lock(struct rt_shtab *h)
 {
 	uint32_t w, nw;
@@ -634,7 +624,7 @@ static uint32_t rt_shtab_lock(struct rt_shtab *h)
 		if (n < RT_SPIN * 8)
 			rt_pause();
 		else
-			rt_yield();
+			rt_syscall0(24 /* sched_yield */);
 	}
 	for (n = 0; n < RT_SPIN; n++) {
 		w = __atomic_load_n(&h->lock, __ATOMIC_RELAXED);
