@@ -393,6 +393,17 @@ static struct native_map *nat_find(LLVMValueRef ref)
 	BUG("native map not defined");
 }
 
+/* phi's values: v0 coming from b0, v1 from b1 */
+static void nat_incoming2(LLVMValueRef phi, LLVMValueRef v0,
+			  LLVMBasicBlockRef b0, LLVMValueRef v1,
+			  LLVMBasicBlockRef b1)
+{
+	LLVMValueRef v[2] = { v0, v1 };
+	LLVMBasicBlockRef b[2] = { b0, b1 };
+
+	LLVMAddIncoming(phi, v, b, 2);
+}
+
 /*
  * A per-thread table with 8-byte keys (tid, a pointer): the key's first
  * slot, inline, when it holds the key (state 1), as rt_htab_slot() finds
@@ -411,8 +422,7 @@ static LLVMValueRef nat_htab_hit(struct irb *ir, struct native_map *m,
 	LLVMBasicBlockRef done = LLVMAppendBasicBlockInContext(ir->ctx,
 							       ir->fn,
 							       "htab_done");
-	LLVMValueRef k, h, slot, st, sk, hit, rt, phi, a[2], v[2];
-	LLVMBasicBlockRef bbs[2];
+	LLVMValueRef k, h, slot, st, sk, hit, rt, phi, a[2];
 
 	k = LLVMBuildLoad2(ir->b, ir->i64, key, "k");
 	LLVMSetAlignment(k, 1);
@@ -444,11 +454,7 @@ static LLVMValueRef nat_htab_hit(struct irb *ir, struct native_map *m,
 	LLVMBuildBr(ir->b, done);
 	LLVMPositionBuilderAtEnd(ir->b, done);
 	phi = LLVMBuildPhi(ir->b, ir->ptr, "val");
-	v[0] = hit;
-	bbs[0] = chk;
-	v[1] = rt;
-	bbs[1] = slow;
-	LLVMAddIncoming(phi, v, bbs, 2);
+	nat_incoming2(phi, hit, chk, rt, slow);
 	return phi;
 }
 
@@ -509,9 +515,8 @@ LLVMValueRef irb_native_map_update(struct irb *ir, LLVMValueRef map,
 				   uint64_t flags)
 {
 	struct native_map *m = nat_find(map);
-	LLVMValueRef p, phi, vals[2];
+	LLVMValueRef p, phi;
 	LLVMBasicBlockRef yes, done, from;
-	LLVMBasicBlockRef bbs[2];
 
 	if (m && m->kind == NATIVE_MAP_SHARED) {
 		LLVMValueRef a[3] = { nat_shtab(ir, m), key, value };
@@ -532,11 +537,8 @@ LLVMValueRef irb_native_map_update(struct irb *ir, LLVMValueRef map,
 	LLVMBuildBr(ir->b, done);
 	LLVMPositionBuilderAtEnd(ir->b, done);
 	phi = LLVMBuildPhi(ir->b, ir->i64, "");
-	vals[0] = irb_const(ir, (uint64_t)-ENOMEM);
-	vals[1] = irb_const(ir, 0);
-	bbs[0] = from;
-	bbs[1] = yes;
-	LLVMAddIncoming(phi, vals, bbs, 2);
+	nat_incoming2(phi, irb_const(ir, (uint64_t)-ENOMEM), from,
+		      irb_const(ir, 0), yes);
 	return phi;
 }
 
@@ -695,8 +697,7 @@ static LLVMValueRef nat_for_each(struct irb *ir, LLVMValueRef *args, int n)
 {
 	struct native_map *m;
 	LLVMValueRef tab, kbuf, vbuf, from, cnt, next, cnt1, r, res, a[4];
-	LLVMValueRef vals[2];
-	LLVMBasicBlockRef pre, loop, body, done, bbs[2];
+	LLVMBasicBlockRef pre, loop, body, done;
 	LLVMTypeRef ft;
 	uint64_t off;
 
@@ -749,22 +750,12 @@ static LLVMValueRef nat_for_each(struct irb *ir, LLVMValueRef *args, int n)
 	LLVMBuildCondBr(ir->b, LLVMBuildICmp(ir->b, LLVMIntNE, r,
 					     irb_const(ir, 0), ""),
 			done, loop);
-	vals[0] = irb_const(ir, 0);
-	vals[1] = next;
-	bbs[0] = pre;
-	bbs[1] = body;
-	LLVMAddIncoming(from, vals, bbs, 2);
-	vals[0] = irb_const(ir, 0);
-	vals[1] = cnt1;
-	LLVMAddIncoming(cnt, vals, bbs, 2);
+	nat_incoming2(from, irb_const(ir, 0), pre, next, body);
+	nat_incoming2(cnt, irb_const(ir, 0), pre, cnt1, body);
 
 	LLVMPositionBuilderAtEnd(ir->b, done);
 	res = LLVMBuildPhi(ir->b, ir->i64, "visited");
-	vals[0] = cnt;
-	vals[1] = cnt1;
-	bbs[0] = loop;
-	bbs[1] = body;
-	LLVMAddIncoming(res, vals, bbs, 2);
+	nat_incoming2(res, cnt, loop, cnt1, body);
 	return res;
 }
 
@@ -906,11 +897,7 @@ static LLVMValueRef nat_read_str(struct irb *ir, LLVMValueRef dst,
 	LLVMBuildCondBr(ir->b, LLVMBuildICmp(ir->b, LLVMIntEQ, c,
 					     LLVMConstInt(ir->i8, 0, 0), ""),
 			stop, loop);
-	vals[0] = irb_const(ir, 0);
-	bbs[0] = from;
-	vals[1] = next;
-	bbs[1] = chk;
-	LLVMAddIncoming(i, vals, bbs, 2);
+	nat_incoming2(i, irb_const(ir, 0), from, next, chk);
 
 	LLVMPositionBuilderAtEnd(ir->b, stop);
 	{
