@@ -1,4 +1,5 @@
 #include <string.h>
+#include <time.h>
 
 #include "util.h"
 
@@ -33,4 +34,12 @@ char *xstrdup(const char *s)
 	char *p = strdup(s);
 
 	return p ? p : oom();
+}
+
+uint64_t mono_ns(void)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (uint64_t)t.tv_sec * 1000000000ull + (uint64_t)t.tv_nsec;
 }

@@ -2,6 +2,7 @@
 #ifndef UBT_UTIL_H
 #define UBT_UTIL_H
 
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -27,5 +28,7 @@ void *xmalloc(size_t n);
 void *xcalloc(size_t n, size_t m);
 void *xrealloc(void *p, size_t n);
 char *xstrdup(const char *s);
+/* CLOCK_MONOTONIC in nanoseconds (bpf_ktime_get_ns()'s clock) */
+uint64_t mono_ns(void);
 
 #endif

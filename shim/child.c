@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "child.h"
+#include "util.h"
 
 /* After SIGKILL: a process in an uninterruptible sleep may take a while. */
 #define CHILD_KILL_MS 2000
@@ -19,10 +20,7 @@
 
 static int64_t child_now_ms(void)
 {
-	struct timespec t;
-
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return (int64_t)t.tv_sec * 1000 + t.tv_nsec / 1000000;
+	return (int64_t)(mono_ns() / 1000000);
 }
 
 bool child_gone(pid_t pid, int pidfd, int *status)

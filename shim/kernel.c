@@ -1034,13 +1034,11 @@ fail:
 int kernel_set_globals(struct kernel *k, uint64_t cpid)
 {
 	uint64_t v[3];
-	struct timespec ts;
 	uint32_t zero = 0;
 
 	if (k->globals_fd < 0)
 		return 0;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	v[0] = ts.tv_sec * 1000000000ull + ts.tv_nsec;
+	v[0] = mono_ns();
 	v[1] = cpid;
 	v[2] = 0;	/* exit() not called yet */
 	return bpf_map_update_elem(k->globals_fd, &zero, v, BPF_ANY) ? -errno :

@@ -51,21 +51,13 @@ uint64_t merge_rdtsc(void)
 	return (uint64_t)hi << 32 | lo;
 }
 
-uint64_t merge_now_ns(void)
-{
-	struct timespec t;
-
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return (uint64_t)t.tv_sec * 1000000000ull + (uint64_t)t.tv_nsec;
-}
-
 /* A pair read as close together as a few tries allow. */
 static void merge_pair(uint64_t *tsc, uint64_t *ns)
 {
 	uint64_t best = UINT64_MAX;
 
 	for (int i = 0; i < 8; i++) {
-		uint64_t a = merge_rdtsc(), t = merge_now_ns();
+		uint64_t a = merge_rdtsc(), t = mono_ns();
 		uint64_t b = merge_rdtsc();
 
 		if (b - a < best) {
@@ -91,7 +83,7 @@ void merge_clock_init(struct merge_clock *c)
 	merge_pair(&c->tsc0, &c->ns0);
 	/* a first slope, 0.5 ms long; each round's anchor refines it */
 	until = c->ns0 + 500000;
-	while (merge_now_ns() < until)
+	while (mono_ns() < until)
 		;
 	merge_pair(&c->tsc1, &c->ns1);
 	c->ns_per_tick = 1.0;

@@ -49,8 +49,6 @@ struct merge_clock {
 bool merge_tsc_usable(void);
 /* The counter now (serialised against earlier loads). */
 uint64_t merge_rdtsc(void);
-/* CLOCK_MONOTONIC in ns. */
-uint64_t merge_now_ns(void);
 /* The first pair. */
 void merge_clock_init(struct merge_clock *c);
 /* A new anchor pair; returns its time in ns. */

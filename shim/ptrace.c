@@ -91,14 +91,6 @@ static void drop(struct pt *p, pid_t tid)
 	*t = p->th[--p->nth];
 }
 
-static uint64_t mono_ns(void)
-{
-	struct timespec t;
-
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return (uint64_t)t.tv_sec * 1000000000ULL + (uint64_t)t.tv_nsec;
-}
-
 /*
  * Wait until thread t is in a ptrace stop (nohang: 1 if it is not yet).
  * Follows clones (new threads are added, and waited for by the caller's

@@ -1593,7 +1593,7 @@ static int run_kernel_take(void *ctx, const void *data, size_t size)
 static int run_merge_round(struct run *r, bool all)
 {
 	uint64_t t = r->etime == CG_TIME_TSC ? merge_clock_sample(&r->clock) :
-					       merge_now_ns();
+					       mono_ns();
 	int n = kernel_drain(r->k), u = run_user_drain(r);
 	struct merge_ev *e;
 
@@ -1647,7 +1647,6 @@ static int run_user_attach(struct run *r)
 				.runtime_path = r->o->runtime_path,
 				.fault_safe_reads = true };
 	char err[512];
-	struct timespec ts;
 
 	memfd_layout_default(&uo.layout);
 	/* printf-heavy probes: rings are touched only as far as used */
@@ -1698,9 +1697,7 @@ static int run_user_attach(struct run *r)
 	/* every new block starts with the globals */
 	if (user_memfd(r->u)->ctl->tmpl_len < NATIVE_MAPS_OFF)
 		user_memfd(r->u)->ctl->tmpl_len = NATIVE_MAPS_OFF;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	run_set_global(r, NATIVE_GLOBALS_START,
-		       ts.tv_sec * 1000000000ull + ts.tv_nsec);
+	run_set_global(r, NATIVE_GLOBALS_START, mono_ns());
 	run_set_global(r, NATIVE_GLOBALS_CPID, r->cpid);
 	run_set_global(r, NATIVE_GLOBALS_PID, user_pid(r->u));
 	return 0;

@@ -212,14 +212,6 @@ struct memfd *user_memfd(struct ubt_user *u)
 	return &u->m;
 }
 
-static uint64_t now_ns(void)
-{
-	struct timespec t;
-
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return (uint64_t)t.tv_sec * 1000000000ULL + (uint64_t)t.tv_nsec;
-}
-
 static int runtime_path(const struct user_opts *o, char *out, size_t len)
 {
 	const char *opt = USER_FIELD(o, struct user_opts, runtime_path);
@@ -857,7 +849,7 @@ static void user_count_stop(struct ubt_user *u)
 
 	if (!u->child && u->pt.stop_start_ns > t0)
 		t0 = u->pt.stop_start_ns;
-	u->stop_ns += now_ns() - t0 - u->pt.released_ns;
+	u->stop_ns += mono_ns() - t0 - u->pt.released_ns;
 }
 
 /*
@@ -868,7 +860,7 @@ static int seize(struct ubt_user *u, pid_t tid)
 {
 	user_boost(u);
 	user_follow(u, tid ?: u->pid);
-	u->stop_t0 = now_ns();
+	u->stop_t0 = mono_ns();
 	if (tid && !pt_seize_thread(&u->pt, u->pid, tid))
 		return 0;
 	if (tid)	/* it exited meanwhile */
@@ -1013,7 +1005,7 @@ struct ubt_user *user_attach_cmd(char *const argv[], const struct user_opts *o,
 		free(u);
 		return NULL;
 	}
-	u->stop_t0 = now_ns();
+	u->stop_t0 = mono_ns();
 	if (pt_spawn(&u->pt, argv)) {
 		snprintf(err, errlen, "%s", u->pt.err);
 		pt_release(&u->pt);

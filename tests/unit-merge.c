@@ -19,6 +19,7 @@
 #include <linux/bpf.h>
 
 #include "merge.h"
+#include "util.h"
 
 static int ntest;
 static int nfail;
@@ -156,9 +157,9 @@ static void test_clock(void)
 	merge_clock_sample(&c);
 	sleep_ms(5);
 	for (int i = 0; i < NREADS; i++) {
-		a[i] = merge_now_ns();
+		a[i] = mono_ns();
 		t[i] = merge_rdtsc();
-		b[i] = merge_now_ns();
+		b[i] = mono_ns();
 	}
 	sleep_ms(5);
 	merge_clock_sample(&c);
