@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "child.h"
+#include "util.h"
 
 static int ntest, nfail;
 
@@ -37,14 +38,6 @@ static void check(const char *name, bool ok, const char *fmt, ...)
 	vprintf(fmt, ap);
 	va_end(ap);
 	printf("\n");
-}
-
-static int64_t now_ms(void)
-{
-	struct timespec t;
-
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return (int64_t)t.tv_sec * 1000 + t.tv_nsec / 1000000;
 }
 
 enum kind {
@@ -118,9 +111,9 @@ static void test_kind(const char *what, enum kind k, bool with_pidfd)
 		else
 			usleep(20000);
 		check(name[0], !child_gone(pid, pidfd, NULL), "gone");
-		t0 = now_ms();
+		t0 = (int64_t)(mono_ns() / 1000000);
 		ok = child_stop(pid, pidfd);
-		t0 = now_ms() - t0;
+		t0 = (int64_t)(mono_ns() / 1000000) - t0;
 		check(name[1], ok && waitpid(pid, NULL, WNOHANG) < 0,
 		      "ok %d", ok);
 		/* SIGTERM ignored: SIGKILL after the grace period */
