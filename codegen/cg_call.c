@@ -227,9 +227,9 @@ static void cg_delete(struct cg *g, struct ast_node *n)
 		return;
 	}
 	if (k)
-		cg_map_delete(g, sm->id, k, 1);
+		cg_map_delete(g, n, sm->id, k, 1);
 	else
-		cg_map_delete(g, sm->id, m->map.keys, m->map.nkeys);
+		cg_map_delete(g, n, sm->id, m->map.keys, m->map.nkeys);
 }
 
 /* has_key(@m, key): 1 when the key is in the map. */

@@ -166,7 +166,8 @@ void cg_map_assign(struct cg *g, struct ast_node *mapnode, LLVMValueRef v,
 	irb_map_update(ir, g->maps[sm->id], key, val, BPF_ANY);
 }
 
-void cg_map_delete(struct cg *g, int id, struct ast_node *keys, int nkeys)
+void cg_map_delete(struct cg *g, const struct ast_node *call, int id,
+		   struct ast_node *keys, int nkeys)
 {
 	const struct cg_map *m = &g->obj->maps[id];
 	LLVMValueRef key;
@@ -191,7 +192,7 @@ void cg_map_delete(struct cg *g, int id, struct ast_node *keys, int nkeys)
 		 */
 		size_t size = sizeof(struct cg_event_hdr) +
 			      ((m->key_size + 7) & ~(size_t)7);
-		int ev = cg_event_new(g, CG_EV_DELETE, keys);
+		int ev = cg_event_new(g, CG_EV_DELETE, call);
 		LLVMValueRef rec;
 
 		g->obj->events[ev].map = id;
