@@ -109,6 +109,23 @@ static int run_scan_shared(struct ast_node *n, void *ctx)
 	return ast_visit_children(n, run_scan_shared, ctx);
 }
 
+/*
+ * fn on the arguments of call, but of a map argument (delete(@m[k]),
+ * clear(@m)) only on its keys: the map itself is not read.
+ */
+static void run_visit_keys(struct ast_node *call,
+			   int (*fn)(struct ast_node *, void *), void *ctx)
+{
+	for (struct ast_node *a = call->call.args; a; a = a->next) {
+		if (a->kind != AST_MAP) {
+			fn(a, ctx);
+			continue;
+		}
+		for (struct ast_node *k = a->map.keys; k; k = k->next)
+			fn(k, ctx);
+	}
+}
+
 static int run_scan_plain(struct ast_node *n, void *ctx)
 {
 	struct run_scan *s = ctx;
@@ -157,15 +174,7 @@ static int run_scan_plain(struct ast_node *n, void *ctx)
 	} else if (n->kind == AST_CALL && n->sema && n->sema->map &&
 		   n->sema->func == FN_DELETE && run_agg_map(n->sema->map)) {
 		/* a delete() on either side tells ubt (CG_EV_DELETE) */
-		/* the keys only: the map is not read */
-		for (struct ast_node *a = n->call.args; a; a = a->next) {
-			if (a->kind != AST_MAP) {
-				run_scan_plain(a, ctx);
-				continue;
-			}
-			for (struct ast_node *k = a->map.keys; k; k = k->next)
-				run_scan_plain(k, ctx);
-		}
+		run_visit_keys(n, run_scan_plain, ctx);
 		return 0;
 	} else if (n->kind == AST_CALL && n->sema && n->sema->map &&
 		 !run_is_agg(n->sema->func) && n->sema->func != FN_PRINT)
@@ -420,15 +429,7 @@ static int run_scan_use(struct ast_node *n, void *ctx)
 
 	if (f == FN_CLEAR || f == FN_ZERO || f == FN_PRINT ||
 	    f == FN_DELETE) {
-		/* only the keys of delete(@m[k]) are expressions */
-		for (struct ast_node *a = n->call.args; a; a = a->next) {
-			if (a->kind != AST_MAP) {
-				run_scan_use(a, ctx);
-				continue;
-			}
-			for (struct ast_node *k = a->map.keys; k; k = k->next)
-				run_scan_use(k, ctx);
-		}
+		run_visit_keys(n, run_scan_use, ctx);
 		return 0;
 	}
 	if (n->kind == AST_MAP && n->sema && n->sema->map)
