@@ -175,6 +175,32 @@ struct rt_ctl {
 	uint64_t shared_size;	/* bytes of shared area at RT_SHARED_OFF */
 };
 
+/*
+ * A patched site's record, right before its trampoline in the code slice
+ * (the jump at addr leads to the byte after it): what makes a jump
+ * recognisable as ubt's, to a second ubt and to the one that comes after
+ * a killed one, and what it takes to undo it.  ubt writes it before the
+ * jump; state RT_SITE_LIVE while the jump may be in place.  A jump whose
+ * owner (pid and start time, /proc/PID/stat field 22) is gone is a
+ * leftover: the next ubt writes orig back where the bytes are still jmp.
+ */
+#define RT_SITE_MAGIC 0x3145544953746275ULL	/* "ubtSITE1" */
+#define RT_SITE_HDR 96		/* bytes before the trampoline */
+#define RT_SITE_LIVE 1
+#define RT_SITE_DONE 2		/* restored, or replaced by a newer one */
+
+struct rt_site {
+	uint64_t magic;		/* RT_SITE_MAGIC */
+	uint32_t sz;		/* sizeof(struct rt_site) */
+	uint32_t state;		/* RT_SITE_LIVE or RT_SITE_DONE */
+	uint64_t addr;		/* the patched address in the target */
+	uint32_t len;		/* bytes of the window, <= 24 */
+	uint32_t owner_pid;	/* the ubt process that placed the jump */
+	uint64_t owner_start;	/* its start time, clock ticks after boot */
+	uint8_t orig[24];	/* the window's original bytes */
+	uint8_t jmp[24];	/* the bytes ubt wrote over it */
+};
+
 /* Install the SIGSEGV/SIGBUS handler rt_probe_read needs (chained). */
 #define RT_CTL_FAULT_HANDLER 1u
 
@@ -245,6 +271,8 @@ struct rt_shtab {
 #define RT_SHTAB_BUSY 1
 #define RT_SHTAB_USED 2
 #define RT_SHTAB_DEAD 3
+
+_Static_assert(sizeof(struct rt_site) <= RT_SITE_HDR, "rt_site too big");
 
 static inline uint64_t rt_align8(uint64_t n)
 {

@@ -3,6 +3,9 @@ libubt_a_SOURCES += \
 	shim/output.c \
 	shim/output.h
 libubt_a_SOURCES += \
+	shim/owner.c \
+	shim/owner.h
+libubt_a_SOURCES += \
 	shim/probes.c \
 	shim/probes.h
 libubt_a_SOURCES += \

@@ -250,13 +250,149 @@ static enum rel_kind classify(const ZydisDecodedInstruction *in,
 	return REL_BAD;
 }
 
+static bool is_arg_reg(ZydisRegister r)
+{
+	switch (ZydisRegisterGetLargestEnclosing(ZYDIS_MACHINE_MODE_LONG_64,
+						 r)) {
+	case ZYDIS_REGISTER_RDI:
+	case ZYDIS_REGISTER_RSI:
+	case ZYDIS_REGISTER_RDX:
+	case ZYDIS_REGISTER_RCX:
+	case ZYDIS_REGISTER_R8:
+	case ZYDIS_REGISTER_R9:
+		return true;
+	default:
+		return false;
+	}
+}
+
+static bool is_rsp(ZydisRegister r)
+{
+	return ZydisRegisterGetLargestEnclosing(ZYDIS_MACHINE_MODE_LONG_64,
+						r) == ZYDIS_REGISTER_RSP;
+}
+
+/*
+ * The entry instruction stays in place, before the jump.  0 if it may:
+ * *undo is the %rsp change the trampoline takes back before running it
+ * again (push, sub $imm,%rsp), 0 when it is left behind.  -EINVAL with
+ * the reason otherwise.
+ */
+static int entry_insn(const ZydisDecodedInstruction *in,
+		      const ZydisDecodedOperand *ops, uint64_t off,
+		      struct patch_site *s, uint32_t *undo, bool *again)
+{
+	const char *name = ZydisMnemonicGetString(in->mnemonic);
+	bool writes_rsp = false, writes_flags = false, rerun = true;
+	int i;
+
+	*undo = 0;
+	*again = false;
+	switch (in->meta.category) {
+	case ZYDIS_CATEGORY_COND_BR:
+	case ZYDIS_CATEGORY_UNCOND_BR:
+	case ZYDIS_CATEGORY_CALL:
+	case ZYDIS_CATEGORY_RET:
+	case ZYDIS_CATEGORY_INTERRUPT:
+	case ZYDIS_CATEGORY_SYSCALL:
+	case ZYDIS_CATEGORY_SYSTEM:
+		snprintf(s->reason, sizeof(s->reason),
+			 "the entry instruction '%s' at +%#llx transfers "
+			 "control: no room for a jump after it",
+			 name, (unsigned long long)off);
+		return -EINVAL;
+	default:
+		break;
+	}
+	for (i = 0; i < in->operand_count; i++) {
+		const ZydisDecodedOperand *op = &ops[i];
+
+		if (op->type == ZYDIS_OPERAND_TYPE_MEMORY &&
+		    (op->actions & ZYDIS_OPERAND_ACTION_MASK_WRITE) &&
+		    in->mnemonic != ZYDIS_MNEMONIC_PUSH)
+			rerun = false;	/* a store: maybe not idempotent */
+		if (op->type != ZYDIS_OPERAND_TYPE_REGISTER)
+			continue;
+		if (op->reg.value == ZYDIS_REGISTER_RFLAGS ||
+		    op->reg.value == ZYDIS_REGISTER_EFLAGS ||
+		    op->reg.value == ZYDIS_REGISTER_FLAGS) {
+			if (op->actions & ZYDIS_OPERAND_ACTION_MASK_WRITE)
+				writes_flags = true;
+			continue;
+		}
+		if (!(op->actions & ZYDIS_OPERAND_ACTION_MASK_WRITE))
+			continue;
+		if (is_rsp(op->reg.value))
+			writes_rsp = true;
+		else if (is_arg_reg(op->reg.value))
+			goto refuse;
+		/* a register it also reads: running it twice differs
+		 * (but xor/sub of a register with itself is a zeroing) */
+		if (op->actions & ZYDIS_OPERAND_ACTION_MASK_READ &&
+		    !((in->mnemonic == ZYDIS_MNEMONIC_XOR ||
+		       in->mnemonic == ZYDIS_MNEMONIC_SUB) &&
+		      in->operand_count >= 2 &&
+		      ops[1].type == ZYDIS_OPERAND_TYPE_REGISTER &&
+		      ops[1].reg.value == op->reg.value))
+			rerun = false;
+	}
+	/* the flags also come from %eflags: the implicit operands above */
+	if (in->cpu_flags &&
+	    (in->cpu_flags->modified | in->cpu_flags->set_0 |
+	     in->cpu_flags->set_1 | in->cpu_flags->undefined))
+		writes_flags = true;
+	if (!writes_rsp) {
+		/*
+		 * Left behind, the flags it sets would be the trampoline's
+		 * by the time the next instruction reads them: it runs
+		 * again from the copy, which it may since it depends on
+		 * nothing it changes.
+		 */
+		if (!writes_flags)
+			return 0;
+		if (rerun) {
+			*again = true;
+			return 0;
+		}
+		snprintf(s->reason, sizeof(s->reason),
+			 "the entry instruction '%s' at +%#llx sets flags and "
+			 "cannot run twice: no room for a jump after it",
+			 name, (unsigned long long)off);
+		return -EINVAL;
+	}
+	if (in->mnemonic == ZYDIS_MNEMONIC_PUSH &&
+	    in->operand_width == 64) {
+		*undo = 8;
+		*again = true;
+		return 0;
+	}
+	if (in->mnemonic == ZYDIS_MNEMONIC_SUB && in->operand_count >= 2 &&
+	    ops[0].type == ZYDIS_OPERAND_TYPE_REGISTER &&
+	    ops[0].reg.value == ZYDIS_REGISTER_RSP &&
+	    ops[1].type == ZYDIS_OPERAND_TYPE_IMMEDIATE &&
+	    ops[1].imm.value.s > 0 && ops[1].imm.value.s < (1 << 20)) {
+		*undo = (uint32_t)ops[1].imm.value.s;
+		*again = true;
+		return 0;
+	}
+refuse:
+	snprintf(s->reason, sizeof(s->reason),
+		 "the entry instruction '%s' at +%#llx changes %s: a jump "
+		 "after it could not share the entry with other tracers",
+		 name, (unsigned long long)off,
+		 writes_rsp ? "%rsp" : "an argument register");
+	return -EINVAL;
+}
+
 int patch_analyze(const uint8_t *code, uint64_t size, uint64_t func,
 		  uint64_t at, struct patch_site *s)
 {
 	ZydisDecodedOperand ops[ZYDIS_MAX_OPERAND_COUNT];
 	ZydisDecodedInstruction in;
-	uint64_t off = 0, start, end;
+	uint64_t off = 0, start, end, copy;
+	bool again = false;
 	ZydisDecoder d;
+	int err;
 
 	memset(s, 0, sizeof(*s));
 	s->func = func;
@@ -281,14 +417,46 @@ int patch_analyze(const uint8_t *code, uint64_t size, uint64_t func,
 				 (unsigned long long)at);
 			return -EINVAL;
 		}
-	} else if (size >= 4 &&
-		   ZYAN_SUCCESS(ZydisDecoderDecodeFull(&d, code, size, &in,
-						       ops)) &&
-		   in.mnemonic == ZYDIS_MNEMONIC_ENDBR64) {
-		off = in.length;
+		copy = off;
+	} else {
+		if (size >= 4 &&
+		    ZYAN_SUCCESS(ZydisDecoderDecodeFull(&d, code, size, &in,
+							ops)) &&
+		    in.mnemonic == ZYDIS_MNEMONIC_ENDBR64)
+			off = in.length;
+		/* the entry instruction stays where other tracers expect it */
+		if (off >= size ||
+		    !ZYAN_SUCCESS(ZydisDecoderDecodeFull(&d, code + off,
+							 size - off, &in,
+							 ops))) {
+			snprintf(s->reason, sizeof(s->reason),
+				 off >= size ? "function is only endbr64" :
+					       "cannot decode the entry "
+					       "instruction");
+			return -EINVAL;
+		}
+		err = entry_insn(&in, ops, off, s, &s->undo, &again);
+		if (err)
+			return err;
+		if (again && classify(&in, ops) == REL_BAD) {
+			snprintf(s->reason, sizeof(s->reason),
+				 "the entry instruction '%s' cannot be "
+				 "relocated",
+				 ZydisMnemonicGetString(in.mnemonic));
+			return -EINVAL;
+		}
+		copy = again ? off : off + in.length;
+		if (again) {
+			s->insn_off[0] = 0;
+			s->insn_len[0] = in.length;
+			s->ninsns = 1;
+		}
+		off += in.length;
 	}
 	start = off;
 	s->addr = func + off;
+	s->copy_addr = func + copy;
+	s->first = s->ninsns;
 	if (size < off + PATCH_JMP_LEN) {
 		if (at)
 			snprintf(s->reason, sizeof(s->reason),
@@ -297,8 +465,9 @@ int patch_analyze(const uint8_t *code, uint64_t size, uint64_t func,
 				 PATCH_JMP_LEN, (unsigned long long)at);
 		else
 			snprintf(s->reason, sizeof(s->reason),
-				 "function is shorter than %d bytes%s",
-				 PATCH_JMP_LEN, off ? " after endbr64" : "");
+				 "function is shorter than %d bytes after "
+				 "its entry instruction",
+				 PATCH_JMP_LEN);
 		return -EINVAL;
 	}
 	/* the window: whole instructions covering >= 5 bytes */
@@ -327,7 +496,7 @@ int patch_analyze(const uint8_t *code, uint64_t size, uint64_t func,
 				 "too many instructions in the patch window");
 			return -EINVAL;
 		}
-		s->insn_off[s->ninsns] = (uint8_t)(off - start);
+		s->insn_off[s->ninsns] = (uint8_t)(func + off - s->copy_addr);
 		s->insn_len[s->ninsns] = in.length;
 		s->ninsns++;
 		off += in.length;
@@ -353,7 +522,12 @@ int patch_analyze(const uint8_t *code, uint64_t size, uint64_t func,
 	end = off;
 	s->len = (uint32_t)(end - start);
 	memcpy(s->orig, code + start, s->len);
-	/* nothing in the function may point inside the window */
+	memcpy(s->copy, code + (s->copy_addr - func), end - (s->copy_addr - func));
+	/*
+	 * Nothing in the function may point inside the window; at an entry,
+	 * not at the jump either: a branch there would run the probe without
+	 * the entry instruction (and the other tracers' probes on it).
+	 */
 	for (off = 0; off < size;) {
 		uint64_t t;
 
@@ -364,7 +538,8 @@ int patch_analyze(const uint8_t *code, uint64_t size, uint64_t func,
 			continue;
 		}
 		if (insn_target(&in, ops, func + off, &t) &&
-		    t > func + start && t < func + end) {
+		    (t > func + start || (!at && t == func + start)) &&
+		    t < func + end) {
 			snprintf(s->reason, sizeof(s->reason),
 				 "the instruction at +%#llx targets +%#llx, "
 				 "inside the patched window",
@@ -405,8 +580,8 @@ int patch_relocate(struct patch_site *s, uint64_t to, uint8_t *out,
 	decoder(&d);
 	memset(r, 0, sizeof(*r));
 	for (i = 0; i < s->ninsns; i++) {
-		const uint8_t *src = s->orig + s->insn_off[i];
-		uint64_t ip = s->addr + s->insn_off[i], t = 0;
+		const uint8_t *src = s->copy + s->insn_off[i];
+		uint64_t ip = s->copy_addr + s->insn_off[i], t = 0;
 		enum rel_kind k;
 
 		if (!ZYAN_SUCCESS(ZydisDecoderDecodeFull(&d, src,
@@ -511,8 +686,8 @@ uint64_t patch_move_rip(const struct patch_site *s,
 
 	if (rip <= s->addr || rip >= s->addr + s->len)
 		return 0;
-	for (i = 1; i < s->ninsns; i++)
-		if (rip == s->addr + s->insn_off[i])
+	for (i = s->first + 1; i < s->ninsns; i++)
+		if (rip == s->copy_addr + s->insn_off[i])
 			return to + r->insn_off[i];
 	return 0;
 }

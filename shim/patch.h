@@ -1,12 +1,30 @@
 /*
  * Deciding whether a function entry can be patched with a 5-byte jmp, and
  * relocating the instructions the jmp replaces.  The whole function (its ELF
- * symbol size) is decoded with Zydis: the window is the whole instructions
- * covering >= 5 bytes after an optional endbr64.  A site is refused, with a
- * reason, when the function is shorter than 5 bytes (after endbr64), when a
- * branch or RIP-relative reference in the function points inside the window,
- * when an instruction in the window cannot be relocated, or when a call in
- * the window would leave a return address inside it.
+ * symbol size) is decoded with Zydis.
+ *
+ * A function entry is shared with other tracers: a kernel uprobe (bpftrace,
+ * perf, ubt --mode kernel) or a debugger writes int3 over the first byte of
+ * the function (or of the instruction after endbr64) and, when it is hit,
+ * runs the *file's* instruction there and resumes after it.  So the entry
+ * instruction (after an optional endbr64) stays in place and the window,
+ * the whole instructions covering >= 5 bytes that the jmp replaces, starts
+ * after it: whoever runs the entry instruction then lands on the jmp.  The
+ * trampoline sees the state after the entry instruction:
+ *   - one that changes no argument register and not %rsp (a load into
+ *     %rax, a compare, a store) is simply left behind;
+ *   - push REG/IMM or sub $IMM,%rsp is undone by the trampoline (lea
+ *     back over it: the registers are unchanged) and run again from the
+ *     relocated copy, so probes see the function's entry state exactly;
+ *   - any other entry instruction refuses the site (kernel fallback).
+ * A site inside a function (an offset) keeps the window at the offset.
+ *
+ * A site is refused, with a reason, when the function is too short, when a
+ * branch or RIP-relative reference in the function points inside the
+ * window (or at the jmp after the entry instruction: it would run the
+ * probe without the entry's other tracers), when an instruction in the
+ * window cannot be relocated, or when a call in the window would leave a
+ * return address inside it.
  */
 #ifndef UBT_PATCH_H
 #define UBT_PATCH_H
@@ -17,18 +35,27 @@
 
 #define PATCH_JMP_LEN 5
 #define PATCH_MAX_WINDOW 24
-#define PATCH_MAX_INSNS 8
+#define PATCH_MAX_INSNS 9
+#define PATCH_MAX_COPY 40	/* an entry instruction and the window */
 
 struct patch_site {
 	uint64_t func;		/* function start (address used for decoding) */
 	uint64_t size;		/* ELF symbol size */
-	uint64_t addr;		/* patched address: func, func + 4, or at */
+	uint64_t addr;		/* patched address: after the entry
+				 * instruction, or at the offset */
 	bool mid;		/* inside the function: registers and flags
 				 * are live, the red zone is in use */
 	uint32_t len;		/* window length, >= 5 */
+	uint32_t undo;		/* the trampoline first adds this to %rsp:
+				 * the entry instruction is run again */
+	/* the instructions the trampoline runs, from copy_addr on: the
+	 * window's, after the entry instruction when it is run again */
+	uint64_t copy_addr;
 	int ninsns;
-	uint8_t insn_off[PATCH_MAX_INSNS];	/* offsets in the window */
+	int first;		/* index of the window's first instruction */
+	uint8_t insn_off[PATCH_MAX_INSNS];	/* offsets from copy_addr */
 	uint8_t insn_len[PATCH_MAX_INSNS];
+	uint8_t copy[PATCH_MAX_COPY];		/* their original bytes */
 	uint8_t orig[PATCH_MAX_WINDOW];		/* original window bytes */
 	char reason[128];	/* why the site was refused */
 };
@@ -56,14 +83,15 @@ int patch_elf_interp(const char *path);
 
 /*
  * Analyse the function code[0..size) located at address func, for a probe
- * at offset at (0: the entry, after an endbr64).
+ * at offset at (0: the entry).  code is the file's, never the process's
+ * (whose entry may hold another tracer's int3).
  * 0: s describes a patchable window; -EINVAL: refused, s->reason says why.
  */
 int patch_analyze(const uint8_t *code, uint64_t size, uint64_t func,
 		  uint64_t at, struct patch_site *s);
 
 /*
- * Write the window's instructions relocated to run at address to, followed
+ * Write the copied instructions relocated to run at address to, followed
  * by a jmp back to the end of the window.  -ERANGE if a target is out of
  * rel32 reach (s->reason says so) or cap is too small.
  */

@@ -22,6 +22,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "owner.h"
 #include "patch.h"
 #include "ptrace.h"
 #include "tramp.h"
@@ -49,6 +50,7 @@ struct user_site {
 	struct patch_reloc r;
 	uint64_t reloc_at;
 	bool installed;		/* the jump is written */
+	uint64_t rec;		/* target address of its struct rt_site */
 	uint64_t offset;	/* of the probe from the symbol */
 };
 
@@ -78,6 +80,8 @@ struct ubt_user {
 	bool exited;
 	int exit_status;
 	char rt_path[PATH_MAX];
+	uint64_t self_start;	/* ubt's start time, for site records */
+	int leftovers;		/* a dead ubt's jumps removed at attach */
 	uint32_t ev_block;	/* user_read_events(): the ring being read */
 	uint64_t rt_init_vaddr;
 	char libc[PATH_MAX];
@@ -200,6 +204,11 @@ uint64_t user_unrecorded_threads(const struct ubt_user *u)
 	return u->m.ctl ? __atomic_load_n(&u->m.ctl->no_block,
 					  __ATOMIC_RELAXED)
 			: 0;
+}
+
+int user_leftovers(const struct ubt_user *u)
+{
+	return u->leftovers;
 }
 
 int user_moved_threads(const struct ubt_user *u)
@@ -924,11 +933,39 @@ static int user_restop(struct ubt_user *u, bool all)
 	return 0;
 }
 
+/*
+ * Jumps of other ubt processes: a live one owns the runtime here (one
+ * runtime serves one tracer: refuse); a dead one's leftovers go before
+ * the runtime is set up again, with every thread stopped (their probe
+ * code would write into the new session's blocks).
+ */
+static int check_owners(struct ubt_user *u)
+{
+	struct owner_info oi;
+	int n;
+
+	if (owner_scan(u->pid, &oi) || (!oi.live_pid && !oi.dead_sites))
+		return 0;
+	if (oi.live_pid)
+		return uerr(u, -EBUSY, "another ubt (pid %u) runs probes in "
+				       "this process",
+			    oi.live_pid);
+	if (u->pt.one && pt_stop_all(&u->pt))
+		return uerr(u, 0, "%s", u->pt.err);
+	n = owner_restore(&u->pt, 0);
+	if (n < 0)
+		return uerr(u, n, "remove a dead ubt's jumps");
+	u->leftovers = n;
+	return 0;
+}
+
 static struct ubt_user *attach(struct ubt_user *u, const struct user_opts *o,
 			   char *err, size_t errlen)
 {
 	int e = choose_ctl(u);
 
+	u->self_start = owner_start_time(getpid());
+	e = e ?: check_owners(u);
 	e = e ?: check_libc(u);
 	e = e ?: place_memfd(u, o);
 	e = e ?: place_runtime(u, o);
@@ -1135,6 +1172,13 @@ static uint64_t slice_put(struct ubt_user *u, int i, const void *b, size_t n)
 	return sl->target + at;
 }
 
+/* ubt's view of the record at target address at in slice i */
+static struct rt_site *slice_record(struct ubt_user *u, int i, uint64_t at)
+{
+	return (struct rt_site *)((char *)memfd_code(&u->m, (unsigned int)i) +
+				  (at - u->slices[i].target));
+}
+
 static int move_threads(struct ubt_user *u, struct user_site *us)
 {
 	int i;
@@ -1158,12 +1202,64 @@ static int move_threads(struct ubt_user *u, struct user_site *us)
 	return 0;
 }
 
+/*
+ * The process's bytes of a site (mem: from s->func to the end of the
+ * window) against the file's (code, from s->func).  The window must be
+ * the file's exactly; before it (endbr64, the entry instruction) another
+ * tracer's int3 may stand on an instruction's first byte: it is left
+ * alone, and the trampoline runs the file's instruction.  0, or -EBUSY
+ * with the reason.
+ */
+static int site_compare(const struct patch_site *s, const uint8_t *code,
+			const uint8_t *mem, char *reason, size_t len)
+{
+	uint64_t pre = s->addr - s->func, i;
+
+	for (i = 0; i < pre + s->len; i++) {
+		bool insn_start = i == 0 || (i == 4 && code[0] == 0xf3 &&
+					     code[1] == 0x0f &&
+					     code[2] == 0x1e && code[3] == 0xfa);
+
+		if (mem[i] == code[i])
+			continue;
+		if (i < pre && mem[i] == 0xcc && insn_start)
+			continue;	/* another tracer's breakpoint */
+		snprintf(reason, len,
+			 "the code at +%#llx is not the file's (%s): another "
+			 "program changed it",
+			 (unsigned long long)i,
+			 mem[i] == 0xcc ? "a breakpoint" :
+			 i >= pre && i == pre && mem[i] == 0xe9 ? "a jump" :
+								"modified");
+		return -EBUSY;
+	}
+	return 0;
+}
+
+/* bytes [off, off + size) of a file into a new buffer */
+static uint8_t *read_file_code(const char *path, uint64_t off, uint64_t size)
+{
+	uint8_t *code = xmalloc(size ? size : 1);
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+
+	if (fd < 0 || pread(fd, code, size, (off_t)off) != (ssize_t)size) {
+		if (fd >= 0)
+			close(fd);
+		free(code);
+		errno = EIO;
+		return NULL;
+	}
+	close(fd);
+	return code;
+}
+
 int user_install(struct ubt_user *u, const struct user_probe *p)
 {
 	uint64_t vaddr, size, off, bias, lo, hi, addr, code_at;
-	uint64_t tramp, reloc_at;
+	uint64_t tramp, reloc_at, rec;
 	uint8_t jmp[PATCH_MAX_WINDOW];
 	struct user_site *us = NULL;
+	struct rt_site *site;
 	struct patch_reloc r;
 	struct tramp_spec spec;
 	char path[PATH_MAX];
@@ -1202,24 +1298,40 @@ int user_install(struct ubt_user *u, const struct user_probe *p)
 		struct patch_site s;
 		uint8_t *code;
 
+		uint8_t mem[PATCH_MAX_WINDOW + 32];
+		char why[160];
+
 		if (size > USER_MAX_FUNC)
 			size = USER_MAX_FUNC;
-		code = xmalloc(size ? size : 1);
-		err = pt_read(&u->pt, addr, code, size);
-		/* decode the original code, not our jumps */
+		/* the file's code: the process's may hold others' int3 */
+		code = read_file_code(path, off, size);
+		if (!code)
+			return uerr(u, -EIO, "%s: cannot read %s", path,
+				    p->symbol);
+		if (patch_analyze(code, size, addr, offset, &s))
+			err = -EINVAL;
+		if (!err && s.addr + s.len - addr > sizeof(mem))
+			err = uerr(u, -EINVAL, "%s: window too far in",
+				   p->symbol);
+		if (!err)
+			err = pt_read(&u->pt, addr, mem,
+				      s.addr + s.len - addr);
+		/* our own sites in the function read back as the file's */
 		for (i = 0; !err && i < u->nsites; i++) {
 			const struct patch_site *o = &u->sites[i].s;
 
 			if (o->func == addr && u->sites[i].installed &&
-			    o->addr + o->len <= addr + size)
-				memcpy(code + (o->addr - addr), o->orig,
+			    o->addr + o->len <= s.addr + s.len)
+				memcpy(mem + (o->addr - addr), o->orig,
 				       o->len);
 		}
-		if (!err && patch_analyze(code, size, addr, offset, &s))
-			err = -EINVAL;
+		if (!err && site_compare(&s, code, mem, why, sizeof(why)))
+			err = uerr(u, -EBUSY, "%s: %s", p->symbol, why);
 		free(code);
-		if (err == -EINVAL)
+		if (err == -EINVAL && s.reason[0])
 			return uerr(u, 0, "%s", s.reason);
+		if (err == -EBUSY)
+			return err;
 		for (i = 0; i < u->nsites; i++) {
 			const struct patch_site *o = &u->sites[i].s;
 
@@ -1248,9 +1360,12 @@ int user_install(struct ubt_user *u, const struct user_probe *p)
 	code_at = slice_put(u, us->slice, p->code, p->code_len);
 	if (!code_at)
 		return uerr(u, -ENOSPC, "code area full");
+	rec = slice_put(u, us->slice, (const uint8_t[RT_SITE_HDR]){ 0 },
+			RT_SITE_HDR);
+	if (!rec)
+		return uerr(u, -ENOSPC, "code area full");
 	spec = (struct tramp_spec){
-		.at = (u->slices[us->slice].target +
-		       u->slices[us->slice].used + 15) & ~15ULL,
+		.at = rec + RT_SITE_HDR,
 		.tls_offset = u->tls_offset,
 		.fn_slow = u->m.ctl->fn[RT_FN_SLOW],
 		.fn_enter = u->m.ctl->fn[RT_FN_WRAP_ENTER],
@@ -1269,12 +1384,29 @@ int user_install(struct ubt_user *u, const struct user_probe *p)
 	if (tramp != spec.at)
 		return uerr(u, -ENOSPC, "code area full");
 	patch_jump_bytes(&us->s, tramp, jmp);
+	/* the record first: a jump is never there without it */
+	site = slice_record(u, us->slice, rec);
+	*site = (struct rt_site){
+		.magic = RT_SITE_MAGIC,
+		.sz = sizeof(struct rt_site),
+		.state = RT_SITE_LIVE,
+		.addr = us->s.addr,
+		.len = us->s.len,
+		.owner_pid = (uint32_t)getpid(),
+		.owner_start = u->self_start,
+	};
+	memcpy(site->orig, us->s.orig, us->s.len);
+	memcpy(site->jmp, jmp, us->s.len);
+	__atomic_thread_fence(__ATOMIC_SEQ_CST);
 	err = user_stop_all(u);	/* the others ran until now */
 	if (err)
 		return err;
 	err = pt_write(&u->pt, us->s.addr, jmp, us->s.len);
 	if (err)
 		return uerr(u, err, "write the jump at %s", p->symbol);
+	if (us->rec)	/* the site's previous trampoline */
+		slice_record(u, us->slice, us->rec)->state = RT_SITE_DONE;
+	us->rec = rec;
 	/* the site now runs the new trampoline */
 	us->entry_code = spec.entry_code;
 	us->ret_code = spec.ret_code;
@@ -1339,18 +1471,26 @@ static int restore_sites(struct ubt_user *u)
 
 		if (!us->installed)
 			continue;
-		if (pt_read(&u->pt, us->s.addr, cur, us->s.len) ||
-		    memcmp(cur, us->jmp, us->s.len)) {
-			err = uerr(u, -EIO, "the code at %#llx changed under "
-					    "ubt; left as it is",
+		if (pt_read(&u->pt, us->s.addr, cur, us->s.len)) {
+			err = uerr(u, -EIO, "read the code at %#llx",
 				   (unsigned long long)us->s.addr);
 			continue;
 		}
-		if (pt_write(&u->pt, us->s.addr, us->s.orig, us->s.len))
+		/*
+		 * Only bytes that are still ours go back: another tracer's
+		 * int3 placed over the jump since then stays, over the
+		 * original instruction it expects.
+		 */
+		for (uint32_t k = 0; k < us->s.len; k++)
+			if (cur[k] == us->jmp[k])
+				cur[k] = us->s.orig[k];
+		if (pt_write(&u->pt, us->s.addr, cur, us->s.len)) {
 			err = uerr(u, -EIO, "restore the code at %#llx",
 				   (unsigned long long)us->s.addr);
-		else
-			us->installed = false;
+			continue;
+		}
+		us->installed = false;
+		slice_record(u, us->slice, us->rec)->state = RT_SITE_DONE;
 	}
 	return err;
 }

@@ -117,6 +117,8 @@ uint64_t user_lost_events(const struct ubt_user *u);
  * their hits were not recorded.
  */
 uint64_t user_unrecorded_threads(const struct ubt_user *u);
+/* Jumps of a ubt that died, removed at attach (its leftovers). */
+int user_leftovers(const struct ubt_user *u);
 /* Threads moved out of a patch window into its relocated copy. */
 int user_moved_threads(const struct ubt_user *u);
 struct memfd *user_memfd(struct ubt_user *u);

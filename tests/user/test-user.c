@@ -257,7 +257,7 @@ enum {
 	OFF_RET_ENTRY = 40,	/* count ut_ret entries */
 	OFF_LJ_ENTRY = 48,	/* count ut_lj entries */
 	OFF_LJ_RET = 56,	/* count ut_lj returns */
-	OFF_LIBC = 64,		/* count getppid in libc */
+	OFF_LIBC = 64,		/* count atoi in libc */
 	OFF_FLAGS = 72,		/* count ut_flags+4 */
 	OFF_REDZONE = 80,	/* count ut_redzone+5 */
 	OFF_R11 = 88,		/* count ut_r11+3 */
@@ -330,7 +330,7 @@ static int install_all(struct ubt_user *u)
 	err = err ?: install(u, "ut_lj", USER_PROBE_RETURN,
 			     blob_count(t, OFF_LJ_RET));
 	err = err ?: install_in(u, "/lib/x86_64-linux-gnu/libc.so.6",
-				"getppid", USER_PROBE_ENTRY,
+				"atoi", USER_PROBE_ENTRY,
 				blob_count(t, OFF_LIBC));
 	err = err ?: install_at(u, "ut_flags", 4, blob_count(t, OFF_FLAGS));
 	err = err ?: install_at(u, "ut_redzone", 5,
@@ -373,7 +373,7 @@ static void check_counts(struct ubt_user *u, const char *what, long calls,
 	   what, (unsigned long long)get(u, OFF_LJ_ENTRY),
 	   (unsigned long long)get(u, OFF_LJ_RET));
 	ok(get(u, OFF_LIBC) == (uint64_t)calls,
-	   "%s: count at getppid in libc (a second code area)", what);
+	   "%s: count at atoi in libc (a second code area)", what);
 	ok(get(u, OFF_FLAGS) == (uint64_t)calls &&
 		   get(u, OFF_REDZONE) == (uint64_t)calls &&
 		   get(u, OFF_R11) == (uint64_t)calls,
@@ -404,8 +404,8 @@ static void test_sites(void)
 		{ "ut_jcc", NULL },
 		{ "ut_short", "shorter than 5 bytes" },
 		{ "ut_loop", "inside the patched window" },
-		{ "ut_jrcxz", "cannot be relocated" },
-		{ "ut_icall", "indirect call" },
+		{ "ut_jrcxz", "transfers control" },
+		{ "ut_icall", "transfers control" },
 	};
 	char reason[256];
 	size_t i;
@@ -479,7 +479,9 @@ static void test_scan_libc(void)
 		elf_end(e);
 	if (fd >= 0)
 		close(fd);
-	ok(good > 1000 && good > 9 * refused && !other,
+	/* refused: mostly an entry instruction that changes an argument
+	 * register, or too little code after it (see shim/patch.h) */
+	ok(good > 1000 && good > 3 * refused && !other,
 	   "libc: %d functions patchable, %d refused, %d errors", good,
 	   refused, other);
 }

@@ -1,0 +1,223 @@
+/* Whose jumps are in a process: site records, live owners, leftovers. */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "owner.h"
+#include "ptrace.h"
+#include "rt_abi.h"
+
+#define OWNER_MAX_MEMFDS 16
+
+uint64_t owner_start_time(pid_t pid)
+{
+	char path[64], buf[1024], *f;
+	unsigned long long start = 0;
+	ssize_t n;
+	int fd, i;
+
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return 0;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return 0;
+	buf[n] = 0;
+	/* after the command's ")": field 3 (state) on; 22 is starttime */
+	f = strrchr(buf, ')');
+	if (!f || f[1] != ' ' || f[2] == 'Z' || f[2] == 'X')
+		return 0;
+	for (i = 3; f && i < 22; i++)
+		f = strchr(f + 1, ' ');
+	if (!f || sscanf(f + 1, "%llu", &start) != 1)
+		return 0;
+	return start ? start : 1;
+}
+
+bool owner_alive(uint32_t pid, uint64_t start)
+{
+	return pid && owner_start_time((pid_t)pid) == start;
+}
+
+pid_t owner_tracer(pid_t pid)
+{
+	char path[64], line[256];
+	int tracer = 0;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
+	f = fopen(path, "re");
+	if (!f)
+		return 0;
+	while (fgets(line, sizeof(line), f))
+		if (sscanf(line, "TracerPid: %d", &tracer) == 1)
+			break;
+	fclose(f);
+	return tracer;
+}
+
+/* One ubt memfd of the process, mapped into ubt. */
+struct owner_memfd {
+	ino_t ino;
+	char *base;
+	uint64_t size;
+};
+
+struct owner_set {
+	struct owner_memfd m[OWNER_MAX_MEMFDS];
+	int n;
+};
+
+static void set_release(struct owner_set *s)
+{
+	for (int i = 0; i < s->n; i++)
+		munmap(s->m[i].base, s->m[i].size);
+	s->n = 0;
+}
+
+/* Map every ubt memfd of pid (through /proc/PID/map_files). */
+static int set_load(pid_t pid, struct owner_set *s)
+{
+	struct pt_map *m;
+	int n, err;
+
+	s->n = 0;
+	err = pt_maps(pid, &m, &n);
+	if (err)
+		return err;
+	for (int i = 0; i < n && s->n < OWNER_MAX_MEMFDS; i++) {
+		char path[96];
+		struct stat st;
+		void *base;
+		int fd, k;
+
+		if (!strstr(m[i].path, "/memfd:ubt"))
+			continue;
+		snprintf(path, sizeof(path), "/proc/%d/map_files/%llx-%llx",
+			 (int)pid, (unsigned long long)m[i].start,
+			 (unsigned long long)m[i].end);
+		fd = open(path, O_RDWR | O_CLOEXEC);
+		if (fd < 0)
+			continue;
+		if (fstat(fd, &st) || st.st_size < RT_SHARED_OFF) {
+			close(fd);
+			continue;
+		}
+		for (k = 0; k < s->n && s->m[k].ino != st.st_ino; k++)
+			;
+		if (k < s->n) {
+			close(fd);
+			continue;
+		}
+		base = mmap(NULL, (size_t)st.st_size, PROT_READ | PROT_WRITE,
+			    MAP_SHARED, fd, 0);
+		close(fd);
+		if (base == MAP_FAILED)
+			continue;
+		s->m[s->n++] = (struct owner_memfd){
+			.ino = st.st_ino,
+			.base = base,
+			.size = (uint64_t)st.st_size,
+		};
+	}
+	free(m);
+	return 0;
+}
+
+/*
+ * The next live record at or after *pos in memfd f (16-byte steps over the
+ * code slices), or NULL.  Records are the target's to scribble on: every
+ * field is checked before use.
+ */
+static struct rt_site *next_site(const struct owner_memfd *f, uint64_t *pos)
+{
+	uint64_t end = RT_SHARED_OFF;
+
+	if (*pos < RT_CODE_OFF)
+		*pos = RT_CODE_OFF;
+	for (; *pos + sizeof(struct rt_site) <= end; *pos += 16) {
+		struct rt_site *r = (struct rt_site *)(f->base + *pos);
+
+		if (r->magic != RT_SITE_MAGIC ||
+		    r->sz != sizeof(struct rt_site) ||
+		    r->state != RT_SITE_LIVE || r->len < 5 ||
+		    r->len > sizeof(r->orig))
+			continue;
+		*pos += 16;
+		return r;
+	}
+	return NULL;
+}
+
+int owner_scan(pid_t pid, struct owner_info *oi)
+{
+	struct owner_set s;
+	int err;
+
+	memset(oi, 0, sizeof(*oi));
+	err = set_load(pid, &s);
+	if (err)
+		return err;
+	oi->memfds = s.n;
+	for (int i = 0; i < s.n; i++) {
+		uint64_t pos = 0;
+		struct rt_site *r;
+
+		while ((r = next_site(&s.m[i], &pos))) {
+			if (owner_alive(r->owner_pid, r->owner_start))
+				oi->live_pid = r->owner_pid;
+			else
+				oi->dead_sites++;
+		}
+	}
+	set_release(&s);
+	return 0;
+}
+
+int owner_restore(struct pt *p, uint32_t except_pid)
+{
+	struct owner_set s;
+	int err, restored = 0;
+
+	err = set_load(p->pid, &s);
+	if (err)
+		return err;
+	for (int i = 0; i < s.n; i++) {
+		struct rt_ctl *ctl = (struct rt_ctl *)s.m[i].base;
+		uint64_t pos = 0;
+		struct rt_site *r;
+		bool dead = false;
+
+		while ((r = next_site(&s.m[i], &pos))) {
+			uint8_t cur[sizeof(r->orig)];
+
+			if (r->owner_pid != except_pid &&
+			    owner_alive(r->owner_pid, r->owner_start))
+				continue;
+			dead = true;
+			if (pt_read(p, r->addr, cur, r->len))
+				continue;	/* unmapped since */
+			if (!memcmp(cur, r->jmp, r->len)) {
+				if (pt_write(p, r->addr, r->orig, r->len))
+					continue;
+				restored++;
+			}
+			/* restored, or no longer its jump: not ours to undo */
+			r->state = RT_SITE_DONE;
+		}
+		if (dead && ctl->sz >= offsetof(struct rt_ctl, flags))
+			__atomic_store_n(&ctl->detached, 1, __ATOMIC_RELEASE);
+	}
+	set_release(&s);
+	return restored;
+}
