@@ -621,6 +621,16 @@ static const char *run_probe_sites(struct compile *c,
 			err = user_site_check_at(m[i].target, m[i].func,
 						 m[i].func_offset, reason,
 						 sizeof(reason));
+			/* what is in the -p process now: others' probes */
+			if (!err && o->pid)
+				err = user_site_check_live(
+					o->pid, m[i].target, m[i].func,
+					m[i].func_offset, reason,
+					sizeof(reason));
+			if (err == -EBUSY)
+				return arena_printf(&c->arena, "%s:%s: %s",
+						    m[i].target, m[i].func,
+						    reason);
 			if (err == -EINVAL)
 				return arena_printf(&c->arena, "%s:%s: %s",
 						    m[i].target, m[i].func,
@@ -789,6 +799,16 @@ static void run_conflicts(struct compile *c, struct run_decision *d,
 	}
 }
 
+/* Does the probe attach to uprobes or uretprobes (only)? */
+static bool run_is_uprobe(struct ast_node *p)
+{
+	for (struct ast_node *ap = p->probe.aps; ap; ap = ap->next)
+		if (!ap->ap.provider || (strcmp(ap->ap.provider, "uprobe") &&
+					 strcmp(ap->ap.provider, "uretprobe")))
+			return false;
+	return p->probe.aps != NULL;
+}
+
 int run_decide(struct compile *c, const struct run_opts *o,
 	       struct run_decision **out)
 {
@@ -797,6 +817,7 @@ int run_decide(struct compile *c, const struct run_opts *o,
 	struct run_sites *sites;
 	struct run_scan s = { .c = c };
 	uint64_t *one_side, *use;
+	const char *proc_why = NULL;
 	int err = 0;
 
 	d = arena_alloc(&c->arena, (sp->nprobes + 1) * sizeof(*d));
@@ -817,6 +838,12 @@ int run_decide(struct compile *c, const struct run_opts *o,
 		ast_visit_children(p, run_scan_plain, &s);
 	for (struct ast_node *p = c->program->program.probes; p; p = p->next)
 		ast_visit_children(p, run_scan_shared, &s);
+	if (o->pid > 0 && o->mode != MODE_KERNEL) {
+		char reason[256];
+
+		if (user_process_check(o->pid, reason, sizeof(reason)))
+			proc_why = arena_strdup(&c->arena, reason);
+	}
 	for (struct ast_node *p = c->program->program.probes; p;
 	     p = p->next) {
 		struct run_decision *r = &d[p->probe.index];
@@ -824,6 +851,10 @@ int run_decide(struct compile *c, const struct run_opts *o,
 		r->where = RUN_KERNEL;
 		if (o->mode == MODE_KERNEL) {
 			r->why = "--mode kernel";
+			continue;
+		}
+		if (proc_why && run_is_uprobe(p)) {
+			r->why = proc_why;
 			continue;
 		}
 		if (o->pid || o->cmd)
@@ -2057,6 +2088,10 @@ static int run_combined(struct compile *c, const struct run_opts *o,
 	err = run_user_attach(&r);
 	if (err)
 		goto out;
+	if (o->verbose && user_leftovers(r.u))
+		fprintf(stderr, "ubt: removed %d jump(s) left in pid %d by a "
+			"ubt that died\n", user_leftovers(r.u),
+			(int)user_pid(r.u));
 	if (r.cpid)
 		ko.pid = r.cpid;
 	/* (a -c command the ptrace code reaped has no pid any more) */

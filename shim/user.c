@@ -255,15 +255,14 @@ static int runtime_path(const struct user_opts *o, char *out, size_t len)
  * Where a module mapped from path lies in the target ([lo, hi)), and its
  * load bias given the ELF file's lowest p_vaddr and type.
  */
-static int module_maps(struct ubt_user *u, const char *path,
-		       uint64_t min_vaddr, int is_dyn, uint64_t *bias,
-		       uint64_t *lo, uint64_t *hi)
+static int module_maps(pid_t pid, const char *path, uint64_t min_vaddr,
+		       int is_dyn, uint64_t *bias, uint64_t *lo, uint64_t *hi)
 {
 	struct pt_map *m;
 	uint64_t base = 0;
 	int n, i, err;
 
-	err = pt_maps(u->pid, &m, &n);
+	err = pt_maps(pid, &m, &n);
 	if (err)
 		return err;
 	*lo = UINT64_MAX;
@@ -294,7 +293,7 @@ static int module_range(struct ubt_user *u, const char *path, uint64_t *bias,
 	err = patch_elf_base(path, &min_vaddr, &is_dyn);
 	if (err)
 		return err;
-	return module_maps(u, path, min_vaddr, is_dyn, bias, lo, hi);
+	return module_maps(u->pid, path, min_vaddr, is_dyn, bias, lo, hi);
 }
 
 static int find_libc(struct ubt_user *u, char *path, size_t len)
@@ -638,7 +637,7 @@ static int check_libc(struct ubt_user *u)
 	}
 	if (err)
 		return err;
-	err = module_maps(u, u->libc, u->libc_min_vaddr, u->libc_dyn,
+	err = module_maps(u->pid, u->libc, u->libc_min_vaddr, u->libc_dyn,
 			  &u->libc_bias, &lo, &hi);
 	if (err)
 		return uerr(u, err, "%s: cannot find its mapping", u->libc);
@@ -1086,6 +1085,66 @@ int user_site_check_at(const char *binary, const char *symbol,
 	if (fd >= 0)
 		close(fd);
 	free(code);
+	return err;
+}
+
+static int site_compare(const struct patch_site *s, const uint8_t *code,
+			const uint8_t *mem, char *reason, size_t len);
+static uint8_t *read_file_code(const char *path, uint64_t off,
+			       uint64_t size);
+
+int user_process_check(pid_t pid, char *reason, size_t len)
+{
+	struct owner_info oi;
+	pid_t tracer = owner_tracer(pid);
+
+	if (tracer) {
+		snprintf(reason, len, "pid %d is traced by pid %d (a debugger "
+			 "or tracer holds ptrace)", (int)pid, (int)tracer);
+		return -EBUSY;
+	}
+	if (!owner_scan(pid, &oi) && oi.live_pid) {
+		snprintf(reason, len, "another ubt (pid %u) runs probes in "
+			 "pid %d", oi.live_pid, (int)pid);
+		return -EBUSY;
+	}
+	return 0;
+}
+
+int user_site_check_live(pid_t pid, const char *binary, const char *symbol,
+			 uint64_t offset, char *reason, size_t len)
+{
+	uint64_t vaddr, size, off, min_vaddr, bias, lo, hi, n;
+	uint8_t mem[PATCH_MAX_WINDOW + 32], *code;
+	char path[PATH_MAX], memf[64];
+	struct owner_info oi;
+	struct patch_site s;
+	int fd, err, is_dyn;
+
+	if (!realpath(binary, path) ||
+	    patch_find_symbol(path, symbol, &vaddr, &size, &off) ||
+	    patch_elf_base(path, &min_vaddr, &is_dyn) ||
+	    module_maps(pid, path, min_vaddr, is_dyn, &bias, &lo, &hi))
+		return 0;	/* not for this check to say */
+	if (size > USER_MAX_FUNC)
+		size = USER_MAX_FUNC;
+	code = read_file_code(path, off, size);
+	if (!code)
+		return 0;
+	err = patch_analyze(code, size, bias + vaddr, offset, &s);
+	n = s.addr + s.len - (bias + vaddr);
+	snprintf(memf, sizeof(memf), "/proc/%d/mem", (int)pid);
+	fd = err || n > sizeof(mem) ? -1 : open(memf, O_RDONLY | O_CLOEXEC);
+	if (fd >= 0 && pread(fd, mem, n, (off_t)(bias + vaddr)) == (ssize_t)n)
+		err = site_compare(&s, code, mem, reason, len);
+	else
+		err = 0;
+	if (fd >= 0)
+		close(fd);
+	free(code);
+	/* a dead ubt's jump: removed at attach */
+	if (err && !owner_scan(pid, &oi) && oi.dead_sites && !oi.live_pid)
+		err = 0;
 	return err;
 }
 

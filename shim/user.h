@@ -65,6 +65,21 @@ int user_site_check(const char *binary, const char *symbol, char *reason,
 int user_site_check_at(const char *binary, const char *symbol,
 		       uint64_t offset, char *reason, size_t len);
 
+/*
+ * Can user mode run in process pid at all?  0 yes; -EBUSY, with the
+ * reason, when another tracer holds ptrace on it or another live ubt has
+ * its probes there.
+ */
+int user_process_check(pid_t pid, char *reason, size_t len);
+/*
+ * Are the bytes of binary:symbol+offset in process pid the file's (but
+ * for other tracers' breakpoints on the entry instruction, and a dead
+ * ubt's jumps, which the attach removes)?  0 yes (or nothing to tell);
+ * -EBUSY with the reason.
+ */
+int user_site_check_live(pid_t pid, const char *binary, const char *symbol,
+			 uint64_t offset, char *reason, size_t len);
+
 /* Install a probe while the target is stopped; -errno, user_error() why. */
 int user_install(struct ubt_user *u, const struct user_probe *p);
 /* Let the target run (ubt detaches from it until user_detach). */

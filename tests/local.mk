@@ -11,6 +11,7 @@ check_PROGRAMS += \
 	tests/targets/ubt-libuser \
 	tests/targets/ubt-loop \
 	tests/targets/ubt-patch \
+	tests/targets/ubt-share \
 	tests/targets/ubt-threads \
 	tests/targets/ubt-wait
 EXTRA_DIST += tests/targets/target.h
@@ -38,6 +39,9 @@ tests_targets_ubt_libuser_LDADD = tests/targets/libubt-target.so
 tests_targets_ubt_loop_SOURCES = tests/targets/loop.c
 tests_targets_ubt_loop_CFLAGS = $(UBT_TARGET_CFLAGS)
 tests_targets_ubt_loop_LDFLAGS =
+tests_targets_ubt_share_SOURCES = tests/targets/share.c
+tests_targets_ubt_share_CFLAGS = $(UBT_TARGET_CFLAGS)
+tests_targets_ubt_share_LDFLAGS =
 tests_targets_ubt_patch_SOURCES = tests/targets/patch.c
 tests_targets_ubt_patch_CFLAGS = $(UBT_TARGET_CFLAGS)
 tests_targets_ubt_patch_LDFLAGS =
@@ -114,6 +118,7 @@ check_PROGRAMS += \
 	tests/user/unit-memfd \
 	tests/user/unit-shtab
 TESTS += \
+	tests/user/share.py \
 	tests/user/test-user \
 	tests/user/unit-aggiter \
 	tests/user/unit-memfd \
@@ -123,6 +128,7 @@ TESTS += \
 # tests/user/unwind.*: C++ exceptions, pthread_exit and backtrace() through
 # user-mode return probes (the ubt-exc target)
 EXTRA_DIST += \
+	tests/user/share.py \
 	tests/user/unwind-detach.py \
 	tests/user/unwind.sh \
 	tests/user/unwind.test

@@ -108,7 +108,7 @@ __asm__(".text\n"
 	".globl ubt_exc_tail\n"
 	".type ubt_exc_tail,@function\n"
 	"ubt_exc_tail:\n"
-	"	mov %rdi, %rdi\n"
+	"	xor %eax, %eax\n"
 	"	jmp ubt_exc_mid\n"
 	".size ubt_exc_tail, .-ubt_exc_tail\n");
 
@@ -134,6 +134,7 @@ __asm__(".text\n"
 	".type ubt_exc_leaf,@function\n"
 	"ubt_exc_leaf:\n"
 	"	lea 1(%rdi,%rdi,2), %rax\n"
+	"	nopw 0(%rax,%rax,1)\n"	/* room for a jump after the lea */
 	"	ret\n"
 	".size ubt_exc_leaf, .-ubt_exc_leaf\n"
 	".globl ubt_exc_regs\n"

@@ -1,0 +1,100 @@
+/*
+ * ubt-share: a long-lived target for the process-safety tests
+ * (tests/user/share.py): it waits for commands on stdin, one per line, so
+ * that tracers can come and go between batches of calls.
+ *
+ *	N		calls share_push(i) and share_riprel(i) for i in
+ *			0..N-1, checks every result, prints "done N"
+ *	fork N		a child makes the N calls of each and exits 0 (1 on a
+ *			wrong result); prints "child STATUS" (the wait status)
+ *	exec N		execs itself with "--calls N": the new image makes the
+ *			N calls of each, prints "exec done N", then reads
+ *			commands on as before
+ *	EOF		exits 0, or 1 if a result was ever wrong
+ *
+ *	share_push(x)	push %rbp first (gcc's frame); returns 2 * x + 1
+ *	share_riprel(x)	a %rip-relative load first; adds x to share_total
+ *			and returns 2 * x
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "target.h"
+
+long share_total;
+long share_riprel(long x);
+
+__asm__(
+	"	.text\n"
+	"	.p2align 4\n"
+	"	.globl share_riprel\n"
+	"	.type share_riprel, @function\n"
+	"share_riprel:\n"
+	"	movq share_total(%rip), %rax\n"
+	"	addq %rdi, %rax\n"
+	"	movq %rax, share_total(%rip)\n"
+	"	leaq (%rdi,%rdi), %rax\n"
+	"	ret\n"
+	"	.size share_riprel, .-share_riprel\n");
+
+UBT_PROBE long share_push(long x)
+{
+	UBT_FRAME();
+	return 2 * x + 1;
+}
+
+static long (*volatile f_push)(long) = share_push;
+static long (*volatile f_riprel)(long) = share_riprel;
+
+static long calls(long n)
+{
+	long bad = 0, before = share_total;
+
+	for (long i = 0; i < n; i++) {
+		bad |= f_push(i) != 2 * i + 1;
+		bad |= f_riprel(i) != 2 * i;
+	}
+	bad |= share_total - before != n * (n - 1) / 2;
+	return bad;
+}
+
+int main(int argc, char **argv)
+{
+	char line[64];
+	long bad = 0, n;
+
+	setvbuf(stdout, NULL, _IOLBF, 0);
+	if (argc == 3 && !strcmp(argv[1], "--calls")) {
+		n = target_count(argc, argv, 2, 0);
+		bad |= calls(n);
+		printf("exec done %ld\n", n);
+	}
+	while (fgets(line, sizeof(line), stdin)) {
+		if (sscanf(line, "fork %ld", &n) == 1) {
+			int st = 0;
+			pid_t pid = fork();
+
+			if (pid == 0)
+				_exit(calls(n) ? 1 : 0);
+			if (pid < 0 || waitpid(pid, &st, 0) != pid)
+				bad = 1;
+			printf("child %d\n", st);
+		} else if (sscanf(line, "exec %ld", &n) == 1) {
+			char arg[32];
+
+			if (bad)
+				break;
+			snprintf(arg, sizeof(arg), "%ld", n);
+			execl("/proc/self/exe", argv[0], "--calls", arg,
+			      (char *)NULL);
+			bad = 1;
+		} else if (sscanf(line, "%ld", &n) == 1) {
+			bad |= calls(n);
+			printf("done %ld\n", n);
+		}
+	}
+	return target_result("ubt-share", bad);
+}
