@@ -51,6 +51,7 @@
 #include "cg.h"
 #include "child.h"
 #include "format.h"
+#include "guard.h"
 #include "kernel.h"
 #include "merge.h"
 #include "native.h"
@@ -948,6 +949,12 @@ static void run_on_signal(int sig)
 		signal(sig, SIG_DFL);
 		raise(sig);
 	}
+	run_sigint = 1;
+}
+
+/* The ubt the user started died: end the run, quietly (shim/guard.c). */
+static void run_on_orphan(void)
+{
 	run_sigint = 1;
 }
 
@@ -2085,7 +2092,15 @@ static int run_combined(struct compile *c, const struct run_opts *o,
 	sigemptyset(&sa.sa_mask);
 	sigaction(SIGINT, &sa, NULL);
 	sigaction(SIGTERM, &sa, NULL);
+	/* from here on, killing ubt must leave the target whole */
+	err = guard_start(o->pid, run_on_orphan);
+	if (err) {
+		fprintf(stderr, "ubt: fork: %s\n", strerror(-err));
+		goto out;
+	}
 	err = run_user_attach(&r);
+	if (!err)
+		guard_target(user_pid(r.u));
 	if (err)
 		goto out;
 	if (o->verbose && user_leftovers(r.u))
@@ -2140,7 +2155,8 @@ static int run_combined(struct compile *c, const struct run_opts *o,
 	if (r.etime)
 		kernel_set_event_hook(r.k, run_kernel_take, &r);
 	/* as bpftrace: after an exit() in BEGIN a -c command never runs */
-	if (!kernel_exiting(r.k) && !run_sigint) {
+	/* the target runs on even when ubt was killed meanwhile */
+	if (!kernel_exiting(r.k) && (!run_sigint || guard_orphaned())) {
 		resumed = true;
 		err = user_resume(r.u);
 		/* killed meanwhile: the run ends as for any exit */
@@ -2177,13 +2193,15 @@ static int run_combined(struct compile *c, const struct run_opts *o,
 	} else {
 		run_user_drain(&r);
 	}
-	kernel_run_end(r.k);
-	kernel_poll(r.k, 0);
-	kernel_print_maps(r.k);
-	fflush(o->out ? o->out : stdout);
-	run_user_warnings(&r);
-	if (r.reaped)
-		child_report(stderr, r.cpid, r.status, o->verbose);
+	if (!guard_orphaned()) {
+		kernel_run_end(r.k);
+		kernel_poll(r.k, 0);
+		kernel_print_maps(r.k);
+		fflush(o->out ? o->out : stdout);
+		run_user_warnings(&r);
+		if (r.reaped)
+			child_report(stderr, r.cpid, r.status, o->verbose);
+	}
 	rc = 0;
 out:
 	if (r.u && r.cpid > 0 && !r.reaped && user_exit_status(r.u, &st))
@@ -2197,7 +2215,8 @@ out:
 	}
 	if (r.u) {
 		/* SIGTERM, then SIGKILL: a bounded wait whatever it does */
-		if (r.cpid > 0 && !r.reaped && !user_exit_status(r.u, &st))
+		if (r.cpid > 0 && !r.reaped && !user_exit_status(r.u, &st) &&
+		    !guard_orphaned())
 			child_stop(r.cpid, r.pidfd);
 		user_free(r.u);
 	}

@@ -1594,6 +1594,25 @@ int user_detach(struct ubt_user *u)
 	return err;
 }
 
+int user_restore_dead(pid_t pid, uint32_t owner, char *err, size_t len)
+{
+	struct pt pt;
+	int n;
+
+	pt_init(&pt);
+	if (pt_seize(&pt, pid)) {
+		snprintf(err, len, "%s", pt.err);
+		pt_release(&pt);
+		return -ESRCH;
+	}
+	n = owner_restore(&pt, owner);
+	pt_detach(&pt);
+	pt_release(&pt);
+	if (n < 0)
+		snprintf(err, len, "%s", strerror(-n));
+	return n;
+}
+
 bool user_exit_status(const struct ubt_user *u, int *status)
 {
 	if (u->exited)

@@ -132,6 +132,12 @@ uint64_t user_lost_events(const struct ubt_user *u);
  * their hits were not recorded.
  */
 uint64_t user_unrecorded_threads(const struct ubt_user *u);
+/*
+ * Stop pid, write back the original bytes of every jump of the dead ubt
+ * process owner (and of any other dead one), idle their runtimes, let it
+ * run on.  The number of jumps removed, or -errno with err set.
+ */
+int user_restore_dead(pid_t pid, uint32_t owner, char *err, size_t len);
 /* Jumps of a ubt that died, removed at attach (its leftovers). */
 int user_leftovers(const struct ubt_user *u);
 /* Threads moved out of a patch window into its relocated copy. */

@@ -118,6 +118,7 @@ check_PROGRAMS += \
 	tests/user/unit-memfd \
 	tests/user/unit-shtab
 TESTS += \
+	tests/user/kill-stress.py \
 	tests/user/share.py \
 	tests/user/test-user \
 	tests/user/unit-aggiter \
@@ -128,6 +129,7 @@ TESTS += \
 # tests/user/unwind.*: C++ exceptions, pthread_exit and backtrace() through
 # user-mode return probes (the ubt-exc target)
 EXTRA_DIST += \
+	tests/user/kill-stress.py \
 	tests/user/share.py \
 	tests/user/unwind-detach.py \
 	tests/user/unwind.sh \

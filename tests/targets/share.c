@@ -10,7 +10,8 @@
  *	exec N		execs itself with "--calls N": the new image makes the
  *			N calls of each, prints "exec done N", then reads
  *			commands on as before
- *	EOF		exits 0, or 1 if a result was ever wrong
+ *	EOF		prints "exit S" and exits S: 0, or 1 if a result was
+ *			ever wrong
  *
  *	share_push(x)	push %rbp first (gcc's frame); returns 2 * x + 1
  *	share_riprel(x)	a %rip-relative load first; adds x to share_total
@@ -96,5 +97,6 @@ int main(int argc, char **argv)
 			printf("done %ld\n", n);
 		}
 	}
+	printf("exit %d\n", bad ? 1 : 0);
 	return target_result("ubt-share", bad);
 }

@@ -1,0 +1,154 @@
+/*
+ * The guard: ubt killed at any instant must not hurt the process it traces.
+ *
+ * Before ubt touches a target in user mode it forks.  The process the user
+ * started (and may kill) becomes the guard: it waits for the other one,
+ * the worker, which does everything else (attach, remote calls, patching,
+ * the run, detach) and whose exit status the guard passes on.  Signals
+ * sent to the guard by another process (kill -INT, -TERM, -HUP, -USR1)
+ * go on to the worker; those the terminal sends reach both already.
+ *   - The guard dies (SIGKILL): the worker gets SIGRTMIN+2 (parent death
+ *     signal) and ends the run the ordinary way, silently: the target is
+ *     resumed if it was not yet, its code restored, a -c command left
+ *     running.  So the target never sees a tracer vanish in the middle of
+ *     a remote call.
+ *   - The worker dies: the guard stops the target, writes back the
+ *     original bytes of the worker's jumps (shim/owner.c), idles its
+ *     runtime and exits 1 with a message.
+ */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "guard.h"
+#include "user.h"
+
+static pid_t guard_worker;
+static pid_t guard_parent;
+static int guard_fd = -1;	/* worker -> guard: the target's pid */
+static volatile sig_atomic_t guard_orphan;
+static void (*guard_on_orphan)(void);
+
+static void guard_forward(int sig, siginfo_t *si, void *ctx)
+{
+	(void)ctx;
+	/* from the terminal (SI_KERNEL), the worker has it already */
+	if (guard_worker > 0 && si && (si->si_code == SI_USER ||
+				       si->si_code == SI_QUEUE) &&
+	    si->si_pid != guard_worker)
+		kill(guard_worker, sig);
+}
+
+static void guard_orphaned_sig(int sig)
+{
+	(void)sig;
+	guard_orphan = 1;
+	if (guard_on_orphan)
+		guard_on_orphan();
+}
+
+bool guard_orphaned(void)
+{
+	return guard_orphan;
+}
+
+/* The guard's life: wait for the worker, clean up after a violent end. */
+static void __attribute__((noreturn)) guard_wait(int rfd)
+{
+	struct sigaction sa = { .sa_sigaction = guard_forward,
+				.sa_flags = SA_SIGINFO | SA_RESTART };
+	static const int sigs[] = { SIGINT, SIGTERM, SIGHUP, SIGUSR1 };
+	pid_t target = 0;
+	char err[256];
+	int st, n;
+
+	sigemptyset(&sa.sa_mask);
+	for (size_t i = 0; i < sizeof(sigs) / sizeof(sigs[0]); i++)
+		sigaction(sigs[i], &sa, NULL);
+	signal(SIGPIPE, SIG_IGN);
+	while (waitpid(guard_worker, &st, 0) < 0)
+		if (errno != EINTR)
+			_exit(1);
+	/* the last pid the worker named (a -c command, or -p's) */
+	while ((n = (int)read(rfd, &target, sizeof(target))) ==
+	       (int)sizeof(target))
+		;
+	if (WIFEXITED(st))
+		_exit(WEXITSTATUS(st));
+	if (target > 0) {
+		n = user_restore_dead(target, (uint32_t)guard_worker, err,
+				      sizeof(err));
+		if (n < 0)
+			fprintf(stderr, "ubt: the tracing process (pid %d) was "
+				"killed by signal %d; restoring pid %d: %s\n",
+				(int)guard_worker, WTERMSIG(st), (int)target,
+				err);
+		else
+			fprintf(stderr, "ubt: the tracing process (pid %d) was "
+				"killed by signal %d; pid %d runs on with its "
+				"code restored (%d jump(s))\n",
+				(int)guard_worker, WTERMSIG(st), (int)target,
+				n);
+	} else {
+		fprintf(stderr, "ubt: the tracing process (pid %d) was "
+			"killed by signal %d\n", (int)guard_worker,
+			WTERMSIG(st));
+	}
+	_exit(1);
+}
+
+int guard_start(pid_t target, void (*on_orphan)(void))
+{
+	struct sigaction sa = { .sa_handler = guard_orphaned_sig };
+	int fds[2];
+	pid_t pid;
+
+	if (pipe2(fds, O_CLOEXEC))
+		return -errno;
+	fflush(NULL);	/* nothing buffered twice */
+	guard_parent = getpid();
+	guard_on_orphan = on_orphan;
+	sigemptyset(&sa.sa_mask);
+	sa.sa_flags = SA_RESTART;
+	sigaction(GUARD_ORPHAN_SIG, &sa, NULL);
+	pid = fork();
+	if (pid < 0) {
+		close(fds[0]);
+		close(fds[1]);
+		return -errno;
+	}
+	if (pid > 0) {
+		close(fds[1]);
+		guard_worker = pid;
+		guard_wait(fds[0]);
+	}
+	close(fds[0]);
+	guard_fd = fds[1];
+	guard_target(target);
+	/*
+	 * A reader gone (ubt's stdout a pipe whose reader died with the
+	 * guard) must not kill the worker in the middle of a change:
+	 * writes fail instead.
+	 */
+	signal(SIGPIPE, SIG_IGN);
+	if (prctl(PR_SET_PDEATHSIG, GUARD_ORPHAN_SIG) ||
+	    getppid() != guard_parent)
+		guard_orphaned_sig(GUARD_ORPHAN_SIG);
+	return 0;
+}
+
+void guard_target(pid_t pid)
+{
+	if (guard_fd >= 0 && pid > 0 &&
+	    write(guard_fd, &pid, sizeof(pid)) != (ssize_t)sizeof(pid))
+		return;
+}
