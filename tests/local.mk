@@ -11,6 +11,7 @@ check_PROGRAMS += \
 	tests/targets/ubt-libuser \
 	tests/targets/ubt-loop \
 	tests/targets/ubt-patch \
+	tests/targets/ubt-strs \
 	tests/targets/ubt-threads \
 	tests/targets/ubt-wait
 EXTRA_DIST += tests/targets/target.h
@@ -41,6 +42,9 @@ tests_targets_ubt_loop_LDFLAGS =
 tests_targets_ubt_patch_SOURCES = tests/targets/patch.c
 tests_targets_ubt_patch_CFLAGS = $(UBT_TARGET_CFLAGS)
 tests_targets_ubt_patch_LDFLAGS =
+tests_targets_ubt_strs_SOURCES = tests/targets/strs.c
+tests_targets_ubt_strs_CFLAGS = $(UBT_TARGET_CFLAGS)
+tests_targets_ubt_strs_LDFLAGS =
 tests_targets_ubt_threads_SOURCES = tests/targets/threads.c
 tests_targets_ubt_threads_CFLAGS = $(UBT_TARGET_CFLAGS)
 tests_targets_ubt_threads_LDFLAGS =
