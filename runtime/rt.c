@@ -371,14 +371,18 @@ rt_htab_slot(struct rt_htab *h, const void *key, int *empty)
 	return NULL;
 }
 
-/* Find or insert key; the value's address, or NULL when the table is full. */
+/*
+ * Find or insert key; the value's address, or NULL when the table is full:
+ * no free slot, or max_keys keys taken (the map's limit).  Every NULL is
+ * one drop, counted.
+ */
 RT_EXPORT void *rt_htab_lookup(struct rt_htab *h, const void *key)
 {
 	uint64_t ks = rt_align8(h->key_size), w;
 	int empty;
 	uint64_t *slot = rt_htab_slot(h, key, &empty);
 
-	if (!slot) {
+	if (!slot || (empty && h->max_keys && h->used >= h->max_keys)) {
 		h->dropped++;
 		return NULL;
 	}
@@ -741,9 +745,13 @@ RT_EXPORT long rt_shtab_update(struct rt_shtab *h, const void *key,
 				break;
 			continue;
 		}
-		/* take over a tombstone, else the free slot */
+		/* take over a tombstone, else the free slot: a slot more,
+		 * refused at the map's limit (used only grows under the
+		 * lock, which we hold) */
 		slot = tomb ? tomb : empty;
-		if (!slot)
+		if (!slot || (!tomb && h->max_keys &&
+			      __atomic_load_n(&h->used, __ATOMIC_RELAXED) >=
+				      h->max_keys))
 			break;
 		st = tomb ? RT_SHTAB_DEAD : RT_SHTAB_EMPTY;
 		if (!__atomic_compare_exchange_n((uint32_t *)slot, &st,

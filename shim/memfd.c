@@ -218,6 +218,7 @@ int memfd_htab_add(struct memfd *m, const struct memfd_htab *t)
 		.nslots = t->nslots,
 		.key_size = t->key_size,
 		.val_size = t->val_size,
+		.max_keys = t->max_keys,
 	};
 	if (m->ctl->tmpl_len < end)
 		m->ctl->tmpl_len = end;
@@ -260,6 +261,26 @@ int memfd_htab_foreach(const struct memfd *m, const struct memfd_htab *t,
 		}
 	}
 	return 0;
+}
+
+uint64_t memfd_htab_dropped(const struct memfd *m, const struct memfd_htab *t,
+			    uint64_t bound, uint32_t *implausible)
+{
+	uint32_t n = memfd_nblocks_used(m), i;
+	uint64_t sum = 0, v;
+
+	*implausible = 0;
+	if (htab_valid(m, t))
+		return 0;
+	for (i = 0; i < n; i++) {
+		v = load64(block(m, i) + RT_BLK_MAP + t->off +
+			   offsetof(struct rt_htab, dropped));
+		if (v > bound || sum + v < sum)
+			(*implausible)++;
+		else
+			sum += v;
+	}
+	return sum;
 }
 
 int memfd_map_zero(struct memfd *m, uint64_t off, uint64_t len)
@@ -368,6 +389,7 @@ int memfd_shtab_add(struct memfd *m, const struct memfd_shtab *t)
 		.key_size = t->key_size,
 		.val_size = t->val_size,
 		.max_probe = t->max_probe,
+		.max_keys = t->max_keys,
 	};
 	return 0;
 }

@@ -259,11 +259,21 @@ tests_native_unit_native_SOURCES = \
 tests_native_unit_native_CPPFLAGS = $(AM_CPPFLAGS) $(LLVM_CPPFLAGS) \
 	-I$(top_srcdir)/tests/user
 tests_native_unit_native_LDADD = $(UBT_LIBS)
+# Map key limits in user mode: the runtime's tables, ubt's reading back.
+check_PROGRAMS += tests/native/unit-limits
+TESTS += tests/native/unit-limits
+tests_native_unit_limits_SOURCES = \
+	tests/native/unit-limits.c \
+	tests/tap.c \
+	tests/tap.h
+tests_native_unit_limits_CPPFLAGS = $(AM_CPPFLAGS) $(LLVM_CPPFLAGS)
+tests_native_unit_limits_LDADD = $(UBT_LIBS) -ldl
 TESTS += \
 	tests/native/user-mode-diff.py \
 	tests/native/user-mode-run.py
 EXTRA_DIST += \
 	tests/native/kernel-only.txt \
+	tests/native/limits.test \
 	tests/native/uiter.test \
 	tests/native/umaps.test \
 	tests/native/user-mode-diff.py \
