@@ -232,9 +232,12 @@ struct rt_htab {
  * made under it, so that a key never holds two slots; updates of present
  * keys, revivals and deletes take no lock.
  *
- * A key that finds neither itself nor a free slot within max_probe slots,
- * or only a free slot (no tombstone) when used is at max_keys, is dropped
- * and counted in dropped (bpftrace's map-full behaviour).
+ * keys counts the keys present: a key added (a free slot or a tombstone
+ * taken, a deleted key revived) reserves one first, and is refused when
+ * max_keys are present; each delete (rt_shtab_delete(), ubt's clear())
+ * gives one back.  A key that finds neither itself nor a free slot within
+ * max_probe slots, or that would be one key too many, is dropped and
+ * counted in dropped (bpftrace's map-full behaviour).
  */
 struct rt_shtab {
 	uint32_t sz;		/* sizeof(struct rt_shtab) */
@@ -247,6 +250,7 @@ struct rt_shtab {
 	uint64_t dropped;	/* updates dropped: table full */
 	uint64_t raced;		/* updates that lost a race to a writer */
 	uint64_t max_keys;	/* the map's key limit; 0: none but nslots */
+	uint64_t keys;		/* keys present (see above) */
 };
 
 #define RT_SHTAB_EMPTY 0

@@ -459,18 +459,23 @@ int memfd_shtab_clear(struct memfd *m, const struct memfd_shtab *t)
 {
 	uint64_t ss = 8 + rt_align8(t->key_size) + rt_align8(t->val_size);
 	int err = shtab_valid(m, t);
+	uint64_t *keys;
 	char *slots;
 
 	if (err)
 		return err;
+	keys = (uint64_t *)(shtab_base(m, t) +
+			    offsetof(struct rt_shtab, keys));
 	slots = shtab_base(m, t) + sizeof(struct rt_shtab);
 	for (uint32_t s = 0; s < t->nslots; s++) {
 		uint32_t *st = (uint32_t *)(slots + (uint64_t)s * ss);
 		uint32_t want = RT_SHTAB_USED;
 
-		__atomic_compare_exchange_n(st, &want, RT_SHTAB_DEAD, 0,
-					    __ATOMIC_RELEASE,
-					    __ATOMIC_RELAXED);
+		/* a key less for the table's limit (rt_abi.h) */
+		if (__atomic_compare_exchange_n(st, &want, RT_SHTAB_DEAD, 0,
+						__ATOMIC_RELEASE,
+						__ATOMIC_RELAXED))
+			__atomic_fetch_sub(keys, 1, __ATOMIC_RELAXED);
 	}
 	return 0;
 }

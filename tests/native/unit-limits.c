@@ -2,9 +2,10 @@
  * Map key limits in user mode (issue 10 part 4): the runtime's tables
  * (libubt-rt.so loaded here with dlopen, as in a target) take at most
  * max_keys keys, keep updating the keys they hold, and count every
- * refused insert once; ubt sums the per-thread counts and does not
- * believe one larger than its thread could have tried; the code
- * generator sizes the tables from the map's limit.
+ * refused insert once; a shared table's deleted keys make room again
+ * (a per-thread table's stay taken); ubt sums the per-thread counts and
+ * does not believe one larger than its thread could have tried; the
+ * code generator sizes the tables from the map's limit.
  */
 #include <dlfcn.h>
 #include <errno.h>
@@ -23,6 +24,7 @@ static struct memfd m;
 static void *(*htab_lookup)(struct rt_htab *, const void *);
 static long (*shtab_update)(struct rt_shtab *, const void *, const void *);
 static void *(*shtab_read)(struct rt_shtab *, const void *, void *);
+static long (*shtab_delete)(struct rt_shtab *, const void *);
 
 static struct rt_htab *block_htab(uint32_t i, const struct memfd_htab *t)
 {
@@ -114,7 +116,7 @@ static void test_shtab(void)
 	uint64_t k, v, out = 0;
 	int taken = 0, full = 0;
 
-	ok(!memfd_shtab_add(&m, &lim) && h->max_keys == 4,
+	ok(!memfd_shtab_add(&m, &lim) && h->max_keys == 4 && !h->keys,
 	   "a shared table held to 4 keys");
 	for (k = 0; k < 10; k++) {
 		long r = shtab_update(h, &k, &k);
@@ -122,7 +124,7 @@ static void test_shtab(void)
 		taken += r == 0;
 		full += r == -ENOMEM;
 	}
-	ok(taken == 4 && full == 6 && h->used == 4 &&
+	ok(taken == 4 && full == 6 && h->used == 4 && h->keys == 4 &&
 		   memfd_shtab_dropped(&m, &lim) == 6,
 	   "10 keys: 4 taken, 6 refused and counted");
 	k = 3;
@@ -130,6 +132,38 @@ static void test_shtab(void)
 	ok(!shtab_update(h, &k, &v) && shtab_read(h, &k, &out) &&
 		   out == 42 && memfd_shtab_dropped(&m, &lim) == 6,
 	   "a key it holds is updated at the limit");
+	k = 0;
+	ok(!shtab_delete(h, &k) && h->keys == 3, "a delete gives a key back");
+	k = 100;
+	ok(!shtab_update(h, &k, &k) && h->keys == 4,
+	   "so a new key is taken");
+	k = 101;
+	ok(shtab_update(h, &k, &k) == -ENOMEM && h->keys == 4,
+	   "and the next one refused");
+	k = 0;
+	ok(shtab_update(h, &k, &k) == -ENOMEM &&
+		   memfd_shtab_dropped(&m, &lim) == 8,
+	   "a deleted key coming back is a key more: refused too");
+	ok(!memfd_shtab_clear(&m, &lim) && h->keys == 0,
+	   "ubt's clear() gives every key back");
+	taken = full = 0;
+	for (k = 200; k < 206; k++) {
+		long r = shtab_update(h, &k, &k);
+
+		taken += r == 0;
+		full += r == -ENOMEM;
+	}
+	ok(taken == 4 && full == 2, "after clear(): 4 new keys, 2 refused");
+	ok(!memfd_shtab_clear(&m, &lim), "clear again");
+	/* the latency idiom: each key added, then deleted */
+	full = 0;
+	for (k = 1000; k < 3000; k++) {
+		full += shtab_update(h, &k, &k) != 0;
+		full += shtab_delete(h, &k) != 0;
+	}
+	ok(!full && h->keys == 0,
+	   "2000 keys added and deleted one by one: none refused (%d)",
+	   full);
 }
 
 /* The code generator's tables for a map's limit (codegen/native.h). */
@@ -186,6 +220,7 @@ int main(void)
 	rt_init(m.ctl);
 	shtab_update = (void *)(uintptr_t)m.ctl->fn[RT_FN_SHTAB_UPDATE];
 	shtab_read = (void *)(uintptr_t)m.ctl->fn[RT_FN_SHTAB_READ];
+	shtab_delete = (void *)(uintptr_t)m.ctl->fn[RT_FN_SHTAB_DELETE];
 	test_htab();
 	test_shtab();
 	test_sizes();
