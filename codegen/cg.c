@@ -14,7 +14,6 @@
 #include "tracepoint.h"
 #include "util.h"
 
-#define CG_DEFAULT_MAX_ENTRIES 4096
 #define CG_RINGBUF_SIZE (1u << 20)
 
 bool cg_is_scalar(const struct type *t)
@@ -166,8 +165,9 @@ static int cg_define_maps(struct cg *g)
 					   sm->name + 1);
 		m->key_type = sm->key;
 		m->value_type = sm->value;
+		/* declared with a size, else max_map_keys */
 		m->max_entries = sm->max_entries > 0 ? sm->max_entries :
-						       CG_DEFAULT_MAX_ENTRIES;
+						       sp->max_map_keys;
 		switch (cg_map_agg(sm)) {
 		case FN_COUNT:
 		case FN_SUM:
@@ -230,6 +230,13 @@ static int cg_define_maps(struct cg *g)
 	o->globals_name = "AT__globals";
 	g->globals = irb_map_define(&g->ir, o->globals_name,
 				    BPF_MAP_TYPE_ARRAY, 4, CG_GLOBALS_SIZE, 1);
+	/* the native target's tables count their own (rt_abi.h) */
+	if (g->ir.target == CG_TARGET_BPF && sp->nmaps) {
+		o->full_name = "AT__full";
+		g->full = irb_map_define(&g->ir, o->full_name,
+					 BPF_MAP_TYPE_PERCPU_ARRAY, 4, 8,
+					 sp->nmaps);
+	}
 	return 0;
 }
 

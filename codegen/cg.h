@@ -168,6 +168,9 @@ struct cg_object {
 	const char *globals_name;
 	/* per-CPU array map, one u64: records the full ring dropped */
 	const char *lost_name;
+	/* BPF target, per-CPU array map, a u64 by map index: updates that
+	 * found the map full (E2BIG, ENOMEM); NULL when there is no map */
+	const char *full_name;
 	/* native target: where each map lives in a thread's map area
 	 * (codegen/native.h), and the area's size */
 	const struct native_map *native_maps;

@@ -173,7 +173,11 @@ static LLVMValueRef cg_str(struct cg *g, struct ast_node *n)
 		/*
 		 * A string not paged in yet cannot be read without a fault:
 		 * fault it in with bpf_copy_from_user() (the program becomes
-		 * sleepable), then read it again.
+		 * sleepable), then read it again.  The copy takes all sz
+		 * bytes, also those past the string's NUL, and the second
+		 * read leaves them in place: zero the buffer between the
+		 * two, so that a string is followed by zeros on every path
+		 * (the same string must make the same map key).
 		 */
 		g->sleepable = true;
 		retry = LLVMAppendBasicBlockInContext(ir->ctx, ir->fn,
@@ -189,6 +193,7 @@ static LLVMValueRef cg_str(struct cg *g, struct ast_node *n)
 		args[1] = LLVMBuildTrunc(ir->b, sz, ir->i32, "");
 		args[2] = LLVMBuildIntToPtr(ir->b, v, ir->ptr, "");
 		irb_helper(ir, BPF_FUNC_copy_from_user, args, 3);
+		irb_memset(ir, buf, 0, (size + 7) & ~(size_t)7);
 		irb_probe_read(ir, IRB_READ_USER_STR, buf, sz, v);
 		LLVMBuildBr(ir->b, done);
 		LLVMPositionBuilderAtEnd(ir->b, done);

@@ -25,6 +25,8 @@ struct cg {
 	LLVMValueRef ringbuf;
 	LLVMValueRef globals;	/* array map: struct cg_globals */
 	LLVMValueRef lost;	/* per-CPU array: u64 records lost */
+	LLVMValueRef full;	/* per-CPU array by map: u64 updates the
+				 * full map refused (BPF target only) */
 	int cap_events;
 	int cap_progs;
 

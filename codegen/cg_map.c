@@ -1,6 +1,7 @@
 /*
  * Lowering of map accesses: keys, reads, assignments, aggregations.
  */
+#include <errno.h>
 #include <string.h>
 
 #include <linux/bpf.h>
@@ -68,15 +69,59 @@ LLVMValueRef cg_map_key(struct cg *g, struct ast_node *mapnode,
 			   bucket);
 }
 
+/*
+ * An update of map id that returned ret: when the map was full (E2BIG;
+ * ENOMEM when a map could not allocate the element), one more in the
+ * map's counter of the full map (cg.h cg_object.full_name), which ubt
+ * reports at exit. Other failures (EEXIST: another CPU inserted the key
+ * first) are not drops. One range check, -ENOMEM..-E2BIG, which takes in
+ * nothing else a map update returns: each conditional jump is a state
+ * more for the verifier in every iteration of a loop that updates a map.
+ */
+static void cg_count_full(struct cg *g, int id, LLVMValueRef ret)
+{
+	struct irb *ir = &g->ir;
+	LLVMBasicBlockRef full, done, cont;
+	LLVMValueRef key, p, n, off;
+
+	if (!g->full)
+		return;
+	full = LLVMAppendBasicBlockInContext(ir->ctx, ir->fn, "map_full");
+	done = LLVMAppendBasicBlockInContext(ir->ctx, ir->fn, "map_full_done");
+	off = LLVMBuildAdd(ir->b, ret, irb_const(ir, ENOMEM), "");
+	LLVMBuildCondBr(ir->b,
+			LLVMBuildICmp(ir->b, LLVMIntULE, off,
+				      irb_const(ir, ENOMEM - E2BIG), ""),
+			full, done);
+	LLVMPositionBuilderAtEnd(ir->b, full);
+	key = irb_alloca(ir, 4, "full_key");
+	LLVMBuildStore(ir->b, LLVMConstInt(ir->i32, id, 0), key);
+	p = irb_map_lookup(ir, g->full, key);
+	cont = cg_if_nonnull(g, p);
+	n = LLVMBuildLoad2(ir->b, ir->i64, p, "");
+	LLVMBuildStore(ir->b, LLVMBuildAdd(ir->b, n, irb_const(ir, 1), ""), p);
+	LLVMBuildBr(ir->b, cont);
+	LLVMPositionBuilderAtEnd(ir->b, cont);
+	LLVMBuildBr(ir->b, done);
+	LLVMPositionBuilderAtEnd(ir->b, done);
+}
+
 LLVMValueRef cg_map_get_or_init(struct cg *g, int id, LLVMValueRef key)
 {
 	struct irb *ir = &g->ir;
 	const struct cg_map *m = &g->obj->maps[id];
-	LLVMValueRef res = irb_alloca_type(ir, ir->ptr, "valp");
-	LLVMValueRef p, zero;
+	LLVMValueRef res, p, zero;
 	LLVMBasicBlockRef miss, done;
 
 	p = irb_map_lookup(ir, g->maps[id], key);
+	/*
+	 * The native target's lookup of an aggregation inserts the key
+	 * (RT_FN_HTAB_LOOKUP), and is null only when the table is full,
+	 * a drop the table counts: no second try (it would count again).
+	 */
+	if (ir->target == CG_TARGET_NATIVE)
+		return p;
+	res = irb_alloca_type(ir, ir->ptr, "valp");
 	LLVMBuildStore(ir->b, p, res);
 	miss = LLVMAppendBasicBlockInContext(ir->ctx, ir->fn, "init");
 	done = LLVMAppendBasicBlockInContext(ir->ctx, ir->fn, "init_done");
@@ -84,7 +129,8 @@ LLVMValueRef cg_map_get_or_init(struct cg *g, int id, LLVMValueRef key)
 	LLVMPositionBuilderAtEnd(ir->b, miss);
 	zero = irb_alloca(ir, m->value_size, "zero");
 	irb_memset(ir, zero, 0, (m->value_size + 7) & ~(size_t)7);
-	irb_map_update(ir, g->maps[id], key, zero, BPF_NOEXIST);
+	cg_count_full(g, id,
+		      irb_map_update(ir, g->maps[id], key, zero, BPF_NOEXIST));
 	LLVMBuildStore(ir->b, irb_map_lookup(ir, g->maps[id], key), res);
 	LLVMBuildBr(ir->b, done);
 	LLVMPositionBuilderAtEnd(ir->b, done);
@@ -163,7 +209,8 @@ void cg_map_assign(struct cg *g, struct ast_node *mapnode, LLVMValueRef v,
 	irb_memset(ir, val, 0, (m->value_size + 7) & ~(size_t)7);
 	cg_store(g, val, sm->value, v, vt);
 	key = cg_map_key(g, mapnode, m, NULL);
-	irb_map_update(ir, g->maps[sm->id], key, val, BPF_ANY);
+	cg_count_full(g, sm->id,
+		      irb_map_update(ir, g->maps[sm->id], key, val, BPF_ANY));
 }
 
 void cg_map_delete(struct cg *g, const struct ast_node *call, int id,

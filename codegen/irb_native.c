@@ -290,6 +290,23 @@ static LLVMValueRef nat_call(struct irb *ir, int i, LLVMTypeRef ret,
 	return LLVMBuildCall2(ir->b, ft, nat_rt_fn(ir, i), args, n, "");
 }
 
+/* Slots of a keyed table for max_entries keys (native.h). */
+static uint32_t nat_table_slots(uint32_t max_entries, uint32_t cap)
+{
+	uint32_t slots = 16;
+
+	while (slots < 2 * (uint64_t)max_entries && slots < cap)
+		slots *= 2;
+	return slots;
+}
+
+/* Keys a table of slots slots takes: max_entries, or half a capped one. */
+static uint32_t nat_table_keys(uint32_t max_entries, uint32_t slots)
+{
+	return max_entries && max_entries <= slots / 2 ? max_entries :
+							 slots / 2;
+}
+
 LLVMValueRef irb_native_map_define(struct irb *ir, const char *name,
 				   int bpf_type, size_t key_size,
 				   size_t value_size, uint32_t max_entries)
@@ -337,14 +354,13 @@ LLVMValueRef irb_native_map_define(struct irb *ir, const char *name,
 	    !(nat.thread_maps && cm->key_type &&
 	      nat.thread_maps[cm - nat.obj->maps])) {
 		/* an ordinary map: one table for all threads */
-		uint32_t slots = 16;
+		uint32_t slots = nat_table_slots(max_entries,
+						 NATIVE_SHTAB_MAX_SLOTS);
 
-		while (slots < 2 * (uint64_t)max_entries &&
-		       slots < NATIVE_SHTAB_MAX_SLOTS)
-			slots *= 2;
 		m->kind = NATIVE_MAP_SHARED;
 		m->plain = true;
 		m->nslots = slots;
+		m->max_keys = nat_table_keys(max_entries, slots);
 		m->max_probe = slots < NATIVE_SHTAB_MAX_PROBE ?
 				       slots : NATIVE_SHTAB_MAX_PROBE;
 		m->bytes = sizeof(struct rt_shtab) +
@@ -364,18 +380,20 @@ LLVMValueRef irb_native_map_define(struct irb *ir, const char *name,
 			m->bytes += 8;
 	} else if (cm && !cm->key_type && cm->bucketed &&
 		   out_nbuckets(cm->value_type) &&
-		   out_nbuckets(cm->value_type) < 0x10000) {
+		   out_nbuckets(cm->value_type) < 0x10000 &&
+		   out_nbuckets(cm->value_type) <= max_entries) {
+		/* every bucket fits in the map's limit: an array */
 		m->kind = NATIVE_MAP_ARRAY;
 		m->nslots = out_nbuckets(cm->value_type);
 		m->bytes = 8 * (uint64_t)m->nslots;
 	} else {
-		uint32_t slots = 16;
+		uint32_t slots = nat_table_slots(max_entries,
+						 NATIVE_HTAB_MAX_SLOTS);
 
-		while (slots < max_entries && slots < NATIVE_HTAB_MAX_SLOTS)
-			slots *= 2;
 		m->kind = NATIVE_MAP_HTAB;
 		m->plain = cm && !cm->percpu;
 		m->nslots = slots;
+		m->max_keys = nat_table_keys(max_entries, slots);
 		m->bytes = sizeof(struct rt_htab) +
 			   (uint64_t)slots * (8 + rt_align8(key_size) +
 					      rt_align8(value_size));

@@ -59,8 +59,16 @@
 #define NATIVE_LOST_OFF 32
 #define NATIVE_MAPS_OFF 64
 #define NATIVE_REC_EVENT 1	/* ring record type of an event */
-#define NATIVE_HTAB_MAX_SLOTS 4096
-#define NATIVE_SHTAB_MAX_SLOTS 65536	/* 2 x max_entries, capped */
+/*
+ * Keyed tables have 2 x max_entries slots (a power of two, at least 16),
+ * so that a key not in a table at its limit is found missing after a few
+ * slots; they refuse a key more than max_entries (struct rt_htab,
+ * rt_shtab max_keys), as a full BPF map does. The caps bound a thread's
+ * map area and the shared area: a map declared larger is held to half
+ * the cap in user mode.
+ */
+#define NATIVE_HTAB_MAX_SLOTS (1u << 20)
+#define NATIVE_SHTAB_MAX_SLOTS (1u << 20)
 #define NATIVE_SHTAB_MAX_PROBE 256
 
 enum native_map_kind {
@@ -76,6 +84,7 @@ struct native_map {
 	uint64_t off;		/* in the map area (SHARED: shared area) */
 	uint64_t bytes;		/* size in the map area */
 	uint32_t nslots;	/* HTAB: slots; ARRAY: buckets */
+	uint32_t max_keys;	/* HTAB, SHARED: the map's key limit */
 	uint32_t key_size;	/* the BPF key size (cg_map.key_size) */
 	uint32_t val_size;	/* one thread's value */
 	bool plain;		/* HTAB of a map that is not an aggregation:

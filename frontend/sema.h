@@ -289,6 +289,8 @@ struct sema_program {
 	struct sema_fmt **fmts;	/* by id */
 	int nfmts;
 	int max_strlen;		/* == c->max_strlen */
+	int64_t max_map_keys;	/* key limit of a map declared without
+				 * one (max_map_keys, default 4096) */
 	bool uses_elapsed;	/* the elapsed builtin appears */
 	bool has_end;		/* there is an END probe */
 };

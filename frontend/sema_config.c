@@ -2,11 +2,16 @@
  * First semantic pass: the program tables, the probes and their attach
  * points, and the settings that give the program meaning: max_strlen from
  * `config = { max_strlen = N }` and the environment (BPFTRACE_MAX_STRLEN,
- * or bpftrace 0.17's BPFTRACE_STRLEN), the environment taking precedence
- * as in bpftrace.
+ * or bpftrace 0.17's BPFTRACE_STRLEN), max_map_keys (the key limit of a
+ * map not declared with a size) from `config = { max_map_keys = N }` and
+ * the environment (BPFTRACE_MAX_MAP_KEYS, or bpftrace 0.17's
+ * BPFTRACE_MAP_KEYS_MAX), the environment taking precedence as in
+ * bpftrace.
  */
 #include <ctype.h>
 #include <errno.h>
+#include <inttypes.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -16,8 +21,10 @@
 
 #define SEMA_DEFAULT_STRLEN 64
 #define SEMA_MAX_STRLEN_LIMIT 65536
+#define SEMA_DEFAULT_MAP_KEYS 4096
+#define SEMA_MAX_MAP_KEYS_LIMIT UINT32_MAX	/* a BPF map's max_entries */
 
-/* Config variables bpftrace knows; only max_strlen changes sema. */
+/* Config variables bpftrace knows; max_strlen and max_map_keys count. */
 static const char *const config_keys[] = {
 	"cache_user_symbols",
 	"cpp_demangle",
@@ -56,17 +63,30 @@ static const char *config_key(struct sema_ctx *x, const char *key)
 	return NULL;
 }
 
-static int strlen_value(const char *s, int *out)
-{
-	int64_t v;
+/* The settings read from the config block and the environment. */
+enum config_setting { CONFIG_STRLEN, CONFIG_MAP_KEYS, CONFIG_N };
 
-	if (!sema_is_number(s, &v) || v < 1 || v > SEMA_MAX_STRLEN_LIMIT)
-		return -EINVAL;
-	*out = (int)v;
-	return 0;
-}
+struct config_var {
+	const char *key;	/* config_keys[] entry */
+	const char *const *env;	/* its variables, first one wins */
+	int64_t limit;		/* values are 1..limit */
+};
 
-static int config_block(struct sema_ctx *x, struct ast_node *cfg)
+static const char *const strlen_env[] = {
+	"BPFTRACE_MAX_STRLEN", "BPFTRACE_STRLEN", NULL,
+};
+static const char *const map_keys_env[] = {
+	"BPFTRACE_MAX_MAP_KEYS", "BPFTRACE_MAP_KEYS_MAX", NULL,
+};
+
+static const struct config_var config_vars[CONFIG_N] = {
+	[CONFIG_STRLEN] = { "max_strlen", strlen_env, SEMA_MAX_STRLEN_LIMIT },
+	[CONFIG_MAP_KEYS] = { "max_map_keys", map_keys_env,
+			      SEMA_MAX_MAP_KEYS_LIMIT },
+};
+
+static int config_block(struct sema_ctx *x, struct ast_node *cfg,
+			int64_t *vals)
 {
 	int err = 0;
 
@@ -81,39 +101,45 @@ static int config_block(struct sema_ctx *x, struct ast_node *cfg)
 			err = -EINVAL;
 			continue;
 		}
-		if (strcmp(key, "max_strlen"))
-			continue;
-		if (!v || !sema_int_literal(x, v, &n) || n < 1 ||
-		    n > SEMA_MAX_STRLEN_LIMIT) {
-			sema_error(x, v ? &v->loc : &it->loc,
-				   "Invalid value for max_strlen: expected a positive integer up to %d",
-				   SEMA_MAX_STRLEN_LIMIT);
-			err = -EINVAL;
-			continue;
+		for (int i = 0; i < CONFIG_N; i++) {
+			const struct config_var *cv = &config_vars[i];
+
+			if (strcmp(key, cv->key))
+				continue;
+			if (!v || !sema_int_literal(x, v, &n) || n < 1 ||
+			    n > cv->limit) {
+				sema_error(x, v ? &v->loc : &it->loc,
+					   "Invalid value for %s: expected a positive integer up to %" PRId64,
+					   cv->key, cv->limit);
+				err = -EINVAL;
+				break;
+			}
+			vals[i] = n;
 		}
-		x->c->max_strlen = (int)n;
 	}
 	return err;
 }
 
-static int config_env(struct sema_ctx *x)
+static int config_env(struct sema_ctx *x, int64_t *vals)
 {
-	static const char *const vars[] = {
-		"BPFTRACE_MAX_STRLEN", "BPFTRACE_STRLEN",
-	};
+	for (int i = 0; i < CONFIG_N; i++) {
+		const struct config_var *cv = &config_vars[i];
 
-	for (size_t i = 0; i < ARRAY_SIZE(vars); i++) {
-		const char *s = getenv(vars[i]);
+		for (const char *const *e = cv->env; *e; e++) {
+			const char *s = getenv(*e);
+			int64_t v;
 
-		if (!s)
-			continue;
-		if (strlen_value(s, &x->c->max_strlen)) {
-			sema_error(x, NULL,
-				   "Invalid value for %s: '%s': expected a positive integer up to %d",
-				   vars[i], s, SEMA_MAX_STRLEN_LIMIT);
-			return -EINVAL;
+			if (!s)
+				continue;
+			if (!sema_is_number(s, &v) || v < 1 || v > cv->limit) {
+				sema_error(x, NULL,
+					   "Invalid value for %s: '%s': expected a positive integer up to %" PRId64,
+					   *e, s, cv->limit);
+				return -EINVAL;
+			}
+			vals[i] = v;
+			break;
 		}
-		return 0;
 	}
 	return 0;
 }
@@ -242,6 +268,7 @@ int sema_config(struct compile *c)
 	};
 	struct ast_node *prog = c->program;
 	struct sema_program *p;
+	int64_t vals[CONFIG_N];
 	int err = 0, i = 0;
 
 	BUG_ON(!prog || prog->kind != AST_PROGRAM);
@@ -249,12 +276,15 @@ int sema_config(struct compile *c)
 	c->sema = p;
 	x.prog = p;
 
-	if (c->max_strlen <= 0)
-		c->max_strlen = SEMA_DEFAULT_STRLEN;
+	vals[CONFIG_STRLEN] = c->max_strlen > 0 ? c->max_strlen :
+						  SEMA_DEFAULT_STRLEN;
+	vals[CONFIG_MAP_KEYS] = SEMA_DEFAULT_MAP_KEYS;
 	if (prog->program.config)
-		err = config_block(&x, prog->program.config);
-	err = err ?: config_env(&x);
+		err = config_block(&x, prog->program.config, vals);
+	err = err ?: config_env(&x, vals);
+	c->max_strlen = (int)vals[CONFIG_STRLEN];
 	p->max_strlen = c->max_strlen;
+	p->max_map_keys = vals[CONFIG_MAP_KEYS];
 
 	p->nprobes = ast_list_len(prog->program.probes);
 	p->probes = arena_alloc(x.a, sizeof(*p->probes) *

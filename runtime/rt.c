@@ -371,14 +371,18 @@ rt_htab_slot(struct rt_htab *h, const void *key, int *empty)
 	return NULL;
 }
 
-/* Find or insert key; the value's address, or NULL when the table is full. */
+/*
+ * Find or insert key; the value's address, or NULL when the table is full:
+ * no free slot, or max_keys keys taken (the map's limit).  Every NULL is
+ * one drop, counted.
+ */
 RT_EXPORT void *rt_htab_lookup(struct rt_htab *h, const void *key)
 {
 	uint64_t ks = rt_align8(h->key_size), w;
 	int empty;
 	uint64_t *slot = rt_htab_slot(h, key, &empty);
 
-	if (!slot) {
+	if (!slot || (empty && h->max_keys && h->used >= h->max_keys)) {
 		h->dropped++;
 		return NULL;
 	}
@@ -660,6 +664,25 @@ static void rt_shtab_unlock(struct rt_shtab *h, uint32_t held)
 	}
 }
 
+/*
+ * One key more in h: 1, or 0 when max_keys are present (a key too many).
+ * rt_shtab_unreserve() gives it back when the slot could not be taken.
+ */
+static int rt_shtab_reserve(struct rt_shtab *h)
+{
+	uint64_t n = __atomic_fetch_add(&h->keys, 1, __ATOMIC_RELAXED);
+
+	if (!h->max_keys || n < h->max_keys)
+		return 1;
+	__atomic_fetch_sub(&h->keys, 1, __ATOMIC_RELAXED);
+	return 0;
+}
+
+static void rt_shtab_unreserve(struct rt_shtab *h)
+{
+	__atomic_fetch_sub(&h->keys, 1, __ATOMIC_RELAXED);
+}
+
 RT_EXPORT long rt_shtab_update(struct rt_shtab *h, const void *key,
 			       const void *val)
 {
@@ -700,12 +723,17 @@ RT_EXPORT long rt_shtab_update(struct rt_shtab *h, const void *key,
 			if (st == RT_SHTAB_DEAD) {
 				uint32_t want = RT_SHTAB_DEAD;
 
+				/* a deleted key back: a key more */
+				if (!rt_shtab_reserve(h))
+					break;
 				if (!__atomic_compare_exchange_n(
 					    (uint32_t *)slot, &want,
 					    RT_SHTAB_BUSY, 0,
 					    __ATOMIC_ACQUIRE,
-					    __ATOMIC_RELAXED))
+					    __ATOMIC_RELAXED)) {
+					rt_shtab_unreserve(h);
 					continue;
+				}
 				rt_shtab_fill(h, slot, NULL, val);
 				__atomic_store_n((uint32_t *)slot,
 						 RT_SHTAB_USED,
@@ -741,16 +769,19 @@ RT_EXPORT long rt_shtab_update(struct rt_shtab *h, const void *key,
 				break;
 			continue;
 		}
-		/* take over a tombstone, else the free slot */
+		/* take over a tombstone, else the free slot: a key more,
+		 * refused at the map's limit */
 		slot = tomb ? tomb : empty;
-		if (!slot)
+		if (!slot || !rt_shtab_reserve(h))
 			break;
 		st = tomb ? RT_SHTAB_DEAD : RT_SHTAB_EMPTY;
 		if (!__atomic_compare_exchange_n((uint32_t *)slot, &st,
 						 RT_SHTAB_BUSY, 0,
 						 __ATOMIC_ACQUIRE,
-						 __ATOMIC_RELAXED))
+						 __ATOMIC_RELAXED)) {
+			rt_shtab_unreserve(h);
 			continue;	/* revived meanwhile: look again */
+		}
 		rt_shtab_fill(h, slot, key, val);
 		if (!tomb)
 			__atomic_fetch_add(&h->used, 1, __ATOMIC_RELAXED);
@@ -779,6 +810,7 @@ RT_EXPORT long rt_shtab_delete(struct rt_shtab *h, const void *key)
 						  __ATOMIC_RELEASE,
 						  __ATOMIC_RELAXED))
 		return -2;
+	rt_shtab_unreserve(h);	/* a key less */
 	return 0;
 }
 

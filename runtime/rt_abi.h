@@ -46,7 +46,7 @@
 #ifndef UBT_RT_ABI_H
 #define UBT_RT_ABI_H
 
-#define RT_ABI_VERSION 4
+#define RT_ABI_VERSION 5
 /* rt_init() returns -(RT_ABI_MISMATCH + its RT_ABI_VERSION) when the
  * control block is of another version. */
 #define RT_ABI_MISMATCH 0x7ab10000L
@@ -87,6 +87,8 @@
  *                      0, or -1 when the event was dropped (and counted)
  *   RT_FN_HTAB_LOOKUP  void *rt_htab_lookup(struct rt_htab *, const void *
  *                      key): the value, inserted zeroed; NULL when full
+ *                      (no free slot, or max_keys keys: counted in
+ *                      dropped)
  *   RT_FN_PROBE_READ   long rt_probe_read(void *dst, const void *src,
  *                      u64 len): 0, or -EFAULT if src faulted
  *   RT_FN_HTAB_FIND    void *rt_htab_find(struct rt_htab *, const void *
@@ -102,7 +104,8 @@
  *                      when absent
  *   RT_FN_SHTAB_UPDATE long rt_shtab_update(struct rt_shtab *, const void
  *                      *key, const void *val): 0, or -ENOMEM when the
- *                      table is full (counted in dropped)
+ *                      table is full (no free slot, or max_keys keys:
+ *                      counted in dropped)
  *   RT_FN_SHTAB_DELETE long rt_shtab_delete(struct rt_shtab *, const void
  *                      *key): 0, or -ENOENT; the slot becomes a tombstone
  *   RT_FN_SHTAB_NEXT   u64 rt_shtab_next(struct rt_shtab *, u64 from, void
@@ -224,8 +227,11 @@ struct rt_htab {
 	uint32_t nslots;	/* power of two */
 	uint32_t key_size;
 	uint32_t val_size;
-	uint64_t used;
-	uint64_t dropped;	/* lookups that found the table full */
+	uint64_t used;		/* slots ever taken (deleted ones stay) */
+	uint64_t dropped;	/* inserts refused: table full */
+	uint64_t max_keys;	/* the map's key limit (bpftrace's
+				 * max_entries): an insert finding used at
+				 * max_keys is refused; 0: none but nslots */
 };
 
 /*
@@ -252,8 +258,12 @@ struct rt_htab {
  * made under it, so that a key never holds two slots; updates of present
  * keys, revivals and deletes take no lock.
  *
- * A key that finds neither itself nor a free slot within max_probe slots
- * is dropped and counted in dropped (bpftrace's map-full behaviour).
+ * keys counts the keys present: a key added (a free slot or a tombstone
+ * taken, a deleted key revived) reserves one first, and is refused when
+ * max_keys are present; each delete (rt_shtab_delete(), ubt's clear())
+ * gives one back.  A key that finds neither itself nor a free slot within
+ * max_probe slots, or that would be one key too many, is dropped and
+ * counted in dropped (bpftrace's map-full behaviour).
  */
 struct rt_shtab {
 	uint32_t sz;		/* sizeof(struct rt_shtab) */
@@ -263,8 +273,10 @@ struct rt_shtab {
 	uint32_t max_probe;	/* 1..nslots */
 	uint32_t lock;		/* odd while a thread inserts a key */
 	uint64_t used;		/* slots ever claimed */
-	uint64_t dropped;	/* updates dropped: no free slot */
+	uint64_t dropped;	/* updates dropped: table full */
 	uint64_t raced;		/* updates that lost a race to a writer */
+	uint64_t max_keys;	/* the map's key limit; 0: none but nslots */
+	uint64_t keys;		/* keys present (see above) */
 };
 
 #define RT_SHTAB_EMPTY 0

@@ -53,6 +53,7 @@ struct kernel {
 	int *map_fds;
 	int globals_fd;
 	int lost_fd;
+	int full_fd;		/* cg_object.full_name, -1 if none */
 	uint64_t lost;		/* losses reported so far */
 	struct ring_buffer *rb;
 	struct bpf_link **links;
@@ -837,6 +838,33 @@ static void kernel_check_lost(struct kernel *k)
 	free(v);
 }
 
+uint64_t kernel_map_full(struct kernel *k, int map)
+{
+	uint32_t key = map;
+	uint64_t *v, sum = 0;
+
+	if (k->full_fd < 0 || map < 0 || map >= k->obj->nmaps)
+		return 0;
+	v = xcalloc(k->ncpus, 8);
+	if (!bpf_map_lookup_elem(k->full_fd, &key, v))
+		for (int i = 0; i < k->ncpus; i++)
+			sum += v[i];
+	free(v);
+	return sum;
+}
+
+/* "Map full" at exit, for each map that refused updates. */
+static void kernel_map_full_warnings(struct kernel *k)
+{
+	for (int i = 0; i < k->obj->nmaps; i++) {
+		uint64_t n = kernel_map_full(k, i);
+
+		if (n)
+			out_map_full(stderr, k->obj->maps[i].name,
+				     k->obj->maps[i].max_entries, n);
+	}
+}
+
 /* Take every record waiting in the ring, then report losses. */
 static void kernel_consume(struct kernel *k)
 {
@@ -969,6 +997,7 @@ int kernel_load(const struct cg_object *obj, const struct kernel_opts *o,
 		 o && o->json ? OUT_JSON : OUT_TEXT);
 	k->globals_fd = -1;
 	k->lost_fd = -1;
+	k->full_fd = -1;
 	k->ncpus = libbpf_num_possible_cpus();
 	if (k->ncpus <= 0)
 		k->ncpus = 1;
@@ -993,6 +1022,9 @@ int kernel_load(const struct cg_object *obj, const struct kernel_opts *o,
 	if (obj->lost_name)
 		k->lost_fd = bpf_object__find_map_fd_by_name(k->bo,
 							     obj->lost_name);
+	if (obj->full_name)
+		k->full_fd = bpf_object__find_map_fd_by_name(k->bo,
+							     obj->full_name);
 	k->rb = ring_buffer__new(
 		bpf_object__find_map_fd_by_name(k->bo, obj->ringbuf_name),
 		kernel_rb_event, k, NULL);
@@ -1907,6 +1939,7 @@ int kernel_run(struct compile *c, const struct kernel_opts *o)
 	if (!err)
 		err = kernel_print_all_maps(k);
 	fflush(k->out.f);
+	kernel_map_full_warnings(k);
 	if (ch.exited)
 		child_report(stderr, ch.pid, ch.status, o->verbose);
 	kernel_detach_fast(k);

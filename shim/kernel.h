@@ -77,6 +77,8 @@ int kernel_map_fd(const struct kernel *k, int map);
 typedef int (*kernel_entry_fn)(const void *key, const void *value,
 			       void *ctx);
 int kernel_map_read(struct kernel *k, int map, kernel_entry_fn fn, void *ctx);
+/* Updates of map `map` that found it full (E2BIG, ENOMEM), all CPUs. */
+uint64_t kernel_map_full(struct kernel *k, int map);
 /* clear(): delete every entry; zero(): set every value to zero. */
 int kernel_map_clear(struct kernel *k, int map);
 int kernel_map_zero(struct kernel *k, int map);

@@ -218,6 +218,7 @@ int memfd_htab_add(struct memfd *m, const struct memfd_htab *t)
 		.nslots = t->nslots,
 		.key_size = t->key_size,
 		.val_size = t->val_size,
+		.max_keys = t->max_keys,
 	};
 	if (m->ctl->tmpl_len < end)
 		m->ctl->tmpl_len = end;
@@ -260,6 +261,26 @@ int memfd_htab_foreach(const struct memfd *m, const struct memfd_htab *t,
 		}
 	}
 	return 0;
+}
+
+uint64_t memfd_htab_dropped(const struct memfd *m, const struct memfd_htab *t,
+			    uint64_t bound, uint32_t *implausible)
+{
+	uint32_t n = memfd_nblocks_used(m), i;
+	uint64_t sum = 0, v;
+
+	*implausible = 0;
+	if (htab_valid(m, t))
+		return 0;
+	for (i = 0; i < n; i++) {
+		v = load64(block(m, i) + RT_BLK_MAP + t->off +
+			   offsetof(struct rt_htab, dropped));
+		if (v > bound || sum + v < sum)
+			(*implausible)++;
+		else
+			sum += v;
+	}
+	return sum;
 }
 
 int memfd_map_zero(struct memfd *m, uint64_t off, uint64_t len)
@@ -368,6 +389,7 @@ int memfd_shtab_add(struct memfd *m, const struct memfd_shtab *t)
 		.key_size = t->key_size,
 		.val_size = t->val_size,
 		.max_probe = t->max_probe,
+		.max_keys = t->max_keys,
 	};
 	return 0;
 }
@@ -437,18 +459,23 @@ int memfd_shtab_clear(struct memfd *m, const struct memfd_shtab *t)
 {
 	uint64_t ss = 8 + rt_align8(t->key_size) + rt_align8(t->val_size);
 	int err = shtab_valid(m, t);
+	uint64_t *keys;
 	char *slots;
 
 	if (err)
 		return err;
+	keys = (uint64_t *)(shtab_base(m, t) +
+			    offsetof(struct rt_shtab, keys));
 	slots = shtab_base(m, t) + sizeof(struct rt_shtab);
 	for (uint32_t s = 0; s < t->nslots; s++) {
 		uint32_t *st = (uint32_t *)(slots + (uint64_t)s * ss);
 		uint32_t want = RT_SHTAB_USED;
 
-		__atomic_compare_exchange_n(st, &want, RT_SHTAB_DEAD, 0,
-					    __ATOMIC_RELEASE,
-					    __ATOMIC_RELAXED);
+		/* a key less for the table's limit (rt_abi.h) */
+		if (__atomic_compare_exchange_n(st, &want, RT_SHTAB_DEAD, 0,
+						__ATOMIC_RELEASE,
+						__ATOMIC_RELAXED))
+			__atomic_fetch_sub(keys, 1, __ATOMIC_RELAXED);
 	}
 	return 0;
 }

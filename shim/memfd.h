@@ -63,6 +63,7 @@ struct memfd_htab {
 	uint32_t nslots, key_size, val_size;
 	/* 1 + a block memfd_htab_clear/zero/delete leave alone; 0: none */
 	uint32_t skip;
+	uint32_t max_keys;	/* keys a block's table takes; 0: nslots */
 };
 uint64_t memfd_htab_bytes(uint32_t nslots, uint32_t key_size,
 			  uint32_t val_size);
@@ -72,6 +73,13 @@ int memfd_htab_foreach(const struct memfd *m, const struct memfd_htab *t,
 		       int (*cb)(const void *key, const void *val,
 				 uint32_t block, void *arg),
 		       void *arg);
+/*
+ * Inserts the blocks' tables refused because they were full, summed.  A
+ * block's count above bound (more than its thread could have tried) is
+ * not believed: it is left out, and counted in *implausible.
+ */
+uint64_t memfd_htab_dropped(const struct memfd *m, const struct memfd_htab *t,
+			    uint64_t bound, uint32_t *implausible);
 
 /*
  * clear(), zero() and delete() of an aggregation, done by ubt in every
@@ -100,6 +108,7 @@ int memfd_htab_delete(struct memfd *m, const struct memfd_htab *t,
 struct memfd_shtab {
 	uint64_t off;
 	uint32_t nslots, key_size, val_size, max_probe;
+	uint32_t max_keys;	/* keys the table takes; 0: nslots */
 };
 uint64_t memfd_shtab_bytes(uint32_t nslots, uint32_t key_size,
 			   uint32_t val_size);

@@ -704,6 +704,18 @@ void out_lost_events(struct out *o, uint64_t n)
 		fprintf(o->f, "Lost %" PRIu64 " events\n", n);
 }
 
+void out_map_full(FILE *f, const char *name, uint64_t max_entries,
+		  uint64_t dropped)
+{
+	fprintf(f,
+		"WARNING: Map full; can't update element. Try increasing "
+		"max_map_keys config or manually setting the max entries in "
+		"a map declaration e.g. `let @a = hash(5000)`\n"
+		"Additional Info - map: %s, max entries: %" PRIu64
+		", updates dropped: %" PRIu64 "\n",
+		name, max_entries, dropped);
+}
+
 int out_time(struct out *o, const char *fmt, const struct tm *tm)
 {
 	char buf[512];

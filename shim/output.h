@@ -119,6 +119,14 @@ struct out_map {
 void out_attached(struct out *o, int nprobes);
 /* Events dropped by a full ring: "Lost N events" / lost_events. */
 void out_lost_events(struct out *o, uint64_t n);
+/*
+ * Updates of map `name` (max_entries keys) that found it full, kernel and
+ * user-mode probes together: said once at exit, on f (stderr), in
+ * bpftrace's wording for a failed update of a full map (its -k warning,
+ * printed there at each failure), then the map and the count.
+ */
+void out_map_full(FILE *f, const char *name, uint64_t max_entries,
+		  uint64_t dropped);
 
 /*
  * A printf event: args is the TY_TUPLE of the argument types (sema_fmt

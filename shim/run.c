@@ -1010,6 +1010,7 @@ struct run {
 	struct merge_clock clock;	/* CG_TIME_TSC: user-side stamps */
 	struct merge_queue q;
 	bool stopped;		/* an exit() was read: probes stopped */
+	uint64_t ustart;	/* mono_ns() before the user probes ran */
 };
 
 static bool run_want_kernel(void *ctx, const struct ast_node *probe)
@@ -1058,7 +1059,8 @@ static const struct native_map *run_native_map(const struct run *r, int map)
 			       .nslots = (nm)->nslots,                      \
 			       .key_size = (nm)->key_size,                  \
 			       .val_size = (nm)->val_size,                  \
-			       .max_probe = (nm)->max_probe })
+			       .max_probe = (nm)->max_probe,                \
+			       .max_keys = (nm)->max_keys })
 
 /* One map's entries from both sides, merged like per-CPU values. */
 struct run_entries {
@@ -1714,7 +1716,8 @@ static int run_user_attach(struct run *r)
 		const struct native_map *nm = &r->nobj->native_maps[i];
 		struct memfd_htab t = { .off = nm->off, .nslots = nm->nslots,
 					.key_size = nm->key_size,
-					.val_size = nm->val_size };
+					.val_size = nm->val_size,
+					.max_keys = nm->max_keys };
 		int e;
 
 		if (nm->kind == NATIVE_MAP_SHARED)
@@ -1733,7 +1736,8 @@ static int run_user_attach(struct run *r)
 	/* every new block starts with the globals */
 	if (user_memfd(r->u)->ctl->tmpl_len < NATIVE_MAPS_OFF)
 		user_memfd(r->u)->ctl->tmpl_len = NATIVE_MAPS_OFF;
-	run_set_global(r, NATIVE_GLOBALS_START, mono_ns());
+	r->ustart = mono_ns();
+	run_set_global(r, NATIVE_GLOBALS_START, r->ustart);
 	run_set_global(r, NATIVE_GLOBALS_CPID, r->cpid);
 	run_set_global(r, NATIVE_GLOBALS_PID, user_pid(r->u));
 	return 0;
@@ -1957,20 +1961,54 @@ static bool run_target_exited(struct run *r)
 	return false;
 }
 
+/*
+ * Updates of map `map` the target's tables refused (full), all threads.
+ * The counters are the target's to write: a thread cannot have tried
+ * more than one update per nanosecond since the probes were placed, so a
+ * count above that is not believed, and said so.
+ */
+static uint64_t run_user_map_full(struct run *r, int map)
+{
+	const struct native_map *nm = run_native_map(r, map);
+	struct memfd *mf = user_memfd(r->u);
+	uint64_t ns = mono_ns() - r->ustart, n = 0;
+	uint32_t bad = 0, blocks = memfd_nblocks_used(mf);
+
+	if (nm && nm->kind == NATIVE_MAP_HTAB) {
+		struct memfd_htab t = { .off = nm->off, .nslots = nm->nslots,
+					.key_size = nm->key_size,
+					.val_size = nm->val_size };
+
+		n = memfd_htab_dropped(mf, &t, ns, &bad);
+	} else if (nm && nm->kind == NATIVE_MAP_SHARED) {
+		/* one table, every thread's updates */
+		n = memfd_shtab_dropped(mf, &run_shtab_of(nm));
+		if (n && (!blocks || n / blocks > ns)) {
+			bad = 1;
+			n = 0;
+		}
+	}
+	if (bad)
+		fprintf(stderr, "WARNING: ignoring an implausible count of "
+			"dropped updates of %s read back from the target\n",
+			r->kobj->maps[map].name);
+	return n;
+}
+
 /* What user mode could not record, said once at exit. */
 static void run_user_warnings(struct run *r)
 {
-	uint64_t n = memfd_shadow_lost(user_memfd(r->u)), full = 0;
+	uint64_t n = memfd_shadow_lost(user_memfd(r->u));
 
-	for (int i = 0; i < r->nobj->nnative_maps; i++)
-		if (r->nobj->native_maps[i].kind == NATIVE_MAP_SHARED)
-			full += memfd_shtab_dropped(
-				user_memfd(r->u),
-				&run_shtab_of(&r->nobj->native_maps[i]));
-	if (full)
-		fprintf(stderr, "WARNING: %llu map updates in user-mode probes "
-			"were dropped (map full)\n",
-			(unsigned long long)full);
+	/* "Map full" once per map, kernel and user-mode updates together */
+	for (int i = 0; i < r->kobj->nmaps; i++) {
+		uint64_t full = kernel_map_full(r->k, i) +
+				run_user_map_full(r, i);
+
+		if (full)
+			out_map_full(stderr, r->kobj->maps[i].name,
+				     r->kobj->maps[i].max_entries, full);
+	}
 
 	if (n)
 		fprintf(stderr, "WARNING: %llu return probe hits were not "

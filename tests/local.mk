@@ -12,6 +12,7 @@ check_PROGRAMS += \
 	tests/targets/ubt-loop \
 	tests/targets/ubt-patch \
 	tests/targets/ubt-share \
+	tests/targets/ubt-strs \
 	tests/targets/ubt-threads \
 	tests/targets/ubt-wait
 EXTRA_DIST += tests/targets/target.h
@@ -45,6 +46,9 @@ tests_targets_ubt_share_LDFLAGS =
 tests_targets_ubt_patch_SOURCES = tests/targets/patch.c
 tests_targets_ubt_patch_CFLAGS = $(UBT_TARGET_CFLAGS)
 tests_targets_ubt_patch_LDFLAGS =
+tests_targets_ubt_strs_SOURCES = tests/targets/strs.c
+tests_targets_ubt_strs_CFLAGS = $(UBT_TARGET_CFLAGS)
+tests_targets_ubt_strs_LDFLAGS =
 tests_targets_ubt_threads_SOURCES = tests/targets/threads.c
 tests_targets_ubt_threads_CFLAGS = $(UBT_TARGET_CFLAGS)
 tests_targets_ubt_threads_LDFLAGS =
@@ -263,11 +267,21 @@ tests_native_unit_native_SOURCES = \
 tests_native_unit_native_CPPFLAGS = $(AM_CPPFLAGS) $(LLVM_CPPFLAGS) \
 	-I$(top_srcdir)/tests/user
 tests_native_unit_native_LDADD = $(UBT_LIBS)
+# Map key limits in user mode: the runtime's tables, ubt's reading back.
+check_PROGRAMS += tests/native/unit-limits
+TESTS += tests/native/unit-limits
+tests_native_unit_limits_SOURCES = \
+	tests/native/unit-limits.c \
+	tests/tap.c \
+	tests/tap.h
+tests_native_unit_limits_CPPFLAGS = $(AM_CPPFLAGS) $(LLVM_CPPFLAGS)
+tests_native_unit_limits_LDADD = $(UBT_LIBS) -ldl
 TESTS += \
 	tests/native/user-mode-diff.py \
 	tests/native/user-mode-run.py
 EXTRA_DIST += \
 	tests/native/kernel-only.txt \
+	tests/native/limits.test \
 	tests/native/uiter.test \
 	tests/native/umaps.test \
 	tests/native/user-mode-diff.py \
