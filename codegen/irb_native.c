@@ -23,6 +23,8 @@
 #include "rt_abi.h"
 #include "util.h"
 
+_Static_assert(NATIVE_GLOBALS_PID == RT_MAP_PID,
+	       "the runtime writes a forked child's pid there");
 _Static_assert(NATIVE_GLOBALS_START == CG_GLOBALS_START &&
 		       NATIVE_GLOBALS_CPID == CG_GLOBALS_CPID &&
 		       NATIVE_GLOBALS_EXIT == CG_GLOBALS_EXIT &&

@@ -76,7 +76,7 @@ static struct rt_ksigaction rt_old_segv, rt_old_bus;
  */
 extern int __register_atfork(void (*prepare)(void), void (*parent)(void),
 			     void (*child)(void), void *dso);
-static int rt_forked;
+static int rt_forked;	/* a forked child: its blocks get its pid */
 
 static long rt_sigaction(int sig, const struct rt_ksigaction *act,
 			 struct rt_ksigaction *old)
@@ -148,12 +148,62 @@ static void rt_munmap(void *at, uint64_t len)
 			 : "rcx", "r11", "memory");
 }
 
+/* A system call without arguments (no libc, no errno). */
+static long rt_syscall0(long nr)
+{
+	long ret;
+
+	__asm__ volatile("syscall"
+			 : "=a"(ret)
+			 : "a"(nr)
+			 : "rcx", "r11", "memory");
+	return ret;
+}
+
+/* kill(pid, 0): 0, or -ESRCH for a process that is gone */
+static long rt_kill0(uint32_t pid)
+{
+	long ret;
+
+	__asm__ volatile("syscall"
+			 : "=a"(ret)
+			 : "a"(62L) /* SYS_kill */, "D"((long)pid), "S"(0L)
+			 : "rcx", "r11", "memory");
+	return ret;
+}
+
+/* Take a slot of ctl->children for this (child) process. */
+static void rt_child_register(struct rt_ctl *ctl)
+{
+	uint32_t me = (uint32_t)rt_syscall0(39 /* getpid */);
+
+	if (ctl->sz < offsetof(struct rt_ctl, children) +
+			      sizeof(ctl->children))
+		return;
+	for (int i = 0; i < RT_MAX_CHILDREN; i++) {
+		uint32_t *slot = &ctl->children[i];
+		uint32_t was = __atomic_load_n(slot, __ATOMIC_RELAXED);
+
+		if (was && rt_kill0(was) != -3 /* -ESRCH */)
+			continue;
+		if (__atomic_compare_exchange_n(slot, &was, me, 0,
+						__ATOMIC_RELEASE,
+						__ATOMIC_RELAXED))
+			return;
+	}
+	__atomic_fetch_add(&ctl->children_lost, 1, __ATOMIC_RELAXED);
+}
+
 /*
- * In the child: replace the forking thread's block, in place, by a private
- * copy of its header and shadow stack, so that wrapped calls in progress
- * still find their shadow entries (also through %rbx, which points into
- * the block) and probes write where nobody reads; threads the child
- * creates record nothing.
+ * In the child (libc's atfork hook, bound at dlopen): it inherits the
+ * shared memfd and the thread pointer of the forking thread, whose block
+ * is its parent's.  Replace that block, in place, by a private copy of its
+ * header and shadow stack, so that wrapped calls in progress still find
+ * their shadow entries (also through %rbx, which points into the block)
+ * without touching the parent's; then forget it: the child's next hit
+ * takes a block of its own from the shared memfd, where ubt reads it and
+ * merges it as any thread's.  The child's pid goes into ctl->children so
+ * that ubt restores its code too when it detaches.
  */
 static void rt_fork_child(void)
 {
@@ -162,13 +212,20 @@ static void rt_fork_child(void)
 	long p;
 	int i;
 
+	rt_self = 0;
+	rt_noblock = 0;
 	rt_forked = 1;
-	rt_noblock = 1;
-	if (!old || !ctl)
+	if (!ctl)
+		return;
+	rt_child_register(ctl);
+	if (!old)
 		return;
 	p = rt_mmap_anon(NULL, RT_BLK_MAP);
-	if (p < 0 && p > -4096)
-		return;	/* keep the shared block: still no crash */
+	if (p < 0 && p > -4096) {
+		rt_noblock = 1;	/* keep the shared block: still no crash */
+		rt_self = old;
+		return;
+	}
 	tmp = (char *)p;
 	for (i = 0; i < RT_BLK_MAP; i++)
 		tmp[i] = old[i];
@@ -199,18 +256,6 @@ static void rt_fault_install(int handler)
 	}
 }
 
-/* A system call without arguments (no libc, no errno). */
-static long rt_syscall0(long nr)
-{
-	long ret;
-
-	__asm__ volatile("syscall"
-			 : "=a"(ret)
-			 : "a"(nr)
-			 : "rcx", "r11", "memory");
-	return ret;
-}
-
 __attribute__((visibility("hidden"))) void *rt_block_get(void)
 {
 	struct rt_ctl *ctl = rt_ctl_p;
@@ -219,7 +264,7 @@ __attribute__((visibility("hidden"))) void *rt_block_get(void)
 
 	if (rt_self)
 		return rt_self;
-	if (rt_noblock || !ctl || rt_forked)
+	if (rt_noblock || !ctl)
 		return NULL;
 	n = __atomic_fetch_add(&ctl->next_block, 1, __ATOMIC_RELAXED);
 	if (n >= ctl->nblocks) {
@@ -237,6 +282,10 @@ __attribute__((visibility("hidden"))) void *rt_block_get(void)
 		for (i = 0; i < ctl->tmpl_len; i++)
 			blk[RT_BLK_MAP + i] = t[i];
 	}
+	/* the template has the target's pid; a forked child is another */
+	if (rt_forked && ctl->map_size >= RT_MAP_PID + 8)
+		*(uint64_t *)(blk + RT_BLK_MAP + RT_MAP_PID) =
+			(uint64_t)rt_syscall0(39 /* getpid */);
 	__atomic_store_n((uint32_t *)(blk + RT_BLK_SZ), RT_BLK_MAP,
 			 __ATOMIC_RELEASE);
 	rt_self = blk;
@@ -445,7 +494,7 @@ static int rt_shtab_ok(const struct rt_shtab *h)
 	uintptr_t lo, hi, at = (uintptr_t)h;
 
 	/* a forked child must not write into its parent's maps */
-	if (!ctl || rt_forked || !h->nslots ||
+	if (!ctl || !h->nslots ||
 	    (h->nslots & (h->nslots - 1)) || !h->max_probe ||
 	    h->max_probe > h->nslots || h->key_size > 4096 ||
 	    h->val_size > 4096)
@@ -891,7 +940,7 @@ static char *rt_htab_own(const struct rt_htab *h, uint64_t *map_off)
 	uintptr_t lo, at = (uintptr_t)h;
 	uint64_t off;
 
-	if (!ctl || !blk || rt_forked || ctl->map_size > ctl->block_size ||
+	if (!ctl || !blk || ctl->map_size > ctl->block_size ||
 	    ctl->block_size - ctl->map_size < RT_BLK_MAP)
 		return NULL;
 	lo = (uintptr_t)blk + RT_BLK_MAP;

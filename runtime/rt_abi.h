@@ -46,7 +46,7 @@
 #ifndef UBT_RT_ABI_H
 #define UBT_RT_ABI_H
 
-#define RT_ABI_VERSION 5
+#define RT_ABI_VERSION 6
 /* rt_init() returns -(RT_ABI_MISMATCH + its RT_ABI_VERSION) when the
  * control block is of another version. */
 #define RT_ABI_MISMATCH 0x7ab10000L
@@ -56,6 +56,14 @@
 #define RT_CODE_SLICES 16
 /* the shared area: right after the code, at a fixed offset */
 #define RT_SHARED_OFF (RT_CODE_OFF + RT_CODE_SLICE * RT_CODE_SLICES)
+
+#define RT_MAX_CHILDREN 64
+/*
+ * The u64 at this offset of a block's map area is the process's pid (the
+ * pid builtin): ubt puts the target's in the template; a forked child's
+ * runtime writes its own into the blocks it takes.
+ */
+#define RT_MAP_PID 24
 
 #define RT_BLK_SZ 0x000
 #define RT_BLK_TID 0x008
@@ -176,6 +184,13 @@ struct rt_ctl {
 	uint32_t detached;	/* set by ubt: stop producing events */
 	uint32_t flags;		/* RT_CTL_*, set by ubt before rt_init */
 	uint64_t shared_size;	/* bytes of shared area at RT_SHARED_OFF */
+	/*
+	 * Written by forked children (they share this memfd): each takes a
+	 * slot, one that is 0 or names a process gone, for its pid, so that
+	 * ubt finds every patched child when it detaches.
+	 */
+	uint32_t children_lost;	/* children that found no free slot */
+	uint32_t children[RT_MAX_CHILDREN];
 };
 
 /*

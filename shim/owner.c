@@ -221,3 +221,29 @@ int owner_restore(struct pt *p, uint32_t except_pid)
 	set_release(&s);
 	return restored;
 }
+
+int owner_children(pid_t pid, uint32_t owner, pid_t *out, int max)
+{
+	struct owner_set s;
+	int n = 0, err;
+
+	err = set_load(pid, &s);
+	if (err)
+		return err;
+	for (int i = 0; i < s.n; i++) {
+		struct rt_ctl *ctl = (struct rt_ctl *)s.m[i].base;
+
+		if (ctl->sz < offsetof(struct rt_ctl, children) +
+				      sizeof(ctl->children) ||
+		    ctl->tracer_pid != owner)
+			continue;
+		for (int k = 0; k < RT_MAX_CHILDREN && n < max; k++) {
+			pid_t c = (pid_t)ctl->children[k];
+
+			if (c > 0 && c != pid)
+				out[n++] = c;
+		}
+	}
+	set_release(&s);
+	return n;
+}

@@ -44,6 +44,12 @@ int owner_scan(pid_t pid, struct owner_info *oi);
 int owner_restore(struct pt *p, uint32_t except_pid);
 
 /*
+ * The children (pids) that the runtime of ubt process owner listed in
+ * pid's memfd: forked while patched.  How many, or -errno.
+ */
+int owner_children(pid_t pid, uint32_t owner, pid_t *out, int max);
+
+/*
  * Is another tracer (a debugger, strace, a ubt in the middle of an
  * attach) ptrace-attached to pid?  Its pid, or 0.
  */

@@ -82,6 +82,7 @@ struct ubt_user {
 	char rt_path[PATH_MAX];
 	uint64_t self_start;	/* ubt's start time, for site records */
 	int leftovers;		/* a dead ubt's jumps removed at attach */
+	int children;		/* forked children restored at detach */
 	uint32_t ev_block;	/* user_read_events(): the ring being read */
 	uint64_t rt_init_vaddr;
 	char libc[PATH_MAX];
@@ -1500,13 +1501,13 @@ int user_resume(struct ubt_user *u)
 }
 
 /* Is our memfd still mapped where we put it (no exec since)? */
-static bool still_ours(struct ubt_user *u)
+static bool still_ours(struct ubt_user *u, pid_t pid)
 {
 	struct pt_map *m;
 	bool found = false;
 	int n, i;
 
-	if (pt_maps(u->pid, &m, &n))
+	if (pt_maps(pid, &m, &n))
 		return false;
 	for (i = 0; i < n; i++)
 		if (m[i].start == u->target_base &&
@@ -1516,50 +1517,103 @@ static bool still_ours(struct ubt_user *u)
 	return found;
 }
 
-/* Put back the original bytes of every site (all threads stopped). */
-static int restore_sites(struct ubt_user *u)
+/*
+ * Put back the original bytes of every site in the process p has stopped
+ * (the target, or a child it forked: the same addresses), only bytes that
+ * are still ours: another tracer's int3 placed over the jump since then
+ * stays, over the original instruction it expects.  The target's own
+ * restore (child false) marks the sites and their records done.
+ */
+static int restore_sites_in(struct ubt_user *u, struct pt *pt, bool child)
 {
 	int i, err = 0;
 
-	if (!still_ours(u))
+	if (!still_ours(u, pt->pid))
 		return 0;	/* the process ran execve(): a new image */
 
 	for (i = 0; i < u->nsites; i++) {
 		struct user_site *us = &u->sites[i];
 		uint8_t cur[PATCH_MAX_WINDOW];
 
-		if (!us->installed)
-			continue;
-		if (pt_read(&u->pt, us->s.addr, cur, us->s.len)) {
-			err = uerr(u, -EIO, "read the code at %#llx",
-				   (unsigned long long)us->s.addr);
+		if (child ? !us->rec : !us->installed)
+			continue;	/* never written, or restored */
+		if (pt_read(pt, us->s.addr, cur, us->s.len)) {
+			err = uerr(u, -EIO, "read the code at %#llx in pid %d",
+				   (unsigned long long)us->s.addr, pt->pid);
 			continue;
 		}
-		/*
-		 * Only bytes that are still ours go back: another tracer's
-		 * int3 placed over the jump since then stays, over the
-		 * original instruction it expects.
-		 */
 		for (uint32_t k = 0; k < us->s.len; k++)
 			if (cur[k] == us->jmp[k])
 				cur[k] = us->s.orig[k];
-		if (pt_write(&u->pt, us->s.addr, cur, us->s.len)) {
-			err = uerr(u, -EIO, "restore the code at %#llx",
-				   (unsigned long long)us->s.addr);
+		if (pt_write(pt, us->s.addr, cur, us->s.len)) {
+			err = uerr(u, -EIO, "restore the code at %#llx in "
+					    "pid %d",
+				   (unsigned long long)us->s.addr, pt->pid);
 			continue;
 		}
+		if (child)
+			continue;
 		us->installed = false;
 		slice_record(u, us->slice, us->rec)->state = RT_SITE_DONE;
 	}
 	return err;
 }
 
-int user_detach(struct ubt_user *u)
+static int restore_sites(struct ubt_user *u)
+{
+	return restore_sites_in(u, &u->pt, false);
+}
+
+/*
+ * Children the target forked while patched carry the jumps too (the
+ * runtime lists them in ctl->children): restore each that still maps our
+ * memfd, once the target is restored (it forks no patched child since);
+ * passes until no new child shows up, since children fork too.
+ */
+static int restore_children(struct ubt_user *u)
+{
+	pid_t done[RT_MAX_CHILDREN * 4];
+	int ndone = 0, err = 0;
+	bool again = true;
+
+	for (int pass = 0; again && pass < 4; pass++) {
+		again = false;
+		for (int i = 0; i < RT_MAX_CHILDREN; i++) {
+			pid_t c = (pid_t)__atomic_load_n(&u->m.ctl->children[i],
+							 __ATOMIC_ACQUIRE);
+			struct pt pt;
+			int k;
+
+			if (c <= 0 || c == u->pid)
+				continue;
+			for (k = 0; k < ndone && done[k] != c; k++)
+				;
+			if (k < ndone || ndone == (int)(sizeof(done) /
+						       sizeof(done[0])))
+				continue;
+			done[ndone++] = c;
+			again = true;
+			if (pt_gone(c) || !still_ours(u, c))
+				continue;
+			pt_init(&pt);
+			if (!pt_seize(&pt, c)) {
+				int e = restore_sites_in(u, &pt, true);
+
+				if (e && !pt_gone(c))
+					err = e;
+				pt_detach(&pt);
+			}
+			pt_release(&pt);
+		}
+	}
+	u->children = ndone;
+	return err;
+}
+
+static int detach_target(struct ubt_user *u)
 {
 	int err;
 
-	if (u->detached || !u->m.ctl)
-		return 0;
 	u->detached = true;
 	__atomic_store_n(&u->m.ctl->detached, 1, __ATOMIC_RELEASE);
 	if (!u->resumed) {
@@ -1594,7 +1648,28 @@ int user_detach(struct ubt_user *u)
 	return err;
 }
 
-int user_restore_dead(pid_t pid, uint32_t owner, char *err, size_t len)
+int user_detach(struct ubt_user *u)
+{
+	int err;
+
+	if (u->detached || !u->m.ctl)
+		return 0;
+	err = detach_target(u);
+	if (u->nsites) {
+		int e = restore_children(u);
+
+		if (!err && e)
+			err = e;
+	}
+	return err;
+}
+
+int user_children(const struct ubt_user *u)
+{
+	return u->children;
+}
+
+static int restore_dead_one(pid_t pid, uint32_t owner, char *err, size_t len)
 {
 	struct pt pt;
 	int n;
@@ -1610,6 +1685,20 @@ int user_restore_dead(pid_t pid, uint32_t owner, char *err, size_t len)
 	pt_release(&pt);
 	if (n < 0)
 		snprintf(err, len, "%s", strerror(-n));
+	return n;
+}
+
+int user_restore_dead(pid_t pid, uint32_t owner, char *err, size_t len)
+{
+	pid_t kids[RT_MAX_CHILDREN];
+	int n, k;
+
+	/* the children first: they are listed in the target's memfd */
+	k = owner_children(pid, owner, kids, RT_MAX_CHILDREN);
+	for (int i = 0; i < k; i++)
+		if (!pt_gone(kids[i]))
+			restore_dead_one(kids[i], owner, err, len);
+	n = restore_dead_one(pid, owner, err, len);
 	return n;
 }
 

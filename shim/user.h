@@ -138,6 +138,8 @@ uint64_t user_unrecorded_threads(const struct ubt_user *u);
  * run on.  The number of jumps removed, or -errno with err set.
  */
 int user_restore_dead(pid_t pid, uint32_t owner, char *err, size_t len);
+/* Children the target forked while patched, restored at detach. */
+int user_children(const struct ubt_user *u);
 /* Jumps of a ubt that died, removed at attach (its leftovers). */
 int user_leftovers(const struct ubt_user *u);
 /* Threads moved out of a patch window into its relocated copy. */

@@ -7,6 +7,9 @@
  *			0..N-1, checks every result, prints "done N"
  *	fork N		a child makes the N calls of each and exits 0 (1 on a
  *			wrong result); prints "child STATUS" (the wait status)
+ *	hold N		a child makes the N calls of each, prints "held PID",
+ *			waits for SIGUSR1, makes them again and exits 0 (1 on a
+ *			wrong result); its status counts at EOF
  *	exec N		execs itself with "--calls N": the new image makes the
  *			N calls of each, prints "exec done N", then reads
  *			commands on as before
@@ -17,6 +20,7 @@
  *	share_riprel(x)	a %rip-relative load first; adds x to share_total
  *			and returns 2 * x
  */
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -66,6 +70,7 @@ int main(int argc, char **argv)
 {
 	char line[64];
 	long bad = 0, n;
+	pid_t held = 0;
 
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	if (argc == 3 && !strcmp(argv[1], "--calls")) {
@@ -74,7 +79,24 @@ int main(int argc, char **argv)
 		printf("exec done %ld\n", n);
 	}
 	while (fgets(line, sizeof(line), stdin)) {
-		if (sscanf(line, "fork %ld", &n) == 1) {
+		if (sscanf(line, "hold %ld", &n) == 1) {
+			sigset_t usr1;
+			int sig;
+
+			sigemptyset(&usr1);
+			sigaddset(&usr1, SIGUSR1);
+			sigprocmask(SIG_BLOCK, &usr1, NULL);
+			held = fork();
+			if (held == 0) {
+				long b = calls(n);
+
+				printf("held %d\n", (int)getpid());
+				sigwait(&usr1, &sig);
+				_exit(b | calls(n) ? 1 : 0);
+			}
+			sigprocmask(SIG_UNBLOCK, &usr1, NULL);
+			bad |= held < 0;
+		} else if (sscanf(line, "fork %ld", &n) == 1) {
 			int st = 0;
 			pid_t pid = fork();
 
@@ -96,6 +118,11 @@ int main(int argc, char **argv)
 			bad |= calls(n);
 			printf("done %ld\n", n);
 		}
+	}
+	if (held > 0) {
+		int st = 0;
+
+		bad |= waitpid(held, &st, 0) != held || st != 0;
 	}
 	printf("exit %d\n", bad ? 1 : 0);
 	return target_result("ubt-share", bad);

@@ -293,6 +293,109 @@ def ptraced():
     ok(st == 0, name + ": target exits 0")
 
 
+FORK_PROG = ("uprobe:%s:share_push { @[arg0 %% 4] = count(); } "
+             "uprobe:%s:share_riprel { @c = count(); }")
+
+
+def fork_run(argv, path, t=None):
+    """Feed the fork sequence; the held child's pid and the output."""
+    held = None
+    if t is None:	# -c: ubt's stdin and stdout are the command's
+        env = dict(os.environ, **{NOTIFY: "1"})
+        u = subprocess.Popen(argv, stdin=subprocess.PIPE,
+                             stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, env=env)
+        feed = u.stdin
+        reader = Target.__new__(Target)
+        reader.p, reader.buf = u, ""
+    else:
+        u = Tracer(argv)
+        feed, reader = t.p.stdin, t
+    for cmd, want in (("100", "done"), ("hold 50", "held"),
+                      ("fork 200", "child")):
+        feed.write((cmd + "\n").encode() if t is None else cmd + "\n")
+        feed.flush()
+        line = reader.expect(want)
+        if line and line.startswith("held"):
+            held = int(line.split()[1])
+    return u, reader, held
+
+
+def held_restored(held, path):
+    tgt = Target.__new__(Target)
+    tgt.p = subprocess.Popen(["true"])
+    tgt.p.pid, tgt.path = held, path
+    mem = site_bytes(tgt, "share_push")
+    with open(path, "rb") as f:
+        out = subprocess.run(["nm", path], capture_output=True,
+                             text=True).stdout
+        off = [int(l.split()[0], 16) for l in out.splitlines()
+               if l.endswith(" share_push")][0]
+        f.seek(off)
+        return mem == f.read(16)
+
+
+def fork_p():
+    """-p: children forked while patched record into the merged maps with
+    their own blocks (as bpftrace -p counts them), a child alive when ubt
+    leaves is restored, and every child exits 0."""
+    name = "fork -p"
+    t = Target("fork-p")
+    t.run("1", "done")
+    u, _, held = fork_run([UBT, "-v", "-p", str(t.p.pid), "-e",
+                           FORK_PROG % (t.path, t.path)], t.path, t)
+    u.stop()
+    restored = held and held_restored(held, t.path)
+    if held:
+        os.kill(held, signal.SIGUSR1)
+    st = t.finish()
+    want = "@[0]: 88\n@[1]: 88\n@[2]: 87\n@[3]: 87"
+    got = "\n".join(sorted(re.findall(r"^@\[\d\]: \d+$", u.out, re.M)))
+    ok("user mode" in u.err and got == want and u.count() == 350,
+       name + ": parent and children counted (350, keyed by arg0 % 4)",
+       (u.out + u.err)[-300:])
+    ok(restored, name + ": a child alive at detach has its code restored")
+    ok(st == 0, name + ": target and children exit 0", "status %s" % st)
+    if BPFTRACE:
+        t = Target("fork-p-bt")
+        t.run("1", "done")
+        b, _, held = fork_run([BPFTRACE, "-p", str(t.p.pid), "-e",
+                               FORK_PROG % (t.path, t.path)], t.path, t)
+        time.sleep(0.3)
+        b.stop()
+        if held:
+            os.kill(held, signal.SIGUSR1)
+        t.finish()
+        got_bt = "\n".join(sorted(re.findall(r"^@\[\d\]: \d+$", b.out,
+                                             re.M)))
+        ok(got_bt == want and b.count() == 350,
+           name + ": the same as bpftrace -p", b.out[-200:])
+
+
+def fork_c():
+    """-c: the same counts as --mode kernel."""
+    name = "fork -c"
+    outs = {}
+    path = os.path.join(work, "fork-c")
+    shutil.copy(SHARE, path)
+    for mode in ("user", "kernel"):
+        u, r, held = fork_run([UBT, "--mode", mode, "-c", path, "-e",
+                               FORK_PROG % (path, path)], path)
+        if held:
+            os.kill(held, signal.SIGUSR1)
+        u.stdin.close()
+        u.stdin = None
+        r.expect("exit 0")
+        out, err = u.communicate(timeout=30)
+        outs[mode] = "\n".join(sorted(re.findall(r"^@.*$", r.buf +
+                                                 out.decode(), re.M)))
+        # the held child makes its second 50 calls while ubt runs
+        ok(u.returncode == 0 and "@c: 400" in outs[mode],
+           name + ": --mode %s counts 400 in parent and children" % mode,
+           (outs[mode] + err.decode())[-300:])
+    ok(outs["user"] == outs["kernel"], name + ": user mode == kernel mode")
+
+
 def main():
     if not os.access(SHARE, os.X_OK):
         print("1..0 # SKIP %s not built" % SHARE)
@@ -309,6 +412,8 @@ def main():
     second_ubt()
     killed_ubt()
     ptraced()
+    fork_p()
+    fork_c()
     print("1..%d" % len(results))
     shutil.rmtree(work, ignore_errors=True)
     return 0 if all(results) and BPFTRACE else 1
