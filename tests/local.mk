@@ -185,6 +185,8 @@ check-bpftrace: $(check_PROGRAMS) ubt$(EXEEXT)
 check_PROGRAMS += tests/unit-sema
 TESTS += tests/unit-sema
 tests_unit_sema_SOURCES = tests/unit-sema.c
+tests_unit_sema_CPPFLAGS = $(AM_CPPFLAGS) \
+	-DUBT_BUILDDIR='"$(abs_top_builddir)"'
 tests_unit_sema_LDADD = $(UBT_LIBS)
 
 # Codegen and the kernel shim (codegen/, shim/kernel.c): a hand-built
