@@ -105,6 +105,19 @@ tests_unit_probes_SOURCES = \
 	tests/unit-probes.c
 tests_unit_probes_LDADD = $(UBT_LIBS)
 
+# Where the runtime comes from (shim/rtpath.c): only a file root alone
+# can have written; the build tree's copy, or the installed one.
+check_PROGRAMS += tests/unit-rtpath
+TESTS += \
+	tests/rtpath.sh \
+	tests/unit-rtpath
+EXTRA_DIST += tests/rtpath.sh
+tests_unit_rtpath_SOURCES = \
+	tests/tap.c \
+	tests/tap.h \
+	tests/unit-rtpath.c
+tests_unit_rtpath_LDADD = $(UBT_LIBS)
+
 # User mode (shim/ptrace.c patch.c tramp.c memfd.c user.c, runtime/):
 # attach, patch, trampolines, per-thread blocks, detach, with native blobs.
 check_PROGRAMS += \
