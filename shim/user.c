@@ -197,9 +197,7 @@ uint64_t user_lost_events(const struct ubt_user *u)
 
 uint64_t user_unrecorded_threads(const struct ubt_user *u)
 {
-	return u->m.ctl ? __atomic_load_n(&u->m.ctl->no_block,
-					  __ATOMIC_RELAXED)
-			: 0;
+	return u->m.ctl ? memfd_no_block(&u->m) : 0;
 }
 
 int user_moved_threads(const struct ubt_user *u)
@@ -354,6 +352,7 @@ static int place_memfd(struct ubt_user *u, const struct user_opts *o)
 	if (err)
 		return err;
 	u->target_base = (uint64_t)ret;
+	u->m.pid = u->pid;	/* named if it corrupts the memfd */
 	u->m.ctl->target_base = u->target_base;
 	if (USER_FIELD(o, struct user_opts, fault_safe_reads))
 		u->m.ctl->flags |= RT_CTL_FAULT_HANDLER;

@@ -121,14 +121,18 @@ tests_unit_rtpath_LDADD = $(UBT_LIBS)
 # User mode (shim/ptrace.c patch.c tramp.c memfd.c user.c, runtime/):
 # attach, patch, trampolines, per-thread blocks, detach, with native blobs.
 check_PROGRAMS += \
+	tests/user/scribble \
 	tests/user/target \
 	tests/user/test-user \
 	tests/user/unit-aggiter \
+	tests/user/unit-corrupt \
 	tests/user/unit-memfd \
 	tests/user/unit-shtab
 TESTS += \
+	tests/user/corrupt.sh \
 	tests/user/test-user \
 	tests/user/unit-aggiter \
+	tests/user/unit-corrupt \
 	tests/user/unit-memfd \
 	tests/user/unit-shtab \
 	tests/user/unwind-detach.py \
@@ -136,9 +140,16 @@ TESTS += \
 # tests/user/unwind.*: C++ exceptions, pthread_exit and backtrace() through
 # user-mode return probes (the ubt-exc target)
 EXTRA_DIST += \
+	tests/user/corrupt.sh \
 	tests/user/unwind-detach.py \
 	tests/user/unwind.sh \
 	tests/user/unwind.test
+# tests/user/corrupt.sh: a target that writes garbage over ubt's memfd
+tests_user_scribble_SOURCES = tests/user/scribble.c
+tests_user_scribble_CPPFLAGS = -I$(top_srcdir)/runtime \
+	-I$(top_srcdir)/tests/targets
+tests_user_scribble_CFLAGS = $(UBT_TARGET_CFLAGS)
+tests_user_scribble_LDFLAGS =
 tests_user_target_SOURCES = tests/user/target.c
 tests_user_target_CFLAGS = -O2 -pthread
 tests_user_target_LDFLAGS =
@@ -154,6 +165,11 @@ tests_user_unit_aggiter_SOURCES = \
 	tests/tap.h \
 	tests/user/unit-aggiter.c
 tests_user_unit_aggiter_LDADD = $(UBT_LIBS) -ldl
+tests_user_unit_corrupt_SOURCES = \
+	tests/tap.c \
+	tests/tap.h \
+	tests/user/unit-corrupt.c
+tests_user_unit_corrupt_LDADD = $(UBT_LIBS) -ldl
 tests_user_unit_memfd_SOURCES = \
 	tests/tap.c \
 	tests/tap.h \
