@@ -80,11 +80,13 @@ tests_unit_output_SOURCES = tests/unit-output.c
 tests_unit_output_LDADD = $(UBT_LIBS)
 
 # Kernel and user-mode events in time order (shim/merge.c): the queue's
-# order, the time-stamp counter against clock_gettime and the kernel.
+# order, the time-stamp counter (where it is a clock) and the fallback,
+# the runtime's vDSO clock (everywhere), against clock_gettime and the
+# kernel.
 check_PROGRAMS += tests/unit-merge
 TESTS += tests/unit-merge
 tests_unit_merge_SOURCES = tests/unit-merge.c
-tests_unit_merge_LDADD = $(UBT_LIBS)
+tests_unit_merge_LDADD = $(UBT_LIBS) -ldl
 
 # Probes: ELF symbols, USDT notes, targets, wildcards, tracepoint args
 # (shim/probes.c, frontend/tracepoint.c) and `ubt -l` against bpftrace.
