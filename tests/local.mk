@@ -59,7 +59,8 @@ endif
 UBT_CLI_TESTS = \
 	tests/cli/cmdline.sh \
 	tests/cli/man-examples.sh \
-	tests/cli/manpage.sh
+	tests/cli/manpage.sh \
+	tests/cli/output-file.sh
 TESTS += $(UBT_CLI_TESTS) tests/cli/unit-cli
 EXTRA_DIST += $(UBT_CLI_TESTS) tests/cli/tap.sh
 check_PROGRAMS += tests/cli/unit-cli
