@@ -101,7 +101,8 @@ static uint64_t rt_vdso_sym(uint64_t base, const char *name)
 	int load = 0;
 
 	if (!base || eh->e_ident[EI_MAG0] != ELFMAG0 ||
-	    eh->e_ident[EI_MAG1] != ELFMAG1 || eh->e_ident[EI_MAG2] != ELFMAG2 ||
+	    eh->e_ident[EI_MAG1] != ELFMAG1 ||
+	    eh->e_ident[EI_MAG2] != ELFMAG2 ||
 	    eh->e_ident[EI_MAG3] != ELFMAG3 ||
 	    eh->e_ident[EI_CLASS] != ELFCLASS64 ||
 	    eh->e_phentsize != sizeof(Elf64_Phdr))

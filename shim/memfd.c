@@ -22,7 +22,7 @@
 
 /* What ubt read back from one thread block. */
 struct memfd_block_seen {
-	uint64_t tail;		/* ubt's ring tail (the memfd's is a copy) */
+	uint64_t tail;		/* ubt's ring tail (the memfd's: a copy) */
 	uint64_t dropped;	/* the last plausible RT_BLK_RING_DROPPED */
 	uint64_t shadow_lost;	/* and RT_BLK_SHADOW_LOST */
 	bool bad;		/* corrupted: ring and counters ignored */

@@ -240,6 +240,6 @@ int rtpath_find(const char *override, char *out, size_t len, char *why,
 	}
 	return rtpath_fail(why, whylen, -ENOENT,
 			   "cannot find " RTPATH_NAME " (looked in %s%s%s)",
-			   ncand ? cand[0] : "no place", ncand > 1 ? " and " : "",
-			   ncand > 1 ? cand[1] : "");
+			   ncand ? cand[0] : "no place",
+			   ncand > 1 ? " and " : "", ncand > 1 ? cand[1] : "");
 }

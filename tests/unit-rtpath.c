@@ -254,7 +254,7 @@ int main(void)
 
 	test_relative();
 	if (geteuid()) {
-		printf("# SKIP the other checks: not root (they chown files)\n");
+		printf("# SKIP the other checks: not root (they chown)\n");
 		return tap_done();
 	}
 	/* a safe place for the files: the build tree's tests/ */

@@ -395,7 +395,8 @@ static void test_extremes(void)
 					err |= said != 1;
 				ok(!err, "%s = %#" PRIx64 " (%s): %s",
 				   field_name[f], v,
-				   rf ? "after a first read" : "before any read",
+				   rf ? "after a first read" :
+					"before any read",
 				   why);
 			}
 	}
