@@ -10,8 +10,14 @@
 
 . "$top_srcdir/tests/cli/tap.sh"
 
-loop="$top_builddir/tests/targets/ubt-loop"
-[ -x "$loop" ] || bail "$loop is not built"
+# private copies: the --mode kernel run's uprobes would reach every
+# process of a shared binary, such as other tests' user-mode targets
+for t in ubt-loop ubt-alt; do
+	[ -x "$top_builddir/tests/targets/$t" ] ||
+		bail "$top_builddir/tests/targets/$t is not built"
+	cp "$top_builddir/tests/targets/$t" "$tap_tmp/$t" || bail "cp $t"
+done
+loop="$tap_tmp/ubt-loop"
 up="uprobe:$loop:ubt_step { printf(\"%d %d\\n\", arg0, arg0 & 7); }"
 merged_msg='events merged in time order'
 
@@ -43,7 +49,7 @@ merged "tracepoint printing, uprobe counting" no \
 # Both user-side clocks on every machine: the time-stamp counter where it
 # is a clock (else the fallback again), and the fallback forced with
 # UBT_NO_TSC, CLOCK_MONOTONIC through the vDSO: same order as the kernel's
-alt="$top_builddir/tests/targets/ubt-alt"
+alt="$tap_tmp/ubt-alt"
 prog="uprobe:$alt:ubt_alt { printf(\"c %d\\n\", 100 * arg0 + arg1); }
 tracepoint:syscalls:sys_enter_write /pid == cpid/ { printf(\"w %d\\n\", args->count); }"
 "$UBT" --mode kernel -c "$alt 50 2" -e "$prog" >"$tap_tmp/alt.k" \

@@ -10,6 +10,7 @@
  * how the target ended.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -56,13 +57,33 @@ static int reaped_status;
  */
 static const char *target_fate(struct proc *p, bool fine)
 {
-	static char why[128];
+	static char why[640];
 	int st;
 
 	if (fine)
 		return "";
 	if (waitpid(p->pid, &st, WNOHANG) != p->pid) {
-		snprintf(why, sizeof(why), ": the target runs, silent");
+		char path[64], state[256] = "?", sc[256] = "?";
+		FILE *f;
+
+		/* where it is: its state, and its system call or pc */
+		snprintf(path, sizeof(path), "/proc/%d/status", p->pid);
+		f = fopen(path, "r");
+		while (f && fgets(state, sizeof(state), f))
+			if (!strncmp(state, "State:", 6))
+				break;
+		if (f)
+			fclose(f);
+		snprintf(path, sizeof(path), "/proc/%d/syscall", p->pid);
+		f = fopen(path, "r");
+		if (f && !fgets(sc, sizeof(sc), f))
+			strcpy(sc, "?");
+		if (f)
+			fclose(f);
+		state[strcspn(state, "\n")] = 0;
+		sc[strcspn(sc, "\n")] = 0;
+		snprintf(why, sizeof(why), ": the target runs, silent (%s; "
+			 "syscall %s)", state, sc);
 		return why;
 	}
 	reaped_pid = p->pid;
@@ -739,16 +760,61 @@ out:
 	compile_release(&c);
 }
 
+/*
+ * A private copy of path in a new directory under /tmp, into target:
+ * kernel uprobes belong to a file, and another test's on the shared
+ * binary would reach this test's patched targets too.
+ */
+static int private_target(const char *path)
+{
+	char dir[64] = "/tmp/ubt-unit-native.XXXXXX", buf[65536];
+	int in, out, err = 0;
+	ssize_t n = 0;
+
+	if (!mkdtemp(dir))
+		return -1;
+	snprintf(target, sizeof(target), "%s/target", dir);
+	in = open(path, O_RDONLY | O_CLOEXEC);
+	out = open(target, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0755);
+	while (in >= 0 && out >= 0 && (n = read(in, buf, sizeof(buf))) > 0)
+		if (write(out, buf, (size_t)n) != n)
+			err = -1;
+	if (in < 0 || out < 0 || n < 0)
+		err = -1;
+	if (in >= 0)
+		close(in);
+	if (out >= 0 && close(out))
+		err = -1;
+	return err;
+}
+
+static void remove_target(void)
+{
+	char *slash = strrchr(target, '/');
+
+	unlink(target);
+	if (slash) {
+		*slash = 0;
+		rmdir(target);
+	}
+}
+
 int main(void)
 {
 	const char *b = getenv("top_builddir");
+	char shared[4096];
 
-	snprintf(target, sizeof(target), "%s/tests/user/target",
+	snprintf(shared, sizeof(shared), "%s/tests/user/target",
 		 b ? b : ".");
-	if (access(target, X_OK)) {
-		printf("1..0 # SKIP %s not built\n", target);
+	if (access(shared, X_OK)) {
+		printf("1..0 # SKIP %s not built\n", shared);
 		return 99;
 	}
+	if (private_target(shared)) {
+		printf("Bail out! cannot copy %s\n", shared);
+		return 99;
+	}
+	atexit(remove_target);
 	signal(SIGPIPE, SIG_IGN);
 	test_emit();
 	test_count();
