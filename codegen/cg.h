@@ -57,7 +57,8 @@ struct cg_event_hdr {
  * user rings (shim/run.c merges them in time order), every record ends in
  * a u64 time stamp, after the record padded to 8 bytes: the record's size
  * becomes cg_record_room(size).  CG_TIME_NS: CLOCK_MONOTONIC ns
- * (bpf_ktime_get_ns(), in the native target the clock_gettime syscall);
+ * (bpf_ktime_get_ns(), in the native target the vDSO's clock_gettime()
+ * through the runtime's RT_FN_CLOCK_NS);
  * CG_TIME_TSC: the native target stores the raw time-stamp counter
  * (rdtsc, converted by the shim), the BPF target ns as for CG_TIME_NS.
  */

@@ -666,21 +666,14 @@ static LLVMValueRef nat_syscall(struct irb *ir, long nr, LLVMValueRef *args,
 	return LLVMBuildCall2(ir->b, ft, asmv, a, n + 1, "");
 }
 
-/* CLOCK_MONOTONIC in ns, as bpf_ktime_get_ns(). */
+/*
+ * CLOCK_MONOTONIC in ns, as bpf_ktime_get_ns(): the runtime's
+ * rt_clock_ns(), the vDSO's clock_gettime() without a system call (also
+ * the events' time stamps when the time-stamp counter is not a clock).
+ */
 static LLVMValueRef nat_clock(struct irb *ir)
 {
-	LLVMValueRef ts = irb_alloca(ir, 16, "ts");
-	LLVMValueRef args[2] = { irb_const(ir, 1 /* CLOCK_MONOTONIC */),
-				 LLVMBuildPtrToInt(ir->b, ts, ir->i64, "") };
-	LLVMValueRef s, ns;
-
-	nat_syscall(ir, 228 /* clock_gettime */, args, 2);
-	s = LLVMBuildLoad2(ir->b, ir->i64, ts, "");
-	ns = LLVMBuildLoad2(ir->b, ir->i64, irb_gep(ir, ts, 8), "");
-	return LLVMBuildAdd(ir->b,
-			    LLVMBuildMul(ir->b, s, irb_const(ir, 1000000000),
-					 ""),
-			    ns, "nsecs");
+	return nat_call(ir, RT_FN_CLOCK_NS, ir->i64, NULL, 0);
 }
 
 /* getcpu(2): the thread's CPU, or its NUMA node. */

@@ -7,7 +7,9 @@
 pkglibexec_PROGRAMS += libubt-rt.so
 libubt_rt_so_SOURCES = \
 	runtime/rt.c \
-	runtime/rt_abi.h
+	runtime/rt_abi.h \
+	runtime/rt_clock.c \
+	runtime/rt_clock.h
 libubt_rt_so_CFLAGS = -std=gnu11 -Wall -Wextra -O2 -fPIC -ffreestanding \
 	-fno-stack-protector -fno-builtin -mgeneral-regs-only \
 	-fvisibility=hidden -fasynchronous-unwind-tables

@@ -18,6 +18,7 @@
 #include <sys/ucontext.h>
 
 #include "rt_abi.h"
+#include "rt_clock.h"
 
 #define RT_EXPORT __attribute__((visibility("default")))
 #define RT_STR_(x) #x
@@ -1104,6 +1105,8 @@ RT_EXPORT long rt_init(struct rt_ctl *ctl)
 	ctl->fn[RT_FN_SHTAB_DELETE] = (uintptr_t)rt_shtab_delete;
 	ctl->fn[RT_FN_SHTAB_NEXT] = (uintptr_t)rt_shtab_next;
 	ctl->fn[RT_FN_HTAB_NEXT_ALL] = (uintptr_t)rt_htab_next_all;
+	rt_clock_init();
+	ctl->fn[RT_FN_CLOCK_NS] = (uintptr_t)rt_clock_ns;
 	rt_fault_install(ctl->flags & RT_CTL_FAULT_HANDLER);
 	__atomic_store_n(&rt_ctl_p, ctl, __ATOMIC_RELEASE);
 	return ctl->tls_offset;

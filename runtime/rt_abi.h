@@ -46,7 +46,7 @@
 #ifndef UBT_RT_ABI_H
 #define UBT_RT_ABI_H
 
-#define RT_ABI_VERSION 6
+#define RT_ABI_VERSION 7
 /* rt_init() returns -(RT_ABI_MISMATCH + its RT_ABI_VERSION) when the
  * control block is of another version. */
 #define RT_ABI_MISMATCH 0x7ab10000L
@@ -135,6 +135,9 @@
  *                      position (block * nslots + slot) + 1, the next
  *                      call's from, or 0 at the end.  Other threads'
  *                      tables are only read; every header is checked
+ *   RT_FN_CLOCK_NS     u64 rt_clock_ns(void): CLOCK_MONOTONIC in ns
+ *                      (bpf_ktime_get_ns()'s clock) through the vDSO, no
+ *                      system call where the clocksource allows it
  * and the trampolines' own: slow path (block allocation), wrapper entry
  * and exit for return probes, and RT_FN_WRAP_CALL, the one place that
  * calls a wrapped function: reached by a jump with %r11 = the relocated
@@ -158,7 +161,8 @@
 #define RT_FN_SHTAB_NEXT 11
 #define RT_FN_WRAP_CALL 12
 #define RT_FN_HTAB_NEXT_ALL 13
-#define RT_FN_MAX 14
+#define RT_FN_CLOCK_NS 14
+#define RT_FN_MAX 15
 
 #ifndef __ASSEMBLER__
 #include <stdint.h>

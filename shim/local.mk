@@ -24,6 +24,8 @@ libubt_a_SOURCES += \
 	shim/patch.h \
 	shim/ptrace.c \
 	shim/ptrace.h \
+	shim/rtpath.c \
+	shim/rtpath.h \
 	shim/tramp.c \
 	shim/tramp.h \
 	shim/user.c \

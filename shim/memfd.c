@@ -3,15 +3,105 @@
 #define _GNU_SOURCE
 #endif
 #include <errno.h>
+#include <inttypes.h>
+#include <stdarg.h>
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
 #include "memfd.h"
+#include "util.h"
 
 #define MEMFD_PAGE 4096ULL
+/* The largest thread id the kernel hands out (PID_MAX_LIMIT). */
+#define MEMFD_TID_MAX (4u << 20)
+
+/* What ubt read back from one thread block. */
+struct memfd_block_seen {
+	uint64_t tail;		/* ubt's ring tail (the memfd's: a copy) */
+	uint64_t dropped;	/* the last plausible RT_BLK_RING_DROPPED */
+	uint64_t shadow_lost;	/* and RT_BLK_SHADOW_LOST */
+	bool bad;		/* corrupted: ring and counters ignored */
+};
+
+/* A shared table's drop counter. */
+struct memfd_table_seen {
+	uint64_t off, dropped;
+};
+
+struct memfd_seen {
+	uint64_t t0;		/* mono_ns() at memfd_map() */
+	uint64_t next_block;	/* the last plausible ctl->next_block */
+	uint64_t no_block;	/* and ctl->no_block */
+	bool ctl_bad;		/* those two are not read again */
+	bool corrupted;		/* the warning was printed */
+	struct memfd_table_seen *tabs;
+	size_t ntabs;
+	struct memfd_block_seen b[];
+};
+
+static void memfd_corrupt(const struct memfd *m, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+
+/* Corruption found: say so, once per memfd. */
+static void memfd_corrupt(const struct memfd *m, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (m->seen->corrupted)
+		return;
+	m->seen->corrupted = true;
+	fprintf(stderr, "ubt: warning: ");
+	if (m->pid)
+		fprintf(stderr, "pid %d: ", m->pid);
+	fprintf(stderr, "the process corrupted ubt's shared memory (");
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fprintf(stderr, "); ubt ignores the corrupted data\n");
+}
+
+bool memfd_corrupted(const struct memfd *m)
+{
+	return m->seen && m->seen->corrupted;
+}
+
+/*
+ * Could writers threads have counted to v since the memfd was made?
+ * Nothing in a probe takes less than a nanosecond.
+ */
+static bool memfd_count_ok(const struct memfd *m, uint64_t v,
+			   uint64_t writers)
+{
+	uint64_t ns = mono_ns() - m->seen->t0 + 1;
+
+	return v / (writers ? writers : 1) <= ns;
+}
+
+/*
+ * Counter name (of where) read as v, last plausible value last: false,
+ * and the warning, when v went down or grew too fast for writers threads.
+ */
+static bool memfd_counter_ok(const struct memfd *m, const char *where,
+			     const char *name, uint64_t v, uint64_t last,
+			     uint64_t writers)
+{
+	if (v < last) {
+		memfd_corrupt(m, "%s: the count of %s went down from %" PRIu64
+			      " to %" PRIu64, where, name, last, v);
+		return false;
+	}
+	if (!memfd_count_ok(m, v, writers)) {
+		memfd_corrupt(m, "%s: %" PRIu64 " %s, more than one a "
+			      "nanosecond since ubt attached", where, v, name);
+		return false;
+	}
+	return true;
+}
 
 static uint64_t page_up(uint64_t n)
 {
@@ -72,6 +162,11 @@ int memfd_map(struct memfd *m, int fd, const struct memfd_layout *l)
 	if (err)
 		return err;
 	memset(m, 0, sizeof(*m));
+	m->seen = calloc(1, sizeof(*m->seen) +
+				    l->nblocks * sizeof(m->seen->b[0]));
+	if (!m->seen)
+		return -ENOMEM;
+	m->seen->t0 = mono_ns();
 	m->fd = fd;
 	m->l = *l;
 	m->size = memfd_layout_size(l);
@@ -79,8 +174,12 @@ int memfd_map(struct memfd *m, int fd, const struct memfd_layout *l)
 	m->block_size = block_size(l);
 	m->tmpl_off = tmpl_off(l);
 	p = mmap(NULL, m->size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-	if (p == MAP_FAILED)
-		return -errno;
+	if (p == MAP_FAILED) {
+		err = -errno;
+		free(m->seen);
+		m->seen = NULL;
+		return err;
+	}
 	m->base = p;
 	m->ctl = p;
 	*m->ctl = (struct rt_ctl){
@@ -122,6 +221,10 @@ void memfd_release(struct memfd *m)
 		munmap(m->base, m->size);
 	if (m->fd >= 0)
 		close(m->fd);
+	if (m->seen)
+		free(m->seen->tabs);
+	free(m->seen);
+	m->seen = NULL;
 	m->base = NULL;
 	m->ctl = NULL;
 	m->fd = -1;
@@ -139,11 +242,42 @@ void *memfd_code(struct memfd *m, unsigned int i)
 	return m->base + memfd_code_off(i);
 }
 
+/* ctl->next_block and ctl->no_block, checked (or their last values). */
+static void memfd_ctl_counters(const struct memfd *m)
+{
+	struct memfd_seen *s = m->seen;
+	uint64_t nb, no;
+
+	if (s->ctl_bad)
+		return;
+	/* no_block first: it is counted after next_block */
+	no = load64(&m->ctl->no_block);
+	nb = load64(&m->ctl->next_block);
+	if (!memfd_counter_ok(m, "the control block", "blocks handed out",
+			      nb, s->next_block, 1) ||
+	    !memfd_counter_ok(m, "the control block",
+			      "threads without a block", no, s->no_block,
+			      1)) {
+		s->ctl_bad = true;
+		return;
+	}
+	s->next_block = nb;
+	s->no_block = no;
+}
+
 uint32_t memfd_nblocks_used(const struct memfd *m)
 {
-	uint64_t n = load64(&m->ctl->next_block);
+	uint64_t n;
 
+	memfd_ctl_counters(m);
+	n = m->seen->next_block;
 	return n < m->l.nblocks ? (uint32_t)n : m->l.nblocks;
+}
+
+uint64_t memfd_no_block(const struct memfd *m)
+{
+	memfd_ctl_counters(m);
+	return m->seen->no_block;
 }
 
 static char *block(const struct memfd *m, uint32_t i)
@@ -156,10 +290,17 @@ static char *block(const struct memfd *m, uint32_t i)
 uint32_t memfd_block_tid(const struct memfd *m, uint32_t i)
 {
 	char *b = block(m, i);
+	uint32_t tid;
 
 	if (!b)
 		return 0;
-	return __atomic_load_n((uint32_t *)(b + RT_BLK_TID), __ATOMIC_RELAXED);
+	tid = __atomic_load_n((uint32_t *)(b + RT_BLK_TID), __ATOMIC_RELAXED);
+	if (tid > MEMFD_TID_MAX) {
+		memfd_corrupt(m, "thread block %" PRIu32 ": thread id %" PRIu32,
+			      i, tid);
+		return 0;
+	}
+	return tid;
 }
 
 int memfd_map_read(const struct memfd *m, uint32_t i, uint64_t off,
@@ -220,6 +361,7 @@ int memfd_htab_add(struct memfd *m, const struct memfd_htab *t)
 		.val_size = t->val_size,
 		.max_keys = t->max_keys,
 	};
+	/* tables are placed while the target is stopped */
 	if (m->ctl->tmpl_len < end)
 		m->ctl->tmpl_len = end;
 	return 0;
@@ -246,6 +388,13 @@ int memfd_htab_foreach(const struct memfd *m, const struct memfd_htab *t,
 
 			uint64_t st = load64(slot);
 
+			if (st > RT_HTAB_ZEROED) {
+				memfd_corrupt(m, "thread block %" PRIu32
+					      ": the table at %" PRIu64
+					      ", slot %" PRIu32 " in state %"
+					      PRIu64, i, t->off, s, st);
+				continue;
+			}
 			if (st != RT_HTAB_USED && st != RT_HTAB_ZEROED)
 				continue;
 			/* copy first: the target may be writing */
@@ -399,15 +548,22 @@ int memfd_shtab_add(struct memfd *m, const struct memfd_shtab *t)
  * around the copy); false when the slot is not used or writers kept
  * changing it.
  */
-static bool shtab_copy(const char *slot, uint64_t koff, uint32_t ks,
-		       uint32_t vs, char *key, char *val)
+static bool shtab_copy(const struct memfd *m, const struct memfd_shtab *t,
+		       uint32_t s, const char *slot, char *key, char *val)
 {
 	const uint32_t *st = (const uint32_t *)slot, *seq = st + 1;
+	uint64_t koff = 8 + rt_align8(t->key_size);
+	uint32_t ks = t->key_size, vs = t->val_size, state;
 
 	for (int tries = 0; tries < 1000; tries++) {
 		uint32_t s1 = __atomic_load_n(seq, __ATOMIC_ACQUIRE), s2;
 
-		if (__atomic_load_n(st, __ATOMIC_ACQUIRE) != RT_SHTAB_USED)
+		state = __atomic_load_n(st, __ATOMIC_ACQUIRE);
+		if (state > RT_SHTAB_DEAD)
+			memfd_corrupt(m, "the shared table at %" PRIu64
+				      ": slot %" PRIu32 " in state %" PRIu32,
+				      t->off, s, state);
+		if (state != RT_SHTAB_USED)
 			return false;
 		if (s1 & 1)
 			continue;
@@ -427,7 +583,6 @@ int memfd_shtab_foreach(const struct memfd *m, const struct memfd_shtab *t,
 			void *arg)
 {
 	uint64_t ss = 8 + rt_align8(t->key_size) + rt_align8(t->val_size);
-	uint64_t koff = 8 + rt_align8(t->key_size);
 	int err = shtab_valid(m, t);
 	char key[4096], val[4096];
 	const char *slots;
@@ -437,8 +592,7 @@ int memfd_shtab_foreach(const struct memfd *m, const struct memfd_shtab *t,
 	/* ubt's own sizes, never the header's: the target may write it */
 	slots = shtab_base(m, t) + sizeof(struct rt_shtab);
 	for (uint32_t s = 0; s < t->nslots; s++) {
-		if (!shtab_copy(slots + (uint64_t)s * ss, koff, t->key_size,
-				t->val_size, key, val))
+		if (!shtab_copy(m, t, s, slots + (uint64_t)s * ss, key, val))
 			continue;
 		err = cb(key, val, arg);
 		if (err)
@@ -450,9 +604,28 @@ int memfd_shtab_foreach(const struct memfd *m, const struct memfd_shtab *t,
 uint64_t memfd_shtab_dropped(const struct memfd *m,
 			     const struct memfd_shtab *t)
 {
+	struct memfd_seen *s = m->seen;
+	struct memfd_table_seen *ts = NULL;
+	char where[48];
+	uint64_t v;
+
 	if (shtab_valid(m, t))
 		return 0;
-	return load64(shtab_base(m, t) + offsetof(struct rt_shtab, dropped));
+	for (size_t i = 0; i < s->ntabs && !ts; i++)
+		if (s->tabs[i].off == t->off)
+			ts = &s->tabs[i];
+	if (!ts) {
+		s->tabs = xrealloc(s->tabs, (s->ntabs + 1) * sizeof(*s->tabs));
+		ts = &s->tabs[s->ntabs++];
+		*ts = (struct memfd_table_seen){ .off = t->off };
+	}
+	v = load64(shtab_base(m, t) + offsetof(struct rt_shtab, dropped));
+	snprintf(where, sizeof(where), "the shared table at %" PRIu64, t->off);
+	/* every thread with a block may drop */
+	if (memfd_counter_ok(m, where, "updates dropped", v, ts->dropped,
+			     memfd_nblocks_used(m)))
+		ts->dropped = v;
+	return ts->dropped;
 }
 
 int memfd_shtab_clear(struct memfd *m, const struct memfd_shtab *t)
@@ -517,6 +690,12 @@ int memfd_shtab_zero(struct memfd *m, const struct memfd_shtab *t)
 	return 0;
 }
 
+/* Block i is corrupted: said, and its ring and counters ignored. */
+static void memfd_block_bad(const struct memfd *m, uint32_t i)
+{
+	m->seen->b[i].bad = true;
+}
+
 int memfd_ring_consume(const struct memfd *m, uint32_t i,
 		       int (*cb)(uint32_t type, const void *data,
 				 uint32_t len, void *arg),
@@ -524,42 +703,48 @@ int memfd_ring_consume(const struct memfd *m, uint32_t i,
 {
 	char *b = block(m, i), *ring;
 	uint64_t size = m->l.ring_size, head, tail;
+	struct memfd_block_seen *bs;
 	char rec[65536];
 	int n = 0, err = 0;
 
 	if (!b)
 		return -ERANGE;
+	bs = &m->seen->b[i];
+	if (bs->bad)
+		return 0;
 	ring = b + RT_BLK_MAP + m->l.map_size;
+	/* ubt's own tail: the one in the memfd is the producer's copy */
+	tail = bs->tail;
 	head = load64(b + RT_BLK_RING_HEAD);
-	tail = load64(b + RT_BLK_RING_TAIL);
-	if (head - tail > size || head % 8) {
-		err = -EBADMSG;
-		goto out;
+	if (head % 8 || head < tail || head - tail > size) {
+		memfd_corrupt(m, "thread block %" PRIu32 ": ring head %" PRIu64
+			      " with ubt's tail at %" PRIu64 " in a ring of %"
+			      PRIu64 " bytes", i, head, tail, size);
+		memfd_block_bad(m, i);
+		return -EBADMSG;
 	}
 	while (tail != head) {
 		uint64_t off = tail & (size - 1);
 		uint32_t len, type;
 
-		if (size - off < RT_REC_HDR) {
-			err = -EBADMSG;
-			break;
-		}
 		len = __atomic_load_n((uint32_t *)(ring + off),
 				      __ATOMIC_RELAXED);
 		type = __atomic_load_n((uint32_t *)(ring + off + 4),
 				       __ATOMIC_RELAXED);
 		if (len % 8 || len > head - tail || len > size - off ||
-		    (type != RT_REC_PAD && len < RT_REC_HDR) || !len) {
+		    (type != RT_REC_PAD && len < RT_REC_HDR) || !len ||
+		    len - RT_REC_HDR > sizeof(rec)) {
+			memfd_corrupt(m, "thread block %" PRIu32 ": a ring "
+				      "record of %" PRIu32 " bytes, type %"
+				      PRIu32 ", at %" PRIu64, i, len, type,
+				      tail);
+			memfd_block_bad(m, i);
 			err = -EBADMSG;
 			break;
 		}
 		if (type == RT_REC_PAD) {
 			tail += len;
 			continue;
-		}
-		if (len - RT_REC_HDR > sizeof(rec)) {
-			err = -EBADMSG;
-			break;
 		}
 		memcpy(rec, ring + off + RT_REC_HDR, len - RT_REC_HDR);
 		tail += len;
@@ -568,30 +753,53 @@ int memfd_ring_consume(const struct memfd *m, uint32_t i,
 		if (err)
 			break;
 	}
-out:
-	if (err == -EBADMSG)
-		tail = head;
+	bs->tail = tail;
 	__atomic_store_n((uint64_t *)(b + RT_BLK_RING_TAIL), tail,
 			 __ATOMIC_RELEASE);
 	return err ? err : n;
 }
 
-static uint64_t sum_hdr(const struct memfd *m, uint64_t hoff)
+/*
+ * The sum over the blocks in use of a counter in their headers: the ring's
+ * drops (drops) or the return probes not wrapped.
+ */
+static uint64_t sum_counter(const struct memfd *m, bool drops)
 {
+	uint64_t hoff = drops ? RT_BLK_RING_DROPPED : RT_BLK_SHADOW_LOST;
 	uint32_t n = memfd_nblocks_used(m), i;
 	uint64_t sum = 0;
 
-	for (i = 0; i < n; i++)
-		sum += load64(block(m, i) + hoff);
+	for (i = 0; i < n; i++) {
+		struct memfd_block_seen *bs = &m->seen->b[i];
+		uint64_t *keep = drops ? &bs->dropped : &bs->shadow_lost;
+		uint64_t v;
+
+		if (!bs->bad) {
+			char where[32];
+
+			snprintf(where, sizeof(where),
+				 "thread block %" PRIu32, i);
+			v = load64(block(m, i) + hoff);
+			if (memfd_counter_ok(m, where,
+					     drops ? "events dropped" :
+						     "return probes not "
+						     "wrapped",
+					     v, *keep, 1))
+				*keep = v;
+			else
+				memfd_block_bad(m, i);
+		}
+		sum += *keep;
+	}
 	return sum;
 }
 
 uint64_t memfd_ring_dropped(const struct memfd *m)
 {
-	return sum_hdr(m, RT_BLK_RING_DROPPED);
+	return sum_counter(m, true);
 }
 
 uint64_t memfd_shadow_lost(const struct memfd *m)
 {
-	return sum_hdr(m, RT_BLK_SHADOW_LOST);
+	return sum_counter(m, false);
 }

@@ -3,6 +3,19 @@
  * own copy of every size and offset and never trusts what it reads back from
  * the memfd: the target can write anything there.  Every index, length and
  * offset read from the memfd is checked against ubt's copy.
+ *
+ * Counters are checked for plausibility: ubt keeps its own ring tails and
+ * the last value of every counter it read (ring drops, lost return probes,
+ * blocks handed out, threads without a block, a shared table's drops).
+ * Corruption is a counter that went down or grew faster than one a
+ * nanosecond (per thread that can write it) since the memfd was mapped, a
+ * ring head behind ubt's tail, more than a ring ahead of it or not
+ * 8-aligned, a malformed ring record, a slot state or thread id no
+ * runtime writes.  ubt then says once, on stderr,
+ *   ubt: warning: pid N: the process corrupted ubt's shared memory (what)
+ * and ignores the corrupted data: a counter keeps its last plausible value
+ * (the block's, or the control block's, are not read again), the block's
+ * ring is not read again, a slot with a bad state is skipped.
  */
 #ifndef UBT_MEMFD_H
 #define UBT_MEMFD_H
@@ -20,6 +33,8 @@ struct memfd_layout {
 	uint64_t shared_size;	/* bytes of shared tables, 8-aligned */
 };
 
+struct memfd_seen;
+
 struct memfd {
 	int fd;
 	char *base;		/* ubt's read-write mapping */
@@ -27,6 +42,8 @@ struct memfd {
 	struct rt_ctl *ctl;
 	struct memfd_layout l;
 	uint64_t block_off, block_size, tmpl_off;
+	int pid;		/* the target, for the warning (0: not said) */
+	struct memfd_seen *seen;	/* what ubt read back (memfd.c) */
 };
 
 void memfd_layout_default(struct memfd_layout *l);
@@ -44,8 +61,12 @@ uint64_t memfd_code_off(unsigned int i);
 
 /* Number of thread blocks handed out so far, clamped to nblocks. */
 uint32_t memfd_nblocks_used(const struct memfd *m);
+/* Threads that found no free block (ctl->no_block). */
+uint64_t memfd_no_block(const struct memfd *m);
 /* Thread id recorded in block i (0 if not initialized or out of range). */
 uint32_t memfd_block_tid(const struct memfd *m, uint32_t i);
+/* Has the target corrupted the memfd (the warning was printed)? */
+bool memfd_corrupted(const struct memfd *m);
 
 /* Copy len bytes at map offset off of block i; -ERANGE if out of bounds. */
 int memfd_map_read(const struct memfd *m, uint32_t i, uint64_t off,
@@ -127,8 +148,9 @@ int memfd_shtab_zero(struct memfd *m, const struct memfd_shtab *t);
 
 /*
  * Consume the records of block i's ring: cb(type, data, len) for each.
- * A malformed ring (bad head, length or padding) stops with -EBADMSG and
- * is resynchronised to its head.  Returns the number of records or -errno.
+ * A malformed ring (bad head, length or padding) is corruption: -EBADMSG
+ * the first time, and the ring is not read again (0).  Returns the number
+ * of records or -errno.
  */
 int memfd_ring_consume(const struct memfd *m, uint32_t i,
 		       int (*cb)(uint32_t type, const void *data,

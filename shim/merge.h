@@ -9,7 +9,11 @@
  * code: no call, no syscall).  With constant_tsc and nonstop_tsc, and
  * tsc as the kernel's clocksource, the counter runs at one rate on every
  * CPU, in every process, and the kernel computes CLOCK_MONOTONIC from it
- * linearly: merge_clock converts counts
+ * linearly.  Otherwise (another clocksource, such as kvm-clock; or
+ * UBT_NO_TSC set to anything but 0, which tests use to run this fallback
+ * on every machine) user-mode records carry CLOCK_MONOTONIC ns too, read
+ * through the vDSO by the runtime (RT_FN_CLOCK_NS: no syscall either,
+ * ~20 ns).  merge_clock converts counts
  * to ns by interpolating between pairs (rdtsc, clock_gettime()) that ubt
  * reads itself, the tightest of a few tries each.  merge_clock_sample()
  * takes a new pair (the anchor) each round, before the rings are read, so
@@ -45,7 +49,7 @@ struct merge_clock {
 };
 
 /* Is the time-stamp counter a clock (constant_tsc and nonstop_tsc, and
- * the kernel's clocksource)? */
+ * the kernel's clocksource), and UBT_NO_TSC unset (or 0)? */
 bool merge_tsc_usable(void);
 /* The counter now (serialised against earlier loads). */
 uint64_t merge_rdtsc(void);

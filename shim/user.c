@@ -6,7 +6,6 @@
 #include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <libgen.h>
 #include <limits.h>
 #include <sched.h>
 #include <signal.h>
@@ -25,6 +24,7 @@
 #include "owner.h"
 #include "patch.h"
 #include "ptrace.h"
+#include "rtpath.h"
 #include "tramp.h"
 #include "user.h"
 #include "util.h"
@@ -202,9 +202,7 @@ uint64_t user_lost_events(const struct ubt_user *u)
 
 uint64_t user_unrecorded_threads(const struct ubt_user *u)
 {
-	return u->m.ctl ? __atomic_load_n(&u->m.ctl->no_block,
-					  __ATOMIC_RELAXED)
-			: 0;
+	return u->m.ctl ? memfd_no_block(&u->m) : 0;
 }
 
 int user_leftovers(const struct ubt_user *u)
@@ -222,33 +220,12 @@ struct memfd *user_memfd(struct ubt_user *u)
 	return &u->m;
 }
 
-static int runtime_path(const struct user_opts *o, char *out, size_t len)
+/* The runtime to load: found and checked as rtpath.h says. */
+static int runtime_path(const struct user_opts *o, char *out, size_t len,
+			char *why, size_t whylen)
 {
-	const char *opt = USER_FIELD(o, struct user_opts, runtime_path);
-	const char *env = getenv("UBT_RUNTIME");
-	char exe[PATH_MAX];
-	ssize_t n;
-
-	if (opt) {
-		snprintf(out, len, "%s", opt);
-		return 0;
-	}
-	if (env && *env) {
-		snprintf(out, len, "%s", env);
-		return 0;
-	}
-	snprintf(out, len, "%s/libubt-rt.so", UBT_BUILDDIR);
-	if (!access(out, R_OK))
-		return 0;
-	n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
-	if (n > 0) {
-		exe[n] = 0;
-		snprintf(out, len, "%s/../libexec/ubt/libubt-rt.so",
-			 dirname(exe));
-		if (!access(out, R_OK))
-			return 0;
-	}
-	return -ENOENT;
+	return rtpath_find(USER_FIELD(o, struct user_opts, runtime_path), out,
+			   len, why, whylen);
 }
 
 /* Load bias of a module mapped from path in the target. */
@@ -384,6 +361,7 @@ static int place_memfd(struct ubt_user *u, const struct user_opts *o)
 	if (err)
 		return err;
 	u->target_base = (uint64_t)ret;
+	u->m.pid = u->pid;	/* named if it corrupts the memfd */
 	u->m.ctl->target_base = u->target_base;
 	if (USER_FIELD(o, struct user_opts, fault_safe_reads))
 		u->m.ctl->flags |= RT_CTL_FAULT_HANDLER;
@@ -741,11 +719,16 @@ static int user_stop_all(struct ubt_user *u)
 /* Find the runtime before touching the target. */
 static int find_runtime(struct ubt_user *u, const struct user_opts *o)
 {
+	char why[sizeof(u->err)];
 	uint64_t sz, off;
 	int err;
 
-	if (runtime_path(o, u->rt_path, sizeof(u->rt_path)))
-		return uerr(u, -ENOENT, "cannot find libubt-rt.so");
+	err = runtime_path(o, u->rt_path, sizeof(u->rt_path), why,
+			   sizeof(why));
+	if (err) {
+		uerr(u, 0, "%s", why);
+		return err;
+	}
 	if (strlen(u->rt_path) + 1 > RT_CTL_SIZE - USER_SCRATCH_OFF)
 		return uerr(u, -ENAMETOOLONG, "%s", u->rt_path);
 	err = patch_find_symbol(u->rt_path, "rt_init", &u->rt_init_vaddr, &sz,

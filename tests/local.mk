@@ -67,7 +67,8 @@ endif
 UBT_CLI_TESTS = \
 	tests/cli/cmdline.sh \
 	tests/cli/man-examples.sh \
-	tests/cli/manpage.sh
+	tests/cli/manpage.sh \
+	tests/cli/output-file.sh
 TESTS += $(UBT_CLI_TESTS) tests/cli/unit-cli
 EXTRA_DIST += $(UBT_CLI_TESTS) tests/cli/tap.sh
 check_PROGRAMS += tests/cli/unit-cli
@@ -88,11 +89,13 @@ tests_unit_output_SOURCES = tests/unit-output.c
 tests_unit_output_LDADD = $(UBT_LIBS)
 
 # Kernel and user-mode events in time order (shim/merge.c): the queue's
-# order, the time-stamp counter against clock_gettime and the kernel.
+# order, the time-stamp counter (where it is a clock) and the fallback,
+# the runtime's vDSO clock (everywhere), against clock_gettime and the
+# kernel.
 check_PROGRAMS += tests/unit-merge
 TESTS += tests/unit-merge
 tests_unit_merge_SOURCES = tests/unit-merge.c
-tests_unit_merge_LDADD = $(UBT_LIBS)
+tests_unit_merge_LDADD = $(UBT_LIBS) -ldl
 
 # Probes: ELF symbols, USDT notes, targets, wildcards, tracepoint args
 # (shim/probes.c, frontend/tracepoint.c) and `ubt -l` against bpftrace.
@@ -113,19 +116,36 @@ tests_unit_probes_SOURCES = \
 	tests/unit-probes.c
 tests_unit_probes_LDADD = $(UBT_LIBS)
 
+# Where the runtime comes from (shim/rtpath.c): only a file root alone
+# can have written; the build tree's copy, or the installed one.
+check_PROGRAMS += tests/unit-rtpath
+TESTS += \
+	tests/rtpath.sh \
+	tests/unit-rtpath
+EXTRA_DIST += tests/rtpath.sh
+tests_unit_rtpath_SOURCES = \
+	tests/tap.c \
+	tests/tap.h \
+	tests/unit-rtpath.c
+tests_unit_rtpath_LDADD = $(UBT_LIBS)
+
 # User mode (shim/ptrace.c patch.c tramp.c memfd.c user.c, runtime/):
 # attach, patch, trampolines, per-thread blocks, detach, with native blobs.
 check_PROGRAMS += \
+	tests/user/scribble \
 	tests/user/target \
 	tests/user/test-user \
 	tests/user/unit-aggiter \
+	tests/user/unit-corrupt \
 	tests/user/unit-memfd \
 	tests/user/unit-shtab
 TESTS += \
+	tests/user/corrupt.sh \
 	tests/user/kill-stress.py \
 	tests/user/share.py \
 	tests/user/test-user \
 	tests/user/unit-aggiter \
+	tests/user/unit-corrupt \
 	tests/user/unit-memfd \
 	tests/user/unit-shtab \
 	tests/user/unwind-detach.py \
@@ -133,11 +153,18 @@ TESTS += \
 # tests/user/unwind.*: C++ exceptions, pthread_exit and backtrace() through
 # user-mode return probes (the ubt-exc target)
 EXTRA_DIST += \
+	tests/user/corrupt.sh \
 	tests/user/kill-stress.py \
 	tests/user/share.py \
 	tests/user/unwind-detach.py \
 	tests/user/unwind.sh \
 	tests/user/unwind.test
+# tests/user/corrupt.sh: a target that writes garbage over ubt's memfd
+tests_user_scribble_SOURCES = tests/user/scribble.c
+tests_user_scribble_CPPFLAGS = -I$(top_srcdir)/runtime \
+	-I$(top_srcdir)/tests/targets
+tests_user_scribble_CFLAGS = $(UBT_TARGET_CFLAGS)
+tests_user_scribble_LDFLAGS =
 tests_user_target_SOURCES = tests/user/target.c
 tests_user_target_CFLAGS = -O2 -pthread
 tests_user_target_LDFLAGS =
@@ -153,6 +180,11 @@ tests_user_unit_aggiter_SOURCES = \
 	tests/tap.h \
 	tests/user/unit-aggiter.c
 tests_user_unit_aggiter_LDADD = $(UBT_LIBS) -ldl
+tests_user_unit_corrupt_SOURCES = \
+	tests/tap.c \
+	tests/tap.h \
+	tests/user/unit-corrupt.c
+tests_user_unit_corrupt_LDADD = $(UBT_LIBS) -ldl
 tests_user_unit_memfd_SOURCES = \
 	tests/tap.c \
 	tests/tap.h \
@@ -197,6 +229,8 @@ check-bpftrace: $(check_PROGRAMS) ubt$(EXEEXT)
 check_PROGRAMS += tests/unit-sema
 TESTS += tests/unit-sema
 tests_unit_sema_SOURCES = tests/unit-sema.c
+tests_unit_sema_CPPFLAGS = $(AM_CPPFLAGS) \
+	-DUBT_BUILDDIR='"$(abs_top_builddir)"'
 tests_unit_sema_LDADD = $(UBT_LIBS)
 
 # Codegen and the kernel shim (codegen/, shim/kernel.c): a hand-built

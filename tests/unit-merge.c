@@ -1,23 +1,39 @@
 /*
- * Unit tests of shim/merge.c: the queue hands records back in time order
- * (equal times in push order, nothing at or after the bound), and the
- * time-stamp counter converted to CLOCK_MONOTONIC agrees with
- * clock_gettime() and with the kernel's bpf_ktime_get_ns() (a BPF syscall
- * program run with BPF_PROG_TEST_RUN between two counter reads) to well
- * under a microsecond.
+ * Unit tests of shim/merge.c and of the user side's two clocks: the queue
+ * hands records back in time order (equal times in push order, nothing at
+ * or after the bound); where the time-stamp counter is a clock, it
+ * converts to CLOCK_MONOTONIC in agreement with clock_gettime() and with
+ * the kernel's bpf_ktime_get_ns() (a BPF syscall program run with
+ * BPF_PROG_TEST_RUN between two counter reads) to well under a
+ * microsecond; on every machine, UBT_NO_TSC forces the fallback, and the
+ * fallback, the runtime's rt_clock_ns() (RT_FN_CLOCK_NS), reads
+ * CLOCK_MONOTONIC as clock_gettime() and the kernel do, without a system
+ * call (checked under a seccomp filter that refuses clock_gettime).
  */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+#include <dlfcn.h>
 #include <errno.h>
 #include <stdarg.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
 #include <bpf/bpf.h>
+#include <linux/audit.h>
 #include <linux/bpf.h>
+#include <linux/filter.h>
+#include <linux/seccomp.h>
 
+#include "memfd.h"
 #include "merge.h"
 #include "util.h"
 
@@ -42,6 +58,12 @@ static void check(const char *name, int ok, const char *fmt, ...)
 		va_end(ap);
 		printf("\n");
 	}
+}
+
+static void skip(const char *name, const char *why)
+{
+	ntest++;
+	printf("ok %d - %s # SKIP %s\n", ntest, name, why);
 }
 
 /* ---- the queue ----------------------------------------------------- */
@@ -149,9 +171,6 @@ static void test_clock(void)
 	int64_t worst = 0;
 	int used = 0, bad = 0;
 
-	check("clock: the time-stamp counter is a clock here "
-	      "(constant_tsc, nonstop_tsc, the tsc clocksource)",
-	      merge_tsc_usable(), NULL);
 	merge_clock_init(&c);
 	sleep_ms(20);
 	merge_clock_sample(&c);
@@ -177,6 +196,21 @@ static void test_clock(void)
 			worst = e;
 		bad += e > 200;
 	}
+	check("clock: converted counter reads lie between the clock_gettime "
+	      "reads around them (200 ns of tolerance)",
+	      used > NREADS / 2 && !bad,
+	      "%d reads used, %d outside, worst %lld ns outside", used, bad,
+	      (long long)worst);
+}
+
+/* Arithmetic only: holds whatever the counter is. */
+static void test_garbage(void)
+{
+	struct merge_clock c;
+
+	merge_clock_init(&c);
+	sleep_ms(2);
+	merge_clock_sample(&c);
 	check("clock: counter values far off (a target's garbage) convert "
 	      "to times far off, without overflow",
 	      merge_clock_ns(&c, 0) < c.ns1 &&
@@ -187,11 +221,33 @@ static void test_clock(void)
 			      (uint64_t)1 << 62 &&
 		      merge_clock_ns(&c, c.tsc1) == c.ns1,
 	      NULL);
-	check("clock: converted counter reads lie between the clock_gettime "
-	      "reads around them (200 ns of tolerance)",
-	      used > NREADS / 2 && !bad,
-	      "%d reads used, %d outside, worst %lld ns outside", used, bad,
-	      (long long)worst);
+}
+
+/* UBT_NO_TSC forces the fallback on any machine; 0 or empty does not. */
+static void test_force(void)
+{
+	const char *was = getenv("UBT_NO_TSC");
+	char *keep = was ? xstrdup(was) : NULL;
+	bool usable, forced, zero, empty;
+
+	unsetenv("UBT_NO_TSC");
+	usable = merge_tsc_usable();
+	setenv("UBT_NO_TSC", "1", 1);
+	forced = merge_tsc_usable();
+	setenv("UBT_NO_TSC", "0", 1);
+	zero = merge_tsc_usable();
+	setenv("UBT_NO_TSC", "", 1);
+	empty = merge_tsc_usable();
+	if (keep)
+		setenv("UBT_NO_TSC", keep, 1);
+	else
+		unsetenv("UBT_NO_TSC");
+	free(keep);
+	check("UBT_NO_TSC=1: the fallback clock, whatever the machine",
+	      !forced, NULL);
+	check("UBT_NO_TSC=0 or empty: as unset", zero == usable &&
+	      empty == usable, zero == usable && empty == usable ? NULL :
+	      "unset %d, 0 %d, empty %d", usable, zero, empty);
 }
 
 /*
@@ -269,12 +325,192 @@ static void test_kernel_clock(void)
 	      (long long)after);
 }
 
+/* ---- the fallback: the runtime's clock ------------------------------ */
+
+static uint64_t (*rt_clock)(void);
+
+/* Load the runtime as ubt loads it in a target, and point it at a memfd. */
+static bool runtime_clock(void)
+{
+	struct memfd_layout l = { .map_size = 4096, .ring_size = 4096,
+				  .nblocks = 1 };
+	static struct memfd m;
+	const char *b = getenv("top_builddir");
+	char path[4096];
+	long (*init)(struct rt_ctl *);
+	void *h;
+
+	snprintf(path, sizeof(path), "%s/libubt-rt.so", b ? b : ".");
+	h = dlopen(path, RTLD_NOW);
+	init = h ? (long (*)(struct rt_ctl *))dlsym(h, "rt_init") : NULL;
+	if (!init || memfd_create_local(&m, &l) ||
+	    init(m.ctl) != m.ctl->tls_offset) {
+		printf("Bail out! cannot load the runtime %s: %s\n", path,
+		       h ? "rt_init failed" : dlerror());
+		exit(99);
+	}
+	rt_clock = (uint64_t (*)(void))(uintptr_t)m.ctl->fn[RT_FN_CLOCK_NS];
+	return rt_clock && (void *)(uintptr_t)rt_clock == dlsym(h,
+								 "rt_clock_ns");
+}
+
+/* Same clock as clock_gettime(CLOCK_MONOTONIC): exactly in order. */
+static void test_rt_clock(void)
+{
+	int bad = 0;
+	uint64_t a = 0, r = 0, b = 0;
+
+	check("fallback: the runtime publishes rt_clock_ns as RT_FN_CLOCK_NS",
+	      runtime_clock(), NULL);
+	for (int i = 0; i < NREADS; i++) {
+		a = mono_ns();
+		r = rt_clock();
+		b = mono_ns();
+		if (r < a || r > b) {
+			bad++;
+			break;
+		}
+	}
+	check("fallback: rt_clock_ns() reads CLOCK_MONOTONIC (each read "
+	      "between the clock_gettime() reads around it)", !bad,
+	      bad ? "%llu <= %llu <= %llu fails" : NULL,
+	      (unsigned long long)a, (unsigned long long)r,
+	      (unsigned long long)b);
+}
+
+/*
+ * In a child that may not call clock_gettime(2) (seccomp: EPERM):
+ * 0 when rt_clock_ns() still reads the clock, 1 when it does not, 77
+ * when libc's clock_gettime() cannot either (the clocksource needs the
+ * system call here: nothing to check).
+ */
+static int no_syscall_child(void)
+{
+	struct sock_filter f[] = {
+		BPF_STMT(BPF_LD | BPF_W | BPF_ABS,
+			 offsetof(struct seccomp_data, arch)),
+		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, AUDIT_ARCH_X86_64, 1, 0),
+		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+		BPF_STMT(BPF_LD | BPF_W | BPF_ABS,
+			 offsetof(struct seccomp_data, nr)),
+		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_clock_gettime, 0, 1),
+		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | EPERM),
+		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+	};
+	struct sock_fprog prog = { .len = sizeof(f) / sizeof(f[0]),
+				   .filter = f };
+	struct timespec ts;
+
+	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) ||
+	    prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog))
+		return 99;
+	if (syscall(SYS_clock_gettime, CLOCK_MONOTONIC, &ts) != -1 ||
+	    errno != EPERM)
+		return 99;	/* the filter does not work */
+	for (int i = 0; i < NREADS; i++) {
+		uint64_t a, r, b;
+
+		if (clock_gettime(CLOCK_MONOTONIC, &ts))
+			return 77;
+		a = (uint64_t)ts.tv_sec * 1000000000u + ts.tv_nsec;
+		r = rt_clock();
+		if (clock_gettime(CLOCK_MONOTONIC, &ts))
+			return 77;
+		b = (uint64_t)ts.tv_sec * 1000000000u + ts.tv_nsec;
+		if (r < a || r > b)
+			return 1;
+	}
+	return 0;
+}
+
+static void test_rt_no_syscall(void)
+{
+	const char *name = "fallback: rt_clock_ns() makes no system call "
+			   "(it reads the clock under a seccomp filter that "
+			   "refuses clock_gettime)";
+	int st = 0;
+	pid_t pid;
+
+	fflush(stdout);
+	pid = fork();
+	if (!pid)
+		_exit(no_syscall_child());
+	if (pid < 0 || waitpid(pid, &st, 0) != pid || !WIFEXITED(st)) {
+		check(name, 0, "the child did not exit (%#x)", st);
+		return;
+	}
+	if (WEXITSTATUS(st) == 77)
+		skip(name, "this clocksource needs the system call in the "
+			   "vDSO as well");
+	else
+		check(name, WEXITSTATUS(st) == 0,
+		      WEXITSTATUS(st) ? "child exit %d%s" : NULL,
+		      WEXITSTATUS(st), WEXITSTATUS(st) == 99 ?
+		      " (seccomp filter failed)" : "");
+}
+
+/* The kernel's stamps: between the fallback's reads around them. */
+static void test_rt_kernel(void)
+{
+	int fd = ktime_prog(), ran = 0, bad = 0;
+
+	if (fd < 0) {
+		check("fallback: bpf_ktime_get_ns() between rt_clock_ns() "
+		      "reads", 0, "bpf_prog_load: %s", strerror(-fd));
+		return;
+	}
+	for (int i = 0; i < NREADS; i++) {
+		uint64_t a, k = 0, b;
+		LIBBPF_OPTS(bpf_test_run_opts, o, .ctx_in = &k,
+			    .ctx_size_in = sizeof(k));
+
+		a = rt_clock();
+		if (bpf_prog_test_run_opts(fd, &o))
+			break;
+		b = rt_clock();
+		ran++;
+		bad += k < a || k > b;
+	}
+	close(fd);
+	check("fallback: bpf_ktime_get_ns() lies between the rt_clock_ns() "
+	      "reads around BPF_PROG_TEST_RUN (exactly: one clock)",
+	      ran == NREADS && !bad, "%d runs, %d outside", ran, bad);
+}
+
 int main(void)
 {
+	char src[64] = "unknown";
+	FILE *f;
+
+	f = fopen("/sys/devices/system/clocksource/clocksource0/"
+		  "current_clocksource", "r");
+	if (f) {
+		if (fgets(src, sizeof(src), f))
+			src[strcspn(src, "\n")] = 0;
+		fclose(f);
+	}
+	printf("# clocksource %s; the time-stamp counter is %sa clock here\n",
+	       src, merge_tsc_usable() ? "" : "not ");
 	test_order();
 	test_bound();
-	test_clock();
-	test_kernel_clock();
+	test_force();
+	test_garbage();
+	if (merge_tsc_usable()) {
+		test_clock();
+		test_kernel_clock();
+	} else {
+		skip("clock: converted counter reads lie between the "
+		     "clock_gettime reads around them",
+		     "the time-stamp counter is not a clock here");
+		skip("clock: a BPF program reading bpf_ktime_get_ns() loads",
+		     "the time-stamp counter is not a clock here");
+		skip("clock: bpf_ktime_get_ns() lies between the converted "
+		     "counter reads", "the time-stamp counter is not a clock "
+		     "here");
+	}
+	test_rt_clock();
+	test_rt_no_syscall();
+	test_rt_kernel();
 	printf("1..%d\n", ntest);
 	return nfail ? 1 : 0;
 }

@@ -8,10 +8,13 @@
 #include "config.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <signal.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "ast.h"
@@ -156,17 +159,92 @@ static int driver_sema(struct compile *c, const struct cli_opts *o)
 	return 0;
 }
 
+/*
+ * fopen(path, "w") for -o, except that in a directory anyone can create
+ * files in (sticky and world-writable, such as /tmp) it follows no
+ * symbolic link and writes no file that belongs to another user (but the
+ * directory's owner): someone may have put them there for root to write
+ * through.  The kernel refuses both itself with fs.protected_symlinks and
+ * fs.protected_regular, which not every machine sets.  An existing file
+ * is emptied only once it is known to be fit.  NULL with errno, and *why
+ * when the reason is ours.
+ */
+static FILE *driver_fopen_output(const char *path, const char **why)
+{
+	int flags = O_WRONLY | O_CREAT | O_CLOEXEC | O_NOCTTY;
+	char *dir = xstrdup(path), *slash = strrchr(dir, '/');
+	bool shared = false;
+	struct stat ds, st;
+	FILE *f;
+	int fd;
+
+	*why = NULL;
+	if (slash == dir)
+		dir[1] = 0;	/* "/x": the root */
+	else if (slash)
+		*slash = 0;
+	if (!stat(slash ? dir : ".", &ds) && (ds.st_mode & S_ISVTX) &&
+	    (ds.st_mode & S_IWOTH))
+		shared = true;
+	free(dir);
+	if (shared) {
+		/* a link of ours or the directory's owner: nobody else can
+		 * replace it (sticky); any other, or one made meanwhile, is
+		 * not followed */
+		if (lstat(path, &st) || !S_ISLNK(st.st_mode))
+			flags |= O_NOFOLLOW;
+		else if (st.st_uid != geteuid() && st.st_uid != ds.st_uid) {
+			*why = "a symbolic link of another user in a "
+			       "directory anyone can write to";
+			errno = EPERM;
+			return NULL;
+		}
+		flags |= O_NONBLOCK;	/* never wait on someone's FIFO */
+	}
+	fd = open(path, flags, 0666);
+	if (fd < 0) {
+		if (shared && errno == ELOOP)
+			*why = "a symbolic link of another user in a "
+			       "directory anyone can write to";
+		return NULL;
+	}
+	if (fstat(fd, &st))
+		goto fail;
+	if (shared && st.st_uid != geteuid() && st.st_uid != ds.st_uid) {
+		*why = "a file of another user in a directory anyone can "
+		       "write to";
+		errno = EPERM;
+		goto fail;
+	}
+	if ((shared &&
+	     fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK) < 0) ||
+	    (S_ISREG(st.st_mode) && ftruncate(fd, 0)))
+		goto fail;
+	f = fdopen(fd, "w");
+	if (f)
+		return f;
+fail:
+	{
+		int e = errno;
+
+		close(fd);
+		errno = e;
+	}
+	return NULL;
+}
+
 /* -o FILE and -B MODE: where and how the program's output is written. */
 static int driver_open_output(const struct cli_opts *o, FILE **out)
 {
+	const char *why;
 	FILE *f = stdout;
 	int mode;
 
 	if (o->output) {
-		f = fopen(o->output, "w");
+		f = driver_fopen_output(o->output, &why);
 		if (!f) {
 			fprintf(stderr, "ubt: cannot open output file %s: %s\n",
-				o->output, strerror(errno));
+				o->output, why ? why : strerror(errno));
 			return UBT_EXIT_ERROR;
 		}
 	}

@@ -3,10 +3,14 @@
  * bodies built through the native irb helpers, emitted relocation-free,
  * refused when a relocation remains, patched with the runtime's TLS offset,
  * installed into tests/user/target and run there: a keyless count() at a
- * fixed offset (exact count, ns per hit), a keyed count() in a per-thread
- * table, events through the thread's ring, the exit flag.
+ * fixed offset (exact count), a keyed count() in a per-thread table,
+ * events through the thread's ring, the exit flag.  Costs per hit are
+ * printed, never checked: tests hold on a loaded machine (make bench
+ * checks the budgets); a round the target does not answer fails, with
+ * how the target ended.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -41,6 +45,68 @@ static double round_ns(struct proc *p)
 	    sscanf(line, "ns %lf", &ns) != 1)
 		return -1;
 	return ns;
+}
+
+/* A target target_fate() found gone, and its wait status. */
+static pid_t reaped_pid;
+static int reaped_status;
+
+/*
+ * After a round went unanswered: how the target ended, for the message
+ * ("" when all went well).  It is reaped here if it is gone.
+ */
+static const char *target_fate(struct proc *p, bool fine)
+{
+	static char why[640];
+	int st;
+
+	if (fine)
+		return "";
+	if (waitpid(p->pid, &st, WNOHANG) != p->pid) {
+		char path[64], state[256] = "?", sc[256] = "?";
+		FILE *f;
+
+		/* where it is: its state, and its system call or pc */
+		snprintf(path, sizeof(path), "/proc/%d/status", p->pid);
+		f = fopen(path, "r");
+		while (f && fgets(state, sizeof(state), f))
+			if (!strncmp(state, "State:", 6))
+				break;
+		if (f)
+			fclose(f);
+		snprintf(path, sizeof(path), "/proc/%d/syscall", p->pid);
+		f = fopen(path, "r");
+		if (f && !fgets(sc, sizeof(sc), f))
+			strcpy(sc, "?");
+		if (f)
+			fclose(f);
+		state[strcspn(state, "\n")] = 0;
+		sc[strcspn(sc, "\n")] = 0;
+		snprintf(why, sizeof(why), ": the target runs, silent (%s; "
+			 "syscall %s)", state, sc);
+		return why;
+	}
+	reaped_pid = p->pid;
+	reaped_status = st;
+	if (WIFSIGNALED(st))
+		snprintf(why, sizeof(why), ": the target was killed by "
+			 "signal %d", WTERMSIG(st));
+	else
+		snprintf(why, sizeof(why), ": the target exited with %d",
+			 WEXITSTATUS(st));
+	return why;
+}
+
+/* The target's exit code once its stdin is closed; -1: not an exit. */
+static int target_exit(struct proc *p)
+{
+	int st;
+
+	if (p->pid == reaped_pid)
+		st = reaped_status;
+	else if (waitpid(p->pid, &st, 0) != p->pid)
+		return -1;
+	return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
 }
 
 static double best_ns(struct proc *p, int rounds)
@@ -368,9 +434,9 @@ static void finish(struct proc *p, struct ubt_user *u)
 		user_free(u);
 	}
 	close(p->in);
-	waitpid(p->pid, &st, 0);
+	st = target_exit(p);
 	close(p->out);
-	ok(WIFEXITED(st) && !WEXITSTATUS(st), "target exits 0");
+	ok(st == 0, "target exits 0");
 }
 
 static void test_count(void)
@@ -398,10 +464,12 @@ static void test_count(void)
 	ret = user_read_maps(u, c_off, 8, add_u64, &sum);
 	ok(!ret && sum == 3ULL * N, "count(): %llu hits of %llu counted",
 	   (unsigned long long)sum, 3ULL * N);
+	/* the cost is information (make bench holds the budgets) */
 	printf("# ns per call: unprobed %.2f, with count() %.2f: %+.2f ns "
 	       "per hit\n", plain, probed, probed - plain);
-	ok(plain > 0 && probed > 0 && probed - plain < 50,
-	   "count() costs %.2f ns per hit", probed - plain);
+	ok(plain > 0 && probed > 0,
+	   "count(): the target answers every timed round%s",
+	   target_fate(&p, plain > 0 && probed > 0));
 	/* exit(): the flag in the block stops the probe */
 	{
 		struct memfd *m = user_memfd(u);
@@ -457,15 +525,145 @@ static void test_keyed_events(void)
 
 /*
  * What ubt itself emits (the whole lowering, native target) for the probe
- * bodies of DESIGN.md's budget table: size, exact count where there is
- * one, and cost per hit in the target's bench loop (ut_plain, or ut_ret
- * for the return probe).
+ * bodies of DESIGN.md's budget table: size, what the probe left in its map
+ * after 3 rounds of N calls (exactly), and, as information only, the cost
+ * per hit in the target's bench loop (ut_plain, or ut_ret for the return
+ * probe): a loaded machine makes timings anything, and the budgets are
+ * make bench's.
  */
 /* cg_opts.native_thread_maps for test_lowered() (NULL: none) */
 static const bool *lowered_thread_maps;
 
-static void test_lowered(const char *body, bool ret_probe, bool exact,
-			 double budget)
+/* What the probe's one map must hold after the rounds. */
+enum lowered_check {
+	LC_NONE,	/* nothing exact (sum(arg1): arg1 is not set) */
+	LC_HITS,	/* its values, over keys and threads, add up to 3N */
+	LC_GONE,	/* a key was added, and deleted: no entry is left */
+	LC_SUM_I,	/* one entry: the sum of arg0 = i over the rounds */
+};
+
+struct lc_sum {
+	uint64_t sum;
+	int n;
+};
+
+static int lc_add_key(const void *key, const void *val, uint32_t block,
+		      void *arg)
+{
+	struct lc_sum *t = arg;
+	uint64_t v;
+
+	(void)key;
+	(void)block;
+	memcpy(&v, val, 8);
+	t->sum += v;
+	t->n++;
+	return 0;
+}
+
+static int lc_add_shared(const void *key, const void *val, void *arg)
+{
+	return lc_add_key(key, val, 0, arg);
+}
+
+static int lc_add_buckets(const void *data, uint32_t block, void *arg)
+{
+	const struct native_map *nm = ((void **)arg)[0];
+	uint64_t v;
+
+	(void)block;
+	for (uint32_t i = 0; i < nm->nslots; i++) {
+		memcpy(&v, (const char *)data + 8 * i, 8);
+		*(uint64_t *)((void **)arg)[1] += v;
+	}
+	return 0;
+}
+
+/* Slots of the map's table ever taken (thread 0's, or the shared one). */
+static uint64_t lc_used(struct ubt_user *u, const struct native_map *nm)
+{
+	struct memfd *m = user_memfd(u);
+	struct rt_shtab sh;
+	struct rt_htab h;
+
+	if (nm->kind == NATIVE_MAP_SHARED) {
+		memcpy(&sh, m->base + RT_SHARED_OFF + nm->off, sizeof(sh));
+		return sh.used;
+	}
+	if (memfd_map_read(m, 0, nm->off, &h, sizeof(h)))
+		return 0;
+	return h.used;
+}
+
+/* Check what the map holds; N calls per round, 3 rounds. */
+static void lowered_check(struct ubt_user *u, const struct cg_object *obj,
+			  const char *body, enum lowered_check how, uint64_t n)
+{
+	const struct native_map *nm = NULL;
+	struct lc_sum t = { 0 };
+	int err = -ENOENT;
+
+	/* the program's one map; AT__ringbuf, AT__lost... are ubt's */
+	for (int i = 0; i < obj->nnative_maps && !nm; i++)
+		if (strncmp(obj->native_maps[i].name, "AT__", 4))
+			nm = &obj->native_maps[i];
+	if (how == LC_NONE)
+		return;
+	if (!nm) {
+		ok(0, "%s: the map is found", body);
+		return;
+	}
+	switch (nm->kind) {
+	case NATIVE_MAP_FIXED:
+		err = user_read_maps(u, nm->off, 8, add_u64, &t.sum);
+		t.n = 1;
+		break;
+	case NATIVE_MAP_ARRAY: {
+		void *arg[2] = { (void *)nm, &t.sum };
+
+		err = user_read_maps(u, nm->off, 8ull * nm->nslots,
+				     lc_add_buckets, arg);
+		t.n = 1;
+		break;
+	}
+	case NATIVE_MAP_HTAB: {
+		struct memfd_htab h = { .off = nm->off, .nslots = nm->nslots,
+					.key_size = nm->key_size,
+					.val_size = nm->val_size };
+
+		err = memfd_htab_foreach(user_memfd(u), &h, lc_add_key, &t);
+		break;
+	}
+	case NATIVE_MAP_SHARED: {
+		struct memfd_shtab h = { .off = nm->off,
+					 .nslots = nm->nslots,
+					 .key_size = nm->key_size,
+					 .val_size = nm->val_size,
+					 .max_probe = nm->max_probe };
+
+		err = memfd_shtab_foreach(user_memfd(u), &h, lc_add_shared,
+					  &t);
+		break;
+	}
+	}
+	if (how == LC_HITS)
+		ok(!err && t.n == 1 && t.sum == 3 * n,
+		   "%s: %llu hits counted (%d entries)", body,
+		   (unsigned long long)t.sum, t.n);
+	else if (how == LC_GONE)
+		ok(!err && t.n == 0 && lc_used(u, nm) == 1,
+		   "%s: the key was added and deleted (%d entries left, "
+		   "%llu slots taken)", body, t.n,
+		   (unsigned long long)lc_used(u, nm));
+	else
+		ok(!err && t.n == 1 && t.sum == 3 * (n * (n - 1) / 2),
+		   "%s: holds %llu, 3 times the sum of 0..%llu (%d entries)",
+		   body, (unsigned long long)t.sum,
+		   (unsigned long long)n - 1, t.n);
+}
+
+static void test_lowered(const char *body, bool ret_probe,
+			 enum lowered_check how, double budget)
 {
 	enum { N = 10000000 };
 	char src[8192], err[512], line[64], hex[256] = "";
@@ -479,7 +677,6 @@ static void test_lowered(const char *body, bool ret_probe, bool exact,
 	struct proc p;
 	struct ubt_user *u = NULL;
 	double plain = -1, probed = -1;
-	uint64_t sum = 0;
 	void *code = NULL;
 	size_t len;
 	int ret;
@@ -546,24 +743,18 @@ static void test_lowered(const char *body, bool ret_probe, bool exact,
 	ret = ret ?: user_resume(u);
 	ok(!ret, "%s: installed", body);
 	probed = best_ns(&p, 3);
-	if (exact) {
-		for (int i = 0; i < obj->nnative_maps; i++)
-			if (!strcmp(obj->native_maps[i].name, "AT_c"))
-				user_read_maps(u, obj->native_maps[i].off, 8,
-					       add_u64, &sum);
-		ok(sum == 3ULL * N, "%s: %llu hits counted", body,
-		   (unsigned long long)sum);
-	}
+	ok(plain > 0 && probed > 0, "%s: the target answers every round%s",
+	   body, target_fate(&p, plain > 0 && probed > 0));
 	printf("# %s%s: unprobed %.2f ns, probed %.2f ns: %+.2f ns per hit "
-	       "(budget %.0f)\n", ret_probe ? "uretprobe " : "", body, plain,
-	       probed, probed - plain, budget);
-	ok(plain > 0 && probed > 0 && probed - plain < 10 * budget,
-	   "%s costs %.2f ns per hit", body, probed - plain);
-	user_detach(u);
+	       "(budget %.0f, checked by make bench)\n",
+	       ret_probe ? "uretprobe " : "", body, plain, probed,
+	       probed - plain, budget);
+	lowered_check(u, obj, body, how, N);
+	ok(!user_detach(u), "%s: detach", body);
 	user_free(u);
 done:
 	close(p.in);
-	waitpid(p.pid, NULL, 0);
+	ok(target_exit(&p) == 0, "%s: the target exits 0", body);
 	close(p.out);
 out:
 	free(code);
@@ -571,35 +762,80 @@ out:
 	compile_release(&c);
 }
 
+/*
+ * A private copy of path in a new directory under /tmp, into target:
+ * kernel uprobes belong to a file, and another test's on the shared
+ * binary would reach this test's patched targets too.
+ */
+static int private_target(const char *path)
+{
+	char dir[64] = "/tmp/ubt-unit-native.XXXXXX", buf[65536];
+	int in, out, err = 0;
+	ssize_t n = 0;
+
+	if (!mkdtemp(dir))
+		return -1;
+	snprintf(target, sizeof(target), "%s/target", dir);
+	in = open(path, O_RDONLY | O_CLOEXEC);
+	out = open(target, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0755);
+	while (in >= 0 && out >= 0 && (n = read(in, buf, sizeof(buf))) > 0)
+		if (write(out, buf, (size_t)n) != n)
+			err = -1;
+	if (in < 0 || out < 0 || n < 0)
+		err = -1;
+	if (in >= 0)
+		close(in);
+	if (out >= 0 && close(out))
+		err = -1;
+	return err;
+}
+
+static void remove_target(void)
+{
+	char *slash = strrchr(target, '/');
+
+	unlink(target);
+	if (slash) {
+		*slash = 0;
+		rmdir(target);
+	}
+}
+
 int main(void)
 {
 	const char *b = getenv("top_builddir");
+	char shared[4096];
 
-	snprintf(target, sizeof(target), "%s/tests/user/target",
+	snprintf(shared, sizeof(shared), "%s/tests/user/target",
 		 b ? b : ".");
-	if (access(target, X_OK)) {
-		printf("1..0 # SKIP %s not built\n", target);
+	if (access(shared, X_OK)) {
+		printf("1..0 # SKIP %s not built\n", shared);
 		return 99;
 	}
+	if (private_target(shared)) {
+		printf("Bail out! cannot copy %s\n", shared);
+		return 99;
+	}
+	atexit(remove_target);
 	signal(SIGPIPE, SIG_IGN);
 	test_emit();
 	test_count();
 	test_keyed_events();
-	test_lowered("@c = count();", false, true, 5);
-	test_lowered("@h = hist(arg0);", false, false, 10);
-	test_lowered("@[tid] = count();", false, false, 10);
-	test_lowered("@s = sum(arg1);", false, false, 10);
-	test_lowered("@c = count();", true, true, 10);
+	test_lowered("@c = count();", false, LC_HITS, 5);
+	test_lowered("@h = hist(arg0);", false, LC_HITS, 10);
+	test_lowered("@[tid] = count();", false, LC_HITS, 10);
+	test_lowered("@s = sum(arg1);", false, LC_NONE, 10);
+	test_lowered("@c = count();", true, LC_HITS, 10);
 	/* ordinary maps: the shared table (no budget in DESIGN.md) */
-	test_lowered("@t[tid] = arg0; delete(@t[tid]);", false, false, 40);
-	test_lowered("@x = @x + arg0;", false, false, 40);
+	test_lowered("@t[tid] = arg0; delete(@t[tid]);", false, LC_GONE, 40);
+	test_lowered("@x = @x + arg0;", false, LC_SUM_I, 40);
 	/* and a map keyed by tid alone: per-thread tables */
 	{
 		static const bool all[8] = { 1, 1, 1, 1, 1, 1, 1, 1 };
 
 		lowered_thread_maps = all;
-		test_lowered("@t[tid] = arg0; delete(@t[tid]);", false, false,
-			     20);
+		test_lowered("@t[tid] = arg0; delete(@t[tid]);", false,
+			     LC_GONE, 20);
 		lowered_thread_maps = NULL;
 	}
 	return tap_done();

@@ -11,13 +11,20 @@
 - user-mode and kernel probes in one program: one output, maps merged.
 Uses tests/user/target (bench mode: one round of ITERS calls of ut_plain
 per byte read on stdin, "ns X S" printed after each). Prints TAP.
+
+Kernel uprobes belong to a file, not a process: the --mode kernel runs
+here would put int3 into every process of the same binary, among them
+the user-mode-patched targets of tests running in parallel (unit-native,
+test-user).  So this test traces private copies of the targets.
 """
 import os
 import re
 import select
 import signal
+import shutil
 import subprocess
 import sys
+import tempfile
 import time
 
 NOTIFY = "__BPFTRACE_NOTIFY_PROBES_ATTACHED"
@@ -26,7 +33,19 @@ ITERS = 100000
 builddir = os.environ.get("top_builddir") or "."
 UBT = os.environ.get("UBT") or os.path.join(builddir, "ubt")
 TARGET = os.path.abspath(os.path.join(builddir, "tests", "user", "target"))
+TARGETS = os.path.abspath(os.path.join(builddir, "tests", "targets"))
 results = []
+
+
+def private_targets(tmp):
+    """Copy TARGET and TARGETS into tmp and point the globals there."""
+    global TARGET, TARGETS
+    dst = os.path.join(tmp, "targets")
+    shutil.copytree(TARGETS, dst, ignore=shutil.ignore_patterns(
+        "*.o", ".deps", ".dirstamp", "*.log", "*.trs"))
+    shutil.copy2(TARGET, os.path.join(tmp, "target"))
+    TARGET = os.path.join(tmp, "target")
+    TARGETS = dst
 
 
 def ok(cond, name, detail=""):
@@ -265,8 +284,7 @@ def test_mixed():
 
 
 def test_merge():
-    loop = os.path.abspath(os.path.join(builddir, "tests", "targets",
-                                        "ubt-loop"))
+    loop = os.path.join(TARGETS, "ubt-loop")
     prog = ("BEGIN { @c = count(); @k[1] = count(); @h = hist(5); "
             "@m = max(-1); } "
             "uprobe:%s:ubt_step { @c = count(); @k[arg0 %% 2] = count(); "
@@ -283,8 +301,7 @@ def test_merge():
 
 
 def test_tid_maps():
-    loop = os.path.abspath(os.path.join(builddir, "tests", "targets",
-                                        "ubt-loop"))
+    loop = os.path.join(TARGETS, "ubt-loop")
     prog = ("uprobe:%s:ubt_step { @start[tid] = nsecs; } "
             "uretprobe:%s:ubt_step /@start[tid]/ { "
             "@us = hist((nsecs - @start[tid]) / 1000); @n = count(); "
@@ -311,8 +328,7 @@ def test_tid_maps():
 
 def test_shared_maps():
     """Ordinary maps in user mode: one table shared by all threads."""
-    thr = os.path.abspath(os.path.join(builddir, "tests", "targets",
-                                       "ubt-threads"))
+    thr = os.path.join(TARGETS, "ubt-threads")
     prog = ("uprobe:%s:ubt_work { @w[arg0] = arg1; @c[comm] = arg1 + 1; "
             "@s = (arg0, comm); @k[arg0 * 10 + arg1] = 1; } "
             "uprobe:%s:ubt_work /@seen[arg0] == 0/ { @seen[arg0] = 1; "
@@ -338,8 +354,7 @@ def test_shared_maps():
     ok(k.returncode == 0 and strip(u.stdout) == strip(k.stdout),
        "shared maps print as in --mode kernel",
        repr(u.stdout[-300:] + k.stdout[-300:]))
-    calls = os.path.abspath(os.path.join(builddir, "tests", "targets",
-                                         "ubt-calls"))
+    calls = os.path.join(TARGETS, "ubt-calls")
     prog = ("uprobe:%s:ubt_add { @x[arg0] = arg0; @k = arg0; } "
             "uprobe:%s:ubt_neg { @y[arg0] = 1; zero(@y); "
             "if (arg0 == 4) { clear(@x); zero(@k); } }" % (calls, calls))
@@ -375,8 +390,7 @@ def test_shared_maps():
 
 
 def test_args():
-    calls = os.path.abspath(os.path.join(builddir, "tests", "targets",
-                                         "ubt-calls"))
+    calls = os.path.join(TARGETS, "ubt-calls")
     prog = ("uprobe:%s:ubt_add { printf(\"%%d %%d\\n\", args.a, args.b); "
             "@s = sum(args.b); } uprobe:%s:ubt_str { "
             "printf(\"%%s %%d\\n\", str(args.s), args.n); }" % (calls, calls))
@@ -392,6 +406,15 @@ def main():
     if not os.access(TARGET, os.X_OK):
         print("Bail out! %s not built" % TARGET)
         return 99
+    tmp = tempfile.mkdtemp(prefix="ubt-user-mode-run-")
+    try:
+        private_targets(tmp)
+        return run_tests()
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def run_tests():
     test_decisions()
     test_pid()
     test_sigkill()

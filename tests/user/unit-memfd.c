@@ -258,11 +258,16 @@ static void test_wrap(void)
 	pthread_t th;
 	int bad = 0;
 
-	/* recycle the last block for a fresh thread */
+	uint64_t next = m.ctl->next_block, none = m.ctl->no_block;
+
+	/* recycle the last block for a fresh thread, then put the
+	 * counters back: ubt sees them only grow */
 	m.ctl->next_block = NBLOCKS - 1;
 	m.ctl->no_block = 0;
 	pthread_create(&th, NULL, wrap_main, &bad);
 	pthread_join(th, NULL);
+	m.ctl->next_block = next;
+	m.ctl->no_block = none;
 	ok(!bad, "ring wraps around with padding records (%d bad)", bad);
 }
 
@@ -305,33 +310,81 @@ static void test_probe_read(long (*rd)(void *, const void *, uint64_t))
 	   "probe_read still works afterwards");
 }
 
+/* Lines of fd 2 from stderr_begin() on go to a file (read back by _end). */
+static FILE *err_file;
+static int err_saved = -1;
+
+static void stderr_begin(void)
+{
+	fflush(stderr);
+	err_file = tmpfile();
+	err_saved = dup(2);
+	if (!err_file || err_saved < 0 || dup2(fileno(err_file), 2) < 0) {
+		printf("Bail out! cannot redirect stderr\n");
+		exit(99);
+	}
+}
+
+/* The number of lines that contain what. */
+static int stderr_end(const char *what)
+{
+	char line[1024];
+	int n = 0;
+
+	fflush(stderr);
+	dup2(err_saved, 2);
+	close(err_saved);
+	rewind(err_file);
+	while (fgets(line, sizeof(line), err_file))
+		if (strstr(line, what)) {
+			n++;
+			printf("# %s", line);
+		}
+	fclose(err_file);
+	return n;
+}
+
 /* The target can write anything into the memfd. */
 static void test_untrusted(void)
 {
-	char *b0 = m.base + m.block_off, *ring = b0 + RT_BLK_MAP + m.l.map_size;
-	uint64_t *head = (uint64_t *)(b0 + RT_BLK_RING_HEAD);
-	uint64_t *tail = (uint64_t *)(b0 + RT_BLK_RING_TAIL);
+	char *b[NBLOCKS];
 	uint64_t v;
 	char buf[16];
 	int n = 0;
 
-	*head = *tail + 1000000;
+	for (int i = 0; i < NBLOCKS; i++)
+		b[i] = m.base + m.block_off + i * m.block_size;
+#define HEAD(i) (*(uint64_t *)(b[i] + RT_BLK_RING_HEAD))
+#define TAIL(i) (*(uint64_t *)(b[i] + RT_BLK_RING_TAIL))
+#define REC(i) ((uint32_t *)(b[i] + RT_BLK_MAP + m.l.map_size + \
+			     (TAIL(i) & (RING - 1))))
+	stderr_begin();
+	HEAD(0) = TAIL(0) + 1000000;
 	ok(memfd_ring_consume(&m, 0, count_cb, &n) == -EBADMSG && !n &&
-		   *tail == *head,
-	   "ring head far past the tail: rejected, resynchronised");
-	*head = *tail + 16;
-	((uint32_t *)(ring + (*tail & (RING - 1))))[0] = 0x7ffffff8;
-	ok(memfd_ring_consume(&m, 0, count_cb, &n) == -EBADMSG && !n,
+		   memfd_corrupted(&m),
+	   "ring head far past the tail: rejected");
+	HEAD(0) = TAIL(0);
+	ok(memfd_ring_consume(&m, 0, count_cb, &n) == 0 && !n,
+	   "a corrupted ring is not read again");
+	HEAD(1) = TAIL(1) + 16;
+	REC(1)[0] = 0x7ffffff8;
+	ok(memfd_ring_consume(&m, 1, count_cb, &n) == -EBADMSG && !n,
 	   "record longer than the ring: rejected");
-	*head = *tail + 16;
-	((uint32_t *)(ring + (*tail & (RING - 1))))[0] = 12;
-	ok(memfd_ring_consume(&m, 0, count_cb, &n) == -EBADMSG && !n,
+	HEAD(2) = TAIL(2) + 16;
+	REC(2)[0] = 12;
+	ok(memfd_ring_consume(&m, 2, count_cb, &n) == -EBADMSG && !n,
 	   "misaligned record length: rejected");
-	*head = *tail + 3;
-	ok(memfd_ring_consume(&m, 0, count_cb, &n) == -EBADMSG,
+	HEAD(3) = TAIL(3) + 3;
+	ok(memfd_ring_consume(&m, 3, count_cb, &n) == -EBADMSG,
 	   "misaligned head: rejected");
 	m.ctl->next_block = 1ULL << 40;
-	ok(memfd_nblocks_used(&m) == NBLOCKS, "huge block count clamped");
+	ok(memfd_nblocks_used(&m) == NBLOCKS,
+	   "huge block count: the last plausible one is kept");
+	ok(stderr_end("the process corrupted ubt's shared memory") == 1,
+	   "the corruption is said once");
+#undef HEAD
+#undef TAIL
+#undef REC
 	ok(memfd_block_tid(&m, NBLOCKS) == 0 &&
 		   memfd_ring_consume(&m, NBLOCKS, count_cb, &n) == -ERANGE,
 	   "block index out of range");
@@ -339,7 +392,7 @@ static void test_untrusted(void)
 		   memfd_map_read(&m, 0, UINT64_MAX - 4, buf, 8) == -ERANGE &&
 		   memfd_sum_u64(&m, m.l.map_size, &v) == -ERANGE,
 	   "map reads past the map area refused");
-	((struct rt_htab *)(b0 + RT_BLK_MAP + tab.off))->nslots = 1u << 30;
+	((struct rt_htab *)(b[0] + RT_BLK_MAP + tab.off))->nslots = 1u << 30;
 	n = 0;
 	ok(!memfd_htab_foreach(&m, &tab, on_slot, &n) &&
 		   n == NBLOCKS * 8,
