@@ -215,7 +215,7 @@ int owner_restore(struct pt *p, uint32_t except_pid)
 			/* restored, or no longer its jump: not ours to undo */
 			r->state = RT_SITE_DONE;
 		}
-		if (dead && ctl->sz >= offsetof(struct rt_ctl, flags))
+		if (dead && ctl->version == RT_ABI_VERSION)
 			__atomic_store_n(&ctl->detached, 1, __ATOMIC_RELEASE);
 	}
 	set_release(&s);
@@ -233,7 +233,8 @@ int owner_children(pid_t pid, uint32_t owner, pid_t *out, int max)
 	for (int i = 0; i < s.n; i++) {
 		struct rt_ctl *ctl = (struct rt_ctl *)s.m[i].base;
 
-		if (ctl->sz < offsetof(struct rt_ctl, children) +
+		if (ctl->version != RT_ABI_VERSION ||
+		    ctl->sz < offsetof(struct rt_ctl, children) +
 				      sizeof(ctl->children) ||
 		    ctl->tracer_pid != owner)
 			continue;
