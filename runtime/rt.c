@@ -55,6 +55,7 @@ void rt_slow(void);
 void rt_wrap_enter(void);
 void rt_wrap_exit(void);
 void rt_wrap_call(void);
+void rt_exec_hook(void);
 long rt_probe_read(void *dst, const void *src, uint64_t len);
 extern const char rt_copy_insn[], rt_copy_fixup[];
 void rt_restorer(void);
@@ -78,6 +79,7 @@ static struct rt_ksigaction rt_old_segv, rt_old_bus;
 extern int __register_atfork(void (*prepare)(void), void (*parent)(void),
 			     void (*child)(void), void *dso);
 static int rt_forked;	/* a forked child: its blocks get its pid */
+static long rt_pid;	/* the process rt_init ran in */
 
 static long rt_sigaction(int sig, const struct rt_ksigaction *act,
 			 struct rt_ksigaction *old)
@@ -1078,6 +1080,56 @@ RT_EXPORT uint64_t rt_htab_next_all(struct rt_htab *h, uint64_t from,
 	return 0;
 }
 
+/* futex(addr, FUTEX_WAIT, val, timeout): shared memory, not private */
+static long rt_futex_wait(uint32_t *addr, uint32_t val, long ns)
+{
+	struct { long sec, nsec; } ts = { ns / 1000000000L,
+					  ns % 1000000000L };
+	register long r10 __asm__("r10") = (long)&ts;
+	long ret;
+
+	__asm__ volatile("syscall"
+			 : "=a"(ret)
+			 : "a"(202L) /* SYS_futex */, "D"(addr),
+			   "S"(0L) /* FUTEX_WAIT */, "d"((long)val), "r"(r10)
+			 : "rcx", "r11", "memory");
+	return ret;
+}
+
+/*
+ * On execve's entry (RT_FN_EXEC_HOOK): tell ubt, wait until it follows
+ * (it has seized this thread: the exec stops in the new image), bounded,
+ * so that a ubt gone or busy costs the exec at most RT_EXEC_WAIT_MS.
+ */
+__attribute__((visibility("hidden"))) void rt_exec_wait(void)
+{
+	struct rt_ctl *ctl = rt_ctl_p;
+	uint32_t seq;
+	int i;
+
+	if (!ctl || __atomic_load_n(&ctl->detached, __ATOMIC_ACQUIRE))
+		return;
+	/* a forked or vfork'd child: ubt follows the target only */
+	if (rt_forked || rt_syscall0(39 /* getpid */) != rt_pid)
+		return;
+	__atomic_store_n(&ctl->exec_pid,
+			 (uint32_t)rt_syscall0(39 /* getpid */),
+			 __ATOMIC_RELAXED);
+	__atomic_store_n(&ctl->exec_tid,
+			 (uint32_t)rt_syscall0(186 /* gettid */),
+			 __ATOMIC_RELAXED);
+	seq = __atomic_add_fetch(&ctl->exec_seq, 1, __ATOMIC_RELEASE);
+	for (i = 0; i < RT_EXEC_WAIT_MS / 10; i++) {
+		uint32_t ack = __atomic_load_n(&ctl->exec_ack,
+					       __ATOMIC_ACQUIRE);
+
+		if (ack == seq ||
+		    __atomic_load_n(&ctl->detached, __ATOMIC_ACQUIRE))
+			return;
+		rt_futex_wait(&ctl->exec_ack, ack, 10000000L);
+	}
+}
+
 /*
  * Called by ubt (remote call) once after dlopen, in a stopped thread of the
  * target: publish the helpers and return the %fs offset of rt_self.
@@ -1107,7 +1159,9 @@ RT_EXPORT long rt_init(struct rt_ctl *ctl)
 	ctl->fn[RT_FN_HTAB_NEXT_ALL] = (uintptr_t)rt_htab_next_all;
 	rt_clock_init();
 	ctl->fn[RT_FN_CLOCK_NS] = (uintptr_t)rt_clock_ns;
+	ctl->fn[RT_FN_EXEC_HOOK] = (uintptr_t)rt_exec_hook;
 	rt_fault_install(ctl->flags & RT_CTL_FAULT_HANDLER);
+	rt_pid = rt_syscall0(39 /* getpid */);
 	__atomic_store_n(&rt_ctl_p, ctl, __ATOMIC_RELEASE);
 	return ctl->tls_offset;
 }
@@ -1166,6 +1220,40 @@ __asm__(".text\n"
 	"	mov $15, %eax\n"
 	"	syscall\n"
 	".size rt_restorer, .-rt_restorer\n"
+
+	/* rt_exec_hook: rt_exec_wait with every register kept */
+	".globl rt_exec_hook\n"
+	".hidden rt_exec_hook\n"
+	".type rt_exec_hook,@function\n"
+	"rt_exec_hook:\n"
+	"	push %rbp\n"
+	"	mov %rsp, %rbp\n"
+	"	and $-16, %rsp\n"
+	"	push %rax\n"
+	"	push %rdi\n"
+	"	push %rsi\n"
+	"	push %rdx\n"
+	"	push %rcx\n"
+	"	push %r8\n"
+	"	push %r9\n"
+	"	push %r10\n"
+	"	push %r11\n"
+	"	sub $8, %rsp\n"
+	"	call rt_exec_wait\n"
+	"	add $8, %rsp\n"
+	"	pop %r11\n"
+	"	pop %r10\n"
+	"	pop %r9\n"
+	"	pop %r8\n"
+	"	pop %rcx\n"
+	"	pop %rdx\n"
+	"	pop %rsi\n"
+	"	pop %rdi\n"
+	"	pop %rax\n"
+	"	mov %rbp, %rsp\n"
+	"	pop %rbp\n"
+	"	ret\n"
+	".size rt_exec_hook, .-rt_exec_hook\n"
 
 	".globl rt_slow\n"
 	".hidden rt_slow\n"

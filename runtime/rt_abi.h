@@ -58,6 +58,7 @@
 #define RT_SHARED_OFF (RT_CODE_OFF + RT_CODE_SLICE * RT_CODE_SLICES)
 
 #define RT_MAX_CHILDREN 64
+#define RT_EXEC_WAIT_MS 1000
 /*
  * The u64 at this offset of a block's map area is the process's pid (the
  * pid builtin): ubt puts the target's in the template; a forked child's
@@ -136,6 +137,13 @@
  *                      call's from, or 0 at the end.  Other threads'
  *                      tables are only read; every header is checked
  *   RT_FN_CLOCK_NS     u64 rt_clock_ns(void): CLOCK_MONOTONIC in ns
+ *   RT_FN_EXEC_HOOK    entry probe code (tramp.h contract, every register
+ *                      kept) that ubt places on libc's execve: the
+ *                      calling thread announces the exec (exec_pid,
+ *                      exec_tid, then exec_seq) and waits, at most
+ *                      RT_EXEC_WAIT_MS, until ubt has seized it and set
+ *                      exec_ack to that seq: ubt then follows the exec
+ *                      and places the probes in the new image
  *                      (bpf_ktime_get_ns()'s clock) through the vDSO, no
  *                      system call where the clocksource allows it
  * and the trampolines' own: slow path (block allocation), wrapper entry
@@ -162,7 +170,8 @@
 #define RT_FN_WRAP_CALL 12
 #define RT_FN_HTAB_NEXT_ALL 13
 #define RT_FN_CLOCK_NS 14
-#define RT_FN_MAX 15
+#define RT_FN_EXEC_HOOK 15
+#define RT_FN_MAX 16
 
 #ifndef __ASSEMBLER__
 #include <stdint.h>
@@ -195,6 +204,11 @@ struct rt_ctl {
 	 */
 	uint32_t children_lost;	/* children that found no free slot */
 	uint32_t children[RT_MAX_CHILDREN];
+	/* an execve() about to happen (RT_FN_EXEC_HOOK) */
+	uint32_t exec_pid;	/* the process */
+	uint32_t exec_tid;	/* the thread that calls it */
+	uint32_t exec_seq;	/* announcements so far (the runtime's) */
+	uint32_t exec_ack;	/* the seq ubt is ready for (ubt's; futex) */
 };
 
 /*

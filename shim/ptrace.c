@@ -487,11 +487,106 @@ static uint64_t auxv_entry(pid_t pid)
 	return entry;
 }
 
-int pt_spawn(struct pt *p, char *const argv[])
+/*
+ * A process stopped right after its execve() (one thread, ours): run the
+ * dynamic loader up to the ELF entry point, where libc is loaded and set
+ * up, and stop there.  0, or -errno (the process may be left stopped).
+ */
+static int run_to_entry(struct pt *p, pid_t pid, const char *what)
 {
-	int pfd[2], st, cerr = 0, err;
 	uint64_t entry, word, trap;
 	struct user_regs_struct r;
+	int st, err;
+
+	entry = auxv_entry(pid);
+	err = open_mem(p);
+	if (!entry || err || pt_read(p, entry, &word, 8))
+		return -EIO;
+	trap = (word & ~0xffULL) | 0xcc;
+	/* EXITKILL: if ubt dies before it lets the command run, the
+	 * command (half set up) dies too */
+	if (pt_write(p, entry, &trap, 8) ||
+	    ptrace(PTRACE_SETOPTIONS, pid, 0,
+		   PTRACE_O_TRACECLONE | (p->child ? PTRACE_O_EXITKILL : 0)) <
+		    0 ||
+	    ptrace(PTRACE_CONT, pid, 0, 0) < 0)
+		return -EIO;
+	for (;;) {
+		if (waitpid(pid, &st, __WALL) < 0 || !WIFSTOPPED(st))
+			return fail(p, -ESRCH, "%s exited before its entry "
+					       "point", what);
+		if (WSTOPSIG(st) == SIGTRAP && !(st >> 16))
+			break;
+		if (ptrace(PTRACE_CONT, pid, 0,
+			   (st >> 16) ? 0 : WSTOPSIG(st)) < 0)
+			return -EIO;
+	}
+	if (pt_write(p, entry, &word, 8) ||
+	    ptrace(PTRACE_GETREGS, pid, 0, &r) < 0 || r.rip != entry + 1)
+		return -EIO;
+	r.rip = entry;
+	if (ptrace(PTRACE_SETREGS, pid, 0, &r) < 0)
+		return -EIO;
+	close(p->memfd);
+	p->memfd = -1;
+	return setup_stopped(p);
+}
+
+int pt_follow_exec(struct pt *p, pid_t pid, pid_t tid,
+		   void (*go)(void *), void *arg, int timeout_ms)
+{
+	uint64_t t0 = mono_ns();
+	int st;
+
+	pt_init(p);
+	p->pid = pid;
+	if (ptrace(PTRACE_SEIZE, tid, 0, PTRACE_O_TRACEEXEC) < 0) {
+		go(arg);
+		return fail(p, -errno, "ptrace(PTRACE_SEIZE, %d)", tid);
+	}
+	go(arg);	/* the thread goes on into execve() */
+	for (;;) {
+		/* after an exec from another thread, it reports as pid */
+		pid_t w = waitpid(tid, &st, __WALL | WNOHANG);
+
+		if (w <= 0 && tid != pid)
+			w = waitpid(pid, &st, __WALL | WNOHANG);
+
+		if (w == 0) {
+			if (mono_ns() - t0 > (uint64_t)timeout_ms * 1000000) {
+				/* no exec came (it failed): let go */
+				ptrace(PTRACE_INTERRUPT, tid, 0, 0);
+				waitpid(tid, &st, __WALL);
+				ptrace(PTRACE_DETACH, tid, 0, 0);
+				return fail(p, -ETIMEDOUT, "no execve() in "
+						"pid %d", pid);
+			}
+			usleep(200);
+			continue;
+		}
+		if (w < 0)
+			return fail(p, -errno, "waitpid");
+		if (!WIFSTOPPED(st))
+			return fail(p, -ESRCH, "pid %d exited in execve()",
+				    pid);
+		if ((st >> 8) == (SIGTRAP | (PTRACE_EVENT_EXEC << 8)))
+			break;
+		/* a signal for it meanwhile: deliver it */
+		if (ptrace(PTRACE_CONT, w, 0,
+			   (st >> 16) ? 0 : WSTOPSIG(st)) < 0)
+			return fail(p, -errno, "ptrace(PTRACE_CONT)");
+	}
+	/* the new image: one thread, the leader's id, stopped */
+	add(p, pid)->stopped = true;
+	if (run_to_entry(p, pid, "the new image"))
+		return fail(p, -EIO, "cannot stop pid %d at its new entry "
+				     "point", pid);
+	return 0;
+}
+
+int pt_spawn(struct pt *p, char *const argv[])
+{
+	int pfd[2], st, cerr = 0;
 	pid_t pid;
 
 	if (pipe2(pfd, O_CLOEXEC) < 0)
@@ -525,41 +620,8 @@ int pt_spawn(struct pt *p, char *const argv[])
 		return fail(p, -cerr, "cannot run %s", argv[0]);
 	}
 	add(p, pid)->stopped = true;
-	/* run the dynamic loader up to the entry point */
-	entry = auxv_entry(pid);
-	err = open_mem(p);
-	if (!entry || err || pt_read(p, entry, &word, 8))
-		goto kill;
-	trap = (word & ~0xffULL) | 0xcc;
-	/* EXITKILL: if ubt dies before it lets the command run, the
-	 * command (half set up) dies too */
-	if (pt_write(p, entry, &trap, 8) ||
-	    ptrace(PTRACE_SETOPTIONS, pid, 0,
-		   PTRACE_O_TRACECLONE | PTRACE_O_EXITKILL) < 0 ||
-	    ptrace(PTRACE_CONT, pid, 0, 0) < 0)
-		goto kill;
-	for (;;) {
-		if (waitpid(pid, &st, __WALL) < 0 || !WIFSTOPPED(st))
-			return fail(p, 0, "%s exited before its entry point",
-				    argv[0]);
-		if (WSTOPSIG(st) == SIGTRAP && !(st >> 16))
-			break;
-		if (ptrace(PTRACE_CONT, pid, 0,
-			   (st >> 16) ? 0 : WSTOPSIG(st)) < 0)
-			goto kill;
-	}
-	if (pt_write(p, entry, &word, 8) ||
-	    ptrace(PTRACE_GETREGS, pid, 0, &r) < 0 || r.rip != entry + 1)
-		goto kill;
-	r.rip = entry;
-	if (ptrace(PTRACE_SETREGS, pid, 0, &r) < 0)
-		goto kill;
-	close(p->memfd);
-	p->memfd = -1;
-	err = setup_stopped(p);
-	if (!err)
+	if (!run_to_entry(p, pid, argv[0]))
 		return 0;
-kill:
 	kill(pid, SIGKILL);
 	waitpid(pid, &st, 0);
 	p->nth = 0;

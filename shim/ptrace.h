@@ -61,6 +61,15 @@ int pt_seize_thread(struct pt *p, pid_t pid, pid_t tid);
 int pt_stop_all(struct pt *p);
 /* Start argv[0] (PATH searched) stopped at its ELF entry point. */
 int pt_spawn(struct pt *p, char *const argv[]);
+/*
+ * Follow thread tid of pid into the execve() it is about to make: seize
+ * it (it runs on), call go(arg) (which lets it go on into execve()), wait
+ * for the exec, run the new image's loader up to its entry point and
+ * leave it stopped there, as pt_spawn() leaves a command.  -ETIMEDOUT
+ * (and detached) when no exec comes within timeout_ms.
+ */
+int pt_follow_exec(struct pt *p, pid_t pid, pid_t tid,
+		   void (*go)(void *), void *arg, int timeout_ms);
 /* Resume every thread and detach; registers of the control thread restored. */
 int pt_detach(struct pt *p);
 /* Resume and detach every thread but the control thread. */

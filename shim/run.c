@@ -1870,7 +1870,12 @@ static int run_target_addr(pid_t pid, const char *bin, uint64_t off,
 }
 
 /* Install every user-mode program at each of its matches. */
-static int run_user_install(struct run *r, int *nprobes)
+/*
+ * Install every user-mode probe; again: in a new image the target exec'd,
+ * where a probe whose binary is not there has no site (as in the kernel):
+ * said with -v, not an error.
+ */
+static int run_user_install(struct run *r, int *nprobes, bool again)
 {
 	int nsites, err = 0;
 	struct run_site *sites = run_sites_of(r, &nsites);
@@ -1904,10 +1909,17 @@ static int run_user_install(struct run *r, int *nprobes)
 				.code_len = len,
 				.offset = st->offset,
 			});
-			if (err)
+			if (err && again) {
+				if (r->o->verbose)
+					fprintf(stderr, "ubt: %s: no site in "
+						"the new image: %s\n",
+						st->name, user_error(r->u));
+				err = 0;
+			} else if (err) {
 				fprintf(stderr,
 					"ubt: cannot attach %s in user mode: "
 					"%s\n", st->name, user_error(r->u));
+			}
 		}
 		free(code);
 		if (!err)
@@ -1917,6 +1929,34 @@ static int run_user_install(struct run *r, int *nprobes)
 		free(sites[i].progs);
 	free(sites);
 	return err ? err : 0;
+}
+
+/*
+ * The target announced an execve() (runtime/rt_abi.h RT_FN_EXEC_HOOK):
+ * follow it, place the probes again in the new image before it runs.
+ */
+static void run_follow_exec(struct run *r)
+{
+	uint64_t t0 = mono_ns();
+	int n = 0, err = user_follow_exec(r->u);
+
+	if (err == 0)
+		return;
+	if (err > 0) {
+		err = run_user_install(r, &n, true);
+		if (user_install_exec_hook(r->u) && r->o->verbose)
+			fprintf(stderr, "ubt: execve() is not followed: %s\n",
+				user_error(r->u));
+		err = user_resume(r->u) ?: err;
+	}
+	if (err < 0)
+		fprintf(stderr, "ubt: pid %d ran execve(): its user-mode probes "
+			"do not run in the new image: %s\n",
+			(int)user_pid(r->u), user_error(r->u));
+	else if (r->o->verbose)
+		fprintf(stderr, "ubt: pid %d ran execve(): user-mode probes "
+			"placed again in the new image (%d probe(s), %.3f ms)\n",
+			(int)user_pid(r->u), n, (mono_ns() - t0) / 1e6);
 }
 
 static bool run_target_gone(struct run *r)
@@ -2166,9 +2206,12 @@ static int run_combined(struct compile *c, const struct run_opts *o,
 	r.agg = xcalloc(r.kobj->nmaps + 1, sizeof(*r.agg));
 	kernel_set_map_hook(r.k, run_map_hook, &r);
 	kernel_set_globals(r.k, r.cpid);
-	err = run_user_install(&r, &nprobes);
+	err = run_user_install(&r, &nprobes, false);
 	if (err)
 		goto out;
+	if (user_install_exec_hook(r.u) && o->verbose)
+		fprintf(stderr, "ubt: execve() is not followed: %s\n",
+			user_error(r.u));
 	for (int i = 0; i < r.kobj->nprogs; i++)
 		nprobes += r.kobj->progs[i].nmatches;
 	if (!o->quiet) {
@@ -2210,6 +2253,9 @@ static int run_combined(struct compile *c, const struct run_opts *o,
 	while (!run_sigint && !kernel_exiting(r.k)) {
 		bool gone = run_target_gone(&r);
 		int n;
+
+		if (!gone && user_exec_pending(r.u))
+			run_follow_exec(&r);
 
 		kernel_poll(r.k, timeout);
 		n = r.etime ? run_merge_round(&r, false) : run_user_drain(&r);

@@ -138,6 +138,25 @@ uint64_t user_unrecorded_threads(const struct ubt_user *u);
  * run on.  The number of jumps removed, or -errno with err set.
  */
 int user_restore_dead(pid_t pid, uint32_t owner, char *err, size_t len);
+/*
+ * execve(): the runtime's hook on libc's execve announces an exec (the
+ * target stopped while installing: after the probes).  0, or -errno with
+ * the reason: exec()s then go unfollowed.
+ */
+int user_install_exec_hook(struct ubt_user *u);
+/* Has a thread announced an execve() that ubt has not handled yet? */
+bool user_exec_pending(const struct ubt_user *u);
+/*
+ * Handle it: follow the target into its new image and leave it stopped
+ * at its entry point with the runtime placed and the maps as they were
+ * (1: install the probes again, then user_resume()); 0 when there is
+ * nothing to follow (another process's exec, or one that failed);
+ * -errno, with the reason, when the new image could not be prepared (it
+ * runs on without probes).
+ */
+int user_follow_exec(struct ubt_user *u);
+/* New images followed so far. */
+int user_execs(const struct ubt_user *u);
 /* Children the target forked while patched, restored at detach. */
 int user_children(const struct ubt_user *u);
 /* Jumps of a ubt that died, removed at attach (its leftovers). */
