@@ -95,6 +95,22 @@ static long rt_sigaction(int sig, const struct rt_ksigaction *act,
 	return ret;
 }
 
+static long rt_syscall0(long nr);
+
+/* tgkill(getpid(), gettid(), sig) */
+static void rt_tgkill_self(int sig)
+{
+	long pid = rt_syscall0(39 /* getpid */);
+	long tid = rt_syscall0(186 /* gettid */);
+	long ret;
+
+	__asm__ volatile("syscall"
+			 : "=a"(ret)
+			 : "a"(234L) /* SYS_tgkill */, "D"(pid), "S"(tid),
+			   "d"((long)sig)
+			 : "rcx", "r11", "memory");
+}
+
 /*
  * SIGSEGV/SIGBUS: a fault in rt_probe_read's copy resumes at its fixup;
  * any other fault goes to the handler that was there before (chained), or
@@ -110,10 +126,19 @@ static void rt_fault(int sig, siginfo_t *si, void *ctx)
 		*rip = (greg_t)(uintptr_t)rt_copy_fixup;
 		return;
 	}
+	if (old->handler == SIG_IGN && si && si->si_code <= 0)
+		return;	/* sent by kill(): ignored, as without us */
 	if (old->handler == SIG_DFL || old->handler == SIG_IGN) {
 		struct rt_ksigaction dfl = { .handler = SIG_DFL };
 
 		rt_sigaction(sig, &dfl, NULL);
+		/*
+		 * A fault comes back when the instruction runs again; a
+		 * signal sent by kill() would not: send it again, so that
+		 * it ends the process as it would without the runtime.
+		 */
+		if (si && si->si_code <= 0)
+			rt_tgkill_self(sig);
 		return;
 	}
 	if (old->flags & SA_SIGINFO)

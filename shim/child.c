@@ -115,19 +115,23 @@ bool child_kill(pid_t pid, int pidfd)
 	return child_wait(pid, pidfd, CHILD_KILL_MS, NULL);
 }
 
-void child_report(FILE *f, pid_t pid, int status, bool verbose)
+/* "the command (pid N)" for -c, "pid N" for -p */
+static void report(FILE *f, bool cmd, pid_t pid, int status, bool verbose)
 {
+	char who[48];
 	int sig;
 
+	snprintf(who, sizeof(who), cmd ? "the command (pid %d)" : "pid %d",
+		 (int)pid);
 	if (status == -1) {
 		if (verbose)
-			fprintf(f, "ubt: the command (pid %d) exited\n", pid);
+			fprintf(f, "ubt: %s exited\n", who);
 		return;
 	}
 	if (WIFEXITED(status)) {
 		if (verbose)
-			fprintf(f, "ubt: the command (pid %d) exited with "
-				"status %d\n", pid, WEXITSTATUS(status));
+			fprintf(f, "ubt: %s exited with status %d\n", who,
+				WEXITSTATUS(status));
 		return;
 	}
 	if (!WIFSIGNALED(status))
@@ -135,9 +139,19 @@ void child_report(FILE *f, pid_t pid, int status, bool verbose)
 	sig = WTERMSIG(status);
 	if (verbose || sig == SIGSEGV || sig == SIGBUS || sig == SIGILL ||
 	    sig == SIGFPE || sig == SIGTRAP || sig == SIGABRT ||
-	    sig == SIGSYS)
-		fprintf(f, "ubt: the command (pid %d) was killed by signal %d "
-			"(%s)\n", pid, sig, strsignal(sig));
+	    sig == SIGSYS || (!cmd && sig != SIGINT && sig != SIGTERM))
+		fprintf(f, "ubt: %s was killed by signal %d (%s)\n", who, sig,
+			strsignal(sig));
+}
+
+void child_report(FILE *f, pid_t pid, int status, bool verbose)
+{
+	report(f, true, pid, status, verbose);
+}
+
+void child_report_pid(FILE *f, pid_t pid, int status, bool verbose)
+{
+	report(f, false, pid, status, verbose);
 }
 
 void child_init(void)

@@ -46,6 +46,12 @@ bool child_kill(pid_t pid, int pidfd);
  * its code; with verbose, in every case.
  */
 void child_report(FILE *f, pid_t pid, int status, bool verbose);
+/*
+ * The same for a -p process (status as exitwatch_status() gives it): a
+ * death by any signal but SIGINT and SIGTERM is said without -v too, since
+ * ubt's own exit status does not tell it.
+ */
+void child_report_pid(FILE *f, pid_t pid, int status, bool verbose);
 
 /*
  * SIGCHLD ignored (inherited from whoever started ubt) makes the kernel

@@ -28,6 +28,7 @@
 #include "child.h"
 #include "compile.h"
 #include "format.h"
+#include "exitwatch.h"
 #include "kernel.h"
 #include "output.h"
 #include "probes.h"
@@ -1857,7 +1858,8 @@ int kernel_run(struct compile *c, const struct kernel_opts *o)
 	struct kernel_child ch = { .pid = 0, .go = -1, .pidfd = -1 };
 	struct sigaction sa = { .sa_handler = kernel_on_signal };
 	struct diag *last = kernel_last_diag(c);
-	int nprobes = 0, pidfd = -1, err, rc = 1;
+	int nprobes = 0, pidfd = -1, err, rc = 1, st;
+	struct exitwatch *xw = NULL;
 
 	kernel_set_verbose(o->verbose);
 	if (o->dump_ir)
@@ -1901,6 +1903,7 @@ int kernel_run(struct compile *c, const struct kernel_opts *o)
 				o->pid, strerror(errno));
 			goto out;
 		}
+		xw = exitwatch_start(o->pid);
 	}
 	kernel_set_globals(k, ch.pid);
 	if (!o->quiet)
@@ -1942,6 +1945,8 @@ int kernel_run(struct compile *c, const struct kernel_opts *o)
 	kernel_map_full_warnings(k);
 	if (ch.exited)
 		child_report(stderr, ch.pid, ch.status, o->verbose);
+	if (exitwatch_status(xw, &st))
+		child_report_pid(stderr, o->pid, st, o->verbose);
 	kernel_detach_fast(k);
 	rc = err ? 1 : 0;
 out:
@@ -1950,6 +1955,7 @@ out:
 	kernel_child_kill(&ch);
 	if (pidfd >= 0)
 		close(pidfd);
+	exitwatch_free(xw);
 	kernel_free(k);
 	cg_object_free(obj);
 	return rc;

@@ -11,6 +11,8 @@ libubt_a_SOURCES += \
 libubt_a_SOURCES += \
 	shim/child.c \
 	shim/child.h \
+	shim/exitwatch.c \
+	shim/exitwatch.h \
 	shim/guard.c \
 	shim/guard.h \
 	shim/kernel.c \

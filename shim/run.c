@@ -50,6 +50,7 @@
 #include "ast.h"
 #include "cg.h"
 #include "child.h"
+#include "exitwatch.h"
 #include "format.h"
 #include "guard.h"
 #include "kernel.h"
@@ -2111,6 +2112,7 @@ static int run_combined(struct compile *c, const struct run_opts *o,
 				 .want_ctx = &r,
 				 .native_thread_maps = run_thread_maps(c) };
 	struct cg_prog *dprogs = NULL;
+	struct exitwatch *xw = NULL;
 	struct kernel_opts ko;
 	struct sigaction sa = { .sa_handler = run_on_signal };
 	struct diag *last = c->diag.head;
@@ -2187,6 +2189,8 @@ static int run_combined(struct compile *c, const struct run_opts *o,
 			(int)user_pid(r.u));
 	if (r.cpid)
 		ko.pid = r.cpid;
+	if (o->pid > 0)
+		xw = exitwatch_start(o->pid);
 	/* (a -c command the ptrace code reaped has no pid any more) */
 	if (!r.cpid || !user_exit_status(r.u, &st))
 		r.pidfd = syscall(SYS_pidfd_open, r.cpid ? r.cpid : o->pid, 0);
@@ -2285,6 +2289,8 @@ static int run_combined(struct compile *c, const struct run_opts *o,
 		run_user_warnings(&r);
 		if (r.reaped)
 			child_report(stderr, r.cpid, r.status, o->verbose);
+		if (exitwatch_status(xw, &st))
+			child_report_pid(stderr, o->pid, st, o->verbose);
 	}
 	rc = 0;
 out:
@@ -2313,6 +2319,7 @@ out:
 	}
 	free(r.agg);
 	merge_release(&r.q);
+	exitwatch_free(xw);
 	free(dprogs);
 	cg_object_free(r.kobj);
 	cg_object_free(r.nobj);

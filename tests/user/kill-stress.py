@@ -222,7 +222,7 @@ def worker_killed(n):
             os.kill(w, signal.SIGKILL)
         err = u.communicate(timeout=30)[1].decode()
         if re.search(r"killed by signal 9; pid \d+ runs on with its code "
-                     r"restored \(1 jump", err):
+                     r"restored \(\d+ jump", err):
             said += 1
         if entry_bytes(t.pid, path, "share_push") == orig:
             restored += 1

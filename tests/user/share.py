@@ -462,6 +462,31 @@ def exec_c():
     ok(outs["user"] == outs["kernel"], name + ": user mode == kernel mode")
 
 
+def killed_target():
+    """-p: a target killed by a signal is named with the signal, as a -c
+    command is, in both modes; the runtime's SIGSEGV handler passes a
+    SIGSEGV sent by kill() on (the process dies of it as without ubt)."""
+    for mode in ("user", "kernel"):
+        for sig in (signal.SIGSEGV, signal.SIGKILL):
+            name = "target killed by %s, --mode %s" % (sig.name, mode)
+            t = Target("killed-%s-%s" % (mode, sig.name))
+            t.run("1", "done")
+            u = Tracer([UBT, "--mode", mode, "-p", str(t.p.pid), "-e",
+                        prog(t.path, "share_push")])
+            t.run("10", "done")
+            os.kill(t.p.pid, sig)
+            st = t.p.wait(30)
+            try:
+                out, err = u.p.communicate(timeout=30)
+            except subprocess.TimeoutExpired:
+                u.p.kill()
+                out, err = u.p.communicate()
+            ok(st == -sig and re.search(
+                   r"^ubt: pid %d was killed by signal %d \(" %
+                   (t.p.pid, sig), err, re.M) and u.p.returncode == 0,
+               name + ": ubt says so", "status %s: %s" % (st, err[-200:]))
+
+
 def main():
     if not os.access(SHARE, os.X_OK):
         print("1..0 # SKIP %s not built" % SHARE)
@@ -482,6 +507,7 @@ def main():
     fork_c()
     exec_p()
     exec_c()
+    killed_target()
     print("1..%d" % len(results))
     shutil.rmtree(work, ignore_errors=True)
     return 0 if all(results) and BPFTRACE else 1
