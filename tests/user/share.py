@@ -3,9 +3,10 @@
 (issue 9: the traced process is sacred).
 
 For an entry that starts with push %rbp and one that starts with a
-%rip-relative load (ubt-share), with bpftrace and with `ubt --mode kernel`
-as the other tracer (a system-wide kernel uprobe, as SPDK's scripts place
-it), placed before ubt attaches and after, and removed in either order:
+%rip-relative load (ubt-share), with bpftrace, `ubt --mode kernel` and a
+tracefs uprobe_events probe as the other tracer (a system-wide kernel
+uprobe, as SPDK's scripts place it), placed before ubt attaches and
+after, and removed in either order:
 the target never crashes and exits 0, ubt counts every call made while it
 is attached, the other tracer every call made while it is attached.
 
@@ -139,10 +140,61 @@ def prog(path, fn):
     return "uprobe:%s:%s { @c = count(); }" % (path, fn)
 
 
+class Tracefs:
+    """A uprobe made through tracefs (uprobe_events), counted by the
+    kernel's uprobe_profile: the third way other tools place uprobes."""
+
+    root = "/sys/kernel/tracing"
+
+    def __init__(self, t, fn):
+        if not os.path.exists(self.root + "/uprobe_events"):
+            subprocess.run(["mount", "-t", "tracefs", "nodev", self.root],
+                           stderr=subprocess.DEVNULL)
+        out = subprocess.run(["nm", t.path], capture_output=True,
+                             text=True).stdout
+        off = [int(l.split()[0], 16) for l in out.splitlines()
+               if l.endswith(" " + fn)][0]
+        self.name = "ubtshare_%d_%s" % (os.getpid(), fn)
+        self.out, self.err = "", ""
+        self.hits = None
+        self._write("uprobe_events", "p:uprobes/%s %s:%#x\n" %
+                    (self.name, t.path, off))
+        self._write("events/uprobes/%s/enable" % self.name, "1\n")
+        self.attached = True
+
+    def _write(self, path, text):
+        # raw: Python's append mode seeks, which tracefs files refuse
+        fd = os.open(os.path.join(self.root, path), os.O_WRONLY |
+                     os.O_APPEND)
+        try:
+            os.write(fd, text.encode())
+        finally:
+            os.close(fd)
+
+    def profile(self):
+        with open(self.root + "/uprobe_profile") as f:
+            for line in f:
+                fields = line.split()
+                if len(fields) >= 3 and fields[1] == self.name:
+                    return int(fields[2])
+        return None
+
+    def stop(self):
+        self.hits = self.profile()
+        self._write("events/uprobes/%s/enable" % self.name, "0\n")
+        self._write("uprobe_events", "-:uprobes/%s\n" % self.name)
+        return 0
+
+    def count(self, name="c"):
+        return self.hits
+
+
 def other(kind, t, fn):
     """A system-wide kernel uprobe from another tracer: attached once its
     breakpoint is in the target's code (bpftrace 0.17 does not always
     print the notification before it exits)."""
+    if kind == "tracefs":
+        return Tracefs(t, fn)
     argv = ([BPFTRACE] if kind == "bpftrace" else
             [UBT, "--mode", "kernel"]) + ["-e", prog(t.path, fn)]
     o = Tracer(argv, wait=False)
@@ -491,7 +543,7 @@ def main():
     if not os.access(SHARE, os.X_OK):
         print("1..0 # SKIP %s not built" % SHARE)
         return 77
-    kinds = ["ubt-kernel"] + (["bpftrace"] if BPFTRACE else [])
+    kinds = ["ubt-kernel", "tracefs"] + (["bpftrace"] if BPFTRACE else [])
     if not BPFTRACE:
         diag("bpftrace not installed: only ubt --mode kernel as the "
              "other tracer")
