@@ -155,6 +155,7 @@ TESTS += \
 EXTRA_DIST += \
 	tests/user/corrupt.sh \
 	tests/user/kill-stress.py \
+	tests/user/procmem.py \
 	tests/user/share.py \
 	tests/user/unwind-detach.py \
 	tests/user/unwind.sh \

@@ -24,6 +24,9 @@ import tempfile
 import threading
 import time
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from procmem import code_in  # noqa: E402
+
 builddir = os.environ.get("top_builddir") or "."
 UBT = os.environ.get("UBT") or os.path.join(builddir, "ubt")
 SHARE = os.path.join(builddir, "tests", "targets", "ubt-share")
@@ -37,22 +40,6 @@ def ok(cond, name, detail=""):
     print("%sok %d - %s%s" % ("" if cond else "not ", len(results), name,
                               "" if cond or not detail else " # " + detail))
     sys.stdout.flush()
-
-
-def entry_bytes(pid, path, fn, n=16):
-    out = subprocess.run(["nm", path], capture_output=True,
-                         text=True).stdout
-    off = [int(f[0], 16) for f in (l.split() for l in out.splitlines())
-           if len(f) == 3 and f[2] == fn][0]
-    with open("/proc/%d/maps" % pid) as m:
-        for line in m:
-            f = line.split()
-            if len(f) >= 6 and f[5] == path and int(f[2], 16) == 0:
-                base = int(f[0].split("-")[0], 16)
-                break
-    with open("/proc/%d/mem" % pid, "rb") as m:
-        m.seek(base + off)
-        return m.read(n)
 
 
 def tracers_of(pid):
@@ -108,7 +95,7 @@ def stress_p():
     feeder = Feeder(t)
     feeder.start()
     time.sleep(0.2)
-    orig = entry_bytes(t.pid, path, "share_push")
+    orig = code_in(t.pid, path, "share_push")
     rng = random.Random(9)
     prog = "uprobe:%s:share_push { @c = count(); }" % path
     killed_at = {"attach": 0, "run": 0}
@@ -131,10 +118,10 @@ def stress_p():
     end = time.time() + 60
     while t.poll() is None and time.time() < end and (
             tracers_of(t.pid) or
-            entry_bytes(t.pid, path, "share_push") != orig):
+            code_in(t.pid, path, "share_push") != orig):
         time.sleep(0.1)
     alive = t.poll() is None
-    restored = alive and entry_bytes(t.pid, path, "share_push") == orig
+    restored = alive and code_in(t.pid, path, "share_push") == orig
     feeder.stop = True
     feeder.join(60)
     t.stdin.close()
@@ -198,7 +185,7 @@ def worker_killed(n):
     feeder = Feeder(t)
     feeder.start()
     time.sleep(0.2)
-    orig = entry_bytes(t.pid, path, "share_push")
+    orig = code_in(t.pid, path, "share_push")
     prog = "uprobe:%s:share_push { @c = count(); }" % path
     said = restored = 0
     for i in range(n):
@@ -214,7 +201,7 @@ def worker_killed(n):
         for _ in range(400):
             with open("/proc/%d/status" % t.pid) as f:
                 traced = re.search(r"^TracerPid:\s+[1-9]", f.read(), re.M)
-            if not traced and entry_bytes(t.pid, path, "share_push") != orig:
+            if not traced and code_in(t.pid, path, "share_push") != orig:
                 break
             time.sleep(0.01)
         workers = [p for p in tracers_of(t.pid) if p != u.pid]
@@ -224,7 +211,7 @@ def worker_killed(n):
         if re.search(r"killed by signal 9; pid \d+ runs on with its code "
                      r"restored \(\d+ jump", err):
             said += 1
-        if entry_bytes(t.pid, path, "share_push") == orig:
+        if code_in(t.pid, path, "share_push") == orig:
             restored += 1
     feeder.stop = True
     feeder.join(60)

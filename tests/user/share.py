@@ -26,6 +26,9 @@ import sys
 import tempfile
 import time
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from procmem import Fed, code_in, code_in_file  # noqa: E402
+
 NOTIFY = "__BPFTRACE_NOTIFY_PROBES_ATTACHED"
 builddir = os.environ.get("top_builddir") or "."
 UBT = os.environ.get("UBT") or os.path.join(builddir, "ubt")
@@ -47,42 +50,16 @@ def diag(text):
         print("# " + line)
 
 
-class Target:
+class Target(Fed):
     """A copy of ubt-share, fed commands on stdin."""
 
     def __init__(self, name):
         self.path = os.path.join(work, name)
         shutil.copy(SHARE, self.path)
-        self.p = subprocess.Popen([self.path], stdin=subprocess.PIPE,
-                                  stdout=subprocess.PIPE, text=True)
-        self.buf = ""
-
-    def run(self, cmd, expect, timeout=20):
-        self.p.stdin.write(cmd + "\n")
-        self.p.stdin.flush()
-        return self.expect(expect, timeout)
-
-    def expect(self, prefix, timeout=20):
-        fd = self.p.stdout.fileno()
-        end = time.time() + timeout
-        while time.time() < end:
-            while "\n" in self.buf:
-                line, self.buf = self.buf.split("\n", 1)
-                if line.startswith(prefix):
-                    return line
-            r, _, _ = select.select([fd], [], [], 0.5)
-            if r:
-                chunk = os.read(fd, 65536)
-                if not chunk:
-                    return None
-                self.buf += chunk.decode(errors="replace")
-        return None
+        Fed.__init__(self, [self.path])
 
     def finish(self):
-        try:
-            self.p.stdin.close()
-        except OSError:
-            pass
+        self.close_input()
         try:
             return self.p.wait(timeout=20)
         except subprocess.TimeoutExpired:
@@ -272,22 +249,7 @@ def second_ubt():
 
 
 def site_bytes(t, fn):
-    out = subprocess.run(["nm", t.path], capture_output=True,
-                         text=True).stdout
-    off = None
-    for line in out.splitlines():
-        f = line.split()
-        if len(f) == 3 and f[2] == fn:
-            off = int(f[0], 16)
-    with open("/proc/%d/maps" % t.p.pid) as m:
-        for line in m:
-            f = line.split()
-            if len(f) >= 6 and f[5] == t.path and int(f[2], 16) == 0:
-                base = int(f[0].split("-")[0], 16)
-                break
-    with open("/proc/%d/mem" % t.p.pid, "rb") as m:
-        m.seek(base + off)
-        return m.read(16)
+    return code_in(t.p.pid, t.path, fn)
 
 
 def killed_ubt():
@@ -351,42 +313,37 @@ FORK_PROG = ("uprobe:%s:share_push { @[arg0 %% 4] = count(); } "
              "uprobe:%s:share_riprel { @c = count(); }")
 
 
-def fork_run(argv, path, t=None):
-    """Feed the fork sequence; the held child's pid and the output."""
+def ubt_c(mode, path, prog_text):
+    """ubt -c on path: its stdin and stdout are the command's."""
+    env = dict(os.environ, **{NOTIFY: "1"})
+    return Fed([UBT, "--mode", mode, "-c", path, "-e", prog_text], env=env,
+               stderr=subprocess.PIPE)
+
+
+def fed_c(u):
+    """End a ubt -c run: the command's EOF, then ubt's output."""
+    u.close_input()
+    done = u.expect("exit 0")
+    out, err = u.p.communicate(timeout=30)
+    maps = "\n".join(sorted(re.findall(r"^@.*$", u.buf + out.decode(),
+                                       re.M)))
+    return done, maps, err.decode()
+
+
+def fork_run(target):
+    """Feed the fork sequence; the held child's pid."""
     held = None
-    if t is None:	# -c: ubt's stdin and stdout are the command's
-        env = dict(os.environ, **{NOTIFY: "1"})
-        u = subprocess.Popen(argv, stdin=subprocess.PIPE,
-                             stdout=subprocess.PIPE,
-                             stderr=subprocess.PIPE, env=env)
-        feed = u.stdin
-        reader = Target.__new__(Target)
-        reader.p, reader.buf = u, ""
-    else:
-        u = Tracer(argv)
-        feed, reader = t.p.stdin, t
     for cmd, want in (("100", "done"), ("hold 50", "held"),
                       ("fork 200", "child")):
-        feed.write((cmd + "\n").encode() if t is None else cmd + "\n")
-        feed.flush()
-        line = reader.expect(want)
+        line = target.run(cmd, want)
         if line and line.startswith("held"):
             held = int(line.split()[1])
-    return u, reader, held
+    return held
 
 
-def held_restored(held, path):
-    tgt = Target.__new__(Target)
-    tgt.p = subprocess.Popen(["true"])
-    tgt.p.pid, tgt.path = held, path
-    mem = site_bytes(tgt, "share_push")
-    with open(path, "rb") as f:
-        out = subprocess.run(["nm", path], capture_output=True,
-                             text=True).stdout
-        off = [int(l.split()[0], 16) for l in out.splitlines()
-               if l.endswith(" share_push")][0]
-        f.seek(off)
-        return mem == f.read(16)
+def held_restored(pid, path):
+    return code_in(pid, path, "share_push") == code_in_file(path,
+                                                            "share_push")
 
 
 def fork_p():
@@ -396,8 +353,9 @@ def fork_p():
     name = "fork -p"
     t = Target("fork-p")
     t.run("1", "done")
-    u, _, held = fork_run([UBT, "-v", "-p", str(t.p.pid), "-e",
-                           FORK_PROG % (t.path, t.path)], t.path, t)
+    u = Tracer([UBT, "-v", "-p", str(t.p.pid), "-e",
+                FORK_PROG % (t.path, t.path)])
+    held = fork_run(t)
     u.stop()
     restored = held and held_restored(held, t.path)
     if held:
@@ -413,8 +371,9 @@ def fork_p():
     if BPFTRACE:
         t = Target("fork-p-bt")
         t.run("1", "done")
-        b, _, held = fork_run([BPFTRACE, "-p", str(t.p.pid), "-e",
-                               FORK_PROG % (t.path, t.path)], t.path, t)
+        b = Tracer([BPFTRACE, "-p", str(t.p.pid), "-e",
+                    FORK_PROG % (t.path, t.path)])
+        held = fork_run(t)
         time.sleep(0.3)
         b.stop()
         if held:
@@ -433,20 +392,15 @@ def fork_c():
     path = os.path.join(work, "fork-c")
     shutil.copy(SHARE, path)
     for mode in ("user", "kernel"):
-        u, r, held = fork_run([UBT, "--mode", mode, "-c", path, "-e",
-                               FORK_PROG % (path, path)], path)
+        u = ubt_c(mode, path, FORK_PROG % (path, path))
+        held = fork_run(u)
         if held:
             os.kill(held, signal.SIGUSR1)
-        u.stdin.close()
-        u.stdin = None
-        r.expect("exit 0")
-        out, err = u.communicate(timeout=30)
-        outs[mode] = "\n".join(sorted(re.findall(r"^@.*$", r.buf +
-                                                 out.decode(), re.M)))
+        _, outs[mode], err = fed_c(u)
         # the held child makes its second 50 calls while ubt runs
-        ok(u.returncode == 0 and "@c: 400" in outs[mode],
+        ok(u.p.returncode == 0 and "@c: 400" in outs[mode],
            name + ": --mode %s counts 400 in parent and children" % mode,
-           (outs[mode] + err.decode())[-300:])
+           (outs[mode] + err)[-300:])
     ok(outs["user"] == outs["kernel"], name + ": user mode == kernel mode")
 
 
@@ -489,28 +443,14 @@ def exec_c():
     path = os.path.join(work, "exec-c")
     shutil.copy(SHARE, path)
     for mode in ("user", "kernel"):
-        env = dict(os.environ, **{NOTIFY: "1"})
-        u = subprocess.Popen([UBT, "--mode", mode, "-c", path, "-e",
-                              EXEC_PROG % (path, path)],
-                             stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                             stderr=subprocess.PIPE, env=env)
-        r = Target.__new__(Target)
-        r.p, r.buf = u, ""
-        steps = r.expect(NOTIFY)
-        for cmd, want in (("100", "done"), ("exec 300", "exec done"),
-                          ("50", "done")):
-            u.stdin.write((cmd + "\n").encode())
-            u.stdin.flush()
-            steps = steps and r.expect(want)
-        u.stdin.close()
-        u.stdin = None
-        steps = steps and r.expect("exit 0")
-        out, err = u.communicate(timeout=30)
-        outs[mode] = "\n".join(sorted(re.findall(r"^@.*$", r.buf +
-                                                 out.decode(), re.M)))
-        ok(steps and u.returncode == 0 and "@c: 450" in outs[mode],
+        u = ubt_c(mode, path, EXEC_PROG % (path, path))
+        steps = (u.expect(NOTIFY) and u.run("100", "done") and
+                 u.run("exec 300", "exec done") and u.run("50", "done"))
+        done, outs[mode], err = fed_c(u)
+        ok(steps and done and u.p.returncode == 0 and
+           "@c: 450" in outs[mode],
            name + ": --mode %s counts 450 across the exec" % mode,
-           (outs[mode] + err.decode())[-300:])
+           (outs[mode] + err)[-300:])
     ok(outs["user"] == outs["kernel"], name + ": user mode == kernel mode")
 
 

@@ -1,0 +1,82 @@
+"""Helpers for the process-safety tests (share.py, kill-stress.py): the
+bytes of a function in a process and in its file, and a process fed
+commands on stdin whose output lines are awaited."""
+import os
+import select
+import subprocess
+import time
+
+
+def func_offset(path, fn):
+    """st_value of function fn in ELF file path (nm)."""
+    out = subprocess.run(["nm", path], capture_output=True,
+                         text=True).stdout
+    for line in out.splitlines():
+        f = line.split()
+        if len(f) == 3 and f[2] == fn:
+            return int(f[0], 16)
+    raise KeyError(fn)
+
+
+def code_in(pid, path, fn, n=16):
+    """n bytes at function fn of path (a PIE) as mapped in process pid."""
+    base = None
+    with open("/proc/%d/maps" % pid) as m:
+        for line in m:
+            f = line.split()
+            if len(f) >= 6 and f[5] == path and int(f[2], 16) == 0:
+                base = int(f[0].split("-")[0], 16)
+                break
+    with open("/proc/%d/mem" % pid, "rb") as m:
+        m.seek(base + func_offset(path, fn))
+        return m.read(n)
+
+
+def code_in_file(path, fn, n=16):
+    """The same bytes in the file (a PIE: file offset = address)."""
+    with open(path, "rb") as f:
+        f.seek(func_offset(path, fn))
+        return f.read(n)
+
+
+class Fed:
+    """A process whose stdin takes commands and whose stdout lines are
+    read raw (a buffered readline() would hide lines from select())."""
+
+    def __init__(self, argv, env=None, stderr=None):
+        self.p = subprocess.Popen(argv, stdin=subprocess.PIPE,
+                                  stdout=subprocess.PIPE, stderr=stderr,
+                                  env=env)
+        self.buf = ""
+
+    def send(self, cmd):
+        self.p.stdin.write((cmd + "\n").encode())
+        self.p.stdin.flush()
+
+    def run(self, cmd, expect, timeout=20):
+        self.send(cmd)
+        return self.expect(expect, timeout)
+
+    def expect(self, prefix, timeout=20):
+        """The next output line that starts with prefix, or None."""
+        fd = self.p.stdout.fileno()
+        end = time.time() + timeout
+        while time.time() < end:
+            while "\n" in self.buf:
+                line, self.buf = self.buf.split("\n", 1)
+                if line.startswith(prefix):
+                    return line
+            r, _, _ = select.select([fd], [], [], 0.5)
+            if r:
+                chunk = os.read(fd, 65536)
+                if not chunk:
+                    return None
+                self.buf += chunk.decode(errors="replace")
+        return None
+
+    def close_input(self):
+        try:
+            self.p.stdin.close()
+        except OSError:
+            pass
+        self.p.stdin = None
