@@ -145,18 +145,29 @@ static volatile sig_atomic_t bench_stop;	/* -g: SIGUSR1 */
  */
 __thread unsigned long bench_tls_sink;
 
+/*
+ * Each keeps a standard frame (push %rbp; mov %rsp,%rbp), as functions
+ * built with frame pointers do: ubt's jump follows a function's first
+ * instruction, and these leaf functions would otherwise be a single
+ * instruction and a ret, too short for a jump after it.
+ */
+#define BENCH_FRAME() __asm__ volatile("" : : "r"(__builtin_frame_address(0)))
+
 __attribute__((noipa, used)) void bench_nop(void)
 {
+	BENCH_FRAME();
 	bench_tls_sink++;
 }
 
 __attribute__((noipa, used)) void bench_args(unsigned long a, unsigned long b)
 {
+	BENCH_FRAME();
 	bench_tls_sink += a ^ b;
 }
 
 __attribute__((noipa, used)) unsigned long bench_ret(unsigned long a)
 {
+	BENCH_FRAME();
 	return a * 3 + 1;
 }
 
