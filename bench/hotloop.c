@@ -10,7 +10,12 @@
  *
  * -f   the function called: bench_nop() (count, @[tid]), bench_args(a, b)
  *      (hist(arg0), sum(arg1), printf of two integers; arg0 runs 0..999,
- *      arg1 is arg0 & 7), bench_ret(a) (uretprobe)
+ *      arg1 is arg0 & 7), bench_ret(a) (uretprobe); or the floor of a
+ *      probe on this CPU, bench_nop as ubt would patch it, built in:
+ *      floorjmp: its first instruction, a jump to a trampoline that
+ *      increments a thread-local counter, runs the instruction the jump
+ *      replaced and jumps back; floorcall: the same with a call into a
+ *      separate function that increments the counter, and its ret
  * -t   threads, all calling the function at once (default 1)
  * -d   run each thread for MS milliseconds (default 300), or
  * -n   for CALLS calls (rounded up to whole blocks)
@@ -81,12 +86,16 @@ enum bench_func {
 	BENCH_NOP,
 	BENCH_ARGS,
 	BENCH_RET,
+	BENCH_FLOOR_JMP,
+	BENCH_FLOOR_CALL,
 };
 
 static const char *const bench_func_names[] = {
 	[BENCH_NOP] = "nop",
 	[BENCH_ARGS] = "args",
 	[BENCH_RET] = "ret",
+	[BENCH_FLOOR_JMP] = "floorjmp",
+	[BENCH_FLOOR_CALL] = "floorcall",
 };
 
 struct bench_gap {
@@ -171,6 +180,57 @@ __attribute__((noipa, used)) unsigned long bench_ret(unsigned long a)
 	return a * 3 + 1;
 }
 
+/*
+ * The floor: bench_nop's code (push %rbp; mov %rsp,%rbp; the increment;
+ * pop %rbp; ret) with the jump ubt writes after its first instruction
+ * already in place, over the mov and the increment, and a trampoline of
+ * the two shapes a probe takes at the least.  Nothing of ubt in it: what
+ * this CPU charges for the detour itself.
+ */
+__thread unsigned long bench_floor_count;
+void bench_floor_jmp(void), bench_floor_call(void);
+
+__asm__(".text\n"
+	".p2align 4\n"
+	".globl bench_floor_probe\n"
+	".type bench_floor_probe,@function\n"
+	"bench_floor_probe:\n"
+	"	incq %fs:bench_floor_count@tpoff\n"
+	"	ret\n"
+	".size bench_floor_probe, .-bench_floor_probe\n"
+
+	".p2align 4\n"
+	".globl bench_floor_jmp\n"
+	".type bench_floor_jmp,@function\n"
+	"bench_floor_jmp:\n"
+	"	push %rbp\n"
+	"	jmp 1f\n"
+	"	.byte 0xcc, 0xcc, 0xcc, 0xcc, 0xcc, 0xcc, 0xcc\n"
+	"2:	pop %rbp\n"
+	"	ret\n"
+	"	.p2align 4\n"
+	"1:	incq %fs:bench_floor_count@tpoff\n"
+	"	mov %rsp, %rbp\n"
+	"	addq $1, %fs:bench_tls_sink@tpoff\n"
+	"	jmp 2b\n"
+	".size bench_floor_jmp, .-bench_floor_jmp\n"
+
+	".p2align 4\n"
+	".globl bench_floor_call\n"
+	".type bench_floor_call,@function\n"
+	"bench_floor_call:\n"
+	"	push %rbp\n"
+	"	jmp 1f\n"
+	"	.byte 0xcc, 0xcc, 0xcc, 0xcc, 0xcc, 0xcc, 0xcc\n"
+	"2:	pop %rbp\n"
+	"	ret\n"
+	"	.p2align 4\n"
+	"1:	call bench_floor_probe\n"
+	"	mov %rsp, %rbp\n"
+	"	addq $1, %fs:bench_tls_sink@tpoff\n"
+	"	jmp 2b\n"
+	".size bench_floor_call, .-bench_floor_call\n");
+
 static uint64_t bench_now(void)
 {
 	struct timespec ts;
@@ -220,6 +280,12 @@ static void bench_block(struct bench_thread *t, enum bench_func f, int n)
 			case BENCH_RET:
 				t->sink += bench_ret(i);
 				break;
+			case BENCH_FLOOR_JMP:
+				bench_floor_jmp();
+				break;
+			case BENCH_FLOOR_CALL:
+				bench_floor_call();
+				break;
 			}
 			d = bench_tsc() - t0;
 			if (d > BENCH_SLOW_TICKS)
@@ -239,6 +305,14 @@ static void bench_block(struct bench_thread *t, enum bench_func f, int n)
 	case BENCH_NOP:
 		for (i = 0; i < n; i++)
 			bench_nop();
+		break;
+	case BENCH_FLOOR_JMP:
+		for (i = 0; i < n; i++)
+			bench_floor_jmp();
+		break;
+	case BENCH_FLOOR_CALL:
+		for (i = 0; i < n; i++)
+			bench_floor_call();
 		break;
 	case BENCH_ARGS:
 		for (i = 0; i < n; i++) {
