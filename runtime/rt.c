@@ -228,9 +228,10 @@ static void rt_child_register(struct rt_ctl *ctl)
  * is its parent's.  Replace that block, in place, by a private copy of its
  * header and shadow stack, so that wrapped calls in progress still find
  * their shadow entries (also through %rbx, which points into the block)
- * without touching the parent's; then forget it: the child's next hit
- * takes a block of its own from the shared memfd, where ubt reads it and
- * merges it as any thread's.  The child's pid goes into ctl->children so
+ * without touching the parent's; then forget it: with RT_CTL_CHILDREN
+ * the child's next hit takes a block of its own from the shared memfd,
+ * where ubt reads it and merges it as any thread's, else it records
+ * nothing.  The child's pid goes into ctl->children so
  * that ubt restores its code too when it detaches.
  */
 static void rt_fork_child(void)
@@ -241,10 +242,10 @@ static void rt_fork_child(void)
 	int i;
 
 	rt_self = 0;
-	rt_noblock = 0;
 	rt_forked = 1;
 	if (!ctl)
 		return;
+	rt_noblock = !(ctl->flags & RT_CTL_CHILDREN);
 	rt_child_register(ctl);
 	if (!old)
 		return;

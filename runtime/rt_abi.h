@@ -239,6 +239,13 @@ struct rt_site {
 
 /* Install the SIGSEGV/SIGBUS handler rt_probe_read needs (chained). */
 #define RT_CTL_FAULT_HANDLER 1u
+/*
+ * Forked children record (blocks of their own), as the kernel counts a
+ * -c command's children; without it (-p, whose kernel probes follow the
+ * process alone) a child's probes record nothing.  Either way a child
+ * lists itself in ctl->children, for ubt to restore its code.
+ */
+#define RT_CTL_CHILDREN 2u
 
 /*
  * A per-thread keyed aggregation table, open addressing, linear probing.

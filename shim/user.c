@@ -392,6 +392,9 @@ static int place_memfd(struct ubt_user *u, const struct user_opts *o)
 		return err;
 	if (USER_FIELD(o, struct user_opts, fault_safe_reads))
 		u->m.ctl->flags |= RT_CTL_FAULT_HANDLER;
+	/* as the kernel's probes: a -c command's children, not -p's */
+	if (u->child)
+		u->m.ctl->flags |= RT_CTL_CHILDREN;
 	return 0;
 }
 
