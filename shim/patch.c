@@ -384,6 +384,55 @@ refuse:
 	return -EINVAL;
 }
 
+/*
+ * The instruction at a probe's offset inside a function stays in place
+ * too, and the probe runs after it: only when it changes no general
+ * register (the probe sees every register as at the offset; the
+ * trampoline keeps the flags it set) and does not transfer control.
+ * 0, or -EINVAL with the reason.
+ */
+static int mid_insn(const ZydisDecodedInstruction *in,
+		    const ZydisDecodedOperand *ops, uint64_t off,
+		    struct patch_site *s)
+{
+	const char *name = ZydisMnemonicGetString(in->mnemonic);
+	int i;
+
+	switch (in->meta.category) {
+	case ZYDIS_CATEGORY_COND_BR:
+	case ZYDIS_CATEGORY_UNCOND_BR:
+	case ZYDIS_CATEGORY_CALL:
+	case ZYDIS_CATEGORY_RET:
+	case ZYDIS_CATEGORY_INTERRUPT:
+	case ZYDIS_CATEGORY_SYSCALL:
+	case ZYDIS_CATEGORY_SYSTEM:
+		snprintf(s->reason, sizeof(s->reason),
+			 "the instruction '%s' at +%#llx transfers control: "
+			 "no room for a jump after it",
+			 name, (unsigned long long)off);
+		return -EINVAL;
+	default:
+		break;
+	}
+	for (i = 0; i < in->operand_count; i++) {
+		const ZydisDecodedOperand *op = &ops[i];
+
+		if (op->type != ZYDIS_OPERAND_TYPE_REGISTER ||
+		    !(op->actions & ZYDIS_OPERAND_ACTION_MASK_WRITE) ||
+		    op->reg.value == ZYDIS_REGISTER_RFLAGS ||
+		    op->reg.value == ZYDIS_REGISTER_EFLAGS ||
+		    op->reg.value == ZYDIS_REGISTER_FLAGS)
+			continue;
+		snprintf(s->reason, sizeof(s->reason),
+			 "the instruction '%s' at +%#llx changes %s: no "
+			 "room for a jump after it",
+			 name, (unsigned long long)off,
+			 ZydisRegisterGetString(op->reg.value));
+		return -EINVAL;
+	}
+	return 0;
+}
+
 int patch_analyze(const uint8_t *code, uint64_t size, uint64_t func,
 		  uint64_t at, struct patch_site *s)
 {
@@ -417,6 +466,21 @@ int patch_analyze(const uint8_t *code, uint64_t size, uint64_t func,
 				 (unsigned long long)at);
 			return -EINVAL;
 		}
+		/* the instruction there stays, as at an entry */
+		if (off >= size ||
+		    !ZYAN_SUCCESS(ZydisDecoderDecodeFull(&d, code + off,
+							 size - off, &in,
+							 ops))) {
+			snprintf(s->reason, sizeof(s->reason),
+				 "cannot decode the instruction at +%#llx",
+				 (unsigned long long)off);
+			return -EINVAL;
+		}
+		err = mid_insn(&in, ops, off, s);
+		if (err)
+			return err;
+		s->kept = func + off;
+		off += in.length;
 		copy = off;
 	} else {
 		if (size >= 4 &&
@@ -438,6 +502,7 @@ int patch_analyze(const uint8_t *code, uint64_t size, uint64_t func,
 		err = entry_insn(&in, ops, off, s, &s->undo, &again);
 		if (err)
 			return err;
+		s->kept = func + off;
 		if (again && classify(&in, ops) == REL_BAD) {
 			snprintf(s->reason, sizeof(s->reason),
 				 "the entry instruction '%s' cannot be "
@@ -460,8 +525,8 @@ int patch_analyze(const uint8_t *code, uint64_t size, uint64_t func,
 	if (size < off + PATCH_JMP_LEN) {
 		if (at)
 			snprintf(s->reason, sizeof(s->reason),
-				 "fewer than %d bytes from +%#llx to the end "
-				 "of the function",
+				 "fewer than %d bytes after the instruction at "
+				 "+%#llx to the end of the function",
 				 PATCH_JMP_LEN, (unsigned long long)at);
 		else
 			snprintf(s->reason, sizeof(s->reason),
@@ -524,9 +589,9 @@ int patch_analyze(const uint8_t *code, uint64_t size, uint64_t func,
 	memcpy(s->orig, code + start, s->len);
 	memcpy(s->copy, code + (s->copy_addr - func), end - (s->copy_addr - func));
 	/*
-	 * Nothing in the function may point inside the window; at an entry,
-	 * not at the jump either: a branch there would run the probe without
-	 * the entry instruction (and the other tracers' probes on it).
+	 * Nothing in the function may point inside the window, nor at the
+	 * jump: a branch there would run the probe without the instruction
+	 * before it (and the other tracers' probes on that one).
 	 */
 	for (off = 0; off < size;) {
 		uint64_t t;
@@ -538,8 +603,7 @@ int patch_analyze(const uint8_t *code, uint64_t size, uint64_t func,
 			continue;
 		}
 		if (insn_target(&in, ops, func + off, &t) &&
-		    (t > func + start || (!at && t == func + start)) &&
-		    t < func + end) {
+		    t >= func + start && t < func + end) {
 			snprintf(s->reason, sizeof(s->reason),
 				 "the instruction at +%#llx targets +%#llx, "
 				 "inside the patched window",

@@ -17,7 +17,10 @@
  *     back over it: the registers are unchanged) and run again from the
  *     relocated copy, so probes see the function's entry state exactly;
  *   - any other entry instruction refuses the site (kernel fallback).
- * A site inside a function (an offset) keeps the window at the offset.
+ * A site inside a function (an offset) likewise leaves the instruction at
+ * the offset in place, when it changes no general register and does not
+ * transfer control, and the probe runs after it (the trampoline of a
+ * site inside a function keeps the flags); otherwise it is refused.
  *
  * A site is refused, with a reason, when the function is too short, when a
  * branch or RIP-relative reference in the function points inside the
@@ -48,6 +51,8 @@ struct patch_site {
 	uint32_t len;		/* window length, >= 5 */
 	uint32_t undo;		/* the trampoline first adds this to %rsp:
 				 * the entry instruction is run again */
+	uint64_t kept;		/* the instruction left in place before the
+				 * jump (where others' breakpoints go) */
 	/* the instructions the trampoline runs, from copy_addr on: the
 	 * window's, after the entry instruction when it is run again */
 	uint64_t copy_addr;

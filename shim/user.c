@@ -1277,33 +1277,29 @@ static int move_threads(struct ubt_user *u, struct user_site *us)
 
 /*
  * The process's bytes of a site (mem: from s->func to the end of the
- * window) against the file's (code, from s->func).  The window must be
- * the file's exactly; before it (endbr64, the entry instruction) another
- * tracer's int3 may stand on an instruction's first byte: it is left
- * alone, and the trampoline runs the file's instruction.  0, or -EBUSY
- * with the reason.
+ * window) against the file's (code, from s->func), from the instruction
+ * left in place before the jump on: the window must be the file's
+ * exactly; on that instruction's first byte another tracer's int3 may
+ * stand (it is left alone: the trampoline runs the file's instruction).
+ * What lies before it is not ubt's to check.  0, or -EBUSY with the
+ * reason.
  */
 static int site_compare(const struct patch_site *s, const uint8_t *code,
 			const uint8_t *mem, char *reason, size_t len)
 {
-	uint64_t pre = s->addr - s->func, i;
+	uint64_t pre = s->addr - s->func, kept = s->kept - s->func, i;
 
-	for (i = 0; i < pre + s->len; i++) {
-		bool insn_start = i == 0 || (i == 4 && code[0] == 0xf3 &&
-					     code[1] == 0x0f &&
-					     code[2] == 0x1e && code[3] == 0xfa);
-
+	for (i = kept; i < pre + s->len; i++) {
 		if (mem[i] == code[i])
 			continue;
-		if (i < pre && mem[i] == 0xcc && insn_start)
+		if (i == kept && mem[i] == 0xcc)
 			continue;	/* another tracer's breakpoint */
 		snprintf(reason, len,
 			 "the code at +%#llx is not the file's (%s): another "
 			 "program changed it",
 			 (unsigned long long)i,
 			 mem[i] == 0xcc ? "a breakpoint" :
-			 i >= pre && i == pre && mem[i] == 0xe9 ? "a jump" :
-								"modified");
+			 i == pre && mem[i] == 0xe9 ? "a jump" : "modified");
 		return -EBUSY;
 	}
 	return 0;

@@ -19,6 +19,8 @@
  *	share_push(x)	push %rbp first (gcc's frame); returns 2 * x + 1
  *	share_riprel(x)	a %rip-relative load first; adds x to share_total
  *			and returns 2 * x
+ *	share_mid(x)	push %rbp; mov %rsp,%rbp; then at +4 a test (a site
+ *			inside the function); returns 2 * x + 1
  */
 #include <signal.h>
 #include <stdio.h>
@@ -31,6 +33,7 @@
 
 long share_total;
 long share_riprel(long x);
+long share_mid(long x);
 
 __asm__(
 	"	.text\n"
@@ -43,7 +46,19 @@ __asm__(
 	"	movq %rax, share_total(%rip)\n"
 	"	leaq (%rdi,%rdi), %rax\n"
 	"	ret\n"
-	"	.size share_riprel, .-share_riprel\n");
+	"	.size share_riprel, .-share_riprel\n"
+
+	"	.p2align 4\n"
+	"	.globl share_mid\n"
+	"	.type share_mid, @function\n"
+	"share_mid:\n"
+	"	pushq %rbp\n"
+	"	movq %rsp, %rbp\n"
+	"	testq %rdi, %rdi\n"		/* +4 */
+	"	leaq 1(%rdi,%rdi), %rax\n"
+	"	popq %rbp\n"
+	"	ret\n"
+	"	.size share_mid, .-share_mid\n");
 
 UBT_PROBE long share_push(long x)
 {
@@ -53,6 +68,7 @@ UBT_PROBE long share_push(long x)
 
 static long (*volatile f_push)(long) = share_push;
 static long (*volatile f_riprel)(long) = share_riprel;
+static long (*volatile f_mid)(long) = share_mid;
 
 static long calls(long n)
 {
@@ -61,6 +77,7 @@ static long calls(long n)
 	for (long i = 0; i < n; i++) {
 		bad |= f_push(i) != 2 * i + 1;
 		bad |= f_riprel(i) != 2 * i;
+		bad |= f_mid(i) != 2 * i + 1;
 	}
 	bad |= share_total - before != n * (n - 1) / 2;
 	return bad;

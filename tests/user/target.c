@@ -16,6 +16,9 @@
  *   ut_flags       cmp; ja: flags live at +4    returns x > 5 ? 100 : 200
  *   ut_redzone     stores in the red zone, reads it back at +5: x + 1
  *   ut_r11         %r11 live at +3               returns x + 3
+ *                  (each with a nop at the probe's offset: the jump
+ *                  follows the instruction there, which must change no
+ *                  register)
  *   and atoi() from libc (a second module; sub $8,%rsp first)
  *   ut_sys(nr,a,b) mov %edi,%eax; syscall; ret: system call nr(nr, a, b),
  *                  a thread blocked in it stops inside the patch window
@@ -143,6 +146,7 @@ __asm__(".text\n"
 	".globl ut_flags\n.type ut_flags,@function\n"
 	"ut_flags:\n"
 	"	cmp $5, %rdi\n"
+	"	nop\n"				/* +4: the probe's */
 	"	ja 1f\n"
 	"	mov $200, %eax\n"
 	"	ret\n"
@@ -153,6 +157,7 @@ __asm__(".text\n"
 	".globl ut_redzone\n.type ut_redzone,@function\n"
 	"ut_redzone:\n"
 	"	mov %rdi, -8(%rsp)\n"
+	"	nop\n"				/* +5: the probe's */
 	"	mov -8(%rsp), %rax\n"
 	"	add $1, %rax\n"
 	"	ret\n"
@@ -161,6 +166,7 @@ __asm__(".text\n"
 	".globl ut_r11\n.type ut_r11,@function\n"
 	"ut_r11:\n"
 	"	mov %rdi, %r11\n"
+	"	nop\n"				/* +3: the probe's */
 	"	lea 3(%r11), %rax\n"
 	"	ret\n"
 	".size ut_r11, .-ut_r11\n"

@@ -426,10 +426,20 @@ static void test_sites(void)
 			      sizeof(reason)) == -EINVAL &&
 		   strstr(reason, "instruction boundary"),
 	   "site ut_plain+2 refused: %s", reason);
-	ok(user_site_check_at(target, "ut_flags", 17, reason,
+	/* the instruction at an offset stays before the jump: refused
+	 * when it changes a register or transfers control */
+	ok(user_site_check_at(target, "ut_flags", 7, reason,
+			      sizeof(reason)) == -EINVAL &&
+		   strstr(reason, "changes eax"),
+	   "site ut_flags+7 refused: %s", reason);
+	ok(user_site_check_at(target, "ut_flags", 5, reason,
+			      sizeof(reason)) == -EINVAL &&
+		   strstr(reason, "transfers control"),
+	   "site ut_flags+5 refused: %s", reason);
+	ok(user_site_check_at(target, "ut_sys", 4, reason,
 			      sizeof(reason)) == -EINVAL &&
 		   strstr(reason, "to the end of the function"),
-	   "site ut_flags+17 refused: %s", reason);
+	   "site ut_sys+4 refused: %s", reason);
 	ok(user_site_check(target, "no_such_function", reason,
 			   sizeof(reason)) == -ENOENT,
 	   "no such symbol: %s", reason);
@@ -821,10 +831,11 @@ static void test_abort(void)
 	ok(u && user_install(u, &(struct user_probe){
 				    .sz = sizeof(struct user_probe),
 				    .binary = target,
-				    .symbol = "ut_plain",
+				    /* its entry window covers +4.., where
+				     * install_all() put a probe at +4 */
+				    .symbol = "ut_flags",
 				    .code = "\xc3",
 				    .code_len = 1,
-				    .offset = 1,
 			    }) == -EINVAL &&
 		   strstr(user_error(u), "overlaps"),
 	   "abort: overlapping windows refused: %s", u ? user_error(u) : "");
