@@ -135,6 +135,7 @@ check_PROGRAMS += \
 	tests/user/scribble \
 	tests/user/target \
 	tests/user/test-user \
+	tests/user/umulti \
 	tests/user/unit-aggiter \
 	tests/user/unit-corrupt \
 	tests/user/unit-memfd \
@@ -166,6 +167,10 @@ tests_user_scribble_CPPFLAGS = -I$(top_srcdir)/runtime \
 	-I$(top_srcdir)/tests/targets
 tests_user_scribble_CFLAGS = $(UBT_TARGET_CFLAGS)
 tests_user_scribble_LDFLAGS =
+# share.py's uprobe_multi tracer (BPF_LINK_CREATE, as libbpf's newer API)
+tests_user_umulti_SOURCES = tests/user/umulti.c
+tests_user_umulti_CPPFLAGS = $(AM_CPPFLAGS) $(LIBBPF_CFLAGS)
+tests_user_umulti_LDADD = $(LIBBPF_LIBS)
 tests_user_target_SOURCES = tests/user/target.c
 tests_user_target_CFLAGS = -O2 -pthread
 tests_user_target_LDFLAGS =

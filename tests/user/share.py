@@ -4,8 +4,9 @@
 
 For an entry that starts with push %rbp, one that starts with a
 %rip-relative load and a site inside a function (share_mid+4: a test
-there, the jump after it) of ubt-share, with bpftrace, `ubt --mode kernel` and a
-tracefs uprobe_events probe as the other tracer (a system-wide kernel
+there, the jump after it) of ubt-share, with bpftrace (a perf-event
+uprobe), `ubt --mode kernel` (libbpf's), a tracefs uprobe_events probe and
+a uprobe_multi link (tests/user/umulti) as the other tracer (a system-wide kernel
 uprobe, as SPDK's scripts place it), placed before ubt attaches and
 after, and removed in either order:
 the target never crashes and exits 0, ubt counts every call made while it
@@ -28,12 +29,13 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from procmem import Fed, code_in, code_in_file  # noqa: E402
+from procmem import Fed, code_in, code_in_file, func_offset  # noqa: E402
 
 NOTIFY = "__BPFTRACE_NOTIFY_PROBES_ATTACHED"
 builddir = os.environ.get("top_builddir") or "."
 UBT = os.environ.get("UBT") or os.path.join(builddir, "ubt")
 SHARE = os.path.join(builddir, "tests", "targets", "ubt-share")
+UMULTI = os.path.join(builddir, "tests", "user", "umulti")
 BPFTRACE = shutil.which("bpftrace")
 results = []
 work = tempfile.mkdtemp(prefix="ubt-share.")
@@ -168,12 +170,38 @@ class Tracefs:
         return self.hits
 
 
+class Umulti(Fed):
+    """A uprobe_multi link (tests/user/umulti), as libbpf's newer API makes
+    them; it counts hits in its own BPF map."""
+
+    def __init__(self, t, fn):
+        name, _, extra = fn.partition("+")
+        off = func_offset(t.path, name) + int(extra or 0)
+        Fed.__init__(self, [UMULTI, t.path, hex(off)],
+                     stderr=subprocess.PIPE)
+        self.attached = bool(self.expect("attached"))
+        self.out = self.err = ""
+        self.hits = None
+
+    def stop(self):
+        self.close_input()
+        line = self.expect("count")
+        self.hits = int(line.split()[1]) if line else None
+        self.err = self.p.communicate(timeout=30)[1].decode()
+        return self.p.returncode
+
+    def count(self, name="c"):
+        return self.hits
+
+
 def other(kind, t, fn):
     """A system-wide kernel uprobe from another tracer: attached once its
     breakpoint is in the target's code (bpftrace 0.17 does not always
     print the notification before it exits)."""
     if kind == "tracefs":
         return Tracefs(t, fn)
+    if kind == "uprobe_multi":
+        return Umulti(t, fn)
     argv = ([BPFTRACE] if kind == "bpftrace" else
             [UBT, "--mode", "kernel"]) + ["-e", prog(t.path, fn)]
     o = Tracer(argv, wait=False)
@@ -479,7 +507,8 @@ def main():
     if not os.access(SHARE, os.X_OK):
         print("1..0 # SKIP %s not built" % SHARE)
         return 77
-    kinds = ["ubt-kernel", "tracefs"] + (["bpftrace"] if BPFTRACE else [])
+    kinds = ["ubt-kernel", "tracefs", "uprobe_multi"] + (
+        ["bpftrace"] if BPFTRACE else [])
     if not BPFTRACE:
         diag("bpftrace not installed: only ubt --mode kernel as the "
              "other tracer")
