@@ -263,14 +263,34 @@ static LLVMValueRef cg_log2_bucket(struct cg *g, LLVMValueRef v, bool sgn,
 	struct irb *ir = &g->ir;
 	LLVMValueRef n = v, l = irb_const(ir, 0), r, small, sh, isneg, iszero;
 
-	for (int s = 32; s >= 1; s /= 2) {
-		LLVMValueRef big = LLVMBuildICmp(ir->b, LLVMIntUGE, n,
-						 irb_const(ir, 1ull << s), "");
-		LLVMValueRef d = LLVMBuildSelect(ir->b, big, irb_const(ir, s),
-						 irb_const(ir, 0), "");
+	if (ir->target == CG_TARGET_NATIVE) {
+		/* one lzcnt (or bsr): l = 63 - ctlz(v | 1) */
+		static const char name[] = "llvm.ctlz";
+		unsigned id = LLVMLookupIntrinsicID(name, sizeof(name) - 1);
+		LLVMValueRef fn = LLVMGetIntrinsicDeclaration(ir->mod, id,
+							      &ir->i64, 1);
+		LLVMTypeRef ft = LLVMIntrinsicGetType(ir->ctx, id, &ir->i64, 1);
+		LLVMValueRef args[2] = {
+			LLVMBuildOr(ir->b, v, irb_const(ir, 1), ""),
+			LLVMConstInt(ir->i1, 1, 0),	/* never zero */
+		};
 
-		n = LLVMBuildLShr(ir->b, n, d, "");
-		l = LLVMBuildAdd(ir->b, l, d, "");
+		l = LLVMBuildSub(ir->b, irb_const(ir, 63),
+				 LLVMBuildCall2(ir->b, ft, fn, args, 2, ""),
+				 "");
+	} else {
+		/* BPF: a cascade of compares the verifier follows */
+		for (int s = 32; s >= 1; s /= 2) {
+			LLVMValueRef big = LLVMBuildICmp(
+				ir->b, LLVMIntUGE, n, irb_const(ir, 1ull << s),
+				"");
+			LLVMValueRef d = LLVMBuildSelect(
+				ir->b, big, irb_const(ir, s), irb_const(ir, 0),
+				"");
+
+			n = LLVMBuildLShr(ir->b, n, d, "");
+			l = LLVMBuildAdd(ir->b, l, d, "");
+		}
 	}
 	sh = LLVMBuildAnd(ir->b, LLVMBuildSub(ir->b, l, irb_const(ir, k), ""),
 			  irb_const(ir, 63), "");
