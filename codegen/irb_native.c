@@ -677,7 +677,49 @@ static LLVMValueRef nat_clock(struct irb *ir)
 }
 
 /* getcpu(2): the thread's CPU, or its NUMA node. */
+/*
+ * rdtscp gives the kernel's per-CPU TSC_AUX: (node << 12) | cpu, as the
+ * vDSO's getcpu() reads it.  Only where the CPU has rdtscp (the target
+ * runs on this machine): elsewhere it would fault.
+ */
+static LLVMValueRef nat_getcpu_syscall(struct irb *ir, bool node);
+
+static bool nat_have_rdtscp(void)
+{
+	unsigned int a, b, c, d;
+
+	if (getenv("UBT_NO_RDTSCP"))
+		return false;
+	__asm__("cpuid" : "=a"(a), "=b"(b), "=c"(c), "=d"(d) : "a"(0x80000000));
+	if (a < 0x80000001)
+		return false;
+	__asm__("cpuid" : "=a"(a), "=b"(b), "=c"(c), "=d"(d) : "a"(0x80000001));
+	return d & (1u << 27);
+}
+
 static LLVMValueRef nat_getcpu(struct irb *ir, bool node)
+{
+	if (nat_have_rdtscp()) {
+		/* no system call: the cpu and node numbers from TSC_AUX */
+		LLVMTypeRef st = LLVMStructTypeInContext(
+			ir->ctx, (LLVMTypeRef[]){ ir->i32, ir->i32 }, 2, 0);
+		LLVMTypeRef ft = LLVMFunctionType(st, NULL, 0, 0);
+		LLVMValueRef asmv = LLVMGetInlineAsm(
+			ft, "rdtscp", 6, "={eax},={ecx},~{edx}", 20, 1, 0,
+			LLVMInlineAsmDialectATT, 0);
+		LLVMValueRef r = LLVMBuildCall2(ir->b, ft, asmv, NULL, 0, "");
+		LLVMValueRef aux = LLVMBuildZExt(
+			ir->b, LLVMBuildExtractValue(ir->b, r, 1, "aux"),
+			ir->i64, "");
+
+		return node ? LLVMBuildLShr(ir->b, aux, irb_const(ir, 12), "")
+			    : LLVMBuildAnd(ir->b, aux, irb_const(ir, 0xfff),
+					   "");
+	}
+	return nat_getcpu_syscall(ir, node);
+}
+
+static LLVMValueRef nat_getcpu_syscall(struct irb *ir, bool node)
 {
 	LLVMValueRef v = irb_alloca(ir, 8, node ? "node" : "cpu");
 	LLVMValueRef a[3], none = irb_const(ir, 0);

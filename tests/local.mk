@@ -327,6 +327,10 @@ EXTRA_DIST += \
 	tests/native/user-mode-diff.py \
 	tests/native/user-mode-run.py
 
+# cpu and numaid in user-mode probes, both ways (rdtscp, getcpu).
+TESTS += tests/native/cpu-paths.sh
+EXTRA_DIST += tests/native/cpu-paths.sh
+
 # printf events of user-mode probes: rings drained, losses reported.
 TESTS += tests/native/printf-events.sh
 EXTRA_DIST += tests/native/printf-events.sh

@@ -1,0 +1,41 @@
+#!/bin/sh
+# cpu and numaid in user-mode probes: read with rdtscp (the kernel's
+# TSC_AUX, no system call) where the CPU has it, else with the getcpu
+# system call (UBT_NO_RDTSCP=1 forces that path, so both are tested on
+# every machine). Pinned to one CPU, the target's probes see that CPU.
+
+. "$top_srcdir/tests/cli/tap.sh"
+
+loop="$top_builddir/tests/targets/ubt-loop"
+[ -x "$loop" ] || bail "$loop is not built"
+prog="uprobe:$loop:ubt_step { @c[cpu] = count(); @n[numaid] = count(); }"
+# the first CPU this test may run on, and its NUMA node
+cpu=$(sed -n 's/^Cpus_allowed_list:[[:space:]]*\([0-9]*\).*/\1/p' \
+	/proc/self/status)
+[ -n "$cpu" ] || bail "no Cpus_allowed_list in /proc/self/status"
+node=0
+for n in /sys/devices/system/cpu/cpu"$cpu"/node*; do
+	[ -e "$n" ] && node=${n##*/node}
+done
+
+# check STATUS NAME: ok, or not ok with ubt's output
+check()
+{
+	if [ "$1" -eq 0 ]; then
+		ok "$2"
+	else
+		not_ok "$2" "$(cat "$tap_tmp/out")"
+	fi
+}
+
+for fallback in "" 1; do
+	what=${fallback:+getcpu system call}
+	what=${what:-rdtscp}
+	UBT_NO_RDTSCP=$fallback taskset -c "$cpu" "$UBT" --mode user \
+		-c "$loop 300" -e "$prog" >"$tap_tmp/out" 2>&1 </dev/null
+	grep -qx "@c\[$cpu\]: 300" "$tap_tmp/out"
+	check $? "$what: every hit on CPU $cpu"
+	grep -qx "@n\[$node\]: 300" "$tap_tmp/out"
+	check $? "$what: numaid $node, CPU $cpu's node"
+done
+tap_done
