@@ -1,14 +1,5 @@
 # shim/: see DESIGN.md
 libubt_a_SOURCES += \
-	shim/output.c \
-	shim/output.h
-libubt_a_SOURCES += \
-	shim/owner.c \
-	shim/owner.h
-libubt_a_SOURCES += \
-	shim/probes.c \
-	shim/probes.h
-libubt_a_SOURCES += \
 	shim/child.c \
 	shim/child.h \
 	shim/exitwatch.c \
@@ -16,22 +7,34 @@ libubt_a_SOURCES += \
 	shim/guard.c \
 	shim/guard.h \
 	shim/kernel.c \
-	shim/kernel.h
-libubt_a_SOURCES += \
+	shim/kernel.h \
 	shim/memfd.c \
 	shim/memfd.h \
 	shim/merge.c \
 	shim/merge.h \
+	shim/output.c \
+	shim/output.h \
+	shim/owner.c \
+	shim/owner.h \
 	shim/patch.c \
 	shim/patch.h \
+	shim/place.c \
+	shim/place.h \
+	shim/place_body.c \
+	shim/place_int.h \
+	shim/probes.c \
+	shim/probes.h \
 	shim/ptrace.c \
 	shim/ptrace.h \
 	shim/rtpath.c \
 	shim/rtpath.h \
+	shim/run.c \
+	shim/run.h \
+	shim/run_events.c \
+	shim/run_int.h \
+	shim/run_maps.c \
+	shim/run_user.c \
 	shim/tramp.c \
 	shim/tramp.h \
 	shim/user.c \
 	shim/user.h
-libubt_a_SOURCES += \
-	shim/run.c \
-	shim/run.h
