@@ -1,4 +1,4 @@
-# shim/: see DESIGN.md
+# shim/: see shim/README
 libubt_a_SOURCES += \
 	shim/child.c \
 	shim/child.h \
@@ -8,6 +8,13 @@ libubt_a_SOURCES += \
 	shim/guard.h \
 	shim/kernel.c \
 	shim/kernel.h \
+	shim/kernel_attach.c \
+	shim/kernel_child.c \
+	shim/kernel_display.c \
+	shim/kernel_events.c \
+	shim/kernel_int.h \
+	shim/kernel_load.c \
+	shim/kernel_maps.c \
 	shim/memfd.c \
 	shim/memfd.h \
 	shim/merge.c \
@@ -22,8 +29,6 @@ libubt_a_SOURCES += \
 	shim/place.h \
 	shim/place_body.c \
 	shim/place_int.h \
-	shim/probes.c \
-	shim/probes.h \
 	shim/ptrace.c \
 	shim/ptrace.h \
 	shim/rtpath.c \
@@ -37,4 +42,11 @@ libubt_a_SOURCES += \
 	shim/tramp.c \
 	shim/tramp.h \
 	shim/user.c \
-	shim/user.h
+	shim/user.h \
+	shim/user_attach.c \
+	shim/user_check.c \
+	shim/user_detach.c \
+	shim/user_exec.c \
+	shim/user_inject.c \
+	shim/user_install.c \
+	shim/user_int.h
