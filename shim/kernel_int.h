@@ -80,7 +80,6 @@ struct kernel {
 	void *map_hook_ctx;
 	int err;
 };
-extern int kernel_verbose;
 
 /* The type output is given: probe and usym values become strings. */
 const struct type *kernel_display_type(struct kernel *k,

@@ -21,6 +21,11 @@ libubt_a_SOURCES += \
 	shim/merge.h \
 	shim/output.c \
 	shim/output.h \
+	shim/output_hist.c \
+	shim/output_int.h \
+	shim/output_map.c \
+	shim/output_printf.c \
+	shim/output_value.c \
 	shim/owner.c \
 	shim/owner.h \
 	shim/patch.c \
@@ -31,6 +36,8 @@ libubt_a_SOURCES += \
 	shim/place_int.h \
 	shim/ptrace.c \
 	shim/ptrace.h \
+	shim/ptrace_call.c \
+	shim/ptrace_int.h \
 	shim/rtpath.c \
 	shim/rtpath.h \
 	shim/run.c \

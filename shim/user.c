@@ -155,6 +155,17 @@ bool user_exit_status(const struct ubt_user *u, int *status)
 	return u->exited;
 }
 
+void user_unboost(struct ubt_user *u)
+{
+	if (u->pinned)
+		sched_setaffinity(0, sizeof(u->old_cpus), &u->old_cpus);
+	u->pinned = false;
+	if (!u->boosted)
+		return;
+	setpriority(PRIO_PROCESS, 0, u->old_nice);
+	u->boosted = false;
+}
+
 void user_free(struct ubt_user *u)
 {
 	if (!u)

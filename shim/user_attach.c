@@ -108,17 +108,6 @@ static void user_boost(struct ubt_user *u)
 	u->boosted = true;
 }
 
-void user_unboost(struct ubt_user *u)
-{
-	if (u->pinned)
-		sched_setaffinity(0, sizeof(u->old_cpus), &u->old_cpus);
-	u->pinned = false;
-	if (!u->boosted)
-		return;
-	setpriority(PRIO_PROCESS, 0, u->old_nice);
-	u->boosted = false;
-}
-
 /*
  * Run ubt on the CPU thread tid runs on, when that thread is an ordinary
  * (not real-time) one: the remote calls then go back and forth between
