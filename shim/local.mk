@@ -1,13 +1,4 @@
-# shim/: see DESIGN.md
-libubt_a_SOURCES += \
-	shim/output.c \
-	shim/output.h
-libubt_a_SOURCES += \
-	shim/owner.c \
-	shim/owner.h
-libubt_a_SOURCES += \
-	shim/probes.c \
-	shim/probes.h
+# shim/: see shim/README
 libubt_a_SOURCES += \
 	shim/child.c \
 	shim/child.h \
@@ -16,22 +7,53 @@ libubt_a_SOURCES += \
 	shim/guard.c \
 	shim/guard.h \
 	shim/kernel.c \
-	shim/kernel.h
-libubt_a_SOURCES += \
+	shim/kernel.h \
+	shim/kernel_attach.c \
+	shim/kernel_child.c \
+	shim/kernel_display.c \
+	shim/kernel_events.c \
+	shim/kernel_int.h \
+	shim/kernel_load.c \
+	shim/kernel_maps.c \
 	shim/memfd.c \
 	shim/memfd.h \
 	shim/merge.c \
 	shim/merge.h \
+	shim/output.c \
+	shim/output.h \
+	shim/output_hist.c \
+	shim/output_int.h \
+	shim/output_map.c \
+	shim/output_printf.c \
+	shim/output_value.c \
+	shim/owner.c \
+	shim/owner.h \
 	shim/patch.c \
 	shim/patch.h \
+	shim/place.c \
+	shim/place.h \
+	shim/place_body.c \
+	shim/place_int.h \
 	shim/ptrace.c \
 	shim/ptrace.h \
+	shim/ptrace_call.c \
+	shim/ptrace_int.h \
 	shim/rtpath.c \
 	shim/rtpath.h \
+	shim/run.c \
+	shim/run.h \
+	shim/run_events.c \
+	shim/run_int.h \
+	shim/run_maps.c \
+	shim/run_user.c \
 	shim/tramp.c \
 	shim/tramp.h \
 	shim/user.c \
-	shim/user.h
-libubt_a_SOURCES += \
-	shim/run.c \
-	shim/run.h
+	shim/user.h \
+	shim/user_attach.c \
+	shim/user_check.c \
+	shim/user_detach.c \
+	shim/user_exec.c \
+	shim/user_inject.c \
+	shim/user_install.c \
+	shim/user_int.h

@@ -1,0 +1,10 @@
+# probes/: binary inspection, see probes/README
+libubt_a_SOURCES += \
+	probes/probes.h \
+	probes/probes_elf.c \
+	probes/probes_expand.c \
+	probes/probes_int.h \
+	probes/probes_list.c \
+	probes/probes_symcache.c \
+	probes/probes_target.c \
+	probes/probes_usdt.c

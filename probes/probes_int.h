@@ -1,0 +1,78 @@
+/*
+ * Shared by the parts of binary inspection (probes/README): growable
+ * arrays copied to the arena, and the ELF file handle.
+ */
+#ifndef UBT_PROBES_INT_H
+#define UBT_PROBES_INT_H
+
+#include <ctype.h>
+#include <dlfcn.h>
+#include <dwarf.h>
+#include <elfutils/libdw.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <fnmatch.h>
+#include <gelf.h>
+#include <glob.h>
+#include <libelf.h>
+#include <limits.h>
+#include <link.h>
+#include <stddef.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <zlib.h>
+#include "arena.h"
+#include "ast.h"
+#include "compile.h"
+#include "diag.h"
+#include "probes.h"
+#include "tracepoint.h"
+#include "util.h"
+
+/* ------------------------------------------------------------------ */
+/* Small growable arrays (heap while growing, copied to the arena).   */
+
+struct probes_vec {
+	void *data;
+	size_t len, cap, elem;
+};
+
+void *probes_vec_push(struct probes_vec *v);
+
+void *probes_vec_to_arena(struct arena *a, struct probes_vec *v);
+
+/* ------------------------------------------------------------------ */
+/* ELF files                                                           */
+
+struct probes_elf {
+	int fd;
+	Elf *elf;
+};
+
+int probes_elf_open(const char *path, struct probes_elf *e);
+
+void probes_elf_close(struct probes_elf *e);
+
+/* vaddr -> file offset through PT_LOAD; -ENOENT when not mapped. */
+int probes_elf_offset(Elf *elf, uint64_t vaddr, uint64_t *off);
+
+int probes_bind_rank(int bind);
+
+/* The section named name, or NULL. */
+Elf_Scn *probes_elf_section(Elf *elf, const char *name);
+
+/*
+ * The separate debug file of an ELF file, as gdb and bcc find it: by
+ * build id under /usr/lib/debug/.build-id, else by .gnu_debuglink next
+ * to the file, in its .debug directory or under /usr/lib/debug (with the
+ * CRC checked). NULL when there is none.
+ */
+const char *probes_debug_file(struct arena *a, Elf *elf,
+				     const char *path);
+
+int probes_name_cmp(const void *key, const void *rec);
+
+#endif

@@ -1,0 +1,283 @@
+/*
+ * Events of the kernel side: ring buffer records decoded (printf, time,
+ * exit, print, clear, zero, ...), lost-event and full-map warnings, poll.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/ioctl.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <limits.h>
+#include <time.h>
+#include <unistd.h>
+#include <wordexp.h>
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+#include <linux/perf_event.h>
+#include "cg.h"
+#include "child.h"
+#include "compile.h"
+#include "format.h"
+#include "exitwatch.h"
+#include "kernel.h"
+#include "output.h"
+#include "probes.h"
+#include "sema.h"
+#include "tracepoint.h"
+#include "util.h"
+#include "kernel_int.h"
+
+/* ---- events -------------------------------------------------------- */
+
+/* system(): run cmd with sh and copy its output; cat(): copy a file. */
+static void kernel_copy_output(struct kernel *k, const char *what,
+			       bool is_cmd)
+{
+	char buf[4096];
+	size_t n;
+	FILE *f;
+
+	fflush(k->out.f);
+	f = is_cmd ? popen(what, "r") : fopen(what, "r");
+	if (!f) {
+		fprintf(stderr, "ubt: cannot %s %s: %s\n",
+			is_cmd ? "run" : "read", what, strerror(errno));
+		return;
+	}
+	while ((n = fread(buf, 1, sizeof(buf), f)) > 0)
+		fwrite(buf, 1, n, k->out.f);
+	if (is_cmd)
+		pclose(f);
+	else
+		fclose(f);
+}
+
+static int kernel_event(void *ctx, void *data, size_t size)
+{
+	struct kernel *k = ctx;
+	const struct cg_object *obj = k->obj;
+	struct cg_event_hdr h;
+	const struct cg_event *e;
+	const char *args = (const char *)data + sizeof(h);
+	size_t asize = size - sizeof(h);
+
+	if (size < sizeof(h))
+		return 0;
+	memcpy(&h, data, sizeof(h));
+	if (h.id >= (uint64_t)obj->nevents)
+		return 0;
+	if (k->exiting && !k->in_end)
+		return 0;
+	e = &obj->events[h.id];
+	switch (e->kind) {
+	case CG_EV_PRINTF: {
+		const struct type *dt = k->ev_types[h.id];
+		void *tmp = NULL;
+
+		if (!e->args_type || asize < e->args_type->size)
+			break;
+		args = kernel_display(k, e->args_type, dt, args, &tmp);
+		out_printf(&k->out, &k->fmts[h.id], dt, args,
+			   dt == e->args_type ? asize : dt->size);
+		free(tmp);
+		break;
+	}
+	case CG_EV_SYSTEM:
+	case CG_EV_CAT: {
+		const struct type *dt = k->ev_types[h.id];
+		void *tmp = NULL;
+		char *text;
+
+		if (!e->args_type || asize < e->args_type->size)
+			break;
+		args = kernel_display(k, e->args_type, dt, args, &tmp);
+		text = out_format(&k->fmts[h.id], dt, args,
+				  dt == e->args_type ? asize : dt->size);
+		free(tmp);
+		if (text)
+			kernel_copy_output(k, text, e->kind == CG_EV_SYSTEM);
+		free(text);
+		break;
+	}
+	case CG_EV_TIME:
+		out_time(&k->out, e->fmt ? e->fmt : "%H:%M:%S\n", NULL);
+		break;
+	case CG_EV_EXIT:
+		k->exiting = true;
+		break;
+	case CG_EV_PRINT:
+		kernel_print_map(k, e->map, e->top, e->div);
+		break;
+	case CG_EV_PRINT_VALUE: {
+		const struct type *dt = k->ev_types[h.id];
+		void *tmp = NULL;
+
+		if (asize < e->args[0].type->size)
+			break;
+		args = kernel_display(k, e->args[0].type, dt, args, &tmp);
+		out_print_value(&k->out, dt, args);
+		free(tmp);
+		break;
+	}
+	case CG_EV_CLEAR:
+		kernel_map_clear(k, e->map);
+		if (k->map_hook)
+			k->map_hook(k->map_hook_ctx, e->kind, e->map, NULL);
+		break;
+	case CG_EV_ZERO:
+		kernel_map_zero(k, e->map);
+		if (k->map_hook)
+			k->map_hook(k->map_hook_ctx, e->kind, e->map, NULL);
+		break;
+	case CG_EV_DELETE:
+		/* from a user-mode probe: the kernel's copy of the key (a
+		 * kernel probe deleted it itself, and may have added it
+		 * again since) */
+		if (e->map < 0 || e->map >= obj->nmaps ||
+		    asize < obj->maps[e->map].key_size)
+			break;
+		if (e->native && kernel_map_fd(k, e->map) >= 0)
+			bpf_map_delete_elem(kernel_map_fd(k, e->map), args);
+		if (k->map_hook)
+			k->map_hook(k->map_hook_ctx, e->kind, e->map, args);
+		break;
+	}
+	fflush(k->out.f);
+	return 0;
+}
+
+int kernel_handle_event(struct kernel *k, const void *data, size_t size)
+{
+	return kernel_event(k, (void *)data, size);
+}
+
+/* A record of the ring buffer: printed, or handed to the hook. */
+int kernel_rb_event(void *ctx, void *data, size_t size)
+{
+	struct kernel *k = ctx;
+
+	if (k->hook)
+		return k->hook(k->hook_ctx, data, size);
+	return kernel_event(k, data, size);
+}
+
+void kernel_set_event_hook(struct kernel *k, kernel_event_fn fn, void *ctx)
+{
+	k->hook = fn;
+	k->hook_ctx = ctx;
+}
+
+int kernel_print_maps(struct kernel *k)
+{
+	return kernel_print_all_maps(k);
+}
+
+/* "Lost N events" when the ring was full since the last check. */
+static void kernel_check_lost(struct kernel *k)
+{
+	uint64_t *v, sum = 0;
+	uint32_t zero = 0;
+
+	if (k->lost_fd < 0)
+		return;
+	v = xcalloc(k->ncpus, 8);
+	if (!bpf_map_lookup_elem(k->lost_fd, &zero, v)) {
+		for (int i = 0; i < k->ncpus; i++)
+			sum += v[i];
+		if (sum > k->lost) {
+			out_lost_events(&k->out, sum - k->lost);
+			k->lost = sum;
+		}
+	}
+	free(v);
+}
+
+uint64_t kernel_map_full(struct kernel *k, int map)
+{
+	uint32_t key = map;
+	uint64_t *v, sum = 0;
+
+	if (k->full_fd < 0 || map < 0 || map >= k->obj->nmaps)
+		return 0;
+	v = xcalloc(k->ncpus, 8);
+	if (!bpf_map_lookup_elem(k->full_fd, &key, v))
+		for (int i = 0; i < k->ncpus; i++)
+			sum += v[i];
+	free(v);
+	return sum;
+}
+
+/* "Map full" at exit, for each map that refused updates. */
+void kernel_map_full_warnings(struct kernel *k)
+{
+	for (int i = 0; i < k->obj->nmaps; i++) {
+		uint64_t n = kernel_map_full(k, i);
+
+		if (n)
+			out_map_full(stderr, k->obj->maps[i].name,
+				     k->obj->maps[i].max_entries, n);
+	}
+}
+
+/* Take every record waiting in the ring, then report losses. */
+void kernel_consume(struct kernel *k)
+{
+	ring_buffer__consume(k->rb);
+	kernel_check_lost(k);
+}
+
+int kernel_poll(struct kernel *k, int timeout_ms)
+{
+	int n = ring_buffer__poll(k->rb, timeout_ms);
+
+	kernel_check_lost(k);
+	return n == -EINTR ? 0 : n;
+}
+
+int kernel_drain(struct kernel *k)
+{
+	int n = ring_buffer__consume(k->rb);
+
+	kernel_check_lost(k);
+	return n;
+}
+
+bool kernel_exiting(const struct kernel *k)
+{
+	return k->exiting;
+}
+
+/* Can this kernel load a uprobe_multi program? Asked once. */
+static bool kernel_has_uprobe_multi(void)
+{
+	static int has = -1;
+	const struct bpf_insn insns[] = {
+		{ .code = 0xb7, .dst_reg = 0 },	/* r0 = 0 */
+		{ .code = 0x95 },		/* exit */
+	};
+	LIBBPF_OPTS(bpf_prog_load_opts, po,
+		    .expected_attach_type = KERNEL_BPF_TRACE_UPROBE_MULTI);
+	int fd;
+
+	if (has >= 0)
+		return has;
+	fd = bpf_prog_load(BPF_PROG_TYPE_KPROBE, NULL, "GPL", insns,
+			   ARRAY_SIZE(insns), &po);
+	has = fd >= 0;
+	if (fd >= 0)
+		close(fd);
+	return has;
+}
+
+bool kernel_use_multi(const struct cg_prog *p)
+{
+	return (p->provider == PROV_UPROBE || p->provider == PROV_URETPROBE ||
+		p->provider == PROV_USDT) &&
+	       p->nmatches >= 1 && kernel_has_uprobe_multi();
+}

@@ -1,0 +1,142 @@
+/*
+ * State shared by the parts of the kernel side (shim/README): struct
+ * kernel, owned by kernel_load.c (kernel_load(), kernel_free()), filled
+ * by kernel_attach.c, read by kernel_maps.c, kernel_events.c and
+ * kernel_display.c.
+ */
+#ifndef UBT_KERNEL_INT_H
+#define UBT_KERNEL_INT_H
+
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/ioctl.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <limits.h>
+#include <time.h>
+#include <unistd.h>
+#include <wordexp.h>
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+#include <linux/perf_event.h>
+#include "cg.h"
+#include "child.h"
+#include "compile.h"
+#include "format.h"
+#include "exitwatch.h"
+#include "kernel.h"
+#include "output.h"
+#include "probes.h"
+#include "sema.h"
+#include "tracepoint.h"
+#include "util.h"
+
+/* A concrete attach target of one program. */
+struct kernel_target {
+	int prog;		/* cg_prog index */
+	struct probes_match m;
+};
+
+struct kernel {
+	const struct cg_object *obj;
+	struct compile *c;
+	struct arena arena;
+	const struct kernel_opts *opts;
+	struct out out;
+	struct bpf_object *bo;
+	struct bpf_program **progs;	/* by cg_prog index */
+	bool *multi;		/* by cg_prog index: uprobe_multi links */
+	int *map_fds;
+	int globals_fd;
+	int lost_fd;
+	int full_fd;		/* cg_object.full_name, -1 if none */
+	uint64_t lost;		/* losses reported so far */
+	struct ring_buffer *rb;
+	struct bpf_link **links;
+	int nlinks, caplinks;
+	int *pfds;		/* perf event fds */
+	int npfds, cappfds;
+	struct kernel_target *targets;
+	int ntargets;
+	struct fmt_string *fmts;	/* by event index */
+	const struct type **ev_types;	/* by event: the arguments' type
+					 * for output (kernel_display_type) */
+	int ncpus;
+	bool exiting;		/* exit() seen */
+	bool in_end;		/* running END: events are printed again */
+	kernel_source_fn source;	/* shim/run.c: maps of both sides */
+	kernel_event_fn hook;	/* shim/run.c: records to merge, or NULL */
+	void *hook_ctx;
+	const struct cg_prog *dprogs;	/* for probe/func values, or NULL */
+	int ndprogs;
+	void *source_ctx;
+	kernel_map_hook_fn map_hook;	/* shim/run.c: the user side too */
+	void *map_hook_ctx;
+	int err;
+};
+
+/* The type output is given: probe and usym values become strings. */
+const struct type *kernel_display_type(struct kernel *k,
+					      const struct type *t);
+
+/* Convert a value for output when needed; returns src or *tmp. */
+const void *kernel_display(struct kernel *k, const struct type *t,
+				  const struct type *dt, const void *src,
+				  void **tmp);
+
+int kernel_print_map(struct kernel *k, int i, uint64_t top,
+			    uint64_t div);
+
+int kernel_print_all_maps(struct kernel *k);
+
+/* A record of the ring buffer: printed, or handed to the hook. */
+int kernel_rb_event(void *ctx, void *data, size_t size);
+
+/* "Map full" at exit, for each map that refused updates. */
+void kernel_map_full_warnings(struct kernel *k);
+
+/* Take every record waiting in the ring, then report losses. */
+void kernel_consume(struct kernel *k);
+
+/*
+ * Uprobe programs are attached with one uprobe_multi link per binary
+ * (kernel >= 6.6; libbpf 1.1 has no API for it, so without it they fall
+ * back to one perf event per uprobe): the kernel registers and
+ * unregisters all of a link's uprobes with one RCU wait instead of one
+ * per uprobe (~0.1-0.2 s each on this kernel).
+ */
+#define KERNEL_BPF_LINK_CREATE 28
+
+#define KERNEL_BPF_TRACE_UPROBE_MULTI 48
+
+#define KERNEL_BPF_F_UPROBE_MULTI_RETURN 1
+
+bool kernel_use_multi(const struct cg_prog *p);
+
+void kernel_detach(struct kernel *k);
+
+void kernel_detach_fast(struct kernel *k);
+
+/* ---- -c CMD -------------------------------------------------------- */
+
+struct kernel_child {
+	pid_t pid;
+	int go;			/* write end: the child execs when closed */
+	int pidfd;
+	bool exited;		/* reaped, with its wait status: */
+	int status;		/* -1 if not known */
+};
+
+int kernel_child_start(const char *cmd, struct kernel_child *ch);
+
+void kernel_child_go(struct kernel_child *ch);
+
+void kernel_child_kill(struct kernel_child *ch);
+
+#endif

@@ -1,0 +1,300 @@
+/*
+ * Loading the BPF object: libbpf open_mem with the verifier log, program
+ * types and attach targets, globals, BEGIN/END through BPF_PROG_TEST_RUN.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/ioctl.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <limits.h>
+#include <time.h>
+#include <unistd.h>
+#include <wordexp.h>
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+#include <linux/perf_event.h>
+#include "cg.h"
+#include "child.h"
+#include "compile.h"
+#include "format.h"
+#include "exitwatch.h"
+#include "kernel.h"
+#include "output.h"
+#include "probes.h"
+#include "sema.h"
+#include "tracepoint.h"
+#include "util.h"
+#include "kernel_int.h"
+
+static int kernel_verbose;
+
+/*
+ * A verifier log can be hundreds of thousands of lines: without -v keep
+ * its head and its tail, where the verifier says why it gave up.
+ */
+#define KERNEL_LOG_HEAD 30
+#define KERNEL_LOG_TAIL 60
+
+static void kernel_print_log(const char *msg)
+{
+	const char *p = msg, *tail;
+	int lines = 0, n;
+
+	for (p = msg; (p = strchr(p, '\n')); p++)
+		lines++;
+	if (kernel_verbose || lines <= KERNEL_LOG_HEAD + KERNEL_LOG_TAIL) {
+		fputs(msg, stderr);
+		return;
+	}
+	for (p = msg, n = 0; n < KERNEL_LOG_HEAD; n++)
+		p = strchr(p, '\n') + 1;
+	fwrite(msg, 1, p - msg, stderr);
+	fprintf(stderr, "... (%d lines, all of them with -v) ...\n",
+		lines - KERNEL_LOG_HEAD - KERNEL_LOG_TAIL);
+	for (tail = msg + strlen(msg), n = 0; tail > msg; tail--)
+		if (tail[-1] == '\n' && ++n > KERNEL_LOG_TAIL)
+			break;
+	fputs(tail, stderr);
+}
+
+static int kernel_libbpf_print(enum libbpf_print_level level,
+			       const char *fmt, va_list ap)
+{
+	char *msg = NULL;
+	int n;
+
+	if (level == LIBBPF_DEBUG && kernel_verbose < 2)
+		return 0;
+	if (level == LIBBPF_INFO && kernel_verbose < 1)
+		return 0;
+	n = vasprintf(&msg, fmt, ap);
+	if (n < 0)
+		return n;
+	if (strstr(msg, "-- BEGIN PROG LOAD LOG --"))
+		kernel_print_log(msg);
+	else
+		fputs(msg, stderr);
+	free(msg);
+	return n;
+}
+
+void kernel_set_verbose(int verbose)
+{
+	kernel_verbose = verbose;
+	libbpf_set_print(kernel_libbpf_print);
+}
+
+
+/* ---- load ---------------------------------------------------------- */
+
+static int kernel_open(struct kernel *k)
+{
+	const struct cg_object *obj = k->obj;
+	LIBBPF_OPTS(bpf_object_open_opts, oo, .object_name = "ubt");
+	int err;
+
+	k->bo = bpf_object__open_mem(obj->image, obj->image_size, &oo);
+	if (!k->bo) {
+		err = -errno;
+		fprintf(stderr, "ubt: cannot open the BPF object: %s\n",
+			strerror(-err));
+		return err;
+	}
+	k->progs = xcalloc(obj->nprogs + 1, sizeof(*k->progs));
+	k->multi = xcalloc(obj->nprogs + 1, sizeof(*k->multi));
+	for (int i = 0; i < obj->nprogs; i++) {
+		k->progs[i] = bpf_object__find_program_by_name(
+			k->bo, obj->progs[i].name);
+		if (!k->progs[i])
+			BUG("program %s missing from the object",
+			    obj->progs[i].name);
+		/* BEGIN/END run through BPF_PROG_TEST_RUN: raw tracepoint
+		 * programs; nothing to auto-attach */
+		bpf_program__set_autoattach(k->progs[i], false);
+		k->multi[i] = kernel_use_multi(&obj->progs[i]);
+		if (k->multi[i])
+			bpf_program__set_expected_attach_type(
+				k->progs[i], KERNEL_BPF_TRACE_UPROBE_MULTI);
+	}
+	return 0;
+}
+
+/* The concrete targets of every program, from cg_build()'s expansion. */
+static void kernel_targets(struct kernel *k)
+{
+	const struct cg_object *obj = k->obj;
+	int n = 0;
+
+	for (int i = 0; i < obj->nprogs; i++)
+		n += obj->progs[i].nmatches;
+	k->targets = xcalloc(n + 1, sizeof(*k->targets));
+	for (int i = 0; i < obj->nprogs; i++)
+		for (int j = 0; j < obj->progs[i].nmatches; j++) {
+			k->targets[k->ntargets].prog = i;
+			k->targets[k->ntargets].m = obj->progs[i].matches[j];
+			k->ntargets++;
+		}
+}
+
+int kernel_load(const struct cg_object *obj, const struct kernel_opts *o,
+		struct kernel **out)
+{
+	struct kernel *k = xcalloc(1, sizeof(*k));
+	int err;
+
+	k->obj = obj;
+	k->opts = o;
+	arena_init(&k->arena);
+	out_init(&k->out, o && o->out ? o->out : stdout,
+		 o && o->json ? OUT_JSON : OUT_TEXT);
+	k->globals_fd = -1;
+	k->lost_fd = -1;
+	k->full_fd = -1;
+	k->ncpus = libbpf_num_possible_cpus();
+	if (k->ncpus <= 0)
+		k->ncpus = 1;
+	if (!kernel_verbose)
+		kernel_set_verbose(o ? o->verbose : 0);
+	err = kernel_open(k);
+	if (err)
+		goto fail;
+	err = bpf_object__load(k->bo);
+	if (err) {
+		fprintf(stderr, "ubt: the kernel rejected the BPF program: %s\n",
+			strerror(-err));
+		goto fail;
+	}
+	k->map_fds = xcalloc(obj->nmaps + 1, sizeof(int));
+	for (int i = 0; i < obj->nmaps; i++)
+		k->map_fds[i] = bpf_object__find_map_fd_by_name(
+			k->bo, obj->maps[i].bpf_name);
+	if (obj->globals_name)
+		k->globals_fd = bpf_object__find_map_fd_by_name(
+			k->bo, obj->globals_name);
+	if (obj->lost_name)
+		k->lost_fd = bpf_object__find_map_fd_by_name(k->bo,
+							     obj->lost_name);
+	if (obj->full_name)
+		k->full_fd = bpf_object__find_map_fd_by_name(k->bo,
+							     obj->full_name);
+	k->rb = ring_buffer__new(
+		bpf_object__find_map_fd_by_name(k->bo, obj->ringbuf_name),
+		kernel_rb_event, k, NULL);
+	if (!k->rb) {
+		err = -errno;
+		fprintf(stderr, "ubt: cannot set up the ring buffer: %s\n",
+			strerror(-err));
+		goto fail;
+	}
+	kernel_targets(k);
+	k->ev_types = arena_alloc(&k->arena,
+				  (obj->nevents + 1) * sizeof(*k->ev_types));
+	for (int i = 0; i < obj->nevents; i++) {
+		const struct cg_event *e = &obj->events[i];
+
+		if ((e->kind == CG_EV_PRINTF || e->kind == CG_EV_SYSTEM ||
+		     e->kind == CG_EV_CAT) && e->args_type)
+			k->ev_types[i] = kernel_display_type(k, e->args_type);
+		else if (e->kind == CG_EV_PRINT_VALUE && e->nargs)
+			k->ev_types[i] = kernel_display_type(k,
+							     e->args[0].type);
+	}
+	k->fmts = arena_alloc(&k->arena,
+			      (obj->nevents + 1) * sizeof(*k->fmts));
+	for (int i = 0; i < obj->nevents; i++)
+		if ((obj->events[i].kind == CG_EV_PRINTF ||
+		     obj->events[i].kind == CG_EV_SYSTEM ||
+		     obj->events[i].kind == CG_EV_CAT) && obj->events[i].fmt)
+			fmt_parse(&k->arena, obj->events[i].fmt,
+				  strlen(obj->events[i].fmt), &k->fmts[i]);
+	*out = k;
+	return 0;
+fail:
+	kernel_free(k);
+	return err;
+}
+
+/* Write the globals map: start time and -c child pid. */
+int kernel_set_globals(struct kernel *k, uint64_t cpid)
+{
+	uint64_t v[3];
+	uint32_t zero = 0;
+
+	if (k->globals_fd < 0)
+		return 0;
+	v[0] = mono_ns();
+	v[1] = cpid;
+	v[2] = 0;	/* exit() not called yet */
+	return bpf_map_update_elem(k->globals_fd, &zero, v, BPF_ANY) ? -errno :
+								       0;
+}
+
+/* Set the exit flag of the globals map: the probes do nothing more. */
+void kernel_stop_probes(struct kernel *k)
+{
+	uint64_t v[3];
+	uint32_t zero = 0;
+
+	if (k->globals_fd < 0 ||
+	    bpf_map_lookup_elem(k->globals_fd, &zero, v))
+		return;
+	v[2] = 1;
+	bpf_map_update_elem(k->globals_fd, &zero, v, BPF_ANY);
+}
+
+static int kernel_run_kind(struct kernel *k, int provider)
+{
+	for (int i = 0; i < k->obj->nprogs; i++) {
+		LIBBPF_OPTS(bpf_test_run_opts, ro);
+		int err;
+
+		if (k->obj->progs[i].provider != provider)
+			continue;
+		err = bpf_prog_test_run_opts(bpf_program__fd(k->progs[i]),
+					     &ro);
+		if (err) {
+			err = -errno;
+			fprintf(stderr, "ubt: cannot run %s: %s\n",
+				provider == PROV_BEGIN ? "BEGIN" : "END",
+				strerror(-err));
+			return err;
+		}
+	}
+	return 0;
+}
+
+int kernel_run_begin(struct kernel *k)
+{
+	return kernel_run_kind(k, PROV_BEGIN);
+}
+
+int kernel_run_end(struct kernel *k)
+{
+	/* END prints, also after exit() */
+	k->in_end = true;
+	return kernel_run_kind(k, PROV_END);
+}
+
+void kernel_free(struct kernel *k)
+{
+	if (!k)
+		return;
+	kernel_detach(k);
+	ring_buffer__free(k->rb);
+	bpf_object__close(k->bo);
+	free(k->links);
+	free(k->pfds);
+	free(k->progs);
+	free(k->multi);
+	free(k->map_fds);
+	free(k->targets);
+	arena_release(&k->arena);
+	free(k);
+}

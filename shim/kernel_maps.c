@@ -1,0 +1,363 @@
+/*
+ * Maps of the kernel side: reading BPF maps with per-CPU values merged,
+ * clear(), zero(), the printing of maps through output.h.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/ioctl.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <limits.h>
+#include <time.h>
+#include <unistd.h>
+#include <wordexp.h>
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+#include <linux/perf_event.h>
+#include "cg.h"
+#include "child.h"
+#include "compile.h"
+#include "format.h"
+#include "exitwatch.h"
+#include "kernel.h"
+#include "output.h"
+#include "probes.h"
+#include "sema.h"
+#include "tracepoint.h"
+#include "util.h"
+#include "kernel_int.h"
+
+/* ---- maps ---------------------------------------------------------- */
+
+int kernel_map_fd(const struct kernel *k, int map)
+{
+	if (!k->map_fds || map < 0 || map >= k->obj->nmaps)
+		return -1;
+	return k->map_fds[map];
+}
+
+static enum type_kind kernel_agg_kind(const struct cg_map *m)
+{
+	return m->value_type ? m->value_type->kind : TY_INT;
+}
+
+/* Merge one CPU's value into acc (both of m->value_size bytes). */
+static void kernel_merge(const struct cg_map *m, void *acc, const void *v,
+			 bool first)
+{
+	const struct type *t = m->value_type;
+	bool sgn = t && t->is_signed;
+	uint64_t *a = acc;
+	const uint64_t *b = v;
+
+	if (first) {
+		memcpy(acc, v, m->value_size);
+		return;
+	}
+	switch (kernel_agg_kind(m)) {
+	case TY_COUNT:
+	case TY_SUM:
+	case TY_HIST:
+	case TY_LHIST:
+		a[0] += b[0];
+		break;
+	case TY_AVG:
+	case TY_STATS:
+		a[0] += b[0];
+		a[1] += b[1];
+		break;
+	case TY_MIN:
+	case TY_MAX: {
+		bool take;
+
+		if (!b[1])
+			break;
+		if (!a[1]) {
+			a[0] = b[0];
+			a[1] = 1;
+			break;
+		}
+		if (kernel_agg_kind(m) == TY_MIN)
+			take = sgn ? (int64_t)b[0] < (int64_t)a[0] :
+				     b[0] < a[0];
+		else
+			take = sgn ? (int64_t)b[0] > (int64_t)a[0] :
+				     b[0] > a[0];
+		if (take)
+			a[0] = b[0];
+		break;
+	}
+	default:
+		break;
+	}
+}
+
+void kernel_merge_value(const struct cg_map *m, void *acc, const void *v)
+{
+	kernel_merge(m, acc, v, false);
+}
+
+void kernel_set_map_hook(struct kernel *k, kernel_map_hook_fn fn, void *ctx)
+{
+	k->map_hook = fn;
+	k->map_hook_ctx = ctx;
+}
+
+void kernel_set_source(struct kernel *k, kernel_source_fn fn, void *ctx)
+{
+	k->source = fn;
+	k->source_ctx = ctx;
+}
+
+void kernel_set_compile(struct kernel *k, struct compile *c)
+{
+	k->c = c;
+}
+
+int kernel_map_read(struct kernel *k, int map, kernel_entry_fn fn, void *ctx)
+{
+	if (k->source)
+		return k->source(k->source_ctx, map, fn, ctx);
+	return kernel_map_read_kernel(k, map, fn, ctx);
+}
+
+int kernel_map_read_kernel(struct kernel *k, int map, kernel_entry_fn fn,
+			   void *ctx)
+{
+	const struct cg_map *m = &k->obj->maps[map];
+	int fd = kernel_map_fd(k, map);
+	size_t vsz = (m->value_size + 7) & ~(size_t)7;
+	int ncpu = m->percpu ? k->ncpus : 1;
+	unsigned char *key = NULL, *next, *vals, *acc;
+	int err = 0;
+
+	if (fd < 0)
+		return -EBADF;
+	next = xcalloc(1, m->key_size);
+	vals = xcalloc(ncpu, vsz);
+	acc = xcalloc(1, vsz);
+	while (!bpf_map_get_next_key(fd, key, next)) {
+		if (!key)
+			key = xcalloc(1, m->key_size);
+		memcpy(key, next, m->key_size);
+		if (bpf_map_lookup_elem(fd, key, vals))
+			continue;	/* deleted meanwhile */
+		for (int i = 0; i < ncpu; i++)
+			kernel_merge(m, acc, vals + i * vsz, i == 0);
+		err = fn(key, acc, ctx);
+		if (err)
+			break;
+	}
+	free(key);
+	free(next);
+	free(vals);
+	free(acc);
+	return err;
+}
+
+int kernel_map_clear(struct kernel *k, int map)
+{
+	const struct cg_map *m = &k->obj->maps[map];
+	int fd = kernel_map_fd(k, map);
+	unsigned char *key;
+
+	if (fd < 0)
+		return -EBADF;
+	key = xcalloc(1, m->key_size);
+	while (!bpf_map_get_next_key(fd, NULL, key))
+		if (bpf_map_delete_elem(fd, key))
+			break;
+	free(key);
+	return 0;
+}
+
+int kernel_map_zero(struct kernel *k, int map)
+{
+	const struct cg_map *m = &k->obj->maps[map];
+	int fd = kernel_map_fd(k, map);
+	size_t vsz = (m->value_size + 7) & ~(size_t)7;
+	int ncpu = m->percpu ? k->ncpus : 1;
+	unsigned char *key = NULL, *next, *zero;
+
+	if (fd < 0)
+		return -EBADF;
+	next = xcalloc(1, m->key_size);
+	zero = xcalloc(ncpu, vsz);
+	while (!bpf_map_get_next_key(fd, key, next)) {
+		if (!key)
+			key = xcalloc(1, m->key_size);
+		memcpy(key, next, m->key_size);
+		bpf_map_update_elem(fd, key, zero, BPF_EXIST);
+	}
+	free(key);
+	free(next);
+	free(zero);
+	return 0;
+}
+
+/* Collecting a map into output's representation. */
+struct kernel_collect {
+	const struct cg_map *m;
+	size_t ukey;		/* user key bytes (0 keyless) */
+	size_t vsz;		/* bytes of an output value */
+	size_t nb;		/* buckets (hist/lhist) */
+	unsigned char **keys;
+	unsigned char **vals;
+	size_t n, cap;
+};
+
+static int kernel_collect_fn(const void *key, const void *value, void *ctx)
+{
+	struct kernel_collect *kc = ctx;
+	const struct cg_map *m = kc->m;
+	size_t i = kc->n;
+
+	if (m->bucketed) {
+		uint64_t bucket;
+
+		memcpy(&bucket, (const char *)key + m->key_size - 8, 8);
+		if (bucket >= kc->nb)
+			return 0;
+		for (i = 0; i < kc->n; i++)
+			if (!kc->ukey || !memcmp(kc->keys[i], key, kc->ukey))
+				break;
+		if (i == kc->n) {
+			if (kc->n == kc->cap)
+				goto grow;
+			goto add;
+		}
+		((uint64_t *)kc->vals[i])[bucket] += *(const uint64_t *)value;
+		return 0;
+	}
+	if (kc->n == kc->cap)
+		goto grow;
+	goto add;
+grow:
+	kc->cap = kc->cap ? 2 * kc->cap : 64;
+	kc->keys = xrealloc(kc->keys, kc->cap * sizeof(*kc->keys));
+	kc->vals = xrealloc(kc->vals, kc->cap * sizeof(*kc->vals));
+add:
+	kc->keys[i] = xcalloc(1, kc->ukey ? kc->ukey : 1);
+	memcpy(kc->keys[i], key, kc->ukey);
+	kc->vals[i] = xcalloc(1, kc->vsz);
+	if (m->bucketed) {
+		uint64_t bucket;
+
+		memcpy(&bucket, (const char *)key + m->key_size - 8, 8);
+		((uint64_t *)kc->vals[i])[bucket] = *(const uint64_t *)value;
+	} else {
+		memcpy(kc->vals[i], value,
+		       kc->vsz < m->value_size ? kc->vsz : m->value_size);
+	}
+	kc->n++;
+	return 0;
+}
+
+static void kernel_collect_free(struct kernel_collect *kc)
+{
+	for (size_t i = 0; i < kc->n; i++) {
+		free(kc->keys[i]);
+		free(kc->vals[i]);
+	}
+	free(kc->keys);
+	free(kc->vals);
+}
+
+/* Read map i into om (entries malloc'ed; free with kernel_out_map_free). */
+static int kernel_out_map(struct kernel *k, int i, struct out_map *om,
+			  struct kernel_collect *kc)
+{
+	const struct cg_map *m = &k->obj->maps[i];
+	struct sema_map *sm = k->c->sema->maps[i];
+	const struct type *kt, *vt;
+	struct out_entry *e;
+	int err;
+
+	memset(kc, 0, sizeof(*kc));
+	kc->m = m;
+	kc->ukey = m->key_type ? m->key_type->size : 0;
+	if (m->bucketed) {
+		kc->nb = out_nbuckets(m->value_type);
+		kc->vsz = kc->nb * 8;
+	} else {
+		kc->vsz = m->value_size;
+	}
+	err = kernel_map_read(k, i, kernel_collect_fn, kc);
+	kt = m->key_type ? kernel_display_type(k, m->key_type) : NULL;
+	vt = m->bucketed ? m->value_type :
+			   kernel_display_type(k, m->value_type);
+	for (size_t j = 0; j < kc->n; j++) {
+		void *tmp = NULL;
+
+		if (kt && kt != m->key_type) {
+			kernel_display(k, m->key_type, kt, kc->keys[j], &tmp);
+			free(kc->keys[j]);
+			kc->keys[j] = tmp;
+			tmp = NULL;
+		}
+		if (vt != m->value_type) {
+			kernel_display(k, m->value_type, vt, kc->vals[j],
+				       &tmp);
+			free(kc->vals[j]);
+			kc->vals[j] = tmp;
+		}
+	}
+	e = xcalloc(kc->n + 1, sizeof(*e));
+	for (size_t j = 0; j < kc->n; j++) {
+		e[j].key = kc->ukey ? kc->keys[j] : NULL;
+		e[j].value = kc->vals[j];
+	}
+	*om = (struct out_map){
+		.name = m->name,
+		.key_type = kt,
+		.nkeys = sm->nkeys,
+		.value_type = vt,
+		.entries = e,
+		.nentries = kc->n,
+	};
+	return err;
+}
+
+int kernel_print_map(struct kernel *k, int i, uint64_t top,
+			    uint64_t div)
+{
+	struct kernel_collect kc;
+	struct out_map om;
+	int err = kernel_out_map(k, i, &om, &kc);
+
+	if (!err)
+		err = out_print_map(&k->out, &om, top, div);
+	free((void *)om.entries);
+	kernel_collect_free(&kc);
+	return err;
+}
+
+int kernel_print_all_maps(struct kernel *k)
+{
+	int n = k->obj->nmaps;
+	struct kernel_collect *kc = xcalloc(n + 1, sizeof(*kc));
+	struct out_map *om = xcalloc(n + 1, sizeof(*om));
+	const struct out_map **pm = xcalloc(n + 1, sizeof(*pm));
+	int err = 0;
+
+	for (int i = 0; i < n && !err; i++) {
+		err = kernel_out_map(k, i, &om[i], &kc[i]);
+		pm[i] = &om[i];
+	}
+	if (!err)
+		err = out_print_maps_at_exit(&k->out, pm, n);
+	for (int i = 0; i < n; i++) {
+		free((void *)om[i].entries);
+		kernel_collect_free(&kc[i]);
+	}
+	free(kc);
+	free(om);
+	free(pm);
+	return err;
+}

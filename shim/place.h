@@ -1,0 +1,26 @@
+/*
+ * Placement (shim/README): where each probe runs, and why. run_decide()
+ * (run.h) makes the decision; these are what the run loop also needs of
+ * what placement learnt about a program.
+ */
+#ifndef UBT_PLACE_H
+#define UBT_PLACE_H
+
+#include <stdbool.h>
+
+#include "compile.h"
+#include "sema.h"
+
+/* An aggregation map (count, sum, hist, ...): user mode may hold it. */
+bool place_agg_map(const struct sema_map *sm);
+
+/*
+ * By sema map id: ordinary maps only ever used as @m[tid], which user mode
+ * keeps per thread (no atomics); in c->arena.
+ */
+bool *place_thread_maps(struct compile *c);
+
+/* "uprobe:/bin/x:f" of probe p, for -v and --dry-run; in c->arena. */
+const char *place_probe_name(struct compile *c, struct ast_node *p);
+
+#endif

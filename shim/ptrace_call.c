@@ -1,0 +1,361 @@
+/*
+ * Working in a stopped process: its memory through /proc/PID/mem, its
+ * registers, its mappings, and remote syscalls and function calls run on
+ * one thread while the others stay stopped or are briefly let go.
+ */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+#include <dirent.h>
+#include <elf.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ptrace.h>
+#include <sys/syscall.h>
+#include <sys/uio.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+#include "ptrace.h"
+#include "util.h"
+#include "ptrace_int.h"
+
+int pt_read(struct pt *p, uint64_t addr, void *buf, size_t n)
+{
+	ssize_t r = pread(p->memfd, buf, n, (off_t)addr);
+
+	if (r == (ssize_t)n)
+		return 0;
+	return r < 0 ? -errno : -EIO;
+}
+
+int pt_write(struct pt *p, uint64_t addr, const void *buf, size_t n)
+{
+	ssize_t r = pwrite(p->memfd, buf, n, (off_t)addr);
+
+	if (r == (ssize_t)n)
+		return 0;
+	return r < 0 ? -errno : -EIO;
+}
+
+int pt_regs(struct pt *p, int i, struct user_regs_struct *r)
+{
+	if (i < 0 || i >= p->nth || !p->th[i].have_regs)
+		return -EINVAL;
+	*r = p->th[i].regs;
+	return 0;
+}
+
+int pt_set_regs(struct pt *p, int i, const struct user_regs_struct *r)
+{
+	if (i < 0 || i >= p->nth || !p->th[i].have_regs)
+		return -EINVAL;
+	p->th[i].regs = *r;
+	return 0;
+}
+
+int pt_maps(pid_t pid, struct pt_map **out, int *n)
+{
+	char path[64], line[512];
+	struct pt_map *m = NULL;
+	int cnt = 0, cap = 0;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/maps", pid);
+	f = fopen(path, "re");
+	if (!f)
+		return -errno;
+	while (fgets(line, sizeof(line), f)) {
+		struct pt_map e = { 0 };
+		unsigned long long s, en, off;
+		int pos = 0;
+
+		if (sscanf(line, "%llx-%llx %4s %llx %*s %*s %n", &s, &en,
+			   e.perms, &off, &pos) < 4)
+			continue;
+		e.start = s;
+		e.end = en;
+		e.off = off;
+		if (pos > 0) {
+			snprintf(e.path, sizeof(e.path), "%s", line + pos);
+			e.path[strcspn(e.path, "\n")] = 0;
+		}
+		if (cnt == cap) {
+			cap = cap ? cap * 2 : 64;
+			m = xrealloc(m, cap * sizeof(*m));
+		}
+		m[cnt++] = e;
+	}
+	fclose(f);
+	*out = m;
+	*n = cnt;
+	return 0;
+}
+
+/* Find the bytes 0f 05 in an executable mapping: vdso first, then libc. */
+static int find_syscall_insn(struct pt *p)
+{
+	struct pt_map *m;
+	int n, i, pass, err;
+
+	err = pt_maps(p->pid, &m, &n);
+	if (err)
+		return err;
+	for (pass = 0; pass < 2 && !p->syscall_insn; pass++) {
+		for (i = 0; i < n && !p->syscall_insn; i++) {
+			uint8_t buf[65536];
+			uint64_t a, len;
+			size_t k;
+
+			if (m[i].perms[2] != 'x')
+				continue;
+			if (pass == 0 && strcmp(m[i].path, "[vdso]"))
+				continue;
+			if (pass == 1 && !strstr(m[i].path, "libc"))
+				continue;
+			for (a = m[i].start; a < m[i].end && !p->syscall_insn;
+			     a += len) {
+				len = m[i].end - a;
+				if (len > sizeof(buf))
+					len = sizeof(buf);
+				if (pt_read(p, a, buf, len))
+					break;
+				for (k = 0; k + 1 < len; k++) {
+					if (buf[k] == 0x0f &&
+					    buf[k + 1] == 0x05) {
+						p->syscall_insn = a + k;
+						break;
+					}
+				}
+			}
+		}
+	}
+	free(m);
+	return p->syscall_insn ? 0 : -ENOENT;
+}
+
+/*
+ * A remote call that does not return at once may wait for a lock held by a
+ * stopped thread (dlopen, malloc): let the other threads run until it
+ * returns, then stop them again.
+ */
+static void release_others(struct pt *p, int keep)
+{
+	int i;
+
+	for (i = 0; i < p->nth; i++) {
+		struct pt_thread *t = &p->th[i];
+
+		if (i == keep || !t->stopped)
+			continue;
+		if (t->have_regs)
+			ptrace(PTRACE_SETREGS, t->tid, 0, &t->regs);
+		ptrace(PTRACE_CONT, t->tid, 0, t->pending_sig);
+		t->pending_sig = 0;
+		t->stopped = false;
+	}
+	p->others_running = true;
+	clock_gettime(CLOCK_MONOTONIC, &p->released_at);
+}
+
+static int restop_others(struct pt *p, int keep)
+{
+	int i, err, added, rounds = 0;
+	struct timespec t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	p->released_ns += (uint64_t)((t.tv_sec - p->released_at.tv_sec) *
+					     1000000000LL +
+				     (t.tv_nsec - p->released_at.tv_nsec));
+	p->others_running = false;
+	for (i = 0; i < p->nth; i++)
+		if (!p->th[i].stopped)
+			ptrace(PTRACE_INTERRUPT, p->th[i].tid, 0, 0);
+	do {
+		err = pt_stop_threads(p);
+		if (err)
+			return err;
+		err = pt_list_tasks(p, p->pid, &added);
+		if (err)
+			return err;
+	} while (added && ++rounds < 1000);
+	err = pt_stop_threads(p);
+	if (err)
+		return err;
+	for (i = 0; i < p->nth; i++) {
+		if (keep >= 0 && i == p->ctl)	/* pt_drop_thread() may move it */
+			continue;
+		if (ptrace(PTRACE_GETREGS, p->th[i].tid, 0,
+			   &p->th[i].regs) < 0) {
+			if (errno != ESRCH)
+				return -errno;
+			pt_drop_thread(p, p->th[i--].tid);
+			continue;
+		}
+		p->th[i].have_regs = true;
+	}
+	return 0;
+}
+
+int pt_run_briefly(struct pt *p, unsigned int usec)
+{
+	int err;
+
+	release_others(p, -1);
+	usleep(usec);
+	err = restop_others(p, -1);
+	if (!err && !p->nth)
+		err = -ESRCH;
+	return err;
+}
+
+/* Resume the control thread with r and wait for its next stop. */
+static int run_ctl(struct pt *p, struct user_regs_struct *r, bool step,
+		   int timeout_ms)
+{
+	pid_t tid = p->th[p->ctl].tid;
+	struct timespec t0, t;
+	sigset_t chld, old;
+	int st, err = 0;
+
+	if (ptrace(PTRACE_SETREGS, tid, 0, r) < 0)
+		return -errno;
+	/* a ptrace stop sends SIGCHLD: sleep until one comes, no polling */
+	sigemptyset(&chld);
+	sigaddset(&chld, SIGCHLD);
+	pthread_sigmask(SIG_BLOCK, &chld, &old);
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	for (;;) {
+		pid_t w;
+
+		if (ptrace(step ? PTRACE_SINGLESTEP : PTRACE_CONT, tid, 0, 0) <
+		    0) {
+			err = -errno;
+			break;
+		}
+		for (;;) {
+			long long us;
+
+			w = waitpid(tid, &st, __WALL | WNOHANG);
+			if (w)
+				break;
+			clock_gettime(CLOCK_MONOTONIC, &t);
+			us = (t.tv_sec - t0.tv_sec) * 1000000LL +
+			     (t.tv_nsec - t0.tv_nsec) / 1000;
+			/* waiting for a lock a stopped thread holds? */
+			if (!step && !p->others_running && !p->one &&
+			    us > 1000)
+				release_others(p, p->ctl);
+			if (us > timeout_ms * 1000LL) {
+				/* not seized (a -c command): SIGSTOP stops
+				 * it, and is dropped when it goes on */
+				if (ptrace(PTRACE_INTERRUPT, tid, 0, 0) < 0)
+					syscall(SYS_tgkill, p->pid, tid,
+						SIGSTOP);
+				waitpid(tid, &st, __WALL);
+				if (p->others_running)
+					restop_others(p, p->ctl);
+				err = -ETIMEDOUT;
+				break;
+			}
+			sigtimedwait(&chld, NULL,
+				     &(struct timespec){ .tv_nsec = 200000 });
+		}
+		if (err)
+			break;
+		if (w < 0) {
+			err = -errno;
+			break;
+		}
+		if (!WIFSTOPPED(st)) {
+			err = -ESRCH;
+			break;
+		}
+		if (st >> 16)	/* event stops: keep going */
+			continue;
+		if (WSTOPSIG(st) == (step ? SIGTRAP : SIGSEGV))
+			break;
+		/* someone else's signal: keep it for later */
+		p->th[p->ctl].pending_sig = WSTOPSIG(st);
+	}
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	if (err)
+		return err;
+	if (ptrace(PTRACE_GETREGS, tid, 0, r) < 0)
+		return -errno;
+	if (p->others_running)
+		return restop_others(p, p->ctl);
+	return 0;
+}
+
+int pt_syscall(struct pt *p, long nr, const uint64_t args[6], int64_t *ret)
+{
+	struct user_regs_struct r;
+	int err;
+
+	if (p->ctl < 0)
+		return -EINVAL;
+	if (!p->syscall_insn) {
+		err = find_syscall_insn(p);
+		if (err)
+			return pt_fail(p, err, "no syscall instruction found");
+	}
+	r = p->th[p->ctl].regs;
+	r.rax = (uint64_t)nr;
+	r.orig_rax = (uint64_t)-1;
+	r.rdi = args[0];
+	r.rsi = args[1];
+	r.rdx = args[2];
+	r.r10 = args[3];
+	r.r8 = args[4];
+	r.r9 = args[5];
+	r.rip = p->syscall_insn;
+	err = run_ctl(p, &r, true, 2000);
+	if (err)
+		return pt_fail(p, err, "remote system call %ld", nr);
+	if (r.rip != p->syscall_insn + 2)
+		return pt_fail(p, -EFAULT, "remote system call %ld", nr);
+	*ret = (int64_t)r.rax;
+	return 0;
+}
+
+int pt_call(struct pt *p, uint64_t fn, const uint64_t args[6], uint64_t *ret,
+	    int timeout_ms)
+{
+	struct user_regs_struct r;
+	uint64_t zero = 0;
+	int err;
+
+	if (p->ctl < 0)
+		return -EINVAL;
+	r = p->th[p->ctl].regs;
+	/* below the red zone, aligned, returning to address 0 */
+	r.rsp = ((r.rsp - 1024) & ~15ULL) - 8;
+	err = pt_write(p, r.rsp, &zero, 8);
+	if (err)
+		return pt_fail(p, err, "remote call: write stack");
+	r.rip = fn;
+	r.rax = 0;
+	r.orig_rax = (uint64_t)-1;
+	r.rdi = args[0];
+	r.rsi = args[1];
+	r.rdx = args[2];
+	r.rcx = args[3];
+	r.r8 = args[4];
+	r.r9 = args[5];
+	err = run_ctl(p, &r, false, timeout_ms);
+	if (err)
+		return pt_fail(p, err, "remote call");
+	if (r.rip != 0)
+		return pt_fail(p, -EFAULT, "remote call faulted at %#llx",
+			    (unsigned long long)r.rip);
+	*ret = r.rax;
+	return 0;
+}

@@ -1,0 +1,186 @@
+/*
+ * State shared by the parts of the combined run (shim/README): struct run,
+ * owned by run.c (the loop), read and changed by run_maps.c (maps of both
+ * sides), run_events.c (events in time order) and run_user.c (user-mode
+ * attach and install).
+ */
+#ifndef UBT_RUN_INT_H
+#define UBT_RUN_INT_H
+
+#include <errno.h>
+#include <limits.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+#include <wordexp.h>
+#include "ast.h"
+#include "cg.h"
+#include "child.h"
+#include "exitwatch.h"
+#include "format.h"
+#include "guard.h"
+#include "kernel.h"
+#include "merge.h"
+#include "native.h"
+#include "output.h"
+#include "place.h"
+#include "probes.h"
+#include "run.h"
+#include "sema.h"
+#include "user.h"
+#include "util.h"
+
+/* ---- kernel and user mode together -------------------------------- */
+
+/*
+ * Per thread, a power of two: with printf events 1 MiB (32768 records of
+ * two integers, RUN_POLL_MS at 3M events/s per thread; pages are touched
+ * only as far as the ring is used), else 64 KiB.
+ */
+#define RUN_RING_SIZE (64 * 1024)
+
+#define RUN_RING_SIZE_EVENTS (1024 * 1024)
+
+/*
+ * What ubt keeps for a keyless aggregation of user-mode probes (FIXED and
+ * ARRAY native maps). The owning thread increments its values with plain
+ * read-modify-writes (incq %fs:...), so ubt never stores over an additive
+ * value: a store between the owner's load and store would be undone.
+ * clear() and zero() take a baseline instead (base := current, per block)
+ * and the value read is current - base. Only min/max values (and a sum's
+ * presence word) are reset by stores, which a racing update may undo.
+ */
+struct run_agg {
+	uint64_t *base;		/* nwords per block, nblocks blocks */
+	uint32_t nblocks, nwords;
+	bool zeroed;		/* FIXED: zero() kept the value: present */
+	bool *present;		/* ARRAY: buckets zero() kept */
+};
+
+struct run {
+	struct compile *c;
+	const struct run_opts *o;
+	const struct run_decision *d;
+	struct cg_object *kobj, *nobj;
+	struct cg_object merged;	/* kernel object + native events */
+	struct kernel *k;
+	struct ubt_user *u;
+	pid_t cpid;		/* -c child */
+	bool reaped;		/* it exited and was reaped: */
+	int status;		/* its wait status, -1 if not known */
+	int pidfd;		/* -p, -c: readable once the process exits */
+	uint64_t lost;		/* user-ring losses reported */
+	/*
+	 * printf events of the user rings whose arguments print as they are
+	 * (integers, strings): formatted here straight into the output, one
+	 * flush per drained batch (by native event id; NULL .text: through
+	 * kernel_handle_event(), which flushes per event)
+	 */
+	struct fmt_string *ufmts;
+	struct out uout;
+	struct run_agg *agg;	/* by kernel map index */
+	int64_t ev_block;	/* the block of the user event being handled,
+				 * -1 for the kernel's */
+	int64_t queued_block;	/* the block a queued user event came from
+				 * (merged events), -1: the one just read */
+	/*
+	 * Kernel and user-mode probes both print at run time: every record
+	 * ends in a time stamp (cg.h enum cg_event_time) and the records of
+	 * both sides go through a queue, printed in time order (merge.h);
+	 * CG_TIME_NONE: each side prints as it is read
+	 */
+	enum cg_event_time etime;
+	struct merge_clock clock;	/* CG_TIME_TSC: user-side stamps */
+	struct merge_queue q;
+	bool stopped;		/* an exit() was read: probes stopped */
+	uint64_t ustart;	/* mono_ns() before the user probes ran */
+};
+
+/* The events of both objects in one table: native ids follow the kernel's. */
+void run_merge_events(struct run *r);
+
+const struct native_map *run_native_map(const struct run *r, int map);
+
+/* ubt's own description of a shared table (never the memfd's header) */
+#define run_shtab_of(nm)                                                    \
+	((struct memfd_shtab){ .off = (nm)->off,                            \
+			       .nslots = (nm)->nslots,                      \
+			       .key_size = (nm)->key_size,                  \
+			       .val_size = (nm)->val_size,                  \
+			       .max_probe = (nm)->max_probe,                \
+			       .max_keys = (nm)->max_keys })
+
+/* kernel_map_read() through the run: the kernel's values and the user's. */
+int run_map_source(void *ctx, int map, kernel_entry_fn fn, void *fctx);
+
+/*
+ * clear(), zero() and a user-mode probe's delete() of a map user-mode
+ * probes write, from events of either side (kernel_set_map_hook(); the
+ * kernel's map was done by then): ubt empties or zeroes the map's shared
+ * table, or every thread's values, itself, in the order of the events
+ * of the probe's side, as bpftrace does it asynchronously. A delete()
+ * already removed the key from its own thread's table (which the thread
+ * may have filled again since): the others only, asynchronously.
+ */
+void run_map_hook(void *ctx, int kind, int map, const void *key);
+
+int run_user_drain(struct run *r);
+
+/*
+ * Time stamps when a kernel probe other than BEGIN/END and a user-mode
+ * probe both send events; the user side reads the time-stamp counter
+ * when it is a clock, else (or with UBT_NO_TSC set, for tests) the
+ * clock_gettime syscall.
+ */
+enum cg_event_time run_event_time(const struct run *r);
+
+/* Every event comes from a call run_event_call() knows. */
+void run_check_events(const struct cg_object *obj);
+
+/* A record of the kernel's ring, into the queue. */
+int run_kernel_take(void *ctx, const void *data, size_t size);
+
+/*
+ * One round: the time, then every source read, then everything older
+ * than the time less the slack printed in order (all: everything).
+ * Returns the number of records read.
+ */
+int run_merge_round(struct run *r, bool all);
+
+/* Write one u64 of the globals into the template and every block. */
+void run_set_global(struct run *r, uint64_t off, uint64_t v);
+
+int run_user_attach(struct run *r);
+
+/* Install every user-mode program at each of its matches. */
+/*
+ * Install every user-mode probe; again: in a new image the target exec'd,
+ * where a probe whose binary is not there has no site (as in the kernel):
+ * said with -v, not an error.
+ */
+int run_user_install(struct run *r, int *nprobes, bool again);
+
+/*
+ * The target announced an execve() (runtime/rt_abi.h RT_FN_EXEC_HOOK):
+ * follow it, place the probes again in the new image before it runs.
+ */
+void run_follow_exec(struct run *r);
+
+bool run_target_gone(struct run *r);
+
+/*
+ * After a failed ptrace operation: has the target exited?  A killed
+ * process fails them before it is a zombie: give it up to 100 ms.
+ */
+bool run_target_exited(struct run *r);
+
+/* What user mode could not record, said once at exit. */
+void run_user_warnings(struct run *r);
+
+#endif

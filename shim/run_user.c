@@ -1,0 +1,424 @@
+/*
+ * The user-mode side of the combined run: attach to the -p process or
+ * start the -c command, install every user-mode site (user.h), follow an
+ * exec, notice the target's end, report the user side's warnings.
+ */
+#include <errno.h>
+#include <limits.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+#include <wordexp.h>
+#include "ast.h"
+#include "cg.h"
+#include "child.h"
+#include "exitwatch.h"
+#include "format.h"
+#include "guard.h"
+#include "kernel.h"
+#include "merge.h"
+#include "native.h"
+#include "output.h"
+#include "probes.h"
+#include "run.h"
+#include "sema.h"
+#include "user.h"
+#include "util.h"
+#include "run_int.h"
+
+static int run_split_cmd(const char *cmd, wordexp_t *we)
+{
+	if (wordexp(cmd, we, WRDE_NOCMD) || !we->we_wordc) {
+		fprintf(stderr, "ubt: cannot parse the command: %s\n", cmd);
+		return -EINVAL;
+	}
+	return 0;
+}
+
+int run_user_attach(struct run *r)
+{
+	struct user_opts uo = { .sz = sizeof(uo),
+				.runtime_path = r->o->runtime_path,
+				.fault_safe_reads = true };
+	char err[512];
+
+	memfd_layout_default(&uo.layout);
+	/* printf-heavy probes: rings are touched only as far as used */
+	if (uo.layout.ring_size < RUN_RING_SIZE)
+		uo.layout.ring_size = RUN_RING_SIZE;
+	if (r->nobj->nevents && uo.layout.ring_size < RUN_RING_SIZE_EVENTS)
+		uo.layout.ring_size = RUN_RING_SIZE_EVENTS;
+	if (uo.layout.map_size < r->nobj->native_area)
+		uo.layout.map_size = (r->nobj->native_area + 4095) & ~4095ull;
+	uo.layout.shared_size = native_shared_size(r->nobj->native_maps,
+						   r->nobj->nnative_maps);
+	if (r->o->pid > 0) {
+		r->u = user_attach_pid(r->o->pid, &uo, err, sizeof(err));
+	} else {
+		wordexp_t we;
+
+		if (run_split_cmd(r->o->cmd, &we))
+			return -EINVAL;
+		r->u = user_attach_cmd(we.we_wordv, &uo, err, sizeof(err));
+		wordfree(&we);
+		if (r->u)
+			r->cpid = user_pid(r->u);
+	}
+	if (!r->u) {
+		fprintf(stderr, "ubt: %s\n", err);
+		return -EINVAL;
+	}
+	for (int i = 0; i < r->nobj->nnative_maps; i++) {
+		const struct native_map *nm = &r->nobj->native_maps[i];
+		struct memfd_htab t = { .off = nm->off, .nslots = nm->nslots,
+					.key_size = nm->key_size,
+					.val_size = nm->val_size,
+					.max_keys = nm->max_keys };
+		int e;
+
+		if (nm->kind == NATIVE_MAP_SHARED)
+			e = memfd_shtab_add(user_memfd(r->u),
+					    &run_shtab_of(nm));
+		else if (nm->kind == NATIVE_MAP_HTAB)
+			e = memfd_htab_add(user_memfd(r->u), &t);
+		else
+			continue;
+		if (e) {
+			fprintf(stderr, "ubt: cannot place map %s: %s\n",
+				nm->name, strerror(-e));
+			return e;
+		}
+	}
+	/* every new block starts with the globals */
+	if (user_memfd(r->u)->ctl->tmpl_len < NATIVE_MAPS_OFF)
+		user_memfd(r->u)->ctl->tmpl_len = NATIVE_MAPS_OFF;
+	r->ustart = mono_ns();
+	run_set_global(r, NATIVE_GLOBALS_START, r->ustart);
+	run_set_global(r, NATIVE_GLOBALS_CPID, r->cpid);
+	run_set_global(r, NATIVE_GLOBALS_PID, user_pid(r->u));
+	return 0;
+}
+
+/* One patched function: the probes that run there, in program order. */
+struct run_site {
+	char bin[PATH_MAX];
+	const char *func;
+	uint64_t offset;
+	uint64_t file_off;	/* where the probe is in the file */
+	enum user_probe_kind kind;
+	const char *name;	/* for messages */
+	const struct cg_prog **progs;
+	int nprogs;
+};
+
+/*
+ * The code for a site: one program's code, or for several a chain that
+ * calls each in turn (calls relative to the chain, keeping the stack
+ * aligned as the trampoline left it), followed by their code.
+ */
+static void *run_site_code(const struct run_site *st, size_t *len)
+{
+	size_t head = 4 + 5 * st->nprogs + 4 + 1, at, *offs;
+	uint8_t *code;
+
+	if (st->nprogs == 1) {
+		*len = st->progs[0]->code_len;
+		code = xmalloc(*len);
+		memcpy(code, st->progs[0]->code, *len);
+		return code;
+	}
+	offs = xcalloc(st->nprogs, sizeof(*offs));
+	at = (head + 15) & ~(size_t)15;
+	for (int i = 0; i < st->nprogs; i++) {
+		offs[i] = at;
+		at = (at + st->progs[i]->code_len + 15) & ~(size_t)15;
+	}
+	code = xmalloc(at);
+	memset(code, 0xcc, at);
+	memcpy(code, "\x48\x83\xec\x08", 4);	/* sub $8,%rsp */
+	for (int i = 0; i < st->nprogs; i++) {
+		size_t call = 4 + 5 * i;
+		int32_t rel = (int32_t)(offs[i] - (call + 5));
+
+		code[call] = 0xe8;			/* call rel32 */
+		memcpy(code + call + 1, &rel, 4);
+		memcpy(code + offs[i], st->progs[i]->code,
+		       st->progs[i]->code_len);
+	}
+	memcpy(code + 4 + 5 * st->nprogs, "\x48\x83\xc4\x08\xc3", 5);
+	free(offs);
+	*len = at;
+	return code;
+}
+
+static struct run_site *run_sites_of(struct run *r, int *nsites)
+{
+	struct run_site *sites = NULL;
+	int n = 0, cap = 0;
+
+	for (int i = 0; i < r->nobj->nprogs; i++) {
+		const struct cg_prog *p = &r->nobj->progs[i];
+		enum user_probe_kind kind = p->provider == PROV_URETPROBE ?
+						    USER_PROBE_RETURN :
+						    USER_PROBE_ENTRY;
+
+		for (int j = 0; j < p->nmatches; j++) {
+			const struct probes_match *m = &p->matches[j];
+			char rp[PATH_MAX];
+			struct run_site *st = NULL;
+
+			if (!realpath(m->target, rp))
+				snprintf(rp, sizeof(rp), "%s", m->target);
+			for (int k = 0; k < n && !st; k++)
+				if (!strcmp(sites[k].bin, rp) &&
+				    !strcmp(sites[k].func, m->func) &&
+				    sites[k].offset == m->func_offset &&
+				    sites[k].kind == kind)
+					st = &sites[k];
+			if (!st) {
+				if (n == cap) {
+					cap = cap ? 2 * cap : 16;
+					sites = xrealloc(sites,
+							 cap * sizeof(*sites));
+				}
+				st = &sites[n++];
+				memset(st, 0, sizeof(*st));
+				snprintf(st->bin, sizeof(st->bin), "%s", rp);
+				st->func = m->func;
+				st->offset = m->func_offset;
+				st->file_off = m->offset;
+				st->kind = kind;
+				st->name = m->name ? m->name : m->func;
+			}
+			st->progs = xrealloc(st->progs, (st->nprogs + 1) *
+							sizeof(*st->progs));
+			st->progs[st->nprogs++] = p;
+		}
+	}
+	*nsites = n;
+	return sites;
+}
+
+/* The address in the target of file offset off of bin (resolved path). */
+static int run_target_addr(pid_t pid, const char *bin, uint64_t off,
+			   uint64_t *addr)
+{
+	char path[64], line[PATH_MAX + 128], file[PATH_MAX];
+	unsigned long lo, hi, moff;
+	int err = -ENOENT;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/maps", (int)pid);
+	f = fopen(path, "r");
+	if (!f)
+		return -errno;
+	while (err && fgets(line, sizeof(line), f)) {
+		file[0] = 0;
+		if (sscanf(line, "%lx-%lx %*s %lx %*s %*s %4095s", &lo, &hi,
+			   &moff, file) == 4 &&
+		    !strcmp(file, bin) && off >= moff && off - moff < hi - lo) {
+			*addr = lo + (off - moff);
+			err = 0;
+		}
+	}
+	fclose(f);
+	return err;
+}
+
+/* Install every user-mode program at each of its matches. */
+/*
+ * Install every user-mode probe; again: in a new image the target exec'd,
+ * where a probe whose binary is not there has no site (as in the kernel):
+ * said with -v, not an error.
+ */
+int run_user_install(struct run *r, int *nprobes, bool again)
+{
+	int nsites, err = 0;
+	struct run_site *sites = run_sites_of(r, &nsites);
+
+	for (int i = 0; i < nsites && !err; i++) {
+		struct run_site *st = &sites[i];
+		size_t len;
+		void *code = run_site_code(st, &len);
+		uint64_t at = 0;
+
+		/* -ENOENT: code that never reaches its block, or has no
+		 * func */
+		err = native_patch_tls(code, len, user_tls_offset(r->u));
+		if (err == -ENOENT)
+			err = 0;
+		if (!err && !run_target_addr(user_pid(r->u), st->bin,
+					     st->file_off, &at))
+			err = native_patch_func(code, len, at);
+		if (err == -ENOENT)
+			err = 0;
+		if (err)
+			fprintf(stderr, "ubt: %s: cannot place the native "
+				"code: %s\n", st->name, strerror(-err));
+		if (!err) {
+			err = user_install(r->u, &(struct user_probe){
+				.sz = sizeof(struct user_probe),
+				.binary = st->bin,
+				.symbol = st->func,
+				.kind = st->kind,
+				.code = code,
+				.code_len = len,
+				.offset = st->offset,
+			});
+			if (err && again) {
+				if (r->o->verbose)
+					fprintf(stderr, "ubt: %s: no site in "
+						"the new image: %s\n",
+						st->name, user_error(r->u));
+				err = 0;
+			} else if (err) {
+				fprintf(stderr,
+					"ubt: cannot attach %s in user mode: "
+					"%s\n", st->name, user_error(r->u));
+			}
+		}
+		free(code);
+		if (!err)
+			*nprobes += st->nprogs;
+	}
+	for (int i = 0; i < nsites; i++)
+		free(sites[i].progs);
+	free(sites);
+	return err ? err : 0;
+}
+
+/*
+ * The target announced an execve() (runtime/rt_abi.h RT_FN_EXEC_HOOK):
+ * follow it, place the probes again in the new image before it runs.
+ */
+void run_follow_exec(struct run *r)
+{
+	uint64_t t0 = mono_ns();
+	int n = 0, err = user_follow_exec(r->u);
+
+	if (err == 0)
+		return;
+	if (err > 0) {
+		err = run_user_install(r, &n, true);
+		if (user_install_exec_hook(r->u) && r->o->verbose)
+			fprintf(stderr, "ubt: execve() is not followed: %s\n",
+				user_error(r->u));
+		err = user_resume(r->u) ?: err;
+	}
+	if (err < 0)
+		fprintf(stderr, "ubt: pid %d ran execve(): its user-mode probes "
+			"do not run in the new image: %s\n",
+			(int)user_pid(r->u), user_error(r->u));
+	else if (r->o->verbose)
+		fprintf(stderr, "ubt: pid %d ran execve(): user-mode probes "
+			"placed again in the new image (%d probe(s), %.3f ms)\n",
+			(int)user_pid(r->u), n, (mono_ns() - t0) / 1e6);
+}
+
+bool run_target_gone(struct run *r)
+{
+	struct pollfd pfd = { .fd = r->pidfd, .events = POLLIN };
+	int st;
+
+	if (r->cpid > 0) {
+		if (r->reaped)
+			return true;
+		/* reaped by the ptrace code? */
+		if (user_exit_status(r->u, &st)) {
+			r->status = st;
+			return r->reaped = true;
+		}
+		/* through the pidfd: even if SIGCHLD was ignored */
+		r->reaped = child_gone(r->cpid, r->pidfd, &r->status);
+		return r->reaped;
+	}
+	if (r->pidfd >= 0) {
+		int n = poll(&pfd, 1, 0);
+
+		if (n == 0)
+			return false;
+		if (n == 1 && !(pfd.revents & POLLNVAL))
+			return true;
+	}
+	return kill(user_pid(r->u), 0) && errno == ESRCH;
+}
+
+/*
+ * After a failed ptrace operation: has the target exited?  A killed
+ * process fails them before it is a zombie: give it up to 100 ms.
+ */
+bool run_target_exited(struct run *r)
+{
+	for (int i = 0; i < 100; i++) {
+		if (run_target_gone(r))
+			return true;
+		usleep(1000);
+	}
+	return false;
+}
+
+/*
+ * Updates of map `map` the target's tables refused (full), all threads.
+ * The counters are the target's to write: a thread cannot have tried
+ * more than one update per nanosecond since the probes were placed, so a
+ * count above that is not believed, and said so.
+ */
+static uint64_t run_user_map_full(struct run *r, int map)
+{
+	const struct native_map *nm = run_native_map(r, map);
+	struct memfd *mf = user_memfd(r->u);
+	uint64_t ns = mono_ns() - r->ustart, n = 0;
+	uint32_t bad = 0, blocks = memfd_nblocks_used(mf);
+
+	if (nm && nm->kind == NATIVE_MAP_HTAB) {
+		struct memfd_htab t = { .off = nm->off, .nslots = nm->nslots,
+					.key_size = nm->key_size,
+					.val_size = nm->val_size };
+
+		n = memfd_htab_dropped(mf, &t, ns, &bad);
+	} else if (nm && nm->kind == NATIVE_MAP_SHARED) {
+		/* one table, every thread's updates */
+		n = memfd_shtab_dropped(mf, &run_shtab_of(nm));
+		if (n && (!blocks || n / blocks > ns)) {
+			bad = 1;
+			n = 0;
+		}
+	}
+	if (bad)
+		fprintf(stderr, "WARNING: ignoring an implausible count of "
+			"dropped updates of %s read back from the target\n",
+			r->kobj->maps[map].name);
+	return n;
+}
+
+/* What user mode could not record, said once at exit. */
+void run_user_warnings(struct run *r)
+{
+	uint64_t n = memfd_shadow_lost(user_memfd(r->u));
+
+	/* "Map full" once per map, kernel and user-mode updates together */
+	for (int i = 0; i < r->kobj->nmaps; i++) {
+		uint64_t full = kernel_map_full(r->k, i) +
+				run_user_map_full(r, i);
+
+		if (full)
+			out_map_full(stderr, r->kobj->maps[i].name,
+				     r->kobj->maps[i].max_entries, full);
+	}
+
+	if (n)
+		fprintf(stderr, "WARNING: %llu return probe hits were not "
+			"recorded (a thread's shadow stack was full)\n",
+			(unsigned long long)n);
+	n = user_unrecorded_threads(r->u);
+	if (n)
+		fprintf(stderr, "WARNING: %llu threads found no per-thread "
+			"block: their hits were not recorded\n",
+			(unsigned long long)n);
+}

@@ -1,0 +1,172 @@
+/*
+ * Whether a site can be patched (user_site_check*()): the function
+ * decoded from the file, and its bytes in the process compared with the
+ * file (another tracer's int3, a leftover jump of ubt).
+ */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+#include <dirent.h>
+#include <dlfcn.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+#include "owner.h"
+#include "patch.h"
+#include "ptrace.h"
+#include "rtpath.h"
+#include "tramp.h"
+#include "user.h"
+#include "util.h"
+#include "user_int.h"
+
+int user_site_check(const char *binary, const char *symbol, char *reason,
+		    size_t len)
+{
+	return user_site_check_at(binary, symbol, 0, reason, len);
+}
+
+int user_site_check_at(const char *binary, const char *symbol,
+		       uint64_t offset, char *reason, size_t len)
+{
+	uint64_t vaddr, size, off;
+	struct patch_site s;
+	uint8_t *code;
+	int fd, err;
+
+	err = patch_find_symbol(binary, symbol, &vaddr, &size, &off);
+	if (err) {
+		snprintf(reason, len, "%s: no function %s", binary, symbol);
+		return err;
+	}
+	if (size > USER_MAX_FUNC)
+		size = USER_MAX_FUNC;
+	code = xmalloc(size ? size : 1);
+	fd = open(binary, O_RDONLY | O_CLOEXEC);
+	if (fd < 0 || pread(fd, code, size, (off_t)off) != (ssize_t)size) {
+		err = fd < 0 ? -errno : -EIO;
+		snprintf(reason, len, "%s: cannot read %s", binary, symbol);
+	} else {
+		err = patch_analyze(code, size, vaddr, offset, &s);
+		snprintf(reason, len, "%s", err ? s.reason : "");
+	}
+	if (fd >= 0)
+		close(fd);
+	free(code);
+	return err;
+}
+
+int user_process_check(pid_t pid, char *reason, size_t len)
+{
+	struct owner_info oi;
+	pid_t tracer = owner_tracer(pid);
+
+	if (tracer) {
+		snprintf(reason, len, "pid %d is traced by pid %d (a debugger "
+			 "or tracer holds ptrace)", (int)pid, (int)tracer);
+		return -EBUSY;
+	}
+	if (!owner_scan(pid, &oi) && oi.live_pid) {
+		snprintf(reason, len, "another ubt (pid %u) runs probes in "
+			 "pid %d", oi.live_pid, (int)pid);
+		return -EBUSY;
+	}
+	return 0;
+}
+
+int user_site_check_live(pid_t pid, const char *binary, const char *symbol,
+			 uint64_t offset, char *reason, size_t len)
+{
+	uint64_t vaddr, size, off, min_vaddr, bias, lo, hi, n;
+	uint8_t mem[PATCH_MAX_WINDOW + 32], *code;
+	char path[PATH_MAX], memf[64];
+	struct owner_info oi;
+	struct patch_site s;
+	int fd, err, is_dyn;
+
+	if (!realpath(binary, path) ||
+	    patch_find_symbol(path, symbol, &vaddr, &size, &off) ||
+	    patch_elf_base(path, &min_vaddr, &is_dyn) ||
+	    user_module_maps(pid, path, min_vaddr, is_dyn, &bias, &lo, &hi))
+		return 0;	/* not for this check to say */
+	if (size > USER_MAX_FUNC)
+		size = USER_MAX_FUNC;
+	code = user_read_file_code(path, off, size);
+	if (!code)
+		return 0;
+	err = patch_analyze(code, size, bias + vaddr, offset, &s);
+	n = s.addr + s.len - (bias + vaddr);
+	snprintf(memf, sizeof(memf), "/proc/%d/mem", (int)pid);
+	fd = err || n > sizeof(mem) ? -1 : open(memf, O_RDONLY | O_CLOEXEC);
+	if (fd >= 0 && pread(fd, mem, n, (off_t)(bias + vaddr)) == (ssize_t)n)
+		err = user_site_compare(&s, code, mem, reason, len);
+	else
+		err = 0;
+	if (fd >= 0)
+		close(fd);
+	free(code);
+	/* a dead ubt's jump: removed at attach */
+	if (err && !owner_scan(pid, &oi) && oi.dead_sites && !oi.live_pid)
+		err = 0;
+	return err;
+}
+
+/*
+ * The process's bytes of a site (mem: from s->func to the end of the
+ * window) against the file's (code, from s->func), from the instruction
+ * left in place before the jump on: the window must be the file's
+ * exactly; on that instruction's first byte another tracer's int3 may
+ * stand (it is left alone: the trampoline runs the file's instruction).
+ * What lies before it is not ubt's to check.  0, or -EBUSY with the
+ * reason.
+ */
+int user_site_compare(const struct patch_site *s, const uint8_t *code,
+		      const uint8_t *mem, char *reason, size_t len)
+{
+	uint64_t pre = s->addr - s->func, kept = s->kept - s->func, i;
+
+	for (i = kept; i < pre + s->len; i++) {
+		if (mem[i] == code[i])
+			continue;
+		if (i == kept && mem[i] == 0xcc)
+			continue;	/* another tracer's breakpoint */
+		snprintf(reason, len,
+			 "the code at +%#llx is not the file's (%s): another "
+			 "program changed it",
+			 (unsigned long long)i,
+			 mem[i] == 0xcc ? "a breakpoint" :
+			 i == pre && mem[i] == 0xe9 ? "a jump" : "modified");
+		return -EBUSY;
+	}
+	return 0;
+}
+
+/* bytes [off, off + size) of a file into a new buffer */
+uint8_t *user_read_file_code(const char *path, uint64_t off, uint64_t size)
+{
+	uint8_t *code = xmalloc(size ? size : 1);
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+
+	if (fd < 0 || pread(fd, code, size, (off_t)off) != (ssize_t)size) {
+		if (fd >= 0)
+			close(fd);
+		free(code);
+		errno = EIO;
+		return NULL;
+	}
+	close(fd);
+	return code;
+}

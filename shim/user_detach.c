@@ -1,0 +1,231 @@
+/*
+ * Detaching: every site still ubt's restored (in the process and in the
+ * children forked since), the runtime told to go idle, the threads
+ * released; and the leftovers of a ubt that died, restored.
+ */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+#include <dirent.h>
+#include <dlfcn.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+#include "owner.h"
+#include "patch.h"
+#include "ptrace.h"
+#include "rtpath.h"
+#include "tramp.h"
+#include "user.h"
+#include "util.h"
+#include "user_int.h"
+
+/* Is our memfd still mapped where we put it (no exec since)? */
+static bool still_ours(struct ubt_user *u, pid_t pid)
+{
+	struct pt_map *m;
+	bool found = false;
+	int n, i;
+
+	if (pt_maps(pid, &m, &n))
+		return false;
+	for (i = 0; i < n; i++)
+		if (m[i].start == u->target_base &&
+		    strstr(m[i].path, "/memfd:ubt"))
+			found = true;
+	free(m);
+	return found;
+}
+
+/*
+ * Put back the original bytes of every site in the process p has stopped
+ * (the target, or a child it forked: the same addresses), only bytes that
+ * are still ours: another tracer's int3 placed over the jump since then
+ * stays, over the original instruction it expects.  The target's own
+ * restore (child false) marks the sites and their records done.
+ */
+static int restore_sites_in(struct ubt_user *u, struct pt *pt, bool child)
+{
+	int i, err = 0;
+
+	if (!still_ours(u, pt->pid))
+		return 0;	/* the process ran execve(): a new image */
+
+	for (i = 0; i < u->nsites; i++) {
+		struct user_site *us = &u->sites[i];
+		uint8_t cur[PATCH_MAX_WINDOW];
+
+		if (child ? !us->rec : !us->installed)
+			continue;	/* never written, or restored */
+		if (pt_read(pt, us->s.addr, cur, us->s.len)) {
+			err = user_err(u, -EIO, "read the code at %#llx in pid %d",
+				   (unsigned long long)us->s.addr, pt->pid);
+			continue;
+		}
+		for (uint32_t k = 0; k < us->s.len; k++)
+			if (cur[k] == us->jmp[k])
+				cur[k] = us->s.orig[k];
+		if (pt_write(pt, us->s.addr, cur, us->s.len)) {
+			err = user_err(u, -EIO, "restore the code at %#llx in "
+					    "pid %d",
+				   (unsigned long long)us->s.addr, pt->pid);
+			continue;
+		}
+		if (child)
+			continue;
+		us->installed = false;
+		user_slice_record(u, us->slice, us->rec)->state = RT_SITE_DONE;
+	}
+	return err;
+}
+
+static int restore_sites(struct ubt_user *u)
+{
+	return restore_sites_in(u, &u->pt, false);
+}
+
+/*
+ * Children the target forked while patched carry the jumps too (the
+ * runtime lists them in ctl->children): restore each that still maps our
+ * memfd, once the target is restored (it forks no patched child since);
+ * passes until no new child shows up, since children fork too.
+ */
+static int restore_children(struct ubt_user *u)
+{
+	pid_t done[RT_MAX_CHILDREN * 4];
+	int ndone = 0, err = 0;
+	bool again = true;
+
+	for (int pass = 0; again && pass < 4; pass++) {
+		again = false;
+		for (int i = 0; i < RT_MAX_CHILDREN; i++) {
+			pid_t c = (pid_t)__atomic_load_n(&u->m.ctl->children[i],
+							 __ATOMIC_ACQUIRE);
+			struct pt pt;
+			int k;
+
+			if (c <= 0 || c == u->pid)
+				continue;
+			for (k = 0; k < ndone && done[k] != c; k++)
+				;
+			if (k < ndone || ndone == (int)(sizeof(done) /
+						       sizeof(done[0])))
+				continue;
+			done[ndone++] = c;
+			again = true;
+			if (pt_gone(c) || !still_ours(u, c))
+				continue;
+			pt_init(&pt);
+			if (!pt_seize(&pt, c)) {
+				int e = restore_sites_in(u, &pt, true);
+
+				if (e && !pt_gone(c))
+					err = e;
+				pt_detach(&pt);
+			}
+			pt_release(&pt);
+		}
+	}
+	u->children = ndone;
+	return err;
+}
+
+static int detach_target(struct ubt_user *u)
+{
+	int err;
+
+	u->detached = true;
+	__atomic_store_n(&u->m.ctl->detached, 1, __ATOMIC_RELEASE);
+	if (!u->resumed) {
+		/* still stopped: restore, then let it go */
+		err = user_restop(u, false);
+		if (err) {
+			u->resumed = true;
+			return user_process_gone(u, err) || u->new_image ? 0
+								    : err;
+		}
+		err = u->nsites ? user_stop_all(u) : 0;
+		err = err ?: restore_sites(u);
+		return user_resume(u) ?: err;
+	}
+	if (!u->nsites)
+		return 0;
+	pt_release(&u->pt);
+	pt_init(&u->pt);
+	err = pt_seize(&u->pt, u->pid);
+	if (err) {
+		user_note_exit(u);
+		if (user_process_gone(u, err))
+			return 0;	/* gone: nothing left to restore */
+		return user_err(u, 0, "cannot stop pid %d to restore its code: %s",
+			    u->pid, u->pt.err);
+	}
+	err = restore_sites(u);
+	pt_detach(&u->pt);
+	user_note_exit(u);
+	if (err && user_process_gone(u, -EIO))
+		err = 0;	/* it exited meanwhile */
+	return err;
+}
+
+int user_detach(struct ubt_user *u)
+{
+	int err;
+
+	if (u->detached || !u->m.ctl)
+		return 0;
+	err = detach_target(u);
+	if (u->nsites) {
+		int e = restore_children(u);
+
+		if (!err && e)
+			err = e;
+	}
+	return err;
+}
+
+static int restore_dead_one(pid_t pid, uint32_t owner, char *err, size_t len)
+{
+	struct pt pt;
+	int n;
+
+	pt_init(&pt);
+	if (pt_seize(&pt, pid)) {
+		snprintf(err, len, "%s", pt.err);
+		pt_release(&pt);
+		return -ESRCH;
+	}
+	n = owner_restore(&pt, owner);
+	pt_detach(&pt);
+	pt_release(&pt);
+	if (n < 0)
+		snprintf(err, len, "%s", strerror(-n));
+	return n;
+}
+
+int user_restore_dead(pid_t pid, uint32_t owner, char *err, size_t len)
+{
+	pid_t kids[RT_MAX_CHILDREN];
+	int n, k;
+
+	/* the children first: they are listed in the target's memfd */
+	k = owner_children(pid, owner, kids, RT_MAX_CHILDREN);
+	for (int i = 0; i < k; i++)
+		if (!pt_gone(kids[i]))
+			restore_dead_one(kids[i], owner, err, len);
+	n = restore_dead_one(pid, owner, err, len);
+	return n;
+}

@@ -1,0 +1,542 @@
+/*
+ * Placing ubt in the target: remote syscalls, the shared memfd mapped in
+ * the process, a control thread chosen, libc checked, the runtime loaded
+ * with a remote dlopen() and its TLS reset.
+ */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+#include <dirent.h>
+#include <dlfcn.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+#include "owner.h"
+#include "patch.h"
+#include "ptrace.h"
+#include "rtpath.h"
+#include "tramp.h"
+#include "user.h"
+#include "util.h"
+#include "user_int.h"
+
+/* The runtime to load: found and checked as rtpath.h says. */
+int user_runtime_path(const struct user_opts *o, char *out, size_t len,
+			char *why, size_t whylen)
+{
+	return rtpath_find(USER_FIELD(o, struct user_opts, runtime_path), out,
+			   len, why, whylen);
+}
+
+/* Load bias of a module mapped from path in the target. */
+/*
+ * Where a module mapped from path lies in the target ([lo, hi)), and its
+ * load bias given the ELF file's lowest p_vaddr and type.
+ */
+int user_module_maps(pid_t pid, const char *path, uint64_t min_vaddr,
+		       int is_dyn, uint64_t *bias, uint64_t *lo, uint64_t *hi)
+{
+	struct pt_map *m;
+	uint64_t base = 0;
+	int n, i, err;
+
+	err = pt_maps(pid, &m, &n);
+	if (err)
+		return err;
+	*lo = UINT64_MAX;
+	*hi = 0;
+	for (i = 0; i < n; i++) {
+		if (strcmp(m[i].path, path))
+			continue;
+		if (m[i].start < *lo) {
+			*lo = m[i].start;
+			base = m[i].start - m[i].off;
+		}
+		if (m[i].end > *hi)
+			*hi = m[i].end;
+	}
+	free(m);
+	if (!*hi)
+		return -ENOENT;
+	*bias = is_dyn ? base - min_vaddr : 0;
+	return 0;
+}
+
+int user_module_range(struct ubt_user *u, const char *path, uint64_t *bias,
+			uint64_t *lo, uint64_t *hi)
+{
+	uint64_t min_vaddr;
+	int err, is_dyn;
+
+	err = patch_elf_base(path, &min_vaddr, &is_dyn);
+	if (err)
+		return err;
+	return user_module_maps(u->pid, path, min_vaddr, is_dyn, bias, lo, hi);
+}
+
+static int find_libc(struct ubt_user *u, char *path, size_t len)
+{
+	struct pt_map *m;
+	int n, i, err;
+
+	err = pt_maps(u->pid, &m, &n);
+	if (err)
+		return err;
+	err = -ENOENT;
+	for (i = 0; i < n; i++) {
+		const char *b = strrchr(m[i].path, '/');
+
+		if (b && (!strncmp(b, "/libc.so", 8) ||
+			  !strncmp(b, "/libc-", 6))) {
+			snprintf(path, len, "%s", m[i].path);
+			err = 0;
+			break;
+		}
+	}
+	free(m);
+	return err;
+}
+
+int user_rsys(struct ubt_user *u, long nr, uint64_t a0, uint64_t a1,
+		uint64_t a2, uint64_t a3, uint64_t a4, uint64_t a5,
+		int64_t *ret)
+{
+	uint64_t args[6] = { a0, a1, a2, a3, a4, a5 };
+	int err = pt_syscall(&u->pt, nr, args, ret);
+
+	if (err) {
+		user_err(u, 0, "%s", u->pt.err);
+		return err;
+	}
+	if (*ret < 0 && *ret > -4096)
+		return user_err(u, (int)*ret, "remote system call %ld", nr);
+	return 0;
+}
+
+/* A memfd made in the target (it owns it: no permission needed), ours too. */
+int user_target_memfd(struct ubt_user *u, int *fd_out)
+{
+	struct user_regs_struct r;
+	char path[64];
+	uint64_t name;
+	int64_t ret;
+	int fd, err;
+
+	pt_regs(&u->pt, u->pt.ctl, &r);
+	name = ((r.rsp - 4096) & ~15ULL);
+	err = pt_write(&u->pt, name, "ubt", 4);
+	if (err)
+		return user_err(u, err, "cannot write the target's stack");
+	/* MFD_EXEC (Linux 6.3): code areas map it executable */
+	err = user_rsys(u, SYS_memfd_create, name, MFD_CLOEXEC | 0x10U, 0, 0, 0, 0,
+		   &ret);
+	if (err == -EINVAL)
+		err = user_rsys(u, SYS_memfd_create, name, MFD_CLOEXEC, 0, 0, 0, 0,
+			   &ret);
+	if (err)
+		return err;
+	u->target_fd = ret;
+	snprintf(path, sizeof(path), "/proc/%d/fd/%lld", u->pid,
+		 (long long)ret);
+	fd = open(path, O_RDWR | O_CLOEXEC);
+	if (fd < 0)
+		return user_err(u, -errno, "open %s", path);
+	*fd_out = fd;
+	return 0;
+}
+
+/* The target maps our memfd; it knows where. */
+int user_target_map(struct ubt_user *u)
+{
+	int64_t ret;
+	int err;
+
+	err = user_rsys(u, SYS_mmap, 0, u->m.size, PROT_READ | PROT_WRITE,
+		   MAP_SHARED, (uint64_t)u->target_fd, 0, &ret);
+	if (err)
+		return err;
+	u->target_base = (uint64_t)ret;
+	u->m.pid = u->pid;	/* named if it corrupts the memfd */
+	u->m.ctl->target_base = u->target_base;
+	return 0;
+}
+
+int user_place_memfd(struct ubt_user *u, const struct user_opts *o)
+{
+	struct memfd_layout l;
+	int fd, err;
+
+	if (USER_FIELD(o, struct user_opts, layout.nblocks))
+		l = o->layout;
+	else
+		memfd_layout_default(&l);
+	err = user_target_memfd(u, &fd);
+	if (err)
+		return err;
+	if (ftruncate(fd, (off_t)memfd_layout_size(&l)) < 0) {
+		err = -errno;
+		close(fd);
+		return user_err(u, err, "ftruncate memfd");
+	}
+	err = memfd_map(&u->m, fd, &l);
+	if (err) {
+		u->m.fd = -1;
+		close(fd);
+		return user_err(u, err, "mmap memfd");
+	}
+	err = user_target_map(u);
+	if (err)
+		return err;
+	if (USER_FIELD(o, struct user_opts, fault_safe_reads))
+		u->m.ctl->flags |= RT_CTL_FAULT_HANDLER;
+	/* as the kernel's probes: a -c command's children, not -p's */
+	if (u->child)
+		u->m.ctl->flags |= RT_CTL_CHILDREN;
+	return 0;
+}
+
+/* Is the thread's rip inside the dynamic loader's mappings? */
+static bool in_loader(struct ubt_user *u, uint64_t rip)
+{
+	struct pt_map *m;
+	bool in = false;
+	int n, i;
+
+	if (pt_maps(u->pid, &m, &n))
+		return false;
+	for (i = 0; i < n; i++)
+		if (rip >= m[i].start && rip < m[i].end &&
+		    strstr(m[i].path, "/ld-linux"))
+			in = true;
+	free(m);
+	return in;
+}
+
+/*
+ * Is thread i at a point where a remote dlopen is safe?  The dlopen runs on
+ * its stack and calls malloc: a thread stopped inside malloc (or inside the
+ * dynamic loader) would have it re-entered.  Safe: blocked in a system
+ * call other than the memory ones malloc makes, outside the loader; or
+ * running code of the executable itself, or of the vdso (clock_gettime
+ * and the like take no lock).
+ */
+static bool ctl_safe(struct ubt_user *u, const struct pt_map *m, int n,
+		     const char *exe, int i)
+{
+	struct user_regs_struct r;
+	bool in_exe = false, in_ld = false;
+	long nr;
+	int k;
+
+	if (pt_regs(&u->pt, i, &r))
+		return false;
+	for (k = 0; k < n; k++) {
+		if (r.rip < m[k].start || r.rip >= m[k].end)
+			continue;
+		in_exe = !strcmp(m[k].path, exe) ||
+			 !strcmp(m[k].path, "[vdso]");
+		in_ld = strstr(m[k].path, "/ld-linux") != NULL;
+	}
+	nr = (long)r.orig_rax;
+	if (nr >= 0)
+		return !in_ld && nr != SYS_mmap && nr != SYS_munmap &&
+		       nr != SYS_mremap && nr != SYS_brk &&
+		       nr != SYS_mprotect && nr != SYS_madvise;
+	return in_exe;
+}
+
+/*
+ * A thread blocked in a system call where a remote dlopen is safe (as in
+ * ctl_safe()), found in /proc without stopping anything: then only that
+ * thread stops while the runtime is placed.  0 if there is none.
+ */
+pid_t user_blocked_thread(struct ubt_user *u)
+{
+	char path[96], buf[512];
+	struct dirent *de;
+	struct pt_map *m;
+	pid_t found = 0;
+	int n, k;
+	DIR *d;
+
+	snprintf(path, sizeof(path), "/proc/%d/task", u->pid);
+	d = opendir(path);
+	if (!d)
+		return 0;
+	if (pt_maps(u->pid, &m, &n)) {
+		closedir(d);
+		return 0;
+	}
+	while (!found && (de = readdir(d))) {
+		pid_t tid = (pid_t)atoi(de->d_name);
+		unsigned long long pc;
+		ssize_t len;
+		long nr;
+		int fd;
+
+		if (tid <= 0)
+			continue;
+		snprintf(path, sizeof(path), "/proc/%d/task/%d/syscall",
+			 u->pid, tid);
+		fd = open(path, O_RDONLY | O_CLOEXEC);
+		if (fd < 0)
+			continue;
+		len = read(fd, buf, sizeof(buf) - 1);
+		close(fd);
+		if (len <= 0)
+			continue;
+		buf[len] = 0;
+		/* "nr a1 a2 a3 a4 a5 a6 sp pc"; "running" or "-1 sp pc" */
+		if (sscanf(buf, "%ld %*s %*s %*s %*s %*s %*s %*s %llx", &nr,
+			   &pc) != 2 ||
+		    nr < 0 || nr == SYS_mmap || nr == SYS_munmap ||
+		    nr == SYS_mremap || nr == SYS_brk || nr == SYS_mprotect ||
+		    nr == SYS_madvise)
+			continue;
+		found = tid;
+		for (k = 0; k < n; k++)
+			if (pc >= m[k].start && pc < m[k].end &&
+			    strstr(m[k].path, "/ld-linux"))
+				found = 0;
+	}
+	free(m);
+	closedir(d);
+	return found;
+}
+
+/* Thread i of /proc/PID/task (readdir order), 0 if there is none. */
+static pid_t nth_thread(struct ubt_user *u, int i)
+{
+	struct dirent *de;
+	char path[64];
+	pid_t tid = 0;
+	DIR *d;
+
+	snprintf(path, sizeof(path), "/proc/%d/task", u->pid);
+	d = opendir(path);
+	if (!d)
+		return 0;
+	while ((de = readdir(d)))
+		if (atoi(de->d_name) > 0 && !i--) {
+			tid = (pid_t)atoi(de->d_name);
+			break;
+		}
+	closedir(d);
+	return tid;
+}
+
+/* Let go of whatever is seized (the libc and vdso findings stay). */
+void user_unseize(struct ubt_user *u)
+{
+	uint64_t sc = u->pt.syscall_insn;
+
+	pt_detach(&u->pt);
+	pt_release(&u->pt);
+	pt_init(&u->pt);
+	u->pt.syscall_insn = sc;
+}
+
+/* Pick the thread that runs the remote calls, letting the process run on
+ * a little while no thread is at a safe point. */
+int user_choose_ctl(struct ubt_user *u)
+{
+	char link[64], exe[PATH_MAX];
+	struct pt_map *m;
+	int tries, n, i;
+	ssize_t len;
+
+	snprintf(link, sizeof(link), "/proc/%d/exe", u->pid);
+	len = readlink(link, exe, sizeof(exe) - 1);
+	if (len <= 0)
+		return user_err(u, -ESRCH, "process exited during attach");
+	exe[len] = 0;
+	for (tries = 0; tries < 400; tries++) {
+		if (pt_maps(u->pid, &m, &n))
+			return user_err(u, -ESRCH, "process exited during attach");
+		for (i = 0; i < u->pt.nth; i++)
+			if (ctl_safe(u, m, n, exe, i))
+				break;
+		free(m);
+		if (i < u->pt.nth) {
+			u->pt.ctl = i;
+			return 0;
+		}
+		if (u->pt.one) {
+			/* not at a safe point: the next thread alone */
+			pid_t tid = u->pt.th[0].tid;
+			pid_t next = tries < 4 ? nth_thread(u, tries + 1) : 0;
+
+			user_unseize(u);
+			if (next && next != tid &&
+			    !pt_seize_thread(&u->pt, u->pid, next))
+				continue;
+			user_unseize(u);
+			/* then every thread, as long as it takes */
+			if (pt_seize(&u->pt, u->pid))
+				return user_err(u, -ESRCH,
+					    "process exited during attach");
+			continue;
+		}
+		if (pt_run_briefly(&u->pt, 250))
+			return user_err(u, -ESRCH, "process exited during attach");
+	}
+	return user_err(u, -EAGAIN, "no thread reached a point where the runtime "
+				"can be loaded safely");
+}
+
+/*
+ * Find libc and its dlopen, and make sure libc is initialized: a process
+ * caught while the dynamic loader still runs (libc mapped, not set up) must
+ * not get a dlopen.  glibc sets __libc_single_threaded during its early
+ * initialization; it is still 0 only before that, or once threads exist.
+ */
+/*
+ * Read what ubt needs from the target's libc (its path from the target's
+ * maps, then the ELF file), before stopping the target when possible.
+ */
+int user_prepare_libc(struct ubt_user *u)
+{
+	uint64_t size, off;
+	int err;
+
+	if (u->libc_ready)
+		return 0;
+	err = find_libc(u, u->libc, sizeof(u->libc));
+	if (err)
+		return err;
+	err = patch_elf_base(u->libc, &u->libc_min_vaddr, &u->libc_dyn);
+	if (err)
+		return user_err(u, err, "%s", u->libc);
+	err = patch_find_symbol(u->libc, "dlopen", &u->dlopen_vaddr, &size,
+				&off);
+	if (err)
+		err = patch_find_symbol(u->libc, "__libc_dlopen_mode",
+					&u->dlopen_vaddr, &size, &off);
+	if (err)
+		return user_err(u, err, "%s: no dlopen", u->libc);
+	if (patch_find_symbol(u->libc, "dlerror", &u->dlerror_vaddr, &size,
+			      &off))
+		u->dlerror_vaddr = 0;
+	if (patch_find_object(u->libc, "__libc_single_threaded",
+			      &u->single_vaddr, &size))
+		u->single_vaddr = 0;
+	u->libc_ready = true;
+	return 0;
+}
+
+int user_check_libc(struct ubt_user *u)
+{
+	struct user_regs_struct r;
+	uint64_t lo, hi;
+	uint8_t single = 1;
+	char exe[64];
+	int err;
+
+	err = user_prepare_libc(u);
+	if (err == -ENOENT && !u->libc_ready) {
+		snprintf(exe, sizeof(exe), "/proc/%d/exe", u->pid);
+		if (patch_elf_interp(exe) == 1)
+			return user_err(u, 0, "libc is not loaded yet: the process "
+					  "is still starting");
+		return user_err(u, 0, "no libc in the process: a static "
+				  "executable cannot load the runtime");
+	}
+	if (err)
+		return err;
+	err = user_module_maps(u->pid, u->libc, u->libc_min_vaddr, u->libc_dyn,
+			  &u->libc_bias, &lo, &hi);
+	if (err)
+		return user_err(u, err, "%s: cannot find its mapping", u->libc);
+	if (u->single_vaddr)
+		pt_read(&u->pt, u->libc_bias + u->single_vaddr, &single, 1);
+	if (!single && u->pt.nth == 1 && !pt_regs(&u->pt, 0, &r) &&
+	    in_loader(u, r.rip))
+		return user_err(u, 0, "libc is not initialized yet: the process "
+				  "is still starting");
+	return 0;
+}
+
+/* Forget blocks of an earlier attach in every thread (all stopped). */
+int user_reset_tls(struct ubt_user *u)
+{
+	int i, err;
+
+	if (!u->tls_pending)
+		return 0;
+	for (i = 0; i < u->pt.nth; i++) {
+		struct user_regs_struct r;
+		uint64_t zero[2] = { 0, 0 };
+
+		pt_regs(&u->pt, i, &r);
+		err = pt_write(&u->pt, r.fs_base + (uint64_t)u->tls_offset,
+			       zero, sizeof(zero));
+		if (err)
+			return user_err(u, err, "reset thread %d",
+				    u->pt.th[i].tid);
+	}
+	u->tls_pending = false;
+	return 0;
+}
+
+int user_place_runtime(struct ubt_user *u, const struct user_opts *o)
+{
+	uint64_t args[6] = { 0 }, handle, l_addr, ret;
+	uint64_t init_vaddr = u->rt_init_vaddr;
+	const char *rt = u->rt_path;
+	int err;
+
+	strcpy(u->m.base + USER_SCRATCH_OFF, rt);
+	args[0] = u->target_base + USER_SCRATCH_OFF;
+	args[1] = RTLD_NOW;
+	err = pt_call(&u->pt, u->libc_bias + u->dlopen_vaddr, args, &handle,
+		      5000);
+	if (err) {
+		user_err(u, 0, "dlopen %s in the target: %s", rt, u->pt.err);
+		return err;
+	}
+	if (!handle) {
+		char text[256] = "unknown error";
+		uint64_t msg = 0;
+
+		if (u->dlerror_vaddr &&
+		    !pt_call(&u->pt, u->libc_bias + u->dlerror_vaddr, args,
+			     &msg, 1000) &&
+		    msg && !pt_read(&u->pt, msg, text, sizeof(text) - 1))
+			text[sizeof(text) - 1] = 0;
+		return user_err(u, 0, "dlopen in the target failed: %s", text);
+	}
+	err = pt_read(&u->pt, handle, &l_addr, 8);
+	if (err)
+		return user_err(u, err, "read the runtime's link map");
+	args[0] = u->target_base;
+	args[1] = 0;
+	err = pt_call(&u->pt, l_addr + init_vaddr, args, &ret, 2000);
+	if (err)
+		return user_err(u, 0, "rt_init in the target: %s", u->pt.err);
+	if ((int64_t)ret <= -RT_ABI_MISMATCH &&
+	    (int64_t)ret > -RT_ABI_MISMATCH - 0x10000)
+		return user_err(u, 0,
+			    "the runtime %s is ABI version %ld, this ubt needs %d",
+			    u->rt_path, (long)(-(int64_t)ret - RT_ABI_MISMATCH),
+			    RT_ABI_VERSION);
+	u->tls_offset = (int64_t)ret;
+	if (u->m.ctl->tls_offset != u->tls_offset ||
+	    !u->m.ctl->fn[RT_FN_SLOW] || !u->m.ctl->fn[RT_FN_WRAP_ENTER] ||
+	    !u->m.ctl->fn[RT_FN_WRAP_EXIT] || !u->m.ctl->fn[RT_FN_WRAP_CALL])
+		return user_err(u, 0, "the runtime did not initialize");
+	u->tls_pending = true;
+	return u->pt.one ? 0 : user_reset_tls(u);
+}

@@ -1,0 +1,334 @@
+/*
+ * Installing probes: code slices within +-2 GiB of each module, the
+ * probe's native code and trampoline copied there, the jump written with
+ * every thread stopped and moved out of the window, then resumed.
+ */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+#include <dirent.h>
+#include <dlfcn.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+#include "owner.h"
+#include "patch.h"
+#include "ptrace.h"
+#include "rtpath.h"
+#include "tramp.h"
+#include "user.h"
+#include "util.h"
+#include "user_int.h"
+
+/* A free range for a code slice within +-2 GiB of [lo, hi). */
+static int find_gap(struct ubt_user *u, uint64_t lo, uint64_t hi, uint64_t *at)
+{
+	uint64_t best = 0, best_span = UINT64_MAX, prev_end = 0x10000;
+	struct pt_map *m;
+	int n, i, err;
+
+	err = pt_maps(u->pid, &m, &n);
+	if (err)
+		return err;
+	for (i = 0; i <= n; i++) {
+		uint64_t gs = prev_end;
+		uint64_t ge = i < n ? m[i].start : USER_VA_END;
+		uint64_t c, span;
+
+		if (ge > USER_VA_END)
+			ge = USER_VA_END;
+		if (i > 0 && !strcmp(m[i - 1].path, "[heap]"))
+			gs += 256ULL << 20;	/* leave the heap room */
+		if (i < n)
+			prev_end = m[i].end;
+		if (ge <= gs || ge - gs < RT_CODE_SLICE)
+			continue;
+		c = ge <= lo ? ge - RT_CODE_SLICE : gs;
+		span = (c + RT_CODE_SLICE > hi ? c + RT_CODE_SLICE : hi) -
+		       (c < lo ? c : lo);
+		if (span < best_span) {
+			best_span = span;
+			best = c;
+		}
+	}
+	free(m);
+	if (!best || best_span >= USER_2G - (1 << 20))
+		return -ENOSPC;
+	*at = best;
+	return 0;
+}
+
+static int get_slice(struct ubt_user *u, const char *path, uint64_t lo,
+		     uint64_t hi)
+{
+	struct user_slice *sl;
+	uint64_t at;
+	int64_t ret;
+	int i, err;
+
+	for (i = 0; i < u->nslices; i++)
+		if (!strcmp(u->slices[i].path, path))
+			return i;
+	if (u->nslices == RT_CODE_SLICES)
+		return user_err(u, -ENOSPC, "too many patched modules");
+	err = find_gap(u, lo, hi, &at);
+	if (err)
+		return user_err(u, err, "no room for code within 2 GiB of %s",
+			    path);
+	err = user_rsys(u, SYS_mmap, at, RT_CODE_SLICE, PROT_READ | PROT_EXEC,
+		   MAP_SHARED | MAP_FIXED_NOREPLACE, (uint64_t)u->target_fd,
+		   memfd_code_off((unsigned int)u->nslices), &ret);
+	if (err)
+		return err;
+	if ((uint64_t)ret != at)
+		return user_err(u, -EEXIST, "code area for %s", path);
+	sl = &u->slices[u->nslices];
+	snprintf(sl->path, sizeof(sl->path), "%s", path);
+	sl->target = at;
+	sl->used = 0;
+	return u->nslices++;
+}
+
+/* Copy bytes into slice i; their address in the target. */
+static uint64_t slice_put(struct ubt_user *u, int i, const void *b, size_t n)
+{
+	struct user_slice *sl = &u->slices[i];
+	uint8_t *base = memfd_code(&u->m, (unsigned int)i);
+	uint64_t at = (sl->used + 15) & ~15ULL;
+
+	if (at + n > RT_CODE_SLICE)
+		return 0;
+	memcpy(base + at, b, n);
+	sl->used = at + n;
+	return sl->target + at;
+}
+
+/* ubt's view of the record at target address at in slice i */
+struct rt_site *user_slice_record(struct ubt_user *u, int i, uint64_t at)
+{
+	return (struct rt_site *)((char *)memfd_code(&u->m, (unsigned int)i) +
+				  (at - u->slices[i].target));
+}
+
+static int move_threads(struct ubt_user *u, struct user_site *us)
+{
+	int i;
+
+	for (i = 0; i < u->pt.nth; i++) {
+		struct user_regs_struct r;
+		uint64_t to;
+
+		pt_regs(&u->pt, i, &r);
+		if (r.rip <= us->s.addr || r.rip >= us->s.addr + us->s.len)
+			continue;
+		to = patch_move_rip(&us->s, &us->r, us->reloc_at, r.rip);
+		if (!to)
+			return user_err(u, 0, "thread %d stopped inside an "
+					  "instruction of the patch window",
+				    u->pt.th[i].tid);
+		r.rip = to;
+		pt_set_regs(&u->pt, i, &r);
+		u->moved++;
+	}
+	return 0;
+}
+
+int user_install(struct ubt_user *u, const struct user_probe *p)
+{
+	uint64_t vaddr, size, off, bias, lo, hi, addr, code_at;
+	uint64_t tramp, reloc_at, rec;
+	uint8_t jmp[PATCH_MAX_WINDOW];
+	struct user_site *us = NULL;
+	struct rt_site *site;
+	struct patch_reloc r;
+	struct tramp_spec spec;
+	char path[PATH_MAX];
+	uint8_t buf[1024];
+	int i, err, sl, n;
+
+	uint64_t offset = USER_FIELD(p, struct user_probe, offset);
+
+	if (u->resumed)
+		return user_err(u, -EBUSY, "probes are installed before resuming");
+	if (p->sz < offsetof(struct user_probe, code_len) + sizeof(size_t))
+		return user_err(u, -EINVAL, "struct user_probe too small");
+	if (!realpath(p->binary, path))
+		return user_err(u, -errno, "%s", p->binary);
+	err = patch_find_symbol(path, p->symbol, &vaddr, &size, &off);
+	if (err == -ENOENT) {
+		user_err(u, 0, "%s: no function %s", path, p->symbol);
+		return err;
+	}
+	if (err)
+		return user_err(u, err, "%s: no function %s", path, p->symbol);
+	err = user_module_range(u, path, &bias, &lo, &hi);
+	if (err)
+		return user_err(u, err, "%s is not mapped in pid %d", path, u->pid);
+	addr = bias + vaddr;
+	if (offset && p->kind == USER_PROBE_RETURN)
+		return user_err(u, 0, "a return probe has no offset");
+	err = user_restop(u, true);	/* the ELF work above ran meanwhile */
+	if (err)
+		return err;
+	for (i = 0; i < u->nsites; i++)
+		if (u->sites[i].s.func == addr &&
+		    u->sites[i].offset == offset)
+			us = &u->sites[i];
+	if (!us) {
+		struct patch_site s;
+		uint8_t *code;
+
+		uint8_t mem[PATCH_MAX_WINDOW + 32];
+		char why[160];
+
+		if (size > USER_MAX_FUNC)
+			size = USER_MAX_FUNC;
+		/* the file's code: the process's may hold others' int3 */
+		code = user_read_file_code(path, off, size);
+		if (!code)
+			return user_err(u, -EIO, "%s: cannot read %s", path,
+				    p->symbol);
+		if (patch_analyze(code, size, addr, offset, &s))
+			err = -EINVAL;
+		if (!err && s.addr + s.len - addr > sizeof(mem))
+			err = user_err(u, -EINVAL, "%s: window too far in",
+				   p->symbol);
+		if (!err)
+			err = pt_read(&u->pt, addr, mem,
+				      s.addr + s.len - addr);
+		/* our own sites in the function read back as the file's */
+		for (i = 0; !err && i < u->nsites; i++) {
+			const struct patch_site *o = &u->sites[i].s;
+
+			if (o->func == addr && u->sites[i].installed &&
+			    o->addr + o->len <= s.addr + s.len)
+				memcpy(mem + (o->addr - addr), o->orig,
+				       o->len);
+		}
+		if (!err && user_site_compare(&s, code, mem, why, sizeof(why)))
+			err = user_err(u, -EBUSY, "%s: %s", p->symbol, why);
+		free(code);
+		if (err == -EINVAL && s.reason[0])
+			return user_err(u, 0, "%s", s.reason);
+		if (err == -EBUSY)
+			return err;
+		for (i = 0; i < u->nsites; i++) {
+			const struct patch_site *o = &u->sites[i].s;
+
+			if (o->func == addr && s.addr < o->addr + o->len &&
+			    o->addr < s.addr + s.len)
+				return user_err(u, 0, "the patch window overlaps "
+						  "another probe's");
+		}
+		if (err)
+			return user_err(u, err, "read %s in pid %d", p->symbol,
+				    u->pid);
+		if (u->nsites == USER_MAX_SITES)
+			return user_err(u, -ENOSPC, "too many patched functions");
+		if (!u->sites)
+			u->sites = xcalloc(USER_MAX_SITES, sizeof(*u->sites));
+		us = &u->sites[u->nsites];
+		memset(us, 0, sizeof(*us));
+		us->s = s;
+		us->offset = offset;
+		sl = get_slice(u, path, lo, hi);
+		if (sl < 0)
+			return sl;
+		us->slice = sl;
+		u->nsites++;
+	}
+	code_at = slice_put(u, us->slice, p->code, p->code_len);
+	if (!code_at)
+		return user_err(u, -ENOSPC, "code area full");
+	rec = slice_put(u, us->slice, (const uint8_t[RT_SITE_HDR]){ 0 },
+			RT_SITE_HDR);
+	if (!rec)
+		return user_err(u, -ENOSPC, "code area full");
+	spec = (struct tramp_spec){
+		.at = rec + RT_SITE_HDR,
+		.tls_offset = u->tls_offset,
+		.fn_slow = u->m.ctl->fn[RT_FN_SLOW],
+		.fn_enter = u->m.ctl->fn[RT_FN_WRAP_ENTER],
+		.fn_exit = u->m.ctl->fn[RT_FN_WRAP_EXIT],
+		.fn_call = u->m.ctl->fn[RT_FN_WRAP_CALL],
+		.entry_code = p->kind == USER_PROBE_ENTRY ? code_at
+							  : us->entry_code,
+		.ret_code = p->kind == USER_PROBE_RETURN ? code_at
+							 : us->ret_code,
+	};
+	n = tramp_build(&spec, &us->s, buf, sizeof(buf), &reloc_at, &r);
+	if (n < 0)
+		return user_err(u, n, "trampoline for %s%s%s", p->symbol,
+			    us->s.reason[0] ? ": " : "", us->s.reason);
+	tramp = slice_put(u, us->slice, buf, (size_t)n);
+	if (tramp != spec.at)
+		return user_err(u, -ENOSPC, "code area full");
+	patch_jump_bytes(&us->s, tramp, jmp);
+	/* the record first: a jump is never there without it */
+	site = user_slice_record(u, us->slice, rec);
+	*site = (struct rt_site){
+		.magic = RT_SITE_MAGIC,
+		.sz = sizeof(struct rt_site),
+		.state = RT_SITE_LIVE,
+		.addr = us->s.addr,
+		.len = us->s.len,
+		.owner_pid = (uint32_t)getpid(),
+		.owner_start = u->self_start,
+	};
+	memcpy(site->orig, us->s.orig, us->s.len);
+	memcpy(site->jmp, jmp, us->s.len);
+	__atomic_thread_fence(__ATOMIC_SEQ_CST);
+	err = user_stop_all(u);	/* the others ran until now */
+	if (err)
+		return err;
+	err = pt_write(&u->pt, us->s.addr, jmp, us->s.len);
+	if (err)
+		return user_err(u, err, "write the jump at %s", p->symbol);
+	if (us->rec)	/* the site's previous trampoline */
+		user_slice_record(u, us->slice, us->rec)->state = RT_SITE_DONE;
+	us->rec = rec;
+	/* the site now runs the new trampoline */
+	us->entry_code = spec.entry_code;
+	us->ret_code = spec.ret_code;
+	us->tramp = tramp;
+	us->reloc_at = reloc_at;
+	us->r = r;
+	memcpy(us->jmp, jmp, us->s.len);
+	us->installed = true;
+	return move_threads(u, us);
+}
+
+int user_resume(struct ubt_user *u)
+{
+	int64_t ret;
+	int err;
+
+	if (u->resumed)
+		return 0;
+	err = user_restop(u, false);	/* no probe was installed */
+	if (err) {
+		u->resumed = true;
+		return err;
+	}
+	pt_detach_others(&u->pt);	/* they need not wait for the close */
+	err = user_rsys(u, SYS_close, (uint64_t)u->target_fd, 0, 0, 0, 0, 0, &ret);
+	err = pt_detach(&u->pt) ?: err;	/* never leave it stopped */
+	user_note_exit(u);
+	u->resumed = true;
+	user_count_stop(u);
+	user_unboost(u);
+	return err ? user_err(u, err, "resume pid %d", u->pid) : 0;
+}

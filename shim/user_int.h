@@ -1,0 +1,223 @@
+/*
+ * State shared by the parts of user mode (shim/README): struct ubt_user,
+ * created by user_attach.c, its runtime and memfd placed by user_inject.c,
+ * its sites added by user_install.c, taken back by user_detach.c, moved to
+ * a new image by user_exec.c, freed by user.c.
+ */
+#ifndef UBT_USER_INT_H
+#define UBT_USER_INT_H
+
+#include <dirent.h>
+#include <dlfcn.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+#include "owner.h"
+#include "patch.h"
+#include "ptrace.h"
+#include "rtpath.h"
+#include "tramp.h"
+#include "user.h"
+#include "util.h"
+
+#define USER_MAX_SITES 256
+
+#define USER_SCRATCH_OFF 2048	/* in the control page, after struct rt_ctl */
+
+#define USER_MAX_FUNC (1 << 20)
+
+#define USER_2G (2ULL << 30)
+
+#define USER_VA_END 0x7ffffffff000ULL	/* end of 47-bit user space */
+
+struct user_slice {
+	char path[PATH_MAX];	/* module */
+	uint64_t target;	/* address in the target */
+	uint64_t used;
+};
+
+struct user_site {
+	struct patch_site s;
+	int slice;
+	uint64_t entry_code, ret_code;
+	uint8_t jmp[PATCH_MAX_WINDOW];	/* bytes written over the window */
+	uint64_t tramp;
+	struct patch_reloc r;
+	uint64_t reloc_at;
+	bool installed;		/* the jump is written */
+	uint64_t rec;		/* target address of its struct rt_site */
+	uint64_t offset;	/* of the probe from the symbol */
+};
+
+struct ubt_user {
+	struct pt pt;
+	pid_t pid;
+	bool child, resumed, detached;
+	struct memfd m;
+	int64_t target_fd;
+	uint64_t target_base;
+	int64_t tls_offset;
+	struct user_slice slices[RT_CODE_SLICES];
+	int nslices;
+	struct user_site *sites;
+	int nsites;
+	uint64_t stop_ns;	/* stopped so far (finished phases) */
+	uint64_t stop_t0;	/* start of the current stop */
+	bool released;		/* -p: running between attach and install */
+	pid_t ctl_tid;		/* the thread that ran the remote calls */
+	bool boosted;		/* ubt runs at nice -20 while it is stopped */
+	int old_nice;
+	bool pinned;		/* ubt runs on the control thread's CPU */
+	cpu_set_t old_cpus;
+	bool tls_pending;	/* threads' block pointers to reset */
+	bool new_image;		/* it ran execve() while released */
+	int moved;
+	bool exited;
+	int exit_status;
+	char rt_path[PATH_MAX];
+	uint64_t self_start;	/* ubt's start time, for site records */
+	int leftovers;		/* a dead ubt's jumps removed at attach */
+	int children;		/* forked children restored at detach */
+	bool exec_hook;		/* libc's execve announces exec()s */
+	uint32_t exec_seen;	/* the last ctl->exec_seq handled */
+	int execs;		/* new images followed */
+	uint32_t ev_block;	/* user_read_events(): the ring being read */
+	uint64_t rt_init_vaddr;
+	char libc[PATH_MAX];
+	bool libc_ready;
+	int libc_dyn;
+	uint64_t libc_min_vaddr, libc_bias;
+	uint64_t dlopen_vaddr, dlerror_vaddr, single_vaddr;
+	char err[512];
+};
+
+/* A field of a sized struct from the caller, 0 if its sz stops before. */
+#define USER_FIELD(p, type, f)                                         \
+	((p) && (p)->sz >= offsetof(type, f) + sizeof((p)->f) ? (p)->f \
+							       : 0)
+
+int user_err(struct ubt_user *u, int err, const char *fmt, ...);
+
+/* ptrace reaped the process's exit (a -c child): keep its status. */
+void user_note_exit(struct ubt_user *u);
+
+/* The runtime to load: found and checked as rtpath.h says. */
+int user_runtime_path(const struct user_opts *o, char *out, size_t len,
+			char *why, size_t whylen);
+
+/* Load bias of a module mapped from path in the target. */
+/*
+ * Where a module mapped from path lies in the target ([lo, hi)), and its
+ * load bias given the ELF file's lowest p_vaddr and type.
+ */
+int user_module_maps(pid_t pid, const char *path, uint64_t min_vaddr,
+		       int is_dyn, uint64_t *bias, uint64_t *lo, uint64_t *hi);
+
+int user_module_range(struct ubt_user *u, const char *path, uint64_t *bias,
+			uint64_t *lo, uint64_t *hi);
+
+int user_rsys(struct ubt_user *u, long nr, uint64_t a0, uint64_t a1,
+		uint64_t a2, uint64_t a3, uint64_t a4, uint64_t a5,
+		int64_t *ret);
+
+/* A memfd made in the target (it owns it: no permission needed), ours too. */
+int user_target_memfd(struct ubt_user *u, int *fd_out);
+
+/* The target maps our memfd; it knows where. */
+int user_target_map(struct ubt_user *u);
+
+int user_place_memfd(struct ubt_user *u, const struct user_opts *o);
+
+/*
+ * A thread blocked in a system call where a remote dlopen is safe (as in
+ * ctl_safe()), found in /proc without stopping anything: then only that
+ * thread stops while the runtime is placed.  0 if there is none.
+ */
+pid_t user_blocked_thread(struct ubt_user *u);
+
+/* Let go of whatever is seized (the libc and vdso findings stay). */
+void user_unseize(struct ubt_user *u);
+
+/* Pick the thread that runs the remote calls, letting the process run on
+ * a little while no thread is at a safe point. */
+int user_choose_ctl(struct ubt_user *u);
+
+/*
+ * Find libc and its dlopen, and make sure libc is initialized: a process
+ * caught while the dynamic loader still runs (libc mapped, not set up) must
+ * not get a dlopen.  glibc sets __libc_single_threaded during its early
+ * initialization; it is still 0 only before that, or once threads exist.
+ */
+/*
+ * Read what ubt needs from the target's libc (its path from the target's
+ * maps, then the ELF file), before stopping the target when possible.
+ */
+int user_prepare_libc(struct ubt_user *u);
+
+int user_check_libc(struct ubt_user *u);
+
+/* Forget blocks of an earlier attach in every thread (all stopped). */
+int user_reset_tls(struct ubt_user *u);
+
+int user_place_runtime(struct ubt_user *u, const struct user_opts *o);
+
+/*
+ * Every thread stopped (the jumps are written now): forget the blocks of
+ * an earlier attach in every thread first.  Nothing reads them before.
+ */
+int user_stop_all(struct ubt_user *u);
+
+/*
+ * Did an operation fail because the process went away?  An exiting process
+ * fails reads and writes of its memory before it turns into a zombie: give
+ * it a moment.
+ */
+bool user_process_gone(struct ubt_user *u, int e);
+
+void user_unboost(struct ubt_user *u);
+
+/*
+ * Add the stop that ends now: from when the first thread stopped (-p), or
+ * from the start of the attach (-c: stopped from its first instruction).
+ */
+void user_count_stop(struct ubt_user *u);
+
+/*
+ * Stop the target again: one thread for remote calls only, or (all) every
+ * thread at once, since the jumps are to be written: a spinning thread
+ * takes a while to notice the interrupt, and a thread stopped first waits
+ * for the others (so they are interrupted together, not one after another).
+ */
+int user_restop(struct ubt_user *u, bool all);
+
+/* ubt's view of the record at target address at in slice i */
+struct rt_site *user_slice_record(struct ubt_user *u, int i, uint64_t at);
+
+/*
+ * The process's bytes of a site (mem: from s->func to the end of the
+ * window) against the file's (code, from s->func).  The window must be
+ * the file's exactly; before it (endbr64, the entry instruction) another
+ * tracer's int3 may stand on an instruction's first byte: it is left
+ * alone, and the trampoline runs the file's instruction.  0, or -EBUSY
+ * with the reason.
+ */
+int user_site_compare(const struct patch_site *s, const uint8_t *code,
+			const uint8_t *mem, char *reason, size_t len);
+
+/* bytes [off, off + size) of a file into a new buffer */
+uint8_t *user_read_file_code(const char *path, uint64_t off, uint64_t size);
+
+#endif
