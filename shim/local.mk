@@ -2,6 +2,8 @@
 libubt_a_SOURCES += \
 	shim/child.c \
 	shim/child.h \
+	shim/errbuf.c \
+	shim/errbuf.h \
 	shim/exitwatch.c \
 	shim/exitwatch.h \
 	shim/guard.c \
@@ -46,6 +48,8 @@ libubt_a_SOURCES += \
 	shim/run_int.h \
 	shim/run_maps.c \
 	shim/run_user.c \
+	shim/signals.c \
+	shim/signals.h \
 	shim/tramp.c \
 	shim/tramp.h \
 	shim/user.c \
