@@ -19,6 +19,8 @@ libubt_a_SOURCES += \
 	shim/kernel_maps.c \
 	shim/memfd.c \
 	shim/memfd.h \
+	shim/memfd_int.h \
+	shim/memfd_shtab.c \
 	shim/merge.c \
 	shim/merge.h \
 	shim/output.c \
@@ -40,6 +42,7 @@ libubt_a_SOURCES += \
 	shim/ptrace.h \
 	shim/ptrace_call.c \
 	shim/ptrace_int.h \
+	shim/ptrace_mem.c \
 	shim/rtpath.c \
 	shim/rtpath.h \
 	shim/run.c \
