@@ -1,4 +1,4 @@
-# codegen/: see DESIGN.md
+# codegen/: see codegen/README
 libubt_a_SOURCES += \
 	codegen/bpf_maps.c \
 	codegen/cg.c \
