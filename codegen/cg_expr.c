@@ -23,110 +23,6 @@
 #define PT_DI 112
 #define PT_SP 152
 
-static bool cg_signed(const struct type *t)
-{
-	return t && t->is_signed;
-}
-
-LLVMValueRef cg_int_norm(struct cg *g, LLVMValueRef v, const struct type *t)
-{
-	LLVMTypeRef nt;
-	size_t sz;
-
-	if (!t || t->kind == TY_BOOL)
-		return v;
-	sz = t->size;
-	if (sz == 0 || sz >= 8 || (sz != 1 && sz != 2 && sz != 4))
-		return v;
-	nt = LLVMIntTypeInContext(g->ir.ctx, sz * 8);
-	v = LLVMBuildTrunc(g->ir.b, v, nt, "");
-	return t->is_signed ? LLVMBuildSExt(g->ir.b, v, g->ir.i64, "") :
-			      LLVMBuildZExt(g->ir.b, v, g->ir.i64, "");
-}
-
-LLVMValueRef cg_load(struct cg *g, LLVMValueRef src, const struct type *t)
-{
-	size_t sz = t && t->size ? t->size : 8;
-	LLVMTypeRef nt;
-	LLVMValueRef v;
-
-	if (!cg_is_scalar(t))
-		return src;
-	if (sz != 1 && sz != 2 && sz != 4)
-		sz = 8;
-	nt = LLVMIntTypeInContext(g->ir.ctx, sz * 8);
-	v = LLVMBuildLoad2(g->ir.b, nt, src, "");
-	LLVMSetAlignment(v, 1);
-	if (sz == 8)
-		return v;
-	return cg_signed(t) ? LLVMBuildSExt(g->ir.b, v, g->ir.i64, "") :
-			      LLVMBuildZExt(g->ir.b, v, g->ir.i64, "");
-}
-
-void cg_store(struct cg *g, LLVMValueRef dst, const struct type *dt,
-	      LLVMValueRef v, const struct type *vt)
-{
-	size_t dsz = dt && dt->size ? dt->size : 8;
-
-	if (cg_is_scalar(dt)) {
-		LLVMValueRef s;
-
-		if (!cg_is_scalar(vt)) {
-			/* e.g. a 16-byte usym stored into 8 bytes */
-			irb_memcpy(&g->ir, dst, v, dsz);
-			return;
-		}
-		if (dsz != 1 && dsz != 2 && dsz != 4)
-			dsz = 8;
-		if (LLVMGetTypeKind(LLVMTypeOf(v)) == LLVMPointerTypeKind)
-			v = LLVMBuildPtrToInt(g->ir.b, v, g->ir.i64, "");
-		if (LLVMGetIntTypeWidth(LLVMTypeOf(v)) != 64)
-			v = LLVMBuildZExt(g->ir.b, v, g->ir.i64, "");
-		if (dsz < 8)
-			v = LLVMBuildTrunc(g->ir.b, v,
-					   LLVMIntTypeInContext(g->ir.ctx,
-								dsz * 8),
-					   "");
-		s = LLVMBuildStore(g->ir.b, v, dst);
-		LLVMSetAlignment(s, 1);
-		return;
-	}
-	if (cg_is_scalar(vt)) {
-		/* an integer into a wider buffer: store the value first */
-		irb_memset(&g->ir, dst, 0, dsz);
-		cg_store(g, dst, vt, v, vt);
-		return;
-	}
-	if (dt && vt && dt->kind == TY_TUPLE && vt->kind == TY_TUPLE &&
-	    dt->nfields == vt->nfields && !type_equal(dt, vt)) {
-		irb_memset(&g->ir, dst, 0, dsz);
-		for (int i = 0; i < dt->nfields; i++) {
-			struct type_field *df = &dt->fields[i];
-			struct type_field *vf = &vt->fields[i];
-			LLVMValueRef fv = irb_gep(&g->ir, v, vf->offset);
-
-			cg_store(g, irb_gep(&g->ir, dst, df->offset), df->type,
-				 cg_load(g, fv, vf->type), vf->type);
-		}
-		return;
-	}
-	{
-		size_t vsz = vt && vt->size ? vt->size : dsz;
-
-		if (vsz < dsz) {
-			irb_memset(&g->ir, dst, 0, dsz);
-			irb_memcpy(&g->ir, dst, v, vsz);
-		} else {
-			irb_memcpy(&g->ir, dst, v, dsz);
-			if (dt && dt->kind == TY_STRING && vsz > dsz)
-				/* keep the string terminated */
-				LLVMBuildStore(g->ir.b,
-					       LLVMConstInt(g->ir.i8, 0, 0),
-					       irb_gep(&g->ir, dst, dsz - 1));
-		}
-	}
-}
-
 LLVMValueRef cg_cond(struct cg *g, struct ast_node *n)
 {
 	LLVMValueRef v = cg_expr(g, n);
@@ -158,14 +54,6 @@ static LLVMValueRef cg_string_lit(struct cg *g, const char *s, size_t len,
 			       irb_gep(&g->ir, buf, i));
 	}
 	return buf;
-}
-
-LLVMValueRef cg_globals_ptr(struct cg *g)
-{
-	LLVMValueRef key = irb_alloca(&g->ir, 4, "gkey");
-
-	LLVMBuildStore(g->ir.b, LLVMConstInt(g->ir.i32, 0, 0), key);
-	return irb_map_lookup(&g->ir, g->globals, key);
 }
 
 static LLVMValueRef cg_globals_field(struct cg *g, size_t off)

@@ -1,6 +1,9 @@
 /*
  * Internals shared by the lowering files (cg.c, cg_expr.c, cg_stmt.c,
- * cg_call.c). Not for use outside codegen/.
+ * cg_call.c, cg_map.c) and the helpers below them all (cg_util.c).
+ * cg.c drives a probe's lowering and calls down; the lowerings call
+ * each other (an expression holds calls and map reads, which hold
+ * expressions) and cg_util.c, never cg.c.  Not for use outside codegen/.
  *
  * Values: an expression of a scalar type (integers, booleans, pointers,
  * enums, anything of at most 8 bytes that is not a string, tuple, record
@@ -60,7 +63,12 @@ static inline int cg_prog_id(const struct cg *g)
 	return g->prog + (g->opts ? g->opts->prog_base : 0);
 }
 
+/* cg_util.c: helpers below every lowering. */
 bool cg_is_scalar(const struct type *t);
+static inline bool cg_signed(const struct type *t)
+{
+	return t && t->is_signed;
+}
 /* The aggregation a map holds (from its value type), FN_NONE if none. */
 enum sema_func cg_map_agg(const struct sema_map *sm);
 /* Fail the build with a located "not supported" error. */

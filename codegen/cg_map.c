@@ -9,19 +9,6 @@
 #include "cg_int.h"
 #include "util.h"
 
-LLVMBasicBlockRef cg_if_nonnull(struct cg *g, LLVMValueRef p)
-{
-	struct irb *ir = &g->ir;
-	LLVMBasicBlockRef then = LLVMAppendBasicBlockInContext(ir->ctx, ir->fn,
-							       "nonnull");
-	LLVMBasicBlockRef cont = LLVMAppendBasicBlockInContext(ir->ctx, ir->fn,
-							       "nonnull_done");
-
-	LLVMBuildCondBr(ir->b, LLVMBuildIsNull(ir->b, p, ""), cont, then);
-	LLVMPositionBuilderAtEnd(ir->b, then);
-	return cont;
-}
-
 static struct sema_map *cg_sema_map(struct ast_node *mapnode)
 {
 	if (mapnode->sema && mapnode->sema->map)

@@ -1,4 +1,4 @@
-# codegen/: see DESIGN.md
+# codegen/: see codegen/README
 libubt_a_SOURCES += \
 	codegen/bpf_maps.c \
 	codegen/cg.c \
@@ -8,6 +8,7 @@ libubt_a_SOURCES += \
 	codegen/cg_int.h \
 	codegen/cg_map.c \
 	codegen/cg_stmt.c \
+	codegen/cg_util.c \
 	codegen/irb.c \
 	codegen/irb.h
 libubt_a_SOURCES += \

@@ -7,7 +7,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
-#include <signal.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
@@ -31,24 +30,10 @@
 #include "output.h"
 #include "probes.h"
 #include "sema.h"
+#include "signals.h"
 #include "tracepoint.h"
 #include "util.h"
 #include "kernel_int.h"
-
-static volatile sig_atomic_t kernel_sigint;
-
-/*
- * The first SIGINT/SIGTERM ends the run the ordinary way; a second one
- * (whatever ubt waits for meanwhile) ends ubt at once.
- */
-static void kernel_on_signal(int sig)
-{
-	if (kernel_sigint) {
-		signal(sig, SIG_DFL);
-		raise(sig);
-	}
-	kernel_sigint = 1;
-}
 
 /* ---- run ----------------------------------------------------------- */
 
@@ -71,7 +56,7 @@ static int kernel_loop(struct kernel *k, struct kernel_child *ch,
 	}
 	ev.data.fd = rbfd;
 	epoll_ctl(ep, EPOLL_CTL_ADD, rbfd, &ev);
-	while (!kernel_sigint && !k->exiting) {
+	while (!signals_stopping() && !k->exiting) {
 		struct epoll_event evs[4];
 		int n = epoll_wait(ep, evs, 4, 1000);
 		bool done = false;
@@ -134,7 +119,6 @@ int kernel_run(struct compile *c, const struct kernel_opts *o)
 	struct cg_object *obj = NULL;
 	struct kernel *k = NULL;
 	struct kernel_child ch = { .pid = 0, .go = -1, .pidfd = -1 };
-	struct sigaction sa = { .sa_handler = kernel_on_signal };
 	struct diag *last = kernel_last_diag(c);
 	int nprobes = 0, pidfd = -1, err, rc = 1, st;
 	struct exitwatch *xw = NULL;
@@ -159,11 +143,7 @@ int kernel_run(struct compile *c, const struct kernel_opts *o)
 	 * attached, the command ended.  SA_RESTART: the waits before the
 	 * loop resume; epoll_wait() returns at once all the same.
 	 */
-	kernel_sigint = 0;
-	sa.sa_flags = SA_RESTART;
-	sigemptyset(&sa.sa_mask);
-	sigaction(SIGINT, &sa, NULL);
-	sigaction(SIGTERM, &sa, NULL);
+	signals_catch();
 	if (o->cmd) {
 		/* started now (waiting to exec) so that cpid is known */
 		err = kernel_child_start(o->cmd, &ch);
@@ -200,9 +180,9 @@ int kernel_run(struct compile *c, const struct kernel_opts *o)
 		goto out;
 	kernel_consume(k);
 	/* as bpftrace: after an exit() in BEGIN the command never runs */
-	if (o->cmd && !k->exiting && !kernel_sigint)
+	if (o->cmd && !k->exiting && !signals_stopping())
 		kernel_child_go(&ch);
-	if (!k->exiting && !kernel_sigint)
+	if (!k->exiting && !signals_stopping())
 		err = kernel_loop(k, o->cmd ? &ch : NULL, pidfd);
 	if (err)
 		goto out;
@@ -228,8 +208,7 @@ int kernel_run(struct compile *c, const struct kernel_opts *o)
 	kernel_detach_fast(k);
 	rc = err ? 1 : 0;
 out:
-	signal(SIGINT, SIG_DFL);
-	signal(SIGTERM, SIG_DFL);
+	signals_restore();
 	kernel_child_kill(&ch);
 	if (pidfd >= 0)
 		close(pidfd);

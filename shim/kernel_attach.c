@@ -195,6 +195,23 @@ void kernel_detach_fast(struct kernel *k)
 	k->npfds = 0;
 }
 
+/* A perf event on every process of one CPU (-1 with errno on failure). */
+static int kernel_perf_fd(struct perf_event_attr *a, int cpu)
+{
+	return syscall(__NR_perf_event_open, a, -1, cpu, -1,
+		       PERF_FLAG_FD_CLOEXEC);
+}
+
+/* Say why perf_event_open() failed for probe name; returns -errno. */
+static int kernel_perf_fail(const char *name)
+{
+	int err = -errno;
+
+	fprintf(stderr, "ubt: cannot attach %s: perf_event_open: %s\n", name,
+		strerror(-err));
+	return err;
+}
+
 static int kernel_perf_open(int cpu, uint32_t type, uint64_t config,
 			    uint64_t period)
 {
@@ -205,8 +222,7 @@ static int kernel_perf_open(int cpu, uint32_t type, uint64_t config,
 		.sample_period = period,
 	};
 
-	return syscall(__NR_perf_event_open, &a, -1, cpu, -1,
-		       PERF_FLAG_FD_CLOEXEC);
+	return kernel_perf_fd(&a, cpu);
 }
 
 /* software:EVENT:COUNT and hardware:EVENT:COUNT, bpftrace's names and
@@ -349,15 +365,9 @@ static int kernel_attach_one(struct kernel *k, struct kernel_target *t)
 		}
 		fclose(f);
 		a.config = id;
-		fd = syscall(__NR_perf_event_open, &a, -1, 0, -1,
-			     PERF_FLAG_FD_CLOEXEC);
-		if (fd < 0) {
-			err = -errno;
-			fprintf(stderr, "ubt: cannot attach %s: "
-				"perf_event_open: %s\n", m->name,
-				strerror(-err));
-			return err;
-		}
+		fd = kernel_perf_fd(&a, 0);
+		if (fd < 0)
+			return kernel_perf_fail(m->name);
 		l = kernel_attach_pfd(k, prog, fd);
 		break;
 	}
@@ -401,11 +411,7 @@ static int kernel_attach_one(struct kernel *k, struct kernel_target *t)
 			if (fd < 0) {
 				if (errno == ENODEV && ncpu > 1)
 					continue;	/* offline CPU */
-				err = -errno;
-				fprintf(stderr, "ubt: cannot attach %s: "
-					"perf_event_open: %s\n", m->name,
-					strerror(-err));
-				return err;
+				return kernel_perf_fail(m->name);
 			}
 			l = kernel_attach_pfd(k, prog, fd);
 			if (!l)

@@ -2,6 +2,8 @@
 libubt_a_SOURCES += \
 	shim/child.c \
 	shim/child.h \
+	shim/errbuf.c \
+	shim/errbuf.h \
 	shim/exitwatch.c \
 	shim/exitwatch.h \
 	shim/guard.c \
@@ -17,6 +19,8 @@ libubt_a_SOURCES += \
 	shim/kernel_maps.c \
 	shim/memfd.c \
 	shim/memfd.h \
+	shim/memfd_int.h \
+	shim/memfd_shtab.c \
 	shim/merge.c \
 	shim/merge.h \
 	shim/output.c \
@@ -25,6 +29,7 @@ libubt_a_SOURCES += \
 	shim/output_int.h \
 	shim/output_map.c \
 	shim/output_printf.c \
+	shim/output_sb.c \
 	shim/output_value.c \
 	shim/owner.c \
 	shim/owner.h \
@@ -38,6 +43,7 @@ libubt_a_SOURCES += \
 	shim/ptrace.h \
 	shim/ptrace_call.c \
 	shim/ptrace_int.h \
+	shim/ptrace_mem.c \
 	shim/rtpath.c \
 	shim/rtpath.h \
 	shim/run.c \
@@ -46,6 +52,8 @@ libubt_a_SOURCES += \
 	shim/run_int.h \
 	shim/run_maps.c \
 	shim/run_user.c \
+	shim/signals.c \
+	shim/signals.h \
 	shim/tramp.c \
 	shim/tramp.h \
 	shim/user.c \

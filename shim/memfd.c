@@ -15,40 +15,14 @@
 
 #include "memfd.h"
 #include "util.h"
+#include "memfd_int.h"
 
 #define MEMFD_PAGE 4096ULL
 /* The largest thread id the kernel hands out (PID_MAX_LIMIT). */
 #define MEMFD_TID_MAX (4u << 20)
 
-/* What ubt read back from one thread block. */
-struct memfd_block_seen {
-	uint64_t tail;		/* ubt's ring tail (the memfd's: a copy) */
-	uint64_t dropped;	/* the last plausible RT_BLK_RING_DROPPED */
-	uint64_t shadow_lost;	/* and RT_BLK_SHADOW_LOST */
-	bool bad;		/* corrupted: ring and counters ignored */
-};
-
-/* A shared table's drop counter. */
-struct memfd_table_seen {
-	uint64_t off, dropped;
-};
-
-struct memfd_seen {
-	uint64_t t0;		/* mono_ns() at memfd_map() */
-	uint64_t next_block;	/* the last plausible ctl->next_block */
-	uint64_t no_block;	/* and ctl->no_block */
-	bool ctl_bad;		/* those two are not read again */
-	bool corrupted;		/* the warning was printed */
-	struct memfd_table_seen *tabs;
-	size_t ntabs;
-	struct memfd_block_seen b[];
-};
-
-static void memfd_corrupt(const struct memfd *m, const char *fmt, ...)
-	__attribute__((format(printf, 2, 3)));
-
 /* Corruption found: say so, once per memfd. */
-static void memfd_corrupt(const struct memfd *m, const char *fmt, ...)
+void memfd_corrupt(const struct memfd *m, const char *fmt, ...)
 {
 	va_list ap;
 
@@ -86,9 +60,9 @@ static bool memfd_count_ok(const struct memfd *m, uint64_t v,
  * Counter name (of where) read as v, last plausible value last: false,
  * and the warning, when v went down or grew too fast for writers threads.
  */
-static bool memfd_counter_ok(const struct memfd *m, const char *where,
-			     const char *name, uint64_t v, uint64_t last,
-			     uint64_t writers)
+bool memfd_counter_ok(const struct memfd *m, const char *where,
+		      const char *name, uint64_t v, uint64_t last,
+		      uint64_t writers)
 {
 	if (v < last) {
 		memfd_corrupt(m, "%s: the count of %s went down from %" PRIu64
@@ -106,12 +80,6 @@ static bool memfd_counter_ok(const struct memfd *m, const char *where,
 static uint64_t page_up(uint64_t n)
 {
 	return (n + MEMFD_PAGE - 1) & ~(MEMFD_PAGE - 1);
-}
-
-/* One read of a shared word: the target may change it at any time. */
-static uint64_t load64(const void *p)
-{
-	return __atomic_load_n((const uint64_t *)p, __ATOMIC_ACQUIRE);
 }
 
 void memfd_layout_default(struct memfd_layout *l)
@@ -251,8 +219,8 @@ static void memfd_ctl_counters(const struct memfd *m)
 	if (s->ctl_bad)
 		return;
 	/* no_block first: it is counted after next_block */
-	no = load64(&m->ctl->no_block);
-	nb = load64(&m->ctl->next_block);
+	no = memfd_load64(&m->ctl->no_block);
+	nb = memfd_load64(&m->ctl->next_block);
 	if (!memfd_counter_ok(m, "the control block", "blocks handed out",
 			      nb, s->next_block, 1) ||
 	    !memfd_counter_ok(m, "the control block",
@@ -322,7 +290,7 @@ int memfd_sum_u64(const struct memfd *m, uint64_t off, uint64_t *out)
 	if (off % 8 || off > m->l.map_size || m->l.map_size - off < 8)
 		return -ERANGE;
 	for (i = 0; i < n; i++)
-		sum += load64(block(m, i) + RT_BLK_MAP + off);
+		sum += memfd_load64(block(m, i) + RT_BLK_MAP + off);
 	*out = sum;
 	return 0;
 }
@@ -386,7 +354,7 @@ int memfd_htab_foreach(const struct memfd *m, const struct memfd_htab *t,
 		for (s = 0; s < t->nslots; s++) {
 			char *slot = slots + (uint64_t)s * ss;
 
-			uint64_t st = load64(slot);
+			uint64_t st = memfd_load64(slot);
 
 			if (st > RT_HTAB_ZEROED) {
 				memfd_corrupt(m, "thread block %" PRIu32
@@ -422,7 +390,7 @@ uint64_t memfd_htab_dropped(const struct memfd *m, const struct memfd_htab *t,
 	if (htab_valid(m, t))
 		return 0;
 	for (i = 0; i < n; i++) {
-		v = load64(block(m, i) + RT_BLK_MAP + t->off +
+		v = memfd_load64(block(m, i) + RT_BLK_MAP + t->off +
 			   offsetof(struct rt_htab, dropped));
 		if (v > bound || sum + v < sum)
 			(*implausible)++;
@@ -497,199 +465,6 @@ int memfd_htab_delete(struct memfd *m, const struct memfd_htab *t,
 	       htab_move(m, t, key, RT_HTAB_ZEROED, RT_HTAB_DELETED);
 }
 
-/* ---- tables shared by all threads ---------------------------------- */
-
-uint64_t memfd_shtab_bytes(uint32_t nslots, uint32_t key_size,
-			   uint32_t val_size)
-{
-	return sizeof(struct rt_shtab) +
-	       (uint64_t)nslots *
-		       (8 + rt_align8(key_size) + rt_align8(val_size));
-}
-
-static int shtab_valid(const struct memfd *m, const struct memfd_shtab *t)
-{
-	if (!t->nslots || (t->nslots & (t->nslots - 1)) || !t->key_size ||
-	    t->key_size > 4096 || t->val_size > 4096 || t->off % 8 ||
-	    !t->max_probe || t->max_probe > t->nslots)
-		return -EINVAL;
-	if (t->off > m->l.shared_size ||
-	    memfd_shtab_bytes(t->nslots, t->key_size, t->val_size) >
-		    m->l.shared_size - t->off)
-		return -ERANGE;
-	return 0;
-}
-
-static char *shtab_base(const struct memfd *m, const struct memfd_shtab *t)
-{
-	return m->base + RT_SHARED_OFF + t->off;
-}
-
-int memfd_shtab_add(struct memfd *m, const struct memfd_shtab *t)
-{
-	int err = shtab_valid(m, t);
-
-	if (err)
-		return err;
-	/* the slots are zero: the memfd is new (pages touched on use) */
-	*(struct rt_shtab *)shtab_base(m, t) = (struct rt_shtab){
-		.sz = sizeof(struct rt_shtab),
-		.nslots = t->nslots,
-		.key_size = t->key_size,
-		.val_size = t->val_size,
-		.max_probe = t->max_probe,
-		.max_keys = t->max_keys,
-	};
-	return 0;
-}
-
-/*
- * One consistent copy of a used slot's value (seq even and unchanged
- * around the copy); false when the slot is not used or writers kept
- * changing it.
- */
-static bool shtab_copy(const struct memfd *m, const struct memfd_shtab *t,
-		       uint32_t s, const char *slot, char *key, char *val)
-{
-	const uint32_t *st = (const uint32_t *)slot, *seq = st + 1;
-	uint64_t koff = 8 + rt_align8(t->key_size);
-	uint32_t ks = t->key_size, vs = t->val_size, state;
-
-	for (int tries = 0; tries < 1000; tries++) {
-		uint32_t s1 = __atomic_load_n(seq, __ATOMIC_ACQUIRE), s2;
-
-		state = __atomic_load_n(st, __ATOMIC_ACQUIRE);
-		if (state > RT_SHTAB_DEAD)
-			memfd_corrupt(m, "the shared table at %" PRIu64
-				      ": slot %" PRIu32 " in state %" PRIu32,
-				      t->off, s, state);
-		if (state != RT_SHTAB_USED)
-			return false;
-		if (s1 & 1)
-			continue;
-		memcpy(key, slot + 8, ks);
-		memcpy(val, slot + koff, vs);
-		__atomic_thread_fence(__ATOMIC_ACQUIRE);
-		s2 = __atomic_load_n(seq, __ATOMIC_RELAXED);
-		if (s1 == s2 && __atomic_load_n(st, __ATOMIC_ACQUIRE) ==
-					RT_SHTAB_USED)
-			return true;
-	}
-	return false;
-}
-
-int memfd_shtab_foreach(const struct memfd *m, const struct memfd_shtab *t,
-			int (*cb)(const void *key, const void *val, void *arg),
-			void *arg)
-{
-	uint64_t ss = 8 + rt_align8(t->key_size) + rt_align8(t->val_size);
-	int err = shtab_valid(m, t);
-	char key[4096], val[4096];
-	const char *slots;
-
-	if (err)
-		return err;
-	/* ubt's own sizes, never the header's: the target may write it */
-	slots = shtab_base(m, t) + sizeof(struct rt_shtab);
-	for (uint32_t s = 0; s < t->nslots; s++) {
-		if (!shtab_copy(m, t, s, slots + (uint64_t)s * ss, key, val))
-			continue;
-		err = cb(key, val, arg);
-		if (err)
-			return err;
-	}
-	return 0;
-}
-
-uint64_t memfd_shtab_dropped(const struct memfd *m,
-			     const struct memfd_shtab *t)
-{
-	struct memfd_seen *s = m->seen;
-	struct memfd_table_seen *ts = NULL;
-	char where[48];
-	uint64_t v;
-
-	if (shtab_valid(m, t))
-		return 0;
-	for (size_t i = 0; i < s->ntabs && !ts; i++)
-		if (s->tabs[i].off == t->off)
-			ts = &s->tabs[i];
-	if (!ts) {
-		s->tabs = xrealloc(s->tabs, (s->ntabs + 1) * sizeof(*s->tabs));
-		ts = &s->tabs[s->ntabs++];
-		*ts = (struct memfd_table_seen){ .off = t->off };
-	}
-	v = load64(shtab_base(m, t) + offsetof(struct rt_shtab, dropped));
-	snprintf(where, sizeof(where), "the shared table at %" PRIu64, t->off);
-	/* every thread with a block may drop */
-	if (memfd_counter_ok(m, where, "updates dropped", v, ts->dropped,
-			     memfd_nblocks_used(m)))
-		ts->dropped = v;
-	return ts->dropped;
-}
-
-int memfd_shtab_clear(struct memfd *m, const struct memfd_shtab *t)
-{
-	uint64_t ss = 8 + rt_align8(t->key_size) + rt_align8(t->val_size);
-	int err = shtab_valid(m, t);
-	uint64_t *keys;
-	char *slots;
-
-	if (err)
-		return err;
-	keys = (uint64_t *)(shtab_base(m, t) +
-			    offsetof(struct rt_shtab, keys));
-	slots = shtab_base(m, t) + sizeof(struct rt_shtab);
-	for (uint32_t s = 0; s < t->nslots; s++) {
-		uint32_t *st = (uint32_t *)(slots + (uint64_t)s * ss);
-		uint32_t want = RT_SHTAB_USED;
-
-		/* a key less for the table's limit (rt_abi.h) */
-		if (__atomic_compare_exchange_n(st, &want, RT_SHTAB_DEAD, 0,
-						__ATOMIC_RELEASE,
-						__ATOMIC_RELAXED))
-			__atomic_fetch_sub(keys, 1, __ATOMIC_RELAXED);
-	}
-	return 0;
-}
-
-int memfd_shtab_zero(struct memfd *m, const struct memfd_shtab *t)
-{
-	uint64_t ss = 8 + rt_align8(t->key_size) + rt_align8(t->val_size);
-	uint64_t koff = 8 + rt_align8(t->key_size);
-	int err = shtab_valid(m, t);
-	char *slots;
-
-	if (err)
-		return err;
-	slots = shtab_base(m, t) + sizeof(struct rt_shtab);
-	for (uint32_t i = 0; i < t->nslots; i++) {
-		char *slot = slots + (uint64_t)i * ss;
-		uint32_t *seq = (uint32_t *)slot + 1;
-
-		if (__atomic_load_n((uint32_t *)slot, __ATOMIC_ACQUIRE) !=
-		    RT_SHTAB_USED)
-			continue;
-		/* a writer of the runtime's kind: seq odd around the copy */
-		for (int tries = 0; tries < 1000; tries++) {
-			uint32_t s = __atomic_load_n(seq, __ATOMIC_RELAXED);
-
-			if ((s & 1) ||
-			    !__atomic_compare_exchange_n(seq, &s, s + 1, 0,
-							 __ATOMIC_ACQUIRE,
-							 __ATOMIC_RELAXED))
-				continue;
-			__atomic_thread_fence(__ATOMIC_RELEASE);
-			for (uint64_t w = 0; w < rt_align8(t->val_size); w += 8)
-				__atomic_store_n((uint64_t *)(slot + koff + w),
-						 0, __ATOMIC_RELAXED);
-			__atomic_store_n(seq, s + 2, __ATOMIC_RELEASE);
-			break;
-		}
-	}
-	return 0;
-}
-
 /* Block i is corrupted: said, and its ring and counters ignored. */
 static void memfd_block_bad(const struct memfd *m, uint32_t i)
 {
@@ -715,7 +490,7 @@ int memfd_ring_consume(const struct memfd *m, uint32_t i,
 	ring = b + RT_BLK_MAP + m->l.map_size;
 	/* ubt's own tail: the one in the memfd is the producer's copy */
 	tail = bs->tail;
-	head = load64(b + RT_BLK_RING_HEAD);
+	head = memfd_load64(b + RT_BLK_RING_HEAD);
 	if (head % 8 || head < tail || head - tail > size) {
 		memfd_corrupt(m, "thread block %" PRIu32 ": ring head %" PRIu64
 			      " with ubt's tail at %" PRIu64 " in a ring of %"
@@ -779,7 +554,7 @@ static uint64_t sum_counter(const struct memfd *m, bool drops)
 
 			snprintf(where, sizeof(where),
 				 "thread block %" PRIu32, i);
-			v = load64(block(m, i) + hoff);
+			v = memfd_load64(block(m, i) + hoff);
 			if (memfd_counter_ok(m, where,
 					     drops ? "events dropped" :
 						     "return probes not "

@@ -1,6 +1,6 @@
 /*
  * Shared by the parts of output (shim/README): the growable string
- * buffer every part formats into (output.c), value printing
+ * buffer every part formats into (output_sb.c), value printing
  * (output_value.c) used by printf, histograms and maps.
  */
 #ifndef UBT_OUTPUT_INT_H

@@ -19,6 +19,7 @@
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
+#include "errbuf.h"
 #include "ptrace.h"
 #include "util.h"
 #include "ptrace_int.h"
@@ -28,16 +29,11 @@
 int pt_fail(struct pt *p, int err, const char *fmt, ...)
 {
 	va_list ap;
-	size_t n;
 
 	va_start(ap, fmt);
-	vsnprintf(p->err, sizeof(p->err), fmt, ap);
+	err = errbuf_vset(p->err, sizeof(p->err), err, fmt, ap);
 	va_end(ap);
-	n = strlen(p->err);
-	if (err)
-		snprintf(p->err + n, sizeof(p->err) - n, ": %s",
-			 strerror(-err));
-	return err ? err : -EINVAL;
+	return err;
 }
 
 void pt_init(struct pt *p)

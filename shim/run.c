@@ -8,7 +8,6 @@
 #include <errno.h>
 #include <limits.h>
 #include <poll.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -30,6 +29,7 @@
 #include "probes.h"
 #include "run.h"
 #include "sema.h"
+#include "signals.h"
 #include "user.h"
 #include "util.h"
 #include "run_int.h"
@@ -54,25 +54,10 @@ static void run_kernel_opts(const struct run_opts *o, struct kernel_opts *ko)
 	};
 }
 
-static volatile sig_atomic_t run_sigint;
-
-/*
- * The first SIGINT/SIGTERM ends the run the ordinary way; a second one
- * (whatever ubt waits for meanwhile) ends ubt at once.
- */
-static void run_on_signal(int sig)
-{
-	if (run_sigint) {
-		signal(sig, SIG_DFL);
-		raise(sig);
-	}
-	run_sigint = 1;
-}
-
 /* The ubt the user started died: end the run, quietly (shim/guard.c). */
 static void run_on_orphan(void)
 {
-	run_sigint = 1;
+	signals_stop();
 }
 
 static bool run_want_kernel(void *ctx, const struct ast_node *probe)
@@ -141,7 +126,6 @@ static int run_combined(struct compile *c, const struct run_opts *o,
 	struct cg_prog *dprogs = NULL;
 	struct exitwatch *xw = NULL;
 	struct kernel_opts ko;
-	struct sigaction sa = { .sa_handler = run_on_signal };
 	struct diag *last = c->diag.head;
 	int err, rc = 1, nprobes = 0, timeout = RUN_POLL_MS, st;
 	bool resumed = false;	/* the target runs (user_resume()) */
@@ -194,11 +178,7 @@ static int run_combined(struct compile *c, const struct run_opts *o,
 	 * once the probes are in place: the target's code restored, END,
 	 * the maps.  SA_RESTART: the ptrace waits of the attach resume.
 	 */
-	run_sigint = 0;
-	sa.sa_flags = SA_RESTART;
-	sigemptyset(&sa.sa_mask);
-	sigaction(SIGINT, &sa, NULL);
-	sigaction(SIGTERM, &sa, NULL);
+	signals_catch();
 	/* from here on, killing ubt must leave the target whole */
 	err = guard_start(o->pid, run_on_orphan);
 	if (err) {
@@ -268,7 +248,8 @@ static int run_combined(struct compile *c, const struct run_opts *o,
 		kernel_set_event_hook(r.k, run_kernel_take, &r);
 	/* as bpftrace: after an exit() in BEGIN a -c command never runs */
 	/* the target runs on even when ubt was killed meanwhile */
-	if (!kernel_exiting(r.k) && (!run_sigint || guard_orphaned())) {
+	if (!kernel_exiting(r.k) &&
+	    (!signals_stopping() || guard_orphaned())) {
 		resumed = true;
 		err = user_resume(r.u);
 		/* killed meanwhile: the run ends as for any exit */
@@ -281,7 +262,7 @@ static int run_combined(struct compile *c, const struct run_opts *o,
 			fprintf(stderr, "ubt: target stopped for %.3f ms\n",
 				user_stop_ns(r.u) / 1e6);
 	}
-	while (!run_sigint && !kernel_exiting(r.k)) {
+	while (!signals_stopping() && !kernel_exiting(r.k)) {
 		bool gone = run_target_gone(&r);
 		int n;
 
@@ -350,8 +331,7 @@ out:
 	free(dprogs);
 	cg_object_free(r.kobj);
 	cg_object_free(r.nobj);
-	signal(SIGINT, SIG_DFL);
-	signal(SIGTERM, SIG_DFL);
+	signals_restore();
 	return rc;
 }
 

@@ -20,6 +20,7 @@
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
+#include "errbuf.h"
 #include "owner.h"
 #include "patch.h"
 #include "ptrace.h"
@@ -32,16 +33,11 @@
 int user_err(struct ubt_user *u, int err, const char *fmt, ...)
 {
 	va_list ap;
-	size_t n;
 
 	va_start(ap, fmt);
-	vsnprintf(u->err, sizeof(u->err), fmt, ap);
+	err = errbuf_vset(u->err, sizeof(u->err), err, fmt, ap);
 	va_end(ap);
-	n = strlen(u->err);
-	if (err)
-		snprintf(u->err + n, sizeof(u->err) - n, ": %s",
-			 strerror(-err));
-	return err ? err : -EINVAL;
+	return err;
 }
 
 const char *user_error(const struct ubt_user *u)
