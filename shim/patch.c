@@ -273,6 +273,33 @@ static bool is_rsp(ZydisRegister r)
 }
 
 /*
+ * An instruction left in place before the jump must fall through to it:
+ * true (with the reason) for a branch, call, return or trap.
+ */
+static bool transfers_control(const ZydisDecodedInstruction *in,
+			      uint64_t off, struct patch_site *s)
+{
+	switch (in->meta.category) {
+	case ZYDIS_CATEGORY_COND_BR:
+	case ZYDIS_CATEGORY_UNCOND_BR:
+	case ZYDIS_CATEGORY_CALL:
+	case ZYDIS_CATEGORY_RET:
+	case ZYDIS_CATEGORY_INTERRUPT:
+	case ZYDIS_CATEGORY_SYSCALL:
+	case ZYDIS_CATEGORY_SYSTEM:
+		snprintf(s->reason, sizeof(s->reason),
+			 "the %sinstruction '%s' at +%#llx transfers control: "
+			 "no room for a jump after it",
+			 s->mid ? "" : "entry ",
+			 ZydisMnemonicGetString(in->mnemonic),
+			 (unsigned long long)off);
+		return true;
+	default:
+		return false;
+	}
+}
+
+/*
  * The entry instruction stays in place, before the jump.  0 if it may:
  * *undo is the %rsp change the trampoline takes back before running it
  * again (push, sub $imm,%rsp), 0 when it is left behind.  -EINVAL with
@@ -288,22 +315,8 @@ static int entry_insn(const ZydisDecodedInstruction *in,
 
 	*undo = 0;
 	*again = false;
-	switch (in->meta.category) {
-	case ZYDIS_CATEGORY_COND_BR:
-	case ZYDIS_CATEGORY_UNCOND_BR:
-	case ZYDIS_CATEGORY_CALL:
-	case ZYDIS_CATEGORY_RET:
-	case ZYDIS_CATEGORY_INTERRUPT:
-	case ZYDIS_CATEGORY_SYSCALL:
-	case ZYDIS_CATEGORY_SYSTEM:
-		snprintf(s->reason, sizeof(s->reason),
-			 "the entry instruction '%s' at +%#llx transfers "
-			 "control: no room for a jump after it",
-			 name, (unsigned long long)off);
+	if (transfers_control(in, off, s))
 		return -EINVAL;
-	default:
-		break;
-	}
 	for (i = 0; i < in->operand_count; i++) {
 		const ZydisDecodedOperand *op = &ops[i];
 
@@ -398,22 +411,8 @@ static int mid_insn(const ZydisDecodedInstruction *in,
 	const char *name = ZydisMnemonicGetString(in->mnemonic);
 	int i;
 
-	switch (in->meta.category) {
-	case ZYDIS_CATEGORY_COND_BR:
-	case ZYDIS_CATEGORY_UNCOND_BR:
-	case ZYDIS_CATEGORY_CALL:
-	case ZYDIS_CATEGORY_RET:
-	case ZYDIS_CATEGORY_INTERRUPT:
-	case ZYDIS_CATEGORY_SYSCALL:
-	case ZYDIS_CATEGORY_SYSTEM:
-		snprintf(s->reason, sizeof(s->reason),
-			 "the instruction '%s' at +%#llx transfers control: "
-			 "no room for a jump after it",
-			 name, (unsigned long long)off);
+	if (transfers_control(in, off, s))
 		return -EINVAL;
-	default:
-		break;
-	}
 	for (i = 0; i < in->operand_count; i++) {
 		const ZydisDecodedOperand *op = &ops[i];
 
