@@ -25,21 +25,13 @@ import threading
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from procmem import code_in  # noqa: E402
+from procmem import results, ok, code_in  # noqa: E402
 
 builddir = os.environ.get("top_builddir") or "."
 UBT = os.environ.get("UBT") or os.path.join(builddir, "ubt")
 SHARE = os.path.join(builddir, "tests", "targets", "ubt-share")
 KILLS = int(os.environ.get("UBT_STRESS_KILLS", "200"))
-results = []
 work = tempfile.mkdtemp(prefix="ubt-kill.")
-
-
-def ok(cond, name, detail=""):
-    results.append(bool(cond))
-    print("%sok %d - %s%s" % ("" if cond else "not ", len(results), name,
-                              "" if cond or not detail else " # " + detail))
-    sys.stdout.flush()
 
 
 def tracers_of(pid):
@@ -87,17 +79,23 @@ class Feeder(threading.Thread):
             self.batches += 1
 
 
-def stress_p():
-    path = os.path.join(work, "kill-p")
+def busy_target(name):
+    """A copy of ubt-share kept busy by a Feeder: (path, process, feeder,
+    the original bytes of share_push, the program that probes it)."""
+    path = os.path.join(work, name)
     shutil.copy(SHARE, path)
     t = subprocess.Popen([path], stdin=subprocess.PIPE,
                          stdout=subprocess.PIPE)
     feeder = Feeder(t)
     feeder.start()
     time.sleep(0.2)
-    orig = code_in(t.pid, path, "share_push")
+    return (path, t, feeder, code_in(t.pid, path, "share_push"),
+            "uprobe:%s:share_push { @c = count(); }" % path)
+
+
+def stress_p():
+    path, t, feeder, orig, prog = busy_target("kill-p")
     rng = random.Random(9)
-    prog = "uprobe:%s:share_push { @c = count(); }" % path
     killed_at = {"attach": 0, "run": 0}
     for i in range(KILLS):
         u = subprocess.Popen([UBT, "-p", str(t.pid), "-e", prog],
@@ -178,15 +176,7 @@ def stress_c(n):
 
 def worker_killed(n):
     """SIGKILL of the process that traces: ubt restores and says so."""
-    path = os.path.join(work, "kill-w")
-    shutil.copy(SHARE, path)
-    t = subprocess.Popen([path], stdin=subprocess.PIPE,
-                         stdout=subprocess.PIPE)
-    feeder = Feeder(t)
-    feeder.start()
-    time.sleep(0.2)
-    orig = code_in(t.pid, path, "share_push")
-    prog = "uprobe:%s:share_push { @c = count(); }" % path
+    path, t, feeder, orig, prog = busy_target("kill-w")
     said = restored = 0
     for i in range(n):
         env = dict(os.environ, __BPFTRACE_NOTIFY_PROBES_ATTACHED="1")

@@ -1,10 +1,21 @@
-"""Helpers for the process-safety tests (share.py, kill-stress.py): the
-bytes of a function in a process and in its file, and a process fed
-commands on stdin whose output lines are awaited."""
+"""Helpers for the process-safety tests (share.py, kill-stress.py): TAP
+results, the bytes of a function in a process and in its file, and a
+process fed commands on stdin whose output lines are awaited."""
 import os
 import select
 import subprocess
+import sys
 import time
+
+results = []
+
+
+def ok(cond, name, detail=""):
+    """One TAP result; detail goes after a # when it fails."""
+    results.append(bool(cond))
+    print("%sok %d - %s%s" % ("" if cond else "not ", len(results), name,
+                              "" if cond or not detail else " # " + detail))
+    sys.stdout.flush()
 
 
 def func_offset(path, fn):

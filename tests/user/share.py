@@ -29,7 +29,8 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from procmem import Fed, code_in, code_in_file, func_offset  # noqa: E402
+from procmem import (Fed, code_in, code_in_file, func_offset,  # noqa: E402
+                     ok, results)
 
 NOTIFY = "__BPFTRACE_NOTIFY_PROBES_ATTACHED"
 builddir = os.environ.get("top_builddir") or "."
@@ -37,15 +38,7 @@ UBT = os.environ.get("UBT") or os.path.join(builddir, "ubt")
 SHARE = os.path.join(builddir, "tests", "targets", "ubt-share")
 UMULTI = os.path.join(builddir, "tests", "user", "umulti")
 BPFTRACE = shutil.which("bpftrace")
-results = []
 work = tempfile.mkdtemp(prefix="ubt-share.")
-
-
-def ok(cond, name, detail=""):
-    results.append(bool(cond))
-    print("%sok %d - %s%s" % ("" if cond else "not ", len(results), name,
-                              "" if cond or not detail else " # " + detail))
-    sys.stdout.flush()
 
 
 def diag(text):
