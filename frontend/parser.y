@@ -39,6 +39,9 @@ enum lex_mode {
 
 struct lex_state {
 	struct compile *c;
+	const char *src;	/* the program text being scanned */
+	size_t src_len;
+	size_t pos;		/* offset of the next character in src */
 	int line, col;		/* position of the next character */
 	int depth;		/* brace depth */
 	enum lex_mode mode;
