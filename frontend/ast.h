@@ -161,6 +161,7 @@ struct ast_node {
 		struct {	/* AST_ASSIGN: lhs op= rhs; op == OP_NONE for plain = */
 			struct ast_node *lhs, *rhs;
 			enum ast_op op;
+			struct ast_loc op_loc;	/* of "=" or "op=" */
 		} assign;
 		struct {	/* AST_LET */
 			struct ast_node *var;		/* AST_VAR */

@@ -617,6 +617,7 @@ assign_stmt:
 				$$->assign.lhs = $1;
 				$$->assign.rhs = $3;
 				$$->assign.op = OP_NONE;
+				$$->assign.op_loc = @2;
 			}
 		}
 	|	postfix compound_op value
@@ -634,6 +635,7 @@ assign_stmt:
 			$$->assign.lhs = $1;
 			$$->assign.rhs = $3;
 			$$->assign.op = $2;
+			$$->assign.op_loc = @2;
 		}
 	;
 
