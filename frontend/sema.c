@@ -404,19 +404,14 @@ int sema_check_nargs(struct sema_ctx *x, struct ast_node *call, int min,
 	return 0;
 }
 
-long sema_src_offset(const char *src, int line, int col)
+long sema_src_offset(const struct compile *c, int line, int col)
 {
-	const char *p = src;
+	size_t len;
+	const char *p = diag_source_line(&c->diag, line, &len);
 
-	if (!src || line < 1 || col < 1)
+	if (!p || col < 1)
 		return -1;
-	while (--line > 0) {
-		p = strchr(p, '\n');
-		if (!p)
-			return -1;
-		p++;
-	}
-	return (long)(p - src) + col - 1;
+	return (long)(p - c->source) + col - 1;
 }
 
 struct ast_loc sema_call_arg_loc(const struct ast_node *call)
