@@ -9,7 +9,8 @@ libubt_a_SOURCES += \
 	codegen/cg_map.c \
 	codegen/cg_stmt.c \
 	codegen/irb.c \
-	codegen/irb.h
+	codegen/irb.h \
+	codegen/irb_split.c
 libubt_a_SOURCES += \
 	codegen/irb_native.c \
 	codegen/irb_native.h \
