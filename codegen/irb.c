@@ -5,9 +5,11 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <linux/bpf.h>
 #include <llvm-c/Analysis.h>
+#include <llvm-c/ErrorHandling.h>
 #include <llvm-c/Target.h>
 #include <llvm-c/TargetMachine.h>
 #include <llvm-c/Transforms/PassBuilder.h>
@@ -470,6 +472,25 @@ void irb_dump(struct irb *ir, FILE *f)
 	LLVMDisposeMessage(s);
 }
 
+/*
+ * LLVM ends the process on some errors in the program it is given (the
+ * BPF backend: a jump longer than its 16-bit offset reaches, in a probe
+ * of thousands of statements) by abort(). Say why, as a ubt error, and
+ * exit 1 instead: nothing is loaded or attached while emitting.
+ */
+static void irb_fatal(const char *reason)
+{
+	fflush(stdout);
+	if (strstr(reason, "out of insn range"))
+		fprintf(stderr,
+			"ubt: cannot emit BPF code: program too large: a jump spans more than 32767 instructions (%s)\n",
+			reason);
+	else
+		fprintf(stderr, "ubt: cannot emit BPF code: LLVM: %s\n",
+			reason);
+	_exit(1);
+}
+
 static int irb_optimise(struct irb *ir)
 {
 	LLVMPassBuilderOptionsRef po = LLVMCreatePassBuilderOptions();
@@ -500,6 +521,7 @@ int irb_emit(struct irb *ir, bool optimise, void **image, size_t *size)
 	}
 	LLVMDisposeMessage(err);
 	err = NULL;
+	LLVMInstallFatalErrorHandler(irb_fatal);
 	if (optimise)
 		ret = irb_optimise(ir);
 	if (!ret) {
@@ -513,6 +535,7 @@ int irb_emit(struct irb *ir, bool optimise, void **image, size_t *size)
 			ret = -EINVAL;
 		}
 	}
+	LLVMResetFatalErrorHandler();
 	if (ret)
 		return ret;
 	*size = LLVMGetBufferSize(buf);
