@@ -29,6 +29,11 @@
 typedef void *yyscan_t;
 #endif
 
+struct nlist {
+	struct ast_node *head, *tail;
+	int n;
+};
+
 /* What the lexer is inside of (it is in start condition TOP otherwise). */
 enum lex_mode {
 	LM_BODY,	/* probe body: back to TOP at the closing brace */
@@ -51,11 +56,9 @@ struct lex_state {
 	char *buf;		/* string / C definition being collected */
 	size_t len, cap;
 	void *bufstate;
-};
-
-struct nlist {
-	struct ast_node *head, *tail;
-	int n;
+	/* the program's top-level lists, kept with their tails so that
+	 * adding the 70000th probe does not walk the other 69999 */
+	struct nlist c_defs, map_decls, macros, imports, probes;
 };
 
 struct block_body {
@@ -96,6 +99,10 @@ static void yyerror(YYLTYPE *loc, yyscan_t scanner, struct compile *c,
 
 #define NEW(kind, loc) ast_new(&c->arena, (kind), &(loc))
 
+/* the lexer's state, which also holds the parser's (flex's extra) */
+struct lex_state *yyget_extra(yyscan_t yyscanner);
+#define LS ((struct lex_state *)yyget_extra(scanner))
+
 static struct nlist list1(struct ast_node *n)
 {
 	struct nlist l = { n, n, 1 };
@@ -111,6 +118,14 @@ static struct nlist list_add(struct nlist l, struct ast_node *n)
 	l.tail = n;
 	l.n++;
 	return l;
+}
+
+/* Add n to one of the program's lists (l), whose head is *head. */
+static void top_add(struct nlist *l, struct ast_node **head,
+		    struct ast_node *n)
+{
+	*l = list_add(*l, n);
+	*head = l->head;
 }
 
 static struct nlist list_empty(void)
@@ -360,16 +375,14 @@ top_item:
 			struct ast_node *n = NEW(AST_C_DEFINITION, @1);
 
 			n->cdef.text = $1;
-			c->program->program.c_defs =
-				ast_append(c->program->program.c_defs, n);
+			top_add(&LS->c_defs, &c->program->program.c_defs, n);
 		}
 	|	T_CDEF
 		{
 			struct ast_node *n = NEW(AST_C_DEFINITION, @1);
 
 			n->cdef.text = $1;
-			c->program->program.c_defs =
-				ast_append(c->program->program.c_defs, n);
+			top_add(&LS->c_defs, &c->program->program.c_defs, n);
 		}
 	|	config
 		{
@@ -387,25 +400,20 @@ top_item:
 		}
 	|	map_decl
 		{
-			c->program->program.map_decls =
-				ast_append(c->program->program.map_decls, $1);
+			top_add(&LS->map_decls, &c->program->program.map_decls, $1);
 		}
 	|	macro
 		{
-			c->program->program.macros =
-				ast_append(c->program->program.macros, $1);
+			top_add(&LS->macros, &c->program->program.macros, $1);
 		}
 	|	import
 		{
-			c->program->program.imports =
-				ast_append(c->program->program.imports, $1);
+			top_add(&LS->imports, &c->program->program.imports, $1);
 		}
 	|	probe
 		{
-			$1->probe.index =
-				ast_list_len(c->program->program.probes);
-			c->program->program.probes =
-				ast_append(c->program->program.probes, $1);
+			$1->probe.index = LS->probes.n;
+			top_add(&LS->probes, &c->program->program.probes, $1);
 		}
 	|	subprog
 	;
