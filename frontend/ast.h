@@ -269,6 +269,15 @@ bool ast_is_builtin(const char *name);
 /* Print the tree for -d ast and the frontend tests; stable format. */
 void ast_dump(FILE *f, const struct ast_node *program);
 
+/*
+ * The passes after the parser walk the tree recursively: a program nested
+ * deeper than this (an expression of thousands of operators, a chain of
+ * thousands of "else if") is refused before they run out of stack.
+ */
+#define AST_MAX_DEPTH 5000
+/* The first node more than max levels below n, or NULL. */
+struct ast_node *ast_too_deep(struct ast_node *n, int max);
+
 /* Generic walker: calls fn(node, ctx) on each child of n (not recursive). */
 typedef int (*ast_visit_fn)(struct ast_node *n, void *ctx);
 int ast_visit_children(struct ast_node *n, ast_visit_fn fn, void *ctx);

@@ -90,10 +90,20 @@ int yylex(YYSTYPE *lvalp, YYLTYPE *llocp, yyscan_t scanner);
 #include "attach.h"
 #include "util.h"
 
+/*
+ * The parser's stacks grow up to this many entries (bison's default is
+ * 10000): "((((1))))" nests no deeper in the tree, which AST_MAX_DEPTH
+ * bounds after parsing.
+ */
+#define YYMAXDEPTH 100000
+
 static void yyerror(YYLTYPE *loc, yyscan_t scanner, struct compile *c,
 		    const char *msg)
 {
 	(void)scanner;
+	/* bison's words when its stacks are full */
+	if (!strcmp(msg, "memory exhausted"))
+		msg = "the program is nested too deeply for the parser";
 	diag_error(&c->diag, loc, "%s", msg);
 }
 
@@ -1178,6 +1188,21 @@ let_ident_ptr:
 
 %%
 
+static void parse_check_depth(struct compile *c)
+{
+	struct ast_node *n = ast_too_deep(c->program, AST_MAX_DEPTH);
+	struct diag *g;
+
+	if (!n)
+		return;
+	g = diag_error(&c->diag, &n->loc,
+		       "the program is nested too deeply: more than %d levels",
+		       AST_MAX_DEPTH);
+	if (n->kind == AST_IF)
+		diag_hint(&c->diag, g,
+			  "each \"else if\" is one level deeper than the if before it");
+}
+
 int parse_program(struct compile *c)
 {
 	struct lex_state ls;
@@ -1190,6 +1215,8 @@ int parse_program(struct compile *c)
 		return err;
 	err = yyparse(scanner, c);
 	lex_release(&ls, scanner);
+	if (!err && !diag_has_errors(&c->diag))
+		parse_check_depth(c);
 	if (err || diag_has_errors(&c->diag)) {
 		if (!diag_has_errors(&c->diag))
 			diag_error(&c->diag, NULL, "parser failed");
