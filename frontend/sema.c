@@ -210,12 +210,12 @@ const char *sema_tstr(struct sema_ctx *x, const struct type *t)
 		return arena_printf(x->a, "%s[%zu]", sema_tstr(x, t->elem),
 				    t->nelems);
 	case TY_TUPLE: {
-		char *s = "(";
+		const char **parts = arena_alloc(x->a, (t->nfields + 1) *
+							       sizeof(*parts));
 
 		for (int i = 0; i < t->nfields; i++)
-			s = arena_printf(x->a, "%s%s%s", s, i ? "," : "",
-					 sema_tstr(x, t->fields[i].type));
-		return arena_printf(x->a, "%s)", s);
+			parts[i] = sema_tstr(x, t->fields[i].type);
+		return type_tuple_str(x->a, parts, t->nfields);
 	}
 	default:
 		return type_is_aggregation(t) ? type_class(t) :
