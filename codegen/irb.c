@@ -491,6 +491,38 @@ static void irb_fatal(const char *reason)
 	_exit(1);
 }
 
+/*
+ * LLVM reports some errors in the program (the BPF stack exceeded, a call
+ * the BPF target cannot make) as diagnostics and goes on emitting; by
+ * default it prints them and the program would then fail to load, or,
+ * with --dry-run, pass. They are errors of the compilation here.
+ */
+static void irb_llvm_diag(LLVMDiagnosticInfoRef di, void *ctx)
+{
+	int *nerrors = ctx;
+	char *msg = LLVMGetDiagInfoDescription(di);
+	size_t len = strlen(msg);
+
+	while (len && msg[len - 1] == '\n')
+		msg[--len] = '\0';
+	switch (LLVMGetDiagInfoSeverity(di)) {
+	case LLVMDSError:
+		/* the BPF backend says it once per access to the stack */
+		if (!(*nerrors)++)
+			fprintf(stderr, "ubt: cannot emit BPF code: %s\n",
+				strstr(msg, "BPF stack limit") ?
+					"the probe needs more than the 512 bytes of BPF stack" :
+					msg);
+		break;
+	case LLVMDSWarning:
+		fprintf(stderr, "warning: %s\n", msg);
+		break;
+	default:
+		break;
+	}
+	LLVMDisposeMessage(msg);
+}
+
 static int irb_optimise(struct irb *ir)
 {
 	LLVMPassBuilderOptionsRef po = LLVMCreatePassBuilderOptions();
@@ -511,7 +543,7 @@ int irb_emit(struct irb *ir, bool optimise, void **image, size_t *size)
 {
 	LLVMMemoryBufferRef buf;
 	char *err = NULL;
-	int ret = 0;
+	int ret = 0, nerrors = 0;
 
 	LLVMDIBuilderFinalize(ir->di);
 	if (LLVMVerifyModule(ir->mod, LLVMReturnStatusAction, &err)) {
@@ -522,6 +554,7 @@ int irb_emit(struct irb *ir, bool optimise, void **image, size_t *size)
 	LLVMDisposeMessage(err);
 	err = NULL;
 	LLVMInstallFatalErrorHandler(irb_fatal);
+	LLVMContextSetDiagnosticHandler(ir->ctx, irb_llvm_diag, &nerrors);
 	if (optimise)
 		ret = irb_optimise(ir);
 	if (!ret) {
@@ -533,8 +566,12 @@ int irb_emit(struct irb *ir, bool optimise, void **image, size_t *size)
 				err);
 			LLVMDisposeMessage(err);
 			ret = -EINVAL;
+		} else if (nerrors) {
+			LLVMDisposeMemoryBuffer(buf);
+			ret = -EINVAL;
 		}
 	}
+	LLVMContextSetDiagnosticHandler(ir->ctx, NULL, NULL);
 	LLVMResetFatalErrorHandler();
 	if (ret)
 		return ret;
