@@ -333,6 +333,42 @@ static int cg_emit_native(struct cg *g, bool optimise)
 	return 0;
 }
 
+/*
+ * The kernel loads no program of more than a million instructions
+ * (BPF_COMPLEXITY_LIMIT_INSNS) and says only E2BIG: tell which probe is
+ * too large, and by how much, before loading.
+ */
+#define CG_BPF_MAX_INSNS 1000000
+
+static int cg_check_size(struct cg *g)
+{
+	LIBBPF_OPTS(bpf_object_open_opts, oo, .object_name = "ubt");
+	const struct cg_object *obj = g->obj;
+	struct bpf_object *bo;
+	struct bpf_program *p;
+	int err = 0;
+
+	bo = bpf_object__open_mem(obj->image, obj->image_size, &oo);
+	if (!bo)
+		return 0;	/* loading reports it */
+	bpf_object__for_each_program(p, bo) {
+		size_t n = bpf_program__insn_cnt(p);
+		const struct cg_prog *cp = NULL;
+
+		if (n <= CG_BPF_MAX_INSNS)
+			continue;
+		for (int i = 0; i < obj->nprogs; i++)
+			if (!strcmp(obj->progs[i].name, bpf_program__name(p)))
+				cp = &obj->progs[i];
+		diag_error(&g->c->diag, cp && cp->ap ? &cp->ap->loc : NULL,
+			   "program too large: this probe is %zu BPF instructions, the kernel loads at most %d",
+			   n, CG_BPF_MAX_INSNS);
+		err = -E2BIG;
+	}
+	bpf_object__close(bo);
+	return err;
+}
+
 int cg_build(struct compile *c, enum cg_target t, const struct cg_opts *o,
 	     struct cg_object **out)
 {
@@ -375,7 +411,8 @@ int cg_build(struct compile *c, enum cg_target t, const struct cg_opts *o,
 		err = cg_emit_native(&g, !(o && o->no_opt));
 	else
 		err = irb_emit(&g.ir, !(o && o->no_opt), &obj->image,
-			       &obj->image_size);
+			       &obj->image_size) ?:
+		      cg_check_size(&g);
 	if (!err && o && o->dump_ir_opt)
 		irb_dump(&g.ir, o->dump_ir_opt);
 out:

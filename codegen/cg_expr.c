@@ -665,11 +665,25 @@ static LLVMValueRef cg_ternary(struct cg *g, struct ast_node *n)
 	return res;
 }
 
+/* The stack of a BPF program, where tuples are built. */
+#define CG_BPF_STACK 512
+
 static LLVMValueRef cg_tuple(struct cg *g, struct ast_node *n)
 {
 	const struct type *t = n->type;
-	LLVMValueRef buf = irb_alloca(&g->ir, t->size, "tuple");
+	LLVMValueRef buf;
 	int i = 0;
+
+	/* refused before LLVM spends minutes on a tuple of 100000
+	 * elements only to find it too large */
+	if (g->ir.target == CG_TARGET_BPF && t->size > CG_BPF_STACK) {
+		diag_error(&g->c->diag, &n->loc,
+			   "tuple of %zu bytes does not fit in the BPF stack (%d bytes)",
+			   t->size, CG_BPF_STACK);
+		g->err = -EINVAL;
+		return irb_alloca(&g->ir, 8, "tuple");
+	}
+	buf = irb_alloca(&g->ir, t->size, "tuple");
 
 	irb_memset(&g->ir, buf, 0, (t->size + 7) & ~(size_t)7);
 	for (struct ast_node *e = n->tuple.elems; e && i < t->nfields;

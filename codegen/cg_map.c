@@ -97,9 +97,11 @@ LLVMValueRef cg_map_get_or_init(struct cg *g, int id, LLVMValueRef key)
 {
 	struct irb *ir = &g->ir;
 	const struct cg_map *m = &g->obj->maps[id];
-	LLVMValueRef res, p, zero;
-	LLVMBasicBlockRef miss, done;
+	LLVMValueRef p, zero, vals[2], res;
+	LLVMBasicBlockRef miss, done, from[2];
 
+	/* the pointer is a phi, not a stack slot: one slot per call of
+	 * every statement made SROA's promotion of them quadratic */
 	p = irb_map_lookup(ir, g->maps[id], key);
 	/*
 	 * The native target's lookup of an aggregation inserts the key
@@ -108,20 +110,23 @@ LLVMValueRef cg_map_get_or_init(struct cg *g, int id, LLVMValueRef key)
 	 */
 	if (ir->target == CG_TARGET_NATIVE)
 		return p;
-	res = irb_alloca_type(ir, ir->ptr, "valp");
-	LLVMBuildStore(ir->b, p, res);
 	miss = LLVMAppendBasicBlockInContext(ir->ctx, ir->fn, "init");
 	done = LLVMAppendBasicBlockInContext(ir->ctx, ir->fn, "init_done");
+	vals[0] = p;
+	from[0] = LLVMGetInsertBlock(ir->b);
 	LLVMBuildCondBr(ir->b, LLVMBuildIsNull(ir->b, p, ""), miss, done);
 	LLVMPositionBuilderAtEnd(ir->b, miss);
 	zero = irb_alloca(ir, m->value_size, "zero");
 	irb_memset(ir, zero, 0, (m->value_size + 7) & ~(size_t)7);
 	cg_count_full(g, id,
 		      irb_map_update(ir, g->maps[id], key, zero, BPF_NOEXIST));
-	LLVMBuildStore(ir->b, irb_map_lookup(ir, g->maps[id], key), res);
+	vals[1] = irb_map_lookup(ir, g->maps[id], key);
+	from[1] = LLVMGetInsertBlock(ir->b);
 	LLVMBuildBr(ir->b, done);
 	LLVMPositionBuilderAtEnd(ir->b, done);
-	return LLVMBuildLoad2(ir->b, ir->ptr, res, "valp");
+	res = LLVMBuildPhi(ir->b, ir->ptr, "valp");
+	LLVMAddIncoming(res, vals, from, 2);
+	return res;
 }
 
 LLVMValueRef cg_map_read(struct cg *g, struct ast_node *mapnode)

@@ -17,6 +17,13 @@
 
 #include "cg.h"
 
+/* A stack buffer: its alloca, size and how many scopes have had it. */
+struct irb_slot {
+	LLVMValueRef a;
+	size_t size;
+	int uses;
+};
+
 struct irb {
 	enum cg_target target;
 	LLVMContextRef ctx;
@@ -29,10 +36,13 @@ struct irb {
 	LLVMBasicBlockRef entry;	/* its entry block: allocas go here */
 	/* temporaries of the open scopes (irb_scope_begin), whose
 	 * lifetimes end with the scope so that the stack is reused */
-	LLVMValueRef *temps;
-	size_t *temp_sizes;
+	struct irb_slot *temps;
 	int ntemps, captemps;
 	int scope;
+	/* temporaries whose scope has ended, for irb_alloca() to give
+	 * again (irb.c: why) */
+	struct irb_slot *spare;
+	int nspare, capspare;
 };
 
 /* Kinds of user-memory reads. */
@@ -73,7 +83,9 @@ LLVMValueRef irb_alloca_type(struct irb *ir, LLVMTypeRef ty,
  * Scopes for temporaries: while a scope is open, irb_alloca() marks the
  * start of the new buffer's lifetime where it is created, and
  * irb_scope_end() ends the lifetimes of the scope's buffers, so that
- * LLVM can share stack slots (BPF has 512 bytes of stack).
+ * LLVM can share stack slots (BPF has 512 bytes of stack). A buffer whose
+ * lifetime has ended is given again by a later irb_alloca() of the same
+ * size in the same function.
  */
 int irb_scope_begin(struct irb *ir);
 void irb_scope_end(struct irb *ir, int mark);
@@ -116,5 +128,14 @@ LLVMValueRef irb_ctx_load(struct irb *ir, LLVMValueRef ctxp, size_t off,
 int irb_emit(struct irb *ir, bool optimise, void **image, size_t *size);
 /* Print the module's IR. */
 void irb_dump(struct irb *ir, FILE *f);
+
+/*
+ * Cut every basic block of mod into pieces of at most IRB_SPLIT_MAX
+ * instructions, after optimisation and before emitting: LLVM's
+ * instruction scheduling costs time quadratic in a block's size
+ * (irb_split.c).
+ */
+#define IRB_SPLIT_MAX 256
+void irb_split_blocks(LLVMModuleRef mod);
 
 #endif

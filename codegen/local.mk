@@ -10,7 +10,8 @@ libubt_a_SOURCES += \
 	codegen/cg_stmt.c \
 	codegen/cg_util.c \
 	codegen/irb.c \
-	codegen/irb.h
+	codegen/irb.h \
+	codegen/irb_split.c
 libubt_a_SOURCES += \
 	codegen/irb_native.c \
 	codegen/irb_native.h \

@@ -15,6 +15,7 @@
 #include <llvm-c/TargetMachine.h>
 #include <llvm-c/Transforms/PassBuilder.h>
 
+#include "irb.h"
 #include "native.h"
 #include "util.h"
 
@@ -221,6 +222,7 @@ int native_emit(LLVMModuleRef mod, bool optimise, struct native_code *funcs,
 		LLVMDisposeErrorMessage(m);
 		return ret;
 	}
+	irb_split_blocks(mod);
 	if (LLVMTargetMachineEmitToMemoryBuffer(tm, mod, LLVMObjectFile, &msg,
 						&buf)) {
 		ret = native_errf(err, errlen, -EINVAL,

@@ -308,6 +308,34 @@ int ast_visit_children(struct ast_node *n, ast_visit_fn fn, void *ctx)
 	return 0;
 }
 
+struct ast_depth {
+	int depth, max;
+	struct ast_node *deep;
+};
+
+static int ast_depth_visit(struct ast_node *n, void *ctx)
+{
+	struct ast_depth *d = ctx;
+	int err;
+
+	if (++d->depth > d->max) {
+		d->deep = n;
+		return 1;
+	}
+	err = ast_visit_children(n, ast_depth_visit, d);
+	d->depth--;
+	return err;
+}
+
+struct ast_node *ast_too_deep(struct ast_node *n, int max)
+{
+	struct ast_depth d = { .max = max };
+
+	if (n)
+		ast_depth_visit(n, &d);
+	return d.deep;
+}
+
 /* ---- dump ---- */
 
 static void dump_indent(FILE *f, int depth)

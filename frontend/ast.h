@@ -161,6 +161,7 @@ struct ast_node {
 		struct {	/* AST_ASSIGN: lhs op= rhs; op == OP_NONE for plain = */
 			struct ast_node *lhs, *rhs;
 			enum ast_op op;
+			struct ast_loc op_loc;	/* of "=" or "op=" */
 		} assign;
 		struct {	/* AST_LET */
 			struct ast_node *var;		/* AST_VAR */
@@ -267,6 +268,15 @@ bool ast_is_builtin(const char *name);
 
 /* Print the tree for -d ast and the frontend tests; stable format. */
 void ast_dump(FILE *f, const struct ast_node *program);
+
+/*
+ * The passes after the parser walk the tree recursively: a program nested
+ * deeper than this (an expression of thousands of operators, a chain of
+ * thousands of "else if") is refused before they run out of stack.
+ */
+#define AST_MAX_DEPTH 5000
+/* The first node more than max levels below n, or NULL. */
+struct ast_node *ast_too_deep(struct ast_node *n, int max);
 
 /* Generic walker: calls fn(node, ctx) on each child of n (not recursive). */
 typedef int (*ast_visit_fn)(struct ast_node *n, void *ctx);

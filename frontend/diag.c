@@ -4,6 +4,27 @@
 #include "diag.h"
 #include "util.h"
 
+/* Where each line starts, so that printing a diagnostic or finding a
+ * location's offset does not scan the program from its start. */
+static void diag_index_lines(struct diag_list *d)
+{
+	const char *src = d->source;
+	long n = 1, i = 0;
+
+	if (!src)
+		return;
+	for (const char *p = src; (p = strchr(p, '\n')); p++)
+		n++;
+	d->line_start = arena_alloc(d->arena,
+				    (n + 1) * sizeof(*d->line_start));
+	d->line_start[0] = 0;
+	for (const char *p = src; (p = strchr(p, '\n')); p++)
+		d->line_start[++i] = p - src + 1;
+	/* as if a newline followed the last line */
+	d->line_start[n] = (long)strlen(src) + 1;
+	d->nlines = (int)n;
+}
+
 void diag_init(struct diag_list *d, struct arena *a, const char *filename,
 	       const char *source)
 {
@@ -12,6 +33,7 @@ void diag_init(struct diag_list *d, struct arena *a, const char *filename,
 	d->filename = filename;
 	d->source = source;
 	d->tail = &d->head;
+	diag_index_lines(d);
 }
 
 static struct diag *diag_add(struct diag_list *d, enum diag_level level,
@@ -68,21 +90,13 @@ void diag_hint(struct diag_list *d, struct diag *g, const char *fmt, ...)
 	va_end(ap);
 }
 
-/* Return line n (1-based) of src and its length, or NULL. */
-static const char *source_line(const char *src, int n, size_t *len)
+const char *diag_source_line(const struct diag_list *d, int line,
+			     size_t *len)
 {
-	const char *p = src;
-
-	if (!src || n < 1)
+	if (!d->line_start || line < 1 || line > d->nlines)
 		return NULL;
-	while (--n > 0) {
-		p = strchr(p, '\n');
-		if (!p)
-			return NULL;
-		p++;
-	}
-	*len = strcspn(p, "\n");
-	return p;
+	*len = (size_t)(d->line_start[line] - d->line_start[line - 1] - 1);
+	return d->source + d->line_start[line - 1];
 }
 
 /*
@@ -96,8 +110,9 @@ static void diag_print_one(const struct diag_list *d, const struct diag *g,
 	const char *level = g->level == DIAG_ERROR ? "ERROR" : "WARNING";
 	const struct ast_loc *l = &g->loc;
 	const char *line;
-	size_t len, i;
+	size_t len, i, n;
 	int first, last;
+	char *out;
 
 	if (l->first_line <= 0) {
 		fprintf(f, "%s: %s\n", level, g->msg);
@@ -110,16 +125,9 @@ static void diag_print_one(const struct diag_list *d, const struct diag *g,
 	}
 	fprintf(f, "%s:%d:%d-%d: %s: %s\n", d->filename, l->first_line,
 		l->first_column, l->last_column, level, g->msg);
-	line = source_line(d->source, l->first_line, &len);
+	line = diag_source_line(d, l->first_line, &len);
 	if (!line)
 		goto hints;
-	for (i = 0; i < len; i++) {
-		if (line[i] == '\t')
-			fputs("    ", f);
-		else
-			fputc(line[i], f);
-	}
-	fputc('\n', f);
 	first = l->first_column;
 	last = l->last_column;
 	/* underline what is on the line, at least one character */
@@ -127,11 +135,37 @@ static void diag_print_one(const struct diag_list *d, const struct diag *g,
 		last = (int)len + 1;
 	if (last <= first)
 		last = first + 1;
-	for (i = 1; i < (size_t)first; i++)
-		fputs(i <= len && line[i - 1] == '\t' ? "    " : " ", f);
+	/*
+	 * Each of the two lines is written at once: stderr is unbuffered,
+	 * and a long line written a character at a time costs a system
+	 * call per character.
+	 */
+	out = xmalloc(4 * len + (size_t)(last - first) + (size_t)first + 2);
+	n = 0;
+	for (i = 0; i < len; i++) {
+		if (line[i] == '\t') {
+			memcpy(out + n, "    ", 4);
+			n += 4;
+		} else {
+			out[n++] = line[i];
+		}
+	}
+	out[n++] = '\n';
+	fwrite(out, 1, n, f);
+	n = 0;
+	for (i = 1; i < (size_t)first; i++) {
+		if (i <= len && line[i - 1] == '\t') {
+			memcpy(out + n, "    ", 4);
+			n += 4;
+		} else {
+			out[n++] = ' ';
+		}
+	}
 	for (i = first; i < (size_t)last; i++)
-		fputc('~', f);
-	fputc('\n', f);
+		out[n++] = '~';
+	out[n++] = '\n';
+	fwrite(out, 1, n, f);
+	free(out);
 hints:
 	for (int h = 0; h < g->nhints; h++)
 		fprintf(f, "HINT: %s\n", g->hints[h]);

@@ -44,6 +44,9 @@ struct diag_list {
 	struct arena *arena;
 	const char *filename;	/* "stdin" for -e, else the script path */
 	const char *source;	/* whole program text, for the source line */
+	long *line_start;	/* offset of each line in source, [0] line 1,
+				 * [nlines] one past the end */
+	int nlines;
 	struct diag *head, **tail;
 	int nerrors, nwarnings;
 };
@@ -59,6 +62,10 @@ struct diag *diag_warning(struct diag_list *d, const struct ast_loc *loc,
 	__attribute__((format(printf, 3, 4)));
 void diag_hint(struct diag_list *d, struct diag *g, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
+/* Line `line` (1-based) of the source, without its newline, and its
+ * length; NULL when there is no such line. Constant time. */
+const char *diag_source_line(const struct diag_list *d, int line,
+			     size_t *len);
 /* Print all diagnostics in order, bpftrace's format. */
 void diag_print(const struct diag_list *d, FILE *f);
 static inline bool diag_has_errors(const struct diag_list *d)

@@ -29,6 +29,11 @@
 typedef void *yyscan_t;
 #endif
 
+struct nlist {
+	struct ast_node *head, *tail;
+	int n;
+};
+
 /* What the lexer is inside of (it is in start condition TOP otherwise). */
 enum lex_mode {
 	LM_BODY,	/* probe body: back to TOP at the closing brace */
@@ -39,6 +44,9 @@ enum lex_mode {
 
 struct lex_state {
 	struct compile *c;
+	const char *src;	/* the program text being scanned */
+	size_t src_len;
+	size_t pos;		/* offset of the next character in src */
 	int line, col;		/* position of the next character */
 	int depth;		/* brace depth */
 	enum lex_mode mode;
@@ -48,11 +56,9 @@ struct lex_state {
 	char *buf;		/* string / C definition being collected */
 	size_t len, cap;
 	void *bufstate;
-};
-
-struct nlist {
-	struct ast_node *head, *tail;
-	int n;
+	/* the program's top-level lists, kept with their tails so that
+	 * adding the 70000th probe does not walk the other 69999 */
+	struct nlist c_defs, map_decls, macros, imports, probes;
 };
 
 struct block_body {
@@ -84,14 +90,28 @@ int yylex(YYSTYPE *lvalp, YYLTYPE *llocp, yyscan_t scanner);
 #include "attach.h"
 #include "util.h"
 
+/*
+ * The parser's stacks grow up to this many entries (bison's default is
+ * 10000): "((((1))))" nests no deeper in the tree, which AST_MAX_DEPTH
+ * bounds after parsing.
+ */
+#define YYMAXDEPTH 100000
+
 static void yyerror(YYLTYPE *loc, yyscan_t scanner, struct compile *c,
 		    const char *msg)
 {
 	(void)scanner;
+	/* bison's words when its stacks are full */
+	if (!strcmp(msg, "memory exhausted"))
+		msg = "the program is nested too deeply for the parser";
 	diag_error(&c->diag, loc, "%s", msg);
 }
 
 #define NEW(kind, loc) ast_new(&c->arena, (kind), &(loc))
+
+/* the lexer's state, which also holds the parser's (flex's extra) */
+struct lex_state *yyget_extra(yyscan_t yyscanner);
+#define LS ((struct lex_state *)yyget_extra(scanner))
 
 static struct nlist list1(struct ast_node *n)
 {
@@ -108,6 +128,14 @@ static struct nlist list_add(struct nlist l, struct ast_node *n)
 	l.tail = n;
 	l.n++;
 	return l;
+}
+
+/* Add n to one of the program's lists (l), whose head is *head. */
+static void top_add(struct nlist *l, struct ast_node **head,
+		    struct ast_node *n)
+{
+	*l = list_add(*l, n);
+	*head = l->head;
 }
 
 static struct nlist list_empty(void)
@@ -357,16 +385,14 @@ top_item:
 			struct ast_node *n = NEW(AST_C_DEFINITION, @1);
 
 			n->cdef.text = $1;
-			c->program->program.c_defs =
-				ast_append(c->program->program.c_defs, n);
+			top_add(&LS->c_defs, &c->program->program.c_defs, n);
 		}
 	|	T_CDEF
 		{
 			struct ast_node *n = NEW(AST_C_DEFINITION, @1);
 
 			n->cdef.text = $1;
-			c->program->program.c_defs =
-				ast_append(c->program->program.c_defs, n);
+			top_add(&LS->c_defs, &c->program->program.c_defs, n);
 		}
 	|	config
 		{
@@ -384,25 +410,20 @@ top_item:
 		}
 	|	map_decl
 		{
-			c->program->program.map_decls =
-				ast_append(c->program->program.map_decls, $1);
+			top_add(&LS->map_decls, &c->program->program.map_decls, $1);
 		}
 	|	macro
 		{
-			c->program->program.macros =
-				ast_append(c->program->program.macros, $1);
+			top_add(&LS->macros, &c->program->program.macros, $1);
 		}
 	|	import
 		{
-			c->program->program.imports =
-				ast_append(c->program->program.imports, $1);
+			top_add(&LS->imports, &c->program->program.imports, $1);
 		}
 	|	probe
 		{
-			$1->probe.index =
-				ast_list_len(c->program->program.probes);
-			c->program->program.probes =
-				ast_append(c->program->program.probes, $1);
+			$1->probe.index = LS->probes.n;
+			top_add(&LS->probes, &c->program->program.probes, $1);
 		}
 	|	subprog
 	;
@@ -614,6 +635,7 @@ assign_stmt:
 				$$->assign.lhs = $1;
 				$$->assign.rhs = $3;
 				$$->assign.op = OP_NONE;
+				$$->assign.op_loc = @2;
 			}
 		}
 	|	postfix compound_op value
@@ -631,6 +653,7 @@ assign_stmt:
 			$$->assign.lhs = $1;
 			$$->assign.rhs = $3;
 			$$->assign.op = $2;
+			$$->assign.op_loc = @2;
 		}
 	;
 
@@ -1165,6 +1188,21 @@ let_ident_ptr:
 
 %%
 
+static void parse_check_depth(struct compile *c)
+{
+	struct ast_node *n = ast_too_deep(c->program, AST_MAX_DEPTH);
+	struct diag *g;
+
+	if (!n)
+		return;
+	g = diag_error(&c->diag, &n->loc,
+		       "the program is nested too deeply: more than %d levels",
+		       AST_MAX_DEPTH);
+	if (n->kind == AST_IF)
+		diag_hint(&c->diag, g,
+			  "each \"else if\" is one level deeper than the if before it");
+}
+
 int parse_program(struct compile *c)
 {
 	struct lex_state ls;
@@ -1177,6 +1215,8 @@ int parse_program(struct compile *c)
 		return err;
 	err = yyparse(scanner, c);
 	lex_release(&ls, scanner);
+	if (!err && !diag_has_errors(&c->diag))
+		parse_check_depth(c);
 	if (err || diag_has_errors(&c->diag)) {
 		if (!diag_has_errors(&c->diag))
 			diag_error(&c->diag, NULL, "parser failed");

@@ -210,12 +210,12 @@ const char *sema_tstr(struct sema_ctx *x, const struct type *t)
 		return arena_printf(x->a, "%s[%zu]", sema_tstr(x, t->elem),
 				    t->nelems);
 	case TY_TUPLE: {
-		char *s = "(";
+		const char **parts = arena_alloc(x->a, (t->nfields + 1) *
+							       sizeof(*parts));
 
 		for (int i = 0; i < t->nfields; i++)
-			s = arena_printf(x->a, "%s%s%s", s, i ? "," : "",
-					 sema_tstr(x, t->fields[i].type));
-		return arena_printf(x->a, "%s)", s);
+			parts[i] = sema_tstr(x, t->fields[i].type);
+		return type_tuple_str(x->a, parts, t->nfields);
 	}
 	default:
 		return type_is_aggregation(t) ? type_class(t) :
@@ -404,19 +404,14 @@ int sema_check_nargs(struct sema_ctx *x, struct ast_node *call, int min,
 	return 0;
 }
 
-long sema_src_offset(const char *src, int line, int col)
+long sema_src_offset(const struct compile *c, int line, int col)
 {
-	const char *p = src;
+	size_t len;
+	const char *p = diag_source_line(&c->diag, line, &len);
 
-	if (!src || line < 1 || col < 1)
+	if (!p || col < 1)
 		return -1;
-	while (--line > 0) {
-		p = strchr(p, '\n');
-		if (!p)
-			return -1;
-		p++;
-	}
-	return (long)(p - src) + col - 1;
+	return (long)(p - c->source) + col - 1;
 }
 
 struct ast_loc sema_call_arg_loc(const struct ast_node *call)

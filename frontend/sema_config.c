@@ -242,7 +242,7 @@ static int setup_probe(struct sema_ctx *x, struct ast_node *probe, int idx)
 				 * blank before the probe */
 				struct ast_loc loc = n->loc;
 				const char *src = x->c->source;
-				long o = sema_src_offset(src, loc.first_line,
+				long o = sema_src_offset(x->c, loc.first_line,
 							 loc.first_column);
 
 				if (o > 0 && loc.first_column > 1 &&

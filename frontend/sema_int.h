@@ -126,7 +126,7 @@ int sema_check_nargs(struct sema_ctx *x, struct ast_node *call, int min,
  * from the call's name to the end of that argument. */
 struct ast_loc sema_call_arg_loc(const struct ast_node *call);
 /* Byte offset of (line, column) in the source, or -1. */
-long sema_src_offset(const char *src, int line, int col);
+long sema_src_offset(const struct compile *c, int line, int col);
 /* Positional parameter n (1-based) or NULL. */
 const char *sema_param(struct sema_ctx *x, int n);
 bool sema_is_number(const char *s, int64_t *v);

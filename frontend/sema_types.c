@@ -321,40 +321,12 @@ static struct type *type_map(struct sema_ctx *x, struct ast_node *n)
 /* Variables. */
 
 /*
- * bpftrace 0.17 locates a variable's type mismatch at the '=' of the
- * assignment: find it after the variable in the source.
+ * bpftrace 0.17 locates a variable's type mismatch at the '=' (or the
+ * whole "op=") of the assignment, which the parser recorded.
  */
-static struct ast_loc assign_op_loc(struct sema_ctx *x, struct ast_node *n)
+static struct ast_loc assign_op_loc(const struct ast_node *n)
 {
-	const char *src = x->c->source, *p;
-	struct ast_node *lhs = n->assign.lhs;
-	struct ast_loc loc = n->loc;
-	int line = 1, col = 1;
-
-	if (!src || !lhs->loc.last_line)
-		return loc;
-	for (p = src; *p && (line < lhs->loc.last_line ||
-			     col < lhs->loc.last_column); p++) {
-		if (*p == '\n')
-			line++, col = 1;
-		else
-			col++;
-	}
-	for (; *p && *p != '='; p++) {
-		if (*p == '\n')
-			line++, col = 1;
-		else
-			col++;
-	}
-	if (!*p)
-		return loc;
-	loc.first_line = loc.last_line = line;
-	loc.first_column = col;
-	loc.last_column = col + 1;
-	/* compound assignment: the whole operator */
-	if (n->assign.op != OP_NONE)
-		loc.first_column -= (int)strlen(ast_op_str(n->assign.op));
-	return loc;
+	return n->assign.op_loc.first_line ? n->assign.op_loc : n->loc;
 }
 
 static int var_set(struct sema_ctx *x, struct ast_node *var, struct type *t,
@@ -509,8 +481,8 @@ static struct ast_loc op_loc(struct sema_ctx *x, struct ast_node *n)
 
 	if (!l || !r)
 		return loc;
-	a = sema_src_offset(src, l->loc.last_line, l->loc.last_column);
-	b = sema_src_offset(src, r->loc.first_line, r->loc.first_column);
+	a = sema_src_offset(x->c, l->loc.last_line, l->loc.last_column);
+	b = sema_src_offset(x->c, r->loc.first_line, r->loc.first_column);
 	if (a < 0 || b <= a || l->loc.last_line != r->loc.first_line)
 		return loc;
 	for (i = a; i < b && !strchr(opchars, src[i]); i++)
@@ -1230,7 +1202,7 @@ static int assign_var(struct sema_ctx *x, struct ast_node *n)
 		sema_error(x, &n->loc, "args cannot be assigned to a variable");
 		return -EINVAL;
 	}
-	loc = assign_op_loc(x, n);
+	loc = assign_op_loc(n);
 	return var_set(x, lhs, t, &loc);
 }
 

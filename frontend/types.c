@@ -109,6 +109,25 @@ static const char *const type_names[TY_KIND_COUNT] = {
 	[TY_LHIST] = "lhist_t",
 };
 
+const char *type_tuple_str(struct arena *a, const char *const *parts, int n)
+{
+	size_t len = 3;
+	char *s, *p;
+
+	for (int i = 0; i < n; i++)
+		len += strlen(parts[i]) + 1;
+	s = p = arena_alloc(a, len);
+	*p++ = '(';
+	for (int i = 0; i < n; i++) {
+		if (i)
+			*p++ = ',';
+		p = stpcpy(p, parts[i]);
+	}
+	*p++ = ')';
+	*p = '\0';
+	return s;
+}
+
 const char *type_str(struct arena *a, const struct type *t)
 {
 	if (!t)
@@ -128,12 +147,12 @@ const char *type_str(struct arena *a, const struct type *t)
 	case TY_ENUM:
 		return t->name ? t->name : "struct";
 	case TY_TUPLE: {
-		char *s = arena_strdup(a, "(");
+		const char **parts = arena_alloc(a, (t->nfields + 1) *
+							    sizeof(*parts));
 
 		for (int i = 0; i < t->nfields; i++)
-			s = arena_printf(a, "%s%s%s", s, i ? "," : "",
-					 type_str(a, t->fields[i].type));
-		return arena_printf(a, "%s)", s);
+			parts[i] = type_str(a, t->fields[i].type);
+		return type_tuple_str(a, parts, t->nfields);
 	}
 	default:
 		BUG_ON(t->kind >= TY_KIND_COUNT || !type_names[t->kind]);

@@ -68,6 +68,9 @@ bool type_equal(const struct type *x, const struct type *y);
 bool type_is_integer(const struct type *t);	/* int, bool, pointer-free */
 bool type_is_aggregation(const struct type *t);	/* count ... lhist */
 /* bpftrace's spelling of a type in messages: "uint64", "string[64]", ... */
+/* "(p0,p1,...)" from the n strings parts, built at once (not quadratic
+ * in n as repeated printing would be). */
+const char *type_tuple_str(struct arena *a, const char *const *parts, int n);
 const char *type_str(struct arena *a, const struct type *t);
 /* The class of a type in bpftrace's messages: "integer", "string",
  * "pointer", "tuple", "count", ... */

@@ -256,8 +256,11 @@ tests_unit_kernel_CFLAGS = $(AM_CFLAGS) -fno-reorder-blocks-and-partition
 tests_unit_kernel_LDADD = $(UBT_LIBS)
 
 # Parser fuzzer (tests/fuzz/, see tests/README.md): libFuzzer with clang.
-# `make fuzz` fuzzes for FUZZ_SECONDS; make check runs a short smoke run.
+# `make fuzz` fuzzes for FUZZ_SECONDS inputs of up to 4 KiB, then for
+# FUZZ_LONG_SECONDS inputs of up to 1.1 MB grown from the long-token seeds;
+# make check runs a short smoke run.
 FUZZ_SECONDS = 300
+FUZZ_LONG_SECONDS = 120
 UBT_FUZZ_CFLAGS = -g -O1 -fsanitize=fuzzer,address,undefined \
 	-fno-sanitize-recover=undefined
 UBT_FUZZ_SRCS = \
@@ -284,10 +287,14 @@ tests/fuzz/fuzz-parser: $(UBT_FUZZ_SRCS) frontend/parser.h
 			if test -f $$f; then echo $$f; \
 			else echo $(srcdir)/$$f; fi; done`
 fuzz: tests/fuzz/fuzz-parser
-	@$(MKDIR_P) tests/fuzz/corpus-new
+	@$(MKDIR_P) tests/fuzz/corpus-new tests/fuzz/corpus-long
 	tests/fuzz/fuzz-parser -max_total_time=$(FUZZ_SECONDS) -timeout=10 \
-		-dict=$(srcdir)/tests/fuzz/bpftrace.dict \
+		-max_len=4096 -dict=$(srcdir)/tests/fuzz/bpftrace.dict \
 		tests/fuzz/corpus-new $(srcdir)/tests/fuzz/corpus
+	cp $(srcdir)/tests/fuzz/corpus/long-*.bt tests/fuzz/corpus-long/
+	tests/fuzz/fuzz-parser -max_total_time=$(FUZZ_LONG_SECONDS) \
+		-timeout=30 -max_len=1100000 -len_control=0 \
+		-dict=$(srcdir)/tests/fuzz/bpftrace.dict tests/fuzz/corpus-long
 .PHONY: fuzz
 if HAVE_FUZZ_CC
 check_SCRIPTS += tests/fuzz/fuzz-parser

@@ -4,7 +4,7 @@
 fuzzer=${top_builddir:-.}/tests/fuzz/fuzz-parser
 srcdir=${top_srcdir:-$(dirname "$0")/../..}
 corpus=$srcdir/tests/fuzz/corpus
-echo "1..2"
+echo "1..3"
 if [ ! -x "$fuzzer" ]; then
 	echo "Bail out! $fuzzer is not built (make tests/fuzz/fuzz-parser)"
 	exit 99
@@ -28,10 +28,19 @@ failed=0
 "$fuzzer" -runs=0 -timeout=10 -artifact_prefix="$work/" "$corpus" \
 	>"$work/log" 2>&1
 report 1 "seed corpus" $?
-# 2: a few thousand mutations, fixed seed
+# 2: mutations of ordinary programs (up to 4 KiB), fixed seed
 mkdir "$work/new"
-"$fuzzer" -runs=200000 -max_total_time=20 -seed=1 -timeout=10 \
-	-dict="$srcdir/tests/fuzz/bpftrace.dict" \
+"$fuzzer" -runs=200000 -max_len=4096 -max_total_time=20 -seed=1 \
+	-timeout=10 -dict="$srcdir/tests/fuzz/bpftrace.dict" \
 	-artifact_prefix="$work/" "$work/new" "$corpus" >"$work/log" 2>&1
 report 2 "200000 mutations" $?
+# 3: mutations of the long-token seeds (a token of 16 KiB or more once
+# corrupted the lexer's heap), inputs up to 128 KiB, fixed seed
+mkdir "$work/long" "$work/new-long"
+cp "$corpus"/long-*.bt "$work/long/" || exit 99
+"$fuzzer" -runs=5000 -max_len=131072 -len_control=0 -max_total_time=20 \
+	-seed=1 -timeout=10 -dict="$srcdir/tests/fuzz/bpftrace.dict" \
+	-artifact_prefix="$work/" "$work/new-long" "$work/long" \
+	>"$work/log" 2>&1
+report 3 "5000 mutations of long tokens" $?
 exit $failed
