@@ -68,10 +68,14 @@ LLVMValueRef cg_map_key(struct cg *g, struct ast_node *mapnode,
 static void cg_count_full(struct cg *g, int id, LLVMValueRef ret)
 {
 	struct irb *ir = &g->ir;
+	const struct cg_map *m = &g->obj->maps[id];
 	LLVMBasicBlockRef full, done, cont;
 	LLVMValueRef key, p, n, off;
 
-	if (!g->full)
+	/* a keyless map holds one key: never full (and the check's jump
+	 * to its counting code, at the program's end, would make every
+	 * assignment a long jump) */
+	if (!g->full || (!m->key_type && !m->bucketed && m->max_entries))
 		return;
 	full = LLVMAppendBasicBlockInContext(ir->ctx, ir->fn, "map_full");
 	done = LLVMAppendBasicBlockInContext(ir->ctx, ir->fn, "map_full_done");
