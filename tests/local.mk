@@ -55,9 +55,12 @@ tests_targets_ubt_usdt_CFLAGS = $(UBT_TARGET_CFLAGS)
 tests_targets_ubt_usdt_LDFLAGS =
 endif
 
-# CLI tests (tests/cli/): command-line misuse and use, the man page.
+# CLI tests (tests/cli/): command-line misuse and use, the man page, long
+# tokens and deep nesting, compile time against the number of statements.
 UBT_CLI_TESTS = \
 	tests/cli/cmdline.sh \
+	tests/cli/compile-scale.py \
+	tests/cli/long-tokens.sh \
 	tests/cli/man-examples.sh \
 	tests/cli/manpage.sh
 TESTS += $(UBT_CLI_TESTS) tests/cli/unit-cli
