@@ -16,6 +16,43 @@
 
 #define CG_RINGBUF_SIZE (1u << 20)
 
+/*
+ * The map's global in the BPF object, AT_<name>, which BTF names. The
+ * kernel refuses BTF with a name of KSYM_NAME_LEN (512) or more, and
+ * libbpf then dumps the whole BTF and loads the maps without it (a map of
+ * a 16 KiB name): a longer name is cut, with its index to keep it unique.
+ */
+#define CG_BPF_NAME_MAX 200
+
+static bool cg_bpf_name_taken(struct cg *g, int id, const char *bpf_name)
+{
+	struct sema_program *sp = g->sp;
+
+	for (int i = 0; i < sp->nmaps; i++) {
+		const char *n = sp->maps[i]->name + 1;
+
+		if (i != id && !strncmp(bpf_name, "AT_", 3) &&
+		    !strcmp(bpf_name + 3, n))
+			return true;
+	}
+	return false;
+}
+
+static const char *cg_map_bpf_name(struct cg *g, int id)
+{
+	const char *name = g->sp->maps[id]->name + 1;
+	const char *b;
+
+	if (strlen(name) <= CG_BPF_NAME_MAX)
+		return arena_printf(&g->c->arena, "AT_%s", name);
+	for (int k = 0;; k++) {
+		b = arena_printf(&g->c->arena, "AT_%.*s_%d_%d",
+				 CG_BPF_NAME_MAX, name, id, k);
+		if (!cg_bpf_name_taken(g, id, b))
+			return b;
+	}
+}
+
 static int cg_define_maps(struct cg *g)
 {
 	struct sema_program *sp = g->sp;
@@ -32,8 +69,7 @@ static int cg_define_maps(struct cg *g)
 		size_t ukey;
 
 		m->name = sm->name;
-		m->bpf_name = arena_printf(&g->c->arena, "AT_%s",
-					   sm->name + 1);
+		m->bpf_name = cg_map_bpf_name(g, i);
 		m->key_type = sm->key;
 		m->value_type = sm->value;
 		/* declared with a size, else max_map_keys */
