@@ -410,7 +410,8 @@ top_item:
 		}
 	|	map_decl
 		{
-			top_add(&LS->map_decls, &c->program->program.map_decls, $1);
+			top_add(&LS->map_decls, &c->program->program.map_decls,
+				$1);
 		}
 	|	macro
 		{
@@ -418,7 +419,8 @@ top_item:
 		}
 	|	import
 		{
-			top_add(&LS->imports, &c->program->program.imports, $1);
+			top_add(&LS->imports, &c->program->program.imports,
+				$1);
 		}
 	|	probe
 		{
