@@ -210,9 +210,20 @@ def other(kind, t, fn):
     return o
 
 
-def ubt_user(t, fn, extra=(), group=False):
-    return Tracer([UBT, "-v", "-p", str(t.p.pid)] + list(extra) +
-                  ["-e", prog(t.path, fn)], group=group)
+def ubt_p(t, text, mode=None, group=False):
+    """ubt -v -p on target t, running program text (--mode MODE if
+    given, else ubt's own choice)."""
+    return Tracer([UBT, "-v"] + (["--mode", mode] if mode else []) +
+                  ["-p", str(t.p.pid), "-e", text], group=group)
+
+
+def ubt_user(t, fn, group=False):
+    return ubt_p(t, prog(t.path, fn), group=group)
+
+
+def maps_of(text):
+    """The map lines of an output, sorted."""
+    return "\n".join(sorted(re.findall(r"^@.*$", text, re.M)))
 
 
 def share_case(kind, fn, other_first, ubt_leaves_first):
@@ -351,8 +362,7 @@ def fed_c(u):
     u.close_input()
     done = u.expect("exit 0")
     out, err = u.p.communicate(timeout=30)
-    maps = "\n".join(sorted(re.findall(r"^@.*$", u.buf + out.decode(),
-                                       re.M)))
+    maps = maps_of(u.buf + out.decode())
     return done, maps, err.decode()
 
 
@@ -381,15 +391,14 @@ def fork_p():
     for mode in ("user", "kernel"):
         t = Target("fork-p-" + mode)
         t.run("1", "done")
-        u = Tracer([UBT, "-v", "--mode", mode, "-p", str(t.p.pid), "-e",
-                    FORK_PROG % (t.path, t.path)])
+        u = ubt_p(t, FORK_PROG % (t.path, t.path), mode)
         held = fork_run(t)
         u.stop()
         restored = held and held_restored(held, t.path)
         if held:
             os.kill(held, signal.SIGUSR1)
         st = t.finish()
-        outs[mode] = "\n".join(sorted(re.findall(r"^@.*$", u.out, re.M)))
+        outs[mode] = maps_of(u.out)
         ok(u.count() == 100 and u.p.returncode == 0,
            name + ": --mode %s counts the parent's 100 calls" % mode,
            (u.out + u.err)[-300:])
@@ -434,14 +443,13 @@ def exec_p():
     for mode in ("user", "kernel"):
         t = Target("exec-p-" + mode)
         t.run("1", "done")
-        u = Tracer([UBT, "-v", "--mode", mode, "-p", str(t.p.pid), "-e",
-                    EXEC_PROG % (t.path, t.path)])
+        u = ubt_p(t, EXEC_PROG % (t.path, t.path), mode)
         steps = (t.run("100", "done") and t.run("exec 300", "exec done") and
                  t.run("50", "done"))
         u.stop()
         restored = mode == "kernel" or held_restored(t.p.pid, t.path)
         st = t.finish()
-        outs[mode] = "\n".join(sorted(re.findall(r"^@.*$", u.out, re.M)))
+        outs[mode] = maps_of(u.out)
         ok(steps and st == 0 and u.count() == 450 and u.count("r") == 450,
            name + ": --mode %s counts 450 across the exec, target exits 0"
            % mode, (u.out + u.err)[-300:])
