@@ -89,6 +89,14 @@ LLVMValueRef cg_binop_values(struct cg *g, enum ast_op op, LLVMValueRef l,
 LLVMValueRef cg_string_equal(struct cg *g, LLVMValueRef a,
 			     const struct type *at, LLVMValueRef b,
 			     const struct type *bt, size_t limit);
+/* cg_builtin.c: a builtin's value; a field of args; is the probe a
+ * uprobe, uretprobe or USDT probe (user memory)? */
+LLVMValueRef cg_builtin(struct cg *g, struct ast_node *n);
+LLVMValueRef cg_field(struct cg *g, struct ast_node *n);
+bool cg_is_uprobe(struct cg *g);
+/* cg_util.c: a string literal in a zeroed buffer of >= size bytes. */
+LLVMValueRef cg_string_lit(struct cg *g, const char *s, size_t len,
+			   size_t size);
 /* Truncate/extend an i64 by type (for narrow ints after arithmetic). */
 LLVMValueRef cg_int_norm(struct cg *g, LLVMValueRef v, const struct type *t);
 

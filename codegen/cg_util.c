@@ -262,3 +262,26 @@ void cg_record_send(struct cg *g, LLVMValueRef rec, size_t size)
 	LLVMBuildBr(ir->b, done);
 	LLVMPositionBuilderAtEnd(ir->b, done);
 }
+
+/* A string literal in a zeroed stack buffer of at least size bytes. */
+LLVMValueRef cg_string_lit(struct cg *g, const char *s, size_t len,
+			   size_t size)
+{
+	LLVMValueRef buf;
+
+	if (size < len + 1)
+		size = len + 1;
+	buf = irb_alloca(&g->ir, size, "str");
+	irb_memset(&g->ir, buf, 0, (size + 7) & ~(size_t)7);
+	for (size_t i = 0; i < len; i += 8) {
+		uint64_t w = 0;
+		size_t n = len - i < 8 ? len - i : 8;
+
+		memcpy(&w, s + i, n);
+		if (!w)
+			continue;
+		LLVMBuildStore(g->ir.b, irb_const(&g->ir, w),
+			       irb_gep(&g->ir, buf, i));
+	}
+	return buf;
+}

@@ -44,32 +44,6 @@ static LLVMTargetMachineRef irb_target_machine(void)
 	return irb_bpf_tm;
 }
 
-void irb_module_init(struct irb *ir, enum cg_target t, const char *name,
-		     const char *triple, LLVMTargetMachineRef tm)
-{
-	LLVMTargetDataRef td;
-	char *dl;
-
-	memset(ir, 0, sizeof(*ir));
-	ir->target = t;
-	ir->ctx = LLVMContextCreate();
-	ir->mod = LLVMModuleCreateWithNameInContext(name, ir->ctx);
-	LLVMSetTarget(ir->mod, triple);
-	td = LLVMCreateTargetDataLayout(tm);
-	dl = LLVMCopyStringRepOfTargetData(td);
-	LLVMSetDataLayout(ir->mod, dl);
-	LLVMDisposeMessage(dl);
-	LLVMDisposeTargetData(td);
-	ir->b = LLVMCreateBuilderInContext(ir->ctx);
-	ir->i1 = LLVMInt1TypeInContext(ir->ctx);
-	ir->i8 = LLVMInt8TypeInContext(ir->ctx);
-	ir->i16 = LLVMInt16TypeInContext(ir->ctx);
-	ir->i32 = LLVMInt32TypeInContext(ir->ctx);
-	ir->i64 = LLVMInt64TypeInContext(ir->ctx);
-	ir->ptr = LLVMPointerTypeInContext(ir->ctx, 0);
-	ir->void_ = LLVMVoidTypeInContext(ir->ctx);
-}
-
 int irb_init(struct irb *ir, enum cg_target t, const char *name)
 {
 	LLVMMetadataRef flag;
@@ -209,126 +183,6 @@ void irb_func_end(struct irb *ir)
 	ir->entry = NULL;
 }
 
-LLVMValueRef irb_alloca_type(struct irb *ir, LLVMTypeRef ty, const char *name)
-{
-	LLVMBuilderRef eb = LLVMCreateBuilderInContext(ir->ctx);
-	LLVMValueRef first = LLVMGetFirstInstruction(ir->entry);
-	LLVMValueRef a;
-
-	if (first)
-		LLVMPositionBuilderBefore(eb, first);
-	else
-		LLVMPositionBuilderAtEnd(eb, ir->entry);
-	a = LLVMBuildAlloca(eb, ty, name ? name : "");
-	LLVMSetAlignment(a, 8);
-	LLVMDisposeBuilder(eb);
-	return a;
-}
-
-static void irb_lifetime(struct irb *ir, bool start, LLVMValueRef p,
-			 size_t size)
-{
-	const char *name = start ? "llvm.lifetime.start" : "llvm.lifetime.end";
-	unsigned id = LLVMLookupIntrinsicID(name, strlen(name));
-	LLVMValueRef fn = LLVMGetIntrinsicDeclaration(ir->mod, id, &ir->ptr, 1);
-	LLVMTypeRef ft = LLVMIntrinsicGetType(ir->ctx, id, &ir->ptr, 1);
-	LLVMValueRef args[2] = { LLVMConstInt(ir->i64, size, 0), p };
-
-	LLVMBuildCall2(ir->b, ft, fn, args, 2, "");
-}
-
-int irb_scope_begin(struct irb *ir)
-{
-	ir->scope++;
-	return ir->ntemps;
-}
-
-/*
- * Buffers are given again, but only IRB_SLOT_USES times each. Without
- * reuse, each statement's temporaries are stack slots of their own, and
- * LLVM's stack colouring merges them in time quadratic in their number
- * (70000 statements: minutes); with one buffer for all, instcombine
- * rescans its users quadratically instead. Bounded reuse keeps both
- * linear enough: 70000 statements compile in seconds.
- */
-#define IRB_SLOT_USES 64
-
-static void irb_slot_push(struct irb_slot **v, int *n, int *cap,
-			  struct irb_slot s)
-{
-	if (*n == *cap) {
-		*cap = *cap ? 2 * *cap : 64;
-		*v = xrealloc(*v, *cap * sizeof(**v));
-	}
-	(*v)[(*n)++] = s;
-}
-
-/*
- * A spare buffer of `size` bytes of the current function, or NULL. Only
- * the most recently freed few are looked at: a miss costs a new slot, not
- * a walk over every temporary of the program.
- */
-static bool irb_spare_take(struct irb *ir, size_t size, struct irb_slot *out)
-{
-	int lo = ir->nspare > 64 ? ir->nspare - 64 : 0;
-
-	for (int i = ir->nspare - 1; i >= lo; i--) {
-		struct irb_slot *s = &ir->spare[i];
-
-		if (s->size != size ||
-		    LLVMGetInstructionParent(s->a) != ir->entry)
-			continue;
-		*out = *s;
-		*s = ir->spare[--ir->nspare];
-		return true;
-	}
-	return false;
-}
-
-void irb_scope_end(struct irb *ir, int mark)
-{
-	LLVMBasicBlockRef bb = LLVMGetInsertBlock(ir->b);
-
-	BUG_ON(ir->scope <= 0 || mark > ir->ntemps);
-	ir->scope--;
-	/* after a terminator (exit(), return) no lifetime ends here: the
-	 * buffers are not given again */
-	if (bb && !LLVMGetBasicBlockTerminator(bb)) {
-		for (int i = mark; i < ir->ntemps; i++) {
-			struct irb_slot *s = &ir->temps[i];
-
-			irb_lifetime(ir, false, s->a, s->size);
-			if (s->uses < IRB_SLOT_USES)
-				irb_slot_push(&ir->spare, &ir->nspare,
-					      &ir->capspare, *s);
-		}
-	}
-	ir->ntemps = mark;
-}
-
-LLVMValueRef irb_alloca(struct irb *ir, size_t size, const char *name)
-{
-	/* whole u64 words so that the stack stays 8-byte aligned */
-	size_t words = (size + 7) / 8;
-	struct irb_slot s = { .uses = 0 };
-
-	if (!words)
-		words = 1;
-	if (!ir->scope)
-		return irb_alloca_type(ir, LLVMArrayType2(ir->i64, words),
-				       name);
-	/* a temporary in the open scope: its lifetime starts here */
-	if (!irb_spare_take(ir, words * 8, &s)) {
-		s.a = irb_alloca_type(ir, LLVMArrayType2(ir->i64, words),
-				      name);
-		s.size = words * 8;
-	}
-	s.uses++;
-	irb_slot_push(&ir->temps, &ir->ntemps, &ir->captemps, s);
-	irb_lifetime(ir, true, s.a, s.size);
-	return s.a;
-}
-
 void irb_memset(struct irb *ir, LLVMValueRef dst, int c, size_t size)
 {
 	LLVMValueRef s;
@@ -351,20 +205,6 @@ void irb_memcpy(struct irb *ir, LLVMValueRef dst, LLVMValueRef src,
 	}
 	LLVMBuildMemCpy(ir->b, dst, 1, src, 1,
 			LLVMConstInt(ir->i64, size, 0));
-}
-
-LLVMValueRef irb_gep(struct irb *ir, LLVMValueRef p, size_t off)
-{
-	LLVMValueRef idx = LLVMConstInt(ir->i64, off, 0);
-
-	if (!off)
-		return p;
-	return LLVMBuildGEP2(ir->b, ir->i8, p, &idx, 1, "");
-}
-
-LLVMValueRef irb_const(struct irb *ir, uint64_t v)
-{
-	return LLVMConstInt(ir->i64, v, 0);
 }
 
 LLVMValueRef irb_helper(struct irb *ir, int id, LLVMValueRef *args, int n)

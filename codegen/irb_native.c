@@ -31,32 +31,9 @@ _Static_assert(NATIVE_GLOBALS_START == CG_GLOBALS_START &&
 		       NATIVE_GLOBALS_PID >= CG_GLOBALS_SIZE,
 	       "native globals follow the BPF globals");
 
-#define NAT_CC_PRESERVE_MOST 14	/* llvm::CallingConv::PreserveMost */
-#define NAT_MAX_NEST 16		/* map iterations inside one another */
+#include "irb_native_int.h"
 
-struct nat_map {
-	LLVMValueRef ref;	/* what irb_map_define returned */
-	int idx;		/* into maps, -1: the ring buffer */
-};
-
-/* One native build at a time (the compiler is single-threaded). */
-static struct irb_native {
-	struct irb *ir;
-	const struct cg_object *obj;
-	const bool *thread_maps;	/* by index in obj->maps */
-	struct native_map *maps;
-	struct nat_map *refs;
-	int nmaps, cap;
-	uint64_t area;		/* map-area bytes laid out so far */
-	uint64_t shared;	/* shared-area bytes laid out so far */
-	const char *unsupported;	/* first thing that cannot be lowered */
-	LLVMValueRef blk;	/* the block pointer in the current function */
-	/* the enclosing functions' block pointers while a map iteration's
-	 * callback is built (irb_native_callback_begin() pushes, its
-	 * BPF_FUNC_for_each_map_elem pops) */
-	LLVMValueRef outer_blk[NAT_MAX_NEST];
-	int nest;
-} nat;
+struct irb_native irb_nat;
 
 bool irb_is_native(const struct irb *ir)
 {
@@ -69,11 +46,11 @@ int irb_native_init(struct irb *ir, const char *name)
 
 	if (!tm)
 		return -ENOENT;
-	free(nat.maps);
-	free(nat.refs);
-	memset(&nat, 0, sizeof(nat));
-	nat.ir = ir;
-	nat.area = NATIVE_MAPS_OFF;
+	free(irb_nat.maps);
+	free(irb_nat.refs);
+	memset(&irb_nat, 0, sizeof(irb_nat));
+	irb_nat.ir = ir;
+	irb_nat.area = NATIVE_MAPS_OFF;
 	irb_module_init(ir, CG_TARGET_NATIVE, name, "x86_64-unknown-linux-gnu",
 			tm);
 	return 0;
@@ -81,37 +58,37 @@ int irb_native_init(struct irb *ir, const char *name)
 
 void irb_native_set_object(struct irb *ir, const struct cg_object *obj)
 {
-	BUG_ON(nat.ir != ir);
-	nat.obj = obj;
+	BUG_ON(irb_nat.ir != ir);
+	irb_nat.obj = obj;
 }
 
 void irb_native_set_thread_maps(struct irb *ir, const bool *by_map)
 {
-	BUG_ON(nat.ir != ir);
-	nat.thread_maps = by_map;
+	BUG_ON(irb_nat.ir != ir);
+	irb_nat.thread_maps = by_map;
 }
 
 void irb_native_release(struct irb *ir)
 {
-	if (nat.ir != ir)
+	if (irb_nat.ir != ir)
 		return;
-	free(nat.maps);
-	free(nat.refs);
-	memset(&nat, 0, sizeof(nat));
+	free(irb_nat.maps);
+	free(irb_nat.refs);
+	memset(&irb_nat, 0, sizeof(irb_nat));
 }
 
 const char *irb_native_unsupported(const struct irb *ir)
 {
-	return nat.ir == ir ? nat.unsupported : NULL;
+	return irb_nat.ir == ir ? irb_nat.unsupported : NULL;
 }
 
 const struct native_map *irb_native_maps(const struct irb *ir, int *n,
 					 uint64_t *area)
 {
-	BUG_ON(nat.ir != ir);
-	*n = nat.nmaps;
-	*area = nat.area;
-	return nat.maps;
+	BUG_ON(irb_nat.ir != ir);
+	*n = irb_nat.nmaps;
+	*area = irb_nat.area;
+	return irb_nat.maps;
 }
 
 uint64_t native_shared_size(const struct native_map *maps, int n)
@@ -125,10 +102,10 @@ uint64_t native_shared_size(const struct native_map *maps, int n)
 	return rt_align8(end);
 }
 
-static void nat_unsupported(const char *what)
+void nat_unsupported(const char *what)
 {
-	if (!nat.unsupported)
-		nat.unsupported = what;
+	if (!irb_nat.unsupported)
+		irb_nat.unsupported = what;
 }
 
 static void nat_attr(struct irb *ir, LLVMValueRef fn, const char *k,
@@ -202,7 +179,7 @@ LLVMValueRef irb_native_func_begin(struct irb *ir, const char *name)
 				    LLVMBuildPtrToInt(ir->b, ra, ir->i64, ""),
 				    irb_const(ir, 16), ""),
 		       irb_gep(ir, ctx, 152));
-	nat.blk = nat_block(ir);
+	irb_nat.blk = nat_block(ir);
 	return ctx;
 }
 
@@ -238,28 +215,28 @@ LLVMValueRef irb_native_callback_begin(struct irb *ir, const char *name,
 	ir->fn = fn;
 	ir->entry = LLVMAppendBasicBlockInContext(ir->ctx, fn, "entry");
 	LLVMPositionBuilderAtEnd(ir->b, ir->entry);
-	if (nat.nest < NAT_MAX_NEST)
-		nat.outer_blk[nat.nest] = nat.blk;
+	if (irb_nat.nest < NAT_MAX_NEST)
+		irb_nat.outer_blk[irb_nat.nest] = irb_nat.blk;
 	else
 		nat_unsupported("map iterations nested this deep");
-	nat.nest++;
-	nat.blk = LLVMGetParam(fn, 3);
+	irb_nat.nest++;
+	irb_nat.blk = LLVMGetParam(fn, 3);
 	return fn;
 }
 
-static LLVMValueRef nat_map_area(struct irb *ir, uint64_t off)
+LLVMValueRef nat_map_area(struct irb *ir, uint64_t off)
 {
 	LLVMValueRef idx = irb_const(ir, RT_BLK_MAP + off);
 
 	/* inbounds of a non-null block: never null, checks fold away */
-	return LLVMBuildInBoundsGEP2(ir->b, ir->i8, nat.blk, &idx, 1, "");
+	return LLVMBuildInBoundsGEP2(ir->b, ir->i8, irb_nat.blk, &idx, 1, "");
 }
 
 /* fn = ctl->fn[i], ctl = *(blk + RT_BLK_CTL) */
 static LLVMValueRef nat_rt_fn(struct irb *ir, int i)
 {
 	LLVMValueRef ctl = LLVMBuildLoad2(ir->b, ir->ptr,
-					  irb_gep(ir, nat.blk, RT_BLK_CTL),
+					  irb_gep(ir, irb_nat.blk, RT_BLK_CTL),
 					  "ctl");
 
 	return LLVMBuildLoad2(ir->b, ir->ptr,
@@ -269,18 +246,18 @@ static LLVMValueRef nat_rt_fn(struct irb *ir, int i)
 }
 
 /* The shared table of map m: ctl + RT_SHARED_OFF + m->off. */
-static LLVMValueRef nat_shtab(struct irb *ir, const struct native_map *m)
+LLVMValueRef nat_shtab(struct irb *ir, const struct native_map *m)
 {
 	LLVMValueRef ctl = LLVMBuildLoad2(ir->b, ir->ptr,
-					  irb_gep(ir, nat.blk, RT_BLK_CTL),
+					  irb_gep(ir, irb_nat.blk, RT_BLK_CTL),
 					  "ctl");
 	LLVMValueRef idx = irb_const(ir, RT_SHARED_OFF + m->off);
 
 	return LLVMBuildInBoundsGEP2(ir->b, ir->i8, ctl, &idx, 1, "shtab");
 }
 
-static LLVMValueRef nat_call(struct irb *ir, int i, LLVMTypeRef ret,
-			     LLVMValueRef *args, int n)
+LLVMValueRef nat_call(struct irb *ir, int i, LLVMTypeRef ret,
+		      LLVMValueRef *args, int n)
 {
 	LLVMTypeRef params[4];
 	LLVMTypeRef ft;
@@ -317,23 +294,23 @@ LLVMValueRef irb_native_map_define(struct irb *ir, const char *name,
 	struct native_map *m;
 	LLVMValueRef ref;
 
-	BUG_ON(nat.ir != ir);
-	ref = LLVMConstIntToPtr(LLVMConstInt(ir->i64, 0x1000 + nat.nmaps, 0),
+	BUG_ON(irb_nat.ir != ir);
+	ref = LLVMConstIntToPtr(LLVMConstInt(ir->i64, 0x1000 + irb_nat.nmaps, 0),
 				ir->ptr);
-	if (nat.nmaps == nat.cap) {
-		nat.cap = nat.cap ? 2 * nat.cap : 16;
-		nat.maps = xrealloc(nat.maps, nat.cap * sizeof(*nat.maps));
-		nat.refs = xrealloc(nat.refs, nat.cap * sizeof(*nat.refs));
+	if (irb_nat.nmaps == irb_nat.cap) {
+		irb_nat.cap = irb_nat.cap ? 2 * irb_nat.cap : 16;
+		irb_nat.maps = xrealloc(irb_nat.maps, irb_nat.cap * sizeof(*irb_nat.maps));
+		irb_nat.refs = xrealloc(irb_nat.refs, irb_nat.cap * sizeof(*irb_nat.refs));
 	}
-	nat.refs[nat.nmaps] = (struct nat_map){ .ref = ref,
-						.idx = nat.nmaps };
-	m = &nat.maps[nat.nmaps++];
+	irb_nat.refs[irb_nat.nmaps] = (struct nat_map){ .ref = ref,
+						.idx = irb_nat.nmaps };
+	m = &irb_nat.maps[irb_nat.nmaps++];
 	memset(m, 0, sizeof(*m));
 	m->name = name;
 	m->key_size = key_size;
 	m->val_size = value_size;
 	if (bpf_type == BPF_MAP_TYPE_RINGBUF) {
-		nat.refs[nat.nmaps - 1].idx = -1;
+		irb_nat.refs[irb_nat.nmaps - 1].idx = -1;
 		return ref;
 	}
 	if (!strcmp(name, "AT__globals")) {
@@ -348,13 +325,13 @@ LLVMValueRef irb_native_map_define(struct irb *ir, const char *name,
 		m->bytes = 8;
 		return ref;
 	}
-	for (int i = 0; nat.obj && i < nat.obj->nmaps; i++)
-		if (nat.obj->maps[i].bpf_name &&
-		    !strcmp(nat.obj->maps[i].bpf_name, name))
-			cm = &nat.obj->maps[i];
+	for (int i = 0; irb_nat.obj && i < irb_nat.obj->nmaps; i++)
+		if (irb_nat.obj->maps[i].bpf_name &&
+		    !strcmp(irb_nat.obj->maps[i].bpf_name, name))
+			cm = &irb_nat.obj->maps[i];
 	if (cm && !cm->percpu && !cm->bucketed &&
-	    !(nat.thread_maps && cm->key_type &&
-	      nat.thread_maps[cm - nat.obj->maps])) {
+	    !(irb_nat.thread_maps && cm->key_type &&
+	      irb_nat.thread_maps[cm - irb_nat.obj->maps])) {
 		/* an ordinary map: one table for all threads */
 		uint32_t slots = nat_table_slots(max_entries,
 						 NATIVE_SHTAB_MAX_SLOTS);
@@ -368,10 +345,10 @@ LLVMValueRef irb_native_map_define(struct irb *ir, const char *name,
 		m->bytes = sizeof(struct rt_shtab) +
 			   (uint64_t)slots * (8 + rt_align8(key_size) +
 					      rt_align8(value_size));
-		m->off = nat.shared;
-		nat.shared = rt_align8(nat.shared + m->bytes);
-		m->scratch = nat.area;
-		nat.area = rt_align8(nat.area + rt_align8(value_size));
+		m->off = irb_nat.shared;
+		irb_nat.shared = rt_align8(irb_nat.shared + m->bytes);
+		m->scratch = irb_nat.area;
+		irb_nat.area = rt_align8(irb_nat.area + rt_align8(value_size));
 		return ref;
 	}
 	if (cm && !cm->key_type && !cm->bucketed) {
@@ -400,23 +377,23 @@ LLVMValueRef irb_native_map_define(struct irb *ir, const char *name,
 			   (uint64_t)slots * (8 + rt_align8(key_size) +
 					      rt_align8(value_size));
 	}
-	m->off = nat.area;
-	nat.area = rt_align8(nat.area + m->bytes);
+	m->off = irb_nat.area;
+	irb_nat.area = rt_align8(irb_nat.area + m->bytes);
 	return ref;
 }
 
-static struct native_map *nat_find(LLVMValueRef ref)
+struct native_map *nat_find(LLVMValueRef ref)
 {
-	for (int i = 0; i < nat.nmaps; i++)
-		if (nat.refs[i].ref == ref)
-			return nat.refs[i].idx < 0 ? NULL : &nat.maps[i];
+	for (int i = 0; i < irb_nat.nmaps; i++)
+		if (irb_nat.refs[i].ref == ref)
+			return irb_nat.refs[i].idx < 0 ? NULL : &irb_nat.maps[i];
 	BUG("native map not defined");
 }
 
 /* phi's values: v0 coming from b0, v1 from b1 */
-static void nat_incoming2(LLVMValueRef phi, LLVMValueRef v0,
-			  LLVMBasicBlockRef b0, LLVMValueRef v1,
-			  LLVMBasicBlockRef b1)
+void nat_incoming2(LLVMValueRef phi, LLVMValueRef v0,
+		   LLVMBasicBlockRef b0, LLVMValueRef v1,
+		   LLVMBasicBlockRef b1)
 {
 	LLVMValueRef v[2] = { v0, v1 };
 	LLVMBasicBlockRef b[2] = { b0, b1 };
@@ -637,393 +614,13 @@ void irb_native_memcpy(struct irb *ir, LLVMValueRef dst, LLVMValueRef src,
 		nat_intrinsic_mem(ir, "llvm.memcpy.inline", args, ov, 3);
 }
 
-/* An inline system call with up to three arguments. */
-static LLVMValueRef nat_syscall(struct irb *ir, long nr, LLVMValueRef *args,
-				int n)
-{
-	static const char *cons[] = {
-		"={rax},{rax},~{rcx},~{r11},~{memory}",
-		"={rax},{rax},{rdi},~{rcx},~{r11},~{memory}",
-		"={rax},{rax},{rdi},{rsi},~{rcx},~{r11},~{memory}",
-		"={rax},{rax},{rdi},{rsi},{rdx},~{rcx},~{r11},~{memory}",
-	};
-	LLVMTypeRef params[4];
-	LLVMValueRef a[4];
-	LLVMTypeRef ft;
-	LLVMValueRef asmv;
-
-	BUG_ON(n > 3);
-	a[0] = irb_const(ir, nr);
-	params[0] = ir->i64;
-	for (int i = 0; i < n; i++) {
-		a[i + 1] = args[i];
-		params[i + 1] = LLVMTypeOf(args[i]);
-	}
-	ft = LLVMFunctionType(ir->i64, params, n + 1, 0);
-	asmv = LLVMGetInlineAsm(ft, "syscall", 7, (char *)cons[n],
-				strlen(cons[n]), 1, 0, LLVMInlineAsmDialectATT,
-				0);
-	return LLVMBuildCall2(ir->b, ft, asmv, a, n + 1, "");
-}
-
-/*
- * CLOCK_MONOTONIC in ns, as bpf_ktime_get_ns(): the runtime's
- * rt_clock_ns(), the vDSO's clock_gettime() without a system call (also
- * the events' time stamps when the time-stamp counter is not a clock).
- */
-static LLVMValueRef nat_clock(struct irb *ir)
-{
-	return nat_call(ir, RT_FN_CLOCK_NS, ir->i64, NULL, 0);
-}
-
-/* getcpu(2): the thread's CPU, or its NUMA node. */
-/*
- * rdtscp gives the kernel's per-CPU TSC_AUX: (node << 12) | cpu, as the
- * vDSO's getcpu() reads it.  Only where the CPU has rdtscp (the target
- * runs on this machine): elsewhere it would fault.
- */
-static LLVMValueRef nat_getcpu_syscall(struct irb *ir, bool node);
-
-static bool nat_have_rdtscp(void)
-{
-	unsigned int a, b, c, d;
-
-	if (getenv("UBT_NO_RDTSCP"))
-		return false;
-	__asm__("cpuid" : "=a"(a), "=b"(b), "=c"(c), "=d"(d) : "a"(0x80000000));
-	if (a < 0x80000001)
-		return false;
-	__asm__("cpuid" : "=a"(a), "=b"(b), "=c"(c), "=d"(d) : "a"(0x80000001));
-	return d & (1u << 27);
-}
-
-static LLVMValueRef nat_getcpu(struct irb *ir, bool node)
-{
-	if (nat_have_rdtscp()) {
-		/* no system call: the cpu and node numbers from TSC_AUX */
-		LLVMTypeRef st = LLVMStructTypeInContext(
-			ir->ctx, (LLVMTypeRef[]){ ir->i32, ir->i32 }, 2, 0);
-		LLVMTypeRef ft = LLVMFunctionType(st, NULL, 0, 0);
-		LLVMValueRef asmv = LLVMGetInlineAsm(
-			ft, "rdtscp", 6, "={eax},={ecx},~{edx}", 20, 1, 0,
-			LLVMInlineAsmDialectATT, 0);
-		LLVMValueRef r = LLVMBuildCall2(ir->b, ft, asmv, NULL, 0, "");
-		LLVMValueRef aux = LLVMBuildZExt(
-			ir->b, LLVMBuildExtractValue(ir->b, r, 1, "aux"),
-			ir->i64, "");
-
-		return node ? LLVMBuildLShr(ir->b, aux, irb_const(ir, 12), "")
-			    : LLVMBuildAnd(ir->b, aux, irb_const(ir, 0xfff),
-					   "");
-	}
-	return nat_getcpu_syscall(ir, node);
-}
-
-static LLVMValueRef nat_getcpu_syscall(struct irb *ir, bool node)
-{
-	LLVMValueRef v = irb_alloca(ir, 8, node ? "node" : "cpu");
-	LLVMValueRef a[3], none = irb_const(ir, 0);
-	LLVMValueRef at = LLVMBuildPtrToInt(ir->b, v, ir->i64, "");
-
-	LLVMBuildStore(ir->b, irb_const(ir, 0), v);
-	a[0] = node ? none : at;
-	a[1] = node ? at : none;
-	a[2] = none;
-	nat_syscall(ir, 309 /* getcpu */, a, 3);
-	return LLVMBuildZExt(ir->b, LLVMBuildLoad2(ir->b, ir->i32, v, ""),
-			     ir->i64, "");
-}
-
-/*
- * bpf_for_each_map_elem(map, callback, ctx, flags) over a shared table:
- *
- *	for (i = 0, count = 0; (i = rt_shtab_next(tab, i, key, val)); )
- *		if (count++, callback(map, key, val, blk))
- *			break;
- *
- * key and val are this loop's buffers in the thread's map area; the
- * callback (irb_native_callback_begin()) is inlined. Returns the entries
- * visited, as the kernel does (len(): a callback that returns 0).
- * Over an aggregation (a per-thread table, HTAB and not plain), the same
- * loop with rt_htab_next_all(): every thread's keys, this thread's values
- * (a per-CPU map's keys with the current CPU's values).
- */
-static LLVMValueRef nat_for_each(struct irb *ir, LLVMValueRef *args, int n)
-{
-	struct native_map *m;
-	LLVMValueRef tab, kbuf, vbuf, from, cnt, next, cnt1, r, res, a[4];
-	LLVMBasicBlockRef pre, loop, body, done;
-	LLVMTypeRef ft;
-	uint64_t off;
-
-	BUG_ON(n != 4 || !nat.nest);
-	nat.nest--;
-	if (nat.nest < NAT_MAX_NEST)
-		nat.blk = nat.outer_blk[nat.nest];
-	m = nat_find(args[0]);
-	if (!m || (m->kind != NATIVE_MAP_SHARED &&
-		   (m->kind != NATIVE_MAP_HTAB || m->plain))) {
-		nat_unsupported("a map iteration (for, len()) over a map "
-				"that is not in the shared table");
-		return irb_const(ir, 0);
-	}
-	off = nat.area;
-	nat.area = rt_align8(nat.area + rt_align8(m->key_size) +
-			     rt_align8(m->val_size));
-	tab = m->kind == NATIVE_MAP_SHARED ? nat_shtab(ir, m) :
-					     nat_map_area(ir, m->off);
-	kbuf = nat_map_area(ir, off);
-	vbuf = nat_map_area(ir, off + rt_align8(m->key_size));
-	pre = LLVMGetInsertBlock(ir->b);
-	loop = LLVMAppendBasicBlockInContext(ir->ctx, ir->fn, "each");
-	body = LLVMAppendBasicBlockInContext(ir->ctx, ir->fn, "each_body");
-	done = LLVMAppendBasicBlockInContext(ir->ctx, ir->fn, "each_done");
-	LLVMBuildBr(ir->b, loop);
-
-	LLVMPositionBuilderAtEnd(ir->b, loop);
-	from = LLVMBuildPhi(ir->b, ir->i64, "from");
-	cnt = LLVMBuildPhi(ir->b, ir->i64, "count");
-	a[0] = tab;
-	a[1] = from;
-	a[2] = kbuf;
-	a[3] = vbuf;
-	next = nat_call(ir, m->kind == NATIVE_MAP_SHARED ? RT_FN_SHTAB_NEXT :
-							 RT_FN_HTAB_NEXT_ALL,
-			ir->i64, a, 4);
-	LLVMBuildCondBr(ir->b, LLVMBuildICmp(ir->b, LLVMIntEQ, next,
-					     irb_const(ir, 0), ""),
-			done, body);
-
-	LLVMPositionBuilderAtEnd(ir->b, body);
-	cnt1 = LLVMBuildAdd(ir->b, cnt, irb_const(ir, 1), "");
-	a[0] = args[0];
-	a[1] = kbuf;
-	a[2] = vbuf;
-	a[3] = nat.blk;
-	ft = LLVMGlobalGetValueType(args[1]);
-	r = LLVMBuildCall2(ir->b, ft, args[1], a, 4, "");
-	LLVMBuildCondBr(ir->b, LLVMBuildICmp(ir->b, LLVMIntNE, r,
-					     irb_const(ir, 0), ""),
-			done, loop);
-	nat_incoming2(from, irb_const(ir, 0), pre, next, body);
-	nat_incoming2(cnt, irb_const(ir, 0), pre, cnt1, body);
-
-	LLVMPositionBuilderAtEnd(ir->b, done);
-	res = LLVMBuildPhi(ir->b, ir->i64, "visited");
-	nat_incoming2(res, cnt, loop, cnt1, body);
-	return res;
-}
-
-LLVMValueRef irb_native_cycles(struct irb *ir)
-{
-	static const char name[] = "llvm.readcyclecounter";
-	unsigned id = LLVMLookupIntrinsicID(name, sizeof(name) - 1);
-	LLVMValueRef fn = LLVMGetIntrinsicDeclaration(ir->mod, id, NULL, 0);
-	LLVMTypeRef ft = LLVMIntrinsicGetType(ir->ctx, id, NULL, 0);
-
-	return LLVMBuildCall2(ir->b, ft, fn, NULL, 0, "tsc");
-}
-
-LLVMValueRef irb_native_helper(struct irb *ir, int id, LLVMValueRef *args,
-			       int n)
-{
-	LLVMValueRef v, a[3];
-
-	switch (id) {
-	case BPF_FUNC_get_current_pid_tgid: {
-		/* pid from the globals, tid from the block */
-		LLVMValueRef pid = LLVMBuildLoad2(
-			ir->b, ir->i64, nat_map_area(ir, NATIVE_GLOBALS_PID),
-			"pid");
-		LLVMValueRef tid = LLVMBuildLoad2(
-			ir->b, ir->i32, irb_gep(ir, nat.blk, RT_BLK_TID),
-			"tid");
-
-		return LLVMBuildOr(ir->b,
-				   LLVMBuildShl(ir->b, pid, irb_const(ir, 32),
-						""),
-				   LLVMBuildZExt(ir->b, tid, ir->i64, ""), "");
-	}
-	case BPF_FUNC_get_current_uid_gid: {
-		LLVMValueRef uid = nat_syscall(ir, 102 /* getuid */, NULL, 0);
-		LLVMValueRef gid = nat_syscall(ir, 104 /* getgid */, NULL, 0);
-
-		return LLVMBuildOr(
-			ir->b,
-			LLVMBuildShl(ir->b, gid, irb_const(ir, 32), ""),
-			LLVMBuildAnd(ir->b, uid, irb_const(ir, 0xffffffff),
-				     ""),
-			"");
-	}
-	case BPF_FUNC_ktime_get_ns:
-	case BPF_FUNC_ktime_get_boot_ns:
-		if (id == BPF_FUNC_ktime_get_boot_ns)
-			break;
-		return nat_clock(ir);
-	case BPF_FUNC_get_current_comm: {
-		/* prctl(PR_GET_NAME) into 16 bytes, then the size asked */
-		LLVMValueRef tmp = irb_alloca(ir, 16, "comm16");
-		uint64_t sz = n == 2 && LLVMIsAConstantInt(args[1]) ?
-				      LLVMConstIntGetZExtValue(args[1]) : 0;
-
-		if (!sz || sz > 16)
-			break;
-		irb_native_memset(ir, tmp, 0, 16);
-		a[0] = irb_const(ir, 16 /* PR_GET_NAME */);
-		a[1] = LLVMBuildPtrToInt(ir->b, tmp, ir->i64, "");
-		nat_syscall(ir, 157 /* prctl */, a, 2);
-		irb_native_memcpy(ir, args[0], tmp, sz);
-		return irb_const(ir, 0);
-	}
-	case BPF_FUNC_for_each_map_elem:
-		return nat_for_each(ir, args, n);
-	case BPF_FUNC_get_func_ip:
-		/* the probed address, written in at install */
-		return irb_const(ir, NATIVE_FUNC_SENTINEL);
-	case BPF_FUNC_copy_from_user:
-		/* (dst, u32 size, src): a fault-safe copy in the process */
-		if (n != 3)
-			break;
-		a[0] = args[0];
-		a[1] = args[2];
-		a[2] = LLVMBuildZExt(ir->b, args[1], ir->i64, "");
-		return nat_call(ir, RT_FN_PROBE_READ, ir->i64, a, 3);
-	case BPF_FUNC_get_smp_processor_id:
-		return nat_getcpu(ir, false);
-	case BPF_FUNC_get_numa_node_id:
-		return nat_getcpu(ir, true);
-	case BPF_FUNC_get_prandom_u32: {
-		/* xorshift64 of the clock: not cryptographic, as BPF's */
-		v = nat_clock(ir);
-		v = LLVMBuildXor(ir->b, v,
-				 LLVMBuildShl(ir->b, v, irb_const(ir, 13), ""),
-				 "");
-		v = LLVMBuildXor(ir->b, v,
-				 LLVMBuildLShr(ir->b, v, irb_const(ir, 7), ""),
-				 "");
-		v = LLVMBuildXor(ir->b, v,
-				 LLVMBuildShl(ir->b, v, irb_const(ir, 17), ""),
-				 "");
-		return LLVMBuildAnd(ir->b, v, irb_const(ir, 0xffffffff), "");
-	}
-	default:
-		break;
-	}
-	nat_unsupported("this builtin in a user-mode probe");
-	return irb_const(ir, 0);
-}
-
-/* Read a NUL-terminated string byte by byte (each read fault-safe). */
-static LLVMValueRef nat_read_str(struct irb *ir, LLVMValueRef dst,
-				 LLVMValueRef size, LLVMValueRef src)
-{
-	LLVMBasicBlockRef from = LLVMGetInsertBlock(ir->b);
-	LLVMBasicBlockRef loop = LLVMAppendBasicBlockInContext(ir->ctx, ir->fn,
-							       "str_loop");
-	LLVMBasicBlockRef body = LLVMAppendBasicBlockInContext(ir->ctx, ir->fn,
-							       "str_byte");
-	LLVMBasicBlockRef chk = LLVMAppendBasicBlockInContext(ir->ctx, ir->fn,
-							      "str_chk");
-	LLVMBasicBlockRef stop = LLVMAppendBasicBlockInContext(ir->ctx, ir->fn,
-							       "str_stop");
-	LLVMValueRef i, next, r, c, d, s, args[3], vals[3], res;
-	LLVMBasicBlockRef bbs[3];
-	LLVMValueRef last = LLVMBuildSub(ir->b, size, irb_const(ir, 1), "");
-
-	LLVMBuildBr(ir->b, loop);
-	LLVMPositionBuilderAtEnd(ir->b, loop);
-	i = LLVMBuildPhi(ir->b, ir->i64, "i");
-	/* i == size - 1: terminate and stop */
-	LLVMBuildCondBr(ir->b, LLVMBuildICmp(ir->b, LLVMIntUGE, i, last, ""),
-			stop, body);
-	LLVMPositionBuilderAtEnd(ir->b, body);
-	d = LLVMBuildGEP2(ir->b, ir->i8, dst, &i, 1, "");
-	s = LLVMBuildAdd(ir->b, src, i, "");
-	args[0] = d;
-	args[1] = LLVMBuildIntToPtr(ir->b, s, ir->ptr, "");
-	args[2] = irb_const(ir, 1);
-	r = nat_call(ir, RT_FN_PROBE_READ, ir->i64, args, 3);
-	LLVMBuildCondBr(ir->b, LLVMBuildICmp(ir->b, LLVMIntNE, r,
-					     irb_const(ir, 0), ""),
-			stop, chk);
-	LLVMPositionBuilderAtEnd(ir->b, chk);
-	c = LLVMBuildLoad2(ir->b, ir->i8, d, "");
-	next = LLVMBuildAdd(ir->b, i, irb_const(ir, 1), "");
-	LLVMBuildCondBr(ir->b, LLVMBuildICmp(ir->b, LLVMIntEQ, c,
-					     LLVMConstInt(ir->i8, 0, 0), ""),
-			stop, loop);
-	nat_incoming2(i, irb_const(ir, 0), from, next, chk);
-
-	LLVMPositionBuilderAtEnd(ir->b, stop);
-	{
-		LLVMValueRef at = LLVMBuildPhi(ir->b, ir->i64, "at");
-		LLVMValueRef okv = LLVMBuildPhi(ir->b, ir->i1, "ok");
-		LLVMValueRef av[3] = { i, i, i };
-		LLVMValueRef ov[3] = { LLVMConstInt(ir->i1, 1, 0),
-				       LLVMConstInt(ir->i1, 0, 0),
-				       LLVMConstInt(ir->i1, 1, 0) };
-
-		bbs[0] = loop;
-		bbs[1] = body;
-		bbs[2] = chk;
-		LLVMAddIncoming(at, av, bbs, 3);
-		LLVMAddIncoming(okv, ov, bbs, 3);
-		LLVMBuildStore(ir->b, LLVMConstInt(ir->i8, 0, 0),
-			       LLVMBuildGEP2(ir->b, ir->i8, dst, &at, 1, ""));
-		/* bytes copied with the NUL; -EFAULT when the first fails */
-		res = LLVMBuildAdd(ir->b, at, irb_const(ir, 1), "");
-		vals[0] = LLVMBuildSelect(
-			ir->b,
-			LLVMBuildICmp(ir->b, LLVMIntEQ, at, irb_const(ir, 0),
-				      ""),
-			irb_const(ir, (uint64_t)-EFAULT), res, "");
-		return LLVMBuildSelect(ir->b, okv, res, vals[0], "");
-	}
-}
-
-LLVMValueRef irb_native_probe_read(struct irb *ir, enum irb_read kind,
-				   LLVMValueRef dst, LLVMValueRef size,
-				   LLVMValueRef src)
-{
-	LLVMValueRef args[3];
-
-	if (kind == IRB_READ_KERNEL || kind == IRB_READ_KERNEL_STR) {
-		nat_unsupported("reading kernel memory in a user-mode probe");
-		return irb_const(ir, (uint64_t)-EFAULT);
-	}
-	if (LLVMGetTypeKind(LLVMTypeOf(src)) == LLVMPointerTypeKind)
-		src = LLVMBuildPtrToInt(ir->b, src, ir->i64, "");
-	if (LLVMGetTypeKind(LLVMTypeOf(size)) != LLVMIntegerTypeKind)
-		BUG("probe read size is not an integer");
-	if (LLVMGetIntTypeWidth(LLVMTypeOf(size)) < 64)
-		size = LLVMBuildZExt(ir->b, size, ir->i64, "");
-	if (kind == IRB_READ_USER_STR)
-		return nat_read_str(ir, dst, size, src);
-	args[0] = dst;
-	args[1] = LLVMBuildIntToPtr(ir->b, src, ir->ptr, "");
-	args[2] = size;
-	return nat_call(ir, RT_FN_PROBE_READ, ir->i64, args, 3);
-}
-
-LLVMValueRef irb_native_ringbuf_output(struct irb *ir, LLVMValueRef rb,
-				       LLVMValueRef data, size_t size)
-{
-	LLVMValueRef args[3] = { data, LLVMConstInt(ir->i32, size, 0),
-				 LLVMConstInt(ir->i32, NATIVE_REC_EVENT, 0) };
-
-	(void)rb;
-	return LLVMBuildSExt(ir->b, nat_call(ir, RT_FN_RING_WRITE, ir->i32,
-					     args, 3),
-			     ir->i64, "");
-}
-
 int irb_native_emit(struct irb *ir, bool optimise, struct native_code *funcs,
 		    int n, char *err, size_t errlen)
 {
 	int ret;
 
-	if (nat.unsupported) {
-		snprintf(err, errlen, "%s is not supported", nat.unsupported);
+	if (irb_nat.unsupported) {
+		snprintf(err, errlen, "%s is not supported", irb_nat.unsupported);
 		return -ENOTSUP;
 	}
 	ret = native_emit(ir->mod, optimise, funcs, n, err, errlen);

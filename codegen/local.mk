@@ -2,6 +2,7 @@
 libubt_a_SOURCES += \
 	codegen/bpf_maps.c \
 	codegen/cg.c \
+	codegen/cg_builtin.c \
 	codegen/cg.h \
 	codegen/cg_call.c \
 	codegen/cg_expr.c \
@@ -10,10 +11,13 @@ libubt_a_SOURCES += \
 	codegen/cg_stmt.c \
 	codegen/cg_util.c \
 	codegen/irb.c \
+	codegen/irb_base.c \
 	codegen/irb.h \
 	codegen/irb_split.c
 libubt_a_SOURCES += \
 	codegen/irb_native.c \
+	codegen/irb_native_helper.c \
+	codegen/irb_native_int.h \
 	codegen/irb_native.h \
 	codegen/native.c \
 	codegen/native.h

@@ -35,6 +35,11 @@ libubt_a_SOURCES += \
 	frontend/sema_context.c \
 	frontend/sema_dump.c \
 	frontend/sema_dwarf.c \
+	frontend/sema_expr.c \
 	frontend/sema_int.h \
 	frontend/sema_resolve.c \
-	frontend/sema_types.c
+	frontend/sema_tables.c \
+	frontend/sema_type_int.h \
+	frontend/sema_types.c \
+	frontend/sema_typeutil.c \
+	frontend/sema_util.c

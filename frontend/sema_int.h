@@ -1,7 +1,8 @@
 /*
  * Internal to the semantic passes: the pass context, the builtin and
  * function vtables (one file per family: builtins.c, func_agg.c,
- * func_print.c, func_str.c) and shared helpers (sema.c).
+ * func_print.c, func_str.c; looked up in sema_tables.c) and shared
+ * helpers (sema_util.c).
  */
 #ifndef UBT_SEMA_INT_H
 #define UBT_SEMA_INT_H
@@ -93,7 +94,7 @@ const struct sema_builtin_ops *sema_builtin_ops(enum sema_builtin id);
 const struct sema_func_ops *sema_func_find(const char *name);
 const struct sema_func_ops *sema_func_ops(enum sema_func id);
 
-/* Helpers (sema.c). */
+/* Helpers (sema_util.c). */
 struct sema_node *sema_node(struct sema_ctx *x, struct ast_node *n);
 /* Report an error (only on the final walk of the types pass; always in
  * the other passes). Returns the diag, or NULL when not reported. */

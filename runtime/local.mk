@@ -9,7 +9,11 @@ libubt_rt_so_SOURCES = \
 	runtime/rt.c \
 	runtime/rt_abi.h \
 	runtime/rt_clock.c \
-	runtime/rt_clock.h
+	runtime/rt_clock.h \
+	runtime/rt_htab.c \
+	runtime/rt_int.h \
+	runtime/rt_shtab.c \
+	runtime/rt_state.c
 libubt_rt_so_CFLAGS = -std=gnu11 -Wall -Wextra -O2 -fPIC -ffreestanding \
 	-fno-stack-protector -fno-builtin -mgeneral-regs-only \
 	-fvisibility=hidden -fasynchronous-unwind-tables

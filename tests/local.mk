@@ -68,6 +68,7 @@ endif
 UBT_CLI_TESTS = \
 	tests/cli/cmdline.sh \
 	tests/cli/compile-scale.py \
+	tests/cli/layering.sh \
 	tests/cli/long-tokens.sh \
 	tests/cli/man-examples.sh \
 	tests/cli/manpage.sh \

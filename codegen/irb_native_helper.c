@@ -1,0 +1,402 @@
+/*
+ * irb for the native target: the BPF helpers a probe body calls (time,
+ * cpu, map iteration, user-memory reads, the output ring), lowered to
+ * inline code, inline system calls or calls into the runtime.
+ */
+#include <errno.h>
+#include <stddef.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <linux/bpf.h>
+#include <llvm-c/Core.h>
+
+#include "cg.h"
+#include "cg_int.h"
+#include "irb.h"
+#include "irb_native.h"
+#include "native.h"
+#include "output.h"
+#include "rt_abi.h"
+#include "irb_native_int.h"
+#include "util.h"
+
+/* An inline system call with up to three arguments. */
+static LLVMValueRef nat_syscall(struct irb *ir, long nr, LLVMValueRef *args,
+				int n)
+{
+	static const char *cons[] = {
+		"={rax},{rax},~{rcx},~{r11},~{memory}",
+		"={rax},{rax},{rdi},~{rcx},~{r11},~{memory}",
+		"={rax},{rax},{rdi},{rsi},~{rcx},~{r11},~{memory}",
+		"={rax},{rax},{rdi},{rsi},{rdx},~{rcx},~{r11},~{memory}",
+	};
+	LLVMTypeRef params[4];
+	LLVMValueRef a[4];
+	LLVMTypeRef ft;
+	LLVMValueRef asmv;
+
+	BUG_ON(n > 3);
+	a[0] = irb_const(ir, nr);
+	params[0] = ir->i64;
+	for (int i = 0; i < n; i++) {
+		a[i + 1] = args[i];
+		params[i + 1] = LLVMTypeOf(args[i]);
+	}
+	ft = LLVMFunctionType(ir->i64, params, n + 1, 0);
+	asmv = LLVMGetInlineAsm(ft, "syscall", 7, (char *)cons[n],
+				strlen(cons[n]), 1, 0, LLVMInlineAsmDialectATT,
+				0);
+	return LLVMBuildCall2(ir->b, ft, asmv, a, n + 1, "");
+}
+
+/*
+ * CLOCK_MONOTONIC in ns, as bpf_ktime_get_ns(): the runtime's
+ * rt_clock_ns(), the vDSO's clock_gettime() without a system call (also
+ * the events' time stamps when the time-stamp counter is not a clock).
+ */
+static LLVMValueRef nat_clock(struct irb *ir)
+{
+	return nat_call(ir, RT_FN_CLOCK_NS, ir->i64, NULL, 0);
+}
+
+/* getcpu(2): the thread's CPU, or its NUMA node. */
+/*
+ * rdtscp gives the kernel's per-CPU TSC_AUX: (node << 12) | cpu, as the
+ * vDSO's getcpu() reads it.  Only where the CPU has rdtscp (the target
+ * runs on this machine): elsewhere it would fault.
+ */
+static LLVMValueRef nat_getcpu_syscall(struct irb *ir, bool node);
+
+static bool nat_have_rdtscp(void)
+{
+	unsigned int a, b, c, d;
+
+	if (getenv("UBT_NO_RDTSCP"))
+		return false;
+	__asm__("cpuid" : "=a"(a), "=b"(b), "=c"(c), "=d"(d) : "a"(0x80000000));
+	if (a < 0x80000001)
+		return false;
+	__asm__("cpuid" : "=a"(a), "=b"(b), "=c"(c), "=d"(d) : "a"(0x80000001));
+	return d & (1u << 27);
+}
+
+static LLVMValueRef nat_getcpu(struct irb *ir, bool node)
+{
+	if (nat_have_rdtscp()) {
+		/* no system call: the cpu and node numbers from TSC_AUX */
+		LLVMTypeRef st = LLVMStructTypeInContext(
+			ir->ctx, (LLVMTypeRef[]){ ir->i32, ir->i32 }, 2, 0);
+		LLVMTypeRef ft = LLVMFunctionType(st, NULL, 0, 0);
+		LLVMValueRef asmv = LLVMGetInlineAsm(
+			ft, "rdtscp", 6, "={eax},={ecx},~{edx}", 20, 1, 0,
+			LLVMInlineAsmDialectATT, 0);
+		LLVMValueRef r = LLVMBuildCall2(ir->b, ft, asmv, NULL, 0, "");
+		LLVMValueRef aux = LLVMBuildZExt(
+			ir->b, LLVMBuildExtractValue(ir->b, r, 1, "aux"),
+			ir->i64, "");
+
+		return node ? LLVMBuildLShr(ir->b, aux, irb_const(ir, 12), "")
+			    : LLVMBuildAnd(ir->b, aux, irb_const(ir, 0xfff),
+					   "");
+	}
+	return nat_getcpu_syscall(ir, node);
+}
+
+static LLVMValueRef nat_getcpu_syscall(struct irb *ir, bool node)
+{
+	LLVMValueRef v = irb_alloca(ir, 8, node ? "node" : "cpu");
+	LLVMValueRef a[3], none = irb_const(ir, 0);
+	LLVMValueRef at = LLVMBuildPtrToInt(ir->b, v, ir->i64, "");
+
+	LLVMBuildStore(ir->b, irb_const(ir, 0), v);
+	a[0] = node ? none : at;
+	a[1] = node ? at : none;
+	a[2] = none;
+	nat_syscall(ir, 309 /* getcpu */, a, 3);
+	return LLVMBuildZExt(ir->b, LLVMBuildLoad2(ir->b, ir->i32, v, ""),
+			     ir->i64, "");
+}
+
+/*
+ * bpf_for_each_map_elem(map, callback, ctx, flags) over a shared table:
+ *
+ *	for (i = 0, count = 0; (i = rt_shtab_next(tab, i, key, val)); )
+ *		if (count++, callback(map, key, val, blk))
+ *			break;
+ *
+ * key and val are this loop's buffers in the thread's map area; the
+ * callback (irb_native_callback_begin()) is inlined. Returns the entries
+ * visited, as the kernel does (len(): a callback that returns 0).
+ * Over an aggregation (a per-thread table, HTAB and not plain), the same
+ * loop with rt_htab_next_all(): every thread's keys, this thread's values
+ * (a per-CPU map's keys with the current CPU's values).
+ */
+static LLVMValueRef nat_for_each(struct irb *ir, LLVMValueRef *args, int n)
+{
+	struct native_map *m;
+	LLVMValueRef tab, kbuf, vbuf, from, cnt, next, cnt1, r, res, a[4];
+	LLVMBasicBlockRef pre, loop, body, done;
+	LLVMTypeRef ft;
+	uint64_t off;
+
+	BUG_ON(n != 4 || !irb_nat.nest);
+	irb_nat.nest--;
+	if (irb_nat.nest < NAT_MAX_NEST)
+		irb_nat.blk = irb_nat.outer_blk[irb_nat.nest];
+	m = nat_find(args[0]);
+	if (!m || (m->kind != NATIVE_MAP_SHARED &&
+		   (m->kind != NATIVE_MAP_HTAB || m->plain))) {
+		nat_unsupported("a map iteration (for, len()) over a map "
+				"that is not in the shared table");
+		return irb_const(ir, 0);
+	}
+	off = irb_nat.area;
+	irb_nat.area = rt_align8(irb_nat.area + rt_align8(m->key_size) +
+			     rt_align8(m->val_size));
+	tab = m->kind == NATIVE_MAP_SHARED ? nat_shtab(ir, m) :
+					     nat_map_area(ir, m->off);
+	kbuf = nat_map_area(ir, off);
+	vbuf = nat_map_area(ir, off + rt_align8(m->key_size));
+	pre = LLVMGetInsertBlock(ir->b);
+	loop = LLVMAppendBasicBlockInContext(ir->ctx, ir->fn, "each");
+	body = LLVMAppendBasicBlockInContext(ir->ctx, ir->fn, "each_body");
+	done = LLVMAppendBasicBlockInContext(ir->ctx, ir->fn, "each_done");
+	LLVMBuildBr(ir->b, loop);
+
+	LLVMPositionBuilderAtEnd(ir->b, loop);
+	from = LLVMBuildPhi(ir->b, ir->i64, "from");
+	cnt = LLVMBuildPhi(ir->b, ir->i64, "count");
+	a[0] = tab;
+	a[1] = from;
+	a[2] = kbuf;
+	a[3] = vbuf;
+	next = nat_call(ir, m->kind == NATIVE_MAP_SHARED ? RT_FN_SHTAB_NEXT :
+							 RT_FN_HTAB_NEXT_ALL,
+			ir->i64, a, 4);
+	LLVMBuildCondBr(ir->b, LLVMBuildICmp(ir->b, LLVMIntEQ, next,
+					     irb_const(ir, 0), ""),
+			done, body);
+
+	LLVMPositionBuilderAtEnd(ir->b, body);
+	cnt1 = LLVMBuildAdd(ir->b, cnt, irb_const(ir, 1), "");
+	a[0] = args[0];
+	a[1] = kbuf;
+	a[2] = vbuf;
+	a[3] = irb_nat.blk;
+	ft = LLVMGlobalGetValueType(args[1]);
+	r = LLVMBuildCall2(ir->b, ft, args[1], a, 4, "");
+	LLVMBuildCondBr(ir->b, LLVMBuildICmp(ir->b, LLVMIntNE, r,
+					     irb_const(ir, 0), ""),
+			done, loop);
+	nat_incoming2(from, irb_const(ir, 0), pre, next, body);
+	nat_incoming2(cnt, irb_const(ir, 0), pre, cnt1, body);
+
+	LLVMPositionBuilderAtEnd(ir->b, done);
+	res = LLVMBuildPhi(ir->b, ir->i64, "visited");
+	nat_incoming2(res, cnt, loop, cnt1, body);
+	return res;
+}
+
+LLVMValueRef irb_native_cycles(struct irb *ir)
+{
+	static const char name[] = "llvm.readcyclecounter";
+	unsigned id = LLVMLookupIntrinsicID(name, sizeof(name) - 1);
+	LLVMValueRef fn = LLVMGetIntrinsicDeclaration(ir->mod, id, NULL, 0);
+	LLVMTypeRef ft = LLVMIntrinsicGetType(ir->ctx, id, NULL, 0);
+
+	return LLVMBuildCall2(ir->b, ft, fn, NULL, 0, "tsc");
+}
+
+LLVMValueRef irb_native_helper(struct irb *ir, int id, LLVMValueRef *args,
+			       int n)
+{
+	LLVMValueRef v, a[3];
+
+	switch (id) {
+	case BPF_FUNC_get_current_pid_tgid: {
+		/* pid from the globals, tid from the block */
+		LLVMValueRef pid = LLVMBuildLoad2(
+			ir->b, ir->i64, nat_map_area(ir, NATIVE_GLOBALS_PID),
+			"pid");
+		LLVMValueRef tid = LLVMBuildLoad2(
+			ir->b, ir->i32, irb_gep(ir, irb_nat.blk, RT_BLK_TID),
+			"tid");
+
+		return LLVMBuildOr(ir->b,
+				   LLVMBuildShl(ir->b, pid, irb_const(ir, 32),
+						""),
+				   LLVMBuildZExt(ir->b, tid, ir->i64, ""), "");
+	}
+	case BPF_FUNC_get_current_uid_gid: {
+		LLVMValueRef uid = nat_syscall(ir, 102 /* getuid */, NULL, 0);
+		LLVMValueRef gid = nat_syscall(ir, 104 /* getgid */, NULL, 0);
+
+		return LLVMBuildOr(
+			ir->b,
+			LLVMBuildShl(ir->b, gid, irb_const(ir, 32), ""),
+			LLVMBuildAnd(ir->b, uid, irb_const(ir, 0xffffffff),
+				     ""),
+			"");
+	}
+	case BPF_FUNC_ktime_get_ns:
+	case BPF_FUNC_ktime_get_boot_ns:
+		if (id == BPF_FUNC_ktime_get_boot_ns)
+			break;
+		return nat_clock(ir);
+	case BPF_FUNC_get_current_comm: {
+		/* prctl(PR_GET_NAME) into 16 bytes, then the size asked */
+		LLVMValueRef tmp = irb_alloca(ir, 16, "comm16");
+		uint64_t sz = n == 2 && LLVMIsAConstantInt(args[1]) ?
+				      LLVMConstIntGetZExtValue(args[1]) : 0;
+
+		if (!sz || sz > 16)
+			break;
+		irb_native_memset(ir, tmp, 0, 16);
+		a[0] = irb_const(ir, 16 /* PR_GET_NAME */);
+		a[1] = LLVMBuildPtrToInt(ir->b, tmp, ir->i64, "");
+		nat_syscall(ir, 157 /* prctl */, a, 2);
+		irb_native_memcpy(ir, args[0], tmp, sz);
+		return irb_const(ir, 0);
+	}
+	case BPF_FUNC_for_each_map_elem:
+		return nat_for_each(ir, args, n);
+	case BPF_FUNC_get_func_ip:
+		/* the probed address, written in at install */
+		return irb_const(ir, NATIVE_FUNC_SENTINEL);
+	case BPF_FUNC_copy_from_user:
+		/* (dst, u32 size, src): a fault-safe copy in the process */
+		if (n != 3)
+			break;
+		a[0] = args[0];
+		a[1] = args[2];
+		a[2] = LLVMBuildZExt(ir->b, args[1], ir->i64, "");
+		return nat_call(ir, RT_FN_PROBE_READ, ir->i64, a, 3);
+	case BPF_FUNC_get_smp_processor_id:
+		return nat_getcpu(ir, false);
+	case BPF_FUNC_get_numa_node_id:
+		return nat_getcpu(ir, true);
+	case BPF_FUNC_get_prandom_u32: {
+		/* xorshift64 of the clock: not cryptographic, as BPF's */
+		v = nat_clock(ir);
+		v = LLVMBuildXor(ir->b, v,
+				 LLVMBuildShl(ir->b, v, irb_const(ir, 13), ""),
+				 "");
+		v = LLVMBuildXor(ir->b, v,
+				 LLVMBuildLShr(ir->b, v, irb_const(ir, 7), ""),
+				 "");
+		v = LLVMBuildXor(ir->b, v,
+				 LLVMBuildShl(ir->b, v, irb_const(ir, 17), ""),
+				 "");
+		return LLVMBuildAnd(ir->b, v, irb_const(ir, 0xffffffff), "");
+	}
+	default:
+		break;
+	}
+	nat_unsupported("this builtin in a user-mode probe");
+	return irb_const(ir, 0);
+}
+
+/* Read a NUL-terminated string byte by byte (each read fault-safe). */
+static LLVMValueRef nat_read_str(struct irb *ir, LLVMValueRef dst,
+				 LLVMValueRef size, LLVMValueRef src)
+{
+	LLVMBasicBlockRef from = LLVMGetInsertBlock(ir->b);
+	LLVMBasicBlockRef loop = LLVMAppendBasicBlockInContext(ir->ctx, ir->fn,
+							       "str_loop");
+	LLVMBasicBlockRef body = LLVMAppendBasicBlockInContext(ir->ctx, ir->fn,
+							       "str_byte");
+	LLVMBasicBlockRef chk = LLVMAppendBasicBlockInContext(ir->ctx, ir->fn,
+							      "str_chk");
+	LLVMBasicBlockRef stop = LLVMAppendBasicBlockInContext(ir->ctx, ir->fn,
+							       "str_stop");
+	LLVMValueRef i, next, r, c, d, s, args[3], vals[3], res;
+	LLVMBasicBlockRef bbs[3];
+	LLVMValueRef last = LLVMBuildSub(ir->b, size, irb_const(ir, 1), "");
+
+	LLVMBuildBr(ir->b, loop);
+	LLVMPositionBuilderAtEnd(ir->b, loop);
+	i = LLVMBuildPhi(ir->b, ir->i64, "i");
+	/* i == size - 1: terminate and stop */
+	LLVMBuildCondBr(ir->b, LLVMBuildICmp(ir->b, LLVMIntUGE, i, last, ""),
+			stop, body);
+	LLVMPositionBuilderAtEnd(ir->b, body);
+	d = LLVMBuildGEP2(ir->b, ir->i8, dst, &i, 1, "");
+	s = LLVMBuildAdd(ir->b, src, i, "");
+	args[0] = d;
+	args[1] = LLVMBuildIntToPtr(ir->b, s, ir->ptr, "");
+	args[2] = irb_const(ir, 1);
+	r = nat_call(ir, RT_FN_PROBE_READ, ir->i64, args, 3);
+	LLVMBuildCondBr(ir->b, LLVMBuildICmp(ir->b, LLVMIntNE, r,
+					     irb_const(ir, 0), ""),
+			stop, chk);
+	LLVMPositionBuilderAtEnd(ir->b, chk);
+	c = LLVMBuildLoad2(ir->b, ir->i8, d, "");
+	next = LLVMBuildAdd(ir->b, i, irb_const(ir, 1), "");
+	LLVMBuildCondBr(ir->b, LLVMBuildICmp(ir->b, LLVMIntEQ, c,
+					     LLVMConstInt(ir->i8, 0, 0), ""),
+			stop, loop);
+	nat_incoming2(i, irb_const(ir, 0), from, next, chk);
+
+	LLVMPositionBuilderAtEnd(ir->b, stop);
+	{
+		LLVMValueRef at = LLVMBuildPhi(ir->b, ir->i64, "at");
+		LLVMValueRef okv = LLVMBuildPhi(ir->b, ir->i1, "ok");
+		LLVMValueRef av[3] = { i, i, i };
+		LLVMValueRef ov[3] = { LLVMConstInt(ir->i1, 1, 0),
+				       LLVMConstInt(ir->i1, 0, 0),
+				       LLVMConstInt(ir->i1, 1, 0) };
+
+		bbs[0] = loop;
+		bbs[1] = body;
+		bbs[2] = chk;
+		LLVMAddIncoming(at, av, bbs, 3);
+		LLVMAddIncoming(okv, ov, bbs, 3);
+		LLVMBuildStore(ir->b, LLVMConstInt(ir->i8, 0, 0),
+			       LLVMBuildGEP2(ir->b, ir->i8, dst, &at, 1, ""));
+		/* bytes copied with the NUL; -EFAULT when the first fails */
+		res = LLVMBuildAdd(ir->b, at, irb_const(ir, 1), "");
+		vals[0] = LLVMBuildSelect(
+			ir->b,
+			LLVMBuildICmp(ir->b, LLVMIntEQ, at, irb_const(ir, 0),
+				      ""),
+			irb_const(ir, (uint64_t)-EFAULT), res, "");
+		return LLVMBuildSelect(ir->b, okv, res, vals[0], "");
+	}
+}
+
+LLVMValueRef irb_native_probe_read(struct irb *ir, enum irb_read kind,
+				   LLVMValueRef dst, LLVMValueRef size,
+				   LLVMValueRef src)
+{
+	LLVMValueRef args[3];
+
+	if (kind == IRB_READ_KERNEL || kind == IRB_READ_KERNEL_STR) {
+		nat_unsupported("reading kernel memory in a user-mode probe");
+		return irb_const(ir, (uint64_t)-EFAULT);
+	}
+	if (LLVMGetTypeKind(LLVMTypeOf(src)) == LLVMPointerTypeKind)
+		src = LLVMBuildPtrToInt(ir->b, src, ir->i64, "");
+	if (LLVMGetTypeKind(LLVMTypeOf(size)) != LLVMIntegerTypeKind)
+		BUG("probe read size is not an integer");
+	if (LLVMGetIntTypeWidth(LLVMTypeOf(size)) < 64)
+		size = LLVMBuildZExt(ir->b, size, ir->i64, "");
+	if (kind == IRB_READ_USER_STR)
+		return nat_read_str(ir, dst, size, src);
+	args[0] = dst;
+	args[1] = LLVMBuildIntToPtr(ir->b, src, ir->ptr, "");
+	args[2] = size;
+	return nat_call(ir, RT_FN_PROBE_READ, ir->i64, args, 3);
+}
+
+LLVMValueRef irb_native_ringbuf_output(struct irb *ir, LLVMValueRef rb,
+				       LLVMValueRef data, size_t size)
+{
+	LLVMValueRef args[3] = { data, LLVMConstInt(ir->i32, size, 0),
+				 LLVMConstInt(ir->i32, NATIVE_REC_EVENT, 0) };
+
+	(void)rb;
+	return LLVMBuildSExt(ir->b, nat_call(ir, RT_FN_RING_WRITE, ir->i32,
+					     args, 3),
+			     ir->i64, "");
+}

@@ -1,0 +1,793 @@
+/*
+ * The types pass: the type of every expression and map key, with
+ * bpftrace 0.17's integer sizes, signedness and promotions.
+ */
+#include <errno.h>
+#include <string.h>
+
+#include "sema.h"
+#include "sema_int.h"
+#include "sema_type_int.h"
+#include "util.h"
+
+static const char *key_str(struct sema_ctx *x, struct type *t)
+{
+	if (t->kind == TY_INT)
+		return "unsigned int64";
+	return sema_tstr(x, t);
+}
+
+static const char *key_list(struct sema_ctx *x, int n, struct type *key)
+{
+	char *s = "";
+
+	if (n == 1)
+		return key_str(x, key);
+	for (int i = 0; i < n; i++)
+		s = arena_printf(x->a, "%s%s%s", s, i ? ", " : "",
+				 key_str(x, key->fields[i].type));
+	return s;
+}
+
+/* Type the keys of n and check them against the map's key. */
+int sema_t_map_keys(struct sema_ctx *x, struct ast_node *n,
+		    struct sema_map *m)
+{
+	struct type **el = NULL, *kt = NULL;
+	int nk = ast_list_len(n->map.keys), i = 0, err = 0;
+	bool changed = false;
+
+	if (nk)
+		el = arena_alloc(x->a, sizeof(*el) * nk);
+	for (struct ast_node *k = n->map.keys; k; k = k->next, i++) {
+		struct type *t = sema_type_expr(x, k);
+
+		if (!t) {
+			err = -EINVAL;
+			continue;
+		}
+		if (t->kind == TY_TUPLE) {
+			sema_error(x, &n->loc,
+				   "tuple cannot be used as a map key. Try a multi-key associative array instead (eg `@map[$1, $2] = ...)`.");
+			err = -EINVAL;
+			continue;
+		}
+		if (t->kind == TY_POINTER && t->is_ctx) {
+			sema_error(x, &k->loc,
+				   "context cannot be used as a map key");
+			err = -EINVAL;
+			continue;
+		}
+		if (t->kind == TY_VOID || type_is_aggregation(t) ||
+		    t->kind == TY_RECORD || t->kind == TY_NONE) {
+			sema_error(x, &k->loc, "%s cannot be used as a map key",
+				   sema_tstr(x, t));
+			err = -EINVAL;
+			continue;
+		}
+		el[i] = sema_t_widen(x, t);
+	}
+	if (err)
+		return err;
+	if (nk == 1)
+		kt = el[0];
+	else if (nk > 1)
+		kt = sema_tuple(x, el, nk);
+
+	if (!m->key_set) {
+		m->key_set = true;
+		m->nkeys = nk;
+		m->key = kt;
+		x->changed++;
+		return 0;
+	}
+	if (m->nkeys != nk ||
+	    (nk && (m->key->kind != kt->kind ||
+		    sema_t_merge(x, &m->key, kt, &changed)))) {
+		sema_error(x, x->use_loc ? x->use_loc : &n->loc,
+			   "Argument mismatch for %s: trying to access with arguments: [%s] when map expects arguments: [%s]",
+			   m->name, nk ? key_list(x, nk, kt) : "",
+			   m->nkeys ? key_list(x, m->nkeys, m->key) : "");
+		return -EINVAL;
+	}
+	if (changed)
+		x->changed++;
+	return 0;
+}
+
+/* A map read as a value: @m or @m[k]. */
+struct type *sema_t_type_map(struct sema_ctx *x, struct ast_node *n)
+{
+	struct sema_map *m = sema_map_of(n);
+
+	BUG_ON(!m);
+	if (sema_t_map_keys(x, n, m))
+		return NULL;
+	if (!m->value) {
+		sema_error(x, x->use_loc ? x->use_loc : &n->loc,
+			   "Undefined map: %s", m->name);
+		return NULL;
+	}
+	return m->value;
+}
+
+/* Variables. */
+
+
+/* Integer literals are int64, even above INT64_MAX (bpftrace 0.17). */
+static struct type *type_int_lit(struct sema_ctx *x, struct ast_node *n)
+{
+	(void)n;
+	return sema_int64(x);
+}
+
+/* $N is a number (0 when not given); str($N) takes it as text. */
+static struct type *type_positional(struct sema_ctx *x, struct ast_node *n)
+{
+	const char *s;
+
+	if (n->pos.num == -1)
+		return sema_int64(x);
+	s = sema_param(x, n->pos.num);
+	if (!s || sema_is_number(s, NULL))
+		return sema_int64(x);
+	sema_error(x, &n->loc,
+		   "$%d used numerically but given \"%s\". Try using str($%d).",
+		   n->pos.num, s, n->pos.num);
+	return NULL;
+}
+
+static bool is_arith(enum ast_op op)
+{
+	return op == OP_ADD || op == OP_SUB || op == OP_MUL || op == OP_DIV ||
+	       op == OP_MOD;
+}
+
+static bool is_compare(enum ast_op op)
+{
+	return op == OP_EQ || op == OP_NE || op == OP_LT || op == OP_LE ||
+	       op == OP_GT || op == OP_GE;
+}
+
+/*
+ * bpftrace 0.17 locates operator messages at the operator: find it in
+ * the source between the operands (a compound assignment's "+=" too).
+ */
+static struct ast_loc op_loc(struct sema_ctx *x, struct ast_node *n)
+{
+	static const char opchars[] = "+-*/%&|^<>=!";
+	const char *src = x->c->source;
+	struct ast_node *l = n->op.left, *r = n->op.right;
+	struct ast_loc loc = n->loc;
+	long a, b, i, j;
+
+	if (!l || !r)
+		return loc;
+	a = sema_src_offset(x->c, l->loc.last_line, l->loc.last_column);
+	b = sema_src_offset(x->c, r->loc.first_line, r->loc.first_column);
+	if (a < 0 || b <= a || l->loc.last_line != r->loc.first_line)
+		return loc;
+	for (i = a; i < b && !strchr(opchars, src[i]); i++)
+		;
+	for (j = i; j < b && src[j] && strchr(opchars, src[j]); j++)
+		;
+	if (i >= b || j == i)
+		return loc;
+	loc.first_line = loc.last_line = l->loc.last_line;
+	loc.first_column = l->loc.last_column + (int)(i - a);
+	loc.last_column = loc.first_column + (int)(j - i);
+	return loc;
+}
+
+static void sign_warnings(struct sema_ctx *x, struct ast_node *n,
+			  struct type *lt, struct type *rt)
+{
+	struct ast_node *l = n->op.left, *r = n->op.right;
+	bool ls = sema_t_int_signed(lt), rs = sema_t_int_signed(rt);
+	enum ast_op op = n->op.op;
+	struct ast_loc loc = op_loc(x, n);
+
+	if (ls != rs && !(ls && sema_t_is_nonneg_literal(x, l)) &&
+	    !(rs && sema_t_is_nonneg_literal(x, r))) {
+		if (is_compare(op))
+			sema_warning(x, &loc,
+				     "comparison of integers of different signs: '%s' and '%s' can lead to undefined behavior",
+				     sema_tstr(x, lt), sema_tstr(x, rt));
+		else if (is_arith(op))
+			sema_warning(x, &loc,
+				     "arithmetic on integers of different signs: '%s' and '%s' can lead to undefined behavior",
+				     sema_tstr(x, lt), sema_tstr(x, rt));
+	}
+	if ((op == OP_DIV || op == OP_MOD) &&
+	    ((ls && !sema_t_is_nonneg_literal(x, l)) || (rs && !sema_t_is_nonneg_literal(x, r))))
+		sema_warning(x, &loc,
+			     "signed operands for '%s' can lead to undefined behavior (cast to unsigned to silence warning)",
+			     ast_op_str(op));
+}
+
+struct type *sema_t_binop_types(struct sema_ctx *x, struct ast_node *n,
+				struct type *lt, struct type *rt)
+{
+	enum ast_op op = n->op.op;
+	const char *ops = ast_op_str(op);
+	struct ast_loc oloc = op_loc(x, n);
+
+	if (op == OP_LAND || op == OP_LOR) {
+		if (!sema_t_is_cond(lt) || !sema_t_is_cond(rt)) {
+			sema_error(x, &oloc,
+				   "The %s operator can not be used on expressions of types %s, %s",
+				   ops, sema_tstr(x, lt), sema_tstr(x, rt));
+			return NULL;
+		}
+		return sema_int64(x);
+	}
+	if (sema_t_is_int(lt) && sema_t_is_int(rt)) {
+		sign_warnings(x, n, lt, rt);
+		return sema_t_int64_of(x, sema_t_int_signed(lt) && sema_t_int_signed(rt));
+	}
+	if (lt->kind == TY_STRING && rt->kind == TY_STRING) {
+		struct ast_node *l = n->op.left, *r = n->op.right;
+
+		if (op != OP_EQ && op != OP_NE) {
+			sema_error(x, &oloc,
+				   "The %s operator can not be used on expressions of types %s, %s",
+				   ops, sema_tstr(x, lt), sema_tstr(x, rt));
+			return NULL;
+		}
+		if (l->kind == AST_STRING && r->kind != AST_STRING &&
+		    lt->size > rt->size)
+			sema_warning(x, &n->loc,
+				     "The literal is longer than the variable string (size=%zu), condition will always be false",
+				     rt->size);
+		else if (r->kind == AST_STRING && l->kind != AST_STRING &&
+			 rt->size > lt->size)
+			sema_warning(x, &n->loc,
+				     "The literal is longer than the variable string (size=%zu), condition will always be false",
+				     lt->size);
+		sema_node(x, n)->is_string_op = true;
+		return sema_uint64(x);
+	}
+	if (lt->kind == TY_POINTER && sema_t_is_int(rt) &&
+	    (op == OP_ADD || op == OP_SUB))
+		return lt;
+	if (sema_t_is_int(lt) && rt->kind == TY_POINTER && op == OP_ADD)
+		return rt;
+	if ((lt->kind == TY_POINTER || sema_t_is_int(lt)) &&
+	    (rt->kind == TY_POINTER || sema_t_is_int(rt)) && is_compare(op))
+		return sema_uint64(x);
+	if (lt->kind == TY_POINTER && rt->kind == TY_POINTER &&
+	    op == OP_SUB)
+		return sema_int64(x);
+	if (lt->kind == rt->kind || (sema_t_is_int(lt) && sema_t_is_int(rt))) {
+		sema_error(x, &oloc,
+			   "The %s operator can not be used on expressions of types %s, %s",
+			   ops, sema_tstr(x, lt), sema_tstr(x, rt));
+		return NULL;
+	}
+	sema_error(x, &n->loc,
+		   "Type mismatch for '%s': comparing '%s' with '%s'",
+		   ops, sema_tstr(x, lt), sema_tstr(x, rt));
+	return NULL;
+}
+
+static struct type *type_binop(struct sema_ctx *x, struct ast_node *n)
+{
+	struct type *lt = sema_type_expr(x, n->op.left);
+	struct type *rt = sema_type_expr(x, n->op.right);
+
+	if (!lt && !rt)
+		return NULL;
+	if (!lt || !rt) {
+		/*
+		 * One side not known yet (a map assigned later, maybe by this
+		 * very statement: @m = @m + 1): guess from the other side
+		 * so that the types can settle, as bpftrace does. The final
+		 * walk reports what stays unknown.
+		 */
+		struct type *k = lt ? lt : rt;
+
+		if (x->final || !sema_t_is_int(k) || n->op.op == OP_LAND ||
+		    n->op.op == OP_LOR)
+			return NULL;
+		return sema_t_int64_of(x, sema_t_int_signed(k));
+	}
+	return sema_t_binop_types(x, n, lt, rt);
+}
+
+/* ++ and -- on a map or a variable. */
+static struct type *type_incdec(struct sema_ctx *x, struct ast_node *n)
+{
+	struct ast_node *e = n->op.left;
+	const char *ops = (n->op.op == OP_PRE_INC || n->op.op == OP_POST_INC) ?
+				  "++" : "--";
+	struct type *t;
+
+	if (e->kind == AST_MAP) {
+		struct sema_map *m = sema_map_of(e);
+
+		if (sema_t_map_keys(x, e, m))
+			return NULL;
+		if (!m->value) {
+			m->value = sema_int64(x);
+			x->changed++;
+		}
+		t = m->value;
+		e->type = t;
+	} else if (e->kind == AST_VAR) {
+		t = sema_type_expr(x, e);
+		if (!t)
+			return NULL;
+	} else {
+		sema_error(x, &n->loc,
+			   "The %s operator must be applied to a map or variable",
+			   ops);
+		return NULL;
+	}
+	if (!sema_t_is_int(t) && t->kind != TY_POINTER) {
+		sema_error(x, &n->loc,
+			   "The %s operator can not be used on expressions of type '%s'",
+			   ops, sema_tstr(x, t));
+		return NULL;
+	}
+	return t;
+}
+
+static struct type *type_unop(struct sema_ctx *x, struct ast_node *n)
+{
+	enum ast_op op = n->op.op;
+	struct type *t;
+
+	if (op == OP_PRE_INC || op == OP_PRE_DEC || op == OP_POST_INC ||
+	    op == OP_POST_DEC)
+		return type_incdec(x, n);
+	t = sema_type_expr(x, n->op.left);
+	if (!t)
+		return NULL;
+	switch (op) {
+	case OP_NEG:
+	case OP_POS:
+	case OP_BNOT:
+		if (sema_t_is_int(t))
+			return t->kind == TY_INT ? t : sema_int64(x);
+		break;
+	case OP_LNOT:
+		if (sema_t_is_cond(t))
+			return sema_uint64(x);
+		break;
+	case OP_DEREF:
+		if (t->kind == TY_POINTER) {
+			struct type *e = t->elem;
+
+			if (!e || e->kind == TY_VOID || e->kind == TY_NAMED) {
+				sema_error(x, &n->loc,
+					   "Can not dereference type '%s'",
+					   sema_tstr(x, t));
+				return NULL;
+			}
+			return e;
+		}
+		/* an integer is an address: bpftrace 0.17 reads a value of
+		 * the integer's own type there */
+		if (t->kind == TY_INT)
+			return type_int(x->a, t->size, t->is_signed);
+		break;
+	case OP_ADDR:
+		sema_error(x, &n->loc,
+			   "The & operator is not supported yet");
+		return NULL;
+	default:
+		BUG("bad unary operator %d", op);
+	}
+	sema_error(x, &n->loc,
+		   "The %s operator can not be used on expressions of type '%s'",
+		   ast_op_str(op), sema_tstr(x, t));
+	return NULL;
+}
+
+static struct type *type_ternary(struct sema_ctx *x, struct ast_node *n)
+{
+	struct type *c = sema_type_expr(x, n->ternary.cond);
+	struct type *a = sema_type_expr(x, n->ternary.then);
+	struct type *b = sema_type_expr(x, n->ternary.else_);
+	struct type *r;
+	bool changed = false;
+
+	if (!c || !a || !b)
+		return NULL;
+	if (!sema_t_is_cond(c)) {
+		sema_error(x, &n->loc, "Invalid condition in ternary: %s",
+			   type_class(c));
+		return NULL;
+	}
+	if (sema_t_is_int(a) && sema_t_is_int(b))
+		return sema_t_int64_of(x, sema_t_int_signed(a) && sema_t_int_signed(b));
+	r = a;
+	if (strcmp(type_class(a), type_class(b)) ||
+	    sema_t_merge(x, &r, b, &changed)) {
+		sema_error(x, &n->loc,
+			   "Ternary operator must return the same type: have '%s' and '%s'",
+			   type_class(a), type_class(b));
+		return NULL;
+	}
+	if (a->kind == TY_VOID) {
+		sema_error(x, &n->loc, "Ternary return type unsupported void");
+		return NULL;
+	}
+	return r;
+}
+
+static struct type_field *field_find(struct type *rec, const char *name,
+				     int *idx)
+{
+	for (int i = 0; i < rec->nfields; i++)
+		if (rec->fields[i].name && !strcmp(rec->fields[i].name, name)) {
+			*idx = i;
+			return &rec->fields[i];
+		}
+	return NULL;
+}
+
+/*
+ * A probe with several tracepoints: codegen reads args fields by name
+ * from each attach point's record, so every one must have the field,
+ * with the same type.
+ */
+static bool args_field_everywhere(struct sema_ctx *x, struct ast_node *n,
+				  const struct type_field *f)
+{
+	for (struct ast_node *ap = x->probe->node->probe.aps; ap;
+	     ap = ap->next) {
+		struct type *rec = ap->sema->ap->args_type;
+		struct type_field *g;
+		int idx;
+
+		if (!rec)
+			continue;
+		g = field_find(rec, n->field.field, &idx);
+		if (!g) {
+			sema_error(x, &n->loc,
+				   "Struct/union of type '%s' does not contain a field named '%s'",
+				   rec->name ? rec->name : "struct",
+				   n->field.field);
+			return false;
+		}
+		if (!type_equal(g->type, f->type)) {
+			sema_error(x, &n->loc,
+				   "Probe has attach points with mixed arguments: field '%s' is %s in %s and %s in %s",
+				   n->field.field, sema_tstr(x, f->type),
+				   x->probe->name, sema_tstr(x, g->type),
+				   ap->sema->ap->name);
+			return false;
+		}
+	}
+	return true;
+}
+
+static struct type *type_field(struct sema_ctx *x, struct ast_node *n)
+{
+	struct type *t = sema_type_expr(x, n->field.expr);
+	struct type *rec = NULL;
+	struct type_field *f;
+	int idx;
+
+	if (!t)
+		return NULL;
+	if (t->kind == TY_POINTER && t->elem && t->elem->kind == TY_RECORD)
+		rec = t->elem;	/* args.f and args->f alike */
+	else if (t->kind == TY_RECORD && !n->field.arrow)
+		rec = t;
+	if (!rec) {
+		if (t->kind == TY_POINTER && t->elem &&
+		    t->elem->kind == TY_NAMED)
+			sema_error(x, &n->loc, "Unknown struct/union: '%s'",
+				   t->elem->name);
+		else
+			sema_error(x, &n->loc,
+				   "Can not access field '%s' on expression of type '%s'",
+				   n->field.field, sema_tstr(x, t));
+		return NULL;
+	}
+	if (!strncmp(n->field.field, "common_", 7) && t->is_ctx) {
+		sema_error(x, &n->loc,
+			   "BPF does not support accessing common tracepoint fields");
+		return NULL;
+	}
+	f = field_find(rec, n->field.field, &idx);
+	if (!f) {
+		sema_error(x, &n->loc,
+			   "Struct/union of type '%s' does not contain a field named '%s'",
+			   rec->name ? rec->name : "struct", n->field.field);
+		return NULL;
+	}
+	if (t->is_ctx && !args_field_everywhere(x, n, f))
+		return NULL;
+	return f->type;
+}
+
+static struct type *type_index(struct sema_ctx *x, struct ast_node *n)
+{
+	struct type *t = sema_type_expr(x, n->index.expr);
+	struct type *it = sema_type_expr(x, n->index.index);
+	int64_t v;
+
+	if (!t || !it)
+		return NULL;
+	if (!sema_t_is_int(it)) {
+		sema_error(x, &n->index.index->loc,
+			   "The array index operator [] only accepts integer indices, found %s",
+			   sema_tstr(x, it));
+		return NULL;
+	}
+	if (t->kind == TY_ARRAY) {
+		if (sema_int_literal(x, n->index.index, &v) &&
+		    (v < 0 || (uint64_t)v >= t->nelems)) {
+			sema_error(x, &n->loc,
+				   "the index %lld is out of bounds for array of size %zu",
+				   (long long)v, t->nelems);
+			return NULL;
+		}
+		return t->elem;
+	}
+	if (t->kind == TY_POINTER) {
+		if (!t->elem || t->elem->kind == TY_VOID) {
+			sema_error(x, &n->loc,
+				   "The array index operator [] cannot be used on a pointer to an unsized type (void *).");
+			return NULL;
+		}
+		return t->elem;
+	}
+	sema_error(x, &n->loc,
+		   "The array index operator [] can only be used on arrays and pointers, found %s.",
+		   sema_tstr(x, t));
+	return NULL;
+}
+
+static struct type *type_tuple(struct sema_ctx *x, struct ast_node *n)
+{
+	int len = ast_list_len(n->tuple.elems);
+	struct type **el = arena_alloc(x->a, sizeof(*el) * (len ? len : 1));
+	int i = 0, err = 0;
+
+	for (struct ast_node *e = n->tuple.elems; e; e = e->next, i++) {
+		el[i] = sema_type_expr(x, e);
+		if (!el[i]) {
+			err = -EINVAL;
+			continue;
+		}
+		if (el[i]->kind == TY_VOID || type_is_aggregation(el[i])) {
+			sema_error(x, &e->loc, "Invalid tuple element: %s",
+				   sema_tstr(x, el[i]));
+			err = -EINVAL;
+		}
+	}
+	if (err)
+		return NULL;
+	return sema_tuple(x, el, i);
+}
+
+static struct type *type_tuple_index(struct sema_ctx *x, struct ast_node *n)
+{
+	struct type *t = sema_type_expr(x, n->tindex.expr);
+	int i = n->tindex.index;
+
+	if (!t)
+		return NULL;
+	if (t->kind != TY_TUPLE) {
+		sema_error(x, &n->loc,
+			   "Can not access index %d on expression of type '%s'",
+			   i, sema_tstr(x, t));
+		return NULL;
+	}
+	if (i < 0 || i >= t->nfields) {
+		sema_error(x, &n->loc,
+			   "Invalid tuple index: %d. Found %d elements in tuple.",
+			   i, t->nfields);
+		return NULL;
+	}
+	return t->fields[i].type;
+}
+
+static struct type *type_cast(struct sema_ctx *x, struct ast_node *n)
+{
+	struct type *t = sema_type_expr(x, n->cast.expr);
+	struct type *to = sema_t_resolve_named(x, n->cast.to, &n->loc);
+
+	if (!t || !to)
+		return NULL;
+	if (to->kind == TY_INT || to->kind == TY_BOOL) {
+		if (sema_t_is_int(t) || t->kind == TY_POINTER)
+			return to;
+		sema_error(x, &n->loc, "Casts are not supported for type: \"%s\"",
+			   sema_tstr(x, t));
+		return NULL;
+	}
+	if (to->kind == TY_POINTER) {
+		if (t->kind == TY_POINTER && t->is_ctx) {
+			sema_error(x, &n->loc,
+				   "Integer pointer casts are not supported for type: ctx");
+			return NULL;
+		}
+		if (sema_t_is_int(t) || t->kind == TY_POINTER) {
+			if (to->elem && to->elem->kind == TY_NAMED) {
+				sema_error(x, &n->loc,
+					   "Unknown struct/union: '%s'",
+					   to->elem->name);
+				return NULL;
+			}
+			if (to->addrspace == AS_NONE &&
+			    t->addrspace != AS_NONE) {
+				struct type *p = type_pointer(x->a, to->elem);
+
+				p->addrspace = t->addrspace;
+				return p;
+			}
+			return to;
+		}
+		sema_error(x, &n->loc, "Casts are not supported for type: \"%s\"",
+			   sema_tstr(x, t));
+		return NULL;
+	}
+	sema_error(x, &n->loc, "Cannot cast to \"%s\"", sema_tstr(x, to));
+	return NULL;
+}
+
+static struct type *type_call(struct sema_ctx *x, struct ast_node *n)
+{
+	const struct sema_func_ops *f = sema_func_ops(n->sema->func);
+	struct sema_map *agg_map = NULL;
+	int err = 0;
+
+	BUG_ON(!f);
+	if (f->flags & FN_F_AGG) {
+		if (x->agg_call != n) {
+			sema_error(x, &n->loc,
+				   "%s() should be directly assigned to a map",
+				   f->name);
+			err = -EINVAL;
+		}
+		agg_map = x->agg_map;
+		n->sema->map = agg_map;
+	}
+	x->agg_call = NULL;
+	/* arguments that name a whole map are typed by the function */
+	for (struct ast_node *a = n->call.args; a; a = a->next) {
+		if (a->kind == AST_MAP && (f->flags & FN_F_MAP_ARG) &&
+		    a == n->call.args)
+			continue;
+		if (a->kind == AST_IDENT && (f->flags & FN_F_IDENT_ARGS))
+			continue;
+		if (a->kind == AST_POSITIONAL && f->id == FN_STR &&
+		    a == n->call.args && a->pos.num >= 1) {
+			const char *p = sema_param(x, a->pos.num);
+
+			a->type = type_string(x->a, (p ? strlen(p) : 0) + 1);
+			continue;
+		}
+		if (a->kind == AST_STRING && (f->flags & FN_F_FMT) &&
+		    a == n->call.args) {
+			/* formats are not values: no max_strlen limit */
+			a->type = type_string(x->a, a->str.len + 1);
+			continue;
+		}
+		if (!sema_type_expr(x, a))
+			err = -EINVAL;
+	}
+	if (err)
+		return NULL;
+	if (sema_check_nargs(x, n, f->min_args, f->max_args))
+		return NULL;
+	return f->type(x, n, agg_map);
+}
+
+static struct type *type_sizeof(struct sema_ctx *x, struct ast_node *n)
+{
+	struct type *t;
+
+	if (n->size.expr)
+		t = sema_type_expr(x, n->size.expr);
+	else
+		t = sema_t_resolve_named(x, n->size.of_type, &n->loc);
+	if (!t)
+		return NULL;
+	return sema_uint64(x);
+}
+
+struct type *sema_type_expr(struct sema_ctx *x, struct ast_node *n)
+{
+	struct type *t = NULL;
+
+	switch (n->kind) {
+	case AST_INT:
+		t = type_int_lit(x, n);
+		break;
+	case AST_BOOL:
+		t = type_new(x->a, TY_BOOL, 1);
+		break;
+	case AST_STRING: {
+		/* bpftrace 0.17 limits literals to 64 bytes with the NUL,
+		 * whatever max_strlen is; a larger max_strlen raises it */
+		int limit = x->c->max_strlen > 64 ? x->c->max_strlen : 64;
+
+		if (n->str.len + 1 > (size_t)limit) {
+			sema_error(x, &n->loc,
+				   "String is too long (over %d bytes): %s",
+				   limit, n->str.value);
+			break;
+		}
+		t = type_string(x->a, n->str.len + 1);
+		break;
+	}
+	case AST_POSITIONAL:
+		t = type_positional(x, n);
+		break;
+	case AST_BUILTIN: {
+		const struct sema_builtin_ops *b;
+
+		b = sema_builtin_ops(n->sema->builtin);
+		BUG_ON(!b);
+		t = b->type(x, n);
+		break;
+	}
+	case AST_IDENT:
+		sema_error(x, &n->loc, "Unknown identifier: '%s'",
+			   n->ident.name);
+		break;
+	case AST_VAR:
+		t = n->sema->var->type;
+		if (!t && x->final)
+			/* let $x; and no value assigned anywhere */
+			sema_error(x, &n->loc,
+				   "Variable used before it was assigned: %s",
+				   n->ident.name);
+		break;
+	case AST_MAP:
+		t = sema_t_type_map(x, n);
+		break;
+	case AST_CALL:
+		t = type_call(x, n);
+		break;
+	case AST_SIZEOF:
+		t = type_sizeof(x, n);
+		break;
+	case AST_BINOP:
+		t = type_binop(x, n);
+		break;
+	case AST_UNOP:
+		t = type_unop(x, n);
+		break;
+	case AST_TERNARY:
+		t = type_ternary(x, n);
+		break;
+	case AST_FIELD:
+		t = type_field(x, n);
+		break;
+	case AST_INDEX:
+		t = type_index(x, n);
+		break;
+	case AST_TUPLE:
+		t = type_tuple(x, n);
+		break;
+	case AST_TUPLE_INDEX:
+		t = type_tuple_index(x, n);
+		break;
+	case AST_CAST:
+		t = type_cast(x, n);
+		break;
+	case AST_OFFSETOF:
+		sema_error(x, &n->loc, "offsetof() is not supported yet");
+		break;
+	case AST_BLOCK_EXPR:
+		sema_error(x, &n->loc, "block expressions are not supported yet");
+		break;
+	case AST_RECORD:
+		sema_error(x, &n->loc, "records are not supported yet");
+		break;
+	default:
+		BUG("%s is not an expression", ast_kind_name(n->kind));
+	}
+	n->type = t;
+	if (!t)
+		x->unresolved++;
+	return t;
+}
+

@@ -1,0 +1,36 @@
+/*
+ * Internal to the types pass: sema_types.c (statements, the walk),
+ * sema_expr.c (expressions, map keys) and sema_typeutil.c (type
+ * predicates, merging, variables), called in that order.
+ */
+#ifndef UBT_SEMA_TYPE_INT_H
+#define UBT_SEMA_TYPE_INT_H
+
+#include "sema_int.h"
+
+bool sema_t_is_int(const struct type *t);
+bool sema_t_is_cond(const struct type *t);
+bool sema_t_int_signed(const struct type *t);
+struct type *sema_t_int64_of(struct sema_ctx *x, bool is_signed);
+bool sema_t_is_nonneg_literal(struct sema_ctx *x, const struct ast_node *n);
+struct type *sema_t_widen(struct sema_ctx *x, struct type *t);
+int sema_t_merge(struct sema_ctx *x, struct type **dst, struct type *src,
+		 bool *changed);
+void sema_t_mismatch(struct sema_ctx *x, const struct ast_loc *loc,
+		     const char *what, const char *name, struct type *have,
+		     struct type *got);
+int sema_t_map_set_value(struct sema_ctx *x, struct sema_map *m,
+			 struct type *t, const struct ast_loc *loc,
+			 const struct ast_loc *rloc);
+struct ast_loc sema_t_assign_op_loc(const struct ast_node *n);
+int sema_t_var_set(struct sema_ctx *x, struct ast_node *var, struct type *t,
+		   const struct ast_loc *loc);
+struct type *sema_t_resolve_named(struct sema_ctx *x, struct type *t,
+				  const struct ast_loc *loc);
+int sema_t_map_keys(struct sema_ctx *x, struct ast_node *n,
+		    struct sema_map *m);
+struct type *sema_t_type_map(struct sema_ctx *x, struct ast_node *n);
+struct type *sema_t_binop_types(struct sema_ctx *x, struct ast_node *n,
+				struct type *lt, struct type *rt);
+
+#endif

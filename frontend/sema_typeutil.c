@@ -1,0 +1,324 @@
+/*
+ * The types pass: predicates on types, merging a type into a map's or
+ * a variable's, resolving type names.
+ */
+#include <errno.h>
+#include <string.h>
+
+#include "sema.h"
+#include "sema_int.h"
+#include "sema_type_int.h"
+#include "util.h"
+
+bool sema_t_is_int(const struct type *t)
+{
+	return t && (t->kind == TY_INT || t->kind == TY_BOOL ||
+		     t->kind == TY_ENUM);
+}
+
+bool sema_t_is_cond(const struct type *t)
+{
+	return sema_t_is_int(t) || (t && t->kind == TY_POINTER);
+}
+
+bool sema_t_int_signed(const struct type *t)
+{
+	return t->kind == TY_INT ? t->is_signed : t->kind == TY_ENUM;
+}
+
+struct type *sema_t_int64_of(struct sema_ctx *x, bool is_signed)
+{
+	return type_int(x->a, 8, is_signed);
+}
+
+/*
+ * A literal that is not negative. bpftrace 0.17 turns numeric positional
+ * parameters into literals before type checking, so `arg0 == $1` with
+ * $1 = 4 draws no sign warning: count them too.
+ */
+bool sema_t_is_nonneg_literal(struct sema_ctx *x, const struct ast_node *n)
+{
+	const char *s;
+	int64_t v;
+
+	if (n->kind == AST_POSITIONAL) {
+		if (n->pos.num == -1)
+			return true;
+		s = sema_param(x, n->pos.num);
+		return !s || (sema_is_number(s, &v) && v >= 0);
+	}
+	return n->kind == AST_INT && !n->num.is_negative &&
+	       (int64_t)n->num.value >= 0;
+}
+
+/* Map values and keys store integers as 64 bits. */
+struct type *sema_t_widen(struct sema_ctx *x, struct type *t)
+{
+	if (t && t->kind == TY_INT && t->size != 8)
+		return sema_t_int64_of(x, t->is_signed);
+	return t;
+}
+
+/*
+ * Merge src into *dst for a storage location (variable, map value or
+ * key) that already has type *dst: strings grow to the larger size,
+ * integers to the larger width, tuples element by element. 0, or -1 when
+ * the types do not fit (*dst unchanged). *changed is set when *dst grew.
+ */
+int sema_t_merge(struct sema_ctx *x, struct type **dst, struct type *src,
+		 bool *changed)
+{
+	struct type *d = *dst;
+
+	if (type_equal(d, src))
+		return 0;
+	if (sema_t_is_int(d) && sema_t_is_int(src) && d->kind == src->kind) {
+		if (src->size > d->size) {
+			*dst = type_int(x->a, src->size, d->is_signed);
+			*changed = true;
+		}
+		return 0;
+	}
+	if (d->kind != src->kind)
+		return -1;
+	switch (d->kind) {
+	case TY_INT:
+		return 0;
+	case TY_STRING:
+		if (src->size > d->size) {
+			*dst = type_string(x->a, src->size);
+			*changed = true;
+		}
+		return 0;
+	case TY_TUPLE: {
+		struct type **el;
+		bool grew = false;
+
+		if (d->nfields != src->nfields)
+			return -1;
+		el = arena_alloc(x->a, sizeof(*el) * d->nfields);
+		for (int i = 0; i < d->nfields; i++) {
+			el[i] = d->fields[i].type;
+			if (el[i]->kind == TY_INT &&
+			    src->fields[i].type->kind == TY_INT &&
+			    el[i]->size == src->fields[i].type->size)
+				continue;
+			if (sema_t_merge(x, &el[i], src->fields[i].type, &grew))
+				return -1;
+		}
+		if (grew) {
+			*dst = sema_tuple(x, el, d->nfields);
+			*changed = true;
+		}
+		return 0;
+	}
+	case TY_SUM:
+	case TY_MIN:
+	case TY_MAX:
+	case TY_AVG:
+	case TY_STATS:
+	case TY_COUNT:
+		return 0;
+	default:
+		return -1;
+	}
+}
+
+/* Type mismatch wording for tuples, as bpftrace has it. */
+void sema_t_mismatch(struct sema_ctx *x, const struct ast_loc *loc,
+		     const char *what, const char *name, struct type *have,
+		     struct type *got)
+{
+	if (have->kind == TY_TUPLE && got->kind == TY_TUPLE) {
+		sema_error(x, loc, "Tuple type mismatch: %s != %s.",
+			   sema_tstr(x, have), sema_tstr(x, got));
+		return;
+	}
+	sema_error(x, loc,
+		   "Type mismatch for %s: trying to assign value of type '%s' when %s already contains a value of type '%s'",
+		   name, sema_tstr(x, got), what, sema_tstr(x, have));
+}
+
+/* Map values. */
+
+enum sema_func sema_agg_of(const struct type *t)
+{
+	switch (t ? t->kind : TY_NONE) {
+	case TY_COUNT:
+		return FN_COUNT;
+	case TY_SUM:
+		return FN_SUM;
+	case TY_AVG:
+		return FN_AVG;
+	case TY_MIN:
+		return FN_MIN;
+	case TY_MAX:
+		return FN_MAX;
+	case TY_STATS:
+		return FN_STATS;
+	case TY_HIST:
+		return FN_HIST;
+	case TY_LHIST:
+		return FN_LHIST;
+	default:
+		return FN_NONE;
+	}
+}
+
+int sema_t_map_set_value(struct sema_ctx *x, struct sema_map *m,
+			 struct type *t, const struct ast_loc *loc,
+			 const struct ast_loc *rloc)
+{
+	bool changed = false;
+
+	if (!t)
+		return -EINVAL;
+	if (t->kind == TY_VOID || t->kind == TY_NONE) {
+		sema_error(x, loc, "Invalid expression for assignment: %s",
+			   sema_tstr(x, t));
+		return -EINVAL;
+	}
+	if (t->kind == TY_POINTER && t->is_ctx) {
+		sema_error(x, loc, "context cannot be assigned to a map");
+		return -EINVAL;
+	}
+	t = sema_t_widen(x, t);
+	if (!m->value) {
+		m->value = t;
+		m->agg = sema_agg_of(t);
+		x->changed++;
+		return 0;
+	}
+	if (m->value->kind == TY_LHIST && t->kind == TY_LHIST &&
+	    !type_equal(m->value, t)) {
+		sema_error(x, rloc,
+			   "Different lhist bounds in a single map unsupported");
+		return -EINVAL;
+	}
+	if (m->value->kind == TY_HIST && t->kind == TY_HIST &&
+	    !type_equal(m->value, t)) {
+		sema_error(x, rloc,
+			   "Different bits in a single hist unsupported");
+		return -EINVAL;
+	}
+	if (sema_t_merge(x, &m->value, t, &changed)) {
+		sema_t_mismatch(x, loc, "map", m->name, m->value, t);
+		return -EINVAL;
+	}
+	if (changed)
+		x->changed++;
+	return 0;
+}
+
+/* bpftrace 0.17 shows every integer key as unsigned int64. */
+/*
+ * bpftrace 0.17 locates a variable's type mismatch at the '=' (or the
+ * whole "op=") of the assignment, which the parser recorded.
+ */
+struct ast_loc sema_t_assign_op_loc(const struct ast_node *n)
+{
+	return n->assign.op_loc.first_line ? n->assign.op_loc : n->loc;
+}
+
+int sema_t_var_set(struct sema_ctx *x, struct ast_node *var, struct type *t,
+		   const struct ast_loc *loc)
+{
+	struct sema_var *v = var->sema->var;
+	bool changed = false;
+
+	if (!t)
+		return -EINVAL;
+	if (t->kind == TY_VOID || t->kind == TY_NONE) {
+		sema_error(x, loc, "Invalid expression for assignment: %s",
+			   sema_tstr(x, t));
+		return -EINVAL;
+	}
+	if (type_is_aggregation(t)) {
+		sema_error(x, loc,
+			   "Invalid expression for assignment: %s (aggregations can only be assigned to maps)",
+			   sema_tstr(x, t));
+		return -EINVAL;
+	}
+	if (!v->type) {
+		v->type = t;
+		x->changed++;
+	} else if (v->declared) {
+		/* a declared type stays: integers convert, the rest fit */
+		if (!(sema_t_is_int(v->type) && sema_t_is_int(t)) &&
+		    !(v->type->kind == TY_STRING && t->kind == TY_STRING &&
+		      t->size <= v->type->size) &&
+		    !type_equal(v->type, t)) {
+			sema_t_mismatch(x, loc, "variable", v->name, v->type, t);
+			return -EINVAL;
+		}
+	} else if (sema_t_merge(x, &v->type, t, &changed)) {
+		sema_t_mismatch(x, loc, "variable", v->name, v->type, t);
+		return -EINVAL;
+	}
+	if (changed)
+		x->changed++;
+	var->type = v->type;
+	return 0;
+}
+
+/* Named types written in casts: the integer names bpftrace knows. */
+struct type *sema_t_resolve_named(struct sema_ctx *x, struct type *t,
+				  const struct ast_loc *loc)
+{
+	static const struct {
+		const char *name;
+		size_t size;
+		bool is_signed;
+	} ints[] = {
+		{ "int8", 1, true }, { "int16", 2, true },
+		{ "int32", 4, true }, { "int64", 8, true },
+		{ "uint8", 1, false }, { "uint16", 2, false },
+		{ "uint32", 4, false }, { "uint64", 8, false },
+		{ "char", 1, true }, { "signed char", 1, true },
+		{ "unsigned char", 1, false }, { "short", 2, true },
+		{ "unsigned short", 2, false }, { "int", 4, true },
+		{ "signed", 4, true }, { "unsigned", 4, false },
+		{ "unsigned int", 4, false }, { "long", 8, true },
+		{ "unsigned long", 8, false }, { "long long", 8, true },
+		{ "unsigned long long", 8, false }, { "u8", 1, false },
+		{ "u16", 2, false }, { "u32", 4, false },
+		{ "u64", 8, false }, { "s8", 1, true }, { "s16", 2, true },
+		{ "s32", 4, true }, { "s64", 8, true },
+		{ "size_t", 8, false }, { "ssize_t", 8, true },
+		{ "pid_t", 4, true }, { "uid_t", 4, false },
+		{ "gid_t", 4, false }, { "bool", 1, false },
+		{ "_Bool", 1, false },
+	};
+
+	if (!t)
+		return NULL;
+	if (t->kind == TY_POINTER || t->kind == TY_ARRAY) {
+		struct type *e = t->elem, *r;
+
+		if (!e || e->kind == TY_VOID)
+			return t;
+		e = sema_t_resolve_named(x, e, loc);
+		if (!e)
+			return NULL;
+		if (e == t->elem)
+			return t;
+		r = type_new(x->a, t->kind, 0);
+		*r = *t;
+		r->elem = e;
+		if (t->kind == TY_ARRAY)
+			r->size = e->size * t->nelems;
+		return r;
+	}
+	if (t->kind != TY_NAMED)
+		return t;
+	for (size_t i = 0; i < ARRAY_SIZE(ints); i++)
+		if (!strcmp(ints[i].name, t->name))
+			return type_int(x->a, ints[i].size, ints[i].is_signed);
+	if (!strncmp(t->name, "struct ", 7) || !strncmp(t->name, "union ", 6))
+		sema_error(x, loc, "Unknown struct/union: '%s'", t->name);
+	else
+		sema_error(x, loc, "Unknown type: '%s'", t->name);
+	return NULL;
+}
+
+/* Expressions. */

@@ -1,0 +1,82 @@
+/*
+ * Internal to libubt-rt.so: what rt.c (thread blocks, faults, fork,
+ * rings, init), rt_htab.c (per-thread keyed tables and their iteration)
+ * and rt_shtab.c (tables shared by all threads) share; the state itself
+ * is in rt_state.c, so that calls run one way (rt.c -> the tables ->
+ * rt_state.c).  Everything not
+ * RT_EXPORT is hidden (-fvisibility=hidden): calls between these files
+ * stay direct.
+ */
+#ifndef UBT_RT_INT_H
+#define UBT_RT_INT_H
+
+#include <stdint.h>
+
+#include "rt_abi.h"
+
+#define RT_EXPORT __attribute__((visibility("default")))
+
+/*
+ * Per-thread state.  self (the thread's block) must stay first: probe code
+ * and the trampolines read it at %fs:tls_offset.  ubt zeroes the whole
+ * struct in every thread when it attaches again (new memfd).
+ */
+struct rt_tls {
+	void *self;
+	uint64_t noblock;
+};
+extern __thread struct rt_tls rt_tls
+	__attribute__((tls_model("initial-exec")));
+#define rt_self (rt_tls.self)
+#define rt_noblock (rt_tls.noblock)
+
+/* rt_state.c: the shared memfd's control block (set by rt_init) */
+extern struct rt_ctl *rt_ctl_p __attribute__((visibility("hidden")));
+
+/* A system call without arguments (no libc, no errno). */
+static inline long rt_syscall0(long nr)
+{
+	long ret;
+
+	__asm__ volatile("syscall"
+			 : "=a"(ret)
+			 : "a"(nr)
+			 : "rcx", "r11", "memory");
+	return ret;
+}
+
+typedef uint64_t rt_u64u __attribute__((aligned(1), may_alias));
+
+/* FNV-1a over 8-byte words, then bytes */
+static inline uint64_t rt_hash(const void *key, uint32_t ks)
+{
+	uint64_t hash = 1469598103934665603ULL, w;
+	const uint8_t *k = key;
+
+	for (w = 0; w + 8 <= ks; w += 8)
+		hash = (hash ^ *(const rt_u64u *)(k + w)) * 1099511628211ULL;
+	for (; w < ks; w++)
+		hash = (hash ^ k[w]) * 1099511628211ULL;
+	return hash ^ (hash >> 29);
+}
+
+static inline int rt_key_eq(const uint8_t *a, const uint8_t *b, uint32_t n)
+{
+	uint32_t w;
+
+	for (w = 0; w + 8 <= n; w += 8)
+		if (*(const rt_u64u *)(a + w) != *(const rt_u64u *)(b + w))
+			return 0;
+	for (; w < n; w++)
+		if (a[w] != b[w])
+			return 0;
+	return 1;
+}
+
+
+static inline void rt_pause(void)
+{
+	__asm__ volatile("pause" ::: "memory");
+}
+
+#endif
