@@ -126,20 +126,20 @@ static int cg_define_maps(struct cg *g)
 					    m->key_size, m->value_size,
 					    m->max_entries);
 	}
-	o->ringbuf_name = "AT__ringbuf";
+	o->ringbuf_name = CG_MAP_RINGBUF;
 	o->ringbuf_size = CG_RINGBUF_SIZE;
 	g->ringbuf = irb_map_define(&g->ir, o->ringbuf_name,
 				    BPF_MAP_TYPE_RINGBUF, 0, 0,
 				    CG_RINGBUF_SIZE);
-	o->lost_name = "AT__lost";
+	o->lost_name = CG_MAP_LOST;
 	g->lost = irb_map_define(&g->ir, o->lost_name,
 				 BPF_MAP_TYPE_PERCPU_ARRAY, 4, 8, 1);
-	o->globals_name = "AT__globals";
+	o->globals_name = CG_MAP_GLOBALS;
 	g->globals = irb_map_define(&g->ir, o->globals_name,
 				    BPF_MAP_TYPE_ARRAY, 4, CG_GLOBALS_SIZE, 1);
 	/* the native target's tables count their own (rt_abi.h) */
 	if (g->ir.target == CG_TARGET_BPF && sp->nmaps) {
-		o->full_name = "AT__full";
+		o->full_name = CG_MAP_FULL;
 		g->full = irb_map_define(&g->ir, o->full_name,
 					 BPF_MAP_TYPE_PERCPU_ARRAY, 4, 8,
 					 sp->nmaps);

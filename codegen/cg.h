@@ -152,6 +152,15 @@ struct cg_prog {
 	size_t code_len;
 };
 
+/*
+ * ubt's own maps in the object, beside the program's maps (AT_<name>):
+ * outside that namespace, so that a program's @_ringbuf is its own.
+ */
+#define CG_MAP_RINGBUF "ubt_ringbuf"
+#define CG_MAP_LOST "ubt_lost"
+#define CG_MAP_GLOBALS "ubt_globals"
+#define CG_MAP_FULL "ubt_full"
+
 struct cg_object {
 	enum cg_target target;
 	void *image;		/* ELF (BPF) */
@@ -162,7 +171,7 @@ struct cg_object {
 	int nmaps;
 	struct cg_event *events;
 	int nevents;
-	const char *ringbuf_name;	/* "ringbuf" */
+	const char *ringbuf_name;	/* CG_MAP_RINGBUF */
 	size_t ringbuf_size;
 	/* array map, one value: u64 start time (CLOCK_MONOTONIC ns, for
 	 * elapsed), u64 -c child pid (cpid); written by the shim */

@@ -313,13 +313,13 @@ LLVMValueRef irb_native_map_define(struct irb *ir, const char *name,
 		irb_nat.refs[irb_nat.nmaps - 1].idx = -1;
 		return ref;
 	}
-	if (!strcmp(name, "AT__globals")) {
+	if (!strcmp(name, CG_MAP_GLOBALS)) {
 		m->kind = NATIVE_MAP_FIXED;
 		m->off = 0;
 		m->bytes = NATIVE_GLOBALS_SIZE;
 		return ref;
 	}
-	if (!strcmp(name, "AT__lost")) {
+	if (!strcmp(name, CG_MAP_LOST)) {
 		m->kind = NATIVE_MAP_FIXED;
 		m->off = NATIVE_LOST_OFF;
 		m->bytes = 8;

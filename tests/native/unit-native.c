@@ -150,11 +150,11 @@ static void build_begin(struct built *b)
 				     8, 8, 4096);
 	b->k = irb_native_map_define(&b->ir, "AT_k", BPF_MAP_TYPE_PERCPU_HASH,
 				     8, 8, 64);
-	b->ring = irb_native_map_define(&b->ir, "AT__ringbuf",
+	b->ring = irb_native_map_define(&b->ir, CG_MAP_RINGBUF,
 					BPF_MAP_TYPE_RINGBUF, 0, 0, 1 << 20);
-	b->lost = irb_native_map_define(&b->ir, "AT__lost",
+	b->lost = irb_native_map_define(&b->ir, CG_MAP_LOST,
 					BPF_MAP_TYPE_PERCPU_ARRAY, 4, 8, 1);
-	b->globals = irb_native_map_define(&b->ir, "AT__globals",
+	b->globals = irb_native_map_define(&b->ir, CG_MAP_GLOBALS,
 					   BPF_MAP_TYPE_ARRAY, 4, 24, 1);
 }
 
@@ -603,9 +603,9 @@ static void lowered_check(struct ubt_user *u, const struct cg_object *obj,
 	struct lc_sum t = { 0 };
 	int err = -ENOENT;
 
-	/* the program's one map; AT__ringbuf, AT__lost... are ubt's */
+	/* the program's one map; ubt_ringbuf, ubt_lost... are ubt's */
 	for (int i = 0; i < obj->nnative_maps && !nm; i++)
-		if (strncmp(obj->native_maps[i].name, "AT__", 4))
+		if (strncmp(obj->native_maps[i].name, "ubt_", 4))
 			nm = &obj->native_maps[i];
 	if (how == LC_NONE)
 		return;
