@@ -47,6 +47,8 @@ const char *ap_canonical_provider(const char *name)
 struct ap_parts {
 	const char *part[AP_MAX_PARTS];
 	bool quoted[AP_MAX_PARTS];
+	/* a quoted part: where its last quoted text ends ("f"+8: 1) */
+	size_t qend[AP_MAX_PARTS];
 	bool wild[AP_MAX_PARTS];
 	int n;
 	bool too_many;
@@ -95,7 +97,7 @@ static void ap_split(struct compile *c, const char *raw, struct ap_parts *ps,
 	size_t len = strlen(raw);
 	char *cur = arena_alloc(&c->arena, len + 1);
 	char *all = arena_alloc(&c->arena, len + 1);
-	size_t n = 0, na = 0;
+	size_t n = 0, na = 0, qend = 0;
 	bool quoted = false, wild = false;
 
 	memset(ps, 0, sizeof(*ps));
@@ -108,6 +110,7 @@ static void ap_split(struct compile *c, const char *raw, struct ap_parts *ps,
 				cur[n++] = *p;
 				all[na++] = *p;
 			}
+			qend = n;
 			if (!*p)
 				p--;
 			continue;
@@ -116,12 +119,13 @@ static void ap_split(struct compile *c, const char *raw, struct ap_parts *ps,
 			if (ps->n < AP_MAX_PARTS) {
 				ps->part[ps->n] = arena_strndup(&c->arena, cur, n);
 				ps->quoted[ps->n] = quoted;
+				ps->qend[ps->n] = qend;
 				ps->wild[ps->n] = wild;
 				ps->n++;
 			} else {
 				ps->too_many = true;
 			}
-			n = 0;
+			n = qend = 0;
 			quoted = wild = false;
 			if (!*p)
 				break;
@@ -405,7 +409,19 @@ int ap_parse(struct compile *c, struct ast_node *n, const char *raw)
 			return 0;
 		}
 		if (ap->quoted_func) {
+			size_t q = ps.qend[ps.n - 1];
+
+			/* "name"+offset: the offset follows the quotes */
 			ap->func = f;
+			if (f[q] != '+')
+				return 0;
+			ap->func = arena_strndup(&c->arena, f, q);
+			if (parse_u64(f + q + 1, &ap->func_offset))
+				goto bad_offset;
+			if (ap->func_offset && !strcmp(prov, "uretprobe")) {
+				diag_error(&c->diag, loc, "Offset not allowed");
+				return -EINVAL;
+			}
 			return 0;
 		}
 		if (split_offset(c, ap, f))

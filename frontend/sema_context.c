@@ -166,6 +166,25 @@ int sema_context(struct compile *c)
 	return c->diag.nerrors > nerr ? -EINVAL : 0;
 }
 
+/*
+ * Kernel functions bpftrace refuses a kretprobe on, whatever the kernel:
+ * the return trampoline takes the lock they take.
+ */
+static bool sema_kretprobe_banned(const char *func)
+{
+	static const char *const banned[] = {
+		"_raw_spin_lock",
+		"_raw_spin_lock_irqsave",
+		"_raw_spin_unlock_irqrestore",
+		"queued_spin_lock_slowpath",
+	};
+
+	for (size_t i = 0; func && i < ARRAY_SIZE(banned); i++)
+		if (!strcmp(func, banned[i]))
+			return true;
+	return false;
+}
+
 int sema_available(struct compile *c)
 {
 	int err = 0;
@@ -174,6 +193,15 @@ int sema_available(struct compile *c)
 		for (struct ast_node *ap = p->probe.aps; ap; ap = ap->next) {
 			struct sema_ap *sa = ap->sema->ap;
 
+			if (sa->provider == PROV_KRETPROBE &&
+			    sema_kretprobe_banned(ap->ap.func)) {
+				/* bpftrace 0.17's words, "error: " included */
+				diag_error(&c->diag, &ap->loc,
+					   "error: kretprobe:%s can't be used as it might lock up your system.",
+					   ap->ap.func);
+				err = -EINVAL;
+				continue;
+			}
 			if (sa->available)
 				continue;
 			diag_error(&c->diag, &ap->loc,

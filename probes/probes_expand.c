@@ -314,6 +314,15 @@ static int probes_expand_uprobe(struct arena *a, struct diag_list *d,
 			if (!probes_func_matches(func, wild, s->name,
 						 cpp_only))
 				continue;
+			if (func_offset && s->size && func_offset >= s->size) {
+				/* bpftrace's words */
+				probes_report(d, loc, false,
+					      arena_printf(a,
+							   "Offset outside the function bounds ('%s' size is %llu)",
+							   s->name,
+							   (unsigned long long)s->size));
+				return -EINVAL;
+			}
 			struct probes_match *m = probes_new_match(v, prov, pid);
 			uint64_t impl, impl_off;
 
