@@ -164,10 +164,63 @@ static const char *cg_section(struct cg *g, enum sema_provider p)
 	case PROV_PROFILE:
 	case PROV_SOFTWARE:
 	case PROV_HARDWARE:
+	case PROV_WATCHPOINT:
+	case PROV_ASYNCWATCHPOINT:
 		return "perf_event";
 	default:
 		return NULL;
 	}
+}
+
+/* A new program of probe, named p<probe>_<program>. */
+static struct cg_prog *cg_prog_new(struct cg *g, struct ast_node *probe)
+{
+	struct cg_object *o = g->obj;
+	struct cg_prog *p;
+	char name[64];
+
+	if (o->nprogs == g->cap_progs) {
+		struct cg_prog *np;
+
+		g->cap_progs = g->cap_progs ? 2 * g->cap_progs : 16;
+		np = arena_alloc(&g->c->arena, g->cap_progs * sizeof(*np));
+		if (o->nprogs)
+			memcpy(np, o->progs, o->nprogs * sizeof(*np));
+		o->progs = np;
+	}
+	p = &o->progs[o->nprogs];
+	memset(p, 0, sizeof(*p));
+	snprintf(name, sizeof(name), "p%d_%d", probe->probe.index,
+		 o->nprogs);
+	p->name = arena_strdup(&g->c->arena, name);
+	return p;
+}
+
+/*
+ * watchpoint:FUNC+argN: after the body's program (body), the uprobe at
+ * FUNC (m) that reports the address (cg_watch.c).
+ */
+static void cg_watch_program(struct cg *g, struct ast_node *probe,
+			     struct ast_node *ap, const struct probes_match *m,
+			     int body)
+{
+	struct cg_prog *p = cg_prog_new(g, probe);
+	enum sema_provider prov = ap->sema->ap->provider;
+
+	g->obj->progs[body].watch_later = true;
+	p->internal = true;
+	p->section = "uprobe";
+	p->probe = probe;
+	p->ap = ap;
+	p->provider = PROV_UPROBE;
+	p->matches = m;
+	p->nmatches = 1;
+	p->probe_name = m->name;
+	g->prog = g->obj->nprogs++;
+	g->ctxp = irb_func_begin(&g->ir, p->name, p->section);
+	cg_watch_setup_body(g, body, (int)ap->ap.func_offset,
+			    prov == PROV_WATCHPOINT);
+	irb_func_end(&g->ir);
 }
 
 static void cg_program(struct cg *g, struct sema_probe *sp,
@@ -179,7 +232,6 @@ static void cg_program(struct cg *g, struct sema_probe *sp,
 	enum sema_provider prov = sap ? sap->provider : sp->provider;
 	const char *section = cg_section(g, prov);
 	struct cg_prog *p;
-	char name[64];
 
 	if (!section) {
 		diag_error(&g->c->diag, &ap->loc,
@@ -188,19 +240,7 @@ static void cg_program(struct cg *g, struct sema_probe *sp,
 		g->err = -EINVAL;
 		return;
 	}
-	if (o->nprogs == g->cap_progs) {
-		struct cg_prog *np;
-
-		g->cap_progs = g->cap_progs ? 2 * g->cap_progs : 16;
-		np = arena_alloc(&g->c->arena, g->cap_progs * sizeof(*np));
-		if (o->nprogs)
-			memcpy(np, o->progs, o->nprogs * sizeof(*np));
-		o->progs = np;
-	}
-	p = &o->progs[o->nprogs];
-	snprintf(name, sizeof(name), "p%d_%d", probe->probe.index,
-		 o->nprogs);
-	p->name = arena_strdup(&g->c->arena, name);
+	p = cg_prog_new(g, probe);
 	p->section = section;
 	p->probe = probe;
 	p->ap = ap;
@@ -316,11 +356,21 @@ static void cg_probes(struct cg *g)
 
 		if (prov == PROV_USDT)
 			split = true;
+		/* a watchpoint per function: its own program to attach */
+		for (struct ast_node *ap = p->probe.aps; ap; ap = ap->next)
+			if (ap->sema->ap->provider == PROV_WATCHPOINT ||
+			    ap->sema->ap->provider == PROV_ASYNCWATCHPOINT)
+				split = true;
 
 		for (struct ast_node *ap = p->probe.aps; ap && !g->err;
 		     ap = ap->next) {
 			struct probes_match *m = NULL;
 			int n = 0, err;
+			/* FUNC+argN: a uprobe reports the address */
+			enum sema_provider ap_prov = ap->sema->ap->provider;
+			bool watch = ap->ap.func &&
+				     (ap_prov == PROV_WATCHPOINT ||
+				      ap_prov == PROV_ASYNCWATCHPOINT);
 
 			err = probes_expand(g->c, p, ap, &m, &n);
 			if (err || diag_has_errors(&g->c->diag)) {
@@ -331,10 +381,17 @@ static void cg_probes(struct cg *g)
 				continue;
 			if (!split || n == 1) {
 				cg_program(g, sp, p, ap, m, n);
+				if (watch && !g->err)
+					cg_watch_program(g, p, ap, m,
+							 g->obj->nprogs - 1);
 				continue;
 			}
-			for (int i = 0; i < n && !g->err; i++)
+			for (int i = 0; i < n && !g->err; i++) {
 				cg_program(g, sp, p, ap, &m[i], 1);
+				if (watch && !g->err)
+					cg_watch_program(g, p, ap, &m[i],
+							 g->obj->nprogs - 1);
+			}
 		}
 	}
 }
@@ -459,6 +516,16 @@ out:
 	}
 	*out = obj;
 	return 0;
+}
+
+int cg_object_probes(const struct cg_object *obj)
+{
+	int n = 0;
+
+	for (int i = 0; i < obj->nprogs; i++)
+		if (!obj->progs[i].internal)
+			n += obj->progs[i].nmatches;
+	return n;
 }
 
 void cg_object_free(struct cg_object *obj)

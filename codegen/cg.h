@@ -45,6 +45,9 @@ enum cg_event_kind {
 	CG_EV_DELETE,		/* delete(@agg[key]) in a user-mode probe:
 				 * map, the key at offset 8 (the shim
 				 * deletes it elsewhere) */
+	CG_EV_WATCH,		/* a watchpoint's function was called: prog,
+				 * sync; u64 address, u64 pid_tgid */
+	CG_EV_UNWATCH,		/* unwatch(addr): u64 address */
 };
 
 /* Header of every ring-buffer record. */
@@ -104,6 +107,8 @@ struct cg_event {
 	int64_t top, div;	/* print(@m, top, div); 0 when not given */
 	bool native;		/* CG_EV_DELETE: sent by native code (the
 				 * kernel's copy of the key is still there) */
+	int prog;		/* CG_EV_WATCH: the watchpoint's program */
+	bool sync;		/* CG_EV_WATCH: the thread waits, stopped */
 };
 
 /*
@@ -147,6 +152,12 @@ struct cg_prog {
 	const char *probe_name;	/* the `probe` builtin's value */
 	const struct probes_match *matches;	/* where to attach */
 	int nmatches;
+	/* watchpoint:FUNC+argN: attached at run time, when the uprobe
+	 * program at FUNC reports the address (shim/kernel_watch.c) */
+	bool watch_later;
+	/* ubt's own program (a watchpoint's uprobe): not a probe the
+	 * "Attaching N probes..." line counts */
+	bool internal;
 	/* native target: the program's relocation-free code (malloc'ed) */
 	void *code;
 	size_t code_len;
@@ -224,6 +235,10 @@ struct cg_opts {
 int cg_build(struct compile *c, enum cg_target t, const struct cg_opts *o,
 	     struct cg_object **out);
 void cg_object_free(struct cg_object *obj);
+
+/* The probes "Attaching N probes..." counts: the programs' attach points,
+ * ubt's own programs left out. */
+int cg_object_probes(const struct cg_object *obj);
 
 /* -d bpf: list the object's programs with their instructions. */
 void cg_dump_bpf(const struct cg_object *obj, FILE *f);

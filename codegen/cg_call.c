@@ -343,6 +343,9 @@ LLVMValueRef cg_call(struct cg *g, struct ast_node *n)
 	case FN_PRINT:
 		cg_print(g, n);
 		return irb_const(ir, 0);
+	case FN_UNWATCH:
+		cg_watch_unwatch(g, n, cg_expr(g, n->call.args));
+		return irb_const(ir, 0);
 	case FN_CLEAR:
 		cg_map_event(g, n, CG_EV_CLEAR);
 		return irb_const(ir, 0);

@@ -261,7 +261,7 @@ static LLVMValueRef cg_unop(struct cg *g, struct ast_node *n)
 		irb_probe_read(ir,
 			       pt && pt->addrspace == AS_USER ?
 				       IRB_READ_USER :
-				       (cg_is_uprobe(g) ? IRB_READ_USER :
+				       (cg_reads_user(g) ? IRB_READ_USER :
 							  IRB_READ_KERNEL),
 			       buf, LLVMConstInt(ir->i32, sz, 0), v);
 		return cg_load(g, buf, n->type);
@@ -393,7 +393,7 @@ static LLVMValueRef cg_index(struct cg *g, struct ast_node *n)
 		irb_probe_read(ir,
 			       t->addrspace == AS_USER ||
 					       (t->addrspace != AS_KERNEL &&
-						cg_is_uprobe(g)) ?
+						cg_reads_user(g)) ?
 				       IRB_READ_USER :
 				       IRB_READ_KERNEL,
 			       buf, LLVMConstInt(ir->i32, esz, 0), addr);

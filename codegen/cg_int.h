@@ -94,11 +94,18 @@ LLVMValueRef cg_string_equal(struct cg *g, LLVMValueRef a,
 LLVMValueRef cg_builtin(struct cg *g, struct ast_node *n);
 LLVMValueRef cg_field(struct cg *g, struct ast_node *n);
 bool cg_is_uprobe(struct cg *g);
+bool cg_reads_user(struct cg *g);
 /* cg_util.c: a string literal in a zeroed buffer of >= size bytes. */
 LLVMValueRef cg_string_lit(struct cg *g, const char *s, size_t len,
 			   size_t size);
 /* Truncate/extend an i64 by type (for narrow ints after arithmetic). */
 LLVMValueRef cg_int_norm(struct cg *g, LLVMValueRef v, const struct type *t);
+
+/* cg_watch.c: the uprobe program of watchpoint:FUNC+argN (the body is
+ * program body); unwatch(addr). */
+void cg_watch_setup_body(struct cg *g, int body, int argn, bool sync);
+void cg_watch_unwatch(struct cg *g, const struct ast_node *call,
+		      LLVMValueRef addr);
 
 void cg_stmts(struct cg *g, struct ast_node *list);
 void cg_stmt(struct cg *g, struct ast_node *n);

@@ -10,6 +10,7 @@ libubt_a_SOURCES += \
 	codegen/cg_map.c \
 	codegen/cg_stmt.c \
 	codegen/cg_util.c \
+	codegen/cg_watch.c \
 	codegen/irb.c \
 	codegen/irb_base.c \
 	codegen/irb.h \

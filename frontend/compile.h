@@ -39,6 +39,7 @@ struct compile {
 	int nparams;
 	int pid;		/* -p, 0 if none */
 	bool has_cmd;		/* -c given: cpid is valid */
+	const char *cmd;	/* the -c command line, NULL if none */
 	bool unsafe;
 	enum ubt_mode mode;
 	int max_strlen;		/* default 64 */

@@ -29,6 +29,7 @@ libubt_a_SOURCES += \
 	frontend/func_agg.c \
 	frontend/func_print.c \
 	frontend/func_str.c \
+	frontend/func_watch.c \
 	frontend/sema.c \
 	frontend/sema.h \
 	frontend/sema_config.c \

@@ -130,6 +130,7 @@ enum sema_func {
 	FN_CAT,
 	FN_SIGNAL,
 	FN_OVERRIDE,
+	FN_UNWATCH,
 	FN_COUNT_,
 };
 

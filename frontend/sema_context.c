@@ -120,6 +120,13 @@ static void check_ap(struct sema_ctx *x, struct ast_node *ap)
 			sema_error(x, &ap->loc,
 				   "uretprobes can not be attached to a function offset");
 		break;
+	case PROV_WATCHPOINT:
+	case PROV_ASYNCWATCHPOINT:
+		/* a function's argument: watched in the -p/-c process */
+		if (a->func && !x->c->pid && !x->c->has_cmd)
+			sema_error(x, &ap->loc,
+				   "-p PID or -c CMD required for watchpoint");
+		break;
 	case PROV_TRACEPOINT:
 		if (!a->target || !a->func)
 			sema_error(x, &ap->loc,

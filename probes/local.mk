@@ -7,4 +7,5 @@ libubt_a_SOURCES += \
 	probes/probes_list.c \
 	probes/probes_symcache.c \
 	probes/probes_target.c \
-	probes/probes_usdt.c
+	probes/probes_usdt.c \
+	probes/probes_watch.c

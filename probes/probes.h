@@ -195,6 +195,17 @@ struct probes_match {
 int probes_expand(struct compile *c, struct ast_node *probe,
 		  struct ast_node *ap, struct probes_match **out, int *n);
 
+/*
+ * probes_watch.c, for probes_expand(): a watchpoint attach point gives
+ * the address given, or one match per function of the -p/-c program at
+ * its entry (->offset), named "watchpoint:PROGRAM:FUNC:LEN:MODE" as
+ * bpftrace names it. probes_watch_target(): the -c program, as given.
+ */
+bool probes_is_watch(const char *provider);
+const char *probes_watch_target(struct compile *c, int pid);
+void probes_watch_names(struct compile *c, const struct ast_node *ap,
+			const char *target, struct probes_match *m, int n);
+
 /* The same, without an AST: ap fields given directly (for tests, -l). */
 int probes_expand_ap(struct arena *a, struct diag_list *d,
 		     const struct ast_loc *loc, const char *provider,

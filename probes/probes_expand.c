@@ -535,6 +535,18 @@ int probes_expand(struct compile *c, struct ast_node *probe,
 			   p->lang);
 		return -ENOTSUP;
 	}
+	if (probes_is_watch(provider)) {
+		/* FUNC+argN: the function's entry in the -p/-c program */
+		const char *t = p->func ? probes_watch_target(c, pid) : NULL;
+
+		err = probes_expand_lang(&c->arena, &c->diag, &ap->loc,
+					 p->func ? "uprobe" : provider, t,
+					 NULL, p->func, false, p->address, 0,
+					 pid, warn_only, out, n);
+		if (!err)
+			probes_watch_names(c, ap, t, *out, *n);
+		return err;
+	}
 	err = probes_expand_lang(&c->arena, &c->diag, &ap->loc, provider,
 				 p->target, p->ns, p->func, p->lang != NULL,
 				 p->address, p->func_offset, pid, warn_only,

@@ -85,15 +85,6 @@ static int kernel_loop(struct kernel *k, struct kernel_child *ch,
 }
 
 /* Count the attach points: "Attaching N probes..." */
-static int kernel_count_probes(const struct cg_object *obj)
-{
-	int n = 0;
-
-	for (int i = 0; i < obj->nprogs; i++)
-		n += obj->progs[i].nmatches;
-	return n;
-}
-
 /* Print the diagnostics added since `from` (the driver printed those
  * before). */
 static void kernel_print_new_diags(struct compile *c, struct diag *from)
@@ -132,7 +123,7 @@ int kernel_run(struct compile *c, const struct kernel_opts *o)
 		return 1;
 	if (o->dump_bpf)
 		cg_dump_bpf(obj, stdout);
-	nprobes = kernel_count_probes(obj);
+	nprobes = cg_object_probes(obj);
 	if (o->dry_run) {
 		rc = 0;
 		goto out;

@@ -36,7 +36,7 @@
 
 /* ---- attach -------------------------------------------------------- */
 
-static void kernel_add_link(struct kernel *k, struct bpf_link *l)
+void kernel_add_link(struct kernel *k, struct bpf_link *l)
 {
 	if (k->nlinks == k->caplinks) {
 		k->caplinks = k->caplinks ? 2 * k->caplinks : 16;
@@ -55,8 +55,8 @@ static void kernel_add_pfd(struct kernel *k, int fd)
 }
 
 /* prog attached to perf event fd: the link owns fd, else ubt closes it */
-static struct bpf_link *kernel_attach_pfd(struct kernel *k,
-					  struct bpf_program *prog, int fd)
+struct bpf_link *kernel_attach_pfd(struct kernel *k,
+				   struct bpf_program *prog, int fd)
 {
 	struct bpf_link *l;
 
@@ -125,6 +125,7 @@ static void kernel_detach_threads(struct kernel *k, int threads)
 
 void kernel_detach(struct kernel *k)
 {
+	kernel_watch_resume(k);
 	kernel_detach_threads(k, KERNEL_DETACH_THREADS);
 }
 
@@ -141,6 +142,7 @@ void kernel_detach_fast(struct kernel *k)
 	int gone[2];
 	pid_t pid;
 
+	kernel_watch_resume(k);
 	if (k->nlinks + k->npfds < KERNEL_DETACH_CHILD_MIN ||
 	    pipe2(gone, O_CLOEXEC)) {
 		kernel_detach(k);
@@ -423,6 +425,9 @@ static int kernel_attach_one(struct kernel *k, struct kernel_target *t)
 		}
 		break;
 	}
+	case PROV_WATCHPOINT:
+	case PROV_ASYNCWATCHPOINT:
+		return kernel_watch_attach(k, t->prog);
 	default:
 		fprintf(stderr, "ubt: cannot attach %s: not supported\n",
 			m->name);
@@ -532,6 +537,6 @@ int kernel_attach(struct kernel *k, int *nprobes)
 		}
 	}
 	if (nprobes)
-		*nprobes = k->ntargets;
+		*nprobes = cg_object_probes(k->obj);
 	return 0;
 }

@@ -72,9 +72,14 @@ static int kernel_event(void *ctx, void *data, size_t size)
 	memcpy(&h, data, sizeof(h));
 	if (h.id >= (uint64_t)obj->nevents)
 		return 0;
+	e = &obj->events[h.id];
+	/* a stopped process waits for its SIGCONT, exiting or not */
+	if (e->kind == CG_EV_WATCH) {
+		kernel_watch_event(k, e, args, asize);
+		return 0;
+	}
 	if (k->exiting && !k->in_end)
 		return 0;
-	e = &obj->events[h.id];
 	switch (e->kind) {
 	case CG_EV_PRINTF: {
 		const struct type *dt = k->ev_types[h.id];
@@ -134,6 +139,11 @@ static int kernel_event(void *ctx, void *data, size_t size)
 		kernel_map_zero(k, e->map);
 		if (k->map_hook)
 			k->map_hook(k->map_hook_ctx, e->kind, e->map, NULL);
+		break;
+	case CG_EV_WATCH:	/* taken above */
+		break;
+	case CG_EV_UNWATCH:
+		kernel_watch_event(k, e, args, asize);
 		break;
 	case CG_EV_DELETE:
 		/* from a user-mode probe: the kernel's copy of the key (a

@@ -43,6 +43,14 @@ struct kernel_target {
 	struct probes_match m;
 };
 
+/* A watchpoint ubt placed (kernel_watch.c). */
+struct kernel_watch {
+	int prog;		/* cg_prog index */
+	uint64_t addr;
+	int pid;		/* -1: every process */
+	int link;		/* index in kernel.links, -1 after unwatch */
+};
+
 struct kernel {
 	const struct cg_object *obj;
 	struct compile *c;
@@ -79,7 +87,23 @@ struct kernel {
 	kernel_map_hook_fn map_hook;	/* shim/run.c: the user side too */
 	void *map_hook_ctx;
 	int err;
+	int cpid;		/* the -c command's pid, 0 if none */
+	struct kernel_watch *watches;
+	int nwatches, capwatches;
 };
+
+/* kernel_attach.c: a link to detach at the end; prog attached to the perf
+ * event fd (the link owns fd). */
+void kernel_add_link(struct kernel *k, struct bpf_link *l);
+struct bpf_link *kernel_attach_pfd(struct kernel *k,
+				   struct bpf_program *prog, int fd);
+
+/* kernel_watch.c: attach a watchpoint program (one whose address comes
+ * at run time waits for it); the events of watchpoints. */
+int kernel_watch_attach(struct kernel *k, int prog);
+void kernel_watch_resume(struct kernel *k);
+void kernel_watch_event(struct kernel *k, const struct cg_event *e,
+			const void *args, size_t size);
 
 /* The type output is given: probe and usym values become strings. */
 const struct type *kernel_display_type(struct kernel *k,

@@ -227,6 +227,7 @@ int kernel_set_globals(struct kernel *k, uint64_t cpid)
 	uint64_t v[3];
 	uint32_t zero = 0;
 
+	k->cpid = (int)cpid;
 	if (k->globals_fd < 0)
 		return 0;
 	v[0] = mono_ns();
@@ -290,6 +291,7 @@ void kernel_free(struct kernel *k)
 	ring_buffer__free(k->rb);
 	bpf_object__close(k->bo);
 	free(k->links);
+	free(k->watches);
 	free(k->pfds);
 	free(k->progs);
 	free(k->multi);

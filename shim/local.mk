@@ -17,6 +17,7 @@ libubt_a_SOURCES += \
 	shim/kernel_int.h \
 	shim/kernel_load.c \
 	shim/kernel_maps.c \
+	shim/kernel_watch.c \
 	shim/memfd.c \
 	shim/memfd.h \
 	shim/memfd_int.h \

@@ -60,6 +60,18 @@ void out_lost_events(struct out *o, uint64_t n)
 		fprintf(o->f, "Lost %" PRIu64 " events\n", n);
 }
 
+/* A message of bpftrace's kind `type` (lost_events, ...), on the output. */
+void out_message(struct out *o, const char *type, const char *msg)
+{
+	if (o->format == OUT_JSON) {
+		fprintf(o->f, "{\"type\": \"%s\", \"data\": ", type);
+		out_json_string(o->f, msg, strlen(msg));
+		fputs("}\n", o->f);
+	} else {
+		fprintf(o->f, "%s\n", msg);
+	}
+}
+
 void out_map_full(FILE *f, const char *name, uint64_t max_entries,
 		  uint64_t dropped)
 {

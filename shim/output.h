@@ -119,6 +119,7 @@ struct out_map {
 void out_attached(struct out *o, int nprobes);
 /* Events dropped by a full ring: "Lost N events" / lost_events. */
 void out_lost_events(struct out *o, uint64_t n);
+void out_message(struct out *o, const char *type, const char *msg);
 /*
  * Updates of map `name` (max_entries keys) that found it full, kernel and
  * user-mode probes together: said once at exit, on f (stderr), in

@@ -223,8 +223,7 @@ static int run_combined(struct compile *c, const struct run_opts *o,
 	if (user_install_exec_hook(r.u) && o->verbose)
 		fprintf(stderr, "ubt: execve() is not followed: %s\n",
 			user_error(r.u));
-	for (int i = 0; i < r.kobj->nprogs; i++)
-		nprobes += r.kobj->progs[i].nmatches;
+	nprobes += cg_object_probes(r.kobj);
 	if (!o->quiet) {
 		struct out out;
 

@@ -14,7 +14,8 @@ check_PROGRAMS += \
 	tests/targets/ubt-share \
 	tests/targets/ubt-strs \
 	tests/targets/ubt-threads \
-	tests/targets/ubt-wait
+	tests/targets/ubt-wait \
+	tests/targets/ubt-watch
 EXTRA_DIST += tests/targets/target.h
 tests_targets_libubt_target_so_SOURCES = tests/targets/libtarget.c
 tests_targets_libubt_target_so_CFLAGS = $(UBT_TARGET_CFLAGS) -fPIC
@@ -56,6 +57,10 @@ tests_targets_ubt_threads_LDADD = -lpthread
 tests_targets_ubt_wait_SOURCES = tests/targets/wait.c
 tests_targets_ubt_wait_CFLAGS = $(UBT_TARGET_CFLAGS)
 tests_targets_ubt_wait_LDFLAGS =
+# not PIE: watchpoints on a global's address from nm
+tests_targets_ubt_watch_SOURCES = tests/targets/watch.c
+tests_targets_ubt_watch_CFLAGS = $(UBT_TARGET_CFLAGS) -fno-pie
+tests_targets_ubt_watch_LDFLAGS = -no-pie
 if HAVE_SDT
 check_PROGRAMS += tests/targets/ubt-usdt
 tests_targets_ubt_usdt_SOURCES = tests/targets/usdt.c

@@ -112,6 +112,7 @@ static void driver_setup_compile(struct compile *c, const struct cli_opts *o)
 	c->nparams = o->nparams;
 	c->pid = o->pid;
 	c->has_cmd = o->cmd != NULL;
+	c->cmd = o->cmd;
 	c->unsafe = o->unsafe;
 	c->mode = o->mode;
 }
