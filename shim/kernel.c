@@ -196,6 +196,7 @@ int kernel_run(struct compile *c, const struct kernel_opts *o)
 		child_report(stderr, ch.pid, ch.status, o->verbose);
 	if (exitwatch_status(xw, &st))
 		child_report_pid(stderr, o->pid, st, o->verbose);
+	kernel_watch_resume(k);
 	kernel_detach_fast(k);
 	rc = err ? 1 : 0;
 out:

@@ -36,37 +36,6 @@
 
 /* ---- attach -------------------------------------------------------- */
 
-void kernel_add_link(struct kernel *k, struct bpf_link *l)
-{
-	if (k->nlinks == k->caplinks) {
-		k->caplinks = k->caplinks ? 2 * k->caplinks : 16;
-		k->links = xrealloc(k->links, k->caplinks * sizeof(*k->links));
-	}
-	k->links[k->nlinks++] = l;
-}
-
-static void kernel_add_pfd(struct kernel *k, int fd)
-{
-	if (k->npfds == k->cappfds) {
-		k->cappfds = k->cappfds ? 2 * k->cappfds : 16;
-		k->pfds = xrealloc(k->pfds, k->cappfds * sizeof(*k->pfds));
-	}
-	k->pfds[k->npfds++] = fd;
-}
-
-/* prog attached to perf event fd: the link owns fd, else ubt closes it */
-struct bpf_link *kernel_attach_pfd(struct kernel *k,
-				   struct bpf_program *prog, int fd)
-{
-	struct bpf_link *l;
-
-	kernel_add_pfd(k, fd);
-	l = bpf_program__attach_perf_event(prog, fd);
-	if (l)
-		k->npfds--;	/* the link closes it */
-	return l;
-}
-
 /*
  * Destroying a uprobe link waits for an RCU grace period (~0.1-0.2 s on
  * this kernel): destroy many links from several threads so that the
@@ -125,7 +94,6 @@ static void kernel_detach_threads(struct kernel *k, int threads)
 
 void kernel_detach(struct kernel *k)
 {
-	kernel_watch_resume(k);
 	kernel_detach_threads(k, KERNEL_DETACH_THREADS);
 }
 
@@ -142,7 +110,6 @@ void kernel_detach_fast(struct kernel *k)
 	int gone[2];
 	pid_t pid;
 
-	kernel_watch_resume(k);
 	if (k->nlinks + k->npfds < KERNEL_DETACH_CHILD_MIN ||
 	    pipe2(gone, O_CLOEXEC)) {
 		kernel_detach(k);

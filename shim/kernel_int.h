@@ -92,9 +92,10 @@ struct kernel {
 	int nwatches, capwatches;
 };
 
-/* kernel_attach.c: a link to detach at the end; prog attached to the perf
+/* kernel_link.c: a link to detach at the end; prog attached to the perf
  * event fd (the link owns fd). */
 void kernel_add_link(struct kernel *k, struct bpf_link *l);
+void kernel_add_pfd(struct kernel *k, int fd);	/* ubt closes it */
 struct bpf_link *kernel_attach_pfd(struct kernel *k,
 				   struct bpf_program *prog, int fd);
 

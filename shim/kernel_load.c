@@ -287,6 +287,7 @@ void kernel_free(struct kernel *k)
 {
 	if (!k)
 		return;
+	kernel_watch_resume(k);
 	kernel_detach(k);
 	ring_buffer__free(k->rb);
 	bpf_object__close(k->bo);

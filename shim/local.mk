@@ -15,6 +15,7 @@ libubt_a_SOURCES += \
 	shim/kernel_display.c \
 	shim/kernel_events.c \
 	shim/kernel_int.h \
+	shim/kernel_link.c \
 	shim/kernel_load.c \
 	shim/kernel_maps.c \
 	shim/kernel_watch.c \
