@@ -145,6 +145,7 @@ const char *type_str(struct arena *a, const struct type *t)
 				    t->nelems);
 	case TY_RECORD:
 	case TY_ENUM:
+	case TY_NAMED:
 		return t->name ? t->name : "struct";
 	case TY_TUPLE: {
 		const char **parts = arena_alloc(a, (t->nfields + 1) *
