@@ -381,6 +381,9 @@ static LLVMValueRef cg_index(struct cg *g, struct ast_node *n)
 		cg_unsupported(g, n, "this index expression");
 		return irb_const(ir, 0);
 	}
+	buf = cg_index_mem(g, n);	/* an array field in memory */
+	if (buf)
+		return buf;
 	base = cg_expr(g, n->index.expr);
 	idx = cg_expr(g, n->index.index);
 	buf = irb_alloca(ir, esz, "elem");

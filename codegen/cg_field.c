@@ -91,12 +91,12 @@ static LLVMValueRef read_field(struct cg *g, struct ast_node *n,
 }
 
 /*
- * The address of the record expression e when it lives in memory: a
- * field of type record reached through a pointer or another record in
- * memory, or *p. NULL when e's value is a buffer.
+ * The address of e when its value lives in memory: a field reached
+ * through a pointer or through a record that is itself in memory, or
+ * *p. NULL when e's value is computed (or held in a buffer).
  */
-static LLVMValueRef record_addr(struct cg *g, struct ast_node *e,
-				enum irb_read *kind)
+static LLVMValueRef mem_addr(struct cg *g, struct ast_node *e,
+			     enum irb_read *kind)
 {
 	struct irb *ir = &g->ir;
 
@@ -105,31 +105,74 @@ static LLVMValueRef record_addr(struct cg *g, struct ast_node *e,
 		*kind = read_kind(g, e->op.left->type);
 		return cg_expr(g, e->op.left);
 	}
-	if (e->kind == AST_FIELD && e->type && e->type->kind == TY_RECORD) {
+	if (e->kind == AST_FIELD) {
 		struct ast_node *b = e->field.expr;
 		const struct type *bt = b->type;
 		const struct type_field *f;
 		LLVMValueRef base;
 
-		if (!bt || (b->kind == AST_BUILTIN))
+		if (!bt || b->kind == AST_BUILTIN)
 			return NULL;	/* args: the context's record */
-		if (bt->kind == TY_POINTER) {
+		if (bt->kind == TY_POINTER && !bt->is_ctx) {
 			f = field_of(bt->elem, e->field.field);
-			if (!f)
+			if (!f || f->bitfield_bits)
 				return NULL;
 			*kind = read_kind(g, bt);
 			base = cg_expr(g, b);
 		} else {
 			f = field_of(bt, e->field.field);
-			if (!f)
+			if (!f || f->bitfield_bits)
 				return NULL;
-			base = record_addr(g, b, kind);
+			base = mem_addr(g, b, kind);
 			if (!base)
 				return NULL;
 		}
 		return LLVMBuildAdd(ir->b, base, irb_const(ir, f->offset), "");
 	}
 	return NULL;
+}
+
+static LLVMValueRef record_addr(struct cg *g, struct ast_node *e,
+				enum irb_read *kind)
+{
+	if (!e->type || e->type->kind != TY_RECORD)
+		return NULL;
+	return mem_addr(g, e, kind);
+}
+
+LLVMValueRef cg_index_mem(struct cg *g, struct ast_node *n)
+{
+	struct irb *ir = &g->ir;
+	const struct type *t = n->index.expr->type;
+	size_t esz;
+	enum irb_read kind;
+	LLVMValueRef base, idx, buf, inb, addr;
+	LLVMBasicBlockRef yes, done;
+
+	if (!t || t->kind != TY_ARRAY || !t->elem || !t->elem->size ||
+	    n->index.expr->kind != AST_FIELD)
+		return NULL;
+	esz = t->elem->size;
+	base = mem_addr(g, n->index.expr, &kind);
+	if (!base)
+		return NULL;
+	idx = cg_expr(g, n->index.index);
+	buf = irb_alloca(ir, esz < 8 ? 8 : esz, "elem");
+	irb_memset(ir, buf, 0, (esz + 7) & ~(size_t)7);
+	/* outside the array: 0, as for an array value */
+	inb = LLVMBuildICmp(ir->b, LLVMIntULT, idx, irb_const(ir, t->nelems),
+			    "");
+	yes = LLVMAppendBasicBlockInContext(ir->ctx, ir->fn, "elem_in");
+	done = LLVMAppendBasicBlockInContext(ir->ctx, ir->fn, "elem_done");
+	LLVMBuildCondBr(ir->b, inb, yes, done);
+	LLVMPositionBuilderAtEnd(ir->b, yes);
+	addr = LLVMBuildAdd(ir->b, base,
+			    LLVMBuildMul(ir->b, idx, irb_const(ir, esz), ""),
+			    "");
+	irb_probe_read(ir, kind, buf, LLVMConstInt(ir->i32, esz, 0), addr);
+	LLVMBuildBr(ir->b, done);
+	LLVMPositionBuilderAtEnd(ir->b, done);
+	return cg_load(g, buf, t->elem);
 }
 
 LLVMValueRef cg_field_mem(struct cg *g, struct ast_node *n)

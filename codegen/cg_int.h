@@ -93,8 +93,11 @@ LLVMValueRef cg_string_equal(struct cg *g, LLVMValueRef a,
  * uprobe, uretprobe or USDT probe (user memory)? */
 LLVMValueRef cg_builtin(struct cg *g, struct ast_node *n);
 LLVMValueRef cg_field(struct cg *g, struct ast_node *n);
-/* cg_field.c: a field of a record in memory or in a buffer. */
+/* cg_field.c: a field of a record in memory or in a buffer; a[i] of an
+ * array field in memory, reading the element alone (NULL when a is not
+ * such a field). */
 LLVMValueRef cg_field_mem(struct cg *g, struct ast_node *n);
+LLVMValueRef cg_index_mem(struct cg *g, struct ast_node *n);
 bool cg_is_uprobe(struct cg *g);
 /* cg_util.c: a string literal in a zeroed buffer of >= size bytes. */
 LLVMValueRef cg_string_lit(struct cg *g, const char *s, size_t len,
