@@ -41,14 +41,6 @@ static LLVMValueRef cg_globals_field(struct cg *g, size_t off)
 	return LLVMBuildLoad2(g->ir.b, g->ir.i64, res, "");
 }
 
-bool cg_is_uprobe(struct cg *g)
-{
-	enum sema_provider p = g->sap ? g->sap->provider :
-					g->probe->provider;
-
-	return p == PROV_UPROBE || p == PROV_URETPROBE || p == PROV_USDT;
-}
-
 static bool cg_is_usdt(struct cg *g)
 {
 	enum sema_provider p = g->sap ? g->sap->provider :
@@ -330,6 +322,7 @@ LLVMValueRef cg_field(struct cg *g, struct ast_node *n)
 		if (rec && rec->kind == TY_RECORD)
 			return cg_tp_field(g, n, rec);
 	}
-	return cg_field_mem(g, n);
+	cg_unsupported(g, n, "this field access");
+	return irb_const(&g->ir, 0);
 }
 

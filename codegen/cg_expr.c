@@ -454,7 +454,11 @@ LLVMValueRef cg_expr(struct cg *g, struct ast_node *n)
 	case AST_TERNARY:
 		return cg_ternary(g, n);
 	case AST_FIELD:
-		return cg_field(g, n);
+		if (n->field.expr->kind == AST_BUILTIN &&
+		    n->field.expr->sema &&
+		    n->field.expr->sema->builtin == BI_ARGS)
+			return cg_field(g, n);	/* the context's record */
+		return cg_field_mem(g, n);
 	case AST_TUPLE:
 		return cg_tuple(g, n);
 	case AST_INDEX:

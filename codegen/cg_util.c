@@ -38,6 +38,14 @@ bool cg_is_scalar(const struct type *t)
 	}
 }
 
+bool cg_is_uprobe(struct cg *g)
+{
+	enum sema_provider p = g->sap ? g->sap->provider :
+					g->probe->provider;
+
+	return p == PROV_UPROBE || p == PROV_URETPROBE || p == PROV_USDT;
+}
+
 enum sema_func cg_map_agg(const struct sema_map *sm)
 {
 	return sm->agg != FN_NONE ? sm->agg : sema_agg_of(sm->value);

@@ -794,7 +794,9 @@ struct type *sema_type_expr(struct sema_ctx *x, struct ast_node *n)
 		t = type_cast(x, n);
 		break;
 	case AST_OFFSETOF:
-		t = sema_offsetof(x, n);
+		t = n->size.expr ? sema_type_expr(x, n->size.expr) : NULL;
+		if (t || !n->size.expr)
+			t = sema_offsetof(x, n, t);
 		break;
 	case AST_BLOCK_EXPR:
 		sema_error(x, &n->loc, "block expressions are not supported yet");

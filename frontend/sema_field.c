@@ -53,15 +53,13 @@ static struct type_field *field_named(struct type *rec, const char *name)
 	return NULL;
 }
 
-struct type *sema_offsetof(struct sema_ctx *x, struct ast_node *n)
+struct type *sema_offsetof(struct sema_ctx *x, struct ast_node *n,
+			   struct type *t)
 {
 	const char *path = n->size.field, *dot;
-	struct type *t;
 	size_t off = 0;
 
-	if (n->size.expr)
-		t = sema_type_expr(x, n->size.expr);
-	else
+	if (!n->size.expr)
 		t = sema_t_resolve_named(x, n->size.of_type, &n->loc);
 	if (!t)
 		return NULL;

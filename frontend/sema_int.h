@@ -157,12 +157,14 @@ bool sema_debuginfo_user_first(struct sema_ctx *x, const struct type *ptr);
  * sema_field.c: an identifier that names a kernel enumerator becomes its
  * value (the node turns into AST_INT, int64); sizeof(NAME) of such an
  * identifier (true, the node's of_type set to int64); offsetof(type,
- * a.b) (the node turns into AST_INT). NULL/false when not applicable,
- * sema_offsetof() reports its errors.
+ * a.b) or offsetof(expr, a.b) with expr's type t (the node turns into
+ * AST_INT). NULL/false when not applicable; sema_offsetof() reports its
+ * errors.
  */
 struct type *sema_enum_ident(struct sema_ctx *x, struct ast_node *n);
 bool sema_enum_sizeof(struct sema_ctx *x, struct ast_node *n);
-struct type *sema_offsetof(struct sema_ctx *x, struct ast_node *n);
+struct type *sema_offsetof(struct sema_ctx *x, struct ast_node *n,
+			   struct type *t);
 
 /* sema_types.c: type an expression (sets and returns n->type; NULL when
  * unknown or after an error). */
