@@ -205,17 +205,44 @@ static struct type *from_dwarf(struct sema_ctx *x, const char *name)
 	return NULL;
 }
 
+/*
+ * What a lookup found, kept for the pass: the types pass walks the
+ * program several times, and a kernel struct such as task_struct (the
+ * records it holds by value included) is large.
+ */
+struct sema_typememo {
+	struct sema_typememo *next;
+	const char *name;
+	bool user_first;
+	const struct sema_probe *probe;	/* its binaries' DWARF */
+	struct type *type;		/* NULL: not found */
+};
+
 struct type *sema_debuginfo_type(struct sema_ctx *x, const char *name,
 				 bool user_first)
 {
+	struct sema_typememo *m;
 	struct type *t = NULL;
 
+	for (m = x->typememo; m; m = m->next)
+		if (m->user_first == user_first && m->probe == x->probe &&
+		    !strcmp(m->name, name))
+			return m->type;
 	if (user_first)
 		t = from_dwarf(x, name);
 	if (!t)
 		t = types_btf_lookup(x->a, name);
 	if (!t && !user_first)
 		t = from_dwarf(x, name);
+	m = arena_alloc(x->a, sizeof(*m));
+	*m = (struct sema_typememo){
+		.next = x->typememo,
+		.name = arena_strdup(x->a, name),
+		.user_first = user_first,
+		.probe = x->probe,
+		.type = t,
+	};
+	x->typememo = m;
 	return t;
 }
 

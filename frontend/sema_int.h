@@ -43,6 +43,8 @@ struct sema_ctx {
 	/* sema_context: the attach point whose provider is checked */
 	struct ast_node *ap;
 	enum sema_provider provider;
+	/* sema_dwarf: the types looked up in debug info, by name */
+	struct sema_typememo *typememo;
 };
 
 /* A builtin variable (builtins.c). */
