@@ -1,7 +1,8 @@
 /*
- * ubt-dwtypes [N]: calls functions whose arguments are structs, enums and
- * typedefs known only from this program's DWARF, N rounds (default 3),
- * then exits 0. The corpus depends on exactly this sequence; change it
+ * ubt-dwtypes [N [wait]]: calls functions whose arguments are structs,
+ * enums and typedefs known only from this program's DWARF, N rounds
+ * (default 3), then exits 0. With "wait", prints "ready" first and waits
+ * for SIGUSR1 (for -p) before the calls. The corpus depends on exactly this sequence; change it
  * only together with tests/runtime/types.test.
  *
  * The data (never changed):
@@ -24,8 +25,11 @@
  *	dw_pair(&PAIR)				returns 0
  *	dw_bits(&BITS)				returns 0
  */
+#include <signal.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
+#include <unistd.h>
 
 #include "target.h"
 
@@ -118,10 +122,41 @@ UBT_PROBE int dw_bits(struct dw_bits *b)
 	return (int)(b->hi & 0);
 }
 
+static volatile sig_atomic_t go;
+
+static void on_usr1(int sig)
+{
+	(void)sig;
+	go = 1;
+}
+
+/* "ready", then SIGUSR1 (at most 30 s) */
+static void wait_usr1(void)
+{
+	struct sigaction sa = { .sa_handler = on_usr1 };
+	sigset_t block, old;
+
+	sigemptyset(&block);
+	sigaddset(&block, SIGUSR1);
+	sigprocmask(SIG_BLOCK, &block, &old);
+	sigaction(SIGUSR1, &sa, NULL);
+	printf("ready\n");
+	fflush(stdout);
+	alarm(30);
+	while (!go)
+		sigsuspend(&old);
+	alarm(0);
+}
+
 int main(int argc, char **argv)
 {
 	long n = target_count(argc, argv, 1, 3);
 	long bad = 0;
+
+	if (argc > 2 && !strcmp(argv[2], "wait"))
+		wait_usr1();
+	else if (argc > 2)
+		return 2;
 
 	for (long i = 1; i <= n; i++) {
 		bad |= dw_visit(&HEAD, DW_RED, &TAIL) != 42;
