@@ -515,6 +515,12 @@ static struct type *type_field(struct sema_ctx *x, struct ast_node *n)
 	}
 	if (t->is_ctx && !args_field_everywhere(x, n, f))
 		return NULL;
+	if (f->type->kind == TY_NAMED && f->type->size) {
+		/* debug info's floating point, 128-bit integers */
+		sema_error(x, &n->loc, "Field '%s' of type '%s' is not supported",
+			   n->field.field, f->type->name);
+		return NULL;
+	}
 	return f->type;
 }
 

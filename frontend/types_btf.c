@@ -87,6 +87,23 @@ static const char *btf_record_name(struct arena *a, const struct btf *btf,
 }
 
 /*
+ * A member of a type the model has no kind for (floating point): a
+ * TY_NAMED of its size, so that the record keeps its layout and sema
+ * refuses the field itself.
+ */
+static struct type *btf_opaque(struct arena *a, const struct btf *btf,
+			       uint32_t id)
+{
+	const struct btf_type *t = btf__type_by_id(btf, id);
+	const char *name = t ? btf__name_by_offset(btf, t->name_off) : NULL;
+	long size = btf__resolve_size(btf, id);
+	struct type *r = type_new(a, TY_NAMED, size > 0 ? size : 0);
+
+	r->name = arena_strdup(a, name && *name ? name : "unsupported type");
+	return r;
+}
+
+/*
  * Add the members of record t to rec->fields from index *n, at base
  * bits; an anonymous struct or union member adds its own members.
  */
@@ -124,6 +141,8 @@ static int btf_add_members(struct arena *a, const struct btf *btf,
 		memset(f, 0, sizeof(*f));
 		f->name = name ? name : "";
 		f->type = btf_conv(a, btf, m->type, depth + 1);
+		if (!f->type && depth < BTF_MAX_DEPTH)
+			f->type = btf_opaque(a, btf, mid);
 		if (!f->type)
 			return -EINVAL;
 		f->offset = bits / 8;

@@ -283,6 +283,28 @@ static struct type *dw_array(struct arena *a, Dwarf_Die *arr, int depth)
 	return e;
 }
 
+/*
+ * A member of a type the model has no kind for (floating point, 128-bit
+ * integers): a TY_NAMED of its size, so that the record keeps its
+ * layout and sema refuses the field itself.
+ */
+static struct type *dw_opaque(struct arena *a, Dwarf_Die *member)
+{
+	Dwarf_Die t;
+	Dwarf_Word size = 0;
+	const char *name = NULL;
+	struct type *r;
+
+	if (dw_attr_die(member, &t)) {
+		name = dwarf_diename(&t);
+		if (dwarf_aggregate_size(&t, &size) != 0)
+			size = 0;
+	}
+	r = type_new(a, TY_NAMED, size);
+	r->name = arena_strdup(a, name ? name : "unsupported type");
+	return r;
+}
+
 /* Add the members of record die to rec->fields (see btf_add_members). */
 static int dw_members(struct arena *a, Dwarf_Die *die, struct type *rec,
 		      int *cap, size_t base_bits, int depth)
@@ -343,7 +365,7 @@ static int dw_members(struct arena *a, Dwarf_Die *die, struct type *rec,
 		f->name = arena_strdup(a, name ? name : "");
 		f->type = types_dwarf_type_of(a, &m);
 		if (!f->type)
-			return -EINVAL;
+			f->type = dw_opaque(a, &m);
 		f->offset = bits / 8;
 		if (bsize) {
 			f->bitfield_bits = bsize;

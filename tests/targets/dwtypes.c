@@ -18,12 +18,14 @@
  *		0xffffffff00000001
  *	BITS = { .lo = 1, .mid = 5, .neg = -3, .hi = 0x1234 } (bitfields:
  *		bpftrace 0.17 cannot read a DWARF struct that has any)
+ *	MIXED = { .ratio = 0.5, .after = 77 } (a double, then an int)
  *
  * for i in 1..N:
  *	dw_visit(&HEAD, DW_RED, &TAIL)		returns 42
  *	dw_color(DW_BLUE)			returns 40
  *	dw_pair(&PAIR)				returns 0
  *	dw_bits(&BITS)				returns 0
+ *	dw_mixed(&MIXED)			returns 77
  */
 #include <signal.h>
 #include <stddef.h>
@@ -64,6 +66,11 @@ struct dw_bits {
 	unsigned short hi;
 };
 
+struct dw_mixed {
+	double ratio;
+	int after;
+};
+
 union dw_pair {
 	struct {
 		int32_t a;
@@ -98,6 +105,8 @@ static union dw_pair PAIR = { .half = { .a = 1, .b = -1 } };
 
 static struct dw_bits BITS = { .lo = 1, .mid = 5, .neg = -3, .hi = 0x1234 };
 
+static struct dw_mixed MIXED = { .ratio = 0.5, .after = 77 };
+
 UBT_PROBE int dw_visit(struct dw_node *n, enum dw_color c, dw_node_t *t)
 {
 	UBT_FRAME();
@@ -120,6 +129,12 @@ UBT_PROBE int dw_bits(struct dw_bits *b)
 {
 	UBT_FRAME();
 	return (int)(b->hi & 0);
+}
+
+UBT_PROBE int dw_mixed(struct dw_mixed *m)
+{
+	UBT_FRAME();
+	return m->after;
 }
 
 static volatile sig_atomic_t go;
@@ -163,6 +178,7 @@ int main(int argc, char **argv)
 		bad |= dw_color(DW_BLUE) != 40;
 		bad |= dw_pair(&PAIR) != 0;
 		bad |= dw_bits(&BITS) != 0;
+		bad |= dw_mixed(&MIXED) != 77;
 	}
 	return target_result("ubt-dwtypes", bad);
 }
