@@ -76,6 +76,7 @@ static const char *dw_tag_prefix(int tag)
 {
 	switch (tag) {
 	case DW_TAG_structure_type:
+	case DW_TAG_class_type:		/* C++: a struct to the language */
 		return "struct ";
 	case DW_TAG_union_type:
 		return "union ";
@@ -226,7 +227,8 @@ static struct type *dw_pointer(struct arena *a, Dwarf_Die *ptr, int depth)
 		tag = dwarf_tag(&t);
 		name = dwarf_diename(&t);
 		if ((tag == DW_TAG_structure_type ||
-		     tag == DW_TAG_union_type) && name) {
+		     tag == DW_TAG_class_type || tag == DW_TAG_union_type) &&
+		    name) {
 			e = type_new(a, TY_NAMED, 0);
 			e->name = arena_printf(a, "%s%s", dw_tag_prefix(tag),
 					       name);
@@ -345,6 +347,7 @@ static int dw_members(struct arena *a, Dwarf_Die *die, struct type *rec,
 		if (!dw_attr_die(&m, &mt) || dwarf_peel_type(&mt, &mt) != 0)
 			return -EINVAL;
 		if (!name && (dwarf_tag(&mt) == DW_TAG_structure_type ||
+			      dwarf_tag(&mt) == DW_TAG_class_type ||
 			      dwarf_tag(&mt) == DW_TAG_union_type)) {
 			if (dw_members(a, &mt, rec, cap, bits, depth + 1))
 				return -EINVAL;
