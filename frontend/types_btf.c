@@ -150,7 +150,7 @@ static int btf_add_members(struct arena *a, const struct btf *btf,
 			f->bitfield_bits = bsize;
 			f->bitfield_shift = bits % 8;
 		} else if (bits % 8) {
-			return -EINVAL;	/* not at a byte: not expressible */
+			return -EINVAL;	/* not at a byte boundary */
 		}
 	}
 	return 0;
@@ -294,6 +294,29 @@ struct type *types_btf_lookup(struct arena *a, const char *name)
 	return t;
 }
 
+/* Is enumerator i of enum t named name? Its value in *value. */
+static bool btf_enumerator(const struct btf *btf, const struct btf_type *t,
+			   int i, const char *name, int64_t *value)
+{
+	if (btf_is_enum(t)) {
+		const struct btf_enum *e = btf_enum(t) + i;
+
+		if (strcmp(btf__name_by_offset(btf, e->name_off), name))
+			return false;
+		/* kflag: a signed enum */
+		*value = btf_kflag(t) ? (int64_t)e->val :
+					(int64_t)(uint32_t)e->val;
+		return true;
+	} else {
+		const struct btf_enum64 *e = btf_enum64(t) + i;
+
+		if (strcmp(btf__name_by_offset(btf, e->name_off), name))
+			return false;
+		*value = (int64_t)btf_enum64_value(e);
+		return true;
+	}
+}
+
 int types_btf_enum_value(const char *name, int64_t *value)
 {
 	const struct btf *btf = types_btf_vmlinux();
@@ -305,29 +328,11 @@ int types_btf_enum_value(const char *name, int64_t *value)
 	for (uint32_t id = 1; id < n; id++) {
 		const struct btf_type *t = btf__type_by_id(btf, id);
 
-		if (btf_is_enum(t)) {
-			const struct btf_enum *e = btf_enum(t);
-
-			for (int i = 0; i < btf_vlen(t); i++, e++)
-				if (!strcmp(btf__name_by_offset(btf,
-								e->name_off),
-					    name)) {
-					*value = btf_kflag(t) ?
-							 (int64_t)e->val :
-							 (int64_t)(uint32_t)e->val;
-					return 0;
-				}
-		} else if (btf_is_enum64(t)) {
-			const struct btf_enum64 *e = btf_enum64(t);
-
-			for (int i = 0; i < btf_vlen(t); i++, e++)
-				if (!strcmp(btf__name_by_offset(btf,
-								e->name_off),
-					    name)) {
-					*value = (int64_t)btf_enum64_value(e);
-					return 0;
-				}
-		}
+		if (!btf_is_enum(t) && !btf_is_enum64(t))
+			continue;
+		for (int i = 0; i < btf_vlen(t); i++)
+			if (btf_enumerator(btf, t, i, name, value))
+				return 0;
 	}
 	return -ENOENT;
 }

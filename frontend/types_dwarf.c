@@ -76,7 +76,7 @@ static const char *dw_tag_prefix(int tag)
 {
 	switch (tag) {
 	case DW_TAG_structure_type:
-	case DW_TAG_class_type:		/* C++: a struct to the language */
+	case DW_TAG_class_type:	/* C++: a struct to the language */
 		return "struct ";
 	case DW_TAG_union_type:
 		return "union ";
