@@ -59,7 +59,7 @@ int sema_t_map_keys(struct sema_ctx *x, struct ast_node *n,
 			continue;
 		}
 		if (t->kind == TY_VOID || type_is_aggregation(t) ||
-		    t->kind == TY_RECORD || t->kind == TY_NONE) {
+		    t->kind == TY_NONE) {
 			sema_error(x, &k->loc, "%s cannot be used as a map key",
 				   sema_tstr(x, t));
 			err = -EINVAL;

@@ -405,6 +405,49 @@ int sb_value(const struct out *o, struct sb *b, const struct type *t,
 	}
 }
 
+/* A struct in a map key, as bpftrace writes one: {.a=1,.s=text}. */
+static int sb_key_record(const struct out *o, struct sb *b,
+			 const struct type *t, const void *p)
+{
+	sb_addc(b, '{');
+	for (int i = 0; i < t->nfields; i++) {
+		const struct type_field *f = &t->fields[i];
+		const char *fp = (const char *)p + f->offset;
+		int err = 0;
+
+		if (f->offset + (f->bitfield_bits ? 0 : f->type->size) >
+		    t->size)
+			return out_not_supported(t);
+		if (i)
+			sb_addc(b, ',');
+		sb_printf(b, ".%s=", f->name ? f->name : "");
+		if (f->bitfield_bits) {
+			uint64_t v = out_bitfield(f, fp);
+
+			if (f->type->is_signed)
+				sb_printf(b, "%" PRId64, (int64_t)v);
+			else
+				sb_printf(b, "%" PRIu64, v);
+		} else if (f->type->kind == TY_RECORD) {
+			err = sb_key_record(o, b, f->type, fp);
+		} else {
+			err = sb_value(o, b, f->type, fp, VS_TEXT);
+		}
+		if (err)
+			return err;
+	}
+	sb_addc(b, '}');
+	return 0;
+}
+
+static int sb_key_part(const struct out *o, struct sb *b,
+		       const struct type *t, const void *p, bool json)
+{
+	if (t->kind == TY_RECORD)
+		return sb_key_record(o, b, t, p);
+	return sb_value(o, b, t, p, json ? VS_JSON_KEY : VS_TEXT);
+}
+
 /* A map key: "1, a" in text, "1,a" in JSON keys. */
 int sb_key(const struct out *o, struct sb *b, const struct out_map *m,
 		  const void *key, bool json)
@@ -417,13 +460,14 @@ int sb_key(const struct out *o, struct sb *b, const struct out_map *m,
 
 			if (i)
 				sb_adds(b, json ? "," : ", ");
-			err = sb_value(o, b, t->fields[i].type,
-				       (const char *)key + t->fields[i].offset,
-				       json ? VS_JSON_KEY : VS_TEXT);
+			err = sb_key_part(o, b, t->fields[i].type,
+					  (const char *)key +
+						  t->fields[i].offset,
+					  json);
 			if (err)
 				return err;
 		}
 		return 0;
 	}
-	return sb_value(o, b, t, key, json ? VS_JSON_KEY : VS_TEXT);
+	return sb_key_part(o, b, t, key, json);
 }
