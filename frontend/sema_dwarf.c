@@ -255,3 +255,17 @@ bool sema_debuginfo_user_first(struct sema_ctx *x, const struct type *ptr)
 	return x->probe && (x->probe->provider == PROV_UPROBE ||
 			    x->probe->provider == PROV_URETPROBE);
 }
+
+int sema_debuginfo_enum(struct sema_ctx *x, const char *name,
+			int64_t *value)
+{
+	const char **paths;
+	int n = 0;
+
+	if (sema_debuginfo_user_first(x, NULL))
+		n = probe_binaries(x, &paths);
+	for (int i = 0; i < n; i++)
+		if (!types_dwarf_enum_value(paths[i], name, value))
+			return 0;
+	return types_btf_enum_value(name, value);
+}

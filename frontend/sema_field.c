@@ -1,7 +1,8 @@
 /*
- * C names in expressions that debug info gives a value: kernel
- * enumerators used as identifiers (BPF_MAP_TYPE_HASH is 1, an int64, as
- * bpftrace 0.17 types it) and offsetof(type, field.path). Both become
+ * C names in expressions that debug info gives a value: enumerators used
+ * as identifiers (the kernel's BPF_MAP_TYPE_HASH is 1, an int64, as
+ * bpftrace 0.17 types it; in a uprobe also the probed binary's own) and
+ * offsetof(type, field.path). Both become
  * integer literals, so the later walks and codegen see constants.
  */
 #include <errno.h>
@@ -10,7 +11,6 @@
 #include "sema.h"
 #include "sema_int.h"
 #include "sema_type_int.h"
-#include "types_btf.h"
 #include "util.h"
 
 static void become_int(struct ast_node *n, int64_t v, const char *text)
@@ -26,7 +26,7 @@ struct type *sema_enum_ident(struct sema_ctx *x, struct ast_node *n)
 	const char *name = n->ident.name;
 	int64_t v;
 
-	if (types_btf_enum_value(name, &v))
+	if (sema_debuginfo_enum(x, name, &v))
 		return NULL;
 	become_int(n, v, name);
 	return sema_int64(x);
@@ -39,7 +39,7 @@ bool sema_enum_sizeof(struct sema_ctx *x, struct ast_node *n)
 
 	/* sizeof(NAME): a type name, or an enumerator (an expression) */
 	if (!t || t->kind != TY_NAMED || strchr(t->name, ' ') ||
-	    types_btf_enum_value(t->name, &v))
+	    sema_debuginfo_enum(x, t->name, &v))
 		return false;
 	n->size.of_type = sema_int64(x);
 	return true;

@@ -154,9 +154,13 @@ struct type *sema_debuginfo_type(struct sema_ctx *x, const char *name,
 /* Look in the program's DWARF first for what ptr points to (a user
  * pointer, or no address space in a uprobe)? ptr may be NULL. */
 bool sema_debuginfo_user_first(struct sema_ctx *x, const struct type *ptr);
+/* The value of an enumerator: the probed binaries' DWARF in a uprobe,
+ * then the kernel's BTF. 0, or -ENOENT. */
+int sema_debuginfo_enum(struct sema_ctx *x, const char *name,
+			int64_t *value);
 
 /*
- * sema_field.c: an identifier that names a kernel enumerator becomes its
+ * sema_field.c: an identifier that names an enumerator becomes its
  * value (the node turns into AST_INT, int64); sizeof(NAME) of such an
  * identifier (true, the node's of_type set to int64); offsetof(type,
  * a.b) or offsetof(expr, a.b) with expr's type t (the node turns into

@@ -21,7 +21,8 @@
 #define DW_MAX_DEPTH 32
 
 struct dw_named {
-	char *name;		/* "struct foo", "enum bar", "foo_t" */
+	char *name;		/* "struct foo", "enum bar", "foo_t"; an
+				 * enumerator: "=NAME" */
 	Dwarf_Off off;
 };
 
@@ -99,6 +100,43 @@ static int dw_named_cmp(const void *x, const void *y)
 	return a->off < b->off ? -1 : a->off > b->off;
 }
 
+static int dw_add(struct dw_file *f, size_t *cap, const char *pfx,
+		  const char *name, Dwarf_Off off)
+{
+	struct dw_named *e;
+
+	if (f->nnames == *cap) {
+		*cap = *cap ? 2 * *cap : 64;
+		e = realloc(f->names, *cap * sizeof(*e));
+		if (!e)
+			return -ENOMEM;
+		f->names = e;
+	}
+	e = &f->names[f->nnames];
+	if (asprintf(&e->name, "%s%s", pfx, name) < 0)
+		return -ENOMEM;
+	e->off = off;
+	f->nnames++;
+	return 0;
+}
+
+/* The enumerators of enum die, as "=NAME" at their own DIEs. */
+static int dw_add_enumerators(struct dw_file *f, size_t *cap, Dwarf_Die *die)
+{
+	Dwarf_Die c;
+
+	if (dwarf_child(die, &c) != 0)
+		return 0;
+	do {
+		const char *name = dwarf_diename(&c);
+
+		if (dwarf_tag(&c) == DW_TAG_enumerator && name &&
+		    dw_add(f, cap, "=", name, dwarf_dieoffset(&c)))
+			return -ENOMEM;
+	} while (dwarf_siblingof(&c, &c) == 0);
+	return 0;
+}
+
 static int dw_index(struct dw_file *f)
 {
 	Dwarf_Off off = 0, next;
@@ -117,23 +155,15 @@ static int dw_index(struct dw_file *f)
 		do {
 			const char *pfx = dw_tag_prefix(dwarf_tag(&d));
 			const char *name = dwarf_diename(&d);
-			struct dw_named *e;
 
-			if (!pfx || !name ||
-			    dwarf_hasattr(&d, DW_AT_declaration))
+			if (!pfx || dwarf_hasattr(&d, DW_AT_declaration))
 				continue;
-			if (f->nnames == cap) {
-				cap = cap ? 2 * cap : 64;
-				e = realloc(f->names, cap * sizeof(*e));
-				if (!e)
-					return -ENOMEM;
-				f->names = e;
-			}
-			e = &f->names[f->nnames];
-			if (asprintf(&e->name, "%s%s", pfx, name) < 0)
+			if (dwarf_tag(&d) == DW_TAG_enumeration_type &&
+			    dw_add_enumerators(f, &cap, &d))
 				return -ENOMEM;
-			e->off = dwarf_dieoffset(&d);
-			f->nnames++;
+			if (name && dw_add(f, &cap, pfx, name,
+					   dwarf_dieoffset(&d)))
+				return -ENOMEM;
 		} while (dwarf_siblingof(&d, &d) == 0);
 		off = next;
 	}
@@ -458,4 +488,27 @@ struct type *types_dwarf_lookup(struct arena *a, const char *path,
 	if (!t)
 		errno = ENOENT;
 	return t;
+}
+
+int types_dwarf_enum_value(const char *path, const char *name,
+			   int64_t *value)
+{
+	struct dw_file *f = dw_file_get(path);
+	Dwarf_Attribute attr;
+	Dwarf_Sword sv;
+	Dwarf_Die die;
+	char *key;
+	bool found;
+
+	if (!f || !f->dw)
+		return -ENOENT;
+	if (asprintf(&key, "=%s", name) < 0)
+		return -ENOMEM;
+	found = dw_find(f, key, &die);
+	free(key);
+	if (!found || !dwarf_attr(&die, DW_AT_const_value, &attr) ||
+	    dwarf_formsdata(&attr, &sv) != 0)
+		return -ENOENT;
+	*value = sv;
+	return 0;
 }

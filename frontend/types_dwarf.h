@@ -11,6 +11,7 @@
 #define UBT_TYPES_DWARF_H
 
 #include <elfutils/libdw.h>
+#include <stdint.h>
 
 struct arena;
 struct type;
@@ -30,5 +31,9 @@ struct type *types_dwarf_type_of(struct arena *a, Dwarf_Die *die);
  */
 struct type *types_dwarf_lookup(struct arena *a, const char *path,
 				const char *name);
+
+/* The value of the enumerator name in path's DWARF: 0, or -ENOENT. */
+int types_dwarf_enum_value(const char *path, const char *name,
+			   int64_t *value);
 
 #endif
