@@ -381,6 +381,9 @@ static LLVMValueRef cg_index(struct cg *g, struct ast_node *n)
 		cg_unsupported(g, n, "this index expression");
 		return irb_const(ir, 0);
 	}
+	buf = cg_index_mem(g, n);	/* an array field in memory */
+	if (buf)
+		return buf;
 	base = cg_expr(g, n->index.expr);
 	idx = cg_expr(g, n->index.index);
 	buf = irb_alloca(ir, esz, "elem");
@@ -451,7 +454,11 @@ LLVMValueRef cg_expr(struct cg *g, struct ast_node *n)
 	case AST_TERNARY:
 		return cg_ternary(g, n);
 	case AST_FIELD:
-		return cg_field(g, n);
+		if (n->field.expr->kind == AST_BUILTIN &&
+		    n->field.expr->sema &&
+		    n->field.expr->sema->builtin == BI_ARGS)
+			return cg_field(g, n);	/* the context's record */
+		return cg_field_mem(g, n);
 	case AST_TUPLE:
 		return cg_tuple(g, n);
 	case AST_INDEX:

@@ -89,10 +89,16 @@ LLVMValueRef cg_binop_values(struct cg *g, enum ast_op op, LLVMValueRef l,
 LLVMValueRef cg_string_equal(struct cg *g, LLVMValueRef a,
 			     const struct type *at, LLVMValueRef b,
 			     const struct type *bt, size_t limit);
-/* cg_builtin.c: a builtin's value; a field of args; is the probe a
- * uprobe, uretprobe or USDT probe (user memory)? */
+/* cg_builtin.c: a builtin's value; a field of args. */
 LLVMValueRef cg_builtin(struct cg *g, struct ast_node *n);
 LLVMValueRef cg_field(struct cg *g, struct ast_node *n);
+/* cg_field.c: a field of a record in memory or in a buffer; a[i] of an
+ * array field in memory, reading the element alone (NULL when a is not
+ * such a field). */
+LLVMValueRef cg_field_mem(struct cg *g, struct ast_node *n);
+LLVMValueRef cg_index_mem(struct cg *g, struct ast_node *n);
+/* cg_util.c: is the probe a uprobe, uretprobe or USDT probe (user
+ * memory)? */
 bool cg_is_uprobe(struct cg *g);
 bool cg_reads_user(struct cg *g);
 /* cg_util.c: a string literal in a zeroed buffer of >= size bytes. */

@@ -38,6 +38,30 @@ bool cg_is_scalar(const struct type *t)
 	}
 }
 
+bool cg_is_uprobe(struct cg *g)
+{
+	enum sema_provider p = g->sap ? g->sap->provider :
+					g->probe->provider;
+
+	return p == PROV_UPROBE || p == PROV_URETPROBE || p == PROV_USDT;
+}
+
+/*
+ * Is the memory a pointer of unknown address space points to the
+ * process's? In uprobes and usdt, and in watchpoints on a user address
+ * (or on a function's argument): bpftrace 0.17 reads those as the
+ * process's memory too.
+ */
+bool cg_reads_user(struct cg *g)
+{
+	enum sema_provider p = g->sap ? g->sap->provider :
+					g->probe->provider;
+
+	if (p == PROV_WATCHPOINT)
+		return !g->ap || g->ap->ap.address < 0x800000000000ULL;
+	return cg_is_uprobe(g);
+}
+
 enum sema_func cg_map_agg(const struct sema_map *sm)
 {
 	return sm->agg != FN_NONE ? sm->agg : sema_agg_of(sm->value);

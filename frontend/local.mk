@@ -13,6 +13,10 @@ libubt_a_SOURCES += \
 	frontend/parser.y \
 	frontend/types.c \
 	frontend/types.h \
+	frontend/types_btf.c \
+	frontend/types_btf.h \
+	frontend/types_dwarf.c \
+	frontend/types_dwarf.h \
 	frontend/util.c \
 	frontend/util.h
 # the lexer includes the parser's header; bison runs in -y mode
@@ -37,6 +41,7 @@ libubt_a_SOURCES += \
 	frontend/sema_dump.c \
 	frontend/sema_dwarf.c \
 	frontend/sema_expr.c \
+	frontend/sema_field.c \
 	frontend/sema_int.h \
 	frontend/sema_resolve.c \
 	frontend/sema_tables.c \

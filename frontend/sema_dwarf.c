@@ -7,18 +7,23 @@
  * register (little endian). Integer, enum and pointer parameters in the
  * first six integer registers are supported; a parameter of another kind
  * (a struct passed by value, a floating-point value) and every parameter
- * after it are left out.
+ * after it are left out. Pointers to records point to the binary's
+ * types (types_dwarf.c), so that args->p->field chains read them.
+ *
+ * Also the lookup of the C types a program names (casts, sizeof, the
+ * records pointers lead to): in the DWARF of the files the probe's
+ * uprobes trace and in the kernel's BTF (types_btf.c).
  */
 #include <dwarf.h>
 #include <elfutils/libdw.h>
 #include <errno.h>
-#include <fcntl.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "probes.h"
 #include "sema.h"
 #include "sema_int.h"
+#include "types_btf.h"
+#include "types_dwarf.h"
 #include "util.h"
 
 /* offsetof(struct pt_regs, di/si/dx/cx/r8/r9) on x86-64 */
@@ -43,97 +48,19 @@ static int find_func(Dwarf_Die *die, void *arg)
 	return DWARF_CB_ABORT;
 }
 
-static bool die_type(Dwarf_Die *die, Dwarf_Die *out)
-{
-	Dwarf_Attribute attr;
-
-	if (!dwarf_attr_integrate(die, DW_AT_type, &attr) ||
-	    !dwarf_formref_die(&attr, out))
-		return false;
-	return dwarf_peel_type(out, out) == 0;
-}
-
-static struct type *base_type(struct sema_ctx *x, Dwarf_Die *t)
-{
-	Dwarf_Attribute attr;
-	Dwarf_Word enc = 0;
-	int size = dwarf_bytesize(t);
-
-	if (size != 1 && size != 2 && size != 4 && size != 8)
-		return NULL;
-	if (dwarf_attr(t, DW_AT_encoding, &attr))
-		dwarf_formudata(&attr, &enc);
-	switch (enc) {
-	case DW_ATE_signed:
-	case DW_ATE_signed_char:
-		return type_int(x->a, size, true);
-	case DW_ATE_unsigned:
-	case DW_ATE_unsigned_char:
-	case DW_ATE_boolean:
-		return type_int(x->a, size, false);
-	default:
-		return NULL;	/* floating point and the rest */
-	}
-}
-
-/* The type of something a pointer points to. */
-static struct type *pointee(struct sema_ctx *x, Dwarf_Die *ptr)
-{
-	Dwarf_Die t;
-	struct type *e;
-	const char *name;
-
-	if (!die_type(ptr, &t))
-		return type_new(x->a, TY_VOID, 0);
-	switch (dwarf_tag(&t)) {
-	case DW_TAG_base_type:
-		e = base_type(x, &t);
-		return e ? e : type_new(x->a, TY_VOID, 0);
-	case DW_TAG_pointer_type:
-		e = type_pointer(x->a, pointee(x, &t));
-		e->addrspace = AS_USER;
-		return e;
-	case DW_TAG_enumeration_type:
-		return type_int(x->a, dwarf_bytesize(&t) > 0 ?
-					      (size_t)dwarf_bytesize(&t) : 4,
-				false);
-	case DW_TAG_structure_type:
-	case DW_TAG_union_type:
-		name = dwarf_diename(&t);
-		e = type_new(x->a, TY_NAMED, 0);
-		e->name = arena_printf(x->a, "%s %s",
-				       dwarf_tag(&t) == DW_TAG_structure_type ?
-					       "struct" : "union",
-				       name ? name : "(anonymous)");
-		return e;
-	default:
-		return type_new(x->a, TY_VOID, 0);
-	}
-}
-
 /* The type of a parameter, or NULL when it is not in an integer register. */
 static struct type *param_type(struct sema_ctx *x, Dwarf_Die *param)
 {
-	Dwarf_Die t;
-	struct type *p;
-	int size;
+	struct type *t = types_dwarf_type_of(x->a, param);
 
-	if (!die_type(param, &t))
+	if (!t)
 		return NULL;
-	switch (dwarf_tag(&t)) {
-	case DW_TAG_base_type:
-		return base_type(x, &t);
-	case DW_TAG_pointer_type:
-		p = type_pointer(x->a, pointee(x, &t));
-		p->addrspace = AS_USER;
-		return p;
-	case DW_TAG_enumeration_type:
-		size = dwarf_bytesize(&t);
-		if (size != 1 && size != 2 && size != 4 && size != 8)
-			return NULL;
-		return type_int(x->a, size, false);
+	switch (t->kind) {
+	case TY_INT:
+	case TY_POINTER:
+		return t;
 	default:
-		return NULL;
+		return NULL;	/* records and arrays by value, void */
 	}
 }
 
@@ -177,17 +104,10 @@ static int dwarf_func_args(struct sema_ctx *x, const char *path,
 	struct dw_find f = { .name = func };
 	Dwarf_Off off = 0, next;
 	size_t hsize;
-	Dwarf *dw;
-	int fd, err = -ENOENT;
+	Dwarf *dw = types_dwarf_open(path);
 
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return -errno;
-	dw = dwarf_begin(fd, DWARF_C_READ);
-	if (!dw) {
-		close(fd);
+	if (!dw)
 		return -ENODATA;
-	}
 	while (!f.found &&
 	       dwarf_nextcu(dw, off, &next, &hsize, NULL, NULL, NULL) == 0) {
 		Dwarf_Die cu;
@@ -196,13 +116,10 @@ static int dwarf_func_args(struct sema_ctx *x, const char *path,
 			dwarf_getfuncs(&cu, find_func, &f, 0);
 		off = next;
 	}
-	if (f.found) {
-		*out = func_record(x, &f.die, func);
-		err = 0;
-	}
-	dwarf_end(dw);
-	close(fd);
-	return err;
+	if (!f.found)
+		return -ENOENT;
+	*out = func_record(x, &f.die, func);
+	return 0;
 }
 
 int sema_uprobe_args(struct sema_ctx *x, struct ast_node *ap,
@@ -236,4 +153,119 @@ int sema_uprobe_args(struct sema_ctx *x, struct ast_node *ap,
 		return -EINVAL;
 	}
 	return 0;
+}
+
+/* The files the uprobes of the probe being typed trace. */
+static int probe_binaries(struct sema_ctx *x, const char ***paths)
+{
+	const char **all = NULL;
+	int n = 0;
+
+	if (!x->probe)
+		return 0;
+	for (struct ast_node *ap = x->probe->node->probe.aps; ap;
+	     ap = ap->next) {
+		const char **p;
+		int np;
+
+		if (!ap->sema || !ap->sema->ap ||
+		    (ap->sema->ap->provider != PROV_UPROBE &&
+		     ap->sema->ap->provider != PROV_URETPROBE) ||
+		    !ap->ap.target ||
+		    probes_resolve_target(x->a, ap->ap.target, x->c->pid, &p,
+					  &np) ||
+		    np <= 0)
+			continue;
+		{
+			const char **grown = arena_alloc(
+				x->a, (n + np) * sizeof(*grown));
+
+			if (n)
+				memcpy(grown, all, n * sizeof(*all));
+			all = grown;
+		}
+		memcpy(all + n, p, np * sizeof(*p));
+		n += np;
+	}
+	*paths = all;
+	return n;
+}
+
+static struct type *from_dwarf(struct sema_ctx *x, const char *name)
+{
+	const char **paths;
+	int n = probe_binaries(x, &paths);
+
+	for (int i = 0; i < n; i++) {
+		struct type *t = types_dwarf_lookup(x->a, paths[i], name);
+
+		if (t)
+			return t;
+	}
+	return NULL;
+}
+
+/*
+ * What a lookup found, kept for the pass: the types pass walks the
+ * program several times, and a kernel struct such as task_struct (the
+ * records it holds by value included) is large.
+ */
+struct sema_typememo {
+	struct sema_typememo *next;
+	const char *name;
+	bool user_first;
+	const struct sema_probe *probe;	/* its binaries' DWARF */
+	struct type *type;		/* NULL: not found */
+};
+
+struct type *sema_debuginfo_type(struct sema_ctx *x, const char *name,
+				 bool user_first)
+{
+	struct sema_typememo *m;
+	struct type *t = NULL;
+
+	for (m = x->typememo; m; m = m->next)
+		if (m->user_first == user_first && m->probe == x->probe &&
+		    !strcmp(m->name, name))
+			return m->type;
+	if (user_first)
+		t = from_dwarf(x, name);
+	if (!t)
+		t = types_btf_lookup(x->a, name);
+	if (!t && !user_first)
+		t = from_dwarf(x, name);
+	m = arena_alloc(x->a, sizeof(*m));
+	*m = (struct sema_typememo){
+		.next = x->typememo,
+		.name = arena_strdup(x->a, name),
+		.user_first = user_first,
+		.probe = x->probe,
+		.type = t,
+	};
+	x->typememo = m;
+	return t;
+}
+
+bool sema_debuginfo_user_first(struct sema_ctx *x, const struct type *ptr)
+{
+	if (ptr && ptr->addrspace == AS_USER)
+		return true;
+	if (ptr && ptr->addrspace == AS_KERNEL)
+		return false;
+	return x->probe && (x->probe->provider == PROV_UPROBE ||
+			    x->probe->provider == PROV_URETPROBE);
+}
+
+int sema_debuginfo_enum(struct sema_ctx *x, const char *name,
+			int64_t *value)
+{
+	const char **paths;
+	int n = 0;
+
+	if (sema_debuginfo_user_first(x, NULL))
+		n = probe_binaries(x, &paths);
+	for (int i = 0; i < n; i++)
+		if (!types_dwarf_enum_value(paths[i], name, value))
+			return 0;
+	return types_btf_enum_value(name, value);
 }

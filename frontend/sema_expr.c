@@ -59,7 +59,7 @@ int sema_t_map_keys(struct sema_ctx *x, struct ast_node *n,
 			continue;
 		}
 		if (t->kind == TY_VOID || type_is_aggregation(t) ||
-		    t->kind == TY_RECORD || t->kind == TY_NONE) {
+		    t->kind == TY_NONE) {
 			sema_error(x, &k->loc, "%s cannot be used as a map key",
 				   sema_tstr(x, t));
 			err = -EINVAL;
@@ -355,6 +355,13 @@ static struct type *type_unop(struct sema_ctx *x, struct ast_node *n)
 			return sema_uint64(x);
 		break;
 	case OP_DEREF:
+		if (t->kind == TY_POINTER && t->elem &&
+		    t->elem->kind == TY_NAMED) {
+			t = sema_t_resolve_named(x, t, &n->loc);
+			if (!t)
+				return NULL;
+			n->op.left->type = t;
+		}
 		if (t->kind == TY_POINTER) {
 			struct type *e = t->elem;
 
@@ -472,6 +479,13 @@ static struct type *type_field(struct sema_ctx *x, struct ast_node *n)
 
 	if (!t)
 		return NULL;
+	if (t->kind == TY_POINTER && t->elem && t->elem->kind == TY_NAMED) {
+		/* a record known by name: kernel BTF, the program's DWARF */
+		t = sema_t_resolve_named(x, t, &n->loc);
+		if (!t)
+			return NULL;
+		n->field.expr->type = t;	/* codegen finds the record */
+	}
 	if (t->kind == TY_POINTER && t->elem && t->elem->kind == TY_RECORD)
 		rec = t->elem;	/* args.f and args->f alike */
 	else if (t->kind == TY_RECORD && !n->field.arrow)
@@ -501,6 +515,12 @@ static struct type *type_field(struct sema_ctx *x, struct ast_node *n)
 	}
 	if (t->is_ctx && !args_field_everywhere(x, n, f))
 		return NULL;
+	if (f->type->kind == TY_NAMED && f->type->size) {
+		/* debug info's floating point, 128-bit integers */
+		sema_error(x, &n->loc, "Field '%s' of type '%s' is not supported",
+			   n->field.field, f->type->name);
+		return NULL;
+	}
 	return f->type;
 }
 
@@ -685,10 +705,14 @@ static struct type *type_sizeof(struct sema_ctx *x, struct ast_node *n)
 
 	if (n->size.expr)
 		t = sema_type_expr(x, n->size.expr);
+	else if (sema_enum_sizeof(x, n))
+		return sema_uint64(x);
 	else
 		t = sema_t_resolve_named(x, n->size.of_type, &n->loc);
 	if (!t)
 		return NULL;
+	if (!n->size.expr)
+		n->size.of_type = t;	/* codegen reads its size */
 	return sema_uint64(x);
 }
 
@@ -729,8 +753,10 @@ struct type *sema_type_expr(struct sema_ctx *x, struct ast_node *n)
 		break;
 	}
 	case AST_IDENT:
-		sema_error(x, &n->loc, "Unknown identifier: '%s'",
-			   n->ident.name);
+		t = sema_enum_ident(x, n);
+		if (!t)
+			sema_error(x, &n->loc, "Unknown identifier: '%s'",
+				   n->ident.name);
 		break;
 	case AST_VAR:
 		t = n->sema->var->type;
@@ -774,7 +800,9 @@ struct type *sema_type_expr(struct sema_ctx *x, struct ast_node *n)
 		t = type_cast(x, n);
 		break;
 	case AST_OFFSETOF:
-		sema_error(x, &n->loc, "offsetof() is not supported yet");
+		t = n->size.expr ? sema_type_expr(x, n->size.expr) : NULL;
+		if (t || !n->size.expr)
+			t = sema_offsetof(x, n, t);
 		break;
 	case AST_BLOCK_EXPR:
 		sema_error(x, &n->loc, "block expressions are not supported yet");

@@ -43,6 +43,8 @@ struct sema_ctx {
 	/* sema_context: the attach point whose provider is checked */
 	struct ast_node *ap;
 	enum sema_provider provider;
+	/* sema_dwarf: the types looked up in debug info, by name */
+	struct sema_typememo *typememo;
 };
 
 /* A builtin variable (builtins.c). */
@@ -142,6 +144,34 @@ struct sema_fmt *sema_fmt_get(struct sema_ctx *x, struct ast_node *call,
  * 0, or -EINVAL after an error. */
 int sema_uprobe_args(struct sema_ctx *x, struct ast_node *ap,
 		     struct type **out);
+/*
+ * The type a C type name (TY_NAMED's name: "struct foo", "enum bar",
+ * "foo_t") means in the probed binaries' DWARF (when the probe being
+ * typed is a uprobe) or the kernel's BTF, DWARF first when user_first;
+ * NULL when neither defines it.
+ */
+struct type *sema_debuginfo_type(struct sema_ctx *x, const char *name,
+				 bool user_first);
+/* Look in the program's DWARF first for what ptr points to (a user
+ * pointer, or no address space in a uprobe)? ptr may be NULL. */
+bool sema_debuginfo_user_first(struct sema_ctx *x, const struct type *ptr);
+/* The value of an enumerator: the probed binaries' DWARF in a uprobe,
+ * then the kernel's BTF. 0, or -ENOENT. */
+int sema_debuginfo_enum(struct sema_ctx *x, const char *name,
+			int64_t *value);
+
+/*
+ * sema_field.c: an identifier that names an enumerator becomes its
+ * value (the node turns into AST_INT, int64); sizeof(NAME) of such an
+ * identifier (true, the node's of_type set to int64); offsetof(type,
+ * a.b) or offsetof(expr, a.b) with expr's type t (the node turns into
+ * AST_INT). NULL/false when not applicable; sema_offsetof() reports its
+ * errors.
+ */
+struct type *sema_enum_ident(struct sema_ctx *x, struct ast_node *n);
+bool sema_enum_sizeof(struct sema_ctx *x, struct ast_node *n);
+struct type *sema_offsetof(struct sema_ctx *x, struct ast_node *n,
+			   struct type *t);
 
 /* sema_types.c: type an expression (sets and returns n->type; NULL when
  * unknown or after an error). */

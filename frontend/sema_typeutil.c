@@ -261,10 +261,16 @@ int sema_t_var_set(struct sema_ctx *x, struct ast_node *var, struct type *t,
 	return 0;
 }
 
-/* Named types written in casts: the integer names bpftrace knows. */
-struct type *sema_t_resolve_named(struct sema_ctx *x, struct type *t,
-				  const struct ast_loc *loc)
+/*
+ * Named types written in casts: the integer names bpftrace knows, then
+ * the types of the probed binary's DWARF and the kernel's BTF (DWARF
+ * first when user).
+ */
+static struct type *resolve_named(struct sema_ctx *x, struct type *t,
+				  const struct ast_loc *loc, bool user)
 {
+	struct type *r;
+
 	static const struct {
 		const char *name;
 		size_t size;
@@ -293,11 +299,13 @@ struct type *sema_t_resolve_named(struct sema_ctx *x, struct type *t,
 	if (!t)
 		return NULL;
 	if (t->kind == TY_POINTER || t->kind == TY_ARRAY) {
-		struct type *e = t->elem, *r;
+		struct type *e = t->elem;
 
 		if (!e || e->kind == TY_VOID)
 			return t;
-		e = sema_t_resolve_named(x, e, loc);
+		if (t->kind == TY_POINTER)
+			user = sema_debuginfo_user_first(x, t);
+		e = resolve_named(x, e, loc, user);
 		if (!e)
 			return NULL;
 		if (e == t->elem)
@@ -314,11 +322,20 @@ struct type *sema_t_resolve_named(struct sema_ctx *x, struct type *t,
 	for (size_t i = 0; i < ARRAY_SIZE(ints); i++)
 		if (!strcmp(ints[i].name, t->name))
 			return type_int(x->a, ints[i].size, ints[i].is_signed);
+	r = sema_debuginfo_type(x, t->name, user);
+	if (r)
+		return r;
 	if (!strncmp(t->name, "struct ", 7) || !strncmp(t->name, "union ", 6))
 		sema_error(x, loc, "Unknown struct/union: '%s'", t->name);
 	else
 		sema_error(x, loc, "Unknown type: '%s'", t->name);
 	return NULL;
+}
+
+struct type *sema_t_resolve_named(struct sema_ctx *x, struct type *t,
+				  const struct ast_loc *loc)
+{
+	return resolve_named(x, t, loc, sema_debuginfo_user_first(x, NULL));
 }
 
 /* Expressions. */

@@ -18,6 +18,7 @@
 #include "arena.h"
 #include "tracepoint.h"
 #include "types.h"
+#include "types_btf.h"
 #include "util.h"
 
 #define TP_DATA_LOC_NAME "__data_loc"
@@ -305,16 +306,7 @@ static int tp_ctype_cmp(const void *k, const void *e)
 /* Kernel BTF, loaded on first need; NULL when unavailable. */
 static struct btf *tp_btf(void)
 {
-	static struct btf *btf;
-	static bool tried;
-
-	if (!tried) {
-		tried = true;
-		btf = btf__load_vmlinux_btf();
-		if (!btf || libbpf_get_error(btf))
-			btf = NULL;
-	}
-	return btf;
+	return types_btf_vmlinux();
 }
 
 static struct type *tp_named_record(struct arena *a, const char *name,
@@ -487,6 +479,13 @@ static struct type *tp_ctype_type(struct arena *a, const char *ctype)
 		if (!ptrs)
 			return NULL;
 		t = type_new(a, TY_VOID, 0);
+	}
+	if (ptrs && t->kind == TY_RECORD && !t->nfields && t->name) {
+		/* looked up when the program follows the pointer */
+		struct type *named = type_new(a, TY_NAMED, 0);
+
+		named->name = t->name;
+		t = named;
 	}
 	while (ptrs--)
 		t = type_pointer(a, t);

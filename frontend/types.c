@@ -48,6 +48,10 @@ bool type_equal(const struct type *x, const struct type *y)
 {
 	if (x == y)
 		return true;
+	if (x && y && (x->kind == TY_NAMED) != (y->kind == TY_NAMED) &&
+	    (x->kind == TY_RECORD || y->kind == TY_RECORD))
+		/* a record and its name not yet looked up */
+		return x->name && y->name && !strcmp(x->name, y->name);
 	if (!x || !y || x->kind != y->kind)
 		return false;
 	switch (x->kind) {
@@ -145,6 +149,7 @@ const char *type_str(struct arena *a, const struct type *t)
 				    t->nelems);
 	case TY_RECORD:
 	case TY_ENUM:
+	case TY_NAMED:
 		return t->name ? t->name : "struct";
 	case TY_TUPLE: {
 		const char **parts = arena_alloc(a, (t->nfields + 1) *

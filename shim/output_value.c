@@ -235,6 +235,87 @@ void out_buf_escape(struct sb *b, const unsigned char *p, size_t n,
 	}
 }
 
+/* An array of integers, records or arrays: [1,2,3] in text and JSON. */
+static int sb_array(const struct out *o, struct sb *b, const struct type *t,
+		    const void *p, enum val_style vs)
+{
+	const struct type *e = t->elem;
+
+	if (!e || !e->size || e->size * t->nelems != t->size)
+		return out_not_supported(t);
+	sb_addc(b, '[');
+	for (size_t i = 0; i < t->nelems; i++) {
+		int err;
+
+		if (i)
+			sb_addc(b, ',');
+		err = sb_value(o, b, e, (const char *)p + i * e->size,
+			       vs == VS_JSON_KEY ? VS_TEXT : vs);
+		if (err)
+			return err;
+	}
+	sb_addc(b, ']');
+	return 0;
+}
+
+/* A bitfield's value from the bytes of its field. */
+static uint64_t out_bitfield(const struct type_field *f, const void *p)
+{
+	size_t nb = (f->bitfield_shift + f->bitfield_bits + 7) / 8;
+	uint64_t v = 0;
+	int bits = f->bitfield_bits;
+
+	memcpy(&v, p, nb < 8 ? nb : 8);
+	v >>= f->bitfield_shift;
+	if (bits < 64)
+		v &= (UINT64_C(1) << bits) - 1;
+	if (f->type->is_signed && bits < 64 && (v >> (bits - 1)) & 1)
+		v |= ~UINT64_C(0) << bits;
+	return v;
+}
+
+/*
+ * A C struct or union, as bpftrace prints one: { .a = 1, .s = text } in
+ * text, { "a": 1, "s": "text" } in JSON.
+ */
+static int sb_record(const struct out *o, struct sb *b, const struct type *t,
+		     const void *p, enum val_style vs)
+{
+	bool json = vs == VS_JSON;
+
+	sb_adds(b, "{ ");
+	for (int i = 0; i < t->nfields; i++) {
+		const struct type_field *f = &t->fields[i];
+		const char *fp = (const char *)p + f->offset;
+		int err = 0;
+
+		if (f->offset + (f->bitfield_bits ? 0 : f->type->size) >
+		    t->size)
+			return out_not_supported(t);
+		if (i)
+			sb_adds(b, ", ");
+		if (json)
+			sb_printf(b, "\"%s\": ", f->name ? f->name : "");
+		else
+			sb_printf(b, ".%s = ", f->name ? f->name : "");
+		if (f->bitfield_bits) {
+			uint64_t v = out_bitfield(f, fp);
+
+			if (f->type->is_signed)
+				sb_printf(b, "%" PRId64, (int64_t)v);
+			else
+				sb_printf(b, "%" PRIu64, v);
+		} else {
+			err = sb_value(o, b, f->type, fp,
+				       json ? VS_JSON : VS_TEXT);
+		}
+		if (err)
+			return err;
+	}
+	sb_adds(b, " }");
+	return 0;
+}
+
 /* Append a value of type t at p. */
 int sb_value(const struct out *o, struct sb *b, const struct type *t,
 		    const void *p, enum val_style vs)
@@ -251,7 +332,7 @@ int sb_value(const struct out *o, struct sb *b, const struct type *t,
 	switch (t->kind) {
 	case TY_ARRAY:
 		if (!out_is_char_array(t))
-			return out_not_supported(t);
+			return sb_array(o, b, t, p, vs);
 		/* char[N] prints as a string */
 		/* fall through */
 	case TY_STRING: {
@@ -302,6 +383,8 @@ int sb_value(const struct out *o, struct sb *b, const struct type *t,
 		sb_release(&e);
 		return 0;
 	}
+	case TY_RECORD:
+		return sb_record(o, b, t, p, vs);
 	case TY_TUPLE:
 		sb_adds(b, vs == VS_TEXT ? "(" : vs == VS_JSON ? "[" : "");
 		for (int i = 0; i < t->nfields; i++) {
@@ -322,6 +405,49 @@ int sb_value(const struct out *o, struct sb *b, const struct type *t,
 	}
 }
 
+/* A struct in a map key, as bpftrace writes one: {.a=1,.s=text}. */
+static int sb_key_record(const struct out *o, struct sb *b,
+			 const struct type *t, const void *p)
+{
+	sb_addc(b, '{');
+	for (int i = 0; i < t->nfields; i++) {
+		const struct type_field *f = &t->fields[i];
+		const char *fp = (const char *)p + f->offset;
+		int err = 0;
+
+		if (f->offset + (f->bitfield_bits ? 0 : f->type->size) >
+		    t->size)
+			return out_not_supported(t);
+		if (i)
+			sb_addc(b, ',');
+		sb_printf(b, ".%s=", f->name ? f->name : "");
+		if (f->bitfield_bits) {
+			uint64_t v = out_bitfield(f, fp);
+
+			if (f->type->is_signed)
+				sb_printf(b, "%" PRId64, (int64_t)v);
+			else
+				sb_printf(b, "%" PRIu64, v);
+		} else if (f->type->kind == TY_RECORD) {
+			err = sb_key_record(o, b, f->type, fp);
+		} else {
+			err = sb_value(o, b, f->type, fp, VS_TEXT);
+		}
+		if (err)
+			return err;
+	}
+	sb_addc(b, '}');
+	return 0;
+}
+
+static int sb_key_part(const struct out *o, struct sb *b,
+		       const struct type *t, const void *p, bool json)
+{
+	if (t->kind == TY_RECORD)
+		return sb_key_record(o, b, t, p);
+	return sb_value(o, b, t, p, json ? VS_JSON_KEY : VS_TEXT);
+}
+
 /* A map key: "1, a" in text, "1,a" in JSON keys. */
 int sb_key(const struct out *o, struct sb *b, const struct out_map *m,
 		  const void *key, bool json)
@@ -334,13 +460,14 @@ int sb_key(const struct out *o, struct sb *b, const struct out_map *m,
 
 			if (i)
 				sb_adds(b, json ? "," : ", ");
-			err = sb_value(o, b, t->fields[i].type,
-				       (const char *)key + t->fields[i].offset,
-				       json ? VS_JSON_KEY : VS_TEXT);
+			err = sb_key_part(o, b, t->fields[i].type,
+					  (const char *)key +
+						  t->fields[i].offset,
+					  json);
 			if (err)
 				return err;
 		}
 		return 0;
 	}
-	return sb_value(o, b, t, key, json ? VS_JSON_KEY : VS_TEXT);
+	return sb_key_part(o, b, t, key, json);
 }

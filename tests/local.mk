@@ -7,6 +7,7 @@ check_PROGRAMS += \
 	tests/targets/libubt-target.so \
 	tests/targets/ubt-alt \
 	tests/targets/ubt-calls \
+	tests/targets/ubt-dwtypes \
 	tests/targets/ubt-exc \
 	tests/targets/ubt-libuser \
 	tests/targets/ubt-loop \
@@ -30,6 +31,9 @@ tests_targets_ubt_calls_CFLAGS = $(UBT_TARGET_CFLAGS)
 tests_targets_ubt_calls_LDFLAGS =
 # C++: exceptions, pthread_exit and backtrace() through wrapped calls;
 # -rdynamic so that dladdr() names main; ubt_exc_deep stays recursive
+tests_targets_ubt_dwtypes_SOURCES = tests/targets/dwtypes.c
+tests_targets_ubt_dwtypes_CFLAGS = $(UBT_TARGET_CFLAGS)
+tests_targets_ubt_dwtypes_LDFLAGS =
 tests_targets_ubt_exc_SOURCES = tests/targets/exc.cc
 tests_targets_ubt_exc_CXXFLAGS = $(UBT_TARGET_CFLAGS) -fno-optimize-sibling-calls
 tests_targets_ubt_exc_LDFLAGS = -rdynamic

@@ -38,11 +38,12 @@ signalled() {
 	rm -f "$out"
 }
 
-echo 1..15
+echo 1..17
 check "$t/ubt-alt"
 check "$t/ubt-alt" 30 3
 check "$t/ubt-calls"
 check "$t/ubt-calls" 20
+check "$t/ubt-dwtypes"
 check "$t/ubt-exc"
 check "$t/ubt-loop" 100
 check "$t/ubt-threads" 10
@@ -57,6 +58,7 @@ else
 	fail=1
 fi
 signalled "$t/ubt-wait" 3
+signalled "$t/ubt-dwtypes" 2 wait
 signalled "$t/ubt-libuser" 2 wait
 signalled "$t/ubt-exc" 3 detach
 n=$((n + 1))
