@@ -8,6 +8,8 @@ libubt_a_SOURCES += \
 	codegen/cg_expr.c \
 	codegen/cg_int.h \
 	codegen/cg_map.c \
+	codegen/cg_stack.c \
+	codegen/cg_stack_native.c \
 	codegen/cg_stmt.c \
 	codegen/cg_util.c \
 	codegen/irb.c \

@@ -130,6 +130,10 @@ enum sema_func {
 	FN_CAT,
 	FN_SIGNAL,
 	FN_OVERRIDE,
+	/* registers and addresses (frontend/func_sym.c) */
+	FN_REG,
+	FN_KADDR,
+	FN_UADDR,
 	FN_COUNT_,
 };
 

@@ -75,6 +75,10 @@ int probes_symcache_note(struct probes_symcache *sc, int pid);
  */
 const char *probes_symcache_resolve(struct probes_symcache *sc, int pid,
 				    uint64_t addr, uint64_t *offset);
+/* The path of the file mapped at addr in pid (as the mappings name it),
+ * NULL when none. */
+const char *probes_symcache_module(struct probes_symcache *sc, int pid,
+				   uint64_t addr);
 
 /*
  * Resolve a uprobe/usdt target as bpftrace does:

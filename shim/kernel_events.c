@@ -72,9 +72,14 @@ static int kernel_event(void *ctx, void *data, size_t size)
 	memcpy(&h, data, sizeof(h));
 	if (h.id >= (uint64_t)obj->nevents)
 		return 0;
+	e = &obj->events[h.id];
+	if (e->kind == CG_EV_STACK_NOTE || e->kind == CG_EV_USTACK) {
+		/* not output: whether exiting or not */
+		kernel_stack_event(k, e, args, asize);
+		return 0;
+	}
 	if (k->exiting && !k->in_end)
 		return 0;
-	e = &obj->events[h.id];
 	switch (e->kind) {
 	case CG_EV_PRINTF: {
 		const struct type *dt = k->ev_types[h.id];
@@ -147,6 +152,9 @@ static int kernel_event(void *ctx, void *data, size_t size)
 		if (k->map_hook)
 			k->map_hook(k->map_hook_ctx, e->kind, e->map, args);
 		break;
+	case CG_EV_STACK_NOTE:
+	case CG_EV_USTACK:
+		break;		/* kernel_stack_event() above */
 	}
 	fflush(k->out.f);
 	return 0;

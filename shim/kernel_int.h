@@ -78,8 +78,17 @@ struct kernel {
 	void *source_ctx;
 	kernel_map_hook_fn map_hook;	/* shim/run.c: the user side too */
 	void *map_hook_ctx;
+	struct stack_syms *syms;	/* kernel_syms(): symbols, stacks */
+	bool display_key;	/* kernel_display() of a map key: stacks
+				 * indented by 4, as bpftrace prints keys */
 	int err;
 };
+
+/* The symbolizer of ustack/usym/kstack/ksym values (made on first use). */
+struct stack_syms *kernel_syms(struct kernel *k);
+/* CG_EV_STACK_NOTE and CG_EV_USTACK records (kernel_display.c). */
+void kernel_stack_event(struct kernel *k, const struct cg_event *e,
+			const void *args, size_t size);
 
 /* The type output is given: probe and usym values become strings. */
 const struct type *kernel_display_type(struct kernel *k,
