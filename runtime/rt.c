@@ -427,6 +427,7 @@ RT_EXPORT long rt_init(struct rt_ctl *ctl)
 	rt_clock_init();
 	ctl->fn[RT_FN_CLOCK_NS] = (uintptr_t)rt_clock_ns;
 	ctl->fn[RT_FN_EXEC_HOOK] = (uintptr_t)rt_exec_hook;
+	ctl->fn[RT_FN_USTACK] = (uintptr_t)rt_ustack;
 	rt_fault_install(ctl->flags & RT_CTL_FAULT_HANDLER);
 	rt_pid = rt_syscall0(39 /* getpid */);
 	__atomic_store_n(&rt_ctl_p, ctl, __ATOMIC_RELEASE);

@@ -60,6 +60,10 @@ static inline uint64_t rt_hash(const void *key, uint32_t ks)
 	return hash ^ (hash >> 29);
 }
 
+/* rt_stack.c: RT_FN_USTACK */
+uint64_t rt_ustack(uint64_t *out, uint64_t limit, uint64_t ip, uint64_t sp,
+		   uint64_t fp);
+
 static inline int rt_key_eq(const uint8_t *a, const uint8_t *b, uint32_t n)
 {
 	uint32_t w;
