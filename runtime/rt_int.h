@@ -60,9 +60,11 @@ static inline uint64_t rt_hash(const void *key, uint32_t ks)
 	return hash ^ (hash >> 29);
 }
 
-/* rt_stack.c: RT_FN_USTACK */
+/* rt_stack.c: RT_FN_USTACK; the loads of rt_frame_read() that may
+ * fault and where the fault handler (rt.c) resumes them */
 uint64_t rt_ustack(uint64_t *out, uint64_t limit, uint64_t ip, uint64_t sp,
 		   uint64_t fp);
+extern const char rt_frame_insn0[], rt_frame_insn1[], rt_frame_fixup[];
 
 static inline int rt_key_eq(const uint8_t *a, const uint8_t *b, uint32_t n)
 {
