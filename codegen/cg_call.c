@@ -372,6 +372,8 @@ LLVMValueRef cg_call(struct cg *g, struct ast_node *n)
 		return cg_reg(g, n);
 	case FN_KADDR:
 		return cg_kaddr(g, n);
+	case FN_UADDR:
+		return cg_uaddr(g, n);
 	case FN_UPTR:
 	case FN_KPTR:
 		return cg_expr(g, cg_arg(n, 0));

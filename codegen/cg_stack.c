@@ -1,6 +1,6 @@
 /*
  * Lowering of stacks, symbols and registers: ustack/kstack (builtins and
- * calls), ksym(), reg(), kaddr().
+ * calls), ksym(), reg(), kaddr(), uaddr().
  *
  * Values (cg.h): a kstack is a u64, the stack id in the stack map of its
  * limit (negative: the kernel's error, printed as an empty stack); a
@@ -19,6 +19,7 @@
 
 #include "cg_int.h"
 #include "irb_native.h"
+#include "probes.h"
 #include "stack.h"
 #include "util.h"
 
@@ -197,4 +198,37 @@ LLVMValueRef cg_kaddr(struct cg *g, struct ast_node *n)
 		g->err = -EINVAL;
 	}
 	return irb_const(&g->ir, addr);
+}
+
+/*
+ * uaddr("name"): the symbol's address in the probed binary, plus where
+ * the binary is loaded (a PIE executable or a library anywhere): the
+ * probed address less the probed function's address in the file.
+ */
+LLVMValueRef cg_uaddr(struct cg *g, struct ast_node *n)
+{
+	struct irb *ir = &g->ir;
+	const struct probes_match *m = g->match;
+	struct ast_node *a = n->call.args;
+	const char *s = a && a->kind == AST_STRING ? a->str.value : NULL;
+	uint64_t addr = 0, size;
+	LLVMValueRef ip;
+
+	if (!s && a && a->kind == AST_POSITIONAL && a->pos.num >= 1 &&
+	    a->pos.num <= g->c->nparams)
+		s = g->c->params[a->pos.num - 1];
+	if (!m || !m->target || !m->addr || !s ||
+	    probes_elf_symbol(m->target, s, &addr, &size)) {
+		diag_error(&g->c->diag, &n->loc,
+			   "Could not resolve symbol: %s:%s",
+			   m && m->target ? m->target : "", s ? s : "");
+		g->err = -EINVAL;
+		return irb_const(ir, 0);
+	}
+	ip = irb_is_native(ir) ? irb_native_func_ip(ir) :
+				 irb_helper(ir, BPF_FUNC_get_func_ip, &g->ctxp,
+					    1);
+	return LLVMBuildAdd(ir->b,
+			    LLVMBuildSub(ir->b, ip, irb_const(ir, m->addr), ""),
+			    irb_const(ir, addr), "uaddr");
 }

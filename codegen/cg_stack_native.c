@@ -55,7 +55,7 @@ LLVMValueRef cg_stack_native(struct cg *g, struct ast_node *n)
 	/* the record's room: its time stamp may follow (cg_record_room) */
 	rec = irb_alloca(ir, size + 8, "ustack_rec");
 	LLVMBuildStore(ir->b, irb_const(ir, ev), rec);
-	ip = irb_helper(ir, BPF_FUNC_get_func_ip, &g->ctxp, 1);
+	ip = irb_native_func_ip(ir);
 	sp = irb_ctx_load(ir, g->ctxp, PT_SP, 8);
 	fp = irb_native_entry_fp(ir);
 	irb_native_ustack(ir, irb_gep(ir, rec, 8), limit, ip, sp, fp);
@@ -116,7 +116,7 @@ LLVMValueRef cg_reg_native(struct cg *g, struct ast_node *n, size_t off)
 	case PT_SP:
 		return irb_ctx_load(ir, g->ctxp, off, 8);
 	case PT_IP:
-		return irb_helper(ir, BPF_FUNC_get_func_ip, &g->ctxp, 1);
+		return irb_native_func_ip(ir);
 	case PT_BP:
 		return irb_native_entry_fp(ir);
 	default:

@@ -55,6 +55,9 @@ LLVMValueRef irb_native_entry_fp(struct irb *ir);
 LLVMValueRef irb_native_ustack(struct irb *ir, LLVMValueRef out, int limit,
 			       LLVMValueRef ip, LLVMValueRef sp,
 			       LLVMValueRef fp);
+/* The probed address (NATIVE_FUNC_SENTINEL, patched at install) as an
+ * i64 LLVM cannot fold into other constants. */
+LLVMValueRef irb_native_func_ip(struct irb *ir);
 /* The map irb_map_define() made with this name in this build, or NULL. */
 LLVMValueRef irb_native_map_named(struct irb *ir, const char *name);
 /*

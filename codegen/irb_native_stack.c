@@ -10,6 +10,7 @@
 #include "irb.h"
 #include "irb_native.h"
 #include "irb_native_int.h"
+#include "native.h"
 #include "rt_abi.h"
 
 LLVMValueRef irb_native_entry_fp(struct irb *ir)
@@ -61,4 +62,19 @@ LLVMValueRef irb_native_map_named(struct irb *ir, const char *name)
 		    !strcmp(irb_nat.maps[i].name, name))
 			return irb_nat.refs[i].ref;
 	return NULL;
+}
+
+LLVMValueRef irb_native_func_ip(struct irb *ir)
+{
+	static const char text[] = "movabsq $$0x5eadf00d5eadf00d, $0";
+	LLVMTypeRef ft = LLVMFunctionType(ir->i64, NULL, 0, 0);
+	LLVMValueRef a;
+
+	_Static_assert(NATIVE_FUNC_SENTINEL == 0x5eadf00d5eadf00dull,
+		       "the sentinel in the asm text");
+	/* opaque to LLVM: folded into other constants, the sentinel would
+	 * not be found where native_patch_func() looks for it */
+	a = LLVMGetInlineAsm(ft, (char *)text, sizeof(text) - 1, "=r", 2,
+			     0, 0, LLVMInlineAsmDialectATT, 0);
+	return LLVMBuildCall2(ir->b, ft, a, NULL, 0, "func_ip");
 }

@@ -1,11 +1,13 @@
 /*
  * Registers and addresses: reg("name") (a register of the probe's
- * context), kaddr("symbol") (a kernel symbol's address).
+ * context), kaddr("symbol") (a kernel symbol's address), uaddr("symbol")
+ * (a symbol of the probed binary: a pointer to it in the process).
  */
 #include <errno.h>
 #include <string.h>
 
 #include "sema.h"
+#include "probes.h"
 #include "sema_int.h"
 #include "util.h"
 
@@ -101,10 +103,81 @@ static struct type *ty_kaddr(struct sema_ctx *x, struct ast_node *call,
 	return t;
 }
 
+static bool sym_user_provider(enum sema_provider p)
+{
+	return p == PROV_UPROBE || p == PROV_URETPROBE || p == PROV_USDT;
+}
+
+/*
+ * uaddr("name"): the symbol in every attach point's binary (all of the
+ * same size); a pointer to an integer of that size (1, 2 or 4 bytes,
+ * else 8) in user memory.  codegen adds the binary's load address.
+ */
+static struct type *ty_uaddr(struct sema_ctx *x, struct ast_node *call,
+			     struct sema_map *m)
+{
+	struct ast_node *probe = x->probe ? x->probe->node : NULL;
+	uint64_t size = 0, addr, sz;
+	bool first = true;
+	const char *s;
+	struct type *t;
+
+	(void)m;
+	if (!want_literal(x, call, &s))
+		return NULL;
+	for (struct ast_node *ap = probe ? probe->probe.aps : NULL; ap;
+	     ap = ap->next) {
+		const char **paths;
+		int n;
+
+		/* elsewhere ck_uaddr refuses it, and as bpftrace, the
+		 * symbol is not found either */
+		if (!ap->ap.provider || (strcmp(ap->ap.provider, "uprobe") &&
+					 strcmp(ap->ap.provider, "uretprobe") &&
+					 strcmp(ap->ap.provider, "usdt")) ||
+		    !ap->ap.target ||
+		    probes_resolve_target(x->a, ap->ap.target, x->c->pid,
+					  &paths, &n) ||
+		    n < 1 || probes_elf_symbol(paths[0], s, &addr, &sz)) {
+			sema_error(x, &call->loc,
+				   "Could not resolve symbol: %s:%s",
+				   ap->ap.target ? ap->ap.target : "", s);
+			return NULL;
+		}
+		if (!first && sz != size) {
+			sema_error(x, &call->loc,
+				   "Symbol size mismatch between probes. Symbol \"%s\" has size %llu for probe \"%s\" but size %llu for probe \"%s\"",
+				   s, (unsigned long long)size,
+				   probe->probe.aps->ap.raw,
+				   (unsigned long long)sz, ap->ap.raw);
+			return NULL;
+		}
+		size = sz;
+		first = false;
+	}
+	t = type_pointer(x->a, type_int(x->a, size == 1 || size == 2 ||
+						      size == 4 ? size : 8,
+					true));
+	t->addrspace = AS_USER;
+	return t;
+}
+
+static int ck_uaddr(struct sema_ctx *x, struct ast_node *call)
+{
+	if (sym_user_provider(x->provider))
+		return 0;
+	sema_error(x, &call->loc, "uaddr can not be used with \"%s\" probes",
+		   x->ap && x->ap->ap.provider ? x->ap->ap.provider :
+						  sema_provider_name(x->provider));
+	return -EINVAL;
+}
+
 const struct sema_func_ops sema_funcs_sym[] = {
 	{ .name = "kaddr", .id = FN_KADDR, .min_args = 1, .max_args = 1,
 	  .type = ty_kaddr },
 	{ .name = "reg", .id = FN_REG, .min_args = 1, .max_args = 1,
 	  .type = ty_reg, .check = ck_reg },
+	{ .name = "uaddr", .id = FN_UADDR, .min_args = 1, .max_args = 1,
+	  .type = ty_uaddr, .check = ck_uaddr },
 	{ 0 },
 };

@@ -303,7 +303,7 @@ static const char *place_stack_why(struct place_scan *s, struct ast_node *n)
 
 	if (b == BI_USTACK || f == FN_USTACK)
 		return s->entry ? NULL : "ustack (not at a function's entry)";
-	if (f == FN_KSYM || f == FN_KADDR)
+	if (f == FN_KSYM || f == FN_KADDR || f == FN_UADDR)
 		return NULL;
 	off = n->sema->iargs[0];
 	if (s->ret && off == 80)		/* ax: the return value */
@@ -333,7 +333,8 @@ int place_scan_body(struct ast_node *n, void *ctx)
 		if (why && n->sema && (n->sema->func == FN_USTACK ||
 				       n->sema->func == FN_REG ||
 				       n->sema->func == FN_KSYM ||
-				       n->sema->func == FN_KADDR))
+				       n->sema->func == FN_KADDR ||
+				       n->sema->func == FN_UADDR))
 			why = place_stack_why(s, n);
 		if (why && n->sema->func == FN_LEN)
 			why = place_iter_why(s, n->sema->map, "len() of");
