@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "probes.h"
 #include "stack.h"
@@ -24,8 +25,19 @@ struct stack_native {
 	uint64_t *frames;
 };
 
+/* pids whose mappings were read lately: at most one read per pid and
+ * STACK_RENOTE_NS for addresses no mapping holds (JIT code, a process
+ * gone), not one per frame */
+#define STACK_RENOTE_NS 100000000ull
+#define STACK_RENOTE_PIDS 16
+
 struct stack_syms {
 	struct probes_symcache *sc;
+	struct {
+		int pid;
+		uint64_t ns;
+	} renote[STACK_RENOTE_PIDS];
+	unsigned nrenote;
 	struct stack_ksym *ksyms;	/* sorted by address */
 	size_t nksyms;
 	bool ksyms_read;
@@ -60,6 +72,33 @@ int stack_syms_note(struct stack_syms *s, int pid)
 	return probes_symcache_note(s->sc, pid);
 }
 
+static uint64_t stack_now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* May pid's mappings be read again now? (and note that they are) */
+static bool stack_renote_due(struct stack_syms *s, int pid)
+{
+	uint64_t now = stack_now_ns();
+	unsigned i;
+
+	for (i = 0; i < STACK_RENOTE_PIDS; i++)
+		if (s->renote[i].pid == pid) {
+			if (now - s->renote[i].ns < STACK_RENOTE_NS)
+				return false;
+			s->renote[i].ns = now;
+			return true;
+		}
+	i = s->nrenote++ % STACK_RENOTE_PIDS;
+	s->renote[i].pid = pid;
+	s->renote[i].ns = now;
+	return true;
+}
+
 /* An address bpftrace could not resolve, as its stream prints a void *:
  * "0x..." and a null pointer as "0". */
 static const char *stack_hex(uint64_t addr, char *buf, size_t size)
@@ -80,7 +119,8 @@ void stack_usym(struct stack_syms *s, int pid, uint64_t addr,
 
 	/* mapped since the last snapshot (dlopen, exec): take a new one
 	 * while the process lives */
-	if (!probes_symcache_module(s->sc, pid, addr))
+	if (!probes_symcache_module(s->sc, pid, addr) &&
+	    stack_renote_due(s, pid))
 		stack_syms_note(s, pid);
 	name = probes_symcache_resolve(s->sc, pid, addr, &off);
 
