@@ -110,15 +110,15 @@ LLVMValueRef cg_stack(struct cg *g, struct ast_node *n)
 	bool user = t->kind == TY_USTACK;
 	LLVMValueRef buf, id, args[3];
 
-	if (irb_is_native(ir)) {
-		if (user)
-			return cg_stack_native(g, n);
-		cg_unsupported(g, n, "kstack in a user-mode probe");
-		return irb_alloca(ir, t->size, "");
-	}
-	if (g->probe->provider == PROV_BEGIN ||
+	if (irb_is_native(ir) && user)
+		return cg_stack_native(g, n);
+	if (irb_is_native(ir) || g->probe->provider == PROV_BEGIN ||
 	    g->probe->provider == PROV_END) {
-		/* no stack of a traced task there: the empty stack */
+		/*
+		 * The empty stack: BEGIN and END have no traced task, and a
+		 * uprobe has no kernel stack (the kernel's stack id is
+		 * -EFAULT there too, kstack prints nothing)
+		 */
 		buf = irb_alloca(ir, t->size, user ? "ustack" : "kstack");
 		LLVMBuildStore(ir->b, irb_const(ir, (uint64_t)-EFAULT), buf);
 		if (user)

@@ -288,7 +288,8 @@ static const char *place_iter_why(struct place_scan *s,
 
 /*
  * Stacks and registers user mode has (codegen/cg_stack_native.c): ustack
- * at a function's entry (frame pointers walked in the thread), the
+ * at a function's entry (frame pointers walked in the thread), kstack
+ * (empty in a uprobe), the
  * argument registers, %rsp, %rip and %rbp there, %rax in return probes;
  * ksym() and kaddr() are values. n is one of those calls: NULL when
  * user mode has it, else why not.
@@ -303,6 +304,9 @@ static const char *place_stack_why(struct place_scan *s, struct ast_node *n)
 
 	if (b == BI_USTACK || f == FN_USTACK)
 		return s->entry ? NULL : "ustack (not at a function's entry)";
+	/* a uprobe has no kernel stack: empty, in the kernel too */
+	if (b == BI_KSTACK || f == FN_KSTACK)
+		return s->entry || s->ret ? NULL : "kstack";
 	if (f == FN_KSYM || f == FN_KADDR || f == FN_UADDR)
 		return NULL;
 	off = n->sema->iargs[0];
@@ -322,7 +326,8 @@ int place_scan_body(struct ast_node *n, void *ctx)
 
 	switch (n->kind) {
 	case AST_BUILTIN:
-		if (n->sema && n->sema->builtin == BI_USTACK)
+		if (n->sema && (n->sema->builtin == BI_USTACK ||
+				n->sema->builtin == BI_KSTACK))
 			why = place_stack_why(s, n);
 		else
 			why = place_builtin_ok(n->sema ? n->sema->builtin :
@@ -331,6 +336,7 @@ int place_scan_body(struct ast_node *n, void *ctx)
 	case AST_CALL:
 		why = place_func_ok(s->c, n->sema ? n->sema->func : FN_NONE);
 		if (why && n->sema && (n->sema->func == FN_USTACK ||
+				       n->sema->func == FN_KSTACK ||
 				       n->sema->func == FN_REG ||
 				       n->sema->func == FN_KSYM ||
 				       n->sema->func == FN_KADDR ||
