@@ -48,6 +48,12 @@ enum cg_event_kind {
 	CG_EV_WATCH,		/* a watchpoint's function was called: prog,
 				 * sync; u64 address, u64 pid_tgid */
 	CG_EV_UNWATCH,		/* unwatch(addr): u64 address */
+	CG_EV_STACK_NOTE,	/* { hdr; u64 pid }: the process stopped
+				 * itself for ubt to note its mappings, then
+				 * let it go on (codegen/cg_stack.c) */
+	CG_EV_USTACK,		/* { hdr; u64 id; u64 n; u64 frames[n] }:
+				 * the frames of a user-mode probe's ustack
+				 * id, sent once per thread and id */
 };
 
 /* Header of every ring-buffer record. */
@@ -84,7 +90,14 @@ static inline size_t cg_record_room(enum cg_event_time t, size_t size)
  *   TY_USYM from `func` in a uprobe: { u64 address; u32 pid;
  *           u32 cg_object.progs index + 1 } (the program's function);
  *   TY_USYM from usym(): { u64 address; u32 pid; u32 0 }
+ *   TY_KSTACK: s64 stack id in the map CG_MAP_STACK_PREFIX<limit>
+ *           (negative: the kernel's error, an empty stack)
+ *   TY_USTACK: { s64 stack id; u32 pid; u32 flags }: flags
+ *           CG_USTACK_NATIVE: the id names frames a user-mode probe
+ *           sent (CG_EV_USTACK), not an entry of the stack map
+ *   TY_KSYM from ksym(): u64 address
  */
+#define CG_USTACK_NATIVE 1u
 
 struct cg_arg {
 	const struct type *type;	/* sema's type of the argument */
@@ -171,6 +184,9 @@ struct cg_prog {
 #define CG_MAP_LOST "ubt_lost"
 #define CG_MAP_GLOBALS "ubt_globals"
 #define CG_MAP_FULL "ubt_full"
+/* BPF stack maps: "ubt_stack_<limit>" (codegen/cg_stack.c) */
+#define CG_MAP_STACK_PREFIX "ubt_stack_"
+#define CG_MAP_STACK_NOTED "ubt_stack_noted"
 
 struct cg_object {
 	enum cg_target target;

@@ -247,6 +247,9 @@ LLVMValueRef cg_builtin(struct cg *g, struct ast_node *n)
 		return irb_helper(ir, BPF_FUNC_jiffies64, NULL, 0);
 	case BI_NUMAID:
 		return irb_helper(ir, BPF_FUNC_get_numa_node_id, NULL, 0);
+	case BI_USTACK:
+	case BI_KSTACK:
+		return cg_stack(g, n);
 	default:
 		break;
 	}

@@ -364,7 +364,19 @@ LLVMValueRef cg_call(struct cg *g, struct ast_node *n)
 	case FN_STRNCMP:
 		return cg_strncmp(g, n);
 	case FN_USYM:
+		cg_stack_note(g, n);
 		return cg_usym(g, n);
+	case FN_KSYM:
+		return cg_expr(g, cg_arg(n, 0));
+	case FN_KSTACK:
+	case FN_USTACK:
+		return cg_stack(g, n);
+	case FN_REG:
+		return cg_reg(g, n);
+	case FN_KADDR:
+		return cg_kaddr(g, n);
+	case FN_UADDR:
+		return cg_uaddr(g, n);
 	case FN_UPTR:
 	case FN_KPTR:
 		return cg_expr(g, cg_arg(n, 0));

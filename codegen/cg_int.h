@@ -112,6 +112,16 @@ LLVMValueRef cg_int_norm(struct cg *g, LLVMValueRef v, const struct type *t);
 void cg_watch_setup_body(struct cg *g, int body, int argn, bool sync);
 void cg_watch_unwatch(struct cg *g, const struct ast_node *call,
 		      LLVMValueRef addr);
+/* cg_stack.c: ustack/kstack values, reg(), kaddr(); the native
+ * target's in cg_stack_native.c */
+LLVMValueRef cg_stack(struct cg *g, struct ast_node *n);
+/* The -c command's mappings noted once (a user address was taken). */
+void cg_stack_note(struct cg *g, const struct ast_node *n);
+LLVMValueRef cg_reg(struct cg *g, struct ast_node *n);
+LLVMValueRef cg_kaddr(struct cg *g, struct ast_node *n);
+LLVMValueRef cg_uaddr(struct cg *g, struct ast_node *n);
+LLVMValueRef cg_stack_native(struct cg *g, struct ast_node *n);
+LLVMValueRef cg_reg_native(struct cg *g, struct ast_node *n, size_t off);
 
 void cg_stmts(struct cg *g, struct ast_node *list);
 void cg_stmt(struct cg *g, struct ast_node *n);

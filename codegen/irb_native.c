@@ -259,10 +259,10 @@ LLVMValueRef nat_shtab(struct irb *ir, const struct native_map *m)
 LLVMValueRef nat_call(struct irb *ir, int i, LLVMTypeRef ret,
 		      LLVMValueRef *args, int n)
 {
-	LLVMTypeRef params[4];
+	LLVMTypeRef params[6];
 	LLVMTypeRef ft;
 
-	BUG_ON(n > 4);
+	BUG_ON(n > 6);
 	for (int k = 0; k < n; k++)
 		params[k] = LLVMTypeOf(args[k]);
 	ft = LLVMFunctionType(ret, params, n, 0);

@@ -48,6 +48,18 @@ LLVMValueRef irb_native_helper(struct irb *ir, int id, LLVMValueRef *args,
 			       int n);
 /* The time-stamp counter (rdtsc, inline: no call, no syscall), an i64. */
 LLVMValueRef irb_native_cycles(struct irb *ir);
+/* irb_native_stack.c: the probed function's %rbp at its entry (the
+ * probe function then keeps a frame pointer); the runtime's walk of the
+ * stack (RT_FN_USTACK) into out, { id; n; frames[limit] } */
+LLVMValueRef irb_native_entry_fp(struct irb *ir);
+LLVMValueRef irb_native_ustack(struct irb *ir, LLVMValueRef out, int limit,
+			       LLVMValueRef ip, LLVMValueRef sp,
+			       LLVMValueRef fp);
+/* The probed address (NATIVE_FUNC_SENTINEL, patched at install) as an
+ * i64 LLVM cannot fold into other constants. */
+LLVMValueRef irb_native_func_ip(struct irb *ir);
+/* The map irb_map_define() made with this name in this build, or NULL. */
+LLVMValueRef irb_native_map_named(struct irb *ir, const char *name);
 /*
  * The first construct that cannot be lowered natively ("delete() in a
  * user-mode probe"), NULL when everything could.

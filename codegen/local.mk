@@ -9,6 +9,8 @@ libubt_a_SOURCES += \
 	codegen/cg_field.c \
 	codegen/cg_int.h \
 	codegen/cg_map.c \
+	codegen/cg_stack.c \
+	codegen/cg_stack_native.c \
 	codegen/cg_stmt.c \
 	codegen/cg_util.c \
 	codegen/cg_watch.c \
@@ -19,6 +21,7 @@ libubt_a_SOURCES += \
 libubt_a_SOURCES += \
 	codegen/irb_native.c \
 	codegen/irb_native_helper.c \
+	codegen/irb_native_stack.c \
 	codegen/irb_native_int.h \
 	codegen/irb_native.h \
 	codegen/native.c \

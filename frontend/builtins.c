@@ -8,6 +8,7 @@
 
 #include "sema.h"
 #include "sema_int.h"
+#include "stack.h"
 #include "tracepoint.h"
 #include "util.h"
 
@@ -66,14 +67,20 @@ static struct type *ty_username(struct sema_ctx *x, struct ast_node *n)
 
 static struct type *ty_kstack(struct sema_ctx *x, struct ast_node *n)
 {
+	struct type *t = type_new(x->a, TY_KSTACK, 8);
+
 	(void)n;
-	return type_new(x->a, TY_KSTACK, 8);
+	stack_type_set(t, STACK_DEFAULT_LIMIT, STACK_MODE_BPFTRACE);
+	return t;
 }
 
 static struct type *ty_ustack(struct sema_ctx *x, struct ast_node *n)
 {
+	struct type *t = type_new(x->a, TY_USTACK, 16);
+
 	(void)n;
-	return type_new(x->a, TY_USTACK, 16);
+	stack_type_set(t, STACK_DEFAULT_LIMIT, STACK_MODE_BPFTRACE);
+	return t;
 }
 
 static struct type *ty_curtask(struct sema_ctx *x, struct ast_node *n)

@@ -7,6 +7,7 @@
 
 #include "sema.h"
 #include "sema_int.h"
+#include "stack.h"
 #include "util.h"
 
 #define BUF_MAX 1024
@@ -200,13 +201,17 @@ static struct type *ty_ntop(struct sema_ctx *x, struct ast_node *call,
 static struct type *stack(struct sema_ctx *x, struct ast_node *call,
 			  enum type_kind k, size_t size)
 {
-	int64_t v;
+	enum stack_mode mode = STACK_MODE_BPFTRACE;
+	int64_t v, limit = STACK_DEFAULT_LIMIT;
+	struct type *t;
 
 	for (struct ast_node *a = call->call.args; a; a = a->next) {
 		if (a->kind == AST_IDENT) {
-			if (strcmp(a->ident.name, "bpftrace") &&
-			    strcmp(a->ident.name, "perf") &&
-			    strcmp(a->ident.name, "raw")) {
+			if (!strcmp(a->ident.name, "perf")) {
+				mode = STACK_MODE_PERF;
+			} else if (!strcmp(a->ident.name, "raw")) {
+				mode = STACK_MODE_RAW;
+			} else if (strcmp(a->ident.name, "bpftrace")) {
 				sema_error(x, &a->loc, "Unknown stack mode: '%s'",
 					   a->ident.name);
 				return NULL;
@@ -226,8 +231,11 @@ static struct type *stack(struct sema_ctx *x, struct ast_node *call,
 			return NULL;
 		}
 		sema_node(x, call)->iargs[0] = v;
+		limit = v;
 	}
-	return type_new(x->a, k, size);
+	t = type_new(x->a, k, size);
+	stack_type_set(t, (int)limit, mode);
+	return t;
 }
 
 static struct type *ty_kstack(struct sema_ctx *x, struct ast_node *call,

@@ -33,6 +33,7 @@ libubt_a_SOURCES += \
 	frontend/func_agg.c \
 	frontend/func_print.c \
 	frontend/func_str.c \
+	frontend/func_sym.c \
 	frontend/func_watch.c \
 	frontend/sema.c \
 	frontend/sema.h \
@@ -48,4 +49,5 @@ libubt_a_SOURCES += \
 	frontend/sema_type_int.h \
 	frontend/sema_types.c \
 	frontend/sema_typeutil.c \
-	frontend/sema_util.c
+	frontend/sema_util.c \
+	frontend/stack.h

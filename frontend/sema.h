@@ -131,6 +131,10 @@ enum sema_func {
 	FN_SIGNAL,
 	FN_OVERRIDE,
 	FN_UNWATCH,
+	/* registers and addresses (frontend/func_sym.c) */
+	FN_REG,
+	FN_KADDR,
+	FN_UADDR,
 	FN_COUNT_,
 };
 

@@ -81,6 +81,10 @@ bool type_equal(const struct type *x, const struct type *y)
 		       x->lhist_step == y->lhist_step;
 	case TY_HIST:
 		return x->hist_bits == y->hist_bits;
+	case TY_USTACK:
+	case TY_KSTACK:
+		/* limit and mode (stack.h) */
+		return x->nelems == y->nelems && x->hist_bits == y->hist_bits;
 	default:
 		return true;
 	}

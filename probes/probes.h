@@ -51,6 +51,10 @@ const struct probes_sym *probes_sym_find(const struct probes_sym *syms, int n,
  */
 const struct probes_sym *probes_sym_at(const struct probes_sym *syms, int n,
 				       uint64_t addr);
+/* Any defined symbol (function, object, ...) of path by name, from
+ * .symtab or .dynsym: its address and size; 0 or -ENOENT (uaddr()). */
+int probes_elf_symbol(const char *path, const char *name, uint64_t *addr,
+		      uint64_t *size);
 /* Virtual address -> file offset through the PT_LOAD headers; 0 or -errno. */
 int probes_elf_vaddr_to_offset(const char *path, uint64_t vaddr,
 			       uint64_t *offset);
@@ -75,6 +79,10 @@ int probes_symcache_note(struct probes_symcache *sc, int pid);
  */
 const char *probes_symcache_resolve(struct probes_symcache *sc, int pid,
 				    uint64_t addr, uint64_t *offset);
+/* The path of the file mapped at addr in pid (as the mappings name it),
+ * NULL when none. */
+const char *probes_symcache_module(struct probes_symcache *sc, int pid,
+				   uint64_t addr);
 
 /*
  * Resolve a uprobe/usdt target as bpftrace does:

@@ -357,3 +357,41 @@ const struct probes_sym *probes_sym_at(const struct probes_sym *syms, int n,
 	}
 	return best;
 }
+
+int probes_elf_symbol(const char *path, const char *name, uint64_t *addr,
+		      uint64_t *size)
+{
+	struct probes_elf e;
+	Elf_Scn *scn = NULL;
+	int err = probes_elf_open(path, &e);
+
+	if (err)
+		return err;
+	err = -ENOENT;
+	while (err && (scn = elf_nextscn(e.elf, scn))) {
+		GElf_Shdr sh;
+		Elf_Data *data;
+
+		if (!gelf_getshdr(scn, &sh) ||
+		    (sh.sh_type != SHT_SYMTAB && sh.sh_type != SHT_DYNSYM) ||
+		    !sh.sh_entsize || !(data = elf_getdata(scn, NULL)))
+			continue;
+		for (size_t i = 0; i < sh.sh_size / sh.sh_entsize; i++) {
+			GElf_Sym sym;
+			const char *n;
+
+			if (!gelf_getsym(data, i, &sym) ||
+			    sym.st_shndx == SHN_UNDEF || !sym.st_value)
+				continue;
+			n = elf_strptr(e.elf, sh.sh_link, sym.st_name);
+			if (n && !strcmp(n, name)) {
+				*addr = sym.st_value;
+				*size = sym.st_size;
+				err = 0;
+				break;
+			}
+		}
+	}
+	probes_elf_close(&e);
+	return err;
+}

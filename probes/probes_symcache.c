@@ -118,17 +118,30 @@ static struct probes_proc *probes_proc_read(struct probes_symcache *sc,
 	return p;
 }
 
+static struct probes_proc *probes_proc_get(struct probes_symcache *sc,
+					   int pid);
+
 int probes_symcache_note(struct probes_symcache *sc, int pid)
 {
-	struct probes_proc **pp;
+	struct probes_proc **pp, *p = probes_proc_read(sc, pid);
 
-	/* a fresh snapshot replaces an older one (exec, dlopen) */
-	for (pp = &sc->procs; *pp; pp = &(*pp)->next)
+	if (!p)
+		return -ESRCH;
+	/*
+	 * A fresh snapshot replaces an older one (exec, dlopen), unless it
+	 * is empty: a process that has exited (a zombie) lists no mappings,
+	 * and the older snapshot is all there is left of it.
+	 */
+	for (pp = &p->next; *pp; pp = &(*pp)->next)
 		if ((*pp)->pid == pid) {
+			if (!p->nmaps) {
+				sc->procs = p->next;
+				return -ESRCH;
+			}
 			*pp = (*pp)->next;
 			break;
 		}
-	return probes_proc_read(sc, pid) ? 0 : -ESRCH;
+	return 0;
 }
 
 static int probes_sym_addr_cmp(const void *x, const void *y)
@@ -187,6 +200,28 @@ static struct probes_file *probes_file_get(struct probes_symcache *sc,
 	return f;
 }
 
+static struct probes_proc *probes_proc_get(struct probes_symcache *sc,
+					   int pid)
+{
+	struct probes_proc *p;
+
+	for (p = sc->procs; p; p = p->next)
+		if (p->pid == pid)
+			return p;
+	return probes_proc_read(sc, pid);
+}
+
+const char *probes_symcache_module(struct probes_symcache *sc, int pid,
+				   uint64_t addr)
+{
+	struct probes_proc *p = probes_proc_get(sc, pid);
+
+	for (int i = 0; p && i < p->nmaps; i++)
+		if (addr >= p->maps[i].start && addr < p->maps[i].end)
+			return p->maps[i].path;
+	return NULL;
+}
+
 const char *probes_symcache_resolve(struct probes_symcache *sc, int pid,
 				    uint64_t addr, uint64_t *offset)
 {
@@ -197,11 +232,7 @@ const char *probes_symcache_resolve(struct probes_symcache *sc, int pid,
 	bool found = false;
 	int lo, hi, best = -1;
 
-	for (p = sc->procs; p; p = p->next)
-		if (p->pid == pid)
-			break;
-	if (!p)
-		p = probes_proc_read(sc, pid);
+	p = probes_proc_get(sc, pid);
 	if (!p)
 		return NULL;
 	for (int i = 0; i < p->nmaps; i++)

@@ -96,7 +96,8 @@ static void rt_tgkill_self(int sig)
 }
 
 /*
- * SIGSEGV/SIGBUS: a fault in rt_probe_read's copy resumes at its fixup;
+ * SIGSEGV/SIGBUS: a fault in rt_probe_read's copy, or in rt_frame_read's
+ * loads (rt_stack.c), resumes at its fixup;
  * any other fault goes to the handler that was there before (chained), or
  * gets the default action back and faults again, as without the runtime.
  */
@@ -108,6 +109,11 @@ static void rt_fault(int sig, siginfo_t *si, void *ctx)
 
 	if (*rip == (greg_t)(uintptr_t)rt_copy_insn) {
 		*rip = (greg_t)(uintptr_t)rt_copy_fixup;
+		return;
+	}
+	if (*rip == (greg_t)(uintptr_t)rt_frame_insn0 ||
+	    *rip == (greg_t)(uintptr_t)rt_frame_insn1) {
+		*rip = (greg_t)(uintptr_t)rt_frame_fixup;
 		return;
 	}
 	if (old->handler == SIG_IGN && si && si->si_code <= 0)
@@ -427,6 +433,7 @@ RT_EXPORT long rt_init(struct rt_ctl *ctl)
 	rt_clock_init();
 	ctl->fn[RT_FN_CLOCK_NS] = (uintptr_t)rt_clock_ns;
 	ctl->fn[RT_FN_EXEC_HOOK] = (uintptr_t)rt_exec_hook;
+	ctl->fn[RT_FN_USTACK] = (uintptr_t)rt_ustack;
 	rt_fault_install(ctl->flags & RT_CTL_FAULT_HANDLER);
 	rt_pid = rt_syscall0(39 /* getpid */);
 	__atomic_store_n(&rt_ctl_p, ctl, __ATOMIC_RELEASE);

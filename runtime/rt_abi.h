@@ -46,7 +46,7 @@
 #ifndef UBT_RT_ABI_H
 #define UBT_RT_ABI_H
 
-#define RT_ABI_VERSION 7
+#define RT_ABI_VERSION 8
 /* rt_init() returns -(RT_ABI_MISMATCH + its RT_ABI_VERSION) when the
  * control block is of another version. */
 #define RT_ABI_MISMATCH 0x7ab10000L
@@ -146,6 +146,14 @@
  *                      and places the probes in the new image
  *                      (bpf_ktime_get_ns()'s clock) through the vDSO, no
  *                      system call where the clocksource allows it
+ *   RT_FN_USTACK       u64 rt_ustack(u64 *out, u64 limit, u64 ip, u64 sp,
+ *                      u64 fp): the calling thread's stack at a function's
+ *                      entry: ip, the return address at sp, then the
+ *                      return addresses of the frame-pointer chain from
+ *                      fp (each frame above the last, every read
+ *                      fault-safe), at most limit (<= RT_USTACK_MAX)
+ *                      frames into out[2..]; out[0] = a hash of them (the
+ *                      stack's id), out[1] = how many; returns how many
  * and the trampolines' own: slow path (block allocation), wrapper entry
  * and exit for return probes, and RT_FN_WRAP_CALL, the one place that
  * calls a wrapped function: reached by a jump with %r11 = the relocated
@@ -171,7 +179,10 @@
 #define RT_FN_HTAB_NEXT_ALL 13
 #define RT_FN_CLOCK_NS 14
 #define RT_FN_EXEC_HOOK 15
-#define RT_FN_MAX 16
+#define RT_FN_USTACK 16
+#define RT_FN_MAX 17
+/* frames RT_FN_USTACK takes at most */
+#define RT_USTACK_MAX 1024
 
 #ifndef __ASSEMBLER__
 #include <stdint.h>

@@ -1,7 +1,8 @@
 /*
  * Internal to libubt-rt.so: what rt.c (thread blocks, faults, fork,
- * rings, init), rt_htab.c (per-thread keyed tables and their iteration)
- * and rt_shtab.c (tables shared by all threads) share; the state itself
+ * rings, init), rt_htab.c (per-thread keyed tables and their iteration),
+ * rt_shtab.c (tables shared by all threads) and rt_stack.c (ustack's
+ * frame-pointer walk) share; the state itself
  * is in rt_state.c, so that calls run one way (rt.c -> the tables ->
  * rt_state.c).  Everything not
  * RT_EXPORT is hidden (-fvisibility=hidden): calls between these files
@@ -59,6 +60,12 @@ static inline uint64_t rt_hash(const void *key, uint32_t ks)
 		hash = (hash ^ k[w]) * 1099511628211ULL;
 	return hash ^ (hash >> 29);
 }
+
+/* rt_stack.c: RT_FN_USTACK; the loads of rt_frame_read() that may
+ * fault and where the fault handler (rt.c) resumes them */
+uint64_t rt_ustack(uint64_t *out, uint64_t limit, uint64_t ip, uint64_t sp,
+		   uint64_t fp);
+extern const char rt_frame_insn0[], rt_frame_insn1[], rt_frame_fixup[];
 
 static inline int rt_key_eq(const uint8_t *a, const uint8_t *b, uint32_t n)
 {

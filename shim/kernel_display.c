@@ -29,6 +29,7 @@
 #include "output.h"
 #include "probes.h"
 #include "sema.h"
+#include "stack_sym.h"
 #include "tracepoint.h"
 #include "util.h"
 #include "kernel_int.h"
@@ -41,7 +42,9 @@ static bool kernel_needs_display(const struct type *t)
 {
 	if (!t)
 		return false;
-	if (t->kind == TY_PROBE || t->kind == TY_USYM)
+	if (t->kind == TY_PROBE || t->kind == TY_USYM ||
+	    t->kind == TY_KSYM || t->kind == TY_USTACK ||
+	    t->kind == TY_KSTACK)
 		return true;
 	if (t->kind == TY_TUPLE)
 		for (int i = 0; i < t->nfields; i++)
@@ -71,7 +74,8 @@ static size_t kernel_align(const struct type *t)
 	}
 }
 
-/* The type output is given: probe and usym values become strings. */
+/* The type output is given: probe, symbol and stack values become
+ * strings. */
 const struct type *kernel_display_type(struct kernel *k,
 					      const struct type *t)
 {
@@ -80,6 +84,10 @@ const struct type *kernel_display_type(struct kernel *k,
 
 	if (!kernel_needs_display(t))
 		return t;
+	if (t->kind == TY_USTACK || t->kind == TY_KSTACK)
+		return type_string(&k->arena,
+				   stack_text_room(stack_limit(t),
+						   stack_mode(t)));
 	if (t->kind != TY_TUPLE)
 		return type_string(&k->arena, KERNEL_NAME_SIZE);
 	d = arena_alloc(&k->arena, sizeof(*d));
@@ -119,49 +127,51 @@ void kernel_set_display_progs(struct kernel *k, const struct cg_prog *progs,
 	k->ndprogs = n;
 }
 
-static void kernel_usym_name(struct kernel *k, uint64_t addr, uint32_t pid,
-			     char *buf, size_t n)
+struct stack_syms *kernel_syms(struct kernel *k)
 {
-	char path[64], line[512], file[PATH_MAX];
-	unsigned long lo, hi, off;
-	FILE *f;
+	if (!k->syms)
+		k->syms = stack_syms_new();
+	return k->syms;
+}
 
-	snprintf(buf, n, "0x%lx", (unsigned long)addr);
-	snprintf(path, sizeof(path), "/proc/%u/maps", pid);
-	f = fopen(path, "r");
-	if (!f)
-		return;
-	while (fgets(line, sizeof(line), f)) {
-		struct probes_sym *syms;
-		const struct probes_sym *s;
-		uint64_t vaddr;
-		int ns;
+/* A stack value (cg.h) as text into dst (dt->size bytes). */
+static void kernel_stack_text(struct kernel *k, const struct type *t,
+			      const void *src, char *dst, size_t size)
+{
+	int limit = stack_limit(t), n = limit, fd;
+	bool user = t->kind == TY_USTACK;
+	uint32_t w[2] = { 0, 0 };
+	const uint64_t *frames;
+	uint64_t *buf = NULL;
+	char name[40];
+	int64_t id;
 
-		file[0] = 0;
-		if (sscanf(line, "%lx-%lx %*s %lx %*s %*s %4095s", &lo, &hi,
-			   &off, file) < 3 ||
-		    addr < lo || addr >= hi || file[0] != '/')
-			continue;
-		if (probes_elf_funcs(&k->arena, file, &syms, &ns))
-			break;
-		/* file offset -> symbol address via the symbols' offsets */
-		for (int i = 0; i < ns; i++) {
-			s = &syms[i];
-			vaddr = addr - lo + off;
-			if (vaddr >= s->offset &&
-			    vaddr < s->offset + (s->size ? s->size : 1)) {
-				if (vaddr == s->offset)
-					snprintf(buf, n, "%s", s->name);
-				else
-					snprintf(buf, n, "%s+%lu", s->name,
-						 (unsigned long)(vaddr -
-								 s->offset));
-				break;
-			}
+	memcpy(&id, src, 8);
+	if (user)
+		memcpy(w, (const char *)src + 8, 8);
+	dst[0] = '\0';
+	if (user && (w[1] & CG_USTACK_NATIVE)) {
+		frames = stack_native_get(kernel_syms(k), (uint64_t)id, &n);
+		if (!frames)
+			return;
+		if (n > limit)
+			n = limit;
+	} else {
+		if (id < 0 || !k->bo)
+			return;
+		snprintf(name, sizeof(name), CG_MAP_STACK_PREFIX "%d", limit);
+		fd = bpf_object__find_map_fd_by_name(k->bo, name);
+		buf = xcalloc(limit + 1, 8);
+		if (fd < 0 || bpf_map_lookup_elem(fd, &(uint32_t){ (uint32_t)id },
+						  buf)) {
+			free(buf);
+			return;
 		}
-		break;
+		frames = buf;
 	}
-	fclose(f);
+	stack_text(kernel_syms(k), user, (int)w[0], frames, n, stack_mode(t),
+		   k->display_key ? 4 : 8, dst, size);
+	free(buf);
 }
 
 static void kernel_display_value(struct kernel *k, const struct type *t,
@@ -210,8 +220,19 @@ static void kernel_display_value(struct kernel *k, const struct type *t,
 			snprintf(dst, dt->size, "%s+%lu", p->matches[0].func,
 				 (unsigned long)p->matches[0].func_offset);
 		else
-			kernel_usym_name(k, addr, w[0], dst, dt->size);
+			stack_usym(kernel_syms(k), (int)w[0], addr, false,
+				   false, dst, dt->size);
+		return;
 	}
+	if (t->kind == TY_KSYM) {
+		uint64_t addr;
+
+		memcpy(&addr, src, 8);
+		stack_ksym(kernel_syms(k), addr, false, dst, dt->size);
+		return;
+	}
+	if (t->kind == TY_USTACK || t->kind == TY_KSTACK)
+		kernel_stack_text(k, t, src, dst, dt->size);
 }
 
 /* Convert a value for output when needed; returns src or *tmp. */
@@ -224,4 +245,63 @@ const void *kernel_display(struct kernel *k, const struct type *t,
 	*tmp = xcalloc(1, dt->size + 1);
 	kernel_display_value(k, t, src, dt, *tmp);
 	return *tmp;
+}
+
+/*
+ * The SIGSTOP a probe sends may be generated late (the kernel defers it
+ * when interrupts are off): a SIGCONT sent before it would be lost and
+ * the process left stopped.  Wait (at most 200 ms) until it has stopped.
+ */
+static void kernel_stack_wait_stopped(pid_t pid)
+{
+	char path[64], buf[512], *p;
+	struct timespec ms = { 0, 1000000 };
+
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	for (int i = 0; i < 200; i++) {
+		FILE *f = fopen(path, "re");
+		size_t n;
+
+		if (!f)
+			return;
+		n = fread(buf, 1, sizeof(buf) - 1, f);
+		fclose(f);
+		buf[n] = '\0';
+		p = strrchr(buf, ')');
+		if (!p || p[1] != ' ' || p[2] == 'T' || p[2] == 't' ||
+		    p[2] == 'Z' || p[2] == 'X')
+			return;
+		nanosleep(&ms, NULL);
+	}
+}
+
+/* The symbolizer's records (cg.h): a process stopped to be noted, and
+ * the frames of a user-mode probe's stack. */
+void kernel_stack_event(struct kernel *k, const struct cg_event *e,
+			const void *args, size_t size)
+{
+	uint64_t w[2];
+	uint64_t *frames;
+
+	if (size < 8)
+		return;
+	memcpy(w, args, 8);
+	if (e->kind == CG_EV_STACK_NOTE) {
+		if (!w[0] || w[0] > INT_MAX)
+			return;
+		stack_syms_note(kernel_syms(k), (int)w[0]);
+		kernel_stack_wait_stopped((pid_t)w[0]);
+		kill((pid_t)w[0], SIGCONT);
+		return;
+	}
+	/* CG_EV_USTACK: the id, how many frames, the frames */
+	if (size < 16)
+		return;
+	memcpy(w, args, 16);
+	if (w[1] > STACK_MAX_LIMIT || size < 16 + 8 * w[1])
+		return;
+	frames = xcalloc(w[1] + 1, 8);
+	memcpy(frames, (const char *)args + 16, 8 * w[1]);
+	stack_native_put(kernel_syms(k), w[0], frames, (int)w[1]);
+	free(frames);
 }

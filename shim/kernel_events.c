@@ -78,6 +78,11 @@ static int kernel_event(void *ctx, void *data, size_t size)
 		kernel_watch_event(k, e, args, asize);
 		return 0;
 	}
+	if (e->kind == CG_EV_STACK_NOTE || e->kind == CG_EV_USTACK) {
+		/* not output: whether exiting or not */
+		kernel_stack_event(k, e, args, asize);
+		return 0;
+	}
 	if (k->exiting && !k->in_end)
 		return 0;
 	switch (e->kind) {
@@ -157,6 +162,9 @@ static int kernel_event(void *ctx, void *data, size_t size)
 		if (k->map_hook)
 			k->map_hook(k->map_hook_ctx, e->kind, e->map, args);
 		break;
+	case CG_EV_STACK_NOTE:
+	case CG_EV_USTACK:
+		break;		/* kernel_stack_event() above */
 	}
 	fflush(k->out.f);
 	return 0;

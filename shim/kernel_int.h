@@ -86,6 +86,9 @@ struct kernel {
 	void *source_ctx;
 	kernel_map_hook_fn map_hook;	/* shim/run.c: the user side too */
 	void *map_hook_ctx;
+	struct stack_syms *syms;	/* kernel_syms(): symbols, stacks */
+	bool display_key;	/* kernel_display() of a map key: stacks
+				 * indented by 4, as bpftrace prints keys */
 	int err;
 	int cpid;		/* the -c command's pid, 0 if none */
 	struct kernel_watch *watches;
@@ -104,6 +107,12 @@ struct bpf_link *kernel_attach_pfd(struct kernel *k,
 int kernel_watch_attach(struct kernel *k, int prog);
 void kernel_watch_resume(struct kernel *k);
 void kernel_watch_event(struct kernel *k, const struct cg_event *e,
+			const void *args, size_t size);
+
+/* The symbolizer of ustack/usym/kstack/ksym values (made on first use). */
+struct stack_syms *kernel_syms(struct kernel *k);
+/* CG_EV_STACK_NOTE and CG_EV_USTACK records (kernel_display.c). */
+void kernel_stack_event(struct kernel *k, const struct cg_event *e,
 			const void *args, size_t size);
 
 /* The type output is given: probe and usym values become strings. */

@@ -32,6 +32,7 @@
 #include "tracepoint.h"
 #include "util.h"
 #include "kernel_int.h"
+#include "stack_sym.h"
 
 static int kernel_verbose;
 
@@ -214,6 +215,10 @@ int kernel_load(const struct cg_object *obj, const struct kernel_opts *o,
 		     obj->events[i].kind == CG_EV_CAT) && obj->events[i].fmt)
 			fmt_parse(&k->arena, obj->events[i].fmt,
 				  strlen(obj->events[i].fmt), &k->fmts[i]);
+	/* the traced process's mappings now, for the symbols of its
+	 * addresses if it has exited when they print */
+	if (o && o->pid > 0)
+		stack_syms_note(kernel_syms(k), o->pid);
 	*out = k;
 	return 0;
 fail:
@@ -298,6 +303,7 @@ void kernel_free(struct kernel *k)
 	free(k->multi);
 	free(k->map_fds);
 	free(k->targets);
+	stack_syms_free(k->syms);
 	arena_release(&k->arena);
 	free(k);
 }

@@ -296,7 +296,9 @@ static int kernel_out_map(struct kernel *k, int i, struct out_map *om,
 		void *tmp = NULL;
 
 		if (kt && kt != m->key_type) {
+			k->display_key = true;
 			kernel_display(k, m->key_type, kt, kc->keys[j], &tmp);
+			k->display_key = false;
 			free(kc->keys[j]);
 			kc->keys[j] = tmp;
 			tmp = NULL;

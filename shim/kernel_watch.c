@@ -191,9 +191,10 @@ static char kernel_watch_state(int pid)
 
 /*
  * Once the probes are stopped and their events taken: a process that a
- * watchpoint's uprobe stopped and whose event never came (the ring buffer
- * was full) must not stay stopped when ubt ends.  Only with a watchpoint
- * that stops the process, and only a process that is stopped.
+ * probe stopped (a watchpoint's uprobe until the watchpoint is placed, a
+ * stack note until its mappings are read) and whose event never came
+ * (the ring buffer was full) must not stay stopped when ubt ends.  Only
+ * with such a probe, and only a process that is stopped.
  */
 void kernel_watch_resume(struct kernel *k)
 {
@@ -203,8 +204,9 @@ void kernel_watch_resume(struct kernel *k)
 	if (!k->obj)
 		return;
 	for (int i = 0; i < k->obj->nevents; i++)
-		if (k->obj->events[i].kind == CG_EV_WATCH &&
-		    k->obj->events[i].sync)
+		if ((k->obj->events[i].kind == CG_EV_WATCH &&
+		     k->obj->events[i].sync) ||
+		    k->obj->events[i].kind == CG_EV_STACK_NOTE)
 			sync = true;
 	if (sync && pid > 0 && kernel_watch_state(pid) == 'T')
 		kill(pid, SIGCONT);

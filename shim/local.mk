@@ -56,6 +56,8 @@ libubt_a_SOURCES += \
 	shim/run_user.c \
 	shim/signals.c \
 	shim/signals.h \
+	shim/stack_sym.c \
+	shim/stack_sym.h \
 	shim/tramp.c \
 	shim/tramp.h \
 	shim/user.c \

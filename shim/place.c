@@ -419,6 +419,22 @@ static bool place_is_uprobe(struct ast_node *p)
 	return p->probe.aps != NULL;
 }
 
+/* Is every attach point of p a uprobe at a function's entry (*entry),
+ * or a uretprobe (*ret)? */
+static void place_probe_kind(struct ast_node *p, bool *entry, bool *ret)
+{
+	*entry = *ret = p->probe.aps != NULL;
+	for (struct ast_node *ap = p->probe.aps; ap; ap = ap->next) {
+		const char *pr = ap->ap.provider;
+
+		if (!pr || strcmp(pr, "uprobe") || ap->ap.func_offset ||
+		    ap->ap.address)
+			*entry = false;
+		if (!pr || strcmp(pr, "uretprobe"))
+			*ret = false;
+	}
+}
+
 int run_decide(struct compile *c, const struct run_opts *o,
 	       struct run_decision **out)
 {
@@ -472,6 +488,7 @@ int run_decide(struct compile *c, const struct run_opts *o,
 		r->why = place_probe_sites(c, o, p);
 		if (!r->why) {
 			s.why = NULL;
+			place_probe_kind(p, &s.entry, &s.ret);
 			if (p->probe.pred)
 				place_scan_body(p->probe.pred, &s);
 			if (!s.why && p->probe.body)

@@ -286,6 +286,39 @@ static const char *place_iter_why(struct place_scan *s,
 			    what, sm->name);
 }
 
+/*
+ * Stacks and registers user mode has (codegen/cg_stack_native.c): ustack
+ * at a function's entry (frame pointers walked in the thread), kstack
+ * (empty in a uprobe), the
+ * argument registers, %rsp, %rip and %rbp there, %rax in return probes;
+ * ksym() and kaddr() are values. n is one of those calls: NULL when
+ * user mode has it, else why not.
+ */
+static const char *place_stack_why(struct place_scan *s, struct ast_node *n)
+{
+	enum sema_func f = n->kind == AST_CALL && n->sema ? n->sema->func :
+							      FN_NONE;
+	enum sema_builtin b = n->kind == AST_BUILTIN && n->sema ?
+				      n->sema->builtin : BI_NONE;
+	int64_t off;
+
+	if (b == BI_USTACK || f == FN_USTACK)
+		return s->entry ? NULL : "ustack (not at a function's entry)";
+	/* a uprobe has no kernel stack: empty, in the kernel too */
+	if (b == BI_KSTACK || f == FN_KSTACK)
+		return s->entry || s->ret ? NULL : "kstack";
+	if (f == FN_KSYM || f == FN_KADDR || f == FN_UADDR)
+		return NULL;
+	off = n->sema->iargs[0];
+	if (s->ret && off == 80)		/* ax: the return value */
+		return NULL;
+	if (s->entry && (off == 112 || off == 104 || off == 96 ||
+			 off == 88 || off == 72 || off == 64 ||
+			 off == 152 || off == 128 || off == 32))
+		return NULL;
+	return "reg() of this register";
+}
+
 int place_scan_body(struct ast_node *n, void *ctx)
 {
 	struct place_scan *s = ctx;
@@ -293,10 +326,22 @@ int place_scan_body(struct ast_node *n, void *ctx)
 
 	switch (n->kind) {
 	case AST_BUILTIN:
-		why = place_builtin_ok(n->sema ? n->sema->builtin : BI_NONE);
+		if (n->sema && (n->sema->builtin == BI_USTACK ||
+				n->sema->builtin == BI_KSTACK))
+			why = place_stack_why(s, n);
+		else
+			why = place_builtin_ok(n->sema ? n->sema->builtin :
+							 BI_NONE);
 		break;
 	case AST_CALL:
 		why = place_func_ok(s->c, n->sema ? n->sema->func : FN_NONE);
+		if (why && n->sema && (n->sema->func == FN_USTACK ||
+				       n->sema->func == FN_KSTACK ||
+				       n->sema->func == FN_REG ||
+				       n->sema->func == FN_KSYM ||
+				       n->sema->func == FN_KADDR ||
+				       n->sema->func == FN_UADDR))
+			why = place_stack_why(s, n);
 		if (why && n->sema->func == FN_LEN)
 			why = place_iter_why(s, n->sema->map, "len() of");
 		if (why && (n->sema->func == FN_DELETE ||

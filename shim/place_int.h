@@ -52,6 +52,9 @@ struct place_scan {
 	bool *aggiter;		/* by sema map id: an aggregation
 				 * iterated (for, len()) somewhere */
 	const char *why;	/* the first thing user mode lacks */
+	/* the probe being scanned: every attach point a uprobe at a
+	 * function's entry (entry), or a uretprobe (ret) */
+	bool entry, ret;
 };
 
 /*

@@ -11,6 +11,7 @@ check_PROGRAMS += \
 	tests/targets/ubt-exc \
 	tests/targets/ubt-libuser \
 	tests/targets/ubt-loop \
+	tests/targets/ubt-nofp \
 	tests/targets/ubt-patch \
 	tests/targets/ubt-share \
 	tests/targets/ubt-strs \
@@ -45,6 +46,10 @@ tests_targets_ubt_libuser_LDADD = tests/targets/libubt-target.so
 tests_targets_ubt_loop_SOURCES = tests/targets/loop.c
 tests_targets_ubt_loop_CFLAGS = $(UBT_TARGET_CFLAGS)
 tests_targets_ubt_loop_LDFLAGS =
+tests_targets_ubt_nofp_SOURCES = tests/targets/nofp.c
+tests_targets_ubt_nofp_CFLAGS = $(UBT_TARGET_CFLAGS) -fomit-frame-pointer \
+	-mno-red-zone
+tests_targets_ubt_nofp_LDFLAGS =
 tests_targets_ubt_share_SOURCES = tests/targets/share.c
 tests_targets_ubt_share_CFLAGS = $(UBT_TARGET_CFLAGS)
 tests_targets_ubt_share_LDFLAGS =

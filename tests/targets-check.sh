@@ -46,6 +46,7 @@ check "$t/ubt-calls" 20
 check "$t/ubt-dwtypes"
 check "$t/ubt-exc"
 check "$t/ubt-loop" 100
+check "$t/ubt-nofp" 3
 check "$t/ubt-threads" 10
 check "$t/ubt-libuser"
 check "$t/ubt-patch" 10
