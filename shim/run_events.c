@@ -179,6 +179,7 @@ static bool run_event_call(enum sema_func f)
 	case FN_DELETE:		/* a user-mode delete() of an aggregation's
 				 * key (CG_EV_DELETE); a kernel probe's
 				 * counts too: merging costs time, not order */
+	case FN_UNWATCH:	/* kernel only (CG_EV_UNWATCH) */
 		return true;
 	default:
 		return false;
@@ -234,9 +235,11 @@ void run_check_events(const struct cg_object *obj)
 	for (int i = 0; i < obj->nevents; i++) {
 		const struct ast_node *n = obj->events[i].call;
 
-		/* the symbolizer's own records (shim/stack_sym.h) */
+		/* the symbolizer's own records (shim/stack_sym.h), a
+		 * watchpoint's function reporting its address */
 		if (obj->events[i].kind == CG_EV_STACK_NOTE ||
-		    obj->events[i].kind == CG_EV_USTACK)
+		    obj->events[i].kind == CG_EV_USTACK ||
+		    obj->events[i].kind == CG_EV_WATCH)
 			continue;
 		if (!n || n->kind != AST_CALL || !n->sema ||
 		    !run_event_call(n->sema->func))
