@@ -273,6 +273,12 @@ const char *place_sites(struct compile *c, const struct run_opts *o,
 				continue;
 			s->why = place_site_why(c, o, &m[i], ret, d->sarg,
 						&s->reason);
+			if (!s->why && user_site_span(m[i].target, m[i].func,
+						      m[i].func_offset,
+						      &s->span_lo,
+						      &s->span_hi))
+				s->why = s->reason = "its patch window "
+						     "cannot be found";
 			if (!s->why)
 				s->where = RUN_USER;
 		}
@@ -341,6 +347,14 @@ static const char *place_site_clash(struct compile *c, struct run_decision *d,
 
 			if (t == s || !place_same_function(s, t))
 				continue;
+			/* as user_install() would refuse it */
+			if (t->where == RUN_USER &&
+			    t->func_offset != s->func_offset &&
+			    s->span_lo < t->span_hi && t->span_lo < s->span_hi)
+				return arena_printf(
+					&c->arena, "its patch window overlaps "
+					"the site at %s+%#llx", s->func,
+					(unsigned long long)t->func_offset);
 			if (t->where == RUN_KERNEL)
 				return arena_printf(
 					&c->arena, "a kernel uprobe on the "

@@ -49,6 +49,8 @@ struct run_site_decision {
 	enum run_where where;	/* RUN_KERNEL or RUN_USER */
 	const char *why;	/* RUN_KERNEL: why not user mode, in full */
 	const char *reason;	/* the same, short, for -v under the probe */
+	uint64_t span_lo, span_hi;	/* RUN_USER: the bytes patched,
+					 * from the function's start */
 };
 
 /*

@@ -64,6 +64,12 @@ int user_site_check(const char *binary, const char *symbol, char *reason,
 /* The same for a probe at symbol+offset. */
 int user_site_check_at(const char *binary, const char *symbol,
 		       uint64_t offset, char *reason, size_t len);
+/*
+ * The bytes a patch at symbol+offset replaces, as offsets from the
+ * symbol: [*lo, *hi). 0, or an error as user_site_check_at()'s.
+ */
+int user_site_span(const char *binary, const char *symbol, uint64_t offset,
+		   uint64_t *lo, uint64_t *hi);
 
 /*
  * Can user mode run in process pid at all?  0 yes; -EBUSY, with the

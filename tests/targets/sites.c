@@ -12,6 +12,9 @@
  *				targets offset 2), never patched; returns i
  *	ubt_site_five(i)	five times; returns 3 * i (C, a frame)
  *
+ * and ubt_nops(i) once (not ubt_site_*): eight one-byte nops, then
+ * returns i + 1; patches at +0 and +2 would overlap, at +0 and +4 not.
+ *
  * The exit status is non-zero if any result is wrong. With "wait", first
  * prints "ready" and waits (up to 30 s) for SIGUSR1, for -p.
  */
@@ -23,6 +26,7 @@
 
 int ubt_site_tiny(int x);
 int ubt_site_spin(int n);
+int ubt_nops(int x);
 
 __asm__(
 	"	.text\n"
@@ -43,7 +47,16 @@ __asm__(
 	"	decl %edi\n"
 	"	jnz 1b\n"
 	"	ret\n"
-	"	.size ubt_site_spin, .-ubt_site_spin\n");
+	"	.size ubt_site_spin, .-ubt_site_spin\n"
+
+	"	.p2align 4\n"
+	"	.globl ubt_nops\n"
+	"	.type ubt_nops, @function\n"
+	"ubt_nops:\n"
+	"	nop\n	nop\n	nop\n	nop\n	nop\n	nop\n	nop\n	nop\n"
+	"	leal 1(%rdi), %eax\n"
+	"	ret\n"
+	"	.size ubt_nops, .-ubt_nops\n");
 
 UBT_PROBE int ubt_site_one(int x)
 {
@@ -108,6 +121,7 @@ int main(int argc, char **argv)
 			bad |= ubt_site_spin(i) != i;
 		for (int k = 0; k < 5; k++)
 			bad |= ubt_site_five(i) != 3 * i;
+		bad |= ubt_nops(i) != i + 1;
 	}
 	return target_result("ubt-sites", bad);
 }
