@@ -262,6 +262,8 @@ static void cg_program(struct cg *g, struct sema_probe *sp,
 		if (!tp_args(&g->c->arena, m->target, m->func, &t) && t)
 			g->args_type = t;
 	}
+	if (g->ir.target == CG_TARGET_NATIVE)
+		irb_native_set_regs_ctx(&g->ir, prov == PROV_USDT);
 	g->ctxp = irb_func_begin(&g->ir, p->name, section);
 	g->sleepable = false;
 	g->vars = arena_alloc(&g->c->arena,

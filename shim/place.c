@@ -136,7 +136,8 @@ static bool place_is_uprobe(struct ast_node *p)
 {
 	for (struct ast_node *ap = p->probe.aps; ap; ap = ap->next)
 		if (!ap->ap.provider || (strcmp(ap->ap.provider, "uprobe") &&
-					 strcmp(ap->ap.provider, "uretprobe")))
+					 strcmp(ap->ap.provider, "uretprobe") &&
+					 strcmp(ap->ap.provider, "usdt")))
 			return false;
 	return p->probe.aps != NULL;
 }
@@ -222,7 +223,8 @@ int run_decide(struct compile *c, const struct run_opts *o,
 		const char *why = r->why;
 
 		if (r->where == RUN_USER ||
-		    (strcmp(prov, "uprobe") && strcmp(prov, "uretprobe")))
+		    (strcmp(prov, "uprobe") && strcmp(prov, "uretprobe") &&
+		     strcmp(prov, "usdt")))
 			continue;
 		/* the first site that cannot run there */
 		for (int i = 0; r->where == RUN_BOTH && i < r->nsites; i++)

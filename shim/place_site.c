@@ -142,6 +142,22 @@ static int place_expand(struct compile *c, struct ast_node *p,
 	return err;
 }
 
+int place_usdt_func(struct arena *a, const struct probes_match *m,
+		    const char **func, uint64_t *off)
+{
+	const struct probes_sym *in = NULL;
+	struct probes_sym *syms;
+	int n;
+
+	if (m->target && !probes_elf_funcs(a, m->target, &syms, &n))
+		in = probes_sym_at(syms, n, m->addr);
+	if (!in || !in->name)
+		return -ENOENT;
+	*func = in->name;
+	*off = m->addr - in->addr;
+	return 0;
+}
+
 static int place_find_sarg(struct ast_node *n, void *ctx)
 {
 	(void)ctx;
@@ -156,10 +172,11 @@ static int place_find_sarg(struct ast_node *n, void *ctx)
  */
 static const char *place_site_why(struct compile *c, const struct run_opts *o,
 				  const struct probes_match *m, bool ret,
-				  bool sarg, const char **reason)
+				  bool sarg, bool usdt, const char **reason)
 {
 	char buf[256];
-	const char *why = NULL;
+	const char *why = NULL, *func = m->func;
+	uint64_t off = m->func_offset;
 	int err;
 
 	*reason = NULL;
@@ -171,17 +188,18 @@ static const char *place_site_why(struct compile *c, const struct run_opts *o,
 			       o->pid ? "mapped in the -p process" :
 					"the -c command or a library it "
 					"starts with");
+	if (usdt && place_usdt_func(&c->arena, m, &func, &off))
+		return *reason = "no function holds the site";
 	if (ret && m->func_offset)
 		return *reason = "a return probe needs a function";
 	/* the trampoline's stack inside a function */
 	if (sarg && m->func_offset)
 		return *reason = "sarg inside a function";
-	err = user_site_check_at(m->target, m->func, m->func_offset, buf,
-				 sizeof(buf));
+	err = user_site_check_at(m->target, func, off, buf, sizeof(buf));
 	/* what is in the -p process now: others' probes */
 	if (!err && o->pid)
-		err = user_site_check_live(o->pid, m->target, m->func,
-					   m->func_offset, buf, sizeof(buf));
+		err = user_site_check_live(o->pid, m->target, func, off, buf,
+					   sizeof(buf));
 	if (!err)
 		return NULL;
 	if (err == -EBUSY || err == -EINVAL)
@@ -191,7 +209,7 @@ static const char *place_site_why(struct compile *c, const struct run_opts *o,
 	else
 		*reason = arena_printf(&c->arena, "cannot be read: %s",
 				       strerror(-err));
-	why = arena_printf(&c->arena, "%s:%s%s %s", m->target, m->func,
+	why = arena_printf(&c->arena, "%s:%s%s %s", m->target, func,
 			   err == -EBUSY || err == -EINVAL ||
 					   err == -ENOENT ? ":" : "",
 			   *reason);
@@ -226,7 +244,8 @@ const char *place_sites(struct compile *c, const struct run_opts *o,
 	for (struct ast_node *ap = p->probe.aps; ap && !whole; ap = ap->next) {
 		const char *prov = ap->ap.provider ? ap->ap.provider : "";
 
-		if (strcmp(prov, "uprobe") && strcmp(prov, "uretprobe"))
+		if (strcmp(prov, "uprobe") && strcmp(prov, "uretprobe") &&
+		    strcmp(prov, "usdt"))
 			whole = arena_printf(&c->arena,
 					     "%s probes run in the kernel",
 					     *prov ? prov : "these");
@@ -243,8 +262,9 @@ const char *place_sites(struct compile *c, const struct run_opts *o,
 		int n = 0, err;
 		const char *prov = ap->ap.provider ? ap->ap.provider : "";
 		bool ret = !strcmp(prov, "uretprobe");
+		bool usdt = !strcmp(prov, "usdt");
 
-		if (strcmp(prov, "uprobe") && !ret)
+		if (strcmp(prov, "uprobe") && !ret && !usdt)
 			continue;
 		err = place_expand(c, p, ap, &m, &n);
 		if (err || !n) {
@@ -267,14 +287,22 @@ const char *place_sites(struct compile *c, const struct run_opts *o,
 			s->func = m[i].func;
 			s->func_offset = m[i].func_offset;
 			s->ret = ret;
+			s->usdt = usdt;
+			s->addr = m[i].addr;
 			s->name = m[i].name ? m[i].name : m[i].func;
 			s->where = RUN_KERNEL;
+			/* a USDT site is an offset in the function holding it
+			 * (none: a name of its own, sharing nothing) */
+			if (usdt && place_usdt_func(&c->arena, &m[i], &s->func,
+						    &s->func_offset))
+				s->func = arena_printf(&c->arena, "%s:%s",
+						       m[i].ns, m[i].func);
 			if (whole)
 				continue;
 			s->why = place_site_why(c, o, &m[i], ret, d->sarg,
-						&s->reason);
-			if (!s->why && user_site_span(m[i].target, m[i].func,
-						      m[i].func_offset,
+						usdt, &s->reason);
+			if (!s->why && user_site_span(m[i].target, s->func,
+						      s->func_offset,
 						      &s->span_lo,
 						      &s->span_hi))
 				s->why = s->reason = "its patch window "
@@ -347,6 +375,11 @@ static const char *place_site_clash(struct compile *c, struct run_decision *d,
 
 			if (t == s || !place_same_function(s, t))
 				continue;
+			/* one trampoline, one contract for its code */
+			if (t->where == RUN_USER && t->usdt != s->usdt &&
+			    t->func_offset == s->func_offset)
+				return "a USDT site and a uprobe at one "
+				       "address";
 			/* as user_install() would refuse it */
 			if (t->where == RUN_USER &&
 			    t->func_offset != s->func_offset &&
@@ -405,6 +438,8 @@ enum run_where run_site_where(const struct run_decision *d,
 	char rp[PATH_MAX];
 	bool ret = m->provider && !strcmp(m->provider, "uretprobe");
 
+	bool usdt = m->provider && !strcmp(m->provider, "usdt");
+
 	if (!m->target || !m->func)
 		return RUN_KERNEL;
 	if (!realpath(m->target, rp))
@@ -412,6 +447,12 @@ enum run_where run_site_where(const struct run_decision *d,
 	for (int i = 0; i < d->nsites; i++) {
 		const struct run_site_decision *s = &d->sites[i];
 
+		if (usdt || s->usdt) {
+			if (usdt && s->usdt && s->addr == m->addr &&
+			    !strcmp(s->bin, rp))
+				return s->where;
+			continue;
+		}
 		if (s->ret == ret && s->func_offset == m->func_offset &&
 		    !strcmp(s->func, m->func) && !strcmp(s->bin, rp))
 			return s->where;

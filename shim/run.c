@@ -392,7 +392,8 @@ static bool run_has_uprobes(struct compile *c)
 		for (struct ast_node *ap = p->probe.aps; ap; ap = ap->next)
 			if (ap->ap.provider &&
 			    (!strcmp(ap->ap.provider, "uprobe") ||
-			     !strcmp(ap->ap.provider, "uretprobe")))
+			     !strcmp(ap->ap.provider, "uretprobe") ||
+			     !strcmp(ap->ap.provider, "usdt")))
 				return true;
 	return false;
 }

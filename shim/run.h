@@ -45,6 +45,8 @@ struct run_site_decision {
 	const char *func;
 	uint64_t func_offset;
 	bool ret;		/* uretprobe */
+	bool usdt;		/* a USDT site: func_offset is its nop's */
+	uint64_t addr;		/* usdt: the site's address in the file */
 	const char *name;	/* "uprobe:/bin/x:f", for -v */
 	enum run_where where;	/* RUN_KERNEL or RUN_USER */
 	const char *why;	/* RUN_KERNEL: why not user mode, in full */

@@ -143,6 +143,33 @@ static int restore_children(struct ubt_user *u)
 	return err;
 }
 
+/*
+ * The semaphores ubt incremented, decremented (every thread stopped); one
+ * another tracer brought to 0 meanwhile stays there.
+ */
+static int restore_semaphores(struct ubt_user *u, struct pt *pt)
+{
+	int err = 0;
+
+	for (int i = 0; i < u->nsems; i++) {
+		uint16_t v;
+
+		if (pt_read(pt, u->sems[i], &v, sizeof(v))) {
+			err = user_err(u, -EIO, "read the semaphore at %#llx",
+				       (unsigned long long)u->sems[i]);
+			continue;
+		}
+		if (!v)
+			continue;
+		v--;
+		if (pt_write(pt, u->sems[i], &v, sizeof(v)))
+			err = user_err(u, -EIO, "restore the semaphore at %#llx",
+				       (unsigned long long)u->sems[i]);
+	}
+	u->nsems = 0;
+	return err;
+}
+
 static int detach_target(struct ubt_user *u)
 {
 	int err;
@@ -159,6 +186,7 @@ static int detach_target(struct ubt_user *u)
 		}
 		err = u->nsites ? user_stop_all(u) : 0;
 		err = err ?: restore_sites(u);
+		err = err ?: restore_semaphores(u, &u->pt);
 		return user_resume(u) ?: err;
 	}
 	if (!u->nsites)
@@ -174,6 +202,7 @@ static int detach_target(struct ubt_user *u)
 			    u->pid, u->pt.err);
 	}
 	err = restore_sites(u);
+	err = restore_semaphores(u, &u->pt) ?: err;
 	pt_detach(&u->pt);
 	user_note_exit(u);
 	if (err && user_process_gone(u, -EIO))
