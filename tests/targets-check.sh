@@ -38,7 +38,7 @@ signalled() {
 	rm -f "$out"
 }
 
-echo 1..16
+echo 1..17
 check "$t/ubt-alt"
 check "$t/ubt-alt" 30 3
 check "$t/ubt-calls"
@@ -58,6 +58,7 @@ else
 	fail=1
 fi
 signalled "$t/ubt-wait" 3
+signalled "$t/ubt-usdt" 2 wait
 signalled "$t/ubt-libuser" 2 wait
 signalled "$t/ubt-exc" 3 detach
 n=$((n + 1))

@@ -1,15 +1,25 @@
 /*
- * ubt-usdt [N]: USDT probes through <sys/sdt.h>, N rounds (default 3):
+ * ubt-usdt [N [wait]]: USDT probes through <sys/sdt.h>, N rounds
+ * (default 3):
  *	ubt:tick(i, 2 * i)		for i in 1..N
  *	ubt:label("round-<i>")		for i in 1..N
  *	ubt:guarded(i)			only while a tracer has the semaphore set
+ *	ubt:last			for i in 1..N, the last thing its
+ *					function does: no room for a jump
  * then ubt_usdt_done(N) and exit 0. Each site is in a function of its own
  * (ubt_usdt_tick, ubt_usdt_label, ubt_usdt_guarded) that user mode can
- * patch.
+ * patch. With "wait", first prints "ready" and waits (up to 30 s) for
+ * SIGUSR1, for -p; after the rounds it waits (up to 10 s) for every
+ * semaphore to be 0 again (the tracer detached) and says if one is not.
  */
 #define _SDT_HAS_SEMAPHORES 1
+#include <signal.h>
+#include <stdbool.h>
 #include <stdio.h>
+#include <string.h>
 #include <sys/sdt.h>
+#include <time.h>
+#include <unistd.h>
 
 #include "target.h"
 
@@ -23,6 +33,7 @@
 UBT_SEMAPHORE(tick);
 UBT_SEMAPHORE(label);
 UBT_SEMAPHORE(guarded);
+UBT_SEMAPHORE(last);
 
 UBT_PROBE long ubt_usdt_done(long n)
 {
@@ -69,16 +80,76 @@ UBT_PROBE void ubt_usdt_guarded(long i)
 	}
 }
 
+static volatile sig_atomic_t go;
+
+static void on_usr1(int sig)
+{
+	(void)sig;
+	go = 1;
+}
+
+static void wait_for_signal(void)
+{
+	struct sigaction sa = { .sa_handler = on_usr1 };
+	sigset_t block, old;
+
+	sigemptyset(&block);
+	sigaddset(&block, SIGUSR1);
+	sigprocmask(SIG_BLOCK, &block, &old);
+	sigaction(SIGUSR1, &sa, NULL);
+	printf("ready\n");
+	fflush(stdout);
+	alarm(30);
+	while (!go)
+		sigsuspend(&old);
+	alarm(0);
+}
+
+/* Every semaphore back at 0 within 10 s (the tracer detached)? */
+static int semaphores_restored(void)
+{
+	struct timespec ts = { .tv_nsec = 10 * 1000 * 1000 };
+
+	for (int i = 0; i < 1000; i++) {
+		if (!*(volatile unsigned short *)&ubt_last_semaphore &&
+		    !*(volatile unsigned short *)&ubt_tick_semaphore &&
+		    !*(volatile unsigned short *)&ubt_label_semaphore &&
+		    !*(volatile unsigned short *)&ubt_guarded_semaphore)
+			return 1;
+		nanosleep(&ts, NULL);
+	}
+	fprintf(stderr, "ubt-usdt: semaphores left at %u %u %u\n",
+		ubt_tick_semaphore, ubt_label_semaphore,
+		ubt_guarded_semaphore);
+	return 0;
+}
+
+/* the site's nop, then only the epilogue: user mode leaves it to the kernel */
+UBT_PROBE void ubt_usdt_last(void)
+{
+	UBT_FRAME();
+	STAP_PROBE(ubt, last);
+}
+
 int main(int argc, char **argv)
 {
 	long n = target_count(argc, argv, 1, 3);
+	bool wait = argc > 2 && !strcmp(argv[2], "wait");
 	char label[32];
+
+	if (argc > 2 && !wait)
+		return 2;
+	if (wait)
+		wait_for_signal();
 
 	for (long i = 1; i <= n; i++) {
 		snprintf(label, sizeof(label), "round-%ld", i);
 		ubt_usdt_tick(i);
 		ubt_usdt_label(label);
 		ubt_usdt_guarded(i);
+		ubt_usdt_last();
 	}
-	return target_result("ubt-usdt", ubt_usdt_done(n) != n);
+	if (ubt_usdt_done(n) != n)
+		return target_result("ubt-usdt", 1);
+	return wait && !semaphores_restored() ? 1 : 0;
 }
