@@ -98,6 +98,33 @@ static int restore_sites(struct ubt_user *u)
 }
 
 /*
+ * The semaphores ubt incremented, decremented in the process of pt (every
+ * thread stopped): the target, or a child it forked meanwhile, which
+ * inherited them. One another tracer brought to 0 meanwhile stays there.
+ */
+static int restore_semaphores(struct ubt_user *u, struct pt *pt)
+{
+	int err = 0;
+
+	for (int i = 0; i < u->nsems; i++) {
+		uint16_t v;
+
+		if (pt_read(pt, u->sems[i], &v, sizeof(v))) {
+			err = user_err(u, -EIO, "read the semaphore at %#llx",
+				       (unsigned long long)u->sems[i]);
+			continue;
+		}
+		if (!v)
+			continue;
+		v--;
+		if (pt_write(pt, u->sems[i], &v, sizeof(v)))
+			err = user_err(u, -EIO, "restore the semaphore at %#llx",
+				       (unsigned long long)u->sems[i]);
+	}
+	return err;
+}
+
+/*
  * Children the target forked while patched carry the jumps too (the
  * runtime lists them in ctl->children): restore each that still maps our
  * memfd, once the target is restored (it forks no patched child since);
@@ -132,6 +159,8 @@ static int restore_children(struct ubt_user *u)
 			if (!pt_seize(&pt, c)) {
 				int e = restore_sites_in(u, &pt, true);
 
+				e = restore_semaphores(u, &pt) ?: e;
+
 				if (e && !pt_gone(c))
 					err = e;
 				pt_detach(&pt);
@@ -140,33 +169,6 @@ static int restore_children(struct ubt_user *u)
 		}
 	}
 	u->children = ndone;
-	return err;
-}
-
-/*
- * The semaphores ubt incremented, decremented (every thread stopped); one
- * another tracer brought to 0 meanwhile stays there.
- */
-static int restore_semaphores(struct ubt_user *u, struct pt *pt)
-{
-	int err = 0;
-
-	for (int i = 0; i < u->nsems; i++) {
-		uint16_t v;
-
-		if (pt_read(pt, u->sems[i], &v, sizeof(v))) {
-			err = user_err(u, -EIO, "read the semaphore at %#llx",
-				       (unsigned long long)u->sems[i]);
-			continue;
-		}
-		if (!v)
-			continue;
-		v--;
-		if (pt_write(pt, u->sems[i], &v, sizeof(v)))
-			err = user_err(u, -EIO, "restore the semaphore at %#llx",
-				       (unsigned long long)u->sems[i]);
-	}
-	u->nsems = 0;
 	return err;
 }
 
@@ -223,6 +225,7 @@ int user_detach(struct ubt_user *u)
 		if (!err && e)
 			err = e;
 	}
+	u->nsems = 0;
 	return err;
 }
 
