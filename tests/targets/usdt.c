@@ -6,6 +6,10 @@
  *	ubt:guarded(i)			only while a tracer has the semaphore set
  *	ubt:last			for i in 1..N, the last thing its
  *					function does: no room for a jump
+ *	ubt:frame(i, 3 * i)		for i in 1..N, arguments in the stack
+ *					frame (-8@-24(%rbp): built with -O0)
+ *	ubt:redzone(i, 5 * i)		for i in 1..N, arguments below %rsp
+ *					(-O0 without a frame pointer)
  * then ubt_usdt_done(N) and exit 0. Each site is in a function of its own
  * (ubt_usdt_tick, ubt_usdt_label, ubt_usdt_guarded) that user mode can
  * patch. With "wait", first prints "ready" and waits (up to 30 s) for
@@ -34,6 +38,8 @@ UBT_SEMAPHORE(tick);
 UBT_SEMAPHORE(label);
 UBT_SEMAPHORE(guarded);
 UBT_SEMAPHORE(last);
+UBT_SEMAPHORE(frame);
+UBT_SEMAPHORE(redzone);
 
 UBT_PROBE long ubt_usdt_done(long n)
 {
@@ -112,6 +118,8 @@ static int semaphores_restored(void)
 
 	for (int i = 0; i < 1000; i++) {
 		if (!*(volatile unsigned short *)&ubt_last_semaphore &&
+		    !*(volatile unsigned short *)&ubt_frame_semaphore &&
+		    !*(volatile unsigned short *)&ubt_redzone_semaphore &&
 		    !*(volatile unsigned short *)&ubt_tick_semaphore &&
 		    !*(volatile unsigned short *)&ubt_label_semaphore &&
 		    !*(volatile unsigned short *)&ubt_guarded_semaphore)
@@ -131,6 +139,28 @@ UBT_PROBE void ubt_usdt_last(void)
 	STAP_PROBE(ubt, last);
 }
 
+/* without optimisation, the arguments stay in memory */
+__attribute__((noinline, noipa, optimize("O0"))) void
+ubt_usdt_frame(long i)
+{
+	long a = i, b = 3 * i;
+
+	STAP_PROBE2(ubt, frame, a, b);
+	ubt_usdt_sink += a + b;
+	ubt_usdt_sink ^= 3;
+}
+
+/* a leaf without a frame pointer: its locals in the red zone */
+__attribute__((noinline, noipa, optimize("O0", "omit-frame-pointer"))) void
+ubt_usdt_redzone(long i)
+{
+	long a = i, b = 5 * i;
+
+	STAP_PROBE2(ubt, redzone, a, b);
+	ubt_usdt_sink += a + b;
+	ubt_usdt_sink ^= 5;
+}
+
 int main(int argc, char **argv)
 {
 	long n = target_count(argc, argv, 1, 3);
@@ -148,6 +178,8 @@ int main(int argc, char **argv)
 		ubt_usdt_label(label);
 		ubt_usdt_guarded(i);
 		ubt_usdt_last();
+		ubt_usdt_frame(i);
+		ubt_usdt_redzone(i);
 	}
 	if (ubt_usdt_done(n) != n)
 		return target_result("ubt-usdt", 1);

@@ -14,6 +14,8 @@ while [ "$(head -n 1 "$tmp/target")" != ready ] && [ $i -lt 100 ]; do
 	sleep 0.05
 	i=$((i + 1))
 done
+: >"$tmp/tracer"
+: >"$tmp/tracer.err"
 "$@" -p $tp -e "usdt:$t/ubt-usdt:ubt:guarded { @g = sum(arg0); }
 usdt:$t/ubt-usdt:ubt:tick { @t = sum(arg1); }
 uprobe:$t/ubt-usdt:ubt_usdt_done { exit(); }" >"$tmp/tracer" \
