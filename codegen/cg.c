@@ -262,6 +262,8 @@ static void cg_program(struct cg *g, struct sema_probe *sp,
 		if (!tp_args(&g->c->arena, m->target, m->func, &t) && t)
 			g->args_type = t;
 	}
+	if (g->ir.target == CG_TARGET_NATIVE)
+		irb_native_set_regs_ctx(&g->ir, prov == PROV_USDT);
 	g->ctxp = irb_func_begin(&g->ir, p->name, section);
 	g->sleepable = false;
 	g->vars = arena_alloc(&g->c->arena,
@@ -340,6 +342,25 @@ static bool cg_uses_probe(struct ast_node *probe)
 	       cg_uses_probe_fn(probe->probe.body, NULL);
 }
 
+/* The matches this object lowers (cg_opts.want_site), n of them. */
+static int cg_want_sites(struct cg *g, struct ast_node *probe,
+			 struct probes_match **m, int n)
+{
+	const struct cg_opts *o = g->opts;
+	struct probes_match *keep;
+	int k = 0;
+
+	if (!o || o->sz < offsetof(struct cg_opts, want_site) +
+				  sizeof(o->want_site) || !o->want_site)
+		return n;
+	keep = arena_alloc(&g->c->arena, (n + 1) * sizeof(*keep));
+	for (int i = 0; i < n; i++)
+		if (o->want_site(o->want_ctx, probe, &(*m)[i]))
+			keep[k++] = (*m)[i];
+	*m = keep;
+	return k;
+}
+
 /* Expand the attach points and lower each probe. */
 static void cg_probes(struct cg *g)
 {
@@ -377,6 +398,7 @@ static void cg_probes(struct cg *g)
 				g->err = err ? err : -EINVAL;
 				return;
 			}
+			n = cg_want_sites(g, p, &m, n);
 			if (!n)
 				continue;
 			if (!split || n == 1) {

@@ -237,6 +237,10 @@ struct cg_opts {
 	 * their keys also sends a CG_EV_DELETE event, for ubt to delete the
 	 * key from the user side */
 	const bool *user_agg_maps;
+	/* lower only the matches for which want_site() is true (NULL:
+	 * all): a probe whose sites run in both domains (shim/place.c) */
+	bool (*want_site)(void *ctx, const struct ast_node *probe,
+			  const struct probes_match *m);
 };
 
 /*

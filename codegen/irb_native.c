@@ -68,6 +68,12 @@ void irb_native_set_thread_maps(struct irb *ir, const bool *by_map)
 	irb_nat.thread_maps = by_map;
 }
 
+void irb_native_set_regs_ctx(struct irb *ir, bool on)
+{
+	BUG_ON(irb_nat.ir != ir);
+	irb_nat.regs_ctx = on;
+}
+
 void irb_native_release(struct irb *ir)
 {
 	if (irb_nat.ir != ir)
@@ -156,6 +162,13 @@ LLVMValueRef irb_native_func_begin(struct irb *ir, const char *name)
 	ir->entry = LLVMAppendBasicBlockInContext(ir->ctx, fn, "entry");
 	LLVMPositionBuilderAtEnd(ir->b, ir->entry);
 
+	if (irb_nat.regs_ctx) {
+		/* the trampoline's struct pt_regs, site's %rsp included */
+		ctx = LLVMBuildIntToPtr(ir->b, LLVMGetParam(fn, 0), ir->ptr,
+					"regs");
+		irb_nat.blk = nat_block(ir);
+		return ctx;
+	}
 	/*
 	 * The probe's context: a struct pt_regs on the stack holding what the
 	 * trampoline passed in registers, so that the lowering reads arg0..5

@@ -20,6 +20,12 @@ void irb_native_set_object(struct irb *ir, const struct cg_object *obj);
  * without atomics.
  */
 void irb_native_set_thread_maps(struct irb *ir, const bool *by_map);
+/*
+ * The next program function takes a struct pt_regs of every register in
+ * its first parameter (shim/tramp.h spec.regs: a USDT site), not the
+ * argument registers.
+ */
+void irb_native_set_regs_ctx(struct irb *ir, bool on);
 /* A program function: preserve_most, the trampoline's registers in; the
  * returned context pointer is a struct pt_regs holding them. */
 LLVMValueRef irb_native_func_begin(struct irb *ir, const char *name);

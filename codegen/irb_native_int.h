@@ -39,6 +39,7 @@ struct irb_native {
 	 * BPF_FUNC_for_each_map_elem pops) */
 	LLVMValueRef outer_blk[NAT_MAX_NEST];
 	int nest;
+	bool regs_ctx;		/* the next program takes a struct pt_regs */
 };
 extern struct irb_native irb_nat;
 

@@ -41,6 +41,7 @@ libubt_a_SOURCES += \
 	shim/place.h \
 	shim/place_body.c \
 	shim/place_int.h \
+	shim/place_site.c \
 	shim/ptrace.c \
 	shim/ptrace.h \
 	shim/ptrace_call.c \

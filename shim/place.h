@@ -11,6 +11,8 @@
 #include "compile.h"
 #include "sema.h"
 
+struct probes_match;
+
 /* An aggregation map (count, sum, hist, ...): user mode may hold it. */
 bool place_agg_map(const struct sema_map *sm);
 
@@ -22,5 +24,12 @@ bool *place_thread_maps(struct compile *c);
 
 /* "uprobe:/bin/x:f" of probe p, for -v and --dry-run; in c->arena. */
 const char *place_probe_name(struct compile *c, struct ast_node *p);
+
+/*
+ * The function holding USDT site m (its symbol, the site's offset in it);
+ * 0, or -ENOENT when no function symbol holds it. Names in a.
+ */
+int place_usdt_func(struct arena *a, const struct probes_match *m,
+		    const char **func, uint64_t *off);
 
 #endif

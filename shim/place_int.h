@@ -71,4 +71,29 @@ int place_scan_body(struct ast_node *n, void *ctx);
 
 uint64_t *place_side_use(struct compile *c);
 
+/* ---- where the probe's sites are (place_site.c) --------------------- */
+
+/*
+ * Weigh every site of probe p into d (d->sites, each RUN_USER or
+ * RUN_KERNEL with its reason); returns the reason the whole probe runs in
+ * the kernel (not a uprobe, no -p/-c, an attach point that does not
+ * resolve), else NULL, d->where not set yet (place_settle()).
+ */
+const char *place_sites(struct compile *c, const struct run_opts *o,
+			struct ast_node *p, struct run_decision *d);
+
+/* The whole probe in the kernel, for why: every site with it. */
+void place_all_kernel(struct run_decision *d, const char *why);
+
+/* d->where and d->why from its sites. */
+void place_settle(struct compile *c, struct run_decision *d);
+
+/*
+ * A user site on a function that also has a kernel site (the kernel would
+ * put its breakpoint on our jump), or that another probe shares when one
+ * of them reads sarg (one trampoline call, the wrong stack): to the
+ * kernel. Returns whether a site moved (d[0..n) settled again).
+ */
+bool place_site_conflicts(struct compile *c, struct run_decision *d, int n);
+
 #endif

@@ -64,14 +64,33 @@ static bool run_want_kernel(void *ctx, const struct ast_node *probe)
 {
 	const struct run *r = ctx;
 
-	return r->d[probe->probe.index].where == RUN_KERNEL;
+	return r->d[probe->probe.index].where != RUN_USER;
 }
 
 static bool run_want_user(void *ctx, const struct ast_node *probe)
 {
 	const struct run *r = ctx;
 
-	return r->d[probe->probe.index].where == RUN_USER;
+	return r->d[probe->probe.index].where != RUN_KERNEL;
+}
+
+/* A probe with sites on both sides: each side builds its own sites. */
+static bool run_want_kernel_site(void *ctx, const struct ast_node *probe,
+				 const struct probes_match *m)
+{
+	const struct run *r = ctx;
+	const struct run_decision *d = &r->d[probe->probe.index];
+
+	return d->where != RUN_BOTH || run_site_where(d, m) == RUN_KERNEL;
+}
+
+static bool run_want_user_site(void *ctx, const struct ast_node *probe,
+			       const struct probes_match *m)
+{
+	const struct run *r = ctx;
+	const struct run_decision *d = &r->d[probe->probe.index];
+
+	return d->where != RUN_BOTH || run_site_where(d, m) == RUN_USER;
 }
 
 /* -d native: each user-mode program's code, as bytes. */
@@ -105,7 +124,7 @@ static bool *run_user_agg_maps(struct compile *c,
 		if (!place_agg_map(sp->maps[i]))
 			continue;
 		for (int j = 0; j < sp->nprobes; j++)
-			if (d[j].where == RUN_USER &&
+			if (d[j].where != RUN_KERNEL &&
 			    (j >= 64 || (sp->maps[i]->probes & (1ull << j))))
 				by_map[i] = true;
 	}
@@ -118,9 +137,11 @@ static int run_combined(struct compile *c, const struct run_opts *o,
 	struct run r = { .c = c, .o = o, .d = d, .pidfd = -1, .ev_block = -1,
 			.queued_block = -1 };
 	struct cg_opts ko_cg = { .sz = sizeof(ko_cg), .want = run_want_kernel,
+				 .want_site = run_want_kernel_site,
 				 .want_ctx = &r,
 				 .user_agg_maps = run_user_agg_maps(c, d) };
 	struct cg_opts no_cg = { .sz = sizeof(no_cg), .want = run_want_user,
+				 .want_site = run_want_user_site,
 				 .want_ctx = &r,
 				 .native_thread_maps = place_thread_maps(c) };
 	struct cg_prog *dprogs = NULL;
@@ -334,14 +355,35 @@ out:
 	return rc;
 }
 
+static const char *run_where_name(enum run_where w)
+{
+	return w == RUN_USER ? "user mode" :
+	       w == RUN_BOTH ? "user mode and kernel" : "kernel";
+}
+
+/*
+ * Each probe: where it runs and why; under a probe of several sites
+ * weighed one by one, each site (the kernel's with the reason).
+ */
 static void run_print_decisions(struct compile *c,
 				const struct run_decision *d)
 {
-	for (struct ast_node *p = c->program->program.probes; p; p = p->next)
+	for (struct ast_node *p = c->program->program.probes; p; p = p->next) {
+		const struct run_decision *r = &d[p->probe.index];
+
 		fprintf(stderr, "%s: %s (%s)\n", place_probe_name(c, p),
-			d[p->probe.index].where == RUN_USER ? "user mode" :
-							      "kernel",
-			d[p->probe.index].why);
+			run_where_name(r->where), r->why);
+		for (int i = 0; r->weighed && r->nsites > 1 && i < r->nsites;
+		     i++) {
+			const struct run_site_decision *s = &r->sites[i];
+
+			if (s->where == RUN_USER)
+				fprintf(stderr, "  %s: user mode\n", s->name);
+			else
+				fprintf(stderr, "  %s: kernel (%s)\n",
+					s->name, s->reason);
+		}
+	}
 }
 
 static bool run_has_uprobes(struct compile *c)
@@ -350,7 +392,8 @@ static bool run_has_uprobes(struct compile *c)
 		for (struct ast_node *ap = p->probe.aps; ap; ap = ap->next)
 			if (ap->ap.provider &&
 			    (!strcmp(ap->ap.provider, "uprobe") ||
-			     !strcmp(ap->ap.provider, "uretprobe")))
+			     !strcmp(ap->ap.provider, "uretprobe") ||
+			     !strcmp(ap->ap.provider, "usdt")))
 				return true;
 	return false;
 }
@@ -372,7 +415,7 @@ int shim_run(struct compile *c, const struct run_opts *o)
 	if (err)
 		return 1;
 	for (int i = 0; i < c->sema->nprobes; i++)
-		any_user |= d[i].where == RUN_USER;
+		any_user |= d[i].where != RUN_KERNEL;
 	run_kernel_opts(o, &ko);
 	if (!any_user)
 		return kernel_run(c, &ko);

@@ -10,6 +10,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <stdio.h>
 
 #include "compile.h"
@@ -33,13 +34,44 @@ struct run_opts {
 enum run_where {
 	RUN_KERNEL,
 	RUN_USER,
+	RUN_BOTH,	/* some sites in user mode, the rest in the kernel */
 };
 
-/* Where one probe (AST_PROBE, by probe index) runs, and why. */
+struct probes_match;
+
+/* Where one site of a uprobe/uretprobe probe runs, and why. */
+struct run_site_decision {
+	const char *bin;	/* resolved path */
+	const char *func;
+	uint64_t func_offset;
+	bool ret;		/* uretprobe */
+	bool usdt;		/* a USDT site: func_offset is its nop's */
+	uint64_t addr;		/* usdt: the site's address in the file */
+	const char *name;	/* "uprobe:/bin/x:f", for -v */
+	enum run_where where;	/* RUN_KERNEL or RUN_USER */
+	const char *why;	/* RUN_KERNEL: why not user mode, in full */
+	const char *reason;	/* the same, short, for -v under the probe */
+	uint64_t span_lo, span_hi;	/* RUN_USER: the bytes patched,
+					 * from the function's start */
+};
+
+/*
+ * Where one probe (AST_PROBE, by probe index) runs, and why; its sites
+ * when it has uprobe sites in a -p/-c target (each weighed alone: a probe
+ * runs in user mode at the sites that can be patched, RUN_BOTH).
+ */
 struct run_decision {
 	enum run_where where;
 	const char *why;	/* in c->arena */
+	struct run_site_decision *sites;
+	int nsites;
+	bool sarg;		/* the probe reads stack arguments */
+	bool weighed;		/* where each site runs is its own (-v) */
 };
+
+/* Where site m of probe p runs: RUN_KERNEL or RUN_USER. */
+enum run_where run_site_where(const struct run_decision *d,
+			      const struct probes_match *m);
 
 /*
  * Decide for every probe of c->program (after sema). With --mode user, a

@@ -218,9 +218,10 @@ enum cg_event_time run_event_time(const struct run *r)
 	     p = p->next) {
 		if (!ast_visit_children(p, run_find_event, NULL))
 			continue;
-		if (r->d[p->probe.index].where == RUN_USER)
+		if (r->d[p->probe.index].where != RUN_KERNEL)
 			user = true;
-		else if (!run_begin_end(p))
+		if (r->d[p->probe.index].where != RUN_USER &&
+		    !run_begin_end(p))
 			kern = true;
 	}
 	if (!kern || !user)

@@ -112,6 +112,8 @@ struct run_site {
 	uint64_t offset;
 	uint64_t file_off;	/* where the probe is in the file */
 	enum user_probe_kind kind;
+	bool regs;		/* a USDT site: its code takes pt_regs */
+	uint64_t sem_off;	/* its semaphore's file offset, 0: none */
 	const char *name;	/* for messages */
 	const struct cg_prog **progs;
 	int nprogs;
@@ -168,18 +170,28 @@ static struct run_site *run_sites_of(struct run *r, int *nsites)
 						    USER_PROBE_RETURN :
 						    USER_PROBE_ENTRY;
 
+		bool regs = p->provider == PROV_USDT;
+
 		for (int j = 0; j < p->nmatches; j++) {
 			const struct probes_match *m = &p->matches[j];
 			char rp[PATH_MAX];
 			struct run_site *st = NULL;
+			const char *func = m->func;
+			uint64_t off = m->func_offset;
 
+			/* placement took only sites a function holds */
+			if (regs && place_usdt_func(&r->c->arena, m, &func,
+						    &off))
+				BUG("USDT site %s in user mode without a "
+				    "function", m->name);
 			if (!realpath(m->target, rp))
 				snprintf(rp, sizeof(rp), "%s", m->target);
 			for (int k = 0; k < n && !st; k++)
 				if (!strcmp(sites[k].bin, rp) &&
-				    !strcmp(sites[k].func, m->func) &&
-				    sites[k].offset == m->func_offset &&
-				    sites[k].kind == kind)
+				    !strcmp(sites[k].func, func) &&
+				    sites[k].offset == off &&
+				    sites[k].kind == kind &&
+				    sites[k].regs == regs)
 					st = &sites[k];
 			if (!st) {
 				if (n == cap) {
@@ -190,10 +202,12 @@ static struct run_site *run_sites_of(struct run *r, int *nsites)
 				st = &sites[n++];
 				memset(st, 0, sizeof(*st));
 				snprintf(st->bin, sizeof(st->bin), "%s", rp);
-				st->func = m->func;
-				st->offset = m->func_offset;
+				st->func = func;
+				st->offset = off;
 				st->file_off = m->offset;
 				st->kind = kind;
+				st->regs = regs;
+				st->sem_off = regs ? m->semaphore_offset : 0;
 				st->name = m->name ? m->name : m->func;
 			}
 			st->progs = xrealloc(st->progs, (st->nprogs + 1) *
@@ -228,6 +242,20 @@ static int run_target_addr(pid_t pid, const char *bin, uint64_t off,
 		}
 	}
 	fclose(f);
+	return err;
+}
+
+/* A USDT site's semaphore, incremented while the probes are in place. */
+static int run_user_semaphore(struct run *r, const struct run_site *st)
+{
+	uint64_t at;
+	int err = run_target_addr(user_pid(r->u), st->bin, st->sem_off, &at);
+
+	err = err ?: user_semaphore_add(r->u, at);
+	if (err)
+		fprintf(stderr, "ubt: %s: cannot set the semaphore: %s\n",
+			st->name, err == -ENOENT ? "not mapped" :
+						   user_error(r->u));
 	return err;
 }
 
@@ -270,6 +298,7 @@ int run_user_install(struct run *r, int *nprobes, bool again)
 				.code = code,
 				.code_len = len,
 				.offset = st->offset,
+				.regs = st->regs,
 			});
 			if (err && again) {
 				if (r->o->verbose)
@@ -284,6 +313,9 @@ int run_user_install(struct run *r, int *nprobes, bool again)
 			}
 		}
 		free(code);
+		/* the site is in place: the target may take it */
+		if (!err && st->sem_off)
+			err = run_user_semaphore(r, st);
 		if (!err)
 			*nprobes += st->nprogs;
 	}

@@ -1,5 +1,6 @@
 /* Trampoline generation: hand-encoded x86-64, every byte accounted for. */
 #include <errno.h>
+#include <stdbool.h>
 #include <string.h>
 
 #include "rt_abi.h"
@@ -166,6 +167,103 @@ static int build_mid(const struct tramp_spec *spec, struct patch_site *s,
 	return e.err ? e.err : (int)e.n;
 }
 
+/* mov %reg,off(%rsp), or (load) mov off(%rsp),%reg; reg 0..15, not rsp */
+static void rsp_mov(struct emit *e, bool load, int reg, int32_t off)
+{
+	uint8_t b[8];
+	size_t n = 0;
+
+	b[n++] = 0x48 | (reg >= 8 ? 0x04 : 0);		/* REX.W, REX.R */
+	b[n++] = load ? 0x8b : 0x89;
+	if (off >= -128 && off < 128) {
+		b[n++] = 0x44 | (reg & 7) << 3;		/* disp8(%rsp) */
+		b[n++] = 0x24;
+		b[n++] = (uint8_t)off;
+	} else {
+		b[n++] = 0x84 | (reg & 7) << 3;		/* disp32(%rsp) */
+		b[n++] = 0x24;
+		memcpy(b + n, &off, 4);
+		n += 4;
+	}
+	bytes(e, b, n);
+}
+
+/* struct pt_regs offsets of the general registers, by x86 number */
+static const int32_t tramp_pt_regs[16] = {
+	80, 88, 96, 40, -1, 32, 104, 112,	/* rax rcx rdx rbx - rbp rsi rdi */
+	72, 64, 56, 48, 24, 16, 8, 0,		/* r8 .. r15 */
+};
+
+#define TRAMP_PT_REGS_SIZE 168
+
+/*
+ * A site inside a function whose probe code reads any register (USDT
+ * arguments): as build_mid(), but every general register, the flags, the
+ * site's address and the site's %rsp go into a struct pt_regs on the
+ * stack, whose address the probe code gets in %rdi; every register comes
+ * back from it.
+ */
+static int build_regs(const struct tramp_spec *spec, struct patch_site *s,
+		      uint8_t *out, size_t cap, uint64_t *reloc_at,
+		      struct patch_reloc *r)
+{
+	struct emit e = { .p = out, .cap = cap, .at = spec->at };
+	size_t jz_slow, call_at, after, lit_slow, slow;
+	uint64_t pc = s->kept;
+	int err;
+
+	EMIT(&e, 0x48, 0x8d, 0x64, 0x24, 0x80);	/* lea -128(%rsp),%rsp */
+	EMIT(&e, 0x9c);				/* pushfq */
+	EMIT(&e, 0x48, 0x8d, 0xa4, 0x24);	/* lea -168(%rsp),%rsp */
+	u32(&e, (uint32_t)-TRAMP_PT_REGS_SIZE);
+	for (int i = 0; i < 16; i++)
+		if (tramp_pt_regs[i] >= 0)
+			rsp_mov(&e, false, i, tramp_pt_regs[i]);
+	rsp_mov(&e, true, 11, TRAMP_PT_REGS_SIZE);	/* the flags */
+	rsp_mov(&e, false, 11, 144);
+	EMIT(&e, 0x4c, 0x8d, 0x9c, 0x24);	/* lea sp(%rsp),%r11 */
+	u32(&e, TRAMP_PT_REGS_SIZE + 8 + 128);
+	rsp_mov(&e, false, 11, 152);
+	EMIT(&e, 0x49, 0xbb);			/* movabs $pc,%r11 */
+	bytes(&e, &pc, 8);
+	rsp_mov(&e, false, 11, 128);
+	EMIT(&e, 0x45, 0x31, 0xdb);		/* xor %r11d,%r11d */
+	rsp_mov(&e, false, 11, 120);		/* orig_rax, cs, ss */
+	rsp_mov(&e, false, 11, 136);
+	rsp_mov(&e, false, 11, 160);
+	EMIT(&e, 0x48, 0x89, 0xe7);		/* mov %rsp,%rdi */
+	EMIT(&e, 0x49, 0x89, 0xe3);		/* mov %rsp,%r11 */
+	EMIT(&e, 0x48, 0x83, 0xe4, 0xf0);	/* and $-16,%rsp */
+	EMIT(&e, 0x41, 0x53);			/* push %r11 */
+	EMIT(&e, 0x41, 0x53);			/* push %r11 */
+	/* the thread's block, or jz .slow (rt_slow keeps %rdi) */
+	jz_slow = emit_block_test(&e, spec->tls_offset);
+	call_at = e.n;
+	EMIT(&e, 0xe8);				/* call entry code */
+	rel32_to(&e, spec->entry_code);
+	after = e.n;
+	EMIT(&e, 0x48, 0x8b, 0x24, 0x24);	/* mov (%rsp),%rsp */
+	for (int i = 0; i < 16; i++)
+		if (tramp_pt_regs[i] >= 0)
+			rsp_mov(&e, true, i, tramp_pt_regs[i]);
+	EMIT(&e, 0x48, 0x8d, 0xa4, 0x24);	/* lea 168(%rsp),%rsp */
+	u32(&e, TRAMP_PT_REGS_SIZE);
+	EMIT(&e, 0x9d);				/* popfq */
+	EMIT(&e, 0x48, 0x8d, 0xa4, 0x24);	/* lea 128(%rsp),%rsp */
+	u32(&e, 128);
+	err = emit_relocated(&e, s, reloc_at, r);
+	if (err)
+		return err;
+	slow = e.n;
+	lit_slow = emit_slow_stub(&e, spec->at + call_at, spec->at + after);
+	while (e.n % 8)
+		EMIT(&e, 0xcc);
+	rel32_fix(&e, jz_slow, spec->at + slow);
+	rel32_fix(&e, lit_slow, here(&e));
+	bytes(&e, &spec->fn_slow, 8);
+	return e.err ? e.err : (int)e.n;
+}
+
 int tramp_build(const struct tramp_spec *spec, struct patch_site *s,
 		uint8_t *out, size_t cap, uint64_t *reloc_at,
 		struct patch_reloc *r)
@@ -184,6 +282,11 @@ int tramp_build(const struct tramp_spec *spec, struct patch_site *s,
 		return -ERANGE;
 	if (spec->ret_code && !spec->fn_call)
 		return -EINVAL;
+	/* (at an entry: one left in place that changes nothing, a nop) */
+	if (spec->regs && (s->undo || spec->ret_code || !spec->entry_code))
+		return -EINVAL;
+	if (spec->regs)
+		return build_regs(spec, s, out, cap, reloc_at, r);
 	if (s->mid) {
 		if (spec->ret_code || !spec->entry_code)
 			return -EINVAL;

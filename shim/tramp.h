@@ -32,7 +32,10 @@
  *   - return probe: the return value in %rax and %rdi (%rdx also in %rsi);
  *   - probe inside a function: every register as the function had it (the
  *     trampoline also saves the flags and %r11 there); the stack layout
- *     is the trampoline's, aligned to 16 bytes at the call.
+ *     is the trampoline's, aligned to 16 bytes at the call;
+ *   - with spec.regs (a USDT site, inside a function): %rdi points to a
+ *     struct pt_regs of every general register, the flags, the site's
+ *     address (ip) and its %rsp, which the trampoline restores from.
  * The trampoline saves %rax itself (%al carries the vector count of a
  * variadic call), so probe code may clobber %rax too.
  *
@@ -44,6 +47,7 @@
 #ifndef UBT_TRAMP_H
 #define UBT_TRAMP_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -58,6 +62,9 @@ struct tramp_spec {
 	uint64_t fn_call;	/* runtime: rt_wrap_call */
 	uint64_t entry_code;	/* target address of entry probe code, or 0 */
 	uint64_t ret_code;	/* target address of return probe code, or 0 */
+	/* a site inside a function whose entry code takes a struct pt_regs
+	 * of every register in %rdi (USDT arguments) */
+	bool regs;
 };
 
 /*

@@ -170,5 +170,6 @@ void user_free(struct ubt_user *u)
 	pt_release(&u->pt);
 	memfd_release(&u->m);
 	free(u->sites);
+	free(u->sems);
 	free(u);
 }

@@ -46,7 +46,17 @@ struct user_probe {
 	const void *code;		/* native code, tramp.h contract */
 	size_t code_len;
 	uint64_t offset;		/* from the symbol (entry probes) */
+	/* entry probe inside a function whose code takes a struct pt_regs
+	 * (tramp.h spec.regs): a USDT site */
+	bool regs;
 };
+
+/*
+ * A USDT site's semaphore (is-enabled counter, a u16) at addr in the
+ * process: incremented now (before user_resume(), every thread stopped),
+ * decremented again by user_detach(). 0, or -errno with user_error().
+ */
+int user_semaphore_add(struct ubt_user *u, uint64_t addr);
 
 /* Seize every thread of pid and place the runtime; NULL, err set, on error. */
 struct ubt_user *user_attach_pid(pid_t pid, const struct user_opts *o,
@@ -64,6 +74,12 @@ int user_site_check(const char *binary, const char *symbol, char *reason,
 /* The same for a probe at symbol+offset. */
 int user_site_check_at(const char *binary, const char *symbol,
 		       uint64_t offset, char *reason, size_t len);
+/*
+ * The bytes a patch at symbol+offset replaces, as offsets from the
+ * symbol: [*lo, *hi). 0, or an error as user_site_check_at()'s.
+ */
+int user_site_span(const char *binary, const char *symbol, uint64_t offset,
+		   uint64_t *lo, uint64_t *hi);
 
 /*
  * Can user mode run in process pid at all?  0 yes; -EBUSY, with the

@@ -39,8 +39,10 @@ int user_site_check(const char *binary, const char *symbol, char *reason,
 	return user_site_check_at(binary, symbol, 0, reason, len);
 }
 
-int user_site_check_at(const char *binary, const char *symbol,
-		       uint64_t offset, char *reason, size_t len)
+/* user_site_check_at(), the window in *s (function-relative via *vaddr) */
+static int user_site_analyze(const char *binary, const char *symbol,
+			     uint64_t offset, char *reason, size_t len,
+			     struct patch_site *ps, uint64_t *func)
 {
 	uint64_t vaddr, size, off;
 	struct patch_site s;
@@ -66,6 +68,33 @@ int user_site_check_at(const char *binary, const char *symbol,
 	if (fd >= 0)
 		close(fd);
 	free(code);
+	if (!err && ps) {
+		*ps = s;
+		*func = vaddr;
+	}
+	return err;
+}
+
+int user_site_check_at(const char *binary, const char *symbol,
+		       uint64_t offset, char *reason, size_t len)
+{
+	return user_site_analyze(binary, symbol, offset, reason, len, NULL,
+				 NULL);
+}
+
+int user_site_span(const char *binary, const char *symbol, uint64_t offset,
+		   uint64_t *lo, uint64_t *hi)
+{
+	struct patch_site s;
+	uint64_t func;
+	char reason[128];
+	int err = user_site_analyze(binary, symbol, offset, reason,
+				    sizeof(reason), &s, &func);
+
+	if (!err) {
+		*lo = s.addr - func;
+		*hi = *lo + s.len;
+	}
 	return err;
 }
 

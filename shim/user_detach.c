@@ -98,6 +98,33 @@ static int restore_sites(struct ubt_user *u)
 }
 
 /*
+ * The semaphores ubt incremented, decremented in the process of pt (every
+ * thread stopped): the target, or a child it forked meanwhile, which
+ * inherited them. One another tracer brought to 0 meanwhile stays there.
+ */
+static int restore_semaphores(struct ubt_user *u, struct pt *pt)
+{
+	int err = 0;
+
+	for (int i = 0; i < u->nsems; i++) {
+		uint16_t v;
+
+		if (pt_read(pt, u->sems[i], &v, sizeof(v))) {
+			err = user_err(u, -EIO, "read the semaphore at %#llx",
+				       (unsigned long long)u->sems[i]);
+			continue;
+		}
+		if (!v)
+			continue;
+		v--;
+		if (pt_write(pt, u->sems[i], &v, sizeof(v)))
+			err = user_err(u, -EIO, "restore the semaphore at %#llx",
+				       (unsigned long long)u->sems[i]);
+	}
+	return err;
+}
+
+/*
  * Children the target forked while patched carry the jumps too (the
  * runtime lists them in ctl->children): restore each that still maps our
  * memfd, once the target is restored (it forks no patched child since);
@@ -132,6 +159,8 @@ static int restore_children(struct ubt_user *u)
 			if (!pt_seize(&pt, c)) {
 				int e = restore_sites_in(u, &pt, true);
 
+				e = restore_semaphores(u, &pt) ?: e;
+
 				if (e && !pt_gone(c))
 					err = e;
 				pt_detach(&pt);
@@ -159,6 +188,7 @@ static int detach_target(struct ubt_user *u)
 		}
 		err = u->nsites ? user_stop_all(u) : 0;
 		err = err ?: restore_sites(u);
+		err = err ?: restore_semaphores(u, &u->pt);
 		return user_resume(u) ?: err;
 	}
 	if (!u->nsites)
@@ -174,6 +204,7 @@ static int detach_target(struct ubt_user *u)
 			    u->pid, u->pt.err);
 	}
 	err = restore_sites(u);
+	err = restore_semaphores(u, &u->pt) ?: err;
 	pt_detach(&u->pt);
 	user_note_exit(u);
 	if (err && user_process_gone(u, -EIO))
@@ -194,6 +225,7 @@ int user_detach(struct ubt_user *u)
 		if (!err && e)
 			err = e;
 	}
+	u->nsems = 0;
 	return err;
 }
 

@@ -144,6 +144,7 @@ int user_follow_exec(struct ubt_user *u)
 	pt_release(&u->pt);
 	u->pt = pt;
 	u->nsites = 0;
+	u->nsems = 0;	/* the old image's */
 	u->nslices = 0;
 	u->libc_ready = false;
 	u->exec_hook = false;

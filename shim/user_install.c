@@ -160,6 +160,7 @@ int user_install(struct ubt_user *u, const struct user_probe *p)
 	int i, err, sl, n;
 
 	uint64_t offset = USER_FIELD(p, struct user_probe, offset);
+	bool regs = USER_FIELD(p, struct user_probe, regs);
 
 	if (u->resumed)
 		return user_err(u, -EBUSY, "probes are installed before resuming");
@@ -180,6 +181,8 @@ int user_install(struct ubt_user *u, const struct user_probe *p)
 	addr = bias + vaddr;
 	if (offset && p->kind == USER_PROBE_RETURN)
 		return user_err(u, 0, "a return probe has no offset");
+	if (regs && p->kind != USER_PROBE_ENTRY)
+		return user_err(u, 0, "a USDT site has no return");
 	err = user_restop(u, true);	/* the ELF work above ran meanwhile */
 	if (err)
 		return err;
@@ -187,6 +190,9 @@ int user_install(struct ubt_user *u, const struct user_probe *p)
 		if (u->sites[i].s.func == addr &&
 		    u->sites[i].offset == offset)
 			us = &u->sites[i];
+	/* one trampoline, one contract for the code it calls */
+	if (us && us->regs != regs)
+		return user_err(u, 0, "a USDT site and a uprobe at one address");
 	if (!us) {
 		struct patch_site s;
 		uint8_t *code;
@@ -244,6 +250,7 @@ int user_install(struct ubt_user *u, const struct user_probe *p)
 		memset(us, 0, sizeof(*us));
 		us->s = s;
 		us->offset = offset;
+		us->regs = regs;
 		sl = get_slice(u, path, lo, hi);
 		if (sl < 0)
 			return sl;
@@ -268,6 +275,7 @@ int user_install(struct ubt_user *u, const struct user_probe *p)
 							  : us->entry_code,
 		.ret_code = p->kind == USER_PROBE_RETURN ? code_at
 							 : us->ret_code,
+		.regs = us->regs,
 	};
 	n = tramp_build(&spec, &us->s, buf, sizeof(buf), &reloc_at, &r);
 	if (n < 0)
@@ -309,6 +317,34 @@ int user_install(struct ubt_user *u, const struct user_probe *p)
 	memcpy(us->jmp, jmp, us->s.len);
 	us->installed = true;
 	return move_threads(u, us);
+}
+
+int user_semaphore_add(struct ubt_user *u, uint64_t addr)
+{
+	uint16_t v;
+	int err;
+
+	if (u->resumed)
+		return user_err(u, -EBUSY, "semaphores are set before resuming");
+	/* no thread runs: the counter's neighbours are the target's */
+	err = user_restop(u, true) ?: user_stop_all(u);
+	if (err)
+		return err;
+	err = pt_read(&u->pt, addr, &v, sizeof(v));
+	if (err)
+		return user_err(u, err, "read the semaphore at %#llx",
+				(unsigned long long)addr);
+	if (v == UINT16_MAX)
+		return user_err(u, -EOVERFLOW, "the semaphore at %#llx is at "
+				"its maximum", (unsigned long long)addr);
+	v++;
+	err = pt_write(&u->pt, addr, &v, sizeof(v));
+	if (err)
+		return user_err(u, err, "write the semaphore at %#llx",
+				(unsigned long long)addr);
+	u->sems = xrealloc(u->sems, (u->nsems + 1) * sizeof(*u->sems));
+	u->sems[u->nsems++] = addr;
+	return 0;
 }
 
 int user_resume(struct ubt_user *u)

@@ -60,6 +60,7 @@ struct user_site {
 	bool installed;		/* the jump is written */
 	uint64_t rec;		/* target address of its struct rt_site */
 	uint64_t offset;	/* of the probe from the symbol */
+	bool regs;		/* its entry code takes a struct pt_regs */
 };
 
 struct ubt_user {
@@ -74,6 +75,9 @@ struct ubt_user {
 	int nslices;
 	struct user_site *sites;
 	int nsites;
+	/* USDT semaphores ubt incremented: decremented at detach */
+	uint64_t *sems;
+	int nsems;
 	uint64_t stop_ns;	/* stopped so far (finished phases) */
 	uint64_t stop_t0;	/* start of the current stop */
 	bool released;		/* -p: running between attach and install */

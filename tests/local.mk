@@ -14,6 +14,7 @@ check_PROGRAMS += \
 	tests/targets/ubt-nofp \
 	tests/targets/ubt-patch \
 	tests/targets/ubt-share \
+	tests/targets/ubt-sites \
 	tests/targets/ubt-strs \
 	tests/targets/ubt-threads \
 	tests/targets/ubt-wait \
@@ -56,6 +57,9 @@ tests_targets_ubt_share_LDFLAGS =
 tests_targets_ubt_patch_SOURCES = tests/targets/patch.c
 tests_targets_ubt_patch_CFLAGS = $(UBT_TARGET_CFLAGS)
 tests_targets_ubt_patch_LDFLAGS =
+tests_targets_ubt_sites_SOURCES = tests/targets/sites.c
+tests_targets_ubt_sites_CFLAGS = $(UBT_TARGET_CFLAGS)
+tests_targets_ubt_sites_LDFLAGS =
 tests_targets_ubt_strs_SOURCES = tests/targets/strs.c
 tests_targets_ubt_strs_CFLAGS = $(UBT_TARGET_CFLAGS)
 tests_targets_ubt_strs_LDFLAGS =
@@ -368,3 +372,8 @@ EXTRA_DIST += tests/native/agg-race.sh
 # Kernel and user-mode events merged by time: when, and under overflow.
 TESTS += tests/native/merge-events.sh
 EXTRA_DIST += tests/native/merge-events.sh
+
+# A probe of several sites in user mode and the kernel at once
+# (tests/runtime/sites.test): as --mode kernel, byte for byte.
+TESTS += tests/native/sites-diff.py
+EXTRA_DIST += tests/native/sites-diff.py

@@ -38,7 +38,7 @@ signalled() {
 	rm -f "$out"
 }
 
-echo 1..17
+echo 1..23
 check "$t/ubt-alt"
 check "$t/ubt-alt" 30 3
 check "$t/ubt-calls"
@@ -50,7 +50,11 @@ check "$t/ubt-nofp" 3
 check "$t/ubt-threads" 10
 check "$t/ubt-libuser"
 check "$t/ubt-patch" 10
+check "$t/ubt-sites" 10
 check "$t/ubt-strs"
+check "$t/ubt-watch"
+check "$t/ubt-watch" many
+check "$t/ubt-watch" wild
 if [ -x "$t/ubt-usdt" ]; then
 	check "$t/ubt-usdt"
 else
@@ -60,6 +64,7 @@ else
 fi
 signalled "$t/ubt-wait" 3
 signalled "$t/ubt-dwtypes" 2 wait
+signalled "$t/ubt-usdt" 2 wait
 signalled "$t/ubt-libuser" 2 wait
 signalled "$t/ubt-exc" 3 detach
 n=$((n + 1))

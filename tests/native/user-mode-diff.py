@@ -2,8 +2,8 @@
 """The uprobe part of the runtime corpus in both modes (issue 4 item 6).
 
 Every enabled case (tests/runtime/enabled), and every case of
-tests/native/*.test, whose program has a uprobe or
-uretprobe and runs a -c command or a -p process is run twice, with
+tests/native/*.test, whose program has a uprobe, uretprobe or usdt probe
+and runs a -c command or a -p process is run twice, with
 --mode kernel and with --mode user: both runs must pass the case, and for
 cases whose output is deterministic (DIFFERENTIAL exact) stdout and stderr
 must be byte-identical. Cases listed in tests/native/kernel-only.txt use
@@ -31,7 +31,7 @@ def load_runner(path):
 
 def is_user_case(case):
     text = " ".join([case.prog or "", case.run or "", case.args or ""])
-    if not re.search(r"\bu(ret)?probe:", text):
+    if not re.search(r"\b(u(ret)?probe|usdt):", text):
         return False
     return re.search(r"(^|\s)-[cp](\s|$)", text) is not None
 
