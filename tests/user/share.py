@@ -92,11 +92,16 @@ class Tracer:
                 return False
         return NOTIFY in self.out
 
+    # bpftrace 0.17 can take long to detach when other tests' tracers
+    # hold the kernel's event lock (seen at make check -j2 on a loaded
+    # machine); ubt gets 30 s
+    stop_timeout = 30
+
     def stop(self):
         if self.p.poll() is None:
             self.p.send_signal(signal.SIGINT)
         try:
-            out, err = self.p.communicate(timeout=30)
+            out, err = self.p.communicate(timeout=self.stop_timeout)
         except subprocess.TimeoutExpired:
             self.p.kill()
             out, err = self.p.communicate()
@@ -198,6 +203,8 @@ def other(kind, t, fn):
     argv = ([BPFTRACE] if kind == "bpftrace" else
             [UBT, "--mode", "kernel"]) + ["-e", prog(t.path, fn)]
     o = Tracer(argv, wait=False)
+    if kind == "bpftrace":
+        o.stop_timeout = 120
     for _ in range(600):
         if site_bytes(t, fn)[:1] == b"\xcc" or o.p.poll() is not None:
             break
