@@ -257,6 +257,30 @@ static void rt_fault_install(int handler)
 	}
 }
 
+/*
+ * What the builtins read from the block instead of a system call per hit
+ * (rt_abi.h): the thread's ids, read once here, and its rand state.
+ * uid and gid are the thread's when it took its block: a later
+ * setuid()/setgid() is not seen (kernel-mode probes see it).
+ */
+static void rt_block_builtins(char *blk)
+{
+	uint32_t lo, hi;
+	uint64_t seed;
+
+	__asm__ volatile("rdtsc" : "=a"(lo), "=d"(hi));
+	/* splitmix64 of the counter and the thread: distinct, never 0 */
+	seed = ((uint64_t)hi << 32 | lo) ^
+	       (uint64_t)*(uint32_t *)(blk + RT_BLK_TID) << 40;
+	seed += 0x9e3779b97f4a7c15ULL;
+	seed = (seed ^ (seed >> 30)) * 0xbf58476d1ce4e5b9ULL;
+	seed = (seed ^ (seed >> 27)) * 0x94d049bb133111ebULL;
+	seed ^= seed >> 31;
+	*(uint64_t *)(blk + RT_BLK_RAND) = seed ? seed : 1;
+	*(uint32_t *)(blk + RT_BLK_UID) = (uint32_t)rt_syscall0(102 /* getuid */);
+	*(uint32_t *)(blk + RT_BLK_GID) = (uint32_t)rt_syscall0(104 /* getgid */);
+}
+
 __attribute__((visibility("hidden"))) void *rt_block_get(void)
 {
 	struct rt_ctl *ctl = rt_ctl_p;
@@ -275,6 +299,7 @@ __attribute__((visibility("hidden"))) void *rt_block_get(void)
 	}
 	blk = (char *)ctl + ctl->block_off + n * ctl->block_size;
 	*(uint32_t *)(blk + RT_BLK_TID) = (uint32_t)rt_syscall0(186 /* gettid */);
+	rt_block_builtins(blk);
 	*(uint64_t *)(blk + RT_BLK_CTL) = (uint64_t)(uintptr_t)ctl;
 	if (ctl->tmpl_len && ctl->tmpl_len <= ctl->map_size) {
 		const char *t = (const char *)ctl + ctl->tmpl_off;

@@ -27,6 +27,9 @@
  *          (its own copy: ring_tail is read again only when the ring
  *          looks full, so that the consumer's line is rarely pulled over)
  *   0x040  u64 ring_tail: bytes consumed (written by ubt only)
+ *   0x048  u64 rand: the thread's xorshift64 state (rand), never 0
+ *   0x050  u32 uid, u32 gid: the thread's, read when it took the block
+ *          (uid, gid, username)
  *   0x100  shadow stack: RT_SHADOW_DEPTH entries of RT_SHADOW_ENTRY
  *          bytes, {u64 slot, u64 ret, u64 rbx, u64 cont}: the address of
  *          the wrapped call's return address on the machine stack, the
@@ -46,7 +49,7 @@
 #ifndef UBT_RT_ABI_H
 #define UBT_RT_ABI_H
 
-#define RT_ABI_VERSION 7
+#define RT_ABI_VERSION 8
 /* rt_init() returns -(RT_ABI_MISMATCH + its RT_ABI_VERSION) when the
  * control block is of another version. */
 #define RT_ABI_MISMATCH 0x7ab10000L
@@ -75,6 +78,9 @@
 #define RT_BLK_RING_DROPPED 0x030
 #define RT_BLK_RING_TAIL_SEEN 0x038
 #define RT_BLK_RING_TAIL 0x040
+#define RT_BLK_RAND 0x048
+#define RT_BLK_UID 0x050
+#define RT_BLK_GID 0x054
 #define RT_BLK_SHADOW 0x100
 #define RT_SHADOW_ENTRY 32
 #define RT_SH_SLOT 0
@@ -209,6 +215,20 @@ struct rt_ctl {
 	uint32_t exec_tid;	/* the thread that calls it */
 	uint32_t exec_seq;	/* announcements so far (the runtime's) */
 	uint32_t exec_ack;	/* the seq ubt is ready for (ubt's; futex) */
+	/*
+	 * nsecs from the time-stamp counter (written by ubt, shim/user_clock.c;
+	 * read inline by probe code): CLOCK_MONOTONIC in ns is
+	 *	clk_ns0 + (((s128)(s64)(rdtsc - clk_tsc0) * clk_mult) >> clk_shift)
+	 * clk_seq is odd while ubt rewrites the rest; clk_mult 0: no counter
+	 * clock (probe code calls RT_FN_CLOCK_NS, the vDSO).  A reader that
+	 * finds clk_seq odd or changed calls RT_FN_CLOCK_NS too: it never
+	 * waits for ubt.
+	 */
+	uint32_t clk_seq;
+	uint32_t clk_shift;
+	uint64_t clk_tsc0;
+	uint64_t clk_ns0;
+	uint64_t clk_mult;
 };
 
 /*

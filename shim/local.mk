@@ -60,6 +60,8 @@ libubt_a_SOURCES += \
 	shim/user.h \
 	shim/user_attach.c \
 	shim/user_check.c \
+	shim/user_clock.c \
+	shim/user_clock.h \
 	shim/user_detach.c \
 	shim/user_exec.c \
 	shim/user_inject.c \

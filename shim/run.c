@@ -251,6 +251,7 @@ static int run_combined(struct compile *c, const struct run_opts *o,
 	if (!kernel_exiting(r.k) &&
 	    (!signals_stopping() || guard_orphaned())) {
 		resumed = true;
+		user_clock_tick(r.u);
 		err = user_resume(r.u);
 		/* killed meanwhile: the run ends as for any exit */
 		if (err && !run_target_exited(&r)) {
@@ -268,6 +269,7 @@ static int run_combined(struct compile *c, const struct run_opts *o,
 
 		if (!gone && user_exec_pending(r.u))
 			run_follow_exec(&r);
+		user_clock_tick(r.u);
 
 		kernel_poll(r.k, timeout);
 		n = r.etime ? run_merge_round(&r, false) : run_user_drain(&r);

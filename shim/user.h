@@ -164,5 +164,13 @@ int user_leftovers(const struct ubt_user *u);
 /* Threads moved out of a patch window into its relocated copy. */
 int user_moved_threads(const struct ubt_user *u);
 struct memfd *user_memfd(struct ubt_user *u);
+/*
+ * nsecs in user-mode probes from the time-stamp counter (user_clock.c):
+ * renew the counter-to-ns map in the control block when it is due (call
+ * it often: at resume and in the run loop).  user_clock_tsc(): is the
+ * counter used (else probes read the vDSO)?
+ */
+void user_clock_tick(struct ubt_user *u);
+bool user_clock_tsc(const struct ubt_user *u);
 
 #endif

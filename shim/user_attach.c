@@ -313,6 +313,7 @@ struct ubt_user *user_attach_pid(pid_t pid, const struct user_opts *o,
 	pt_init(&u->pt);
 	u->pid = pid;
 	user_prepare_libc(u);	/* the ELF work, before stopping the target */
+	user_clock_begin(&u->clk);	/* its first pair, likewise */
 	if (find_runtime(u, o)) {
 		snprintf(err, errlen, "cannot attach to pid %d: %s", pid,
 			 u->err);
@@ -341,6 +342,7 @@ struct ubt_user *user_attach_cmd(char *const argv[], const struct user_opts *o,
 	u->m.fd = -1;
 	pt_init(&u->pt);
 	u->child = true;
+	user_clock_begin(&u->clk);
 	if (find_runtime(u, o)) {
 		snprintf(err, errlen, "%s", u->err);
 		free(u);

@@ -31,6 +31,7 @@
 #include "rtpath.h"
 #include "tramp.h"
 #include "user.h"
+#include "user_clock.h"
 #include "util.h"
 
 #define USER_MAX_SITES 256
@@ -101,6 +102,7 @@ struct ubt_user {
 	int libc_dyn;
 	uint64_t libc_min_vaddr, libc_bias;
 	uint64_t dlopen_vaddr, dlerror_vaddr, single_vaddr;
+	struct user_clock clk;
 	char err[512];
 };
 
@@ -188,6 +190,7 @@ int user_stop_all(struct ubt_user *u);
 bool user_process_gone(struct ubt_user *u, int e);
 
 void user_unboost(struct ubt_user *u);
+
 
 /*
  * Add the stop that ends now: from when the first thread stopped (-p), or

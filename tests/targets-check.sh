@@ -38,7 +38,7 @@ signalled() {
 	rm -f "$out"
 }
 
-echo 1..15
+echo 1..18
 check "$t/ubt-alt"
 check "$t/ubt-alt" 30 3
 check "$t/ubt-calls"
@@ -47,6 +47,9 @@ check "$t/ubt-exc"
 check "$t/ubt-loop" 100
 check "$t/ubt-threads" 10
 check "$t/ubt-libuser"
+check "$t/ubt-nosys" comm 10
+check "$t/ubt-nosys" fork 10
+check "$t/ubt-nosys" seccomp 10
 check "$t/ubt-patch" 10
 check "$t/ubt-strs"
 if [ -x "$t/ubt-usdt" ]; then
