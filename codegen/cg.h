@@ -186,6 +186,9 @@ struct cg_object {
 	const struct native_map *native_maps;
 	int nnative_maps;
 	uint64_t native_area;
+	/* native target: a probe reads comm (shim/user_comm.c's program
+	 * keeps the threads' names up to date) */
+	bool native_comm;
 };
 
 struct cg_opts {

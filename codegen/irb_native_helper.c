@@ -291,6 +291,41 @@ static LLVMValueRef nat_for_each(struct irb *ir, LLVMValueRef *args, int n)
 }
 
 /*
+ * comm: the thread's name as its block keeps it (runtime/rt_builtin.c),
+ * brought up to date by RT_FN_COMM_SYNC when the word of its slot in the
+ * control block changed (a rename: rt_abi.h, RT_COMM_SLOTS):
+ *
+ *	if (*blk->comm_slot != blk->comm_word)
+ *		rt_comm_sync();
+ *	memcpy(dst, blk->comm, size);
+ */
+static void nat_comm(struct irb *ir, LLVMValueRef dst, uint64_t size)
+{
+	LLVMBasicBlockRef sync, done;
+	LLVMValueRef slot, word, seen;
+
+	slot = LLVMBuildLoad2(ir->b, ir->ptr,
+			      irb_gep(ir, irb_nat.blk, RT_BLK_COMM_SLOT),
+			      "comm_slot");
+	word = LLVMBuildLoad2(ir->b, ir->i64, slot, "comm_word");
+	LLVMSetVolatile(word, 1);
+	seen = LLVMBuildLoad2(ir->b, ir->i64,
+			      irb_gep(ir, irb_nat.blk, RT_BLK_COMM_WORD),
+			      "comm_seen");
+	sync = LLVMAppendBasicBlockInContext(ir->ctx, ir->fn, "comm_sync");
+	done = LLVMAppendBasicBlockInContext(ir->ctx, ir->fn, "comm_done");
+	LLVMBuildCondBr(ir->b, LLVMBuildICmp(ir->b, LLVMIntNE, word, seen, ""),
+			sync, done);
+	LLVMPositionBuilderAtEnd(ir->b, sync);
+	nat_call(ir, RT_FN_COMM_SYNC, LLVMVoidTypeInContext(ir->ctx), NULL, 0);
+	LLVMBuildBr(ir->b, done);
+	LLVMPositionBuilderAtEnd(ir->b, done);
+	irb_native_memcpy(ir, dst, irb_gep(ir, irb_nat.blk, RT_BLK_COMM),
+			  size);
+	irb_nat.uses_comm = true;
+}
+
+/*
  * rand: xorshift64* over the thread's own state in its block (seeded by
  * the runtime when the thread took the block: runtime/rt.c), the upper
  * 32 bits of the product.  Not cryptographic, as BPF's is not.
@@ -352,18 +387,12 @@ LLVMValueRef irb_native_helper(struct irb *ir, int id, LLVMValueRef *args,
 			break;
 		return nat_clock(ir);
 	case BPF_FUNC_get_current_comm: {
-		/* prctl(PR_GET_NAME) into 16 bytes, then the size asked */
-		LLVMValueRef tmp = irb_alloca(ir, 16, "comm16");
 		uint64_t sz = n == 2 && LLVMIsAConstantInt(args[1]) ?
 				      LLVMConstIntGetZExtValue(args[1]) : 0;
 
 		if (!sz || sz > 16)
 			break;
-		irb_native_memset(ir, tmp, 0, 16);
-		a[0] = irb_const(ir, 16 /* PR_GET_NAME */);
-		a[1] = LLVMBuildPtrToInt(ir->b, tmp, ir->i64, "");
-		nat_syscall(ir, 157 /* prctl */, a, 2);
-		irb_native_memcpy(ir, args[0], tmp, sz);
+		nat_comm(ir, args[0], sz);
 		return irb_const(ir, 0);
 	}
 	case BPF_FUNC_for_each_map_elem:

@@ -63,7 +63,7 @@ static struct rt_ksigaction rt_old_segv, rt_old_bus;
  */
 extern int __register_atfork(void (*prepare)(void), void (*parent)(void),
 			     void (*child)(void), void *dso);
-static int rt_forked;	/* a forked child: its blocks get its pid */
+__attribute__((visibility("hidden"))) int rt_forked; /* a forked child */
 static long rt_pid;	/* the process rt_init ran in */
 
 static long rt_sigaction(int sig, const struct rt_ksigaction *act,
@@ -257,30 +257,6 @@ static void rt_fault_install(int handler)
 	}
 }
 
-/*
- * What the builtins read from the block instead of a system call per hit
- * (rt_abi.h): the thread's ids, read once here, and its rand state.
- * uid and gid are the thread's when it took its block: a later
- * setuid()/setgid() is not seen (kernel-mode probes see it).
- */
-static void rt_block_builtins(char *blk)
-{
-	uint32_t lo, hi;
-	uint64_t seed;
-
-	__asm__ volatile("rdtsc" : "=a"(lo), "=d"(hi));
-	/* splitmix64 of the counter and the thread: distinct, never 0 */
-	seed = ((uint64_t)hi << 32 | lo) ^
-	       (uint64_t)*(uint32_t *)(blk + RT_BLK_TID) << 40;
-	seed += 0x9e3779b97f4a7c15ULL;
-	seed = (seed ^ (seed >> 30)) * 0xbf58476d1ce4e5b9ULL;
-	seed = (seed ^ (seed >> 27)) * 0x94d049bb133111ebULL;
-	seed ^= seed >> 31;
-	*(uint64_t *)(blk + RT_BLK_RAND) = seed ? seed : 1;
-	*(uint32_t *)(blk + RT_BLK_UID) = (uint32_t)rt_syscall0(102 /* getuid */);
-	*(uint32_t *)(blk + RT_BLK_GID) = (uint32_t)rt_syscall0(104 /* getgid */);
-}
-
 __attribute__((visibility("hidden"))) void *rt_block_get(void)
 {
 	struct rt_ctl *ctl = rt_ctl_p;
@@ -452,6 +428,7 @@ RT_EXPORT long rt_init(struct rt_ctl *ctl)
 	rt_clock_init();
 	ctl->fn[RT_FN_CLOCK_NS] = (uintptr_t)rt_clock_ns;
 	ctl->fn[RT_FN_EXEC_HOOK] = (uintptr_t)rt_exec_hook;
+	ctl->fn[RT_FN_COMM_SYNC] = (uintptr_t)rt_comm_sync;
 	rt_fault_install(ctl->flags & RT_CTL_FAULT_HANDLER);
 	rt_pid = rt_syscall0(39 /* getpid */);
 	__atomic_store_n(&rt_ctl_p, ctl, __ATOMIC_RELEASE);

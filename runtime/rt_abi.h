@@ -30,6 +30,10 @@
  *   0x048  u64 rand: the thread's xorshift64 state (rand), never 0
  *   0x050  u32 uid, u32 gid: the thread's, read when it took the block
  *          (uid, gid, username)
+ *   0x058  char comm[16]: the thread's name as last read (comm)
+ *   0x068  u64 comm_word: the word of its slot in the comm table when
+ *          it was read (RT_COMM_NEVER: read it at every hit)
+ *   0x070  u64 comm_slot: the target's address of that slot's word
  *   0x100  shadow stack: RT_SHADOW_DEPTH entries of RT_SHADOW_ENTRY
  *          bytes, {u64 slot, u64 ret, u64 rbx, u64 cont}: the address of
  *          the wrapped call's return address on the machine stack, the
@@ -81,6 +85,9 @@
 #define RT_BLK_RAND 0x048
 #define RT_BLK_UID 0x050
 #define RT_BLK_GID 0x054
+#define RT_BLK_COMM 0x058
+#define RT_BLK_COMM_WORD 0x068
+#define RT_BLK_COMM_SLOT 0x070
 #define RT_BLK_SHADOW 0x100
 #define RT_SHADOW_ENTRY 32
 #define RT_SH_SLOT 0
@@ -143,6 +150,8 @@
  *                      call's from, or 0 at the end.  Other threads'
  *                      tables are only read; every header is checked
  *   RT_FN_CLOCK_NS     u64 rt_clock_ns(void): CLOCK_MONOTONIC in ns
+ *   RT_FN_COMM_SYNC    void rt_comm_sync(void): bring the calling thread's
+ *                      comm in its block up to date (see comm_tab)
  *   RT_FN_EXEC_HOOK    entry probe code (tramp.h contract, every register
  *                      kept) that ubt places on libc's execve: the
  *                      calling thread announces the exec (exec_pid,
@@ -177,7 +186,27 @@
 #define RT_FN_HTAB_NEXT_ALL 13
 #define RT_FN_CLOCK_NS 14
 #define RT_FN_EXEC_HOOK 15
-#define RT_FN_MAX 16
+#define RT_FN_COMM_SYNC 16
+#define RT_FN_MAX 17
+
+/*
+ * comm without a system call per hit.  ubt's BPF program on the kernel's
+ * task_rename tracepoint (shim/user_comm.c) runs whenever a thread of the
+ * target is renamed (prctl(PR_SET_NAME), a write to /proc/.../comm, from
+ * any process) and writes the new name into the thread's slot of a table
+ * (a BPF array map the target maps read-only at ctl.comm_tab): slot tid %
+ * RT_COMM_SLOTS, the name first, then the word (tid | seq << 32, seq one
+ * more than before), before the rename returns.  Probe code compares the
+ * slot's word with the one its thread saw last (RT_BLK_COMM_WORD) and,
+ * when it differs, calls RT_FN_COMM_SYNC, which takes the name from the
+ * slot if it is this thread's, else reads it with prctl(PR_GET_NAME)
+ * (another thread renamed in the slot, a torn read): a system call per
+ * rename at most, none per hit.  Until ubt sets comm_live (the table
+ * mapped, the program attached), and in forked children (renamed
+ * unseen), every hit reads it with prctl.
+ */
+#define RT_COMM_SLOTS 32
+#define RT_COMM_NEVER (~0ULL)
 
 #ifndef __ASSEMBLER__
 #include <stdint.h>
@@ -229,6 +258,15 @@ struct rt_ctl {
 	uint64_t clk_tsc0;
 	uint64_t clk_ns0;
 	uint64_t clk_mult;
+	/* comm (see RT_COMM_SLOTS), written by ubt */
+	uint64_t comm_tab;	/* the target's address of the table */
+	uint32_t comm_live;	/* it is mapped, the program attached */
+	uint32_t comm_pad;
+};
+
+struct rt_comm_slot {
+	uint64_t word;		/* tid | seq << 32 */
+	char name[16];
 };
 
 /*

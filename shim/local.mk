@@ -62,6 +62,7 @@ libubt_a_SOURCES += \
 	shim/user_check.c \
 	shim/user_clock.c \
 	shim/user_clock.h \
+	shim/user_comm.c \
 	shim/user_detach.c \
 	shim/user_exec.c \
 	shim/user_inject.c \

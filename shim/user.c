@@ -167,6 +167,7 @@ void user_free(struct ubt_user *u)
 	if (!u)
 		return;
 	user_unboost(u);
+	user_comm_stop(u);
 	pt_release(&u->pt);
 	memfd_release(&u->m);
 	free(u->sites);

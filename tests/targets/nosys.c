@@ -16,9 +16,10 @@
  *		each thread makes N calls of phase 2.  A trapped call
  *		prints "ubt-nosys: wrong result: system call NR" (a probe
  *		made it: the target itself makes none of them then).
- *	fork	N calls of phase 1; a forked child makes N calls of phase 2
- *		with its own pid and tid and exits; the parent waits, then
- *		makes N calls of phase 3.
+ *	fork	N calls of phase 1; a forked child renames itself
+ *		"nosys-child" and makes N calls of phase 2 with its own pid
+ *		and tid and exits; the parent waits, then makes N calls of
+ *		phase 3.
  *	comm	named "nosys-a": N calls of phase 1; renamed "nosys-b" by
  *		prctl(PR_SET_NAME): N calls of phase 2; then a thread
  *		(named "nosys-t") makes N calls of phase 3, is renamed
@@ -171,6 +172,7 @@ static long mode_fork(void)
 		return 1;
 	if (!c) {
 		ids();
+		prctl(PR_SET_NAME, "nosys-child");
 		_exit(calls(2) ? 1 : 0);
 	}
 	if (waitpid(c, &st, 0) != c || !WIFEXITED(st) || WEXITSTATUS(st))
