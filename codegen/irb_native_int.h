@@ -1,6 +1,7 @@
 /*
  * Internal to the native target's IR helpers: irb_native.c (functions,
- * maps, memory, emit) and irb_native_helper.c (the BPF helpers).
+ * map layout, memory, emit), irb_native_map.c (map operations) and
+ * irb_native_helper.c (the BPF helpers).
  */
 #ifndef UBT_IRB_NATIVE_INT_H
 #define UBT_IRB_NATIVE_INT_H

@@ -63,7 +63,6 @@ static struct rt_ksigaction rt_old_segv, rt_old_bus;
  */
 extern int __register_atfork(void (*prepare)(void), void (*parent)(void),
 			     void (*child)(void), void *dso);
-__attribute__((visibility("hidden"))) int rt_forked; /* a forked child */
 static long rt_pid;	/* the process rt_init ran in */
 
 static long rt_sigaction(int sig, const struct rt_ksigaction *act,

@@ -33,7 +33,7 @@ extern __thread struct rt_tls rt_tls
 /* rt_state.c: the shared memfd's control block (set by rt_init) */
 extern struct rt_ctl *rt_ctl_p __attribute__((visibility("hidden")));
 
-/* rt.c: this process is a forked child of the one ubt attached to */
+/* rt_state.c: this process is a forked child of the one ubt attached to */
 extern int rt_forked __attribute__((visibility("hidden")));
 
 /* rt_builtin.c: a new block's builtins (ids, rand, comm) */

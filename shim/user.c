@@ -167,7 +167,13 @@ void user_free(struct ubt_user *u)
 	if (!u)
 		return;
 	user_unboost(u);
-	user_comm_stop(u);
+	/* user_comm.c's table and program */
+	if (u->comm_link >= 0)
+		close(u->comm_link);
+	if (u->comm_prog >= 0)
+		close(u->comm_prog);
+	if (u->comm_map >= 0)
+		close(u->comm_map);
 	pt_release(&u->pt);
 	memfd_release(&u->m);
 	free(u->sites);
