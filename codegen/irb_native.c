@@ -77,9 +77,9 @@ void irb_native_release(struct irb *ir)
 	memset(&irb_nat, 0, sizeof(irb_nat));
 }
 
-bool irb_native_uses_comm(const struct irb *ir)
+bool irb_native_uses_task(const struct irb *ir)
 {
-	return irb_nat.ir == ir && irb_nat.uses_comm;
+	return irb_nat.ir == ir && irb_nat.uses_task;
 }
 
 const char *irb_native_unsupported(const struct irb *ir)

@@ -54,8 +54,8 @@ LLVMValueRef irb_native_cycles(struct irb *ir);
  */
 const char *irb_native_unsupported(const struct irb *ir);
 /* The map-area layout (native.h), *area its size in bytes. */
-/* Does a probe read comm (the shim then keeps it up to date)? */
-bool irb_native_uses_comm(const struct irb *ir);
+/* Does a probe read comm, uid or gid (the shim keeps them up to date)? */
+bool irb_native_uses_task(const struct irb *ir);
 const struct native_map *irb_native_maps(const struct irb *ir, int *n,
 					 uint64_t *area);
 /* Emit: native_emit() unless something was unsupported (-ENOTSUP). */

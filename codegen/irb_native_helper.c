@@ -322,7 +322,42 @@ static void nat_comm(struct irb *ir, LLVMValueRef dst, uint64_t size)
 	LLVMPositionBuilderAtEnd(ir->b, done);
 	irb_native_memcpy(ir, dst, irb_gep(ir, irb_nat.blk, RT_BLK_COMM),
 			  size);
-	irb_nat.uses_comm = true;
+	irb_nat.uses_task = true;
+}
+
+/*
+ * uid and gid: the thread's, read when it took its block and again after
+ * a credentials change of the process (runtime/rt_builtin.c):
+ *
+ *	if (*blk->cred_at != blk->cred_gen)
+ *		rt_cred_sync();
+ *	return blk->uid | (u64)blk->gid << 32;
+ */
+static LLVMValueRef nat_uid_gid(struct irb *ir)
+{
+	LLVMBasicBlockRef sync, done;
+	LLVMValueRef at, gen, seen, v;
+
+	at = LLVMBuildLoad2(ir->b, ir->ptr,
+			    irb_gep(ir, irb_nat.blk, RT_BLK_CRED_AT), "cred_at");
+	gen = LLVMBuildLoad2(ir->b, ir->i64, at, "cred_gen");
+	LLVMSetVolatile(gen, 1);
+	seen = LLVMBuildLoad2(ir->b, ir->i64,
+			      irb_gep(ir, irb_nat.blk, RT_BLK_CRED_GEN),
+			      "cred_seen");
+	sync = LLVMAppendBasicBlockInContext(ir->ctx, ir->fn, "cred_sync");
+	done = LLVMAppendBasicBlockInContext(ir->ctx, ir->fn, "cred_done");
+	LLVMBuildCondBr(ir->b, LLVMBuildICmp(ir->b, LLVMIntNE, gen, seen, ""),
+			sync, done);
+	LLVMPositionBuilderAtEnd(ir->b, sync);
+	nat_call(ir, RT_FN_CRED_SYNC, LLVMVoidTypeInContext(ir->ctx), NULL, 0);
+	LLVMBuildBr(ir->b, done);
+	irb_nat.uses_task = true;
+	LLVMPositionBuilderAtEnd(ir->b, done);
+	v = LLVMBuildLoad2(ir->b, ir->i64, irb_gep(ir, irb_nat.blk, RT_BLK_UID),
+			   "uid_gid");
+	LLVMSetVolatile(v, 1);
+	return v;
 }
 
 /*
@@ -377,10 +412,7 @@ LLVMValueRef irb_native_helper(struct irb *ir, int id, LLVMValueRef *args,
 				   LLVMBuildZExt(ir->b, tid, ir->i64, ""), "");
 	}
 	case BPF_FUNC_get_current_uid_gid:
-		/* the thread's, read when it took its block (runtime/rt.c) */
-		return LLVMBuildLoad2(ir->b, ir->i64,
-				      irb_gep(ir, irb_nat.blk, RT_BLK_UID),
-				      "uid_gid");
+		return nat_uid_gid(ir);
 	case BPF_FUNC_ktime_get_ns:
 	case BPF_FUNC_ktime_get_boot_ns:
 		if (id == BPF_FUNC_ktime_get_boot_ns)

@@ -40,7 +40,7 @@ struct irb_native {
 	 * BPF_FUNC_for_each_map_elem pops) */
 	LLVMValueRef outer_blk[NAT_MAX_NEST];
 	int nest;
-	bool uses_comm;		/* a probe reads comm (RT_FN_COMM_SYNC) */
+	bool uses_task;		/* a probe reads comm, uid or gid */
 };
 extern struct irb_native irb_nat;
 

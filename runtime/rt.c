@@ -428,6 +428,7 @@ RT_EXPORT long rt_init(struct rt_ctl *ctl)
 	ctl->fn[RT_FN_CLOCK_NS] = (uintptr_t)rt_clock_ns;
 	ctl->fn[RT_FN_EXEC_HOOK] = (uintptr_t)rt_exec_hook;
 	ctl->fn[RT_FN_COMM_SYNC] = (uintptr_t)rt_comm_sync;
+	ctl->fn[RT_FN_CRED_SYNC] = (uintptr_t)rt_cred_sync;
 	rt_fault_install(ctl->flags & RT_CTL_FAULT_HANDLER);
 	rt_pid = rt_syscall0(39 /* getpid */);
 	__atomic_store_n(&rt_ctl_p, ctl, __ATOMIC_RELEASE);

@@ -34,6 +34,11 @@
  *   0x068  u64 comm_word: the word of its slot in the comm table when
  *          it was read (RT_COMM_NEVER: read it at every hit)
  *   0x070  u64 comm_slot: the target's address of that slot's word
+ *   0x078  u64 cred_gen: the credentials generation (RT_COMM_SLOTS) when
+ *          uid and gid were read
+ *   0x080  u64 cred_at: the target's address of the generation probe
+ *          code compares with cred_gen (its own cred_gen when there is
+ *          none: uid and gid stay as first read)
  *   0x100  shadow stack: RT_SHADOW_DEPTH entries of RT_SHADOW_ENTRY
  *          bytes, {u64 slot, u64 ret, u64 rbx, u64 cont}: the address of
  *          the wrapped call's return address on the machine stack, the
@@ -88,6 +93,8 @@
 #define RT_BLK_COMM 0x058
 #define RT_BLK_COMM_WORD 0x068
 #define RT_BLK_COMM_SLOT 0x070
+#define RT_BLK_CRED_GEN 0x078
+#define RT_BLK_CRED_AT 0x080
 #define RT_BLK_SHADOW 0x100
 #define RT_SHADOW_ENTRY 32
 #define RT_SH_SLOT 0
@@ -151,7 +158,9 @@
  *                      tables are only read; every header is checked
  *   RT_FN_CLOCK_NS     u64 rt_clock_ns(void): CLOCK_MONOTONIC in ns
  *   RT_FN_COMM_SYNC    void rt_comm_sync(void): bring the calling thread's
- *                      comm in its block up to date (see comm_tab)
+ *                      comm in its block up to date (see RT_COMM_SLOTS)
+ *   RT_FN_CRED_SYNC    void rt_cred_sync(void): read the calling thread's
+ *                      uid and gid again (see RT_COMM_SLOTS)
  *   RT_FN_EXEC_HOOK    entry probe code (tramp.h contract, every register
  *                      kept) that ubt places on libc's execve: the
  *                      calling thread announces the exec (exec_pid,
@@ -187,7 +196,8 @@
 #define RT_FN_CLOCK_NS 14
 #define RT_FN_EXEC_HOOK 15
 #define RT_FN_COMM_SYNC 16
-#define RT_FN_MAX 17
+#define RT_FN_CRED_SYNC 17
+#define RT_FN_MAX 18
 
 /*
  * comm without a system call per hit.  ubt's BPF program on the kernel's
@@ -204,8 +214,17 @@
  * rename at most, none per hit.  Until ubt sets comm_live (the table
  * mapped, the program attached), and in forked children (renamed
  * unseen), every hit reads it with prctl.
+ *
+ * The u64 after the slots counts credential changes of the target's
+ * threads: ubt's program on the exits of setuid, setgid, setreuid,
+ * setregid, setresuid and setresgid adds one (before the call returns).
+ * Probe code compares it with the generation its thread read uid and gid
+ * at (RT_BLK_CRED_GEN) and calls RT_FN_CRED_SYNC when it differs: two
+ * system calls per change at most.
  */
 #define RT_COMM_SLOTS 32
+#define RT_COMM_CRED_OFF (RT_COMM_SLOTS * 24)	/* the generation */
+#define RT_COMM_TAB_SIZE (RT_COMM_CRED_OFF + 8)
 #define RT_COMM_NEVER (~0ULL)
 
 #ifndef __ASSEMBLER__

@@ -1,9 +1,9 @@
 /*
  * What the builtins of user-mode probes read from the thread's block
- * instead of making a system call per hit (rt_abi.h): the ids, read once
- * when the thread takes its block; the rand state; the thread's name,
- * kept up to date through the slots ubt's task_rename program writes
- * (RT_COMM_SLOTS).
+ * instead of making a system call per hit (rt_abi.h): the ids, read when
+ * the thread takes its block (uid and gid again after a credentials
+ * change); the rand state; the thread's name, kept up to date through the
+ * slots ubt's task_rename program writes (RT_COMM_SLOTS).
  */
 #include <stddef.h>
 #include <stdint.h>
@@ -103,6 +103,30 @@ RT_EXPORT void rt_comm_sync(void)
 	rt_comm_read(blk, ctl, tid);
 }
 
+/* Read uid and gid, noting the credentials generation first. */
+static void rt_cred_read(char *blk, struct rt_ctl *ctl)
+{
+	uint64_t tab = 0, *gen;
+
+	if (!rt_forked && __atomic_load_n(&ctl->comm_live, __ATOMIC_ACQUIRE))
+		tab = __atomic_load_n(&ctl->comm_tab, __ATOMIC_RELAXED);
+	gen = tab ? (uint64_t *)(uintptr_t)(tab + RT_COMM_CRED_OFF) :
+		    (uint64_t *)(blk + RT_BLK_CRED_GEN);
+	*(uint64_t *)(blk + RT_BLK_CRED_GEN) =
+		__atomic_load_n(gen, __ATOMIC_ACQUIRE);
+	*(uint64_t *)(blk + RT_BLK_CRED_AT) = (uint64_t)(uintptr_t)gen;
+	*(uint32_t *)(blk + RT_BLK_UID) =
+		(uint32_t)rt_syscall0(102 /* getuid */);
+	*(uint32_t *)(blk + RT_BLK_GID) =
+		(uint32_t)rt_syscall0(104 /* getgid */);
+}
+
+RT_EXPORT void rt_cred_sync(void)
+{
+	if (rt_self && rt_ctl_p)
+		rt_cred_read(rt_self, rt_ctl_p);
+}
+
 /* Fill a new block's builtins (its tid is set). */
 __attribute__((visibility("hidden"))) void rt_block_builtins(char *blk)
 {
@@ -118,13 +142,6 @@ __attribute__((visibility("hidden"))) void rt_block_builtins(char *blk)
 	seed = (seed ^ (seed >> 27)) * 0x94d049bb133111ebULL;
 	seed ^= seed >> 31;
 	*(uint64_t *)(blk + RT_BLK_RAND) = seed ? seed : 1;
-	/*
-	 * uid and gid are the thread's when it took its block: a later
-	 * setuid()/setgid() is not seen (kernel-mode probes see it)
-	 */
-	*(uint32_t *)(blk + RT_BLK_UID) =
-		(uint32_t)rt_syscall0(102 /* getuid */);
-	*(uint32_t *)(blk + RT_BLK_GID) =
-		(uint32_t)rt_syscall0(104 /* getgid */);
+	rt_cred_read(blk, ctl);
 	rt_comm_read(blk, ctl, tid);
 }

@@ -39,6 +39,7 @@ extern int rt_forked __attribute__((visibility("hidden")));
 /* rt_builtin.c: a new block's builtins (ids, rand, comm) */
 void rt_block_builtins(char *blk) __attribute__((visibility("hidden")));
 void rt_comm_sync(void);
+void rt_cred_sync(void);
 
 /* A system call without arguments (no libc, no errno). */
 static inline long rt_syscall0(long nr)

@@ -192,7 +192,8 @@ static int run_combined(struct compile *c, const struct run_opts *o,
 		goto out;
 	if (o->verbose && user_comm_note(r.u))
 		fprintf(stderr, "ubt: comm in user-mode probes reads prctl() at "
-			"every hit (cheaper than a kernel uprobe's trap): %s\n",
+			"every hit (cheaper than a kernel uprobe's trap), uid "
+			"and gid stay as first read: %s\n",
 			user_comm_note(r.u));
 	if (o->verbose && user_leftovers(r.u))
 		fprintf(stderr, "ubt: removed %d jump(s) left in pid %d by a "

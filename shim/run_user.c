@@ -46,7 +46,7 @@ int run_user_attach(struct run *r)
 	struct user_opts uo = { .sz = sizeof(uo),
 				.runtime_path = r->o->runtime_path,
 				.fault_safe_reads = true,
-				.comm = r->nobj->native_comm };
+				.task = r->nobj->native_task };
 	char err[512];
 
 	memfd_layout_default(&uo.layout);

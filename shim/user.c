@@ -174,6 +174,11 @@ void user_free(struct ubt_user *u)
 		close(u->comm_prog);
 	if (u->comm_map >= 0)
 		close(u->comm_map);
+	if (u->cred_prog >= 0)
+		close(u->cred_prog);
+	for (int i = 0; i < USER_CRED_TPS; i++)
+		if (u->cred_ev[i] >= 0)
+			close(u->cred_ev[i]);
 	pt_release(&u->pt);
 	memfd_release(&u->m);
 	free(u->sites);

@@ -31,8 +31,9 @@ struct user_opts {
 	struct memfd_layout layout;	/* all zero: memfd_layout_default() */
 	bool fault_safe_reads;	/* probes use rt_probe_read (str, *ptr):
 				 * install the chained SIGSEGV handler */
-	bool comm;		/* probes read comm: keep the threads' names
-				 * up to date (user_comm.c) */
+	bool task;		/* probes read comm, uid or gid: keep the
+				 * threads' names and credentials up to date
+				 * (user_comm.c) */
 };
 
 enum user_probe_kind {
@@ -175,9 +176,10 @@ struct memfd *user_memfd(struct ubt_user *u);
 void user_clock_tick(struct ubt_user *u);
 bool user_clock_tsc(const struct ubt_user *u);
 /*
- * comm in user-mode probes (user_opts.comm): NULL when the threads' names
- * are kept up to date without a system call per hit (user_comm.c) or
- * comm is not read, else why every hit reads prctl().
+ * comm, uid and gid in user-mode probes (user_opts.task): NULL when the
+ * threads' names and credentials are kept up to date (user_comm.c) or
+ * none is read, else why comm reads prctl() at every hit and uid and gid
+ * stay as each thread first read them.
  */
 const char *user_comm_note(const struct ubt_user *u);
 bool user_comm_live(const struct ubt_user *u);

@@ -312,12 +312,14 @@ struct ubt_user *user_attach_pid(pid_t pid, const struct user_opts *o,
 	struct ubt_user *u = xcalloc(1, sizeof(*u));
 
 	u->m.fd = -1;
-	u->comm_map = u->comm_prog = u->comm_link = -1;
+	u->comm_map = u->comm_prog = u->comm_link = u->cred_prog = -1;
+	for (int i = 0; i < USER_CRED_TPS; i++)
+		u->cred_ev[i] = -1;
 	pt_init(&u->pt);
 	u->pid = pid;
 	user_prepare_libc(u);	/* the ELF work, before stopping the target */
 	user_clock_begin(&u->clk);	/* its first pair, likewise */
-	u->comm_want = USER_FIELD(o, struct user_opts, comm) && o->comm;
+	u->comm_want = USER_FIELD(o, struct user_opts, task) && o->task;
 	user_comm_try_prepare(u);	/* the BTF, likewise */
 	if (find_runtime(u, o)) {
 		snprintf(err, errlen, "cannot attach to pid %d: %s", pid,
@@ -347,7 +349,9 @@ struct ubt_user *user_attach_cmd(char *const argv[], const struct user_opts *o,
 	struct ubt_user *u = xcalloc(1, sizeof(*u));
 
 	u->m.fd = -1;
-	u->comm_map = u->comm_prog = u->comm_link = -1;
+	u->comm_map = u->comm_prog = u->comm_link = u->cred_prog = -1;
+	for (int i = 0; i < USER_CRED_TPS; i++)
+		u->cred_ev[i] = -1;
 	pt_init(&u->pt);
 	u->child = true;
 	user_clock_begin(&u->clk);
@@ -366,7 +370,7 @@ struct ubt_user *user_attach_cmd(char *const argv[], const struct user_opts *o,
 		return NULL;
 	}
 	u->pid = u->pt.pid;
-	u->comm_want = USER_FIELD(o, struct user_opts, comm) && o->comm;
+	u->comm_want = USER_FIELD(o, struct user_opts, task) && o->task;
 	user_comm_try_prepare(u);
 	return attach(u, o, err, errlen);
 }

@@ -1,6 +1,6 @@
 /*
- * comm in user-mode probes without a system call per hit (rt_abi.h,
- * RT_COMM_SLOTS): a BPF program on the kernel's task_rename tracepoint
+ * comm, uid and gid in user-mode probes without a system call per hit
+ * (rt_abi.h, RT_COMM_SLOTS): a BPF program on the kernel's task_rename tracepoint
  * writes each new name of a thread of the target into a table, a BPF
  * array map (BPF_F_MMAPABLE) that the target maps read-only, where the
  * threads' probe code finds it.  The program runs in the renaming thread
@@ -20,10 +20,20 @@
  * file), with the target's pid and the field offsets of task_struct from
  * the kernel's BTF as constants.
  *
+ * The same table ends in a credentials generation: a second program, on
+ * the exits of setuid, setgid, setreuid, setregid, setresuid and
+ * setresgid (perf-event tracepoints), adds one when a thread of the
+ * target made one of these calls; probe code then reads uid and gid
+ * again (runtime/rt_builtin.c).
+ *
  * Where any of it fails (no BTF, no BPF, a sandboxed target), comm reads
  * prctl(PR_GET_NAME) at every hit, ~0.2 us, still far less than a kernel
- * uprobe's trap: -v says so.
+ * uprobe's trap, and uid and gid stay as each thread first read them:
+ * -v says so.  All of it is made only for programs whose user-mode
+ * probes read comm, uid, gid or username.
  */
+#include <linux/perf_event.h>
+#include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 
@@ -31,6 +41,7 @@
 #include <bpf/btf.h>
 #include <linux/bpf.h>
 
+#include "tracepoint.h"
 #include "user_int.h"
 
 #define INSN(c, d, s, o, i)                                                   \
@@ -49,7 +60,9 @@
 #define JOUT_K(op, d, k) INSN(BPF_JMP | (op) | BPF_K, d, 0, 0x7fff, k)
 #define JOUT_X(op, d, s) INSN(BPF_JMP | (op) | BPF_X, d, s, 0x7fff, 0)
 
-#define COMM_TAB_SIZE (RT_COMM_SLOTS * sizeof(struct rt_comm_slot))
+#define COMM_TAB_SIZE RT_COMM_TAB_SIZE
+_Static_assert(RT_COMM_CRED_OFF == RT_COMM_SLOTS * sizeof(struct rt_comm_slot),
+	       "the credentials generation follows the slots");
 
 struct comm_prog {
 	struct bpf_insn in[96];
@@ -140,6 +153,79 @@ static void user_comm_prog(struct comm_prog *p, int map_fd, pid_t pid,
 			p->in[i].off = (int16_t)(p->n - i - 1);
 	emit(p, MOV_K(BPF_REG_0, 0));
 	emit(p, EXIT());
+}
+
+/*
+ * The credentials program (a tracepoint on the exits of the set*id system
+ * calls): one more in the generation after the slots when the caller is
+ * a thread of the target.
+ *
+ *	if (get_current_pid_tgid() >> 32 == PID &&
+ *	    (tab = map_lookup_elem(map, &zero)))
+ *		__sync_fetch_and_add(&tab->cred_gen, 1);
+ */
+static void user_cred_prog(struct comm_prog *p, int map_fd, pid_t pid)
+{
+	p->n = 0;
+	emit(p, ST0(-8));
+	emit(p, CALL(BPF_FUNC_get_current_pid_tgid));
+	emit(p, ALU_K(BPF_RSH, BPF_REG_0, 32));
+	emit(p, JOUT_K(BPF_JNE, BPF_REG_0, pid));
+	emit(p, INSN(BPF_LD | BPF_DW | BPF_IMM, BPF_REG_1, BPF_PSEUDO_MAP_FD,
+		     0, map_fd));
+	emit(p, INSN(0, 0, 0, 0, 0));
+	emit_fp(p, BPF_REG_2, -8);
+	emit(p, CALL(BPF_FUNC_map_lookup_elem));
+	emit(p, JOUT_K(BPF_JEQ, BPF_REG_0, 0));
+	emit(p, MOV_K(BPF_REG_1, 1));
+	emit(p, INSN(BPF_STX | BPF_ATOMIC | BPF_DW, BPF_REG_0, BPF_REG_1,
+		     RT_COMM_CRED_OFF, BPF_ADD));
+	for (int i = 0; i < p->n; i++)
+		if (p->in[i].off == 0x7fff &&
+		    BPF_CLASS(p->in[i].code) == BPF_JMP)
+			p->in[i].off = (int16_t)(p->n - i - 1);
+	emit(p, MOV_K(BPF_REG_0, 0));
+	emit(p, EXIT());
+}
+
+/* The system calls that change a thread's real uid or gid. */
+static const char *const user_cred_calls[USER_CRED_TPS] = {
+	"setuid", "setgid", "setreuid", "setregid", "setresuid", "setresgid",
+};
+
+/* Attach prog to syscalls:sys_exit_NAME; the perf event's fd, or -errno. */
+static int user_cred_attach(int prog, const char *name)
+{
+	struct perf_event_attr a = { .type = PERF_TYPE_TRACEPOINT,
+				     .size = sizeof(a), .sample_period = 1,
+				     .wakeup_events = 1 };
+	const char *root = tp_tracefs();
+	char path[PATH_MAX], buf[32];
+	FILE *f;
+	int fd;
+
+	snprintf(path, sizeof(path), "%s/events/syscalls/sys_exit_%s/id",
+		 root ? root : "/sys/kernel/tracing", name);
+	f = fopen(path, "re");
+	if (!f)
+		return -errno;
+	if (!fgets(buf, sizeof(buf), f)) {
+		fclose(f);
+		return -EIO;
+	}
+	fclose(f);
+	a.config = strtoull(buf, NULL, 10);
+	fd = syscall(SYS_perf_event_open, &a, -1, 0, -1, PERF_FLAG_FD_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	if (ioctl(fd, PERF_EVENT_IOC_SET_BPF, prog) ||
+	    ioctl(fd, PERF_EVENT_IOC_ENABLE, 0)) {
+		int err = -errno;
+
+		close(fd);
+		return err;
+	}
+	return fd;
 }
 
 /* Byte offsets of task_struct's pid and tgid in the kernel's BTF. */
@@ -278,7 +364,14 @@ void user_comm_stop(struct ubt_user *u)
 		close(u->comm_prog);
 	if (u->comm_map >= 0)
 		close(u->comm_map);
-	u->comm_link = u->comm_prog = u->comm_map = -1;
+	if (u->cred_prog >= 0)
+		close(u->cred_prog);
+	for (int i = 0; i < USER_CRED_TPS; i++) {
+		if (u->cred_ev[i] >= 0)
+			close(u->cred_ev[i]);
+		u->cred_ev[i] = -1;
+	}
+	u->comm_link = u->comm_prog = u->comm_map = u->cred_prog = -1;
 }
 
 int user_comm_prepare(struct ubt_user *u)
@@ -313,6 +406,17 @@ int user_comm_prepare(struct ubt_user *u)
 		return user_err(u, err, "load the task_rename program: %s",
 				log);
 	}
+	p = xcalloc(1, sizeof(*p));
+	user_cred_prog(p, u->comm_map, u->pid);
+	u->cred_prog = bpf_prog_load(BPF_PROG_TYPE_TRACEPOINT, "ubt_cred",
+				     "GPL", p->in, p->n, &po);
+	free(p);
+	if (u->cred_prog < 0) {
+		err = u->cred_prog;
+		u->cred_prog = -1;
+		user_comm_stop(u);
+		return user_err(u, err, "load the set*id program: %s", log);
+	}
 	return 0;
 }
 
@@ -341,6 +445,22 @@ int user_comm_place(struct ubt_user *u)
 		u->comm_link = -1;
 		user_rsys(u, SYS_munmap, (uint64_t)addr, len, 0, 0, 0, 0, &ret);
 		return user_err(u, err, "attach to task_rename");
+	}
+	for (int i = 0; i < USER_CRED_TPS; i++) {
+		if (u->cred_ev[i] >= 0)
+			continue;
+		u->cred_ev[i] = user_cred_attach(u->cred_prog,
+						 user_cred_calls[i]);
+		if (u->cred_ev[i] < 0) {
+			err = u->cred_ev[i];
+			u->cred_ev[i] = -1;
+			close(u->comm_link);
+			u->comm_link = -1;
+			user_rsys(u, SYS_munmap, (uint64_t)addr, len, 0, 0, 0, 0,
+				  &ret);
+			return user_err(u, err, "attach to sys_exit_%s",
+					user_cred_calls[i]);
+		}
 	}
 	u->m.ctl->comm_tab = (uint64_t)addr;
 	__atomic_store_n(&u->m.ctl->comm_live, 1, __ATOMIC_RELEASE);

@@ -35,6 +35,7 @@
 #include "util.h"
 
 #define USER_MAX_SITES 256
+#define USER_CRED_TPS 6		/* user_comm.c: set{,re,res}{u,g}id */
 
 #define USER_SCRATCH_OFF 2048	/* in the control page, after struct rt_ctl */
 
@@ -106,6 +107,7 @@ struct ubt_user {
 	/* user_comm.c: the task_rename program keeping comm up to date */
 	bool comm_want;		/* a user-mode probe reads comm */
 	int comm_map, comm_prog, comm_link;	/* -1: none */
+	int cred_prog, cred_ev[USER_CRED_TPS];	/* likewise */
 	char comm_why[256];	/* why it is not live */
 	char err[512];
 };

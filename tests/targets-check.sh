@@ -38,7 +38,7 @@ signalled() {
 	rm -f "$out"
 }
 
-echo 1..18
+echo 1..19
 check "$t/ubt-alt"
 check "$t/ubt-alt" 30 3
 check "$t/ubt-calls"
@@ -50,6 +50,7 @@ check "$t/ubt-libuser"
 check "$t/ubt-nosys" comm 10
 check "$t/ubt-nosys" fork 10
 check "$t/ubt-nosys" seccomp 10
+check "$t/ubt-nosys" setuid 10
 check "$t/ubt-patch" 10
 check "$t/ubt-strs"
 if [ -x "$t/ubt-usdt" ]; then

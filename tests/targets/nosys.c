@@ -20,6 +20,9 @@
  *		"nosys-child" and makes N calls of phase 2 with its own pid
  *		and tid and exits; the parent waits, then makes N calls of
  *		phase 3.
+ *	setuid	(as root) N calls of phase 1, and a thread's N of phase 2;
+ *		then setgid(65534) and setuid(65534) (glibc changes every
+ *		thread); N calls of phase 3, the thread's N of phase 4.
  *	comm	named "nosys-a": N calls of phase 1; renamed "nosys-b" by
  *		prctl(PR_SET_NAME): N calls of phase 2; then a thread
  *		(named "nosys-t") makes N calls of phase 3, is renamed
@@ -180,6 +183,37 @@ static long mode_fork(void)
 	return bad + calls(3);
 }
 
+static void *setuid_thread(void *arg)
+{
+	long bad = calls(2);
+
+	(void)arg;
+	pthread_barrier_wait(&bar);	/* the main thread changes uid */
+	pthread_barrier_wait(&bar);
+	return (void *)(bad + calls(4));
+}
+
+static long mode_setuid(void)
+{
+	pthread_t th;
+	void *tbad;
+	long bad;
+
+	pthread_barrier_init(&bar, NULL, 2);
+	if (pthread_create(&th, NULL, setuid_thread, NULL))
+		return 1;
+	bad = calls(1);
+	pthread_barrier_wait(&bar);
+	if (setgid(65534) || setuid(65534)) {
+		fprintf(stderr, "ubt-nosys: setuid: %s\n", strerror(errno));
+		bad++;
+	}
+	pthread_barrier_wait(&bar);
+	bad += calls(3);
+	pthread_join(th, &tbad);
+	return bad + (long)tbad;
+}
+
 static void *comm_thread(void *arg)
 {
 	long bad;
@@ -225,6 +259,8 @@ int main(int argc, char **argv)
 		bad = mode_fork();
 	else if (!strcmp(mode, "comm"))
 		bad = mode_comm();
+	else if (!strcmp(mode, "setuid"))
+		bad = mode_setuid();
 	else
 		return 2;
 	return target_result("ubt-nosys", bad);
