@@ -417,6 +417,25 @@ int user_comm_prepare(struct ubt_user *u)
 		user_comm_stop(u);
 		return user_err(u, err, "load the set*id program: %s", log);
 	}
+	/* attached now: they fill the table before the target maps it */
+	u->comm_link = bpf_raw_tracepoint_open("task_rename", u->comm_prog);
+	if (u->comm_link < 0) {
+		err = -errno;
+		u->comm_link = -1;
+		user_comm_stop(u);
+		return user_err(u, err, "attach to task_rename");
+	}
+	for (int i = 0; i < USER_CRED_TPS; i++) {
+		u->cred_ev[i] = user_cred_attach(u->cred_prog,
+						 user_cred_calls[i]);
+		if (u->cred_ev[i] < 0) {
+			err = u->cred_ev[i];
+			u->cred_ev[i] = -1;
+			user_comm_stop(u);
+			return user_err(u, err, "attach to sys_exit_%s",
+					user_cred_calls[i]);
+		}
+	}
 	return 0;
 }
 
@@ -426,9 +445,10 @@ int user_comm_place(struct ubt_user *u)
 	int64_t tfd = -1, addr = 0, ret;
 	int err;
 
+	u->comm_placed = false;
 	u->m.ctl->comm_live = 0;
 	u->m.ctl->comm_tab = 0;
-	if (u->comm_prog < 0)
+	if (u->comm_link < 0)
 		return -ENOENT;	/* user_comm_prepare() said why */
 	err = user_comm_send(u, u->comm_map, &tfd);
 	err = err ?: user_rsys(u, SYS_mmap, 0, len, PROT_READ, MAP_SHARED,
@@ -437,33 +457,9 @@ int user_comm_place(struct ubt_user *u)
 		user_rsys(u, SYS_close, (uint64_t)tfd, 0, 0, 0, 0, 0, &ret);
 	if (err)
 		return err;
-	if (u->comm_link < 0)
-		u->comm_link = bpf_raw_tracepoint_open("task_rename",
-						       u->comm_prog);
-	if (u->comm_link < 0) {
-		err = -errno;
-		u->comm_link = -1;
-		user_rsys(u, SYS_munmap, (uint64_t)addr, len, 0, 0, 0, 0, &ret);
-		return user_err(u, err, "attach to task_rename");
-	}
-	for (int i = 0; i < USER_CRED_TPS; i++) {
-		if (u->cred_ev[i] >= 0)
-			continue;
-		u->cred_ev[i] = user_cred_attach(u->cred_prog,
-						 user_cred_calls[i]);
-		if (u->cred_ev[i] < 0) {
-			err = u->cred_ev[i];
-			u->cred_ev[i] = -1;
-			close(u->comm_link);
-			u->comm_link = -1;
-			user_rsys(u, SYS_munmap, (uint64_t)addr, len, 0, 0, 0, 0,
-				  &ret);
-			return user_err(u, err, "attach to sys_exit_%s",
-					user_cred_calls[i]);
-		}
-	}
 	u->m.ctl->comm_tab = (uint64_t)addr;
 	__atomic_store_n(&u->m.ctl->comm_live, 1, __ATOMIC_RELEASE);
+	u->comm_placed = true;
 	return 0;
 }
 
@@ -492,5 +488,5 @@ void user_comm_try(struct ubt_user *u)
 
 const char *user_comm_note(const struct ubt_user *u)
 {
-	return u && u->comm_want && u->comm_link < 0 ? u->comm_why : NULL;
+	return u && u->comm_want && !u->comm_placed ? u->comm_why : NULL;
 }

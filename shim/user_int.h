@@ -108,6 +108,7 @@ struct ubt_user {
 	bool comm_want;		/* a user-mode probe reads comm */
 	int comm_map, comm_prog, comm_link;	/* -1: none */
 	int cred_prog, cred_ev[USER_CRED_TPS];	/* likewise */
+	bool comm_placed;	/* the target maps the table: it is live */
 	char comm_why[256];	/* why it is not live */
 	char err[512];
 };
@@ -199,10 +200,10 @@ void user_unboost(struct ubt_user *u);
 
 /*
  * user_comm.c, where comm_want: user_comm_prepare() makes the comm table
- * and loads its task_rename program (before the target stops: reading
+ * and loads and attaches its programs (before the target stops: reading
  * the kernel's BTF takes ~16 ms); user_comm_place() maps the table in the
- * stopped target (again after an exec) and attaches the program; 0 or
- * -errno (comm then reads prctl at every hit).  The _try forms keep
+ * stopped target (again after an exec); 0 or -errno (comm then reads
+ * prctl at every hit).  The _try forms keep
  * u->err and note the failure in u->comm_why.  user_comm_stop(): close.
  */
 int user_comm_prepare(struct ubt_user *u);
