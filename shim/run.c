@@ -267,6 +267,14 @@ static int run_combined(struct compile *c, const struct run_opts *o,
 		if (o->verbose)
 			fprintf(stderr, "ubt: target stopped for %.3f ms\n",
 				user_stop_ns(r.u) / 1e6);
+		if (o->verbose)
+			fprintf(stderr, "ubt: nsecs in user-mode probes: %s\n",
+				user_clock_tsc(r.u) ?
+					"the time-stamp counter, scaled to "
+					"the kernel's clock" :
+					"clock_gettime() through the vDSO "
+					"(UBT_NO_TSC, or the time-stamp "
+					"counter is not the kernel's clock)");
 	}
 	while (!signals_stopping() && !kernel_exiting(r.k)) {
 		bool gone = run_target_gone(&r);

@@ -36,6 +36,15 @@ for clock in tsc vdso; do
 			printf "%d %d %d\n", n, back, first
 		}' "$tap_tmp/out" >"$tap_tmp/res"
 	read -r n back first <"$tap_tmp/res"
+	# -v names the clock: the vDSO when forced, else either
+	want="nsecs in user-mode probes: (the time-stamp counter|clock_gettime)"
+	[ $clock = vdso ] &&
+		want="nsecs in user-mode probes: clock_gettime\(\) through the vDSO"
+	if grep -Eq "$want" "$tap_tmp/err"; then
+		ok "$clock: -v names the clock"
+	else
+		not_ok "$clock: -v names the clock" "$(grep nsecs "$tap_tmp/err")"
+	fi
 	if [ $rc -eq 0 ] && [ $placed -eq 0 ] && [ "$n" -eq 6000 ] &&
 	   [ "$back" -eq 0 ]; then
 		ok "$clock: 3000 user-mode nsecs each between the kernel's around it"
