@@ -194,6 +194,9 @@ int user_detach(struct ubt_user *u)
 		if (!err && e)
 			err = e;
 	}
+	/* every site restored: a later ubt need not search this memfd */
+	if (!err)
+		__atomic_store_n(&u->m.ctl->sites_clean, 1, __ATOMIC_RELEASE);
 	return err;
 }
 
