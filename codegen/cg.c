@@ -445,6 +445,7 @@ static int cg_emit_native(struct cg *g, bool optimise)
 	obj->native_maps = arena_alloc(&g->c->arena, (n + 1) * sizeof(*nm));
 	memcpy((void *)obj->native_maps, nm, n * sizeof(*nm));
 	obj->nnative_maps = n;
+	obj->native_task = irb_native_uses_task(&g->ir);
 	return 0;
 }
 

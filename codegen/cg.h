@@ -213,6 +213,9 @@ struct cg_object {
 	const struct native_map *native_maps;
 	int nnative_maps;
 	uint64_t native_area;
+	/* native target: a probe reads comm, uid or gid (shim/user_comm.c's
+	 * programs keep the threads' names and credentials up to date) */
+	bool native_task;
 };
 
 struct cg_opts {

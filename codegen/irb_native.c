@@ -83,6 +83,11 @@ void irb_native_release(struct irb *ir)
 	memset(&irb_nat, 0, sizeof(irb_nat));
 }
 
+bool irb_native_uses_task(const struct irb *ir)
+{
+	return irb_nat.ir == ir && irb_nat.uses_task;
+}
+
 const char *irb_native_unsupported(const struct irb *ir)
 {
 	return irb_nat.ir == ir ? irb_nat.unsupported : NULL;
@@ -412,165 +417,6 @@ void nat_incoming2(LLVMValueRef phi, LLVMValueRef v0,
 	LLVMBasicBlockRef b[2] = { b0, b1 };
 
 	LLVMAddIncoming(phi, v, b, 2);
-}
-
-/*
- * A per-thread table with 8-byte keys (tid, a pointer): the key's first
- * slot, inline, when it holds the key (state 1), as rt_htab_slot() finds
- * it (rt_hash() of one word); anything else through the runtime (another
- * slot, an insert, a revival). No call, so no registers saved, on a hit.
- */
-static LLVMValueRef nat_htab_hit(struct irb *ir, struct native_map *m,
-				 LLVMValueRef base, LLVMValueRef key)
-{
-	uint64_t ss = 16 + rt_align8(m->val_size);
-	LLVMBasicBlockRef chk = LLVMAppendBasicBlockInContext(ir->ctx, ir->fn,
-							      "htab_key");
-	LLVMBasicBlockRef slow = LLVMAppendBasicBlockInContext(ir->ctx,
-							       ir->fn,
-							       "htab_slow");
-	LLVMBasicBlockRef done = LLVMAppendBasicBlockInContext(ir->ctx,
-							       ir->fn,
-							       "htab_done");
-	LLVMValueRef k, h, slot, st, sk, hit, rt, phi, a[2];
-
-	k = LLVMBuildLoad2(ir->b, ir->i64, key, "k");
-	LLVMSetAlignment(k, 1);
-	h = LLVMBuildMul(ir->b,
-			 LLVMBuildXor(ir->b, k,
-				      irb_const(ir, 1469598103934665603ULL),
-				      ""),
-			 irb_const(ir, 1099511628211ULL), "");
-	h = LLVMBuildXor(ir->b, h, LLVMBuildLShr(ir->b, h, irb_const(ir, 29),
-						 ""), "hash");
-	h = LLVMBuildAnd(ir->b, h, irb_const(ir, m->nslots - 1), "");
-	h = LLVMBuildAdd(ir->b, LLVMBuildMul(ir->b, h, irb_const(ir, ss), ""),
-			 irb_const(ir, sizeof(struct rt_htab)), "");
-	slot = LLVMBuildInBoundsGEP2(ir->b, ir->i8, base, &h, 1, "slot");
-	st = LLVMBuildLoad2(ir->b, ir->i64, slot, "state");
-	LLVMBuildCondBr(ir->b, LLVMBuildICmp(ir->b, LLVMIntEQ, st,
-					     irb_const(ir, 1), ""),
-			chk, slow);
-	LLVMPositionBuilderAtEnd(ir->b, chk);
-	sk = LLVMBuildLoad2(ir->b, ir->i64, irb_gep(ir, slot, 8), "skey");
-	hit = irb_gep(ir, slot, 16);
-	LLVMBuildCondBr(ir->b, LLVMBuildICmp(ir->b, LLVMIntEQ, sk, k, ""),
-			done, slow);
-	LLVMPositionBuilderAtEnd(ir->b, slow);
-	a[0] = base;
-	a[1] = key;
-	rt = nat_call(ir, m->plain ? RT_FN_HTAB_FIND : RT_FN_HTAB_LOOKUP,
-		      ir->ptr, a, 2);
-	LLVMBuildBr(ir->b, done);
-	LLVMPositionBuilderAtEnd(ir->b, done);
-	phi = LLVMBuildPhi(ir->b, ir->ptr, "val");
-	nat_incoming2(phi, hit, chk, rt, slow);
-	return phi;
-}
-
-LLVMValueRef irb_native_map_lookup(struct irb *ir, LLVMValueRef map,
-				   LLVMValueRef key)
-{
-	struct native_map *m = nat_find(map);
-	LLVMValueRef base, b, args[2];
-
-	BUG_ON(!m);
-	if (m->kind == NATIVE_MAP_SHARED) {
-		LLVMValueRef a[3] = { nat_shtab(ir, m), key,
-				      nat_map_area(ir, m->scratch) };
-
-		/* a consistent copy into this thread's buffer */
-		return nat_call(ir, RT_FN_SHTAB_READ, ir->ptr, a, 3);
-	}
-	base = nat_map_area(ir, m->off);
-	switch (m->kind) {
-	case NATIVE_MAP_FIXED:
-		return base;
-	case NATIVE_MAP_ARRAY:
-		b = LLVMBuildLoad2(ir->b, ir->i64,
-				   irb_gep(ir, key, m->key_size - 8), "bucket");
-		return LLVMBuildSelect(
-			ir->b,
-			LLVMBuildICmp(ir->b, LLVMIntULT, b,
-				      irb_const(ir, m->nslots), ""),
-			LLVMBuildGEP2(ir->b, ir->i64, base, &b, 1, ""),
-			LLVMConstNull(ir->ptr), "");
-	case NATIVE_MAP_HTAB:
-		args[0] = base;
-		args[1] = key;
-		if (m->key_size == 8)
-			return nat_htab_hit(ir, m, base, key);
-		/* an aggregation's value is created on first use; a plain
-		 * map's only by an update */
-		return nat_call(ir, m->plain ? RT_FN_HTAB_FIND :
-					       RT_FN_HTAB_LOOKUP,
-				ir->ptr, args, 2);
-	case NATIVE_MAP_SHARED:
-		break;
-	}
-	BUG("bad native map kind");
-}
-
-/* The value of key in an HTAB map, inserted (zeroed) when absent. */
-static LLVMValueRef nat_htab_insert(struct irb *ir, struct native_map *m,
-				    LLVMValueRef key)
-{
-	LLVMValueRef args[2] = { nat_map_area(ir, m->off), key };
-
-	return nat_call(ir, RT_FN_HTAB_LOOKUP, ir->ptr, args, 2);
-}
-
-LLVMValueRef irb_native_map_update(struct irb *ir, LLVMValueRef map,
-				   LLVMValueRef key, LLVMValueRef value,
-				   uint64_t flags)
-{
-	struct native_map *m = nat_find(map);
-	LLVMValueRef p, phi;
-	LLVMBasicBlockRef yes, done, from;
-
-	if (m && m->kind == NATIVE_MAP_SHARED) {
-		LLVMValueRef a[3] = { nat_shtab(ir, m), key, value };
-
-		(void)flags;
-		return nat_call(ir, RT_FN_SHTAB_UPDATE, ir->i64, a, 3);
-	}
-	p = m && m->kind == NATIVE_MAP_HTAB ? nat_htab_insert(ir, m, key) :
-					      irb_native_map_lookup(ir, map,
-								    key);
-	yes = LLVMAppendBasicBlockInContext(ir->ctx, ir->fn, "upd");
-	done = LLVMAppendBasicBlockInContext(ir->ctx, ir->fn, "upd_done");
-	from = LLVMGetInsertBlock(ir->b);
-	(void)flags;
-	LLVMBuildCondBr(ir->b, LLVMBuildIsNull(ir->b, p, ""), done, yes);
-	LLVMPositionBuilderAtEnd(ir->b, yes);
-	irb_native_memcpy(ir, p, value, m->val_size);
-	LLVMBuildBr(ir->b, done);
-	LLVMPositionBuilderAtEnd(ir->b, done);
-	phi = LLVMBuildPhi(ir->b, ir->i64, "");
-	nat_incoming2(phi, irb_const(ir, (uint64_t)-ENOMEM), from,
-		      irb_const(ir, 0), yes);
-	return phi;
-}
-
-LLVMValueRef irb_native_map_delete(struct irb *ir, LLVMValueRef map,
-				   LLVMValueRef key)
-{
-	struct native_map *m = nat_find(map);
-	LLVMValueRef args[2];
-
-	if (m && m->kind == NATIVE_MAP_SHARED) {
-		args[0] = nat_shtab(ir, m);
-		args[1] = key;
-		return nat_call(ir, RT_FN_SHTAB_DELETE, ir->i64, args, 2);
-	}
-	/* an aggregation's key too: cg_map_delete() tells ubt */
-	if (!m || m->kind != NATIVE_MAP_HTAB) {
-		nat_unsupported("delete() in a user-mode probe");
-		return irb_const(ir, 0);
-	}
-	args[0] = nat_map_area(ir, m->off);
-	args[1] = key;
-	return nat_call(ir, RT_FN_HTAB_DELETE, ir->i64, args, 2);
 }
 
 static void nat_intrinsic_mem(struct irb *ir, const char *name,

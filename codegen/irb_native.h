@@ -72,6 +72,8 @@ LLVMValueRef irb_native_map_named(struct irb *ir, const char *name);
  */
 const char *irb_native_unsupported(const struct irb *ir);
 /* The map-area layout (native.h), *area its size in bytes. */
+/* Does a probe read comm, uid or gid (the shim keeps them up to date)? */
+bool irb_native_uses_task(const struct irb *ir);
 const struct native_map *irb_native_maps(const struct irb *ir, int *n,
 					 uint64_t *area);
 /* Emit: native_emit() unless something was unsupported (-ENOTSUP). */

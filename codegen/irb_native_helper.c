@@ -50,41 +50,132 @@ static LLVMValueRef nat_syscall(struct irb *ir, long nr, LLVMValueRef *args,
 	return LLVMBuildCall2(ir->b, ft, asmv, a, n + 1, "");
 }
 
+/* A load of the control block's field at off, of type t (volatile: ubt
+ * rewrites it while the target runs). */
+static LLVMValueRef nat_ctl_load(struct irb *ir, LLVMValueRef ctl,
+				 LLVMTypeRef t, size_t off, const char *name)
+{
+	LLVMValueRef v = LLVMBuildLoad2(ir->b, t, irb_gep(ir, ctl, off), name);
+
+	LLVMSetVolatile(v, 1);
+	return v;
+}
+
 /*
- * CLOCK_MONOTONIC in ns, as bpf_ktime_get_ns(): the runtime's
- * rt_clock_ns(), the vDSO's clock_gettime() without a system call (also
- * the events' time stamps when the time-stamp counter is not a clock).
+ * CLOCK_MONOTONIC in ns, as bpf_ktime_get_ns(), without a call where the
+ * time-stamp counter is a clock: ubt keeps a linear map from the counter
+ * to the kernel's clock in the control block (rt_abi.h, clk_*;
+ * shim/user_clock.c), read under its sequence count:
+ *
+ *	seq = ctl->clk_seq; mult = ctl->clk_mult; tsc0, ns0, shift;
+ *	tsc = rdtsc;
+ *	if (!mult || (seq & 1) || ctl->clk_seq != seq)
+ *		return rt_clock_ns();	// the vDSO: no system call either
+ *	return ns0 + ((s128)(s64)(tsc - tsc0) * mult >> shift);
+ *
+ * Never a loop: a ubt killed while it wrote leaves seq odd, and probes
+ * read the vDSO from then on.
  */
 static LLVMValueRef nat_clock(struct irb *ir)
 {
-	return nat_call(ir, RT_FN_CLOCK_NS, ir->i64, NULL, 0);
+	LLVMBasicBlockRef fast, slow, done;
+	LLVMValueRef ctl, seq, seq2, mult, tsc0, ns0, shift, tsc, bad, v, r;
+	LLVMValueRef vals[2];
+	LLVMBasicBlockRef bbs[2];
+	LLVMTypeRef i128 = LLVMInt128TypeInContext(ir->ctx);
+
+	ctl = LLVMBuildLoad2(ir->b, ir->ptr,
+			     irb_gep(ir, irb_nat.blk, RT_BLK_CTL), "ctl");
+	seq = nat_ctl_load(ir, ctl, ir->i32,
+			   offsetof(struct rt_ctl, clk_seq), "clk_seq");
+	mult = nat_ctl_load(ir, ctl, ir->i64,
+			    offsetof(struct rt_ctl, clk_mult), "clk_mult");
+	tsc0 = nat_ctl_load(ir, ctl, ir->i64,
+			    offsetof(struct rt_ctl, clk_tsc0), "clk_tsc0");
+	ns0 = nat_ctl_load(ir, ctl, ir->i64,
+			   offsetof(struct rt_ctl, clk_ns0), "clk_ns0");
+	shift = nat_ctl_load(ir, ctl, ir->i32,
+			     offsetof(struct rt_ctl, clk_shift), "clk_shift");
+	tsc = irb_native_cycles(ir);
+	seq2 = nat_ctl_load(ir, ctl, ir->i32,
+			    offsetof(struct rt_ctl, clk_seq), "clk_seq2");
+	bad = LLVMBuildOr(
+		ir->b,
+		LLVMBuildICmp(ir->b, LLVMIntEQ, mult, irb_const(ir, 0), ""),
+		LLVMBuildOr(ir->b,
+			    LLVMBuildICmp(ir->b, LLVMIntNE, seq, seq2, ""),
+			    LLVMBuildTrunc(ir->b, seq, ir->i1, ""), ""),
+		"clk_bad");
+	fast = LLVMAppendBasicBlockInContext(ir->ctx, ir->fn, "clk_tsc");
+	slow = LLVMAppendBasicBlockInContext(ir->ctx, ir->fn, "clk_vdso");
+	done = LLVMAppendBasicBlockInContext(ir->ctx, ir->fn, "clk_done");
+	LLVMBuildCondBr(ir->b, bad, slow, fast);
+
+	LLVMPositionBuilderAtEnd(ir->b, fast);
+	v = LLVMBuildSExt(ir->b, LLVMBuildSub(ir->b, tsc, tsc0, ""), i128, "");
+	v = LLVMBuildMul(ir->b, v, LLVMBuildZExt(ir->b, mult, i128, ""), "");
+	v = LLVMBuildAShr(ir->b, v,
+			  LLVMBuildZExt(ir->b,
+					LLVMBuildAnd(ir->b, shift,
+						     LLVMConstInt(ir->i32, 63,
+								  0),
+						     ""),
+					i128, ""),
+			  "");
+	vals[0] = LLVMBuildAdd(ir->b, ns0, LLVMBuildTrunc(ir->b, v, ir->i64, ""),
+			       "clk_ns");
+	bbs[0] = LLVMGetInsertBlock(ir->b);
+	LLVMBuildBr(ir->b, done);
+
+	LLVMPositionBuilderAtEnd(ir->b, slow);
+	vals[1] = nat_call(ir, RT_FN_CLOCK_NS, ir->i64, NULL, 0);
+	bbs[1] = LLVMGetInsertBlock(ir->b);
+	LLVMBuildBr(ir->b, done);
+
+	LLVMPositionBuilderAtEnd(ir->b, done);
+	r = LLVMBuildPhi(ir->b, ir->i64, "nsecs");
+	LLVMAddIncoming(r, vals, bbs, 2);
+	return r;
 }
 
-/* getcpu(2): the thread's CPU, or its NUMA node. */
 /*
- * rdtscp gives the kernel's per-CPU TSC_AUX: (node << 12) | cpu, as the
- * vDSO's getcpu() reads it.  Only where the CPU has rdtscp (the target
- * runs on this machine): elsewhere it would fault.
+ * getcpu(2): the thread's CPU, or its NUMA node, from the kernel's per-CPU
+ * TSC_AUX ((node << 12) | cpu, as the vDSO's getcpu() reads it): rdpid
+ * (~2 ns here) where the CPU has it, else rdtscp (~23 ns), else the
+ * system call.  The target runs on this machine: an instruction the CPU
+ * lacks would fault, so each is used only where cpuid lists it.
  */
 static LLVMValueRef nat_getcpu_syscall(struct irb *ir, bool node);
 
-static bool nat_have_rdtscp(void)
+static bool nat_cpuid_bit(unsigned int leaf, int reg, int bit)
 {
-	unsigned int a, b, c, d;
+	unsigned int r[4];
 
-	if (getenv("UBT_NO_RDTSCP"))
+	__asm__("cpuid" : "=a"(r[0]), "=b"(r[1]), "=c"(r[2]), "=d"(r[3])
+		: "a"(leaf & 0x80000000u), "c"(0));
+	if (r[0] < leaf)
 		return false;
-	__asm__("cpuid" : "=a"(a), "=b"(b), "=c"(c), "=d"(d) : "a"(0x80000000));
-	if (a < 0x80000001)
-		return false;
-	__asm__("cpuid" : "=a"(a), "=b"(b), "=c"(c), "=d"(d) : "a"(0x80000001));
-	return d & (1u << 27);
+	__asm__("cpuid" : "=a"(r[0]), "=b"(r[1]), "=c"(r[2]), "=d"(r[3])
+		: "a"(leaf), "c"(0));
+	return r[reg] & (1u << bit);
 }
 
 static LLVMValueRef nat_getcpu(struct irb *ir, bool node)
 {
-	if (nat_have_rdtscp()) {
-		/* no system call: the cpu and node numbers from TSC_AUX */
+	LLVMValueRef aux = NULL;
+
+	bool no_rdtscp = getenv("UBT_NO_RDTSCP") != NULL;
+
+	if (!no_rdtscp && !getenv("UBT_NO_RDPID") &&
+	    nat_cpuid_bit(7, 2 /* ecx */, 22)) {
+		LLVMTypeRef ft = LLVMFunctionType(ir->i64, NULL, 0, 0);
+		LLVMValueRef asmv = LLVMGetInlineAsm(
+			ft, "rdpid $0", 8, "=r", 2, 1, 0,
+			LLVMInlineAsmDialectATT, 0);
+
+		aux = LLVMBuildCall2(ir->b, ft, asmv, NULL, 0, "tsc_aux");
+	} else if (!no_rdtscp &&
+		   nat_cpuid_bit(0x80000001u, 3 /* edx */, 27)) {
 		LLVMTypeRef st = LLVMStructTypeInContext(
 			ir->ctx, (LLVMTypeRef[]){ ir->i32, ir->i32 }, 2, 0);
 		LLVMTypeRef ft = LLVMFunctionType(st, NULL, 0, 0);
@@ -92,15 +183,16 @@ static LLVMValueRef nat_getcpu(struct irb *ir, bool node)
 			ft, "rdtscp", 6, "={eax},={ecx},~{edx}", 20, 1, 0,
 			LLVMInlineAsmDialectATT, 0);
 		LLVMValueRef r = LLVMBuildCall2(ir->b, ft, asmv, NULL, 0, "");
-		LLVMValueRef aux = LLVMBuildZExt(
-			ir->b, LLVMBuildExtractValue(ir->b, r, 1, "aux"),
-			ir->i64, "");
 
-		return node ? LLVMBuildLShr(ir->b, aux, irb_const(ir, 12), "")
-			    : LLVMBuildAnd(ir->b, aux, irb_const(ir, 0xfff),
-					   "");
+		aux = LLVMBuildZExt(ir->b,
+				    LLVMBuildExtractValue(ir->b, r, 1, "aux"),
+				    ir->i64, "");
 	}
-	return nat_getcpu_syscall(ir, node);
+	if (!aux)
+		return nat_getcpu_syscall(ir, node);
+	aux = LLVMBuildAnd(ir->b, aux, irb_const(ir, 0xffffffff), "");
+	return node ? LLVMBuildLShr(ir->b, aux, irb_const(ir, 12), "") :
+		      LLVMBuildAnd(ir->b, aux, irb_const(ir, 0xfff), "");
 }
 
 static LLVMValueRef nat_getcpu_syscall(struct irb *ir, bool node)
@@ -198,6 +290,97 @@ static LLVMValueRef nat_for_each(struct irb *ir, LLVMValueRef *args, int n)
 	return res;
 }
 
+/*
+ * comm: the thread's name as its block keeps it (runtime/rt_builtin.c),
+ * brought up to date by RT_FN_COMM_SYNC when the word of its slot in the
+ * control block changed (a rename: rt_abi.h, RT_COMM_SLOTS):
+ *
+ *	if (*blk->comm_slot != blk->comm_word)
+ *		rt_comm_sync();
+ *	memcpy(dst, blk->comm, size);
+ */
+static void nat_comm(struct irb *ir, LLVMValueRef dst, uint64_t size)
+{
+	LLVMBasicBlockRef sync, done;
+	LLVMValueRef slot, word, seen;
+
+	slot = LLVMBuildLoad2(ir->b, ir->ptr,
+			      irb_gep(ir, irb_nat.blk, RT_BLK_COMM_SLOT),
+			      "comm_slot");
+	word = LLVMBuildLoad2(ir->b, ir->i64, slot, "comm_word");
+	LLVMSetVolatile(word, 1);
+	seen = LLVMBuildLoad2(ir->b, ir->i64,
+			      irb_gep(ir, irb_nat.blk, RT_BLK_COMM_WORD),
+			      "comm_seen");
+	sync = LLVMAppendBasicBlockInContext(ir->ctx, ir->fn, "comm_sync");
+	done = LLVMAppendBasicBlockInContext(ir->ctx, ir->fn, "comm_done");
+	LLVMBuildCondBr(ir->b, LLVMBuildICmp(ir->b, LLVMIntNE, word, seen, ""),
+			sync, done);
+	LLVMPositionBuilderAtEnd(ir->b, sync);
+	nat_call(ir, RT_FN_COMM_SYNC, LLVMVoidTypeInContext(ir->ctx), NULL, 0);
+	LLVMBuildBr(ir->b, done);
+	LLVMPositionBuilderAtEnd(ir->b, done);
+	irb_native_memcpy(ir, dst, irb_gep(ir, irb_nat.blk, RT_BLK_COMM),
+			  size);
+	irb_nat.uses_task = true;
+}
+
+/*
+ * uid and gid: the thread's, read when it took its block and again after
+ * a credentials change of the process (runtime/rt_builtin.c):
+ *
+ *	if (*blk->cred_at != blk->cred_gen)
+ *		rt_cred_sync();
+ *	return blk->uid | (u64)blk->gid << 32;
+ */
+static LLVMValueRef nat_uid_gid(struct irb *ir)
+{
+	LLVMBasicBlockRef sync, done;
+	LLVMValueRef at, gen, seen, v;
+
+	at = LLVMBuildLoad2(ir->b, ir->ptr,
+			    irb_gep(ir, irb_nat.blk, RT_BLK_CRED_AT), "cred_at");
+	gen = LLVMBuildLoad2(ir->b, ir->i64, at, "cred_gen");
+	LLVMSetVolatile(gen, 1);
+	seen = LLVMBuildLoad2(ir->b, ir->i64,
+			      irb_gep(ir, irb_nat.blk, RT_BLK_CRED_GEN),
+			      "cred_seen");
+	sync = LLVMAppendBasicBlockInContext(ir->ctx, ir->fn, "cred_sync");
+	done = LLVMAppendBasicBlockInContext(ir->ctx, ir->fn, "cred_done");
+	LLVMBuildCondBr(ir->b, LLVMBuildICmp(ir->b, LLVMIntNE, gen, seen, ""),
+			sync, done);
+	LLVMPositionBuilderAtEnd(ir->b, sync);
+	nat_call(ir, RT_FN_CRED_SYNC, LLVMVoidTypeInContext(ir->ctx), NULL, 0);
+	LLVMBuildBr(ir->b, done);
+	irb_nat.uses_task = true;
+	LLVMPositionBuilderAtEnd(ir->b, done);
+	v = LLVMBuildLoad2(ir->b, ir->i64, irb_gep(ir, irb_nat.blk, RT_BLK_UID),
+			   "uid_gid");
+	LLVMSetVolatile(v, 1);
+	return v;
+}
+
+/*
+ * rand: xorshift64* over the thread's own state in its block (seeded by
+ * the runtime when the thread took the block: runtime/rt.c), the upper
+ * 32 bits of the product.  Not cryptographic, as BPF's is not.
+ */
+static LLVMValueRef nat_rand(struct irb *ir)
+{
+	LLVMValueRef at = irb_gep(ir, irb_nat.blk, RT_BLK_RAND);
+	LLVMValueRef x = LLVMBuildLoad2(ir->b, ir->i64, at, "rand_state");
+
+	x = LLVMBuildXor(ir->b, x, LLVMBuildLShr(ir->b, x, irb_const(ir, 12),
+						 ""), "");
+	x = LLVMBuildXor(ir->b, x, LLVMBuildShl(ir->b, x, irb_const(ir, 25),
+						""), "");
+	x = LLVMBuildXor(ir->b, x, LLVMBuildLShr(ir->b, x, irb_const(ir, 27),
+						 ""), "");
+	LLVMBuildStore(ir->b, x, at);
+	x = LLVMBuildMul(ir->b, x, irb_const(ir, 0x2545f4914f6cdd1dULL), "");
+	return LLVMBuildLShr(ir->b, x, irb_const(ir, 32), "rand");
+}
+
 LLVMValueRef irb_native_cycles(struct irb *ir)
 {
 	static const char name[] = "llvm.readcyclecounter";
@@ -211,7 +394,7 @@ LLVMValueRef irb_native_cycles(struct irb *ir)
 LLVMValueRef irb_native_helper(struct irb *ir, int id, LLVMValueRef *args,
 			       int n)
 {
-	LLVMValueRef v, a[3];
+	LLVMValueRef a[3];
 
 	switch (id) {
 	case BPF_FUNC_get_current_pid_tgid: {
@@ -228,35 +411,20 @@ LLVMValueRef irb_native_helper(struct irb *ir, int id, LLVMValueRef *args,
 						""),
 				   LLVMBuildZExt(ir->b, tid, ir->i64, ""), "");
 	}
-	case BPF_FUNC_get_current_uid_gid: {
-		LLVMValueRef uid = nat_syscall(ir, 102 /* getuid */, NULL, 0);
-		LLVMValueRef gid = nat_syscall(ir, 104 /* getgid */, NULL, 0);
-
-		return LLVMBuildOr(
-			ir->b,
-			LLVMBuildShl(ir->b, gid, irb_const(ir, 32), ""),
-			LLVMBuildAnd(ir->b, uid, irb_const(ir, 0xffffffff),
-				     ""),
-			"");
-	}
+	case BPF_FUNC_get_current_uid_gid:
+		return nat_uid_gid(ir);
 	case BPF_FUNC_ktime_get_ns:
 	case BPF_FUNC_ktime_get_boot_ns:
 		if (id == BPF_FUNC_ktime_get_boot_ns)
 			break;
 		return nat_clock(ir);
 	case BPF_FUNC_get_current_comm: {
-		/* prctl(PR_GET_NAME) into 16 bytes, then the size asked */
-		LLVMValueRef tmp = irb_alloca(ir, 16, "comm16");
 		uint64_t sz = n == 2 && LLVMIsAConstantInt(args[1]) ?
 				      LLVMConstIntGetZExtValue(args[1]) : 0;
 
 		if (!sz || sz > 16)
 			break;
-		irb_native_memset(ir, tmp, 0, 16);
-		a[0] = irb_const(ir, 16 /* PR_GET_NAME */);
-		a[1] = LLVMBuildPtrToInt(ir->b, tmp, ir->i64, "");
-		nat_syscall(ir, 157 /* prctl */, a, 2);
-		irb_native_memcpy(ir, args[0], tmp, sz);
+		nat_comm(ir, args[0], sz);
 		return irb_const(ir, 0);
 	}
 	case BPF_FUNC_for_each_map_elem:
@@ -276,20 +444,8 @@ LLVMValueRef irb_native_helper(struct irb *ir, int id, LLVMValueRef *args,
 		return nat_getcpu(ir, false);
 	case BPF_FUNC_get_numa_node_id:
 		return nat_getcpu(ir, true);
-	case BPF_FUNC_get_prandom_u32: {
-		/* xorshift64 of the clock: not cryptographic, as BPF's */
-		v = nat_clock(ir);
-		v = LLVMBuildXor(ir->b, v,
-				 LLVMBuildShl(ir->b, v, irb_const(ir, 13), ""),
-				 "");
-		v = LLVMBuildXor(ir->b, v,
-				 LLVMBuildLShr(ir->b, v, irb_const(ir, 7), ""),
-				 "");
-		v = LLVMBuildXor(ir->b, v,
-				 LLVMBuildShl(ir->b, v, irb_const(ir, 17), ""),
-				 "");
-		return LLVMBuildAnd(ir->b, v, irb_const(ir, 0xffffffff), "");
-	}
+	case BPF_FUNC_get_prandom_u32:
+		return nat_rand(ir);
 	default:
 		break;
 	}

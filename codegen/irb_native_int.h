@@ -1,6 +1,7 @@
 /*
  * Internal to the native target's IR helpers: irb_native.c (functions,
- * maps, memory, emit) and irb_native_helper.c (the BPF helpers).
+ * map layout, memory, emit), irb_native_map.c (map operations) and
+ * irb_native_helper.c (the BPF helpers).
  */
 #ifndef UBT_IRB_NATIVE_INT_H
 #define UBT_IRB_NATIVE_INT_H
@@ -40,6 +41,7 @@ struct irb_native {
 	LLVMValueRef outer_blk[NAT_MAX_NEST];
 	int nest;
 	bool regs_ctx;		/* the next program takes a struct pt_regs */
+	bool uses_task;		/* a probe reads comm, uid or gid */
 };
 extern struct irb_native irb_nat;
 

@@ -21,6 +21,7 @@ libubt_a_SOURCES += \
 libubt_a_SOURCES += \
 	codegen/irb_native.c \
 	codegen/irb_native_helper.c \
+	codegen/irb_native_map.c \
 	codegen/irb_native_stack.c \
 	codegen/irb_native_int.h \
 	codegen/irb_native.h \

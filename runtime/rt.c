@@ -63,7 +63,6 @@ static struct rt_ksigaction rt_old_segv, rt_old_bus;
  */
 extern int __register_atfork(void (*prepare)(void), void (*parent)(void),
 			     void (*child)(void), void *dso);
-static int rt_forked;	/* a forked child: its blocks get its pid */
 static long rt_pid;	/* the process rt_init ran in */
 
 static long rt_sigaction(int sig, const struct rt_ksigaction *act,
@@ -281,6 +280,7 @@ __attribute__((visibility("hidden"))) void *rt_block_get(void)
 	}
 	blk = (char *)ctl + ctl->block_off + n * ctl->block_size;
 	*(uint32_t *)(blk + RT_BLK_TID) = (uint32_t)rt_syscall0(186 /* gettid */);
+	rt_block_builtins(blk);
 	*(uint64_t *)(blk + RT_BLK_CTL) = (uint64_t)(uintptr_t)ctl;
 	if (ctl->tmpl_len && ctl->tmpl_len <= ctl->map_size) {
 		const char *t = (const char *)ctl + ctl->tmpl_off;
@@ -434,6 +434,8 @@ RT_EXPORT long rt_init(struct rt_ctl *ctl)
 	ctl->fn[RT_FN_CLOCK_NS] = (uintptr_t)rt_clock_ns;
 	ctl->fn[RT_FN_EXEC_HOOK] = (uintptr_t)rt_exec_hook;
 	ctl->fn[RT_FN_USTACK] = (uintptr_t)rt_ustack;
+	ctl->fn[RT_FN_COMM_SYNC] = (uintptr_t)rt_comm_sync;
+	ctl->fn[RT_FN_CRED_SYNC] = (uintptr_t)rt_cred_sync;
 	rt_fault_install(ctl->flags & RT_CTL_FAULT_HANDLER);
 	rt_pid = rt_syscall0(39 /* getpid */);
 	__atomic_store_n(&rt_ctl_p, ctl, __ATOMIC_RELEASE);

@@ -27,6 +27,18 @@
  *          (its own copy: ring_tail is read again only when the ring
  *          looks full, so that the consumer's line is rarely pulled over)
  *   0x040  u64 ring_tail: bytes consumed (written by ubt only)
+ *   0x048  u64 rand: the thread's xorshift64 state (rand), never 0
+ *   0x050  u32 uid, u32 gid: the thread's, read when it took the block
+ *          (uid, gid, username)
+ *   0x058  char comm[16]: the thread's name as last read (comm)
+ *   0x068  u64 comm_word: the word of its slot in the comm table when
+ *          it was read (RT_COMM_NEVER: read it at every hit)
+ *   0x070  u64 comm_slot: the target's address of that slot's word
+ *   0x078  u64 cred_gen: the credentials generation (RT_COMM_SLOTS) when
+ *          uid and gid were read
+ *   0x080  u64 cred_at: the target's address of the generation probe
+ *          code compares with cred_gen (its own cred_gen when there is
+ *          none: uid and gid stay as first read)
  *   0x100  shadow stack: RT_SHADOW_DEPTH entries of RT_SHADOW_ENTRY
  *          bytes, {u64 slot, u64 ret, u64 rbx, u64 cont}: the address of
  *          the wrapped call's return address on the machine stack, the
@@ -46,7 +58,7 @@
 #ifndef UBT_RT_ABI_H
 #define UBT_RT_ABI_H
 
-#define RT_ABI_VERSION 8
+#define RT_ABI_VERSION 9
 /* rt_init() returns -(RT_ABI_MISMATCH + its RT_ABI_VERSION) when the
  * control block is of another version. */
 #define RT_ABI_MISMATCH 0x7ab10000L
@@ -75,6 +87,14 @@
 #define RT_BLK_RING_DROPPED 0x030
 #define RT_BLK_RING_TAIL_SEEN 0x038
 #define RT_BLK_RING_TAIL 0x040
+#define RT_BLK_RAND 0x048
+#define RT_BLK_UID 0x050
+#define RT_BLK_GID 0x054
+#define RT_BLK_COMM 0x058
+#define RT_BLK_COMM_WORD 0x068
+#define RT_BLK_COMM_SLOT 0x070
+#define RT_BLK_CRED_GEN 0x078
+#define RT_BLK_CRED_AT 0x080
 #define RT_BLK_SHADOW 0x100
 #define RT_SHADOW_ENTRY 32
 #define RT_SH_SLOT 0
@@ -137,6 +157,10 @@
  *                      call's from, or 0 at the end.  Other threads'
  *                      tables are only read; every header is checked
  *   RT_FN_CLOCK_NS     u64 rt_clock_ns(void): CLOCK_MONOTONIC in ns
+ *   RT_FN_COMM_SYNC    void rt_comm_sync(void): bring the calling thread's
+ *                      comm in its block up to date (see RT_COMM_SLOTS)
+ *   RT_FN_CRED_SYNC    void rt_cred_sync(void): read the calling thread's
+ *                      uid and gid again (see RT_COMM_SLOTS)
  *   RT_FN_EXEC_HOOK    entry probe code (tramp.h contract, every register
  *                      kept) that ubt places on libc's execve: the
  *                      calling thread announces the exec (exec_pid,
@@ -180,9 +204,39 @@
 #define RT_FN_CLOCK_NS 14
 #define RT_FN_EXEC_HOOK 15
 #define RT_FN_USTACK 16
-#define RT_FN_MAX 17
+#define RT_FN_COMM_SYNC 17
+#define RT_FN_CRED_SYNC 18
+#define RT_FN_MAX 19
 /* frames RT_FN_USTACK takes at most */
 #define RT_USTACK_MAX 1024
+
+/*
+ * comm without a system call per hit.  ubt's BPF program on the kernel's
+ * task_rename tracepoint (shim/user_comm.c) runs whenever a thread of the
+ * target is renamed (prctl(PR_SET_NAME), a write to /proc/.../comm, from
+ * any process) and writes the new name into the thread's slot of a table
+ * (a BPF array map the target maps read-only at ctl.comm_tab): slot tid %
+ * RT_COMM_SLOTS, the name first, then the word (tid | seq << 32, seq one
+ * more than before), before the rename returns.  Probe code compares the
+ * slot's word with the one its thread saw last (RT_BLK_COMM_WORD) and,
+ * when it differs, calls RT_FN_COMM_SYNC, which takes the name from the
+ * slot if it is this thread's, else reads it with prctl(PR_GET_NAME)
+ * (another thread renamed in the slot, a torn read): a system call per
+ * rename at most, none per hit.  Until ubt sets comm_live (the table
+ * mapped, the program attached), and in forked children (renamed
+ * unseen), every hit reads it with prctl.
+ *
+ * The u64 after the slots counts credential changes of the target's
+ * threads: ubt's program on the exits of setuid, setgid, setreuid,
+ * setregid, setresuid and setresgid adds one (before the call returns).
+ * Probe code compares it with the generation its thread read uid and gid
+ * at (RT_BLK_CRED_GEN) and calls RT_FN_CRED_SYNC when it differs: two
+ * system calls per change at most.
+ */
+#define RT_COMM_SLOTS 32
+#define RT_COMM_CRED_OFF (RT_COMM_SLOTS * 24)	/* the generation */
+#define RT_COMM_TAB_SIZE (RT_COMM_CRED_OFF + 8)
+#define RT_COMM_NEVER (~0ULL)
 
 #ifndef __ASSEMBLER__
 #include <stdint.h>
@@ -220,6 +274,36 @@ struct rt_ctl {
 	uint32_t exec_tid;	/* the thread that calls it */
 	uint32_t exec_seq;	/* announcements so far (the runtime's) */
 	uint32_t exec_ack;	/* the seq ubt is ready for (ubt's; futex) */
+	/*
+	 * nsecs from the time-stamp counter (written by ubt, shim/user_clock.c;
+	 * read inline by probe code): CLOCK_MONOTONIC in ns is
+	 *	clk_ns0 + (((s128)(s64)(rdtsc - clk_tsc0) * clk_mult) >> clk_shift)
+	 * clk_seq is odd while ubt rewrites the rest; clk_mult 0: no counter
+	 * clock (probe code calls RT_FN_CLOCK_NS, the vDSO).  A reader that
+	 * finds clk_seq odd or changed calls RT_FN_CLOCK_NS too: it never
+	 * waits for ubt.
+	 */
+	uint32_t clk_seq;
+	uint32_t clk_shift;
+	uint64_t clk_tsc0;
+	uint64_t clk_ns0;
+	uint64_t clk_mult;
+	/* comm (see RT_COMM_SLOTS), written by ubt */
+	uint64_t comm_tab;	/* the target's address of the table */
+	uint32_t comm_live;	/* it is mapped, the program attached */
+	/*
+	 * Set by ubt once every site of this memfd is restored (its detach,
+	 * or a later ubt's removal of a dead one's leftovers): a later ubt's
+	 * search for leftovers (shim/owner.c) skips the memfd instead of
+	 * reading its 4 MiB of code slices, which cost ~1.5 ms per earlier
+	 * attach, inside the target's stop.
+	 */
+	uint32_t sites_clean;
+};
+
+struct rt_comm_slot {
+	uint64_t word;		/* tid | seq << 32 */
+	char name[16];
 };
 
 /*

@@ -34,6 +34,14 @@ extern __thread struct rt_tls rt_tls
 /* rt_state.c: the shared memfd's control block (set by rt_init) */
 extern struct rt_ctl *rt_ctl_p __attribute__((visibility("hidden")));
 
+/* rt_state.c: this process is a forked child of the one ubt attached to */
+extern int rt_forked __attribute__((visibility("hidden")));
+
+/* rt_builtin.c: a new block's builtins (ids, rand, comm) */
+void rt_block_builtins(char *blk) __attribute__((visibility("hidden")));
+void rt_comm_sync(void);
+void rt_cred_sync(void);
+
 /* A system call without arguments (no libc, no errno). */
 static inline long rt_syscall0(long nr)
 {

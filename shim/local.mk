@@ -65,6 +65,9 @@ libubt_a_SOURCES += \
 	shim/user.h \
 	shim/user_attach.c \
 	shim/user_check.c \
+	shim/user_clock.c \
+	shim/user_clock.h \
+	shim/user_comm.c \
 	shim/user_detach.c \
 	shim/user_exec.c \
 	shim/user_inject.c \

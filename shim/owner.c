@@ -159,6 +159,15 @@ static struct rt_site *next_site(const struct owner_memfd *f, uint64_t *pos)
 	return NULL;
 }
 
+/* Every site of f restored, as its ubt said (a current control block)? */
+static bool owner_clean(const struct owner_memfd *f)
+{
+	const struct rt_ctl *ctl = (const struct rt_ctl *)f->base;
+
+	return ctl->sz == sizeof(*ctl) && ctl->version == RT_ABI_VERSION &&
+	       __atomic_load_n(&ctl->sites_clean, __ATOMIC_ACQUIRE) == 1;
+}
+
 int owner_scan(pid_t pid, struct owner_info *oi)
 {
 	struct owner_set s;
@@ -173,6 +182,8 @@ int owner_scan(pid_t pid, struct owner_info *oi)
 		uint64_t pos = 0;
 		struct rt_site *r;
 
+		if (owner_clean(&s.m[i]))
+			continue;
 		while ((r = next_site(&s.m[i], &pos))) {
 			if (owner_alive(r->owner_pid, r->owner_start))
 				oi->live_pid = r->owner_pid;
@@ -196,20 +207,26 @@ int owner_restore(struct pt *p, uint32_t except_pid)
 		struct rt_ctl *ctl = (struct rt_ctl *)s.m[i].base;
 		uint64_t pos = 0;
 		struct rt_site *r;
-		bool dead = false;
+		bool dead = false, left = false;
 
+		if (owner_clean(&s.m[i]))
+			continue;
 		while ((r = next_site(&s.m[i], &pos))) {
 			uint8_t cur[sizeof(r->orig)];
 
 			if (r->owner_pid != except_pid &&
-			    owner_alive(r->owner_pid, r->owner_start))
+			    owner_alive(r->owner_pid, r->owner_start)) {
+				left = true;
 				continue;
+			}
 			dead = true;
 			if (pt_read(p, r->addr, cur, r->len))
 				continue;	/* unmapped since */
 			if (!memcmp(cur, r->jmp, r->len)) {
-				if (pt_write(p, r->addr, r->orig, r->len))
+				if (pt_write(p, r->addr, r->orig, r->len)) {
+					left = true;
 					continue;
+				}
 				restored++;
 			}
 			/* restored, or no longer its jump: not ours to undo */
@@ -217,6 +234,12 @@ int owner_restore(struct pt *p, uint32_t except_pid)
 		}
 		if (dead && ctl->version == RT_ABI_VERSION)
 			__atomic_store_n(&ctl->detached, 1, __ATOMIC_RELEASE);
+		/* another process mapping it may hold jumps still: only a
+		 * memfd this process alone maps is marked */
+		if (dead && !left && ctl->version == RT_ABI_VERSION &&
+		    ctl->sz == sizeof(*ctl) && !ctl->children[0])
+			__atomic_store_n(&ctl->sites_clean, 1,
+					 __ATOMIC_RELEASE);
 	}
 	set_release(&s);
 	return restored;

@@ -211,6 +211,11 @@ static int run_combined(struct compile *c, const struct run_opts *o,
 		guard_target(user_pid(r.u));
 	if (err)
 		goto out;
+	if (o->verbose && user_comm_note(r.u))
+		fprintf(stderr, "ubt: comm in user-mode probes reads prctl() at "
+			"every hit (cheaper than a kernel uprobe's trap), uid "
+			"and gid stay as first read: %s\n",
+			user_comm_note(r.u));
 	if (o->verbose && user_leftovers(r.u))
 		fprintf(stderr, "ubt: removed %d jump(s) left in pid %d by a "
 			"ubt that died\n", user_leftovers(r.u),
@@ -271,6 +276,7 @@ static int run_combined(struct compile *c, const struct run_opts *o,
 	if (!kernel_exiting(r.k) &&
 	    (!signals_stopping() || guard_orphaned())) {
 		resumed = true;
+		user_clock_tick(r.u);
 		err = user_resume(r.u);
 		/* killed meanwhile: the run ends as for any exit */
 		if (err && !run_target_exited(&r)) {
@@ -281,6 +287,14 @@ static int run_combined(struct compile *c, const struct run_opts *o,
 		if (o->verbose)
 			fprintf(stderr, "ubt: target stopped for %.3f ms\n",
 				user_stop_ns(r.u) / 1e6);
+		if (o->verbose)
+			fprintf(stderr, "ubt: nsecs in user-mode probes: %s\n",
+				user_clock_tsc(r.u) ?
+					"the time-stamp counter, scaled to "
+					"the kernel's clock" :
+					"clock_gettime() through the vDSO "
+					"(UBT_NO_TSC, or the time-stamp "
+					"counter is not the kernel's clock)");
 	}
 	while (!signals_stopping() && !kernel_exiting(r.k)) {
 		bool gone = run_target_gone(&r);
@@ -288,6 +302,7 @@ static int run_combined(struct compile *c, const struct run_opts *o,
 
 		if (!gone && user_exec_pending(r.u))
 			run_follow_exec(&r);
+		user_clock_tick(r.u);
 
 		kernel_poll(r.k, timeout);
 		n = r.etime ? run_merge_round(&r, false) : run_user_drain(&r);

@@ -45,7 +45,8 @@ int run_user_attach(struct run *r)
 {
 	struct user_opts uo = { .sz = sizeof(uo),
 				.runtime_path = r->o->runtime_path,
-				.fault_safe_reads = true };
+				.fault_safe_reads = true,
+				.task = r->nobj->native_task };
 	char err[512];
 
 	memfd_layout_default(&uo.layout);

@@ -167,6 +167,18 @@ void user_free(struct ubt_user *u)
 	if (!u)
 		return;
 	user_unboost(u);
+	/* user_comm.c's table and program */
+	if (u->comm_link >= 0)
+		close(u->comm_link);
+	if (u->comm_prog >= 0)
+		close(u->comm_prog);
+	if (u->comm_map >= 0)
+		close(u->comm_map);
+	if (u->cred_prog >= 0)
+		close(u->cred_prog);
+	for (int i = 0; i < USER_CRED_TPS; i++)
+		if (u->cred_ev[i] >= 0)
+			close(u->cred_ev[i]);
 	pt_release(&u->pt);
 	memfd_release(&u->m);
 	free(u->sites);

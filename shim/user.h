@@ -31,6 +31,9 @@ struct user_opts {
 	struct memfd_layout layout;	/* all zero: memfd_layout_default() */
 	bool fault_safe_reads;	/* probes use rt_probe_read (str, *ptr):
 				 * install the chained SIGSEGV handler */
+	bool task;		/* probes read comm, uid or gid: keep the
+				 * threads' names and credentials up to date
+				 * (user_comm.c) */
 };
 
 enum user_probe_kind {
@@ -180,5 +183,21 @@ int user_leftovers(const struct ubt_user *u);
 /* Threads moved out of a patch window into its relocated copy. */
 int user_moved_threads(const struct ubt_user *u);
 struct memfd *user_memfd(struct ubt_user *u);
+/*
+ * nsecs in user-mode probes from the time-stamp counter (user_clock.c):
+ * renew the counter-to-ns map in the control block when it is due (call
+ * it often: at resume and in the run loop).  user_clock_tsc(): is the
+ * counter used (else probes read the vDSO)?
+ */
+void user_clock_tick(struct ubt_user *u);
+bool user_clock_tsc(const struct ubt_user *u);
+/*
+ * comm, uid and gid in user-mode probes (user_opts.task): NULL when the
+ * threads' names and credentials are kept up to date (user_comm.c) or
+ * none is read, else why comm reads prctl() at every hit and uid and gid
+ * stay as each thread first read them.
+ */
+const char *user_comm_note(const struct ubt_user *u);
+bool user_comm_live(const struct ubt_user *u);
 
 #endif

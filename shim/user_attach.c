@@ -274,6 +274,8 @@ static struct ubt_user *attach(struct ubt_user *u, const struct user_opts *o,
 	e = e ?: user_place_memfd(u, o);
 	e = e ?: user_place_runtime(u, o);
 	if (!e)
+		user_comm_try(u);
+	if (!e)
 		return u;
 	if (u->target_fd > 0) {
 		char keep[sizeof(u->err)];
@@ -310,12 +312,19 @@ struct ubt_user *user_attach_pid(pid_t pid, const struct user_opts *o,
 	struct ubt_user *u = xcalloc(1, sizeof(*u));
 
 	u->m.fd = -1;
+	u->comm_map = u->comm_prog = u->comm_link = u->cred_prog = -1;
+	for (int i = 0; i < USER_CRED_TPS; i++)
+		u->cred_ev[i] = -1;
 	pt_init(&u->pt);
 	u->pid = pid;
 	user_prepare_libc(u);	/* the ELF work, before stopping the target */
+	user_clock_begin(&u->clk);	/* its first pair, likewise */
+	u->comm_want = USER_FIELD(o, struct user_opts, task) && o->task;
+	user_comm_try_prepare(u);	/* the BTF, likewise */
 	if (find_runtime(u, o)) {
 		snprintf(err, errlen, "cannot attach to pid %d: %s", pid,
 			 u->err);
+		user_comm_stop(u);
 		free(u);
 		return NULL;
 	}
@@ -324,6 +333,7 @@ struct ubt_user *user_attach_pid(pid_t pid, const struct user_opts *o,
 			 u->pt.err);
 		user_unboost(u);
 		pt_release(&u->pt);
+		user_comm_stop(u);
 		free(u);
 		return NULL;
 	}
@@ -339,10 +349,15 @@ struct ubt_user *user_attach_cmd(char *const argv[], const struct user_opts *o,
 	struct ubt_user *u = xcalloc(1, sizeof(*u));
 
 	u->m.fd = -1;
+	u->comm_map = u->comm_prog = u->comm_link = u->cred_prog = -1;
+	for (int i = 0; i < USER_CRED_TPS; i++)
+		u->cred_ev[i] = -1;
 	pt_init(&u->pt);
 	u->child = true;
+	user_clock_begin(&u->clk);
 	if (find_runtime(u, o)) {
 		snprintf(err, errlen, "%s", u->err);
+		user_comm_stop(u);
 		free(u);
 		return NULL;
 	}
@@ -350,9 +365,12 @@ struct ubt_user *user_attach_cmd(char *const argv[], const struct user_opts *o,
 	if (pt_spawn(&u->pt, argv)) {
 		snprintf(err, errlen, "%s", u->pt.err);
 		pt_release(&u->pt);
+		user_comm_stop(u);
 		free(u);
 		return NULL;
 	}
 	u->pid = u->pt.pid;
+	u->comm_want = USER_FIELD(o, struct user_opts, task) && o->task;
+	user_comm_try_prepare(u);
 	return attach(u, o, err, errlen);
 }

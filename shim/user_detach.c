@@ -226,6 +226,9 @@ int user_detach(struct ubt_user *u)
 			err = e;
 	}
 	u->nsems = 0;
+	/* every site restored: a later ubt need not search this memfd */
+	if (!err)
+		__atomic_store_n(&u->m.ctl->sites_clean, 1, __ATOMIC_RELEASE);
 	return err;
 }
 

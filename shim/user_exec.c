@@ -155,6 +155,8 @@ int user_follow_exec(struct ubt_user *u)
 	err = err ?: user_check_libc(u);
 	err = err ?: move_memfd(u);
 	err = err ?: user_place_runtime(u, NULL);
+	if (!err && u->comm_want)
+		user_comm_try(u);
 	if (err) {
 		/* let it run unprobed rather than leave it stopped */
 		pt_detach(&u->pt);

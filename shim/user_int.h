@@ -31,9 +31,11 @@
 #include "rtpath.h"
 #include "tramp.h"
 #include "user.h"
+#include "user_clock.h"
 #include "util.h"
 
 #define USER_MAX_SITES 256
+#define USER_CRED_TPS 6		/* user_comm.c: set{,re,res}{u,g}id */
 
 #define USER_SCRATCH_OFF 2048	/* in the control page, after struct rt_ctl */
 
@@ -105,6 +107,13 @@ struct ubt_user {
 	int libc_dyn;
 	uint64_t libc_min_vaddr, libc_bias;
 	uint64_t dlopen_vaddr, dlerror_vaddr, single_vaddr;
+	struct user_clock clk;
+	/* user_comm.c: the task_rename program keeping comm up to date */
+	bool comm_want;		/* a user-mode probe reads comm */
+	int comm_map, comm_prog, comm_link;	/* -1: none */
+	int cred_prog, cred_ev[USER_CRED_TPS];	/* likewise */
+	bool comm_placed;	/* the target maps the table: it is live */
+	char comm_why[256];	/* why it is not live */
 	char err[512];
 };
 
@@ -192,6 +201,21 @@ int user_stop_all(struct ubt_user *u);
 bool user_process_gone(struct ubt_user *u, int e);
 
 void user_unboost(struct ubt_user *u);
+
+/*
+ * user_comm.c, where comm_want: user_comm_prepare() makes the comm table
+ * and loads and attaches its programs (before the target stops: reading
+ * the kernel's BTF takes ~16 ms); user_comm_place() maps the table in the
+ * stopped target (again after an exec); 0 or -errno (comm then reads
+ * prctl at every hit).  The _try forms keep
+ * u->err and note the failure in u->comm_why.  user_comm_stop(): close.
+ */
+int user_comm_prepare(struct ubt_user *u);
+int user_comm_place(struct ubt_user *u);
+void user_comm_stop(struct ubt_user *u);
+void user_comm_try_prepare(struct ubt_user *u);
+void user_comm_try(struct ubt_user *u);
+
 
 /*
  * Add the stop that ends now: from when the first thread stopped (-p), or

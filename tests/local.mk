@@ -12,6 +12,7 @@ check_PROGRAMS += \
 	tests/targets/ubt-libuser \
 	tests/targets/ubt-loop \
 	tests/targets/ubt-nofp \
+	tests/targets/ubt-nosys \
 	tests/targets/ubt-patch \
 	tests/targets/ubt-share \
 	tests/targets/ubt-sites \
@@ -44,6 +45,10 @@ tests_targets_ubt_libuser_SOURCES = tests/targets/libuser.c
 tests_targets_ubt_libuser_CFLAGS = $(UBT_TARGET_CFLAGS)
 tests_targets_ubt_libuser_LDFLAGS = -Wl,-rpath,'$$ORIGIN'
 tests_targets_ubt_libuser_LDADD = tests/targets/libubt-target.so
+tests_targets_ubt_nosys_SOURCES = tests/targets/nosys.c
+tests_targets_ubt_nosys_CFLAGS = $(UBT_TARGET_CFLAGS)
+tests_targets_ubt_nosys_LDFLAGS =
+tests_targets_ubt_nosys_LDADD = -lpthread
 tests_targets_ubt_loop_SOURCES = tests/targets/loop.c
 tests_targets_ubt_loop_CFLAGS = $(UBT_TARGET_CFLAGS)
 tests_targets_ubt_loop_LDFLAGS =
@@ -359,6 +364,10 @@ EXTRA_DIST += \
 # cpu and numaid in user-mode probes, both ways (rdtscp, getcpu).
 TESTS += tests/native/cpu-paths.sh
 EXTRA_DIST += tests/native/cpu-paths.sh
+
+# nsecs in user-mode probes: the kernel's clock, both user-side clocks.
+TESTS += tests/native/nsecs-clock.sh
+EXTRA_DIST += tests/native/nsecs-clock.sh
 
 # printf events of user-mode probes: rings drained, losses reported.
 TESTS += tests/native/printf-events.sh

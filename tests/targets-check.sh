@@ -38,7 +38,7 @@ signalled() {
 	rm -f "$out"
 }
 
-echo 1..23
+echo 1..27
 check "$t/ubt-alt"
 check "$t/ubt-alt" 30 3
 check "$t/ubt-calls"
@@ -49,6 +49,10 @@ check "$t/ubt-loop" 100
 check "$t/ubt-nofp" 3
 check "$t/ubt-threads" 10
 check "$t/ubt-libuser"
+check "$t/ubt-nosys" comm 10
+check "$t/ubt-nosys" fork 10
+check "$t/ubt-nosys" seccomp 10
+check "$t/ubt-nosys" setuid 10
 check "$t/ubt-patch" 10
 check "$t/ubt-sites" 10
 check "$t/ubt-strs"

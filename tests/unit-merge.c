@@ -9,6 +9,10 @@
  * fallback, the runtime's rt_clock_ns() (RT_FN_CLOCK_NS), reads
  * CLOCK_MONOTONIC as clock_gettime() and the kernel do, without a system
  * call (checked under a seccomp filter that refuses clock_gettime).
+ * nsecs in user-mode probes: the counter-to-ns segment ubt writes into
+ * the control block (shim/user_clock.c), applied as probe code applies
+ * it, agrees with clock_gettime() and bpf_ktime_get_ns() within 1 us
+ * while ubt renews it, and never steps back.
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
@@ -35,6 +39,7 @@
 
 #include "memfd.h"
 #include "merge.h"
+#include "user_clock.h"
 #include "util.h"
 
 static int ntest;
@@ -325,6 +330,107 @@ static void test_kernel_clock(void)
 	      (long long)after);
 }
 
+/* ---- nsecs in user-mode probes: the segment in the control block ---- */
+
+/* What probe code computes (codegen/irb_native_helper.c, nat_clock()). */
+static bool ctl_ns(const struct rt_ctl *ctl, uint64_t *ns)
+{
+	uint32_t seq = __atomic_load_n(&ctl->clk_seq, __ATOMIC_ACQUIRE);
+	uint64_t mult = ctl->clk_mult, tsc0 = ctl->clk_tsc0;
+	uint64_t ns0 = ctl->clk_ns0;
+	uint32_t shift = ctl->clk_shift & 63;
+	uint64_t tsc = merge_rdtsc();
+	__int128 d;
+
+	if (!mult || (seq & 1) ||
+	    __atomic_load_n(&ctl->clk_seq, __ATOMIC_ACQUIRE) != seq)
+		return false;
+	d = (__int128)(int64_t)(tsc - tsc0) * mult;
+	*ns = ns0 + (uint64_t)(int64_t)(d >> shift);
+	return true;
+}
+
+static void test_user_clock(void)
+{
+	struct memfd_layout l = { .map_size = 4096, .ring_size = 4096,
+				  .nblocks = 1 };
+	static struct memfd m;
+	static struct user_clock k;
+	int64_t worst = 0, kworst = 0, back = 0, drift = 0;
+	uint64_t prev = 0, reads = 0, kreads = 0;
+	int fd = ktime_prog();
+
+	if (memfd_create_local(&m, &l)) {
+		check("user clock: a control block", 0, NULL);
+		return;
+	}
+	user_clock_begin(&k);
+	check("user clock: the counter is used where it is a clock",
+	      k.usable == merge_tsc_usable(), NULL);
+	if (!k.usable) {
+		user_clock_update(&k, m.ctl);
+		check("user clock: none written where it is not (probes read "
+		      "the vDSO)", !m.ctl->clk_mult && !m.ctl->clk_seq, NULL);
+		memfd_release(&m);
+		if (fd >= 0)
+			close(fd);
+		return;
+	}
+	for (int i = 0; i < 500; i++) {
+		user_clock_update(&k, m.ctl);
+		if (llabs(k.err) > drift)
+			drift = llabs(k.err);
+		for (int j = 0; j < 4; j++) {
+			uint64_t a = mono_ns(), r, b;
+			bool ok = ctl_ns(m.ctl, &r);
+
+			b = mono_ns();
+			if (!ok)
+				continue;
+			reads++;
+			if ((int64_t)(a - r) > worst)
+				worst = (int64_t)(a - r);
+			if ((int64_t)(r - b) > worst)
+				worst = (int64_t)(r - b);
+			if (r < prev && (int64_t)(prev - r) > back)
+				back = (int64_t)(prev - r);
+			prev = r;
+		}
+		if (fd >= 0) {
+			uint64_t kt = 0, a, b;
+			LIBBPF_OPTS(bpf_test_run_opts, o, .ctx_in = &kt,
+				    .ctx_size_in = sizeof(kt));
+
+			if (ctl_ns(m.ctl, &a) && !bpf_prog_test_run_opts(fd, &o) &&
+			    ctl_ns(m.ctl, &b)) {
+				kreads++;
+				if ((int64_t)(a - kt) > kworst)
+					kworst = (int64_t)(a - kt);
+				if ((int64_t)(kt - b) > kworst)
+					kworst = (int64_t)(kt - b);
+			}
+		}
+		sleep_ms(1);
+	}
+	check("user clock: renewed while the run goes on (every 50 ms)",
+	      k.writes >= 5, "%u segments in ~0.6 s; the old segment was "
+	      "off by at most %lld ns at a renewal", k.writes,
+	      (long long)drift);
+	check("user clock: each read lies between the clock_gettime() reads "
+	      "around it, within 1 us", reads > 1000 && worst <= 1000,
+	      "%llu reads, worst %lld ns outside", (unsigned long long)reads,
+	      (long long)worst);
+	check("user clock: bpf_ktime_get_ns() lies between the reads around "
+	      "BPF_PROG_TEST_RUN, within 1 us", fd >= 0 && kreads > 200 &&
+	      kworst <= 1000, "%llu runs, worst %lld ns outside",
+	      (unsigned long long)kreads, (long long)kworst);
+	check("user clock: never steps back across renewals", !back,
+	      back ? "stepped back %lld ns" : NULL, (long long)back);
+	memfd_release(&m);
+	if (fd >= 0)
+		close(fd);
+}
+
 /* ---- the fallback: the runtime's clock ------------------------------ */
 
 static uint64_t (*rt_clock)(void);
@@ -508,6 +614,7 @@ int main(void)
 		     "counter reads", "the time-stamp counter is not a clock "
 		     "here");
 	}
+	test_user_clock();
 	test_rt_clock();
 	test_rt_no_syscall();
 	test_rt_kernel();

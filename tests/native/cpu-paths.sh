@@ -1,8 +1,9 @@
 #!/bin/sh
-# cpu and numaid in user-mode probes: read with rdtscp (the kernel's
-# TSC_AUX, no system call) where the CPU has it, else with the getcpu
-# system call (UBT_NO_RDTSCP=1 forces that path, so both are tested on
-# every machine). Pinned to one CPU, the target's probes see that CPU.
+# cpu and numaid in user-mode probes: read with rdpid, else rdtscp (the
+# kernel's TSC_AUX, no system call) where the CPU has them, else with the
+# getcpu system call (UBT_NO_RDPID=1 skips rdpid, UBT_NO_RDTSCP=1 forces
+# the system call, so every path is tested on every machine that has the
+# instructions). Pinned to one CPU, the target's probes see that CPU.
 
 . "$top_srcdir/tests/cli/tap.sh"
 
@@ -28,10 +29,13 @@ check()
 	fi
 }
 
-for fallback in "" 1; do
-	what=${fallback:+getcpu system call}
-	what=${what:-rdtscp}
-	UBT_NO_RDTSCP=$fallback taskset -c "$cpu" "$UBT" --mode user \
+for path in rdpid rdtscp syscall; do
+	case $path in
+	rdpid) what="rdpid (or what the CPU has)"; env= ;;
+	rdtscp) what="rdtscp (or what the CPU has)"; env=UBT_NO_RDPID=1 ;;
+	syscall) what="getcpu system call"; env=UBT_NO_RDTSCP=1 ;;
+	esac
+	env $env taskset -c "$cpu" "$UBT" --mode user \
 		-c "$loop 300" -e "$prog" >"$tap_tmp/out" 2>&1 </dev/null
 	grep -qx "@c\[$cpu\]: 300" "$tap_tmp/out"
 	check $? "$what: every hit on CPU $cpu"

@@ -49,6 +49,9 @@ def main():
     cases += [c for c in rr.load_corpus(os.path.join(srcdir, "tests",
                                                      "native"))
               if is_user_case(c)]
+    # CASES='builtins.*' (shell globs, space-separated): only those
+    if os.environ.get("CASES"):
+        cases = [c for c in cases if rr.matches(c, os.environ["CASES"].split())]
     kernel_only = {}
     for name, reason, _ in rr.read_list(os.path.join(
             srcdir, "tests", "native", "kernel-only.txt")):

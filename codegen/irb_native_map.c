@@ -1,0 +1,309 @@
+/*
+ * irb for the native target: map lookup, update and delete in user-mode
+ * probes (codegen/native.h: fixed slots, arrays, per-thread tables,
+ * shared tables), with inline fast paths for per-thread tables with
+ * 8-byte keys (struct rt_htab: @[tid], @s[tid], a pointer as key):
+ * lookup, insert-or-find and delete at the key's first slot, as the
+ * runtime (runtime/rt_htab.c) would find it; anything else is a call.
+ */
+#include <errno.h>
+
+#include <llvm-c/Core.h>
+
+#include "cg.h"
+#include "irb.h"
+#include "irb_native.h"
+#include "native.h"
+#include "rt_abi.h"
+#include "irb_native_int.h"
+#include "util.h"
+
+/*
+ * The key's first slot in a per-thread table with 8-byte keys, as
+ * nat_htab_hit() finds it: its address in *slot, its state in *st;
+ * returns "state is not empty and the slot holds the key".
+ */
+static LLVMValueRef nat_htab_first(struct irb *ir, struct native_map *m,
+				   LLVMValueRef base, LLVMValueRef key,
+				   LLVMValueRef *slot, LLVMValueRef *st)
+{
+	uint64_t ss = 16 + rt_align8(m->val_size);
+	LLVMValueRef k, h, sk;
+
+	k = LLVMBuildLoad2(ir->b, ir->i64, key, "k");
+	LLVMSetAlignment(k, 1);
+	h = LLVMBuildMul(ir->b,
+			 LLVMBuildXor(ir->b, k,
+				      irb_const(ir, 1469598103934665603ULL),
+				      ""),
+			 irb_const(ir, 1099511628211ULL), "");
+	h = LLVMBuildXor(ir->b, h, LLVMBuildLShr(ir->b, h, irb_const(ir, 29),
+						 ""), "hash");
+	h = LLVMBuildAnd(ir->b, h, irb_const(ir, m->nslots - 1), "");
+	h = LLVMBuildAdd(ir->b, LLVMBuildMul(ir->b, h, irb_const(ir, ss), ""),
+			 irb_const(ir, sizeof(struct rt_htab)), "");
+	*slot = LLVMBuildInBoundsGEP2(ir->b, ir->i8, base, &h, 1, "slot");
+	*st = LLVMBuildLoad2(ir->b, ir->i64, *slot, "state");
+	sk = LLVMBuildLoad2(ir->b, ir->i64, irb_gep(ir, *slot, 8), "skey");
+	return LLVMBuildAnd(
+		ir->b,
+		LLVMBuildICmp(ir->b, LLVMIntNE, *st, irb_const(ir, 0), ""),
+		LLVMBuildICmp(ir->b, LLVMIntEQ, sk, k, ""), "mine");
+}
+
+/*
+ * Lookup in a per-thread table with 8-byte keys (tid, a pointer): the
+ * key's first slot, inline, when it holds the key (state 1), as
+ * rt_htab_slot() finds it (rt_hash() of one word); anything else through
+ * the runtime (another slot, an insert, a revival). No call, so no
+ * registers saved, on a hit.
+ */
+static LLVMValueRef nat_htab_hit(struct irb *ir, struct native_map *m,
+				 LLVMValueRef base, LLVMValueRef key)
+{
+	LLVMBasicBlockRef slow, done, from;
+	LLVMValueRef slot, st, own, hit, rt, phi, a[2];
+
+	own = nat_htab_first(ir, m, base, key, &slot, &st);
+	own = LLVMBuildAnd(ir->b, own,
+			   LLVMBuildICmp(ir->b, LLVMIntEQ, st,
+					 irb_const(ir, RT_HTAB_USED), ""),
+			   "");
+	hit = irb_gep(ir, slot, 16);
+	from = LLVMGetInsertBlock(ir->b);
+	slow = LLVMAppendBasicBlockInContext(ir->ctx, ir->fn, "htab_slow");
+	done = LLVMAppendBasicBlockInContext(ir->ctx, ir->fn, "htab_done");
+	LLVMBuildCondBr(ir->b, own, done, slow);
+	LLVMPositionBuilderAtEnd(ir->b, slow);
+	a[0] = base;
+	a[1] = key;
+	rt = nat_call(ir, m->plain ? RT_FN_HTAB_FIND : RT_FN_HTAB_LOOKUP,
+		      ir->ptr, a, 2);
+	LLVMBuildBr(ir->b, done);
+	LLVMPositionBuilderAtEnd(ir->b, done);
+	phi = LLVMBuildPhi(ir->b, ir->ptr, "val");
+	nat_incoming2(phi, hit, from, rt, slow);
+	return phi;
+}
+
+/*
+ * Insert-or-find in a per-thread table with 8-byte keys: the key's first
+ * slot, inline, when it holds the key, reviving a deleted or zeroed one
+ * as rt_htab_lookup() does (value zeroed, then state used: the owner is
+ * the only writer of its slots but for ubt's state changes, which never
+ * start from deleted); an empty first slot (an insert, counted against
+ * the map's limit) or another key through the runtime.  The latency
+ * idiom's @s[tid] = nsecs after delete(@s[tid]) stays inline.
+ */
+static LLVMValueRef nat_htab_insert_fast(struct irb *ir, struct native_map *m,
+					 LLVMValueRef base, LLVMValueRef key)
+{
+	LLVMBasicBlockRef mine, revive, slow, done, from_mine, from_rev;
+	LLVMValueRef slot, st, own, val, rt, phi, a[2];
+	LLVMValueRef vals[3];
+	LLVMBasicBlockRef bbs[3];
+
+	own = nat_htab_first(ir, m, base, key, &slot, &st);
+	mine = LLVMAppendBasicBlockInContext(ir->ctx, ir->fn, "ins_mine");
+	revive = LLVMAppendBasicBlockInContext(ir->ctx, ir->fn, "ins_revive");
+	slow = LLVMAppendBasicBlockInContext(ir->ctx, ir->fn, "ins_slow");
+	done = LLVMAppendBasicBlockInContext(ir->ctx, ir->fn, "ins_done");
+	LLVMBuildCondBr(ir->b, own, mine, slow);
+
+	LLVMPositionBuilderAtEnd(ir->b, mine);
+	val = irb_gep(ir, slot, 16);
+	from_mine = LLVMGetInsertBlock(ir->b);
+	LLVMBuildCondBr(ir->b, LLVMBuildICmp(ir->b, LLVMIntEQ, st,
+					     irb_const(ir, RT_HTAB_USED), ""),
+			done, revive);
+
+	LLVMPositionBuilderAtEnd(ir->b, revive);
+	irb_native_memset(ir, val, 0, rt_align8(m->val_size));
+	{
+		LLVMValueRef s1 = LLVMBuildStore(ir->b,
+						 irb_const(ir, RT_HTAB_USED),
+						 slot);
+
+		LLVMSetOrdering(s1, LLVMAtomicOrderingRelease);
+		LLVMSetAlignment(s1, 8);
+	}
+	from_rev = LLVMGetInsertBlock(ir->b);
+	LLVMBuildBr(ir->b, done);
+
+	LLVMPositionBuilderAtEnd(ir->b, slow);
+	a[0] = base;
+	a[1] = key;
+	rt = nat_call(ir, RT_FN_HTAB_LOOKUP, ir->ptr, a, 2);
+	LLVMBuildBr(ir->b, done);
+
+	LLVMPositionBuilderAtEnd(ir->b, done);
+	phi = LLVMBuildPhi(ir->b, ir->ptr, "ins_val");
+	vals[0] = val;
+	vals[1] = val;
+	vals[2] = rt;
+	bbs[0] = from_mine;
+	bbs[1] = from_rev;
+	bbs[2] = slow;
+	LLVMAddIncoming(phi, vals, bbs, 3);
+	return phi;
+}
+
+/*
+ * delete() in a per-thread table with 8-byte keys: the key's first slot
+ * inline (state deleted: -ENOENT; used or zeroed: deleted, as
+ * rt_htab_delete()); anything else through the runtime.
+ */
+static LLVMValueRef nat_htab_delete_fast(struct irb *ir, struct native_map *m,
+					 LLVMValueRef base, LLVMValueRef key)
+{
+	LLVMBasicBlockRef mine, del, slow, done, from_mine;
+	LLVMValueRef slot, st, own, rt, phi, a[2], s1;
+	LLVMValueRef vals[3];
+	LLVMBasicBlockRef bbs[3];
+
+	own = nat_htab_first(ir, m, base, key, &slot, &st);
+	mine = LLVMAppendBasicBlockInContext(ir->ctx, ir->fn, "del_mine");
+	del = LLVMAppendBasicBlockInContext(ir->ctx, ir->fn, "del_set");
+	slow = LLVMAppendBasicBlockInContext(ir->ctx, ir->fn, "del_slow");
+	done = LLVMAppendBasicBlockInContext(ir->ctx, ir->fn, "del_done");
+	LLVMBuildCondBr(ir->b, own, mine, slow);
+
+	LLVMPositionBuilderAtEnd(ir->b, mine);
+	from_mine = LLVMGetInsertBlock(ir->b);
+	LLVMBuildCondBr(ir->b, LLVMBuildICmp(ir->b, LLVMIntEQ, st,
+					     irb_const(ir, RT_HTAB_DELETED),
+					     ""),
+			done, del);
+
+	LLVMPositionBuilderAtEnd(ir->b, del);
+	s1 = LLVMBuildStore(ir->b, irb_const(ir, RT_HTAB_DELETED), slot);
+	LLVMSetOrdering(s1, LLVMAtomicOrderingRelease);
+	LLVMSetAlignment(s1, 8);
+	LLVMBuildBr(ir->b, done);
+
+	LLVMPositionBuilderAtEnd(ir->b, slow);
+	a[0] = base;
+	a[1] = key;
+	rt = nat_call(ir, RT_FN_HTAB_DELETE, ir->i64, a, 2);
+	LLVMBuildBr(ir->b, done);
+
+	LLVMPositionBuilderAtEnd(ir->b, done);
+	phi = LLVMBuildPhi(ir->b, ir->i64, "del_ret");
+	vals[0] = irb_const(ir, (uint64_t)-2);	/* -ENOENT */
+	vals[1] = irb_const(ir, 0);
+	vals[2] = rt;
+	bbs[0] = from_mine;
+	bbs[1] = del;
+	bbs[2] = slow;
+	LLVMAddIncoming(phi, vals, bbs, 3);
+	return phi;
+}
+
+LLVMValueRef irb_native_map_lookup(struct irb *ir, LLVMValueRef map,
+				   LLVMValueRef key)
+{
+	struct native_map *m = nat_find(map);
+	LLVMValueRef base, b, args[2];
+
+	BUG_ON(!m);
+	if (m->kind == NATIVE_MAP_SHARED) {
+		LLVMValueRef a[3] = { nat_shtab(ir, m), key,
+				      nat_map_area(ir, m->scratch) };
+
+		/* a consistent copy into this thread's buffer */
+		return nat_call(ir, RT_FN_SHTAB_READ, ir->ptr, a, 3);
+	}
+	base = nat_map_area(ir, m->off);
+	switch (m->kind) {
+	case NATIVE_MAP_FIXED:
+		return base;
+	case NATIVE_MAP_ARRAY:
+		b = LLVMBuildLoad2(ir->b, ir->i64,
+				   irb_gep(ir, key, m->key_size - 8), "bucket");
+		return LLVMBuildSelect(
+			ir->b,
+			LLVMBuildICmp(ir->b, LLVMIntULT, b,
+				      irb_const(ir, m->nslots), ""),
+			LLVMBuildGEP2(ir->b, ir->i64, base, &b, 1, ""),
+			LLVMConstNull(ir->ptr), "");
+	case NATIVE_MAP_HTAB:
+		args[0] = base;
+		args[1] = key;
+		if (m->key_size == 8)
+			return nat_htab_hit(ir, m, base, key);
+		/* an aggregation's value is created on first use; a plain
+		 * map's only by an update */
+		return nat_call(ir, m->plain ? RT_FN_HTAB_FIND :
+					       RT_FN_HTAB_LOOKUP,
+				ir->ptr, args, 2);
+	case NATIVE_MAP_SHARED:
+		break;
+	}
+	BUG("bad native map kind");
+}
+
+/* The value of key in an HTAB map, inserted (zeroed) when absent. */
+static LLVMValueRef nat_htab_insert(struct irb *ir, struct native_map *m,
+				    LLVMValueRef key)
+{
+	LLVMValueRef args[2] = { nat_map_area(ir, m->off), key };
+
+	if (m->key_size == 8)
+		return nat_htab_insert_fast(ir, m, args[0], key);
+	return nat_call(ir, RT_FN_HTAB_LOOKUP, ir->ptr, args, 2);
+}
+
+LLVMValueRef irb_native_map_update(struct irb *ir, LLVMValueRef map,
+				   LLVMValueRef key, LLVMValueRef value,
+				   uint64_t flags)
+{
+	struct native_map *m = nat_find(map);
+	LLVMValueRef p, phi;
+	LLVMBasicBlockRef yes, done, from;
+
+	if (m && m->kind == NATIVE_MAP_SHARED) {
+		LLVMValueRef a[3] = { nat_shtab(ir, m), key, value };
+
+		(void)flags;
+		return nat_call(ir, RT_FN_SHTAB_UPDATE, ir->i64, a, 3);
+	}
+	p = m && m->kind == NATIVE_MAP_HTAB ? nat_htab_insert(ir, m, key) :
+					      irb_native_map_lookup(ir, map,
+								    key);
+	yes = LLVMAppendBasicBlockInContext(ir->ctx, ir->fn, "upd");
+	done = LLVMAppendBasicBlockInContext(ir->ctx, ir->fn, "upd_done");
+	from = LLVMGetInsertBlock(ir->b);
+	(void)flags;
+	LLVMBuildCondBr(ir->b, LLVMBuildIsNull(ir->b, p, ""), done, yes);
+	LLVMPositionBuilderAtEnd(ir->b, yes);
+	irb_native_memcpy(ir, p, value, m->val_size);
+	LLVMBuildBr(ir->b, done);
+	LLVMPositionBuilderAtEnd(ir->b, done);
+	phi = LLVMBuildPhi(ir->b, ir->i64, "");
+	nat_incoming2(phi, irb_const(ir, (uint64_t)-ENOMEM), from,
+		      irb_const(ir, 0), yes);
+	return phi;
+}
+
+LLVMValueRef irb_native_map_delete(struct irb *ir, LLVMValueRef map,
+				   LLVMValueRef key)
+{
+	struct native_map *m = nat_find(map);
+	LLVMValueRef args[2];
+
+	if (m && m->kind == NATIVE_MAP_SHARED) {
+		args[0] = nat_shtab(ir, m);
+		args[1] = key;
+		return nat_call(ir, RT_FN_SHTAB_DELETE, ir->i64, args, 2);
+	}
+	/* an aggregation's key too: cg_map_delete() tells ubt */
+	if (!m || m->kind != NATIVE_MAP_HTAB) {
+		nat_unsupported("delete() in a user-mode probe");
+		return irb_const(ir, 0);
+	}
+	args[0] = nat_map_area(ir, m->off);
+	args[1] = key;
+	if (m->key_size == 8)
+		return nat_htab_delete_fast(ir, m, args[0], key);
+	return nat_call(ir, RT_FN_HTAB_DELETE, ir->i64, args, 2);
+}
