@@ -57,6 +57,7 @@ libubt_a_SOURCES += \
 	shim/signals.h \
 	shim/tramp.c \
 	shim/tramp.h \
+	shim/tramp_inline.c \
 	shim/user.c \
 	shim/user.h \
 	shim/user_attach.c \

@@ -102,6 +102,31 @@ static int emit_relocated(struct emit *e, struct patch_site *s,
 }
 
 /*
+ * The probe code at code (running at target address fn) in place: copied
+ * when tramp_inline() takes it, with %rsp 8 bytes down as a call leaves
+ * it, else called.
+ */
+static void emit_probe(struct emit *e, uint64_t fn, const uint8_t *code,
+		       size_t len)
+{
+	size_t start = e->n;
+	int n = -EINVAL;
+
+	if (code && e->cap - e->n > 10) {
+		EMIT(e, 0x48, 0x8d, 0x64, 0x24, 0xf8);	/* lea -8(%rsp),%rsp */
+		n = tramp_inline(code, len, e->p + e->n, e->cap - e->n - 5);
+		if (n >= 0) {
+			e->n += (size_t)n;
+			EMIT(e, 0x48, 0x8d, 0x64, 0x24, 0x08); /* lea 8(%rsp) */
+			return;
+		}
+		e->n = start;
+	}
+	EMIT(e, 0xe8);				/* call fn */
+	rel32_to(e, fn);
+}
+
+/*
  * The slow path, taken once per thread: rt_slow returns the thread's block
  * in %rax; with one, go back to the probe call, without, skip the probe.
  * Returns the position of the rel32 to the literal holding rt_slow's
@@ -203,8 +228,8 @@ int tramp_build(const struct tramp_spec *spec, struct patch_site *s,
 		/* the thread's block, or jz .slow */
 		jz_slow = emit_block_test(&e, spec->tls_offset);
 		call_at = e.n;
-		EMIT(&e, 0xe8);				/* call entry code */
-		rel32_to(&e, spec->entry_code);
+		emit_probe(&e, spec->entry_code, spec->entry_bytes,
+			   spec->entry_len);
 	}
 	after = e.n;
 	if (spec->ret_code) {
@@ -294,8 +319,8 @@ int tramp_build(const struct tramp_spec *spec, struct patch_site *s,
 		jne_skip = rel32_hole(&e);
 		EMIT(&e, 0x48, 0x89, 0xc7);		/* mov %rax,%rdi */
 		EMIT(&e, 0x48, 0x89, 0xd6);		/* mov %rdx,%rsi */
-		EMIT(&e, 0xe8);				/* call ret code */
-		rel32_to(&e, spec->ret_code);
+		emit_probe(&e, spec->ret_code, spec->ret_bytes,
+			   spec->ret_len);
 		popped = e.n;
 		/*
 		 * Inline pop: %rbx is our entry, kept by the function (else

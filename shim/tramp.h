@@ -58,7 +58,30 @@ struct tramp_spec {
 	uint64_t fn_call;	/* runtime: rt_wrap_call */
 	uint64_t entry_code;	/* target address of entry probe code, or 0 */
 	uint64_t ret_code;	/* target address of return probe code, or 0 */
+	/*
+	 * The probe code's bytes (ubt's copy), or NULL: a body that
+	 * tramp_inline() accepts runs inside the trampoline instead of
+	 * being called (the call and its ret cost more than a small body).
+	 */
+	const uint8_t *entry_bytes, *ret_bytes;
+	size_t entry_len, ret_len;
 };
+
+/* Probe code of at most this many bytes (and instructions) is inlined. */
+#define TRAMP_INLINE_MAX 256
+#define TRAMP_INLINE_INSNS 96
+
+/*
+ * Copy probe code (the contract above) into out, to run in place of a
+ * call of it: each ret becomes a jump to the end of the copy (the last
+ * one falls through), short branches become rel32 ones.  The copy needs
+ * the stack as the call would leave it (8 bytes below, for the return
+ * address).  Returns its length; -EINVAL when the code cannot be moved
+ * (a RIP-relative operand, a relative call, a branch out of the code, an
+ * instruction Zydis does not decode, more than TRAMP_INLINE_MAX bytes);
+ * -ENOSPC when cap is too small.
+ */
+int tramp_inline(const uint8_t *code, size_t len, uint8_t *out, size_t cap);
 
 /*
  * Build the trampoline for site s into out (cap bytes), to run at
