@@ -419,7 +419,7 @@ static LLVMValueRef nat_htab_hit(struct irb *ir, struct native_map *m,
 	LLVMBasicBlockRef done = LLVMAppendBasicBlockInContext(ir->ctx,
 							       ir->fn,
 							       "htab_done");
-	LLVMValueRef k, h, slot, st, sk, hit, rt, phi, a[2];
+	LLVMValueRef k, h, slot, st, sk, hit, rt, phi, a[2], idx;
 
 	k = LLVMBuildLoad2(ir->b, ir->i64, key, "k");
 	LLVMSetAlignment(k, 1);
@@ -435,14 +435,23 @@ static LLVMValueRef nat_htab_hit(struct irb *ir, struct native_map *m,
 			 irb_const(ir, sizeof(struct rt_htab)), "");
 	slot = LLVMBuildInBoundsGEP2(ir->b, ir->i8, base, &h, 1, "slot");
 	st = LLVMBuildLoad2(ir->b, ir->i64, slot, "state");
-	LLVMBuildCondBr(ir->b, LLVMBuildICmp(ir->b, LLVMIntEQ, st,
-					     irb_const(ir, 1), ""),
-			chk, slow);
+	irb_unlikely(ir,
+		     LLVMBuildCondBr(ir->b,
+				     LLVMBuildICmp(ir->b, LLVMIntEQ, st,
+						   irb_const(ir, 1), ""),
+				     chk, slow),
+		     false);
 	LLVMPositionBuilderAtEnd(ir->b, chk);
 	sk = LLVMBuildLoad2(ir->b, ir->i64, irb_gep(ir, slot, 8), "skey");
-	hit = irb_gep(ir, slot, 16);
-	LLVMBuildCondBr(ir->b, LLVMBuildICmp(ir->b, LLVMIntEQ, sk, k, ""),
-			done, slow);
+	/* inbounds of the block: never null, a null check folds away */
+	idx = irb_const(ir, 16);
+	hit = LLVMBuildInBoundsGEP2(ir->b, ir->i8, slot, &idx, 1, "hit");
+	irb_unlikely(ir,
+		     LLVMBuildCondBr(ir->b,
+				     LLVMBuildICmp(ir->b, LLVMIntEQ, sk, k,
+						   ""),
+				     done, slow),
+		     false);
 	LLVMPositionBuilderAtEnd(ir->b, slow);
 	a[0] = base;
 	a[1] = key;

@@ -76,12 +76,18 @@ struct tramp_spec {
  * call of it: each ret becomes a jump to the end of the copy (the last
  * one falls through), short branches become rel32 ones.  The copy needs
  * the stack as the call would leave it (8 bytes below, for the return
- * address).  Returns its length; -EINVAL when the code cannot be moved
+ * address).  *reads: the argument registers it reads (TRAMP_READS_*).
+ * Returns its length; -EINVAL when the code cannot be moved
  * (a RIP-relative operand, a relative call, a branch out of the code, an
  * instruction Zydis does not decode, more than TRAMP_INLINE_MAX bytes);
  * -ENOSPC when cap is too small.
  */
-int tramp_inline(const uint8_t *code, size_t len, uint8_t *out, size_t cap);
+int tramp_inline(const uint8_t *code, size_t len, uint8_t *out, size_t cap,
+		 unsigned *reads);
+/* *reads of tramp_inline(): the code reads %rdi, %rsi (a return probe's
+ * return value): unless it does, the trampoline leaves them alone */
+#define TRAMP_READS_RDI 1u
+#define TRAMP_READS_RSI 2u
 
 /*
  * Build the trampoline for site s into out (cap bytes), to run at

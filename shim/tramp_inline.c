@@ -70,6 +70,42 @@ static int ti_classify(const ZydisDecodedInstruction *in,
 	return -EINVAL;
 }
 
+/* TRAMP_READS_* of the argument registers the instruction reads */
+static unsigned ti_reads(const ZydisDecodedInstruction *in,
+			 const ZydisDecodedOperand *ops)
+{
+	unsigned m = 0;
+
+	for (int i = 0; i < in->operand_count; i++) {
+		ZydisRegister r[2] = { ZYDIS_REGISTER_NONE,
+				       ZYDIS_REGISTER_NONE };
+
+		if (ops[i].type == ZYDIS_OPERAND_TYPE_REGISTER &&
+		    (ops[i].actions & ZYDIS_OPERAND_ACTION_MASK_READ))
+			r[0] = ops[i].reg.value;
+		if (ops[i].type == ZYDIS_OPERAND_TYPE_MEMORY) {
+			r[0] = ops[i].mem.base;
+			r[1] = ops[i].mem.index;
+		}
+		for (int j = 0; j < 2; j++) {
+			if (r[j] == ZYDIS_REGISTER_NONE)
+				continue;
+			switch (ZydisRegisterGetLargestEnclosing(
+				ZYDIS_MACHINE_MODE_LONG_64, r[j])) {
+			case ZYDIS_REGISTER_RDI:
+				m |= TRAMP_READS_RDI;
+				break;
+			case ZYDIS_REGISTER_RSI:
+				m |= TRAMP_READS_RSI;
+				break;
+			default:
+				break;
+			}
+		}
+	}
+	return m;
+}
+
 /* The copy's offset of the instruction at probe code offset off, or -1. */
 static int ti_to(const struct ti_insn *t, int n, uint16_t off)
 {
@@ -86,7 +122,8 @@ static void ti_rel32(uint8_t *p, int from_end, int to)
 	memcpy(p, &r, 4);
 }
 
-int tramp_inline(const uint8_t *code, size_t len, uint8_t *out, size_t cap)
+int tramp_inline(const uint8_t *code, size_t len, uint8_t *out, size_t cap,
+		 unsigned *reads)
 {
 	struct ti_insn t[TRAMP_INLINE_INSNS];
 	ZydisDecodedOperand ops[ZYDIS_MAX_OPERAND_COUNT];
@@ -95,6 +132,7 @@ int tramp_inline(const uint8_t *code, size_t len, uint8_t *out, size_t cap)
 	size_t off = 0;
 	int n = 0, end = 0, i;
 
+	*reads = 0;
 	if (!code || !len || len > TRAMP_INLINE_MAX)
 		return -EINVAL;
 	ZydisDecoderInit(&d, ZYDIS_MACHINE_MODE_LONG_64, ZYDIS_STACK_WIDTH_64);
@@ -107,6 +145,7 @@ int tramp_inline(const uint8_t *code, size_t len, uint8_t *out, size_t cap)
 					 .len = in.length };
 		if (ti_classify(&in, ops, &t[n], len))
 			return -EINVAL;
+		*reads |= ti_reads(&in, ops);
 		off += in.length;
 		n++;
 	}
