@@ -518,11 +518,16 @@ LLVMValueRef irb_native_map_lookup(struct irb *ir, LLVMValueRef map,
 	case NATIVE_MAP_ARRAY:
 		b = LLVMBuildLoad2(ir->b, ir->i64,
 				   irb_gep(ir, key, m->key_size - 8), "bucket");
+		/*
+		 * inbounds of the block: the slot is never null, so the
+		 * caller's null check folds into the range check (an out of
+		 * range index is poison only on the side not selected)
+		 */
 		return LLVMBuildSelect(
 			ir->b,
 			LLVMBuildICmp(ir->b, LLVMIntULT, b,
 				      irb_const(ir, m->nslots), ""),
-			LLVMBuildGEP2(ir->b, ir->i64, base, &b, 1, ""),
+			LLVMBuildInBoundsGEP2(ir->b, ir->i64, base, &b, 1, ""),
 			LLVMConstNull(ir->ptr), "");
 	case NATIVE_MAP_HTAB:
 		args[0] = base;
