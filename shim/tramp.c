@@ -237,16 +237,26 @@ int tramp_build(const struct tramp_spec *spec, struct patch_site *s,
 			return -EINVAL;
 		return build_mid(spec, s, out, cap, reloc_at, r);
 	}
-	if (s->undo) {
+	if (s->undo == 8) {
 		/*
-		 * The entry instruction (push, sub $n,%rsp) ran in place:
-		 * take its stack change back (registers are as they were),
-		 * the relocated copy runs it again after the probes.
+		 * The entry instruction (push %rbp, say) ran in place: its
+		 * slot is where %rax goes (the lea and push below in one
+		 * store: the same stack, one instruction less per hit).
 		 */
-		EMIT(&e, 0x48, 0x8d, 0xa4, 0x24);	/* lea undo(%rsp),%rsp */
-		u32(&e, s->undo);
+		EMIT(&e, 0x48, 0x89, 0x04, 0x24);	/* mov %rax,(%rsp) */
+	} else {
+		if (s->undo) {
+			/*
+			 * The entry instruction (push, sub $n,%rsp) ran in
+			 * place: take its stack change back (registers are
+			 * as they were), the relocated copy runs it again
+			 * after the probes.
+			 */
+			EMIT(&e, 0x48, 0x8d, 0xa4, 0x24); /* lea undo(%rsp) */
+			u32(&e, s->undo);
+		}
+		EMIT(&e, 0x50);			/* push %rax */
 	}
-	EMIT(&e, 0x50);				/* push %rax */
 	if (spec->entry_code) {
 		/* the thread's block, or jz .slow */
 		jz_slow = emit_block_test(&e, spec->tls_offset);
