@@ -4,6 +4,9 @@
  *
  *   entry probe:  call the probe code with the function's arguments still
  *                 in their registers, run the relocated window, jump back.
+ *                 Probe code tramp_inline() can move is copied into the
+ *                 trampoline instead of called (the same for return probe
+ *                 code): a call and its ret cost more than a small body.
  *   inside a function (an offset): the same, stepping over the red zone,
  *                 saving the flags and %r11 and aligning the stack first.
  *   return probe: call-wrapping.  The caller's return address moves to a
