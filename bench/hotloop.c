@@ -11,7 +11,8 @@
  * -f   the function called: bench_nop() (count, @[tid]), bench_args(a, b)
  *      (hist(arg0), sum(arg1), printf of two integers; arg0 runs 0..999,
  *      arg1 is arg0 & 7), bench_ret(a) (uretprobe); or the floor of a
- *      probe on this CPU, bench_nop as ubt would patch it, built in:
+ *      probe on this CPU, bench_nop as ubt would patch it, patched at
+ *      start-up by this program (bench/floor.c):
  *      floorjmp: its first instruction, a jump to a trampoline that
  *      increments a thread-local counter, runs the instruction the jump
  *      replaced and jumps back; floorcall: the same with a call into a
@@ -73,6 +74,8 @@
 #include <time.h>
 #include <unistd.h>
 #include <x86intrin.h>
+
+#include "floor.h"
 
 #define BENCH_BLOCK	1000		/* calls between two clock reads */
 #define BENCH_WARMUP	20		/* untimed blocks first */
@@ -179,57 +182,6 @@ __attribute__((noipa, used)) unsigned long bench_ret(unsigned long a)
 	BENCH_FRAME();
 	return a * 3 + 1;
 }
-
-/*
- * The floor: bench_nop's code (push %rbp; mov %rsp,%rbp; the increment;
- * pop %rbp; ret) with the jump ubt writes after its first instruction
- * already in place, over the mov and the increment, and a trampoline of
- * the two shapes a probe takes at the least.  Nothing of ubt in it: what
- * this CPU charges for the detour itself.
- */
-__thread unsigned long bench_floor_count;
-void bench_floor_jmp(void), bench_floor_call(void);
-
-__asm__(".text\n"
-	".p2align 4\n"
-	".globl bench_floor_probe\n"
-	".type bench_floor_probe,@function\n"
-	"bench_floor_probe:\n"
-	"	incq %fs:bench_floor_count@tpoff\n"
-	"	ret\n"
-	".size bench_floor_probe, .-bench_floor_probe\n"
-
-	".p2align 4\n"
-	".globl bench_floor_jmp\n"
-	".type bench_floor_jmp,@function\n"
-	"bench_floor_jmp:\n"
-	"	push %rbp\n"
-	"	jmp 1f\n"
-	"	.byte 0xcc, 0xcc, 0xcc, 0xcc, 0xcc, 0xcc, 0xcc\n"
-	"2:	pop %rbp\n"
-	"	ret\n"
-	"	.p2align 4\n"
-	"1:	incq %fs:bench_floor_count@tpoff\n"
-	"	mov %rsp, %rbp\n"
-	"	addq $1, %fs:bench_tls_sink@tpoff\n"
-	"	jmp 2b\n"
-	".size bench_floor_jmp, .-bench_floor_jmp\n"
-
-	".p2align 4\n"
-	".globl bench_floor_call\n"
-	".type bench_floor_call,@function\n"
-	"bench_floor_call:\n"
-	"	push %rbp\n"
-	"	jmp 1f\n"
-	"	.byte 0xcc, 0xcc, 0xcc, 0xcc, 0xcc, 0xcc, 0xcc\n"
-	"2:	pop %rbp\n"
-	"	ret\n"
-	"	.p2align 4\n"
-	"1:	call bench_floor_probe\n"
-	"	mov %rsp, %rbp\n"
-	"	addq $1, %fs:bench_tls_sink@tpoff\n"
-	"	jmp 2b\n"
-	".size bench_floor_call, .-bench_floor_call\n");
 
 static uint64_t bench_now(void)
 {
@@ -657,6 +609,9 @@ int main(int argc, char **argv)
 
 	if (bench_parse(argc, argv, o))
 		return 2;
+	if ((o->func == BENCH_FLOOR_JMP || o->func == BENCH_FLOOR_CALL) &&
+	    bench_floor_init())
+		return 1;
 	if (o->gaps)
 		signal(SIGUSR1, bench_on_usr1);
 	/* -g adds a watcher thread that does not call the function */

@@ -7,7 +7,10 @@ EXTRA_DIST += \
 	bench/README.md \
 	bench/run
 # plain -O2 code, no sanitizers: the loop must measure the call only
-bench_ubt_hotloop_SOURCES = bench/hotloop.c
+bench_ubt_hotloop_SOURCES = \
+	bench/floor.c \
+	bench/floor.h \
+	bench/hotloop.c
 bench_ubt_hotloop_CFLAGS = -std=gnu11 -Wall -Wextra -O2 -g \
 	-fno-omit-frame-pointer -pthread
 bench_ubt_hotloop_LDFLAGS = -pthread

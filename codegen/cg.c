@@ -286,10 +286,15 @@ static void cg_program(struct cg *g, struct sema_probe *sp,
 			g->ir.b, g->ir.i64,
 			irb_gep(&g->ir, gp, CG_GLOBALS_EXIT), "");
 
-		LLVMBuildCondBr(g->ir.b,
-				LLVMBuildICmp(g->ir.b, LLVMIntNE, ex,
-					      irb_const(&g->ir, 0), ""),
-				stop, cont);
+		irb_unlikely(&g->ir,
+			     LLVMBuildCondBr(g->ir.b,
+					     LLVMBuildICmp(g->ir.b, LLVMIntNE,
+							   ex,
+							   irb_const(&g->ir,
+								     0),
+							   ""),
+					     stop, cont),
+			     true);
 		LLVMPositionBuilderAtEnd(g->ir.b, stop);
 		LLVMBuildRet(g->ir.b, irb_const(&g->ir, 0));
 		LLVMPositionBuilderAtEnd(g->ir.b, cont);

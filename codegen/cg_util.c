@@ -236,7 +236,10 @@ LLVMBasicBlockRef cg_if_nonnull(struct cg *g, LLVMValueRef p)
 	LLVMBasicBlockRef cont = LLVMAppendBasicBlockInContext(ir->ctx, ir->fn,
 							       "nonnull_done");
 
-	LLVMBuildCondBr(ir->b, LLVMBuildIsNull(ir->b, p, ""), cont, then);
+	/* null (a full map, no block) is the rare case */
+	irb_unlikely(ir, LLVMBuildCondBr(ir->b, LLVMBuildIsNull(ir->b, p, ""),
+					 cont, then),
+		     true);
 	LLVMPositionBuilderAtEnd(ir->b, then);
 	return cont;
 }

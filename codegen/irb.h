@@ -95,6 +95,12 @@ void irb_memcpy(struct irb *ir, LLVMValueRef dst, LLVMValueRef src,
 /* ptr + off bytes */
 LLVMValueRef irb_gep(struct irb *ir, LLVMValueRef p, size_t off);
 LLVMValueRef irb_const(struct irb *ir, uint64_t v);
+/*
+ * br (a conditional branch) rarely goes to its true (then == true) or
+ * false side: branch weights, so that the usual path falls through (a
+ * taken branch is what a probe's hot path pays most for on some CPUs).
+ */
+void irb_unlikely(struct irb *ir, LLVMValueRef br, bool then);
 
 /*
  * Maps (bpf_maps.c): a global in ".maps" described by BTF.

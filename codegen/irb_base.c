@@ -171,3 +171,19 @@ LLVMValueRef irb_const(struct irb *ir, uint64_t v)
 	return LLVMConstInt(ir->i64, v, 0);
 }
 
+void irb_unlikely(struct irb *ir, LLVMValueRef br, bool then)
+{
+	LLVMTypeRef i32 = LLVMInt32TypeInContext(ir->ctx);
+	LLVMMetadataRef md[3] = {
+		LLVMMDStringInContext2(ir->ctx, "branch_weights", 14),
+		LLVMValueAsMetadata(LLVMConstInt(i32, then ? 1 : 2000, 0)),
+		LLVMValueAsMetadata(LLVMConstInt(i32, then ? 2000 : 1, 0)),
+	};
+	unsigned kind = LLVMGetMDKindIDInContext(ir->ctx, "prof", 4);
+
+	LLVMSetMetadata(br, kind,
+			LLVMMetadataAsValue(ir->ctx,
+					    LLVMMDNodeInContext2(ir->ctx, md,
+								 3)));
+}
+

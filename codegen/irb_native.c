@@ -161,6 +161,10 @@ LLVMValueRef irb_native_func_begin(struct irb *ir, const char *name)
 	nat_attr(ir, fn, "no-builtins", "");
 	nat_attr(ir, fn, "no-jump-tables", "true");
 	nat_attr(ir, fn, "frame-pointer", "none");
+	/* nat_call_kept() pushes below %rsp */
+	kind = LLVMGetEnumAttributeKindForName("noredzone", 9);
+	LLVMAddAttributeAtIndex(fn, LLVMAttributeFunctionIndex,
+				LLVMCreateEnumAttribute(ir->ctx, kind, 0));
 	LLVMSetFunctionCallConv(fn, NAT_CC_PRESERVE_MOST);
 	LLVMSetLinkage(fn, LLVMExternalLinkage);
 	ir->fn = fn;
@@ -285,6 +289,35 @@ LLVMValueRef nat_call(struct irb *ir, int i, LLVMTypeRef ret,
 		params[k] = LLVMTypeOf(args[k]);
 	ft = LLVMFunctionType(ret, params, n, 0);
 	return LLVMBuildCall2(ir->b, ft, nat_rt_fn(ir, i), args, n, "");
+}
+
+/*
+ * The same call, for a slow path: the caller-saved registers are saved
+ * around it here, by inline assembly that keeps every register but %rax
+ * (and aligns the stack), so that LLVM need not save them in the probe's
+ * prologue, on its fast path too (preserve_most).  Two pointer arguments.
+ */
+LLVMValueRef nat_call_kept(struct irb *ir, int i, LLVMValueRef *args)
+{
+	static const char text[] =
+		"push %rbp\n\tmov %rsp, %rbp\n\tand $$-16, %rsp\n\t"
+		"push %rdi\n\tpush %rsi\n\tpush %rdx\n\tpush %rcx\n\t"
+		"push %r8\n\tpush %r9\n\tpush %r10\n\tpush %r11\n\t"
+		"call *%rax\n\t"
+		"pop %r11\n\tpop %r10\n\tpop %r9\n\tpop %r8\n\t"
+		"pop %rcx\n\tpop %rdx\n\tpop %rsi\n\tpop %rdi\n\t"
+		"mov %rbp, %rsp\n\tpop %rbp";
+	static const char cons[] = "={ax},{ax},{di},{si},~{memory},~{dirflag},"
+				   "~{fpsr},~{flags}";
+	LLVMTypeRef params[3] = { ir->ptr, ir->ptr, ir->ptr };
+	LLVMTypeRef ft = LLVMFunctionType(ir->ptr, params, 3, 0);
+	LLVMValueRef asm_ = LLVMGetInlineAsm(ft, (char *)text,
+					     sizeof(text) - 1, (char *)cons,
+					     sizeof(cons) - 1, 1, 0,
+					     LLVMInlineAsmDialectATT, 0);
+	LLVMValueRef a[3] = { nat_rt_fn(ir, i), args[0], args[1] };
+
+	return LLVMBuildCall2(ir->b, ft, asm_, a, 3, "");
 }
 
 /* Slots of a keyed table for max_entries keys (native.h). */

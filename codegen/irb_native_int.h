@@ -48,6 +48,9 @@ extern struct irb_native irb_nat;
 /* irb_native.c, for irb_native_helper.c */
 LLVMValueRef nat_call(struct irb *ir, int i, LLVMTypeRef ret,
 		      LLVMValueRef *args, int n);
+/* nat_call() of a two-pointer runtime function returning a pointer, for
+ * a slow path: it saves the caller-saved registers itself. */
+LLVMValueRef nat_call_kept(struct irb *ir, int i, LLVMValueRef *args);
 struct native_map *nat_find(LLVMValueRef ref);
 void nat_unsupported(const char *what);
 LLVMValueRef nat_shtab(struct irb *ir, const struct native_map *m);

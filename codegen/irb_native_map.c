@@ -62,23 +62,25 @@ static LLVMValueRef nat_htab_hit(struct irb *ir, struct native_map *m,
 				 LLVMValueRef base, LLVMValueRef key)
 {
 	LLVMBasicBlockRef slow, done, from;
-	LLVMValueRef slot, st, own, hit, rt, phi, a[2];
+	LLVMValueRef slot, st, own, hit, rt, phi, a[2], idx;
 
 	own = nat_htab_first(ir, m, base, key, &slot, &st);
 	own = LLVMBuildAnd(ir->b, own,
 			   LLVMBuildICmp(ir->b, LLVMIntEQ, st,
 					 irb_const(ir, RT_HTAB_USED), ""),
 			   "");
-	hit = irb_gep(ir, slot, 16);
+	/* inbounds of the block: never null, a null check folds away */
+	idx = irb_const(ir, 16);
+	hit = LLVMBuildInBoundsGEP2(ir->b, ir->i8, slot, &idx, 1, "hit");
 	from = LLVMGetInsertBlock(ir->b);
 	slow = LLVMAppendBasicBlockInContext(ir->ctx, ir->fn, "htab_slow");
 	done = LLVMAppendBasicBlockInContext(ir->ctx, ir->fn, "htab_done");
-	LLVMBuildCondBr(ir->b, own, done, slow);
+	irb_unlikely(ir, LLVMBuildCondBr(ir->b, own, done, slow), false);
 	LLVMPositionBuilderAtEnd(ir->b, slow);
 	a[0] = base;
 	a[1] = key;
-	rt = nat_call(ir, m->plain ? RT_FN_HTAB_FIND : RT_FN_HTAB_LOOKUP,
-		      ir->ptr, a, 2);
+	rt = nat_call_kept(ir, m->plain ? RT_FN_HTAB_FIND : RT_FN_HTAB_LOOKUP,
+			   a);
 	LLVMBuildBr(ir->b, done);
 	LLVMPositionBuilderAtEnd(ir->b, done);
 	phi = LLVMBuildPhi(ir->b, ir->ptr, "val");
@@ -108,7 +110,7 @@ static LLVMValueRef nat_htab_insert_fast(struct irb *ir, struct native_map *m,
 	revive = LLVMAppendBasicBlockInContext(ir->ctx, ir->fn, "ins_revive");
 	slow = LLVMAppendBasicBlockInContext(ir->ctx, ir->fn, "ins_slow");
 	done = LLVMAppendBasicBlockInContext(ir->ctx, ir->fn, "ins_done");
-	LLVMBuildCondBr(ir->b, own, mine, slow);
+	irb_unlikely(ir, LLVMBuildCondBr(ir->b, own, mine, slow), false);
 
 	LLVMPositionBuilderAtEnd(ir->b, mine);
 	val = irb_gep(ir, slot, 16);
@@ -133,7 +135,7 @@ static LLVMValueRef nat_htab_insert_fast(struct irb *ir, struct native_map *m,
 	LLVMPositionBuilderAtEnd(ir->b, slow);
 	a[0] = base;
 	a[1] = key;
-	rt = nat_call(ir, RT_FN_HTAB_LOOKUP, ir->ptr, a, 2);
+	rt = nat_call_kept(ir, RT_FN_HTAB_LOOKUP, a);
 	LLVMBuildBr(ir->b, done);
 
 	LLVMPositionBuilderAtEnd(ir->b, done);
@@ -166,7 +168,7 @@ static LLVMValueRef nat_htab_delete_fast(struct irb *ir, struct native_map *m,
 	del = LLVMAppendBasicBlockInContext(ir->ctx, ir->fn, "del_set");
 	slow = LLVMAppendBasicBlockInContext(ir->ctx, ir->fn, "del_slow");
 	done = LLVMAppendBasicBlockInContext(ir->ctx, ir->fn, "del_done");
-	LLVMBuildCondBr(ir->b, own, mine, slow);
+	irb_unlikely(ir, LLVMBuildCondBr(ir->b, own, mine, slow), false);
 
 	LLVMPositionBuilderAtEnd(ir->b, mine);
 	from_mine = LLVMGetInsertBlock(ir->b);
@@ -220,11 +222,16 @@ LLVMValueRef irb_native_map_lookup(struct irb *ir, LLVMValueRef map,
 	case NATIVE_MAP_ARRAY:
 		b = LLVMBuildLoad2(ir->b, ir->i64,
 				   irb_gep(ir, key, m->key_size - 8), "bucket");
+		/*
+		 * inbounds of the block: the slot is never null, so the
+		 * caller's null check folds into the range check (an out of
+		 * range index is poison only on the side not selected)
+		 */
 		return LLVMBuildSelect(
 			ir->b,
 			LLVMBuildICmp(ir->b, LLVMIntULT, b,
 				      irb_const(ir, m->nslots), ""),
-			LLVMBuildGEP2(ir->b, ir->i64, base, &b, 1, ""),
+			LLVMBuildInBoundsGEP2(ir->b, ir->i64, base, &b, 1, ""),
 			LLVMConstNull(ir->ptr), "");
 	case NATIVE_MAP_HTAB:
 		args[0] = base;

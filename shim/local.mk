@@ -61,6 +61,7 @@ libubt_a_SOURCES += \
 	shim/stack_sym.h \
 	shim/tramp.c \
 	shim/tramp.h \
+	shim/tramp_inline.c \
 	shim/user.c \
 	shim/user.h \
 	shim/user_attach.c \

@@ -35,6 +35,13 @@ static void bytes(struct emit *e, const void *b, size_t n)
 		bytes(e, b_, sizeof(b_));                         \
 	} while (0)
 
+/* Bytes not known at compile time (an 8-bit displacement). */
+#define EMITV(e, ...)                                             \
+	do {                                                      \
+		const uint8_t b_[] = { __VA_ARGS__ };             \
+		bytes(e, b_, sizeof(b_));                         \
+	} while (0)
+
 static uint64_t here(const struct emit *e)
 {
 	return e->at + e->n;
@@ -100,6 +107,45 @@ static int emit_relocated(struct emit *e, struct patch_site *s,
 		return err;
 	e->n += r->len;
 	return 0;
+}
+
+/*
+ * The probe code at code (running at target address fn) in place: copied
+ * when tramp_inline() takes it, with %rsp 8 bytes down as a call leaves
+ * it, else called.
+ */
+static bool emit_probe(struct emit *e, uint64_t fn, const uint8_t *code,
+		       size_t len)
+{
+	size_t start = e->n;
+	unsigned reads;
+	int n;
+
+	if (code && e->cap - e->n > 10) {
+		EMIT(e, 0x48, 0x8d, 0x64, 0x24, 0xf8);	/* lea -8(%rsp),%rsp */
+		n = tramp_inline(code, len, e->p + e->n, e->cap - e->n - 5,
+				 &reads);
+		if (n >= 0) {
+			e->n += (size_t)n;
+			EMIT(e, 0x48, 0x8d, 0x64, 0x24, 0x08); /* lea 8(%rsp) */
+			return true;
+		}
+		e->n = start;
+	}
+	EMIT(e, 0xe8);				/* call fn */
+	rel32_to(e, fn);
+	return false;
+}
+
+/* The argument registers probe code reads, when inlined; else all. */
+static unsigned probe_reads(const uint8_t *code, size_t len)
+{
+	uint8_t tmp[3 * TRAMP_INLINE_MAX];
+	unsigned reads;
+
+	if (!code || tramp_inline(code, len, tmp, sizeof(tmp), &reads) < 0)
+		return TRAMP_READS_RDI | TRAMP_READS_RSI;
+	return reads;
 }
 
 /*
@@ -273,7 +319,8 @@ int tramp_build(const struct tramp_spec *spec, struct patch_site *s,
 	size_t lit_slow = 0, lit_enter = 0, lit_exit = 0, after = 0;
 	size_t lea_cont = 0, lit_call = 0, cont = 0, ret_out = 0;
 	size_t jne_skip = 0, popped = 0;
-	size_t jz_help = 0, ja_help = 0, jz_push = 0, jbe_help = 0, push_at = 0;
+	size_t jz_help = 0, ja_help = 0, jnz_stale = 0, jbe_help = 0;
+	size_t push_at = 0, stale = 0;
 	size_t wrapped = 0, jne_help = 0, exit_help = 0, enter_help = 0;
 	size_t reloc, slow = 0, n;
 	int err;
@@ -292,27 +339,46 @@ int tramp_build(const struct tramp_spec *spec, struct patch_site *s,
 			return -EINVAL;
 		return build_mid(spec, s, out, cap, reloc_at, r);
 	}
-	if (s->undo) {
+	if (s->undo == 8) {
 		/*
-		 * The entry instruction (push, sub $n,%rsp) ran in place:
-		 * take its stack change back (registers are as they were),
-		 * the relocated copy runs it again after the probes.
+		 * The entry instruction (push %rbp, say) ran in place: its
+		 * slot is where %rax goes (the lea and push below in one
+		 * store: the same stack, one instruction less per hit).
 		 */
-		EMIT(&e, 0x48, 0x8d, 0xa4, 0x24);	/* lea undo(%rsp),%rsp */
-		u32(&e, s->undo);
+		EMIT(&e, 0x48, 0x89, 0x04, 0x24);	/* mov %rax,(%rsp) */
+	} else {
+		if (s->undo) {
+			/*
+			 * The entry instruction (push, sub $n,%rsp) ran in
+			 * place: take its stack change back (registers are
+			 * as they were), the relocated copy runs it again
+			 * after the probes.
+			 */
+			EMIT(&e, 0x48, 0x8d, 0xa4, 0x24); /* lea undo(%rsp) */
+			u32(&e, s->undo);
+		}
+		EMIT(&e, 0x50);			/* push %rax */
 	}
-	EMIT(&e, 0x50);				/* push %rax */
 	if (spec->entry_code) {
 		/* the thread's block, or jz .slow */
 		jz_slow = emit_block_test(&e, spec->tls_offset);
 		call_at = e.n;
-		EMIT(&e, 0xe8);				/* call entry code */
-		rel32_to(&e, spec->entry_code);
+		emit_probe(&e, spec->entry_code, spec->entry_bytes,
+			   spec->entry_len);
 	}
 	after = e.n;
 	if (spec->ret_code) {
-		/* inline push of {slot, return address}; else rt_wrap_enter */
-		/* the thread's block, or jz .enter_help */
+		/* %rdi, %rsi: the return value, for code that reads it */
+		unsigned rd = probe_reads(spec->ret_bytes, spec->ret_len);
+		/* cont saves %rax, [%rdi, %rsi,] %r11: the slot's offset */
+		uint8_t sl = rd ? 24 : 8;
+
+		/*
+		 * Inline push of an entry; else rt_wrap_enter.  The thread's
+		 * block, or jz .enter_help; an empty stack falls through to
+		 * the push, a top entry goes by .stale first (it may have been
+		 * left by longjmp: the helper drops it).
+		 */
 		jz_help = emit_block_test(&e, spec->tls_offset);
 		EMIT(&e, 0x4c, 0x8b, 0x58, RT_BLK_SHADOW_TOP); /* top,%r11 */
 		EMIT(&e, 0x49, 0x81, 0xfb);		/* cmp $last,%r11 */
@@ -320,42 +386,32 @@ int tramp_build(const struct tramp_spec *spec, struct patch_site *s,
 		EMIT(&e, 0x0f, 0x87);			/* ja .enter_help */
 		ja_help = rel32_hole(&e);
 		EMIT(&e, 0x4d, 0x85, 0xdb);		/* test %r11,%r11 */
-		EMIT(&e, 0x0f, 0x84);			/* jz .push */
-		jz_push = rel32_hole(&e);
-		/* top entry at or below this slot: stale, helper drops it */
-		EMIT(&e, 0x48, 0x8d, 0x64, 0x24, 0x08);	/* lea 8(%rsp),%rsp */
-		EMIT(&e, 0x4a, 0x39, 0xa4, 0x18);	/* cmp %rsp,slot */
-		u32(&e, RT_BLK_SHADOW - RT_SHADOW_ENTRY + RT_SH_SLOT);
-		EMIT(&e, 0x48, 0x8d, 0x64, 0x24, 0xf8);	/* lea -8(%rsp),%rsp */
-		EMIT(&e, 0x0f, 0x86);			/* jbe .enter_help */
-		jbe_help = rel32_hole(&e);
+		EMIT(&e, 0x0f, 0x85);			/* jnz .stale */
+		jnz_stale = rel32_hole(&e);
 		/*
 		 * A signal handler may push and pop wrapped calls at any
 		 * point: the slot goes in first (a handler's push checks the
 		 * top entry's), then the new top, then the slot again (a
 		 * handler may have used the entry meanwhile) and the rest.
+		 * %rbx holds the slot's address meanwhile (no memory
+		 * read-modify-write on the way).
 		 */
 		push_at = e.n;
-		EMIT(&e, 0x4a, 0x89, 0xa4, 0x18);	/* mov %rsp,top.slot */
+		EMIT(&e, 0x53);				/* push %rbx */
+		EMIT(&e, 0x48, 0x8d, 0x5c, 0x24, 0x10);	/* lea 16(%rsp),%rbx */
+		EMIT(&e, 0x4a, 0x89, 0x9c, 0x18);	/* mov %rbx,top.slot */
 		u32(&e, RT_BLK_SHADOW + RT_SH_SLOT);
-		EMIT(&e, 0x4a, 0x83, 0x84, 0x18);	/* addq $8,top.slot */
-		u32(&e, RT_BLK_SHADOW + RT_SH_SLOT);
-		EMIT(&e, 0x08);
 		EMIT(&e, 0x49, 0x83, 0xc3, RT_SHADOW_ENTRY); /* add $32,%r11 */
 		EMIT(&e, 0x4c, 0x89, 0x58, RT_BLK_SHADOW_TOP); /* %r11,top */
-		EMIT(&e, 0x49, 0x83, 0xeb, RT_SHADOW_ENTRY); /* sub $32,%r11 */
-		EMIT(&e, 0x4a, 0x89, 0xa4, 0x18);	/* mov %rsp,top.slot */
-		u32(&e, RT_BLK_SHADOW + RT_SH_SLOT);
-		EMIT(&e, 0x4a, 0x83, 0x84, 0x18);	/* addq $8,top.slot */
-		u32(&e, RT_BLK_SHADOW + RT_SH_SLOT);
-		EMIT(&e, 0x08);
-		EMIT(&e, 0xff, 0x74, 0x24, 0x08);	/* push 8(%rsp) */
-		EMIT(&e, 0x42, 0x8f, 0x84, 0x18);	/* pop top.ret */
-		u32(&e, RT_BLK_SHADOW + RT_SH_RET);
-		EMIT(&e, 0x4a, 0x89, 0x9c, 0x18);	/* mov %rbx,top.rbx */
-		u32(&e, RT_BLK_SHADOW + RT_SH_RBX);
-		EMIT(&e, 0x4a, 0x8d, 0x9c, 0x18);	/* lea top,%rbx */
-		u32(&e, RT_BLK_SHADOW);
+		EMIT(&e, 0x4a, 0x89, 0x9c, 0x18);	/* mov %rbx,entry.slot */
+		u32(&e, RT_BLK_SHADOW - RT_SHADOW_ENTRY + RT_SH_SLOT);
+		EMIT(&e, 0x4e, 0x8d, 0x9c, 0x18);	/* lea entry,%r11 */
+		u32(&e, RT_BLK_SHADOW - RT_SHADOW_ENTRY);
+		EMIT(&e, 0x48, 0x8b, 0x03);		/* mov (%rbx),%rax */
+		EMIT(&e, 0x49, 0x89, 0x43, RT_SH_RET);	/* mov %rax,ret(%r11) */
+		EMIT(&e, 0x58);				/* pop %rax: %rbx */
+		EMIT(&e, 0x49, 0x89, 0x43, RT_SH_RBX);	/* mov %rax,rbx(%r11) */
+		EMIT(&e, 0x4c, 0x89, 0xdb);		/* mov %r11,%rbx */
 		EMIT(&e, 0x58);				/* pop %rax */
 		/*
 		 * The call itself is rt_wrap_call's, in the runtime: its
@@ -380,25 +436,29 @@ int tramp_build(const struct tramp_spec *spec, struct patch_site *s,
 		 */
 		cont = e.n;
 		EMIT(&e, 0x50);				/* push %rax */
-		EMIT(&e, 0x57);				/* push %rdi */
-		EMIT(&e, 0x56);				/* push %rsi */
+		if (rd) {
+			EMIT(&e, 0x57);			/* push %rdi */
+			EMIT(&e, 0x56);			/* push %rsi */
+		}
 		EMIT(&e, 0x41, 0x53);			/* push %r11 */
 		/*
 		 * The probe only when the thread's block is the entry's: a
 		 * call in progress while ubt detached and attached again
 		 * returns into a session that is not its own.
 		 */
-		EMIT(&e, 0x64, 0x48, 0x8b, 0x3c, 0x25);	/* mov %fs:tls,%rdi */
+		EMIT(&e, 0x49, 0x89, 0xdb);		/* mov %rbx,%r11 */
+		EMIT(&e, 0x49, 0x81, 0xe3, 0x00, 0xf0, 0xff, 0xff); /* and */
+		EMIT(&e, 0x64, 0x4c, 0x3b, 0x1c, 0x25);	/* cmp %fs:tls,%r11 */
 		u32(&e, (uint32_t)spec->tls_offset);
-		EMIT(&e, 0x48, 0x89, 0xde);		/* mov %rbx,%rsi */
-		EMIT(&e, 0x48, 0x81, 0xe6, 0x00, 0xf0, 0xff, 0xff); /* and */
-		EMIT(&e, 0x48, 0x39, 0xfe);		/* cmp %rdi,%rsi */
 		EMIT(&e, 0x0f, 0x85);			/* jne .popped */
 		jne_skip = rel32_hole(&e);
-		EMIT(&e, 0x48, 0x89, 0xc7);		/* mov %rax,%rdi */
-		EMIT(&e, 0x48, 0x89, 0xd6);		/* mov %rdx,%rsi */
-		EMIT(&e, 0xe8);				/* call ret code */
-		rel32_to(&e, spec->ret_code);
+		if (rd) {
+			EMIT(&e, 0x48, 0x89, 0xc7);	/* mov %rax,%rdi */
+			EMIT(&e, 0x48, 0x89, 0xd6);	/* mov %rdx,%rsi */
+		}
+		if (!emit_probe(&e, spec->ret_code, spec->ret_bytes,
+				spec->ret_len) && !rd)
+			e.err = -ENOSPC;	/* called without its arguments */
 		popped = e.n;
 		/*
 		 * Inline pop: %rbx is our entry, kept by the function (else
@@ -407,35 +467,45 @@ int tramp_build(const struct tramp_spec *spec, struct patch_site *s,
 		 * one while the call was in progress.  Entries above it are
 		 * stale.
 		 */
-		EMIT(&e, 0x48, 0x8d, 0x64, 0x24, 0x18);	/* lea 24(%rsp),%rsp */
-		EMIT(&e, 0x48, 0x39, 0x23);		/* cmp %rsp,(%rbx) */
-		EMIT(&e, 0x48, 0x8d, 0x64, 0x24, 0xe8);	/* lea -24(%rsp),%rsp */
+		EMITV(&e, 0x4c, 0x8d, 0x5c, 0x24, sl);	/* lea sl(%rsp),%r11 */
+		EMIT(&e, 0x4c, 0x39, 0x1b);		/* cmp %r11,(%rbx) */
 		EMIT(&e, 0x0f, 0x85);			/* jne .exit_help */
 		jne_help = rel32_hole(&e);
-		/* read the entry before it is free: a handler may push */
-		EMIT(&e, 0x48, 0x8b, 0x7b, RT_SH_RET);	/* mov ret(%rbx),%rdi */
 		EMIT(&e, 0x48, 0x89, 0xd8);		/* mov %rbx,%rax */
 		EMIT(&e, 0x48, 0x25, 0x00, 0xf0, 0xff, 0xff); /* and $-4096,%rax */
-		EMIT(&e, 0x49, 0x89, 0xdb);		/* mov %rbx,%r11 */
+		EMIT(&e, 0x4c, 0x8d, 0x9b);		/* lea -shadow(%rbx),%r11 */
+		u32(&e, (uint32_t)-RT_BLK_SHADOW);
 		EMIT(&e, 0x49, 0x29, 0xc3);		/* sub %rax,%r11 */
-		EMIT(&e, 0x49, 0x81, 0xeb);		/* sub $shadow,%r11 */
-		u32(&e, RT_BLK_SHADOW);
+		/* read the entry before it is free: a handler may push */
+		EMIT(&e, 0xff, 0x73, RT_SH_RET);	/* push ret(%rbx) */
 		EMIT(&e, 0x48, 0x8b, 0x5b, RT_SH_RBX);	/* mov rbx(%rbx),%rbx */
 		EMIT(&e, 0x4c, 0x89, 0x58, RT_BLK_SHADOW_TOP); /* %r11,top */
-		EMIT(&e, 0x49, 0x89, 0xfb);		/* mov %rdi,%r11 */
-		ret_out = e.n;
-		EMIT(&e, 0x48, 0x8b, 0x44, 0x24, 0x18);	/* mov 24(%rsp),%rax */
-		EMIT(&e, 0x4c, 0x89, 0x5c, 0x24, 0x18);	/* mov %r11,24(%rsp) */
 		EMIT(&e, 0x41, 0x5b);			/* pop %r11 */
-		EMIT(&e, 0x5e);				/* pop %rsi */
-		EMIT(&e, 0x5f);				/* pop %rdi */
+		ret_out = e.n;
+		EMITV(&e, 0x48, 0x8b, 0x44, 0x24, sl);	/* mov sl(%rsp),%rax */
+		EMITV(&e, 0x4c, 0x89, 0x5c, 0x24, sl);	/* mov %r11,sl(%rsp) */
+		EMIT(&e, 0x41, 0x5b);			/* pop %r11 */
+		if (rd) {
+			EMIT(&e, 0x5e);			/* pop %rsi */
+			EMIT(&e, 0x5f);			/* pop %rdi */
+		}
 		EMIT(&e, 0xc3);				/* ret */
 		exit_help = e.n;
-		EMIT(&e, 0x4c, 0x8d, 0x5c, 0x24, 0x18);	/* lea 24(%rsp),%r11 */
+		EMITV(&e, 0x4c, 0x8d, 0x5c, 0x24, sl);	/* lea sl(%rsp),%r11 */
 		EMIT(&e, 0xff, 0x15);			/* call *lit_exit */
 		lit_exit = rel32_hole(&e);
 		EMIT(&e, 0xe9);				/* jmp .ret_out */
 		rel32_to(&e, spec->at + ret_out);
+		/* top entry at or below this slot: stale, helper drops it */
+		stale = e.n;
+		EMIT(&e, 0x48, 0x8d, 0x64, 0x24, 0x08);	/* lea 8(%rsp),%rsp */
+		EMIT(&e, 0x4a, 0x39, 0xa4, 0x18);	/* cmp %rsp,slot */
+		u32(&e, RT_BLK_SHADOW - RT_SHADOW_ENTRY + RT_SH_SLOT);
+		EMIT(&e, 0x48, 0x8d, 0x64, 0x24, 0xf8);	/* lea -8(%rsp),%rsp */
+		EMIT(&e, 0x0f, 0x86);			/* jbe .enter_help */
+		jbe_help = rel32_hole(&e);
+		EMIT(&e, 0xe9);				/* jmp .push */
+		rel32_to(&e, spec->at + push_at);
 		enter_help = e.n;
 		EMIT(&e, 0x4c, 0x8d, 0x5c, 0x24, 0x08);	/* lea 8(%rsp),%r11 */
 		EMIT(&e, 0xff, 0x15);			/* call *lit_enter */
@@ -471,7 +541,7 @@ int tramp_build(const struct tramp_spec *spec, struct patch_site *s,
 		rel32_fix(&e, jz_help, spec->at + enter_help);
 		rel32_fix(&e, ja_help, spec->at + enter_help);
 		rel32_fix(&e, jbe_help, spec->at + enter_help);
-		rel32_fix(&e, jz_push, spec->at + push_at);
+		rel32_fix(&e, jnz_stale, spec->at + stale);
 		rel32_fix(&e, jne_help, spec->at + exit_help);
 		rel32_fix(&e, jz_reloc, spec->at + reloc);
 		rel32_fix(&e, lea_reloc, spec->at + reloc);

@@ -4,6 +4,9 @@
  *
  *   entry probe:  call the probe code with the function's arguments still
  *                 in their registers, run the relocated window, jump back.
+ *                 Probe code tramp_inline() can move is copied into the
+ *                 trampoline instead of called (the same for return probe
+ *                 code): a call and its ret cost more than a small body.
  *   inside a function (an offset): the same, stepping over the red zone,
  *                 saving the flags and %r11 and aligning the stack first.
  *   return probe: call-wrapping.  The caller's return address moves to a
@@ -65,7 +68,36 @@ struct tramp_spec {
 	/* a site inside a function whose entry code takes a struct pt_regs
 	 * of every register in %rdi (USDT arguments) */
 	bool regs;
+	/*
+	 * The probe code's bytes (ubt's copy), or NULL: a body that
+	 * tramp_inline() accepts runs inside the trampoline instead of
+	 * being called (the call and its ret cost more than a small body).
+	 */
+	const uint8_t *entry_bytes, *ret_bytes;
+	size_t entry_len, ret_len;
 };
+
+/* Probe code of at most this many bytes (and instructions) is inlined. */
+#define TRAMP_INLINE_MAX 256
+#define TRAMP_INLINE_INSNS 96
+
+/*
+ * Copy probe code (the contract above) into out, to run in place of a
+ * call of it: each ret becomes a jump to the end of the copy (the last
+ * one falls through), short branches become rel32 ones.  The copy needs
+ * the stack as the call would leave it (8 bytes below, for the return
+ * address).  *reads: the argument registers it reads (TRAMP_READS_*).
+ * Returns its length; -EINVAL when the code cannot be moved
+ * (a RIP-relative operand, a relative call, a branch out of the code, an
+ * instruction Zydis does not decode, more than TRAMP_INLINE_MAX bytes);
+ * -ENOSPC when cap is too small.
+ */
+int tramp_inline(const uint8_t *code, size_t len, uint8_t *out, size_t cap,
+		 unsigned *reads);
+/* *reads of tramp_inline(): the code reads %rdi, %rsi (a return probe's
+ * return value): unless it does, the trampoline leaves them alone */
+#define TRAMP_READS_RDI 1u
+#define TRAMP_READS_RSI 2u
 
 /*
  * Build the trampoline for site s into out (cap bytes), to run at

@@ -123,6 +123,13 @@ struct rt_site *user_slice_record(struct ubt_user *u, int i, uint64_t at)
 				  (at - u->slices[i].target));
 }
 
+/* ubt's view of the bytes at target address at in slice i */
+static const uint8_t *slice_bytes(struct ubt_user *u, int i, uint64_t at)
+{
+	return (const uint8_t *)memfd_code(&u->m, (unsigned int)i) +
+	       (at - u->slices[i].target);
+}
+
 static int move_threads(struct ubt_user *u, struct user_site *us)
 {
 	int i;
@@ -156,7 +163,8 @@ int user_install(struct ubt_user *u, const struct user_probe *p)
 	struct patch_reloc r;
 	struct tramp_spec spec;
 	char path[PATH_MAX];
-	uint8_t buf[1024];
+	uint8_t buf[4096];	/* two inlined bodies of up to 3 * TRAMP_INLINE_MAX */
+	size_t us_len[2];
 	int i, err, sl, n;
 
 	uint64_t offset = USER_FIELD(p, struct user_probe, offset);
@@ -264,6 +272,8 @@ int user_install(struct ubt_user *u, const struct user_probe *p)
 			RT_SITE_HDR);
 	if (!rec)
 		return user_err(u, -ENOSPC, "code area full");
+	us_len[0] = us->entry_len;
+	us_len[1] = us->ret_len;
 	spec = (struct tramp_spec){
 		.at = rec + RT_SITE_HDR,
 		.tls_offset = u->tls_offset,
@@ -277,6 +287,16 @@ int user_install(struct ubt_user *u, const struct user_probe *p)
 							 : us->ret_code,
 		.regs = us->regs,
 	};
+	if (p->kind == USER_PROBE_ENTRY)
+		us_len[0] = p->code_len;
+	else
+		us_len[1] = p->code_len;
+	spec.entry_len = us_len[0];
+	spec.ret_len = us_len[1];
+	if (spec.entry_code)
+		spec.entry_bytes = slice_bytes(u, us->slice, spec.entry_code);
+	if (spec.ret_code)
+		spec.ret_bytes = slice_bytes(u, us->slice, spec.ret_code);
 	n = tramp_build(&spec, &us->s, buf, sizeof(buf), &reloc_at, &r);
 	if (n < 0)
 		return user_err(u, n, "trampoline for %s%s%s", p->symbol,
@@ -311,6 +331,8 @@ int user_install(struct ubt_user *u, const struct user_probe *p)
 	/* the site now runs the new trampoline */
 	us->entry_code = spec.entry_code;
 	us->ret_code = spec.ret_code;
+	us->entry_len = spec.entry_len;
+	us->ret_len = spec.ret_len;
 	us->tramp = tramp;
 	us->reloc_at = reloc_at;
 	us->r = r;

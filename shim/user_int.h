@@ -55,6 +55,7 @@ struct user_site {
 	struct patch_site s;
 	int slice;
 	uint64_t entry_code, ret_code;
+	size_t entry_len, ret_len;	/* bytes of the probe code */
 	uint8_t jmp[PATCH_MAX_WINDOW];	/* bytes written over the window */
 	uint64_t tramp;
 	struct patch_reloc r;

@@ -166,7 +166,8 @@ check_PROGRAMS += \
 	tests/user/unit-aggiter \
 	tests/user/unit-corrupt \
 	tests/user/unit-memfd \
-	tests/user/unit-shtab
+	tests/user/unit-shtab \
+	tests/user/unit-tramp
 TESTS += \
 	tests/user/corrupt.sh \
 	tests/user/kill-stress.py \
@@ -176,6 +177,7 @@ TESTS += \
 	tests/user/unit-corrupt \
 	tests/user/unit-memfd \
 	tests/user/unit-shtab \
+	tests/user/unit-tramp \
 	tests/user/unwind-detach.py \
 	tests/user/unwind.sh
 # tests/user/unwind.*: C++ exceptions, pthread_exit and backtrace() through
@@ -228,6 +230,11 @@ tests_user_unit_shtab_SOURCES = \
 	tests/tap.h \
 	tests/user/unit-shtab.c
 tests_user_unit_shtab_LDADD = $(UBT_LIBS) -ldl
+tests_user_unit_tramp_SOURCES = \
+	tests/tap.c \
+	tests/tap.h \
+	tests/user/unit-tramp.c
+tests_user_unit_tramp_LDADD = $(UBT_LIBS)
 
 # Frontend stanzas (tests/frontend/*.test, format in tests/README.md):
 # one TAP test per stanza; a new test is an appended stanza.

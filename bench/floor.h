@@ -1,0 +1,12 @@
+/* The floor of a probe on this CPU: see bench/floor.c. */
+#ifndef UBT_BENCH_FLOOR_H
+#define UBT_BENCH_FLOOR_H
+
+/* bench_nop's code, jumping to the least trampoline of each shape once
+ * bench_floor_init() patched them (before it, plain bench_nop). */
+void bench_floor_jmp(void);
+void bench_floor_call(void);
+/* Patch both (the process's own code): 0, or -errno (said on stderr). */
+int bench_floor_init(void);
+
+#endif
