@@ -202,8 +202,11 @@ static LLVMValueRef cg_binop(struct cg *g, struct ast_node *n)
 	if (!cg_is_scalar(a->type) || !cg_is_scalar(b->type)) {
 		LLVMValueRef eq;
 
-		if (!a->type || !b->type || a->type->kind != TY_STRING ||
-		    b->type->kind != TY_STRING ||
+		/* strings, or buf()s (length byte and bytes) */
+		if (!a->type || !b->type ||
+		    (a->type->kind != TY_STRING &&
+		     a->type->kind != TY_BUFFER) ||
+		    b->type->kind != a->type->kind ||
 		    (n->op.op != OP_EQ && n->op.op != OP_NE)) {
 			cg_unsupported(g, n, "this operator on these values");
 			return irb_const(&g->ir, 0);

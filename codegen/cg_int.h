@@ -125,6 +125,8 @@ LLVMBasicBlockRef cg_if_nonnull(struct cg *g, LLVMValueRef p);
 
 /* Calls: as an expression (value) or a statement. */
 LLVMValueRef cg_call(struct cg *g, struct ast_node *n);
+/* cg_call_val.c: buf(), ntop(), pton(), ... or NULL when not one */
+LLVMValueRef cg_call_val(struct cg *g, struct ast_node *n);
 /* `@m[k] = agg(...)` */
 void cg_aggregate(struct cg *g, struct ast_node *mapnode,
 		  struct ast_node *call);

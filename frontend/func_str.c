@@ -9,8 +9,6 @@
 #include "sema_int.h"
 #include "util.h"
 
-#define BUF_MAX 1024
-
 static bool int_or_ptr(const struct type *t)
 {
 	return t->kind == TY_INT || t->kind == TY_BOOL ||
@@ -60,39 +58,55 @@ static struct type *ty_str(struct sema_ctx *x, struct ast_node *call,
 	return t;
 }
 
+/*
+ * buf(p, n) / buf(array): a u8 length, then max(n) bytes, n at most
+ * max_strlen (longer is shortened with bpftrace 0.17's warning); the
+ * type's size counts the length byte, as bpftrace's buffer[N].
+ */
 static struct type *ty_buf(struct sema_ctx *x, struct ast_node *call,
 			   struct sema_map *m)
 {
 	struct ast_node *a = call->call.args;
-	int64_t n = 0;
+	int64_t n = x->c->max_strlen;
 	struct type *t;
 
 	(void)m;
-	if (a->type->kind == TY_ARRAY) {
-		n = a->type->size;
-	} else if (!a->next) {
-		sema_error(x, &call->loc,
-			   "buf() expects a length argument for non-array type %s",
-			   type_class(a->type));
-		return NULL;
-	} else if (!int_or_ptr(a->type) && a->type->kind != TY_STRING) {
+	if (!int_or_ptr(a->type) && a->type->kind != TY_STRING &&
+	    a->type->kind != TY_ARRAY) {
 		sema_error(x, &call->loc,
 			   "buf() expects an integer, string, or array argument but saw %s",
 			   type_class(a->type));
 		return NULL;
+	}
+	if (!a->next) {
+		if (a->type->kind != TY_ARRAY) {
+			sema_error(x, &call->loc,
+				   "buf() expects a length argument for non-array type %s",
+				   type_class(a->type));
+			return NULL;
+		}
+		n = a->type->size;
 	} else {
+		int64_t v;
+
 		if (want_int(x, call, a->next))
 			return NULL;
-		if (!sema_int_literal(x, a->next, &n))
-			n = BUF_MAX;
+		if (sema_int_literal(x, a->next, &v)) {
+			if (v < 0) {
+				sema_error(x, &call->loc,
+					   "buf cannot use negative length (%lld)",
+					   (long long)v);
+				return NULL;
+			}
+			n = v;
+		}
 	}
-	if (n < 0) {
-		sema_error(x, &call->loc, "buf() cannot use negative length (%lld)",
-			   (long long)n);
-		return NULL;
+	if (n > x->c->max_strlen) {
+		sema_warning(x, &call->loc,
+			     "buf() length is too long and will be shortened to %d bytes (see BPFTRACE_STRLEN)",
+			     x->c->max_strlen);
+		n = x->c->max_strlen;
 	}
-	if (n > BUF_MAX)
-		n = BUF_MAX;
 	t = type_new(x->a, TY_BUFFER, (size_t)n + 1);
 	t->addrspace = a->type->addrspace;
 	return t;

@@ -247,6 +247,16 @@ struct type *sema_t_binop_types(struct sema_ctx *x, struct ast_node *n,
 		sema_node(x, n)->is_string_op = true;
 		return sema_uint64(x);
 	}
+	if (lt->kind == TY_BUFFER && rt->kind == TY_BUFFER) {
+		if (op != OP_EQ && op != OP_NE) {
+			sema_error(x, &oloc,
+				   "The %s operator can not be used on expressions of types %s, %s",
+				   ops, sema_tstr(x, lt), sema_tstr(x, rt));
+			return NULL;
+		}
+		sema_node(x, n)->is_string_op = true;
+		return sema_uint64(x);
+	}
 	if (lt->kind == TY_POINTER && sema_t_is_int(rt) &&
 	    (op == OP_ADD || op == OP_SUB))
 		return lt;

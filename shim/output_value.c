@@ -289,12 +289,12 @@ int sb_value(const struct out *o, struct sb *b, const struct type *t,
 		struct sb e = { 0 };
 		uint32_t len;
 
-		if (t->size < 4)
+		if (t->size < 1)
 			return out_not_supported(t);
-		memcpy(&len, p, 4);
-		if (len > t->size - 4)
-			len = t->size - 4;
-		out_buf_escape(&e, (const unsigned char *)p + 4, len, 0);
+		len = *(const unsigned char *)p;
+		if (len > t->size - 1)
+			len = t->size - 1;
+		out_buf_escape(&e, (const unsigned char *)p + 1, len, 0);
 		if (vs == VS_JSON)
 			sb_json_string(b, e.s ? e.s : "", e.len);
 		else

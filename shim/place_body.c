@@ -189,6 +189,7 @@ static const char *place_func_ok(struct compile *c, enum sema_func f)
 	case FN_STRCONTAINS:
 	case FN_USYM:		/* an address and the pid, resolved by ubt */
 	case FN_UPTR:
+	case FN_BUF:		/* codegen/cg_call_val.c: plain IR */
 		return NULL;
 	case FN_NONE:
 		return "an unknown function";
