@@ -77,12 +77,97 @@ static LLVMValueRef cg_buf(struct cg *g, struct ast_node *n)
 	return buf;
 }
 
+/*
+ * ntop([af,] addr): u64 address family, then 16 bytes of address in
+ * network order (an integer's low 4 bytes as they lie in memory, an
+ * array's bytes).  One argument: AF_INET for 4 bytes, AF_INET6 for 16.
+ */
+static LLVMValueRef cg_ntop(struct cg *g, struct ast_node *n)
+{
+	struct irb *ir = &g->ir;
+	struct ast_node *a = arg_n(n, 0), *addr = arg_n(n, 1);
+	LLVMValueRef buf = irb_alloca(ir, n->type->size, "inet"), af, v;
+
+	irb_memset(ir, buf, 0, n->type->size);
+	if (addr) {
+		af = cg_expr(g, a);
+	} else {
+		addr = a;
+		af = irb_const(ir, !cg_is_scalar(addr->type) &&
+					   addr->type->size == 16 ?
+					   AF_INET6 : AF_INET);
+	}
+	LLVMBuildStore(ir->b, af, buf);
+	v = cg_expr(g, addr);
+	if (cg_is_scalar(addr->type))
+		LLVMBuildStore(ir->b, LLVMBuildTrunc(ir->b, v, ir->i32, ""),
+			       irb_gep(ir, buf, 8));
+	else
+		irb_memcpy(ir, irb_gep(ir, buf, 8), v,
+			   addr->type->size < 16 ? addr->type->size : 16);
+	return buf;
+}
+
+/* pton("addr"): the bytes sema parsed (iargs), 4 or 16 of them. */
+static LLVMValueRef cg_pton(struct cg *g, struct ast_node *n)
+{
+	struct irb *ir = &g->ir;
+	const unsigned char *b = (const unsigned char *)n->sema->iargs;
+	LLVMValueRef buf = irb_alloca(ir, 16, "pton");
+
+	for (size_t i = 0; i < n->type->size && i < 16; i++)
+		LLVMBuildStore(ir->b, LLVMConstInt(ir->i8, b[i], 0),
+			       irb_gep(ir, buf, i));
+	return buf;
+}
+
+/* macaddr(p or bytes): six bytes, copied or read from the address. */
+static LLVMValueRef cg_macaddr(struct cg *g, struct ast_node *n)
+{
+	struct irb *ir = &g->ir;
+	LLVMValueRef buf = irb_alloca(ir, 8, "mac");
+
+	irb_memset(ir, buf, 0, 8);
+	bytes_from(g, arg_n(n, 0), buf, 6, irb_const(ir, 6));
+	return buf;
+}
+
+/* bswap(x): llvm.bswap on x's own width (a byte is itself). */
+static LLVMValueRef cg_bswap(struct cg *g, struct ast_node *n)
+{
+	static const char name[] = "llvm.bswap";
+	struct irb *ir = &g->ir;
+	struct ast_node *a = arg_n(n, 0);
+	size_t size = a->type->size;
+	LLVMValueRef v = cg_expr(g, a), fn;
+	LLVMTypeRef ty, ft;
+	unsigned id;
+
+	if (size < 2 || size > 8)
+		return v;
+	ty = LLVMIntTypeInContext(ir->ctx, size * 8);
+	id = LLVMLookupIntrinsicID(name, sizeof(name) - 1);
+	fn = LLVMGetIntrinsicDeclaration(ir->mod, id, &ty, 1);
+	ft = LLVMIntrinsicGetType(ir->ctx, id, &ty, 1);
+	v = LLVMBuildTrunc(ir->b, v, ty, "");
+	v = LLVMBuildCall2(ir->b, ft, fn, &v, 1, "bswap");
+	return LLVMBuildZExt(ir->b, v, ir->i64, "");
+}
+
 /* Is this call one of ours?  Its value, else NULL. */
 LLVMValueRef cg_call_val(struct cg *g, struct ast_node *n)
 {
 	switch (n->sema->func) {
 	case FN_BUF:
 		return cg_buf(g, n);
+	case FN_NTOP:
+		return cg_ntop(g, n);
+	case FN_PTON:
+		return cg_pton(g, n);
+	case FN_MACADDR:
+		return cg_macaddr(g, n);
+	case FN_BSWAP:
+		return cg_bswap(g, n);
 	default:
 		return NULL;
 	}

@@ -28,6 +28,7 @@ libubt_a_SOURCES += \
 	frontend/builtins.c \
 	frontend/func_agg.c \
 	frontend/func_print.c \
+	frontend/func_net.c \
 	frontend/func_str.c \
 	frontend/sema.c \
 	frontend/sema.h \

@@ -130,6 +130,10 @@ enum sema_func {
 	FN_CAT,
 	FN_SIGNAL,
 	FN_OVERRIDE,
+	/* addresses and byte order (frontend/func_net.c) */
+	FN_PTON,
+	FN_MACADDR,
+	FN_BSWAP,
 	FN_COUNT_,
 };
 
@@ -273,7 +277,8 @@ struct sema_node {
 	/* AST_ATTACH_POINT */
 	struct sema_ap *ap;
 	/* AST_CALL: lhist min/max/step; print(@m, top, div) top and div
-	 * (0 when not given); strncmp n; kstack/ustack limit */
+	 * (0 when not given); strncmp n; kstack/ustack limit; pton's 16
+	 * bytes */
 	int64_t iargs[3];
 	/* AST_BINOP: == or != of two strings (compared as C strings, up to
 	 * the shorter buffer) */

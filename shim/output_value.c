@@ -78,8 +78,10 @@ bool out_is_int_kind(const struct type *t)
 
 bool out_is_char_array(const struct type *t)
 {
+	/* bytes named uint8 (pton()) are numbers */
 	return t->kind == TY_ARRAY && t->elem && t->elem->kind == TY_INT &&
-	       t->elem->size == 1;
+	       t->elem->size == 1 &&
+	       !(t->elem->name && !strcmp(t->elem->name, "uint8"));
 }
 
 static size_t str_len(const char *s, size_t size)
@@ -210,6 +212,13 @@ char *out_resolve(const struct out *o, const struct type *t,
 			return xstrdup(buf);
 		return NULL;
 	}
+	if (t->kind == TY_MAC && t->size >= 6) {
+		const unsigned char *m = p;
+
+		snprintf(buf, sizeof(buf), "%02X:%02X:%02X:%02X:%02X:%02X",
+			 m[0], m[1], m[2], m[3], m[4], m[5]);
+		return xstrdup(buf);
+	}
 	if ((t->kind == TY_USYM || t->kind == TY_KSYM) && t->size >= 8) {
 		uint64_t addr;
 
@@ -250,6 +259,25 @@ int sb_value(const struct out *o, struct sb *b, const struct type *t,
 	}
 	switch (t->kind) {
 	case TY_ARRAY:
+		if (!out_is_char_array(t) && t->elem &&
+		    t->elem->kind == TY_INT && t->nelems &&
+		    t->elem->size * t->nelems <= t->size) {
+			/* integers: [1,2,3] as bpftrace prints them */
+			sb_addc(b, '[');
+			for (size_t i = 0; i < t->nelems; i++) {
+				int err = sb_value(o, b, t->elem,
+						   (const char *)p +
+							   i * t->elem->size,
+						   vs);
+
+				if (err)
+					return err;
+				if (i + 1 < t->nelems)
+					sb_addc(b, ',');
+			}
+			sb_addc(b, ']');
+			return 0;
+		}
 		if (!out_is_char_array(t))
 			return out_not_supported(t);
 		/* char[N] prints as a string */

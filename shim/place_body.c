@@ -190,6 +190,10 @@ static const char *place_func_ok(struct compile *c, enum sema_func f)
 	case FN_USYM:		/* an address and the pid, resolved by ubt */
 	case FN_UPTR:
 	case FN_BUF:		/* codegen/cg_call_val.c: plain IR */
+	case FN_NTOP:
+	case FN_PTON:
+	case FN_MACADDR:
+	case FN_BSWAP:
 		return NULL;
 	case FN_NONE:
 		return "an unknown function";
