@@ -35,12 +35,17 @@
 
 /* ---- events -------------------------------------------------------- */
 
-/* system(): run cmd with sh and copy its output; cat(): copy a file. */
+/*
+ * system(): run cmd with sh and copy its output; cat(): copy a file.
+ * Under -f json the whole output is one event, as bpftrace prints it:
+ * {"type": "syscall"|"cat", "data": "..."}.
+ */
 static void kernel_copy_output(struct kernel *k, const char *what,
 			       bool is_cmd)
 {
-	char buf[4096];
-	size_t n;
+	bool json = k->out.format == OUT_JSON;
+	char buf[4096], *all = NULL;
+	size_t n, len = 0;
 	FILE *f;
 
 	fflush(k->out.f);
@@ -50,12 +55,26 @@ static void kernel_copy_output(struct kernel *k, const char *what,
 			is_cmd ? "run" : "read", what, strerror(errno));
 		return;
 	}
-	while ((n = fread(buf, 1, sizeof(buf), f)) > 0)
-		fwrite(buf, 1, n, k->out.f);
+	while ((n = fread(buf, 1, sizeof(buf), f)) > 0) {
+		if (!json) {
+			fwrite(buf, 1, n, k->out.f);
+			continue;
+		}
+		all = xrealloc(all, len + n);
+		memcpy(all + len, buf, n);
+		len += n;
+	}
 	if (is_cmd)
 		pclose(f);
 	else
 		fclose(f);
+	if (json) {
+		fprintf(k->out.f, "{\"type\": \"%s\", \"data\": ",
+			is_cmd ? "syscall" : "cat");
+		out_json_string(k->out.f, all ? all : "", len);
+		fputs("}\n", k->out.f);
+		free(all);
+	}
 }
 
 static int kernel_event(void *ctx, void *data, size_t size)
