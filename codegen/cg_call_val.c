@@ -168,6 +168,9 @@ LLVMValueRef cg_call_val(struct cg *g, struct ast_node *n)
 		return cg_macaddr(g, n);
 	case FN_BSWAP:
 		return cg_bswap(g, n);
+	case FN_STRFTIME:
+		/* the time; the format is the type's (output) */
+		return cg_expr(g, arg_n(n, 1));
 	default:
 		return NULL;
 	}

@@ -30,6 +30,7 @@ libubt_a_SOURCES += \
 	frontend/func_print.c \
 	frontend/func_net.c \
 	frontend/func_str.c \
+	frontend/func_sys.c \
 	frontend/sema.c \
 	frontend/sema.h \
 	frontend/sema_config.c \

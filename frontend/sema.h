@@ -134,6 +134,8 @@ enum sema_func {
 	FN_PTON,
 	FN_MACADDR,
 	FN_BSWAP,
+	/* text from the system's state (frontend/func_sys.c) */
+	FN_STRFTIME,
 	FN_COUNT_,
 };
 

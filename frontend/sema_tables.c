@@ -97,6 +97,7 @@ static const struct sema_func_ops *const func_tables[] = {
 	sema_funcs_print,
 	sema_funcs_str,
 	sema_funcs_net,
+	sema_funcs_sys,
 };
 
 const struct sema_func_ops *sema_func_find(const char *name)

@@ -12,6 +12,7 @@
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include "arena.h"
 #include "format.h"
 #include "output.h"
@@ -175,6 +176,58 @@ void sb_json_string(struct sb *b, const char *s, size_t len)
  * strerror here, the others through the producer's o->resolve. A
  * malloc'd string, or NULL when nobody can print it.
  */
+/*
+ * strftime(fmt, ns): ns nanoseconds of CLOCK_BOOTTIME (as nsecs) as the
+ * local time, through the offset of CLOCK_REALTIME from it taken once;
+ * "%f" is the microseconds. bpftrace 0.17's "(?)" when it fails.
+ */
+static char *out_strftime(const char *fmt, uint64_t ns)
+{
+	static struct timespec base;
+	static bool have_base;
+	struct sb f = { 0 };
+	char text[4096], us[8];
+	uint64_t total;
+	struct tm tm;
+	time_t sec;
+
+	if (!have_base) {
+		struct timespec rt, bt;
+
+		clock_gettime(CLOCK_REALTIME, &rt);
+		clock_gettime(CLOCK_BOOTTIME, &bt);
+		base.tv_sec = rt.tv_sec - bt.tv_sec;
+		base.tv_nsec = rt.tv_nsec - bt.tv_nsec;
+		if (base.tv_nsec < 0) {
+			base.tv_nsec += 1000000000;
+			base.tv_sec--;
+		}
+		have_base = true;
+	}
+	total = (uint64_t)base.tv_nsec + ns;
+	sec = base.tv_sec + (time_t)(total / 1000000000);
+	snprintf(us, sizeof(us), "%06llu",
+		 (unsigned long long)(total % 1000000000 / 1000));
+	for (const char *p = fmt; *p; p++) {
+		if (p[0] == '%' && p[1] == 'f') {
+			sb_adds(&f, us);
+			p++;
+		} else if (p[0] == '%' && p[1] == '%') {
+			sb_adds(&f, "%%");
+			p++;
+		} else {
+			sb_addc(&f, *p);
+		}
+	}
+	if (!localtime_r(&sec, &tm) ||
+	    !strftime(text, sizeof(text), f.s ? f.s : "", &tm)) {
+		sb_release(&f);
+		return xstrdup("(?)");
+	}
+	sb_release(&f);
+	return xstrdup(text);
+}
+
 char *out_resolve(const struct out *o, const struct type *t,
 		     const void *p)
 {
@@ -212,6 +265,8 @@ char *out_resolve(const struct out *o, const struct type *t,
 			return xstrdup(buf);
 		return NULL;
 	}
+	if (t->kind == TY_TIMESTAMP && t->name)
+		return out_strftime(t->name, (uint64_t)v);
 	if (t->kind == TY_MAC && t->size >= 6) {
 		const unsigned char *m = p;
 

@@ -194,6 +194,7 @@ static const char *place_func_ok(struct compile *c, enum sema_func f)
 	case FN_PTON:
 	case FN_MACADDR:
 	case FN_BSWAP:
+	case FN_STRFTIME:
 		return NULL;
 	case FN_NONE:
 		return "an unknown function";

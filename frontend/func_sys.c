@@ -1,0 +1,51 @@
+/*
+ * Functions whose text ubt makes from the system's state when it prints
+ * them: strftime (the time of day), cgroup_path (the cgroup's path).
+ */
+#include <errno.h>
+#include <string.h>
+
+#include "sema.h"
+#include "sema_int.h"
+#include "util.h"
+
+static bool is_integer(const struct type *t)
+{
+	return t->kind == TY_INT || t->kind == TY_BOOL || t->kind == TY_ENUM;
+}
+
+/*
+ * strftime("fmt", ns): TY_TIMESTAMP, the value ns (CLOCK_BOOTTIME
+ * nanoseconds, as nsecs) and the format in the type's name; %f is the
+ * microseconds (bpftrace's extension). Formatted when printed.
+ */
+static struct type *ty_strftime(struct sema_ctx *x, struct ast_node *call,
+				struct sema_map *m)
+{
+	struct ast_node *a = call->call.args, *ns = a->next;
+	const char *fmt;
+	struct type *t;
+
+	(void)m;
+	if (a->kind != AST_STRING || !sema_str_literal(x, a, &fmt)) {
+		sema_error(x, &call->loc,
+			   "strftime() expects a string literal (%s provided)",
+			   type_class(a->type));
+		return NULL;
+	}
+	if (!is_integer(ns->type)) {
+		sema_error(x, &call->loc,
+			   "strftime() only supports integer arguments (%s provided)",
+			   type_class(ns->type));
+		return NULL;
+	}
+	t = type_new(x->a, TY_TIMESTAMP, 8);
+	t->name = fmt;
+	return t;
+}
+
+const struct sema_func_ops sema_funcs_sys[] = {
+	{ .name = "strftime", .id = FN_STRFTIME, .min_args = 2,
+	  .max_args = 2, .type = ty_strftime },
+	{ 0 },
+};
