@@ -154,6 +154,97 @@ static LLVMValueRef cg_bswap(struct cg *g, struct ast_node *n)
 	return LLVMBuildZExt(ir->b, v, ir->i64, "");
 }
 
+static LLVMBasicBlockRef block(struct irb *ir, const char *name)
+{
+	return LLVMAppendBasicBlockInContext(ir->ctx, ir->fn, name);
+}
+
+static LLVMValueRef byte_at(struct irb *ir, LLVMValueRef p, LLVMValueRef i)
+{
+	return LLVMBuildLoad2(ir->b, ir->i8,
+			      LLVMBuildGEP2(ir->b, ir->i8, p, &i, 1, ""), "");
+}
+
+/*
+ * strcontains(hay, needle): 1 when needle (up to its NUL) occurs in hay
+ * (up to its NUL), an empty needle included; loops bounded by the two
+ * buffers' sizes (the verifier walks them), indexes checked.
+ */
+static LLVMValueRef cg_strcontains(struct cg *g, struct ast_node *n)
+{
+	struct irb *ir = &g->ir;
+	struct ast_node *a = arg_n(n, 0), *b = arg_n(n, 1);
+	LLVMValueRef hay = cg_expr(g, a), needle = cg_expr(g, b);
+	LLVMValueRef res = irb_alloca(ir, 8, "contains");
+	LLVMValueRef jp = irb_alloca(ir, 8, "contains_j");
+	LLVMValueRef ip = irb_alloca(ir, 8, "contains_i");
+	LLVMValueRef hs = irb_const(ir, a->type->size);
+	LLVMValueRef ns = irb_const(ir, b->type->size);
+	LLVMValueRef zero8 = LLVMConstInt(ir->i8, 0, 0), one = irb_const(ir, 1);
+	LLVMBasicBlockRef outer = block(ir, "contains_outer");
+	LLVMBasicBlockRef inner = block(ir, "contains_inner");
+	LLVMBasicBlockRef cmp = block(ir, "contains_cmp");
+	LLVMBasicBlockRef step = block(ir, "contains_step");
+	LLVMBasicBlockRef next = block(ir, "contains_next");
+	LLVMBasicBlockRef yes = block(ir, "contains_yes");
+	LLVMBasicBlockRef done = block(ir, "contains_done");
+	LLVMValueRef i, j, ij, c;
+
+	LLVMBuildStore(ir->b, irb_const(ir, 0), res);
+	LLVMBuildStore(ir->b, irb_const(ir, 0), jp);
+	LLVMBuildBr(ir->b, outer);
+
+	/* for (j = 0; j < hs; j++) { for (i = 0; i < ns; i++) ... } */
+	LLVMPositionBuilderAtEnd(ir->b, outer);
+	j = LLVMBuildLoad2(ir->b, ir->i64, jp, "j");
+	LLVMBuildStore(ir->b, irb_const(ir, 0), ip);
+	LLVMBuildCondBr(ir->b, LLVMBuildICmp(ir->b, LLVMIntULT, j, hs, ""),
+			inner, done);
+
+	LLVMPositionBuilderAtEnd(ir->b, inner);
+	i = LLVMBuildLoad2(ir->b, ir->i64, ip, "i");
+	j = LLVMBuildLoad2(ir->b, ir->i64, jp, "j");
+	ij = LLVMBuildAdd(ir->b, i, j, "");
+	/* i < ns (else the needle filled its buffer: found) */
+	c = LLVMBuildICmp(ir->b, LLVMIntUGE, i, ns, "");
+	LLVMBuildCondBr(ir->b, c, yes, cmp);
+
+	LLVMPositionBuilderAtEnd(ir->b, cmp);
+	c = LLVMBuildICmp(ir->b, LLVMIntEQ, byte_at(ir, needle, i), zero8, "");
+	{
+		LLVMBasicBlockRef more = block(ir, "contains_more");
+		LLVMBasicBlockRef inhay = block(ir, "contains_inhay");
+
+		LLVMBuildCondBr(ir->b, c, yes, more);
+		LLVMPositionBuilderAtEnd(ir->b, more);
+		LLVMBuildCondBr(ir->b,
+				LLVMBuildICmp(ir->b, LLVMIntUGE, ij, hs, ""),
+				next, inhay);
+		LLVMPositionBuilderAtEnd(ir->b, inhay);
+		c = LLVMBuildICmp(ir->b, LLVMIntEQ, byte_at(ir, hay, ij),
+				  byte_at(ir, needle, i), "");
+		LLVMBuildCondBr(ir->b, c, step, next);
+	}
+
+	LLVMPositionBuilderAtEnd(ir->b, step);
+	LLVMBuildStore(ir->b, LLVMBuildAdd(ir->b, i, one, ""), ip);
+	LLVMBuildBr(ir->b, inner);
+
+	/* no match at j: stop at the haystack's NUL */
+	LLVMPositionBuilderAtEnd(ir->b, next);
+	j = LLVMBuildLoad2(ir->b, ir->i64, jp, "j");
+	LLVMBuildStore(ir->b, LLVMBuildAdd(ir->b, j, one, ""), jp);
+	c = LLVMBuildICmp(ir->b, LLVMIntEQ, byte_at(ir, hay, j), zero8, "");
+	LLVMBuildCondBr(ir->b, c, done, outer);
+
+	LLVMPositionBuilderAtEnd(ir->b, yes);
+	LLVMBuildStore(ir->b, one, res);
+	LLVMBuildBr(ir->b, done);
+
+	LLVMPositionBuilderAtEnd(ir->b, done);
+	return LLVMBuildLoad2(ir->b, ir->i64, res, "");
+}
+
 /* Is this call one of ours?  Its value, else NULL. */
 LLVMValueRef cg_call_val(struct cg *g, struct ast_node *n)
 {
@@ -168,6 +259,8 @@ LLVMValueRef cg_call_val(struct cg *g, struct ast_node *n)
 		return cg_macaddr(g, n);
 	case FN_BSWAP:
 		return cg_bswap(g, n);
+	case FN_STRCONTAINS:
+		return cg_strcontains(g, n);
 	case FN_STRFTIME:
 		/* the time; the format is the type's (output) */
 		return cg_expr(g, arg_n(n, 1));
