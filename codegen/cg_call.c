@@ -388,6 +388,8 @@ LLVMValueRef cg_call(struct cg *g, struct ast_node *n)
 
 		if (v)
 			return v;
+		if (cg_call_out(g, n))
+			return irb_const(ir, 0);
 		break;
 	}
 	}

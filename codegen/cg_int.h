@@ -28,6 +28,8 @@ struct cg {
 	LLVMValueRef ringbuf;
 	LLVMValueRef globals;	/* array map: struct cg_globals */
 	LLVMValueRef lost;	/* per-CPU array: u64 records lost */
+	LLVMValueRef join;	/* per-CPU array: a join() record, made
+				 * by the first join() (cg_call_out.c) */
 	LLVMValueRef full;	/* per-CPU array by map: u64 updates the
 				 * full map refused (BPF target only) */
 	int cap_events;
@@ -127,6 +129,8 @@ LLVMBasicBlockRef cg_if_nonnull(struct cg *g, LLVMValueRef p);
 LLVMValueRef cg_call(struct cg *g, struct ast_node *n);
 /* cg_call_val.c: buf(), ntop(), pton(), ... or NULL when not one */
 LLVMValueRef cg_call_val(struct cg *g, struct ast_node *n);
+/* cg_call_out.c: join(); true when n was one of its calls */
+bool cg_call_out(struct cg *g, struct ast_node *n);
 /* `@m[k] = agg(...)` */
 void cg_aggregate(struct cg *g, struct ast_node *mapnode,
 		  struct ast_node *call);

@@ -5,6 +5,7 @@ libubt_a_SOURCES += \
 	codegen/cg_builtin.c \
 	codegen/cg.h \
 	codegen/cg_call.c \
+	codegen/cg_call_out.c \
 	codegen/cg_call_val.c \
 	codegen/cg_expr.c \
 	codegen/cg_int.h \

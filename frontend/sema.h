@@ -136,6 +136,8 @@ enum sema_func {
 	FN_BSWAP,
 	/* text from the system's state (frontend/func_sys.c) */
 	FN_STRFTIME,
+	/* output besides printf's family (frontend/func_out.c) */
+	FN_JOIN,
 	FN_COUNT_,
 };
 

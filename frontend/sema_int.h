@@ -90,6 +90,7 @@ extern const struct sema_func_ops sema_funcs_print[];
 extern const struct sema_func_ops sema_funcs_str[];
 extern const struct sema_func_ops sema_funcs_net[];
 extern const struct sema_func_ops sema_funcs_sys[];
+extern const struct sema_func_ops sema_funcs_out[];
 
 const struct sema_builtin_ops *sema_builtin_find(const char *name, int *arg);
 const struct sema_builtin_ops *sema_builtin_ops(enum sema_builtin id);

@@ -98,6 +98,7 @@ static const struct sema_func_ops *const func_tables[] = {
 	sema_funcs_str,
 	sema_funcs_net,
 	sema_funcs_sys,
+	sema_funcs_out,
 };
 
 const struct sema_func_ops *sema_func_find(const char *name)

@@ -77,6 +77,40 @@ static void kernel_copy_output(struct kernel *k, const char *what,
 	}
 }
 
+/* join(): the strings up to the first empty one, sep between them. */
+static void kernel_join(struct kernel *k, const struct cg_event *e,
+			const char *args, size_t asize)
+{
+	const char *sep = e->fmt ? e->fmt : " ";
+	char *line = NULL;
+	size_t len = 0;
+
+	for (int i = 0; i < CG_JOIN_ARGS; i++) {
+		const char *s = args + (size_t)i * CG_JOIN_SIZE;
+		size_t n;
+
+		if ((size_t)(i + 1) * CG_JOIN_SIZE > asize || !s[0])
+			break;
+		n = strnlen(s, CG_JOIN_SIZE - 1);
+		line = xrealloc(line, len + strlen(sep) + n + 1);
+		if (i) {
+			memcpy(line + len, sep, strlen(sep));
+			len += strlen(sep);
+		}
+		memcpy(line + len, s, n);
+		len += n;
+	}
+	if (k->out.format == OUT_JSON) {
+		fputs("{\"type\": \"join\", \"data\": ", k->out.f);
+		out_json_string(k->out.f, line ? line : "", len);
+		fputs("}\n", k->out.f);
+	} else {
+		fwrite(line ? line : "", 1, len, k->out.f);
+		fputc('\n', k->out.f);
+	}
+	free(line);
+}
+
 static int kernel_event(void *ctx, void *data, size_t size)
 {
 	struct kernel *k = ctx;
@@ -124,6 +158,9 @@ static int kernel_event(void *ctx, void *data, size_t size)
 		free(text);
 		break;
 	}
+	case CG_EV_JOIN:
+		kernel_join(k, e, args, asize);
+		break;
 	case CG_EV_TIME:
 		out_time(&k->out, e->fmt ? e->fmt : "%H:%M:%S\n", NULL);
 		break;
