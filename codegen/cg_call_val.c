@@ -261,6 +261,13 @@ LLVMValueRef cg_call_val(struct cg *g, struct ast_node *n)
 		return cg_bswap(g, n);
 	case FN_STRCONTAINS:
 		return cg_strcontains(g, n);
+	case FN_CGROUP_PATH: {
+		/* the id; the filter is the type's (output) */
+		LLVMValueRef buf = irb_alloca(&g->ir, 8, "cgroup_path");
+
+		LLVMBuildStore(g->ir.b, cg_expr(g, arg_n(n, 0)), buf);
+		return buf;
+	}
 	case FN_STRFTIME:
 		/* the time; the format is the type's (output) */
 		return cg_expr(g, arg_n(n, 1));

@@ -44,8 +44,40 @@ static struct type *ty_strftime(struct sema_ctx *x, struct ast_node *call,
 	return t;
 }
 
+/*
+ * cgroup_path(id[, "filter"]): TY_CGROUP_PATH, the u64 cgroup id, the
+ * filter (a glob on hierarchy names, default every one) in the type's
+ * name. Printed as bpftrace 0.17 does: "unified:/a/b,cpu:/,...".
+ */
+static struct type *ty_cgroup_path(struct sema_ctx *x, struct ast_node *call,
+				   struct sema_map *m)
+{
+	struct ast_node *a = call->call.args, *f = a->next;
+	const char *filter = NULL;
+	struct type *t;
+
+	(void)m;
+	if (!is_integer(a->type)) {
+		sema_error(x, &call->loc,
+			   "cgroup_path() only supports integer arguments (%s provided)",
+			   type_class(a->type));
+		return NULL;
+	}
+	if (f && !sema_str_literal(x, f, &filter)) {
+		sema_error(x, &call->loc,
+			   "cgroup_path() expects a string literal (%s provided)",
+			   type_class(f->type));
+		return NULL;
+	}
+	t = type_new(x->a, TY_CGROUP_PATH, 8);
+	t->name = filter;
+	return t;
+}
+
 const struct sema_func_ops sema_funcs_sys[] = {
 	{ .name = "strftime", .id = FN_STRFTIME, .min_args = 2,
 	  .max_args = 2, .type = ty_strftime },
+	{ .name = "cgroup_path", .id = FN_CGROUP_PATH, .min_args = 1,
+	  .max_args = 2, .type = ty_cgroup_path },
 	{ 0 },
 };

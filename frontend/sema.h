@@ -136,6 +136,7 @@ enum sema_func {
 	FN_BSWAP,
 	/* text from the system's state (frontend/func_sys.c) */
 	FN_STRFTIME,
+	FN_CGROUP_PATH,
 	/* output besides printf's family (frontend/func_out.c) */
 	FN_JOIN,
 	FN_COUNT_,

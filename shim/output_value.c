@@ -7,11 +7,14 @@
 #endif
 #include <arpa/inet.h>
 #include <errno.h>
+#include <fnmatch.h>
+#include <ftw.h>
 #include <inttypes.h>
 #include <pwd.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include "arena.h"
 #include "format.h"
@@ -176,6 +179,98 @@ void sb_json_string(struct sb *b, const char *s, size_t len)
  * strerror here, the others through the producer's o->resolve. A
  * malloc'd string, or NULL when nobody can print it.
  */
+/* cgroup_path(): the directory whose inode is the cgroup id. */
+static uint64_t cg_want;
+static char *cg_found;
+
+static int out_cgroup_visit(const char *path, const struct stat *st,
+			    int flag, struct FTW *ftw)
+{
+	(void)ftw;
+	if (flag != FTW_D || st->st_ino != cg_want)
+		return 0;
+	cg_found = xstrdup(path);
+	return 1;
+}
+
+/* The path of cgroup id under the hierarchy mounted at root, or "". */
+static char *out_cgroup_in(const char *root, uint64_t id)
+{
+	size_t n = strlen(root);
+	char *rel;
+
+	cg_want = id;
+	cg_found = NULL;
+	nftw(root, out_cgroup_visit, 16, FTW_PHYS | FTW_MOUNT);
+	if (!cg_found)
+		return xstrdup("");
+	rel = xstrdup(cg_found[n] ? cg_found + n : "/");
+	free(cg_found);
+	cg_found = NULL;
+	return rel;
+}
+
+struct out_cgroot {
+	char *name, *dir;
+};
+
+static int out_cgroot_cmp(const void *a, const void *b)
+{
+	const struct out_cgroot *x = a, *y = b;
+
+	if (!strcmp(x->name, "unified") || !strcmp(y->name, "unified"))
+		return strcmp(x->name, "unified") ? 1 :
+		       strcmp(y->name, "unified") ? -1 : 0;
+	return strcmp(x->name, y->name);
+}
+
+/*
+ * "name:path,..." over the cgroup mounts of /proc/mounts whose name (the
+ * mount point's last part for cgroup v1, "unified" for v2) matches the
+ * filter, "unified" first, then by name: bpftrace 0.17's text.
+ */
+static char *out_cgroup_path(uint64_t id, const char *filter)
+{
+	struct out_cgroot *roots = NULL;
+	struct sb b = { 0 };
+	char line[4096];
+	int n = 0;
+	FILE *f = fopen("/proc/mounts", "r");
+
+	while (f && fgets(line, sizeof(line), f)) {
+		char dev[256], dir[2048], type[64];
+		const char *name;
+
+		if (sscanf(line, "%255s %2047s %63s", dev, dir, type) != 3)
+			continue;
+		if (!strcmp(type, "cgroup2"))
+			name = "unified";
+		else if (!strcmp(type, "cgroup"))
+			name = strrchr(dir, '/') ? strrchr(dir, '/') + 1 : dir;
+		else
+			continue;
+		if (filter && *filter && fnmatch(filter, name, 0))
+			continue;
+		roots = xrealloc(roots, (n + 1) * sizeof(*roots));
+		roots[n].name = xstrdup(name);
+		roots[n].dir = xstrdup(dir);
+		n++;
+	}
+	if (f)
+		fclose(f);
+	qsort(roots, n, sizeof(*roots), out_cgroot_cmp);
+	for (int i = 0; i < n; i++) {
+		char *p = out_cgroup_in(roots[i].dir, id);
+
+		sb_printf(&b, "%s%s:%s", i ? "," : "", roots[i].name, p);
+		free(p);
+		free(roots[i].name);
+		free(roots[i].dir);
+	}
+	free(roots);
+	return b.s ? b.s : xstrdup("");
+}
+
 /*
  * strftime(fmt, ns): ns nanoseconds of CLOCK_BOOTTIME (as nsecs) as the
  * local time, through the offset of CLOCK_REALTIME from it taken once;
@@ -265,6 +360,8 @@ char *out_resolve(const struct out *o, const struct type *t,
 			return xstrdup(buf);
 		return NULL;
 	}
+	if (t->kind == TY_CGROUP_PATH && t->size >= 8)
+		return out_cgroup_path((uint64_t)v, t->name);
 	if (t->kind == TY_TIMESTAMP && t->name)
 		return out_strftime(t->name, (uint64_t)v);
 	if (t->kind == TY_MAC && t->size >= 6) {

@@ -195,6 +195,7 @@ static const char *place_func_ok(struct compile *c, enum sema_func f)
 	case FN_MACADDR:
 	case FN_BSWAP:
 	case FN_STRFTIME:
+	case FN_CGROUP_PATH:
 		return NULL;
 	case FN_NONE:
 		return "an unknown function";
