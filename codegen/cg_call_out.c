@@ -1,8 +1,9 @@
 /*
- * Lowering of output calls whose records do not fit the BPF stack:
- * join(argv[, sep]) builds its record (CG_EV_JOIN, 16 KiB) in a per-CPU
- * array map, then sends it.  BPF target only: a user-mode probe with
- * join() runs in the kernel (shim/place_body.c).
+ * Lowering of output calls of the kernel alone: join(argv[, sep])
+ * builds its record (CG_EV_JOIN, 16 KiB, more than the BPF stack) in a
+ * per-CPU array map, then sends it; debugf() writes to the trace pipe.
+ * BPF target only: a user-mode probe with either runs in the kernel
+ * (shim/place_body.c).
  */
 #include <string.h>
 
@@ -71,12 +72,54 @@ static void cg_join(struct cg *g, struct ast_node *n)
 	LLVMPositionBuilderAtEnd(ir->b, cont);
 }
 
+/*
+ * debugf(fmt, args): bpf_trace_printk() for up to 3 arguments, else
+ * bpf_trace_vprintk() with the u64 values in an array; strings and
+ * other buffers by address (%s).
+ */
+static void cg_debugf(struct cg *g, struct ast_node *n)
+{
+	struct irb *ir = &g->ir;
+	struct ast_node *f = n->call.args, *a;
+	LLVMValueRef args[5], vals[12], fmt;
+	int nv = 0;
+
+	if (irb_is_native(ir)) {
+		cg_unsupported(g, n, "debugf() in a user-mode probe");
+		return;
+	}
+	for (a = f->next; a && nv < 12; a = a->next) {
+		LLVMValueRef v = cg_expr(g, a);
+
+		if (!cg_is_scalar(a->type))
+			v = LLVMBuildPtrToInt(ir->b, v, ir->i64, "");
+		vals[nv++] = v;
+	}
+	fmt = cg_string_lit(g, f->str.value, f->str.len, f->str.len + 1);
+	args[0] = fmt;
+	args[1] = LLVMConstInt(ir->i32, f->str.len + 1, 0);
+	if (nv <= 3) {
+		for (int i = 0; i < nv; i++)
+			args[2 + i] = vals[i];
+		irb_helper(ir, BPF_FUNC_trace_printk, args, 2 + nv);
+		return;
+	}
+	args[2] = irb_alloca(ir, 8 * (size_t)nv, "debugf_args");
+	for (int i = 0; i < nv; i++)
+		LLVMBuildStore(ir->b, vals[i], irb_gep(ir, args[2], 8 * i));
+	args[3] = LLVMConstInt(ir->i32, 8 * nv, 0);
+	irb_helper(ir, BPF_FUNC_trace_vprintk, args, 4);
+}
+
 /* Is this call one of ours?  true when lowered. */
 bool cg_call_out(struct cg *g, struct ast_node *n)
 {
 	switch (n->sema->func) {
 	case FN_JOIN:
 		cg_join(g, n);
+		return true;
+	case FN_DEBUGF:
+		cg_debugf(g, n);
 		return true;
 	default:
 		return false;

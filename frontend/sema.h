@@ -139,6 +139,7 @@ enum sema_func {
 	FN_CGROUP_PATH,
 	/* output besides printf's family (frontend/func_out.c) */
 	FN_JOIN,
+	FN_DEBUGF,
 	FN_COUNT_,
 };
 
