@@ -3,7 +3,7 @@
  * builds its record (CG_EV_JOIN, 16 KiB, more than the BPF stack) in a
  * per-CPU array map, then sends it; debugf() writes to the trace pipe.
  * BPF target only: a user-mode probe with either runs in the kernel
- * (shim/place_body.c).
+ * (shim/place_body.c).  And signal(), on both targets.
  */
 #include <string.h>
 
@@ -111,6 +111,24 @@ static void cg_debugf(struct cg *g, struct ast_node *n)
 	irb_helper(ir, BPF_FUNC_trace_vprintk, args, 4);
 }
 
+/*
+ * signal(sig): bpf_send_signal() to the current process in the kernel
+ * (as bpftrace); native code raises it in the calling thread.
+ */
+static void cg_signal(struct cg *g, struct ast_node *n)
+{
+	struct irb *ir = &g->ir;
+	struct ast_node *a = n->call.args;
+	LLVMValueRef sig;
+
+	if (a->kind == AST_STRING)
+		sig = irb_const(ir, n->sema->iargs[0]);
+	else
+		sig = cg_expr(g, a);
+	sig = LLVMBuildTrunc(ir->b, sig, ir->i32, "");
+	irb_helper(ir, BPF_FUNC_send_signal, &sig, 1);
+}
+
 /* Is this call one of ours?  true when lowered. */
 bool cg_call_out(struct cg *g, struct ast_node *n)
 {
@@ -120,6 +138,9 @@ bool cg_call_out(struct cg *g, struct ast_node *n)
 		return true;
 	case FN_DEBUGF:
 		cg_debugf(g, n);
+		return true;
+	case FN_SIGNAL:
+		cg_signal(g, n);
 		return true;
 	default:
 		return false;

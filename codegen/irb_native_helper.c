@@ -272,6 +272,16 @@ LLVMValueRef irb_native_helper(struct irb *ir, int id, LLVMValueRef *args,
 		a[1] = args[2];
 		a[2] = LLVMBuildZExt(ir->b, args[1], ir->i64, "");
 		return nat_call(ir, RT_FN_PROBE_READ, ir->i64, a, 3);
+	case BPF_FUNC_send_signal:
+	case BPF_FUNC_send_signal_thread:
+		/* signal(): raised in the thread that hit the probe,
+		 * tgkill(getpid(), gettid(), sig) */
+		if (n != 1)
+			break;
+		a[0] = nat_syscall(ir, 39 /* getpid */, NULL, 0);
+		a[1] = nat_syscall(ir, 186 /* gettid */, NULL, 0);
+		a[2] = LLVMBuildZExt(ir->b, args[0], ir->i64, "");
+		return nat_syscall(ir, 234 /* tgkill */, a, 3);
 	case BPF_FUNC_get_smp_processor_id:
 		return nat_getcpu(ir, false);
 	case BPF_FUNC_get_numa_node_id:

@@ -60,6 +60,9 @@ static struct type *ty_debugf(struct sema_ctx *x, struct ast_node *call,
 			   n);
 		return NULL;
 	}
+	if (x->final)
+		sema_warning(x, &call->loc,
+			     "The debugf() builtin is not recommended for production use. For more information see bpf_trace_printk in bpf-helpers(7).");
 	if (fmt_parse(x->a, f->str.value, f->str.len, &fs)) {
 		sema_error(x, &call->loc, "debugf: invalid format string");
 		return NULL;
@@ -72,9 +75,6 @@ static struct type *ty_debugf(struct sema_ctx *x, struct ast_node *call,
 		sema_error(x, &call->loc, "%s", msg);
 		return NULL;
 	}
-	if (x->final)
-		sema_warning(x, &call->loc,
-			     "The debugf() builtin is not recommended for production use. For more information see bpf_trace_printk in bpf-helpers(7).");
 	return type_new(x->a, TY_VOID, 0);
 }
 

@@ -3,7 +3,9 @@
  * usym, ntop, kstack, ustack, uptr, kptr, signal, override.
  */
 #include <errno.h>
+#include <signal.h>
 #include <string.h>
+#include <strings.h>
 
 #include "sema.h"
 #include "sema_int.h"
@@ -290,18 +292,87 @@ static struct type *ty_kptr(struct sema_ctx *x, struct ast_node *call,
 	return addrspace_cast(x, call, AS_KERNEL);
 }
 
+/* Signal names bpftrace knows, with or without "SIG", any case. */
+static int signal_num(const char *name)
+{
+	static const struct {
+		const char *name;
+		int num;
+	} sigs[] = {
+		{ "ABRT", SIGABRT }, { "ALRM", SIGALRM }, { "BUS", SIGBUS },
+		{ "CHLD", SIGCHLD }, { "CONT", SIGCONT }, { "FPE", SIGFPE },
+		{ "HUP", SIGHUP }, { "ILL", SIGILL }, { "INT", SIGINT },
+		{ "KILL", SIGKILL }, { "PIPE", SIGPIPE }, { "POLL", SIGPOLL },
+		{ "QUIT", SIGQUIT }, { "SEGV", SIGSEGV }, { "STOP", SIGSTOP },
+		{ "SYS", SIGSYS }, { "TERM", SIGTERM }, { "TRAP", SIGTRAP },
+		{ "TSTP", SIGTSTP }, { "TTIN", SIGTTIN }, { "TTOU", SIGTTOU },
+		{ "URG", SIGURG }, { "USR1", SIGUSR1 }, { "USR2", SIGUSR2 },
+		{ "VTALRM", SIGVTALRM }, { "WINCH", SIGWINCH },
+		{ "XCPU", SIGXCPU }, { "XFSZ", SIGXFSZ },
+	};
+
+	if (!strncasecmp(name, "SIG", 3))
+		name += 3;
+	else if (name[0] == 's' || name[0] == 'S')
+		return -1;	/* bpftrace takes "S..." as a full name */
+	for (size_t i = 0; i < ARRAY_SIZE(sigs); i++)
+		if (!strcasecmp(name, sigs[i].name))
+			return sigs[i].num;
+	return -1;
+}
+
+/* signal("KILL" or n): the number in iargs[0] when a literal. */
 static struct type *ty_signal(struct sema_ctx *x, struct ast_node *call,
 			      struct sema_map *m)
 {
 	struct ast_node *a = call->call.args;
+	const char *name;
+	int64_t v;
 
 	(void)m;
-	if (a->kind != AST_STRING && !is_integer(a->type)) {
+	if (a->kind == AST_STRING && sema_str_literal(x, a, &name)) {
+		int sig = signal_num(name);
+
+		if (sig < 1) {
+			sema_error(x, &call->loc, "%s is not a valid signal",
+				   name);
+			return NULL;
+		}
+		sema_node(x, call)->iargs[0] = sig;
+	} else if (!is_integer(a->type)) {
 		sema_error(x, &call->loc,
 			   "signal only accepts string literals or integers");
 		return NULL;
+	} else if (sema_int_literal(x, a, &v) && (v < 1 || v > 64)) {
+		sema_error(x, &call->loc,
+			   "%lld is not a valid signal, allowed range: [1,64]",
+			   (long long)v);
+		return NULL;
 	}
 	return type_new(x->a, TY_VOID, 0);
+}
+
+/* signal() only where the probe runs in a task of the traced program
+ * (not BEGIN/END: ubt itself, nor timers and perf events). */
+static int ck_signal(struct sema_ctx *x, struct ast_node *call)
+{
+	switch (x->provider) {
+	case PROV_UPROBE:
+	case PROV_URETPROBE:
+	case PROV_USDT:
+	case PROV_TRACEPOINT:
+	case PROV_PROFILE:
+	case PROV_KPROBE:
+	case PROV_KRETPROBE:
+	case PROV_KFUNC:
+	case PROV_KRETFUNC:
+		return 0;
+	default:
+		sema_error(x, &call->loc,
+			   "signal can not be used with \"%s\" probes",
+			   sema_provider_name(x->provider));
+		return -EINVAL;
+	}
 }
 
 static struct type *ty_override(struct sema_ctx *x, struct ast_node *call,
@@ -337,7 +408,8 @@ const struct sema_func_ops sema_funcs_str[] = {
 	{ .name = "kptr", .id = FN_KPTR, .min_args = 1, .max_args = 1,
 	  .type = ty_kptr },
 	{ .name = "signal", .id = FN_SIGNAL, .min_args = 1, .max_args = 1,
-	  .flags = FN_F_VOID | FN_F_UNSAFE, .type = ty_signal },
+	  .flags = FN_F_VOID | FN_F_UNSAFE, .type = ty_signal,
+	  .check = ck_signal },
 	{ .name = "override", .id = FN_OVERRIDE, .min_args = 1, .max_args = 1,
 	  .flags = FN_F_VOID | FN_F_UNSAFE, .type = ty_override },
 	{ 0 },

@@ -196,6 +196,7 @@ static const char *place_func_ok(struct compile *c, enum sema_func f)
 	case FN_BSWAP:
 	case FN_STRFTIME:
 	case FN_CGROUP_PATH:
+	case FN_SIGNAL:		/* tgkill() of the calling thread */
 		return NULL;
 	case FN_NONE:
 		return "an unknown function";
