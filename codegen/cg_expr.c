@@ -197,6 +197,18 @@ static LLVMValueRef cg_binop(struct cg *g, struct ast_node *n)
 
 	if (n->op.op == OP_LAND || n->op.op == OP_LOR)
 		return cg_logical(g, n);
+	if (n->type && n->type->kind == TY_STRING && n->sema) {
+		/* str($N + k): the parameter's text from byte k (sema) */
+		struct ast_node *p = a->kind == AST_POSITIONAL ? a : b;
+		const char *s = "";
+		size_t k = n->sema->iargs[0];
+
+		if (p->pos.num >= 1 && p->pos.num <= g->c->nparams)
+			s = g->c->params[p->pos.num - 1];
+		if (k > strlen(s))
+			k = strlen(s);
+		return cg_string_lit(g, s + k, strlen(s + k), n->type->size);
+	}
 	l = cg_expr(g, a);
 	r = cg_expr(g, b);
 	if (!cg_is_scalar(a->type) || !cg_is_scalar(b->type)) {
@@ -295,12 +307,34 @@ static LLVMValueRef cg_unop(struct cg *g, struct ast_node *n)
 	}
 }
 
-static LLVMValueRef cg_ternary(struct cg *g, struct ast_node *n)
+/* cond ? a : b of void calls: one of them, no value. */
+static LLVMValueRef cg_ternary_void(struct cg *g, struct ast_node *n)
+{
+	struct irb *ir = &g->ir;
+	LLVMBasicBlockRef t = LLVMAppendBasicBlockInContext(ir->ctx, ir->fn,
+							    "tern_then");
+	LLVMBasicBlockRef e = LLVMAppendBasicBlockInContext(ir->ctx, ir->fn,
+							    "tern_else");
+	LLVMBasicBlockRef d = LLVMAppendBasicBlockInContext(ir->ctx, ir->fn,
+							    "tern_done");
+
+	LLVMBuildCondBr(ir->b, cg_cond(g, n->ternary.cond), t, e);
+	LLVMPositionBuilderAtEnd(ir->b, t);
+	cg_expr(g, n->ternary.then);
+	LLVMBuildBr(ir->b, d);
+	LLVMPositionBuilderAtEnd(ir->b, e);
+	cg_expr(g, n->ternary.else_);
+	LLVMBuildBr(ir->b, d);
+	LLVMPositionBuilderAtEnd(ir->b, d);
+	return irb_const(ir, 0);
+}
+
+static LLVMValueRef cg_ternary_value(struct cg *g, struct ast_node *n)
 {
 	struct irb *ir = &g->ir;
 	bool scalar = cg_is_scalar(n->type);
 	size_t sz = n->type && n->type->size ? n->type->size : 8;
-	LLVMValueRef res = irb_alloca(ir, sz, "ternary");
+	LLVMValueRef res;
 	LLVMBasicBlockRef t = LLVMAppendBasicBlockInContext(ir->ctx, ir->fn,
 							    "tern_then");
 	LLVMBasicBlockRef e = LLVMAppendBasicBlockInContext(ir->ctx, ir->fn,
@@ -310,6 +344,7 @@ static LLVMValueRef cg_ternary(struct cg *g, struct ast_node *n)
 	struct type *st = scalar ? type_int(&g->c->arena, 8, false) :
 				   n->type;
 
+	res = irb_alloca(ir, sz, "ternary");
 	LLVMBuildCondBr(ir->b, cg_cond(g, n->ternary.cond), t, e);
 	LLVMPositionBuilderAtEnd(ir->b, t);
 	cg_store(g, res, st, cg_expr(g, n->ternary.then),
@@ -323,6 +358,13 @@ static LLVMValueRef cg_ternary(struct cg *g, struct ast_node *n)
 	if (scalar)
 		return LLVMBuildLoad2(ir->b, ir->i64, res, "");
 	return res;
+}
+
+static LLVMValueRef cg_ternary(struct cg *g, struct ast_node *n)
+{
+	if (n->type && n->type->kind == TY_VOID)
+		return cg_ternary_void(g, n);
+	return cg_ternary_value(g, n);
 }
 
 /* The stack of a BPF program, where tuples are built. */

@@ -116,12 +116,15 @@ static void cg_unroll(struct cg *g, struct ast_node *n)
 	struct ast_node *c = n->loop.cond;
 	int64_t count;
 
-	if (!c || c->kind != AST_INT) {
+	if (n->sema) {
+		count = n->sema->iargs[0];	/* sema: a literal or $N */
+	} else if (c && c->kind == AST_INT) {
+		count = c->num.is_negative ? -(int64_t)c->num.value :
+					     (int64_t)c->num.value;
+	} else {
 		cg_unsupported(g, n, "unroll with a count that is not a literal");
 		return;
 	}
-	count = c->num.is_negative ? -(int64_t)c->num.value :
-				     (int64_t)c->num.value;
 	if (count < 0 || count > 100) {
 		cg_unsupported(g, n, "this unroll count");
 		return;

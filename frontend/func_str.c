@@ -41,8 +41,9 @@ static struct type *ty_str(struct sema_ctx *x, struct ast_node *call,
 	struct type *t;
 
 	(void)m;
-	if (a->kind == AST_POSITIONAL && a->type->kind == TY_STRING)
-		return a->type;	/* str($1): the parameter as a string */
+	if ((a->kind == AST_POSITIONAL || a->kind == AST_BINOP) &&
+	    a->type->kind == TY_STRING)
+		return a->type;	/* str($1), str($1 + k): the parameter's text */
 	if (a->kind == AST_POSITIONAL && a->pos.num == -1) {
 		sema_error(x, &call->loc, "use $#, not str($#)");
 		return NULL;

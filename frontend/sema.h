@@ -284,7 +284,7 @@ struct sema_node {
 	struct sema_ap *ap;
 	/* AST_CALL: lhist min/max/step; print(@m, top, div) top and div
 	 * (0 when not given); strncmp n; kstack/ustack limit; pton's 16
-	 * bytes */
+	 * bytes; AST_UNROLL: its count (also of unroll($N)) */
 	int64_t iargs[3];
 	/* AST_BINOP: == or != of two strings (compared as C strings, up to
 	 * the shorter buffer) */

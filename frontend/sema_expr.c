@@ -416,13 +416,12 @@ static struct type *type_ternary(struct sema_ctx *x, struct ast_node *n)
 	    sema_t_merge(x, &r, b, &changed)) {
 		sema_error(x, &n->loc,
 			   "Ternary operator must return the same type: have '%s' and '%s'",
-			   type_class(a), type_class(b));
+			   a->kind == TY_VOID ? "none" : type_class(a),
+			   b->kind == TY_VOID ? "none" : type_class(b));
 		return NULL;
 	}
-	if (a->kind == TY_VOID) {
-		sema_error(x, &n->loc, "Ternary return type unsupported void");
-		return NULL;
-	}
+	/* cond ? printf(...) : exit(): void, a statement (codegen runs
+	 * one side) */
 	return r;
 }
 
@@ -641,6 +640,48 @@ static struct type *type_cast(struct sema_ctx *x, struct ast_node *n)
 	return NULL;
 }
 
+/*
+ * str($N + k), str(k + $N) with a parameter that is not a number: the
+ * parameter's text from byte k (k at most its length), a string; the
+ * binop's sema iargs[0] is k. false when n is not of this form.
+ */
+static bool str_param_plus(struct sema_ctx *x, struct ast_node *n)
+{
+	struct ast_node *p = n->op.left, *k = n->op.right;
+	const char *s;
+	struct ast_loc loc;
+	int64_t v;
+	size_t len;
+
+	if (n->op.op != OP_ADD)
+		return false;
+	if (p->kind != AST_POSITIONAL) {
+		p = n->op.right;
+		k = n->op.left;
+	}
+	if (p->kind != AST_POSITIONAL || p->pos.num < 1)
+		return false;
+	s = sema_param(x, p->pos.num);
+	if (s && sema_is_number(s, &v))
+		return false;	/* an integer: str() of an address */
+	len = s ? strlen(s) : 0;
+	if (!sema_int_literal(x, k, &v) || v < 0 || (uint64_t)v > len) {
+		loc = op_loc(x, n);
+		loc.last_line = n->loc.last_line;
+		loc.last_column = n->loc.last_column;
+		sema_error(x, &loc,
+			   "only addition of a single constant less or equal to the length of $%d (which is %zu) is allowed inside str()",
+			   p->pos.num, len);
+		n->type = NULL;
+		return true;
+	}
+	p->type = type_string(x->a, len + 1);
+	k->type = sema_int64(x);
+	sema_node(x, n)->iargs[0] = v;
+	n->type = type_string(x->a, len - (size_t)v + 1);
+	return true;
+}
+
 static struct type *type_call(struct sema_ctx *x, struct ast_node *n)
 {
 	const struct sema_func_ops *f = sema_func_ops(n->sema->func);
@@ -666,6 +707,12 @@ static struct type *type_call(struct sema_ctx *x, struct ast_node *n)
 			continue;
 		if (a->kind == AST_IDENT && (f->flags & FN_F_IDENT_ARGS))
 			continue;
+		if (a->kind == AST_BINOP && f->id == FN_STR &&
+		    a == n->call.args && str_param_plus(x, a)) {
+			if (!a->type)
+				err = -EINVAL;
+			continue;
+		}
 		if (a->kind == AST_POSITIONAL && f->id == FN_STR &&
 		    a == n->call.args && a->pos.num >= 1) {
 			const char *p = sema_param(x, a->pos.num);

@@ -214,6 +214,9 @@ static int resolve_unroll(struct sema_ctx *x, struct ast_node *n)
 	} else if (v < 1) {
 		sema_error(x, &loc, "unroll minimum value is 1");
 		err = -EINVAL;
+	} else {
+		/* the count, also of unroll($1), for codegen */
+		sema_node(x, n)->iargs[0] = v;
 	}
 	if (resolve(n->loop.body, x))
 		err = -EINVAL;
