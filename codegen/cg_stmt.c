@@ -6,6 +6,7 @@
 #include <linux/bpf.h>
 
 #include "cg_int.h"
+#include "irb_native.h"
 #include "util.h"
 
 static void cg_stmt_body(struct cg *g, struct ast_node *n);
@@ -143,6 +144,7 @@ struct cg_for_check {
 	const struct ast_node *body;
 	const struct sema_var *loopvar;
 	const struct ast_node *bad;
+	bool outer_ok;		/* variables set outside are fine */
 };
 
 /* What a for-loop body cannot use yet: variables set outside it, the
@@ -153,7 +155,7 @@ static int cg_for_check_fn(struct ast_node *n, void *ctx)
 	const struct ast_loc *b = &fc->body->loc;
 
 	if (n->kind == AST_VAR && n->sema && n->sema->var &&
-	    n->sema->var != fc->loopvar) {
+	    n->sema->var != fc->loopvar && !fc->outer_ok) {
 		const struct ast_node *f = n->sema->var->first;
 
 		if (!f || !cg_loc_le(b->first_line, b->first_column,
@@ -266,6 +268,153 @@ static void cg_for_map(struct cg *g, struct ast_node *n)
 	irb_helper(ir, BPF_FUNC_for_each_map_elem, args, 4);
 }
 
+/* for over a range in native code: a plain loop (no verifier). */
+static void cg_for_range_plain(struct cg *g, struct ast_node *n,
+			       LLVMValueRef start, LLVMValueRef end, bool sgn)
+{
+	struct irb *ir = &g->ir;
+	struct sema_var *sv = n->for_.var->sema->var;
+	LLVMBasicBlockRef cond, body, step, done;
+	LLVMBasicBlockRef obrk = g->brk, ocont = g->cont;
+	LLVMValueRef cnt = irb_alloca(ir, 8, "for_i"), i;
+
+	LLVMBuildStore(ir->b, start, cnt);
+	cond = LLVMAppendBasicBlockInContext(ir->ctx, ir->fn, "for_cond");
+	body = LLVMAppendBasicBlockInContext(ir->ctx, ir->fn, "for_body");
+	step = LLVMAppendBasicBlockInContext(ir->ctx, ir->fn, "for_step");
+	done = LLVMAppendBasicBlockInContext(ir->ctx, ir->fn, "for_done");
+	LLVMBuildBr(ir->b, cond);
+	LLVMPositionBuilderAtEnd(ir->b, cond);
+	i = LLVMBuildLoad2(ir->b, ir->i64, cnt, "");
+	LLVMBuildCondBr(ir->b,
+			LLVMBuildICmp(ir->b, sgn ? LLVMIntSLT : LLVMIntULT, i,
+				      end, ""),
+			body, done);
+	LLVMPositionBuilderAtEnd(ir->b, body);
+	cg_store(g, g->vars[sv->slot], sv->type, i, sv->type);
+	g->brk = done;
+	g->cont = step;
+	cg_stmt(g, n->for_.body);
+	g->brk = obrk;
+	g->cont = ocont;
+	LLVMBuildBr(ir->b, step);
+	LLVMPositionBuilderAtEnd(ir->b, step);
+	i = LLVMBuildLoad2(ir->b, ir->i64, cnt, "");
+	LLVMBuildStore(ir->b, LLVMBuildAdd(ir->b, i, irb_const(ir, 1), ""),
+		       cnt);
+	LLVMBuildBr(ir->b, cond);
+	LLVMPositionBuilderAtEnd(ir->b, done);
+}
+
+/*
+ * for $i : start..end { body } in BPF: bpf_loop(end - start, callback,
+ * ctx) as bpftrace does, so that the verifier need not walk every
+ * iteration. The probe's variables are copied into ctx, used there by
+ * the callback ($i = start + index) and copied back after the loop.
+ */
+static void cg_for_range(struct cg *g, struct ast_node *n)
+{
+	struct irb *ir = &g->ir;
+	struct sema_var *sv = n->for_.var->sema ? n->for_.var->sema->var :
+						  NULL;
+	struct cg_for_check fc = { .body = n->for_.body, .outer_ok = true };
+	LLVMValueRef save_fn = ir->fn, cb, *save_vars = g->vars, *cvars;
+	LLVMBasicBlockRef save_entry = ir->entry, save_bb;
+	LLVMBasicBlockRef save_brk = g->brk, save_cont = g->cont;
+	LLVMValueRef save_ctxp = g->ctxp;
+	LLVMValueRef start, end, nr, ctx, args[4], cbctx, idx;
+	int save_scope = ir->scope, nv = g->probe->nvars;
+	size_t *off, total = 8;
+	bool sgn;
+	char name[32];
+
+	if (!sv) {
+		cg_unsupported(g, n, "this for loop");
+		return;
+	}
+	sgn = cg_signed(sv->type);
+	start = cg_expr(g, n->for_.start);
+	end = cg_expr(g, n->for_.end);
+	if (irb_is_native(ir)) {
+		cg_for_range_plain(g, n, start, end, sgn);
+		return;
+	}
+	if (cg_for_check_fn(n->for_.body, &fc)) {
+		cg_unsupported(g, fc.bad,
+			       fc.bad->kind == AST_JUMP ?
+				       "return in a for loop" :
+				       "in a for loop, the probe's arguments");
+		return;
+	}
+	/* iterations: end - start, 0 when end <= start */
+	nr = LLVMBuildSelect(ir->b,
+			     LLVMBuildICmp(ir->b, sgn ? LLVMIntSLT : LLVMIntULT,
+					   start, end, ""),
+			     LLVMBuildSub(ir->b, end, start, ""),
+			     irb_const(ir, 0), "");
+	off = arena_alloc(&g->c->arena, (nv + 1) * sizeof(*off));
+	for (int i = 0; i < nv; i++) {
+		struct sema_var *v = g->probe->vars[i];
+		size_t sz = v->type && v->type->size ? v->type->size : 8;
+
+		off[i] = total;
+		total += (sz + 7) & ~(size_t)7;
+	}
+	ctx = irb_alloca(ir, total, "for_ctx");
+	LLVMBuildStore(ir->b, start, ctx);	/* offset 0: start */
+	for (int i = 0; i < nv; i++) {
+		struct sema_var *v = g->probe->vars[i];
+
+		irb_memcpy(ir, irb_gep(ir, ctx, off[i]), g->vars[i],
+			   v->type && v->type->size ? v->type->size : 8);
+	}
+	save_bb = LLVMGetInsertBlock(ir->b);
+
+	snprintf(name, sizeof(name), "range_%d_%d", g->prog, g->nfor++);
+	cb = irb_callback_begin(ir, name, 2);
+	ir->scope = 0;
+	g->ctxp = NULL;
+	cbctx = LLVMGetParam(cb, 1);
+	cvars = arena_alloc(&g->c->arena, (nv + 1) * sizeof(*cvars));
+	for (int i = 0; i < nv; i++)
+		cvars[i] = irb_gep(ir, cbctx, off[i]);
+	g->vars = cvars;
+	idx = LLVMBuildPtrToInt(ir->b, LLVMGetParam(cb, 0), ir->i64, "");
+	cg_store(g, cvars[sv->slot], sv->type,
+		 LLVMBuildAdd(ir->b, LLVMBuildLoad2(ir->b, ir->i64, cbctx, ""),
+			      idx, ""),
+		 sv->type);
+	g->brk = LLVMAppendBasicBlockInContext(ir->ctx, cb, "range_break");
+	g->cont = LLVMAppendBasicBlockInContext(ir->ctx, cb, "range_next");
+	cg_stmt(g, n->for_.body);
+	LLVMBuildBr(ir->b, g->cont);
+	LLVMPositionBuilderAtEnd(ir->b, g->brk);
+	LLVMBuildRet(ir->b, irb_const(ir, 1));
+	LLVMPositionBuilderAtEnd(ir->b, g->cont);
+	LLVMBuildRet(ir->b, irb_const(ir, 0));
+
+	/* back in the probe */
+	ir->fn = save_fn;
+	ir->entry = save_entry;
+	ir->scope = save_scope;
+	g->vars = save_vars;
+	g->ctxp = save_ctxp;
+	g->brk = save_brk;
+	g->cont = save_cont;
+	LLVMPositionBuilderAtEnd(ir->b, save_bb);
+	args[0] = LLVMBuildTrunc(ir->b, nr, ir->i32, "");
+	args[1] = cb;
+	args[2] = ctx;
+	args[3] = irb_const(ir, 0);
+	irb_helper(ir, BPF_FUNC_loop, args, 4);
+	for (int i = 0; i < nv; i++) {
+		struct sema_var *v = g->probe->vars[i];
+
+		irb_memcpy(ir, g->vars[i], irb_gep(ir, ctx, off[i]),
+			   v->type && v->type->size ? v->type->size : 8);
+	}
+}
+
 static void cg_jump(struct cg *g, struct ast_node *n)
 {
 	struct irb *ir = &g->ir;
@@ -329,6 +478,9 @@ static void cg_stmt_body(struct cg *g, struct ast_node *n)
 		break;
 	case AST_FOR_MAP:
 		cg_for_map(g, n);
+		break;
+	case AST_FOR_RANGE:
+		cg_for_range(g, n);
 		break;
 	case AST_JUMP:
 		cg_jump(g, n);

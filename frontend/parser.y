@@ -200,6 +200,25 @@ static struct ast_node *block_stmt(struct compile *c, struct block_body b,
 	return n;
 }
 
+/* for ($k : @map) / for $k : @map: NULL after an error. */
+static struct ast_node *for_map(struct compile *c, struct ast_node *var,
+				struct ast_node *map, const YYLTYPE *mloc,
+				struct ast_node *body, const YYLTYPE *loc)
+{
+	struct ast_node *n;
+
+	if (map->kind != AST_MAP || map->map.keys) {
+		diag_error(&c->diag, mloc,
+			   "for loops iterate over a map (@name) or a range (start..end)");
+		return NULL;
+	}
+	n = ast_new(&c->arena, AST_FOR_MAP, loc);
+	n->for_.var = var;
+	n->for_.map = map;
+	n->for_.body = body;
+	return n;
+}
+
 static struct ast_node *block_expr(struct compile *c, struct block_body b,
 				   const YYLTYPE *loc)
 {
@@ -723,13 +742,15 @@ jump_stmt:
 		}
 	;
 
+/* if, while and unroll take any expression: (x) or, as bpftrace
+ * v0.25 writes it, x without parentheses */
 if_stmt:
-		T_IF T_LPAREN expr T_RPAREN block else_part
+		T_IF expr block else_part
 		{
 			$$ = NEW(AST_IF, @$);
-			$$->if_.cond = $3;
-			$$->if_.then = block_stmt(c, $5, &@5);
-			$$->if_.else_ = $6;
+			$$->if_.cond = $2;
+			$$->if_.then = block_stmt(c, $3, &@3);
+			$$->if_.else_ = $4;
 		}
 	;
 
@@ -740,29 +761,31 @@ else_part:
 	;
 
 loop_stmt:
-		T_WHILE T_LPAREN expr T_RPAREN block
+		T_WHILE expr block
 		{
 			$$ = NEW(AST_WHILE, @$);
-			$$->loop.cond = $3;
-			$$->loop.body = block_stmt(c, $5, &@5);
+			$$->loop.cond = $2;
+			$$->loop.body = block_stmt(c, $3, &@3);
 		}
-	|	T_UNROLL T_LPAREN expr T_RPAREN block
+	|	T_UNROLL expr block
 		{
 			$$ = NEW(AST_UNROLL, @$);
-			$$->loop.cond = $3;
-			$$->loop.body = block_stmt(c, $5, &@5);
+			$$->loop.cond = $2;
+			$$->loop.body = block_stmt(c, $3, &@3);
 		}
 	|	T_FOR T_LPAREN var T_COLON expr T_RPAREN block
 		{
-			if ($5->kind != AST_MAP || $5->map.keys) {
-				diag_error(&c->diag, &@5,
-					   "for loops iterate over a map (@name) or a range (start..end)");
+			$$ = for_map(c, $3, $5, &@5, block_stmt(c, $7, &@7),
+				     &@$);
+			if (!$$)
 				YYABORT;
-			}
-			$$ = NEW(AST_FOR_MAP, @$);
-			$$->for_.var = $3;
-			$$->for_.map = $5;
-			$$->for_.body = block_stmt(c, $7, &@7);
+		}
+	|	T_FOR var T_COLON expr block
+		{
+			$$ = for_map(c, $2, $4, &@4, block_stmt(c, $5, &@5),
+				     &@$);
+			if (!$$)
+				YYABORT;
 		}
 	|	T_FOR T_LPAREN var T_COLON expr T_DOTDOT expr T_RPAREN block
 		{
@@ -771,6 +794,14 @@ loop_stmt:
 			$$->for_.start = $5;
 			$$->for_.end = $7;
 			$$->for_.body = block_stmt(c, $9, &@9);
+		}
+	|	T_FOR var T_COLON expr T_DOTDOT expr block
+		{
+			$$ = NEW(AST_FOR_RANGE, @$);
+			$$->for_.var = $2;
+			$$->for_.start = $4;
+			$$->for_.end = $6;
+			$$->for_.body = block_stmt(c, $7, &@7);
 		}
 	;
 
