@@ -46,6 +46,18 @@ int sema_t_map_keys(struct sema_ctx *x, struct ast_node *n,
 			err = -EINVAL;
 			continue;
 		}
+		if (t->kind == TY_TUPLE && nk == 1 && t->nfields > 1) {
+			/* @m[$t] with a tuple: the keys are its elements,
+			 * as @m[a, b] (bpftrace v0.25: keys are tuples) */
+			struct type **fl = arena_alloc(x->a, sizeof(*fl) *
+							       t->nfields);
+
+			for (int j = 0; j < t->nfields; j++)
+				fl[j] = sema_t_widen(x, t->fields[j].type);
+			nk = t->nfields;
+			kt = sema_tuple(x, fl, nk);
+			continue;
+		}
 		if (t->kind == TY_TUPLE) {
 			sema_error(x, &n->loc,
 				   "tuple cannot be used as a map key. Try a multi-key associative array instead (eg `@map[$1, $2] = ...)`.");
@@ -69,7 +81,9 @@ int sema_t_map_keys(struct sema_ctx *x, struct ast_node *n,
 	}
 	if (err)
 		return err;
-	if (nk == 1)
+	if (kt)
+		;	/* one tuple: its elements */
+	else if (nk == 1)
 		kt = el[0];
 	else if (nk > 1)
 		kt = sema_tuple(x, el, nk);
