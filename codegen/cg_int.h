@@ -96,6 +96,8 @@ LLVMValueRef cg_string_equal(struct cg *g, LLVMValueRef a,
 LLVMValueRef cg_builtin(struct cg *g, struct ast_node *n);
 LLVMValueRef cg_field(struct cg *g, struct ast_node *n);
 bool cg_is_uprobe(struct cg *g);
+/* cg_btf.c: byte offset of a member of a kernel struct (vmlinux BTF) */
+int cg_btf_member_offset(const char *sname, const char *member, size_t *off);
 /* cg_util.c: a string literal in a zeroed buffer of >= size bytes. */
 LLVMValueRef cg_string_lit(struct cg *g, const char *s, size_t len,
 			   size_t size);

@@ -22,7 +22,7 @@
 #include "util.h"
 
 /* An inline system call with up to three arguments. */
-static LLVMValueRef nat_syscall(struct irb *ir, long nr, LLVMValueRef *args,
+LLVMValueRef irb_native_syscall(struct irb *ir, long nr, LLVMValueRef *args,
 				int n)
 {
 	static const char *cons[] = {
@@ -113,7 +113,7 @@ static LLVMValueRef nat_getcpu_syscall(struct irb *ir, bool node)
 	a[0] = node ? none : at;
 	a[1] = node ? at : none;
 	a[2] = none;
-	nat_syscall(ir, 309 /* getcpu */, a, 3);
+	irb_native_syscall(ir, 309 /* getcpu */, a, 3);
 	return LLVMBuildZExt(ir->b, LLVMBuildLoad2(ir->b, ir->i32, v, ""),
 			     ir->i64, "");
 }
@@ -229,8 +229,8 @@ LLVMValueRef irb_native_helper(struct irb *ir, int id, LLVMValueRef *args,
 				   LLVMBuildZExt(ir->b, tid, ir->i64, ""), "");
 	}
 	case BPF_FUNC_get_current_uid_gid: {
-		LLVMValueRef uid = nat_syscall(ir, 102 /* getuid */, NULL, 0);
-		LLVMValueRef gid = nat_syscall(ir, 104 /* getgid */, NULL, 0);
+		LLVMValueRef uid = irb_native_syscall(ir, 102 /* getuid */, NULL, 0);
+		LLVMValueRef gid = irb_native_syscall(ir, 104 /* getgid */, NULL, 0);
 
 		return LLVMBuildOr(
 			ir->b,
@@ -255,7 +255,7 @@ LLVMValueRef irb_native_helper(struct irb *ir, int id, LLVMValueRef *args,
 		irb_native_memset(ir, tmp, 0, 16);
 		a[0] = irb_const(ir, 16 /* PR_GET_NAME */);
 		a[1] = LLVMBuildPtrToInt(ir->b, tmp, ir->i64, "");
-		nat_syscall(ir, 157 /* prctl */, a, 2);
+		irb_native_syscall(ir, 157 /* prctl */, a, 2);
 		irb_native_memcpy(ir, args[0], tmp, sz);
 		return irb_const(ir, 0);
 	}
@@ -278,10 +278,10 @@ LLVMValueRef irb_native_helper(struct irb *ir, int id, LLVMValueRef *args,
 		 * tgkill(getpid(), gettid(), sig) */
 		if (n != 1)
 			break;
-		a[0] = nat_syscall(ir, 39 /* getpid */, NULL, 0);
-		a[1] = nat_syscall(ir, 186 /* gettid */, NULL, 0);
+		a[0] = irb_native_syscall(ir, 39 /* getpid */, NULL, 0);
+		a[1] = irb_native_syscall(ir, 186 /* gettid */, NULL, 0);
 		a[2] = LLVMBuildZExt(ir->b, args[0], ir->i64, "");
-		return nat_syscall(ir, 234 /* tgkill */, a, 3);
+		return irb_native_syscall(ir, 234 /* tgkill */, a, 3);
 	case BPF_FUNC_get_smp_processor_id:
 		return nat_getcpu(ir, false);
 	case BPF_FUNC_get_numa_node_id:

@@ -2,6 +2,7 @@
 libubt_a_SOURCES += \
 	codegen/bpf_maps.c \
 	codegen/cg.c \
+	codegen/cg_btf.c \
 	codegen/cg_builtin.c \
 	codegen/cg.h \
 	codegen/cg_call.c \

@@ -88,6 +88,7 @@ enum sema_builtin {
 	BI_NUMAID,
 	BI_NCPUS,
 	BI_USERMODE,
+	BI_PPID,	/* the parent's pid (task->real_parent->pid) */
 	BI_COUNT_,
 };
 

@@ -40,6 +40,7 @@ static const char *const builtin_names[BI_COUNT_] = {
 	[BI_NUMAID] = "numaid",
 	[BI_NCPUS] = "ncpus",
 	[BI_USERMODE] = "usermode",
+	[BI_PPID] = "ppid",
 };
 
 const char *sema_builtin_name(enum sema_builtin b)
