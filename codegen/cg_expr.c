@@ -495,6 +495,11 @@ LLVMValueRef cg_expr(struct cg *g, struct ast_node *n)
 		return cg_unop(g, n);
 	case AST_TERNARY:
 		return cg_ternary(g, n);
+	case AST_BLOCK_EXPR:
+		/* { stmts; value }: a macro's expansion */
+		cg_stmts(g, n->block.stmts);
+		return n->block.expr ? cg_expr(g, n->block.expr) :
+				       irb_const(&g->ir, 0);
 	case AST_FIELD:
 		return cg_field(g, n);
 	case AST_TUPLE:

@@ -312,6 +312,7 @@ int sema_run(struct compile *c);
 
 /* The passes, in order (each in its own file). */
 int sema_config(struct compile *c);	/* frontend/sema_config.c */
+int sema_macro(struct compile *c);	/* frontend/sema_macro.c */
 int sema_resolve(struct compile *c);	/* frontend/sema_resolve.c */
 int sema_context(struct compile *c);	/* frontend/sema_context.c */
 int sema_types(struct compile *c);	/* frontend/sema_types.c */

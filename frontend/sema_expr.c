@@ -848,7 +848,12 @@ struct type *sema_type_expr(struct sema_ctx *x, struct ast_node *n)
 		sema_error(x, &n->loc, "offsetof() is not supported yet");
 		break;
 	case AST_BLOCK_EXPR:
-		sema_error(x, &n->loc, "block expressions are not supported yet");
+		/* { stmts; value } (macro expansions): the value's type,
+		 * void without one */
+		if (sema_t_stmts(x, n->block.stmts))
+			break;
+		t = n->block.expr ? sema_type_expr(x, n->block.expr) :
+				    type_new(x->a, TY_VOID, 0);
 		break;
 	case AST_RECORD:
 		sema_error(x, &n->loc, "records are not supported yet");

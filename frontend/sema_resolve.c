@@ -365,11 +365,6 @@ int sema_resolve(struct compile *c)
 	int nerr = c->diag.nerrors;
 	int err = 0;
 
-	if (prog->program.macros) {
-		sema_error(&x, &prog->program.macros->loc,
-			   "macros are not supported yet");
-		err = -EINVAL;
-	}
 	if (prog->program.imports) {
 		sema_error(&x, &prog->program.imports->loc,
 			   "imports are not supported yet");

@@ -30,6 +30,11 @@ static int type_stmts(struct sema_ctx *x, struct ast_node *n)
 	return err;
 }
 
+int sema_t_stmts(struct sema_ctx *x, struct ast_node *list)
+{
+	return type_stmts(x, list);
+}
+
 static bool is_agg_call(const struct ast_node *n)
 {
 	const struct sema_func_ops *f;
