@@ -45,6 +45,11 @@ struct cg {
 	LLVMValueRef ctxp;
 	LLVMValueRef *vars;	/* allocas by slot */
 	LLVMBasicBlockRef brk, cont;	/* innermost while */
+	/* the inlined fn being lowered: where return goes, its value's
+	 * slot and type (NULL outside) */
+	LLVMBasicBlockRef fn_exit;
+	LLVMValueRef fn_slot;
+	const struct type *fn_ret;
 	bool sleepable;		/* uses bpf_copy_from_user() */
 	int nfor;		/* for-loop callbacks made */
 	int err;

@@ -421,6 +421,15 @@ static void cg_jump(struct cg *g, struct ast_node *n)
 
 	switch (n->jump.kind) {
 	case JUMP_RETURN:
+		if (g->fn_exit) {
+			/* return of an inlined fn: leave its block */
+			if (n->jump.value)
+				cg_store(g, g->fn_slot, g->fn_ret,
+					 cg_expr(g, n->jump.value),
+					 n->jump.value->type);
+			LLVMBuildBr(ir->b, g->fn_exit);
+			break;
+		}
 		LLVMBuildRet(ir->b, irb_const(ir, 0));
 		break;
 	case JUMP_BREAK:

@@ -354,13 +354,15 @@ static struct ast_node *negate(struct compile *c, struct ast_node *e,
 %token <node> T_PARAM "positional parameter"
 
 %type <node> probe attach_point pred config config_item map_decl macro
-%type <node> macro_param import simple_stmt compound_stmt if_stmt
+%type <node> macro_param import simple_stmt compound_stmt if_stmt subprog
+%type <node> fn_param
 %type <node> else_part assign_stmt let_stmt jump_stmt loop_stmt
 %type <node> expr value unary cond_expr lor_expr land_expr bor_expr
 %type <node> bxor_expr band_expr eq_expr rel_expr shift_expr add_expr mul_expr postfix primary call map tuple record
 %type <node> record_field var sizeof_expr offsetof_expr
 %type <list> attach_points stmts config_items config_list macro_params
 %type <list> macro_param_list args args_opt tuple_rest record_fields
+%type <list> fn_params fn_param_list
 %type <body> block block_body
 %type <op> compound_op
 %type <type> type let_type let_ident_ptr
@@ -447,6 +449,9 @@ top_item:
 			top_add(&LS->probes, &c->program->program.probes, $1);
 		}
 	|	subprog
+		{
+			top_add(&LS->macros, &c->program->program.macros, $1);
+		}
 	;
 
 /* config = { name = value; ... } */
@@ -550,24 +555,39 @@ macro_param:
 	|	T_IDENT	{ $$ = NEW(AST_IDENT, @1); $$->ident.name = $1; }
 	;
 
-/* fn name($a: type, ...): type { body } -- parsed, not supported yet */
+/*
+ * fn name($a: type, ...): type { body }: an AST_MACRO with is_fn set,
+ * its parameters `let $a: type` declarations (sema_macro.c inlines it)
+ */
 subprog:
 		T_FN T_IDENT T_LPAREN fn_params T_RPAREN T_COLON let_type block
 		{
-			diag_error(&c->diag, &@$,
-				   "fn subprograms are not supported by ubt yet");
-			YYABORT;
+			$$ = NEW(AST_MACRO, @$);
+			$$->macro.name = $2;
+			$$->macro.params = $4.head;
+			$$->macro.body = block_stmt(c, $8, &@8);
+			$$->macro.is_fn = true;
+			$$->macro.ret_type = $7;
 		}
 	;
 
 fn_params:
-		%empty
-	|	fn_param_list
+		%empty			{ $$ = (struct nlist){ 0 }; }
+	|	fn_param_list		{ $$ = $1; }
 	;
 
 fn_param_list:
-		T_VAR T_COLON let_type
-	|	fn_param_list T_COMMA T_VAR T_COLON let_type
+		fn_param			{ $$ = list1($1); }
+	|	fn_param_list T_COMMA fn_param	{ $$ = list_add($1, $3); }
+	;
+
+fn_param:
+		var T_COLON let_type
+		{
+			$$ = NEW(AST_LET, @$);
+			$$->let.var = $1;
+			$$->let.decl_type = $3;
+		}
 	;
 
 probe:

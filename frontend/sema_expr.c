@@ -847,14 +847,28 @@ struct type *sema_type_expr(struct sema_ctx *x, struct ast_node *n)
 	case AST_OFFSETOF:
 		sema_error(x, &n->loc, "offsetof() is not supported yet");
 		break;
-	case AST_BLOCK_EXPR:
+	case AST_BLOCK_EXPR: {
 		/* { stmts; value } (macro expansions): the value's type,
-		 * void without one */
-		if (sema_t_stmts(x, n->block.stmts))
+		 * void without one; an inlined fn: its return type */
+		struct type *outer = x->fn_ret;
+		int loops = x->loop_depth, bad;
+
+		if (n->block.fn_ret) {
+			x->fn_ret = n->block.fn_ret;
+			x->loop_depth = 0;
+		}
+		bad = sema_t_stmts(x, n->block.stmts);
+		x->fn_ret = outer;
+		x->loop_depth = loops;
+		if (bad)
 			break;
-		t = n->block.expr ? sema_type_expr(x, n->block.expr) :
-				    type_new(x->a, TY_VOID, 0);
+		if (n->block.fn_ret)
+			t = n->block.fn_ret;
+		else
+			t = n->block.expr ? sema_type_expr(x, n->block.expr) :
+					    type_new(x->a, TY_VOID, 0);
 		break;
+	}
 	case AST_RECORD:
 		sema_error(x, &n->loc, "records are not supported yet");
 		break;

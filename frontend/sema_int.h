@@ -31,6 +31,9 @@ struct sema_ctx {
 	int unresolved;		/* expressions still without a type */
 	int changed;		/* types that changed during this walk */
 	int loop_depth;
+	/* the return type of the inlined fn being typed (its block
+	 * expression, sema_macro.c), NULL outside */
+	struct type *fn_ret;
 	/* sema_types: the aggregation call directly assigned to agg_map */
 	struct ast_node *agg_call;
 	struct sema_map *agg_map;

@@ -11,6 +11,11 @@
  *   @x   a map of the caller.
  * The body is hygienic: its other variables are its own (renamed per
  * expansion), and it may not use maps that are not passed in.
+ *
+ * A fn subprogram, fn name($a: type, ...): type { body }, is inlined the
+ * same way: its parameters become `let $a: type = argument` at the start
+ * of the block, its variables are its own, it may use any map, and its
+ * return statements leave the block with the value (block.fn_ret).
  */
 #include <errno.h>
 #include <string.h>
@@ -240,7 +245,7 @@ static void subst(struct mx *mx, struct expansion *e, struct ast_node **slot)
 		i = param_find(m, AST_MAP, n->map.name);
 		if (i >= 0) {
 			n->map.name = e->args[i]->map.name;
-		} else {
+		} else if (!m->macro.is_fn) {
 			sema_error(mx->x, &n->loc,
 				   "Unhygienic access to map: %s. Maps must be passed into the macro as arguments",
 				   n->map.name);
@@ -259,6 +264,42 @@ static void subst(struct mx *mx, struct expansion *e, struct ast_node **slot)
 }
 
 static void expand_in(struct mx *mx, struct ast_node **slot, int depth);
+
+/* A fn call: { let $p.f.N: T = arg; ...; body } returning fn_ret. */
+static struct ast_node *expand_fn(struct mx *mx, struct expansion *e,
+				  struct ast_node *call, struct ast_node *args,
+				  int depth)
+{
+	struct arena *a = &mx->x->c->arena;
+	struct ast_node *m = e->macro, *body, *lets = NULL, **tail = &lets;
+	struct ast_node *p = m->macro.params;
+
+	body = clone(a, m->macro.body);
+	body->kind = AST_BLOCK_EXPR;
+	body->loc = call->loc;
+	body->block.fn_ret = m->macro.ret_type;
+	if (body->block.fn_ret->kind == TY_STRING &&
+	    !body->block.fn_ret->size)	/* `: string`: max_strlen */
+		body->block.fn_ret = type_string(a, mx->x->c->max_strlen);
+	subst(mx, e, &body);
+	for (struct ast_node *g = args; g && p; g = g->next, p = p->next) {
+		struct ast_node *let = clone(a, p);
+
+		let->let.var->ident.name =
+			arena_printf(a, "%s.%s.%d", p->let.var->ident.name,
+				     m->macro.name, e->serial);
+		let->let.init = clone(a, g);
+		*tail = let;
+		tail = &let->next;
+	}
+	*tail = body->block.stmts;
+	body->block.stmts = lets;
+	body->next = call->next;
+	/* fns called by the body (the arguments were expanded before) */
+	for (struct ast_node **s = tail; *s; s = &(*s)->next)
+		expand_in(mx, s, depth + 1);
+	return body;
+}
 
 /* The expansion of macro m called at call with args (nargs of them). */
 static struct ast_node *expand(struct mx *mx, struct ast_node *m,
@@ -285,6 +326,8 @@ static struct ast_node *expand(struct mx *mx, struct ast_node *m,
 		return call;
 	}
 	e.args = arena_alloc(a, (np + 1) * sizeof(*e.args));
+	if (m->macro.is_fn)
+		return expand_fn(mx, &e, call, args, depth);
 	for (struct ast_node *g = args; g; g = g->next, i++) {
 		struct ast_node *p = param_n(m, i);
 
@@ -331,7 +374,7 @@ static void expand_in(struct mx *mx, struct ast_node **slot, int depth)
 		return;
 	}
 	if (n->kind == AST_IDENT && (m = macro_find(mx->x->c, n->ident.name)) &&
-	    !m->macro.params) {
+	    !m->macro.params && !m->macro.is_fn) {
 		*slot = expand(mx, m, n, NULL, depth);
 		return;
 	}
@@ -359,7 +402,9 @@ int sema_macro(struct compile *c)
 		     o = o->next)
 			if (!strcmp(o->macro.name, m->macro.name)) {
 				sema_error(&x, &m->loc,
-					   "Redefinition of macro: %s",
+					   "Redefinition of %s: %s",
+					   m->macro.is_fn ? "function" :
+							    "macro",
 					   m->macro.name);
 				mx.err = -EINVAL;
 			}
