@@ -534,7 +534,10 @@ LLVMValueRef cg_expr(struct cg *g, struct ast_node *n)
 	case AST_FIELD:
 		return cg_field(g, n);
 	case AST_TUPLE:
+	case AST_RECORD:	/* a tuple with names */
 		return cg_tuple(g, n);
+	case AST_RECORD_FIELD:
+		return cg_expr(g, n->rfield.value);
 	case AST_INDEX:
 		return cg_index(g, n);
 	case AST_TUPLE_INDEX: {

@@ -46,7 +46,8 @@ int sema_t_map_keys(struct sema_ctx *x, struct ast_node *n,
 			err = -EINVAL;
 			continue;
 		}
-		if (t->kind == TY_TUPLE && nk == 1 && t->nfields > 1) {
+		if (t->kind == TY_TUPLE && nk == 1 && t->nfields > 1 &&
+		    !t->fields[0].name) {
 			/* @m[$t] with a tuple: the keys are its elements,
 			 * as @m[a, b] (bpftrace v0.25: keys are tuples) */
 			struct type **fl = arena_alloc(x->a, sizeof(*fl) *
@@ -58,7 +59,7 @@ int sema_t_map_keys(struct sema_ctx *x, struct ast_node *n,
 			kt = sema_tuple(x, fl, nk);
 			continue;
 		}
-		if (t->kind == TY_TUPLE) {
+		if (t->kind == TY_TUPLE && !(t->nfields && t->fields[0].name)) {
 			sema_error(x, &n->loc,
 				   "tuple cannot be used as a map key. Try a multi-key associative array instead (eg `@map[$1, $2] = ...)`.");
 			err = -EINVAL;
@@ -495,6 +496,23 @@ static struct type *type_field(struct sema_ctx *x, struct ast_node *n)
 
 	if (!t)
 		return NULL;
+	if (t->kind == TY_TUPLE && t->nfields && t->fields[0].name &&
+	    !n->field.arrow) {
+		/* a record's field: its tuple index from now on */
+		struct ast_node *e = n->field.expr;
+
+		f = field_find(t, n->field.field, &idx);
+		if (!f) {
+			sema_error(x, &n->loc,
+				   "Record does not contain a field named '%s'",
+				   n->field.field);
+			return NULL;
+		}
+		n->kind = AST_TUPLE_INDEX;
+		n->tindex.expr = e;
+		n->tindex.index = idx;
+		return f->type;
+	}
 	if (t->kind == TY_POINTER && t->elem && t->elem->kind == TY_RECORD)
 		rec = t->elem;	/* args.f and args->f alike */
 	else if (t->kind == TY_RECORD && !n->field.arrow)
@@ -586,6 +604,34 @@ static struct type *type_tuple(struct sema_ctx *x, struct ast_node *n)
 	if (err)
 		return NULL;
 	return sema_tuple(x, el, i);
+}
+
+/*
+ * (name=value, ...): a tuple whose fields have names (bpftrace v0.25's
+ * records); r.name becomes r's tuple index (type_field).
+ */
+static struct type *type_record(struct sema_ctx *x, struct ast_node *n)
+{
+	struct type *t = type_tuple(x, n), *r;
+	int i = 0;
+
+	if (!t)
+		return NULL;
+	r = arena_alloc(x->a, sizeof(*r));
+	*r = *t;
+	r->fields = arena_alloc(x->a, t->nfields * sizeof(*r->fields));
+	for (struct ast_node *e = n->tuple.elems; e; e = e->next, i++) {
+		r->fields[i] = t->fields[i];
+		r->fields[i].name = e->rfield.name;
+		for (int j = 0; j < i; j++)
+			if (!strcmp(r->fields[j].name, e->rfield.name)) {
+				sema_error(x, &e->loc,
+					   "Duplicate field name: %s",
+					   e->rfield.name);
+				return NULL;
+			}
+	}
+	return r;
 }
 
 static struct type *type_tuple_index(struct sema_ctx *x, struct ast_node *n)
@@ -870,7 +916,10 @@ struct type *sema_type_expr(struct sema_ctx *x, struct ast_node *n)
 		break;
 	}
 	case AST_RECORD:
-		sema_error(x, &n->loc, "records are not supported yet");
+		t = type_record(x, n);
+		break;
+	case AST_RECORD_FIELD:
+		t = sema_type_expr(x, n->rfield.value);
 		break;
 	default:
 		BUG("%s is not an expression", ast_kind_name(n->kind));

@@ -396,6 +396,35 @@ void out_buf_escape(struct sb *b, const unsigned char *p, size_t n,
 	}
 }
 
+/*
+ * A record (a tuple with field names, bpftrace v0.25): text
+ * { .a = 1, .b = str }, JSON {"a": 1, "b": "str"} (objects spaced).
+ */
+static int sb_record(const struct out *o, struct sb *b,
+		     const struct type *t, const void *p, enum val_style vs)
+{
+	sb_adds(b, vs == VS_TEXT ? "{ " : "{");
+	for (int i = 0; i < t->nfields; i++) {
+		const struct type_field *f = &t->fields[i];
+		int err;
+
+		if (i)
+			sb_adds(b, ", ");
+		if (vs == VS_TEXT) {
+			sb_printf(b, ".%s = ", f->name ? f->name : "");
+		} else {
+			sb_json_string(b, f->name ? f->name : "",
+				       f->name ? strlen(f->name) : 0);
+			sb_adds(b, ": ");
+		}
+		err = sb_value(o, b, f->type, (const char *)p + f->offset, vs);
+		if (err)
+			return err;
+	}
+	sb_adds(b, vs == VS_TEXT ? " }" : "}");
+	return 0;
+}
+
 /* Append a value of type t at p. */
 int sb_value(const struct out *o, struct sb *b, const struct type *t,
 		    const void *p, enum val_style vs)
@@ -483,6 +512,8 @@ int sb_value(const struct out *o, struct sb *b, const struct type *t,
 		return 0;
 	}
 	case TY_TUPLE:
+		if (t->nfields && t->fields[0].name && vs != VS_JSON_KEY)
+			return sb_record(o, b, t, p, vs);
 		sb_adds(b, vs == VS_TEXT ? "(" : vs == VS_JSON ? "[" : "");
 		for (int i = 0; i < t->nfields; i++) {
 			int err;
