@@ -268,9 +268,10 @@ LLVMValueRef cg_call_val(struct cg *g, struct ast_node *n)
 		LLVMBuildStore(g->ir.b, cg_expr(g, arg_n(n, 0)), buf);
 		return buf;
 	}
+	case FN_STRERROR:	/* the value; its text when printed */
 	case FN_STRFTIME:
-		/* the time; the format is the type's (output) */
-		return cg_expr(g, arg_n(n, 1));
+		/* the value (strftime: the time, the format is the type's) */
+		return cg_expr(g, arg_n(n, n->sema->func == FN_STRFTIME));
 	default:
 		return NULL;
 	}

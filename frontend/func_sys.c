@@ -1,6 +1,7 @@
 /*
  * Functions whose text ubt makes from the system's state when it prints
- * them: strftime (the time of day), cgroup_path (the cgroup's path).
+ * them: strftime (the time of day), cgroup_path (the cgroup's path),
+ * strerror (the C library's text of an errno value).
  */
 #include <errno.h>
 #include <string.h>
@@ -74,10 +75,28 @@ static struct type *ty_cgroup_path(struct sema_ctx *x, struct ast_node *call,
 	return t;
 }
 
+/* strerror(errno): TY_STRERROR, the value; the text when printed. */
+static struct type *ty_strerror(struct sema_ctx *x, struct ast_node *call,
+				struct sema_map *m)
+{
+	struct ast_node *a = call->call.args;
+
+	(void)m;
+	if (!is_integer(a->type)) {
+		sema_error(x, &call->loc,
+			   "strerror() only supports integer arguments (%s provided)",
+			   type_class(a->type));
+		return NULL;
+	}
+	return type_new(x->a, TY_STRERROR, 8);
+}
+
 const struct sema_func_ops sema_funcs_sys[] = {
 	{ .name = "strftime", .id = FN_STRFTIME, .min_args = 2,
 	  .max_args = 2, .type = ty_strftime },
 	{ .name = "cgroup_path", .id = FN_CGROUP_PATH, .min_args = 1,
 	  .max_args = 2, .type = ty_cgroup_path },
+	{ .name = "strerror", .id = FN_STRERROR, .min_args = 1,
+	  .max_args = 1, .type = ty_strerror },
 	{ 0 },
 };

@@ -38,6 +38,7 @@ libubt_a_SOURCES += \
 	frontend/sema_context.c \
 	frontend/sema_dump.c \
 	frontend/sema_dwarf.c \
+	frontend/sema_getopt.c \
 	frontend/sema_macro.c \
 	frontend/sema_expr.c \
 	frontend/sema_int.h \

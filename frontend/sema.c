@@ -13,6 +13,7 @@ int sema_run(struct compile *c)
 
 	err = err ?: sema_config(c);
 	err = err ?: sema_macro(c);
+	err = err ?: sema_getopt(c);
 	err = err ?: sema_resolve(c);
 	err = err ?: sema_context(c);
 	err = err ?: sema_types(c);

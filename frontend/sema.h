@@ -138,6 +138,7 @@ enum sema_func {
 	/* text from the system's state (frontend/func_sys.c) */
 	FN_STRFTIME,
 	FN_CGROUP_PATH,
+	FN_STRERROR,
 	/* output besides printf's family (frontend/func_out.c) */
 	FN_JOIN,
 	FN_DEBUGF,
@@ -313,6 +314,7 @@ int sema_run(struct compile *c);
 /* The passes, in order (each in its own file). */
 int sema_config(struct compile *c);	/* frontend/sema_config.c */
 int sema_macro(struct compile *c);	/* frontend/sema_macro.c */
+int sema_getopt(struct compile *c);	/* frontend/sema_getopt.c */
 int sema_resolve(struct compile *c);	/* frontend/sema_resolve.c */
 int sema_context(struct compile *c);	/* frontend/sema_context.c */
 int sema_types(struct compile *c);	/* frontend/sema_types.c */
