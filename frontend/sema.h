@@ -89,6 +89,7 @@ enum sema_builtin {
 	BI_NCPUS,
 	BI_USERMODE,
 	BI_PPID,	/* the parent's pid (task->real_parent->pid) */
+	BI_PCOMM,	/* the parent's comm (task->real_parent->comm) */
 	BI_COUNT_,
 };
 

@@ -41,6 +41,7 @@ static const char *const builtin_names[BI_COUNT_] = {
 	[BI_NCPUS] = "ncpus",
 	[BI_USERMODE] = "usermode",
 	[BI_PPID] = "ppid",
+	[BI_PCOMM] = "pcomm",
 };
 
 const char *sema_builtin_name(enum sema_builtin b)
