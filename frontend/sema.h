@@ -307,6 +307,8 @@ struct sema_program {
 				 * one (max_map_keys, default 4096) */
 	bool uses_elapsed;	/* the elapsed builtin appears */
 	bool has_end;		/* there is an END probe */
+	/* config = { print_maps_on_exit = false } */
+	bool no_maps_on_exit;
 };
 
 /* Run every pass; 0, or -EINVAL with errors in c->diag. */
