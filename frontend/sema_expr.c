@@ -59,6 +59,11 @@ int sema_t_map_keys(struct sema_ctx *x, struct ast_node *n,
 			kt = sema_tuple(x, fl, nk);
 			continue;
 		}
+		if (t->kind == TY_TUPLE && nk > 1) {
+			/* a tuple inside a multi-key: a part of the key */
+			el[i] = t;
+			continue;
+		}
 		if (t->kind == TY_TUPLE && !(t->nfields && t->fields[0].name)) {
 			sema_error(x, &n->loc,
 				   "tuple cannot be used as a map key. Try a multi-key associative array instead (eg `@map[$1, $2] = ...)`.");
