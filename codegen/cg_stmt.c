@@ -134,38 +134,15 @@ static void cg_unroll(struct cg *g, struct ast_node *n)
 		cg_stmt(g, n->loop.body);
 }
 
-/* a <= b in source order */
-static bool cg_loc_le(int al, int ac, int bl, int bc)
-{
-	return al < bl || (al == bl && ac <= bc);
-}
-
 struct cg_for_check {
-	const struct ast_node *body;
-	const struct sema_var *loopvar;
 	const struct ast_node *bad;
-	bool outer_ok;		/* variables set outside are fine */
 };
 
-/* What a for-loop body cannot use yet: variables set outside it, the
- * probe's context, return. */
+/* What a loop's callback cannot use yet: the probe's context, return. */
 static int cg_for_check_fn(struct ast_node *n, void *ctx)
 {
 	struct cg_for_check *fc = ctx;
-	const struct ast_loc *b = &fc->body->loc;
 
-	if (n->kind == AST_VAR && n->sema && n->sema->var &&
-	    n->sema->var != fc->loopvar && !fc->outer_ok) {
-		const struct ast_node *f = n->sema->var->first;
-
-		if (!f || !cg_loc_le(b->first_line, b->first_column,
-				     f->loc.first_line, f->loc.first_column) ||
-		    !cg_loc_le(f->loc.last_line, f->loc.last_column,
-			       b->last_line, b->last_column)) {
-			fc->bad = n;
-			return 1;
-		}
-	}
 	if (n->kind == AST_BUILTIN && n->sema &&
 	    (n->sema->builtin == BI_ARG || n->sema->builtin == BI_SARG ||
 	     n->sema->builtin == BI_RETVAL || n->sema->builtin == BI_FUNC ||
@@ -181,8 +158,80 @@ static int cg_for_check_fn(struct ast_node *n, void *ctx)
 }
 
 /*
+ * The probe's variables travel into a loop's callback through its
+ * context: copied into one block before the loop (offsets in off[]),
+ * used there by the callback, copied back after it.
+ */
+static LLVMValueRef cg_loop_ctx_in(struct cg *g, size_t **offp,
+				   size_t head)
+{
+	struct irb *ir = &g->ir;
+	int nv = g->probe->nvars;
+	size_t *off = arena_alloc(&g->c->arena, (nv + 1) * sizeof(*off));
+	size_t total = head;
+	LLVMValueRef ctx;
+
+	for (int i = 0; i < nv; i++) {
+		struct sema_var *v = g->probe->vars[i];
+		size_t sz = v->type && v->type->size ? v->type->size : 8;
+
+		off[i] = total;
+		total += (sz + 7) & ~(size_t)7;
+	}
+	ctx = irb_alloca(ir, total ? total : 8, "loop_ctx");
+	for (int i = 0; i < nv; i++) {
+		struct sema_var *v = g->probe->vars[i];
+
+		irb_memcpy(ir, irb_gep(ir, ctx, off[i]), g->vars[i],
+			   v->type && v->type->size ? v->type->size : 8);
+	}
+	*offp = off;
+	return ctx;
+}
+
+static void cg_loop_ctx_out(struct cg *g, LLVMValueRef ctx,
+			    const size_t *off)
+{
+	for (int i = 0; i < g->probe->nvars; i++) {
+		struct sema_var *v = g->probe->vars[i];
+
+		irb_memcpy(&g->ir, g->vars[i], irb_gep(&g->ir, ctx, off[i]),
+			   v->type && v->type->size ? v->type->size : 8);
+	}
+}
+
+/* The callback's variables: in its context block. */
+static LLVMValueRef *cg_loop_vars(struct cg *g, LLVMValueRef cbctx,
+				  const size_t *off)
+{
+	int nv = g->probe->nvars;
+	LLVMValueRef *v = arena_alloc(&g->c->arena, (nv + 1) * sizeof(*v));
+
+	for (int i = 0; i < nv; i++)
+		v[i] = irb_gep(&g->ir, cbctx, off[i]);
+	return v;
+}
+
+/* What a loop's callback cannot use: the probe's context, return. */
+static int cg_loop_check(struct cg *g, struct ast_node *n,
+			 struct ast_node *body)
+{
+	struct cg_for_check fc = { 0 };
+
+	if (!cg_for_check_fn(body, &fc))
+		return 0;
+	cg_unsupported(g, fc.bad,
+		       fc.bad->kind == AST_JUMP ? "return in a for loop" :
+		       "in a for loop, the probe's arguments");
+	(void)n;
+	return -1;
+}
+
+/*
  * for ($kv : @m) { body }: the body becomes a callback of
- * bpf_for_each_map_elem(), with $kv = (key, value) of each entry.
+ * bpf_for_each_map_elem(), with $kv = (key, value) of each entry; the
+ * probe's variables through its context (native code: the callback's
+ * first parameter, irb_native_helper.c).
  */
 static void cg_for_map(struct cg *g, struct ast_node *n)
 {
@@ -190,17 +239,17 @@ static void cg_for_map(struct cg *g, struct ast_node *n)
 	struct ast_node *mapn = n->for_.map, *var = n->for_.var;
 	struct sema_map *sm = mapn->sema ? mapn->sema->map : NULL;
 	struct sema_var *kv = var->sema ? var->sema->var : NULL;
-	struct cg_for_check fc = { .body = n->for_.body, .loopvar = kv };
 	LLVMValueRef save_fn = ir->fn, cb, *save_vars = g->vars;
 	LLVMBasicBlockRef save_entry = ir->entry;
-	LLVMBasicBlockRef save_bb = LLVMGetInsertBlock(ir->b);
+	LLVMBasicBlockRef save_bb;
 	LLVMBasicBlockRef save_brk = g->brk, save_cont = g->cont;
 	LLVMBasicBlockRef brk, cont;
 	LLVMValueRef save_ctxp = g->ctxp;
-	LLVMValueRef args[4];
+	LLVMValueRef args[4], ctx, cbctx;
 	const struct type *kt;
 	const struct cg_map *m;
 	int save_scope = ir->scope;
+	size_t *off;
 	char name[32];
 
 	if (!sm || !kv || !kv->type || kv->type->kind != TY_TUPLE ||
@@ -209,30 +258,18 @@ static void cg_for_map(struct cg *g, struct ast_node *n)
 		cg_unsupported(g, n, "this for loop");
 		return;
 	}
-	if (cg_for_check_fn(n->for_.body, &fc)) {
-		cg_unsupported(g, fc.bad,
-			       fc.bad->kind == AST_VAR ?
-				       "in a for loop, a variable set before it" :
-			       fc.bad->kind == AST_JUMP ?
-				       "return in a for loop" :
-				       "in a for loop, the probe's arguments");
+	if (cg_loop_check(g, n, n->for_.body))
 		return;
-	}
 	m = &g->obj->maps[sm->id];
 	kt = kv->type;
+	ctx = cg_loop_ctx_in(g, &off, 0);
+	save_bb = LLVMGetInsertBlock(ir->b);
 	snprintf(name, sizeof(name), "for_%d_%d", g->prog, g->nfor++);
 	cb = irb_callback_begin(ir, name, 4);
 	ir->scope = 0;
 	g->ctxp = NULL;
-	g->vars = arena_alloc(&g->c->arena,
-			      (g->probe->nvars + 1) * sizeof(*g->vars));
-	for (int i = 0; i < g->probe->nvars; i++) {
-		struct sema_var *v = g->probe->vars[i];
-		size_t sz = v->type && v->type->size ? v->type->size : 8;
-
-		g->vars[i] = irb_alloca(ir, sz, v->name);
-		irb_memset(ir, g->vars[i], 0, (sz + 7) & ~(size_t)7);
-	}
+	cbctx = LLVMGetParam(cb, irb_is_native(ir) ? 0 : 3);
+	g->vars = cg_loop_vars(g, cbctx, off);
 	/* $kv = (key, value) */
 	cg_store(g, irb_gep(ir, g->vars[kv->slot], kt->fields[0].offset),
 		 kt->fields[0].type,
@@ -263,9 +300,10 @@ static void cg_for_map(struct cg *g, struct ast_node *n)
 	LLVMPositionBuilderAtEnd(ir->b, save_bb);
 	args[0] = g->maps[sm->id];
 	args[1] = cb;
-	args[2] = LLVMConstNull(ir->ptr);
+	args[2] = ctx;
 	args[3] = irb_const(ir, 0);
 	irb_helper(ir, BPF_FUNC_for_each_map_elem, args, 4);
+	cg_loop_ctx_out(g, ctx, off);
 }
 
 /* for over a range in native code: a plain loop (no verifier). */
@@ -309,22 +347,21 @@ static void cg_for_range_plain(struct cg *g, struct ast_node *n,
 /*
  * for $i : start..end { body } in BPF: bpf_loop(end - start, callback,
  * ctx) as bpftrace does, so that the verifier need not walk every
- * iteration. The probe's variables are copied into ctx, used there by
- * the callback ($i = start + index) and copied back after the loop.
+ * iteration; the callback gets the probe's variables through ctx, after
+ * start at offset 0 ($i = start + index).
  */
 static void cg_for_range(struct cg *g, struct ast_node *n)
 {
 	struct irb *ir = &g->ir;
 	struct sema_var *sv = n->for_.var->sema ? n->for_.var->sema->var :
 						  NULL;
-	struct cg_for_check fc = { .body = n->for_.body, .outer_ok = true };
-	LLVMValueRef save_fn = ir->fn, cb, *save_vars = g->vars, *cvars;
+	LLVMValueRef save_fn = ir->fn, cb, *save_vars = g->vars;
 	LLVMBasicBlockRef save_entry = ir->entry, save_bb;
 	LLVMBasicBlockRef save_brk = g->brk, save_cont = g->cont;
 	LLVMValueRef save_ctxp = g->ctxp;
 	LLVMValueRef start, end, nr, ctx, args[4], cbctx, idx;
-	int save_scope = ir->scope, nv = g->probe->nvars;
-	size_t *off, total = 8;
+	int save_scope = ir->scope;
+	size_t *off;
 	bool sgn;
 	char name[32];
 
@@ -339,35 +376,16 @@ static void cg_for_range(struct cg *g, struct ast_node *n)
 		cg_for_range_plain(g, n, start, end, sgn);
 		return;
 	}
-	if (cg_for_check_fn(n->for_.body, &fc)) {
-		cg_unsupported(g, fc.bad,
-			       fc.bad->kind == AST_JUMP ?
-				       "return in a for loop" :
-				       "in a for loop, the probe's arguments");
+	if (cg_loop_check(g, n, n->for_.body))
 		return;
-	}
 	/* iterations: end - start, 0 when end <= start */
 	nr = LLVMBuildSelect(ir->b,
 			     LLVMBuildICmp(ir->b, sgn ? LLVMIntSLT : LLVMIntULT,
 					   start, end, ""),
 			     LLVMBuildSub(ir->b, end, start, ""),
 			     irb_const(ir, 0), "");
-	off = arena_alloc(&g->c->arena, (nv + 1) * sizeof(*off));
-	for (int i = 0; i < nv; i++) {
-		struct sema_var *v = g->probe->vars[i];
-		size_t sz = v->type && v->type->size ? v->type->size : 8;
-
-		off[i] = total;
-		total += (sz + 7) & ~(size_t)7;
-	}
-	ctx = irb_alloca(ir, total, "for_ctx");
+	ctx = cg_loop_ctx_in(g, &off, 8);
 	LLVMBuildStore(ir->b, start, ctx);	/* offset 0: start */
-	for (int i = 0; i < nv; i++) {
-		struct sema_var *v = g->probe->vars[i];
-
-		irb_memcpy(ir, irb_gep(ir, ctx, off[i]), g->vars[i],
-			   v->type && v->type->size ? v->type->size : 8);
-	}
 	save_bb = LLVMGetInsertBlock(ir->b);
 
 	snprintf(name, sizeof(name), "range_%d_%d", g->prog, g->nfor++);
@@ -375,12 +393,9 @@ static void cg_for_range(struct cg *g, struct ast_node *n)
 	ir->scope = 0;
 	g->ctxp = NULL;
 	cbctx = LLVMGetParam(cb, 1);
-	cvars = arena_alloc(&g->c->arena, (nv + 1) * sizeof(*cvars));
-	for (int i = 0; i < nv; i++)
-		cvars[i] = irb_gep(ir, cbctx, off[i]);
-	g->vars = cvars;
+	g->vars = cg_loop_vars(g, cbctx, off);
 	idx = LLVMBuildPtrToInt(ir->b, LLVMGetParam(cb, 0), ir->i64, "");
-	cg_store(g, cvars[sv->slot], sv->type,
+	cg_store(g, g->vars[sv->slot], sv->type,
 		 LLVMBuildAdd(ir->b, LLVMBuildLoad2(ir->b, ir->i64, cbctx, ""),
 			      idx, ""),
 		 sv->type);
@@ -407,12 +422,7 @@ static void cg_for_range(struct cg *g, struct ast_node *n)
 	args[2] = ctx;
 	args[3] = irb_const(ir, 0);
 	irb_helper(ir, BPF_FUNC_loop, args, 4);
-	for (int i = 0; i < nv; i++) {
-		struct sema_var *v = g->probe->vars[i];
-
-		irb_memcpy(ir, g->vars[i], irb_gep(ir, ctx, off[i]),
-			   v->type && v->type->size ? v->type->size : 8);
-	}
+	cg_loop_ctx_out(g, ctx, off);
 }
 
 static void cg_jump(struct cg *g, struct ast_node *n)

@@ -122,7 +122,7 @@ static LLVMValueRef nat_getcpu_syscall(struct irb *ir, bool node)
  * bpf_for_each_map_elem(map, callback, ctx, flags) over a shared table:
  *
  *	for (i = 0, count = 0; (i = rt_shtab_next(tab, i, key, val)); )
- *		if (count++, callback(map, key, val, blk))
+ *		if (count++, callback(ctx, key, val, blk))
  *			break;
  *
  * key and val are this loop's buffers in the thread's map area; the
@@ -180,7 +180,7 @@ static LLVMValueRef nat_for_each(struct irb *ir, LLVMValueRef *args, int n)
 
 	LLVMPositionBuilderAtEnd(ir->b, body);
 	cnt1 = LLVMBuildAdd(ir->b, cnt, irb_const(ir, 1), "");
-	a[0] = args[0];
+	a[0] = args[2];		/* the loop's context (cg_for_map()) */
 	a[1] = kbuf;
 	a[2] = vbuf;
 	a[3] = irb_nat.blk;
