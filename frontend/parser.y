@@ -1009,7 +1009,8 @@ primary:
 	|	call			{ $$ = $1; }
 	|	sizeof_expr		{ $$ = $1; }
 	|	offsetof_expr		{ $$ = $1; }
-	|	T_LPAREN value T_RPAREN	{ $$ = $2; }
+	|	T_LPAREN expr T_RPAREN	{ $$ = $2; }
+	|	T_LPAREN block T_RPAREN	{ $$ = block_expr(c, $2, &@2); }
 	|	T_LPAREN T_IDENT T_RPAREN
 		{
 			$$ = NEW(AST_IDENT, @2);
