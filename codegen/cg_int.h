@@ -50,6 +50,9 @@ struct cg {
 	LLVMBasicBlockRef fn_exit;
 	LLVMValueRef fn_slot;
 	const struct type *fn_ret;
+	/* in a loop's callback: its context's "the probe returned" flag
+	 * (NULL in the probe itself) */
+	LLVMValueRef loop_ret;
 	bool sleepable;		/* uses bpf_copy_from_user() */
 	int nfor;		/* for-loop callbacks made */
 	int err;

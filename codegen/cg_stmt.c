@@ -138,7 +138,7 @@ struct cg_for_check {
 	const struct ast_node *bad;
 };
 
-/* What a loop's callback cannot use yet: the probe's context, return. */
+/* What a loop's callback cannot use yet: the probe's context. */
 static int cg_for_check_fn(struct ast_node *n, void *ctx)
 {
 	struct cg_for_check *fc = ctx;
@@ -147,10 +147,6 @@ static int cg_for_check_fn(struct ast_node *n, void *ctx)
 	    (n->sema->builtin == BI_ARG || n->sema->builtin == BI_SARG ||
 	     n->sema->builtin == BI_RETVAL || n->sema->builtin == BI_FUNC ||
 	     n->sema->builtin == BI_ARGS || n->sema->builtin == BI_CTX)) {
-		fc->bad = n;
-		return 1;
-	}
-	if (n->kind == AST_JUMP && n->jump.kind == JUMP_RETURN) {
 		fc->bad = n;
 		return 1;
 	}
@@ -212,7 +208,8 @@ static LLVMValueRef *cg_loop_vars(struct cg *g, LLVMValueRef cbctx,
 	return v;
 }
 
-/* What a loop's callback cannot use: the probe's context, return. */
+/* What a loop's callback cannot use: the probe's context (return
+ * leaves the loop and the probe: cg_loop_returned()). */
 static int cg_loop_check(struct cg *g, struct ast_node *n,
 			 struct ast_node *body)
 {
@@ -220,11 +217,36 @@ static int cg_loop_check(struct cg *g, struct ast_node *n,
 
 	if (!cg_for_check_fn(body, &fc))
 		return 0;
-	cg_unsupported(g, fc.bad,
-		       fc.bad->kind == AST_JUMP ? "return in a for loop" :
-		       "in a for loop, the probe's arguments");
+	cg_unsupported(g, fc.bad, "in a for loop, the probe's arguments");
 	(void)n;
 	return -1;
+}
+
+/*
+ * After a loop's helper: when the callback returned from the probe (its
+ * flag in ctx at ret_off), return too: from the probe, or from the
+ * enclosing loop's callback with its flag set.
+ */
+static void cg_loop_returned(struct cg *g, LLVMValueRef flag)
+{
+	struct irb *ir = &g->ir;
+	LLVMBasicBlockRef ret = LLVMAppendBasicBlockInContext(ir->ctx, ir->fn,
+							      "loop_returned");
+	LLVMBasicBlockRef cont = LLVMAppendBasicBlockInContext(
+		ir->ctx, ir->fn, "loop_done");
+	LLVMValueRef v = LLVMBuildLoad2(ir->b, ir->i64, flag, "");
+
+	LLVMBuildCondBr(ir->b, LLVMBuildICmp(ir->b, LLVMIntNE, v,
+					     irb_const(ir, 0), ""),
+			ret, cont);
+	LLVMPositionBuilderAtEnd(ir->b, ret);
+	if (g->loop_ret) {
+		LLVMBuildStore(ir->b, irb_const(ir, 1), g->loop_ret);
+		LLVMBuildRet(ir->b, irb_const(ir, 1));
+	} else {
+		LLVMBuildRet(ir->b, irb_const(ir, 0));
+	}
+	LLVMPositionBuilderAtEnd(ir->b, cont);
 }
 
 /*
@@ -245,7 +267,7 @@ static void cg_for_map(struct cg *g, struct ast_node *n)
 	LLVMBasicBlockRef save_brk = g->brk, save_cont = g->cont;
 	LLVMBasicBlockRef brk, cont;
 	LLVMValueRef save_ctxp = g->ctxp;
-	LLVMValueRef args[4], ctx, cbctx;
+	LLVMValueRef args[4], ctx, cbctx, save_ret = g->loop_ret;
 	const struct type *kt;
 	const struct cg_map *m;
 	int save_scope = ir->scope;
@@ -262,7 +284,8 @@ static void cg_for_map(struct cg *g, struct ast_node *n)
 		return;
 	m = &g->obj->maps[sm->id];
 	kt = kv->type;
-	ctx = cg_loop_ctx_in(g, &off, 0);
+	ctx = cg_loop_ctx_in(g, &off, 8);
+	LLVMBuildStore(ir->b, irb_const(ir, 0), ctx);	/* returned */
 	save_bb = LLVMGetInsertBlock(ir->b);
 	snprintf(name, sizeof(name), "for_%d_%d", g->prog, g->nfor++);
 	cb = irb_callback_begin(ir, name, 4);
@@ -270,6 +293,7 @@ static void cg_for_map(struct cg *g, struct ast_node *n)
 	g->ctxp = NULL;
 	cbctx = LLVMGetParam(cb, irb_is_native(ir) ? 0 : 3);
 	g->vars = cg_loop_vars(g, cbctx, off);
+	g->loop_ret = cbctx;
 	/* $kv = (key, value) */
 	cg_store(g, irb_gep(ir, g->vars[kv->slot], kt->fields[0].offset),
 		 kt->fields[0].type,
@@ -298,11 +322,13 @@ static void cg_for_map(struct cg *g, struct ast_node *n)
 	g->brk = save_brk;
 	g->cont = save_cont;
 	LLVMPositionBuilderAtEnd(ir->b, save_bb);
+	g->loop_ret = save_ret;
 	args[0] = g->maps[sm->id];
 	args[1] = cb;
 	args[2] = ctx;
 	args[3] = irb_const(ir, 0);
 	irb_helper(ir, BPF_FUNC_for_each_map_elem, args, 4);
+	cg_loop_returned(g, ctx);
 	cg_loop_ctx_out(g, ctx, off);
 }
 
@@ -360,6 +386,7 @@ static void cg_for_range(struct cg *g, struct ast_node *n)
 	LLVMBasicBlockRef save_brk = g->brk, save_cont = g->cont;
 	LLVMValueRef save_ctxp = g->ctxp;
 	LLVMValueRef start, end, nr, ctx, args[4], cbctx, idx;
+	LLVMValueRef save_ret = g->loop_ret;
 	int save_scope = ir->scope;
 	size_t *off;
 	bool sgn;
@@ -384,8 +411,9 @@ static void cg_for_range(struct cg *g, struct ast_node *n)
 					   start, end, ""),
 			     LLVMBuildSub(ir->b, end, start, ""),
 			     irb_const(ir, 0), "");
-	ctx = cg_loop_ctx_in(g, &off, 8);
+	ctx = cg_loop_ctx_in(g, &off, 16);
 	LLVMBuildStore(ir->b, start, ctx);	/* offset 0: start */
+	LLVMBuildStore(ir->b, irb_const(ir, 0), irb_gep(ir, ctx, 8));
 	save_bb = LLVMGetInsertBlock(ir->b);
 
 	snprintf(name, sizeof(name), "range_%d_%d", g->prog, g->nfor++);
@@ -394,6 +422,7 @@ static void cg_for_range(struct cg *g, struct ast_node *n)
 	g->ctxp = NULL;
 	cbctx = LLVMGetParam(cb, 1);
 	g->vars = cg_loop_vars(g, cbctx, off);
+	g->loop_ret = irb_gep(ir, cbctx, 8);
 	idx = LLVMBuildPtrToInt(ir->b, LLVMGetParam(cb, 0), ir->i64, "");
 	cg_store(g, g->vars[sv->slot], sv->type,
 		 LLVMBuildAdd(ir->b, LLVMBuildLoad2(ir->b, ir->i64, cbctx, ""),
@@ -417,11 +446,13 @@ static void cg_for_range(struct cg *g, struct ast_node *n)
 	g->brk = save_brk;
 	g->cont = save_cont;
 	LLVMPositionBuilderAtEnd(ir->b, save_bb);
+	g->loop_ret = save_ret;
 	args[0] = LLVMBuildTrunc(ir->b, nr, ir->i32, "");
 	args[1] = cb;
 	args[2] = ctx;
 	args[3] = irb_const(ir, 0);
 	irb_helper(ir, BPF_FUNC_loop, args, 4);
+	cg_loop_returned(g, irb_gep(ir, ctx, 8));
 	cg_loop_ctx_out(g, ctx, off);
 }
 
@@ -438,6 +469,12 @@ static void cg_jump(struct cg *g, struct ast_node *n)
 					 cg_expr(g, n->jump.value),
 					 n->jump.value->type);
 			LLVMBuildBr(ir->b, g->fn_exit);
+			break;
+		}
+		if (g->loop_ret) {
+			/* in a loop's callback: leave it, and the probe */
+			LLVMBuildStore(ir->b, irb_const(ir, 1), g->loop_ret);
+			LLVMBuildRet(ir->b, irb_const(ir, 1));
 			break;
 		}
 		LLVMBuildRet(ir->b, irb_const(ir, 0));
