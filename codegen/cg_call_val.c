@@ -269,6 +269,7 @@ LLVMValueRef cg_call_val(struct cg *g, struct ast_node *n)
 		return buf;
 	}
 	case FN_STRERROR:	/* the value; its text when printed */
+	case FN_SYSCALL_NAME:
 	case FN_STRFTIME:
 		/* the value (strftime: the time, the format is the type's) */
 		return cg_expr(g, arg_n(n, n->sema->func == FN_STRFTIME));

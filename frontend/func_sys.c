@@ -1,7 +1,7 @@
 /*
  * Functions whose text ubt makes from the system's state when it prints
  * them: strftime (the time of day), cgroup_path (the cgroup's path),
- * strerror (the C library's text of an errno value).
+ * strerror (the C library's text of an errno value), syscall_name.
  */
 #include <errno.h>
 #include <string.h>
@@ -91,6 +91,22 @@ static struct type *ty_strerror(struct sema_ctx *x, struct ast_node *call,
 	return type_new(x->a, TY_STRERROR, 8);
 }
 
+/* syscall_name(nr): TY_SYSCALL_NAME, the number; its name printed. */
+static struct type *ty_syscall_name(struct sema_ctx *x, struct ast_node *call,
+				    struct sema_map *m)
+{
+	struct ast_node *a = call->call.args;
+
+	(void)m;
+	if (!is_integer(a->type)) {
+		sema_error(x, &call->loc,
+			   "syscall_name() only supports integer arguments (%s provided)",
+			   type_class(a->type));
+		return NULL;
+	}
+	return type_new(x->a, TY_SYSCALL_NAME, 8);
+}
+
 const struct sema_func_ops sema_funcs_sys[] = {
 	{ .name = "strftime", .id = FN_STRFTIME, .min_args = 2,
 	  .max_args = 2, .type = ty_strftime },
@@ -98,5 +114,7 @@ const struct sema_func_ops sema_funcs_sys[] = {
 	  .max_args = 2, .type = ty_cgroup_path },
 	{ .name = "strerror", .id = FN_STRERROR, .min_args = 1,
 	  .max_args = 1, .type = ty_strerror },
+	{ .name = "syscall_name", .id = FN_SYSCALL_NAME, .min_args = 1,
+	  .max_args = 1, .type = ty_syscall_name },
 	{ 0 },
 };

@@ -140,6 +140,7 @@ enum sema_func {
 	FN_STRFTIME,
 	FN_CGROUP_PATH,
 	FN_STRERROR,
+	FN_SYSCALL_NAME,
 	/* output besides printf's family (frontend/func_out.c) */
 	FN_JOIN,
 	FN_DEBUGF,

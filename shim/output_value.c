@@ -351,6 +351,12 @@ char *out_resolve(const struct out *o, const struct type *t,
 	}
 	if (t->kind == TY_STRERROR)
 		return xstrdup(strerror((int)v));
+	if (t->kind == TY_SYSCALL_NAME) {
+		const char *s = v >= 0 ? out_syscall_name((unsigned long)v) :
+					 NULL;
+
+		return xstrdup(s ? s : "Unknown syscall");	/* bpftrace's */
+	}
 	if (t->kind == TY_INET && t->size >= 24) {
 		uint64_t af;
 
@@ -474,6 +480,7 @@ int sb_value(const struct out *o, struct sb *b, const struct type *t,
 	}
 	case TY_USERNAME:
 	case TY_STRERROR:
+	case TY_SYSCALL_NAME:
 	case TY_USYM:
 	case TY_KSYM:
 	case TY_PROBE:

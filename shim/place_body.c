@@ -198,6 +198,7 @@ static const char *place_func_ok(struct compile *c, enum sema_func f)
 	case FN_STRFTIME:
 	case FN_CGROUP_PATH:
 	case FN_STRERROR:
+	case FN_SYSCALL_NAME:
 	case FN_SIGNAL:		/* tgkill() of the calling thread */
 		return NULL;
 	case FN_NONE:
