@@ -190,6 +190,36 @@ LLVMValueRef cg_binop_values(struct cg *g, enum ast_op op, LLVMValueRef l,
 	return cg_int_norm(g, v, result);
 }
 
+/* Tuples element by element (sema: integers, strings, tuples); 0/1. */
+static LLVMValueRef cg_tuple_equal(struct cg *g, LLVMValueRef a,
+				   const struct type *at, LLVMValueRef b,
+				   const struct type *bt)
+{
+	struct irb *ir = &g->ir;
+	LLVMValueRef eq = irb_const(ir, 1);
+
+	for (int i = 0; i < at->nfields; i++) {
+		const struct type *x = at->fields[i].type;
+		const struct type *y = bt->fields[i].type;
+		LLVMValueRef pa = irb_gep(ir, a, at->fields[i].offset);
+		LLVMValueRef pb = irb_gep(ir, b, bt->fields[i].offset);
+		LLVMValueRef e;
+
+		if (x->kind == TY_TUPLE)
+			e = cg_tuple_equal(g, pa, x, pb, y);
+		else if (x->kind == TY_STRING)
+			e = cg_string_equal(g, pa, x, pb, y, 0);
+		else
+			e = LLVMBuildZExt(ir->b,
+					  LLVMBuildICmp(ir->b, LLVMIntEQ,
+							cg_load(g, pa, x),
+							cg_load(g, pb, y), ""),
+					  ir->i64, "");
+		eq = LLVMBuildAnd(ir->b, eq, e, "");
+	}
+	return eq;
+}
+
 static LLVMValueRef cg_binop(struct cg *g, struct ast_node *n)
 {
 	struct ast_node *a = n->op.left, *b = n->op.right;
@@ -213,6 +243,16 @@ static LLVMValueRef cg_binop(struct cg *g, struct ast_node *n)
 	r = cg_expr(g, b);
 	if (!cg_is_scalar(a->type) || !cg_is_scalar(b->type)) {
 		LLVMValueRef eq;
+
+		if (a->type && b->type && a->type->kind == TY_TUPLE &&
+		    b->type->kind == TY_TUPLE &&
+		    (n->op.op == OP_EQ || n->op.op == OP_NE)) {
+			eq = cg_tuple_equal(g, l, a->type, r, b->type);
+			if (n->op.op == OP_NE)
+				eq = LLVMBuildXor(g->ir.b, eq,
+						  irb_const(&g->ir, 1), "");
+			return eq;
+		}
 
 		/* strings, or buf()s (length byte and bytes) */
 		if (!a->type || !b->type ||

@@ -225,6 +225,26 @@ static void sign_warnings(struct sema_ctx *x, struct ast_node *n,
 			     ast_op_str(op));
 }
 
+/* Tuples whose elements compare pairwise: integers, strings, tuples. */
+static bool tuples_comparable(const struct type *a, const struct type *b)
+{
+	if (a->nfields != b->nfields)
+		return false;
+	for (int i = 0; i < a->nfields; i++) {
+		const struct type *x = a->fields[i].type, *y = b->fields[i].type;
+
+		if (sema_t_is_int(x) && sema_t_is_int(y))
+			continue;
+		if (x->kind == TY_STRING && y->kind == TY_STRING)
+			continue;
+		if (x->kind == TY_TUPLE && y->kind == TY_TUPLE &&
+		    tuples_comparable(x, y))
+			continue;
+		return false;
+	}
+	return true;
+}
+
 struct type *sema_t_binop_types(struct sema_ctx *x, struct ast_node *n,
 				struct type *lt, struct type *rt)
 {
@@ -264,6 +284,12 @@ struct type *sema_t_binop_types(struct sema_ctx *x, struct ast_node *n,
 			sema_warning(x, &n->loc,
 				     "The literal is longer than the variable string (size=%zu), condition will always be false",
 				     lt->size);
+		sema_node(x, n)->is_string_op = true;
+		return sema_uint64(x);
+	}
+	if (lt->kind == TY_TUPLE && rt->kind == TY_TUPLE &&
+	    (op == OP_EQ || op == OP_NE) && tuples_comparable(lt, rt)) {
+		/* (a, b) == (c, d): element by element (v0.25) */
 		sema_node(x, n)->is_string_op = true;
 		return sema_uint64(x);
 	}
