@@ -54,6 +54,9 @@ enum cg_event_kind {
 	CG_EV_USTACK,		/* { hdr; u64 id; u64 n; u64 frames[n] }:
 				 * the frames of a user-mode probe's ustack
 				 * id, sent once per thread and id */
+	CG_EV_JOIN,		/* join(argv, sep): fmt the separator;
+				 * CG_JOIN_ARGS strings of CG_JOIN_SIZE
+				 * bytes at offset 8, "" after the last */
 };
 
 /* Header of every ring-buffer record. */
@@ -183,6 +186,10 @@ struct cg_prog {
 #define CG_MAP_RINGBUF "ubt_ringbuf"
 #define CG_MAP_LOST "ubt_lost"
 #define CG_MAP_GLOBALS "ubt_globals"
+#define CG_MAP_JOIN "ubt_join"	/* per-CPU room for join() records */
+/* join(): at most 16 strings of 1024 bytes, as bpftrace 0.17 */
+#define CG_JOIN_ARGS 16
+#define CG_JOIN_SIZE 1024
 #define CG_MAP_FULL "ubt_full"
 /* BPF stack maps: "ubt_stack_<limit>" (codegen/cg_stack.c) */
 #define CG_MAP_STACK_PREFIX "ubt_stack_"

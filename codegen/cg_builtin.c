@@ -9,6 +9,7 @@
 #include <linux/bpf.h>
 
 #include "cg_int.h"
+#include "irb_native.h"
 #include "probes.h"
 #include "tracepoint.h"
 #include "util.h"
@@ -107,6 +108,61 @@ static LLVMValueRef cg_usdt_arg(struct cg *g, struct ast_node *n, int i)
 					  "USDT argument \"%s\"",
 					  g->match->usdt_args));
 	return irb_const(ir, 0);
+}
+
+/*
+ * ppid: the current task's real_parent->pid, read through the offsets
+ * of the running kernel's BTF; getppid() in native code.
+ */
+static LLVMValueRef cg_ppid(struct cg *g, struct ast_node *n)
+{
+	struct irb *ir = &g->ir;
+	size_t parent, pid;
+	LLVMValueRef task, buf;
+
+	if (irb_is_native(ir))
+		return irb_native_syscall(ir, 110 /* getppid */, NULL, 0);
+	if (cg_btf_member_offset("task_struct", "real_parent", &parent) ||
+	    cg_btf_member_offset("task_struct", "pid", &pid)) {
+		cg_unsupported(g, n, "ppid without the kernel's BTF");
+		return irb_const(ir, 0);
+	}
+	task = irb_helper(ir, BPF_FUNC_get_current_task, NULL, 0);
+	buf = irb_alloca(ir, 8, "ppid");
+	LLVMBuildStore(ir->b, irb_const(ir, 0), buf);
+	irb_probe_read(ir, IRB_READ_KERNEL, buf, irb_const(ir, 8),
+		       LLVMBuildAdd(ir->b, task, irb_const(ir, parent), ""));
+	task = LLVMBuildLoad2(ir->b, ir->i64, buf, "");
+	LLVMBuildStore(ir->b, irb_const(ir, 0), buf);
+	irb_probe_read(ir, IRB_READ_KERNEL, buf, irb_const(ir, 4),
+		       LLVMBuildAdd(ir->b, task, irb_const(ir, pid), ""));
+	return LLVMBuildZExt(ir->b, LLVMBuildLoad2(ir->b, ir->i32, buf, ""),
+			     ir->i64, "");
+}
+
+/* pcomm: the current task's real_parent->comm (kernel only). */
+static LLVMValueRef cg_pcomm(struct cg *g, struct ast_node *n)
+{
+	struct irb *ir = &g->ir;
+	size_t parent, comm, sz = n->type->size;
+	LLVMValueRef task, buf, slot;
+
+	if (cg_btf_member_offset("task_struct", "real_parent", &parent) ||
+	    cg_btf_member_offset("task_struct", "comm", &comm)) {
+		cg_unsupported(g, n, "pcomm without the kernel's BTF");
+		return irb_alloca(ir, sz, "pcomm");
+	}
+	task = irb_helper(ir, BPF_FUNC_get_current_task, NULL, 0);
+	slot = irb_alloca(ir, 8, "parent");
+	LLVMBuildStore(ir->b, irb_const(ir, 0), slot);
+	irb_probe_read(ir, IRB_READ_KERNEL, slot, irb_const(ir, 8),
+		       LLVMBuildAdd(ir->b, task, irb_const(ir, parent), ""));
+	task = LLVMBuildLoad2(ir->b, ir->i64, slot, "");
+	buf = irb_alloca(ir, sz, "pcomm");
+	irb_memset(ir, buf, 0, (sz + 7) & ~(size_t)7);
+	irb_probe_read(ir, IRB_READ_KERNEL_STR, buf, irb_const(ir, sz),
+		       LLVMBuildAdd(ir->b, task, irb_const(ir, comm), ""));
+	return buf;
 }
 
 LLVMValueRef cg_builtin(struct cg *g, struct ast_node *n)
@@ -243,6 +299,10 @@ LLVMValueRef cg_builtin(struct cg *g, struct ast_node *n)
 		return irb_helper(ir, BPF_FUNC_get_current_task, NULL, 0);
 	case BI_CGROUP:
 		return irb_helper(ir, BPF_FUNC_get_current_cgroup_id, NULL, 0);
+	case BI_PPID:
+		return cg_ppid(g, n);
+	case BI_PCOMM:
+		return cg_pcomm(g, n);
 	case BI_JIFFIES:
 		return irb_helper(ir, BPF_FUNC_jiffies64, NULL, 0);
 	case BI_NUMAID:

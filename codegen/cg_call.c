@@ -398,8 +398,15 @@ LLVMValueRef cg_call(struct cg *g, struct ast_node *n)
 			return irb_const(ir, 0);
 		}
 		break;
-	default:
+	default: {
+		LLVMValueRef v = cg_call_val(g, n);
+
+		if (v)
+			return v;
+		if (cg_call_out(g, n))
+			return irb_const(ir, 0);
 		break;
+	}
 	}
 	cg_unsupported(g, n, arena_printf(&g->c->arena, "%s()",
 					  n->call.name));

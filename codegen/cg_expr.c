@@ -190,6 +190,36 @@ LLVMValueRef cg_binop_values(struct cg *g, enum ast_op op, LLVMValueRef l,
 	return cg_int_norm(g, v, result);
 }
 
+/* Tuples element by element (sema: integers, strings, tuples); 0/1. */
+static LLVMValueRef cg_tuple_equal(struct cg *g, LLVMValueRef a,
+				   const struct type *at, LLVMValueRef b,
+				   const struct type *bt)
+{
+	struct irb *ir = &g->ir;
+	LLVMValueRef eq = irb_const(ir, 1);
+
+	for (int i = 0; i < at->nfields; i++) {
+		const struct type *x = at->fields[i].type;
+		const struct type *y = bt->fields[i].type;
+		LLVMValueRef pa = irb_gep(ir, a, at->fields[i].offset);
+		LLVMValueRef pb = irb_gep(ir, b, bt->fields[i].offset);
+		LLVMValueRef e;
+
+		if (x->kind == TY_TUPLE)
+			e = cg_tuple_equal(g, pa, x, pb, y);
+		else if (x->kind == TY_STRING)
+			e = cg_string_equal(g, pa, x, pb, y, 0);
+		else
+			e = LLVMBuildZExt(ir->b,
+					  LLVMBuildICmp(ir->b, LLVMIntEQ,
+							cg_load(g, pa, x),
+							cg_load(g, pb, y), ""),
+					  ir->i64, "");
+		eq = LLVMBuildAnd(ir->b, eq, e, "");
+	}
+	return eq;
+}
+
 static LLVMValueRef cg_binop(struct cg *g, struct ast_node *n)
 {
 	struct ast_node *a = n->op.left, *b = n->op.right;
@@ -197,13 +227,38 @@ static LLVMValueRef cg_binop(struct cg *g, struct ast_node *n)
 
 	if (n->op.op == OP_LAND || n->op.op == OP_LOR)
 		return cg_logical(g, n);
+	if (n->type && n->type->kind == TY_STRING && n->sema) {
+		/* str($N + k): the parameter's text from byte k (sema) */
+		struct ast_node *p = a->kind == AST_POSITIONAL ? a : b;
+		const char *s = "";
+		size_t k = n->sema->iargs[0];
+
+		if (p->pos.num >= 1 && p->pos.num <= g->c->nparams)
+			s = g->c->params[p->pos.num - 1];
+		if (k > strlen(s))
+			k = strlen(s);
+		return cg_string_lit(g, s + k, strlen(s + k), n->type->size);
+	}
 	l = cg_expr(g, a);
 	r = cg_expr(g, b);
 	if (!cg_is_scalar(a->type) || !cg_is_scalar(b->type)) {
 		LLVMValueRef eq;
 
-		if (!a->type || !b->type || a->type->kind != TY_STRING ||
-		    b->type->kind != TY_STRING ||
+		if (a->type && b->type && a->type->kind == TY_TUPLE &&
+		    b->type->kind == TY_TUPLE &&
+		    (n->op.op == OP_EQ || n->op.op == OP_NE)) {
+			eq = cg_tuple_equal(g, l, a->type, r, b->type);
+			if (n->op.op == OP_NE)
+				eq = LLVMBuildXor(g->ir.b, eq,
+						  irb_const(&g->ir, 1), "");
+			return eq;
+		}
+
+		/* strings, or buf()s (length byte and bytes) */
+		if (!a->type || !b->type ||
+		    (a->type->kind != TY_STRING &&
+		     a->type->kind != TY_BUFFER) ||
+		    b->type->kind != a->type->kind ||
 		    (n->op.op != OP_EQ && n->op.op != OP_NE)) {
 			cg_unsupported(g, n, "this operator on these values");
 			return irb_const(&g->ir, 0);
@@ -292,12 +347,63 @@ static LLVMValueRef cg_unop(struct cg *g, struct ast_node *n)
 	}
 }
 
-static LLVMValueRef cg_ternary(struct cg *g, struct ast_node *n)
+/*
+ * An inlined fn (frontend/sema_macro.c): its statements, with return
+ * storing the value in a slot and leaving for the block's end.
+ */
+static LLVMValueRef cg_fn_block(struct cg *g, struct ast_node *n)
+{
+	struct irb *ir = &g->ir;
+	const struct type *rt = n->block.fn_ret;
+	LLVMBasicBlockRef oexit = g->fn_exit;
+	LLVMValueRef oslot = g->fn_slot;
+	const struct type *oret = g->fn_ret;
+	size_t sz = rt->size ? rt->size : 8;
+	LLVMValueRef slot = irb_alloca(ir, sz, "fn_ret");
+
+	irb_memset(ir, slot, 0, (sz + 7) & ~(size_t)7);
+	g->fn_exit = LLVMAppendBasicBlockInContext(ir->ctx, ir->fn, "fn_end");
+	g->fn_slot = slot;
+	g->fn_ret = rt;
+	cg_stmts(g, n->block.stmts);
+	LLVMBuildBr(ir->b, g->fn_exit);
+	LLVMPositionBuilderAtEnd(ir->b, g->fn_exit);
+	g->fn_exit = oexit;
+	g->fn_slot = oslot;
+	g->fn_ret = oret;
+	if (rt->kind == TY_VOID)
+		return irb_const(ir, 0);
+	return cg_load(g, slot, rt);
+}
+
+/* cond ? a : b of void calls: one of them, no value. */
+static LLVMValueRef cg_ternary_void(struct cg *g, struct ast_node *n)
+{
+	struct irb *ir = &g->ir;
+	LLVMBasicBlockRef t = LLVMAppendBasicBlockInContext(ir->ctx, ir->fn,
+							    "tern_then");
+	LLVMBasicBlockRef e = LLVMAppendBasicBlockInContext(ir->ctx, ir->fn,
+							    "tern_else");
+	LLVMBasicBlockRef d = LLVMAppendBasicBlockInContext(ir->ctx, ir->fn,
+							    "tern_done");
+
+	LLVMBuildCondBr(ir->b, cg_cond(g, n->ternary.cond), t, e);
+	LLVMPositionBuilderAtEnd(ir->b, t);
+	cg_expr(g, n->ternary.then);
+	LLVMBuildBr(ir->b, d);
+	LLVMPositionBuilderAtEnd(ir->b, e);
+	cg_expr(g, n->ternary.else_);
+	LLVMBuildBr(ir->b, d);
+	LLVMPositionBuilderAtEnd(ir->b, d);
+	return irb_const(ir, 0);
+}
+
+static LLVMValueRef cg_ternary_value(struct cg *g, struct ast_node *n)
 {
 	struct irb *ir = &g->ir;
 	bool scalar = cg_is_scalar(n->type);
 	size_t sz = n->type && n->type->size ? n->type->size : 8;
-	LLVMValueRef res = irb_alloca(ir, sz, "ternary");
+	LLVMValueRef res;
 	LLVMBasicBlockRef t = LLVMAppendBasicBlockInContext(ir->ctx, ir->fn,
 							    "tern_then");
 	LLVMBasicBlockRef e = LLVMAppendBasicBlockInContext(ir->ctx, ir->fn,
@@ -307,6 +413,7 @@ static LLVMValueRef cg_ternary(struct cg *g, struct ast_node *n)
 	struct type *st = scalar ? type_int(&g->c->arena, 8, false) :
 				   n->type;
 
+	res = irb_alloca(ir, sz, "ternary");
 	LLVMBuildCondBr(ir->b, cg_cond(g, n->ternary.cond), t, e);
 	LLVMPositionBuilderAtEnd(ir->b, t);
 	cg_store(g, res, st, cg_expr(g, n->ternary.then),
@@ -320,6 +427,13 @@ static LLVMValueRef cg_ternary(struct cg *g, struct ast_node *n)
 	if (scalar)
 		return LLVMBuildLoad2(ir->b, ir->i64, res, "");
 	return res;
+}
+
+static LLVMValueRef cg_ternary(struct cg *g, struct ast_node *n)
+{
+	if (n->type && n->type->kind == TY_VOID)
+		return cg_ternary_void(g, n);
+	return cg_ternary_value(g, n);
 }
 
 /* The stack of a BPF program, where tuples are built. */
@@ -453,6 +567,13 @@ LLVMValueRef cg_expr(struct cg *g, struct ast_node *n)
 		return cg_unop(g, n);
 	case AST_TERNARY:
 		return cg_ternary(g, n);
+	case AST_BLOCK_EXPR:
+		/* { stmts; value }: a macro's expansion */
+		if (n->block.fn_ret)
+			return cg_fn_block(g, n);
+		cg_stmts(g, n->block.stmts);
+		return n->block.expr ? cg_expr(g, n->block.expr) :
+				       irb_const(&g->ir, 0);
 	case AST_FIELD:
 		if (n->field.expr->kind == AST_BUILTIN &&
 		    n->field.expr->sema &&
@@ -460,7 +581,10 @@ LLVMValueRef cg_expr(struct cg *g, struct ast_node *n)
 			return cg_field(g, n);	/* the context's record */
 		return cg_field_mem(g, n);
 	case AST_TUPLE:
+	case AST_RECORD:	/* a tuple with names */
 		return cg_tuple(g, n);
+	case AST_RECORD_FIELD:
+		return cg_expr(g, n->rfield.value);
 	case AST_INDEX:
 		return cg_index(g, n);
 	case AST_TUPLE_INDEX: {

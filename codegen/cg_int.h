@@ -28,6 +28,8 @@ struct cg {
 	LLVMValueRef ringbuf;
 	LLVMValueRef globals;	/* array map: struct cg_globals */
 	LLVMValueRef lost;	/* per-CPU array: u64 records lost */
+	LLVMValueRef join;	/* per-CPU array: a join() record, made
+				 * by the first join() (cg_call_out.c) */
 	LLVMValueRef full;	/* per-CPU array by map: u64 updates the
 				 * full map refused (BPF target only) */
 	int cap_events;
@@ -43,6 +45,14 @@ struct cg {
 	LLVMValueRef ctxp;
 	LLVMValueRef *vars;	/* allocas by slot */
 	LLVMBasicBlockRef brk, cont;	/* innermost while */
+	/* the inlined fn being lowered: where return goes, its value's
+	 * slot and type (NULL outside) */
+	LLVMBasicBlockRef fn_exit;
+	LLVMValueRef fn_slot;
+	const struct type *fn_ret;
+	/* in a loop's callback: its context's "the probe returned" flag
+	 * (NULL in the probe itself) */
+	LLVMValueRef loop_ret;
 	bool sleepable;		/* uses bpf_copy_from_user() */
 	int nfor;		/* for-loop callbacks made */
 	int err;
@@ -101,6 +111,8 @@ LLVMValueRef cg_index_mem(struct cg *g, struct ast_node *n);
  * memory)? */
 bool cg_is_uprobe(struct cg *g);
 bool cg_reads_user(struct cg *g);
+/* cg_btf.c: byte offset of a member of a kernel struct (vmlinux BTF) */
+int cg_btf_member_offset(const char *sname, const char *member, size_t *off);
 /* cg_util.c: a string literal in a zeroed buffer of >= size bytes. */
 LLVMValueRef cg_string_lit(struct cg *g, const char *s, size_t len,
 			   size_t size);
@@ -148,6 +160,10 @@ LLVMBasicBlockRef cg_if_nonnull(struct cg *g, LLVMValueRef p);
 
 /* Calls: as an expression (value) or a statement. */
 LLVMValueRef cg_call(struct cg *g, struct ast_node *n);
+/* cg_call_val.c: buf(), ntop(), pton(), ... or NULL when not one */
+LLVMValueRef cg_call_val(struct cg *g, struct ast_node *n);
+/* cg_call_out.c: join(); true when n was one of its calls */
+bool cg_call_out(struct cg *g, struct ast_node *n);
 /* `@m[k] = agg(...)` */
 void cg_aggregate(struct cg *g, struct ast_node *mapnode,
 		  struct ast_node *call);

@@ -6,6 +6,7 @@
 #include <linux/bpf.h>
 
 #include "cg_int.h"
+#include "irb_native.h"
 #include "util.h"
 
 static void cg_stmt_body(struct cg *g, struct ast_node *n);
@@ -116,12 +117,15 @@ static void cg_unroll(struct cg *g, struct ast_node *n)
 	struct ast_node *c = n->loop.cond;
 	int64_t count;
 
-	if (!c || c->kind != AST_INT) {
+	if (n->sema) {
+		count = n->sema->iargs[0];	/* sema: a literal or $N */
+	} else if (c && c->kind == AST_INT) {
+		count = c->num.is_negative ? -(int64_t)c->num.value :
+					     (int64_t)c->num.value;
+	} else {
 		cg_unsupported(g, n, "unroll with a count that is not a literal");
 		return;
 	}
-	count = c->num.is_negative ? -(int64_t)c->num.value :
-				     (int64_t)c->num.value;
 	if (count < 0 || count > 100) {
 		cg_unsupported(g, n, "this unroll count");
 		return;
@@ -130,37 +134,15 @@ static void cg_unroll(struct cg *g, struct ast_node *n)
 		cg_stmt(g, n->loop.body);
 }
 
-/* a <= b in source order */
-static bool cg_loc_le(int al, int ac, int bl, int bc)
-{
-	return al < bl || (al == bl && ac <= bc);
-}
-
 struct cg_for_check {
-	const struct ast_node *body;
-	const struct sema_var *loopvar;
 	const struct ast_node *bad;
 };
 
-/* What a for-loop body cannot use yet: variables set outside it, the
- * probe's context, return. */
+/* What a loop's callback cannot use yet: the probe's context. */
 static int cg_for_check_fn(struct ast_node *n, void *ctx)
 {
 	struct cg_for_check *fc = ctx;
-	const struct ast_loc *b = &fc->body->loc;
 
-	if (n->kind == AST_VAR && n->sema && n->sema->var &&
-	    n->sema->var != fc->loopvar) {
-		const struct ast_node *f = n->sema->var->first;
-
-		if (!f || !cg_loc_le(b->first_line, b->first_column,
-				     f->loc.first_line, f->loc.first_column) ||
-		    !cg_loc_le(f->loc.last_line, f->loc.last_column,
-			       b->last_line, b->last_column)) {
-			fc->bad = n;
-			return 1;
-		}
-	}
 	if (n->kind == AST_BUILTIN && n->sema &&
 	    (n->sema->builtin == BI_ARG || n->sema->builtin == BI_SARG ||
 	     n->sema->builtin == BI_RETVAL || n->sema->builtin == BI_FUNC ||
@@ -168,16 +150,110 @@ static int cg_for_check_fn(struct ast_node *n, void *ctx)
 		fc->bad = n;
 		return 1;
 	}
-	if (n->kind == AST_JUMP && n->jump.kind == JUMP_RETURN) {
-		fc->bad = n;
-		return 1;
-	}
 	return ast_visit_children(n, cg_for_check_fn, ctx);
 }
 
 /*
+ * The probe's variables travel into a loop's callback through its
+ * context: copied into one block before the loop (offsets in off[]),
+ * used there by the callback, copied back after it.
+ */
+static LLVMValueRef cg_loop_ctx_in(struct cg *g, size_t **offp,
+				   size_t head)
+{
+	struct irb *ir = &g->ir;
+	int nv = g->probe->nvars;
+	size_t *off = arena_alloc(&g->c->arena, (nv + 1) * sizeof(*off));
+	size_t total = head;
+	LLVMValueRef ctx;
+
+	for (int i = 0; i < nv; i++) {
+		struct sema_var *v = g->probe->vars[i];
+		size_t sz = v->type && v->type->size ? v->type->size : 8;
+
+		off[i] = total;
+		total += (sz + 7) & ~(size_t)7;
+	}
+	ctx = irb_alloca(ir, total ? total : 8, "loop_ctx");
+	for (int i = 0; i < nv; i++) {
+		struct sema_var *v = g->probe->vars[i];
+
+		irb_memcpy(ir, irb_gep(ir, ctx, off[i]), g->vars[i],
+			   v->type && v->type->size ? v->type->size : 8);
+	}
+	*offp = off;
+	return ctx;
+}
+
+static void cg_loop_ctx_out(struct cg *g, LLVMValueRef ctx,
+			    const size_t *off)
+{
+	for (int i = 0; i < g->probe->nvars; i++) {
+		struct sema_var *v = g->probe->vars[i];
+
+		irb_memcpy(&g->ir, g->vars[i], irb_gep(&g->ir, ctx, off[i]),
+			   v->type && v->type->size ? v->type->size : 8);
+	}
+}
+
+/* The callback's variables: in its context block. */
+static LLVMValueRef *cg_loop_vars(struct cg *g, LLVMValueRef cbctx,
+				  const size_t *off)
+{
+	int nv = g->probe->nvars;
+	LLVMValueRef *v = arena_alloc(&g->c->arena, (nv + 1) * sizeof(*v));
+
+	for (int i = 0; i < nv; i++)
+		v[i] = irb_gep(&g->ir, cbctx, off[i]);
+	return v;
+}
+
+/* What a loop's callback cannot use: the probe's context (return
+ * leaves the loop and the probe: cg_loop_returned()). */
+static int cg_loop_check(struct cg *g, struct ast_node *n,
+			 struct ast_node *body)
+{
+	struct cg_for_check fc = { 0 };
+
+	if (!cg_for_check_fn(body, &fc))
+		return 0;
+	cg_unsupported(g, fc.bad, "in a for loop, the probe's arguments");
+	(void)n;
+	return -1;
+}
+
+/*
+ * After a loop's helper: when the callback returned from the probe (its
+ * flag in ctx at ret_off), return too: from the probe, or from the
+ * enclosing loop's callback with its flag set.
+ */
+static void cg_loop_returned(struct cg *g, LLVMValueRef flag)
+{
+	struct irb *ir = &g->ir;
+	LLVMBasicBlockRef ret = LLVMAppendBasicBlockInContext(ir->ctx, ir->fn,
+							      "loop_returned");
+	LLVMBasicBlockRef cont = LLVMAppendBasicBlockInContext(
+		ir->ctx, ir->fn, "loop_done");
+	LLVMValueRef v = LLVMBuildLoad2(ir->b, ir->i64, flag, "");
+
+	LLVMBuildCondBr(ir->b, LLVMBuildICmp(ir->b, LLVMIntNE, v,
+					     irb_const(ir, 0), ""),
+			ret, cont);
+	LLVMPositionBuilderAtEnd(ir->b, ret);
+	if (g->loop_ret) {
+		LLVMBuildStore(ir->b, irb_const(ir, 1), g->loop_ret);
+		LLVMBuildRet(ir->b, irb_const(ir, 1));
+	} else {
+		LLVMBuildRet(ir->b, irb_const(ir, 0));
+	}
+	LLVMPositionBuilderAtEnd(ir->b, cont);
+}
+
+/*
  * for ($kv : @m) { body }: the body becomes a callback of
- * bpf_for_each_map_elem(), with $kv = (key, value) of each entry.
+ * bpf_for_each_map_elem(), with $kv = (key, value) of each entry; the
+ * probe's variables through its context (native code: the callback's
+ * first parameter, irb_native_helper.c).
  */
 static void cg_for_map(struct cg *g, struct ast_node *n)
 {
@@ -185,17 +261,17 @@ static void cg_for_map(struct cg *g, struct ast_node *n)
 	struct ast_node *mapn = n->for_.map, *var = n->for_.var;
 	struct sema_map *sm = mapn->sema ? mapn->sema->map : NULL;
 	struct sema_var *kv = var->sema ? var->sema->var : NULL;
-	struct cg_for_check fc = { .body = n->for_.body, .loopvar = kv };
 	LLVMValueRef save_fn = ir->fn, cb, *save_vars = g->vars;
 	LLVMBasicBlockRef save_entry = ir->entry;
-	LLVMBasicBlockRef save_bb = LLVMGetInsertBlock(ir->b);
+	LLVMBasicBlockRef save_bb;
 	LLVMBasicBlockRef save_brk = g->brk, save_cont = g->cont;
 	LLVMBasicBlockRef brk, cont;
 	LLVMValueRef save_ctxp = g->ctxp;
-	LLVMValueRef args[4];
+	LLVMValueRef args[4], ctx, cbctx, save_ret = g->loop_ret;
 	const struct type *kt;
 	const struct cg_map *m;
 	int save_scope = ir->scope;
+	size_t *off;
 	char name[32];
 
 	if (!sm || !kv || !kv->type || kv->type->kind != TY_TUPLE ||
@@ -204,30 +280,20 @@ static void cg_for_map(struct cg *g, struct ast_node *n)
 		cg_unsupported(g, n, "this for loop");
 		return;
 	}
-	if (cg_for_check_fn(n->for_.body, &fc)) {
-		cg_unsupported(g, fc.bad,
-			       fc.bad->kind == AST_VAR ?
-				       "in a for loop, a variable set before it" :
-			       fc.bad->kind == AST_JUMP ?
-				       "return in a for loop" :
-				       "in a for loop, the probe's arguments");
+	if (cg_loop_check(g, n, n->for_.body))
 		return;
-	}
 	m = &g->obj->maps[sm->id];
 	kt = kv->type;
+	ctx = cg_loop_ctx_in(g, &off, 8);
+	LLVMBuildStore(ir->b, irb_const(ir, 0), ctx);	/* returned */
+	save_bb = LLVMGetInsertBlock(ir->b);
 	snprintf(name, sizeof(name), "for_%d_%d", g->prog, g->nfor++);
 	cb = irb_callback_begin(ir, name, 4);
 	ir->scope = 0;
 	g->ctxp = NULL;
-	g->vars = arena_alloc(&g->c->arena,
-			      (g->probe->nvars + 1) * sizeof(*g->vars));
-	for (int i = 0; i < g->probe->nvars; i++) {
-		struct sema_var *v = g->probe->vars[i];
-		size_t sz = v->type && v->type->size ? v->type->size : 8;
-
-		g->vars[i] = irb_alloca(ir, sz, v->name);
-		irb_memset(ir, g->vars[i], 0, (sz + 7) & ~(size_t)7);
-	}
+	cbctx = LLVMGetParam(cb, irb_is_native(ir) ? 0 : 3);
+	g->vars = cg_loop_vars(g, cbctx, off);
+	g->loop_ret = cbctx;
 	/* $kv = (key, value) */
 	cg_store(g, irb_gep(ir, g->vars[kv->slot], kt->fields[0].offset),
 		 kt->fields[0].type,
@@ -256,11 +322,138 @@ static void cg_for_map(struct cg *g, struct ast_node *n)
 	g->brk = save_brk;
 	g->cont = save_cont;
 	LLVMPositionBuilderAtEnd(ir->b, save_bb);
+	g->loop_ret = save_ret;
 	args[0] = g->maps[sm->id];
 	args[1] = cb;
-	args[2] = LLVMConstNull(ir->ptr);
+	args[2] = ctx;
 	args[3] = irb_const(ir, 0);
 	irb_helper(ir, BPF_FUNC_for_each_map_elem, args, 4);
+	cg_loop_returned(g, ctx);
+	cg_loop_ctx_out(g, ctx, off);
+}
+
+/* for over a range in native code: a plain loop (no verifier). */
+static void cg_for_range_plain(struct cg *g, struct ast_node *n,
+			       LLVMValueRef start, LLVMValueRef end, bool sgn)
+{
+	struct irb *ir = &g->ir;
+	struct sema_var *sv = n->for_.var->sema->var;
+	LLVMBasicBlockRef cond, body, step, done;
+	LLVMBasicBlockRef obrk = g->brk, ocont = g->cont;
+	LLVMValueRef cnt = irb_alloca(ir, 8, "for_i"), i;
+
+	LLVMBuildStore(ir->b, start, cnt);
+	cond = LLVMAppendBasicBlockInContext(ir->ctx, ir->fn, "for_cond");
+	body = LLVMAppendBasicBlockInContext(ir->ctx, ir->fn, "for_body");
+	step = LLVMAppendBasicBlockInContext(ir->ctx, ir->fn, "for_step");
+	done = LLVMAppendBasicBlockInContext(ir->ctx, ir->fn, "for_done");
+	LLVMBuildBr(ir->b, cond);
+	LLVMPositionBuilderAtEnd(ir->b, cond);
+	i = LLVMBuildLoad2(ir->b, ir->i64, cnt, "");
+	LLVMBuildCondBr(ir->b,
+			LLVMBuildICmp(ir->b, sgn ? LLVMIntSLT : LLVMIntULT, i,
+				      end, ""),
+			body, done);
+	LLVMPositionBuilderAtEnd(ir->b, body);
+	cg_store(g, g->vars[sv->slot], sv->type, i, sv->type);
+	g->brk = done;
+	g->cont = step;
+	cg_stmt(g, n->for_.body);
+	g->brk = obrk;
+	g->cont = ocont;
+	LLVMBuildBr(ir->b, step);
+	LLVMPositionBuilderAtEnd(ir->b, step);
+	i = LLVMBuildLoad2(ir->b, ir->i64, cnt, "");
+	LLVMBuildStore(ir->b, LLVMBuildAdd(ir->b, i, irb_const(ir, 1), ""),
+		       cnt);
+	LLVMBuildBr(ir->b, cond);
+	LLVMPositionBuilderAtEnd(ir->b, done);
+}
+
+/*
+ * for $i : start..end { body } in BPF: bpf_loop(end - start, callback,
+ * ctx) as bpftrace does, so that the verifier need not walk every
+ * iteration; the callback gets the probe's variables through ctx, after
+ * start at offset 0 ($i = start + index).
+ */
+static void cg_for_range(struct cg *g, struct ast_node *n)
+{
+	struct irb *ir = &g->ir;
+	struct sema_var *sv = n->for_.var->sema ? n->for_.var->sema->var :
+						  NULL;
+	LLVMValueRef save_fn = ir->fn, cb, *save_vars = g->vars;
+	LLVMBasicBlockRef save_entry = ir->entry, save_bb;
+	LLVMBasicBlockRef save_brk = g->brk, save_cont = g->cont;
+	LLVMValueRef save_ctxp = g->ctxp;
+	LLVMValueRef start, end, nr, ctx, args[4], cbctx, idx;
+	LLVMValueRef save_ret = g->loop_ret;
+	int save_scope = ir->scope;
+	size_t *off;
+	bool sgn;
+	char name[32];
+
+	if (!sv) {
+		cg_unsupported(g, n, "this for loop");
+		return;
+	}
+	sgn = cg_signed(sv->type);
+	start = cg_expr(g, n->for_.start);
+	end = cg_expr(g, n->for_.end);
+	if (irb_is_native(ir)) {
+		cg_for_range_plain(g, n, start, end, sgn);
+		return;
+	}
+	if (cg_loop_check(g, n, n->for_.body))
+		return;
+	/* iterations: end - start, 0 when end <= start */
+	nr = LLVMBuildSelect(ir->b,
+			     LLVMBuildICmp(ir->b, sgn ? LLVMIntSLT : LLVMIntULT,
+					   start, end, ""),
+			     LLVMBuildSub(ir->b, end, start, ""),
+			     irb_const(ir, 0), "");
+	ctx = cg_loop_ctx_in(g, &off, 16);
+	LLVMBuildStore(ir->b, start, ctx);	/* offset 0: start */
+	LLVMBuildStore(ir->b, irb_const(ir, 0), irb_gep(ir, ctx, 8));
+	save_bb = LLVMGetInsertBlock(ir->b);
+
+	snprintf(name, sizeof(name), "range_%d_%d", g->prog, g->nfor++);
+	cb = irb_callback_begin(ir, name, 2);
+	ir->scope = 0;
+	g->ctxp = NULL;
+	cbctx = LLVMGetParam(cb, 1);
+	g->vars = cg_loop_vars(g, cbctx, off);
+	g->loop_ret = irb_gep(ir, cbctx, 8);
+	idx = LLVMBuildPtrToInt(ir->b, LLVMGetParam(cb, 0), ir->i64, "");
+	cg_store(g, g->vars[sv->slot], sv->type,
+		 LLVMBuildAdd(ir->b, LLVMBuildLoad2(ir->b, ir->i64, cbctx, ""),
+			      idx, ""),
+		 sv->type);
+	g->brk = LLVMAppendBasicBlockInContext(ir->ctx, cb, "range_break");
+	g->cont = LLVMAppendBasicBlockInContext(ir->ctx, cb, "range_next");
+	cg_stmt(g, n->for_.body);
+	LLVMBuildBr(ir->b, g->cont);
+	LLVMPositionBuilderAtEnd(ir->b, g->brk);
+	LLVMBuildRet(ir->b, irb_const(ir, 1));
+	LLVMPositionBuilderAtEnd(ir->b, g->cont);
+	LLVMBuildRet(ir->b, irb_const(ir, 0));
+
+	/* back in the probe */
+	ir->fn = save_fn;
+	ir->entry = save_entry;
+	ir->scope = save_scope;
+	g->vars = save_vars;
+	g->ctxp = save_ctxp;
+	g->brk = save_brk;
+	g->cont = save_cont;
+	LLVMPositionBuilderAtEnd(ir->b, save_bb);
+	g->loop_ret = save_ret;
+	args[0] = LLVMBuildTrunc(ir->b, nr, ir->i32, "");
+	args[1] = cb;
+	args[2] = ctx;
+	args[3] = irb_const(ir, 0);
+	irb_helper(ir, BPF_FUNC_loop, args, 4);
+	cg_loop_returned(g, irb_gep(ir, ctx, 8));
+	cg_loop_ctx_out(g, ctx, off);
 }
 
 static void cg_jump(struct cg *g, struct ast_node *n)
@@ -269,6 +462,21 @@ static void cg_jump(struct cg *g, struct ast_node *n)
 
 	switch (n->jump.kind) {
 	case JUMP_RETURN:
+		if (g->fn_exit) {
+			/* return of an inlined fn: leave its block */
+			if (n->jump.value)
+				cg_store(g, g->fn_slot, g->fn_ret,
+					 cg_expr(g, n->jump.value),
+					 n->jump.value->type);
+			LLVMBuildBr(ir->b, g->fn_exit);
+			break;
+		}
+		if (g->loop_ret) {
+			/* in a loop's callback: leave it, and the probe */
+			LLVMBuildStore(ir->b, irb_const(ir, 1), g->loop_ret);
+			LLVMBuildRet(ir->b, irb_const(ir, 1));
+			break;
+		}
 		LLVMBuildRet(ir->b, irb_const(ir, 0));
 		break;
 	case JUMP_BREAK:
@@ -326,6 +534,9 @@ static void cg_stmt_body(struct cg *g, struct ast_node *n)
 		break;
 	case AST_FOR_MAP:
 		cg_for_map(g, n);
+		break;
+	case AST_FOR_RANGE:
+		cg_for_range(g, n);
 		break;
 	case AST_JUMP:
 		cg_jump(g, n);

@@ -52,6 +52,9 @@ LLVMValueRef irb_native_ringbuf_output(struct irb *ir, LLVMValueRef rb,
 				       LLVMValueRef data, size_t size);
 LLVMValueRef irb_native_helper(struct irb *ir, int id, LLVMValueRef *args,
 			       int n);
+/* An inline system call nr with up to three i64 arguments. */
+LLVMValueRef irb_native_syscall(struct irb *ir, long nr, LLVMValueRef *args,
+				int n);
 /* The time-stamp counter (rdtsc, inline: no call, no syscall), an i64. */
 LLVMValueRef irb_native_cycles(struct irb *ir);
 /* irb_native_stack.c: the probed function's %rbp at its entry (the

@@ -22,7 +22,7 @@
 #include "util.h"
 
 /* An inline system call with up to three arguments. */
-static LLVMValueRef nat_syscall(struct irb *ir, long nr, LLVMValueRef *args,
+LLVMValueRef irb_native_syscall(struct irb *ir, long nr, LLVMValueRef *args,
 				int n)
 {
 	static const char *cons[] = {
@@ -205,7 +205,7 @@ static LLVMValueRef nat_getcpu_syscall(struct irb *ir, bool node)
 	a[0] = node ? none : at;
 	a[1] = node ? at : none;
 	a[2] = none;
-	nat_syscall(ir, 309 /* getcpu */, a, 3);
+	irb_native_syscall(ir, 309 /* getcpu */, a, 3);
 	return LLVMBuildZExt(ir->b, LLVMBuildLoad2(ir->b, ir->i32, v, ""),
 			     ir->i64, "");
 }
@@ -214,7 +214,7 @@ static LLVMValueRef nat_getcpu_syscall(struct irb *ir, bool node)
  * bpf_for_each_map_elem(map, callback, ctx, flags) over a shared table:
  *
  *	for (i = 0, count = 0; (i = rt_shtab_next(tab, i, key, val)); )
- *		if (count++, callback(map, key, val, blk))
+ *		if (count++, callback(ctx, key, val, blk))
  *			break;
  *
  * key and val are this loop's buffers in the thread's map area; the
@@ -272,7 +272,7 @@ static LLVMValueRef nat_for_each(struct irb *ir, LLVMValueRef *args, int n)
 
 	LLVMPositionBuilderAtEnd(ir->b, body);
 	cnt1 = LLVMBuildAdd(ir->b, cnt, irb_const(ir, 1), "");
-	a[0] = args[0];
+	a[0] = args[2];		/* the loop's context (cg_for_map()) */
 	a[1] = kbuf;
 	a[2] = vbuf;
 	a[3] = irb_nat.blk;
@@ -440,6 +440,16 @@ LLVMValueRef irb_native_helper(struct irb *ir, int id, LLVMValueRef *args,
 		a[1] = args[2];
 		a[2] = LLVMBuildZExt(ir->b, args[1], ir->i64, "");
 		return nat_call(ir, RT_FN_PROBE_READ, ir->i64, a, 3);
+	case BPF_FUNC_send_signal:
+	case BPF_FUNC_send_signal_thread:
+		/* signal(): raised in the thread that hit the probe,
+		 * tgkill(getpid(), gettid(), sig) */
+		if (n != 1)
+			break;
+		a[0] = irb_native_syscall(ir, 39 /* getpid */, NULL, 0);
+		a[1] = irb_native_syscall(ir, 186 /* gettid */, NULL, 0);
+		a[2] = LLVMBuildZExt(ir->b, args[0], ir->i64, "");
+		return irb_native_syscall(ir, 234 /* tgkill */, a, 3);
 	case BPF_FUNC_get_smp_processor_id:
 		return nat_getcpu(ir, false);
 	case BPF_FUNC_get_numa_node_id:

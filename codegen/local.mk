@@ -2,9 +2,12 @@
 libubt_a_SOURCES += \
 	codegen/bpf_maps.c \
 	codegen/cg.c \
+	codegen/cg_btf.c \
 	codegen/cg_builtin.c \
 	codegen/cg.h \
 	codegen/cg_call.c \
+	codegen/cg_call_out.c \
+	codegen/cg_call_val.c \
 	codegen/cg_expr.c \
 	codegen/cg_field.c \
 	codegen/cg_int.h \

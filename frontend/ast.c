@@ -535,7 +535,8 @@ static void dump_node(FILE *f, const struct ast_node *n, int depth)
 		fputc('\n', f);
 		return;
 	case AST_MACRO:
-		fprintf(f, " %s\n", n->macro.name);
+		fprintf(f, " %s%s\n", n->macro.name,
+			n->macro.is_fn ? " (fn)" : "");
 		dump_label(f, "params", n->macro.params, depth + 1);
 		dump_node(f, n->macro.body, depth + 1);
 		return;

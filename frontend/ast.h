@@ -149,10 +149,14 @@ struct ast_node {
 			const char *bpf_type;	/* "hash", "lruhash", "percpuarray", ... */
 			int64_t max_entries;
 		} map_decl;
-		struct {	/* AST_MACRO */
+		struct {	/* AST_MACRO, also fn subprograms */
 			const char *name;
-			struct ast_node *params;	/* AST_VAR / AST_MAP / AST_IDENT list */
+			/* AST_VAR / AST_MAP / AST_IDENT list; of a fn, AST_LET
+			 * ($a: type) */
+			struct ast_node *params;
 			struct ast_node *body;		/* AST_BLOCK_EXPR or AST_BLOCK */
+			struct type *ret_type;		/* fn: the return type */
+			bool is_fn;
 		} macro;
 
 		struct {	/* AST_EXPR_STMT, AST_DISCARD */
@@ -187,6 +191,9 @@ struct ast_node {
 		struct {	/* AST_BLOCK, AST_BLOCK_EXPR */
 			struct ast_node *stmts;
 			struct ast_node *expr;	/* BLOCK_EXPR: the value, last */
+			/* BLOCK_EXPR of an inlined fn: its return type; its
+			 * return statements leave the block with the value */
+			struct type *fn_ret;
 		} block;
 
 		struct {	/* AST_INT, AST_BOOL */

@@ -3,14 +3,14 @@
  * usym, ntop, kstack, ustack, uptr, kptr, signal, override.
  */
 #include <errno.h>
+#include <signal.h>
 #include <string.h>
+#include <strings.h>
 
 #include "sema.h"
 #include "sema_int.h"
 #include "stack.h"
 #include "util.h"
-
-#define BUF_MAX 1024
 
 static bool int_or_ptr(const struct type *t)
 {
@@ -42,8 +42,9 @@ static struct type *ty_str(struct sema_ctx *x, struct ast_node *call,
 	struct type *t;
 
 	(void)m;
-	if (a->kind == AST_POSITIONAL && a->type->kind == TY_STRING)
-		return a->type;	/* str($1): the parameter as a string */
+	if ((a->kind == AST_POSITIONAL || a->kind == AST_BINOP) &&
+	    a->type->kind == TY_STRING)
+		return a->type;	/* str($1), str($1 + k): the parameter's text */
 	if (a->kind == AST_POSITIONAL && a->pos.num == -1) {
 		sema_error(x, &call->loc, "use $#, not str($#)");
 		return NULL;
@@ -61,39 +62,55 @@ static struct type *ty_str(struct sema_ctx *x, struct ast_node *call,
 	return t;
 }
 
+/*
+ * buf(p, n) / buf(array): a u8 length, then max(n) bytes, n at most
+ * max_strlen (longer is shortened with bpftrace 0.17's warning); the
+ * type's size counts the length byte, as bpftrace's buffer[N].
+ */
 static struct type *ty_buf(struct sema_ctx *x, struct ast_node *call,
 			   struct sema_map *m)
 {
 	struct ast_node *a = call->call.args;
-	int64_t n = 0;
+	int64_t n = x->c->max_strlen;
 	struct type *t;
 
 	(void)m;
-	if (a->type->kind == TY_ARRAY) {
-		n = a->type->size;
-	} else if (!a->next) {
-		sema_error(x, &call->loc,
-			   "buf() expects a length argument for non-array type %s",
-			   type_class(a->type));
-		return NULL;
-	} else if (!int_or_ptr(a->type) && a->type->kind != TY_STRING) {
+	if (!int_or_ptr(a->type) && a->type->kind != TY_STRING &&
+	    a->type->kind != TY_ARRAY) {
 		sema_error(x, &call->loc,
 			   "buf() expects an integer, string, or array argument but saw %s",
 			   type_class(a->type));
 		return NULL;
+	}
+	if (!a->next) {
+		if (a->type->kind != TY_ARRAY) {
+			sema_error(x, &call->loc,
+				   "buf() expects a length argument for non-array type %s",
+				   type_class(a->type));
+			return NULL;
+		}
+		n = a->type->size;
 	} else {
+		int64_t v;
+
 		if (want_int(x, call, a->next))
 			return NULL;
-		if (!sema_int_literal(x, a->next, &n))
-			n = BUF_MAX;
+		if (sema_int_literal(x, a->next, &v)) {
+			if (v < 0) {
+				sema_error(x, &call->loc,
+					   "buf cannot use negative length (%lld)",
+					   (long long)v);
+				return NULL;
+			}
+			n = v;
+		}
 	}
-	if (n < 0) {
-		sema_error(x, &call->loc, "buf() cannot use negative length (%lld)",
-			   (long long)n);
-		return NULL;
+	if (n > x->c->max_strlen) {
+		sema_warning(x, &call->loc,
+			     "buf() length is too long and will be shortened to %d bytes (see BPFTRACE_STRLEN)",
+			     x->c->max_strlen);
+		n = x->c->max_strlen;
 	}
-	if (n > BUF_MAX)
-		n = BUF_MAX;
 	t = type_new(x->a, TY_BUFFER, (size_t)n + 1);
 	t->addrspace = a->type->addrspace;
 	return t;
@@ -284,18 +301,87 @@ static struct type *ty_kptr(struct sema_ctx *x, struct ast_node *call,
 	return addrspace_cast(x, call, AS_KERNEL);
 }
 
+/* Signal names bpftrace knows, with or without "SIG", any case. */
+static int signal_num(const char *name)
+{
+	static const struct {
+		const char *name;
+		int num;
+	} sigs[] = {
+		{ "ABRT", SIGABRT }, { "ALRM", SIGALRM }, { "BUS", SIGBUS },
+		{ "CHLD", SIGCHLD }, { "CONT", SIGCONT }, { "FPE", SIGFPE },
+		{ "HUP", SIGHUP }, { "ILL", SIGILL }, { "INT", SIGINT },
+		{ "KILL", SIGKILL }, { "PIPE", SIGPIPE }, { "POLL", SIGPOLL },
+		{ "QUIT", SIGQUIT }, { "SEGV", SIGSEGV }, { "STOP", SIGSTOP },
+		{ "SYS", SIGSYS }, { "TERM", SIGTERM }, { "TRAP", SIGTRAP },
+		{ "TSTP", SIGTSTP }, { "TTIN", SIGTTIN }, { "TTOU", SIGTTOU },
+		{ "URG", SIGURG }, { "USR1", SIGUSR1 }, { "USR2", SIGUSR2 },
+		{ "VTALRM", SIGVTALRM }, { "WINCH", SIGWINCH },
+		{ "XCPU", SIGXCPU }, { "XFSZ", SIGXFSZ },
+	};
+
+	if (!strncasecmp(name, "SIG", 3))
+		name += 3;
+	else if (name[0] == 's' || name[0] == 'S')
+		return -1;	/* bpftrace takes "S..." as a full name */
+	for (size_t i = 0; i < ARRAY_SIZE(sigs); i++)
+		if (!strcasecmp(name, sigs[i].name))
+			return sigs[i].num;
+	return -1;
+}
+
+/* signal("KILL" or n): the number in iargs[0] when a literal. */
 static struct type *ty_signal(struct sema_ctx *x, struct ast_node *call,
 			      struct sema_map *m)
 {
 	struct ast_node *a = call->call.args;
+	const char *name;
+	int64_t v;
 
 	(void)m;
-	if (a->kind != AST_STRING && !is_integer(a->type)) {
+	if (a->kind == AST_STRING && sema_str_literal(x, a, &name)) {
+		int sig = signal_num(name);
+
+		if (sig < 1) {
+			sema_error(x, &call->loc, "%s is not a valid signal",
+				   name);
+			return NULL;
+		}
+		sema_node(x, call)->iargs[0] = sig;
+	} else if (!is_integer(a->type)) {
 		sema_error(x, &call->loc,
 			   "signal only accepts string literals or integers");
 		return NULL;
+	} else if (sema_int_literal(x, a, &v) && (v < 1 || v > 64)) {
+		sema_error(x, &call->loc,
+			   "%lld is not a valid signal, allowed range: [1,64]",
+			   (long long)v);
+		return NULL;
 	}
 	return type_new(x->a, TY_VOID, 0);
+}
+
+/* signal() only where the probe runs in a task of the traced program
+ * (not BEGIN/END: ubt itself, nor timers and perf events). */
+static int ck_signal(struct sema_ctx *x, struct ast_node *call)
+{
+	switch (x->provider) {
+	case PROV_UPROBE:
+	case PROV_URETPROBE:
+	case PROV_USDT:
+	case PROV_TRACEPOINT:
+	case PROV_PROFILE:
+	case PROV_KPROBE:
+	case PROV_KRETPROBE:
+	case PROV_KFUNC:
+	case PROV_KRETFUNC:
+		return 0;
+	default:
+		sema_error(x, &call->loc,
+			   "signal can not be used with \"%s\" probes",
+			   sema_provider_name(x->provider));
+		return -EINVAL;
+	}
 }
 
 static struct type *ty_override(struct sema_ctx *x, struct ast_node *call,
@@ -331,7 +417,8 @@ const struct sema_func_ops sema_funcs_str[] = {
 	{ .name = "kptr", .id = FN_KPTR, .min_args = 1, .max_args = 1,
 	  .type = ty_kptr },
 	{ .name = "signal", .id = FN_SIGNAL, .min_args = 1, .max_args = 1,
-	  .flags = FN_F_VOID | FN_F_UNSAFE, .type = ty_signal },
+	  .flags = FN_F_VOID | FN_F_UNSAFE, .type = ty_signal,
+	  .check = ck_signal },
 	{ .name = "override", .id = FN_OVERRIDE, .min_args = 1, .max_args = 1,
 	  .flags = FN_F_VOID | FN_F_UNSAFE, .type = ty_override },
 	{ 0 },

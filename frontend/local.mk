@@ -32,8 +32,11 @@ libubt_a_SOURCES += \
 	frontend/builtins.c \
 	frontend/func_agg.c \
 	frontend/func_print.c \
+	frontend/func_net.c \
+	frontend/func_out.c \
 	frontend/func_str.c \
 	frontend/func_sym.c \
+	frontend/func_sys.c \
 	frontend/func_watch.c \
 	frontend/sema.c \
 	frontend/sema.h \
@@ -41,6 +44,8 @@ libubt_a_SOURCES += \
 	frontend/sema_context.c \
 	frontend/sema_dump.c \
 	frontend/sema_dwarf.c \
+	frontend/sema_getopt.c \
+	frontend/sema_macro.c \
 	frontend/sema_expr.c \
 	frontend/sema_field.c \
 	frontend/sema_int.h \

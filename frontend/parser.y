@@ -200,6 +200,25 @@ static struct ast_node *block_stmt(struct compile *c, struct block_body b,
 	return n;
 }
 
+/* for ($k : @map) / for $k : @map: NULL after an error. */
+static struct ast_node *for_map(struct compile *c, struct ast_node *var,
+				struct ast_node *map, const YYLTYPE *mloc,
+				struct ast_node *body, const YYLTYPE *loc)
+{
+	struct ast_node *n;
+
+	if (map->kind != AST_MAP || map->map.keys) {
+		diag_error(&c->diag, mloc,
+			   "for loops iterate over a map (@name) or a range (start..end)");
+		return NULL;
+	}
+	n = ast_new(&c->arena, AST_FOR_MAP, loc);
+	n->for_.var = var;
+	n->for_.map = map;
+	n->for_.body = body;
+	return n;
+}
+
 static struct ast_node *block_expr(struct compile *c, struct block_body b,
 				   const YYLTYPE *loc)
 {
@@ -335,13 +354,15 @@ static struct ast_node *negate(struct compile *c, struct ast_node *e,
 %token <node> T_PARAM "positional parameter"
 
 %type <node> probe attach_point pred config config_item map_decl macro
-%type <node> macro_param import simple_stmt compound_stmt if_stmt
+%type <node> macro_param import simple_stmt compound_stmt if_stmt subprog
+%type <node> fn_param
 %type <node> else_part assign_stmt let_stmt jump_stmt loop_stmt
 %type <node> expr value unary cond_expr lor_expr land_expr bor_expr
 %type <node> bxor_expr band_expr eq_expr rel_expr shift_expr add_expr mul_expr postfix primary call map tuple record
 %type <node> record_field var sizeof_expr offsetof_expr
 %type <list> attach_points stmts config_items config_list macro_params
 %type <list> macro_param_list args args_opt tuple_rest record_fields
+%type <list> fn_params fn_param_list
 %type <body> block block_body
 %type <op> compound_op
 %type <type> type let_type let_ident_ptr
@@ -428,6 +449,9 @@ top_item:
 			top_add(&LS->probes, &c->program->program.probes, $1);
 		}
 	|	subprog
+		{
+			top_add(&LS->macros, &c->program->program.macros, $1);
+		}
 	;
 
 /* config = { name = value; ... } */
@@ -531,24 +555,39 @@ macro_param:
 	|	T_IDENT	{ $$ = NEW(AST_IDENT, @1); $$->ident.name = $1; }
 	;
 
-/* fn name($a: type, ...): type { body } -- parsed, not supported yet */
+/*
+ * fn name($a: type, ...): type { body }: an AST_MACRO with is_fn set,
+ * its parameters `let $a: type` declarations (sema_macro.c inlines it)
+ */
 subprog:
 		T_FN T_IDENT T_LPAREN fn_params T_RPAREN T_COLON let_type block
 		{
-			diag_error(&c->diag, &@$,
-				   "fn subprograms are not supported by ubt yet");
-			YYABORT;
+			$$ = NEW(AST_MACRO, @$);
+			$$->macro.name = $2;
+			$$->macro.params = $4.head;
+			$$->macro.body = block_stmt(c, $8, &@8);
+			$$->macro.is_fn = true;
+			$$->macro.ret_type = $7;
 		}
 	;
 
 fn_params:
-		%empty
-	|	fn_param_list
+		%empty			{ $$ = (struct nlist){ 0 }; }
+	|	fn_param_list		{ $$ = $1; }
 	;
 
 fn_param_list:
-		T_VAR T_COLON let_type
-	|	fn_param_list T_COMMA T_VAR T_COLON let_type
+		fn_param			{ $$ = list1($1); }
+	|	fn_param_list T_COMMA fn_param	{ $$ = list_add($1, $3); }
+	;
+
+fn_param:
+		var T_COLON let_type
+		{
+			$$ = NEW(AST_LET, @$);
+			$$->let.var = $1;
+			$$->let.decl_type = $3;
+		}
 	;
 
 probe:
@@ -723,13 +762,15 @@ jump_stmt:
 		}
 	;
 
+/* if, while and unroll take any expression: (x) or, as bpftrace
+ * v0.25 writes it, x without parentheses */
 if_stmt:
-		T_IF T_LPAREN expr T_RPAREN block else_part
+		T_IF expr block else_part
 		{
 			$$ = NEW(AST_IF, @$);
-			$$->if_.cond = $3;
-			$$->if_.then = block_stmt(c, $5, &@5);
-			$$->if_.else_ = $6;
+			$$->if_.cond = $2;
+			$$->if_.then = block_stmt(c, $3, &@3);
+			$$->if_.else_ = $4;
 		}
 	;
 
@@ -740,29 +781,31 @@ else_part:
 	;
 
 loop_stmt:
-		T_WHILE T_LPAREN expr T_RPAREN block
+		T_WHILE expr block
 		{
 			$$ = NEW(AST_WHILE, @$);
-			$$->loop.cond = $3;
-			$$->loop.body = block_stmt(c, $5, &@5);
+			$$->loop.cond = $2;
+			$$->loop.body = block_stmt(c, $3, &@3);
 		}
-	|	T_UNROLL T_LPAREN expr T_RPAREN block
+	|	T_UNROLL expr block
 		{
 			$$ = NEW(AST_UNROLL, @$);
-			$$->loop.cond = $3;
-			$$->loop.body = block_stmt(c, $5, &@5);
+			$$->loop.cond = $2;
+			$$->loop.body = block_stmt(c, $3, &@3);
 		}
 	|	T_FOR T_LPAREN var T_COLON expr T_RPAREN block
 		{
-			if ($5->kind != AST_MAP || $5->map.keys) {
-				diag_error(&c->diag, &@5,
-					   "for loops iterate over a map (@name) or a range (start..end)");
+			$$ = for_map(c, $3, $5, &@5, block_stmt(c, $7, &@7),
+				     &@$);
+			if (!$$)
 				YYABORT;
-			}
-			$$ = NEW(AST_FOR_MAP, @$);
-			$$->for_.var = $3;
-			$$->for_.map = $5;
-			$$->for_.body = block_stmt(c, $7, &@7);
+		}
+	|	T_FOR var T_COLON expr block
+		{
+			$$ = for_map(c, $2, $4, &@4, block_stmt(c, $5, &@5),
+				     &@$);
+			if (!$$)
+				YYABORT;
 		}
 	|	T_FOR T_LPAREN var T_COLON expr T_DOTDOT expr T_RPAREN block
 		{
@@ -771,6 +814,14 @@ loop_stmt:
 			$$->for_.start = $5;
 			$$->for_.end = $7;
 			$$->for_.body = block_stmt(c, $9, &@9);
+		}
+	|	T_FOR var T_COLON expr T_DOTDOT expr block
+		{
+			$$ = NEW(AST_FOR_RANGE, @$);
+			$$->for_.var = $2;
+			$$->for_.start = $4;
+			$$->for_.end = $6;
+			$$->for_.body = block_stmt(c, $7, &@7);
 		}
 	;
 
@@ -959,6 +1010,7 @@ primary:
 	|	sizeof_expr		{ $$ = $1; }
 	|	offsetof_expr		{ $$ = $1; }
 	|	T_LPAREN expr T_RPAREN	{ $$ = $2; }
+	|	T_LPAREN block T_RPAREN	{ $$ = block_expr(c, $2, &@2); }
 	|	T_LPAREN T_IDENT T_RPAREN
 		{
 			$$ = NEW(AST_IDENT, @2);

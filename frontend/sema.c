@@ -12,6 +12,8 @@ int sema_run(struct compile *c)
 	int err = 0;
 
 	err = err ?: sema_config(c);
+	err = err ?: sema_macro(c);
+	err = err ?: sema_getopt(c);
 	err = err ?: sema_resolve(c);
 	err = err ?: sema_context(c);
 	err = err ?: sema_types(c);

@@ -88,6 +88,8 @@ enum sema_builtin {
 	BI_NUMAID,
 	BI_NCPUS,
 	BI_USERMODE,
+	BI_PPID,	/* the parent's pid (task->real_parent->pid) */
+	BI_PCOMM,	/* the parent's comm (task->real_parent->comm) */
 	BI_COUNT_,
 };
 
@@ -135,6 +137,18 @@ enum sema_func {
 	FN_REG,
 	FN_KADDR,
 	FN_UADDR,
+	/* addresses and byte order (frontend/func_net.c) */
+	FN_PTON,
+	FN_MACADDR,
+	FN_BSWAP,
+	/* text from the system's state (frontend/func_sys.c) */
+	FN_STRFTIME,
+	FN_CGROUP_PATH,
+	FN_STRERROR,
+	FN_SYSCALL_NAME,
+	/* output besides printf's family (frontend/func_out.c) */
+	FN_JOIN,
+	FN_DEBUGF,
 	FN_COUNT_,
 };
 
@@ -278,7 +292,8 @@ struct sema_node {
 	/* AST_ATTACH_POINT */
 	struct sema_ap *ap;
 	/* AST_CALL: lhist min/max/step; print(@m, top, div) top and div
-	 * (0 when not given); strncmp n; kstack/ustack limit */
+	 * (0 when not given); strncmp n; kstack/ustack limit; pton's 16
+	 * bytes; AST_UNROLL: its count (also of unroll($N)) */
 	int64_t iargs[3];
 	/* AST_BINOP: == or != of two strings (compared as C strings, up to
 	 * the shorter buffer) */
@@ -298,6 +313,8 @@ struct sema_program {
 				 * one (max_map_keys, default 4096) */
 	bool uses_elapsed;	/* the elapsed builtin appears */
 	bool has_end;		/* there is an END probe */
+	/* config = { print_maps_on_exit = false } */
+	bool no_maps_on_exit;
 };
 
 /* Run every pass; 0, or -EINVAL with errors in c->diag. */
@@ -305,6 +322,8 @@ int sema_run(struct compile *c);
 
 /* The passes, in order (each in its own file). */
 int sema_config(struct compile *c);	/* frontend/sema_config.c */
+int sema_macro(struct compile *c);	/* frontend/sema_macro.c */
+int sema_getopt(struct compile *c);	/* frontend/sema_getopt.c */
 int sema_resolve(struct compile *c);	/* frontend/sema_resolve.c */
 int sema_context(struct compile *c);	/* frontend/sema_context.c */
 int sema_types(struct compile *c);	/* frontend/sema_types.c */

@@ -85,6 +85,28 @@ static const struct config_var config_vars[CONFIG_N] = {
 			      SEMA_MAX_MAP_KEYS_LIMIT },
 };
 
+/* A boolean setting: true/false, 1/0. */
+static int config_bool(struct sema_ctx *x, struct ast_node *it, int64_t *n)
+{
+	struct ast_node *v = it->config.value;
+
+	if (v && v->kind == AST_BOOL) {
+		*n = v->num.value;
+		return 0;
+	}
+	if (v && v->kind == AST_IDENT &&
+	    (!strcmp(v->ident.name, "true") || !strcmp(v->ident.name, "false"))) {
+		*n = !strcmp(v->ident.name, "true");
+		return 0;
+	}
+	if (v && sema_int_literal(x, v, n) && (*n == 0 || *n == 1))
+		return 0;
+	sema_error(x, v ? &v->loc : &it->loc,
+		   "Invalid value for %s: expected true or false",
+		   it->config.key);
+	return -EINVAL;
+}
+
 static int config_block(struct sema_ctx *x, struct ast_node *cfg,
 			int64_t *vals)
 {
@@ -99,6 +121,13 @@ static int config_block(struct sema_ctx *x, struct ast_node *cfg,
 			sema_error(x, &it->loc, "Unrecognized config variable: %s",
 				   it->config.key);
 			err = -EINVAL;
+			continue;
+		}
+		if (!strcmp(key, "print_maps_on_exit")) {
+			if (config_bool(x, it, &n))
+				err = -EINVAL;
+			else
+				x->prog->no_maps_on_exit = !n;
 			continue;
 		}
 		for (int i = 0; i < CONFIG_N; i++) {

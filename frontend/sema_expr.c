@@ -46,7 +46,25 @@ int sema_t_map_keys(struct sema_ctx *x, struct ast_node *n,
 			err = -EINVAL;
 			continue;
 		}
-		if (t->kind == TY_TUPLE) {
+		if (t->kind == TY_TUPLE && nk == 1 && t->nfields > 1 &&
+		    !t->fields[0].name) {
+			/* @m[$t] with a tuple: the keys are its elements,
+			 * as @m[a, b] (bpftrace v0.25: keys are tuples) */
+			struct type **fl = arena_alloc(x->a, sizeof(*fl) *
+							       t->nfields);
+
+			for (int j = 0; j < t->nfields; j++)
+				fl[j] = sema_t_widen(x, t->fields[j].type);
+			nk = t->nfields;
+			kt = sema_tuple(x, fl, nk);
+			continue;
+		}
+		if (t->kind == TY_TUPLE && nk > 1) {
+			/* a tuple inside a multi-key: a part of the key */
+			el[i] = t;
+			continue;
+		}
+		if (t->kind == TY_TUPLE && !(t->nfields && t->fields[0].name)) {
 			sema_error(x, &n->loc,
 				   "tuple cannot be used as a map key. Try a multi-key associative array instead (eg `@map[$1, $2] = ...)`.");
 			err = -EINVAL;
@@ -69,7 +87,9 @@ int sema_t_map_keys(struct sema_ctx *x, struct ast_node *n,
 	}
 	if (err)
 		return err;
-	if (nk == 1)
+	if (kt)
+		;	/* one tuple: its elements */
+	else if (nk == 1)
 		kt = el[0];
 	else if (nk > 1)
 		kt = sema_tuple(x, el, nk);
@@ -205,6 +225,26 @@ static void sign_warnings(struct sema_ctx *x, struct ast_node *n,
 			     ast_op_str(op));
 }
 
+/* Tuples whose elements compare pairwise: integers, strings, tuples. */
+static bool tuples_comparable(const struct type *a, const struct type *b)
+{
+	if (a->nfields != b->nfields)
+		return false;
+	for (int i = 0; i < a->nfields; i++) {
+		const struct type *x = a->fields[i].type, *y = b->fields[i].type;
+
+		if (sema_t_is_int(x) && sema_t_is_int(y))
+			continue;
+		if (x->kind == TY_STRING && y->kind == TY_STRING)
+			continue;
+		if (x->kind == TY_TUPLE && y->kind == TY_TUPLE &&
+		    tuples_comparable(x, y))
+			continue;
+		return false;
+	}
+	return true;
+}
+
 struct type *sema_t_binop_types(struct sema_ctx *x, struct ast_node *n,
 				struct type *lt, struct type *rt)
 {
@@ -244,6 +284,22 @@ struct type *sema_t_binop_types(struct sema_ctx *x, struct ast_node *n,
 			sema_warning(x, &n->loc,
 				     "The literal is longer than the variable string (size=%zu), condition will always be false",
 				     lt->size);
+		sema_node(x, n)->is_string_op = true;
+		return sema_uint64(x);
+	}
+	if (lt->kind == TY_TUPLE && rt->kind == TY_TUPLE &&
+	    (op == OP_EQ || op == OP_NE) && tuples_comparable(lt, rt)) {
+		/* (a, b) == (c, d): element by element (v0.25) */
+		sema_node(x, n)->is_string_op = true;
+		return sema_uint64(x);
+	}
+	if (lt->kind == TY_BUFFER && rt->kind == TY_BUFFER) {
+		if (op != OP_EQ && op != OP_NE) {
+			sema_error(x, &oloc,
+				   "The %s operator can not be used on expressions of types %s, %s",
+				   ops, sema_tstr(x, lt), sema_tstr(x, rt));
+			return NULL;
+		}
 		sema_node(x, n)->is_string_op = true;
 		return sema_uint64(x);
 	}
@@ -413,13 +469,12 @@ static struct type *type_ternary(struct sema_ctx *x, struct ast_node *n)
 	    sema_t_merge(x, &r, b, &changed)) {
 		sema_error(x, &n->loc,
 			   "Ternary operator must return the same type: have '%s' and '%s'",
-			   type_class(a), type_class(b));
+			   a->kind == TY_VOID ? "none" : type_class(a),
+			   b->kind == TY_VOID ? "none" : type_class(b));
 		return NULL;
 	}
-	if (a->kind == TY_VOID) {
-		sema_error(x, &n->loc, "Ternary return type unsupported void");
-		return NULL;
-	}
+	/* cond ? printf(...) : exit(): void, a statement (codegen runs
+	 * one side) */
 	return r;
 }
 
@@ -479,6 +534,23 @@ static struct type *type_field(struct sema_ctx *x, struct ast_node *n)
 
 	if (!t)
 		return NULL;
+	if (t->kind == TY_TUPLE && t->nfields && t->fields[0].name &&
+	    !n->field.arrow) {
+		/* a record's field: its tuple index from now on */
+		struct ast_node *e = n->field.expr;
+
+		f = field_find(t, n->field.field, &idx);
+		if (!f) {
+			sema_error(x, &n->loc,
+				   "Record does not contain a field named '%s'",
+				   n->field.field);
+			return NULL;
+		}
+		n->kind = AST_TUPLE_INDEX;
+		n->tindex.expr = e;
+		n->tindex.index = idx;
+		return f->type;
+	}
 	if (t->kind == TY_POINTER && t->elem && t->elem->kind == TY_NAMED) {
 		/* a record known by name: kernel BTF, the program's DWARF */
 		t = sema_t_resolve_named(x, t, &n->loc);
@@ -585,6 +657,34 @@ static struct type *type_tuple(struct sema_ctx *x, struct ast_node *n)
 	return sema_tuple(x, el, i);
 }
 
+/*
+ * (name=value, ...): a tuple whose fields have names (bpftrace v0.25's
+ * records); r.name becomes r's tuple index (type_field).
+ */
+static struct type *type_record(struct sema_ctx *x, struct ast_node *n)
+{
+	struct type *t = type_tuple(x, n), *r;
+	int i = 0;
+
+	if (!t)
+		return NULL;
+	r = arena_alloc(x->a, sizeof(*r));
+	*r = *t;
+	r->fields = arena_alloc(x->a, t->nfields * sizeof(*r->fields));
+	for (struct ast_node *e = n->tuple.elems; e; e = e->next, i++) {
+		r->fields[i] = t->fields[i];
+		r->fields[i].name = e->rfield.name;
+		for (int j = 0; j < i; j++)
+			if (!strcmp(r->fields[j].name, e->rfield.name)) {
+				sema_error(x, &e->loc,
+					   "Duplicate field name: %s",
+					   e->rfield.name);
+				return NULL;
+			}
+	}
+	return r;
+}
+
 static struct type *type_tuple_index(struct sema_ctx *x, struct ast_node *n)
 {
 	struct type *t = sema_type_expr(x, n->tindex.expr);
@@ -651,6 +751,48 @@ static struct type *type_cast(struct sema_ctx *x, struct ast_node *n)
 	return NULL;
 }
 
+/*
+ * str($N + k), str(k + $N) with a parameter that is not a number: the
+ * parameter's text from byte k (k at most its length), a string; the
+ * binop's sema iargs[0] is k. false when n is not of this form.
+ */
+static bool str_param_plus(struct sema_ctx *x, struct ast_node *n)
+{
+	struct ast_node *p = n->op.left, *k = n->op.right;
+	const char *s;
+	struct ast_loc loc;
+	int64_t v;
+	size_t len;
+
+	if (n->op.op != OP_ADD)
+		return false;
+	if (p->kind != AST_POSITIONAL) {
+		p = n->op.right;
+		k = n->op.left;
+	}
+	if (p->kind != AST_POSITIONAL || p->pos.num < 1)
+		return false;
+	s = sema_param(x, p->pos.num);
+	if (s && sema_is_number(s, &v))
+		return false;	/* an integer: str() of an address */
+	len = s ? strlen(s) : 0;
+	if (!sema_int_literal(x, k, &v) || v < 0 || (uint64_t)v > len) {
+		loc = op_loc(x, n);
+		loc.last_line = n->loc.last_line;
+		loc.last_column = n->loc.last_column;
+		sema_error(x, &loc,
+			   "only addition of a single constant less or equal to the length of $%d (which is %zu) is allowed inside str()",
+			   p->pos.num, len);
+		n->type = NULL;
+		return true;
+	}
+	p->type = type_string(x->a, len + 1);
+	k->type = sema_int64(x);
+	sema_node(x, n)->iargs[0] = v;
+	n->type = type_string(x->a, len - (size_t)v + 1);
+	return true;
+}
+
 static struct type *type_call(struct sema_ctx *x, struct ast_node *n)
 {
 	const struct sema_func_ops *f = sema_func_ops(n->sema->func);
@@ -676,6 +818,12 @@ static struct type *type_call(struct sema_ctx *x, struct ast_node *n)
 			continue;
 		if (a->kind == AST_IDENT && (f->flags & FN_F_IDENT_ARGS))
 			continue;
+		if (a->kind == AST_BINOP && f->id == FN_STR &&
+		    a == n->call.args && str_param_plus(x, a)) {
+			if (!a->type)
+				err = -EINVAL;
+			continue;
+		}
 		if (a->kind == AST_POSITIONAL && f->id == FN_STR &&
 		    a == n->call.args && a->pos.num >= 1) {
 			const char *p = sema_param(x, a->pos.num);
@@ -804,11 +952,33 @@ struct type *sema_type_expr(struct sema_ctx *x, struct ast_node *n)
 		if (t || !n->size.expr)
 			t = sema_offsetof(x, n, t);
 		break;
-	case AST_BLOCK_EXPR:
-		sema_error(x, &n->loc, "block expressions are not supported yet");
+	case AST_BLOCK_EXPR: {
+		/* { stmts; value } (macro expansions): the value's type,
+		 * void without one; an inlined fn: its return type */
+		struct type *outer = x->fn_ret;
+		int loops = x->loop_depth, bad;
+
+		if (n->block.fn_ret) {
+			x->fn_ret = n->block.fn_ret;
+			x->loop_depth = 0;
+		}
+		bad = sema_t_stmts(x, n->block.stmts);
+		x->fn_ret = outer;
+		x->loop_depth = loops;
+		if (bad)
+			break;
+		if (n->block.fn_ret)
+			t = n->block.fn_ret;
+		else
+			t = n->block.expr ? sema_type_expr(x, n->block.expr) :
+					    type_new(x->a, TY_VOID, 0);
 		break;
+	}
 	case AST_RECORD:
-		sema_error(x, &n->loc, "records are not supported yet");
+		t = type_record(x, n);
+		break;
+	case AST_RECORD_FIELD:
+		t = sema_type_expr(x, n->rfield.value);
 		break;
 	default:
 		BUG("%s is not an expression", ast_kind_name(n->kind));

@@ -31,6 +31,9 @@ struct sema_ctx {
 	int unresolved;		/* expressions still without a type */
 	int changed;		/* types that changed during this walk */
 	int loop_depth;
+	/* the return type of the inlined fn being typed (its block
+	 * expression, sema_macro.c), NULL outside */
+	struct type *fn_ret;
 	/* sema_types: the aggregation call directly assigned to agg_map */
 	struct ast_node *agg_call;
 	struct sema_map *agg_map;
@@ -92,6 +95,9 @@ extern const struct sema_func_ops sema_funcs_print[];
 extern const struct sema_func_ops sema_funcs_str[];
 extern const struct sema_func_ops sema_funcs_watch[];
 extern const struct sema_func_ops sema_funcs_sym[];
+extern const struct sema_func_ops sema_funcs_net[];
+extern const struct sema_func_ops sema_funcs_sys[];
+extern const struct sema_func_ops sema_funcs_out[];
 
 const struct sema_builtin_ops *sema_builtin_find(const char *name, int *arg);
 const struct sema_builtin_ops *sema_builtin_ops(enum sema_builtin id);

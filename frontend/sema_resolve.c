@@ -95,6 +95,8 @@ static int resolve_builtin(struct sema_ctx *x, struct ast_node *n)
 	int arg = 0;
 
 	b = sema_builtin_find(n->ident.name, &arg);
+	if (!b && !strncmp(n->ident.name, "__builtin_", 10))
+		b = sema_builtin_find(n->ident.name + 10, &arg);	/* v0.25 */
 	if (!b) {
 		if (n->kind == AST_IDENT)
 			return 0;	/* the types pass words it */
@@ -118,6 +120,15 @@ static int resolve_call(struct sema_ctx *x, struct ast_node *n)
 	const struct ast_loc *saved = x->use_loc;
 	struct sema_node *sn;
 	int err = 0;
+
+	if (!f && !n->call.args && sema_builtin_find(n->call.name, NULL)) {
+		/* comm(), nsecs(): a builtin written as a call (v0.25) */
+		const char *name = n->call.name;
+
+		n->kind = AST_IDENT;
+		n->ident.name = name;
+		return resolve_builtin(x, n);
+	}
 
 	/* bpftrace 0.17 locates errors in print()'s argument at the call */
 	for (struct ast_node *a = n->call.args; a; a = a->next) {
@@ -214,6 +225,9 @@ static int resolve_unroll(struct sema_ctx *x, struct ast_node *n)
 	} else if (v < 1) {
 		sema_error(x, &loc, "unroll minimum value is 1");
 		err = -EINVAL;
+	} else {
+		/* the count, also of unroll($1), for codegen */
+		sema_node(x, n)->iargs[0] = v;
 	}
 	if (resolve(n->loop.body, x))
 		err = -EINVAL;
@@ -362,11 +376,6 @@ int sema_resolve(struct compile *c)
 	int nerr = c->diag.nerrors;
 	int err = 0;
 
-	if (prog->program.macros) {
-		sema_error(&x, &prog->program.macros->loc,
-			   "macros are not supported yet");
-		err = -EINVAL;
-	}
 	if (prog->program.imports) {
 		sema_error(&x, &prog->program.imports->loc,
 			   "imports are not supported yet");

@@ -40,6 +40,8 @@ static const char *const builtin_names[BI_COUNT_] = {
 	[BI_NUMAID] = "numaid",
 	[BI_NCPUS] = "ncpus",
 	[BI_USERMODE] = "usermode",
+	[BI_PPID] = "ppid",
+	[BI_PCOMM] = "pcomm",
 };
 
 const char *sema_builtin_name(enum sema_builtin b)
@@ -98,6 +100,9 @@ static const struct sema_func_ops *const func_tables[] = {
 	sema_funcs_str,
 	sema_funcs_watch,
 	sema_funcs_sym,
+	sema_funcs_net,
+	sema_funcs_sys,
+	sema_funcs_out,
 };
 
 const struct sema_func_ops *sema_func_find(const char *name)

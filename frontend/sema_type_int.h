@@ -30,6 +30,8 @@ struct type *sema_t_resolve_named(struct sema_ctx *x, struct type *t,
 int sema_t_map_keys(struct sema_ctx *x, struct ast_node *n,
 		    struct sema_map *m);
 struct type *sema_t_type_map(struct sema_ctx *x, struct ast_node *n);
+/* sema_types.c: type a list of statements (a block expression's) */
+int sema_t_stmts(struct sema_ctx *x, struct ast_node *list);
 struct type *sema_t_binop_types(struct sema_ctx *x, struct ast_node *n,
 				struct type *lt, struct type *rt);
 

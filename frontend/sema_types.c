@@ -30,6 +30,11 @@ static int type_stmts(struct sema_ctx *x, struct ast_node *n)
 	return err;
 }
 
+int sema_t_stmts(struct sema_ctx *x, struct ast_node *list)
+{
+	return type_stmts(x, list);
+}
+
 static bool is_agg_call(const struct ast_node *n)
 {
 	const struct sema_func_ops *f;
@@ -152,6 +157,8 @@ static int type_let(struct sema_ctx *x, struct ast_node *n)
 		dt = sema_t_resolve_named(x, n->let.decl_type, &n->loc);
 		if (!dt)
 			return -EINVAL;
+		if (dt->kind == TY_STRING && !dt->size)	/* `: string` */
+			dt = type_string(x->a, x->c->max_strlen);
 		if (!v->sema->var->declared) {
 			if (v->sema->var->type &&
 			    !type_equal(v->sema->var->type, dt)) {
@@ -227,6 +234,37 @@ static int type_for(struct sema_ctx *x, struct ast_node *n)
 	return err;
 }
 
+/* return [value] in an inlined fn: the value must fit its type. */
+static int type_fn_return(struct sema_ctx *x, struct ast_node *n)
+{
+	struct type *r = x->fn_ret, *v;
+
+	if (!n->jump.value) {
+		if (r->kind == TY_VOID)
+			return 0;
+		sema_error(x, &n->loc,
+			   "Function must return a value of type %s",
+			   sema_tstr(x, r));
+		return -EINVAL;
+	}
+	v = sema_type_expr(x, n->jump.value);
+	if (!v)
+		return -EINVAL;
+	if (r->kind == TY_VOID) {
+		sema_error(x, &n->loc,
+			   "Function has a void return type but returns a value");
+		return -EINVAL;
+	}
+	if ((sema_t_is_int(r) && sema_t_is_int(v)) ||
+	    (r->kind == TY_STRING && v->kind == TY_STRING) ||
+	    type_equal(r, v))
+		return 0;
+	sema_error(x, &n->loc,
+		   "Type mismatch for return value: expected %s, got %s",
+		   sema_tstr(x, r), sema_tstr(x, v));
+	return -EINVAL;
+}
+
 static int type_stmt(struct sema_ctx *x, struct ast_node *n)
 {
 	int err = 0;
@@ -265,6 +303,8 @@ static int type_stmt(struct sema_ctx *x, struct ast_node *n)
 	case AST_FOR_RANGE:
 		return type_for(x, n);
 	case AST_JUMP:
+		if (n->jump.kind == JUMP_RETURN && x->fn_ret)
+			return type_fn_return(x, n);
 		if (n->jump.value) {
 			sema_type_expr(x, n->jump.value);
 			sema_error(x, &n->loc,

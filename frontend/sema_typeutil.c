@@ -90,6 +90,13 @@ int sema_t_merge(struct sema_ctx *x, struct type **dst, struct type *src,
 			*changed = true;
 		}
 		return 0;
+	case TY_BUFFER:	/* buf()s of several lengths: the longest */
+		if (src->size > d->size) {
+			*dst = type_new(x->a, TY_BUFFER, src->size);
+			(*dst)->addrspace = d->addrspace;
+			*changed = true;
+		}
+		return 0;
 	case TY_TUPLE: {
 		struct type **el;
 		bool grew = false;
@@ -108,6 +115,8 @@ int sema_t_merge(struct sema_ctx *x, struct type **dst, struct type *src,
 		}
 		if (grew) {
 			*dst = sema_tuple(x, el, d->nfields);
+			for (int i = 0; i < d->nfields; i++)	/* records */
+				(*dst)->fields[i].name = d->fields[i].name;
 			*changed = true;
 		}
 		return 0;

@@ -188,7 +188,7 @@ int kernel_run(struct compile *c, const struct kernel_opts *o)
 	k->in_end = true;
 	err = kernel_run_end(k);
 	kernel_consume(k);
-	if (!err)
+	if (!err && !(k->c->sema && k->c->sema->no_maps_on_exit))
 		err = kernel_print_all_maps(k);
 	fflush(k->out.f);
 	kernel_map_full_warnings(k);

@@ -35,12 +35,17 @@
 
 /* ---- events -------------------------------------------------------- */
 
-/* system(): run cmd with sh and copy its output; cat(): copy a file. */
+/*
+ * system(): run cmd with sh and copy its output; cat(): copy a file.
+ * Under -f json the whole output is one event, as bpftrace prints it:
+ * {"type": "syscall"|"cat", "data": "..."}.
+ */
 static void kernel_copy_output(struct kernel *k, const char *what,
 			       bool is_cmd)
 {
-	char buf[4096];
-	size_t n;
+	bool json = k->out.format == OUT_JSON;
+	char buf[4096], *all = NULL;
+	size_t n, len = 0;
 	FILE *f;
 
 	fflush(k->out.f);
@@ -50,12 +55,60 @@ static void kernel_copy_output(struct kernel *k, const char *what,
 			is_cmd ? "run" : "read", what, strerror(errno));
 		return;
 	}
-	while ((n = fread(buf, 1, sizeof(buf), f)) > 0)
-		fwrite(buf, 1, n, k->out.f);
+	while ((n = fread(buf, 1, sizeof(buf), f)) > 0) {
+		if (!json) {
+			fwrite(buf, 1, n, k->out.f);
+			continue;
+		}
+		all = xrealloc(all, len + n);
+		memcpy(all + len, buf, n);
+		len += n;
+	}
 	if (is_cmd)
 		pclose(f);
 	else
 		fclose(f);
+	if (json) {
+		fprintf(k->out.f, "{\"type\": \"%s\", \"data\": ",
+			is_cmd ? "syscall" : "cat");
+		out_json_string(k->out.f, all ? all : "", len);
+		fputs("}\n", k->out.f);
+		free(all);
+	}
+}
+
+/* join(): the strings up to the first empty one, sep between them. */
+static void kernel_join(struct kernel *k, const struct cg_event *e,
+			const char *args, size_t asize)
+{
+	const char *sep = e->fmt ? e->fmt : " ";
+	char *line = NULL;
+	size_t len = 0;
+
+	for (int i = 0; i < CG_JOIN_ARGS; i++) {
+		const char *s = args + (size_t)i * CG_JOIN_SIZE;
+		size_t n;
+
+		if ((size_t)(i + 1) * CG_JOIN_SIZE > asize || !s[0])
+			break;
+		n = strnlen(s, CG_JOIN_SIZE - 1);
+		line = xrealloc(line, len + strlen(sep) + n + 1);
+		if (i) {
+			memcpy(line + len, sep, strlen(sep));
+			len += strlen(sep);
+		}
+		memcpy(line + len, s, n);
+		len += n;
+	}
+	if (k->out.format == OUT_JSON) {
+		fputs("{\"type\": \"join\", \"data\": ", k->out.f);
+		out_json_string(k->out.f, line ? line : "", len);
+		fputs("}\n", k->out.f);
+	} else {
+		fwrite(line ? line : "", 1, len, k->out.f);
+		fputc('\n', k->out.f);
+	}
+	free(line);
 }
 
 static int kernel_event(void *ctx, void *data, size_t size)
@@ -115,6 +168,9 @@ static int kernel_event(void *ctx, void *data, size_t size)
 		free(text);
 		break;
 	}
+	case CG_EV_JOIN:
+		kernel_join(k, e, args, asize);
+		break;
 	case CG_EV_TIME:
 		out_time(&k->out, e->fmt ? e->fmt : "%H:%M:%S\n", NULL);
 		break;

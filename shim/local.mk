@@ -32,6 +32,7 @@ libubt_a_SOURCES += \
 	shim/output_map.c \
 	shim/output_printf.c \
 	shim/output_sb.c \
+	shim/output_syscall.c \
 	shim/output_value.c \
 	shim/owner.c \
 	shim/owner.h \

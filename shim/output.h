@@ -12,7 +12,7 @@
  *   TY_INT, TY_BOOL, TY_POINTER, TY_ENUM: t->size bytes, sign- or
  *       zero-extended by t->is_signed (pointers and bools unsigned)
  *   TY_STRING: t->size bytes, NUL-padded (no NUL needed when full)
- *   TY_BUFFER: u32 length, then t->size - 4 bytes of room
+ *   TY_BUFFER: u8 length, then t->size - 1 bytes of room (bpftrace's)
  *   TY_TUPLE: each field at t->fields[i].offset (natural alignment),
  *       t->size the padded total
  *   TY_USERNAME (uid), TY_STRERROR (errno value): integers, printed as

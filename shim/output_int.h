@@ -70,6 +70,9 @@ enum val_style {
 	VS_JSON_KEY,	/* in a JSON key: 1, str, elements joined by ',' */
 };
 
+/* output_syscall.c: the name of system call nr, or NULL. */
+const char *out_syscall_name(unsigned long nr);
+
 /* Append a value of type t at p. */
 int sb_value(const struct out *o, struct sb *b, const struct type *t,
 		    const void *p, enum val_style vs);

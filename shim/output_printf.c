@@ -152,17 +152,17 @@ static int sb_conv(const struct out *o, struct sb *b,
 		struct sb e = { 0 };
 		uint32_t len;
 
-		if (t->kind != TY_BUFFER || t->size < 4)
+		if (t->kind != TY_BUFFER || t->size < 1)
 			return out_not_supported(t);
 		if (cv->left || cv->width >= 0 || cv->precision >= 0) {
 			/* bpftrace 0.17 prints "%5r" as it is written */
 			sb_add(b, cv->spec, cv->spec_len);
 			return 0;
 		}
-		memcpy(&len, p, 4);
-		if (len > t->size - 4)
-			len = t->size - 4;
-		out_buf_escape(&e, (const unsigned char *)p + 4, len,
+		len = *(const unsigned char *)p;
+		if (len > t->size - 1)
+			len = t->size - 1;
+		out_buf_escape(&e, (const unsigned char *)p + 1, len,
 			   cv->buf_mode);
 		conv_spec(spec, sizeof(spec), cv, "", 's');
 		sb_printf(b, spec, e.s ? e.s : "");

@@ -7,11 +7,15 @@
 #endif
 #include <arpa/inet.h>
 #include <errno.h>
+#include <fnmatch.h>
+#include <ftw.h>
 #include <inttypes.h>
 #include <pwd.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <time.h>
 #include "arena.h"
 #include "format.h"
 #include "output.h"
@@ -78,8 +82,10 @@ bool out_is_int_kind(const struct type *t)
 
 bool out_is_char_array(const struct type *t)
 {
+	/* bytes named uint8 (pton()) are numbers */
 	return t->kind == TY_ARRAY && t->elem && t->elem->kind == TY_INT &&
-	       t->elem->size == 1;
+	       t->elem->size == 1 &&
+	       !(t->elem->name && !strcmp(t->elem->name, "uint8"));
 }
 
 static size_t str_len(const char *s, size_t size)
@@ -173,6 +179,150 @@ void sb_json_string(struct sb *b, const char *s, size_t len)
  * strerror here, the others through the producer's o->resolve. A
  * malloc'd string, or NULL when nobody can print it.
  */
+/* cgroup_path(): the directory whose inode is the cgroup id. */
+static uint64_t cg_want;
+static char *cg_found;
+
+static int out_cgroup_visit(const char *path, const struct stat *st,
+			    int flag, struct FTW *ftw)
+{
+	(void)ftw;
+	if (flag != FTW_D || st->st_ino != cg_want)
+		return 0;
+	cg_found = xstrdup(path);
+	return 1;
+}
+
+/* The path of cgroup id under the hierarchy mounted at root, or "". */
+static char *out_cgroup_in(const char *root, uint64_t id)
+{
+	size_t n = strlen(root);
+	char *rel;
+
+	cg_want = id;
+	cg_found = NULL;
+	nftw(root, out_cgroup_visit, 16, FTW_PHYS | FTW_MOUNT);
+	if (!cg_found)
+		return xstrdup("");
+	rel = xstrdup(cg_found[n] ? cg_found + n : "/");
+	free(cg_found);
+	cg_found = NULL;
+	return rel;
+}
+
+struct out_cgroot {
+	char *name, *dir;
+};
+
+static int out_cgroot_cmp(const void *a, const void *b)
+{
+	const struct out_cgroot *x = a, *y = b;
+
+	if (!strcmp(x->name, "unified") || !strcmp(y->name, "unified"))
+		return strcmp(x->name, "unified") ? 1 :
+		       strcmp(y->name, "unified") ? -1 : 0;
+	return strcmp(x->name, y->name);
+}
+
+/*
+ * "name:path,..." over the cgroup mounts of /proc/mounts whose name (the
+ * mount point's last part for cgroup v1, "unified" for v2) matches the
+ * filter, "unified" first, then by name: bpftrace 0.17's text.
+ */
+static char *out_cgroup_path(uint64_t id, const char *filter)
+{
+	struct out_cgroot *roots = NULL;
+	struct sb b = { 0 };
+	char line[4096];
+	int n = 0;
+	FILE *f = fopen("/proc/mounts", "r");
+
+	while (f && fgets(line, sizeof(line), f)) {
+		char dev[256], dir[2048], type[64];
+		const char *name;
+
+		if (sscanf(line, "%255s %2047s %63s", dev, dir, type) != 3)
+			continue;
+		if (!strcmp(type, "cgroup2"))
+			name = "unified";
+		else if (!strcmp(type, "cgroup"))
+			name = strrchr(dir, '/') ? strrchr(dir, '/') + 1 : dir;
+		else
+			continue;
+		if (filter && *filter && fnmatch(filter, name, 0))
+			continue;
+		roots = xrealloc(roots, (n + 1) * sizeof(*roots));
+		roots[n].name = xstrdup(name);
+		roots[n].dir = xstrdup(dir);
+		n++;
+	}
+	if (f)
+		fclose(f);
+	qsort(roots, n, sizeof(*roots), out_cgroot_cmp);
+	for (int i = 0; i < n; i++) {
+		char *p = out_cgroup_in(roots[i].dir, id);
+
+		sb_printf(&b, "%s%s:%s", i ? "," : "", roots[i].name, p);
+		free(p);
+		free(roots[i].name);
+		free(roots[i].dir);
+	}
+	free(roots);
+	return b.s ? b.s : xstrdup("");
+}
+
+/*
+ * strftime(fmt, ns): ns nanoseconds of CLOCK_BOOTTIME (as nsecs) as the
+ * local time, through the offset of CLOCK_REALTIME from it taken once;
+ * "%f" is the microseconds. bpftrace 0.17's "(?)" when it fails.
+ */
+static char *out_strftime(const char *fmt, uint64_t ns)
+{
+	static struct timespec base;
+	static bool have_base;
+	struct sb f = { 0 };
+	char text[4096], us[8];
+	uint64_t total;
+	struct tm tm;
+	time_t sec;
+
+	if (!have_base) {
+		struct timespec rt, bt;
+
+		clock_gettime(CLOCK_REALTIME, &rt);
+		clock_gettime(CLOCK_BOOTTIME, &bt);
+		base.tv_sec = rt.tv_sec - bt.tv_sec;
+		base.tv_nsec = rt.tv_nsec - bt.tv_nsec;
+		if (base.tv_nsec < 0) {
+			base.tv_nsec += 1000000000;
+			base.tv_sec--;
+		}
+		have_base = true;
+	}
+	total = (uint64_t)base.tv_nsec + ns;
+	sec = base.tv_sec + (time_t)(total / 1000000000);
+	snprintf(us, sizeof(us), "%06llu",
+		 (unsigned long long)(total % 1000000000 / 1000));
+	for (const char *p = fmt; *p; p++) {
+		if (p[0] == '%' && p[1] == 'f') {
+			sb_adds(&f, us);
+			p++;
+		} else if (p[0] == '%' && p[1] == '%') {
+			sb_adds(&f, "%%");
+			p++;
+		} else {
+			sb_addc(&f, *p);
+		}
+	}
+	if (!localtime_r(&sec, &tm) ||
+	    !strftime(text, sizeof(text), f.s ? f.s : "", &tm)) {
+		sb_release(&f);
+		return xstrdup("(?)");
+	}
+	sb_release(&f);
+	return xstrdup(text);
+}
+
 char *out_resolve(const struct out *o, const struct type *t,
 		     const void *p)
 {
@@ -201,6 +351,12 @@ char *out_resolve(const struct out *o, const struct type *t,
 	}
 	if (t->kind == TY_STRERROR)
 		return xstrdup(strerror((int)v));
+	if (t->kind == TY_SYSCALL_NAME) {
+		const char *s = v >= 0 ? out_syscall_name((unsigned long)v) :
+					 NULL;
+
+		return xstrdup(s ? s : "Unknown syscall");	/* bpftrace's */
+	}
 	if (t->kind == TY_INET && t->size >= 24) {
 		uint64_t af;
 
@@ -209,6 +365,17 @@ char *out_resolve(const struct out *o, const struct type *t,
 		    inet_ntop((int)af, (const char *)p + 8, buf, sizeof(buf)))
 			return xstrdup(buf);
 		return NULL;
+	}
+	if (t->kind == TY_CGROUP_PATH && t->size >= 8)
+		return out_cgroup_path((uint64_t)v, t->name);
+	if (t->kind == TY_TIMESTAMP && t->name)
+		return out_strftime(t->name, (uint64_t)v);
+	if (t->kind == TY_MAC && t->size >= 6) {
+		const unsigned char *m = p;
+
+		snprintf(buf, sizeof(buf), "%02X:%02X:%02X:%02X:%02X:%02X",
+			 m[0], m[1], m[2], m[3], m[4], m[5]);
+		return xstrdup(buf);
 	}
 	if ((t->kind == TY_USYM || t->kind == TY_KSYM) && t->size >= 8) {
 		uint64_t addr;
@@ -316,6 +483,36 @@ static int sb_record(const struct out *o, struct sb *b, const struct type *t,
 	return 0;
 }
 
+/*
+ * A record (a tuple with field names, bpftrace v0.25): text
+ * { .a = 1, .b = str }, JSON {"a": 1, "b": "str"} (objects spaced).
+ */
+static int sb_named_tuple(const struct out *o, struct sb *b,
+			  const struct type *t, const void *p,
+			  enum val_style vs)
+{
+	sb_adds(b, vs == VS_TEXT ? "{ " : "{");
+	for (int i = 0; i < t->nfields; i++) {
+		const struct type_field *f = &t->fields[i];
+		int err;
+
+		if (i)
+			sb_adds(b, ", ");
+		if (vs == VS_TEXT) {
+			sb_printf(b, ".%s = ", f->name ? f->name : "");
+		} else {
+			sb_json_string(b, f->name ? f->name : "",
+				       f->name ? strlen(f->name) : 0);
+			sb_adds(b, ": ");
+		}
+		err = sb_value(o, b, f->type, (const char *)p + f->offset, vs);
+		if (err)
+			return err;
+	}
+	sb_adds(b, vs == VS_TEXT ? " }" : "}");
+	return 0;
+}
+
 /* Append a value of type t at p. */
 int sb_value(const struct out *o, struct sb *b, const struct type *t,
 		    const void *p, enum val_style vs)
@@ -346,6 +543,7 @@ int sb_value(const struct out *o, struct sb *b, const struct type *t,
 	}
 	case TY_USERNAME:
 	case TY_STRERROR:
+	case TY_SYSCALL_NAME:
 	case TY_USYM:
 	case TY_KSYM:
 	case TY_PROBE:
@@ -370,12 +568,12 @@ int sb_value(const struct out *o, struct sb *b, const struct type *t,
 		struct sb e = { 0 };
 		uint32_t len;
 
-		if (t->size < 4)
+		if (t->size < 1)
 			return out_not_supported(t);
-		memcpy(&len, p, 4);
-		if (len > t->size - 4)
-			len = t->size - 4;
-		out_buf_escape(&e, (const unsigned char *)p + 4, len, 0);
+		len = *(const unsigned char *)p;
+		if (len > t->size - 1)
+			len = t->size - 1;
+		out_buf_escape(&e, (const unsigned char *)p + 1, len, 0);
 		if (vs == VS_JSON)
 			sb_json_string(b, e.s ? e.s : "", e.len);
 		else
@@ -386,6 +584,8 @@ int sb_value(const struct out *o, struct sb *b, const struct type *t,
 	case TY_RECORD:
 		return sb_record(o, b, t, p, vs);
 	case TY_TUPLE:
+		if (t->nfields && t->fields[0].name && vs != VS_JSON_KEY)
+			return sb_named_tuple(o, b, t, p, vs);
 		sb_adds(b, vs == VS_TEXT ? "(" : vs == VS_JSON ? "[" : "");
 		for (int i = 0; i < t->nfields; i++) {
 			int err;

@@ -157,6 +157,7 @@ static const char *place_builtin_ok(enum sema_builtin b)
 	case BI_FUNC:
 	case BI_PROBE:
 	case BI_ARGS:		/* registers in the probe's pt_regs */
+	case BI_PPID:		/* getppid() */
 		return NULL;
 	case BI_NONE:
 		return "an unknown builtin";
@@ -189,6 +190,16 @@ static const char *place_func_ok(struct compile *c, enum sema_func f)
 	case FN_STRCONTAINS:
 	case FN_USYM:		/* an address and the pid, resolved by ubt */
 	case FN_UPTR:
+	case FN_BUF:		/* codegen/cg_call_val.c: plain IR */
+	case FN_NTOP:
+	case FN_PTON:
+	case FN_MACADDR:
+	case FN_BSWAP:
+	case FN_STRFTIME:
+	case FN_CGROUP_PATH:
+	case FN_STRERROR:
+	case FN_SYSCALL_NAME:
+	case FN_SIGNAL:		/* tgkill() of the calling thread */
 		return NULL;
 	case FN_NONE:
 		return "an unknown function";

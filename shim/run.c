@@ -327,7 +327,8 @@ static int run_combined(struct compile *c, const struct run_opts *o,
 	if (!guard_orphaned()) {
 		kernel_run_end(r.k);
 		kernel_poll(r.k, 0);
-		kernel_print_maps(r.k);
+		if (!c->sema->no_maps_on_exit)
+			kernel_print_maps(r.k);
 		fflush(o->out ? o->out : stdout);
 		run_user_warnings(&r);
 		if (r.reaped)

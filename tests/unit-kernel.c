@@ -259,11 +259,10 @@ static const struct ukt_case cases[] = {
 	  " @s = sum($x); } for ($kv : @m) { @n = count(); break; }"
 	  " delete(@m[\"a\"]); delete(@m[\"bb\"]); delete(@m[\"c\"]); exit(); }",
 	  false, "Attaching 1 probe...\n\n\n\n@n: 1\n@s: 40\n" },
-	{ "for over a map: variables from before the loop are not supported",
-	  "BEGIN { @m[1] = 1; $y = 5; for ($kv : @m) { @s = sum($kv.0 + $y); }"
-	  " exit(); }",
-	  false, "", 1,
-	  "ERROR: in a for loop, a variable set before it is not supported yet" },
+	{ "for over a map: variables from before the loop, set in it",
+	  "BEGIN { @m[1] = 1; $y = 5; for ($kv : @m) { @s = sum($kv.0 + $y);"
+	  " $y = 7; } printf(\"%d\\n\", $y); exit(); }",
+	  false, "Attaching 1 probe...\n7\n\n\n@m[1]: 1\n@s: 6\n" },
 	{ "indexing a pointer reads the process's memory",
 	  "uprobe:BIN:ukt_name /arg1 == 0/ { $p = (uint8 *)arg0;"
 	  " printf(\"%c%c%c\\n\", $p[0], $p[1], $p[4]); }",
