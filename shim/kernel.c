@@ -170,10 +170,10 @@ int kernel_run(struct compile *c, const struct kernel_opts *o)
 	err = kernel_attach(k, &nprobes);
 	if (err)
 		goto out;
-	/* test harnesses wait for this line, as for bpftrace */
+	/* test harnesses wait for this line on stderr, as bpftrace prints it */
 	if (getenv("__BPFTRACE_NOTIFY_PROBES_ATTACHED")) {
-		printf("__BPFTRACE_NOTIFY_PROBES_ATTACHED\n");
 		fflush(stdout);
+		fputs("__BPFTRACE_NOTIFY_PROBES_ATTACHED\n", stderr);
 	}
 	err = kernel_run_begin(k);
 	if (err)

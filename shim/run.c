@@ -236,9 +236,10 @@ static int run_combined(struct compile *c, const struct run_opts *o,
 	err = kernel_attach(r.k, &nprobes);
 	if (err)
 		goto out;
+	/* test harnesses wait for this line on stderr, as bpftrace prints it */
 	if (getenv("__BPFTRACE_NOTIFY_PROBES_ATTACHED")) {
-		printf("__BPFTRACE_NOTIFY_PROBES_ATTACHED\n");
 		fflush(stdout);
+		fputs("__BPFTRACE_NOTIFY_PROBES_ATTACHED\n", stderr);
 	}
 	kernel_run_begin(r.k);
 	/* BEGIN's output comes before anything the target prints */

@@ -231,6 +231,21 @@ expect "runs a program" 0 'Attaching 1 probe...
 hello
 
 ' '' -- -e "$PROG"
+# bpftrace's test harness waits for this line on stderr: stdout (JSON
+# lines under -f json) stays the program's
+export __BPFTRACE_NOTIFY_PROBES_ATTACHED=1
+expect "attach notification on stderr" 0 'Attaching 1 probe...
+hello
+
+' '__BPFTRACE_NOTIFY_PROBES_ATTACHED' -- -e "$PROG"
+expect "attach notification on stderr, user mode" 0 'Attaching 1 probe...
+demo-target: 3 IOs, 8704 bytes
+
+
+@: 3' '__BPFTRACE_NOTIFY_PROBES_ATTACHED' -- --mode user \
+	-c "$top_builddir/examples/demo-target 3" \
+	-e "uprobe:$top_builddir/examples/demo-target:submit_io { @ = count(); }"
+unset __BPFTRACE_NOTIFY_PROBES_ATTACHED
 expect "-q: no attaching message" 0 'hello
 
 ' '' -- -q -e "$PROG"
