@@ -339,6 +339,16 @@ LLVMValueRef cg_call(struct cg *g, struct ast_node *n)
 		ev = cg_event_new(g, CG_EV_EXIT, n);
 		rec = cg_record_begin(g, ev, sizeof(struct cg_event_hdr));
 		cg_record_send(g, rec, sizeof(struct cg_event_hdr));
+		/*
+		 * Nothing after exit() runs: the probe returns (from a for
+		 * loop's callback, 1 ends the iteration and the probe
+		 * returns after it: cg_stmt.c).  What follows is lowered
+		 * into a block nothing reaches.
+		 */
+		LLVMBuildRet(ir->b, irb_const(ir, g->in_for ? 1 : 0));
+		LLVMPositionBuilderAtEnd(
+			ir->b, LLVMAppendBasicBlockInContext(ir->ctx, ir->fn,
+							     "after_exit"));
 		return irb_const(ir, 0);
 	case FN_PRINT:
 		cg_print(g, n);

@@ -45,6 +45,7 @@ struct cg {
 	LLVMBasicBlockRef brk, cont;	/* innermost while */
 	bool sleepable;		/* uses bpf_copy_from_user() */
 	int nfor;		/* for-loop callbacks made */
+	bool in_for;		/* lowering a for-loop callback */
 	int err;
 };
 

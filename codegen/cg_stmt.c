@@ -175,6 +175,38 @@ static int cg_for_check_fn(struct ast_node *n, void *ctx)
 	return ast_visit_children(n, cg_for_check_fn, ctx);
 }
 
+static int cg_has_exit_fn(struct ast_node *n, void *ctx)
+{
+	(void)ctx;
+	if (n->kind == AST_CALL && n->sema && n->sema->func == FN_EXIT)
+		return 1;
+	return ast_visit_children(n, cg_has_exit_fn, NULL);
+}
+
+/* After a for loop whose body called exit(): the probe returns. */
+static void cg_return_if_exited(struct cg *g)
+{
+	struct irb *ir = &g->ir;
+	LLVMValueRef gp = cg_globals_ptr(g);
+	LLVMBasicBlockRef cont = cg_if_nonnull(g, gp);
+	LLVMBasicBlockRef stop = LLVMAppendBasicBlockInContext(ir->ctx, ir->fn,
+							       "for_exited");
+	LLVMBasicBlockRef go = LLVMAppendBasicBlockInContext(ir->ctx, ir->fn,
+							     "for_go");
+	LLVMValueRef ex = LLVMBuildLoad2(ir->b, ir->i64,
+					 irb_gep(ir, gp, CG_GLOBALS_EXIT), "");
+
+	LLVMBuildCondBr(ir->b,
+			LLVMBuildICmp(ir->b, LLVMIntNE, ex, irb_const(ir, 0),
+				      ""),
+			stop, go);
+	LLVMPositionBuilderAtEnd(ir->b, stop);
+	LLVMBuildRet(ir->b, irb_const(ir, g->in_for ? 1 : 0));
+	LLVMPositionBuilderAtEnd(ir->b, go);
+	LLVMBuildBr(ir->b, cont);
+	LLVMPositionBuilderAtEnd(ir->b, cont);
+}
+
 /*
  * for ($kv : @m) { body }: the body becomes a callback of
  * bpf_for_each_map_elem(), with $kv = (key, value) of each entry.
@@ -196,6 +228,7 @@ static void cg_for_map(struct cg *g, struct ast_node *n)
 	const struct type *kt;
 	const struct cg_map *m;
 	int save_scope = ir->scope;
+	bool save_in_for;
 	char name[32];
 
 	if (!sm || !kv || !kv->type || kv->type->kind != TY_TUPLE ||
@@ -240,7 +273,10 @@ static void cg_for_map(struct cg *g, struct ast_node *n)
 	cont = LLVMAppendBasicBlockInContext(ir->ctx, cb, "for_next");
 	g->brk = brk;
 	g->cont = cont;
+	save_in_for = g->in_for;
+	g->in_for = true;
 	cg_stmt(g, n->for_.body);
+	g->in_for = save_in_for;
 	LLVMBuildBr(ir->b, cont);
 	LLVMPositionBuilderAtEnd(ir->b, brk);
 	LLVMBuildRet(ir->b, irb_const(ir, 1));
@@ -261,6 +297,8 @@ static void cg_for_map(struct cg *g, struct ast_node *n)
 	args[2] = LLVMConstNull(ir->ptr);
 	args[3] = irb_const(ir, 0);
 	irb_helper(ir, BPF_FUNC_for_each_map_elem, args, 4);
+	if (cg_has_exit_fn(n->for_.body, NULL))
+		cg_return_if_exited(g);
 }
 
 static void cg_jump(struct cg *g, struct ast_node *n)
