@@ -179,6 +179,11 @@ int kernel_run(struct compile *c, const struct kernel_opts *o)
 	if (err)
 		goto out;
 	kernel_consume(k);
+	/* interval and profile periods start once BEGIN has run */
+	if (!k->exiting && !signals_stopping())
+		err = kernel_attach_timers(k);
+	if (err)
+		goto out;
 	/* as bpftrace: after an exit() in BEGIN the command never runs */
 	if (o->cmd && !k->exiting && !signals_stopping())
 		kernel_child_go(&ch);

@@ -49,9 +49,14 @@ struct kernel;
 /* Open and load obj (verifier log printed on rejection). */
 int kernel_load(const struct cg_object *obj, const struct kernel_opts *o,
 		struct kernel **out);
-/* Attach every program; *nprobes counts attach points. 0 or -errno,
+/* Attach every program but the timers, so that programs on one event
+ * run in program order; *nprobes counts attach points. 0 or -errno,
  * with nothing left attached on error. */
 int kernel_attach(struct kernel *k, int *nprobes);
+/* Attach interval and profile programs (after BEGIN has run: their
+ * periods start now).  0 or -errno, with nothing left attached on
+ * error. */
+int kernel_attach_timers(struct kernel *k);
 /* Run the BEGIN probes (once). */
 int kernel_run_begin(struct kernel *k);
 int kernel_run_end(struct kernel *k);

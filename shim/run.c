@@ -245,6 +245,12 @@ static int run_combined(struct compile *c, const struct run_opts *o,
 	/* BEGIN's output comes before anything the target prints */
 	kernel_poll(r.k, 0);
 	fflush(o->out ? o->out : stdout);
+	/* interval and profile periods start once BEGIN has run */
+	if (!kernel_exiting(r.k) && !signals_stopping()) {
+		err = kernel_attach_timers(r.k);
+		if (err)
+			goto out;
+	}
 	if (r.etime)
 		kernel_set_event_hook(r.k, run_kernel_take, &r);
 	/* as bpftrace: after an exit() in BEGIN a -c command never runs */
