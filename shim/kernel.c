@@ -58,9 +58,16 @@ static int kernel_loop(struct kernel *k, struct kernel_child *ch,
 	epoll_ctl(ep, EPOLL_CTL_ADD, rbfd, &ev);
 	while (!signals_stopping() && !k->exiting) {
 		struct epoll_event evs[4];
-		int n = epoll_wait(ep, evs, 4, 1000);
 		bool done = false;
+		int n;
 
+		/* SIGUSR1 (it interrupts the wait): the maps, and on */
+		if (signals_take_usr1()) {
+			kernel_consume(k);
+			kernel_print_all_maps(k, false);
+			fflush(k->out.f);
+		}
+		n = epoll_wait(ep, evs, 4, 1000);
 		if (n < 0 && errno != EINTR) {
 			close(ep);
 			return -errno;
@@ -203,7 +210,7 @@ int kernel_run(struct compile *c, const struct kernel_opts *o)
 	err = kernel_run_end(k);
 	kernel_consume(k);
 	if (!err)
-		err = kernel_print_all_maps(k);
+		err = kernel_print_all_maps(k, true);
 	fflush(k->out.f);
 	kernel_map_full_warnings(k);
 	if (ch.exited)

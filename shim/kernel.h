@@ -101,6 +101,8 @@ void kernel_set_compile(struct kernel *k, struct compile *c);
 int kernel_set_globals(struct kernel *k, uint64_t cpid);
 int kernel_handle_event(struct kernel *k, const void *data, size_t size);
 int kernel_print_maps(struct kernel *k);
+/* Every map, as bpftrace prints them on SIGUSR1 (the run goes on). */
+int kernel_print_maps_now(struct kernel *k);
 typedef int (*kernel_source_fn)(void *ctx, int map, kernel_entry_fn fn,
 				void *fctx);
 void kernel_set_source(struct kernel *k, kernel_source_fn fn, void *ctx);

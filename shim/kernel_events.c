@@ -175,7 +175,12 @@ void kernel_set_event_hook(struct kernel *k, kernel_event_fn fn, void *ctx)
 
 int kernel_print_maps(struct kernel *k)
 {
-	return kernel_print_all_maps(k);
+	return kernel_print_all_maps(k, true);
+}
+
+int kernel_print_maps_now(struct kernel *k)
+{
+	return kernel_print_all_maps(k, false);
 }
 
 /* "Lost N events" when the ring was full since the last check. */

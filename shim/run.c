@@ -283,6 +283,10 @@ static int run_combined(struct compile *c, const struct run_opts *o,
 		/* what waits in the queue prints once past the slack */
 		if (r.q.n && timeout > (int)(MERGE_SLACK_NS / 1000000))
 			timeout = MERGE_SLACK_NS / 1000000;
+		if (signals_take_usr1()) {
+			kernel_print_maps_now(r.k);
+			fflush(o->out ? o->out : stdout);
+		}
 		if (gone)
 			break;
 	}
