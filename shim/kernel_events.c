@@ -29,6 +29,7 @@
 #include "output.h"
 #include "probes.h"
 #include "sema.h"
+#include "signals.h"
 #include "tracepoint.h"
 #include "util.h"
 #include "kernel_int.h"
@@ -162,6 +163,13 @@ int kernel_rb_event(void *ctx, void *data, size_t size)
 {
 	struct kernel *k = ctx;
 
+	/*
+	 * Ctrl-C while the ring is read: under load it fills as fast as it
+	 * is read and the reading would not end; the probes stop now and
+	 * what they sent until then still prints.
+	 */
+	if (!k->stopped && signals_stopping())
+		kernel_stop_probes(k);
 	if (k->hook)
 		return k->hook(k->hook_ctx, data, size);
 	return kernel_event(k, data, size);

@@ -70,6 +70,7 @@ struct kernel {
 	int ncpus;
 	bool exiting;		/* exit() seen */
 	bool in_end;		/* running END: events are printed again */
+	bool stopped;		/* kernel_stop_probes() done */
 	kernel_source_fn source;	/* shim/run.c: maps of both sides */
 	kernel_event_fn hook;	/* shim/run.c: records to merge, or NULL */
 	void *hook_ctx;

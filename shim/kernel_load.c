@@ -242,6 +242,7 @@ void kernel_stop_probes(struct kernel *k)
 	uint64_t v[3];
 	uint32_t zero = 0;
 
+	k->stopped = true;
 	if (k->globals_fd < 0 ||
 	    bpf_map_lookup_elem(k->globals_fd, &zero, v))
 		return;
