@@ -3,6 +3,9 @@
  *	ubt:tick(i, 2 * i)		for i in 1..N
  *	ubt:label("round-<i>")		for i in 1..N
  *	ubt:guarded(i)			only while a tracer has the semaphore set
+ * then once ubt_const:consts((unsigned char)200, (unsigned short)60000,
+ * 4000000000u, (signed char)-5, (short)-300, -7), constants the notes give
+ * as signed immediates ("1@$-56"),
  * then ubt_usdt_done(N) and exit 0.
  */
 #define _SDT_HAS_SEMAPHORES 1
@@ -21,6 +24,8 @@
 UBT_SEMAPHORE(tick);
 UBT_SEMAPHORE(label);
 UBT_SEMAPHORE(guarded);
+__extension__ unsigned short ubt_const_consts_semaphore
+	__attribute__((unused, section(".probes")));
 
 UBT_PROBE long ubt_usdt_done(long n)
 {
@@ -40,5 +45,8 @@ int main(int argc, char **argv)
 		if (ubt_guarded_semaphore)
 			STAP_PROBE1(ubt, guarded, i);
 	}
+	STAP_PROBE6(ubt_const, consts, (unsigned char)200,
+		    (unsigned short)60000, 4000000000u, (signed char)-5,
+		    (short)-300, -7);
 	return target_result("ubt-usdt", ubt_usdt_done(n) != n);
 }
