@@ -48,11 +48,15 @@ static void cg_assign(struct cg *g, struct ast_node *n)
 		}
 		v = cg_binop_values(g, n->assign.op, old, lhs->type, r,
 				    rhs->type, lhs->type);
-		if (lhs->kind == AST_VAR)
+		if (lhs->kind == AST_VAR) {
 			cg_store(g, g->vars[lhs->sema->var->slot],
 				 lhs->sema->var->type, v, lhs->type);
-		else
+		} else {
+			/* -k reports the statement (bpftrace's) */
+			g->update_loc = &n->loc;
 			cg_map_assign(g, lhs, v, lhs->type);
+			g->update_loc = NULL;
+		}
 		return;
 	}
 	v = cg_expr(g, rhs);
@@ -62,7 +66,10 @@ static void cg_assign(struct cg *g, struct ast_node *n)
 		cg_store(g, g->vars[lhs->sema->var->slot],
 			 lhs->sema->var->type, v, rhs->type);
 	} else {
+		/* -k reports the "=" (bpftrace's) */
+		g->update_loc = &n->assign.op_loc;
 		cg_map_assign(g, lhs, v, rhs->type);
+		g->update_loc = NULL;
 	}
 }
 

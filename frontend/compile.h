@@ -40,6 +40,7 @@ struct compile {
 	int pid;		/* -p, 0 if none */
 	bool has_cmd;		/* -c given: cpid is valid */
 	bool unsafe;
+	int helper_check;	/* -k: 1, -kk: 2 (codegen/cg_helper.c) */
 	enum ubt_mode mode;
 	int max_strlen;		/* default 64 */
 

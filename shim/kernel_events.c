@@ -59,6 +59,48 @@ static void kernel_copy_output(struct kernel *k, const char *what,
 		fclose(f);
 }
 
+/*
+ * -k/-kk: a helper failed.  bpftrace's warning, located, on the output
+ * (text), or a "helper_error" line (JSON).
+ */
+static void kernel_helper_error(struct kernel *k, const struct cg_event *e,
+				const void *args, size_t asize)
+{
+	const struct ast_loc *l = e->loc;
+	struct diag_list one;
+	struct diag g = { .level = DIAG_WARNING };
+	char msg[256];
+	int64_t ret;
+
+	if (asize < sizeof(ret))
+		return;
+	memcpy(&ret, args, sizeof(ret));
+	ret = (int32_t)ret;
+	if (k->out.format == OUT_JSON) {
+		fprintf(k->out.f, "{\"type\": \"helper_error\", \"helper\": "
+			"\"%s\", \"retcode\": %d, \"line\": %d, "
+			"\"col\": %d}\n", e->helper, (int)ret,
+			l ? l->first_line : 0, l ? l->first_column : 0);
+		return;
+	}
+	if (ret < 0)
+		snprintf(msg, sizeof(msg), "Failed to %s: %s (%d)", e->helper,
+			 strerror((int)-ret), (int)ret);
+	else
+		snprintf(msg, sizeof(msg), "Failed to %s: %d", e->helper,
+			 (int)ret);
+	g.msg = msg;
+	if (l)
+		g.loc = *l;
+	if (k->c) {
+		one = k->c->diag;
+		one.head = &g;
+		diag_print(&one, k->out.f);
+	} else {
+		fprintf(k->out.f, "WARNING: %s\n", msg);
+	}
+}
+
 static int kernel_event(void *ctx, void *data, size_t size)
 {
 	struct kernel *k = ctx;
@@ -135,6 +177,9 @@ static int kernel_event(void *ctx, void *data, size_t size)
 		kernel_map_zero(k, e->map);
 		if (k->map_hook)
 			k->map_hook(k->map_hook_ctx, e->kind, e->map, NULL);
+		break;
+	case CG_EV_HELPER_ERROR:
+		kernel_helper_error(k, e, args, asize);
 		break;
 	case CG_EV_DELETE:
 		/* from a user-mode probe: the kernel's copy of the key (a
@@ -229,6 +274,9 @@ uint64_t kernel_map_full(struct kernel *k, int map)
 /* "Map full" at exit, for each map that refused updates. */
 void kernel_map_full_warnings(struct kernel *k)
 {
+	/* with -k each one was reported as it came (kernel_helper_error) */
+	if (k->c && k->c->helper_check)
+		return;
 	for (int i = 0; i < k->obj->nmaps; i++) {
 		uint64_t n = kernel_map_full(k, i);
 
@@ -259,6 +307,20 @@ int kernel_drain(struct kernel *k)
 
 	kernel_check_lost(k);
 	return n;
+}
+
+/* Set the exit flag of the globals map: the probes do nothing more. */
+void kernel_stop_probes(struct kernel *k)
+{
+	uint64_t v[3];
+	uint32_t zero = 0;
+
+	k->stopped = true;
+	if (k->globals_fd < 0 ||
+	    bpf_map_lookup_elem(k->globals_fd, &zero, v))
+		return;
+	v[2] = 1;
+	bpf_map_update_elem(k->globals_fd, &zero, v, BPF_ANY);
 }
 
 bool kernel_exiting(const struct kernel *k)

@@ -236,20 +236,6 @@ int kernel_set_globals(struct kernel *k, uint64_t cpid)
 								       0;
 }
 
-/* Set the exit flag of the globals map: the probes do nothing more. */
-void kernel_stop_probes(struct kernel *k)
-{
-	uint64_t v[3];
-	uint32_t zero = 0;
-
-	k->stopped = true;
-	if (k->globals_fd < 0 ||
-	    bpf_map_lookup_elem(k->globals_fd, &zero, v))
-		return;
-	v[2] = 1;
-	bpf_map_update_elem(k->globals_fd, &zero, v, BPF_ANY);
-}
-
 static int kernel_run_kind(struct kernel *k, int provider)
 {
 	for (int i = 0; i < k->obj->nprogs; i++) {

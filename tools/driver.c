@@ -113,6 +113,7 @@ static void driver_setup_compile(struct compile *c, const struct cli_opts *o)
 	c->pid = o->pid;
 	c->has_cmd = o->cmd != NULL;
 	c->unsafe = o->unsafe;
+	c->helper_check = o->helper_check;
 	c->mode = o->mode;
 }
 
