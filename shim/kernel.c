@@ -25,6 +25,7 @@
 #include "child.h"
 #include "compile.h"
 #include "format.h"
+#include "env.h"
 #include "exitwatch.h"
 #include "kernel.h"
 #include "output.h"
@@ -127,7 +128,7 @@ int kernel_run(struct compile *c, const struct kernel_opts *o)
 	struct kernel *k = NULL;
 	struct kernel_child ch = { .pid = 0, .go = -1, .pidfd = -1 };
 	struct diag *last = kernel_last_diag(c);
-	int nprobes = 0, pidfd = -1, err, rc = 1, st;
+	int nprobes = 0, nprogs = 0, pidfd = -1, err, rc = 1, st;
 	struct exitwatch *xw = NULL;
 
 	kernel_set_verbose(o->verbose);
@@ -140,6 +141,11 @@ int kernel_run(struct compile *c, const struct kernel_opts *o)
 	if (o->dump_bpf)
 		cg_dump_bpf(obj, stdout);
 	nprobes = kernel_count_probes(obj);
+	for (int i = 0; i < obj->nprogs; i++)
+		nprogs += obj->progs[i].provider != PROV_BEGIN &&
+			  obj->progs[i].provider != PROV_END;
+	if (env_check_limits(nprobes, nprogs))
+		goto out;
 	if (o->dry_run) {
 		rc = 0;
 		goto out;

@@ -22,6 +22,7 @@
 #include <linux/perf_event.h>
 #include "cg.h"
 #include "child.h"
+#include "env.h"
 #include "compile.h"
 #include "format.h"
 #include "exitwatch.h"
@@ -40,6 +41,8 @@
 static void kernel_copy_output(struct kernel *k, const char *what,
 			       bool is_cmd)
 {
+	/* cat() prints BPFTRACE_CAT_BYTES_MAX bytes at most */
+	uint64_t left = is_cmd ? UINT64_MAX : env_get()->cat_bytes_max;
 	char buf[4096];
 	size_t n;
 	FILE *f;
@@ -51,8 +54,11 @@ static void kernel_copy_output(struct kernel *k, const char *what,
 			is_cmd ? "run" : "read", what, strerror(errno));
 		return;
 	}
-	while ((n = fread(buf, 1, sizeof(buf), f)) > 0)
+	while (left && (n = fread(buf, 1, left < sizeof(buf) ? left :
+							   sizeof(buf), f)) > 0) {
 		fwrite(buf, 1, n, k->out.f);
+		left -= n;
+	}
 	if (is_cmd)
 		pclose(f);
 	else

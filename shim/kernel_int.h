@@ -71,6 +71,7 @@ struct kernel {
 	bool exiting;		/* exit() seen */
 	bool in_end;		/* running END: events are printed again */
 	bool stopped;		/* kernel_stop_probes() done */
+	char *log_buf;		/* BPFTRACE_LOG_SIZE bytes, or NULL */
 	kernel_source_fn source;	/* shim/run.c: maps of both sides */
 	kernel_event_fn hook;	/* shim/run.c: records to merge, or NULL */
 	void *hook_ctx;

@@ -19,6 +19,7 @@
 #include "ast.h"
 #include "cg.h"
 #include "child.h"
+#include "env.h"
 #include "exitwatch.h"
 #include "format.h"
 #include "guard.h"
@@ -112,6 +113,28 @@ static bool *run_user_agg_maps(struct compile *c,
 	return by_map;
 }
 
+/* The attach points of an object's programs (BPFTRACE_MAX_PROBES). */
+static int run_count_matches(const struct cg_object *obj)
+{
+	int n = 0;
+
+	for (int i = 0; i < obj->nprogs; i++)
+		n += obj->progs[i].nmatches;
+	return n;
+}
+
+/* Its programs but BEGIN and END (BPFTRACE_MAX_BPF_PROGS, as bpftrace
+ * counts them). */
+static int run_count_progs(const struct cg_object *obj)
+{
+	int n = 0;
+
+	for (int i = 0; i < obj->nprogs; i++)
+		n += obj->progs[i].provider != PROV_BEGIN &&
+		     obj->progs[i].provider != PROV_END;
+	return n;
+}
+
 static int run_combined(struct compile *c, const struct run_opts *o,
 			const struct run_decision *d)
 {
@@ -165,6 +188,10 @@ static int run_combined(struct compile *c, const struct run_opts *o,
 	if (o->dump_native)
 		run_dump_native(r.nobj, stdout);
 	run_merge_events(&r);
+	if (env_check_limits(run_count_matches(r.kobj) +
+				     run_count_matches(r.nobj),
+			     run_count_progs(r.kobj) + run_count_progs(r.nobj)))
+		goto out;
 	if (o->dry_run) {
 		rc = 0;
 		goto out;

@@ -21,6 +21,7 @@
 #include "compile.h"
 #include "diag.h"
 #include "driver.h"
+#include "env.h"
 #include "probes.h"
 #include "run.h"
 #include "sema.h"
@@ -302,6 +303,8 @@ int driver_run(const struct cli_opts *o)
 	FILE *out = NULL;
 	int rc;
 
+	if (env_read())
+		return UBT_EXIT_ERROR;
 	if (o->list)
 		return probes_list(o->list_pattern, o->pid, o->verbose, stdout,
 				   stderr) ? UBT_EXIT_ERROR : UBT_EXIT_OK;
