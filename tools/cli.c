@@ -115,20 +115,49 @@ static int cli_error(FILE *err, const char *fmt, ...)
 	return -EINVAL;
 }
 
-/* -p: a positive decimal number that fits in a pid_t. */
-static int cli_parse_pid(const char *s, int *pid)
+/* PID_MAX_LIMIT of 64-bit kernels: no pid_max is larger */
+#define CLI_PID_LIMIT 4194304
+
+/*
+ * -p: a decimal number in 1..CLI_PID_LIMIT; else bpftrace's error, and
+ * no hint (bpftrace gives none).
+ */
+static int cli_parse_pid(const char *s, int *pid, FILE *err)
 {
+	long max = CLI_PID_LIMIT;
 	char *end;
 	long v;
 
-	if (*s < '0' || *s > '9')
-		return -EINVAL;
 	errno = 0;
 	v = strtol(s, &end, 10);
-	if (errno || *end || v <= 0 || v > INT_MAX)
+	if (*s < '0' || *s > '9' || *end) {
+		fprintf(err, "ERROR: pid '%s' is not a valid decimal number\n",
+			s);
 		return -EINVAL;
+	}
+	if (errno || v < 1 || v > max) {
+		fprintf(err, "ERROR: pid '%s' out of valid pid range [1,%ld]\n",
+			s, max);
+		return -EINVAL;
+	}
 	*pid = (int)v;
 	return 0;
+}
+
+/* An option getopt does not know, or without its argument: the message,
+ * then the usage (as bpftrace prints it). */
+__attribute__((format(printf, 2, 3)))
+static int cli_bad_option(FILE *err, const char *fmt, ...)
+{
+	va_list ap;
+
+	fputs("ubt: ", err);
+	va_start(ap, fmt);
+	vfprintf(err, fmt, ap);
+	va_end(ap);
+	fputc('\n', err);
+	cli_help(err);
+	return -EINVAL;
 }
 
 /* -d: one stage or a comma-separated list of stages. */
@@ -247,10 +276,8 @@ int cli_parse(struct cli_opts *o, int argc, char **argv, FILE *err)
 			o->output = optarg;
 			break;
 		case 'p':
-			if (cli_parse_pid(optarg, &o->pid))
-				return cli_error(err,
-						 "invalid pid '%s': not a positive decimal number",
-						 optarg);
+			if (cli_parse_pid(optarg, &o->pid, err))
+				return -EINVAL;
 			break;
 		case 'q':
 			o->quiet = true;
@@ -283,16 +310,18 @@ int cli_parse(struct cli_opts *o, int argc, char **argv, FILE *err)
 			o->unsafe = true;
 			break;
 		case ':':
-			return cli_error(err, "option requires an argument: %s",
-					 cli_opt_name(argv, name, sizeof(name)));
+			return cli_bad_option(err,
+					      "option requires an argument: %s",
+					      cli_opt_name(argv, name,
+							   sizeof(name)));
 		case '?':
 		default:
 			cli_opt_name(argv, name, sizeof(name));
 			if (optopt && name[1] == '-')
-				return cli_error(err,
-						 "option takes no argument: %s",
-						 name);
-			return cli_error(err, "unknown option: %s", name);
+				return cli_bad_option(err,
+						      "option takes no argument: %s",
+						      name);
+			return cli_bad_option(err, "unknown option: %s", name);
 		}
 	}
 

@@ -78,8 +78,8 @@ int driver_read_program(const struct cli_opts *o, char **source,
 	f = fopen(o->script, "r");
 	if (!f) {
 		err = -errno;
-		fprintf(stderr, "ubt: cannot read %s: %s\n", o->script,
-			strerror(-err));
+		fprintf(stderr, "ERROR: failed to open file '%s': %s\n",
+			o->script, strerror(-err));
 		return err;
 	}
 	err = driver_slurp(f, source);

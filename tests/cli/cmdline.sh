@@ -58,6 +58,25 @@ usage()
 $HINT" -- "$@"
 }
 
+# bad_option NAME MESSAGE -- ARGS...: an option ubt does not know, or
+# one without its argument: the message, then the usage (bpftrace's way).
+ubt_help=$("$UBT" -h)
+bad_option()
+{
+	name=$1 msg=$2
+	shift 3
+	expect "$name" 2 '' "ubt: $msg
+$ubt_help" -- "$@"
+}
+
+# bad_pid NAME MESSAGE -- ARGS...: -p that is no pid, bpftrace's words.
+bad_pid()
+{
+	name=$1 msg=$2
+	shift 3
+	expect "$name" 2 '' "ERROR: $msg" -- "$@"
+}
+
 # A pid that no process has: a child that has exited and been reaped.
 sh -c 'exit 0' &
 dead_pid=$!
@@ -72,22 +91,23 @@ printf 'BEGIN { @x = 1 +; }\n' >"$bad"
 # --- bad command lines: exit 2 ---------------------------------------
 usage "no program" "no program given: use -e 'program' or a script file" --
 usage "options but no program" "no program given: use -e 'program' or a script file" -- -q -v
-usage "unknown short option" "unknown option: -x" -- -x
-usage "unknown option in a cluster" "unknown option: -x" -- -qx -e "$PROG"
-usage "unknown long option" "unknown option: --nosuch" -- --nosuch -e "$PROG"
-usage "unknown long option with a value" "unknown option: --nosuch" -- --nosuch=1 -e "$PROG"
-usage "flag given a value" "option takes no argument: --unsafe" -- --unsafe=1 -e "$PROG"
-usage "--help given a value" "option takes no argument: --help" -- --help=x
-usage "-p without argument" "option requires an argument: -p" -- -p
-usage "-p without argument in a cluster" "option requires an argument: -p" -- -qp
-usage "-e without argument" "option requires an argument: -e" -- -e
-usage "-o without argument" "option requires an argument: -o" -- -e "$PROG" -o
-usage "--mode without argument" "option requires an argument: --mode" -- -e "$PROG" --mode
-usage "-p not a number" "invalid pid 'abc': not a positive decimal number" -- -p abc -e "$PROG"
-usage "-p trailing junk" "invalid pid '12x': not a positive decimal number" -- -p 12x -e "$PROG"
-usage "-p zero" "invalid pid '0': not a positive decimal number" -- -p 0 -e "$PROG"
-usage "-p negative" "invalid pid '-5': not a positive decimal number" -- -p -5 -e "$PROG"
-usage "-p too large" "invalid pid '99999999999': not a positive decimal number" -- -p 99999999999 -e "$PROG"
+bad_option "unknown short option" "unknown option: -x" -- -x
+bad_option "unknown option in a cluster" "unknown option: -x" -- -qx -e "$PROG"
+bad_option "unknown long option" "unknown option: --nosuch" -- --nosuch -e "$PROG"
+bad_option "unknown long option with a value" "unknown option: --nosuch" -- --nosuch=1 -e "$PROG"
+bad_option "flag given a value" "option takes no argument: --unsafe" -- --unsafe=1 -e "$PROG"
+bad_option "--help given a value" "option takes no argument: --help" -- --help=x
+bad_option "-p without argument" "option requires an argument: -p" -- -p
+bad_option "-p without argument in a cluster" "option requires an argument: -p" -- -qp
+bad_option "-e without argument" "option requires an argument: -e" -- -e
+bad_option "-o without argument" "option requires an argument: -o" -- -e "$PROG" -o
+bad_option "--mode without argument" "option requires an argument: --mode" -- -e "$PROG" --mode
+bad_pid "-p not a number" "pid 'abc' is not a valid decimal number" -- -p abc -e "$PROG"
+bad_pid "-p trailing junk" "pid '12x' is not a valid decimal number" -- -p 12x -e "$PROG"
+bad_pid "-p zero" "pid '0' out of valid pid range [1,4194304]" -- -p 0 -e "$PROG"
+bad_pid "-p negative" "pid '-5' is not a valid decimal number" -- -p -5 -e "$PROG"
+bad_pid "-p too large" "pid '99999999999' out of valid pid range [1,4194304]" -- -p 99999999999 -e "$PROG"
+bad_pid "-p above any pid_max" "pid '5000000' out of valid pid range [1,4194304]" -- -p 5000000 -e "$PROG"
 usage "-c and -p" "cannot use both -c and -p" -- -c true -p 1 -e "$PROG"
 usage "-c empty" "invalid command for -c: empty" -- -c '' -e "$PROG"
 usage "-o empty" "invalid output file for -o: empty" -- -o '' -e "$PROG"
@@ -193,7 +213,7 @@ else
 fi
 
 # --- errors: exit 1, no usage hint -----------------------------------
-expect "missing script" 1 '' "ubt: cannot read $tap_tmp/nope.bt: No such file or directory" -- "$tap_tmp/nope.bt"
+expect "missing script" 1 '' "ERROR: failed to open file '$tap_tmp/nope.bt': No such file or directory" -- "$tap_tmp/nope.bt"
 expect "script is a directory" 1 '' "ubt: cannot read $tap_tmp: Is a directory" -- --parse-only "$tap_tmp"
 expect "-p of no process" 1 '' "ubt: cannot attach to pid $dead_pid: No such process" -- -p "$dead_pid" -e "$PROG"
 expect "-o in a missing directory" 1 '' "ubt: cannot open output file $tap_tmp/no/out: No such file or directory" -- -o "$tap_tmp/no/out" -e "$PROG"
