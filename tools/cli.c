@@ -18,9 +18,11 @@
 
 enum {
 	OPT_DRY_RUN = 256,
+	OPT_INFO,
 	OPT_MODE,
 	OPT_PARSE_ONLY,
 	OPT_UNSAFE,
+	OPT_USDT_FILE_ACTIVATION,
 };
 
 static const char cli_short_opts[] = ":B:c:d:e:f:hklo:p:qvV";
@@ -28,9 +30,12 @@ static const char cli_short_opts[] = ":B:c:d:e:f:hklo:p:qvV";
 static const struct option cli_long_opts[] = {
 	{ "dry-run", no_argument, NULL, OPT_DRY_RUN },
 	{ "help", no_argument, NULL, 'h' },
+	{ "info", no_argument, NULL, OPT_INFO },
 	{ "mode", required_argument, NULL, OPT_MODE },
 	{ "parse-only", no_argument, NULL, OPT_PARSE_ONLY },
 	{ "unsafe", no_argument, NULL, OPT_UNSAFE },
+	{ "usdt-file-activation", no_argument, NULL,
+	  OPT_USDT_FILE_ACTIVATION },
 	{ "version", no_argument, NULL, 'V' },
 	{ NULL, 0, NULL, 0 },
 };
@@ -58,6 +63,9 @@ void cli_help(FILE *f)
 	      "    --mode MODE    where user probes run ('auto', 'kernel', 'user')\n"
 	      "    --unsafe       allow unsafe builtin functions\n"
 	      "    -q             keep messages quiet\n"
+	      "    --info         print information about kernel BPF support\n"
+	      "    --usdt-file-activation\n"
+	      "                   activate usdt semaphores based on file path (always so)\n"
 	      "    -k             emit a warning when a bpf helper returns an error (except read functions)\n"
 	      "    -kk            check all bpf helper functions\n"
 	      "    -V, --version  ubt version\n"
@@ -290,6 +298,13 @@ int cli_parse(struct cli_opts *o, int argc, char **argv, FILE *err)
 			return 0;
 		case OPT_DRY_RUN:
 			o->dry_run = true;
+			break;
+		case OPT_INFO:
+			o->action = CLI_INFO;
+			return 0;
+		case OPT_USDT_FILE_ACTIVATION:
+			/* semaphores are counted by file already: the kernel
+			 * keeps them in every process of the binary */
 			break;
 		case OPT_MODE:
 			if (!strcmp(optarg, "auto"))

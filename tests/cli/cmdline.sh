@@ -143,6 +143,20 @@ else
 fi
 expect "-h before a bad option" 0 '*' '' -- -h -x
 
+# --info: bpftrace 0.17's sections, each feature "name: yes" or "no"
+expect "--info" 0 '*' '' -- --info
+sections=$(grep -v '^ ' "$tap_tmp/out" | grep -v '^$' | tr '\n' ,)
+if [ "$sections" = "System,Build,Kernel helpers,Kernel features,Map types,Probe types," ] &&
+	grep -qx '  send_signal: yes' "$tap_tmp/out" &&
+	grep -qx '  perf_event_array: yes' "$tap_tmp/out" &&
+	grep -qx '  uprobe refcount (depends on Build:bcc bpf_attach_uprobe refcount): yes' "$tap_tmp/out" &&
+	! grep -A100 '^Kernel helpers' "$tap_tmp/out" | grep '^  ' |
+		grep -v 'Instruction limit' | grep -vqE ': (yes|no)$'; then
+	ok "--info: bpftrace's layout, what this kernel has"
+else
+	not_ok "--info: bpftrace's layout, what this kernel has" "$(cat "$tap_tmp/out")"
+fi
+
 # --- well-formed programs with --parse-only: exit 0, no output -------
 expect "--parse-only -e" 0 '' '' -- --parse-only -e "$PROG"
 expect "--parse-only script" 0 '' '' -- --parse-only "$script"
@@ -155,7 +169,7 @@ expect "--parse-only - reads stdin" 0 '' '' -- --parse-only -
 stdin=/dev/null
 expect "every option value accepted" 0 '' '' -- --parse-only -B none -B line \
 	-B full -f json -f text --mode user --mode=kernel --mode auto -q -v -k \
-	-kk --unsafe -o "$tap_tmp/unused" -e "$PROG"
+	-kk --unsafe --usdt-file-activation -o "$tap_tmp/unused" -e "$PROG"
 expect "--parse-only -p PID of a live process" 0 '' '' -- --parse-only -p $$ -e "$PROG"
 expect "--parse-only -p PID need not exist" 0 '' '' -- --parse-only -p "$dead_pid" -e "$PROG"
 expect "--parse-only -c CMD is not run" 0 '' '' -- --parse-only -c "touch $tap_tmp/ran" -e "$PROG"
