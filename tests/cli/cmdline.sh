@@ -293,6 +293,9 @@ expect "-p of a live process passes the check" 0 '' '' -- --dry-run -p $$ -e "$P
 expect "semantic error: located diagnostic, exit 1" 1 '' 'stdin:1:9-19: ERROR: Unknown function: nosuchfunc
 BEGIN { nosuchfunc(); }
         ~~~~~~~~~~' -- -e 'BEGIN { nosuchfunc(); }'
+expect "-l with an invalid character: bpftrace's error" 1 '' "stdin:1:1-2: ERROR: invalid character '\\'
+\\n
+~" -- -l '\n'
 expect "-l lists a tracepoint" 0 'tracepoint:syscalls:sys_enter_openat' '' -- -l 'tracepoint:syscalls:sys_enter_openat'
 
 # --- user mode: decisions and refusals ------------------------------
