@@ -161,8 +161,8 @@ static int run_combined(struct compile *c, const struct run_opts *o,
 	if (r.etime == CG_TIME_TSC)
 		merge_clock_init(&r.clock);
 	if (r.etime && o->verbose)
-		fprintf(stderr, "ubt: kernel and user-mode events merged in "
-			"time order (user-side clock: %s)\n",
+		fprintf(stderr, "ubt: events merged in time order "
+			"(user-side clock: %s)\n",
 			r.etime == CG_TIME_TSC ? "time-stamp counter" :
 						 "clock_gettime");
 	kernel_set_verbose(o->verbose);

@@ -193,25 +193,16 @@ static int run_find_event(struct ast_node *n, void *ctx)
 	return ast_visit_children(n, run_find_event, NULL);
 }
 
-/* BEGIN and END run before and after everything else: no merging. */
-static bool run_begin_end(const struct ast_node *p)
-{
-	for (struct ast_node *ap = p->probe.aps; ap; ap = ap->next)
-		if (!ap->ap.provider || (strcmp(ap->ap.provider, "BEGIN") &&
-					 strcmp(ap->ap.provider, "END")))
-			return false;
-	return true;
-}
-
 /*
- * Time stamps when a kernel probe other than BEGIN/END and a user-mode
- * probe both send events; the user side reads the time-stamp counter
- * when it is a clock, else (or with UBT_NO_TSC set, for tests) the
- * clock_gettime syscall.
+ * Time stamps whenever a user-mode probe sends events: each thread has
+ * its ring, and the events of several threads print in the order they
+ * happened only by their time (so also with kernel probes' events); the
+ * user side reads the time-stamp counter when it is a clock, else (or
+ * with UBT_NO_TSC set, for tests) the clock_gettime syscall.
  */
 enum cg_event_time run_event_time(const struct run *r)
 {
-	bool kern = false, user = false;
+	bool user = false;
 
 	for (struct ast_node *p = r->c->program->program.probes; p;
 	     p = p->next) {
@@ -219,10 +210,8 @@ enum cg_event_time run_event_time(const struct run *r)
 			continue;
 		if (r->d[p->probe.index].where == RUN_USER)
 			user = true;
-		else if (!run_begin_end(p))
-			kern = true;
 	}
-	if (!kern || !user)
+	if (!user)
 		return CG_TIME_NONE;
 	return merge_tsc_usable() && !getenv("UBT_NO_TSC") ? CG_TIME_TSC :
 							     CG_TIME_NS;
