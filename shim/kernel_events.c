@@ -121,7 +121,10 @@ static int kernel_event(void *ctx, void *data, size_t size)
 	memcpy(&h, data, sizeof(h));
 	if (h.id >= (uint64_t)obj->nevents)
 		return 0;
-	if (k->exiting && !k->in_end)
+	/* after exit() or Ctrl-C only END's events print, as bpftrace: what
+	 * waits in the rings then (a system() per event under load takes
+	 * a millisecond each) would hold the end up for long */
+	if ((k->exiting || signals_stopping()) && !k->in_end)
 		return 0;
 	e = &obj->events[h.id];
 	switch (e->kind) {
