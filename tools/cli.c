@@ -239,10 +239,12 @@ int cli_parse(struct cli_opts *o, int argc, char **argv, FILE *err)
 				o->buffering = BUFFER_LINE;
 			else if (!strcmp(optarg, "full"))
 				o->buffering = BUFFER_FULL;
-			else
-				return cli_error(err,
-						 "invalid buffering mode '%s': expected 'none', 'line' or 'full'",
-						 optarg);
+			else {
+				/* bpftrace's words */
+				fputs("ERROR: USAGE: -B must be either 'line', "
+				      "'full', or 'none'.\n", err);
+				return -EINVAL;
+			}
 			break;
 		case 'c':
 			if (!*optarg)
@@ -263,10 +265,13 @@ int cli_parse(struct cli_opts *o, int argc, char **argv, FILE *err)
 				o->format = FORMAT_TEXT;
 			else if (!strcmp(optarg, "json"))
 				o->format = FORMAT_JSON;
-			else
-				return cli_error(err,
-						 "invalid output format '%s': expected 'text' or 'json'",
-						 optarg);
+			else {
+				/* bpftrace's words */
+				fprintf(err, "ERROR: Invalid output format \"%s\"\n"
+					"Valid formats: 'text', 'json'\n",
+					optarg);
+				return -EINVAL;
+			}
 			break;
 		case 'h':
 			o->action = CLI_HELP;
