@@ -57,6 +57,8 @@ enum cg_event_kind {
 	CG_EV_JOIN,		/* join(argv, sep): fmt the separator;
 				 * CG_JOIN_ARGS strings of CG_JOIN_SIZE
 				 * bytes at offset 8, "" after the last */
+	CG_EV_HELPER_ERROR,	/* -k/-kk: helper and loc; the helper's
+				 * return value (s64) at offset 8 */
 };
 
 /* Header of every ring-buffer record. */
@@ -121,6 +123,10 @@ struct cg_event {
 	size_t size;		/* record size, header included */
 	int map;		/* CG_EV_PRINT/CLEAR/ZERO/DELETE: map index */
 	int64_t top, div;	/* print(@m, top, div); 0 when not given */
+	const char *helper;	/* CG_EV_HELPER_ERROR: bpftrace's name of
+				 * the helper that failed */
+	const struct ast_loc *loc;	/* CG_EV_HELPER_ERROR: where (in the
+					 * AST; call is NULL) */
 	bool native;		/* CG_EV_DELETE: sent by native code (the
 				 * kernel's copy of the key is still there) */
 	int prog;		/* CG_EV_WATCH: the watchpoint's program */

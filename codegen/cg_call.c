@@ -157,7 +157,10 @@ static LLVMValueRef cg_str(struct cg *g, struct ast_node *n)
 	data_loc = a->kind == AST_FIELD && a->type && a->type->name &&
 		   !strcmp(a->type->name, "__data_loc");
 	if (data_loc || !cg_user_ptr(g, a->type)) {
-		irb_probe_read(ir, IRB_READ_KERNEL_STR, buf, sz, v);
+		cg_helper_check(g, &n->loc, "probe_read_kernel_str",
+				irb_probe_read(ir, IRB_READ_KERNEL_STR, buf,
+					       sz, v),
+				CG_CHECK_READ);
 		return buf;
 	}
 	{
@@ -168,8 +171,12 @@ static LLVMValueRef cg_str(struct cg *g, struct ast_node *n)
 		LLVMBasicBlockRef retry, done;
 		LLVMValueRef args[3];
 
-		if (p != PROV_UPROBE && p != PROV_URETPROBE && p != PROV_USDT)
+		if (p != PROV_UPROBE && p != PROV_URETPROBE &&
+		    p != PROV_USDT) {
+			cg_helper_check(g, &n->loc, "probe_read_user_str", r,
+					CG_CHECK_READ);
 			return buf;
+		}
 		/*
 		 * A string not paged in yet cannot be read without a fault:
 		 * fault it in with bpf_copy_from_user() (the program becomes
@@ -194,7 +201,11 @@ static LLVMValueRef cg_str(struct cg *g, struct ast_node *n)
 		args[2] = LLVMBuildIntToPtr(ir->b, v, ir->ptr, "");
 		irb_helper(ir, BPF_FUNC_copy_from_user, args, 3);
 		irb_memset(ir, buf, 0, (size + 7) & ~(size_t)7);
-		irb_probe_read(ir, IRB_READ_USER_STR, buf, sz, v);
+		/* -kk: what the read gave after the fault-in */
+		cg_helper_check(g, &n->loc, "probe_read_user_str",
+				irb_probe_read(ir, IRB_READ_USER_STR, buf, sz,
+					       v),
+				CG_CHECK_READ);
 		LLVMBuildBr(ir->b, done);
 		LLVMPositionBuilderAtEnd(ir->b, done);
 	}
@@ -339,6 +350,16 @@ LLVMValueRef cg_call(struct cg *g, struct ast_node *n)
 		ev = cg_event_new(g, CG_EV_EXIT, n);
 		rec = cg_record_begin(g, ev, sizeof(struct cg_event_hdr));
 		cg_record_send(g, rec, sizeof(struct cg_event_hdr));
+		/*
+		 * Nothing after exit() runs: the probe returns (from a for
+		 * loop's callback, 1 ends the iteration and the probe
+		 * returns after it: cg_stmt.c).  What follows is lowered
+		 * into a block nothing reaches.
+		 */
+		LLVMBuildRet(ir->b, irb_const(ir, g->in_for ? 1 : 0));
+		LLVMPositionBuilderAtEnd(
+			ir->b, LLVMAppendBasicBlockInContext(ir->ctx, ir->fn,
+							     "after_exit"));
 		return irb_const(ir, 0);
 	case FN_PRINT:
 		cg_print(g, n);

@@ -287,10 +287,13 @@ static LLVMValueRef cg_incdec(struct cg *g, struct ast_node *n)
 	if (e->kind == AST_VAR && e->sema && e->sema->var)
 		cg_store(g, g->vars[e->sema->var->slot], e->sema->var->type,
 			 nv, e->type);
-	else if (e->kind == AST_MAP)
+	else if (e->kind == AST_MAP) {
+		g->update_loc = &n->loc;
 		cg_map_assign(g, e, nv, e->type);
-	else
+		g->update_loc = NULL;
+	} else {
 		cg_unsupported(g, n, "++/-- on this expression");
+	}
 	return pre ? nv : old;
 }
 
@@ -308,17 +311,25 @@ static LLVMValueRef cg_unop(struct cg *g, struct ast_node *n)
 	case OP_DEREF: {
 		const struct type *pt = n->op.left->type;
 		size_t sz = n->type && n->type->size ? n->type->size : 8;
+		enum irb_read rk = pt && pt->addrspace == AS_USER ?
+					   IRB_READ_USER :
+				   cg_reads_user(g) ? IRB_READ_USER :
+						      IRB_READ_KERNEL;
+		struct ast_loc *op = arena_alloc(&g->c->arena, sizeof(*op));
 		LLVMValueRef buf;
 
+		/* -kk reports the "*" (bpftrace's) */
+		*op = n->loc;
+		op->last_line = op->first_line;
+		op->last_column = op->first_column + 1;
 		v = cg_expr(g, n->op.left);
 		buf = irb_alloca(ir, sz, "deref");
 		irb_memset(ir, buf, 0, (sz + 7) & ~(size_t)7);
-		irb_probe_read(ir,
-			       pt && pt->addrspace == AS_USER ?
-				       IRB_READ_USER :
-				       (cg_reads_user(g) ? IRB_READ_USER :
-							  IRB_READ_KERNEL),
-			       buf, LLVMConstInt(ir->i32, sz, 0), v);
+		cg_helper_check(g, op, cg_read_helper_name(rk),
+				irb_probe_read(ir, rk, buf,
+					       LLVMConstInt(ir->i32, sz, 0),
+					       v),
+				CG_CHECK_READ);
 		return cg_load(g, buf, n->type);
 	}
 	default:

@@ -55,6 +55,9 @@ struct cg {
 	LLVMValueRef loop_ret;
 	bool sleepable;		/* uses bpf_copy_from_user() */
 	int nfor;		/* for-loop callbacks made */
+	bool in_for;		/* lowering a for-loop callback */
+	const struct ast_loc *update_loc;	/* -k: where a failed map update
+						 * is reported, NULL: the map */
 	int err;
 };
 
@@ -63,6 +66,23 @@ struct cg {
 #define CG_GLOBALS_CPID 8	/* u64: the -c child's pid */
 #define CG_GLOBALS_EXIT 16	/* u64: exit() was called: probes stop */
 #define CG_GLOBALS_SIZE 24
+
+/*
+ * cg_helper.c: -k/-kk.  After a helper call that returned ret, report
+ * its failure (CG_CHECK_NEG: ret < 0, checked from -k on; CG_CHECK_READ:
+ * a read's ret < 0, CG_CHECK_NULL: a lookup's null pointer, from -kk on)
+ * as a warning at loc.
+ */
+enum cg_check {
+	CG_CHECK_NEG,
+	CG_CHECK_READ,
+	CG_CHECK_NULL,
+};
+void cg_helper_check(struct cg *g, const struct ast_loc *loc,
+		     const char *helper, LLVMValueRef ret,
+		     enum cg_check how);
+/* bpftrace's name of the helper a read of this kind calls. */
+const char *cg_read_helper_name(enum irb_read kind);
 
 /* Pointer to the globals map's value (may be null: check). */
 LLVMValueRef cg_globals_ptr(struct cg *g);

@@ -101,7 +101,7 @@ LLVMValueRef cg_map_get_or_init(struct cg *g, int id, LLVMValueRef key)
 {
 	struct irb *ir = &g->ir;
 	const struct cg_map *m = &g->obj->maps[id];
-	LLVMValueRef p, zero, vals[2], res;
+	LLVMValueRef p, zero, vals[2], res, ret;
 	LLVMBasicBlockRef miss, done, from[2];
 
 	/* the pointer is a phi, not a stack slot: one slot per call of
@@ -122,8 +122,10 @@ LLVMValueRef cg_map_get_or_init(struct cg *g, int id, LLVMValueRef key)
 	LLVMPositionBuilderAtEnd(ir->b, miss);
 	zero = irb_alloca(ir, m->value_size, "zero");
 	irb_memset(ir, zero, 0, (m->value_size + 7) & ~(size_t)7);
-	cg_count_full(g, id,
-		      irb_map_update(ir, g->maps[id], key, zero, BPF_NOEXIST));
+	ret = irb_map_update(ir, g->maps[id], key, zero, BPF_NOEXIST);
+	cg_count_full(g, id, ret);
+	cg_helper_check(g, g->update_loc, "map_update_elem", ret,
+			CG_CHECK_NEG);
 	vals[1] = irb_map_lookup(ir, g->maps[id], key);
 	from[1] = LLVMGetInsertBlock(ir->b);
 	LLVMBuildBr(ir->b, done);
@@ -149,6 +151,7 @@ LLVMValueRef cg_map_read(struct cg *g, struct ast_node *mapnode)
 	}
 	key = cg_map_key(g, mapnode, m, NULL);
 	p = irb_map_lookup(ir, g->maps[sm->id], key);
+	cg_helper_check(g, &mapnode->loc, "map_lookup_elem", p, CG_CHECK_NULL);
 	if (cg_map_agg(sm) == FN_AVG) {
 		res = irb_alloca(ir, 8, "avg");
 		LLVMBuildStore(ir->b, irb_const(ir, 0), res);
@@ -193,7 +196,7 @@ void cg_map_assign(struct cg *g, struct ast_node *mapnode, LLVMValueRef v,
 	struct irb *ir = &g->ir;
 	struct sema_map *sm = cg_sema_map(mapnode);
 	const struct cg_map *m = &g->obj->maps[sm->id];
-	LLVMValueRef key, val;
+	LLVMValueRef key, val, ret;
 
 	if (cg_map_agg(sm) != FN_NONE) {
 		cg_unsupported(g, mapnode,
@@ -205,8 +208,10 @@ void cg_map_assign(struct cg *g, struct ast_node *mapnode, LLVMValueRef v,
 	irb_memset(ir, val, 0, (m->value_size + 7) & ~(size_t)7);
 	cg_store(g, val, sm->value, v, vt);
 	key = cg_map_key(g, mapnode, m, NULL);
-	cg_count_full(g, sm->id,
-		      irb_map_update(ir, g->maps[sm->id], key, val, BPF_ANY));
+	ret = irb_map_update(ir, g->maps[sm->id], key, val, BPF_ANY);
+	cg_count_full(g, sm->id, ret);
+	cg_helper_check(g, g->update_loc ? g->update_loc : &mapnode->loc,
+			"map_update_elem", ret, CG_CHECK_NEG);
 }
 
 void cg_map_delete(struct cg *g, const struct ast_node *call, int id,
@@ -220,7 +225,9 @@ void cg_map_delete(struct cg *g, const struct ast_node *call, int id,
 		return;
 	}
 	key = cg_key_with(g, id, keys, nkeys, NULL);
-	irb_map_delete(&g->ir, g->maps[id], key);
+	cg_helper_check(g, &call->loc, "map_delete_elem",
+			irb_map_delete(&g->ir, g->maps[id], key),
+			CG_CHECK_NEG);
 	if ((g->ir.target == CG_TARGET_NATIVE && m->percpu) ||
 	    (g->ir.target == CG_TARGET_BPF && g->opts &&
 	     g->opts->user_agg_maps && g->opts->user_agg_maps[id])) {
@@ -373,7 +380,9 @@ void cg_aggregate(struct cg *g, struct ast_node *mapnode,
 					  vt->lhist_step);
 	}
 	key = cg_map_key(g, mapnode, m, bucket);
+	g->update_loc = &call->loc;
 	p = cg_map_get_or_init(g, sm->id, key);
+	g->update_loc = NULL;
 	cont = cg_if_nonnull(g, p);
 	old = LLVMBuildLoad2(ir->b, ir->i64, p, "");
 	switch (f) {

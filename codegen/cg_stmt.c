@@ -49,11 +49,15 @@ static void cg_assign(struct cg *g, struct ast_node *n)
 		}
 		v = cg_binop_values(g, n->assign.op, old, lhs->type, r,
 				    rhs->type, lhs->type);
-		if (lhs->kind == AST_VAR)
+		if (lhs->kind == AST_VAR) {
 			cg_store(g, g->vars[lhs->sema->var->slot],
 				 lhs->sema->var->type, v, lhs->type);
-		else
+		} else {
+			/* -k reports the statement (bpftrace's) */
+			g->update_loc = &n->loc;
 			cg_map_assign(g, lhs, v, lhs->type);
+			g->update_loc = NULL;
+		}
 		return;
 	}
 	v = cg_expr(g, rhs);
@@ -63,7 +67,10 @@ static void cg_assign(struct cg *g, struct ast_node *n)
 		cg_store(g, g->vars[lhs->sema->var->slot],
 			 lhs->sema->var->type, v, rhs->type);
 	} else {
+		/* -k reports the "=" (bpftrace's) */
+		g->update_loc = &n->assign.op_loc;
 		cg_map_assign(g, lhs, v, rhs->type);
+		g->update_loc = NULL;
 	}
 }
 
@@ -151,6 +158,38 @@ static int cg_for_check_fn(struct ast_node *n, void *ctx)
 		return 1;
 	}
 	return ast_visit_children(n, cg_for_check_fn, ctx);
+}
+
+static int cg_has_exit_fn(struct ast_node *n, void *ctx)
+{
+	(void)ctx;
+	if (n->kind == AST_CALL && n->sema && n->sema->func == FN_EXIT)
+		return 1;
+	return ast_visit_children(n, cg_has_exit_fn, NULL);
+}
+
+/* After a for loop whose body called exit(): the probe returns. */
+static void cg_return_if_exited(struct cg *g)
+{
+	struct irb *ir = &g->ir;
+	LLVMValueRef gp = cg_globals_ptr(g);
+	LLVMBasicBlockRef cont = cg_if_nonnull(g, gp);
+	LLVMBasicBlockRef stop = LLVMAppendBasicBlockInContext(ir->ctx, ir->fn,
+							       "for_exited");
+	LLVMBasicBlockRef go = LLVMAppendBasicBlockInContext(ir->ctx, ir->fn,
+							     "for_go");
+	LLVMValueRef ex = LLVMBuildLoad2(ir->b, ir->i64,
+					 irb_gep(ir, gp, CG_GLOBALS_EXIT), "");
+
+	LLVMBuildCondBr(ir->b,
+			LLVMBuildICmp(ir->b, LLVMIntNE, ex, irb_const(ir, 0),
+				      ""),
+			stop, go);
+	LLVMPositionBuilderAtEnd(ir->b, stop);
+	LLVMBuildRet(ir->b, irb_const(ir, g->in_for ? 1 : 0));
+	LLVMPositionBuilderAtEnd(ir->b, go);
+	LLVMBuildBr(ir->b, cont);
+	LLVMPositionBuilderAtEnd(ir->b, cont);
 }
 
 /*
@@ -272,6 +311,7 @@ static void cg_for_map(struct cg *g, struct ast_node *n)
 	const struct cg_map *m;
 	int save_scope = ir->scope;
 	size_t *off;
+	bool save_in_for;
 	char name[32];
 
 	if (!sm || !kv || !kv->type || kv->type->kind != TY_TUPLE ||
@@ -306,7 +346,10 @@ static void cg_for_map(struct cg *g, struct ast_node *n)
 	cont = LLVMAppendBasicBlockInContext(ir->ctx, cb, "for_next");
 	g->brk = brk;
 	g->cont = cont;
+	save_in_for = g->in_for;
+	g->in_for = true;
 	cg_stmt(g, n->for_.body);
+	g->in_for = save_in_for;
 	LLVMBuildBr(ir->b, cont);
 	LLVMPositionBuilderAtEnd(ir->b, brk);
 	LLVMBuildRet(ir->b, irb_const(ir, 1));
@@ -330,6 +373,8 @@ static void cg_for_map(struct cg *g, struct ast_node *n)
 	irb_helper(ir, BPF_FUNC_for_each_map_elem, args, 4);
 	cg_loop_returned(g, ctx);
 	cg_loop_ctx_out(g, ctx, off);
+	if (cg_has_exit_fn(n->for_.body, NULL))
+		cg_return_if_exited(g);
 }
 
 /* for over a range in native code: a plain loop (no verifier). */
@@ -389,7 +434,7 @@ static void cg_for_range(struct cg *g, struct ast_node *n)
 	LLVMValueRef save_ret = g->loop_ret;
 	int save_scope = ir->scope;
 	size_t *off;
-	bool sgn;
+	bool sgn, save_in_for;
 	char name[32];
 
 	if (!sv) {
@@ -430,7 +475,10 @@ static void cg_for_range(struct cg *g, struct ast_node *n)
 		 sv->type);
 	g->brk = LLVMAppendBasicBlockInContext(ir->ctx, cb, "range_break");
 	g->cont = LLVMAppendBasicBlockInContext(ir->ctx, cb, "range_next");
+	save_in_for = g->in_for;
+	g->in_for = true;
 	cg_stmt(g, n->for_.body);
+	g->in_for = save_in_for;
 	LLVMBuildBr(ir->b, g->cont);
 	LLVMPositionBuilderAtEnd(ir->b, g->brk);
 	LLVMBuildRet(ir->b, irb_const(ir, 1));
@@ -454,6 +502,8 @@ static void cg_for_range(struct cg *g, struct ast_node *n)
 	irb_helper(ir, BPF_FUNC_loop, args, 4);
 	cg_loop_returned(g, irb_gep(ir, ctx, 8));
 	cg_loop_ctx_out(g, ctx, off);
+	if (cg_has_exit_fn(n->for_.body, NULL))
+		cg_return_if_exited(g);
 }
 
 static void cg_jump(struct cg *g, struct ast_node *n)

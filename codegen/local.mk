@@ -10,6 +10,7 @@ libubt_a_SOURCES += \
 	codegen/cg_call_val.c \
 	codegen/cg_expr.c \
 	codegen/cg_field.c \
+	codegen/cg_helper.c \
 	codegen/cg_int.h \
 	codegen/cg_map.c \
 	codegen/cg_stack.c \

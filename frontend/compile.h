@@ -41,6 +41,7 @@ struct compile {
 	bool has_cmd;		/* -c given: cpid is valid */
 	const char *cmd;	/* the -c command line, NULL if none */
 	bool unsafe;
+	int helper_check;	/* -k: 1, -kk: 2 (codegen/cg_helper.c) */
 	enum ubt_mode mode;
 	int max_strlen;		/* default 64 */
 

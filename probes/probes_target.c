@@ -309,6 +309,12 @@ int probes_resolve_target(struct arena *a, const char *target, int pid,
 		}
 	} else if (strchr(target, '/')) {
 		*(const char **)probes_vec_push(&cands) = arena_strdup(a, target);
+		/* a path as the -p process sees it, in its own mount
+		 * namespace (a container): through its root */
+		if (pid > 0 && target[0] == '/' && !probes_is_elf(target))
+			*(const char **)probes_vec_push(&cands) =
+				arena_printf(a, "/proc/%d/root%s", pid,
+					     target);
 	} else {
 		const char *lib = probes_find_library(a, target, pid);
 

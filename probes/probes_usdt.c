@@ -243,7 +243,19 @@ static int probes_parse_one_arg(struct arena *a, const char *s,
 	if (*p == '$') {
 		arg->kind = USDT_ARG_CONST;
 		arg->val = strtoll(p + 1, &end, 0);
-		return *end ? -EINVAL : 0;
+		if (*end)
+			return -EINVAL;
+		/* the assembler's immediate is signed whatever the type
+		 * ("1@$-56" is an unsigned char 200): extend as the size
+		 * and sign the note gives */
+		if (arg->size < 8) {
+			int sh = 64 - 8 * arg->size;
+
+			arg->val = arg->is_signed ?
+				(int64_t)((uint64_t)arg->val << sh) >> sh :
+				(int64_t)((uint64_t)arg->val << sh >> sh);
+		}
+		return 0;
 	}
 	if (*p == '%') {
 		arg->kind = USDT_ARG_REG;

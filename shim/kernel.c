@@ -25,6 +25,7 @@
 #include "child.h"
 #include "compile.h"
 #include "format.h"
+#include "env.h"
 #include "exitwatch.h"
 #include "kernel.h"
 #include "output.h"
@@ -58,9 +59,16 @@ static int kernel_loop(struct kernel *k, struct kernel_child *ch,
 	epoll_ctl(ep, EPOLL_CTL_ADD, rbfd, &ev);
 	while (!signals_stopping() && !k->exiting) {
 		struct epoll_event evs[4];
-		int n = epoll_wait(ep, evs, 4, 1000);
 		bool done = false;
+		int n;
 
+		/* SIGUSR1 (it interrupts the wait): the maps, and on */
+		if (signals_take_usr1()) {
+			kernel_consume(k);
+			kernel_print_all_maps(k, false);
+			fflush(k->out.f);
+		}
+		n = epoll_wait(ep, evs, 4, 1000);
 		if (n < 0 && errno != EINTR) {
 			close(ep);
 			return -errno;
@@ -111,7 +119,7 @@ int kernel_run(struct compile *c, const struct kernel_opts *o)
 	struct kernel *k = NULL;
 	struct kernel_child ch = { .pid = 0, .go = -1, .pidfd = -1 };
 	struct diag *last = kernel_last_diag(c);
-	int nprobes = 0, pidfd = -1, err, rc = 1, st;
+	int nprobes = 0, nprogs = 0, pidfd = -1, err, rc = 1, st;
 	struct exitwatch *xw = NULL;
 
 	kernel_set_verbose(o->verbose);
@@ -124,6 +132,11 @@ int kernel_run(struct compile *c, const struct kernel_opts *o)
 	if (o->dump_bpf)
 		cg_dump_bpf(obj, stdout);
 	nprobes = cg_object_probes(obj);
+	for (int i = 0; i < obj->nprogs; i++)
+		nprogs += obj->progs[i].provider != PROV_BEGIN &&
+			  obj->progs[i].provider != PROV_END;
+	if (env_check_limits(nprobes, nprogs))
+		goto out;
 	if (o->dry_run) {
 		rc = 0;
 		goto out;
@@ -161,15 +174,20 @@ int kernel_run(struct compile *c, const struct kernel_opts *o)
 	err = kernel_attach(k, &nprobes);
 	if (err)
 		goto out;
-	/* test harnesses wait for this line, as for bpftrace */
+	/* test harnesses wait for this line on stderr, as bpftrace prints it */
 	if (getenv("__BPFTRACE_NOTIFY_PROBES_ATTACHED")) {
-		printf("__BPFTRACE_NOTIFY_PROBES_ATTACHED\n");
 		fflush(stdout);
+		fputs("__BPFTRACE_NOTIFY_PROBES_ATTACHED\n", stderr);
 	}
 	err = kernel_run_begin(k);
 	if (err)
 		goto out;
 	kernel_consume(k);
+	/* interval and profile periods start once BEGIN has run */
+	if (!k->exiting && !signals_stopping())
+		err = kernel_attach_timers(k);
+	if (err)
+		goto out;
 	/* as bpftrace: after an exit() in BEGIN the command never runs */
 	if (o->cmd && !k->exiting && !signals_stopping())
 		kernel_child_go(&ch);
@@ -189,7 +207,7 @@ int kernel_run(struct compile *c, const struct kernel_opts *o)
 	err = kernel_run_end(k);
 	kernel_consume(k);
 	if (!err && !(k->c->sema && k->c->sema->no_maps_on_exit))
-		err = kernel_print_all_maps(k);
+		err = kernel_print_all_maps(k, true);
 	fflush(k->out.f);
 	kernel_map_full_warnings(k);
 	if (ch.exited)

@@ -49,9 +49,14 @@ struct kernel;
 /* Open and load obj (verifier log printed on rejection). */
 int kernel_load(const struct cg_object *obj, const struct kernel_opts *o,
 		struct kernel **out);
-/* Attach every program; *nprobes counts attach points. 0 or -errno,
+/* Attach every program but the timers, so that programs on one event
+ * run in program order; *nprobes counts attach points. 0 or -errno,
  * with nothing left attached on error. */
 int kernel_attach(struct kernel *k, int *nprobes);
+/* Attach interval and profile programs (after BEGIN has run: their
+ * periods start now).  0 or -errno, with nothing left attached on
+ * error. */
+int kernel_attach_timers(struct kernel *k);
 /* Run the BEGIN probes (once). */
 int kernel_run_begin(struct kernel *k);
 int kernel_run_end(struct kernel *k);
@@ -96,6 +101,8 @@ void kernel_set_compile(struct kernel *k, struct compile *c);
 int kernel_set_globals(struct kernel *k, uint64_t cpid);
 int kernel_handle_event(struct kernel *k, const void *data, size_t size);
 int kernel_print_maps(struct kernel *k);
+/* Every map, as bpftrace prints them on SIGUSR1 (the run goes on). */
+int kernel_print_maps_now(struct kernel *k);
 typedef int (*kernel_source_fn)(void *ctx, int map, kernel_entry_fn fn,
 				void *fctx);
 void kernel_set_source(struct kernel *k, kernel_source_fn fn, void *ctx);

@@ -478,32 +478,78 @@ static int kernel_attach_multi(struct kernel *k, int prog)
 	return err;
 }
 
+/*
+ * The kernel runs the programs of one event in the reverse order of their
+ * attaching for these (a new uprobe consumer, a new software event, goes
+ * to the head of its list), in the order of attaching for the others:
+ * attach these last to first so that they run in program order.
+ */
+static bool kernel_attach_reversed(const struct cg_prog *p)
+{
+	switch (p->provider) {
+	case PROV_UPROBE:
+	case PROV_URETPROBE:
+	case PROV_USDT:
+	case PROV_SOFTWARE:
+		return true;
+	default:
+		return false;
+	}
+}
+
+/* interval and profile start counting when attached: after BEGIN */
+static bool kernel_is_timer(const struct cg_prog *p)
+{
+	return p->provider == PROV_INTERVAL || p->provider == PROV_PROFILE;
+}
+
+/* Attach program i (all its targets); 0 or -errno. */
+static int kernel_attach_prog(struct kernel *k, int i)
+{
+	if (k->multi[i])
+		return kernel_attach_multi(k, i);
+	for (int j = 0; j < k->ntargets; j++) {
+		int err;
+
+		if (k->targets[j].prog != i)
+			continue;
+		err = kernel_attach_one(k, &k->targets[j]);
+		if (err)
+			return err;
+	}
+	return 0;
+}
+
 int kernel_attach(struct kernel *k, int *nprobes)
 {
-	for (int i = 0; i < k->obj->nprogs; i++) {
-		int err;
+	int n = k->obj->nprogs, err = 0;
 
-		if (!k->multi[i])
-			continue;
-		err = kernel_attach_multi(k, i);
-		if (err) {
-			kernel_detach(k);
-			return err;
-		}
+	for (int i = 0; i < n && !err; i++) {
+		const struct cg_prog *p = &k->obj->progs[i];
+
+		if (!kernel_attach_reversed(p) && !kernel_is_timer(p))
+			err = kernel_attach_prog(k, i);
 	}
-	for (int i = 0; i < k->ntargets; i++) {
-		int err;
-
-		if (k->multi[k->targets[i].prog])
-			continue;
-		err = kernel_attach_one(k, &k->targets[i]);
-
-		if (err) {
-			kernel_detach(k);
-			return err;
-		}
+	for (int i = n - 1; i >= 0 && !err; i--)
+		if (kernel_attach_reversed(&k->obj->progs[i]))
+			err = kernel_attach_prog(k, i);
+	if (err) {
+		kernel_detach(k);
+		return err;
 	}
 	if (nprobes)
 		*nprobes = cg_object_probes(k->obj);
 	return 0;
+}
+
+int kernel_attach_timers(struct kernel *k)
+{
+	int err = 0;
+
+	for (int i = 0; i < k->obj->nprogs && !err; i++)
+		if (kernel_is_timer(&k->obj->progs[i]))
+			err = kernel_attach_prog(k, i);
+	if (err)
+		kernel_detach(k);
+	return err;
 }

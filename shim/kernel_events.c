@@ -22,6 +22,7 @@
 #include <linux/perf_event.h>
 #include "cg.h"
 #include "child.h"
+#include "env.h"
 #include "compile.h"
 #include "format.h"
 #include "exitwatch.h"
@@ -29,6 +30,7 @@
 #include "output.h"
 #include "probes.h"
 #include "sema.h"
+#include "signals.h"
 #include "tracepoint.h"
 #include "util.h"
 #include "kernel_int.h"
@@ -43,6 +45,8 @@
 static void kernel_copy_output(struct kernel *k, const char *what,
 			       bool is_cmd)
 {
+	/* cat() prints BPFTRACE_CAT_BYTES_MAX bytes at most */
+	uint64_t left = is_cmd ? UINT64_MAX : env_get()->cat_bytes_max;
 	bool json = k->out.format == OUT_JSON;
 	char buf[4096], *all = NULL;
 	size_t n, len = 0;
@@ -55,7 +59,9 @@ static void kernel_copy_output(struct kernel *k, const char *what,
 			is_cmd ? "run" : "read", what, strerror(errno));
 		return;
 	}
-	while ((n = fread(buf, 1, sizeof(buf), f)) > 0) {
+	while (left && (n = fread(buf, 1, left < sizeof(buf) ? left :
+							   sizeof(buf), f)) > 0) {
+		left -= n;
 		if (!json) {
 			fwrite(buf, 1, n, k->out.f);
 			continue;
@@ -111,6 +117,48 @@ static void kernel_join(struct kernel *k, const struct cg_event *e,
 	free(line);
 }
 
+/*
+ * -k/-kk: a helper failed.  bpftrace's warning, located, on the output
+ * (text), or a "helper_error" line (JSON).
+ */
+static void kernel_helper_error(struct kernel *k, const struct cg_event *e,
+				const void *args, size_t asize)
+{
+	const struct ast_loc *l = e->loc;
+	struct diag_list one;
+	struct diag g = { .level = DIAG_WARNING };
+	char msg[256];
+	int64_t ret;
+
+	if (asize < sizeof(ret))
+		return;
+	memcpy(&ret, args, sizeof(ret));
+	ret = (int32_t)ret;
+	if (k->out.format == OUT_JSON) {
+		fprintf(k->out.f, "{\"type\": \"helper_error\", \"helper\": "
+			"\"%s\", \"retcode\": %d, \"line\": %d, "
+			"\"col\": %d}\n", e->helper, (int)ret,
+			l ? l->first_line : 0, l ? l->first_column : 0);
+		return;
+	}
+	if (ret < 0)
+		snprintf(msg, sizeof(msg), "Failed to %s: %s (%d)", e->helper,
+			 strerror((int)-ret), (int)ret);
+	else
+		snprintf(msg, sizeof(msg), "Failed to %s: %d", e->helper,
+			 (int)ret);
+	g.msg = msg;
+	if (l)
+		g.loc = *l;
+	if (k->c) {
+		one = k->c->diag;
+		one.head = &g;
+		diag_print(&one, k->out.f);
+	} else {
+		fprintf(k->out.f, "WARNING: %s\n", msg);
+	}
+}
+
 static int kernel_event(void *ctx, void *data, size_t size)
 {
 	struct kernel *k = ctx;
@@ -136,7 +184,10 @@ static int kernel_event(void *ctx, void *data, size_t size)
 		kernel_stack_event(k, e, args, asize);
 		return 0;
 	}
-	if (k->exiting && !k->in_end)
+	/* after exit() or Ctrl-C only END's events print, as bpftrace: what
+	 * waits in the rings then (a system() per event under load takes
+	 * a millisecond each) would hold the end up for long */
+	if ((k->exiting || signals_stopping()) && !k->in_end)
 		return 0;
 	switch (e->kind) {
 	case CG_EV_PRINTF: {
@@ -206,6 +257,9 @@ static int kernel_event(void *ctx, void *data, size_t size)
 	case CG_EV_UNWATCH:
 		kernel_watch_event(k, e, args, asize);
 		break;
+	case CG_EV_HELPER_ERROR:
+		kernel_helper_error(k, e, args, asize);
+		break;
 	case CG_EV_DELETE:
 		/* from a user-mode probe: the kernel's copy of the key (a
 		 * kernel probe deleted it itself, and may have added it
@@ -236,6 +290,13 @@ int kernel_rb_event(void *ctx, void *data, size_t size)
 {
 	struct kernel *k = ctx;
 
+	/*
+	 * Ctrl-C while the ring is read: under load it fills as fast as it
+	 * is read and the reading would not end; the probes stop now and
+	 * what they sent until then still prints.
+	 */
+	if (!k->stopped && signals_stopping())
+		kernel_stop_probes(k);
 	if (k->hook)
 		return k->hook(k->hook_ctx, data, size);
 	return kernel_event(k, data, size);
@@ -249,7 +310,12 @@ void kernel_set_event_hook(struct kernel *k, kernel_event_fn fn, void *ctx)
 
 int kernel_print_maps(struct kernel *k)
 {
-	return kernel_print_all_maps(k);
+	return kernel_print_all_maps(k, true);
+}
+
+int kernel_print_maps_now(struct kernel *k)
+{
+	return kernel_print_all_maps(k, false);
 }
 
 /* "Lost N events" when the ring was full since the last check. */
@@ -290,6 +356,9 @@ uint64_t kernel_map_full(struct kernel *k, int map)
 /* "Map full" at exit, for each map that refused updates. */
 void kernel_map_full_warnings(struct kernel *k)
 {
+	/* with -k each one was reported as it came (kernel_helper_error) */
+	if (k->c && k->c->helper_check)
+		return;
 	for (int i = 0; i < k->obj->nmaps; i++) {
 		uint64_t n = kernel_map_full(k, i);
 
@@ -320,6 +389,20 @@ int kernel_drain(struct kernel *k)
 
 	kernel_check_lost(k);
 	return n;
+}
+
+/* Set the exit flag of the globals map: the probes do nothing more. */
+void kernel_stop_probes(struct kernel *k)
+{
+	uint64_t v[3];
+	uint32_t zero = 0;
+
+	k->stopped = true;
+	if (k->globals_fd < 0 ||
+	    bpf_map_lookup_elem(k->globals_fd, &zero, v))
+		return;
+	v[2] = 1;
+	bpf_map_update_elem(k->globals_fd, &zero, v, BPF_ANY);
 }
 
 bool kernel_exiting(const struct kernel *k)

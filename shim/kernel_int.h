@@ -78,6 +78,8 @@ struct kernel {
 	int ncpus;
 	bool exiting;		/* exit() seen */
 	bool in_end;		/* running END: events are printed again */
+	bool stopped;		/* kernel_stop_probes() done */
+	char *log_buf;		/* BPFTRACE_LOG_SIZE bytes, or NULL */
 	kernel_source_fn source;	/* shim/run.c: maps of both sides */
 	kernel_event_fn hook;	/* shim/run.c: records to merge, or NULL */
 	void *hook_ctx;
@@ -127,7 +129,8 @@ const void *kernel_display(struct kernel *k, const struct type *t,
 int kernel_print_map(struct kernel *k, int i, uint64_t top,
 			    uint64_t div);
 
-int kernel_print_all_maps(struct kernel *k);
+/* Every map (at exit after two newlines, else as on SIGUSR1). */
+int kernel_print_all_maps(struct kernel *k, bool at_exit);
 
 /* A record of the ring buffer: printed, or handed to the hook. */
 int kernel_rb_event(void *ctx, void *data, size_t size);

@@ -31,6 +31,7 @@
 #include "sema.h"
 #include "tracepoint.h"
 #include "util.h"
+#include "env.h"
 #include "kernel_int.h"
 #include "stack_sym.h"
 
@@ -95,12 +96,40 @@ void kernel_set_verbose(int verbose)
 
 /* ---- load ---------------------------------------------------------- */
 
+/*
+ * BPFTRACE_PERF_RB_PAGES pages per CPU: the ring buffer's size, rounded
+ * up to a power of two (a BPF ring buffer's must be one).
+ */
+static void kernel_ring_size(struct kernel *k)
+{
+	uint64_t pages = env_get()->perf_rb_pages, want, size = 4096;
+	struct bpf_map *m;
+
+	if (!pages || !k->obj->ringbuf_name)
+		return;
+	want = pages * 4096 * (uint64_t)k->ncpus;
+	while (size < want && size < (1ull << 31))
+		size <<= 1;
+	m = bpf_object__find_map_by_name(k->bo, k->obj->ringbuf_name);
+	if (m)
+		bpf_map__set_max_entries(m, (uint32_t)size);
+}
+
 static int kernel_open(struct kernel *k)
 {
 	const struct cg_object *obj = k->obj;
 	LIBBPF_OPTS(bpf_object_open_opts, oo, .object_name = "ubt");
 	int err;
 
+	/* BPFTRACE_LOG_SIZE: the verifier's log buffer (with -v the log of
+	 * every program is asked for, and a load fails when it does not
+	 * fit, as bpftrace's) */
+	if (env_get()->log_size) {
+		k->log_buf = xcalloc(1, env_get()->log_size);
+		oo.kernel_log_buf = k->log_buf;
+		oo.kernel_log_size = env_get()->log_size;
+		oo.kernel_log_level = kernel_verbose ? 1 : 0;
+	}
 	k->bo = bpf_object__open_mem(obj->image, obj->image_size, &oo);
 	if (!k->bo) {
 		err = -errno;
@@ -108,6 +137,7 @@ static int kernel_open(struct kernel *k)
 			strerror(-err));
 		return err;
 	}
+	kernel_ring_size(k);
 	k->progs = xcalloc(obj->nprogs + 1, sizeof(*k->progs));
 	k->multi = xcalloc(obj->nprogs + 1, sizeof(*k->multi));
 	for (int i = 0; i < obj->nprogs; i++) {
@@ -167,6 +197,14 @@ int kernel_load(const struct cg_object *obj, const struct kernel_opts *o,
 	if (err)
 		goto fail;
 	err = bpf_object__load(k->bo);
+	if (err == -ENOSPC && k->log_buf) {
+		fprintf(stderr, "ERROR: Error: Failed to load program, "
+			"verification log buffer not big enough, try "
+			"increasing the BPFTRACE_LOG_SIZE environment variable "
+			"beyond the current value of %llu bytes\n",
+			(unsigned long long)env_get()->log_size);
+		goto fail;
+	}
 	if (err) {
 		fprintf(stderr, "ubt: the kernel rejected the BPF program: %s\n",
 			strerror(-err));
@@ -242,19 +280,6 @@ int kernel_set_globals(struct kernel *k, uint64_t cpid)
 								       0;
 }
 
-/* Set the exit flag of the globals map: the probes do nothing more. */
-void kernel_stop_probes(struct kernel *k)
-{
-	uint64_t v[3];
-	uint32_t zero = 0;
-
-	if (k->globals_fd < 0 ||
-	    bpf_map_lookup_elem(k->globals_fd, &zero, v))
-		return;
-	v[2] = 1;
-	bpf_map_update_elem(k->globals_fd, &zero, v, BPF_ANY);
-}
-
 static int kernel_run_kind(struct kernel *k, int provider)
 {
 	for (int i = 0; i < k->obj->nprogs; i++) {
@@ -296,6 +321,7 @@ void kernel_free(struct kernel *k)
 	kernel_detach(k);
 	ring_buffer__free(k->rb);
 	bpf_object__close(k->bo);
+	free(k->log_buf);
 	free(k->links);
 	free(k->watches);
 	free(k->pfds);

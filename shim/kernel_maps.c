@@ -340,7 +340,7 @@ int kernel_print_map(struct kernel *k, int i, uint64_t top,
 	return err;
 }
 
-int kernel_print_all_maps(struct kernel *k)
+int kernel_print_all_maps(struct kernel *k, bool at_exit)
 {
 	int n = k->obj->nmaps;
 	struct kernel_collect *kc = xcalloc(n + 1, sizeof(*kc));
@@ -353,7 +353,8 @@ int kernel_print_all_maps(struct kernel *k)
 		pm[i] = &om[i];
 	}
 	if (!err)
-		err = out_print_maps_at_exit(&k->out, pm, n);
+		err = at_exit ? out_print_maps_at_exit(&k->out, pm, n) :
+				out_print_maps(&k->out, pm, n);
 	for (int i = 0; i < n; i++) {
 		free((void *)om[i].entries);
 		kernel_collect_free(&kc[i]);

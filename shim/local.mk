@@ -2,6 +2,8 @@
 libubt_a_SOURCES += \
 	shim/child.c \
 	shim/child.h \
+	shim/env.c \
+	shim/env.h \
 	shim/errbuf.c \
 	shim/errbuf.h \
 	shim/exitwatch.c \

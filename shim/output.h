@@ -165,6 +165,9 @@ int out_print_map(struct out *o, const struct out_map *m, uint64_t top,
  */
 int out_print_maps_at_exit(struct out *o, const struct out_map *const *maps,
 			   int nmaps);
+/* On SIGUSR1: every map in name order, without the two newlines. */
+int out_print_maps(struct out *o, const struct out_map *const *maps,
+		   int nmaps);
 
 /* Write s as a JSON string (quotes included), bpftrace's escaping. */
 void out_json_string(FILE *f, const char *s, size_t len);

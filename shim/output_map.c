@@ -385,10 +385,16 @@ static int cmp_map_names(const void *pa, const void *pb)
 int out_print_maps_at_exit(struct out *o, const struct out_map *const *maps,
 			   int nmaps)
 {
+	fputs("\n\n", o->f);
+	return out_print_maps(o, maps, nmaps);
+}
+
+int out_print_maps(struct out *o, const struct out_map *const *maps,
+		   int nmaps)
+{
 	const struct out_map **sorted;
 	int err = 0;
 
-	fputs("\n\n", o->f);
 	if (nmaps <= 0)
 		return 0;
 	sorted = xcalloc(nmaps, sizeof(*sorted));

@@ -19,6 +19,7 @@
 #include "ast.h"
 #include "cg.h"
 #include "child.h"
+#include "env.h"
 #include "exitwatch.h"
 #include "format.h"
 #include "guard.h"
@@ -131,6 +132,28 @@ static bool *run_user_agg_maps(struct compile *c,
 	return by_map;
 }
 
+/* The attach points of an object's programs (BPFTRACE_MAX_PROBES). */
+static int run_count_matches(const struct cg_object *obj)
+{
+	int n = 0;
+
+	for (int i = 0; i < obj->nprogs; i++)
+		n += obj->progs[i].nmatches;
+	return n;
+}
+
+/* Its programs but BEGIN and END (BPFTRACE_MAX_BPF_PROGS, as bpftrace
+ * counts them). */
+static int run_count_progs(const struct cg_object *obj)
+{
+	int n = 0;
+
+	for (int i = 0; i < obj->nprogs; i++)
+		n += obj->progs[i].provider != PROV_BEGIN &&
+		     obj->progs[i].provider != PROV_END;
+	return n;
+}
+
 static int run_combined(struct compile *c, const struct run_opts *o,
 			const struct run_decision *d)
 {
@@ -159,8 +182,8 @@ static int run_combined(struct compile *c, const struct run_opts *o,
 	if (r.etime == CG_TIME_TSC)
 		merge_clock_init(&r.clock);
 	if (r.etime && o->verbose)
-		fprintf(stderr, "ubt: kernel and user-mode events merged in "
-			"time order (user-side clock: %s)\n",
+		fprintf(stderr, "ubt: events merged in time order "
+			"(user-side clock: %s)\n",
 			r.etime == CG_TIME_TSC ? "time-stamp counter" :
 						 "clock_gettime");
 	kernel_set_verbose(o->verbose);
@@ -186,6 +209,10 @@ static int run_combined(struct compile *c, const struct run_opts *o,
 	if (o->dump_native)
 		run_dump_native(r.nobj, stdout);
 	run_merge_events(&r);
+	if (env_check_limits(run_count_matches(r.kobj) +
+				     run_count_matches(r.nobj),
+			     run_count_progs(r.kobj) + run_count_progs(r.nobj)))
+		goto out;
 	if (o->dry_run) {
 		rc = 0;
 		goto out;
@@ -261,14 +288,21 @@ static int run_combined(struct compile *c, const struct run_opts *o,
 	err = kernel_attach(r.k, &nprobes);
 	if (err)
 		goto out;
+	/* test harnesses wait for this line on stderr, as bpftrace prints it */
 	if (getenv("__BPFTRACE_NOTIFY_PROBES_ATTACHED")) {
-		printf("__BPFTRACE_NOTIFY_PROBES_ATTACHED\n");
 		fflush(stdout);
+		fputs("__BPFTRACE_NOTIFY_PROBES_ATTACHED\n", stderr);
 	}
 	kernel_run_begin(r.k);
 	/* BEGIN's output comes before anything the target prints */
 	kernel_poll(r.k, 0);
 	fflush(o->out ? o->out : stdout);
+	/* interval and profile periods start once BEGIN has run */
+	if (!kernel_exiting(r.k) && !signals_stopping()) {
+		err = kernel_attach_timers(r.k);
+		if (err)
+			goto out;
+	}
 	if (r.etime)
 		kernel_set_event_hook(r.k, run_kernel_take, &r);
 	/* as bpftrace: after an exit() in BEGIN a -c command never runs */
@@ -311,6 +345,10 @@ static int run_combined(struct compile *c, const struct run_opts *o,
 		/* what waits in the queue prints once past the slack */
 		if (r.q.n && timeout > (int)(MERGE_SLACK_NS / 1000000))
 			timeout = MERGE_SLACK_NS / 1000000;
+		if (signals_take_usr1()) {
+			kernel_print_maps_now(r.k);
+			fflush(o->out ? o->out : stdout);
+		}
 		if (gone)
 			break;
 	}

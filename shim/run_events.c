@@ -194,25 +194,16 @@ static int run_find_event(struct ast_node *n, void *ctx)
 	return ast_visit_children(n, run_find_event, NULL);
 }
 
-/* BEGIN and END run before and after everything else: no merging. */
-static bool run_begin_end(const struct ast_node *p)
-{
-	for (struct ast_node *ap = p->probe.aps; ap; ap = ap->next)
-		if (!ap->ap.provider || (strcmp(ap->ap.provider, "BEGIN") &&
-					 strcmp(ap->ap.provider, "END")))
-			return false;
-	return true;
-}
-
 /*
- * Time stamps when a kernel probe other than BEGIN/END and a user-mode
- * probe both send events; the user side reads the time-stamp counter
- * when it is a clock, else (or with UBT_NO_TSC set, for tests) the
- * clock_gettime syscall.
+ * Time stamps whenever a user-mode probe sends events: each thread has
+ * its ring, and the events of several threads print in the order they
+ * happened only by their time (so also with kernel probes' events); the
+ * user side reads the time-stamp counter when it is a clock, else (or
+ * with UBT_NO_TSC set, for tests) the clock_gettime syscall.
  */
 enum cg_event_time run_event_time(const struct run *r)
 {
-	bool kern = false, user = false;
+	bool user = false;
 
 	for (struct ast_node *p = r->c->program->program.probes; p;
 	     p = p->next) {
@@ -220,11 +211,8 @@ enum cg_event_time run_event_time(const struct run *r)
 			continue;
 		if (r->d[p->probe.index].where != RUN_KERNEL)
 			user = true;
-		if (r->d[p->probe.index].where != RUN_USER &&
-		    !run_begin_end(p))
-			kern = true;
 	}
-	if (!kern || !user)
+	if (!user)
 		return CG_TIME_NONE;
 	return merge_tsc_usable() && !getenv("UBT_NO_TSC") ? CG_TIME_TSC :
 							     CG_TIME_NS;
@@ -237,10 +225,12 @@ void run_check_events(const struct cg_object *obj)
 		const struct ast_node *n = obj->events[i].call;
 
 		/* the symbolizer's own records (shim/stack_sym.h), a
-		 * watchpoint's function reporting its address */
+		 * watchpoint's function reporting its address, -k's
+		 * helper errors (of a helper, not a call) */
 		if (obj->events[i].kind == CG_EV_STACK_NOTE ||
 		    obj->events[i].kind == CG_EV_USTACK ||
-		    obj->events[i].kind == CG_EV_WATCH)
+		    obj->events[i].kind == CG_EV_WATCH ||
+		    obj->events[i].kind == CG_EV_HELPER_ERROR)
 			continue;
 		if (!n || n->kind != AST_CALL || !n->sema ||
 		    !run_event_call(n->sema->func))

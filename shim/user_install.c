@@ -203,9 +203,7 @@ int user_install(struct ubt_user *u, const struct user_probe *p)
 		return user_err(u, 0, "a USDT site and a uprobe at one address");
 	if (!us) {
 		struct patch_site s;
-		uint8_t *code;
-
-		uint8_t mem[PATCH_MAX_WINDOW + 32];
+		uint8_t *code, *mem = NULL;
 		char why[160];
 
 		if (size > USER_MAX_FUNC)
@@ -217,12 +215,15 @@ int user_install(struct ubt_user *u, const struct user_probe *p)
 				    p->symbol);
 		if (patch_analyze(code, size, addr, offset, &s))
 			err = -EINVAL;
-		if (!err && s.addr + s.len - addr > sizeof(mem))
-			err = user_err(u, -EINVAL, "%s: window too far in",
+		/* from the function's start: a USDT site may be deep in */
+		if (!err && s.addr + s.len - addr > size)
+			err = user_err(u, -EINVAL, "%s: window past the end",
 				   p->symbol);
-		if (!err)
+		if (!err) {
+			mem = xmalloc(s.addr + s.len - addr);
 			err = pt_read(&u->pt, addr, mem,
 				      s.addr + s.len - addr);
+		}
 		/* our own sites in the function read back as the file's */
 		for (i = 0; !err && i < u->nsites; i++) {
 			const struct patch_site *o = &u->sites[i].s;
@@ -235,6 +236,7 @@ int user_install(struct ubt_user *u, const struct user_probe *p)
 		if (!err && user_site_compare(&s, code, mem, why, sizeof(why)))
 			err = user_err(u, -EBUSY, "%s: %s", p->symbol, why);
 		free(code);
+		free(mem);
 		if (err == -EINVAL && s.reason[0])
 			return user_err(u, 0, "%s", s.reason);
 		if (err == -EBUSY)

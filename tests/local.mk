@@ -95,7 +95,8 @@ UBT_CLI_TESTS = \
 	tests/cli/long-tokens.sh \
 	tests/cli/man-examples.sh \
 	tests/cli/manpage.sh \
-	tests/cli/output-file.sh
+	tests/cli/output-file.sh \
+	tests/cli/sigint-load.sh
 TESTS += $(UBT_CLI_TESTS) tests/cli/unit-cli
 EXTRA_DIST += $(UBT_CLI_TESTS) tests/cli/tap.sh
 check_PROGRAMS += tests/cli/unit-cli

@@ -161,6 +161,14 @@ static void test_usdt(void)
 		ok(args[5].kind == USDT_ARG_REG_DEREF && args[5].val == 0 &&
 		   args[5].pt_regs_off == 24, "4@(%%r12)");
 	}
+	/* immediates are signed as written: extended as the note says */
+	err = probes_usdt_parse_args(&A, "1@$-56 2@$-5536 4@$-294967296 "
+					 "-1@$-5 -2@$-300 -4@$-7 8@$-1",
+				     &args, &nargs);
+	ok(!err && nargs == 7 && args[0].val == 200 &&
+	   args[1].val == 60000 && args[2].val == 4000000000 &&
+	   args[3].val == -5 && args[4].val == -300 && args[5].val == -7 &&
+	   args[6].val == -1, "narrow constants zero- or sign-extended");
 	err = probes_usdt_parse_args(&A, "4@%nosuchreg", &args, &nargs);
 	ok(err == -EINVAL, "unknown register rejected");
 	ok(probes_x86_reg_offset("r9d", &n) == 64 && n == 4, "r9d offset");

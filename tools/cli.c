@@ -18,9 +18,11 @@
 
 enum {
 	OPT_DRY_RUN = 256,
+	OPT_INFO,
 	OPT_MODE,
 	OPT_PARSE_ONLY,
 	OPT_UNSAFE,
+	OPT_USDT_FILE_ACTIVATION,
 };
 
 static const char cli_short_opts[] = ":B:c:d:e:f:hklo:p:qvV";
@@ -28,9 +30,12 @@ static const char cli_short_opts[] = ":B:c:d:e:f:hklo:p:qvV";
 static const struct option cli_long_opts[] = {
 	{ "dry-run", no_argument, NULL, OPT_DRY_RUN },
 	{ "help", no_argument, NULL, 'h' },
+	{ "info", no_argument, NULL, OPT_INFO },
 	{ "mode", required_argument, NULL, OPT_MODE },
 	{ "parse-only", no_argument, NULL, OPT_PARSE_ONLY },
 	{ "unsafe", no_argument, NULL, OPT_UNSAFE },
+	{ "usdt-file-activation", no_argument, NULL,
+	  OPT_USDT_FILE_ACTIVATION },
 	{ "version", no_argument, NULL, 'V' },
 	{ NULL, 0, NULL, 0 },
 };
@@ -58,6 +63,9 @@ void cli_help(FILE *f)
 	      "    --mode MODE    where user probes run ('auto', 'kernel', 'user')\n"
 	      "    --unsafe       allow unsafe builtin functions\n"
 	      "    -q             keep messages quiet\n"
+	      "    --info         print information about kernel BPF support\n"
+	      "    --usdt-file-activation\n"
+	      "                   activate usdt semaphores based on file path (always so)\n"
 	      "    -k             emit a warning when a bpf helper returns an error (except read functions)\n"
 	      "    -kk            check all bpf helper functions\n"
 	      "    -V, --version  ubt version\n"
@@ -115,20 +123,49 @@ static int cli_error(FILE *err, const char *fmt, ...)
 	return -EINVAL;
 }
 
-/* -p: a positive decimal number that fits in a pid_t. */
-static int cli_parse_pid(const char *s, int *pid)
+/* PID_MAX_LIMIT of 64-bit kernels: no pid_max is larger */
+#define CLI_PID_LIMIT 4194304
+
+/*
+ * -p: a decimal number in 1..CLI_PID_LIMIT; else bpftrace's error, and
+ * no hint (bpftrace gives none).
+ */
+static int cli_parse_pid(const char *s, int *pid, FILE *err)
 {
+	long max = CLI_PID_LIMIT;
 	char *end;
 	long v;
 
-	if (*s < '0' || *s > '9')
-		return -EINVAL;
 	errno = 0;
 	v = strtol(s, &end, 10);
-	if (errno || *end || v <= 0 || v > INT_MAX)
+	if (*s < '0' || *s > '9' || *end) {
+		fprintf(err, "ERROR: pid '%s' is not a valid decimal number\n",
+			s);
 		return -EINVAL;
+	}
+	if (errno || v < 1 || v > max) {
+		fprintf(err, "ERROR: pid '%s' out of valid pid range [1,%ld]\n",
+			s, max);
+		return -EINVAL;
+	}
 	*pid = (int)v;
 	return 0;
+}
+
+/* An option getopt does not know, or without its argument: the message,
+ * then the usage (as bpftrace prints it). */
+__attribute__((format(printf, 2, 3)))
+static int cli_bad_option(FILE *err, const char *fmt, ...)
+{
+	va_list ap;
+
+	fputs("ubt: ", err);
+	va_start(ap, fmt);
+	vfprintf(err, fmt, ap);
+	va_end(ap);
+	fputc('\n', err);
+	cli_help(err);
+	return -EINVAL;
 }
 
 /* -d: one stage or a comma-separated list of stages. */
@@ -202,10 +239,12 @@ int cli_parse(struct cli_opts *o, int argc, char **argv, FILE *err)
 				o->buffering = BUFFER_LINE;
 			else if (!strcmp(optarg, "full"))
 				o->buffering = BUFFER_FULL;
-			else
-				return cli_error(err,
-						 "invalid buffering mode '%s': expected 'none', 'line' or 'full'",
-						 optarg);
+			else {
+				/* bpftrace's words */
+				fputs("ERROR: USAGE: -B must be either 'line', "
+				      "'full', or 'none'.\n", err);
+				return -EINVAL;
+			}
 			break;
 		case 'c':
 			if (!*optarg)
@@ -226,10 +265,13 @@ int cli_parse(struct cli_opts *o, int argc, char **argv, FILE *err)
 				o->format = FORMAT_TEXT;
 			else if (!strcmp(optarg, "json"))
 				o->format = FORMAT_JSON;
-			else
-				return cli_error(err,
-						 "invalid output format '%s': expected 'text' or 'json'",
-						 optarg);
+			else {
+				/* bpftrace's words */
+				fprintf(err, "ERROR: Invalid output format \"%s\"\n"
+					"Valid formats: 'text', 'json'\n",
+					optarg);
+				return -EINVAL;
+			}
 			break;
 		case 'h':
 			o->action = CLI_HELP;
@@ -247,10 +289,8 @@ int cli_parse(struct cli_opts *o, int argc, char **argv, FILE *err)
 			o->output = optarg;
 			break;
 		case 'p':
-			if (cli_parse_pid(optarg, &o->pid))
-				return cli_error(err,
-						 "invalid pid '%s': not a positive decimal number",
-						 optarg);
+			if (cli_parse_pid(optarg, &o->pid, err))
+				return -EINVAL;
 			break;
 		case 'q':
 			o->quiet = true;
@@ -263,6 +303,13 @@ int cli_parse(struct cli_opts *o, int argc, char **argv, FILE *err)
 			return 0;
 		case OPT_DRY_RUN:
 			o->dry_run = true;
+			break;
+		case OPT_INFO:
+			o->action = CLI_INFO;
+			return 0;
+		case OPT_USDT_FILE_ACTIVATION:
+			/* semaphores are counted by file already: the kernel
+			 * keeps them in every process of the binary */
 			break;
 		case OPT_MODE:
 			if (!strcmp(optarg, "auto"))
@@ -283,16 +330,18 @@ int cli_parse(struct cli_opts *o, int argc, char **argv, FILE *err)
 			o->unsafe = true;
 			break;
 		case ':':
-			return cli_error(err, "option requires an argument: %s",
-					 cli_opt_name(argv, name, sizeof(name)));
+			return cli_bad_option(err,
+					      "option requires an argument: %s",
+					      cli_opt_name(argv, name,
+							   sizeof(name)));
 		case '?':
 		default:
 			cli_opt_name(argv, name, sizeof(name));
 			if (optopt && name[1] == '-')
-				return cli_error(err,
-						 "option takes no argument: %s",
-						 name);
-			return cli_error(err, "unknown option: %s", name);
+				return cli_bad_option(err,
+						      "option takes no argument: %s",
+						      name);
+			return cli_bad_option(err, "unknown option: %s", name);
 		}
 	}
 

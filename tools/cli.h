@@ -22,6 +22,7 @@ enum cli_action {
 	CLI_RUN,	/* compile (and, later, run) the program */
 	CLI_HELP,	/* -h, --help: print cli_help() and exit 0 */
 	CLI_VERSION,	/* -V, --version: print cli_version() and exit 0 */
+	CLI_INFO,	/* --info: print info_print() and exit 0 */
 };
 
 enum cli_format {

@@ -21,6 +21,7 @@
 #include "compile.h"
 #include "diag.h"
 #include "driver.h"
+#include "env.h"
 #include "probes.h"
 #include "run.h"
 #include "sema.h"
@@ -77,8 +78,8 @@ int driver_read_program(const struct cli_opts *o, char **source,
 	f = fopen(o->script, "r");
 	if (!f) {
 		err = -errno;
-		fprintf(stderr, "ubt: cannot read %s: %s\n", o->script,
-			strerror(-err));
+		fprintf(stderr, "ERROR: failed to open file '%s': %s\n",
+			o->script, strerror(-err));
 		return err;
 	}
 	err = driver_slurp(f, source);
@@ -114,6 +115,7 @@ static void driver_setup_compile(struct compile *c, const struct cli_opts *o)
 	c->has_cmd = o->cmd != NULL;
 	c->cmd = o->cmd;
 	c->unsafe = o->unsafe;
+	c->helper_check = o->helper_check;
 	c->mode = o->mode;
 }
 
@@ -294,6 +296,38 @@ static int driver_execute(struct compile *c, const struct cli_opts *o,
 	return shim_run(c, &ro);
 }
 
+/*
+ * -l PATTERN: characters no attach point can hold are errors, as bpftrace
+ * says them (the lexer's "invalid character", "unterminated string"); a
+ * pattern that is no attach point otherwise simply matches nothing.
+ */
+static int driver_check_pattern(const char *pattern)
+{
+	struct compile c;
+	struct diag_list bad;
+	struct diag *g, **tail;
+
+	if (!pattern)
+		return 0;
+	compile_init(&c, "stdin", pattern);
+	compile_frontend(&c, STAGE_PARSE);
+	bad = c.diag;
+	bad.head = NULL;
+	tail = &bad.head;
+	for (g = c.diag.head; g; g = g->next) {
+		if (strncmp(g->msg, "invalid character", 17) &&
+		    strncmp(g->msg, "unterminated string", 19))
+			continue;
+		*tail = arena_alloc(&c.arena, sizeof(**tail));
+		**tail = *g;
+		(*tail)->next = NULL;
+		tail = &(*tail)->next;
+	}
+	diag_print(&bad, stderr);
+	compile_release(&c);
+	return bad.head ? -EINVAL : 0;
+}
+
 int driver_run(const struct cli_opts *o)
 {
 	struct compile c;
@@ -302,6 +336,10 @@ int driver_run(const struct cli_opts *o)
 	FILE *out = NULL;
 	int rc;
 
+	if (env_read())
+		return UBT_EXIT_ERROR;
+	if (o->list && driver_check_pattern(o->list_pattern))
+		return UBT_EXIT_ERROR;
 	if (o->list)
 		return probes_list(o->list_pattern, o->pid, o->verbose, stdout,
 				   stderr) ? UBT_EXIT_ERROR : UBT_EXIT_OK;

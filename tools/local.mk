@@ -3,7 +3,9 @@ libubt_a_SOURCES += \
 	tools/cli.c \
 	tools/cli.h \
 	tools/driver.c \
-	tools/driver.h
+	tools/driver.h \
+	tools/info.c \
+	tools/info.h
 
 bin_PROGRAMS += ubt
 ubt_SOURCES = tools/main.c

@@ -3,6 +3,7 @@
 
 #include "cli.h"
 #include "driver.h"
+#include "info.h"
 
 int main(int argc, char **argv)
 {
@@ -17,6 +18,9 @@ int main(int argc, char **argv)
 		return UBT_EXIT_OK;
 	case CLI_VERSION:
 		cli_version(stdout);
+		return UBT_EXIT_OK;
+	case CLI_INFO:
+		info_print(stdout);
 		return UBT_EXIT_OK;
 	case CLI_RUN:
 		break;

@@ -58,6 +58,25 @@ usage()
 $HINT" -- "$@"
 }
 
+# bad_option NAME MESSAGE -- ARGS...: an option ubt does not know, or
+# one without its argument: the message, then the usage (bpftrace's way).
+ubt_help=$("$UBT" -h)
+bad_option()
+{
+	name=$1 msg=$2
+	shift 3
+	expect "$name" 2 '' "ubt: $msg
+$ubt_help" -- "$@"
+}
+
+# bad_pid NAME MESSAGE -- ARGS...: -p that is no pid, bpftrace's words.
+bad_pid()
+{
+	name=$1 msg=$2
+	shift 3
+	expect "$name" 2 '' "ERROR: $msg" -- "$@"
+}
+
 # A pid that no process has: a child that has exited and been reaped.
 sh -c 'exit 0' &
 dead_pid=$!
@@ -72,28 +91,30 @@ printf 'BEGIN { @x = 1 +; }\n' >"$bad"
 # --- bad command lines: exit 2 ---------------------------------------
 usage "no program" "no program given: use -e 'program' or a script file" --
 usage "options but no program" "no program given: use -e 'program' or a script file" -- -q -v
-usage "unknown short option" "unknown option: -x" -- -x
-usage "unknown option in a cluster" "unknown option: -x" -- -qx -e "$PROG"
-usage "unknown long option" "unknown option: --nosuch" -- --nosuch -e "$PROG"
-usage "unknown long option with a value" "unknown option: --nosuch" -- --nosuch=1 -e "$PROG"
-usage "flag given a value" "option takes no argument: --unsafe" -- --unsafe=1 -e "$PROG"
-usage "--help given a value" "option takes no argument: --help" -- --help=x
-usage "-p without argument" "option requires an argument: -p" -- -p
-usage "-p without argument in a cluster" "option requires an argument: -p" -- -qp
-usage "-e without argument" "option requires an argument: -e" -- -e
-usage "-o without argument" "option requires an argument: -o" -- -e "$PROG" -o
-usage "--mode without argument" "option requires an argument: --mode" -- -e "$PROG" --mode
-usage "-p not a number" "invalid pid 'abc': not a positive decimal number" -- -p abc -e "$PROG"
-usage "-p trailing junk" "invalid pid '12x': not a positive decimal number" -- -p 12x -e "$PROG"
-usage "-p zero" "invalid pid '0': not a positive decimal number" -- -p 0 -e "$PROG"
-usage "-p negative" "invalid pid '-5': not a positive decimal number" -- -p -5 -e "$PROG"
-usage "-p too large" "invalid pid '99999999999': not a positive decimal number" -- -p 99999999999 -e "$PROG"
+bad_option "unknown short option" "unknown option: -x" -- -x
+bad_option "unknown option in a cluster" "unknown option: -x" -- -qx -e "$PROG"
+bad_option "unknown long option" "unknown option: --nosuch" -- --nosuch -e "$PROG"
+bad_option "unknown long option with a value" "unknown option: --nosuch" -- --nosuch=1 -e "$PROG"
+bad_option "flag given a value" "option takes no argument: --unsafe" -- --unsafe=1 -e "$PROG"
+bad_option "--help given a value" "option takes no argument: --help" -- --help=x
+bad_option "-p without argument" "option requires an argument: -p" -- -p
+bad_option "-p without argument in a cluster" "option requires an argument: -p" -- -qp
+bad_option "-e without argument" "option requires an argument: -e" -- -e
+bad_option "-o without argument" "option requires an argument: -o" -- -e "$PROG" -o
+bad_option "--mode without argument" "option requires an argument: --mode" -- -e "$PROG" --mode
+bad_pid "-p not a number" "pid 'abc' is not a valid decimal number" -- -p abc -e "$PROG"
+bad_pid "-p trailing junk" "pid '12x' is not a valid decimal number" -- -p 12x -e "$PROG"
+bad_pid "-p zero" "pid '0' out of valid pid range [1,4194304]" -- -p 0 -e "$PROG"
+bad_pid "-p negative" "pid '-5' is not a valid decimal number" -- -p -5 -e "$PROG"
+bad_pid "-p too large" "pid '99999999999' out of valid pid range [1,4194304]" -- -p 99999999999 -e "$PROG"
+bad_pid "-p above any pid_max" "pid '5000000' out of valid pid range [1,4194304]" -- -p 5000000 -e "$PROG"
 usage "-c and -p" "cannot use both -c and -p" -- -c true -p 1 -e "$PROG"
 usage "-c empty" "invalid command for -c: empty" -- -c '' -e "$PROG"
 usage "-o empty" "invalid output file for -o: empty" -- -o '' -e "$PROG"
 usage "-e twice" "cannot use -e more than once" -- -e "$PROG" -e "$PROG"
-usage "-f unknown format" "invalid output format 'xml': expected 'text' or 'json'" -- -f xml -e "$PROG"
-usage "-B unknown mode" "invalid buffering mode 'some': expected 'none', 'line' or 'full'" -- -B some -e "$PROG"
+expect "-f unknown format: bpftrace's words" 2 '' "ERROR: Invalid output format \"xml\"
+Valid formats: 'text', 'json'" -- -f xml -e "$PROG"
+expect "-B unknown mode: bpftrace's words" 2 '' "ERROR: USAGE: -B must be either 'line', 'full', or 'none'." -- -B some -e "$PROG"
 usage "--mode unknown" "invalid mode 'fast': expected 'auto', 'kernel' or 'user'" -- --mode fast -e "$PROG"
 usage "--mode= unknown" "invalid mode 'fast': expected 'auto', 'kernel' or 'user'" -- --mode=fast -e "$PROG"
 usage "-d unknown stage" "unknown debug stage 'codegen': expected 'ast', 'sema', 'ir', 'bpf', 'native' or 'all'" -- -d codegen -e "$PROG"
@@ -123,6 +144,20 @@ else
 fi
 expect "-h before a bad option" 0 '*' '' -- -h -x
 
+# --info: bpftrace 0.17's sections, each feature "name: yes" or "no"
+expect "--info" 0 '*' '' -- --info
+sections=$(grep -v '^ ' "$tap_tmp/out" | grep -v '^$' | tr '\n' ,)
+if [ "$sections" = "System,Build,Kernel helpers,Kernel features,Map types,Probe types," ] &&
+	grep -qx '  send_signal: yes' "$tap_tmp/out" &&
+	grep -qx '  perf_event_array: yes' "$tap_tmp/out" &&
+	grep -qx '  uprobe refcount (depends on Build:bcc bpf_attach_uprobe refcount): yes' "$tap_tmp/out" &&
+	! grep -A100 '^Kernel helpers' "$tap_tmp/out" | grep '^  ' |
+		grep -v 'Instruction limit' | grep -vqE ': (yes|no)$'; then
+	ok "--info: bpftrace's layout, what this kernel has"
+else
+	not_ok "--info: bpftrace's layout, what this kernel has" "$(cat "$tap_tmp/out")"
+fi
+
 # --- well-formed programs with --parse-only: exit 0, no output -------
 expect "--parse-only -e" 0 '' '' -- --parse-only -e "$PROG"
 expect "--parse-only script" 0 '' '' -- --parse-only "$script"
@@ -135,7 +170,7 @@ expect "--parse-only - reads stdin" 0 '' '' -- --parse-only -
 stdin=/dev/null
 expect "every option value accepted" 0 '' '' -- --parse-only -B none -B line \
 	-B full -f json -f text --mode user --mode=kernel --mode auto -q -v -k \
-	-kk --unsafe -o "$tap_tmp/unused" -e "$PROG"
+	-kk --unsafe --usdt-file-activation -o "$tap_tmp/unused" -e "$PROG"
 expect "--parse-only -p PID of a live process" 0 '' '' -- --parse-only -p $$ -e "$PROG"
 expect "--parse-only -p PID need not exist" 0 '' '' -- --parse-only -p "$dead_pid" -e "$PROG"
 expect "--parse-only -c CMD is not run" 0 '' '' -- --parse-only -c "touch $tap_tmp/ran" -e "$PROG"
@@ -193,7 +228,7 @@ else
 fi
 
 # --- errors: exit 1, no usage hint -----------------------------------
-expect "missing script" 1 '' "ubt: cannot read $tap_tmp/nope.bt: No such file or directory" -- "$tap_tmp/nope.bt"
+expect "missing script" 1 '' "ERROR: failed to open file '$tap_tmp/nope.bt': No such file or directory" -- "$tap_tmp/nope.bt"
 expect "script is a directory" 1 '' "ubt: cannot read $tap_tmp: Is a directory" -- --parse-only "$tap_tmp"
 expect "-p of no process" 1 '' "ubt: cannot attach to pid $dead_pid: No such process" -- -p "$dead_pid" -e "$PROG"
 expect "-o in a missing directory" 1 '' "ubt: cannot open output file $tap_tmp/no/out: No such file or directory" -- -o "$tap_tmp/no/out" -e "$PROG"
@@ -231,6 +266,21 @@ expect "runs a program" 0 'Attaching 1 probe...
 hello
 
 ' '' -- -e "$PROG"
+# bpftrace's test harness waits for this line on stderr: stdout (JSON
+# lines under -f json) stays the program's
+export __BPFTRACE_NOTIFY_PROBES_ATTACHED=1
+expect "attach notification on stderr" 0 'Attaching 1 probe...
+hello
+
+' '__BPFTRACE_NOTIFY_PROBES_ATTACHED' -- -e "$PROG"
+expect "attach notification on stderr, user mode" 0 'Attaching 1 probe...
+demo-target: 3 IOs, 8704 bytes
+
+
+@: 3' '__BPFTRACE_NOTIFY_PROBES_ATTACHED' -- --mode user \
+	-c "$top_builddir/examples/demo-target 3" \
+	-e "uprobe:$top_builddir/examples/demo-target:submit_io { @ = count(); }"
+unset __BPFTRACE_NOTIFY_PROBES_ATTACHED
 expect "-q: no attaching message" 0 'hello
 
 ' '' -- -q -e "$PROG"
@@ -244,6 +294,9 @@ expect "-p of a live process passes the check" 0 '' '' -- --dry-run -p $$ -e "$P
 expect "semantic error: located diagnostic, exit 1" 1 '' 'stdin:1:9-19: ERROR: Unknown function: nosuchfunc
 BEGIN { nosuchfunc(); }
         ~~~~~~~~~~' -- -e 'BEGIN { nosuchfunc(); }'
+expect "-l with an invalid character: bpftrace's error" 1 '' "stdin:1:1-2: ERROR: invalid character '\\'
+\\n
+~" -- -l '\n'
 expect "-l lists a tracepoint" 0 'tracepoint:syscalls:sys_enter_openat' '' -- -l 'tracepoint:syscalls:sys_enter_openat'
 
 # --- user mode: decisions and refusals ------------------------------

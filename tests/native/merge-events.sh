@@ -1,7 +1,7 @@
 #!/bin/sh
 # Kernel and user-mode events in one stream (shim/merge.h): ubt merges by
-# time only when a kernel probe other than BEGIN/END and a user-mode
-# probe both send events (-v says so); with a user ring overflowing, what
+# time whenever a user-mode probe sends events (its threads' rings, and
+# the kernel's events; -v says so); with a user ring overflowing, what
 # is printed stays in order and printed + lost still counts every call;
 # with both user-side clocks on every machine (UBT_NO_TSC forces the
 # fallback, CLOCK_MONOTONIC through the vDSO, where the time-stamp
@@ -39,9 +39,9 @@ merged()
 tp='tracepoint:syscalls:sys_enter_exit_group /pid == cpid/'
 merged "uprobe and tracepoint printing" yes "$up $tp { printf(\"x\\n\"); }"
 merged "uprobe and tracepoint calling exit()" yes "$up $tp { exit(); }"
-merged "uprobe printing, tracepoint counting" no \
+merged "uprobe printing, tracepoint counting" yes \
 	"$up $tp { @x = count(); }"
-merged "uprobe printing, BEGIN and END printing" no \
+merged "uprobe printing, BEGIN and END printing" yes \
 	"BEGIN { printf(\"b\\n\"); } $up END { printf(\"e\\n\"); }"
 merged "tracepoint printing, uprobe counting" no \
 	"uprobe:$loop:ubt_step { @n = count(); } $tp { printf(\"x\\n\"); }"

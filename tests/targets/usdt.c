@@ -10,6 +10,9 @@
  *					frame (-8@-24(%rbp): built with -O0)
  *	ubt:redzone(i, 5 * i)		for i in 1..N, arguments below %rsp
  *					(-O0 without a frame pointer)
+ * then once ubt_const:consts((unsigned char)200, (unsigned short)60000,
+ * 4000000000u, (signed char)-5, (short)-300, -7), constants the notes give
+ * as signed immediates ("1@$-56"),
  * then ubt_usdt_done(N) and exit 0. Each site is in a function of its own
  * (ubt_usdt_tick, ubt_usdt_label, ubt_usdt_guarded) that user mode can
  * patch. With "wait", first prints "ready" and waits (up to 30 s) for
@@ -40,6 +43,8 @@ UBT_SEMAPHORE(guarded);
 UBT_SEMAPHORE(last);
 UBT_SEMAPHORE(frame);
 UBT_SEMAPHORE(redzone);
+__extension__ unsigned short ubt_const_consts_semaphore
+	__attribute__((unused, section(".probes")));
 
 UBT_PROBE long ubt_usdt_done(long n)
 {
@@ -181,6 +186,9 @@ int main(int argc, char **argv)
 		ubt_usdt_frame(i);
 		ubt_usdt_redzone(i);
 	}
+	STAP_PROBE6(ubt_const, consts, (unsigned char)200,
+		    (unsigned short)60000, 4000000000u, (signed char)-5,
+		    (short)-300, -7);
 	if (ubt_usdt_done(n) != n)
 		return target_result("ubt-usdt", 1);
 	return wait && !semaphores_restored() ? 1 : 0;

@@ -1,0 +1,76 @@
+/* The BPFTRACE_* environment of a run (env.h). */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "env.h"
+
+static struct env env_values = {
+	.cat_bytes_max = 10240,
+};
+
+/* A positive decimal number, as bpftrace reads a uint64_t. */
+static int env_u64(const char *name, uint64_t *dst)
+{
+	const char *s = getenv(name);
+	unsigned long long v;
+	char *end;
+
+	if (!s)
+		return 0;
+	errno = 0;
+	v = strtoull(s, &end, 10);
+	if (*s < '0' || *s > '9' || *end || errno || !v) {
+		fprintf(stderr, "ERROR: Env var '%s' did not contain a valid "
+			"uint64_t, or was zero-valued.\n", name);
+		return -EINVAL;
+	}
+	*dst = v;
+	return 0;
+}
+
+int env_read(void)
+{
+	struct env e = env_values;
+	int err;
+
+	err = env_u64("BPFTRACE_CAT_BYTES_MAX", &e.cat_bytes_max);
+	err = err ?: env_u64("BPFTRACE_LOG_SIZE", &e.log_size);
+	err = err ?: env_u64("BPFTRACE_PERF_RB_PAGES", &e.perf_rb_pages);
+	err = err ?: env_u64("BPFTRACE_MAX_PROBES", &e.max_probes);
+	err = err ?: env_u64("BPFTRACE_MAX_BPF_PROGS", &e.max_bpf_progs);
+	if (!err)
+		env_values = e;
+	return err;
+}
+
+int env_check_limits(int nprobes, int nprogs)
+{
+	const struct env *e = &env_values;
+
+	if (e->max_bpf_progs && (uint64_t)nprogs > e->max_bpf_progs) {
+		fprintf(stderr, "ERROR: Failed to compile: Your program is "
+			"trying to generate "
+			"more than %d BPF programs, which exceeds the current "
+			"limit of %llu.\nYou can increase the limit through "
+			"the BPFTRACE_MAX_BPF_PROGS environment variable.\n",
+			nprogs, (unsigned long long)e->max_bpf_progs);
+		return -E2BIG;
+	}
+	if (e->max_probes && (uint64_t)nprobes > e->max_probes) {
+		fprintf(stderr, "ERROR: Can't attach to %d probes because it "
+			"exceeds the current limit of %llu probes.\nYou can "
+			"increase the limit through the BPFTRACE_MAX_PROBES "
+			"environment variable, but BE CAREFUL since a high "
+			"number of probes attached can cause your system to "
+			"crash.\n", nprobes,
+			(unsigned long long)e->max_probes);
+		return -E2BIG;
+	}
+	return 0;
+}
+
+const struct env *env_get(void)
+{
+	return &env_values;
+}

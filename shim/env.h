@@ -1,0 +1,39 @@
+/*
+ * The BPFTRACE_* environment variables of a run that bpftrace 0.17
+ * documents and the run honours (BPFTRACE_STRLEN and BPFTRACE_MAP_KEYS_MAX
+ * are the frontend's: frontend/sema_config.c).  Read once by the driver;
+ * a value that is not a number is an error, in bpftrace's words.
+ */
+#ifndef UBT_ENV_H
+#define UBT_ENV_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+struct env {
+	uint64_t cat_bytes_max;	/* BPFTRACE_CAT_BYTES_MAX: bytes cat()
+				 * prints, 10240 */
+	uint64_t log_size;	/* BPFTRACE_LOG_SIZE: the verifier log's
+				 * buffer, 0 when not set (libbpf's) */
+	uint64_t perf_rb_pages;	/* BPFTRACE_PERF_RB_PAGES: pages per CPU
+				 * of the kernel's ring buffer, 0 when not
+				 * set (ubt's size) */
+	uint64_t max_probes;	/* BPFTRACE_MAX_PROBES: attach points, 0
+				 * when not set (no limit) */
+	uint64_t max_bpf_progs;	/* BPFTRACE_MAX_BPF_PROGS: BPF programs,
+				 * 0 when not set (no limit) */
+};
+
+/* Read the variables; 0, or -EINVAL with the message printed. */
+int env_read(void);
+
+/*
+ * BPFTRACE_MAX_PROBES and BPFTRACE_MAX_BPF_PROGS, when set: 0, or -E2BIG
+ * with bpftrace's message printed.
+ */
+int env_check_limits(int nprobes, int nprogs);
+
+/* The values read (the defaults before env_read()). */
+const struct env *env_get(void);
+
+#endif

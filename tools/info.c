@@ -1,0 +1,158 @@
+/*
+ * --info: what this system gives ubt, in bpftrace 0.17's layout (System,
+ * Build, Kernel helpers, Kernel features, Map types, Probe types), each
+ * feature asked of the running kernel (libbpf's probes, tracefs, sysfs).
+ * Probe types say what ubt can attach here: kprobes need the kernel's
+ * kprobe_events, kfunc and iter ubt does not attach.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/utsname.h>
+#include <unistd.h>
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+#include <linux/bpf.h>
+#include <llvm-c/Core.h>
+
+#include "info.h"
+
+static const char *info_yes(bool b)
+{
+	return b ? "yes" : "no";
+}
+
+static bool info_helper(enum bpf_func_id id)
+{
+	return libbpf_probe_bpf_helper(BPF_PROG_TYPE_KPROBE, id, NULL) > 0;
+}
+
+static bool info_map(enum bpf_map_type t)
+{
+	return libbpf_probe_bpf_map_type(t, NULL) > 0;
+}
+
+static bool info_prog(enum bpf_prog_type t)
+{
+	return libbpf_probe_bpf_prog_type(t, NULL) > 0;
+}
+
+static bool info_exists(const char *path)
+{
+	return access(path, F_OK) == 0;
+}
+
+/* A socket filter with a bounded loop: loads where the verifier takes
+ * loops (and then a million instructions). */
+static bool info_loops(void)
+{
+	const struct bpf_insn insns[] = {
+		{ .code = BPF_ALU64 | BPF_MOV | BPF_K, .dst_reg = 0,
+		  .imm = 0 },				/* r0 = 0 */
+		{ .code = BPF_ALU64 | BPF_ADD | BPF_K, .dst_reg = 0,
+		  .imm = 1 },				/* r0 += 1 */
+		{ .code = BPF_JMP | BPF_JLT | BPF_K, .dst_reg = 0,
+		  .off = -2, .imm = 4 },		/* if r0 < 4 goto -2 */
+		{ .code = BPF_JMP | BPF_EXIT },
+	};
+	int fd = bpf_prog_load(BPF_PROG_TYPE_SOCKET_FILTER, NULL, "GPL",
+			       insns, sizeof(insns) / sizeof(insns[0]), NULL);
+
+	if (fd < 0)
+		return false;
+	close(fd);
+	return true;
+}
+
+/* BPF_MAP_LOOKUP_BATCH on an empty hash: ENOENT where batches exist. */
+static bool info_map_batch(void)
+{
+	int fd = bpf_map_create(BPF_MAP_TYPE_HASH, NULL, 4, 4, 4, NULL);
+	uint32_t keys[4], vals[4], out, count = 4;
+	bool ok;
+	int err;
+
+	if (fd < 0)
+		return false;
+	err = bpf_map_lookup_batch(fd, NULL, &out, keys, vals, &count, NULL);
+	ok = !err || err == -ENOENT;
+	close(fd);
+	return ok;
+}
+
+int info_print(FILE *f)
+{
+	struct utsname u;
+	unsigned major, minor, patch;
+	bool loops = info_loops();
+
+	libbpf_set_print(NULL);
+	if (uname(&u))
+		memset(&u, 0, sizeof(u));
+	LLVMGetVersion(&major, &minor, &patch);
+	fprintf(f, "System\n  OS: %s %s %s\n  Arch: %s\n\n", u.sysname,
+		u.release, u.version, u.machine);
+	fprintf(f, "Build\n  version: v%s\n  LLVM: %u.%u.%u\n"
+		"  unsafe uprobe: no\n  bfd: no\n"
+		"  libdw (DWARF support): yes\n\n", PACKAGE_VERSION, major,
+		minor, patch);
+	fprintf(f, "Kernel helpers\n");
+	fprintf(f, "  probe_read: %s\n", info_yes(info_helper(BPF_FUNC_probe_read)));
+	fprintf(f, "  probe_read_str: %s\n",
+		info_yes(info_helper(BPF_FUNC_probe_read_str)));
+	fprintf(f, "  probe_read_user: %s\n",
+		info_yes(info_helper(BPF_FUNC_probe_read_user)));
+	fprintf(f, "  probe_read_user_str: %s\n",
+		info_yes(info_helper(BPF_FUNC_probe_read_user_str)));
+	fprintf(f, "  probe_read_kernel: %s\n",
+		info_yes(info_helper(BPF_FUNC_probe_read_kernel)));
+	fprintf(f, "  probe_read_kernel_str: %s\n",
+		info_yes(info_helper(BPF_FUNC_probe_read_kernel_str)));
+	fprintf(f, "  get_current_cgroup_id: %s\n",
+		info_yes(info_helper(BPF_FUNC_get_current_cgroup_id)));
+	fprintf(f, "  send_signal: %s\n",
+		info_yes(info_helper(BPF_FUNC_send_signal)));
+	fprintf(f, "  override_return: %s\n",
+		info_yes(info_helper(BPF_FUNC_override_return)));
+	fprintf(f, "  get_boot_ns: %s\n",
+		info_yes(info_helper(BPF_FUNC_ktime_get_boot_ns)));
+	/* d_path and skb_output: tracing programs, which ubt does not load */
+	fprintf(f, "  dpath: no\n  skboutput: no\n\n");
+	fprintf(f, "Kernel features\n  Instruction limit: %d\n"
+		"  Loop support: %s\n  btf: %s\n  map batch: %s\n"
+		"  uprobe refcount (depends on Build:bcc bpf_attach_uprobe "
+		"refcount): %s\n\n", loops ? 1000000 : 4096, info_yes(loops),
+		info_yes(info_exists("/sys/kernel/btf/vmlinux")),
+		info_yes(info_map_batch()),
+		info_yes(info_exists("/sys/bus/event_source/devices/uprobe/"
+				     "format/ref_ctr_offset")));
+	fprintf(f, "Map types\n");
+	fprintf(f, "  hash: %s\n", info_yes(info_map(BPF_MAP_TYPE_HASH)));
+	fprintf(f, "  percpu hash: %s\n",
+		info_yes(info_map(BPF_MAP_TYPE_PERCPU_HASH)));
+	fprintf(f, "  array: %s\n", info_yes(info_map(BPF_MAP_TYPE_ARRAY)));
+	fprintf(f, "  percpu array: %s\n",
+		info_yes(info_map(BPF_MAP_TYPE_PERCPU_ARRAY)));
+	fprintf(f, "  stack_trace: %s\n",
+		info_yes(info_map(BPF_MAP_TYPE_STACK_TRACE)));
+	fprintf(f, "  perf_event_array: %s\n\n",
+		info_yes(info_map(BPF_MAP_TYPE_PERF_EVENT_ARRAY)));
+	fprintf(f, "Probe types\n");
+	fprintf(f, "  kprobe: %s\n",
+		info_yes(info_prog(BPF_PROG_TYPE_KPROBE) &&
+			 (info_exists("/sys/kernel/tracing/kprobe_events") ||
+			  info_exists("/sys/kernel/debug/tracing/"
+				      "kprobe_events"))));
+	fprintf(f, "  tracepoint: %s\n",
+		info_yes(info_prog(BPF_PROG_TYPE_TRACEPOINT)));
+	fprintf(f, "  perf_event: %s\n",
+		info_yes(info_prog(BPF_PROG_TYPE_PERF_EVENT)));
+	fprintf(f, "  kfunc: no\n  iter:task: no\n  iter:task_file: no\n"
+		"  kprobe_multi: no\n");
+	fprintf(f, "  raw_tp_special: %s\n",
+		info_yes(info_prog(BPF_PROG_TYPE_RAW_TRACEPOINT)));
+	fputc('\n', f);
+	return 0;
+}
