@@ -118,10 +118,11 @@ def start_ubt(args):
                          stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                          env=env, text=True)
     deadline = time.time() + 30
+    # the notification comes on stderr, as bpftrace prints it
     while time.time() < deadline:
-        r, _, _ = select.select([p.stdout], [], [], 1)
+        r, _, _ = select.select([p.stderr], [], [], 1)
         if r:
-            line = p.stdout.readline()
+            line = p.stderr.readline()
             if not line or line.strip() == NOTIFY:
                 break
     return p

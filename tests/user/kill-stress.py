@@ -194,8 +194,13 @@ def worker_killed(n):
                              stdin=subprocess.DEVNULL,
                              stdout=subprocess.PIPE,
                              stderr=subprocess.PIPE, env=env)
-        u.stdout.readline()
-        u.stdout.readline()	# attached
+        u.stdout.readline()	# Attaching 1 probe...
+        seen = b""
+        while b"NOTIFY_PROBES_ATTACHED" not in seen:	# on stderr
+            line = u.stderr.readline()
+            if not line:
+                break
+            seen += line
         # running: patched, and ubt no longer ptrace-attached (killing the
         # worker inside a remote call is not covered: see the man page)
         for _ in range(400):
@@ -207,7 +212,7 @@ def worker_killed(n):
         workers = [p for p in tracers_of(t.pid) if p != u.pid]
         for w in workers:
             os.kill(w, signal.SIGKILL)
-        err = u.communicate(timeout=30)[1].decode()
+        err = (seen + u.communicate(timeout=30)[1]).decode()
         if re.search(r"killed by signal 9; pid \d+ runs on with its code "
                      r"restored \(\d+ jump", err):
             said += 1

@@ -59,6 +59,7 @@ class Fed:
                                   stdout=subprocess.PIPE, stderr=stderr,
                                   env=env)
         self.buf = ""
+        self.err_seen = ""
 
     def send(self, cmd):
         self.p.stdin.write((cmd + "\n").encode())
@@ -84,6 +85,20 @@ class Fed:
                     return None
                 self.buf += chunk.decode(errors="replace")
         return None
+
+    def expect_err(self, text, timeout=20):
+        """Wait until stderr (a pipe) holds text; what was read is kept
+        in self.err_seen."""
+        fd = self.p.stderr.fileno()
+        end = time.time() + timeout
+        while time.time() < end and text not in self.err_seen:
+            r, _, _ = select.select([fd], [], [], 0.5)
+            if r:
+                chunk = os.read(fd, 65536)
+                if not chunk:
+                    break
+                self.err_seen += chunk.decode(errors="replace")
+        return text in self.err_seen
 
     def close_input(self):
         try:

@@ -75,22 +75,28 @@ class Tracer:
                                   stderr=subprocess.PIPE, text=True,
                                   env=env, start_new_session=group)
         self.out = ""
+        self.err_seen = ""
         self.attached = wait and self._wait_notify(30)
 
     def _wait_notify(self, timeout):
-        # raw reads: a buffered readline() would hide lines from select()
-        fd = self.p.stdout.fileno()
+        # raw reads: a buffered readline() would hide lines from select();
+        # the notification comes on stderr, as bpftrace prints it
+        fds = {self.p.stdout.fileno(): "out", self.p.stderr.fileno(): "err"}
         end = time.time() + timeout
-        while time.time() < end and NOTIFY not in self.out:
-            r, _, _ = select.select([fd], [], [], 0.5)
-            if r:
+        while time.time() < end and NOTIFY not in self.err_seen:
+            r, _, _ = select.select(list(fds), [], [], 0.5)
+            for fd in r:
                 chunk = os.read(fd, 65536)
                 if not chunk:
                     return False
-                self.out += chunk.decode(errors="replace")
-            elif self.p.poll() is not None:
+                text = chunk.decode(errors="replace")
+                if fds[fd] == "out":
+                    self.out += text
+                else:
+                    self.err_seen += text
+            if not r and self.p.poll() is not None:
                 return False
-        return NOTIFY in self.out
+        return NOTIFY in self.err_seen
 
     # bpftrace 0.17 can take long to detach when other tests' tracers
     # hold the kernel's event lock (seen at make check -j2 on a loaded
@@ -106,7 +112,7 @@ class Tracer:
             self.p.kill()
             out, err = self.p.communicate()
         self.out += out
-        self.err = err + "\n(exit %s)" % self.p.returncode
+        self.err = self.err_seen + err + "\n(exit %s)" % self.p.returncode
         return self.p.returncode
 
     def count(self, name="c"):
@@ -370,7 +376,7 @@ def fed_c(u):
     done = u.expect("exit 0")
     out, err = u.p.communicate(timeout=30)
     maps = maps_of(u.buf + out.decode())
-    return done, maps, err.decode()
+    return done, maps, u.err_seen + err.decode()
 
 
 def fork_run(target):
@@ -476,7 +482,7 @@ def exec_c():
     shutil.copy(SHARE, path)
     for mode in ("user", "kernel"):
         u = ubt_c(mode, path, EXEC_PROG % (path, path))
-        steps = (u.expect(NOTIFY) and u.run("100", "done") and
+        steps = (u.expect_err(NOTIFY) and u.run("100", "done") and
                  u.run("exec 300", "exec done") and u.run("50", "done"))
         done, outs[mode], err = fed_c(u)
         ok(steps and done and u.p.returncode == 0 and
