@@ -109,6 +109,15 @@ LLVMValueRef cg_binop_values(struct cg *g, enum ast_op op, LLVMValueRef l,
 	LLVMValueRef v;
 	LLVMIntPredicate pred;
 
+	/* pointer arithmetic counts elements, as in C */
+	if (op == OP_ADD || op == OP_SUB) {
+		if (lt && lt->kind == TY_POINTER && !(rt && rt->kind == TY_POINTER))
+			r = LLVMBuildMul(ir->b, r,
+					 irb_const(ir, cg_pointee_size(lt)), "");
+		else if (rt && rt->kind == TY_POINTER && !(lt && lt->kind == TY_POINTER))
+			l = LLVMBuildMul(ir->b, l,
+					 irb_const(ir, cg_pointee_size(rt)), "");
+	}
 	switch (op) {
 	case OP_ADD:
 		v = LLVMBuildAdd(ir->b, l, r, "");
@@ -223,11 +232,13 @@ static LLVMValueRef cg_incdec(struct cg *g, struct ast_node *n)
 	struct ast_node *e = n->op.left;
 	bool inc = n->op.op == OP_PRE_INC || n->op.op == OP_POST_INC;
 	bool pre = n->op.op == OP_PRE_INC || n->op.op == OP_PRE_DEC;
+	uint64_t step = e->type && e->type->kind == TY_POINTER ?
+				cg_pointee_size(e->type) : 1;
 	LLVMValueRef old, nv;
 
 	old = cg_expr(g, e);
-	nv = inc ? LLVMBuildAdd(g->ir.b, old, irb_const(&g->ir, 1), "") :
-		   LLVMBuildSub(g->ir.b, old, irb_const(&g->ir, 1), "");
+	nv = inc ? LLVMBuildAdd(g->ir.b, old, irb_const(&g->ir, step), "") :
+		   LLVMBuildSub(g->ir.b, old, irb_const(&g->ir, step), "");
 	nv = cg_int_norm(g, nv, e->type);
 	if (e->kind == AST_VAR && e->sema && e->sema->var)
 		cg_store(g, g->vars[e->sema->var->slot], e->sema->var->type,

@@ -69,6 +69,8 @@ static inline bool cg_signed(const struct type *t)
 {
 	return t && t->is_signed;
 }
+/* The step of pointer arithmetic on pointer type t, in bytes. */
+uint64_t cg_pointee_size(const struct type *t);
 /* The aggregation a map holds (from its value type), FN_NONE if none. */
 enum sema_func cg_map_agg(const struct sema_map *sm);
 /* Fail the build with a located "not supported" error. */

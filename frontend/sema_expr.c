@@ -205,6 +205,50 @@ static void sign_warnings(struct sema_ctx *x, struct ast_node *n,
 			     ast_op_str(op));
 }
 
+/*
+ * Pointers, as bpftrace 0.17 has them: pointer + integer, integer +
+ * pointer and pointer - integer count elements (codegen scales); two
+ * pointers only compare, with a warning when their pointees differ.
+ */
+static struct type *binop_pointer(struct sema_ctx *x, struct ast_node *n,
+				  struct type *lt, struct type *rt)
+{
+	enum ast_op op = n->op.op;
+	bool lp = lt->kind == TY_POINTER;
+	struct type *p = lp ? lt : rt, *o = lp ? rt : lt;
+
+	if (o->kind == TY_POINTER && is_compare(op)) {
+		if (x->final && !type_equal(lt->elem, rt->elem)) {
+			struct ast_loc loc = ast_loc_span(&n->op.left->loc,
+							  &n->op.right->loc);
+
+			sema_warning(x, &loc,
+				     "comparison of distinct pointer types ('%s, '%s')",
+				     sema_tstr(x, lt->elem),
+				     sema_tstr(x, rt->elem));
+		}
+		return sema_uint64(x);
+	}
+	if (sema_t_is_int(o)) {
+		if (op == OP_ADD || (op == OP_SUB && lp)) {
+			struct type *r = type_pointer(x->a, p->elem);
+
+			r->addrspace = p->addrspace;
+			return r;
+		}
+		if (is_compare(op))
+			return sema_int64(x);
+	}
+	{
+		struct ast_loc oloc = op_loc(x, n);
+
+		sema_error(x, &oloc,
+			   "The %s operator can not be used on expressions of types %s, %s",
+			   ast_op_str(op), sema_tstr(x, lt), sema_tstr(x, rt));
+	}
+	return NULL;
+}
+
 struct type *sema_t_binop_types(struct sema_ctx *x, struct ast_node *n,
 				struct type *lt, struct type *rt)
 {
@@ -247,17 +291,8 @@ struct type *sema_t_binop_types(struct sema_ctx *x, struct ast_node *n,
 		sema_node(x, n)->is_string_op = true;
 		return sema_uint64(x);
 	}
-	if (lt->kind == TY_POINTER && sema_t_is_int(rt) &&
-	    (op == OP_ADD || op == OP_SUB))
-		return lt;
-	if (sema_t_is_int(lt) && rt->kind == TY_POINTER && op == OP_ADD)
-		return rt;
-	if ((lt->kind == TY_POINTER || sema_t_is_int(lt)) &&
-	    (rt->kind == TY_POINTER || sema_t_is_int(rt)) && is_compare(op))
-		return sema_uint64(x);
-	if (lt->kind == TY_POINTER && rt->kind == TY_POINTER &&
-	    op == OP_SUB)
-		return sema_int64(x);
+	if (lt->kind == TY_POINTER || rt->kind == TY_POINTER)
+		return binop_pointer(x, n, lt, rt);
 	if (lt->kind == rt->kind || (sema_t_is_int(lt) && sema_t_is_int(rt))) {
 		sema_error(x, &oloc,
 			   "The %s operator can not be used on expressions of types %s, %s",
