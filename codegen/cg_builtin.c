@@ -330,7 +330,6 @@ LLVMValueRef cg_field(struct cg *g, struct ast_node *n)
 		if (rec && rec->kind == TY_RECORD)
 			return cg_tp_field(g, n, rec);
 	}
-	cg_unsupported(g, n, "this field access");
-	return irb_const(&g->ir, 0);
+	return cg_member(g, n);
 }
 

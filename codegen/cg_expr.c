@@ -261,22 +261,8 @@ static LLVMValueRef cg_unop(struct cg *g, struct ast_node *n)
 	case OP_POST_INC:
 	case OP_POST_DEC:
 		return cg_incdec(g, n);
-	case OP_DEREF: {
-		const struct type *pt = n->op.left->type;
-		size_t sz = n->type && n->type->size ? n->type->size : 8;
-		LLVMValueRef buf;
-
-		v = cg_expr(g, n->op.left);
-		buf = irb_alloca(ir, sz, "deref");
-		irb_memset(ir, buf, 0, (sz + 7) & ~(size_t)7);
-		irb_probe_read(ir,
-			       pt && pt->addrspace == AS_USER ?
-				       IRB_READ_USER :
-				       (cg_is_uprobe(g) ? IRB_READ_USER :
-							  IRB_READ_KERNEL),
-			       buf, LLVMConstInt(ir->i32, sz, 0), v);
-		return cg_load(g, buf, n->type);
-	}
+	case OP_DEREF:
+		return cg_deref(g, n);
 	default:
 		break;
 	}
@@ -377,60 +363,6 @@ static LLVMValueRef cg_positional(struct cg *g, struct ast_node *n)
 	return irb_const(&g->ir, strtoll(s, NULL, 0));
 }
 
-/* p[i] of a pointer (read from memory) or of an array value. */
-static LLVMValueRef cg_index(struct cg *g, struct ast_node *n)
-{
-	struct irb *ir = &g->ir;
-	const struct type *t = n->index.expr->type;
-	const struct type *et = t ? t->elem : NULL;
-	size_t esz = et && et->size ? et->size : 0;
-	LLVMValueRef base, idx, buf, inb, off;
-
-	if (!t || !et || !esz ||
-	    (t->kind != TY_POINTER && t->kind != TY_ARRAY) ||
-	    !cg_is_scalar(n->index.index->type)) {
-		cg_unsupported(g, n, "this index expression");
-		return irb_const(ir, 0);
-	}
-	base = cg_expr(g, n->index.expr);
-	idx = cg_expr(g, n->index.index);
-	buf = irb_alloca(ir, esz, "elem");
-	irb_memset(ir, buf, 0, (esz + 7) & ~(size_t)7);
-	if (t->kind == TY_POINTER) {
-		LLVMValueRef addr = LLVMBuildAdd(
-			ir->b, base,
-			LLVMBuildMul(ir->b, idx, irb_const(ir, esz), ""), "");
-
-		irb_probe_read(ir,
-			       t->addrspace == AS_USER ||
-					       (t->addrspace != AS_KERNEL &&
-						cg_is_uprobe(g)) ?
-				       IRB_READ_USER :
-				       IRB_READ_KERNEL,
-			       buf, LLVMConstInt(ir->i32, esz, 0), addr);
-		return cg_load(g, buf, et);
-	}
-	/* an array value: bounds-checked, 0 outside */
-	inb = LLVMBuildICmp(ir->b, LLVMIntULT, idx, irb_const(ir, t->nelems),
-			    "");
-	{
-		LLVMBasicBlockRef yes = LLVMAppendBasicBlockInContext(
-			ir->ctx, ir->fn, "index_in");
-		LLVMBasicBlockRef done = LLVMAppendBasicBlockInContext(
-			ir->ctx, ir->fn, "index_done");
-
-		LLVMBuildCondBr(ir->b, inb, yes, done);
-		LLVMPositionBuilderAtEnd(ir->b, yes);
-		off = LLVMBuildMul(ir->b, idx, irb_const(ir, esz), "");
-		LLVMBuildMemCpy(ir->b, buf, 1,
-				LLVMBuildGEP2(ir->b, ir->i8, base, &off, 1, ""),
-				1, irb_const(ir, esz));
-		LLVMBuildBr(ir->b, done);
-		LLVMPositionBuilderAtEnd(ir->b, done);
-	}
-	return cg_load(g, buf, et);
-}
-
 LLVMValueRef cg_expr(struct cg *g, struct ast_node *n)
 {
 	struct irb *ir = &g->ir;
@@ -486,17 +418,13 @@ LLVMValueRef cg_expr(struct cg *g, struct ast_node *n)
 			return cg_int_norm(g, v, n->type);
 		break;
 	}
-	case AST_SIZEOF: {
-		const struct type *t = n->size.of_type ?
-					       n->size.of_type :
-					       (n->size.expr ?
-							n->size.expr->type :
-							NULL);
-
-		if (!t)
+	case AST_SIZEOF:
+	case AST_OFFSETOF:
+	case AST_IDENT:
+		/* values sema found: size, offset, enum constant */
+		if (!n->sema)
 			break;
-		return irb_const(ir, t->size);
-	}
+		return irb_const(ir, (uint64_t)n->sema->iargs[0]);
 	default:
 		break;
 	}

@@ -96,6 +96,11 @@ LLVMValueRef cg_string_equal(struct cg *g, LLVMValueRef a,
 LLVMValueRef cg_builtin(struct cg *g, struct ast_node *n);
 LLVMValueRef cg_field(struct cg *g, struct ast_node *n);
 bool cg_is_uprobe(struct cg *g);
+/* cg_field.c: reads of C data: p->f and s.f (not of args), a[i] and
+ * p[i], *p */
+LLVMValueRef cg_member(struct cg *g, struct ast_node *n);
+LLVMValueRef cg_index(struct cg *g, struct ast_node *n);
+LLVMValueRef cg_deref(struct cg *g, struct ast_node *n);
 /* cg_util.c: a string literal in a zeroed buffer of >= size bytes. */
 LLVMValueRef cg_string_lit(struct cg *g, const char *s, size_t len,
 			   size_t size);

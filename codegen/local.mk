@@ -6,6 +6,7 @@ libubt_a_SOURCES += \
 	codegen/cg.h \
 	codegen/cg_call.c \
 	codegen/cg_expr.c \
+	codegen/cg_field.c \
 	codegen/cg_int.h \
 	codegen/cg_map.c \
 	codegen/cg_stmt.c \

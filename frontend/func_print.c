@@ -134,7 +134,8 @@ static struct type *ty_time(struct sema_ctx *x, struct ast_node *call,
 static bool is_printable(const struct type *t)
 {
 	return t->kind != TY_VOID && t->kind != TY_NONE &&
-	       t->kind != TY_RECORD && !(t->kind == TY_POINTER && t->is_ctx);
+	       !(t->kind == TY_RECORD && t->is_ctx) &&
+	       !(t->kind == TY_POINTER && t->is_ctx);
 }
 
 static struct type *ty_print(struct sema_ctx *x, struct ast_node *call,

@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <string.h>
 
+#include "cdefs.h"
 #include "sema.h"
 #include "sema_int.h"
 #include "sema_type_int.h"
@@ -59,7 +60,7 @@ int sema_t_map_keys(struct sema_ctx *x, struct ast_node *n,
 			continue;
 		}
 		if (t->kind == TY_VOID || type_is_aggregation(t) ||
-		    t->kind == TY_RECORD || t->kind == TY_NONE) {
+		    t->kind == TY_NONE) {
 			sema_error(x, &k->loc, "%s cannot be used as a map key",
 				   sema_tstr(x, t));
 			err = -EINVAL;
@@ -451,132 +452,6 @@ static struct type *type_ternary(struct sema_ctx *x, struct ast_node *n)
 	return r;
 }
 
-static struct type_field *field_find(struct type *rec, const char *name,
-				     int *idx)
-{
-	for (int i = 0; i < rec->nfields; i++)
-		if (rec->fields[i].name && !strcmp(rec->fields[i].name, name)) {
-			*idx = i;
-			return &rec->fields[i];
-		}
-	return NULL;
-}
-
-/*
- * A probe with several tracepoints: codegen reads args fields by name
- * from each attach point's record, so every one must have the field,
- * with the same type.
- */
-static bool args_field_everywhere(struct sema_ctx *x, struct ast_node *n,
-				  const struct type_field *f)
-{
-	for (struct ast_node *ap = x->probe->node->probe.aps; ap;
-	     ap = ap->next) {
-		struct type *rec = ap->sema->ap->args_type;
-		struct type_field *g;
-		int idx;
-
-		if (!rec)
-			continue;
-		g = field_find(rec, n->field.field, &idx);
-		if (!g) {
-			sema_error(x, &n->loc,
-				   "Struct/union of type '%s' does not contain a field named '%s'",
-				   rec->name ? rec->name : "struct",
-				   n->field.field);
-			return false;
-		}
-		if (!type_equal(g->type, f->type)) {
-			sema_error(x, &n->loc,
-				   "Probe has attach points with mixed arguments: field '%s' is %s in %s and %s in %s",
-				   n->field.field, sema_tstr(x, f->type),
-				   x->probe->name, sema_tstr(x, g->type),
-				   ap->sema->ap->name);
-			return false;
-		}
-	}
-	return true;
-}
-
-static struct type *type_field(struct sema_ctx *x, struct ast_node *n)
-{
-	struct type *t = sema_type_expr(x, n->field.expr);
-	struct type *rec = NULL;
-	struct type_field *f;
-	int idx;
-
-	if (!t)
-		return NULL;
-	if (t->kind == TY_POINTER && t->elem && t->elem->kind == TY_RECORD)
-		rec = t->elem;	/* args.f and args->f alike */
-	else if (t->kind == TY_RECORD && !n->field.arrow)
-		rec = t;
-	if (!rec) {
-		if (t->kind == TY_POINTER && t->elem &&
-		    t->elem->kind == TY_NAMED)
-			sema_error(x, &n->loc, "Unknown struct/union: '%s'",
-				   t->elem->name);
-		else
-			sema_error(x, &n->loc,
-				   "Can not access field '%s' on expression of type '%s'",
-				   n->field.field, sema_tstr(x, t));
-		return NULL;
-	}
-	if (!strncmp(n->field.field, "common_", 7) && t->is_ctx) {
-		sema_error(x, &n->loc,
-			   "BPF does not support accessing common tracepoint fields");
-		return NULL;
-	}
-	f = field_find(rec, n->field.field, &idx);
-	if (!f) {
-		sema_error(x, &n->loc,
-			   "Struct/union of type '%s' does not contain a field named '%s'",
-			   rec->name ? rec->name : "struct", n->field.field);
-		return NULL;
-	}
-	if (t->is_ctx && !args_field_everywhere(x, n, f))
-		return NULL;
-	return f->type;
-}
-
-static struct type *type_index(struct sema_ctx *x, struct ast_node *n)
-{
-	struct type *t = sema_type_expr(x, n->index.expr);
-	struct type *it = sema_type_expr(x, n->index.index);
-	int64_t v;
-
-	if (!t || !it)
-		return NULL;
-	if (!sema_t_is_int(it)) {
-		sema_error(x, &n->index.index->loc,
-			   "The array index operator [] only accepts integer indices, found %s",
-			   sema_tstr(x, it));
-		return NULL;
-	}
-	if (t->kind == TY_ARRAY) {
-		if (sema_int_literal(x, n->index.index, &v) &&
-		    (v < 0 || (uint64_t)v >= t->nelems)) {
-			sema_error(x, &n->loc,
-				   "the index %lld is out of bounds for array of size %zu",
-				   (long long)v, t->nelems);
-			return NULL;
-		}
-		return t->elem;
-	}
-	if (t->kind == TY_POINTER) {
-		if (!t->elem || t->elem->kind == TY_VOID) {
-			sema_error(x, &n->loc,
-				   "The array index operator [] cannot be used on a pointer to an unsized type (void *).");
-			return NULL;
-		}
-		return t->elem;
-	}
-	sema_error(x, &n->loc,
-		   "The array index operator [] can only be used on arrays and pointers, found %s.",
-		   sema_tstr(x, t));
-	return NULL;
-}
-
 static struct type *type_tuple(struct sema_ctx *x, struct ast_node *n)
 {
 	int len = ast_list_len(n->tuple.elems);
@@ -714,19 +589,6 @@ static struct type *type_call(struct sema_ctx *x, struct ast_node *n)
 	return f->type(x, n, agg_map);
 }
 
-static struct type *type_sizeof(struct sema_ctx *x, struct ast_node *n)
-{
-	struct type *t;
-
-	if (n->size.expr)
-		t = sema_type_expr(x, n->size.expr);
-	else
-		t = sema_t_resolve_named(x, n->size.of_type, &n->loc);
-	if (!t)
-		return NULL;
-	return sema_uint64(x);
-}
-
 struct type *sema_type_expr(struct sema_ctx *x, struct ast_node *n)
 {
 	struct type *t = NULL;
@@ -763,10 +625,19 @@ struct type *sema_type_expr(struct sema_ctx *x, struct ast_node *n)
 		t = b->type(x, n);
 		break;
 	}
-	case AST_IDENT:
+	case AST_IDENT: {
+		int64_t v;
+
+		/* an enum constant or a #define of the C definitions */
+		if (cdefs_const(x->c, n->ident.name, &v)) {
+			sema_node(x, n)->iargs[0] = v;
+			t = sema_uint64(x);
+			break;
+		}
 		sema_error(x, &n->loc, "Unknown identifier: '%s'",
 			   n->ident.name);
 		break;
+	}
 	case AST_VAR:
 		t = n->sema->var->type;
 		if (!t && x->final)
@@ -782,7 +653,7 @@ struct type *sema_type_expr(struct sema_ctx *x, struct ast_node *n)
 		t = type_call(x, n);
 		break;
 	case AST_SIZEOF:
-		t = type_sizeof(x, n);
+		t = sema_t_sizeof(x, n);
 		break;
 	case AST_BINOP:
 		t = type_binop(x, n);
@@ -794,10 +665,10 @@ struct type *sema_type_expr(struct sema_ctx *x, struct ast_node *n)
 		t = type_ternary(x, n);
 		break;
 	case AST_FIELD:
-		t = type_field(x, n);
+		t = sema_t_field(x, n);
 		break;
 	case AST_INDEX:
-		t = type_index(x, n);
+		t = sema_t_index(x, n);
 		break;
 	case AST_TUPLE:
 		t = type_tuple(x, n);
@@ -809,7 +680,7 @@ struct type *sema_type_expr(struct sema_ctx *x, struct ast_node *n)
 		t = type_cast(x, n);
 		break;
 	case AST_OFFSETOF:
-		sema_error(x, &n->loc, "offsetof() is not supported yet");
+		t = sema_t_offsetof(x, n);
 		break;
 	case AST_BLOCK_EXPR:
 		sema_error(x, &n->loc, "block expressions are not supported yet");

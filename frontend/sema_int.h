@@ -142,6 +142,11 @@ struct sema_fmt *sema_fmt_get(struct sema_ctx *x, struct ast_node *call,
 int sema_uprobe_args(struct sema_ctx *x, struct ast_node *ap,
 		     struct type **out);
 
+/* sema_typelookup.c: the type a name ("struct foo", "union foo", "enum
+ * foo", a typedef) names, from the script's C definitions first, then the
+ * other type sources; NULL when none defines it. */
+struct type *sema_lookup_type(struct sema_ctx *x, const char *name);
+
 /* sema_types.c: type an expression (sets and returns n->type; NULL when
  * unknown or after an error). */
 struct type *sema_type_expr(struct sema_ctx *x, struct ast_node *n);

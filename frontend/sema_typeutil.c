@@ -289,11 +289,12 @@ struct type *sema_t_resolve_named(struct sema_ctx *x, struct type *t,
 		{ "gid_t", 4, false }, { "bool", 1, false },
 		{ "_Bool", 1, false },
 	};
+	struct type *r;
 
 	if (!t)
 		return NULL;
 	if (t->kind == TY_POINTER || t->kind == TY_ARRAY) {
-		struct type *e = t->elem, *r;
+		struct type *e = t->elem;
 
 		if (!e || e->kind == TY_VOID)
 			return t;
@@ -314,6 +315,9 @@ struct type *sema_t_resolve_named(struct sema_ctx *x, struct type *t,
 	for (size_t i = 0; i < ARRAY_SIZE(ints); i++)
 		if (!strcmp(ints[i].name, t->name))
 			return type_int(x->a, ints[i].size, ints[i].is_signed);
+	r = sema_lookup_type(x, t->name);
+	if (r)
+		return r;
 	if (!strncmp(t->name, "struct ", 7) || !strncmp(t->name, "union ", 6))
 		sema_error(x, loc, "Unknown struct/union: '%s'", t->name);
 	else

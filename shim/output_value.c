@@ -235,6 +235,85 @@ void out_buf_escape(struct sb *b, const unsigned char *p, size_t n,
 	}
 }
 
+/* An array as bpftrace prints it: [1,2,3] everywhere. */
+static int sb_array(const struct out *o, struct sb *b, const struct type *t,
+		    const void *p, enum val_style vs)
+{
+	const struct type *e = t->elem;
+
+	if (!e || !e->size)
+		return out_not_supported(t);
+	sb_addc(b, '[');
+	for (size_t i = 0; i < t->nelems; i++) {
+		int err;
+
+		if (i)
+			sb_addc(b, ',');
+		err = sb_value(o, b, e, (const char *)p + i * e->size, vs);
+		if (err)
+			return err;
+	}
+	sb_addc(b, ']');
+	return 0;
+}
+
+/* A bit field's value from the bytes that hold it. */
+static uint64_t out_bitfield(const struct type_field *f, const void *p)
+{
+	size_t n = (f->bitfield_shift + f->bitfield_bits + 7) / 8;
+	int bits = f->bitfield_bits;
+	uint64_t v = 0;
+
+	memcpy(&v, p, n > 8 ? 8 : n);
+	if (out_type_signed(f->type))
+		return (uint64_t)((int64_t)(v << (64 - bits - f->bitfield_shift)) >>
+				  (64 - bits));
+	v >>= f->bitfield_shift;
+	return bits >= 64 ? v : v & ((1ull << bits) - 1);
+}
+
+/*
+ * A struct or union: { .a = 1, .b = { .c = 2 } } in text, {.a=1,.b=2} in
+ * map keys, { "a": 1, "b": 2 } in JSON values.
+ */
+static int sb_record(const struct out *o, struct sb *b, const struct type *t,
+		     const void *p, enum val_style vs)
+{
+	bool key = vs == VS_TEXT_KEY || vs == VS_JSON_KEY;
+
+	sb_adds(b, key ? "{" : "{ ");
+	for (int i = 0; i < t->nfields; i++) {
+		const struct type_field *f = &t->fields[i];
+		const char *q = (const char *)p + f->offset;
+		int err;
+
+		if (i)
+			sb_adds(b, key ? "," : ", ");
+		if (vs == VS_JSON) {
+			sb_json_string(b, f->name ? f->name : "",
+				       f->name ? strlen(f->name) : 0);
+			sb_adds(b, ": ");
+		} else {
+			sb_printf(b, key ? ".%s=" : ".%s = ",
+				  f->name ? f->name : "");
+		}
+		if (f->bitfield_bits) {
+			uint64_t v = out_bitfield(f, q);
+
+			if (out_type_signed(f->type))
+				sb_printf(b, "%" PRId64, (int64_t)v);
+			else
+				sb_printf(b, "%" PRIu64, v);
+			continue;
+		}
+		err = sb_value(o, b, f->type, q, vs);
+		if (err)
+			return err;
+	}
+	sb_adds(b, key ? "}" : " }");
+	return 0;
+}
+
 /* Append a value of type t at p. */
 int sb_value(const struct out *o, struct sb *b, const struct type *t,
 		    const void *p, enum val_style vs)
@@ -251,7 +330,7 @@ int sb_value(const struct out *o, struct sb *b, const struct type *t,
 	switch (t->kind) {
 	case TY_ARRAY:
 		if (!out_is_char_array(t))
-			return out_not_supported(t);
+			return sb_array(o, b, t, p, vs);
 		/* char[N] prints as a string */
 		/* fall through */
 	case TY_STRING: {
@@ -302,6 +381,8 @@ int sb_value(const struct out *o, struct sb *b, const struct type *t,
 		sb_release(&e);
 		return 0;
 	}
+	case TY_RECORD:
+		return sb_record(o, b, t, p, vs);
 	case TY_TUPLE:
 		sb_adds(b, vs == VS_TEXT ? "(" : vs == VS_JSON ? "[" : "");
 		for (int i = 0; i < t->nfields; i++) {
@@ -336,11 +417,11 @@ int sb_key(const struct out *o, struct sb *b, const struct out_map *m,
 				sb_adds(b, json ? "," : ", ");
 			err = sb_value(o, b, t->fields[i].type,
 				       (const char *)key + t->fields[i].offset,
-				       json ? VS_JSON_KEY : VS_TEXT);
+				       json ? VS_JSON_KEY : VS_TEXT_KEY);
 			if (err)
 				return err;
 		}
 		return 0;
 	}
-	return sb_value(o, b, t, key, json ? VS_JSON_KEY : VS_TEXT);
+	return sb_value(o, b, t, key, json ? VS_JSON_KEY : VS_TEXT_KEY);
 }

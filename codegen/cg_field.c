@@ -1,0 +1,235 @@
+/*
+ * Lowering of reads of C data: *p, p->f, s.f, a[i], p[i] and chains of
+ * them (p->inner.arr[2]). A chain is lowered to a place, an address in
+ * the traced memory or a pointer into a value ubt already holds (a
+ * record in a variable or map), and only the bytes of the last link are
+ * read: p->a reads the 4 bytes of a, not the whole struct. Reads of
+ * traced memory go through irb_probe_read(): bpf_probe_read_user or
+ * _kernel in the kernel, the runtime's fault-safe copy in user mode.
+ */
+#include <errno.h>
+#include <string.h>
+
+#include "cg_int.h"
+#include "util.h"
+
+/* Where the value of an expression is. */
+struct cg_place {
+	bool mem;		/* in traced memory at addr, else at buf */
+	LLVMValueRef addr;	/* i64 */
+	LLVMValueRef buf;	/* a pointer into a buffer of ubt's */
+	enum irb_read read;	/* IRB_READ_USER or _KERNEL, when mem */
+};
+
+/* User or kernel memory behind a pointer of type t. */
+static enum irb_read cg_read_kind(struct cg *g, const struct type *t)
+{
+	if (t && t->addrspace == AS_USER)
+		return IRB_READ_USER;
+	if (t && t->addrspace == AS_KERNEL)
+		return IRB_READ_KERNEL;
+	return cg_is_uprobe(g) ? IRB_READ_USER : IRB_READ_KERNEL;
+}
+
+static const struct type_field *cg_field_of(const struct type *rec,
+					    const char *name)
+{
+	for (int i = 0; rec && i < rec->nfields; i++)
+		if (rec->fields[i].name && !strcmp(rec->fields[i].name, name))
+			return &rec->fields[i];
+	return NULL;
+}
+
+static bool cg_is_args(const struct ast_node *e)
+{
+	return e->kind == AST_BUILTIN && e->sema &&
+	       e->sema->builtin == BI_ARGS;
+}
+
+static void cg_place_of(struct cg *g, struct ast_node *n,
+			struct cg_place *p);
+
+static void cg_place_offset(struct cg *g, struct cg_place *p,
+			    LLVMValueRef off)
+{
+	struct irb *ir = &g->ir;
+
+	if (p->mem)
+		p->addr = LLVMBuildAdd(ir->b, p->addr, off, "");
+	else
+		p->buf = LLVMBuildGEP2(ir->b, ir->i8, p->buf, &off, 1, "");
+}
+
+static void cg_place_of(struct cg *g, struct ast_node *n, struct cg_place *p)
+{
+	struct irb *ir = &g->ir;
+
+	memset(p, 0, sizeof(*p));
+	switch (n->kind) {
+	case AST_UNOP:
+		if (n->op.op != OP_DEREF)
+			break;
+		p->mem = true;
+		p->addr = cg_expr(g, n->op.left);
+		p->read = cg_read_kind(g, n->op.left->type);
+		return;
+	case AST_FIELD: {
+		struct ast_node *e = n->field.expr;
+		const struct type *et = e->type, *rec;
+		const struct type_field *f;
+
+		if (!et || cg_is_args(e))
+			break;
+		rec = et->kind == TY_POINTER ? et->elem : et;
+		f = cg_field_of(rec, n->field.field);
+		if (!f)
+			break;
+		if (et->kind == TY_POINTER) {
+			p->mem = true;
+			p->addr = cg_expr(g, e);
+			p->read = cg_read_kind(g, et);
+		} else {
+			cg_place_of(g, e, p);
+		}
+		cg_place_offset(g, p, irb_const(ir, f->offset));
+		return;
+	}
+	case AST_INDEX: {
+		struct ast_node *e = n->index.expr;
+		const struct type *et = e->type;
+		size_t esz = n->type ? n->type->size : 0;
+		LLVMValueRef idx;
+
+		if (!et || !esz ||
+		    (et->kind != TY_POINTER && et->kind != TY_ARRAY))
+			break;
+		if (et->kind == TY_POINTER) {
+			p->mem = true;
+			p->addr = cg_expr(g, e);
+			p->read = cg_read_kind(g, et);
+		} else {
+			cg_place_of(g, e, p);
+		}
+		idx = cg_expr(g, n->index.index);
+		if (et->kind == TY_ARRAY) {
+			/* outside the array: element 0, as the index is
+			 * checked only when it is a literal */
+			LLVMValueRef in = LLVMBuildICmp(
+				ir->b, LLVMIntULT, idx,
+				irb_const(ir, et->nelems), "");
+
+			idx = LLVMBuildSelect(ir->b, in, idx, irb_const(ir, 0),
+					      "");
+		}
+		cg_place_offset(g, p,
+				LLVMBuildMul(ir->b, idx, irb_const(ir, esz),
+					     ""));
+		return;
+	}
+	default:
+		break;
+	}
+	/* a value: a record, array or string ubt holds in a buffer */
+	p->buf = cg_expr(g, n);
+	if (cg_is_scalar(n->type)) {
+		/* an integer as a place: store it (not reached for the
+		 * expressions sema types as records or arrays) */
+		LLVMValueRef b = irb_alloca(ir, 8, "place");
+
+		LLVMBuildStore(ir->b, p->buf, b);
+		p->buf = b;
+	}
+}
+
+/* The value of type t at place p: an i64, or a buffer of t->size bytes. */
+static LLVMValueRef cg_place_load(struct cg *g, const struct cg_place *p,
+				  const struct type *t)
+{
+	struct irb *ir = &g->ir;
+	size_t sz = t && t->size ? t->size : 8;
+	LLVMValueRef buf;
+
+	if (!p->mem)
+		return cg_load(g, p->buf, t);
+	buf = irb_alloca(ir, sz, "read");
+	irb_memset(ir, buf, 0, (sz + 7) & ~(size_t)7);
+	irb_probe_read(ir, p->read, buf, LLVMConstInt(ir->i32, sz, 0),
+		       p->addr);
+	return cg_load(g, buf, t);
+}
+
+/* A bit field: the bytes that hold it, shifted and masked. */
+static LLVMValueRef cg_bitfield(struct cg *g, const struct cg_place *p,
+				const struct type_field *f)
+{
+	struct irb *ir = &g->ir;
+	size_t nbytes = (f->bitfield_shift + f->bitfield_bits + 7) / 8;
+	LLVMValueRef buf = irb_alloca(ir, 8, "bits"), v;
+	int bits = f->bitfield_bits;
+
+	LLVMBuildStore(ir->b, irb_const(ir, 0), buf);
+	if (p->mem)
+		irb_probe_read(ir, p->read, buf,
+			       LLVMConstInt(ir->i32, nbytes, 0), p->addr);
+	else
+		LLVMBuildMemCpy(ir->b, buf, 1, p->buf, 1,
+				irb_const(ir, nbytes));
+	v = LLVMBuildLoad2(ir->b, ir->i64, buf, "");
+	if (cg_signed(f->type)) {
+		/* move the field to the top, then shift it down with its
+		 * sign */
+		v = LLVMBuildShl(ir->b, v,
+				 irb_const(ir, 64 - bits - f->bitfield_shift),
+				 "");
+		return LLVMBuildAShr(ir->b, v, irb_const(ir, 64 - bits), "");
+	}
+	v = LLVMBuildLShr(ir->b, v, irb_const(ir, f->bitfield_shift), "");
+	return LLVMBuildAnd(ir->b, v,
+			    irb_const(ir, bits >= 64 ? ~0ull :
+						       (1ull << bits) - 1),
+			    "");
+}
+
+LLVMValueRef cg_member(struct cg *g, struct ast_node *n)
+{
+	struct ast_node *e = n->field.expr;
+	const struct type *et = e->type, *rec;
+	const struct type_field *f;
+	struct cg_place p;
+
+	rec = et && et->kind == TY_POINTER ? et->elem : et;
+	f = cg_field_of(rec, n->field.field);
+	if (!f || !n->type) {
+		cg_unsupported(g, n, "this field access");
+		return irb_const(&g->ir, 0);
+	}
+	cg_place_of(g, n, &p);
+	if (f->bitfield_bits) {
+		/* the place is the byte holding the field's first bit */
+		return cg_bitfield(g, &p, f);
+	}
+	return cg_place_load(g, &p, n->type);
+}
+
+LLVMValueRef cg_index(struct cg *g, struct ast_node *n)
+{
+	const struct type *t = n->index.expr->type;
+	struct cg_place p;
+
+	if (!t || !n->type || !n->type->size ||
+	    (t->kind != TY_POINTER && t->kind != TY_ARRAY) ||
+	    !cg_is_scalar(n->index.index->type)) {
+		cg_unsupported(g, n, "this index expression");
+		return irb_const(&g->ir, 0);
+	}
+	cg_place_of(g, n, &p);
+	return cg_place_load(g, &p, n->type);
+}
+
+LLVMValueRef cg_deref(struct cg *g, struct ast_node *n)
+{
+	struct cg_place p;
+
+	cg_place_of(g, n, &p);
+	return cg_place_load(g, &p, n->type);
+}

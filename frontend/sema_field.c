@@ -1,0 +1,227 @@
+/*
+ * The types pass for C data: fields of records (p->f, s.f, args->f),
+ * array and pointer indexing (a[i], p[i]), sizeof and offsetof, with
+ * bpftrace 0.17's messages.
+ */
+#include <errno.h>
+#include <string.h>
+
+#include "sema.h"
+#include "sema_int.h"
+#include "sema_type_int.h"
+#include "util.h"
+
+static struct type_field *field_find(struct type *rec, const char *name)
+{
+	for (int i = 0; i < rec->nfields; i++)
+		if (rec->fields[i].name && !strcmp(rec->fields[i].name, name))
+			return &rec->fields[i];
+	return NULL;
+}
+
+static const char *rec_name(const struct type *rec)
+{
+	return rec->name ? rec->name : rec->is_union ? "union" : "struct";
+}
+
+/*
+ * A probe with several tracepoints: codegen reads args fields by name
+ * from each attach point's record, so every one must have the field,
+ * with the same type.
+ */
+static bool args_field_everywhere(struct sema_ctx *x, struct ast_node *n,
+				  const struct type_field *f)
+{
+	for (struct ast_node *ap = x->probe->node->probe.aps; ap;
+	     ap = ap->next) {
+		struct type *rec = ap->sema->ap->args_type;
+		struct type_field *g;
+
+		if (!rec)
+			continue;
+		g = field_find(rec, n->field.field);
+		if (!g) {
+			sema_error(x, &n->loc,
+				   "Struct/union of type '%s' does not contain a field named '%s'",
+				   rec_name(rec), n->field.field);
+			return false;
+		}
+		if (!type_equal(g->type, f->type)) {
+			sema_error(x, &n->loc,
+				   "Probe has attach points with mixed arguments: field '%s' is %s in %s and %s in %s",
+				   n->field.field, sema_tstr(x, f->type),
+				   x->probe->name, sema_tstr(x, g->type),
+				   ap->sema->ap->name);
+			return false;
+		}
+	}
+	return true;
+}
+
+/* The record a field access reads from, or NULL after an error. */
+static struct type *field_record(struct sema_ctx *x, struct ast_node *n,
+				 struct type *t)
+{
+	bool arrow = n->field.arrow;
+
+	if (t->kind == TY_POINTER && t->is_ctx && t->elem &&
+	    t->elem->kind == TY_RECORD)
+		return t->elem;	/* args.f and args->f alike */
+	if (t->kind == TY_POINTER && arrow) {
+		struct type *e = t->elem;
+
+		if (e && e->kind == TY_NAMED) {
+			sema_error(x, &n->loc, "Unknown struct/union: '%s'",
+				   e->name);
+			return NULL;
+		}
+		if (e && e->kind == TY_RECORD)
+			return e;
+		sema_error(x, &n->loc,
+			   "Can not access field '%s' on expression of type '%s'",
+			   n->field.field, sema_tstr(x, e));
+		return NULL;
+	}
+	if (t->kind == TY_POINTER && t->elem &&
+	    t->elem->kind == TY_RECORD) {
+		sema_error(x, &n->loc,
+			   "Can not access field '%s' on type '%s'. Try dereferencing it first, or using '->'",
+			   n->field.field, sema_tstr(x, t));
+		return NULL;
+	}
+	if (t->kind == TY_RECORD && arrow) {
+		sema_error(x, &n->loc,
+			   "Can not dereference struct/union of type '%s'. It is not a pointer.",
+			   rec_name(t));
+		return NULL;
+	}
+	if (t->kind == TY_RECORD)
+		return t;
+	sema_error(x, &n->loc,
+		   "Can not access field '%s' on expression of type '%s'",
+		   n->field.field, sema_tstr(x, t));
+	return NULL;
+}
+
+struct type *sema_t_field(struct sema_ctx *x, struct ast_node *n)
+{
+	struct type *t = sema_type_expr(x, n->field.expr);
+	struct type *rec;
+	struct type_field *f;
+
+	if (!t)
+		return NULL;
+	rec = field_record(x, n, t);
+	if (!rec)
+		return NULL;
+	if (!strncmp(n->field.field, "common_", 7) && t->is_ctx) {
+		sema_error(x, &n->loc,
+			   "BPF does not support accessing common tracepoint fields");
+		return NULL;
+	}
+	f = field_find(rec, n->field.field);
+	if (!f) {
+		sema_error(x, &n->loc,
+			   "Struct/union of type '%s' does not contain a field named '%s'",
+			   rec_name(rec), n->field.field);
+		return NULL;
+	}
+	if (t->is_ctx && !args_field_everywhere(x, n, f))
+		return NULL;
+	return f->type;
+}
+
+struct type *sema_t_index(struct sema_ctx *x, struct ast_node *n)
+{
+	struct type *t = sema_type_expr(x, n->index.expr);
+	struct type *it = sema_type_expr(x, n->index.index);
+	int64_t v;
+
+	if (!t || !it)
+		return NULL;
+	if (!sema_t_is_int(it)) {
+		sema_error(x, &n->index.index->loc,
+			   "The array index operator [] only accepts integer indices, found %s",
+			   sema_tstr(x, it));
+		return NULL;
+	}
+	if (t->kind == TY_ARRAY) {
+		if (sema_int_literal(x, n->index.index, &v) &&
+		    (v < 0 || (uint64_t)v >= t->nelems)) {
+			sema_error(x, &n->loc,
+				   "the index %lld is out of bounds for array of size %zu",
+				   (long long)v, t->nelems);
+			return NULL;
+		}
+		return t->elem;
+	}
+	if (t->kind == TY_POINTER) {
+		if (!t->elem || t->elem->kind == TY_VOID || !t->elem->size) {
+			sema_error(x, &n->loc,
+				   "The array index operator [] cannot be used on a pointer to an unsized type (void *).");
+			return NULL;
+		}
+		return t->elem;
+	}
+	sema_error(x, &n->loc,
+		   "The array index operator [] can only be used on arrays and pointers, found %s.",
+		   sema_tstr(x, t));
+	return NULL;
+}
+
+/* sizeof(type) and sizeof(expr): the size in iargs[0]. */
+struct type *sema_t_sizeof(struct sema_ctx *x, struct ast_node *n)
+{
+	struct type *t;
+
+	if (n->size.expr)
+		t = sema_type_expr(x, n->size.expr);
+	else
+		t = sema_t_resolve_named(x, n->size.of_type, &n->loc);
+	if (!t)
+		return NULL;
+	sema_node(x, n)->iargs[0] = (int64_t)t->size;
+	return sema_uint64(x);
+}
+
+/* offsetof(type, a.b.c) and offsetof(expr, a.b.c): in iargs[0]. */
+struct type *sema_t_offsetof(struct sema_ctx *x, struct ast_node *n)
+{
+	struct type *t;
+	const char *path = n->size.field, *dot;
+	size_t off = 0;
+
+	if (n->size.expr)
+		t = sema_type_expr(x, n->size.expr);
+	else
+		t = sema_t_resolve_named(x, n->size.of_type, &n->loc);
+	if (!t)
+		return NULL;
+	for (;;) {
+		struct type_field *f;
+		const char *name;
+
+		if (t->kind != TY_RECORD) {
+			sema_error(x, &n->loc,
+				   "offsetof() requires a struct or union, found '%s'",
+				   sema_tstr(x, t));
+			return NULL;
+		}
+		dot = strchr(path, '.');
+		name = dot ? arena_strndup(x->a, path, dot - path) : path;
+		f = field_find(t, name);
+		if (!f) {
+			sema_error(x, &n->loc,
+				   "Struct/union of type '%s' does not contain a field named '%s'",
+				   rec_name(t), name);
+			return NULL;
+		}
+		off += f->offset;
+		t = f->type;
+		if (!dot)
+			break;
+		path = dot + 1;
+	}
+	sema_node(x, n)->iargs[0] = (int64_t)off;
+	return sema_uint64(x);
+}
