@@ -75,6 +75,34 @@ LLVMValueRef cg_string_equal(struct cg *g, LLVMValueRef a,
 			 limit);
 }
 
+/* Whether size bytes at a and b are the same, without branches: the OR
+ * of the XORs of 8-byte (then single-byte) pieces is 0; i64 0 or 1. */
+static LLVMValueRef cg_bytes_equal(struct cg *g, LLVMValueRef a,
+				   LLVMValueRef b, size_t size)
+{
+	struct irb *ir = &g->ir;
+	LLVMValueRef acc = irb_const(ir, 0);
+
+	for (size_t i = 0; i < size;) {
+		LLVMTypeRef t = size - i >= 8 ? ir->i64 : ir->i8;
+		size_t step = size - i >= 8 ? 8 : 1;
+		LLVMValueRef x = LLVMBuildLoad2(ir->b, t, irb_gep(ir, a, i), "");
+		LLVMValueRef y = LLVMBuildLoad2(ir->b, t, irb_gep(ir, b, i), "");
+		LLVMValueRef d = LLVMBuildXor(ir->b, x, y, "");
+
+		LLVMSetAlignment(x, 1);
+		LLVMSetAlignment(y, 1);
+		if (step == 1)
+			d = LLVMBuildZExt(ir->b, d, ir->i64, "");
+		acc = LLVMBuildOr(ir->b, acc, d, "");
+		i += step;
+	}
+	return LLVMBuildZExt(ir->b,
+			     LLVMBuildICmp(ir->b, LLVMIntEQ, acc,
+					   irb_const(ir, 0), ""),
+			     ir->i64, "");
+}
+
 static LLVMValueRef cg_logical(struct cg *g, struct ast_node *n)
 {
 	struct irb *ir = &g->ir;
@@ -208,6 +236,16 @@ static LLVMValueRef cg_binop(struct cg *g, struct ast_node *n)
 		return cg_logical(g, n);
 	l = cg_expr(g, a);
 	r = cg_expr(g, b);
+	if (a->type && b->type && a->type->kind == TY_ARRAY &&
+	    b->type->kind == TY_ARRAY &&
+	    (n->op.op == OP_EQ || n->op.op == OP_NE)) {
+		LLVMValueRef eq = cg_bytes_equal(g, l, r, a->type->size);
+
+		if (n->op.op == OP_NE)
+			eq = LLVMBuildXor(g->ir.b, eq, irb_const(&g->ir, 1),
+					  "");
+		return eq;
+	}
 	if (!cg_is_scalar(a->type) || !cg_is_scalar(b->type)) {
 		LLVMValueRef eq;
 

@@ -222,7 +222,9 @@ static enum CXVisitorResult visit_field(CXCursor cur, CXClientData data)
 	if (bits < 0)
 		return CXVisit_Continue;
 	f.offset = fs->base + (size_t)bits / 8;
-	if (!name[0] && ft.kind == CXType_Record) {
+	if (ft.kind == CXType_Record &&
+	    cx->clang_Cursor_isAnonymousRecordDecl(
+		    cx->clang_getTypeDeclaration(ft))) {
 		/* an anonymous struct or union: its members are the
 		 * record's own, as in C */
 		struct fields in = { .d = d, .base = f.offset };

@@ -250,6 +250,31 @@ static struct type *binop_pointer(struct sema_ctx *x, struct ast_node *n,
 	return NULL;
 }
 
+/* Arrays compare (== and !=) when they hold as many of the same integer. */
+static struct type *binop_array(struct sema_ctx *x, struct ast_node *n,
+				struct type *lt, struct type *rt)
+{
+	struct ast_loc oloc = op_loc(x, n);
+	enum ast_op op = n->op.op;
+
+	if (op != OP_EQ && op != OP_NE) {
+		sema_error(x, &oloc, "The %s operator cannot be used on arrays.",
+			   ast_op_str(op));
+		return NULL;
+	}
+	if (lt->nelems != rt->nelems) {
+		sema_error(x, &oloc,
+			   "Only arrays of same size support comparison operators.");
+		return NULL;
+	}
+	if (!sema_t_is_int(lt->elem) || !type_equal(lt, rt)) {
+		sema_error(x, &oloc,
+			   "Only arrays of same sized integer support comparison operators.");
+		return NULL;
+	}
+	return sema_uint64(x);
+}
+
 struct type *sema_t_binop_types(struct sema_ctx *x, struct ast_node *n,
 				struct type *lt, struct type *rt)
 {
@@ -294,6 +319,8 @@ struct type *sema_t_binop_types(struct sema_ctx *x, struct ast_node *n,
 	}
 	if (lt->kind == TY_POINTER || rt->kind == TY_POINTER)
 		return binop_pointer(x, n, lt, rt);
+	if (lt->kind == TY_ARRAY && rt->kind == TY_ARRAY)
+		return binop_array(x, n, lt, rt);
 	if (lt->kind == rt->kind || (sema_t_is_int(lt) && sema_t_is_int(rt))) {
 		sema_error(x, &oloc,
 			   "The %s operator can not be used on expressions of types %s, %s",
@@ -497,10 +524,32 @@ static struct type *type_tuple_index(struct sema_ctx *x, struct ast_node *n)
 	return t->fields[i].type;
 }
 
+/* bpftrace locates errors about a cast's type at "(type)", without the
+ * operand. */
+static struct ast_loc cast_type_loc(struct sema_ctx *x, struct ast_node *n)
+{
+	struct ast_node *e = n->cast.expr;
+	struct ast_loc loc = n->loc;
+	long a = sema_src_offset(x->c, n->loc.first_line, n->loc.first_column);
+	long b = sema_src_offset(x->c, e->loc.first_line, e->loc.first_column);
+	long i;
+
+	if (a < 0 || b <= a || n->loc.first_line != e->loc.first_line)
+		return loc;
+	for (i = b - 1; i > a && x->c->source[i] != ')'; i--)
+		;
+	if (i <= a)
+		return loc;
+	loc.last_line = loc.first_line;
+	loc.last_column = loc.first_column + (int)(i - a) + 1;
+	return loc;
+}
+
 static struct type *type_cast(struct sema_ctx *x, struct ast_node *n)
 {
 	struct type *t = sema_type_expr(x, n->cast.expr);
-	struct type *to = sema_t_resolve_named(x, n->cast.to, &n->loc);
+	struct ast_loc tloc = cast_type_loc(x, n);
+	struct type *to = sema_t_resolve_named(x, n->cast.to, &tloc);
 
 	if (!t || !to)
 		return NULL;
@@ -537,7 +586,12 @@ static struct type *type_cast(struct sema_ctx *x, struct ast_node *n)
 			   sema_tstr(x, t));
 		return NULL;
 	}
-	sema_error(x, &n->loc, "Cannot cast to \"%s\"", sema_tstr(x, to));
+	if (to->kind == TY_RECORD)
+		sema_error(x, &n->loc, "Cannot cast to struct type \"%s\"",
+			   sema_tstr(x, to));
+	else
+		sema_error(x, &n->loc, "Cannot cast to \"%s\"",
+			   sema_tstr(x, to));
 	return NULL;
 }
 
