@@ -330,6 +330,7 @@ LLVMValueRef cg_field(struct cg *g, struct ast_node *n)
 		if (rec && rec->kind == TY_RECORD)
 			return cg_tp_field(g, n, rec);
 	}
-	return cg_member(g, n);
+	cg_unsupported(g, n, "this field access");
+	return irb_const(&g->ir, 0);
 }
 

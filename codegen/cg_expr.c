@@ -432,7 +432,7 @@ LLVMValueRef cg_expr(struct cg *g, struct ast_node *n)
 	case AST_TERNARY:
 		return cg_ternary(g, n);
 	case AST_FIELD:
-		return cg_field(g, n);
+		return cg_member(g, n);
 	case AST_TUPLE:
 		return cg_tuple(g, n);
 	case AST_INDEX:

@@ -197,6 +197,8 @@ LLVMValueRef cg_member(struct cg *g, struct ast_node *n)
 	const struct type_field *f;
 	struct cg_place p;
 
+	if (cg_is_args(e))
+		return cg_field(g, n);	/* tracepoint and uprobe args */
 	rec = et && et->kind == TY_POINTER ? et->elem : et;
 	f = cg_field_of(rec, n->field.field);
 	if (!f || !n->type) {

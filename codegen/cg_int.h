@@ -96,8 +96,8 @@ LLVMValueRef cg_string_equal(struct cg *g, LLVMValueRef a,
 LLVMValueRef cg_builtin(struct cg *g, struct ast_node *n);
 LLVMValueRef cg_field(struct cg *g, struct ast_node *n);
 bool cg_is_uprobe(struct cg *g);
-/* cg_field.c: reads of C data: p->f and s.f (not of args), a[i] and
- * p[i], *p */
+/* cg_field.c: reads of C data: p->f and s.f (args.f through
+ * cg_field()), a[i] and p[i], *p */
 LLVMValueRef cg_member(struct cg *g, struct ast_node *n);
 LLVMValueRef cg_index(struct cg *g, struct ast_node *n);
 LLVMValueRef cg_deref(struct cg *g, struct ast_node *n);

@@ -1,5 +1,5 @@
 /*
- * ubt-types [N]: passes typed data to traced functions, N rounds
+ * ubt-types [N [wait]]: passes typed data to traced functions, N rounds
  * (default 3), then exits 0: structs with a char array, an enum, a nested
  * struct, a pointer to another struct, an int array, bit fields and a
  * pointer to longs; an int array; a pointer to a pointer. The corpus
@@ -18,8 +18,14 @@
  *		with COLORS = { UBT_RED (1), UBT_GREEN (2), UBT_BLUE (4) }
  *	ubt_types_ints(INTS, 4)	returns 26; INTS = { 5, 6, 7, 8 }
  *	ubt_types_pp(&&r)	returns r.id (r as above)
+ *
+ * With "wait" (for -p), it first prints "ready" once its SIGUSR1 handler
+ * is installed and waits up to 30 s for SIGUSR1 (exit 1 without it).
  */
+#include <signal.h>
 #include <stdio.h>
+#include <string.h>
+#include <unistd.h>
 
 #include "target.h"
 
@@ -67,10 +73,39 @@ UBT_PROBE int ubt_types_pp(struct ubt_rec *const *pp)
 	return (*pp)->id;
 }
 
+static volatile sig_atomic_t go;
+
+static void on_usr1(int sig)
+{
+	go = 1;
+}
+
+static void wait_usr1(void)
+{
+	struct sigaction sa = { .sa_handler = on_usr1 };
+	sigset_t block, old;
+
+	sigemptyset(&block);
+	sigaddset(&block, SIGUSR1);
+	sigprocmask(SIG_BLOCK, &block, &old);
+	sigaction(SIGUSR1, &sa, NULL);
+	printf("ready\n");
+	fflush(stdout);
+	alarm(30);
+	while (!go)
+		sigsuspend(&old);
+	alarm(0);
+}
+
 int main(int argc, char **argv)
 {
 	long n = target_count(argc, argv, 1, 3);
 	long bad = 0;
+
+	if (argc > 2 && !strcmp(argv[2], "wait"))
+		wait_usr1();
+	else if (argc > 2)
+		return 2;
 
 	for (long i = 1; i <= n; i++) {
 		struct ubt_inner next = { .b = 100 * i, .c = i };
