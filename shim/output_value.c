@@ -318,6 +318,12 @@ static int sb_record(const struct out *o, struct sb *b, const struct type *t,
 int sb_value(const struct out *o, struct sb *b, const struct type *t,
 		    const void *p, enum val_style vs)
 {
+	if (t->kind == TY_POINTER && t->size == 8 &&
+	    (vs == VS_TEXT_KEY || vs == VS_JSON_KEY)) {
+		/* pointers in map keys print in hex, as bpftrace's do */
+		sb_printf(b, "0x%" PRIx64, out_load_int(p, 8, false));
+		return 0;
+	}
 	if (out_is_int_kind(t)) {
 		uint64_t v = out_load_int(p, t->size, out_type_signed(t));
 
