@@ -13,6 +13,9 @@
 #include "cg_int.h"
 #include "util.h"
 
+/* The largest value read at once: the BPF stack's size. */
+#define CG_READ_MAX 512
+
 /* Where the value of an expression is. */
 struct cg_place {
 	bool mem;		/* in traced memory at addr, else at buf */
@@ -141,16 +144,28 @@ static void cg_place_of(struct cg *g, struct ast_node *n, struct cg_place *p)
 	}
 }
 
-/* The value of type t at place p: an i64, or a buffer of t->size bytes. */
+/* The value of n (of type t) at place p: an i64, or a buffer of t->size
+ * bytes. */
 static LLVMValueRef cg_place_load(struct cg *g, const struct cg_place *p,
-				  const struct type *t)
+				  const struct ast_node *n)
 {
+	const struct type *t = n->type;
 	struct irb *ir = &g->ir;
 	size_t sz = t && t->size ? t->size : 8;
 	LLVMValueRef buf;
 
 	if (!p->mem)
 		return cg_load(g, p->buf, t);
+	if (sz > CG_READ_MAX) {
+		/* the BPF stack's size; in user mode the traced thread's
+		 * stack, which may be small, holds it */
+		diag_error(&g->c->diag, &n->loc,
+			   "reading %s (%zu bytes) does not fit in the BPF stack (%d bytes)",
+			   type_str(&g->c->arena, t), sz, CG_READ_MAX);
+		g->err = -EINVAL;
+		return cg_is_scalar(t) ? irb_const(ir, 0) :
+					 irb_alloca(ir, 8, "read");
+	}
 	buf = irb_alloca(ir, sz, "read");
 	irb_memset(ir, buf, 0, (sz + 7) & ~(size_t)7);
 	irb_probe_read(ir, p->read, buf, LLVMConstInt(ir->i32, sz, 0),
@@ -210,7 +225,7 @@ LLVMValueRef cg_member(struct cg *g, struct ast_node *n)
 		/* the place is the byte holding the field's first bit */
 		return cg_bitfield(g, &p, f);
 	}
-	return cg_place_load(g, &p, n->type);
+	return cg_place_load(g, &p, n);
 }
 
 LLVMValueRef cg_index(struct cg *g, struct ast_node *n)
@@ -225,7 +240,7 @@ LLVMValueRef cg_index(struct cg *g, struct ast_node *n)
 		return irb_const(&g->ir, 0);
 	}
 	cg_place_of(g, n, &p);
-	return cg_place_load(g, &p, n->type);
+	return cg_place_load(g, &p, n);
 }
 
 LLVMValueRef cg_deref(struct cg *g, struct ast_node *n)
@@ -233,5 +248,5 @@ LLVMValueRef cg_deref(struct cg *g, struct ast_node *n)
 	struct cg_place p;
 
 	cg_place_of(g, n, &p);
-	return cg_place_load(g, &p, n->type);
+	return cg_place_load(g, &p, n);
 }
