@@ -22,6 +22,8 @@ struct cg_place {
 	LLVMValueRef addr;	/* i64 */
 	LLVMValueRef buf;	/* a pointer into a buffer of ubt's */
 	enum irb_read read;	/* IRB_READ_USER or _KERNEL, when mem */
+	LLVMValueRef ok;	/* i1: every array index in bounds (NULL:
+				 * no index to check) */
 };
 
 /* User or kernel memory behind a pointer of type t. */
@@ -115,14 +117,16 @@ static void cg_place_of(struct cg *g, struct ast_node *n, struct cg_place *p)
 		}
 		idx = cg_expr(g, n->index.index);
 		if (et->kind == TY_ARRAY) {
-			/* outside the array: element 0, as the index is
-			 * checked only when it is a literal */
+			/* sema checks literal indices only: outside the
+			 * array the value read is zero (the address stays
+			 * inside it) */
 			LLVMValueRef in = LLVMBuildICmp(
 				ir->b, LLVMIntULT, idx,
 				irb_const(ir, et->nelems), "");
 
 			idx = LLVMBuildSelect(ir->b, in, idx, irb_const(ir, 0),
 					      "");
+			p->ok = p->ok ? LLVMBuildAnd(ir->b, p->ok, in, "") : in;
 		}
 		cg_place_offset(g, p,
 				LLVMBuildMul(ir->b, idx, irb_const(ir, esz),
@@ -154,9 +158,9 @@ static LLVMValueRef cg_place_load(struct cg *g, const struct cg_place *p,
 	size_t sz = t && t->size ? t->size : 8;
 	LLVMValueRef buf;
 
-	if (!p->mem)
+	if (!p->mem && !p->ok)
 		return cg_load(g, p->buf, t);
-	if (sz > CG_READ_MAX) {
+	if (p->mem && sz > CG_READ_MAX) {
 		/* the BPF stack's size; in user mode the traced thread's
 		 * stack, which may be small, holds it */
 		diag_error(&g->c->diag, &n->loc,
@@ -168,6 +172,23 @@ static LLVMValueRef cg_place_load(struct cg *g, const struct cg_place *p,
 	}
 	buf = irb_alloca(ir, sz, "read");
 	irb_memset(ir, buf, 0, (sz + 7) & ~(size_t)7);
+	if (p->ok) {
+		LLVMBasicBlockRef yes = LLVMAppendBasicBlockInContext(
+			ir->ctx, ir->fn, "in_bounds");
+		LLVMBasicBlockRef done = LLVMAppendBasicBlockInContext(
+			ir->ctx, ir->fn, "read_done");
+
+		LLVMBuildCondBr(ir->b, p->ok, yes, done);
+		LLVMPositionBuilderAtEnd(ir->b, yes);
+		if (p->mem)
+			irb_probe_read(ir, p->read, buf,
+				       LLVMConstInt(ir->i32, sz, 0), p->addr);
+		else
+			irb_memcpy(ir, buf, p->buf, sz);
+		LLVMBuildBr(ir->b, done);
+		LLVMPositionBuilderAtEnd(ir->b, done);
+		return cg_load(g, buf, t);
+	}
 	irb_probe_read(ir, p->read, buf, LLVMConstInt(ir->i32, sz, 0),
 		       p->addr);
 	return cg_load(g, buf, t);
