@@ -241,6 +241,11 @@ static enum CXVisitorResult visit_field(CXCursor cur, CXClientData data)
 	if (cx->clang_Cursor_isBitField(cur)) {
 		f.bitfield_bits = cx->clang_getFieldDeclBitWidth(cur);
 		f.bitfield_shift = (int)(bits % 8);
+		/* whether a plain int bit field is signed is the
+		 * implementation's choice (C11 6.7.2): bpftrace reads them
+		 * all unsigned, and so does ubt */
+		if (f.type->kind == TY_INT && f.type->is_signed)
+			f.type = type_int(&d->c->arena, f.type->size, false);
 	}
 	field_add(fs, &f);
 	return CXVisit_Continue;
