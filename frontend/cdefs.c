@@ -34,6 +34,8 @@ struct cdefs_const {
 	const char **toks;	/* macros: the body, evaluated on first use */
 	int ntoks;
 	enum { CONST_VALUE, CONST_MACRO, CONST_BUSY, CONST_BAD } state;
+	bool is_macro;
+	bool expanding;		/* its body is being expanded */
 };
 
 struct cdefs_rec {
@@ -131,7 +133,8 @@ static void macro_add(struct cdefs *d, CXCursor cur, const char *name)
 	cx->clang_tokenize(d->tu, cx->clang_getCursorExtent(cur), &toks, &n);
 	GROW(d->consts, d->nconsts, d->capconsts);
 	k = &d->consts[d->nconsts++];
-	*k = (struct cdefs_const){ .name = name, .state = CONST_MACRO };
+	*k = (struct cdefs_const){ .name = name, .state = CONST_MACRO,
+				   .is_macro = true };
 	/* the first token is the macro's name */
 	if (n > 1) {
 		k->toks = arena_alloc(&d->c->arena, (n - 1) * sizeof(*k->toks));
@@ -384,6 +387,55 @@ struct type *cdefs_type(struct compile *c, const char *name)
 	return t;
 }
 
+struct toks {
+	const char **t;
+	int n, cap;
+};
+
+/*
+ * A macro's body with the object-like macros it names replaced by their
+ * bodies, as the preprocessor does (#define B A * 2 with #define A 1 + 2
+ * is 5); a macro is not expanded inside its own expansion.
+ */
+static bool expand(struct cdefs *d, const char *const *in, int n,
+		   struct toks *out, int depth)
+{
+	if (depth > 32)
+		return false;
+	for (int i = 0; i < n; i++) {
+		struct cdefs_const *k = const_find(d, in[i]);
+
+		if (k && k->is_macro && !k->expanding) {
+			bool ok;
+
+			k->expanding = true;
+			ok = expand(d, k->toks, k->ntoks, out, depth + 1);
+			k->expanding = false;
+			if (!ok)
+				return false;
+			continue;
+		}
+		GROW(out->t, out->n, out->cap);
+		out->t[out->n++] = in[i];
+	}
+	return true;
+}
+
+static bool const_lookup(void *ctx, const char *name, int64_t *v);
+
+static bool macro_value(struct cdefs *d, struct cdefs_const *k)
+{
+	struct toks t = { 0 };
+	bool ok;
+
+	k->expanding = true;
+	ok = expand(d, k->toks, k->ntoks, &t, 0) &&
+	     cdefs_eval(t.t, t.n, const_lookup, d, &k->v);
+	k->expanding = false;
+	free(t.t);
+	return ok;
+}
+
 static bool const_lookup(void *ctx, const char *name, int64_t *v)
 {
 	struct cdefs *d = ctx;
@@ -397,7 +449,7 @@ static bool const_lookup(void *ctx, const char *name, int64_t *v)
 		return true;
 	case CONST_MACRO:
 		k->state = CONST_BUSY;
-		if (cdefs_eval(k->toks, k->ntoks, const_lookup, d, &k->v)) {
+		if (macro_value(d, k)) {
 			k->state = CONST_VALUE;
 			*v = k->v;
 			return true;
