@@ -538,10 +538,9 @@ static int cdefs_diags(struct cdefs *d)
 int cdefs_parse(struct compile *c)
 {
 	static const char *const base_args[] = {
+		/* the system's include directories come from clang's
+		 * driver, after its own (resource) headers */
 		"-x", "c", "-std=gnu11", "-fno-color-diagnostics",
-		"-isystem", "/usr/local/include",
-		"-isystem", "/usr/include/x86_64-linux-gnu",
-		"-isystem", "/usr/include",
 	};
 	const char **args;
 	int nargs = 0;
@@ -565,7 +564,7 @@ int cdefs_parse(struct compile *c)
 	}
 	c->cdefs = d;
 	args = arena_alloc(&c->arena,
-			   (ARRAY_SIZE(base_args) + 2 * c->nincludes +
+			   (ARRAY_SIZE(base_args) + 2 + 2 * c->nincludes +
 			    2 * c->ninclude_dirs) * sizeof(*args));
 	for (int i = 0; i < c->ninclude_dirs; i++) {
 		args[nargs++] = "-I";
@@ -573,6 +572,10 @@ int cdefs_parse(struct compile *c)
 	}
 	for (size_t i = 0; i < ARRAY_SIZE(base_args); i++)
 		args[nargs++] = base_args[i];
+#ifdef UBT_CLANG_RESOURCE_DIR
+	args[nargs++] = "-resource-dir";
+	args[nargs++] = UBT_CLANG_RESOURCE_DIR;
+#endif
 	for (int i = 0; i < c->nincludes; i++) {
 		args[nargs++] = "-include";
 		args[nargs++] = c->includes[i];
