@@ -13,6 +13,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "cdefs.h"
 #include "cdefs_int.h"
@@ -564,7 +565,7 @@ int cdefs_parse(struct compile *c)
 	}
 	c->cdefs = d;
 	args = arena_alloc(&c->arena,
-			   (ARRAY_SIZE(base_args) + 2 + 2 * c->nincludes +
+			   (ARRAY_SIZE(base_args) + 3 + 2 * c->nincludes +
 			    2 * c->ninclude_dirs) * sizeof(*args));
 	for (int i = 0; i < c->ninclude_dirs; i++) {
 		args[nargs++] = "-I";
@@ -576,6 +577,9 @@ int cdefs_parse(struct compile *c)
 	args[nargs++] = "-resource-dir";
 	args[nargs++] = UBT_CLANG_RESOURCE_DIR;
 #endif
+	/* scripts choose their headers by it, as for bpftrace */
+	if (!access("/sys/kernel/btf/vmlinux", R_OK))
+		args[nargs++] = "-DBPFTRACE_HAVE_BTF";
 	for (int i = 0; i < c->nincludes; i++) {
 		args[nargs++] = "-include";
 		args[nargs++] = c->includes[i];

@@ -58,11 +58,34 @@ static bool args_field_everywhere(struct sema_ctx *x, struct ast_node *n,
 	return true;
 }
 
+/*
+ * A struct known only by its name (a tracepoint's "struct foo *" field):
+ * its definition where a type source has one (sema_lookup_type()).
+ */
+static struct type *record_complete(struct sema_ctx *x, struct type *rec)
+{
+	struct type *t;
+
+	if (!rec || rec->kind != TY_RECORD || rec->nfields || !rec->name)
+		return rec;
+	t = sema_lookup_type(x, rec->name);
+	if (!t || t->kind != TY_RECORD || t == rec)
+		return rec;
+	return t;
+}
+
 /* The record a field access reads from, or NULL after an error. */
 static struct type *field_record(struct sema_ctx *x, struct ast_node *n,
 				 struct type *t)
 {
 	bool arrow = n->field.arrow;
+
+	/* codegen finds the fields through the operand's type: complete
+	 * it there */
+	if (t->kind == TY_POINTER && !t->is_ctx)
+		t->elem = record_complete(x, t->elem);
+	else if (t->kind == TY_RECORD && !t->is_ctx)
+		t = n->field.expr->type = record_complete(x, t);
 
 	if (t->kind == TY_POINTER && t->is_ctx && t->elem &&
 	    t->elem->kind == TY_RECORD)
