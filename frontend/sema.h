@@ -274,7 +274,9 @@ struct sema_node {
 	/* AST_ATTACH_POINT */
 	struct sema_ap *ap;
 	/* AST_CALL: lhist min/max/step; print(@m, top, div) top and div
-	 * (0 when not given); strncmp n; kstack/ustack limit */
+	 * (0 when not given); strncmp n; kstack/ustack limit. AST_IDENT:
+	 * the value of an enum constant or #define; AST_SIZEOF and
+	 * AST_OFFSETOF: the size or offset, in iargs[0] */
 	int64_t iargs[3];
 	/* AST_BINOP: == or != of two strings (compared as C strings, up to
 	 * the shorter buffer) */

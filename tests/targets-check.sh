@@ -38,7 +38,7 @@ signalled() {
 	rm -f "$out"
 }
 
-echo 1..17
+echo 1..18
 check "$t/ubt-alt"
 check "$t/ubt-alt" 30 3
 check "$t/ubt-calls"
@@ -50,6 +50,7 @@ check "$t/ubt-threads" 10
 check "$t/ubt-libuser"
 check "$t/ubt-patch" 10
 check "$t/ubt-strs"
+check "$t/ubt-types"
 if [ -x "$t/ubt-usdt" ]; then
 	check "$t/ubt-usdt"
 else

@@ -115,6 +115,10 @@ static void driver_setup_compile(struct compile *c, const struct cli_opts *o)
 	c->cmd = o->cmd;
 	c->unsafe = o->unsafe;
 	c->mode = o->mode;
+	c->include_dirs = o->include_dirs;
+	c->ninclude_dirs = o->ninclude_dirs;
+	c->includes = o->includes;
+	c->nincludes = o->nincludes;
 }
 
 static int driver_print_diags(struct compile *c)
