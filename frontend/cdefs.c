@@ -502,6 +502,7 @@ static int cdefs_diags(struct cdefs *d)
 	const struct cdefs_clang *cx = d->cx;
 	struct compile *c = d->c;
 	unsigned n = cx->clang_getNumDiagnostics(d->tu);
+	struct diag *last = NULL;
 	int err = 0;
 
 	for (unsigned i = 0; i < n; i++) {
@@ -525,14 +526,18 @@ static int cdefs_diags(struct cdefs *d)
 				.last_column = (int)col + 1,
 			};
 
-			diag_error(&c->diag, &loc, "%s", msg);
+			last = diag_error(&c->diag, &loc, "%s", msg);
 		} else {
-			diag_error(&c->diag, NULL, "%s:%u:%u: %s", fname, line,
-				   col, msg);
+			last = diag_error(&c->diag, NULL, "%s:%u:%u: %s",
+					  fname, line, col, msg);
 		}
 		err = -EINVAL;
 		cx->clang_disposeDiagnostic(g);
 	}
+	/* bpftrace's advice after clang's errors */
+	if (last)
+		diag_hint(&c->diag, last,
+			  "Include headers with missing type definitions or install BTF information to your system.");
 	return err;
 }
 
