@@ -467,6 +467,61 @@ bool cdefs_const(struct compile *c, const char *name, int64_t *v)
 	return c->cdefs && const_lookup(c->cdefs, name, v);
 }
 
+/* "text" with C's simple escapes undone; NULL when tok is not a string. */
+static char *string_literal(struct cdefs *d, const char *tok, size_t *len)
+{
+	size_t n = strlen(tok);
+	char *s, *p;
+
+	if (n < 2 || tok[0] != '"' || tok[n - 1] != '"')
+		return NULL;
+	s = p = arena_alloc(&d->c->arena, n);
+	for (size_t i = 1; i < n - 1; i++) {
+		char ch = tok[i];
+
+		if (ch == '\\' && i + 1 < n - 1) {
+			static const char from[] = "ntr0\\\"'", to[] = "\n\t\r\0\\\"'";
+			const char *e = strchr(from, tok[++i]);
+
+			if (!e)
+				return NULL;
+			ch = to[e - from];
+		}
+		*p++ = ch;
+	}
+	*len = (size_t)(p - s);
+	return s;
+}
+
+/*
+ * Identifiers that name a #define of one string literal become that
+ * string, before sema (bpftrace substitutes macros' text): a format
+ * string can come from a macro.
+ */
+static int subst_strings(struct ast_node *n, void *ctx)
+{
+	struct cdefs *d = ctx;
+
+	if (n->kind == AST_IDENT) {
+		struct cdefs_const *k = const_find(d, n->ident.name);
+		struct toks t = { 0 };
+		size_t len;
+		char *s = NULL;
+
+		if (k && k->is_macro && expand(d, k->toks, k->ntoks, &t, 0) &&
+		    t.n == 1)
+			s = string_literal(d, t.t[0], &len);
+		free(t.t);
+		if (s) {
+			n->kind = AST_STRING;
+			n->str.value = s;
+			n->str.len = len;
+		}
+		return 0;
+	}
+	return ast_visit_children(n, subst_strings, ctx);
+}
+
 /* Parsing. */
 
 static char *cdefs_source(struct compile *c)
@@ -502,6 +557,7 @@ static int cdefs_diags(struct cdefs *d)
 	const struct cdefs_clang *cx = d->cx;
 	struct compile *c = d->c;
 	unsigned n = cx->clang_getNumDiagnostics(d->tu);
+	struct diag *last = NULL;
 	int err = 0;
 
 	for (unsigned i = 0; i < n; i++) {
@@ -525,14 +581,18 @@ static int cdefs_diags(struct cdefs *d)
 				.last_column = (int)col + 1,
 			};
 
-			diag_error(&c->diag, &loc, "%s", msg);
+			last = diag_error(&c->diag, &loc, "%s", msg);
 		} else {
-			diag_error(&c->diag, NULL, "%s:%u:%u: %s", fname, line,
-				   col, msg);
+			last = diag_error(&c->diag, NULL, "%s:%u:%u: %s",
+					  fname, line, col, msg);
 		}
 		err = -EINVAL;
 		cx->clang_disposeDiagnostic(g);
 	}
+	/* bpftrace's advice after clang's errors */
+	if (last)
+		diag_hint(&c->diag, last,
+			  "Include headers with missing type definitions or install BTF information to your system.");
 	return err;
 }
 
@@ -601,6 +661,8 @@ int cdefs_parse(struct compile *c)
 		return -EINVAL;
 	d->cx->clang_visitChildren(
 		d->cx->clang_getTranslationUnitCursor(d->tu), visit, d);
+	for (struct ast_node *p = c->program->program.probes; p; p = p->next)
+		subst_strings(p, d);
 	return 0;
 }
 
