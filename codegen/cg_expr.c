@@ -75,6 +75,34 @@ LLVMValueRef cg_string_equal(struct cg *g, LLVMValueRef a,
 			 limit);
 }
 
+/* Whether size bytes at a and b are the same, without branches: the OR
+ * of the XORs of 8-byte (then single-byte) pieces is 0; i64 0 or 1. */
+static LLVMValueRef cg_bytes_equal(struct cg *g, LLVMValueRef a,
+				   LLVMValueRef b, size_t size)
+{
+	struct irb *ir = &g->ir;
+	LLVMValueRef acc = irb_const(ir, 0);
+
+	for (size_t i = 0; i < size;) {
+		LLVMTypeRef t = size - i >= 8 ? ir->i64 : ir->i8;
+		size_t step = size - i >= 8 ? 8 : 1;
+		LLVMValueRef x = LLVMBuildLoad2(ir->b, t, irb_gep(ir, a, i), "");
+		LLVMValueRef y = LLVMBuildLoad2(ir->b, t, irb_gep(ir, b, i), "");
+		LLVMValueRef d = LLVMBuildXor(ir->b, x, y, "");
+
+		LLVMSetAlignment(x, 1);
+		LLVMSetAlignment(y, 1);
+		if (step == 1)
+			d = LLVMBuildZExt(ir->b, d, ir->i64, "");
+		acc = LLVMBuildOr(ir->b, acc, d, "");
+		i += step;
+	}
+	return LLVMBuildZExt(ir->b,
+			     LLVMBuildICmp(ir->b, LLVMIntEQ, acc,
+					   irb_const(ir, 0), ""),
+			     ir->i64, "");
+}
+
 static LLVMValueRef cg_logical(struct cg *g, struct ast_node *n)
 {
 	struct irb *ir = &g->ir;
@@ -109,6 +137,15 @@ LLVMValueRef cg_binop_values(struct cg *g, enum ast_op op, LLVMValueRef l,
 	LLVMValueRef v;
 	LLVMIntPredicate pred;
 
+	/* pointer arithmetic counts elements, as in C */
+	if (op == OP_ADD || op == OP_SUB) {
+		if (lt && lt->kind == TY_POINTER && !(rt && rt->kind == TY_POINTER))
+			r = LLVMBuildMul(ir->b, r,
+					 irb_const(ir, cg_pointee_size(lt)), "");
+		else if (rt && rt->kind == TY_POINTER && !(lt && lt->kind == TY_POINTER))
+			l = LLVMBuildMul(ir->b, l,
+					 irb_const(ir, cg_pointee_size(rt)), "");
+	}
 	switch (op) {
 	case OP_ADD:
 		v = LLVMBuildAdd(ir->b, l, r, "");
@@ -241,6 +278,16 @@ static LLVMValueRef cg_binop(struct cg *g, struct ast_node *n)
 	}
 	l = cg_expr(g, a);
 	r = cg_expr(g, b);
+	if (a->type && b->type && a->type->kind == TY_ARRAY &&
+	    b->type->kind == TY_ARRAY &&
+	    (n->op.op == OP_EQ || n->op.op == OP_NE)) {
+		LLVMValueRef eq = cg_bytes_equal(g, l, r, a->type->size);
+
+		if (n->op.op == OP_NE)
+			eq = LLVMBuildXor(g->ir.b, eq, irb_const(&g->ir, 1),
+					  "");
+		return eq;
+	}
 	if (!cg_is_scalar(a->type) || !cg_is_scalar(b->type)) {
 		LLVMValueRef eq;
 
@@ -278,11 +325,13 @@ static LLVMValueRef cg_incdec(struct cg *g, struct ast_node *n)
 	struct ast_node *e = n->op.left;
 	bool inc = n->op.op == OP_PRE_INC || n->op.op == OP_POST_INC;
 	bool pre = n->op.op == OP_PRE_INC || n->op.op == OP_PRE_DEC;
+	uint64_t step = e->type && e->type->kind == TY_POINTER ?
+				cg_pointee_size(e->type) : 1;
 	LLVMValueRef old, nv;
 
 	old = cg_expr(g, e);
-	nv = inc ? LLVMBuildAdd(g->ir.b, old, irb_const(&g->ir, 1), "") :
-		   LLVMBuildSub(g->ir.b, old, irb_const(&g->ir, 1), "");
+	nv = inc ? LLVMBuildAdd(g->ir.b, old, irb_const(&g->ir, step), "") :
+		   LLVMBuildSub(g->ir.b, old, irb_const(&g->ir, step), "");
 	nv = cg_int_norm(g, nv, e->type);
 	if (e->kind == AST_VAR && e->sema && e->sema->var)
 		cg_store(g, g->vars[e->sema->var->slot], e->sema->var->type,
@@ -308,30 +357,8 @@ static LLVMValueRef cg_unop(struct cg *g, struct ast_node *n)
 	case OP_POST_INC:
 	case OP_POST_DEC:
 		return cg_incdec(g, n);
-	case OP_DEREF: {
-		const struct type *pt = n->op.left->type;
-		size_t sz = n->type && n->type->size ? n->type->size : 8;
-		enum irb_read rk = pt && pt->addrspace == AS_USER ?
-					   IRB_READ_USER :
-				   cg_reads_user(g) ? IRB_READ_USER :
-						      IRB_READ_KERNEL;
-		struct ast_loc *op = arena_alloc(&g->c->arena, sizeof(*op));
-		LLVMValueRef buf;
-
-		/* -kk reports the "*" (bpftrace's) */
-		*op = n->loc;
-		op->last_line = op->first_line;
-		op->last_column = op->first_column + 1;
-		v = cg_expr(g, n->op.left);
-		buf = irb_alloca(ir, sz, "deref");
-		irb_memset(ir, buf, 0, (sz + 7) & ~(size_t)7);
-		cg_helper_check(g, op, cg_read_helper_name(rk),
-				irb_probe_read(ir, rk, buf,
-					       LLVMConstInt(ir->i32, sz, 0),
-					       v),
-				CG_CHECK_READ);
-		return cg_load(g, buf, n->type);
-	}
+	case OP_DEREF:
+		return cg_deref(g, n);
 	default:
 		break;
 	}
@@ -491,63 +518,6 @@ static LLVMValueRef cg_positional(struct cg *g, struct ast_node *n)
 	return irb_const(&g->ir, strtoll(s, NULL, 0));
 }
 
-/* p[i] of a pointer (read from memory) or of an array value. */
-static LLVMValueRef cg_index(struct cg *g, struct ast_node *n)
-{
-	struct irb *ir = &g->ir;
-	const struct type *t = n->index.expr->type;
-	const struct type *et = t ? t->elem : NULL;
-	size_t esz = et && et->size ? et->size : 0;
-	LLVMValueRef base, idx, buf, inb, off;
-
-	if (!t || !et || !esz ||
-	    (t->kind != TY_POINTER && t->kind != TY_ARRAY) ||
-	    !cg_is_scalar(n->index.index->type)) {
-		cg_unsupported(g, n, "this index expression");
-		return irb_const(ir, 0);
-	}
-	buf = cg_index_mem(g, n);	/* an array field in memory */
-	if (buf)
-		return buf;
-	base = cg_expr(g, n->index.expr);
-	idx = cg_expr(g, n->index.index);
-	buf = irb_alloca(ir, esz, "elem");
-	irb_memset(ir, buf, 0, (esz + 7) & ~(size_t)7);
-	if (t->kind == TY_POINTER) {
-		LLVMValueRef addr = LLVMBuildAdd(
-			ir->b, base,
-			LLVMBuildMul(ir->b, idx, irb_const(ir, esz), ""), "");
-
-		irb_probe_read(ir,
-			       t->addrspace == AS_USER ||
-					       (t->addrspace != AS_KERNEL &&
-						cg_reads_user(g)) ?
-				       IRB_READ_USER :
-				       IRB_READ_KERNEL,
-			       buf, LLVMConstInt(ir->i32, esz, 0), addr);
-		return cg_load(g, buf, et);
-	}
-	/* an array value: bounds-checked, 0 outside */
-	inb = LLVMBuildICmp(ir->b, LLVMIntULT, idx, irb_const(ir, t->nelems),
-			    "");
-	{
-		LLVMBasicBlockRef yes = LLVMAppendBasicBlockInContext(
-			ir->ctx, ir->fn, "index_in");
-		LLVMBasicBlockRef done = LLVMAppendBasicBlockInContext(
-			ir->ctx, ir->fn, "index_done");
-
-		LLVMBuildCondBr(ir->b, inb, yes, done);
-		LLVMPositionBuilderAtEnd(ir->b, yes);
-		off = LLVMBuildMul(ir->b, idx, irb_const(ir, esz), "");
-		LLVMBuildMemCpy(ir->b, buf, 1,
-				LLVMBuildGEP2(ir->b, ir->i8, base, &off, 1, ""),
-				1, irb_const(ir, esz));
-		LLVMBuildBr(ir->b, done);
-		LLVMPositionBuilderAtEnd(ir->b, done);
-	}
-	return cg_load(g, buf, et);
-}
-
 LLVMValueRef cg_expr(struct cg *g, struct ast_node *n)
 {
 	struct irb *ir = &g->ir;
@@ -586,11 +556,7 @@ LLVMValueRef cg_expr(struct cg *g, struct ast_node *n)
 		return n->block.expr ? cg_expr(g, n->block.expr) :
 				       irb_const(&g->ir, 0);
 	case AST_FIELD:
-		if (n->field.expr->kind == AST_BUILTIN &&
-		    n->field.expr->sema &&
-		    n->field.expr->sema->builtin == BI_ARGS)
-			return cg_field(g, n);	/* the context's record */
-		return cg_field_mem(g, n);
+		return cg_member(g, n);
 	case AST_TUPLE:
 	case AST_RECORD:	/* a tuple with names */
 		return cg_tuple(g, n);
@@ -617,17 +583,13 @@ LLVMValueRef cg_expr(struct cg *g, struct ast_node *n)
 			return cg_int_norm(g, v, n->type);
 		break;
 	}
-	case AST_SIZEOF: {
-		const struct type *t = n->size.of_type ?
-					       n->size.of_type :
-					       (n->size.expr ?
-							n->size.expr->type :
-							NULL);
-
-		if (!t)
+	case AST_SIZEOF:
+	case AST_OFFSETOF:
+	case AST_IDENT:
+		/* values sema found: size, offset, enum constant */
+		if (!n->sema)
 			break;
-		return irb_const(ir, t->size);
-	}
+		return irb_const(ir, (uint64_t)n->sema->iargs[0]);
 	default:
 		break;
 	}

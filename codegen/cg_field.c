@@ -1,217 +1,298 @@
 /*
- * Fields of records in memory (types from BTF, DWARF or the script):
- * p->f reads the field at p + offset; r.f of a record that is itself in
- * memory (p->inner.f, (*p).f) adds offsets and reads the field alone, so
- * that a chain such as curtask->se.vruntime reads 8 bytes, not the
- * records around them (a task_struct is larger than the BPF stack).
- * A record value held in a buffer (a variable, a map value) is read from
- * the buffer. Bitfields are shifted and masked, signed ones extended.
- * Reads use the pointer's address space: the kernel for BTF types and
- * kernel pointers, the user for DWARF types, syscall arguments and
- * pointers without one in uprobes (fault-safe in user-mode probes).
+ * Lowering of reads of C data (types from the script's C definitions,
+ * the program's DWARF or the kernel's BTF): *p, p->f, s.f, a[i], p[i]
+ * and chains of them (p->inner.arr[2], curtask->se.vruntime). A chain is lowered to a place, an address in
+ * the traced memory or a pointer into a value ubt already holds (a
+ * record in a variable or map), and only the bytes of the last link are
+ * read: p->a reads the 4 bytes of a, not the whole struct. Reads of
+ * traced memory go through irb_probe_read(): bpf_probe_read_user or
+ * _kernel in the kernel, the runtime's fault-safe copy in user mode.
  */
+#include <errno.h>
 #include <string.h>
 
 #include "cg_int.h"
 #include "util.h"
 
-static enum irb_read read_kind(struct cg *g, const struct type *ptr)
+/* The largest value read at once: the BPF stack's size. */
+#define CG_READ_MAX 512
+
+/* Where the value of an expression is. */
+struct cg_place {
+	bool mem;		/* in traced memory at addr, else at buf */
+	LLVMValueRef addr;	/* i64 */
+	LLVMValueRef buf;	/* a pointer into a buffer of ubt's */
+	enum irb_read read;	/* IRB_READ_USER or _KERNEL, when mem */
+	LLVMValueRef ok;	/* i1: every array index in bounds (NULL:
+				 * no index to check) */
+};
+
+/* User or kernel memory behind a pointer of type t: its address space
+ * (the kernel for BTF types and kernel pointers, the user for DWARF
+ * types and syscall arguments), else the probe's (cg_reads_user()). */
+static enum irb_read cg_read_kind(struct cg *g, const struct type *t)
 {
-	if (ptr->addrspace == AS_USER)
+	if (t && t->addrspace == AS_USER)
 		return IRB_READ_USER;
-	if (ptr->addrspace == AS_KERNEL)
+	if (t && t->addrspace == AS_KERNEL)
 		return IRB_READ_KERNEL;
 	return cg_reads_user(g) ? IRB_READ_USER : IRB_READ_KERNEL;
 }
 
-static const struct type_field *field_of(const struct type *rec,
-					 const char *name)
+static const struct type_field *cg_field_of(const struct type *rec,
+					    const char *name)
 {
-	if (!rec || rec->kind != TY_RECORD)
-		return NULL;
-	for (int i = 0; i < rec->nfields; i++)
+	for (int i = 0; rec && i < rec->nfields; i++)
 		if (rec->fields[i].name && !strcmp(rec->fields[i].name, name))
 			return &rec->fields[i];
 	return NULL;
 }
 
-/* A bitfield from the bytes at buf (at least 8, zero-padded). */
-static LLVMValueRef bitfield_value(struct cg *g, LLVMValueRef buf,
-				   const struct type_field *f)
+static bool cg_is_args(const struct ast_node *e)
+{
+	return e->kind == AST_BUILTIN && e->sema &&
+	       e->sema->builtin == BI_ARGS;
+}
+
+static void cg_place_of(struct cg *g, struct ast_node *n,
+			struct cg_place *p);
+
+static void cg_place_offset(struct cg *g, struct cg_place *p,
+			    LLVMValueRef off)
 {
 	struct irb *ir = &g->ir;
-	int bits = f->bitfield_bits;
-	LLVMValueRef v = LLVMBuildLoad2(ir->b, ir->i64, buf, "");
 
-	LLVMSetAlignment(v, 1);
-	if (f->type->is_signed) {
+	if (p->mem)
+		p->addr = LLVMBuildAdd(ir->b, p->addr, off, "");
+	else
+		p->buf = LLVMBuildGEP2(ir->b, ir->i8, p->buf, &off, 1, "");
+}
+
+static void cg_place_of(struct cg *g, struct ast_node *n, struct cg_place *p)
+{
+	struct irb *ir = &g->ir;
+
+	memset(p, 0, sizeof(*p));
+	switch (n->kind) {
+	case AST_UNOP:
+		if (n->op.op != OP_DEREF)
+			break;
+		p->mem = true;
+		p->addr = cg_expr(g, n->op.left);
+		p->read = cg_read_kind(g, n->op.left->type);
+		return;
+	case AST_FIELD: {
+		struct ast_node *e = n->field.expr;
+		const struct type *et = e->type, *rec;
+		const struct type_field *f;
+
+		if (!et || cg_is_args(e))
+			break;
+		rec = et->kind == TY_POINTER ? et->elem : et;
+		f = cg_field_of(rec, n->field.field);
+		if (!f)
+			break;
+		if (et->kind == TY_POINTER) {
+			p->mem = true;
+			p->addr = cg_expr(g, e);
+			p->read = cg_read_kind(g, et);
+		} else {
+			cg_place_of(g, e, p);
+		}
+		cg_place_offset(g, p, irb_const(ir, f->offset));
+		return;
+	}
+	case AST_INDEX: {
+		struct ast_node *e = n->index.expr;
+		const struct type *et = e->type;
+		size_t esz = n->type ? n->type->size : 0;
+		LLVMValueRef idx;
+
+		if (!et || !esz ||
+		    (et->kind != TY_POINTER && et->kind != TY_ARRAY))
+			break;
+		if (et->kind == TY_POINTER) {
+			p->mem = true;
+			p->addr = cg_expr(g, e);
+			p->read = cg_read_kind(g, et);
+		} else {
+			cg_place_of(g, e, p);
+		}
+		idx = cg_expr(g, n->index.index);
+		if (et->kind == TY_ARRAY) {
+			/* sema checks literal indices only: outside the
+			 * array the value read is zero (the address stays
+			 * inside it) */
+			LLVMValueRef in = LLVMBuildICmp(
+				ir->b, LLVMIntULT, idx,
+				irb_const(ir, et->nelems), "");
+
+			idx = LLVMBuildSelect(ir->b, in, idx, irb_const(ir, 0),
+					      "");
+			p->ok = p->ok ? LLVMBuildAnd(ir->b, p->ok, in, "") : in;
+		}
+		cg_place_offset(g, p,
+				LLVMBuildMul(ir->b, idx, irb_const(ir, esz),
+					     ""));
+		return;
+	}
+	default:
+		break;
+	}
+	/* a value: a record, array or string ubt holds in a buffer */
+	p->buf = cg_expr(g, n);
+	if (cg_is_scalar(n->type)) {
+		/* an integer as a place: store it (not reached for the
+		 * expressions sema types as records or arrays) */
+		LLVMValueRef b = irb_alloca(ir, 8, "place");
+
+		LLVMBuildStore(ir->b, p->buf, b);
+		p->buf = b;
+	}
+}
+
+/* Where -kk reports a failed read of n: the "*" of a dereference (as
+ * bpftrace), else the expression. */
+static const struct ast_loc *cg_read_loc(struct cg *g,
+					 const struct ast_node *n)
+{
+	struct ast_loc *op;
+
+	if (n->kind != AST_UNOP || n->op.op != OP_DEREF)
+		return &n->loc;
+	op = arena_alloc(&g->c->arena, sizeof(*op));
+	*op = n->loc;
+	op->last_line = op->first_line;
+	op->last_column = op->first_column + 1;
+	return op;
+}
+
+/* The value of n (of type t) at place p: an i64, or a buffer of t->size
+ * bytes. */
+static LLVMValueRef cg_place_load(struct cg *g, const struct cg_place *p,
+				  const struct ast_node *n)
+{
+	const struct type *t = n->type;
+	struct irb *ir = &g->ir;
+	size_t sz = t && t->size ? t->size : 8;
+	LLVMValueRef buf;
+
+	if (!p->mem && !p->ok)
+		return cg_load(g, p->buf, t);
+	if (p->mem && sz > CG_READ_MAX) {
+		/* the BPF stack's size; in user mode the traced thread's
+		 * stack, which may be small, holds it */
+		diag_error(&g->c->diag, &n->loc,
+			   "reading %s (%zu bytes) does not fit in the BPF stack (%d bytes)",
+			   type_str(&g->c->arena, t), sz, CG_READ_MAX);
+		g->err = -EINVAL;
+		return cg_is_scalar(t) ? irb_const(ir, 0) :
+					 irb_alloca(ir, 8, "read");
+	}
+	buf = irb_alloca(ir, sz, "read");
+	irb_memset(ir, buf, 0, (sz + 7) & ~(size_t)7);
+	if (p->ok) {
+		LLVMBasicBlockRef yes = LLVMAppendBasicBlockInContext(
+			ir->ctx, ir->fn, "in_bounds");
+		LLVMBasicBlockRef done = LLVMAppendBasicBlockInContext(
+			ir->ctx, ir->fn, "read_done");
+
+		LLVMBuildCondBr(ir->b, p->ok, yes, done);
+		LLVMPositionBuilderAtEnd(ir->b, yes);
+		if (p->mem)
+			irb_probe_read(ir, p->read, buf,
+				       LLVMConstInt(ir->i32, sz, 0), p->addr);
+		else
+			irb_memcpy(ir, buf, p->buf, sz);
+		LLVMBuildBr(ir->b, done);
+		LLVMPositionBuilderAtEnd(ir->b, done);
+		return cg_load(g, buf, t);
+	}
+	cg_helper_check(g, cg_read_loc(g, n), cg_read_helper_name(p->read),
+			irb_probe_read(ir, p->read, buf,
+				       LLVMConstInt(ir->i32, sz, 0), p->addr),
+			CG_CHECK_READ);
+	return cg_load(g, buf, t);
+}
+
+/* A bit field: the bytes that hold it, shifted and masked. */
+static LLVMValueRef cg_bitfield(struct cg *g, const struct cg_place *p,
+				const struct type_field *f)
+{
+	struct irb *ir = &g->ir;
+	size_t nbytes = (f->bitfield_shift + f->bitfield_bits + 7) / 8;
+	LLVMValueRef buf = irb_alloca(ir, 8, "bits"), v;
+	int bits = f->bitfield_bits;
+
+	LLVMBuildStore(ir->b, irb_const(ir, 0), buf);
+	if (p->mem)
+		irb_probe_read(ir, p->read, buf,
+			       LLVMConstInt(ir->i32, nbytes, 0), p->addr);
+	else
+		LLVMBuildMemCpy(ir->b, buf, 1, p->buf, 1,
+				irb_const(ir, nbytes));
+	v = LLVMBuildLoad2(ir->b, ir->i64, buf, "");
+	if (cg_signed(f->type)) {
+		/* move the field to the top, then shift it down with its
+		 * sign */
 		v = LLVMBuildShl(ir->b, v,
 				 irb_const(ir, 64 - bits - f->bitfield_shift),
 				 "");
 		return LLVMBuildAShr(ir->b, v, irb_const(ir, 64 - bits), "");
 	}
 	v = LLVMBuildLShr(ir->b, v, irb_const(ir, f->bitfield_shift), "");
-	if (bits < 64)
-		v = LLVMBuildAnd(ir->b, v,
-				 irb_const(ir, (UINT64_C(1) << bits) - 1), "");
-	return v;
-}
-
-/* Read field f of the record at address addr (an i64). */
-static LLVMValueRef read_field(struct cg *g, struct ast_node *n,
-			       LLVMValueRef addr, enum irb_read kind,
-			       const struct type_field *f)
-{
-	struct irb *ir = &g->ir;
-	size_t sz = f->type->size;
-	LLVMValueRef buf;
-
-	addr = LLVMBuildAdd(ir->b, addr, irb_const(ir, f->offset), "field");
-	if (f->bitfield_bits) {
-		size_t nb = (f->bitfield_shift + f->bitfield_bits + 7) / 8;
-
-		if (nb > 8) {
-			cg_unsupported(g, n, "a bitfield across 8 bytes");
-			return irb_const(ir, 0);
-		}
-		buf = irb_alloca(ir, 8, "bits");
-		LLVMBuildStore(ir->b, irb_const(ir, 0), buf);
-		irb_probe_read(ir, kind, buf, LLVMConstInt(ir->i32, nb, 0),
-			       addr);
-		return bitfield_value(g, buf, f);
-	}
-	if (!sz) {
-		cg_unsupported(g, n, "a field of no size");
-		return irb_const(ir, 0);
-	}
-	buf = irb_alloca(ir, sz < 8 ? 8 : sz, "field");
-	irb_memset(ir, buf, 0, (sz + 7) & ~(size_t)7);
-	irb_probe_read(ir, kind, buf, LLVMConstInt(ir->i32, sz, 0), addr);
-	return cg_load(g, buf, f->type);
-}
-
-/*
- * The address of e when its value lives in memory: a field reached
- * through a pointer or through a record that is itself in memory, or
- * *p. NULL when e's value is computed (or held in a buffer).
- */
-static LLVMValueRef mem_addr(struct cg *g, struct ast_node *e,
-			     enum irb_read *kind)
-{
-	struct irb *ir = &g->ir;
-
-	if (e->kind == AST_UNOP && e->op.op == OP_DEREF && e->op.left->type &&
-	    e->op.left->type->kind == TY_POINTER && !e->op.left->type->is_ctx) {
-		*kind = read_kind(g, e->op.left->type);
-		return cg_expr(g, e->op.left);
-	}
-	if (e->kind == AST_FIELD) {
-		struct ast_node *b = e->field.expr;
-		const struct type *bt = b->type;
-		const struct type_field *f;
-		LLVMValueRef base;
-
-		if (!bt || b->kind == AST_BUILTIN)
-			return NULL;	/* args: the context's record */
-		if (bt->kind == TY_POINTER && !bt->is_ctx) {
-			f = field_of(bt->elem, e->field.field);
-			if (!f || f->bitfield_bits)
-				return NULL;
-			*kind = read_kind(g, bt);
-			base = cg_expr(g, b);
-		} else {
-			f = field_of(bt, e->field.field);
-			if (!f || f->bitfield_bits)
-				return NULL;
-			base = mem_addr(g, b, kind);
-			if (!base)
-				return NULL;
-		}
-		return LLVMBuildAdd(ir->b, base, irb_const(ir, f->offset), "");
-	}
-	return NULL;
-}
-
-static LLVMValueRef record_addr(struct cg *g, struct ast_node *e,
-				enum irb_read *kind)
-{
-	if (!e->type || e->type->kind != TY_RECORD)
-		return NULL;
-	return mem_addr(g, e, kind);
-}
-
-LLVMValueRef cg_index_mem(struct cg *g, struct ast_node *n)
-{
-	struct irb *ir = &g->ir;
-	const struct type *t = n->index.expr->type;
-	size_t esz;
-	enum irb_read kind;
-	LLVMValueRef base, idx, buf, inb, addr;
-	LLVMBasicBlockRef yes, done;
-
-	if (!t || t->kind != TY_ARRAY || !t->elem || !t->elem->size ||
-	    n->index.expr->kind != AST_FIELD)
-		return NULL;
-	esz = t->elem->size;
-	base = mem_addr(g, n->index.expr, &kind);
-	if (!base)
-		return NULL;
-	idx = cg_expr(g, n->index.index);
-	buf = irb_alloca(ir, esz < 8 ? 8 : esz, "elem");
-	irb_memset(ir, buf, 0, (esz + 7) & ~(size_t)7);
-	/* outside the array: 0, as for an array value */
-	inb = LLVMBuildICmp(ir->b, LLVMIntULT, idx, irb_const(ir, t->nelems),
+	return LLVMBuildAnd(ir->b, v,
+			    irb_const(ir, bits >= 64 ? ~0ull :
+						       (1ull << bits) - 1),
 			    "");
-	yes = LLVMAppendBasicBlockInContext(ir->ctx, ir->fn, "elem_in");
-	done = LLVMAppendBasicBlockInContext(ir->ctx, ir->fn, "elem_done");
-	LLVMBuildCondBr(ir->b, inb, yes, done);
-	LLVMPositionBuilderAtEnd(ir->b, yes);
-	addr = LLVMBuildAdd(ir->b, base,
-			    LLVMBuildMul(ir->b, idx, irb_const(ir, esz), ""),
-			    "");
-	irb_probe_read(ir, kind, buf, LLVMConstInt(ir->i32, esz, 0), addr);
-	LLVMBuildBr(ir->b, done);
-	LLVMPositionBuilderAtEnd(ir->b, done);
-	return cg_load(g, buf, t->elem);
 }
 
-LLVMValueRef cg_field_mem(struct cg *g, struct ast_node *n)
+LLVMValueRef cg_member(struct cg *g, struct ast_node *n)
 {
-	struct irb *ir = &g->ir;
 	struct ast_node *e = n->field.expr;
-	const struct type *t = e->type;
+	const struct type *et = e->type, *rec;
 	const struct type_field *f;
-	enum irb_read kind;
-	LLVMValueRef addr, buf;
+	struct cg_place p;
 
-	if (t && t->kind == TY_POINTER && !t->is_ctx) {
-		f = field_of(t->elem, n->field.field);
-		if (!f)
-			goto unsupported;
-		return read_field(g, n, cg_expr(g, e), read_kind(g, t), f);
+	if (cg_is_args(e))
+		return cg_field(g, n);	/* tracepoint and uprobe args */
+	rec = et && et->kind == TY_POINTER ? et->elem : et;
+	f = cg_field_of(rec, n->field.field);
+	if (!f || !n->type) {
+		cg_unsupported(g, n, "this field access");
+		return irb_const(&g->ir, 0);
 	}
-	if (!t || t->kind != TY_RECORD)
-		goto unsupported;
-	f = field_of(t, n->field.field);
-	if (!f)
-		goto unsupported;
-	addr = record_addr(g, e, &kind);
-	if (addr)
-		return read_field(g, n, addr, kind, f);
-	/* a record value in a buffer */
-	buf = irb_gep(ir, cg_expr(g, e), f->offset);
+	cg_place_of(g, n, &p);
 	if (f->bitfield_bits) {
-		LLVMValueRef tmp = irb_alloca(ir, 8, "bits");
-		size_t nb = (f->bitfield_shift + f->bitfield_bits + 7) / 8;
-
-		if (nb > 8)
-			goto unsupported;
-		LLVMBuildStore(ir->b, irb_const(ir, 0), tmp);
-		LLVMBuildMemCpy(ir->b, tmp, 1, buf, 1, irb_const(ir, nb));
-		return bitfield_value(g, tmp, f);
+		if (f->bitfield_shift + f->bitfield_bits > 64) {
+			cg_unsupported(g, n, "a bit field across 8 bytes");
+			return irb_const(&g->ir, 0);
+		}
+		/* the place is the byte holding the field's first bit */
+		return cg_bitfield(g, &p, f);
 	}
-	return cg_load(g, buf, f->type);
-unsupported:
-	cg_unsupported(g, n, "this field access");
-	return irb_const(ir, 0);
+	return cg_place_load(g, &p, n);
+}
+
+LLVMValueRef cg_index(struct cg *g, struct ast_node *n)
+{
+	const struct type *t = n->index.expr->type;
+	struct cg_place p;
+
+	if (!t || !n->type || !n->type->size ||
+	    (t->kind != TY_POINTER && t->kind != TY_ARRAY) ||
+	    !cg_is_scalar(n->index.index->type)) {
+		cg_unsupported(g, n, "this index expression");
+		return irb_const(&g->ir, 0);
+	}
+	cg_place_of(g, n, &p);
+	return cg_place_load(g, &p, n);
+}
+
+LLVMValueRef cg_deref(struct cg *g, struct ast_node *n)
+{
+	struct cg_place p;
+
+	cg_place_of(g, n, &p);
+	return cg_place_load(g, &p, n);
 }

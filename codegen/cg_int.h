@@ -99,6 +99,8 @@ static inline bool cg_signed(const struct type *t)
 {
 	return t && t->is_signed;
 }
+/* The step of pointer arithmetic on pointer type t, in bytes. */
+uint64_t cg_pointee_size(const struct type *t);
 /* The aggregation a map holds (from its value type), FN_NONE if none. */
 enum sema_func cg_map_agg(const struct sema_map *sm);
 /* Fail the build with a located "not supported" error. */
@@ -122,17 +124,17 @@ LLVMValueRef cg_string_equal(struct cg *g, LLVMValueRef a,
 /* cg_builtin.c: a builtin's value; a field of args. */
 LLVMValueRef cg_builtin(struct cg *g, struct ast_node *n);
 LLVMValueRef cg_field(struct cg *g, struct ast_node *n);
-/* cg_field.c: a field of a record in memory or in a buffer; a[i] of an
- * array field in memory, reading the element alone (NULL when a is not
- * such a field). */
-LLVMValueRef cg_field_mem(struct cg *g, struct ast_node *n);
-LLVMValueRef cg_index_mem(struct cg *g, struct ast_node *n);
 /* cg_util.c: is the probe a uprobe, uretprobe or USDT probe (user
  * memory)? */
 bool cg_is_uprobe(struct cg *g);
 bool cg_reads_user(struct cg *g);
 /* cg_btf.c: byte offset of a member of a kernel struct (vmlinux BTF) */
 int cg_btf_member_offset(const char *sname, const char *member, size_t *off);
+/* cg_field.c: reads of C data: p->f and s.f (args.f through
+ * cg_field()), a[i] and p[i], *p */
+LLVMValueRef cg_member(struct cg *g, struct ast_node *n);
+LLVMValueRef cg_index(struct cg *g, struct ast_node *n);
+LLVMValueRef cg_deref(struct cg *g, struct ast_node *n);
 /* cg_util.c: a string literal in a zeroed buffer of >= size bytes. */
 LLVMValueRef cg_string_lit(struct cg *g, const char *s, size_t len,
 			   size_t size);

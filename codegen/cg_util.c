@@ -62,6 +62,14 @@ bool cg_reads_user(struct cg *g)
 	return cg_is_uprobe(g);
 }
 
+/* The step of pointer arithmetic on t: its pointee's size (1 for void). */
+uint64_t cg_pointee_size(const struct type *t)
+{
+	if (!t || !t->elem || !t->elem->size)
+		return 1;
+	return t->elem->size;
+}
+
 enum sema_func cg_map_agg(const struct sema_map *sm)
 {
 	return sm->agg != FN_NONE ? sm->agg : sema_agg_of(sm->value);

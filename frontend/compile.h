@@ -13,6 +13,7 @@
 #include "ast.h"
 #include "diag.h"
 
+struct cdefs;
 struct sema_program;
 
 /* How far compile_frontend() goes. */
@@ -44,6 +45,13 @@ struct compile {
 	int helper_check;	/* -k: 1, -kk: 2 (codegen/cg_helper.c) */
 	enum ubt_mode mode;
 	int max_strlen;		/* default 64 */
+	const char **includes;	/* --include FILE, for C definitions */
+	int nincludes;
+	const char **include_dirs;	/* -I DIR */
+	int ninclude_dirs;
+
+	/* the C definitions, parsed (frontend/cdefs.h) */
+	struct cdefs *cdefs;
 
 	/* filled by sema_run() (frontend/sema.h) */
 	struct sema_program *sema;

@@ -134,6 +134,7 @@ static struct type *ty_time(struct sema_ctx *x, struct ast_node *call,
 static bool is_printable(const struct type *t)
 {
 	return t->kind != TY_VOID && t->kind != TY_NONE &&
+	       !(t->kind == TY_RECORD && t->is_ctx) &&
 	       !(t->kind == TY_POINTER && t->is_ctx);
 }
 

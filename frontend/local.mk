@@ -30,6 +30,11 @@ libubt_a_SOURCES += \
 	frontend/format.h
 libubt_a_SOURCES += \
 	frontend/builtins.c \
+	frontend/cdefs.c \
+	frontend/cdefs.h \
+	frontend/cdefs_clang.c \
+	frontend/cdefs_eval.c \
+	frontend/cdefs_int.h \
 	frontend/func_agg.c \
 	frontend/func_print.c \
 	frontend/func_net.c \
@@ -52,6 +57,7 @@ libubt_a_SOURCES += \
 	frontend/sema_resolve.c \
 	frontend/sema_tables.c \
 	frontend/sema_type_int.h \
+	frontend/sema_typelookup.c \
 	frontend/sema_types.c \
 	frontend/sema_typeutil.c \
 	frontend/sema_util.c \

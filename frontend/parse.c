@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <string.h>
 
+#include "cdefs.h"
 #include "compile.h"
 #include "sema.h"
 #include "util.h"
@@ -23,6 +24,7 @@ void compile_init(struct compile *c, const char *filename, const char *source)
 
 void compile_release(struct compile *c)
 {
+	cdefs_free(c->cdefs);
 	arena_release(&c->arena);
 	memset(c, 0, sizeof(*c));
 }

@@ -4,6 +4,7 @@
  * sema_available in sema_context.c); the helpers they share are in
  * sema_util.c, the builtin and function tables in sema_tables.c.
  */
+#include "cdefs.h"
 #include "sema.h"
 #include "sema_int.h"
 
@@ -11,6 +12,7 @@ int sema_run(struct compile *c)
 {
 	int err = 0;
 
+	err = err ?: cdefs_parse(c);
 	err = err ?: sema_config(c);
 	err = err ?: sema_macro(c);
 	err = err ?: sema_getopt(c);

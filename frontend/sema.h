@@ -293,7 +293,9 @@ struct sema_node {
 	struct sema_ap *ap;
 	/* AST_CALL: lhist min/max/step; print(@m, top, div) top and div
 	 * (0 when not given); strncmp n; kstack/ustack limit; pton's 16
-	 * bytes; AST_UNROLL: its count (also of unroll($N)) */
+	 * bytes; AST_UNROLL: its count (also of unroll($N)). AST_IDENT:
+	 * the value of an enum constant or #define; AST_SIZEOF and
+	 * AST_OFFSETOF: the size or offset, in iargs[0] */
 	int64_t iargs[3];
 	/* AST_BINOP: == or != of two strings (compared as C strings, up to
 	 * the shorter buffer) */

@@ -256,8 +256,17 @@ bool sema_debuginfo_user_first(struct sema_ctx *x, const struct type *ptr)
 			    x->probe->provider == PROV_URETPROBE);
 }
 
-int sema_debuginfo_enum(struct sema_ctx *x, const char *name,
-			int64_t *value)
+/* An enumerator looked up, kept for the pass as the types are: every
+ * walk of the types pass asks again. */
+struct sema_enummemo {
+	struct sema_enummemo *next;
+	const char *name;
+	const struct sema_probe *probe;	/* its binaries' DWARF */
+	int err;
+	int64_t value;
+};
+
+static int enum_lookup(struct sema_ctx *x, const char *name, int64_t *value)
 {
 	const char **paths;
 	int n = 0;
@@ -268,4 +277,26 @@ int sema_debuginfo_enum(struct sema_ctx *x, const char *name,
 		if (!types_dwarf_enum_value(paths[i], name, value))
 			return 0;
 	return types_btf_enum_value(name, value);
+}
+
+int sema_debuginfo_enum(struct sema_ctx *x, const char *name,
+			int64_t *value)
+{
+	struct sema_enummemo *m;
+
+	for (m = x->enummemo; m; m = m->next)
+		if (m->probe == x->probe && !strcmp(m->name, name)) {
+			*value = m->value;
+			return m->err;
+		}
+	m = arena_alloc(x->a, sizeof(*m));
+	*m = (struct sema_enummemo){
+		.next = x->enummemo,
+		.name = arena_strdup(x->a, name),
+		.probe = x->probe,
+	};
+	m->err = enum_lookup(x, name, &m->value);
+	x->enummemo = m;
+	*value = m->value;
+	return m->err;
 }

@@ -245,6 +245,75 @@ static bool tuples_comparable(const struct type *a, const struct type *b)
 	return true;
 }
 
+/*
+ * Pointers, as bpftrace 0.17 has them: pointer + integer, integer +
+ * pointer and pointer - integer count elements (codegen scales); two
+ * pointers only compare, with a warning when their pointees differ.
+ */
+static struct type *binop_pointer(struct sema_ctx *x, struct ast_node *n,
+				  struct type *lt, struct type *rt)
+{
+	enum ast_op op = n->op.op;
+	bool lp = lt->kind == TY_POINTER;
+	struct type *p = lp ? lt : rt, *o = lp ? rt : lt;
+
+	if (o->kind == TY_POINTER && is_compare(op)) {
+		if (x->final && !type_equal(lt->elem, rt->elem)) {
+			struct ast_loc loc = ast_loc_span(&n->op.left->loc,
+							  &n->op.right->loc);
+
+			sema_warning(x, &loc,
+				     "comparison of distinct pointer types ('%s, '%s')",
+				     sema_tstr(x, lt->elem),
+				     sema_tstr(x, rt->elem));
+		}
+		return sema_uint64(x);
+	}
+	if (sema_t_is_int(o)) {
+		if (op == OP_ADD || (op == OP_SUB && lp)) {
+			struct type *r = type_pointer(x->a, p->elem);
+
+			r->addrspace = p->addrspace;
+			return r;
+		}
+		if (is_compare(op))
+			return sema_int64(x);
+	}
+	{
+		struct ast_loc oloc = op_loc(x, n);
+
+		sema_error(x, &oloc,
+			   "The %s operator can not be used on expressions of types %s, %s",
+			   ast_op_str(op), sema_tstr(x, lt), sema_tstr(x, rt));
+	}
+	return NULL;
+}
+
+/* Arrays compare (== and !=) when they hold as many of the same integer. */
+static struct type *binop_array(struct sema_ctx *x, struct ast_node *n,
+				struct type *lt, struct type *rt)
+{
+	struct ast_loc oloc = op_loc(x, n);
+	enum ast_op op = n->op.op;
+
+	if (op != OP_EQ && op != OP_NE) {
+		sema_error(x, &oloc, "The %s operator cannot be used on arrays.",
+			   ast_op_str(op));
+		return NULL;
+	}
+	if (lt->nelems != rt->nelems) {
+		sema_error(x, &oloc,
+			   "Only arrays of same size support comparison operators.");
+		return NULL;
+	}
+	if (!sema_t_is_int(lt->elem) || !type_equal(lt, rt)) {
+		sema_error(x, &oloc,
+			   "Only arrays of same sized integer support comparison operators.");
+		return NULL;
+	}
+	return sema_uint64(x);
+}
+
 struct type *sema_t_binop_types(struct sema_ctx *x, struct ast_node *n,
 				struct type *lt, struct type *rt)
 {
@@ -303,17 +372,10 @@ struct type *sema_t_binop_types(struct sema_ctx *x, struct ast_node *n,
 		sema_node(x, n)->is_string_op = true;
 		return sema_uint64(x);
 	}
-	if (lt->kind == TY_POINTER && sema_t_is_int(rt) &&
-	    (op == OP_ADD || op == OP_SUB))
-		return lt;
-	if (sema_t_is_int(lt) && rt->kind == TY_POINTER && op == OP_ADD)
-		return rt;
-	if ((lt->kind == TY_POINTER || sema_t_is_int(lt)) &&
-	    (rt->kind == TY_POINTER || sema_t_is_int(rt)) && is_compare(op))
-		return sema_uint64(x);
-	if (lt->kind == TY_POINTER && rt->kind == TY_POINTER &&
-	    op == OP_SUB)
-		return sema_int64(x);
+	if (lt->kind == TY_POINTER || rt->kind == TY_POINTER)
+		return binop_pointer(x, n, lt, rt);
+	if (lt->kind == TY_ARRAY && rt->kind == TY_ARRAY)
+		return binop_array(x, n, lt, rt);
 	if (lt->kind == rt->kind || (sema_t_is_int(lt) && sema_t_is_int(rt))) {
 		sema_error(x, &oloc,
 			   "The %s operator can not be used on expressions of types %s, %s",
@@ -413,6 +475,8 @@ static struct type *type_unop(struct sema_ctx *x, struct ast_node *n)
 	case OP_DEREF:
 		if (t->kind == TY_POINTER && t->elem &&
 		    t->elem->kind == TY_NAMED) {
+			/* a type known by name: the script's C definitions,
+			 * the program's DWARF, kernel BTF */
 			t = sema_t_resolve_named(x, t, &n->loc);
 			if (!t)
 				return NULL;
@@ -476,162 +540,6 @@ static struct type *type_ternary(struct sema_ctx *x, struct ast_node *n)
 	/* cond ? printf(...) : exit(): void, a statement (codegen runs
 	 * one side) */
 	return r;
-}
-
-static struct type_field *field_find(struct type *rec, const char *name,
-				     int *idx)
-{
-	for (int i = 0; i < rec->nfields; i++)
-		if (rec->fields[i].name && !strcmp(rec->fields[i].name, name)) {
-			*idx = i;
-			return &rec->fields[i];
-		}
-	return NULL;
-}
-
-/*
- * A probe with several tracepoints: codegen reads args fields by name
- * from each attach point's record, so every one must have the field,
- * with the same type.
- */
-static bool args_field_everywhere(struct sema_ctx *x, struct ast_node *n,
-				  const struct type_field *f)
-{
-	for (struct ast_node *ap = x->probe->node->probe.aps; ap;
-	     ap = ap->next) {
-		struct type *rec = ap->sema->ap->args_type;
-		struct type_field *g;
-		int idx;
-
-		if (!rec)
-			continue;
-		g = field_find(rec, n->field.field, &idx);
-		if (!g) {
-			sema_error(x, &n->loc,
-				   "Struct/union of type '%s' does not contain a field named '%s'",
-				   rec->name ? rec->name : "struct",
-				   n->field.field);
-			return false;
-		}
-		if (!type_equal(g->type, f->type)) {
-			sema_error(x, &n->loc,
-				   "Probe has attach points with mixed arguments: field '%s' is %s in %s and %s in %s",
-				   n->field.field, sema_tstr(x, f->type),
-				   x->probe->name, sema_tstr(x, g->type),
-				   ap->sema->ap->name);
-			return false;
-		}
-	}
-	return true;
-}
-
-static struct type *type_field(struct sema_ctx *x, struct ast_node *n)
-{
-	struct type *t = sema_type_expr(x, n->field.expr);
-	struct type *rec = NULL;
-	struct type_field *f;
-	int idx;
-
-	if (!t)
-		return NULL;
-	if (t->kind == TY_TUPLE && t->nfields && t->fields[0].name &&
-	    !n->field.arrow) {
-		/* a record's field: its tuple index from now on */
-		struct ast_node *e = n->field.expr;
-
-		f = field_find(t, n->field.field, &idx);
-		if (!f) {
-			sema_error(x, &n->loc,
-				   "Record does not contain a field named '%s'",
-				   n->field.field);
-			return NULL;
-		}
-		n->kind = AST_TUPLE_INDEX;
-		n->tindex.expr = e;
-		n->tindex.index = idx;
-		return f->type;
-	}
-	if (t->kind == TY_POINTER && t->elem && t->elem->kind == TY_NAMED) {
-		/* a record known by name: kernel BTF, the program's DWARF */
-		t = sema_t_resolve_named(x, t, &n->loc);
-		if (!t)
-			return NULL;
-		n->field.expr->type = t;	/* codegen finds the record */
-	}
-	if (t->kind == TY_POINTER && t->elem && t->elem->kind == TY_RECORD)
-		rec = t->elem;	/* args.f and args->f alike */
-	else if (t->kind == TY_RECORD && !n->field.arrow)
-		rec = t;
-	if (!rec) {
-		if (t->kind == TY_POINTER && t->elem &&
-		    t->elem->kind == TY_NAMED)
-			sema_error(x, &n->loc, "Unknown struct/union: '%s'",
-				   t->elem->name);
-		else
-			sema_error(x, &n->loc,
-				   "Can not access field '%s' on expression of type '%s'",
-				   n->field.field, sema_tstr(x, t));
-		return NULL;
-	}
-	if (!strncmp(n->field.field, "common_", 7) && t->is_ctx) {
-		sema_error(x, &n->loc,
-			   "BPF does not support accessing common tracepoint fields");
-		return NULL;
-	}
-	f = field_find(rec, n->field.field, &idx);
-	if (!f) {
-		sema_error(x, &n->loc,
-			   "Struct/union of type '%s' does not contain a field named '%s'",
-			   rec->name ? rec->name : "struct", n->field.field);
-		return NULL;
-	}
-	if (t->is_ctx && !args_field_everywhere(x, n, f))
-		return NULL;
-	if (f->type->kind == TY_NAMED && f->type->size) {
-		/* debug info's floating point, 128-bit integers */
-		sema_error(x, &n->loc, "Field '%s' of type '%s' is not supported",
-			   n->field.field, f->type->name);
-		return NULL;
-	}
-	return f->type;
-}
-
-static struct type *type_index(struct sema_ctx *x, struct ast_node *n)
-{
-	struct type *t = sema_type_expr(x, n->index.expr);
-	struct type *it = sema_type_expr(x, n->index.index);
-	int64_t v;
-
-	if (!t || !it)
-		return NULL;
-	if (!sema_t_is_int(it)) {
-		sema_error(x, &n->index.index->loc,
-			   "The array index operator [] only accepts integer indices, found %s",
-			   sema_tstr(x, it));
-		return NULL;
-	}
-	if (t->kind == TY_ARRAY) {
-		if (sema_int_literal(x, n->index.index, &v) &&
-		    (v < 0 || (uint64_t)v >= t->nelems)) {
-			sema_error(x, &n->loc,
-				   "the index %lld is out of bounds for array of size %zu",
-				   (long long)v, t->nelems);
-			return NULL;
-		}
-		return t->elem;
-	}
-	if (t->kind == TY_POINTER) {
-		if (!t->elem || t->elem->kind == TY_VOID) {
-			sema_error(x, &n->loc,
-				   "The array index operator [] cannot be used on a pointer to an unsized type (void *).");
-			return NULL;
-		}
-		return t->elem;
-	}
-	sema_error(x, &n->loc,
-		   "The array index operator [] can only be used on arrays and pointers, found %s.",
-		   sema_tstr(x, t));
-	return NULL;
 }
 
 static struct type *type_tuple(struct sema_ctx *x, struct ast_node *n)
@@ -707,10 +615,32 @@ static struct type *type_tuple_index(struct sema_ctx *x, struct ast_node *n)
 	return t->fields[i].type;
 }
 
+/* bpftrace locates errors about a cast's type at "(type)", without the
+ * operand. */
+static struct ast_loc cast_type_loc(struct sema_ctx *x, struct ast_node *n)
+{
+	struct ast_node *e = n->cast.expr;
+	struct ast_loc loc = n->loc;
+	long a = sema_src_offset(x->c, n->loc.first_line, n->loc.first_column);
+	long b = sema_src_offset(x->c, e->loc.first_line, e->loc.first_column);
+	long i;
+
+	if (a < 0 || b <= a || n->loc.first_line != e->loc.first_line)
+		return loc;
+	for (i = b - 1; i > a && x->c->source[i] != ')'; i--)
+		;
+	if (i <= a)
+		return loc;
+	loc.last_line = loc.first_line;
+	loc.last_column = loc.first_column + (int)(i - a) + 1;
+	return loc;
+}
+
 static struct type *type_cast(struct sema_ctx *x, struct ast_node *n)
 {
 	struct type *t = sema_type_expr(x, n->cast.expr);
-	struct type *to = sema_t_resolve_named(x, n->cast.to, &n->loc);
+	struct ast_loc tloc = cast_type_loc(x, n);
+	struct type *to = sema_t_resolve_named(x, n->cast.to, &tloc);
 
 	if (!t || !to)
 		return NULL;
@@ -747,7 +677,12 @@ static struct type *type_cast(struct sema_ctx *x, struct ast_node *n)
 			   sema_tstr(x, t));
 		return NULL;
 	}
-	sema_error(x, &n->loc, "Cannot cast to \"%s\"", sema_tstr(x, to));
+	if (to->kind == TY_RECORD)
+		sema_error(x, &n->loc, "Cannot cast to struct type \"%s\"",
+			   sema_tstr(x, to));
+	else
+		sema_error(x, &n->loc, "Cannot cast to \"%s\"",
+			   sema_tstr(x, to));
 	return NULL;
 }
 
@@ -847,23 +782,6 @@ static struct type *type_call(struct sema_ctx *x, struct ast_node *n)
 	return f->type(x, n, agg_map);
 }
 
-static struct type *type_sizeof(struct sema_ctx *x, struct ast_node *n)
-{
-	struct type *t;
-
-	if (n->size.expr)
-		t = sema_type_expr(x, n->size.expr);
-	else if (sema_enum_sizeof(x, n))
-		return sema_uint64(x);
-	else
-		t = sema_t_resolve_named(x, n->size.of_type, &n->loc);
-	if (!t)
-		return NULL;
-	if (!n->size.expr)
-		n->size.of_type = t;	/* codegen reads its size */
-	return sema_uint64(x);
-}
-
 struct type *sema_type_expr(struct sema_ctx *x, struct ast_node *n)
 {
 	struct type *t = NULL;
@@ -901,7 +819,7 @@ struct type *sema_type_expr(struct sema_ctx *x, struct ast_node *n)
 		break;
 	}
 	case AST_IDENT:
-		t = sema_enum_ident(x, n);
+		t = sema_t_ident(x, n);
 		if (!t)
 			sema_error(x, &n->loc, "Unknown identifier: '%s'",
 				   n->ident.name);
@@ -921,7 +839,7 @@ struct type *sema_type_expr(struct sema_ctx *x, struct ast_node *n)
 		t = type_call(x, n);
 		break;
 	case AST_SIZEOF:
-		t = type_sizeof(x, n);
+		t = sema_t_sizeof(x, n);
 		break;
 	case AST_BINOP:
 		t = type_binop(x, n);
@@ -933,10 +851,10 @@ struct type *sema_type_expr(struct sema_ctx *x, struct ast_node *n)
 		t = type_ternary(x, n);
 		break;
 	case AST_FIELD:
-		t = type_field(x, n);
+		t = sema_t_field(x, n);
 		break;
 	case AST_INDEX:
-		t = type_index(x, n);
+		t = sema_t_index(x, n);
 		break;
 	case AST_TUPLE:
 		t = type_tuple(x, n);
@@ -948,9 +866,7 @@ struct type *sema_type_expr(struct sema_ctx *x, struct ast_node *n)
 		t = type_cast(x, n);
 		break;
 	case AST_OFFSETOF:
-		t = n->size.expr ? sema_type_expr(x, n->size.expr) : NULL;
-		if (t || !n->size.expr)
-			t = sema_offsetof(x, n, t);
+		t = sema_t_offsetof(x, n);
 		break;
 	case AST_BLOCK_EXPR: {
 		/* { stmts; value } (macro expansions): the value's type,

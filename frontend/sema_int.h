@@ -46,8 +46,10 @@ struct sema_ctx {
 	/* sema_context: the attach point whose provider is checked */
 	struct ast_node *ap;
 	enum sema_provider provider;
-	/* sema_dwarf: the types looked up in debug info, by name */
+	/* sema_dwarf: the types and enumerators looked up in debug info,
+	 * by name */
 	struct sema_typememo *typememo;
+	struct sema_enummemo *enummemo;
 };
 
 /* A builtin variable (builtins.c). */
@@ -168,17 +170,14 @@ int sema_debuginfo_enum(struct sema_ctx *x, const char *name,
 			int64_t *value);
 
 /*
- * sema_field.c: an identifier that names an enumerator becomes its
- * value (the node turns into AST_INT, int64); sizeof(NAME) of such an
- * identifier (true, the node's of_type set to int64); offsetof(type,
- * a.b) or offsetof(expr, a.b) with expr's type t (the node turns into
- * AST_INT). NULL/false when not applicable; sema_offsetof() reports its
- * errors.
+ * sema_typelookup.c: the type a name ("struct foo", "union foo", "enum
+ * foo", a typedef) names: the script's C definitions first (a script's
+ * struct overrides the kernel's and the program's, as in bpftrace), then
+ * debug info (sema_debuginfo_type(), DWARF first when user_first); NULL
+ * when none defines it.
  */
-struct type *sema_enum_ident(struct sema_ctx *x, struct ast_node *n);
-bool sema_enum_sizeof(struct sema_ctx *x, struct ast_node *n);
-struct type *sema_offsetof(struct sema_ctx *x, struct ast_node *n,
-			   struct type *t);
+struct type *sema_lookup_type(struct sema_ctx *x, const char *name,
+			      bool user_first);
 
 /* sema_types.c: type an expression (sets and returns n->type; NULL when
  * unknown or after an error). */

@@ -1,7 +1,8 @@
 /*
  * Internal to the types pass: sema_types.c (statements, the walk),
- * sema_expr.c (expressions, map keys) and sema_typeutil.c (type
- * predicates, merging, variables), called in that order.
+ * sema_expr.c (expressions, map keys), sema_field.c (fields, indexing,
+ * sizeof, offsetof, C constants) and sema_typeutil.c (type predicates, merging,
+ * variables), called in that order.
  */
 #ifndef UBT_SEMA_TYPE_INT_H
 #define UBT_SEMA_TYPE_INT_H
@@ -34,5 +35,11 @@ struct type *sema_t_type_map(struct sema_ctx *x, struct ast_node *n);
 int sema_t_stmts(struct sema_ctx *x, struct ast_node *list);
 struct type *sema_t_binop_types(struct sema_ctx *x, struct ast_node *n,
 				struct type *lt, struct type *rt);
+/* sema_field.c */
+struct type *sema_t_ident(struct sema_ctx *x, struct ast_node *n);
+struct type *sema_t_field(struct sema_ctx *x, struct ast_node *n);
+struct type *sema_t_index(struct sema_ctx *x, struct ast_node *n);
+struct type *sema_t_sizeof(struct sema_ctx *x, struct ast_node *n);
+struct type *sema_t_offsetof(struct sema_ctx *x, struct ast_node *n);
 
 #endif

@@ -272,8 +272,8 @@ int sema_t_var_set(struct sema_ctx *x, struct ast_node *var, struct type *t,
 
 /*
  * Named types written in casts: the integer names bpftrace knows, then
- * the types of the probed binary's DWARF and the kernel's BTF (DWARF
- * first when user).
+ * sema_lookup_type(): the script's C definitions, the probed binary's
+ * DWARF and the kernel's BTF (DWARF first when user).
  */
 static struct type *resolve_named(struct sema_ctx *x, struct type *t,
 				  const struct ast_loc *loc, bool user)
@@ -331,7 +331,7 @@ static struct type *resolve_named(struct sema_ctx *x, struct type *t,
 	for (size_t i = 0; i < ARRAY_SIZE(ints); i++)
 		if (!strcmp(ints[i].name, t->name))
 			return type_int(x->a, ints[i].size, ints[i].is_signed);
-	r = sema_debuginfo_type(x, t->name, user);
+	r = sema_lookup_type(x, t->name, user);
 	if (r)
 		return r;
 	if (!strncmp(t->name, "struct ", 7) || !strncmp(t->name, "union ", 6))

@@ -68,6 +68,7 @@ enum val_style {
 	VS_TEXT,	/* 1, str, (1, str) */
 	VS_JSON,	/* 1, "str", [1,"str"] */
 	VS_JSON_KEY,	/* in a JSON key: 1, str, elements joined by ',' */
+	VS_TEXT_KEY,	/* in a text key: as VS_TEXT, records {.a=1,.b=2} */
 };
 
 /* output_syscall.c: the name of system call nr, or NULL. */

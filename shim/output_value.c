@@ -402,7 +402,7 @@ void out_buf_escape(struct sb *b, const unsigned char *p, size_t n,
 	}
 }
 
-/* An array of integers, records or arrays: [1,2,3] in text and JSON. */
+/* An array as bpftrace prints it: [1,2,3] everywhere. */
 static int sb_array(const struct out *o, struct sb *b, const struct type *t,
 		    const void *p, enum val_style vs)
 {
@@ -416,8 +416,7 @@ static int sb_array(const struct out *o, struct sb *b, const struct type *t,
 
 		if (i)
 			sb_addc(b, ',');
-		err = sb_value(o, b, e, (const char *)p + i * e->size,
-			       vs == VS_JSON_KEY ? VS_TEXT : vs);
+		err = sb_value(o, b, e, (const char *)p + i * e->size, vs);
 		if (err)
 			return err;
 	}
@@ -425,61 +424,63 @@ static int sb_array(const struct out *o, struct sb *b, const struct type *t,
 	return 0;
 }
 
-/* A bitfield's value from the bytes of its field. */
+/* A bit field's value from the bytes that hold it. */
 static uint64_t out_bitfield(const struct type_field *f, const void *p)
 {
-	size_t nb = (f->bitfield_shift + f->bitfield_bits + 7) / 8;
-	uint64_t v = 0;
+	size_t n = (f->bitfield_shift + f->bitfield_bits + 7) / 8;
 	int bits = f->bitfield_bits;
+	uint64_t v = 0;
 
-	memcpy(&v, p, nb < 8 ? nb : 8);
+	memcpy(&v, p, n > 8 ? 8 : n);
+	if (out_type_signed(f->type))
+		return (uint64_t)((int64_t)(v << (64 - bits - f->bitfield_shift)) >>
+				  (64 - bits));
 	v >>= f->bitfield_shift;
-	if (bits < 64)
-		v &= (UINT64_C(1) << bits) - 1;
-	if (f->type->is_signed && bits < 64 && (v >> (bits - 1)) & 1)
-		v |= ~UINT64_C(0) << bits;
-	return v;
+	return bits >= 64 ? v : v & ((1ull << bits) - 1);
 }
 
 /*
- * A C struct or union, as bpftrace prints one: { .a = 1, .s = text } in
- * text, { "a": 1, "s": "text" } in JSON.
+ * A struct or union: { .a = 1, .b = { .c = 2 } } in text, {.a=1,.b=2} in
+ * map keys, { "a": 1, "b": 2 } in JSON values.
  */
 static int sb_record(const struct out *o, struct sb *b, const struct type *t,
 		     const void *p, enum val_style vs)
 {
-	bool json = vs == VS_JSON;
+	bool key = vs == VS_TEXT_KEY || vs == VS_JSON_KEY;
 
-	sb_adds(b, "{ ");
+	sb_adds(b, key ? "{" : "{ ");
 	for (int i = 0; i < t->nfields; i++) {
 		const struct type_field *f = &t->fields[i];
-		const char *fp = (const char *)p + f->offset;
-		int err = 0;
+		const char *q = (const char *)p + f->offset;
+		int err;
 
 		if (f->offset + (f->bitfield_bits ? 0 : f->type->size) >
 		    t->size)
 			return out_not_supported(t);
 		if (i)
-			sb_adds(b, ", ");
-		if (json)
-			sb_printf(b, "\"%s\": ", f->name ? f->name : "");
-		else
-			sb_printf(b, ".%s = ", f->name ? f->name : "");
+			sb_adds(b, key ? "," : ", ");
+		if (vs == VS_JSON) {
+			sb_json_string(b, f->name ? f->name : "",
+				       f->name ? strlen(f->name) : 0);
+			sb_adds(b, ": ");
+		} else {
+			sb_printf(b, key ? ".%s=" : ".%s = ",
+				  f->name ? f->name : "");
+		}
 		if (f->bitfield_bits) {
-			uint64_t v = out_bitfield(f, fp);
+			uint64_t v = out_bitfield(f, q);
 
-			if (f->type->is_signed)
+			if (out_type_signed(f->type))
 				sb_printf(b, "%" PRId64, (int64_t)v);
 			else
 				sb_printf(b, "%" PRIu64, v);
-		} else {
-			err = sb_value(o, b, f->type, fp,
-				       json ? VS_JSON : VS_TEXT);
+			continue;
 		}
+		err = sb_value(o, b, f->type, q, vs);
 		if (err)
 			return err;
 	}
-	sb_adds(b, " }");
+	sb_adds(b, key ? "}" : " }");
 	return 0;
 }
 
@@ -491,14 +492,16 @@ static int sb_named_tuple(const struct out *o, struct sb *b,
 			  const struct type *t, const void *p,
 			  enum val_style vs)
 {
-	sb_adds(b, vs == VS_TEXT ? "{ " : "{");
+	bool text = vs == VS_TEXT || vs == VS_TEXT_KEY;
+
+	sb_adds(b, text ? "{ " : "{");
 	for (int i = 0; i < t->nfields; i++) {
 		const struct type_field *f = &t->fields[i];
 		int err;
 
 		if (i)
 			sb_adds(b, ", ");
-		if (vs == VS_TEXT) {
+		if (text) {
 			sb_printf(b, ".%s = ", f->name ? f->name : "");
 		} else {
 			sb_json_string(b, f->name ? f->name : "",
@@ -509,7 +512,7 @@ static int sb_named_tuple(const struct out *o, struct sb *b,
 		if (err)
 			return err;
 	}
-	sb_adds(b, vs == VS_TEXT ? " }" : "}");
+	sb_adds(b, text ? " }" : "}");
 	return 0;
 }
 
@@ -517,6 +520,12 @@ static int sb_named_tuple(const struct out *o, struct sb *b,
 int sb_value(const struct out *o, struct sb *b, const struct type *t,
 		    const void *p, enum val_style vs)
 {
+	if (t->kind == TY_POINTER && t->size == 8 &&
+	    (vs == VS_TEXT_KEY || vs == VS_JSON_KEY)) {
+		/* pointers in map keys print in hex, as bpftrace's do */
+		sb_printf(b, "0x%" PRIx64, out_load_int(p, 8, false));
+		return 0;
+	}
 	if (out_is_int_kind(t)) {
 		uint64_t v = out_load_int(p, t->size, out_type_signed(t));
 
@@ -586,66 +595,28 @@ int sb_value(const struct out *o, struct sb *b, const struct type *t,
 	case TY_TUPLE:
 		if (t->nfields && t->fields[0].name && vs != VS_JSON_KEY)
 			return sb_named_tuple(o, b, t, p, vs);
-		sb_adds(b, vs == VS_TEXT ? "(" : vs == VS_JSON ? "[" : "");
+	{
+		/* (1, str) in text, also inside a text key */
+		bool text = vs == VS_TEXT || vs == VS_TEXT_KEY;
+
+		sb_adds(b, text ? "(" : vs == VS_JSON ? "[" : "");
 		for (int i = 0; i < t->nfields; i++) {
 			int err;
 
 			if (i)
-				sb_adds(b, vs == VS_TEXT ? ", " : ",");
+				sb_adds(b, text ? ", " : ",");
 			err = sb_value(o, b, t->fields[i].type,
 				       (const char *)p + t->fields[i].offset,
 				       vs);
 			if (err)
 				return err;
 		}
-		sb_adds(b, vs == VS_TEXT ? ")" : vs == VS_JSON ? "]" : "");
+		sb_adds(b, text ? ")" : vs == VS_JSON ? "]" : "");
 		return 0;
+	}
 	default:
 		return out_not_supported(t);
 	}
-}
-
-/* A struct in a map key, as bpftrace writes one: {.a=1,.s=text}. */
-static int sb_key_record(const struct out *o, struct sb *b,
-			 const struct type *t, const void *p)
-{
-	sb_addc(b, '{');
-	for (int i = 0; i < t->nfields; i++) {
-		const struct type_field *f = &t->fields[i];
-		const char *fp = (const char *)p + f->offset;
-		int err = 0;
-
-		if (f->offset + (f->bitfield_bits ? 0 : f->type->size) >
-		    t->size)
-			return out_not_supported(t);
-		if (i)
-			sb_addc(b, ',');
-		sb_printf(b, ".%s=", f->name ? f->name : "");
-		if (f->bitfield_bits) {
-			uint64_t v = out_bitfield(f, fp);
-
-			if (f->type->is_signed)
-				sb_printf(b, "%" PRId64, (int64_t)v);
-			else
-				sb_printf(b, "%" PRIu64, v);
-		} else if (f->type->kind == TY_RECORD) {
-			err = sb_key_record(o, b, f->type, fp);
-		} else {
-			err = sb_value(o, b, f->type, fp, VS_TEXT);
-		}
-		if (err)
-			return err;
-	}
-	sb_addc(b, '}');
-	return 0;
-}
-
-static int sb_key_part(const struct out *o, struct sb *b,
-		       const struct type *t, const void *p, bool json)
-{
-	if (t->kind == TY_RECORD)
-		return sb_key_record(o, b, t, p);
-	return sb_value(o, b, t, p, json ? VS_JSON_KEY : VS_TEXT);
 }
 
 /* A map key: "1, a" in text, "1,a" in JSON keys. */
@@ -660,14 +631,13 @@ int sb_key(const struct out *o, struct sb *b, const struct out_map *m,
 
 			if (i)
 				sb_adds(b, json ? "," : ", ");
-			err = sb_key_part(o, b, t->fields[i].type,
-					  (const char *)key +
-						  t->fields[i].offset,
-					  json);
+			err = sb_value(o, b, t->fields[i].type,
+				       (const char *)key + t->fields[i].offset,
+				       json ? VS_JSON_KEY : VS_TEXT_KEY);
 			if (err)
 				return err;
 		}
 		return 0;
 	}
-	return sb_key_part(o, b, t, key, json);
+	return sb_value(o, b, t, key, json ? VS_JSON_KEY : VS_TEXT_KEY);
 }

@@ -18,6 +18,7 @@ check_PROGRAMS += \
 	tests/targets/ubt-sites \
 	tests/targets/ubt-strs \
 	tests/targets/ubt-threads \
+	tests/targets/ubt-types \
 	tests/targets/ubt-wait \
 	tests/targets/ubt-watch
 EXTRA_DIST += tests/targets/target.h
@@ -72,6 +73,9 @@ tests_targets_ubt_threads_SOURCES = tests/targets/threads.c
 tests_targets_ubt_threads_CFLAGS = $(UBT_TARGET_CFLAGS)
 tests_targets_ubt_threads_LDFLAGS =
 tests_targets_ubt_threads_LDADD = -lpthread
+tests_targets_ubt_types_SOURCES = tests/targets/types.c
+tests_targets_ubt_types_CFLAGS = $(UBT_TARGET_CFLAGS)
+tests_targets_ubt_types_LDFLAGS =
 tests_targets_ubt_wait_SOURCES = tests/targets/wait.c
 tests_targets_ubt_wait_CFLAGS = $(UBT_TARGET_CFLAGS)
 tests_targets_ubt_wait_LDFLAGS =

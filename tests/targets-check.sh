@@ -38,7 +38,7 @@ signalled() {
 	rm -f "$out"
 }
 
-echo 1..27
+echo 1..28
 check "$t/ubt-alt"
 check "$t/ubt-alt" 30 3
 check "$t/ubt-calls"
@@ -59,6 +59,7 @@ check "$t/ubt-strs"
 check "$t/ubt-watch"
 check "$t/ubt-watch" many
 check "$t/ubt-watch" wild
+check "$t/ubt-types"
 if [ -x "$t/ubt-usdt" ]; then
 	check "$t/ubt-usdt"
 else

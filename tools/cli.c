@@ -19,18 +19,20 @@
 enum {
 	OPT_DRY_RUN = 256,
 	OPT_INFO,
+	OPT_INCLUDE,
 	OPT_MODE,
 	OPT_PARSE_ONLY,
 	OPT_UNSAFE,
 	OPT_USDT_FILE_ACTIVATION,
 };
 
-static const char cli_short_opts[] = ":B:c:d:e:f:hklo:p:qvV";
+static const char cli_short_opts[] = ":B:c:d:e:f:hI:klo:p:qvV";
 
 static const struct option cli_long_opts[] = {
 	{ "dry-run", no_argument, NULL, OPT_DRY_RUN },
 	{ "help", no_argument, NULL, 'h' },
 	{ "info", no_argument, NULL, OPT_INFO },
+	{ "include", required_argument, NULL, OPT_INCLUDE },
 	{ "mode", required_argument, NULL, OPT_MODE },
 	{ "parse-only", no_argument, NULL, OPT_PARSE_ONLY },
 	{ "unsafe", no_argument, NULL, OPT_UNSAFE },
@@ -57,6 +59,8 @@ void cli_help(FILE *f)
 	      "    -o file        redirect ubt output to file\n"
 	      "    -e 'program'   execute this program\n"
 	      "    -h, --help     show this help message\n"
+	      "    -I DIR         add the directory to the include search path\n"
+	      "    --include FILE add an #include file before the C definitions\n"
 	      "    -l [search]    list probes\n"
 	      "    -p PID         attach to process PID (its user probes may run inside it)\n"
 	      "    -c 'CMD'       run CMD and attach to the resulting process\n"
@@ -276,6 +280,18 @@ int cli_parse(struct cli_opts *o, int argc, char **argv, FILE *err)
 		case 'h':
 			o->action = CLI_HELP;
 			return 0;
+		case 'I':
+			o->include_dirs = xrealloc(o->include_dirs,
+						   (o->ninclude_dirs + 1) *
+							   sizeof(char *));
+			o->include_dirs[o->ninclude_dirs++] = optarg;
+			break;
+		case OPT_INCLUDE:
+			o->includes = xrealloc(o->includes,
+					       (o->nincludes + 1) *
+						       sizeof(char *));
+			o->includes[o->nincludes++] = optarg;
+			break;
 		case 'k':
 			if (o->helper_check < 2)
 				o->helper_check++;
@@ -388,6 +404,8 @@ int cli_parse(struct cli_opts *o, int argc, char **argv, FILE *err)
 
 void cli_release(struct cli_opts *o)
 {
-	/* nothing is allocated: params point into argv */
+	/* params point into argv; only the include lists are allocated */
+	free(o->include_dirs);
+	free(o->includes);
 	*o = (struct cli_opts){ 0 };
 }

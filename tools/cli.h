@@ -75,6 +75,10 @@ struct cli_opts {
 	unsigned debug;		/* -d STAGE: enum cli_debug bits */
 	bool dry_run;		/* --dry-run */
 	bool parse_only;	/* --parse-only */
+	const char **include_dirs;	/* -I DIR (pointing into argv) */
+	int ninclude_dirs;
+	const char **includes;	/* --include FILE */
+	int nincludes;
 };
 
 /*

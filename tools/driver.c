@@ -117,6 +117,10 @@ static void driver_setup_compile(struct compile *c, const struct cli_opts *o)
 	c->unsafe = o->unsafe;
 	c->helper_check = o->helper_check;
 	c->mode = o->mode;
+	c->include_dirs = o->include_dirs;
+	c->ninclude_dirs = o->ninclude_dirs;
+	c->includes = o->includes;
+	c->nincludes = o->nincludes;
 }
 
 static int driver_print_diags(struct compile *c)

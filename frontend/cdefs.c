@@ -1,0 +1,710 @@
+/*
+ * C definitions in scripts, parsed with libclang (cdefs.h). The program's
+ * definitions become one in-memory header, each at its own line and
+ * column (#line), after a prelude of the kernel's and stdint's integer
+ * typedefs (bpftrace finds those in the kernel's BTF) and the --include
+ * files. One walk of the translation unit records the names it declares
+ * (struct, union, enum tags, typedefs), enum constants and object-like
+ * macros; a type is converted to a struct type when sema asks for it, so
+ * that a large system header costs only what the program uses.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cdefs.h"
+#include "cdefs_int.h"
+#include "compile.h"
+#include "types.h"
+#include "util.h"
+
+#ifdef UBT_LIBCLANG_PATH
+
+struct cdefs_name {
+	const char *name;	/* "struct foo", "enum bar", "baz" (typedef) */
+	CXCursor cur;
+	struct type *type;	/* converted, or NULL */
+};
+
+struct cdefs_const {
+	const char *name;
+	int64_t v;
+	const char **toks;	/* macros: the body, evaluated on first use */
+	int ntoks;
+	enum { CONST_VALUE, CONST_MACRO, CONST_BUSY, CONST_BAD } state;
+	bool is_macro;
+	bool expanding;		/* its body is being expanded */
+};
+
+struct cdefs_rec {
+	CXCursor decl;
+	struct type *type;
+};
+
+struct cdefs {
+	const struct cdefs_clang *cx;
+	struct compile *c;
+	CXIndex idx;
+	CXTranslationUnit tu;
+	struct cdefs_name *names;
+	int nnames, capnames;
+	struct cdefs_const *consts;
+	int nconsts, capconsts;
+	struct cdefs_rec *recs;
+	int nrecs, caprecs;
+	int depth;
+};
+
+#define GROW(arr, n, cap)                                               \
+	do {                                                            \
+		if ((n) == (cap)) {                                     \
+			(cap) = (cap) ? 2 * (cap) : 64;                 \
+			(arr) = xrealloc((arr), (cap) * sizeof(*(arr))); \
+		}                                                       \
+	} while (0)
+
+static const char cdefs_prelude[] =
+	"typedef signed char __s8; typedef unsigned char __u8;\n"
+	"typedef short __s16; typedef unsigned short __u16;\n"
+	"typedef int __s32; typedef unsigned int __u32;\n"
+	"typedef long long __s64; typedef unsigned long long __u64;\n"
+	"typedef __s8 s8; typedef __u8 u8; typedef __s16 s16;\n"
+	"typedef __u16 u16; typedef __s32 s32; typedef __u32 u32;\n"
+	"typedef __s64 s64; typedef __u64 u64;\n"
+	"typedef signed char int8_t; typedef unsigned char uint8_t;\n"
+	"typedef short int16_t; typedef unsigned short uint16_t;\n"
+	"typedef int int32_t; typedef unsigned int uint32_t;\n"
+	"typedef long int64_t; typedef unsigned long uint64_t;\n"
+	"typedef unsigned long size_t; typedef long ssize_t;\n"
+	"typedef int pid_t; typedef unsigned int uid_t;\n"
+	"typedef unsigned int gid_t;\n";
+
+static char *cx_str(struct cdefs *d, CXString s)
+{
+	const char *p = d->cx->clang_getCString(s);
+	char *r = arena_strdup(&d->c->arena, p ? p : "");
+
+	d->cx->clang_disposeString(s);
+	return r;
+}
+
+static struct cdefs_name *name_find(struct cdefs *d, const char *name)
+{
+	for (int i = 0; i < d->nnames; i++)
+		if (!strcmp(d->names[i].name, name))
+			return &d->names[i];
+	return NULL;
+}
+
+static struct cdefs_const *const_find(struct cdefs *d, const char *name)
+{
+	for (int i = d->nconsts - 1; i >= 0; i--)
+		if (!strcmp(d->consts[i].name, name))
+			return &d->consts[i];
+	return NULL;
+}
+
+static void name_add(struct cdefs *d, const char *name, CXCursor cur)
+{
+	struct cdefs_name *n = name_find(d, name);
+
+	if (n) {
+		/* the definition wins over declarations */
+		if (d->cx->clang_isCursorDefinition(cur))
+			n->cur = cur;
+		return;
+	}
+	GROW(d->names, d->nnames, d->capnames);
+	d->names[d->nnames++] = (struct cdefs_name){ .name = name, .cur = cur };
+}
+
+static void macro_add(struct cdefs *d, CXCursor cur, const char *name)
+{
+	const struct cdefs_clang *cx = d->cx;
+	CXToken *toks = NULL;
+	unsigned n = 0;
+	struct cdefs_const *k;
+
+	if (cx->clang_Cursor_isMacroBuiltin(cur) ||
+	    cx->clang_Cursor_isMacroFunctionLike(cur))
+		return;
+	cx->clang_tokenize(d->tu, cx->clang_getCursorExtent(cur), &toks, &n);
+	GROW(d->consts, d->nconsts, d->capconsts);
+	k = &d->consts[d->nconsts++];
+	*k = (struct cdefs_const){ .name = name, .state = CONST_MACRO,
+				   .is_macro = true };
+	/* the first token is the macro's name */
+	if (n > 1) {
+		k->toks = arena_alloc(&d->c->arena, (n - 1) * sizeof(*k->toks));
+		for (unsigned i = 1; i < n; i++)
+			k->toks[i - 1] = cx_str(d, cx->clang_getTokenSpelling(
+							   d->tu, toks[i]));
+		k->ntoks = (int)n - 1;
+	}
+	cx->clang_disposeTokens(d->tu, toks, n);
+}
+
+static enum CXChildVisitResult visit(CXCursor cur, CXCursor parent,
+				     CXClientData data)
+{
+	struct cdefs *d = data;
+	const struct cdefs_clang *cx = d->cx;
+	enum CXCursorKind k = cx->clang_getCursorKind(cur);
+	const char *prefix = NULL, *name;
+
+	(void)parent;
+	switch (k) {
+	case CXCursor_StructDecl:
+		prefix = "struct";
+		break;
+	case CXCursor_UnionDecl:
+		prefix = "union";
+		break;
+	case CXCursor_EnumDecl:
+		prefix = "enum";
+		break;
+	case CXCursor_TypedefDecl:
+		name_add(d, cx_str(d, cx->clang_getCursorSpelling(cur)), cur);
+		return CXChildVisit_Continue;
+	case CXCursor_EnumConstantDecl: {
+		struct cdefs_const *c;
+
+		GROW(d->consts, d->nconsts, d->capconsts);
+		c = &d->consts[d->nconsts++];
+		*c = (struct cdefs_const){
+			.name = cx_str(d, cx->clang_getCursorSpelling(cur)),
+			.v = cx->clang_getEnumConstantDeclValue(cur),
+			.state = CONST_VALUE,
+		};
+		return CXChildVisit_Continue;
+	}
+	case CXCursor_MacroDefinition:
+		macro_add(d, cur, cx_str(d, cx->clang_getCursorSpelling(cur)));
+		return CXChildVisit_Continue;
+	default:
+		/* functions, variables: nothing ubt uses inside */
+		return CXChildVisit_Continue;
+	}
+	name = cx_str(d, cx->clang_getCursorSpelling(cur));
+	if (name[0] && !strchr(name, '(') && !strchr(name, ' '))
+		name_add(d, arena_printf(&d->c->arena, "%s %s", prefix, name),
+			 cur);
+	/* nested definitions are visible at file scope in C */
+	return CXChildVisit_Recurse;
+}
+
+/* Types. */
+
+static struct type *conv(struct cdefs *d, CXType t);
+
+struct fields {
+	struct cdefs *d;
+	struct type_field *f;
+	int n, cap;
+	size_t base;	/* bytes: the offset of a flattened anonymous member */
+};
+
+static void field_add(struct fields *fs, const struct type_field *f)
+{
+	GROW(fs->f, fs->n, fs->cap);
+	fs->f[fs->n++] = *f;
+}
+
+static enum CXVisitorResult visit_field(CXCursor cur, CXClientData data)
+{
+	struct fields *fs = data;
+	struct cdefs *d = fs->d;
+	const struct cdefs_clang *cx = d->cx;
+	long long bits = cx->clang_Cursor_getOffsetOfField(cur);
+	const char *name = cx_str(d, cx->clang_getCursorSpelling(cur));
+	CXType ft = cx->clang_getCanonicalType(cx->clang_getCursorType(cur));
+	struct type_field f = { .name = name };
+
+	if (bits < 0)
+		return CXVisit_Continue;
+	f.offset = fs->base + (size_t)bits / 8;
+	if (ft.kind == CXType_Record &&
+	    cx->clang_Cursor_isAnonymousRecordDecl(
+		    cx->clang_getTypeDeclaration(ft))) {
+		/* an anonymous struct or union: its members are the
+		 * record's own, as in C */
+		struct fields in = { .d = d, .base = f.offset };
+
+		cx->clang_Type_visitFields(ft, visit_field, &in);
+		for (int i = 0; i < in.n; i++)
+			field_add(fs, &in.f[i]);
+		free(in.f);
+		return CXVisit_Continue;
+	}
+	f.type = conv(d, ft);
+	if (!f.type)
+		return CXVisit_Continue;	/* floating point, ... */
+	if (cx->clang_Cursor_isBitField(cur)) {
+		f.bitfield_bits = cx->clang_getFieldDeclBitWidth(cur);
+		f.bitfield_shift = (int)(bits % 8);
+		/* whether a plain int bit field is signed is the
+		 * implementation's choice (C11 6.7.2): bpftrace reads them
+		 * all unsigned, and so does ubt */
+		if (f.type->kind == TY_INT && f.type->is_signed)
+			f.type = type_int(&d->c->arena, f.type->size, false);
+	}
+	field_add(fs, &f);
+	return CXVisit_Continue;
+}
+
+static struct type *record(struct cdefs *d, CXType t)
+{
+	const struct cdefs_clang *cx = d->cx;
+	CXCursor decl = cx->clang_getTypeDeclaration(t);
+	long long size = cx->clang_Type_getSizeOf(t);
+	struct fields fs = { .d = d };
+	struct type *r;
+	const char *name;
+
+	for (int i = 0; i < d->nrecs; i++)
+		if (cx->clang_equalCursors(d->recs[i].decl, decl))
+			return d->recs[i].type;
+	r = type_new(&d->c->arena, TY_RECORD, size > 0 ? (size_t)size : 0);
+	r->is_union = cx->clang_getCursorKind(decl) == CXCursor_UnionDecl;
+	name = cx_str(d, cx->clang_getCursorSpelling(decl));
+	if (name[0] && !strchr(name, '(') && !strchr(name, ' '))
+		r->name = arena_printf(&d->c->arena, "%s %s",
+				       r->is_union ? "union" : "struct", name);
+	GROW(d->recs, d->nrecs, d->caprecs);
+	d->recs[d->nrecs++] = (struct cdefs_rec){ .decl = decl, .type = r };
+	if (size < 0)
+		return r;	/* declared, not defined */
+	cx->clang_Type_visitFields(t, visit_field, &fs);
+	r->nfields = fs.n;
+	if (fs.n) {
+		r->fields = arena_alloc(&d->c->arena, fs.n * sizeof(*fs.f));
+		memcpy(r->fields, fs.f, fs.n * sizeof(*fs.f));
+	}
+	free(fs.f);
+	return r;
+}
+
+static struct type *conv(struct cdefs *d, CXType t)
+{
+	const struct cdefs_clang *cx = d->cx;
+	struct arena *a = &d->c->arena;
+	long long size;
+	struct type *r = NULL;
+	CXType e;
+
+	t = cx->clang_getCanonicalType(t);
+	/* a pointer to itself through a record is memoised there; this
+	 * bounds pointers to pointers to ... */
+	if (d->depth > 64)
+		return NULL;
+	d->depth++;
+	size = cx->clang_Type_getSizeOf(t);
+	switch (t.kind) {
+	case CXType_Void:
+		r = type_new(a, TY_VOID, 0);
+		break;
+	case CXType_Bool:
+	case CXType_Char_U:
+	case CXType_UChar:
+	case CXType_UShort:
+	case CXType_UInt:
+	case CXType_ULong:
+	case CXType_ULongLong:
+		r = type_int(a, (size_t)size, false);
+		break;
+	case CXType_Char_S:
+	case CXType_SChar:
+	case CXType_Short:
+	case CXType_Int:
+	case CXType_Long:
+	case CXType_LongLong:
+		r = type_int(a, (size_t)size, true);
+		break;
+	case CXType_Pointer:
+		r = conv(d, cx->clang_getPointeeType(t));
+		/* a function pointer: an address */
+		r = type_pointer(a, r ? r : type_new(a, TY_VOID, 0));
+		break;
+	case CXType_ConstantArray:
+	case CXType_IncompleteArray: {
+		struct type *et;
+
+		e = cx->clang_getCanonicalType(cx->clang_getArrayElementType(t));
+		if (t.kind == CXType_ConstantArray &&
+		    (e.kind == CXType_Char_S || e.kind == CXType_Char_U)) {
+			/* char name[N]: a string, as in bpftrace */
+			r = type_string(a, (size_t)cx->clang_getArraySize(t));
+			break;
+		}
+		et = conv(d, e);
+		if (!et)
+			break;
+		r = type_new(a, TY_ARRAY, size > 0 ? (size_t)size : 0);
+		r->elem = et;
+		r->nelems = t.kind == CXType_ConstantArray ?
+				    (size_t)cx->clang_getArraySize(t) : 0;
+		break;
+	}
+	case CXType_Record:
+		r = record(d, t);
+		break;
+	case CXType_Enum:
+		/* an unsigned integer of the enum's size, as bpftrace has it */
+		r = type_int(a, (size_t)size, false);
+		break;
+	default:
+		break;	/* floating point, vectors, functions, __int128 */
+	}
+	d->depth--;
+	return r;
+}
+
+struct type *cdefs_type(struct compile *c, const char *name)
+{
+	struct cdefs *d = c->cdefs;
+	const struct cdefs_clang *cx;
+	struct cdefs_name *n;
+	struct type *t;
+
+	if (!d || !(n = name_find(d, name)))
+		return NULL;
+	if (n->type)
+		return n->type;
+	cx = d->cx;
+	if (cx->clang_getCursorKind(n->cur) == CXCursor_TypedefDecl) {
+		t = conv(d, cx->clang_getTypedefDeclUnderlyingType(n->cur));
+		/* typedef struct { ... } name: the record takes the name */
+		if (t && t->kind == TY_RECORD && !t->name)
+			t->name = name;
+	} else {
+		t = conv(d, cx->clang_getCursorType(n->cur));
+	}
+	if (t && t->kind == TY_RECORD && !t->size && !t->nfields)
+		return NULL;	/* only declared */
+	n->type = t;
+	return t;
+}
+
+struct toks {
+	const char **t;
+	int n, cap;
+};
+
+/*
+ * A macro's body with the object-like macros it names replaced by their
+ * bodies, as the preprocessor does (#define B A * 2 with #define A 1 + 2
+ * is 5); a macro is not expanded inside its own expansion.
+ */
+static bool expand(struct cdefs *d, const char *const *in, int n,
+		   struct toks *out, int depth)
+{
+	if (depth > 32)
+		return false;
+	for (int i = 0; i < n; i++) {
+		struct cdefs_const *k = const_find(d, in[i]);
+
+		if (k && k->is_macro && !k->expanding) {
+			bool ok;
+
+			k->expanding = true;
+			ok = expand(d, k->toks, k->ntoks, out, depth + 1);
+			k->expanding = false;
+			if (!ok)
+				return false;
+			continue;
+		}
+		GROW(out->t, out->n, out->cap);
+		out->t[out->n++] = in[i];
+	}
+	return true;
+}
+
+static bool const_lookup(void *ctx, const char *name, int64_t *v);
+
+static bool macro_value(struct cdefs *d, struct cdefs_const *k)
+{
+	struct toks t = { 0 };
+	bool ok;
+
+	k->expanding = true;
+	ok = expand(d, k->toks, k->ntoks, &t, 0) &&
+	     cdefs_eval(t.t, t.n, const_lookup, d, &k->v);
+	k->expanding = false;
+	free(t.t);
+	return ok;
+}
+
+static bool const_lookup(void *ctx, const char *name, int64_t *v)
+{
+	struct cdefs *d = ctx;
+	struct cdefs_const *k = const_find(d, name);
+
+	if (!k)
+		return false;
+	switch (k->state) {
+	case CONST_VALUE:
+		*v = k->v;
+		return true;
+	case CONST_MACRO:
+		k->state = CONST_BUSY;
+		if (macro_value(d, k)) {
+			k->state = CONST_VALUE;
+			*v = k->v;
+			return true;
+		}
+		k->state = CONST_BAD;
+		return false;
+	default:
+		return false;
+	}
+}
+
+bool cdefs_const(struct compile *c, const char *name, int64_t *v)
+{
+	return c->cdefs && const_lookup(c->cdefs, name, v);
+}
+
+/* "text" with C's simple escapes undone; NULL when tok is not a string. */
+static char *string_literal(struct cdefs *d, const char *tok, size_t *len)
+{
+	size_t n = strlen(tok);
+	char *s, *p;
+
+	if (n < 2 || tok[0] != '"' || tok[n - 1] != '"')
+		return NULL;
+	s = p = arena_alloc(&d->c->arena, n);
+	for (size_t i = 1; i < n - 1; i++) {
+		char ch = tok[i];
+
+		if (ch == '\\' && i + 1 < n - 1) {
+			static const char from[] = "ntr0\\\"'", to[] = "\n\t\r\0\\\"'";
+			const char *e = strchr(from, tok[++i]);
+
+			if (!e)
+				return NULL;
+			ch = to[e - from];
+		}
+		*p++ = ch;
+	}
+	*len = (size_t)(p - s);
+	return s;
+}
+
+/*
+ * Identifiers that name a #define of one string literal become that
+ * string, before sema (bpftrace substitutes macros' text): a format
+ * string can come from a macro.
+ */
+static int subst_strings(struct ast_node *n, void *ctx)
+{
+	struct cdefs *d = ctx;
+
+	if (n->kind == AST_IDENT) {
+		struct cdefs_const *k = const_find(d, n->ident.name);
+		struct toks t = { 0 };
+		size_t len;
+		char *s = NULL;
+
+		if (k && k->is_macro && expand(d, k->toks, k->ntoks, &t, 0) &&
+		    t.n == 1)
+			s = string_literal(d, t.t[0], &len);
+		free(t.t);
+		if (s) {
+			n->kind = AST_STRING;
+			n->str.value = s;
+			n->str.len = len;
+		}
+		return 0;
+	}
+	return ast_visit_children(n, subst_strings, ctx);
+}
+
+/* Parsing. */
+
+static char *cdefs_source(struct compile *c)
+{
+	struct ast_node *n;
+	size_t len = sizeof(cdefs_prelude) + 64;
+	char *s, *p;
+
+	for (n = c->program->program.c_defs; n; n = n->next)
+		len += strlen(n->cdef.text) + n->loc.first_column +
+		       strlen(c->filename) + 64;
+	s = p = arena_alloc(&c->arena, len);
+	p = stpcpy(p, "#line 1 \"<ubt prelude>\"\n");
+	p = stpcpy(p, cdefs_prelude);
+	for (n = c->program->program.c_defs; n; n = n->next) {
+		p += sprintf(p, "#line %d \"%s\"\n", n->loc.first_line,
+			     c->filename);
+		for (int i = 1; i < n->loc.first_column; i++)
+			*p++ = ' ';
+		p = stpcpy(p, n->cdef.text);
+		/* "struct foo { ... }" ends without ';' in scripts */
+		if (p > s && p[-1] == '}')
+			*p++ = ';';
+		*p++ = '\n';
+	}
+	*p = '\0';
+	return s;
+}
+
+/* clang's errors, at the script's locations where they are in it */
+static int cdefs_diags(struct cdefs *d)
+{
+	const struct cdefs_clang *cx = d->cx;
+	struct compile *c = d->c;
+	unsigned n = cx->clang_getNumDiagnostics(d->tu);
+	struct diag *last = NULL;
+	int err = 0;
+
+	for (unsigned i = 0; i < n; i++) {
+		CXDiagnostic g = cx->clang_getDiagnostic(d->tu, i);
+		CXString file;
+		unsigned line, col;
+		const char *msg, *fname;
+
+		if (cx->clang_getDiagnosticSeverity(g) < CXDiagnostic_Error) {
+			cx->clang_disposeDiagnostic(g);
+			continue;
+		}
+		msg = cx_str(d, cx->clang_getDiagnosticSpelling(g));
+		cx->clang_getPresumedLocation(cx->clang_getDiagnosticLocation(g),
+					      &file, &line, &col);
+		fname = cx_str(d, file);
+		if (!strcmp(fname, c->filename) && line) {
+			struct ast_loc loc = {
+				.first_line = (int)line, .last_line = (int)line,
+				.first_column = (int)col,
+				.last_column = (int)col + 1,
+			};
+
+			last = diag_error(&c->diag, &loc, "%s", msg);
+		} else {
+			last = diag_error(&c->diag, NULL, "%s:%u:%u: %s",
+					  fname, line, col, msg);
+		}
+		err = -EINVAL;
+		cx->clang_disposeDiagnostic(g);
+	}
+	/* bpftrace's advice after clang's errors */
+	if (last)
+		diag_hint(&c->diag, last,
+			  "Include headers with missing type definitions or install BTF information to your system.");
+	return err;
+}
+
+int cdefs_parse(struct compile *c)
+{
+	static const char *const base_args[] = {
+		/* the system's include directories come from clang's
+		 * driver, after its own (resource) headers */
+		"-x", "c", "-std=gnu11", "-fno-color-diagnostics",
+	};
+	const char **args;
+	int nargs = 0;
+	const char *why = NULL;
+	struct CXUnsavedFile file;
+	struct cdefs *d;
+	enum CXErrorCode rc;
+
+	if (!c->program->program.c_defs && !c->nincludes)
+		return 0;
+	d = xcalloc(1, sizeof(*d));
+	d->c = c;
+	d->cx = cdefs_clang_load(&why);
+	if (!d->cx) {
+		struct ast_node *n = c->program->program.c_defs;
+
+		diag_error(&c->diag, n ? &n->loc : NULL,
+			   "C definitions are not supported: %s", why);
+		free(d);
+		return -EINVAL;
+	}
+	c->cdefs = d;
+	args = arena_alloc(&c->arena,
+			   (ARRAY_SIZE(base_args) + 3 + 2 * c->nincludes +
+			    2 * c->ninclude_dirs) * sizeof(*args));
+	for (int i = 0; i < c->ninclude_dirs; i++) {
+		args[nargs++] = "-I";
+		args[nargs++] = c->include_dirs[i];
+	}
+	for (size_t i = 0; i < ARRAY_SIZE(base_args); i++)
+		args[nargs++] = base_args[i];
+#ifdef UBT_CLANG_RESOURCE_DIR
+	args[nargs++] = "-resource-dir";
+	args[nargs++] = UBT_CLANG_RESOURCE_DIR;
+#endif
+	/* scripts choose their headers by it, as for bpftrace */
+	if (!access("/sys/kernel/btf/vmlinux", R_OK))
+		args[nargs++] = "-DBPFTRACE_HAVE_BTF";
+	for (int i = 0; i < c->nincludes; i++) {
+		args[nargs++] = "-include";
+		args[nargs++] = c->includes[i];
+	}
+	file.Filename = "definitions.h";
+	file.Contents = cdefs_source(c);
+	file.Length = strlen(file.Contents);
+	d->idx = d->cx->clang_createIndex(0, 0);
+	rc = d->cx->clang_parseTranslationUnit2(
+		d->idx, "definitions.h", args, nargs, &file, 1,
+		CXTranslationUnit_DetailedPreprocessingRecord, &d->tu);
+	if (rc != CXError_Success || !d->tu) {
+		diag_error(&c->diag, NULL,
+			   "cannot parse the C definitions: libclang error %d",
+			   (int)rc);
+		return -EINVAL;
+	}
+	if (cdefs_diags(d))
+		return -EINVAL;
+	d->cx->clang_visitChildren(
+		d->cx->clang_getTranslationUnitCursor(d->tu), visit, d);
+	for (struct ast_node *p = c->program->program.probes; p; p = p->next)
+		subst_strings(p, d);
+	return 0;
+}
+
+void cdefs_free(struct cdefs *d)
+{
+	if (!d)
+		return;
+	if (d->tu)
+		d->cx->clang_disposeTranslationUnit(d->tu);
+	if (d->idx)
+		d->cx->clang_disposeIndex(d->idx);
+	free(d->names);
+	free(d->consts);
+	free(d->recs);
+	free(d);
+}
+
+#else /* !UBT_LIBCLANG_PATH */
+
+int cdefs_parse(struct compile *c)
+{
+	struct ast_node *n = c->program->program.c_defs;
+
+	if (!n && !c->nincludes)
+		return 0;
+	diag_error(&c->diag, n ? &n->loc : NULL,
+		   "C definitions are not supported: ubt was built without libclang");
+	return -EINVAL;
+}
+
+struct type *cdefs_type(struct compile *c, const char *name)
+{
+	return NULL;
+}
+
+bool cdefs_const(struct compile *c, const char *name, int64_t *v)
+{
+	return false;
+}
+
+void cdefs_free(struct cdefs *d)
+{
+}
+
+#endif
