@@ -142,10 +142,10 @@ static struct type *field_record(struct sema_ctx *x, struct ast_node *n,
 	}
 	if (t->kind == TY_POINTER && t->elem &&
 	    t->elem->kind == TY_RECORD) {
-		sema_error(x, &n->loc,
-			   "Can not access field '%s' on type '%s'. Try dereferencing it first, or using '->'",
-			   n->field.field, sema_tstr(x, t));
-		return NULL;
+		/* `.` on a pointer dereferences it, as in bpftrace since
+		 * v0.21 (its tools use it; 0.17 asked for '->') */
+		n->field.arrow = true;
+		return t->elem;
 	}
 	if (t->kind == TY_RECORD && arrow) {
 		sema_error(x, &n->loc,
