@@ -16,30 +16,6 @@
 int ubt_lib_add(int a, int b);
 int ubt_lib_strlen(const char *s);
 
-static volatile sig_atomic_t go;
-
-static void on_usr1(int sig)
-{
-	go = 1;
-}
-
-static void wait_for_signal(void)
-{
-	struct sigaction sa = { .sa_handler = on_usr1 };
-	sigset_t block, old;
-
-	sigemptyset(&block);
-	sigaddset(&block, SIGUSR1);
-	sigprocmask(SIG_BLOCK, &block, &old);
-	sigaction(SIGUSR1, &sa, NULL);
-	printf("ready\n");
-	fflush(stdout);
-	alarm(30);
-	while (!go)
-		sigsuspend(&old);
-	alarm(0);
-}
-
 int main(int argc, char **argv)
 {
 	long n = target_count(argc, argv, 1, 4);
@@ -49,7 +25,7 @@ int main(int argc, char **argv)
 	if (argc > 2) {
 		if (strcmp(argv[2], "wait") != 0)
 			return 2;
-		wait_for_signal();
+		target_wait_usr1();
 	}
 	for (int i = 1; i <= n; i++) {
 		bad |= ubt_lib_add(i, i) != 2 * i;

@@ -7,8 +7,11 @@
 #ifndef UBT_TARGET_H
 #define UBT_TARGET_H
 
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
 
 #if defined(__clang__)
 #define UBT_PROBE __attribute__((noinline, used, optnone))
@@ -47,6 +50,43 @@ static inline int target_result(const char *name, long bad)
 	if (bad)
 		fprintf(stderr, "%s: wrong result\n", name);
 	return bad ? 1 : 0;
+}
+
+/* The flag SIGUSR1 sets (a function: no unused variable where unused). */
+static inline volatile sig_atomic_t *target_usr1(void)
+{
+	static volatile sig_atomic_t seen;
+
+	return &seen;
+}
+
+static inline void target_on_usr1(int sig)
+{
+	(void)sig;
+	*target_usr1() = 1;
+}
+
+/*
+ * For -p tests: print "ready" once the SIGUSR1 handler is installed, then
+ * wait (up to 30 s: a failed test never leaves a target behind) for it.
+ */
+static inline void target_wait_usr1(void)
+{
+	struct sigaction sa;
+	sigset_t block, old;
+
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = target_on_usr1;
+	sigemptyset(&block);
+	sigaddset(&block, SIGUSR1);
+	sigprocmask(SIG_BLOCK, &block, &old);
+	sigaction(SIGUSR1, &sa, NULL);
+	printf("ready\n");
+	fflush(stdout);
+	alarm(30);
+	while (!*target_usr1())
+		sigsuspend(&old);
+	alarm(0);
 }
 
 #endif

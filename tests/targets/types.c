@@ -73,37 +73,13 @@ UBT_PROBE int ubt_types_pp(struct ubt_rec *const *pp)
 	return (*pp)->id;
 }
 
-static volatile sig_atomic_t go;
-
-static void on_usr1(int sig)
-{
-	go = 1;
-}
-
-static void wait_usr1(void)
-{
-	struct sigaction sa = { .sa_handler = on_usr1 };
-	sigset_t block, old;
-
-	sigemptyset(&block);
-	sigaddset(&block, SIGUSR1);
-	sigprocmask(SIG_BLOCK, &block, &old);
-	sigaction(SIGUSR1, &sa, NULL);
-	printf("ready\n");
-	fflush(stdout);
-	alarm(30);
-	while (!go)
-		sigsuspend(&old);
-	alarm(0);
-}
-
 int main(int argc, char **argv)
 {
 	long n = target_count(argc, argv, 1, 3);
 	long bad = 0;
 
 	if (argc > 2 && !strcmp(argv[2], "wait"))
-		wait_usr1();
+		target_wait_usr1();
 	else if (argc > 2)
 		return 2;
 

@@ -91,31 +91,6 @@ UBT_PROBE void ubt_usdt_guarded(long i)
 	}
 }
 
-static volatile sig_atomic_t go;
-
-static void on_usr1(int sig)
-{
-	(void)sig;
-	go = 1;
-}
-
-static void wait_for_signal(void)
-{
-	struct sigaction sa = { .sa_handler = on_usr1 };
-	sigset_t block, old;
-
-	sigemptyset(&block);
-	sigaddset(&block, SIGUSR1);
-	sigprocmask(SIG_BLOCK, &block, &old);
-	sigaction(SIGUSR1, &sa, NULL);
-	printf("ready\n");
-	fflush(stdout);
-	alarm(30);
-	while (!go)
-		sigsuspend(&old);
-	alarm(0);
-}
-
 /* Every semaphore back at 0 within 10 s (the tracer detached)? */
 static int semaphores_restored(void)
 {
@@ -175,7 +150,7 @@ int main(int argc, char **argv)
 	if (argc > 2 && !wait)
 		return 2;
 	if (wait)
-		wait_for_signal();
+		target_wait_usr1();
 
 	for (long i = 1; i <= n; i++) {
 		snprintf(label, sizeof(label), "round-%ld", i);
