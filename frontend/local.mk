@@ -44,6 +44,7 @@ libubt_a_SOURCES += \
 	frontend/func_sys.c \
 	frontend/func_watch.c \
 	frontend/sema.c \
+	frontend/sema_binop.c \
 	frontend/sema.h \
 	frontend/sema_config.c \
 	frontend/sema_context.c \

@@ -33,8 +33,10 @@ int sema_t_map_keys(struct sema_ctx *x, struct ast_node *n,
 struct type *sema_t_type_map(struct sema_ctx *x, struct ast_node *n);
 /* sema_types.c: type a list of statements (a block expression's) */
 int sema_t_stmts(struct sema_ctx *x, struct ast_node *list);
+/* sema_binop.c: a binary operator's type; the operator's location */
 struct type *sema_t_binop_types(struct sema_ctx *x, struct ast_node *n,
 				struct type *lt, struct type *rt);
+struct ast_loc sema_t_op_loc(struct sema_ctx *x, struct ast_node *n);
 /* sema_field.c */
 struct type *sema_t_ident(struct sema_ctx *x, struct ast_node *n);
 struct type *sema_t_field(struct sema_ctx *x, struct ast_node *n);
