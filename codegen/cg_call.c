@@ -231,7 +231,7 @@ static LLVMValueRef cg_strncmp(struct cg *g, struct ast_node *n)
 	return LLVMBuildXor(g->ir.b, eq, irb_const(&g->ir, 1), "");
 }
 
-static void cg_delete(struct cg *g, struct ast_node *n)
+static LLVMValueRef cg_delete(struct cg *g, struct ast_node *n)
 {
 	struct ast_node *m = cg_arg(n, 0), *k = cg_arg(n, 1);
 	struct sema_map *sm = n->sema ? n->sema->map : NULL;
@@ -240,12 +240,11 @@ static void cg_delete(struct cg *g, struct ast_node *n)
 		sm = m->sema->map;
 	if (!sm || !m || m->kind != AST_MAP) {
 		cg_unsupported(g, n, "this delete()");
-		return;
+		return irb_const(&g->ir, 0);
 	}
 	if (k)
-		cg_map_delete(g, n, sm->id, k, 1);
-	else
-		cg_map_delete(g, n, sm->id, m->map.keys, m->map.nkeys);
+		return cg_map_delete(g, n, sm->id, k, 1);
+	return cg_map_delete(g, n, sm->id, m->map.keys, m->map.nkeys);
 }
 
 /* has_key(@m, key): 1 when the key is in the map. */
@@ -374,8 +373,7 @@ LLVMValueRef cg_call(struct cg *g, struct ast_node *n)
 		cg_map_event(g, n, CG_EV_ZERO);
 		return irb_const(ir, 0);
 	case FN_DELETE:
-		cg_delete(g, n);
-		return irb_const(ir, 0);
+		return cg_delete(g, n);
 	case FN_STR:
 		return cg_str(g, n);
 	case FN_HAS_KEY:

@@ -174,7 +174,7 @@ LLVMValueRef cg_map_read(struct cg *g, struct ast_node *mapnode);
 void cg_map_assign(struct cg *g, struct ast_node *mapnode, LLVMValueRef v,
 		   const struct type *vt);
 /* delete() (the call, for its event) of keys from map id */
-void cg_map_delete(struct cg *g, const struct ast_node *call, int id,
+LLVMValueRef cg_map_delete(struct cg *g, const struct ast_node *call, int id,
 		   struct ast_node *keys, int nkeys);
 /* if (p) { body } helper: positions the builder in the then block and
  * returns the continuation block to branch to. */

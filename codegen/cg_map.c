@@ -214,20 +214,24 @@ void cg_map_assign(struct cg *g, struct ast_node *mapnode, LLVMValueRef v,
 			"map_update_elem", ret, CG_CHECK_NEG);
 }
 
-void cg_map_delete(struct cg *g, const struct ast_node *call, int id,
-		   struct ast_node *keys, int nkeys)
+LLVMValueRef cg_map_delete(struct cg *g, const struct ast_node *call, int id,
+			   struct ast_node *keys, int nkeys)
 {
 	const struct cg_map *m = &g->obj->maps[id];
-	LLVMValueRef key;
+	LLVMValueRef key, ret;
 
 	if (m->bucketed) {
 		cg_unsupported(g, keys, "delete() on a hist() map");
-		return;
+		return irb_const(&g->ir, 0);
 	}
 	key = cg_key_with(g, id, keys, nkeys, NULL);
-	cg_helper_check(g, &call->loc, "map_delete_elem",
-			irb_map_delete(&g->ir, g->maps[id], key),
-			CG_CHECK_NEG);
+	ret = irb_map_delete(&g->ir, g->maps[id], key);
+	cg_helper_check(g, &call->loc, "map_delete_elem", ret, CG_CHECK_NEG);
+	/* delete()'s value (bpftrace v0.22 on): was the key there */
+	ret = LLVMBuildZExt(g->ir.b,
+			    LLVMBuildICmp(g->ir.b, LLVMIntEQ, ret,
+					  LLVMConstNull(LLVMTypeOf(ret)), ""),
+			    g->ir.i64, "deleted");
 	if ((g->ir.target == CG_TARGET_NATIVE && m->percpu) ||
 	    (g->ir.target == CG_TARGET_BPF && g->opts &&
 	     g->opts->user_agg_maps && g->opts->user_agg_maps[id])) {
@@ -254,6 +258,7 @@ void cg_map_delete(struct cg *g, const struct ast_node *call, int id,
 			   key, m->key_size);
 		cg_record_send(g, rec, size);
 	}
+	return ret;
 }
 
 /*

@@ -234,7 +234,8 @@ static struct type *ty_delete(struct sema_ctx *x, struct ast_node *call,
 	if (!t)
 		return NULL;
 	sema_node(x, call)->map = sema_map_of(a);
-	return ty_void(x);
+	/* whether the key was there (bpftrace v0.22 on; 0.17: no value) */
+	return type_new(x->a, TY_BOOL, 1);
 }
 
 static struct type *delete_key(struct sema_ctx *x, struct ast_node *call,
@@ -309,7 +310,7 @@ const struct sema_func_ops sema_funcs_print[] = {
 	{ .name = "zero", .id = FN_ZERO, .min_args = 1, .max_args = 1,
 	  .flags = FN_F_VOID | FN_F_MAP_ARG, .type = ty_clear },
 	{ .name = "delete", .id = FN_DELETE, .min_args = 1, .max_args = 2,
-	  .flags = FN_F_VOID | FN_F_MAP_ARG, .type = ty_delete },
+	  .flags = FN_F_MAP_ARG, .type = ty_delete },
 	{ .name = "has_key", .id = FN_HAS_KEY, .min_args = 2, .max_args = 2,
 	  .flags = FN_F_MAP_ARG, .type = ty_has_key },
 	{ .name = "len", .id = FN_LEN, .min_args = 1, .max_args = 1,
