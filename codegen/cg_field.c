@@ -108,8 +108,10 @@ static void cg_place_of(struct cg *g, struct ast_node *n, struct cg_place *p)
 		size_t esz = n->type ? n->type->size : 0;
 		LLVMValueRef idx;
 
+		bool str = et && et->kind == TY_STRING;
+
 		if (!et || !esz ||
-		    (et->kind != TY_POINTER && et->kind != TY_ARRAY))
+		    (et->kind != TY_POINTER && et->kind != TY_ARRAY && !str))
 			break;
 		if (et->kind == TY_POINTER) {
 			p->mem = true;
@@ -119,13 +121,13 @@ static void cg_place_of(struct cg *g, struct ast_node *n, struct cg_place *p)
 			cg_place_of(g, e, p);
 		}
 		idx = cg_expr(g, n->index.index);
-		if (et->kind == TY_ARRAY) {
+		if (et->kind == TY_ARRAY || str) {
 			/* sema checks literal indices only: outside the
-			 * array the value read is zero (the address stays
-			 * inside it) */
+			 * array (a string's buffer) the value read is zero
+			 * (the address stays inside it) */
 			LLVMValueRef in = LLVMBuildICmp(
 				ir->b, LLVMIntULT, idx,
-				irb_const(ir, et->nelems), "");
+				irb_const(ir, str ? et->size : et->nelems), "");
 
 			idx = LLVMBuildSelect(ir->b, in, idx, irb_const(ir, 0),
 					      "");
@@ -280,7 +282,8 @@ LLVMValueRef cg_index(struct cg *g, struct ast_node *n)
 	struct cg_place p;
 
 	if (!t || !n->type || !n->type->size ||
-	    (t->kind != TY_POINTER && t->kind != TY_ARRAY) ||
+	    (t->kind != TY_POINTER && t->kind != TY_ARRAY &&
+	     t->kind != TY_STRING) ||
 	    !cg_is_scalar(n->index.index->type)) {
 		cg_unsupported(g, n, "this index expression");
 		return irb_const(&g->ir, 0);

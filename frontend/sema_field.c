@@ -241,6 +241,17 @@ struct type *sema_t_index(struct sema_ctx *x, struct ast_node *n)
 		}
 		return t->elem;
 	}
+	if (t->kind == TY_STRING) {
+		/* a character (bpftrace v0.21 on: $path[0] != "/"[0]) */
+		if (sema_int_literal(x, n->index.index, &v) &&
+		    (v < 0 || (uint64_t)v >= t->size)) {
+			sema_error(x, &n->loc,
+				   "the index %lld is out of bounds for array of size %zu",
+				   (long long)v, t->size);
+			return NULL;
+		}
+		return type_int(x->a, 1, true);
+	}
 	if (t->kind == TY_POINTER) {
 		if (!t->elem || t->elem->kind == TY_VOID || !t->elem->size) {
 			sema_error(x, &n->loc,
