@@ -33,6 +33,7 @@
 #include "tracepoint.h"
 #include "util.h"
 #include "kernel_int.h"
+#include "procstat.h"
 
 /* ---- values the BPF side writes as ids (cg.h) ---------------------- */
 
@@ -254,22 +255,12 @@ const void *kernel_display(struct kernel *k, const struct type *t,
  */
 static void kernel_stack_wait_stopped(pid_t pid)
 {
-	char path[64], buf[512], *p;
 	struct timespec ms = { 0, 1000000 };
 
-	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
 	for (int i = 0; i < 200; i++) {
-		FILE *f = fopen(path, "re");
-		size_t n;
+		char st = procstat_state(pid);
 
-		if (!f)
-			return;
-		n = fread(buf, 1, sizeof(buf) - 1, f);
-		fclose(f);
-		buf[n] = '\0';
-		p = strrchr(buf, ')');
-		if (!p || p[1] != ' ' || p[2] == 'T' || p[2] == 't' ||
-		    p[2] == 'Z' || p[2] == 'X')
+		if (!st || st == 'T' || st == 't' || st == 'Z' || st == 'X')
 			return;
 		nanosleep(&ms, NULL);
 	}

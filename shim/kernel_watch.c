@@ -9,7 +9,6 @@
  * bpftrace's message is printed and the process goes on.
  */
 #include <errno.h>
-#include <fcntl.h>
 #include <linux/hw_breakpoint.h>
 #include <linux/perf_event.h>
 #include <signal.h>
@@ -21,6 +20,7 @@
 #include <bpf/libbpf.h>
 
 #include "kernel_int.h"
+#include "procstat.h"
 #include "util.h"
 
 static uint32_t kernel_watch_type(const char *mode)
@@ -168,27 +168,6 @@ void kernel_watch_event(struct kernel *k, const struct cg_event *e,
 		kill(pid, SIGCONT);
 }
 
-/* The state letter of /proc/PID/stat ('T': stopped), 0 if unknown. */
-static char kernel_watch_state(int pid)
-{
-	char path[64], buf[512];
-	const char *p;
-	ssize_t n;
-	int fd;
-
-	snprintf(path, sizeof(path), "/proc/%d/stat", pid);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return 0;
-	n = read(fd, buf, sizeof(buf) - 1);
-	close(fd);
-	if (n <= 0)
-		return 0;
-	buf[n] = 0;
-	p = strrchr(buf, ')');	/* the command may hold anything */
-	return p && p[1] == ' ' ? p[2] : 0;
-}
-
 /*
  * Once the probes are stopped and their events taken: a process that a
  * probe stopped (a watchpoint's uprobe until the watchpoint is placed, a
@@ -208,6 +187,6 @@ void kernel_watch_resume(struct kernel *k)
 		     k->obj->events[i].sync) ||
 		    k->obj->events[i].kind == CG_EV_STACK_NOTE)
 			sync = true;
-	if (sync && pid > 0 && kernel_watch_state(pid) == 'T')
+	if (sync && pid > 0 && procstat_state(pid) == 'T')
 		kill(pid, SIGCONT);
 }

@@ -45,6 +45,8 @@ libubt_a_SOURCES += \
 	shim/place_body.c \
 	shim/place_int.h \
 	shim/place_site.c \
+	shim/procstat.c \
+	shim/procstat.h \
 	shim/ptrace.c \
 	shim/ptrace.h \
 	shim/ptrace_call.c \

@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "owner.h"
+#include "procstat.h"
 #include "ptrace.h"
 #include "rt_abi.h"
 
@@ -19,25 +20,15 @@
 
 uint64_t owner_start_time(pid_t pid)
 {
-	char path[64], buf[1024], *f;
+	char buf[1024];
+	const char *f = procstat_read(pid, buf, sizeof(buf));
 	unsigned long long start = 0;
-	ssize_t n;
-	int fd, i;
 
-	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
+	/* f: field 3 (state) on; 22 is starttime */
+	if (!f || f[0] == 'Z' || f[0] == 'X')
 		return 0;
-	n = read(fd, buf, sizeof(buf) - 1);
-	close(fd);
-	if (n <= 0)
-		return 0;
-	buf[n] = 0;
-	/* after the command's ")": field 3 (state) on; 22 is starttime */
-	f = strrchr(buf, ')');
-	if (!f || f[1] != ' ' || f[2] == 'Z' || f[2] == 'X')
-		return 0;
-	for (i = 3; f && i < 22; i++)
+	f--;
+	for (int i = 3; f && i < 22; i++)
 		f = strchr(f + 1, ' ');
 	if (!f || sscanf(f + 1, "%llu", &start) != 1)
 		return 0;

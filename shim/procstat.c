@@ -1,0 +1,37 @@
+/* /proc/PID/stat (procstat.h). */
+#include <fcntl.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "procstat.h"
+
+const char *procstat_read(pid_t pid, char *buf, size_t len)
+{
+	char path[64];
+	const char *p;
+	ssize_t n;
+	int fd;
+
+	if (len < 2)
+		return NULL;
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return NULL;
+	n = read(fd, buf, len - 1);
+	close(fd);
+	if (n <= 0)
+		return NULL;
+	buf[n] = 0;
+	p = strrchr(buf, ')');	/* the command may hold anything */
+	return p && p[1] == ' ' && p[2] ? p + 2 : NULL;
+}
+
+char procstat_state(pid_t pid)
+{
+	char buf[512];
+	const char *p = procstat_read(pid, buf, sizeof(buf));
+
+	return p ? p[0] : 0;
+}

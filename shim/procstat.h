@@ -1,0 +1,18 @@
+/*
+ * /proc/PID/stat, read once: what follows the command's ")" (the state
+ * letter first, then field 4 on), safe against any command name.
+ */
+#ifndef UBT_PROCSTAT_H
+#define UBT_PROCSTAT_H
+
+#include <stddef.h>
+#include <sys/types.h>
+
+/* Fill buf (len bytes) and return the text after ") ", or NULL when the
+ * process is gone or the file unreadable. */
+const char *procstat_read(pid_t pid, char *buf, size_t len);
+
+/* The state letter ('R', 'S', 'T', 'Z', ...), 0 if unknown. */
+char procstat_state(pid_t pid);
+
+#endif
