@@ -94,6 +94,15 @@ static LLVMValueRef cg_usdt_arg(struct cg *g, struct ast_node *n, int i)
 		if (a->pt_regs_off < 0)
 			break;
 		v = irb_ctx_load(ir, g->ctxp, a->pt_regs_off, 8);
+		if (a->idx_pt_regs_off >= 0)
+			v = LLVMBuildAdd(
+				ir->b, v,
+				LLVMBuildMul(ir->b,
+					     irb_ctx_load(ir, g->ctxp,
+							  a->idx_pt_regs_off,
+							  8),
+					     irb_const(ir, a->scale), ""),
+				"");
 		v = LLVMBuildAdd(ir->b, v, irb_const(ir, a->val), "");
 		buf = irb_alloca(ir, 8, "usdt_arg");
 		LLVMBuildStore(ir->b, irb_const(ir, 0), buf);

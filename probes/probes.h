@@ -118,7 +118,8 @@ int probes_usdt_notes(struct arena *a, const char *path,
 enum probes_usdt_arg_kind {
 	USDT_ARG_CONST,		/* $val */
 	USDT_ARG_REG,		/* %reg */
-	USDT_ARG_REG_DEREF,	/* off(%reg): read size bytes at reg + off */
+	USDT_ARG_REG_DEREF,	/* off(%reg) or off(%reg,%idx,scale): read
+				 * size bytes at reg + idx * scale + off */
 	USDT_ARG_ADDR,		/* sym(%rip) / sym+off(%rip): read size
 				 * bytes at the symbol's address (sym) +
 				 * val in the module, reg "rip" */
@@ -133,6 +134,9 @@ struct probes_usdt_arg {
 	int reg_size;		/* bytes of the named (sub)register */
 	int64_t val;		/* constant or displacement */
 	const char *sym;	/* USDT_ARG_ADDR: the symbol, else NULL */
+	int idx_pt_regs_off;	/* off(%reg,%idx,scale): the index
+				 * register's offset, else -1 */
+	int scale;		/* its scale: 1, 2, 4 or 8 */
 };
 
 /* Parse an argument spec; 0 or -EINVAL. */

@@ -229,6 +229,7 @@ static int probes_parse_one_arg(struct arena *a, const char *s,
 
 	memset(arg, 0, sizeof(*arg));
 	arg->pt_regs_off = -1;
+	arg->idx_pt_regs_off = -1;
 	if (at) {
 		long sz = strtol(s, &end, 10);
 
@@ -283,7 +284,27 @@ static int probes_parse_one_arg(struct arena *a, const char *s,
 		}
 	}
 	p = lp + 1;
-	if (probes_parse_reg(a, &p, arg) || *p != ')' || p[1])
+	if (probes_parse_reg(a, &p, arg))
+		return -EINVAL;
+	if (*p == ',') {
+		/* (%base,%index,scale): the index register's 64 bits */
+		struct probes_usdt_arg idx = { 0 };
+		char *e;
+
+		p++;
+		if (probes_parse_reg(a, &p, &idx) || idx.reg_size != 8)
+			return -EINVAL;
+		arg->idx_pt_regs_off = idx.pt_regs_off;
+		arg->scale = 1;
+		if (*p == ',') {
+			arg->scale = (int)strtol(p + 1, &e, 10);
+			p = e;
+			if (arg->scale != 1 && arg->scale != 2 &&
+			    arg->scale != 4 && arg->scale != 8)
+				return -EINVAL;
+		}
+	}
+	if (*p != ')' || p[1])
 		return -EINVAL;
 	arg->kind = !strcmp(arg->reg, "rip") ? USDT_ARG_ADDR :
 					       USDT_ARG_REG_DEREF;

@@ -169,6 +169,20 @@ static void test_usdt(void)
 	   args[1].val == 60000 && args[2].val == 4000000000 &&
 	   args[3].val == -5 && args[4].val == -300 && args[5].val == -7 &&
 	   args[6].val == -1, "narrow constants zero- or sign-extended");
+	/* base + index * scale + displacement (gcc's arrays on the stack) */
+	err = probes_usdt_parse_args(&A, "8@-88(%rsp,%rax,8) -4@(%rdi,%rsi) "
+					 "2@8(%rbp)",
+				     &args, &nargs);
+	ok(!err && nargs == 3 && args[0].kind == USDT_ARG_REG_DEREF &&
+	   args[0].pt_regs_off == 152 && args[0].idx_pt_regs_off == 80 &&
+	   args[0].scale == 8 && args[0].val == -88 &&
+	   args[1].idx_pt_regs_off == 104 && args[1].scale == 1 &&
+	   args[1].is_signed && args[2].idx_pt_regs_off == -1,
+	   "8@-88(%%rsp,%%rax,8): base, index, scale");
+	err = probes_usdt_parse_args(&A, "4@8(%rdi,%esi,4)", &args, &nargs);
+	ok(err == -EINVAL, "a 32-bit index register rejected");
+	err = probes_usdt_parse_args(&A, "4@8(%rdi,%rsi,3)", &args, &nargs);
+	ok(err == -EINVAL, "a scale other than 1, 2, 4, 8 rejected");
 	err = probes_usdt_parse_args(&A, "4@%nosuchreg", &args, &nargs);
 	ok(err == -EINVAL, "unknown register rejected");
 	ok(probes_x86_reg_offset("r9d", &n) == 64 && n == 4, "r9d offset");
