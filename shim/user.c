@@ -161,27 +161,3 @@ void user_unboost(struct ubt_user *u)
 	setpriority(PRIO_PROCESS, 0, u->old_nice);
 	u->boosted = false;
 }
-
-void user_free(struct ubt_user *u)
-{
-	if (!u)
-		return;
-	user_unboost(u);
-	/* user_comm.c's table and program */
-	if (u->comm_link >= 0)
-		close(u->comm_link);
-	if (u->comm_prog >= 0)
-		close(u->comm_prog);
-	if (u->comm_map >= 0)
-		close(u->comm_map);
-	if (u->cred_prog >= 0)
-		close(u->cred_prog);
-	for (int i = 0; i < USER_CRED_TPS; i++)
-		if (u->cred_ev[i] >= 0)
-			close(u->cred_ev[i]);
-	pt_release(&u->pt);
-	memfd_release(&u->m);
-	free(u->sites);
-	free(u->sems);
-	free(u);
-}

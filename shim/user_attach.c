@@ -1,7 +1,8 @@
 /*
  * Attaching to the target: every thread seized and stopped (-p) or the
  * command started under ptrace (-c), the owners of leftover sites checked,
- * the runtime placed (user_inject.c).
+ * the runtime placed (user_inject.c); user_free() releases what attach
+ * made, the comm table included (user_comm_stop()).
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
@@ -373,4 +374,17 @@ struct ubt_user *user_attach_cmd(char *const argv[], const struct user_opts *o,
 	u->comm_want = USER_FIELD(o, struct user_opts, task) && o->task;
 	user_comm_try_prepare(u);
 	return attach(u, o, err, errlen);
+}
+
+void user_free(struct ubt_user *u)
+{
+	if (!u)
+		return;
+	user_unboost(u);
+	user_comm_stop(u);
+	pt_release(&u->pt);
+	memfd_release(&u->m);
+	free(u->sites);
+	free(u->sems);
+	free(u);
 }
