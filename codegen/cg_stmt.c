@@ -288,6 +288,91 @@ static void cg_loop_returned(struct cg *g, LLVMValueRef flag)
 	LLVMPositionBuilderAtEnd(ir->b, cont);
 }
 
+/* What a loop's callback changes in struct cg, kept to go back. */
+struct cg_loop {
+	LLVMValueRef fn, *vars, ctxp, loop_ret;
+	LLVMBasicBlockRef entry, bb, brk, cont;
+	int scope;
+	bool in_for;
+};
+
+/*
+ * Start a loop's callback (kind: "for" or "range"; nparams, its
+ * context in parameter ctx_param, the returned flag at ret_off of the
+ * context): the probe's state saved in *s, the probe's variables in the
+ * context at off[].  The callback's context is returned.
+ */
+static LLVMValueRef cg_loop_cb_begin(struct cg *g, struct cg_loop *s,
+				     const char *kind, int nparams,
+				     int ctx_param, const size_t *off,
+				     size_t ret_off)
+{
+	struct irb *ir = &g->ir;
+	LLVMValueRef cb, cbctx;
+	char name[32];
+
+	*s = (struct cg_loop){
+		.fn = ir->fn, .vars = g->vars, .ctxp = g->ctxp,
+		.loop_ret = g->loop_ret, .entry = ir->entry,
+		.bb = LLVMGetInsertBlock(ir->b), .brk = g->brk,
+		.cont = g->cont, .scope = ir->scope, .in_for = g->in_for,
+	};
+	snprintf(name, sizeof(name), "%s_%d_%d", kind, g->prog, g->nfor++);
+	cb = irb_callback_begin(ir, name, nparams);
+	ir->scope = 0;
+	g->ctxp = NULL;
+	cbctx = LLVMGetParam(cb, ctx_param);
+	g->vars = cg_loop_vars(g, cbctx, off);
+	g->loop_ret = ret_off ? irb_gep(ir, cbctx, ret_off) : cbctx;
+	return cbctx;
+}
+
+/*
+ * The callback's body and its two ways out: break returns 1 (stop),
+ * the end of an iteration 0 (go on); then back in the probe, with its
+ * state from *s.
+ */
+static void cg_loop_cb_end(struct cg *g, struct cg_loop *s,
+			   struct ast_node *body)
+{
+	struct irb *ir = &g->ir;
+	LLVMBasicBlockRef brk, cont;
+
+	brk = LLVMAppendBasicBlockInContext(ir->ctx, ir->fn, "loop_break");
+	cont = LLVMAppendBasicBlockInContext(ir->ctx, ir->fn, "loop_next");
+	g->brk = brk;
+	g->cont = cont;
+	g->in_for = true;
+	cg_stmt(g, body);
+	LLVMBuildBr(ir->b, cont);
+	LLVMPositionBuilderAtEnd(ir->b, brk);
+	LLVMBuildRet(ir->b, irb_const(ir, 1));
+	LLVMPositionBuilderAtEnd(ir->b, cont);
+	LLVMBuildRet(ir->b, irb_const(ir, 0));
+
+	ir->fn = s->fn;
+	ir->entry = s->entry;
+	ir->scope = s->scope;
+	g->vars = s->vars;
+	g->ctxp = s->ctxp;
+	g->brk = s->brk;
+	g->cont = s->cont;
+	g->in_for = s->in_for;
+	g->loop_ret = s->loop_ret;
+	LLVMPositionBuilderAtEnd(ir->b, s->bb);
+}
+
+/* After the loop's helper: the callback's return, variables and exit(). */
+static void cg_loop_after(struct cg *g, struct ast_node *body,
+			  LLVMValueRef ctx, LLVMValueRef flag,
+			  const size_t *off)
+{
+	cg_loop_returned(g, flag);
+	cg_loop_ctx_out(g, ctx, off);
+	if (cg_has_exit_fn(body, NULL))
+		cg_return_if_exited(g);
+}
+
 /*
  * for ($kv : @m) { body }: the body becomes a callback of
  * bpf_for_each_map_elem(), with $kv = (key, value) of each entry; the
@@ -300,19 +385,11 @@ static void cg_for_map(struct cg *g, struct ast_node *n)
 	struct ast_node *mapn = n->for_.map, *var = n->for_.var;
 	struct sema_map *sm = mapn->sema ? mapn->sema->map : NULL;
 	struct sema_var *kv = var->sema ? var->sema->var : NULL;
-	LLVMValueRef save_fn = ir->fn, cb, *save_vars = g->vars;
-	LLVMBasicBlockRef save_entry = ir->entry;
-	LLVMBasicBlockRef save_bb;
-	LLVMBasicBlockRef save_brk = g->brk, save_cont = g->cont;
-	LLVMBasicBlockRef brk, cont;
-	LLVMValueRef save_ctxp = g->ctxp;
-	LLVMValueRef args[4], ctx, cbctx, save_ret = g->loop_ret;
+	LLVMValueRef args[4], ctx, cb;
 	const struct type *kt;
 	const struct cg_map *m;
-	int save_scope = ir->scope;
+	struct cg_loop s;
 	size_t *off;
-	bool save_in_for;
-	char name[32];
 
 	if (!sm || !kv || !kv->type || kv->type->kind != TY_TUPLE ||
 	    kv->type->nfields != 2 || g->obj->maps[sm->id].bucketed ||
@@ -326,14 +403,8 @@ static void cg_for_map(struct cg *g, struct ast_node *n)
 	kt = kv->type;
 	ctx = cg_loop_ctx_in(g, &off, 8);
 	LLVMBuildStore(ir->b, irb_const(ir, 0), ctx);	/* returned */
-	save_bb = LLVMGetInsertBlock(ir->b);
-	snprintf(name, sizeof(name), "for_%d_%d", g->prog, g->nfor++);
-	cb = irb_callback_begin(ir, name, 4);
-	ir->scope = 0;
-	g->ctxp = NULL;
-	cbctx = LLVMGetParam(cb, irb_is_native(ir) ? 0 : 3);
-	g->vars = cg_loop_vars(g, cbctx, off);
-	g->loop_ret = cbctx;
+	cg_loop_cb_begin(g, &s, "for", 4, irb_is_native(ir) ? 0 : 3, off, 0);
+	cb = ir->fn;
 	/* $kv = (key, value) */
 	cg_store(g, irb_gep(ir, g->vars[kv->slot], kt->fields[0].offset),
 		 kt->fields[0].type,
@@ -342,39 +413,13 @@ static void cg_for_map(struct cg *g, struct ast_node *n)
 		 kt->fields[1].type,
 		 cg_load(g, LLVMGetParam(cb, 2), m->value_type),
 		 m->value_type);
-	brk = LLVMAppendBasicBlockInContext(ir->ctx, cb, "for_break");
-	cont = LLVMAppendBasicBlockInContext(ir->ctx, cb, "for_next");
-	g->brk = brk;
-	g->cont = cont;
-	save_in_for = g->in_for;
-	g->in_for = true;
-	cg_stmt(g, n->for_.body);
-	g->in_for = save_in_for;
-	LLVMBuildBr(ir->b, cont);
-	LLVMPositionBuilderAtEnd(ir->b, brk);
-	LLVMBuildRet(ir->b, irb_const(ir, 1));
-	LLVMPositionBuilderAtEnd(ir->b, cont);
-	LLVMBuildRet(ir->b, irb_const(ir, 0));
-
-	/* back in the probe */
-	ir->fn = save_fn;
-	ir->entry = save_entry;
-	ir->scope = save_scope;
-	g->vars = save_vars;
-	g->ctxp = save_ctxp;
-	g->brk = save_brk;
-	g->cont = save_cont;
-	LLVMPositionBuilderAtEnd(ir->b, save_bb);
-	g->loop_ret = save_ret;
+	cg_loop_cb_end(g, &s, n->for_.body);
 	args[0] = g->maps[sm->id];
 	args[1] = cb;
 	args[2] = ctx;
 	args[3] = irb_const(ir, 0);
 	irb_helper(ir, BPF_FUNC_for_each_map_elem, args, 4);
-	cg_loop_returned(g, ctx);
-	cg_loop_ctx_out(g, ctx, off);
-	if (cg_has_exit_fn(n->for_.body, NULL))
-		cg_return_if_exited(g);
+	cg_loop_after(g, n->for_.body, ctx, ctx, off);
 }
 
 /* for over a range in native code: a plain loop (no verifier). */
@@ -426,16 +471,10 @@ static void cg_for_range(struct cg *g, struct ast_node *n)
 	struct irb *ir = &g->ir;
 	struct sema_var *sv = n->for_.var->sema ? n->for_.var->sema->var :
 						  NULL;
-	LLVMValueRef save_fn = ir->fn, cb, *save_vars = g->vars;
-	LLVMBasicBlockRef save_entry = ir->entry, save_bb;
-	LLVMBasicBlockRef save_brk = g->brk, save_cont = g->cont;
-	LLVMValueRef save_ctxp = g->ctxp;
-	LLVMValueRef start, end, nr, ctx, args[4], cbctx, idx;
-	LLVMValueRef save_ret = g->loop_ret;
-	int save_scope = ir->scope;
+	LLVMValueRef start, end, nr, ctx, args[4], cbctx, idx, cb;
+	struct cg_loop s;
 	size_t *off;
-	bool sgn, save_in_for;
-	char name[32];
+	bool sgn;
 
 	if (!sv) {
 		cg_unsupported(g, n, "this for loop");
@@ -459,51 +498,20 @@ static void cg_for_range(struct cg *g, struct ast_node *n)
 	ctx = cg_loop_ctx_in(g, &off, 16);
 	LLVMBuildStore(ir->b, start, ctx);	/* offset 0: start */
 	LLVMBuildStore(ir->b, irb_const(ir, 0), irb_gep(ir, ctx, 8));
-	save_bb = LLVMGetInsertBlock(ir->b);
-
-	snprintf(name, sizeof(name), "range_%d_%d", g->prog, g->nfor++);
-	cb = irb_callback_begin(ir, name, 2);
-	ir->scope = 0;
-	g->ctxp = NULL;
-	cbctx = LLVMGetParam(cb, 1);
-	g->vars = cg_loop_vars(g, cbctx, off);
-	g->loop_ret = irb_gep(ir, cbctx, 8);
+	cbctx = cg_loop_cb_begin(g, &s, "range", 2, 1, off, 8);
+	cb = ir->fn;
 	idx = LLVMBuildPtrToInt(ir->b, LLVMGetParam(cb, 0), ir->i64, "");
 	cg_store(g, g->vars[sv->slot], sv->type,
 		 LLVMBuildAdd(ir->b, LLVMBuildLoad2(ir->b, ir->i64, cbctx, ""),
 			      idx, ""),
 		 sv->type);
-	g->brk = LLVMAppendBasicBlockInContext(ir->ctx, cb, "range_break");
-	g->cont = LLVMAppendBasicBlockInContext(ir->ctx, cb, "range_next");
-	save_in_for = g->in_for;
-	g->in_for = true;
-	cg_stmt(g, n->for_.body);
-	g->in_for = save_in_for;
-	LLVMBuildBr(ir->b, g->cont);
-	LLVMPositionBuilderAtEnd(ir->b, g->brk);
-	LLVMBuildRet(ir->b, irb_const(ir, 1));
-	LLVMPositionBuilderAtEnd(ir->b, g->cont);
-	LLVMBuildRet(ir->b, irb_const(ir, 0));
-
-	/* back in the probe */
-	ir->fn = save_fn;
-	ir->entry = save_entry;
-	ir->scope = save_scope;
-	g->vars = save_vars;
-	g->ctxp = save_ctxp;
-	g->brk = save_brk;
-	g->cont = save_cont;
-	LLVMPositionBuilderAtEnd(ir->b, save_bb);
-	g->loop_ret = save_ret;
+	cg_loop_cb_end(g, &s, n->for_.body);
 	args[0] = LLVMBuildTrunc(ir->b, nr, ir->i32, "");
 	args[1] = cb;
 	args[2] = ctx;
 	args[3] = irb_const(ir, 0);
 	irb_helper(ir, BPF_FUNC_loop, args, 4);
-	cg_loop_returned(g, irb_gep(ir, ctx, 8));
-	cg_loop_ctx_out(g, ctx, off);
-	if (cg_has_exit_fn(n->for_.body, NULL))
-		cg_return_if_exited(g);
+	cg_loop_after(g, n->for_.body, ctx, irb_gep(ir, ctx, 8), off);
 }
 
 static void cg_jump(struct cg *g, struct ast_node *n)
