@@ -5,12 +5,13 @@
  * call (wall clock, and its own CPU time), so that a probe on the
  * function shows up as added nanoseconds per hit.
  *
- *   ubt-hotloop [-f nop|args|ret] [-t THREADS] [-d MS | -n CALLS]
+ *   ubt-hotloop [-f nop|args|ret|usdt] [-t THREADS] [-d MS | -n CALLS]
  *               [-w WORK] [-C CPU[,CPU...]] [-g] [-o FILE]
  *
  * -f   the function called: bench_nop() (count, @[tid]), bench_args(a, b)
  *      (hist(arg0), sum(arg1), printf of two integers; arg0 runs 0..999,
- *      arg1 is arg0 & 7), bench_ret(a) (uretprobe); or the floor of a
+ *      arg1 is arg0 & 7), bench_ret(a) (uretprobe), bench_usdt(a) (its
+ *      USDT site bench:hit, a sys/sdt.h 1-byte nop); or the floor of a
  *      probe on this CPU, bench_nop as ubt would patch it, patched at
  *      start-up by this program (bench/floor.c):
  *      floorjmp: its first instruction, a jump to a trampoline that
@@ -70,6 +71,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <sys/sdt.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
@@ -89,6 +91,7 @@ enum bench_func {
 	BENCH_NOP,
 	BENCH_ARGS,
 	BENCH_RET,
+	BENCH_USDT,
 	BENCH_FLOOR_JMP,
 	BENCH_FLOOR_CALL,
 };
@@ -97,6 +100,7 @@ static const char *const bench_func_names[] = {
 	[BENCH_NOP] = "nop",
 	[BENCH_ARGS] = "args",
 	[BENCH_RET] = "ret",
+	[BENCH_USDT] = "usdt",
 	[BENCH_FLOOR_JMP] = "floorjmp",
 	[BENCH_FLOOR_CALL] = "floorcall",
 };
@@ -183,6 +187,14 @@ __attribute__((noipa, used)) unsigned long bench_ret(unsigned long a)
 	return a * 3 + 1;
 }
 
+/* A SystemTap USDT site (sys/sdt.h: a 1-byte nop) inside a function. */
+__attribute__((noipa, used)) void bench_usdt(unsigned long a)
+{
+	BENCH_FRAME();
+	STAP_PROBE1(bench, hit, a);
+	bench_tls_sink += a;
+}
+
 static uint64_t bench_now(void)
 {
 	struct timespec ts;
@@ -232,6 +244,9 @@ static void bench_block(struct bench_thread *t, enum bench_func f, int n)
 			case BENCH_RET:
 				t->sink += bench_ret(i);
 				break;
+			case BENCH_USDT:
+				bench_usdt(i);
+				break;
 			case BENCH_FLOOR_JMP:
 				bench_floor_jmp();
 				break;
@@ -277,6 +292,10 @@ static void bench_block(struct bench_thread *t, enum bench_func f, int n)
 		for (i = 0; i < n; i++)
 			acc += bench_ret(i);
 		t->sink += acc;
+		break;
+	case BENCH_USDT:
+		for (i = 0; i < n; i++)
+			bench_usdt(i);
 		break;
 	}
 	t->calls += n;

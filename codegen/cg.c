@@ -444,6 +444,7 @@ static int cg_emit_native(struct cg *g, bool optimise)
 	for (int i = 0; i < obj->nprogs; i++) {
 		obj->progs[i].code = f[i].code;
 		obj->progs[i].code_len = f[i].len;
+		obj->progs[i].ctx_unused = f[i].ctx_unused;
 	}
 	free(f);
 	nm = irb_native_maps(&g->ir, &n, &obj->native_area);

@@ -183,6 +183,7 @@ struct cg_prog {
 	/* native target: the program's relocation-free code (malloc'ed) */
 	void *code;
 	size_t code_len;
+	bool ctx_unused;	/* native: the code never reads its context */
 };
 
 /*

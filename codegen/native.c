@@ -222,6 +222,13 @@ int native_emit(LLVMModuleRef mod, bool optimise, struct native_code *funcs,
 		LLVMDisposeErrorMessage(m);
 		return ret;
 	}
+	for (int k = 0; k < n; k++) {
+		LLVMValueRef fn = LLVMGetNamedFunction(mod, funcs[k].name);
+
+		funcs[k].ctx_unused = optimise && fn &&
+				      LLVMCountParams(fn) > 0 &&
+				      !LLVMGetFirstUse(LLVMGetParam(fn, 0));
+	}
 	irb_split_blocks(mod);
 	if (LLVMTargetMachineEmitToMemoryBuffer(tm, mod, LLVMObjectFile, &msg,
 						&buf)) {

@@ -98,6 +98,8 @@ struct native_code {
 	const char *name;
 	void *code;		/* malloc'ed */
 	size_t len;
+	bool ctx_unused;	/* optimised code never reads its first
+				 * parameter (a USDT site's pt_regs) */
 };
 
 /*

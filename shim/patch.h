@@ -48,6 +48,8 @@ struct patch_site {
 				 * instruction, or at the offset */
 	bool mid;		/* inside the function: registers and flags
 				 * are live, the red zone is in use */
+	bool flags_dead;	/* mid: the code after the site sets every
+				 * status flag before it reads one */
 	uint32_t len;		/* window length, >= 5 */
 	uint32_t undo;		/* the trampoline first adds this to %rsp:
 				 * the entry instruction is run again */

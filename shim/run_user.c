@@ -114,6 +114,8 @@ struct run_site {
 	uint64_t file_off;	/* where the probe is in the file */
 	enum user_probe_kind kind;
 	bool regs;		/* a USDT site: its code takes pt_regs */
+	bool reads_regs;	/* regs, and a program there reads them: else
+				 * the trampoline need not save them all */
 	uint64_t sem_off;	/* its semaphore's file offset, 0: none */
 	const char *name;	/* for messages */
 	const struct cg_prog **progs;
@@ -214,6 +216,7 @@ static struct run_site *run_sites_of(struct run *r, int *nsites)
 			st->progs = xrealloc(st->progs, (st->nprogs + 1) *
 							sizeof(*st->progs));
 			st->progs[st->nprogs++] = p;
+			st->reads_regs |= regs && !p->ctx_unused;
 		}
 	}
 	*nsites = n;
@@ -299,7 +302,7 @@ int run_user_install(struct run *r, int *nprobes, bool again)
 				.code = code,
 				.code_len = len,
 				.offset = st->offset,
-				.regs = st->regs,
+				.regs = st->reads_regs,
 			});
 			if (err && again) {
 				if (r->o->verbose)

@@ -170,7 +170,8 @@ static size_t emit_slow_stub(struct emit *e, uint64_t call, uint64_t after)
 
 /*
  * A site inside a function: every register and the flags may be live, the
- * red zone may be in use and the stack alignment is unknown.
+ * red zone may be in use and the stack alignment is unknown.  The flags are
+ * kept unless the code after the site sets them all first (flags_dead).
  */
 static int build_mid(const struct tramp_spec *spec, struct patch_site *s,
 		     uint8_t *out, size_t cap, uint64_t *reloc_at,
@@ -181,7 +182,8 @@ static int build_mid(const struct tramp_spec *spec, struct patch_site *s,
 	int err;
 
 	EMIT(&e, 0x48, 0x8d, 0x64, 0x24, 0x80);	/* lea -128(%rsp),%rsp */
-	EMIT(&e, 0x9c);				/* pushfq */
+	if (!s->flags_dead)
+		EMIT(&e, 0x9c);			/* pushfq */
 	EMIT(&e, 0x50);				/* push %rax */
 	EMIT(&e, 0x41, 0x53);			/* push %r11 */
 	EMIT(&e, 0x49, 0x89, 0xe3);		/* mov %rsp,%r11 */
@@ -197,7 +199,8 @@ static int build_mid(const struct tramp_spec *spec, struct patch_site *s,
 	EMIT(&e, 0x48, 0x8b, 0x24, 0x24);	/* mov (%rsp),%rsp */
 	EMIT(&e, 0x41, 0x5b);			/* pop %r11 */
 	EMIT(&e, 0x58);				/* pop %rax */
-	EMIT(&e, 0x9d);				/* popfq */
+	if (!s->flags_dead)
+		EMIT(&e, 0x9d);			/* popfq */
 	EMIT(&e, 0x48, 0x8d, 0xa4, 0x24);	/* lea 128(%rsp),%rsp */
 	u32(&e, 128);
 	err = emit_relocated(&e, s, reloc_at, r);

@@ -393,6 +393,50 @@ static int add_u64(const void *data, uint32_t block, void *arg)
 
 /* ---- the tests ---- */
 
+/*
+ * A probe inside a function keeps the flags unless the code after it sets
+ * all six status flags before reading one (the trampoline then drops its
+ * pushfq/popfq): at +1, a nop kept in place, then the window.
+ */
+static void test_flags_dead(void)
+{
+	static const struct {
+		const char *what;
+		uint8_t code[12];
+		size_t len;
+		bool dead;
+	} t[] = {
+		{ "add sets them all",
+		  { 0x90, 0x90, 0x48, 0x01, 0xf8, 0x48, 0x01, 0xf8, 0xc3 },
+		  9, true },
+		{ "sete reads ZF",
+		  { 0x90, 0x90, 0x0f, 0x94, 0xc0, 0x48, 0x01, 0xf8, 0xc3 },
+		  9, false },
+		{ "inc leaves CF, jc reads it",
+		  { 0x90, 0x90, 0x48, 0xff, 0xc0, 0x48, 0xff, 0xc0, 0x72,
+		    0x00, 0xc3 },
+		  11, false },
+		{ "mov, then xor sets them",
+		  { 0x90, 0x90, 0x48, 0x89, 0xf8, 0x31, 0xc0, 0x31, 0xc0,
+		    0xc3 },
+		  10, true },
+		{ "a jump before any is set",
+		  { 0x90, 0x90, 0xeb, 0x06, 0x48, 0x01, 0xf8, 0x48, 0x01,
+		    0xf8, 0xc3 },
+		  11, false },
+	};
+
+	for (size_t i = 0; i < sizeof(t) / sizeof(t[0]); i++) {
+		struct patch_site s;
+		int err = patch_analyze(t[i].code, t[i].len, 0x1000, 1, &s);
+
+		ok(!err && s.mid && s.flags_dead == t[i].dead,
+		   "flags %s after the site: %s (%s)",
+		   t[i].dead ? "dead" : "live", t[i].what,
+		   err ? s.reason : "patchable");
+	}
+}
+
 static void test_sites(void)
 {
 	static const struct {
@@ -443,6 +487,7 @@ static void test_sites(void)
 	ok(user_site_check(target, "no_such_function", reason,
 			   sizeof(reason)) == -ENOENT,
 	   "no such symbol: %s", reason);
+	test_flags_dead();
 }
 
 /* Every function of libc through the analysis: no crash, most patchable. */
