@@ -249,8 +249,9 @@ static const int32_t tramp_pt_regs[16] = {
  * A site inside a function whose probe code reads any register (USDT
  * arguments): as build_mid(), but every general register, the flags, the
  * site's address and the site's %rsp go into a struct pt_regs on the
- * stack, whose address the probe code gets in %rdi; every register comes
- * back from it.
+ * stack, whose address the probe code gets in %rdi; the registers the
+ * trampoline and the probe code change come back from it (the flags only
+ * where they are live).
  */
 static int build_regs(const struct tramp_spec *spec, struct patch_site *s,
 		      uint8_t *out, size_t cap, uint64_t *reloc_at,
@@ -292,12 +293,17 @@ static int build_regs(const struct tramp_spec *spec, struct patch_site *s,
 	rel32_to(&e, spec->entry_code);
 	after = e.n;
 	EMIT(&e, 0x48, 0x8b, 0x24, 0x24);	/* mov (%rsp),%rsp */
-	for (int i = 0; i < 16; i++)
-		if (tramp_pt_regs[i] >= 0)
-			rsp_mov(&e, true, i, tramp_pt_regs[i]);
+	/* the probe code keeps every register but %rax and %r11
+	 * (preserve_most), rt_slow too; %rdi held the pt_regs */
+	rsp_mov(&e, true, 0, tramp_pt_regs[0]);
+	rsp_mov(&e, true, 7, tramp_pt_regs[7]);
+	rsp_mov(&e, true, 11, tramp_pt_regs[11]);
 	EMIT(&e, 0x48, 0x8d, 0xa4, 0x24);	/* lea 168(%rsp),%rsp */
 	u32(&e, TRAMP_PT_REGS_SIZE);
-	EMIT(&e, 0x9d);				/* popfq */
+	if (s->flags_dead)
+		EMIT(&e, 0x48, 0x8d, 0x64, 0x24, 0x08);	/* lea 8(%rsp) */
+	else
+		EMIT(&e, 0x9d);			/* popfq */
 	EMIT(&e, 0x48, 0x8d, 0xa4, 0x24);	/* lea 128(%rsp),%rsp */
 	u32(&e, 128);
 	err = emit_relocated(&e, s, reloc_at, r);
