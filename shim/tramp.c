@@ -169,6 +169,31 @@ static size_t emit_slow_stub(struct emit *e, uint64_t call, uint64_t after)
 }
 
 /*
+ * The end of a site inside a function: the relocated window (its jump back
+ * included), the slow path (call at call_at, else on to after), and the
+ * literal of rt_slow's address; the length, or -errno.
+ */
+static int emit_mid_tail(struct emit *e, const struct tramp_spec *spec,
+			 struct patch_site *s, uint64_t *reloc_at,
+			 struct patch_reloc *r, size_t jz_slow, size_t call_at,
+			 size_t after)
+{
+	size_t lit_slow, slow;
+	int err = emit_relocated(e, s, reloc_at, r);
+
+	if (err)
+		return err;
+	slow = e->n;
+	lit_slow = emit_slow_stub(e, spec->at + call_at, spec->at + after);
+	while (e->n % 8)
+		EMIT(e, 0xcc);
+	rel32_fix(e, jz_slow, spec->at + slow);
+	rel32_fix(e, lit_slow, here(e));
+	bytes(e, &spec->fn_slow, 8);
+	return e->err ? e->err : (int)e->n;
+}
+
+/*
  * A site inside a function: every register and the flags may be live, the
  * red zone may be in use and the stack alignment is unknown.  The flags are
  * kept unless the code after the site sets them all first (flags_dead).
@@ -178,8 +203,7 @@ static int build_mid(const struct tramp_spec *spec, struct patch_site *s,
 		     struct patch_reloc *r)
 {
 	struct emit e = { .p = out, .cap = cap, .at = spec->at };
-	size_t jz_slow, call_at, after, lit_slow, slow;
-	int err;
+	size_t jz_slow, call_at, after;
 
 	EMIT(&e, 0x48, 0x8d, 0x64, 0x24, 0x80);	/* lea -128(%rsp),%rsp */
 	if (!s->flags_dead)
@@ -203,17 +227,8 @@ static int build_mid(const struct tramp_spec *spec, struct patch_site *s,
 		EMIT(&e, 0x9d);			/* popfq */
 	EMIT(&e, 0x48, 0x8d, 0xa4, 0x24);	/* lea 128(%rsp),%rsp */
 	u32(&e, 128);
-	err = emit_relocated(&e, s, reloc_at, r);
-	if (err)
-		return err;
-	slow = e.n;
-	lit_slow = emit_slow_stub(&e, spec->at + call_at, spec->at + after);
-	while (e.n % 8)
-		EMIT(&e, 0xcc);
-	rel32_fix(&e, jz_slow, spec->at + slow);
-	rel32_fix(&e, lit_slow, here(&e));
-	bytes(&e, &spec->fn_slow, 8);
-	return e.err ? e.err : (int)e.n;
+	return emit_mid_tail(&e, spec, s, reloc_at, r, jz_slow, call_at,
+			     after);
 }
 
 /* mov %reg,off(%rsp), or (load) mov off(%rsp),%reg; reg 0..15, not rsp */
@@ -258,9 +273,8 @@ static int build_regs(const struct tramp_spec *spec, struct patch_site *s,
 		      struct patch_reloc *r)
 {
 	struct emit e = { .p = out, .cap = cap, .at = spec->at };
-	size_t jz_slow, call_at, after, lit_slow, slow;
+	size_t jz_slow, call_at, after;
 	uint64_t pc = s->kept;
-	int err;
 
 	EMIT(&e, 0x48, 0x8d, 0x64, 0x24, 0x80);	/* lea -128(%rsp),%rsp */
 	EMIT(&e, 0x9c);				/* pushfq */
@@ -306,17 +320,8 @@ static int build_regs(const struct tramp_spec *spec, struct patch_site *s,
 		EMIT(&e, 0x9d);			/* popfq */
 	EMIT(&e, 0x48, 0x8d, 0xa4, 0x24);	/* lea 128(%rsp),%rsp */
 	u32(&e, 128);
-	err = emit_relocated(&e, s, reloc_at, r);
-	if (err)
-		return err;
-	slow = e.n;
-	lit_slow = emit_slow_stub(&e, spec->at + call_at, spec->at + after);
-	while (e.n % 8)
-		EMIT(&e, 0xcc);
-	rel32_fix(&e, jz_slow, spec->at + slow);
-	rel32_fix(&e, lit_slow, here(&e));
-	bytes(&e, &spec->fn_slow, 8);
-	return e.err ? e.err : (int)e.n;
+	return emit_mid_tail(&e, spec, s, reloc_at, r, jz_slow, call_at,
+			     after);
 }
 
 int tramp_build(const struct tramp_spec *spec, struct patch_site *s,
