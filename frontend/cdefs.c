@@ -19,6 +19,7 @@
 #include "cdefs_int.h"
 #include "compile.h"
 #include "types.h"
+#include "types_btf.h"
 #include "util.h"
 
 #ifdef UBT_LIBCLANG_PATH
@@ -524,10 +525,11 @@ static int subst_strings(struct ast_node *n, void *ctx)
 
 /* Parsing. */
 
-static char *cdefs_source(struct compile *c)
+/* The prelude, the kernel's types from BTF (when btf), the definitions */
+static char *cdefs_source(struct compile *c, const char *btf)
 {
 	struct ast_node *n;
-	size_t len = sizeof(cdefs_prelude) + 64;
+	size_t len = sizeof(cdefs_prelude) + 128 + (btf ? strlen(btf) : 0);
 	char *s, *p;
 
 	for (n = c->program->program.c_defs; n; n = n->next)
@@ -536,6 +538,10 @@ static char *cdefs_source(struct compile *c)
 	s = p = arena_alloc(&c->arena, len);
 	p = stpcpy(p, "#line 1 \"<ubt prelude>\"\n");
 	p = stpcpy(p, cdefs_prelude);
+	if (btf) {
+		p = stpcpy(p, "#line 1 \"<kernel BTF>\"\n");
+		p = stpcpy(p, btf);
+	}
 	for (n = c->program->program.c_defs; n; n = n->next) {
 		p += sprintf(p, "#line %d \"%s\"\n", n->loc.first_line,
 			     c->filename);
@@ -596,6 +602,170 @@ static int cdefs_diags(struct cdefs *d)
 	return err;
 }
 
+/* Parse the definitions (after the kernel's types btf) into d->tu. */
+static int cdefs_tu(struct cdefs *d, const char *const *args, int nargs,
+		    const char *btf)
+{
+	struct CXUnsavedFile file = { .Filename = "definitions.h" };
+	enum CXErrorCode rc;
+
+	if (d->tu)
+		d->cx->clang_disposeTranslationUnit(d->tu);
+	d->tu = NULL;
+	file.Contents = cdefs_source(d->c, btf);
+	file.Length = strlen(file.Contents);
+	rc = d->cx->clang_parseTranslationUnit2(
+		d->idx, "definitions.h", args, nargs, &file, 1,
+		CXTranslationUnit_DetailedPreprocessingRecord, &d->tu);
+	if (rc != CXError_Success || !d->tu) {
+		diag_error(&d->c->diag, NULL,
+			   "cannot parse the C definitions: libclang error %d",
+			   (int)rc);
+		return -EINVAL;
+	}
+	return 0;
+}
+
+struct cdefs_names {
+	const char **v;
+	int n, cap;
+};
+
+static bool names_has(const struct cdefs_names *w, const char *name)
+{
+	for (int i = 0; i < w->n; i++)
+		if (!strcmp(w->v[i], name))
+			return true;
+	return false;
+}
+
+/*
+ * Add to w the kernel types clang's errors ask for; the number added.
+ * With redef, whether an error is a redefinition instead.
+ */
+static int cdefs_wanted(struct cdefs *d, struct cdefs_names *w, bool *redef)
+{
+	const struct cdefs_clang *cx = d->cx;
+	unsigned n = cx->clang_getNumDiagnostics(d->tu);
+	int added = 0;
+
+	if (redef)
+		*redef = false;
+	for (unsigned i = 0; i < n; i++) {
+		CXDiagnostic g = cx->clang_getDiagnostic(d->tu, i);
+		const char *msg, *name;
+
+		if (cx->clang_getDiagnosticSeverity(g) >= CXDiagnostic_Error) {
+			msg = cx_str(d, cx->clang_getDiagnosticSpelling(g));
+			if (redef && (strstr(msg, "redefinition") ||
+				      strstr(msg, "conflicting types")))
+				*redef = true;
+			name = cdefs_btf_wanted(&d->c->arena, msg);
+			if (w && name && !names_has(w, name) &&
+			    cdefs_btf_has(name)) {
+				GROW(w->v, w->n, w->cap);
+				w->v[w->n++] = name;
+				added++;
+			}
+		}
+		cx->clang_disposeDiagnostic(g);
+	}
+	return added;
+}
+
+/* The record types a probe names: curtask's, casts', sizeof's, offsetof's */
+static void used_type(struct cdefs_names *u, const struct type *t)
+{
+	while (t && (t->kind == TY_POINTER || t->kind == TY_ARRAY))
+		t = t->elem;
+	if (t && t->name && (t->kind == TY_NAMED || t->kind == TY_RECORD) &&
+	    !names_has(u, t->name)) {
+		GROW(u->v, u->n, u->cap);
+		u->v[u->n++] = t->name;
+	}
+}
+
+static int used_walk(struct ast_node *n, void *ctx)
+{
+	static struct type task = { .kind = TY_NAMED,
+				    .name = "struct task_struct" };
+
+	if (n->kind == AST_BUILTIN && !strcmp(n->ident.name, "curtask"))
+		used_type(ctx, &task);
+	else if (n->kind == AST_CAST)
+		used_type(ctx, n->cast.to);
+	else if (n->kind == AST_SIZEOF || n->kind == AST_OFFSETOF)
+		used_type(ctx, n->size.of_type);
+	return ast_visit_children(n, used_walk, ctx);
+}
+
+/*
+ * bpftrace's rule: a program whose definitions redefine a kernel type
+ * that its probes use (struct task_struct { ... } and curtask) takes no
+ * type from BTF; it defines every type it needs itself.
+ */
+static bool cdefs_redefines_used(struct cdefs *d)
+{
+	struct cdefs_names u = { 0 };
+	bool r = false;
+
+	for (struct ast_node *p = d->c->program->program.probes; p;
+	     p = p->next)
+		used_walk(p, &u);
+	if (u.n)
+		d->cx->clang_visitChildren(
+			d->cx->clang_getTranslationUnitCursor(d->tu), visit, d);
+	for (int i = 0; i < u.n && !r; i++) {
+		struct cdefs_name *n = name_find(d, u.v[i]);
+
+		r = n && d->cx->clang_isCursorDefinition(n->cur) &&
+		    cdefs_btf_has(u.v[i]);
+	}
+	d->nnames = d->nconsts = 0;
+	free(u.v);
+	return r;
+}
+
+/*
+ * Parse; while clang asks for types the kernel's BTF has, parse again
+ * with them written as C before the definitions. When they clash with
+ * the script's own definitions, the script goes without them.
+ */
+static int cdefs_parse_btf(struct cdefs *d, const char *const *args,
+			   int nargs)
+{
+	struct cdefs_names w = { 0 };
+	const char *btf = NULL;
+	bool redef;
+	int err;
+
+	err = cdefs_tu(d, args, nargs, NULL);
+	if (err || !types_btf_vmlinux() || !cdefs_wanted(d, &w, NULL) ||
+	    cdefs_redefines_used(d))
+		goto out;
+	/* a type's dependencies come with it: a second round only for
+	 * names the first one's text did not define */
+	for (int round = 0; round < 8; round++) {
+		btf = cdefs_btf_header(&d->c->arena, w.v, w.n);
+		if (!btf)
+			break;
+		err = cdefs_tu(d, args, nargs, btf);
+		if (err || !cdefs_wanted(d, &w, &redef))
+			break;
+	}
+	if (!err && btf) {
+		cdefs_wanted(d, NULL, &redef);
+		if (redef) {
+			diag_warning(&d->c->diag, NULL,
+				     "Cannot take type definitions from BTF since there is a redefinition conflict with user-defined types.");
+			err = cdefs_tu(d, args, nargs, NULL);
+		}
+	}
+out:
+	free(w.v);
+	return err;
+}
+
 int cdefs_parse(struct compile *c)
 {
 	static const char *const base_args[] = {
@@ -606,9 +776,7 @@ int cdefs_parse(struct compile *c)
 	const char **args;
 	int nargs = 0;
 	const char *why = NULL;
-	struct CXUnsavedFile file;
 	struct cdefs *d;
-	enum CXErrorCode rc;
 
 	if (!c->program->program.c_defs && !c->nincludes)
 		return 0;
@@ -644,20 +812,8 @@ int cdefs_parse(struct compile *c)
 		args[nargs++] = "-include";
 		args[nargs++] = c->includes[i];
 	}
-	file.Filename = "definitions.h";
-	file.Contents = cdefs_source(c);
-	file.Length = strlen(file.Contents);
 	d->idx = d->cx->clang_createIndex(0, 0);
-	rc = d->cx->clang_parseTranslationUnit2(
-		d->idx, "definitions.h", args, nargs, &file, 1,
-		CXTranslationUnit_DetailedPreprocessingRecord, &d->tu);
-	if (rc != CXError_Success || !d->tu) {
-		diag_error(&c->diag, NULL,
-			   "cannot parse the C definitions: libclang error %d",
-			   (int)rc);
-		return -EINVAL;
-	}
-	if (cdefs_diags(d))
+	if (cdefs_parse_btf(d, args, nargs) || cdefs_diags(d))
 		return -EINVAL;
 	d->cx->clang_visitChildren(
 		d->cx->clang_getTranslationUnitCursor(d->tu), visit, d);

@@ -51,6 +51,18 @@ struct cdefs_clang {
 const struct cdefs_clang *cdefs_clang_load(const char **why);
 #endif
 
+/*
+ * Kernel types for the definitions (cdefs_btf.c): the type name an
+ * error of clang's asks for ("unknown type name 'u64'", "field has
+ * incomplete type 'struct x'"), or NULL; whether the kernel's BTF has a
+ * type of that name; the C text of the named types and the types they
+ * need, from BTF (NULL when it has none of them).
+ */
+struct arena;
+const char *cdefs_btf_wanted(struct arena *a, const char *msg);
+bool cdefs_btf_has(const char *name);
+char *cdefs_btf_header(struct arena *a, const char *const *names, int n);
+
 /* An integer macro's value from its tokens (cdefs_eval.c); lookup finds
  * the names it uses (other macros, enum constants). */
 typedef bool (*cdefs_lookup_fn)(void *ctx, const char *name, int64_t *v);

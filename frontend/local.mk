@@ -32,6 +32,7 @@ libubt_a_SOURCES += \
 	frontend/builtins.c \
 	frontend/cdefs.c \
 	frontend/cdefs.h \
+	frontend/cdefs_btf.c \
 	frontend/cdefs_clang.c \
 	frontend/cdefs_eval.c \
 	frontend/cdefs_int.h \
