@@ -755,11 +755,8 @@ static int cdefs_parse_btf(struct cdefs *d, const char *const *args,
 	}
 	if (!err && btf) {
 		cdefs_wanted(d, NULL, &redef);
-		if (redef) {
-			diag_warning(&d->c->diag, NULL,
-				     "Cannot take type definitions from BTF since there is a redefinition conflict with user-defined types.");
+		if (redef)
 			err = cdefs_tu(d, args, nargs, NULL);
-		}
 	}
 out:
 	free(w.v);
