@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "arena.h"
+#include "probes.h"
 #include "types.h"
 #include "types_dwarf.h"
 #include "util.h"
@@ -41,6 +42,7 @@ static struct dw_file *dw_files;
 static struct dw_file *dw_file_get(const char *path)
 {
 	struct dw_file *f;
+	struct arena a;
 
 	for (f = dw_files; f; f = f->next)
 		if (!strcmp(f->path, path))
@@ -53,7 +55,10 @@ static struct dw_file *dw_file_get(const char *path)
 		free(f);
 		return NULL;
 	}
-	f->fd = open(path, O_RDONLY | O_CLOEXEC);
+	/* a stripped file's DWARF is in its separate debug file */
+	arena_init(&a);
+	f->fd = open(probes_elf_dwarf_file(&a, path), O_RDONLY | O_CLOEXEC);
+	arena_release(&a);
 	if (f->fd >= 0) {
 		f->dw = dwarf_begin(f->fd, DWARF_C_READ);
 		if (!f->dw) {

@@ -38,6 +38,13 @@ tests_targets_ubt_calls_LDFLAGS =
 tests_targets_ubt_dwtypes_SOURCES = tests/targets/dwtypes.c
 tests_targets_ubt_dwtypes_CFLAGS = $(UBT_TARGET_CFLAGS)
 tests_targets_ubt_dwtypes_LDFLAGS =
+# ubt-dwstrip: ubt-dwtypes stripped, its symbols and DWARF in
+# ubt-dwstrip.debug, found through .gnu_debuglink
+check_SCRIPTS += tests/targets/ubt-dwstrip
+CLEANFILES += tests/targets/ubt-dwstrip tests/targets/ubt-dwstrip.debug
+tests/targets/ubt-dwstrip: tests/targets/ubt-dwtypes$(EXEEXT)
+	$(AM_V_GEN)$(OBJCOPY) --only-keep-debug $< $@.debug && \
+	$(OBJCOPY) --strip-all --add-gnu-debuglink=$@.debug $< $@
 tests_targets_ubt_exc_SOURCES = tests/targets/exc.cc
 tests_targets_ubt_exc_CXXFLAGS = $(UBT_TARGET_CFLAGS) -fno-optimize-sibling-calls
 tests_targets_ubt_exc_LDFLAGS = -rdynamic
