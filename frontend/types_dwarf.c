@@ -342,9 +342,21 @@ static struct type *dw_opaque(struct arena *a, Dwarf_Die *member)
 	return r;
 }
 
-/* Add the members of record die to rec->fields (see btf_add_members). */
+static bool dw_has_field(const struct type *rec, const char *name)
+{
+	for (int i = 0; i < rec->nfields; i++)
+		if (!strcmp(rec->fields[i].name, name))
+			return true;
+	return false;
+}
+
+/*
+ * Add the members of record die to rec->fields (see btf_add_members);
+ * with inherited, those of a base class, where rec has no member of the
+ * same name yet (C++: the derived class's member hides the base's).
+ */
 static int dw_members(struct arena *a, Dwarf_Die *die, struct type *rec,
-		      int *cap, size_t base_bits, int depth)
+		      int *cap, size_t base_bits, int depth, bool inherited)
 {
 	Dwarf_Die m;
 
@@ -358,8 +370,11 @@ static int dw_members(struct arena *a, Dwarf_Die *die, struct type *rec,
 		size_t bits;
 
 		if (dwarf_tag(&m) != DW_TAG_member ||
-		    dwarf_hasattr(&m, DW_AT_external))
-			continue;	/* static members of C++ */
+		    dwarf_hasattr(&m, DW_AT_external) ||
+		    dwarf_hasattr(&m, DW_AT_artificial))
+			continue;	/* C++: static members, _vptr.X */
+		if (inherited && name && dw_has_field(rec, name))
+			continue;
 		if (dwarf_hasattr(&m, DW_AT_data_member_location) &&
 		    !dw_udata(&m, DW_AT_data_member_location, &loc))
 			return -EINVAL;	/* a location expression */
@@ -384,7 +399,8 @@ static int dw_members(struct arena *a, Dwarf_Die *die, struct type *rec,
 		if (!name && (dwarf_tag(&mt) == DW_TAG_structure_type ||
 			      dwarf_tag(&mt) == DW_TAG_class_type ||
 			      dwarf_tag(&mt) == DW_TAG_union_type)) {
-			if (dw_members(a, &mt, rec, cap, bits, depth + 1))
+			if (dw_members(a, &mt, rec, cap, bits, depth + 1,
+				       inherited))
 				return -EINVAL;
 			continue;
 		}
@@ -416,6 +432,70 @@ static int dw_members(struct arena *a, Dwarf_Die *die, struct type *rec,
 	return 0;
 }
 
+/* Fields by offset, those at the same offset (bitfields) kept in order. */
+static void dw_sort_fields(struct type *rec)
+{
+	for (int i = 1; i < rec->nfields; i++) {
+		struct type_field f = rec->fields[i];
+		int j = i;
+
+		for (; j > 0 && rec->fields[j - 1].offset > f.offset; j--)
+			rec->fields[j] = rec->fields[j - 1];
+		rec->fields[j] = f;
+	}
+}
+
+/*
+ * C++ base classes (DW_TAG_inheritance), breadth first as bpftrace takes
+ * them: the members of each base become the record's where it has none
+ * of that name, at the base's offset; then the fields are ordered by
+ * offset, for print(). A virtual base has no fixed offset (the object's
+ * vtable tells it): its members stay out.
+ */
+static int dw_bases(struct arena *a, Dwarf_Die *die, struct type *rec,
+		    int *cap, int depth)
+{
+	struct {
+		Dwarf_Die die;
+		size_t bits;
+	} q[DW_MAX_DEPTH];
+	int head = 0, tail = 0;
+	bool any = false;
+
+	q[tail].die = *die;
+	q[tail++].bits = 0;
+	while (head < tail) {
+		Dwarf_Die cur = q[head].die, c, bt;
+		size_t bits = q[head++].bits;
+
+		if (dwarf_child(&cur, &c) != 0)
+			continue;
+		do {
+			Dwarf_Word loc = 0;
+
+			if (dwarf_tag(&c) != DW_TAG_inheritance ||
+			    dwarf_hasattr(&c, DW_AT_virtuality) ||
+			    (dwarf_hasattr(&c, DW_AT_data_member_location) &&
+			     !dw_udata(&c, DW_AT_data_member_location, &loc)) ||
+			    !dw_attr_die(&c, &bt) ||
+			    dwarf_peel_type(&bt, &bt) != 0 ||
+			    dwarf_hasattr(&bt, DW_AT_declaration))
+				continue;
+			if (dw_members(a, &bt, rec, cap, bits + loc * 8,
+				       depth + 1, true))
+				return -EINVAL;
+			any = true;
+			if (tail < DW_MAX_DEPTH) {
+				q[tail].die = bt;
+				q[tail++].bits = bits + loc * 8;
+			}
+		} while (dwarf_siblingof(&c, &c) == 0);
+	}
+	if (any)
+		dw_sort_fields(rec);
+	return 0;
+}
+
 static struct type *dw_record(struct arena *a, Dwarf_Die *die, int depth)
 {
 	int tag = dwarf_tag(die), size = dwarf_bytesize(die), cap = 0;
@@ -428,7 +508,8 @@ static struct type *dw_record(struct arena *a, Dwarf_Die *die, int depth)
 	rec->is_union = tag == DW_TAG_union_type;
 	if (name)
 		rec->name = arena_printf(a, "%s%s", dw_tag_prefix(tag), name);
-	if (dw_members(a, die, rec, &cap, 0, depth))
+	if (dw_members(a, die, rec, &cap, 0, depth, false) ||
+	    dw_bases(a, die, rec, &cap, depth))
 		return NULL;
 	return rec;
 }

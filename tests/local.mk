@@ -7,6 +7,7 @@ check_PROGRAMS += \
 	tests/targets/libubt-target.so \
 	tests/targets/ubt-alt \
 	tests/targets/ubt-calls \
+	tests/targets/ubt-classes \
 	tests/targets/ubt-dwtypes \
 	tests/targets/ubt-exc \
 	tests/targets/ubt-libuser \
@@ -45,6 +46,9 @@ CLEANFILES += tests/targets/ubt-dwstrip tests/targets/ubt-dwstrip.debug
 tests/targets/ubt-dwstrip: tests/targets/ubt-dwtypes$(EXEEXT)
 	$(AM_V_GEN)$(OBJCOPY) --only-keep-debug $< $@.debug && \
 	$(OBJCOPY) --strip-all --add-gnu-debuglink=$@.debug $< $@
+# C++ classes with base classes (types from DWARF)
+tests_targets_ubt_classes_SOURCES = tests/targets/classes.cc
+tests_targets_ubt_classes_CXXFLAGS = $(UBT_TARGET_CFLAGS)
 tests_targets_ubt_exc_SOURCES = tests/targets/exc.cc
 tests_targets_ubt_exc_CXXFLAGS = $(UBT_TARGET_CFLAGS) -fno-optimize-sibling-calls
 tests_targets_ubt_exc_LDFLAGS = -rdynamic
