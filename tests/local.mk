@@ -274,9 +274,9 @@ EXTRA_DIST += \
 	tests/targets-check.sh
 UBT_RUNTIME_ENV = top_srcdir='$(abs_top_srcdir)' \
 	top_builddir='$(abs_top_builddir)' UBT='$(abs_top_builddir)/ubt'
-check-runtime: $(check_PROGRAMS) ubt$(EXEEXT)
+check-runtime: $(check_PROGRAMS) tests/targets/ubt-dwstrip ubt$(EXEEXT)
 	$(UBT_RUNTIME_ENV) python3 $(top_srcdir)/tests/runtime-runner $(CASES)
-check-bpftrace: $(check_PROGRAMS) ubt$(EXEEXT)
+check-bpftrace: $(check_PROGRAMS) tests/targets/ubt-dwstrip ubt$(EXEEXT)
 	$(UBT_RUNTIME_ENV) python3 $(top_srcdir)/tests/runtime-runner \
 		--differential $(CASES)
 .PHONY: check-bpftrace check-runtime
