@@ -24,49 +24,6 @@
 
 #ifdef UBT_LIBCLANG_PATH
 
-struct cdefs_name {
-	const char *name;	/* "struct foo", "enum bar", "baz" (typedef) */
-	CXCursor cur;
-	struct type *type;	/* converted, or NULL */
-};
-
-struct cdefs_const {
-	const char *name;
-	int64_t v;
-	const char **toks;	/* macros: the body, evaluated on first use */
-	int ntoks;
-	enum { CONST_VALUE, CONST_MACRO, CONST_BUSY, CONST_BAD } state;
-	bool is_macro;
-	bool expanding;		/* its body is being expanded */
-};
-
-struct cdefs_rec {
-	CXCursor decl;
-	struct type *type;
-};
-
-struct cdefs {
-	const struct cdefs_clang *cx;
-	struct compile *c;
-	CXIndex idx;
-	CXTranslationUnit tu;
-	struct cdefs_name *names;
-	int nnames, capnames;
-	struct cdefs_const *consts;
-	int nconsts, capconsts;
-	struct cdefs_rec *recs;
-	int nrecs, caprecs;
-	int depth;
-};
-
-#define GROW(arr, n, cap)                                               \
-	do {                                                            \
-		if ((n) == (cap)) {                                     \
-			(cap) = (cap) ? 2 * (cap) : 64;                 \
-			(arr) = xrealloc((arr), (cap) * sizeof(*(arr))); \
-		}                                                       \
-	} while (0)
-
 static const char cdefs_prelude[] =
 	"typedef signed char __s8; typedef unsigned char __u8;\n"
 	"typedef short __s16; typedef unsigned short __u16;\n"
@@ -83,7 +40,7 @@ static const char cdefs_prelude[] =
 	"typedef int pid_t; typedef unsigned int uid_t;\n"
 	"typedef unsigned int gid_t;\n";
 
-static char *cx_str(struct cdefs *d, CXString s)
+char *cdefs_cx_str(struct cdefs *d, CXString s)
 {
 	const char *p = d->cx->clang_getCString(s);
 	char *r = arena_strdup(&d->c->arena, p ? p : "");
@@ -92,7 +49,7 @@ static char *cx_str(struct cdefs *d, CXString s)
 	return r;
 }
 
-static struct cdefs_name *name_find(struct cdefs *d, const char *name)
+struct cdefs_name *cdefs_name_find(struct cdefs *d, const char *name)
 {
 	for (int i = 0; i < d->nnames; i++)
 		if (!strcmp(d->names[i].name, name))
@@ -110,7 +67,7 @@ static struct cdefs_const *const_find(struct cdefs *d, const char *name)
 
 static void name_add(struct cdefs *d, const char *name, CXCursor cur)
 {
-	struct cdefs_name *n = name_find(d, name);
+	struct cdefs_name *n = cdefs_name_find(d, name);
 
 	if (n) {
 		/* the definition wins over declarations */
@@ -141,7 +98,7 @@ static void macro_add(struct cdefs *d, CXCursor cur, const char *name)
 	if (n > 1) {
 		k->toks = arena_alloc(&d->c->arena, (n - 1) * sizeof(*k->toks));
 		for (unsigned i = 1; i < n; i++)
-			k->toks[i - 1] = cx_str(d, cx->clang_getTokenSpelling(
+			k->toks[i - 1] = cdefs_cx_str(d, cx->clang_getTokenSpelling(
 							   d->tu, toks[i]));
 		k->ntoks = (int)n - 1;
 	}
@@ -168,7 +125,7 @@ static enum CXChildVisitResult visit(CXCursor cur, CXCursor parent,
 		prefix = "enum";
 		break;
 	case CXCursor_TypedefDecl:
-		name_add(d, cx_str(d, cx->clang_getCursorSpelling(cur)), cur);
+		name_add(d, cdefs_cx_str(d, cx->clang_getCursorSpelling(cur)), cur);
 		return CXChildVisit_Continue;
 	case CXCursor_EnumConstantDecl: {
 		struct cdefs_const *c;
@@ -176,217 +133,25 @@ static enum CXChildVisitResult visit(CXCursor cur, CXCursor parent,
 		GROW(d->consts, d->nconsts, d->capconsts);
 		c = &d->consts[d->nconsts++];
 		*c = (struct cdefs_const){
-			.name = cx_str(d, cx->clang_getCursorSpelling(cur)),
+			.name = cdefs_cx_str(d, cx->clang_getCursorSpelling(cur)),
 			.v = cx->clang_getEnumConstantDeclValue(cur),
 			.state = CONST_VALUE,
 		};
 		return CXChildVisit_Continue;
 	}
 	case CXCursor_MacroDefinition:
-		macro_add(d, cur, cx_str(d, cx->clang_getCursorSpelling(cur)));
+		macro_add(d, cur, cdefs_cx_str(d, cx->clang_getCursorSpelling(cur)));
 		return CXChildVisit_Continue;
 	default:
 		/* functions, variables: nothing ubt uses inside */
 		return CXChildVisit_Continue;
 	}
-	name = cx_str(d, cx->clang_getCursorSpelling(cur));
+	name = cdefs_cx_str(d, cx->clang_getCursorSpelling(cur));
 	if (name[0] && !strchr(name, '(') && !strchr(name, ' '))
 		name_add(d, arena_printf(&d->c->arena, "%s %s", prefix, name),
 			 cur);
 	/* nested definitions are visible at file scope in C */
 	return CXChildVisit_Recurse;
-}
-
-/* Types. */
-
-static struct type *conv(struct cdefs *d, CXType t);
-
-struct fields {
-	struct cdefs *d;
-	struct type_field *f;
-	int n, cap;
-	size_t base;	/* bytes: the offset of a flattened anonymous member */
-};
-
-static void field_add(struct fields *fs, const struct type_field *f)
-{
-	GROW(fs->f, fs->n, fs->cap);
-	fs->f[fs->n++] = *f;
-}
-
-static enum CXVisitorResult visit_field(CXCursor cur, CXClientData data)
-{
-	struct fields *fs = data;
-	struct cdefs *d = fs->d;
-	const struct cdefs_clang *cx = d->cx;
-	long long bits = cx->clang_Cursor_getOffsetOfField(cur);
-	const char *name = cx_str(d, cx->clang_getCursorSpelling(cur));
-	CXType ft = cx->clang_getCanonicalType(cx->clang_getCursorType(cur));
-	struct type_field f = { .name = name };
-
-	if (bits < 0)
-		return CXVisit_Continue;
-	f.offset = fs->base + (size_t)bits / 8;
-	if (ft.kind == CXType_Record &&
-	    cx->clang_Cursor_isAnonymousRecordDecl(
-		    cx->clang_getTypeDeclaration(ft))) {
-		/* an anonymous struct or union: its members are the
-		 * record's own, as in C */
-		struct fields in = { .d = d, .base = f.offset };
-
-		cx->clang_Type_visitFields(ft, visit_field, &in);
-		for (int i = 0; i < in.n; i++)
-			field_add(fs, &in.f[i]);
-		free(in.f);
-		return CXVisit_Continue;
-	}
-	f.type = conv(d, ft);
-	if (!f.type)
-		return CXVisit_Continue;	/* floating point, ... */
-	if (cx->clang_Cursor_isBitField(cur)) {
-		f.bitfield_bits = cx->clang_getFieldDeclBitWidth(cur);
-		f.bitfield_shift = (int)(bits % 8);
-		/* whether a plain int bit field is signed is the
-		 * implementation's choice (C11 6.7.2): bpftrace reads them
-		 * all unsigned, and so does ubt */
-		if (f.type->kind == TY_INT && f.type->is_signed)
-			f.type = type_int(&d->c->arena, f.type->size, false);
-	}
-	field_add(fs, &f);
-	return CXVisit_Continue;
-}
-
-static struct type *record(struct cdefs *d, CXType t)
-{
-	const struct cdefs_clang *cx = d->cx;
-	CXCursor decl = cx->clang_getTypeDeclaration(t);
-	long long size = cx->clang_Type_getSizeOf(t);
-	struct fields fs = { .d = d };
-	struct type *r;
-	const char *name;
-
-	for (int i = 0; i < d->nrecs; i++)
-		if (cx->clang_equalCursors(d->recs[i].decl, decl))
-			return d->recs[i].type;
-	r = type_new(&d->c->arena, TY_RECORD, size > 0 ? (size_t)size : 0);
-	r->is_union = cx->clang_getCursorKind(decl) == CXCursor_UnionDecl;
-	name = cx_str(d, cx->clang_getCursorSpelling(decl));
-	if (name[0] && !strchr(name, '(') && !strchr(name, ' '))
-		r->name = arena_printf(&d->c->arena, "%s %s",
-				       r->is_union ? "union" : "struct", name);
-	GROW(d->recs, d->nrecs, d->caprecs);
-	d->recs[d->nrecs++] = (struct cdefs_rec){ .decl = decl, .type = r };
-	if (size < 0)
-		return r;	/* declared, not defined */
-	cx->clang_Type_visitFields(t, visit_field, &fs);
-	r->nfields = fs.n;
-	if (fs.n) {
-		r->fields = arena_alloc(&d->c->arena, fs.n * sizeof(*fs.f));
-		memcpy(r->fields, fs.f, fs.n * sizeof(*fs.f));
-	}
-	free(fs.f);
-	return r;
-}
-
-static struct type *conv(struct cdefs *d, CXType t)
-{
-	const struct cdefs_clang *cx = d->cx;
-	struct arena *a = &d->c->arena;
-	long long size;
-	struct type *r = NULL;
-	CXType e;
-
-	t = cx->clang_getCanonicalType(t);
-	/* a pointer to itself through a record is memoised there; this
-	 * bounds pointers to pointers to ... */
-	if (d->depth > 64)
-		return NULL;
-	d->depth++;
-	size = cx->clang_Type_getSizeOf(t);
-	switch (t.kind) {
-	case CXType_Void:
-		r = type_new(a, TY_VOID, 0);
-		break;
-	case CXType_Bool:
-	case CXType_Char_U:
-	case CXType_UChar:
-	case CXType_UShort:
-	case CXType_UInt:
-	case CXType_ULong:
-	case CXType_ULongLong:
-		r = type_int(a, (size_t)size, false);
-		break;
-	case CXType_Char_S:
-	case CXType_SChar:
-	case CXType_Short:
-	case CXType_Int:
-	case CXType_Long:
-	case CXType_LongLong:
-		r = type_int(a, (size_t)size, true);
-		break;
-	case CXType_Pointer:
-		r = conv(d, cx->clang_getPointeeType(t));
-		/* a function pointer: an address */
-		r = type_pointer(a, r ? r : type_new(a, TY_VOID, 0));
-		break;
-	case CXType_ConstantArray:
-	case CXType_IncompleteArray: {
-		struct type *et;
-
-		e = cx->clang_getCanonicalType(cx->clang_getArrayElementType(t));
-		if (t.kind == CXType_ConstantArray &&
-		    (e.kind == CXType_Char_S || e.kind == CXType_Char_U)) {
-			/* char name[N]: a string, as in bpftrace */
-			r = type_string(a, (size_t)cx->clang_getArraySize(t));
-			break;
-		}
-		et = conv(d, e);
-		if (!et)
-			break;
-		r = type_new(a, TY_ARRAY, size > 0 ? (size_t)size : 0);
-		r->elem = et;
-		r->nelems = t.kind == CXType_ConstantArray ?
-				    (size_t)cx->clang_getArraySize(t) : 0;
-		break;
-	}
-	case CXType_Record:
-		r = record(d, t);
-		break;
-	case CXType_Enum:
-		/* an unsigned integer of the enum's size, as bpftrace has it */
-		r = type_int(a, (size_t)size, false);
-		break;
-	default:
-		break;	/* floating point, vectors, functions, __int128 */
-	}
-	d->depth--;
-	return r;
-}
-
-struct type *cdefs_type(struct compile *c, const char *name)
-{
-	struct cdefs *d = c->cdefs;
-	const struct cdefs_clang *cx;
-	struct cdefs_name *n;
-	struct type *t;
-
-	if (!d || !(n = name_find(d, name)))
-		return NULL;
-	if (n->type)
-		return n->type;
-	cx = d->cx;
-	if (cx->clang_getCursorKind(n->cur) == CXCursor_TypedefDecl) {
-		t = conv(d, cx->clang_getTypedefDeclUnderlyingType(n->cur));
-		/* typedef struct { ... } name: the record takes the name */
-		if (t && t->kind == TY_RECORD && !t->name)
-			t->name = name;
-	} else {
-		t = conv(d, cx->clang_getCursorType(n->cur));
-	}
-	if (t && t->kind == TY_RECORD && !t->size && !t->nfields)
-		return NULL;	/* only declared */
-	n->type = t;
-	return t;
 }
 
 struct toks {
@@ -576,10 +341,10 @@ static int cdefs_diags(struct cdefs *d)
 			cx->clang_disposeDiagnostic(g);
 			continue;
 		}
-		msg = cx_str(d, cx->clang_getDiagnosticSpelling(g));
+		msg = cdefs_cx_str(d, cx->clang_getDiagnosticSpelling(g));
 		cx->clang_getPresumedLocation(cx->clang_getDiagnosticLocation(g),
 					      &file, &line, &col);
-		fname = cx_str(d, file);
+		fname = cdefs_cx_str(d, file);
 		if (!strcmp(fname, c->filename) && line) {
 			struct ast_loc loc = {
 				.first_line = (int)line, .last_line = (int)line,
@@ -656,7 +421,7 @@ static int cdefs_wanted(struct cdefs *d, struct cdefs_names *w, bool *redef)
 		const char *msg, *name;
 
 		if (cx->clang_getDiagnosticSeverity(g) >= CXDiagnostic_Error) {
-			msg = cx_str(d, cx->clang_getDiagnosticSpelling(g));
+			msg = cdefs_cx_str(d, cx->clang_getDiagnosticSpelling(g));
 			if (redef && (strstr(msg, "redefinition") ||
 				      strstr(msg, "conflicting types")))
 				*redef = true;
@@ -716,7 +481,7 @@ static bool cdefs_redefines_used(struct cdefs *d)
 		d->cx->clang_visitChildren(
 			d->cx->clang_getTranslationUnitCursor(d->tu), visit, d);
 	for (int i = 0; i < u.n && !r; i++) {
-		struct cdefs_name *n = name_find(d, u.v[i]);
+		struct cdefs_name *n = cdefs_name_find(d, u.v[i]);
 
 		r = n && d->cx->clang_isCursorDefinition(n->cur) &&
 		    cdefs_btf_has(u.v[i]);
@@ -844,11 +609,6 @@ int cdefs_parse(struct compile *c)
 	diag_error(&c->diag, n ? &n->loc : NULL,
 		   "C definitions are not supported: ubt was built without libclang");
 	return -EINVAL;
-}
-
-struct type *cdefs_type(struct compile *c, const char *name)
-{
-	return NULL;
 }
 
 bool cdefs_const(struct compile *c, const char *name, int64_t *v)

@@ -36,6 +36,7 @@ libubt_a_SOURCES += \
 	frontend/cdefs_clang.c \
 	frontend/cdefs_eval.c \
 	frontend/cdefs_int.h \
+	frontend/cdefs_types.c \
 	frontend/func_agg.c \
 	frontend/func_print.c \
 	frontend/func_net.c \
