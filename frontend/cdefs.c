@@ -19,52 +19,10 @@
 #include "cdefs_int.h"
 #include "compile.h"
 #include "types.h"
+#include "types_btf.h"
 #include "util.h"
 
 #ifdef UBT_LIBCLANG_PATH
-
-struct cdefs_name {
-	const char *name;	/* "struct foo", "enum bar", "baz" (typedef) */
-	CXCursor cur;
-	struct type *type;	/* converted, or NULL */
-};
-
-struct cdefs_const {
-	const char *name;
-	int64_t v;
-	const char **toks;	/* macros: the body, evaluated on first use */
-	int ntoks;
-	enum { CONST_VALUE, CONST_MACRO, CONST_BUSY, CONST_BAD } state;
-	bool is_macro;
-	bool expanding;		/* its body is being expanded */
-};
-
-struct cdefs_rec {
-	CXCursor decl;
-	struct type *type;
-};
-
-struct cdefs {
-	const struct cdefs_clang *cx;
-	struct compile *c;
-	CXIndex idx;
-	CXTranslationUnit tu;
-	struct cdefs_name *names;
-	int nnames, capnames;
-	struct cdefs_const *consts;
-	int nconsts, capconsts;
-	struct cdefs_rec *recs;
-	int nrecs, caprecs;
-	int depth;
-};
-
-#define GROW(arr, n, cap)                                               \
-	do {                                                            \
-		if ((n) == (cap)) {                                     \
-			(cap) = (cap) ? 2 * (cap) : 64;                 \
-			(arr) = xrealloc((arr), (cap) * sizeof(*(arr))); \
-		}                                                       \
-	} while (0)
 
 static const char cdefs_prelude[] =
 	"typedef signed char __s8; typedef unsigned char __u8;\n"
@@ -82,7 +40,7 @@ static const char cdefs_prelude[] =
 	"typedef int pid_t; typedef unsigned int uid_t;\n"
 	"typedef unsigned int gid_t;\n";
 
-static char *cx_str(struct cdefs *d, CXString s)
+char *cdefs_cx_str(struct cdefs *d, CXString s)
 {
 	const char *p = d->cx->clang_getCString(s);
 	char *r = arena_strdup(&d->c->arena, p ? p : "");
@@ -91,7 +49,7 @@ static char *cx_str(struct cdefs *d, CXString s)
 	return r;
 }
 
-static struct cdefs_name *name_find(struct cdefs *d, const char *name)
+struct cdefs_name *cdefs_name_find(struct cdefs *d, const char *name)
 {
 	for (int i = 0; i < d->nnames; i++)
 		if (!strcmp(d->names[i].name, name))
@@ -109,7 +67,7 @@ static struct cdefs_const *const_find(struct cdefs *d, const char *name)
 
 static void name_add(struct cdefs *d, const char *name, CXCursor cur)
 {
-	struct cdefs_name *n = name_find(d, name);
+	struct cdefs_name *n = cdefs_name_find(d, name);
 
 	if (n) {
 		/* the definition wins over declarations */
@@ -140,7 +98,7 @@ static void macro_add(struct cdefs *d, CXCursor cur, const char *name)
 	if (n > 1) {
 		k->toks = arena_alloc(&d->c->arena, (n - 1) * sizeof(*k->toks));
 		for (unsigned i = 1; i < n; i++)
-			k->toks[i - 1] = cx_str(d, cx->clang_getTokenSpelling(
+			k->toks[i - 1] = cdefs_cx_str(d, cx->clang_getTokenSpelling(
 							   d->tu, toks[i]));
 		k->ntoks = (int)n - 1;
 	}
@@ -167,7 +125,7 @@ static enum CXChildVisitResult visit(CXCursor cur, CXCursor parent,
 		prefix = "enum";
 		break;
 	case CXCursor_TypedefDecl:
-		name_add(d, cx_str(d, cx->clang_getCursorSpelling(cur)), cur);
+		name_add(d, cdefs_cx_str(d, cx->clang_getCursorSpelling(cur)), cur);
 		return CXChildVisit_Continue;
 	case CXCursor_EnumConstantDecl: {
 		struct cdefs_const *c;
@@ -175,217 +133,25 @@ static enum CXChildVisitResult visit(CXCursor cur, CXCursor parent,
 		GROW(d->consts, d->nconsts, d->capconsts);
 		c = &d->consts[d->nconsts++];
 		*c = (struct cdefs_const){
-			.name = cx_str(d, cx->clang_getCursorSpelling(cur)),
+			.name = cdefs_cx_str(d, cx->clang_getCursorSpelling(cur)),
 			.v = cx->clang_getEnumConstantDeclValue(cur),
 			.state = CONST_VALUE,
 		};
 		return CXChildVisit_Continue;
 	}
 	case CXCursor_MacroDefinition:
-		macro_add(d, cur, cx_str(d, cx->clang_getCursorSpelling(cur)));
+		macro_add(d, cur, cdefs_cx_str(d, cx->clang_getCursorSpelling(cur)));
 		return CXChildVisit_Continue;
 	default:
 		/* functions, variables: nothing ubt uses inside */
 		return CXChildVisit_Continue;
 	}
-	name = cx_str(d, cx->clang_getCursorSpelling(cur));
+	name = cdefs_cx_str(d, cx->clang_getCursorSpelling(cur));
 	if (name[0] && !strchr(name, '(') && !strchr(name, ' '))
 		name_add(d, arena_printf(&d->c->arena, "%s %s", prefix, name),
 			 cur);
 	/* nested definitions are visible at file scope in C */
 	return CXChildVisit_Recurse;
-}
-
-/* Types. */
-
-static struct type *conv(struct cdefs *d, CXType t);
-
-struct fields {
-	struct cdefs *d;
-	struct type_field *f;
-	int n, cap;
-	size_t base;	/* bytes: the offset of a flattened anonymous member */
-};
-
-static void field_add(struct fields *fs, const struct type_field *f)
-{
-	GROW(fs->f, fs->n, fs->cap);
-	fs->f[fs->n++] = *f;
-}
-
-static enum CXVisitorResult visit_field(CXCursor cur, CXClientData data)
-{
-	struct fields *fs = data;
-	struct cdefs *d = fs->d;
-	const struct cdefs_clang *cx = d->cx;
-	long long bits = cx->clang_Cursor_getOffsetOfField(cur);
-	const char *name = cx_str(d, cx->clang_getCursorSpelling(cur));
-	CXType ft = cx->clang_getCanonicalType(cx->clang_getCursorType(cur));
-	struct type_field f = { .name = name };
-
-	if (bits < 0)
-		return CXVisit_Continue;
-	f.offset = fs->base + (size_t)bits / 8;
-	if (ft.kind == CXType_Record &&
-	    cx->clang_Cursor_isAnonymousRecordDecl(
-		    cx->clang_getTypeDeclaration(ft))) {
-		/* an anonymous struct or union: its members are the
-		 * record's own, as in C */
-		struct fields in = { .d = d, .base = f.offset };
-
-		cx->clang_Type_visitFields(ft, visit_field, &in);
-		for (int i = 0; i < in.n; i++)
-			field_add(fs, &in.f[i]);
-		free(in.f);
-		return CXVisit_Continue;
-	}
-	f.type = conv(d, ft);
-	if (!f.type)
-		return CXVisit_Continue;	/* floating point, ... */
-	if (cx->clang_Cursor_isBitField(cur)) {
-		f.bitfield_bits = cx->clang_getFieldDeclBitWidth(cur);
-		f.bitfield_shift = (int)(bits % 8);
-		/* whether a plain int bit field is signed is the
-		 * implementation's choice (C11 6.7.2): bpftrace reads them
-		 * all unsigned, and so does ubt */
-		if (f.type->kind == TY_INT && f.type->is_signed)
-			f.type = type_int(&d->c->arena, f.type->size, false);
-	}
-	field_add(fs, &f);
-	return CXVisit_Continue;
-}
-
-static struct type *record(struct cdefs *d, CXType t)
-{
-	const struct cdefs_clang *cx = d->cx;
-	CXCursor decl = cx->clang_getTypeDeclaration(t);
-	long long size = cx->clang_Type_getSizeOf(t);
-	struct fields fs = { .d = d };
-	struct type *r;
-	const char *name;
-
-	for (int i = 0; i < d->nrecs; i++)
-		if (cx->clang_equalCursors(d->recs[i].decl, decl))
-			return d->recs[i].type;
-	r = type_new(&d->c->arena, TY_RECORD, size > 0 ? (size_t)size : 0);
-	r->is_union = cx->clang_getCursorKind(decl) == CXCursor_UnionDecl;
-	name = cx_str(d, cx->clang_getCursorSpelling(decl));
-	if (name[0] && !strchr(name, '(') && !strchr(name, ' '))
-		r->name = arena_printf(&d->c->arena, "%s %s",
-				       r->is_union ? "union" : "struct", name);
-	GROW(d->recs, d->nrecs, d->caprecs);
-	d->recs[d->nrecs++] = (struct cdefs_rec){ .decl = decl, .type = r };
-	if (size < 0)
-		return r;	/* declared, not defined */
-	cx->clang_Type_visitFields(t, visit_field, &fs);
-	r->nfields = fs.n;
-	if (fs.n) {
-		r->fields = arena_alloc(&d->c->arena, fs.n * sizeof(*fs.f));
-		memcpy(r->fields, fs.f, fs.n * sizeof(*fs.f));
-	}
-	free(fs.f);
-	return r;
-}
-
-static struct type *conv(struct cdefs *d, CXType t)
-{
-	const struct cdefs_clang *cx = d->cx;
-	struct arena *a = &d->c->arena;
-	long long size;
-	struct type *r = NULL;
-	CXType e;
-
-	t = cx->clang_getCanonicalType(t);
-	/* a pointer to itself through a record is memoised there; this
-	 * bounds pointers to pointers to ... */
-	if (d->depth > 64)
-		return NULL;
-	d->depth++;
-	size = cx->clang_Type_getSizeOf(t);
-	switch (t.kind) {
-	case CXType_Void:
-		r = type_new(a, TY_VOID, 0);
-		break;
-	case CXType_Bool:
-	case CXType_Char_U:
-	case CXType_UChar:
-	case CXType_UShort:
-	case CXType_UInt:
-	case CXType_ULong:
-	case CXType_ULongLong:
-		r = type_int(a, (size_t)size, false);
-		break;
-	case CXType_Char_S:
-	case CXType_SChar:
-	case CXType_Short:
-	case CXType_Int:
-	case CXType_Long:
-	case CXType_LongLong:
-		r = type_int(a, (size_t)size, true);
-		break;
-	case CXType_Pointer:
-		r = conv(d, cx->clang_getPointeeType(t));
-		/* a function pointer: an address */
-		r = type_pointer(a, r ? r : type_new(a, TY_VOID, 0));
-		break;
-	case CXType_ConstantArray:
-	case CXType_IncompleteArray: {
-		struct type *et;
-
-		e = cx->clang_getCanonicalType(cx->clang_getArrayElementType(t));
-		if (t.kind == CXType_ConstantArray &&
-		    (e.kind == CXType_Char_S || e.kind == CXType_Char_U)) {
-			/* char name[N]: a string, as in bpftrace */
-			r = type_string(a, (size_t)cx->clang_getArraySize(t));
-			break;
-		}
-		et = conv(d, e);
-		if (!et)
-			break;
-		r = type_new(a, TY_ARRAY, size > 0 ? (size_t)size : 0);
-		r->elem = et;
-		r->nelems = t.kind == CXType_ConstantArray ?
-				    (size_t)cx->clang_getArraySize(t) : 0;
-		break;
-	}
-	case CXType_Record:
-		r = record(d, t);
-		break;
-	case CXType_Enum:
-		/* an unsigned integer of the enum's size, as bpftrace has it */
-		r = type_int(a, (size_t)size, false);
-		break;
-	default:
-		break;	/* floating point, vectors, functions, __int128 */
-	}
-	d->depth--;
-	return r;
-}
-
-struct type *cdefs_type(struct compile *c, const char *name)
-{
-	struct cdefs *d = c->cdefs;
-	const struct cdefs_clang *cx;
-	struct cdefs_name *n;
-	struct type *t;
-
-	if (!d || !(n = name_find(d, name)))
-		return NULL;
-	if (n->type)
-		return n->type;
-	cx = d->cx;
-	if (cx->clang_getCursorKind(n->cur) == CXCursor_TypedefDecl) {
-		t = conv(d, cx->clang_getTypedefDeclUnderlyingType(n->cur));
-		/* typedef struct { ... } name: the record takes the name */
-		if (t && t->kind == TY_RECORD && !t->name)
-			t->name = name;
-	} else {
-		t = conv(d, cx->clang_getCursorType(n->cur));
-	}
-	if (t && t->kind == TY_RECORD && !t->size && !t->nfields)
-		return NULL;	/* only declared */
-	n->type = t;
-	return t;
 }
 
 struct toks {
@@ -524,10 +290,11 @@ static int subst_strings(struct ast_node *n, void *ctx)
 
 /* Parsing. */
 
-static char *cdefs_source(struct compile *c)
+/* The prelude, the kernel's types from BTF (when btf), the definitions */
+static char *cdefs_source(struct compile *c, const char *btf)
 {
 	struct ast_node *n;
-	size_t len = sizeof(cdefs_prelude) + 64;
+	size_t len = sizeof(cdefs_prelude) + 128 + (btf ? strlen(btf) : 0);
 	char *s, *p;
 
 	for (n = c->program->program.c_defs; n; n = n->next)
@@ -536,6 +303,10 @@ static char *cdefs_source(struct compile *c)
 	s = p = arena_alloc(&c->arena, len);
 	p = stpcpy(p, "#line 1 \"<ubt prelude>\"\n");
 	p = stpcpy(p, cdefs_prelude);
+	if (btf) {
+		p = stpcpy(p, "#line 1 \"<kernel BTF>\"\n");
+		p = stpcpy(p, btf);
+	}
 	for (n = c->program->program.c_defs; n; n = n->next) {
 		p += sprintf(p, "#line %d \"%s\"\n", n->loc.first_line,
 			     c->filename);
@@ -570,10 +341,10 @@ static int cdefs_diags(struct cdefs *d)
 			cx->clang_disposeDiagnostic(g);
 			continue;
 		}
-		msg = cx_str(d, cx->clang_getDiagnosticSpelling(g));
+		msg = cdefs_cx_str(d, cx->clang_getDiagnosticSpelling(g));
 		cx->clang_getPresumedLocation(cx->clang_getDiagnosticLocation(g),
 					      &file, &line, &col);
-		fname = cx_str(d, file);
+		fname = cdefs_cx_str(d, file);
 		if (!strcmp(fname, c->filename) && line) {
 			struct ast_loc loc = {
 				.first_line = (int)line, .last_line = (int)line,
@@ -596,6 +367,167 @@ static int cdefs_diags(struct cdefs *d)
 	return err;
 }
 
+/* Parse the definitions (after the kernel's types btf) into d->tu. */
+static int cdefs_tu(struct cdefs *d, const char *const *args, int nargs,
+		    const char *btf)
+{
+	struct CXUnsavedFile file = { .Filename = "definitions.h" };
+	enum CXErrorCode rc;
+
+	if (d->tu)
+		d->cx->clang_disposeTranslationUnit(d->tu);
+	d->tu = NULL;
+	file.Contents = cdefs_source(d->c, btf);
+	file.Length = strlen(file.Contents);
+	rc = d->cx->clang_parseTranslationUnit2(
+		d->idx, "definitions.h", args, nargs, &file, 1,
+		CXTranslationUnit_DetailedPreprocessingRecord, &d->tu);
+	if (rc != CXError_Success || !d->tu) {
+		diag_error(&d->c->diag, NULL,
+			   "cannot parse the C definitions: libclang error %d",
+			   (int)rc);
+		return -EINVAL;
+	}
+	return 0;
+}
+
+struct cdefs_names {
+	const char **v;
+	int n, cap;
+};
+
+static bool names_has(const struct cdefs_names *w, const char *name)
+{
+	for (int i = 0; i < w->n; i++)
+		if (!strcmp(w->v[i], name))
+			return true;
+	return false;
+}
+
+/*
+ * Add to w the kernel types clang's errors ask for; the number added.
+ * With redef, whether an error is a redefinition instead.
+ */
+static int cdefs_wanted(struct cdefs *d, struct cdefs_names *w, bool *redef)
+{
+	const struct cdefs_clang *cx = d->cx;
+	unsigned n = cx->clang_getNumDiagnostics(d->tu);
+	int added = 0;
+
+	if (redef)
+		*redef = false;
+	for (unsigned i = 0; i < n; i++) {
+		CXDiagnostic g = cx->clang_getDiagnostic(d->tu, i);
+		const char *msg, *name;
+
+		if (cx->clang_getDiagnosticSeverity(g) >= CXDiagnostic_Error) {
+			msg = cdefs_cx_str(d, cx->clang_getDiagnosticSpelling(g));
+			if (redef && (strstr(msg, "redefinition") ||
+				      strstr(msg, "conflicting types")))
+				*redef = true;
+			name = cdefs_btf_wanted(&d->c->arena, msg);
+			if (w && name && !names_has(w, name) &&
+			    cdefs_btf_has(name)) {
+				GROW(w->v, w->n, w->cap);
+				w->v[w->n++] = name;
+				added++;
+			}
+		}
+		cx->clang_disposeDiagnostic(g);
+	}
+	return added;
+}
+
+/* The record types a probe names: curtask's, casts', sizeof's, offsetof's */
+static void used_type(struct cdefs_names *u, const struct type *t)
+{
+	while (t && (t->kind == TY_POINTER || t->kind == TY_ARRAY))
+		t = t->elem;
+	if (t && t->name && (t->kind == TY_NAMED || t->kind == TY_RECORD) &&
+	    !names_has(u, t->name)) {
+		GROW(u->v, u->n, u->cap);
+		u->v[u->n++] = t->name;
+	}
+}
+
+static int used_walk(struct ast_node *n, void *ctx)
+{
+	static struct type task = { .kind = TY_NAMED,
+				    .name = "struct task_struct" };
+
+	if (n->kind == AST_BUILTIN && !strcmp(n->ident.name, "curtask"))
+		used_type(ctx, &task);
+	else if (n->kind == AST_CAST)
+		used_type(ctx, n->cast.to);
+	else if (n->kind == AST_SIZEOF || n->kind == AST_OFFSETOF)
+		used_type(ctx, n->size.of_type);
+	return ast_visit_children(n, used_walk, ctx);
+}
+
+/*
+ * bpftrace's rule: a program whose definitions redefine a kernel type
+ * that its probes use (struct task_struct { ... } and curtask) takes no
+ * type from BTF; it defines every type it needs itself.
+ */
+static bool cdefs_redefines_used(struct cdefs *d)
+{
+	struct cdefs_names u = { 0 };
+	bool r = false;
+
+	for (struct ast_node *p = d->c->program->program.probes; p;
+	     p = p->next)
+		used_walk(p, &u);
+	if (u.n)
+		d->cx->clang_visitChildren(
+			d->cx->clang_getTranslationUnitCursor(d->tu), visit, d);
+	for (int i = 0; i < u.n && !r; i++) {
+		struct cdefs_name *n = cdefs_name_find(d, u.v[i]);
+
+		r = n && d->cx->clang_isCursorDefinition(n->cur) &&
+		    cdefs_btf_has(u.v[i]);
+	}
+	d->nnames = d->nconsts = 0;
+	free(u.v);
+	return r;
+}
+
+/*
+ * Parse; while clang asks for types the kernel's BTF has, parse again
+ * with them written as C before the definitions. When they clash with
+ * the script's own definitions, the script goes without them.
+ */
+static int cdefs_parse_btf(struct cdefs *d, const char *const *args,
+			   int nargs)
+{
+	struct cdefs_names w = { 0 };
+	const char *btf = NULL;
+	bool redef;
+	int err;
+
+	err = cdefs_tu(d, args, nargs, NULL);
+	if (err || !types_btf_vmlinux() || !cdefs_wanted(d, &w, NULL) ||
+	    cdefs_redefines_used(d))
+		goto out;
+	/* a type's dependencies come with it: a second round only for
+	 * names the first one's text did not define */
+	for (int round = 0; round < 8; round++) {
+		btf = cdefs_btf_header(&d->c->arena, w.v, w.n);
+		if (!btf)
+			break;
+		err = cdefs_tu(d, args, nargs, btf);
+		if (err || !cdefs_wanted(d, &w, &redef))
+			break;
+	}
+	if (!err && btf) {
+		cdefs_wanted(d, NULL, &redef);
+		if (redef)
+			err = cdefs_tu(d, args, nargs, NULL);
+	}
+out:
+	free(w.v);
+	return err;
+}
+
 int cdefs_parse(struct compile *c)
 {
 	static const char *const base_args[] = {
@@ -606,9 +538,7 @@ int cdefs_parse(struct compile *c)
 	const char **args;
 	int nargs = 0;
 	const char *why = NULL;
-	struct CXUnsavedFile file;
 	struct cdefs *d;
-	enum CXErrorCode rc;
 
 	if (!c->program->program.c_defs && !c->nincludes)
 		return 0;
@@ -644,20 +574,8 @@ int cdefs_parse(struct compile *c)
 		args[nargs++] = "-include";
 		args[nargs++] = c->includes[i];
 	}
-	file.Filename = "definitions.h";
-	file.Contents = cdefs_source(c);
-	file.Length = strlen(file.Contents);
 	d->idx = d->cx->clang_createIndex(0, 0);
-	rc = d->cx->clang_parseTranslationUnit2(
-		d->idx, "definitions.h", args, nargs, &file, 1,
-		CXTranslationUnit_DetailedPreprocessingRecord, &d->tu);
-	if (rc != CXError_Success || !d->tu) {
-		diag_error(&c->diag, NULL,
-			   "cannot parse the C definitions: libclang error %d",
-			   (int)rc);
-		return -EINVAL;
-	}
-	if (cdefs_diags(d))
+	if (cdefs_parse_btf(d, args, nargs) || cdefs_diags(d))
 		return -EINVAL;
 	d->cx->clang_visitChildren(
 		d->cx->clang_getTranslationUnitCursor(d->tu), visit, d);
@@ -691,11 +609,6 @@ int cdefs_parse(struct compile *c)
 	diag_error(&c->diag, n ? &n->loc : NULL,
 		   "C definitions are not supported: ubt was built without libclang");
 	return -EINVAL;
-}
-
-struct type *cdefs_type(struct compile *c, const char *name)
-{
-	return NULL;
 }
 
 bool cdefs_const(struct compile *c, const char *name, int64_t *v)

@@ -1,7 +1,7 @@
 /*
- * Internal to cdefs.c, cdefs_eval.c and cdefs_clang.c: the libclang
- * functions ubt uses, found with dlsym() in the library dlopen()ed by
- * cdefs_clang_load(); declared by clang-c/Index.h, never linked.
+ * Internal to the cdefs*.c files: the libclang functions ubt uses,
+ * found with dlsym() in the library dlopen()ed by cdefs_clang_load()
+ * (declared by clang-c/Index.h, never linked); the definitions' state.
  */
 #ifndef UBT_CDEFS_INT_H
 #define UBT_CDEFS_INT_H
@@ -49,7 +49,67 @@ struct cdefs_clang {
 /* The functions, NULL with a message in *why when libclang cannot be
  * loaded (cdefs_clang.c). */
 const struct cdefs_clang *cdefs_clang_load(const char **why);
+
+/* The state of the program's definitions (cdefs.c, cdefs_types.c). */
+struct cdefs_name {
+	const char *name;	/* "struct foo", "enum bar", "baz" (typedef) */
+	CXCursor cur;
+	struct type *type;	/* converted, or NULL */
+};
+
+struct cdefs_const {
+	const char *name;
+	int64_t v;
+	const char **toks;	/* macros: the body, evaluated on first use */
+	int ntoks;
+	enum { CONST_VALUE, CONST_MACRO, CONST_BUSY, CONST_BAD } state;
+	bool is_macro;
+	bool expanding;		/* its body is being expanded */
+};
+
+struct cdefs_rec {
+	CXCursor decl;
+	struct type *type;
+};
+
+struct cdefs {
+	const struct cdefs_clang *cx;
+	struct compile *c;
+	CXIndex idx;
+	CXTranslationUnit tu;
+	struct cdefs_name *names;
+	int nnames, capnames;
+	struct cdefs_const *consts;
+	int nconsts, capconsts;
+	struct cdefs_rec *recs;
+	int nrecs, caprecs;
+	int depth;
+};
+
+#define GROW(arr, n, cap)                                               \
+	do {                                                            \
+		if ((n) == (cap)) {                                     \
+			(cap) = (cap) ? 2 * (cap) : 64;                 \
+			(arr) = xrealloc((arr), (cap) * sizeof(*(arr))); \
+		}                                                       \
+	} while (0)
+
+/* s as a string in the arena (s disposed of); the name's entry or NULL. */
+char *cdefs_cx_str(struct cdefs *d, CXString s);
+struct cdefs_name *cdefs_name_find(struct cdefs *d, const char *name);
 #endif
+
+/*
+ * Kernel types for the definitions (cdefs_btf.c): the type name an
+ * error of clang's asks for ("unknown type name 'u64'", "field has
+ * incomplete type 'struct x'"), or NULL; whether the kernel's BTF has a
+ * type of that name; the C text of the named types and the types they
+ * need, from BTF (NULL when it has none of them).
+ */
+struct arena;
+const char *cdefs_btf_wanted(struct arena *a, const char *msg);
+bool cdefs_btf_has(const char *name);
+char *cdefs_btf_header(struct arena *a, const char *const *names, int n);
 
 /* An integer macro's value from its tokens (cdefs_eval.c); lookup finds
  * the names it uses (other macros, enum constants). */

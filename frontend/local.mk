@@ -32,9 +32,11 @@ libubt_a_SOURCES += \
 	frontend/builtins.c \
 	frontend/cdefs.c \
 	frontend/cdefs.h \
+	frontend/cdefs_btf.c \
 	frontend/cdefs_clang.c \
 	frontend/cdefs_eval.c \
 	frontend/cdefs_int.h \
+	frontend/cdefs_types.c \
 	frontend/func_agg.c \
 	frontend/func_print.c \
 	frontend/func_net.c \

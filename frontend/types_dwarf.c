@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "arena.h"
+#include "probes.h"
 #include "types.h"
 #include "types_dwarf.h"
 #include "util.h"
@@ -41,6 +42,7 @@ static struct dw_file *dw_files;
 static struct dw_file *dw_file_get(const char *path)
 {
 	struct dw_file *f;
+	struct arena a;
 
 	for (f = dw_files; f; f = f->next)
 		if (!strcmp(f->path, path))
@@ -53,7 +55,10 @@ static struct dw_file *dw_file_get(const char *path)
 		free(f);
 		return NULL;
 	}
-	f->fd = open(path, O_RDONLY | O_CLOEXEC);
+	/* a stripped file's DWARF is in its separate debug file */
+	arena_init(&a);
+	f->fd = open(probes_elf_dwarf_file(&a, path), O_RDONLY | O_CLOEXEC);
+	arena_release(&a);
 	if (f->fd >= 0) {
 		f->dw = dwarf_begin(f->fd, DWARF_C_READ);
 		if (!f->dw) {
@@ -337,9 +342,21 @@ static struct type *dw_opaque(struct arena *a, Dwarf_Die *member)
 	return r;
 }
 
-/* Add the members of record die to rec->fields (see btf_add_members). */
+static bool dw_has_field(const struct type *rec, const char *name)
+{
+	for (int i = 0; i < rec->nfields; i++)
+		if (!strcmp(rec->fields[i].name, name))
+			return true;
+	return false;
+}
+
+/*
+ * Add the members of record die to rec->fields (see btf_add_members);
+ * with inherited, those of a base class, where rec has no member of the
+ * same name yet (C++: the derived class's member hides the base's).
+ */
 static int dw_members(struct arena *a, Dwarf_Die *die, struct type *rec,
-		      int *cap, size_t base_bits, int depth)
+		      int *cap, size_t base_bits, int depth, bool inherited)
 {
 	Dwarf_Die m;
 
@@ -353,8 +370,11 @@ static int dw_members(struct arena *a, Dwarf_Die *die, struct type *rec,
 		size_t bits;
 
 		if (dwarf_tag(&m) != DW_TAG_member ||
-		    dwarf_hasattr(&m, DW_AT_external))
-			continue;	/* static members of C++ */
+		    dwarf_hasattr(&m, DW_AT_external) ||
+		    dwarf_hasattr(&m, DW_AT_artificial))
+			continue;	/* C++: static members, _vptr.X */
+		if (inherited && name && dw_has_field(rec, name))
+			continue;
 		if (dwarf_hasattr(&m, DW_AT_data_member_location) &&
 		    !dw_udata(&m, DW_AT_data_member_location, &loc))
 			return -EINVAL;	/* a location expression */
@@ -379,7 +399,8 @@ static int dw_members(struct arena *a, Dwarf_Die *die, struct type *rec,
 		if (!name && (dwarf_tag(&mt) == DW_TAG_structure_type ||
 			      dwarf_tag(&mt) == DW_TAG_class_type ||
 			      dwarf_tag(&mt) == DW_TAG_union_type)) {
-			if (dw_members(a, &mt, rec, cap, bits, depth + 1))
+			if (dw_members(a, &mt, rec, cap, bits, depth + 1,
+				       inherited))
 				return -EINVAL;
 			continue;
 		}
@@ -411,6 +432,70 @@ static int dw_members(struct arena *a, Dwarf_Die *die, struct type *rec,
 	return 0;
 }
 
+/* Fields by offset, those at the same offset (bitfields) kept in order. */
+static void dw_sort_fields(struct type *rec)
+{
+	for (int i = 1; i < rec->nfields; i++) {
+		struct type_field f = rec->fields[i];
+		int j = i;
+
+		for (; j > 0 && rec->fields[j - 1].offset > f.offset; j--)
+			rec->fields[j] = rec->fields[j - 1];
+		rec->fields[j] = f;
+	}
+}
+
+/*
+ * C++ base classes (DW_TAG_inheritance), breadth first as bpftrace takes
+ * them: the members of each base become the record's where it has none
+ * of that name, at the base's offset; then the fields are ordered by
+ * offset, for print(). A virtual base has no fixed offset (the object's
+ * vtable tells it): its members stay out.
+ */
+static int dw_bases(struct arena *a, Dwarf_Die *die, struct type *rec,
+		    int *cap, int depth)
+{
+	struct {
+		Dwarf_Die die;
+		size_t bits;
+	} q[DW_MAX_DEPTH];
+	int head = 0, tail = 0;
+	bool any = false;
+
+	q[tail].die = *die;
+	q[tail++].bits = 0;
+	while (head < tail) {
+		Dwarf_Die cur = q[head].die, c, bt;
+		size_t bits = q[head++].bits;
+
+		if (dwarf_child(&cur, &c) != 0)
+			continue;
+		do {
+			Dwarf_Word loc = 0;
+
+			if (dwarf_tag(&c) != DW_TAG_inheritance ||
+			    dwarf_hasattr(&c, DW_AT_virtuality) ||
+			    (dwarf_hasattr(&c, DW_AT_data_member_location) &&
+			     !dw_udata(&c, DW_AT_data_member_location, &loc)) ||
+			    !dw_attr_die(&c, &bt) ||
+			    dwarf_peel_type(&bt, &bt) != 0 ||
+			    dwarf_hasattr(&bt, DW_AT_declaration))
+				continue;
+			if (dw_members(a, &bt, rec, cap, bits + loc * 8,
+				       depth + 1, true))
+				return -EINVAL;
+			any = true;
+			if (tail < DW_MAX_DEPTH) {
+				q[tail].die = bt;
+				q[tail++].bits = bits + loc * 8;
+			}
+		} while (dwarf_siblingof(&c, &c) == 0);
+	}
+	if (any)
+		dw_sort_fields(rec);
+	return 0;
+}
+
 static struct type *dw_record(struct arena *a, Dwarf_Die *die, int depth)
 {
 	int tag = dwarf_tag(die), size = dwarf_bytesize(die), cap = 0;
@@ -423,7 +508,8 @@ static struct type *dw_record(struct arena *a, Dwarf_Die *die, int depth)
 	rec->is_union = tag == DW_TAG_union_type;
 	if (name)
 		rec->name = arena_printf(a, "%s%s", dw_tag_prefix(tag), name);
-	if (dw_members(a, die, rec, &cap, 0, depth))
+	if (dw_members(a, die, rec, &cap, 0, depth, false) ||
+	    dw_bases(a, die, rec, &cap, depth))
 		return NULL;
 	return rec;
 }

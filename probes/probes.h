@@ -55,6 +55,12 @@ const struct probes_sym *probes_sym_at(const struct probes_sym *syms, int n,
  * .symtab or .dynsym: its address and size; 0 or -ENOENT (uaddr()). */
 int probes_elf_symbol(const char *path, const char *name, uint64_t *addr,
 		      uint64_t *size);
+/*
+ * Where path's DWARF is: path itself when it has .debug_info, else its
+ * separate debug file (build id under /usr/lib/debug/.build-id, then
+ * .gnu_debuglink), else path. In a; NULL only when a runs out.
+ */
+const char *probes_elf_dwarf_file(struct arena *a, const char *path);
 /* Virtual address -> file offset through the PT_LOAD headers; 0 or -errno. */
 int probes_elf_vaddr_to_offset(const char *path, uint64_t vaddr,
 			       uint64_t *offset);

@@ -283,6 +283,19 @@ const char *probes_debug_file(struct arena *a, Elf *elf,
 	return NULL;
 }
 
+const char *probes_elf_dwarf_file(struct arena *a, const char *path)
+{
+	struct probes_elf e;
+	const char *debug = NULL;
+
+	if (probes_elf_open(path, &e))
+		return path;
+	if (!probes_elf_section(e.elf, ".debug_info"))
+		debug = probes_debug_file(a, e.elf, path);
+	probes_elf_close(&e);
+	return debug ? debug : path;
+}
+
 int probes_elf_funcs(struct arena *a, const char *path,
 		     struct probes_sym **out, int *n)
 {

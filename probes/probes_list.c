@@ -198,8 +198,7 @@ static int probes_dw_funcs(struct arena *a, const char *path,
 	struct probes_dwctx x = {
 		.a = a, .fns = { .elem = sizeof(struct probes_dwfn) },
 	};
-	struct probes_elf e;
-	const char *debug = NULL;
+	const char *file = probes_elf_dwarf_file(a, path);
 	Dwarf *dw;
 	Dwarf_Off off = 0, next;
 	size_t hsize;
@@ -207,12 +206,7 @@ static int probes_dw_funcs(struct arena *a, const char *path,
 
 	*out = NULL;
 	*n = 0;
-	if (!probes_elf_open(path, &e)) {
-		if (!probes_elf_section(e.elf, ".debug_info"))
-			debug = probes_debug_file(a, e.elf, path);
-		probes_elf_close(&e);
-	}
-	fd = open(debug ? debug : path, O_RDONLY | O_CLOEXEC);
+	fd = open(file, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
 		return -errno;
 	dw = dwarf_begin(fd, DWARF_C_READ);

@@ -9,7 +9,9 @@
 
 #include <Zydis/Zydis.h>
 
+#include "arena.h"
 #include "patch.h"
+#include "probes.h"
 
 static int find_in(Elf *e, Elf_Scn *scn, const char *name, bool func,
 		   GElf_Sym *out)
@@ -61,10 +63,49 @@ static Elf *elf_open_path(const char *path, int *fd)
 	return e;
 }
 
+static Elf_Scn *find_symtab(Elf *e, Elf32_Word type)
+{
+	Elf_Scn *scn = NULL;
+
+	while ((scn = elf_nextscn(e, scn))) {
+		GElf_Shdr sh;
+
+		if (gelf_getshdr(scn, &sh) && sh.sh_type == type)
+			return scn;
+	}
+	return NULL;
+}
+
+/*
+ * A stripped file's .symtab is in its separate debug file (build id,
+ * .gnu_debuglink; the same addresses): name looked up there.
+ */
+static int find_in_debug_file(const char *path, const char *name, bool func,
+			      GElf_Sym *sym)
+{
+	struct arena a;
+	const char *debug;
+	Elf_Scn *scn;
+	int fd, err = -ENOENT;
+	Elf *e;
+
+	arena_init(&a);
+	debug = probes_elf_dwarf_file(&a, path);
+	if (debug && strcmp(debug, path) && (e = elf_open_path(debug, &fd))) {
+		scn = find_symtab(e, SHT_SYMTAB);
+		if (scn)
+			err = find_in(e, scn, name, func, sym);
+		elf_end(e);
+		close(fd);
+	}
+	arena_release(&a);
+	return err;
+}
+
 static int find_symbol(const char *path, const char *name, bool func,
 		       uint64_t *vaddr, uint64_t *size, uint64_t *file_off)
 {
-	Elf_Scn *scn = NULL, *sym_scn = NULL, *dyn_scn = NULL;
+	Elf_Scn *sym_scn, *dyn_scn;
 	GElf_Sym sym;
 	int fd, err = -ENOENT;
 	size_t i, nph;
@@ -73,20 +114,14 @@ static int find_symbol(const char *path, const char *name, bool func,
 	e = elf_open_path(path, &fd);
 	if (!e)
 		return -errno;
-	while ((scn = elf_nextscn(e, scn))) {
-		GElf_Shdr sh;
-
-		if (!gelf_getshdr(scn, &sh))
-			continue;
-		if (sh.sh_type == SHT_SYMTAB)
-			sym_scn = scn;
-		else if (sh.sh_type == SHT_DYNSYM)
-			dyn_scn = scn;
-	}
+	sym_scn = find_symtab(e, SHT_SYMTAB);
+	dyn_scn = find_symtab(e, SHT_DYNSYM);
 	if (sym_scn)
 		err = find_in(e, sym_scn, name, func, &sym);
 	if (err && dyn_scn)
 		err = find_in(e, dyn_scn, name, func, &sym);
+	if (err && !sym_scn)
+		err = find_in_debug_file(path, name, func, &sym);
 	if (err)
 		goto out;
 	*vaddr = sym.st_value;

@@ -7,6 +7,7 @@ check_PROGRAMS += \
 	tests/targets/libubt-target.so \
 	tests/targets/ubt-alt \
 	tests/targets/ubt-calls \
+	tests/targets/ubt-classes \
 	tests/targets/ubt-dwtypes \
 	tests/targets/ubt-exc \
 	tests/targets/ubt-libuser \
@@ -38,6 +39,16 @@ tests_targets_ubt_calls_LDFLAGS =
 tests_targets_ubt_dwtypes_SOURCES = tests/targets/dwtypes.c
 tests_targets_ubt_dwtypes_CFLAGS = $(UBT_TARGET_CFLAGS)
 tests_targets_ubt_dwtypes_LDFLAGS =
+# ubt-dwstrip: ubt-dwtypes stripped, its symbols and DWARF in
+# ubt-dwstrip.debug, found through .gnu_debuglink
+check_SCRIPTS += tests/targets/ubt-dwstrip
+CLEANFILES += tests/targets/ubt-dwstrip tests/targets/ubt-dwstrip.debug
+tests/targets/ubt-dwstrip: tests/targets/ubt-dwtypes$(EXEEXT)
+	$(AM_V_GEN)$(OBJCOPY) --only-keep-debug $< $@.debug && \
+	$(OBJCOPY) --strip-all --add-gnu-debuglink=$@.debug $< $@
+# C++ classes with base classes (types from DWARF)
+tests_targets_ubt_classes_SOURCES = tests/targets/classes.cc
+tests_targets_ubt_classes_CXXFLAGS = $(UBT_TARGET_CFLAGS)
 tests_targets_ubt_exc_SOURCES = tests/targets/exc.cc
 tests_targets_ubt_exc_CXXFLAGS = $(UBT_TARGET_CFLAGS) -fno-optimize-sibling-calls
 tests_targets_ubt_exc_LDFLAGS = -rdynamic
@@ -263,9 +274,9 @@ EXTRA_DIST += \
 	tests/targets-check.sh
 UBT_RUNTIME_ENV = top_srcdir='$(abs_top_srcdir)' \
 	top_builddir='$(abs_top_builddir)' UBT='$(abs_top_builddir)/ubt'
-check-runtime: $(check_PROGRAMS) ubt$(EXEEXT)
+check-runtime: $(check_PROGRAMS) tests/targets/ubt-dwstrip ubt$(EXEEXT)
 	$(UBT_RUNTIME_ENV) python3 $(top_srcdir)/tests/runtime-runner $(CASES)
-check-bpftrace: $(check_PROGRAMS) ubt$(EXEEXT)
+check-bpftrace: $(check_PROGRAMS) tests/targets/ubt-dwstrip ubt$(EXEEXT)
 	$(UBT_RUNTIME_ENV) python3 $(top_srcdir)/tests/runtime-runner \
 		--differential $(CASES)
 .PHONY: check-bpftrace check-runtime

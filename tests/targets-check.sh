@@ -43,6 +43,7 @@ check "$t/ubt-alt"
 check "$t/ubt-alt" 30 3
 check "$t/ubt-calls"
 check "$t/ubt-calls" 20
+check "$t/ubt-classes"
 check "$t/ubt-dwtypes"
 check "$t/ubt-exc"
 check "$t/ubt-loop" 100
