@@ -38,7 +38,7 @@ signalled() {
 	rm -f "$out"
 }
 
-echo 1..28
+echo 1..29
 check "$t/ubt-alt"
 check "$t/ubt-alt" 30 3
 check "$t/ubt-calls"
