@@ -190,6 +190,15 @@ bool cg_call_out(struct cg *g, struct ast_node *n);
 void cg_aggregate(struct cg *g, struct ast_node *mapnode,
 		  struct ast_node *call);
 
+/* cg_xmap.c: ordinary maps both sides share (cg_xmap.h), map id's
+ * definition, read, assignment, delete() */
+LLVMValueRef cg_xmap_define(struct cg *g, int id);
+LLVMValueRef cg_xmap_read(struct cg *g, struct ast_node *mapnode);
+void cg_xmap_assign(struct cg *g, struct ast_node *mapnode, LLVMValueRef v,
+		    const struct type *vt);
+LLVMValueRef cg_xmap_delete(struct cg *g, int id, struct ast_node *keys,
+			    int nkeys);
+
 int cg_event_new(struct cg *g, enum cg_event_kind kind,
 		 const struct ast_node *call);
 /* Start a record of `size` bytes (header included) with its id stored. */

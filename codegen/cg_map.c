@@ -149,6 +149,8 @@ LLVMValueRef cg_map_read(struct cg *g, struct ast_node *mapnode)
 		cg_unsupported(g, mapnode, "reading a hist() map's value");
 		return irb_const(ir, 0);
 	}
+	if (m->xmap)
+		return cg_xmap_read(g, mapnode);
 	key = cg_map_key(g, mapnode, m, NULL);
 	p = irb_map_lookup(ir, g->maps[sm->id], key);
 	cg_helper_check(g, &mapnode->loc, "map_lookup_elem", p, CG_CHECK_NULL);
@@ -203,6 +205,10 @@ void cg_map_assign(struct cg *g, struct ast_node *mapnode, LLVMValueRef v,
 			       "assigning a value to an aggregation map");
 		return;
 	}
+	if (m->xmap) {
+		cg_xmap_assign(g, mapnode, v, vt);
+		return;
+	}
 	/* evaluate the value before building the key, as written */
 	val = irb_alloca(ir, m->value_size, "val");
 	irb_memset(ir, val, 0, (m->value_size + 7) & ~(size_t)7);
@@ -224,6 +230,8 @@ LLVMValueRef cg_map_delete(struct cg *g, const struct ast_node *call, int id,
 		cg_unsupported(g, keys, "delete() on a hist() map");
 		return irb_const(&g->ir, 0);
 	}
+	if (m->xmap)
+		return cg_xmap_delete(g, id, keys, nkeys);
 	key = cg_key_with(g, id, keys, nkeys, NULL);
 	ret = irb_map_delete(&g->ir, g->maps[id], key);
 	cg_helper_check(g, &call->loc, "map_delete_elem", ret, CG_CHECK_NEG);

@@ -31,6 +31,7 @@
 #include "sema.h"
 #include "tracepoint.h"
 #include "util.h"
+#include "xmap.h"
 #include "kernel_int.h"
 
 /* ---- maps ---------------------------------------------------------- */
@@ -139,6 +140,8 @@ int kernel_map_read_kernel(struct kernel *k, int map, kernel_entry_fn fn,
 
 	if (fd < 0)
 		return -EBADF;
+	if (m->xmap)	/* a table user-mode probes share (xmap.h) */
+		return xmap_foreach(fd, m, fn, ctx, NULL);
 	next = xcalloc(1, m->key_size);
 	vals = xcalloc(ncpu, vsz);
 	acc = xcalloc(1, vsz);

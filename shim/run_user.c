@@ -422,6 +422,11 @@ static uint64_t run_user_map_full(struct run *r, int map)
 			bad = 1;
 			n = 0;
 		}
+	} else if (nm && nm->kind == NATIVE_MAP_XMAP) {
+		bool xbad = false;
+
+		n = run_xmap_dropped(r, map, &xbad);
+		bad = xbad;
 	}
 	if (bad)
 		fprintf(stderr, "WARNING: ignoring an implausible count of "

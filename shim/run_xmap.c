@@ -1,0 +1,77 @@
+/*
+ * The run's side of the maps user-mode and kernel probes share at user
+ * speed (codegen/cg_xmap.h): which they are (-v), their tables written
+ * and mapped into the target before any probe is placed, their dropped
+ * updates at exit.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "cg.h"
+#include "cg_xmap.h"
+#include "kernel.h"
+#include "native.h"
+#include "user.h"
+#include "util.h"
+#include "xmap.h"
+#include "run_int.h"
+
+void run_xmap_note(const struct cg_object *kobj, FILE *f)
+{
+	for (int i = 0; i < kobj->nmaps; i++)
+		if (kobj->maps[i].xmap)
+			fprintf(f, "ubt: map %s is shared by user-mode and "
+				"kernel probes at user speed (a BPF array "
+				"mapped into the target, %u slots)\n",
+				kobj->maps[i].name, kobj->maps[i].xmap_slots);
+}
+
+int run_xmap_place(struct run *r)
+{
+	for (int i = 0; i < r->kobj->nmaps; i++) {
+		const struct cg_map *m = &r->kobj->maps[i];
+		const struct native_map *nm;
+		int fd, err;
+
+		if (!m->xmap)
+			continue;
+		nm = run_native_map(r, i);
+		fd = kernel_map_fd(r->k, i);
+		if (!nm || nm->kind != NATIVE_MAP_XMAP || fd < 0)
+			err = -EINVAL;
+		else
+			err = xmap_init(fd, m);
+		if (err) {
+			fprintf(stderr, "ubt: cannot share map %s with the "
+				"target: %s\n", m->name, strerror(-err));
+			return err;
+		}
+		err = user_xmap_add(r->u, fd, nm->off,
+				    cg_xmap_bytes(m->xmap_slots));
+		if (err) {
+			fprintf(stderr, "ubt: cannot share map %s with the "
+				"target: %s (UBT_NO_XMAP=1 keeps its probes "
+				"in the kernel)\n", m->name,
+				user_error(r->u));
+			return err;
+		}
+	}
+	return 0;
+}
+
+uint64_t run_xmap_dropped(struct run *r, int map, bool *bad)
+{
+	const struct cg_map *m = &r->kobj->maps[map];
+	uint64_t n, ns = mono_ns() - r->ustart;
+
+	if (!m->xmap)
+		return 0;
+	n = xmap_dropped(kernel_map_fd(r->k, map), m);
+	/* the target's to write: at most one update a nanosecond */
+	if (n == UINT64_MAX || n > ns) {
+		*bad = true;
+		return 0;
+	}
+	return n;
+}
