@@ -100,13 +100,14 @@ static LLVMValueRef xm_key(struct cg *g, int id, struct ast_node *keys,
 }
 
 /*
- * The slot of key k in map id's table, null when it is not there; with
+ * The slot of key k in map id's table tab (null: not placed), null when
+ * it is not there; with
  * insert, a free slot claimed for it (compare-and-swap of its key word
  * from 0), null when none was found within the probe bound (one more in
  * the table's dropped count).
  */
-static LLVMValueRef xm_slot(struct cg *g, int id, LLVMValueRef k,
-			    bool insert)
+static LLVMValueRef xm_slot(struct cg *g, int id, LLVMValueRef tab,
+			    LLVMValueRef k, bool insert)
 {
 	struct irb *ir = &g->ir;
 	const struct cg_map *m = &g->obj->maps[id];
@@ -114,12 +115,11 @@ static LLVMValueRef xm_slot(struct cg *g, int id, LLVMValueRef k,
 	int bits = __builtin_ctz(nslots);
 	LLVMBasicBlockRef chk, start, loop, notme, claim = NULL, next, full,
 		miss, done, entry_end, loop_end, claim_end = NULL;
-	LLVMValueRef tab, enc, h, i, idx, slot, kw, inext, res, br;
-	LLVMValueRef vals[3];
-	LLVMBasicBlockRef from[3];
+	LLVMValueRef enc, h, i, idx, slot, kw, inext, res, br;
+	LLVMValueRef vals[4];
+	LLVMBasicBlockRef from[4];
 	int n = 0;
 
-	tab = xm_table(g, id);
 	enc = LLVMBuildXor(ir->b, k, irb_const(ir, CG_XMAP_KEY_FLIP), "enc");
 	chk = xm_block(g, "xmap_chk");
 	start = xm_block(g, "xmap_start");
@@ -178,7 +178,10 @@ static LLVMValueRef xm_slot(struct cg *g, int id, LLVMValueRef k,
 			insert ? claim : miss, next);
 
 	if (insert) {
-		LLVMValueRef pair, old, ok;
+		LLVMBasicBlockRef won = xm_block(g, "xmap_won");
+		LLVMBasicBlockRef count = xm_block(g, "xmap_count");
+		LLVMBasicBlockRef refuse = xm_block(g, "xmap_refuse");
+		LLVMValueRef pair, old, keys;
 
 		LLVMPositionBuilderAtEnd(ir->b, claim);
 		pair = LLVMBuildAtomicCmpXchg(
@@ -186,16 +189,43 @@ static LLVMValueRef xm_slot(struct cg *g, int id, LLVMValueRef k,
 			LLVMAtomicOrderingSequentiallyConsistent,
 			LLVMAtomicOrderingSequentiallyConsistent, 0);
 		old = LLVMBuildExtractValue(ir->b, pair, 0, "old");
-		/* ours, or another inserter's of the same key */
-		ok = LLVMBuildOr(ir->b,
-				 LLVMBuildICmp(ir->b, LLVMIntEQ, old,
-					       irb_const(ir, 0), ""),
-				 LLVMBuildICmp(ir->b, LLVMIntEQ, old, enc, ""),
-				 "");
+		/* another inserter's of the same key */
 		claim_end = LLVMGetInsertBlock(ir->b);
-		LLVMBuildCondBr(ir->b, ok, done, next);
+		LLVMBuildCondBr(ir->b,
+				LLVMBuildICmp(ir->b, LLVMIntEQ, old, enc, ""),
+				done, won);
 		vals[n] = slot;
 		from[n++] = claim_end;
+		LLVMPositionBuilderAtEnd(ir->b, won);
+		LLVMBuildCondBr(ir->b,
+				LLVMBuildICmp(ir->b, LLVMIntEQ, old,
+					      irb_const(ir, 0), ""),
+				count, next);
+		/* ours: one key more, refused past max_entries */
+		LLVMPositionBuilderAtEnd(ir->b, count);
+		keys = LLVMBuildAtomicRMW(ir->b, LLVMAtomicRMWBinOpAdd,
+					  irb_gep(ir, tab, CG_XMAP_OFF_KEYS),
+					  irb_const(ir, 1),
+					  LLVMAtomicOrderingSequentiallyConsistent,
+					  0);
+		LLVMBuildCondBr(ir->b,
+				LLVMBuildICmp(ir->b, LLVMIntULT, keys,
+					      irb_const(ir, m->max_entries ?
+							       m->max_entries :
+							       1),
+					      ""),
+				done, refuse);
+		vals[n] = slot;
+		from[n++] = count;
+		LLVMPositionBuilderAtEnd(ir->b, refuse);
+		LLVMBuildAtomicCmpXchg(ir->b,
+				       irb_gep(ir, slot, CG_XMAP_SLOT_LIVE),
+				       irb_const(ir, 0),
+				       irb_const(ir, CG_XMAP_REFUSED),
+				       LLVMAtomicOrderingSequentiallyConsistent,
+				       LLVMAtomicOrderingSequentiallyConsistent,
+				       0);
+		LLVMBuildBr(ir->b, full);
 	}
 
 	LLVMPositionBuilderAtEnd(ir->b, next);
@@ -244,7 +274,7 @@ LLVMValueRef cg_xmap_read(struct cg *g, struct ast_node *mapnode)
 	k = xm_key(g, sm->id, mapnode->map.keys, mapnode->map.nkeys);
 	res = irb_alloca(ir, 8, "xmap_val");
 	LLVMBuildStore(ir->b, irb_const(ir, 0), res);
-	slot = xm_slot(g, sm->id, k, false);
+	slot = xm_slot(g, sm->id, xm_table(g, sm->id), k, false);
 	has = xm_block(g, "xmap_has");
 	set = xm_block(g, "xmap_set");
 	cont = xm_block(g, "xmap_read_done");
@@ -252,7 +282,7 @@ LLVMValueRef cg_xmap_read(struct cg *g, struct ast_node *mapnode)
 	LLVMPositionBuilderAtEnd(ir->b, has);
 	live = xm_load(g, irb_gep(ir, slot, CG_XMAP_SLOT_LIVE), true);
 	LLVMBuildCondBr(ir->b,
-			LLVMBuildICmp(ir->b, LLVMIntNE, live, irb_const(ir, 0),
+			LLVMBuildICmp(ir->b, LLVMIntEQ, live, irb_const(ir, 1),
 				      ""),
 			set, cont);
 	LLVMPositionBuilderAtEnd(ir->b, set);
@@ -269,8 +299,8 @@ void cg_xmap_assign(struct cg *g, struct ast_node *mapnode, LLVMValueRef v,
 {
 	struct irb *ir = &g->ir;
 	struct sema_map *sm = mapnode->sema->map;
-	LLVMValueRef val, k, slot, live;
-	LLVMBasicBlockRef has, mark, cont;
+	LLVMValueRef val, k, tab, slot, live, lp;
+	LLVMBasicBlockRef has, set, mark, revive, drop, cont;
 
 	/* the value first, as written; as the map's type stores it */
 	val = irb_alloca(ir, 8, "xmap_v");
@@ -278,22 +308,41 @@ void cg_xmap_assign(struct cg *g, struct ast_node *mapnode, LLVMValueRef v,
 	cg_store(g, val, sm->value, v, vt);
 	val = LLVMBuildLoad2(ir->b, ir->i64, val, "");
 	k = xm_key(g, sm->id, mapnode->map.keys, mapnode->map.nkeys);
-	slot = xm_slot(g, sm->id, k, true);
+	tab = xm_table(g, sm->id);
+	slot = xm_slot(g, sm->id, tab, k, true);
 	has = xm_block(g, "xmap_put");
+	set = xm_block(g, "xmap_set");
 	mark = xm_block(g, "xmap_mark");
+	revive = xm_block(g, "xmap_revive");
+	drop = xm_block(g, "xmap_drop");
 	cont = xm_block(g, "xmap_put_done");
 	LLVMBuildCondBr(ir->b, LLVMBuildIsNull(ir->b, slot, ""), cont, has);
+	/* live: the value only (the live word's line is only read) */
 	LLVMPositionBuilderAtEnd(ir->b, has);
-	xm_store(g, irb_gep(ir, slot, CG_XMAP_SLOT_VALUE), val, false);
-	/* live once: a value's store does not pull the line for it again */
-	live = xm_load(g, irb_gep(ir, slot, CG_XMAP_SLOT_LIVE), false);
+	lp = irb_gep(ir, slot, CG_XMAP_SLOT_LIVE);
+	live = xm_load(g, lp, true);
 	LLVMBuildCondBr(ir->b,
 			LLVMBuildICmp(ir->b, LLVMIntEQ, live, irb_const(ir, 1),
 				      ""),
-			cont, mark);
+			set, mark);
+	LLVMPositionBuilderAtEnd(ir->b, set);
+	xm_store(g, irb_gep(ir, slot, CG_XMAP_SLOT_VALUE), val, false);
+	LLVMBuildBr(ir->b, cont);
+	/* refused (past max_entries): one more drop */
 	LLVMPositionBuilderAtEnd(ir->b, mark);
-	xm_store(g, irb_gep(ir, slot, CG_XMAP_SLOT_LIVE), irb_const(ir, 1),
-		 true);
+	LLVMBuildCondBr(ir->b,
+			LLVMBuildICmp(ir->b, LLVMIntEQ, live,
+				      irb_const(ir, CG_XMAP_REFUSED), ""),
+			drop, revive);
+	LLVMPositionBuilderAtEnd(ir->b, drop);
+	LLVMBuildAtomicRMW(ir->b, LLVMAtomicRMWBinOpAdd,
+			   irb_gep(ir, tab, CG_XMAP_OFF_DROPPED),
+			   irb_const(ir, 1), LLVMAtomicOrderingMonotonic, 0);
+	LLVMBuildBr(ir->b, cont);
+	/* new or deleted: the value, then live (release) */
+	LLVMPositionBuilderAtEnd(ir->b, revive);
+	xm_store(g, irb_gep(ir, slot, CG_XMAP_SLOT_VALUE), val, false);
+	xm_store(g, lp, irb_const(ir, 1), true);
 	LLVMBuildBr(ir->b, cont);
 	LLVMPositionBuilderAtEnd(ir->b, cont);
 }
@@ -308,7 +357,7 @@ LLVMValueRef cg_xmap_delete(struct cg *g, int id, struct ast_node *keys,
 	k = xm_key(g, id, keys, nkeys);
 	res = irb_alloca(ir, 8, "xmap_del");
 	LLVMBuildStore(ir->b, irb_const(ir, 0), res);
-	slot = xm_slot(g, id, k, false);
+	slot = xm_slot(g, id, xm_table(g, id), k, false);
 	has = xm_block(g, "xmap_del_has");
 	del = xm_block(g, "xmap_del_live");
 	cont = xm_block(g, "xmap_del_done");
@@ -316,7 +365,7 @@ LLVMValueRef cg_xmap_delete(struct cg *g, int id, struct ast_node *keys,
 	LLVMPositionBuilderAtEnd(ir->b, has);
 	live = xm_load(g, irb_gep(ir, slot, CG_XMAP_SLOT_LIVE), true);
 	LLVMBuildCondBr(ir->b,
-			LLVMBuildICmp(ir->b, LLVMIntNE, live, irb_const(ir, 0),
+			LLVMBuildICmp(ir->b, LLVMIntEQ, live, irb_const(ir, 1),
 				      ""),
 			del, cont);
 	LLVMPositionBuilderAtEnd(ir->b, del);

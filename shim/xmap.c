@@ -64,7 +64,7 @@ int xmap_foreach(int fd, const struct cg_map *m, kernel_entry_fn fn,
 		uint64_t v = __atomic_load_n(&s[2], __ATOMIC_RELAXED);
 		uint64_t key = kw ^ CG_XMAP_KEY_FLIP;
 
-		if (!kw || !live)
+		if (!kw || !live || live == CG_XMAP_REFUSED)
 			continue;
 		/* not the code's: a live word is 1, a keyless map's key 0 */
 		if (live != 1 || (!m->key_type && key)) {
