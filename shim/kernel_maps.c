@@ -140,8 +140,16 @@ int kernel_map_read_kernel(struct kernel *k, int map, kernel_entry_fn fn,
 
 	if (fd < 0)
 		return -EBADF;
-	if (m->xmap)	/* a table user-mode probes share (xmap.h) */
-		return xmap_foreach(fd, m, fn, ctx, NULL);
+	if (m->xmap) {	/* a table user-mode probes share (xmap.h) */
+		uint64_t bad = 0;
+
+		err = xmap_foreach(fd, m, fn, ctx, &bad);
+		if (bad)
+			fprintf(stderr, "WARNING: ignoring %llu slots of %s "
+				"that the target's probe code cannot have "
+				"written\n", (unsigned long long)bad, m->name);
+		return err;
+	}
 	next = xcalloc(1, m->key_size);
 	vals = xcalloc(ncpu, vsz);
 	acc = xcalloc(1, vsz);
