@@ -225,7 +225,11 @@ static LLVMValueRef xm_slot(struct cg *g, int id, LLVMValueRef tab,
 				       LLVMAtomicOrderingSequentiallyConsistent,
 				       LLVMAtomicOrderingSequentiallyConsistent,
 				       0);
-		LLVMBuildBr(ir->b, full);
+		LLVMBuildAtomicRMW(ir->b, LLVMAtomicRMWBinOpAdd,
+				   irb_gep(ir, tab, CG_XMAP_OFF_DROPPED),
+				   irb_const(ir, 1), LLVMAtomicOrderingMonotonic,
+				   0);
+		LLVMBuildBr(ir->b, miss);
 	}
 
 	LLVMPositionBuilderAtEnd(ir->b, next);
@@ -241,10 +245,11 @@ static LLVMValueRef xm_slot(struct cg *g, int id, LLVMValueRef tab,
 		LLVMAddIncoming(i, iv, ib, 2);
 	}
 
-	/* no slot for the key: counted, reported at exit */
+	/* no slot within the probe bound, or the one key that cannot be
+	 * stored: counted apart from a full map's drops, reported at exit */
 	LLVMPositionBuilderAtEnd(ir->b, full);
 	if (insert) {
-		LLVMValueRef cnt = irb_gep(ir, tab, CG_XMAP_OFF_DROPPED);
+		LLVMValueRef cnt = irb_gep(ir, tab, CG_XMAP_OFF_COLLIDED);
 
 		LLVMBuildAtomicRMW(ir->b, LLVMAtomicRMWBinOpAdd, cnt,
 				   irb_const(ir, 1),

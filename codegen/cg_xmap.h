@@ -22,9 +22,11 @@
  *        ubt before any probe runs
  *   8    u32 nslots, u32 max_probe: likewise (the code has them as
  *        constants; ubt checks them back)
- *   16   u64 dropped: updates that found no slot or a refused one
- *        (atomic add), reported at exit as a full map's
+ *   16   u64 dropped: updates of a key refused (past max_entries),
+ *        atomic add, reported at exit as a full map's
  *   24   u64 keys: slots claimed (atomic fetch-and-add by the claimer)
+ *   32   u64 collided: updates that found no slot within the probe bound
+ *        (or of the key CG_XMAP_KEY_FLIP), reported at exit apart
  *   64   nslots slots of CG_XMAP_SLOT bytes:
  *          u64 key word: 0 empty, else key ^ CG_XMAP_KEY_FLIP (claimed
  *              once, by a compare-and-swap from 0, never given back)
@@ -35,8 +37,9 @@
  *          u64 value
  *
  * Keys are found by linear probing from a multiplicative hash, at most
- * max_probe slots; a key that finds no slot is dropped and counted (the
- * key CG_XMAP_KEY_FLIP itself cannot be stored: counted likewise).  A
+ * max_probe slots; a key that finds no slot is dropped and counted in
+ * collided (the key CG_XMAP_KEY_FLIP itself cannot be stored: counted
+ * likewise).  A
  * map holds max_entries keys, as a BPF hash map (a few more when keys race
  * for the last places); a deleted key keeps its slot, which it takes
  * again when it comes back, so the limit counts the distinct keys of the
@@ -63,6 +66,7 @@
 #define CG_XMAP_OFF_NSLOTS 8
 #define CG_XMAP_OFF_DROPPED 16
 #define CG_XMAP_OFF_KEYS 24
+#define CG_XMAP_OFF_COLLIDED 32
 #define CG_XMAP_REFUSED 2
 #define CG_XMAP_SLOT_KEY 0
 #define CG_XMAP_SLOT_LIVE 8

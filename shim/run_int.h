@@ -189,5 +189,7 @@ void run_user_warnings(struct run *r);
 void run_xmap_note(const struct cg_object *kobj, FILE *f);
 int run_xmap_place(struct run *r);
 uint64_t run_xmap_dropped(struct run *r, int map, bool *bad);
+/* ... and the updates that found no slot, said once at exit */
+void run_xmap_warnings(struct run *r);
 
 #endif

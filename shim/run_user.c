@@ -451,6 +451,7 @@ void run_user_warnings(struct run *r)
 			out_map_full(stderr, r->kobj->maps[i].name,
 				     r->kobj->maps[i].max_entries, full);
 	}
+	run_xmap_warnings(r);
 
 	if (n)
 		fprintf(stderr, "WARNING: %llu return probe hits were not "

@@ -60,18 +60,44 @@ int run_xmap_place(struct run *r)
 	return 0;
 }
 
-uint64_t run_xmap_dropped(struct run *r, int map, bool *bad)
+static uint64_t run_xmap_count(struct run *r, int map, uint32_t off,
+			       bool *bad)
 {
 	const struct cg_map *m = &r->kobj->maps[map];
 	uint64_t n, ns = mono_ns() - r->ustart;
 
 	if (!m->xmap)
 		return 0;
-	n = xmap_dropped(kernel_map_fd(r->k, map), m);
+	n = xmap_count(kernel_map_fd(r->k, map), m, off);
 	/* the target's to write: at most one update a nanosecond */
 	if (n == UINT64_MAX || n > ns) {
 		*bad = true;
 		return 0;
 	}
 	return n;
+}
+
+uint64_t run_xmap_dropped(struct run *r, int map, bool *bad)
+{
+	return run_xmap_count(r, map, CG_XMAP_OFF_DROPPED, bad);
+}
+
+void run_xmap_warnings(struct run *r)
+{
+	for (int i = 0; i < r->kobj->nmaps; i++) {
+		bool bad = false;
+		uint64_t n = run_xmap_count(r, i, CG_XMAP_OFF_COLLIDED, &bad);
+
+		if (bad)
+			fprintf(stderr, "WARNING: ignoring an implausible "
+				"count of dropped updates of %s read back "
+				"from the target\n", r->kobj->maps[i].name);
+		else if (n)
+			fprintf(stderr, "WARNING: %llu updates of %s were "
+				"dropped: their keys found no free slot in "
+				"the table it shares with kernel probes "
+				"(UBT_NO_XMAP=1 keeps it in a BPF hash map)\n",
+				(unsigned long long)n,
+				r->kobj->maps[i].name);
+	}
 }

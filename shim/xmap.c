@@ -78,14 +78,17 @@ int xmap_foreach(int fd, const struct cg_map *m, kernel_entry_fn fn,
 	return err;
 }
 
-uint64_t xmap_dropped(int fd, const struct cg_map *m)
+uint64_t xmap_count(int fd, const struct cg_map *m, uint32_t off)
 {
-	const uint64_t *h = xmap_map(fd, m, PROT_READ);
+	const uint64_t *h;
 	uint64_t n;
 
+	if (off != CG_XMAP_OFF_DROPPED && off != CG_XMAP_OFF_COLLIDED)
+		return UINT64_MAX;
+	h = xmap_map(fd, m, PROT_READ);
 	if (!h)
 		return UINT64_MAX;
-	n = __atomic_load_n(&h[CG_XMAP_OFF_DROPPED / 8], __ATOMIC_RELAXED);
+	n = __atomic_load_n(&h[off / 8], __ATOMIC_RELAXED);
 	munmap((void *)h, xmap_len(m));
 	return n;
 }

@@ -20,7 +20,9 @@ int xmap_init(int fd, const struct cg_map *m);
  * *bad (may be NULL). */
 int xmap_foreach(int fd, const struct cg_map *m, kernel_entry_fn fn,
 		 void *ctx, uint64_t *bad);
-/* The table's dropped count, UINT64_MAX when it cannot be read. */
-uint64_t xmap_dropped(int fd, const struct cg_map *m);
+/* The table's count at header offset off (CG_XMAP_OFF_DROPPED: refused
+ * past max_entries; CG_XMAP_OFF_COLLIDED: no slot found), UINT64_MAX when
+ * it cannot be read. */
+uint64_t xmap_count(int fd, const struct cg_map *m, uint32_t off);
 
 #endif
