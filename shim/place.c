@@ -33,6 +33,8 @@
  *     ordinary maps only ever used as @m[tid] stay in per-thread tables
  *     (no atomics), the others (among them every map iterated: a thread's
  *     table lacks the other threads' entries) go to the shared one.
+ *     An ordinary map place_xmap.c accepts is exempt: user-mode and kernel
+ *     probes share it in a table both sides map (codegen/cg_xmap.h).
  * Everything else runs in the kernel; --mode user makes a uprobe that
  * cannot run in user mode an error. -v and --dry-run print each probe's
  * decision and why.
