@@ -191,13 +191,14 @@ void cg_aggregate(struct cg *g, struct ast_node *mapnode,
 		  struct ast_node *call);
 
 /* cg_xmap.c: ordinary maps both sides share (cg_xmap.h), map id's
- * definition, read, assignment, delete() */
+ * definition; the read (as type vt), the assignment (of an i64 as the
+ * map's value type stores it) and delete() of key k (an i64: the key's
+ * bytes, cg_map.c) */
 LLVMValueRef cg_xmap_define(struct cg *g, int id);
-LLVMValueRef cg_xmap_read(struct cg *g, struct ast_node *mapnode);
-void cg_xmap_assign(struct cg *g, struct ast_node *mapnode, LLVMValueRef v,
-		    const struct type *vt);
-LLVMValueRef cg_xmap_delete(struct cg *g, int id, struct ast_node *keys,
-			    int nkeys);
+LLVMValueRef cg_xmap_read(struct cg *g, int id, LLVMValueRef k,
+			  const struct type *vt);
+void cg_xmap_assign(struct cg *g, int id, LLVMValueRef k, LLVMValueRef val);
+LLVMValueRef cg_xmap_delete(struct cg *g, int id, LLVMValueRef k);
 
 int cg_event_new(struct cg *g, enum cg_event_kind kind,
 		 const struct ast_node *call);

@@ -82,23 +82,6 @@ static LLVMValueRef xm_table(struct cg *g, int id)
 	return irb_map_lookup(ir, g->maps[id], key);
 }
 
-/* The key's value as one 8-byte word: the key's bytes as the map's key
- * type stores them (so that both sides and the printer agree). */
-static LLVMValueRef xm_key(struct cg *g, int id, struct ast_node *keys,
-			   int nkeys)
-{
-	struct irb *ir = &g->ir;
-	const struct cg_map *m = &g->obj->maps[id];
-	LLVMValueRef buf;
-
-	if (!m->key_type || !keys || nkeys != 1)
-		return irb_const(ir, 0);
-	buf = irb_alloca(ir, 8, "xmap_k");
-	LLVMBuildStore(ir->b, irb_const(ir, 0), buf);
-	cg_store(g, buf, m->key_type, cg_expr(g, keys), keys->type);
-	return LLVMBuildLoad2(ir->b, ir->i64, buf, "");
-}
-
 /*
  * The slot of key k in map id's table tab (null: not placed), null when
  * it is not there; with
@@ -268,18 +251,16 @@ static LLVMValueRef xm_slot(struct cg *g, int id, LLVMValueRef tab,
 	return res;
 }
 
-LLVMValueRef cg_xmap_read(struct cg *g, struct ast_node *mapnode)
+LLVMValueRef cg_xmap_read(struct cg *g, int id, LLVMValueRef k,
+			  const struct type *vt)
 {
 	struct irb *ir = &g->ir;
-	struct sema_map *sm = mapnode->sema->map;
-	const struct type *vt = mapnode->type ? mapnode->type : sm->value;
-	LLVMValueRef k, slot, res, live;
+	LLVMValueRef slot, res, live;
 	LLVMBasicBlockRef has, set, cont;
 
-	k = xm_key(g, sm->id, mapnode->map.keys, mapnode->map.nkeys);
 	res = irb_alloca(ir, 8, "xmap_val");
 	LLVMBuildStore(ir->b, irb_const(ir, 0), res);
-	slot = xm_slot(g, sm->id, xm_table(g, sm->id), k, false);
+	slot = xm_slot(g, id, xm_table(g, id), k, false);
 	has = xm_block(g, "xmap_has");
 	set = xm_block(g, "xmap_set");
 	cont = xm_block(g, "xmap_read_done");
@@ -299,22 +280,14 @@ LLVMValueRef cg_xmap_read(struct cg *g, struct ast_node *mapnode)
 	return cg_load(g, res, vt);
 }
 
-void cg_xmap_assign(struct cg *g, struct ast_node *mapnode, LLVMValueRef v,
-		    const struct type *vt)
+void cg_xmap_assign(struct cg *g, int id, LLVMValueRef k, LLVMValueRef val)
 {
 	struct irb *ir = &g->ir;
-	struct sema_map *sm = mapnode->sema->map;
-	LLVMValueRef val, k, tab, slot, live, lp;
+	LLVMValueRef tab, slot, live, lp;
 	LLVMBasicBlockRef has, set, mark, revive, drop, cont;
 
-	/* the value first, as written; as the map's type stores it */
-	val = irb_alloca(ir, 8, "xmap_v");
-	LLVMBuildStore(ir->b, irb_const(ir, 0), val);
-	cg_store(g, val, sm->value, v, vt);
-	val = LLVMBuildLoad2(ir->b, ir->i64, val, "");
-	k = xm_key(g, sm->id, mapnode->map.keys, mapnode->map.nkeys);
-	tab = xm_table(g, sm->id);
-	slot = xm_slot(g, sm->id, tab, k, true);
+	tab = xm_table(g, id);
+	slot = xm_slot(g, id, tab, k, true);
 	has = xm_block(g, "xmap_put");
 	set = xm_block(g, "xmap_set");
 	mark = xm_block(g, "xmap_mark");
@@ -352,14 +325,12 @@ void cg_xmap_assign(struct cg *g, struct ast_node *mapnode, LLVMValueRef v,
 	LLVMPositionBuilderAtEnd(ir->b, cont);
 }
 
-LLVMValueRef cg_xmap_delete(struct cg *g, int id, struct ast_node *keys,
-			    int nkeys)
+LLVMValueRef cg_xmap_delete(struct cg *g, int id, LLVMValueRef k)
 {
 	struct irb *ir = &g->ir;
-	LLVMValueRef k, slot, live, res;
+	LLVMValueRef slot, live, res;
 	LLVMBasicBlockRef has, del, cont;
 
-	k = xm_key(g, id, keys, nkeys);
 	res = irb_alloca(ir, 8, "xmap_del");
 	LLVMBuildStore(ir->b, irb_const(ir, 0), res);
 	slot = xm_slot(g, id, xm_table(g, id), k, false);

@@ -179,7 +179,10 @@ void user_free(struct ubt_user *u)
 	for (int i = 0; i < USER_CRED_TPS; i++)
 		if (u->cred_ev[i] >= 0)
 			close(u->cred_ev[i]);
-	user_xmap_free(u);
+	/* user_xmap.c's fds */
+	for (int i = 0; i < u->nxmaps; i++)
+		close(u->xmaps[i].fd);
+	free(u->xmaps);
 	pt_release(&u->pt);
 	memfd_release(&u->m);
 	free(u->sites);

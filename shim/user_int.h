@@ -116,8 +116,12 @@ struct ubt_user {
 	bool comm_placed;	/* the target maps the table: it is live */
 	char comm_why[256];	/* why it is not live */
 	/* user_xmap.c: tables shared with kernel probes (placed again
-	 * after an exec) */
-	struct user_xmap *xmaps;
+	 * after an exec); user.c closes the fds */
+	struct user_xmap {
+		int fd;		/* ubt's duplicate of the map's fd */
+		uint64_t off;	/* the word in the shared area */
+		uint64_t len;	/* bytes mapped (pages) */
+	} *xmaps;
 	int nxmaps;
 	char err[512];
 };
@@ -220,9 +224,8 @@ int user_comm_place(struct ubt_user *u);
 void user_comm_stop(struct ubt_user *u);
 /* Hand fd to the stopped target over a unix socket: its number there. */
 int user_comm_send(struct ubt_user *u, int fd, int64_t *tfd);
-/* user_xmap.c: map the shared tables again (a new image); free them. */
+/* user_xmap.c: map the shared tables again (a new image). */
 int user_xmap_place_all(struct ubt_user *u);
-void user_xmap_free(struct ubt_user *u);
 void user_comm_try_prepare(struct ubt_user *u);
 void user_comm_try(struct ubt_user *u);
 

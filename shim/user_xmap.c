@@ -16,12 +16,6 @@
 
 #include "user_int.h"
 
-struct user_xmap {
-	int fd;			/* ubt's duplicate of the map's fd */
-	uint64_t off;		/* the word in the shared area */
-	uint64_t len;		/* bytes mapped (pages) */
-};
-
 static uint64_t *user_xmap_word(struct ubt_user *u, const struct user_xmap *x)
 {
 	if (x->off > u->m.l.shared_size || u->m.l.shared_size - x->off < 8)
@@ -72,13 +66,4 @@ int user_xmap_place_all(struct ubt_user *u)
 	for (int i = 0; i < u->nxmaps; i++)
 		err = err ?: user_xmap_place(u, &u->xmaps[i]);
 	return err;
-}
-
-void user_xmap_free(struct ubt_user *u)
-{
-	for (int i = 0; i < u->nxmaps; i++)
-		close(u->xmaps[i].fd);
-	free(u->xmaps);
-	u->xmaps = NULL;
-	u->nxmaps = 0;
 }
