@@ -149,8 +149,11 @@ static LLVMValueRef xm_slot(struct cg *g, int id, LLVMValueRef tab,
 	}
 	kw = xm_load(g, slot, true);
 	loop_end = LLVMGetInsertBlock(ir->b);
-	LLVMBuildCondBr(ir->b, LLVMBuildICmp(ir->b, LLVMIntEQ, kw, enc, ""),
-			done, notme);
+	/* the usual case, a key found where it hashes, falls through */
+	br = LLVMBuildCondBr(ir->b,
+			     LLVMBuildICmp(ir->b, LLVMIntEQ, kw, enc, ""),
+			     done, notme);
+	irb_unlikely(ir, br, false);
 	vals[n] = slot;
 	from[n++] = loop_end;
 
@@ -299,10 +302,12 @@ void cg_xmap_assign(struct cg *g, int id, LLVMValueRef k, LLVMValueRef val)
 	LLVMPositionBuilderAtEnd(ir->b, has);
 	lp = irb_gep(ir, slot, CG_XMAP_SLOT_LIVE);
 	live = xm_load(g, lp, true);
-	LLVMBuildCondBr(ir->b,
-			LLVMBuildICmp(ir->b, LLVMIntEQ, live, irb_const(ir, 1),
-				      ""),
-			set, mark);
+	irb_unlikely(ir,
+		     LLVMBuildCondBr(ir->b,
+				     LLVMBuildICmp(ir->b, LLVMIntEQ, live,
+						   irb_const(ir, 1), ""),
+				     set, mark),
+		     false);
 	LLVMPositionBuilderAtEnd(ir->b, set);
 	xm_store(g, irb_gep(ir, slot, CG_XMAP_SLOT_VALUE), val, false);
 	LLVMBuildBr(ir->b, cont);
