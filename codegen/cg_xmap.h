@@ -10,8 +10,9 @@
  * IR (cg_xmap.c): no system call, no trap, no lock on the user side.
  *
  * What it covers (shim/place_xmap.c decides): maps without a key or with
- * one integer key (tid, pid, an address...) of at most 8 bytes, whose
- * value is an integer of at most 8 bytes, used only by reads, assignments
+ * one integer key (tid, pid, an address...: an integer, bool, enum or
+ * pointer of at most 8 bytes), whose value is one too, used only by reads,
+ * assignments
  * (also +=, ++ ...: a read then a store, as a BPF hash map's) and
  * delete(), and printed at exit.  Everything else keeps the old rule
  * (the probes that share such a map run in the kernel), with the reason.

@@ -5,7 +5,8 @@
  * (place.c's one-side rule), and which of them the run makes so.
  *
  * A map qualifies when it is not an aggregation, not declared of another
- * type than hash, has no key or one integer key, holds an integer, and
+ * type than hash, has no key or one integer key (or bool, enum, pointer),
+ * holds an integer (likewise), and
  * every use of it is a read, an assignment (=, op=, ++, --), delete() of
  * one key or print() of the whole map; UBT_NO_XMAP in the environment
  * turns it off (the old rule, for tests of both paths).  The rest keeps
@@ -22,7 +23,7 @@ struct xmap_scan {
 static bool xmap_int(const struct type *t)
 {
 	return t && (t->kind == TY_INT || t->kind == TY_BOOL ||
-		     t->kind == TY_ENUM) &&
+		     t->kind == TY_ENUM || t->kind == TY_POINTER) &&
 	       t->size >= 1 && t->size <= 8;
 }
 
