@@ -12,9 +12,8 @@
  * What it covers (shim/place_xmap.c decides): maps without a key or with
  * one integer key (tid, pid, an address...: an integer, bool, enum or
  * pointer of at most 8 bytes), whose value is one too, used only by reads,
- * assignments
- * (also +=, ++ ...: a read then a store, as a BPF hash map's) and
- * delete(), and printed at exit.  Everything else keeps the old rule
+ * assignments (also +=, ++ ...: a read then a store, as a BPF hash map's),
+ * delete() and print(), and printed at exit.  Everything else keeps the old rule
  * (the probes that share such a map run in the kernel), with the reason.
  *
  * The table (little-endian, 8-byte words):
