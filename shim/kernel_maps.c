@@ -180,6 +180,8 @@ int kernel_map_clear(struct kernel *k, int map)
 
 	if (fd < 0)
 		return -EBADF;
+	if (m->xmap)
+		return xmap_clear(fd, m, false);
 	key = xcalloc(1, m->key_size);
 	while (!bpf_map_get_next_key(fd, NULL, key))
 		if (bpf_map_delete_elem(fd, key))
@@ -198,6 +200,8 @@ int kernel_map_zero(struct kernel *k, int map)
 
 	if (fd < 0)
 		return -EBADF;
+	if (m->xmap)
+		return xmap_clear(fd, m, true);
 	next = xcalloc(1, m->key_size);
 	zero = xcalloc(ncpu, vsz);
 	while (!bpf_map_get_next_key(fd, key, next)) {

@@ -8,7 +8,7 @@
  * type than hash, has no key or one integer key (or bool, enum, pointer),
  * holds an integer (likewise), and
  * every use of it is a read, an assignment (=, op=, ++, --), delete() of
- * one key or print() of the whole map; UBT_NO_XMAP in the environment
+ * one key, or print(), clear() or zero() of the whole map; UBT_NO_XMAP in the environment
  * turns it off (the old rule, for tests of both paths).  The rest keeps
  * the old rule, the reason shown by -v after the probe's.
  */
@@ -48,10 +48,11 @@ static int xmap_visit(struct ast_node *n, void *ctx)
 		    n->call.args->kind == AST_MAP &&
 		    n->call.args->map.nkeys == sm->nkeys && !n->call.args->next)
 			;
-		else if (f == FN_PRINT && n->call.args &&
-			 n->call.args->kind == AST_MAP &&
+		else if ((f == FN_PRINT || f == FN_CLEAR || f == FN_ZERO) &&
+			 n->call.args && n->call.args->kind == AST_MAP &&
 			 !n->call.args->map.keys)
-			;	/* ubt reads the table (shim/xmap.c) */
+			;	/* ubt reads, empties or zeroes the table
+				 * when it reads the event (shim/xmap.c) */
 		else
 			xmap_refuse(s, sm,
 				    arena_printf(&s->c->arena, "%s() of it",

@@ -78,6 +78,27 @@ int xmap_foreach(int fd, const struct cg_map *m, kernel_entry_fn fn,
 	return err;
 }
 
+int xmap_clear(int fd, const struct cg_map *m, bool zero)
+{
+	char *t = xmap_map(fd, m, PROT_READ | PROT_WRITE);
+
+	if (!t)
+		return -errno;
+	for (uint32_t i = 0; i < m->xmap_slots; i++) {
+		uint64_t *s = (uint64_t *)(t + CG_XMAP_HDR +
+					   (uint64_t)i * CG_XMAP_SLOT);
+
+		if (!__atomic_load_n(&s[0], __ATOMIC_ACQUIRE) ||
+		    __atomic_load_n(&s[1], __ATOMIC_ACQUIRE) != 1)
+			continue;
+		if (!zero)
+			__atomic_store_n(&s[1], 0, __ATOMIC_RELEASE);
+		__atomic_store_n(&s[2], 0, __ATOMIC_RELAXED);
+	}
+	munmap(t, xmap_len(m));
+	return 0;
+}
+
 uint64_t xmap_count(int fd, const struct cg_map *m, uint32_t off)
 {
 	const uint64_t *h;

@@ -7,6 +7,7 @@
 #ifndef UBT_XMAP_H
 #define UBT_XMAP_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "cg.h"
@@ -20,6 +21,9 @@ int xmap_init(int fd, const struct cg_map *m);
  * *bad (may be NULL). */
 int xmap_foreach(int fd, const struct cg_map *m, kernel_entry_fn fn,
 		 void *ctx, uint64_t *bad);
+/* clear(): every live key deleted; zero(): every live value 0 (as ubt
+ * does a BPF map's, asynchronously: a racing store may survive). */
+int xmap_clear(int fd, const struct cg_map *m, bool zero);
 /* The table's count at header offset off (CG_XMAP_OFF_DROPPED: refused
  * past max_entries; CG_XMAP_OFF_COLLIDED: no slot found), UINT64_MAX when
  * it cannot be read. */
