@@ -53,7 +53,8 @@ int run_xmap_place(struct run *r)
 			fprintf(stderr, "ubt: cannot share map %s with the "
 				"target: %s (UBT_NO_XMAP=1 keeps its probes "
 				"in the kernel)\n", m->name,
-				user_error(r->u));
+				user_error(r->u) && *user_error(r->u) ?
+					user_error(r->u) : strerror(-err));
 			return err;
 		}
 	}

@@ -47,8 +47,13 @@ int user_xmap_add(struct ubt_user *u, int map_fd, uint64_t shared_off,
 		  uint64_t bytes)
 {
 	struct user_xmap *x;
-	int fd;
+	int fd, err;
 
+	/* -p: the target ran on since the attach; stop it again (the
+	 * sites' install keeps it stopped) */
+	err = user_restop(u, false);
+	if (err)
+		return err;
 	fd = fcntl(map_fd, F_DUPFD_CLOEXEC, 3);
 	if (fd < 0)
 		return user_err(u, -errno, "dup the shared table's fd");
