@@ -199,6 +199,10 @@ LLVMValueRef cg_xmap_read(struct cg *g, int id, LLVMValueRef k,
 			  const struct type *vt);
 void cg_xmap_assign(struct cg *g, int id, LLVMValueRef k, LLVMValueRef val);
 LLVMValueRef cg_xmap_delete(struct cg *g, int id, LLVMValueRef k);
+LLVMValueRef cg_xmap_has(struct cg *g, int id, LLVMValueRef k);
+/* cg_map.c: has_key() of map id at the key expression k, when the map is
+ * shared (cg_map.xmap) */
+LLVMValueRef cg_map_xmap_has(struct cg *g, int id, struct ast_node *k);
 
 int cg_event_new(struct cg *g, enum cg_event_kind kind,
 		 const struct ast_node *call);

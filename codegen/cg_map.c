@@ -65,6 +65,11 @@ static LLVMValueRef cg_xmap_key(struct cg *g, int id, struct ast_node *keys,
 	return LLVMBuildLoad2(ir->b, ir->i64, buf, "");
 }
 
+LLVMValueRef cg_map_xmap_has(struct cg *g, int id, struct ast_node *k)
+{
+	return cg_xmap_has(g, id, cg_xmap_key(g, id, k, 1));
+}
+
 LLVMValueRef cg_map_key(struct cg *g, struct ast_node *mapnode,
 			const struct cg_map *m, LLVMValueRef bucket)
 {

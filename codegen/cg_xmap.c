@@ -330,6 +330,34 @@ void cg_xmap_assign(struct cg *g, int id, LLVMValueRef k, LLVMValueRef val)
 	LLVMPositionBuilderAtEnd(ir->b, cont);
 }
 
+LLVMValueRef cg_xmap_has(struct cg *g, int id, LLVMValueRef k)
+{
+	struct irb *ir = &g->ir;
+	LLVMValueRef slot, res;
+	LLVMBasicBlockRef has, cont;
+
+	res = irb_alloca(ir, 8, "xmap_has");
+	LLVMBuildStore(ir->b, irb_const(ir, 0), res);
+	slot = xm_slot(g, id, xm_table(g, id), k, false);
+	has = xm_block(g, "xmap_has_slot");
+	cont = xm_block(g, "xmap_has_done");
+	LLVMBuildCondBr(ir->b, LLVMBuildIsNull(ir->b, slot, ""), cont, has);
+	LLVMPositionBuilderAtEnd(ir->b, has);
+	LLVMBuildStore(ir->b,
+		       LLVMBuildZExt(ir->b,
+				     LLVMBuildICmp(ir->b, LLVMIntEQ,
+						   xm_load(g,
+							   irb_gep(ir, slot,
+								   CG_XMAP_SLOT_LIVE),
+							   true),
+						   irb_const(ir, 1), ""),
+				     ir->i64, ""),
+		       res);
+	LLVMBuildBr(ir->b, cont);
+	LLVMPositionBuilderAtEnd(ir->b, cont);
+	return LLVMBuildLoad2(ir->b, ir->i64, res, "has_key");
+}
+
 LLVMValueRef cg_xmap_delete(struct cg *g, int id, LLVMValueRef k)
 {
 	struct irb *ir = &g->ir;

@@ -13,9 +13,10 @@
  * one integer key (tid, pid, an address...: an integer, bool, enum or
  * pointer of at most 8 bytes), whose value is one too, used only by reads,
  * assignments (also +=, ++ ...: a read then a store, as a BPF hash map's),
- * delete(), print(), clear() and zero() (ubt empties or zeroes the table
- * when it reads the event, as it does a BPF map), and printed at exit.  Everything else keeps the old rule
- * (the probes that share such a map run in the kernel), with the reason.
+ * delete(), has_key(), print(), clear() and zero() (ubt empties or zeroes
+ * the table when it reads the event, as it does a BPF map), and printed
+ * at exit.  Everything else keeps the old rule (the probes that share
+ * such a map run in the kernel), with the reason.
  *
  * The table (little-endian, 8-byte words):
  *

@@ -7,8 +7,8 @@
  * A map qualifies when it is not an aggregation, not declared of another
  * type than hash, has no key or one integer key (or bool, enum, pointer),
  * holds an integer (likewise), and
- * every use of it is a read, an assignment (=, op=, ++, --), delete() of
- * one key, or print(), clear() or zero() of the whole map; UBT_NO_XMAP in the environment
+ * every use of it is a read, an assignment (=, op=, ++, --), delete() or
+ * has_key() of one key, or print(), clear() or zero() of the whole map; UBT_NO_XMAP in the environment
  * turns it off (the old rule, for tests of both paths).  The rest keeps
  * the old rule, the reason shown by -v after the probe's.
  */
@@ -48,6 +48,9 @@ static int xmap_visit(struct ast_node *n, void *ctx)
 		    n->call.args->kind == AST_MAP &&
 		    n->call.args->map.nkeys == sm->nkeys && !n->call.args->next)
 			;
+		else if (f == FN_HAS_KEY && sm->nkeys == 1 && n->call.args &&
+			 n->call.args->next && !n->call.args->next->next)
+			;	/* has_key(@m, k): one key */
 		else if ((f == FN_PRINT || f == FN_CLEAR || f == FN_ZERO) &&
 			 n->call.args && n->call.args->kind == AST_MAP &&
 			 !n->call.args->map.keys)
