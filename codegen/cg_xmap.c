@@ -99,8 +99,8 @@ static LLVMValueRef xm_slot(struct cg *g, int id, LLVMValueRef tab,
 	LLVMBasicBlockRef chk, start, loop, notme, claim = NULL, next, full,
 		miss, done, entry_end, loop_end, claim_end = NULL;
 	LLVMValueRef enc, h, i, idx, slot, kw, inext, res, br;
-	LLVMValueRef vals[4];
-	LLVMBasicBlockRef from[4];
+	LLVMValueRef vals[3];
+	LLVMBasicBlockRef from[3];
 	int n = 0;
 
 	enc = LLVMBuildXor(ir->b, k, irb_const(ir, CG_XMAP_KEY_FLIP), "enc");
@@ -164,10 +164,7 @@ static LLVMValueRef xm_slot(struct cg *g, int id, LLVMValueRef tab,
 			insert ? claim : miss, next);
 
 	if (insert) {
-		LLVMBasicBlockRef won = xm_block(g, "xmap_won");
-		LLVMBasicBlockRef count = xm_block(g, "xmap_count");
-		LLVMBasicBlockRef refuse = xm_block(g, "xmap_refuse");
-		LLVMValueRef pair, old, keys;
+		LLVMValueRef pair, old, ok;
 
 		LLVMPositionBuilderAtEnd(ir->b, claim);
 		pair = LLVMBuildAtomicCmpXchg(
@@ -175,47 +172,16 @@ static LLVMValueRef xm_slot(struct cg *g, int id, LLVMValueRef tab,
 			LLVMAtomicOrderingSequentiallyConsistent,
 			LLVMAtomicOrderingSequentiallyConsistent, 0);
 		old = LLVMBuildExtractValue(ir->b, pair, 0, "old");
-		/* another inserter's of the same key */
+		/* ours, or another inserter's of the same key */
+		ok = LLVMBuildOr(ir->b,
+				 LLVMBuildICmp(ir->b, LLVMIntEQ, old,
+					       irb_const(ir, 0), ""),
+				 LLVMBuildICmp(ir->b, LLVMIntEQ, old, enc, ""),
+				 "");
 		claim_end = LLVMGetInsertBlock(ir->b);
-		LLVMBuildCondBr(ir->b,
-				LLVMBuildICmp(ir->b, LLVMIntEQ, old, enc, ""),
-				done, won);
+		LLVMBuildCondBr(ir->b, ok, done, next);
 		vals[n] = slot;
 		from[n++] = claim_end;
-		LLVMPositionBuilderAtEnd(ir->b, won);
-		LLVMBuildCondBr(ir->b,
-				LLVMBuildICmp(ir->b, LLVMIntEQ, old,
-					      irb_const(ir, 0), ""),
-				count, next);
-		/* ours: one key more, refused past max_entries */
-		LLVMPositionBuilderAtEnd(ir->b, count);
-		keys = LLVMBuildAtomicRMW(ir->b, LLVMAtomicRMWBinOpAdd,
-					  irb_gep(ir, tab, CG_XMAP_OFF_KEYS),
-					  irb_const(ir, 1),
-					  LLVMAtomicOrderingSequentiallyConsistent,
-					  0);
-		LLVMBuildCondBr(ir->b,
-				LLVMBuildICmp(ir->b, LLVMIntULT, keys,
-					      irb_const(ir, m->max_entries ?
-							       m->max_entries :
-							       1),
-					      ""),
-				done, refuse);
-		vals[n] = slot;
-		from[n++] = count;
-		LLVMPositionBuilderAtEnd(ir->b, refuse);
-		LLVMBuildAtomicCmpXchg(ir->b,
-				       irb_gep(ir, slot, CG_XMAP_SLOT_LIVE),
-				       irb_const(ir, 0),
-				       irb_const(ir, CG_XMAP_REFUSED),
-				       LLVMAtomicOrderingSequentiallyConsistent,
-				       LLVMAtomicOrderingSequentiallyConsistent,
-				       0);
-		LLVMBuildAtomicRMW(ir->b, LLVMAtomicRMWBinOpAdd,
-				   irb_gep(ir, tab, CG_XMAP_OFF_DROPPED),
-				   irb_const(ir, 1), LLVMAtomicOrderingMonotonic,
-				   0);
-		LLVMBuildBr(ir->b, miss);
 	}
 
 	LLVMPositionBuilderAtEnd(ir->b, next);
@@ -251,6 +217,7 @@ static LLVMValueRef xm_slot(struct cg *g, int id, LLVMValueRef tab,
 	LLVMPositionBuilderAtEnd(ir->b, done);
 	res = LLVMBuildPhi(ir->b, ir->ptr, "xslot");
 	LLVMAddIncoming(res, vals, from, n);
+
 	return res;
 }
 
@@ -283,49 +250,75 @@ LLVMValueRef cg_xmap_read(struct cg *g, int id, LLVMValueRef k,
 	return cg_load(g, res, vt);
 }
 
+/* atomically *p += d (a count of the table's header) */
+static LLVMValueRef xm_add(struct cg *g, LLVMValueRef p, int64_t d)
+{
+	return LLVMBuildAtomicRMW(g->ir.b, LLVMAtomicRMWBinOpAdd, p,
+				  irb_const(&g->ir, (uint64_t)d),
+				  LLVMAtomicOrderingSequentiallyConsistent, 0);
+}
+
 void cg_xmap_assign(struct cg *g, int id, LLVMValueRef k, LLVMValueRef val)
 {
 	struct irb *ir = &g->ir;
-	LLVMValueRef tab, slot, live, lp;
-	LLVMBasicBlockRef has, set, mark, revive, drop, cont;
+	const struct cg_map *m = &g->obj->maps[id];
+	LLVMValueRef tab, slot, live, lp, vp, keys, n, pair;
+	LLVMBasicBlockRef has, set, add, room, full, lost, cont;
 
 	tab = xm_table(g, id);
 	slot = xm_slot(g, id, tab, k, true);
 	has = xm_block(g, "xmap_put");
 	set = xm_block(g, "xmap_set");
-	mark = xm_block(g, "xmap_mark");
-	revive = xm_block(g, "xmap_revive");
-	drop = xm_block(g, "xmap_drop");
+	add = xm_block(g, "xmap_add");
+	room = xm_block(g, "xmap_room");
+	full = xm_block(g, "xmap_limit");
+	lost = xm_block(g, "xmap_lost_race");
 	cont = xm_block(g, "xmap_put_done");
 	LLVMBuildCondBr(ir->b, LLVMBuildIsNull(ir->b, slot, ""), cont, has);
 	/* live: the value only (the live word's line is only read) */
 	LLVMPositionBuilderAtEnd(ir->b, has);
 	lp = irb_gep(ir, slot, CG_XMAP_SLOT_LIVE);
+	vp = irb_gep(ir, slot, CG_XMAP_SLOT_VALUE);
 	live = xm_load(g, lp, true);
 	irb_unlikely(ir,
 		     LLVMBuildCondBr(ir->b,
 				     LLVMBuildICmp(ir->b, LLVMIntEQ, live,
 						   irb_const(ir, 1), ""),
-				     set, mark),
+				     set, add),
 		     false);
 	LLVMPositionBuilderAtEnd(ir->b, set);
-	xm_store(g, irb_gep(ir, slot, CG_XMAP_SLOT_VALUE), val, false);
+	xm_store(g, vp, val, false);
 	LLVMBuildBr(ir->b, cont);
-	/* refused (past max_entries): one more drop */
-	LLVMPositionBuilderAtEnd(ir->b, mark);
+	/*
+	 * A new or deleted key: one more live key, within max_entries (else
+	 * a drop, as a full BPF map's); the value, then live from 0 to 1.
+	 * Whoever turns live from 0 owns the count: a writer that loses the
+	 * race to another gives its count back (its value was stored).
+	 */
+	LLVMPositionBuilderAtEnd(ir->b, add);
+	keys = irb_gep(ir, tab, CG_XMAP_OFF_KEYS);
+	n = xm_add(g, keys, 1);
 	LLVMBuildCondBr(ir->b,
-			LLVMBuildICmp(ir->b, LLVMIntEQ, live,
-				      irb_const(ir, CG_XMAP_REFUSED), ""),
-			drop, revive);
-	LLVMPositionBuilderAtEnd(ir->b, drop);
-	LLVMBuildAtomicRMW(ir->b, LLVMAtomicRMWBinOpAdd,
-			   irb_gep(ir, tab, CG_XMAP_OFF_DROPPED),
-			   irb_const(ir, 1), LLVMAtomicOrderingMonotonic, 0);
+			LLVMBuildICmp(ir->b, LLVMIntULT, n,
+				      irb_const(ir, m->max_entries ?
+						       m->max_entries : 1),
+				      ""),
+			room, full);
+	LLVMPositionBuilderAtEnd(ir->b, full);
+	xm_add(g, keys, -1);
+	xm_add(g, irb_gep(ir, tab, CG_XMAP_OFF_DROPPED), 1);
 	LLVMBuildBr(ir->b, cont);
-	/* new or deleted: the value, then live (release) */
-	LLVMPositionBuilderAtEnd(ir->b, revive);
-	xm_store(g, irb_gep(ir, slot, CG_XMAP_SLOT_VALUE), val, false);
-	xm_store(g, lp, irb_const(ir, 1), true);
+	LLVMPositionBuilderAtEnd(ir->b, room);
+	xm_store(g, vp, val, false);
+	pair = LLVMBuildAtomicCmpXchg(ir->b, lp, irb_const(ir, 0),
+				      irb_const(ir, 1),
+				      LLVMAtomicOrderingSequentiallyConsistent,
+				      LLVMAtomicOrderingSequentiallyConsistent,
+				      0);
+	LLVMBuildCondBr(ir->b, LLVMBuildExtractValue(ir->b, pair, 1, ""),
+			cont, lost);
+	LLVMPositionBuilderAtEnd(ir->b, lost);
+	xm_add(g, keys, -1);
 	LLVMBuildBr(ir->b, cont);
 	LLVMPositionBuilderAtEnd(ir->b, cont);
 }
@@ -361,27 +354,30 @@ LLVMValueRef cg_xmap_has(struct cg *g, int id, LLVMValueRef k)
 LLVMValueRef cg_xmap_delete(struct cg *g, int id, LLVMValueRef k)
 {
 	struct irb *ir = &g->ir;
-	LLVMValueRef slot, live, res;
+	LLVMValueRef tab, slot, pair, res;
 	LLVMBasicBlockRef has, del, cont;
 
 	res = irb_alloca(ir, 8, "xmap_del");
 	LLVMBuildStore(ir->b, irb_const(ir, 0), res);
-	slot = xm_slot(g, id, xm_table(g, id), k, false);
+	tab = xm_table(g, id);
+	slot = xm_slot(g, id, tab, k, false);
 	has = xm_block(g, "xmap_del_has");
 	del = xm_block(g, "xmap_del_live");
 	cont = xm_block(g, "xmap_del_done");
 	LLVMBuildCondBr(ir->b, LLVMBuildIsNull(ir->b, slot, ""), cont, has);
+	/* live from 1 to 0 (the value stays: a reader checks live first,
+	 * a writer stores its value before it sets live); one key less */
 	LLVMPositionBuilderAtEnd(ir->b, has);
-	live = xm_load(g, irb_gep(ir, slot, CG_XMAP_SLOT_LIVE), true);
-	LLVMBuildCondBr(ir->b,
-			LLVMBuildICmp(ir->b, LLVMIntEQ, live, irb_const(ir, 1),
-				      ""),
-			del, cont);
+	pair = LLVMBuildAtomicCmpXchg(ir->b,
+				      irb_gep(ir, slot, CG_XMAP_SLOT_LIVE),
+				      irb_const(ir, 1), irb_const(ir, 0),
+				      LLVMAtomicOrderingSequentiallyConsistent,
+				      LLVMAtomicOrderingSequentiallyConsistent,
+				      0);
+	LLVMBuildCondBr(ir->b, LLVMBuildExtractValue(ir->b, pair, 1, ""), del,
+			cont);
 	LLVMPositionBuilderAtEnd(ir->b, del);
-	xm_store(g, irb_gep(ir, slot, CG_XMAP_SLOT_LIVE), irb_const(ir, 0),
-		 true);
-	xm_store(g, irb_gep(ir, slot, CG_XMAP_SLOT_VALUE), irb_const(ir, 0),
-		 false);
+	xm_add(g, irb_gep(ir, tab, CG_XMAP_OFF_KEYS), -1);
 	LLVMBuildStore(ir->b, irb_const(ir, 1), res);
 	LLVMBuildBr(ir->b, cont);
 	LLVMPositionBuilderAtEnd(ir->b, cont);

@@ -24,29 +24,31 @@
  *        ubt before any probe runs
  *   8    u32 nslots, u32 max_probe: likewise (the code has them as
  *        constants; ubt checks them back)
- *   16   u64 dropped: updates of a key refused (past max_entries),
+ *   16   u64 dropped: updates of a key refused (max_entries keys live),
  *        atomic add, reported at exit as a full map's
- *   24   u64 keys: slots claimed (atomic fetch-and-add by the claimer)
+ *   24   u64 keys: live keys (atomic adds: +1 by the writer that turns a
+ *        live word from 0 to 1, -1 by delete() and clear() turning it
+ *        back; a writer over max_entries takes its +1 back)
  *   32   u64 collided: updates that found no slot within the probe bound
  *        (or of the key CG_XMAP_KEY_FLIP), reported at exit apart
  *   64   nslots slots of CG_XMAP_SLOT bytes:
  *          u64 key word: 0 empty, else key ^ CG_XMAP_KEY_FLIP (claimed
  *              once, by a compare-and-swap from 0, never given back)
- *          u64 live: 1 when the key has a value, 0 after delete(), 2
- *              refused: the key came after max_entries others (set by
- *              a compare-and-swap from 0, so that a racing store of the
- *              same key is kept, never lost)
- *          u64 value
+ *          u64 live: 1 when the key has a value, 0 before its first
+ *              store and after delete() (both turned by compare-and-swap)
+ *          u64 value: valid while live is 1 (stored before live)
  *
  * Keys are found by linear probing from a multiplicative hash, at most
  * max_probe slots; a key that finds no slot is dropped and counted in
  * collided (the key CG_XMAP_KEY_FLIP itself cannot be stored: counted
  * likewise).  A
- * map holds max_entries keys, as a BPF hash map (a few more when keys race
- * for the last places); a deleted key keeps its slot, which it takes
- * again when it comes back, so the limit counts the distinct keys of the
- * whole run (bpftrace's map would have room again after a delete()).
- * nslots is four times max_entries, at least 64, so that probing is short.  Stores: the value, then live
+ * map holds max_entries live keys, as a BPF hash map.  A deleted key
+ * keeps its slot (its key word), which it takes again when it comes back:
+ * over a run the slots fill with the keys ever stored, so a run with many
+ * more distinct keys than max_entries (threads coming and going, keyed by
+ * tid) ends up dropping updates that find no slot within the probe bound,
+ * counted in collided and reported; nslots is four times max_entries, at
+ * least 64.  Stores: the value, then live
  * (release); reads: live (acquire), then the value; both 8-byte atomic
  * accesses, so a reader sees a value some writer stored.
  */
@@ -69,7 +71,6 @@
 #define CG_XMAP_OFF_DROPPED 16
 #define CG_XMAP_OFF_KEYS 24
 #define CG_XMAP_OFF_COLLIDED 32
-#define CG_XMAP_REFUSED 2
 #define CG_XMAP_SLOT_KEY 0
 #define CG_XMAP_SLOT_LIVE 8
 #define CG_XMAP_SLOT_VALUE 16

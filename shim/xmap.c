@@ -64,7 +64,7 @@ int xmap_foreach(int fd, const struct cg_map *m, kernel_entry_fn fn,
 		uint64_t v = __atomic_load_n(&s[2], __ATOMIC_RELAXED);
 		uint64_t key = kw ^ CG_XMAP_KEY_FLIP;
 
-		if (!kw || !live || live == CG_XMAP_REFUSED)
+		if (!kw || !live)
 			continue;
 		/* not the code's: a live word is 1, a keyless map's key 0 */
 		if (live != 1 || (!m->key_type && key)) {
@@ -88,12 +88,19 @@ int xmap_clear(int fd, const struct cg_map *m, bool zero)
 		uint64_t *s = (uint64_t *)(t + CG_XMAP_HDR +
 					   (uint64_t)i * CG_XMAP_SLOT);
 
+		uint64_t one = 1;
+
 		if (!__atomic_load_n(&s[0], __ATOMIC_ACQUIRE) ||
 		    __atomic_load_n(&s[1], __ATOMIC_ACQUIRE) != 1)
 			continue;
-		if (!zero)
-			__atomic_store_n(&s[1], 0, __ATOMIC_RELEASE);
-		__atomic_store_n(&s[2], 0, __ATOMIC_RELAXED);
+		if (zero)
+			__atomic_store_n(&s[2], 0, __ATOMIC_RELAXED);
+		/* as delete(): live from 1 to 0, one key less */
+		else if (__atomic_compare_exchange_n(&s[1], &one, 0, false,
+						     __ATOMIC_SEQ_CST,
+						     __ATOMIC_SEQ_CST))
+			__atomic_fetch_sub((uint64_t *)(t + CG_XMAP_OFF_KEYS), 1,
+					   __ATOMIC_SEQ_CST);
 	}
 	munmap(t, xmap_len(m));
 	return 0;

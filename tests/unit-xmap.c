@@ -88,8 +88,8 @@ int main(void)
 	put(t, 3, 5, 1, 50);
 	put(t, 9, 0, 1, 7);		/* key 0 */
 	put(t, 10, 6, 0, 0);		/* deleted */
-	put(t, 11, 7, CG_XMAP_REFUSED, 0);	/* past max_entries */
 	/* as no probe code writes them */
+	put(t, 11, 7, 2, 70);		/* a live word of 2 */
 	put(t, 12, 8, 5, 80);		/* a live word of 5 */
 	slot(t, 13)[1] = 1;		/* live without a key */
 	slot(t, 13)[2] = 99;
@@ -98,7 +98,7 @@ int main(void)
 	ok(s.n == 2 && s.keys[0] == 5 && s.vals[0] == 50 && s.keys[1] == 0 &&
 	   s.vals[1] == 7,
 	   "live keys only, as written (got %d)", s.n);
-	ok(bad == 1, "a slot the code cannot have written is counted (%llu)",
+	ok(bad == 2, "slots the code cannot have written are counted (%llu)",
 	   (unsigned long long)bad);
 
 	/* a keyless map's only key is 0 */
@@ -106,10 +106,20 @@ int main(void)
 	memset(&s, 0, sizeof(s));
 	bad = 0;
 	xmap_foreach(fd, &m, collect, &s, &bad);
-	ok(s.n == 1 && s.keys[0] == 0 && s.vals[0] == 7 && bad == 2,
+	ok(s.n == 1 && s.keys[0] == 0 && s.vals[0] == 7 && bad == 3,
 	   "keyless: key 0 only, other keys counted (%d, %llu)", s.n,
 	   (unsigned long long)bad);
 	m.key_type = &kt;
+
+	/* clear(): live keys deleted, one key less each; zero() */
+	((uint64_t *)t)[CG_XMAP_OFF_KEYS / 8] = 2;
+	ok(!xmap_clear(fd, &m, true) && slot(t, 3)[1] == 1 &&
+	   slot(t, 3)[2] == 0 && ((uint64_t *)t)[CG_XMAP_OFF_KEYS / 8] == 2,
+	   "zero(): values 0, keys kept");
+	ok(!xmap_clear(fd, &m, false) && slot(t, 3)[1] == 0 &&
+	   slot(t, 9)[1] == 0 && slot(t, 12)[1] == 5 &&
+	   ((uint64_t *)t)[CG_XMAP_OFF_KEYS / 8] == 0,
+	   "clear(): live keys deleted and uncounted, other slots left");
 
 	((uint64_t *)t)[CG_XMAP_OFF_DROPPED / 8] = 12;
 	((uint64_t *)t)[CG_XMAP_OFF_COLLIDED / 8] = 3;
