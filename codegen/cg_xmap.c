@@ -5,8 +5,10 @@
  * key 0 in BPF, the word ubt wrote into the shared area in native code.
  * Accesses to the table's words are 8-byte atomics: in BPF volatile loads
  * and stores (the JIT keeps them whole and in order; x86 orders them
- * like release and acquire) and a cmpxchg (BPF_ATOMIC, kernel 5.12 on),
- * in native code acquire loads, release stores and lock cmpxchg.
+ * like release and acquire), cmpxchg and fetch-and-add (BPF_ATOMIC,
+ * kernel 5.12 on), in native code acquire loads, release stores, lock
+ * cmpxchg and lock xadd.  The usual update of a live key is one load of
+ * its key word, one of its live word and one store of its value.
  */
 #include <string.h>
 
@@ -84,10 +86,10 @@ static LLVMValueRef xm_table(struct cg *g, int id)
 
 /*
  * The slot of key k in map id's table tab (null: not placed), null when
- * it is not there; with
- * insert, a free slot claimed for it (compare-and-swap of its key word
- * from 0), null when none was found within the probe bound (one more in
- * the table's dropped count).
+ * it is not there; with insert, a free slot claimed for it (compare-and-
+ * swap of its key word from 0; its live word is still 0), null when none
+ * was found within the probe bound (one more in the table's collided
+ * count).
  */
 static LLVMValueRef xm_slot(struct cg *g, int id, LLVMValueRef tab,
 			    LLVMValueRef k, bool insert)
