@@ -6,6 +6,7 @@
  *           char (*key)[key_size];        (or u32 *key, u64 *key)
  *           char (*value)[value_size];    (or u32 *, u64 *)
  *           int (*max_entries)[N];
+ *           int (*map_flags)[F];          (when not 0)
  *   } name SEC(".maps");
  *
  * built with the LLVM-C DIBuilder; the BPF backend turns the debug info
@@ -58,9 +59,18 @@ LLVMValueRef irb_map_define(struct irb *ir, const char *name, int bpf_type,
 			    size_t key_size, size_t value_size,
 			    uint32_t max_entries)
 {
-	const char *names[4] = { "type", "key", "value", "max_entries" };
-	LLVMMetadataRef mtypes[4], members[4], st, gve, expr;
-	LLVMTypeRef fields[4];
+	return irb_map_define_flags(ir, name, bpf_type, key_size, value_size,
+				    max_entries, 0);
+}
+
+LLVMValueRef irb_map_define_flags(struct irb *ir, const char *name,
+				  int bpf_type, size_t key_size,
+				  size_t value_size, uint32_t max_entries,
+				  uint32_t map_flags)
+{
+	const char *names[5] = { "type", "key", "value", "max_entries" };
+	LLVMMetadataRef mtypes[5], members[5], st, gve, expr;
+	LLVMTypeRef fields[5];
 	LLVMTypeRef sty;
 	LLVMValueRef g;
 	int n = 0;
@@ -80,6 +90,10 @@ LLVMValueRef irb_map_define(struct irb *ir, const char *name, int bpf_type,
 	}
 	mtypes[n] = bpfmap_ptr_to_array(ir, false, max_entries);
 	names[n++] = "max_entries";
+	if (map_flags) {
+		mtypes[n] = bpfmap_ptr_to_array(ir, false, map_flags);
+		names[n++] = "map_flags";
+	}
 
 	for (int i = 0; i < n; i++) {
 		members[i] = LLVMDIBuilderCreateMemberType(

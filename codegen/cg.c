@@ -70,6 +70,8 @@ static int cg_define_maps(struct cg *g)
 
 		m->name = sm->name;
 		m->bpf_name = cg_map_bpf_name(g, i);
+		m->xmap = false;
+		m->xmap_slots = 0;
 		m->key_type = sm->key;
 		m->value_type = sm->value;
 		/* declared with a size, else max_map_keys */
@@ -122,6 +124,10 @@ static int cg_define_maps(struct cg *g)
 		if (bt == BPF_MAP_TYPE_PERCPU_HASH ||
 		    bt == BPF_MAP_TYPE_LRU_PERCPU_HASH)
 			m->percpu = true;
+		if (g->opts && g->opts->xmap_maps && g->opts->xmap_maps[i]) {
+			g->maps[i] = cg_xmap_define(g, i);
+			continue;
+		}
 		g->maps[i] = irb_map_define(&g->ir, m->bpf_name, bt,
 					    m->key_size, m->value_size,
 					    m->max_entries);

@@ -157,6 +157,11 @@ struct cg_map {
 	bool percpu;
 	bool bucketed;		/* hist/lhist: key ends with a u64 bucket */
 	uint32_t max_entries;
+	/* an ordinary map shared by user-mode and kernel probes: a table in
+	 * a BPF_F_MMAPABLE array that the target maps (codegen/cg_xmap.h);
+	 * xmap_slots its slots */
+	bool xmap;
+	uint32_t xmap_slots;
 };
 
 /*
@@ -258,6 +263,9 @@ struct cg_opts {
 	 * all): a probe whose sites run in both domains (shim/place.c) */
 	bool (*want_site)(void *ctx, const struct ast_node *probe,
 			  const struct probes_match *m);
+	/* both targets, by sema map id (NULL: none): ordinary maps kept in
+	 * a table both sides map (codegen/cg_xmap.h, shim/place_xmap.c) */
+	const bool *xmap_maps;
 };
 
 /*

@@ -260,6 +260,8 @@ static LLVMValueRef cg_has_key(struct cg *g, struct ast_node *n)
 		cg_unsupported(g, n, "this has_key()");
 		return irb_const(&g->ir, 0);
 	}
+	if (g->obj->maps[sm->id].xmap)
+		return cg_map_xmap_has(g, sm->id, k);
 	key = cg_key_with(g, sm->id, k, 1, NULL);
 	p = irb_map_lookup(&g->ir, g->maps[sm->id], key);
 	return LLVMBuildZExt(g->ir.b, LLVMBuildIsNotNull(g->ir.b, p, ""),

@@ -190,6 +190,20 @@ bool cg_call_out(struct cg *g, struct ast_node *n);
 void cg_aggregate(struct cg *g, struct ast_node *mapnode,
 		  struct ast_node *call);
 
+/* cg_xmap.c: ordinary maps both sides share (cg_xmap.h), map id's
+ * definition; the read (as type vt), the assignment (of an i64 as the
+ * map's value type stores it) and delete() of key k (an i64: the key's
+ * bytes, cg_map.c) */
+LLVMValueRef cg_xmap_define(struct cg *g, int id);
+LLVMValueRef cg_xmap_read(struct cg *g, int id, LLVMValueRef k,
+			  const struct type *vt);
+void cg_xmap_assign(struct cg *g, int id, LLVMValueRef k, LLVMValueRef val);
+LLVMValueRef cg_xmap_delete(struct cg *g, int id, LLVMValueRef k);
+LLVMValueRef cg_xmap_has(struct cg *g, int id, LLVMValueRef k);
+/* cg_map.c: has_key() of map id at the key expression k, when the map is
+ * shared (cg_map.xmap) */
+LLVMValueRef cg_map_xmap_has(struct cg *g, int id, struct ast_node *k);
+
 int cg_event_new(struct cg *g, enum cg_event_kind kind,
 		 const struct ast_node *call);
 /* Start a record of `size` bytes (header included) with its id stored. */

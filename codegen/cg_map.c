@@ -47,6 +47,29 @@ LLVMValueRef cg_key_with(struct cg *g, int id, struct ast_node *keys,
 	return key;
 }
 
+/* The key of a shared map (cg_xmap.h) as one 8-byte word: the key's
+ * bytes as the map's key type stores them (both sides and the printer
+ * agree); 0 for a keyless map. */
+static LLVMValueRef cg_xmap_key(struct cg *g, int id, struct ast_node *keys,
+				int nkeys)
+{
+	struct irb *ir = &g->ir;
+	const struct cg_map *m = &g->obj->maps[id];
+	LLVMValueRef buf;
+
+	if (!m->key_type || !keys || nkeys != 1)
+		return irb_const(ir, 0);
+	buf = irb_alloca(ir, 8, "xmap_k");
+	LLVMBuildStore(ir->b, irb_const(ir, 0), buf);
+	cg_store(g, buf, m->key_type, cg_expr(g, keys), keys->type);
+	return LLVMBuildLoad2(ir->b, ir->i64, buf, "");
+}
+
+LLVMValueRef cg_map_xmap_has(struct cg *g, int id, struct ast_node *k)
+{
+	return cg_xmap_has(g, id, cg_xmap_key(g, id, k, 1));
+}
+
 LLVMValueRef cg_map_key(struct cg *g, struct ast_node *mapnode,
 			const struct cg_map *m, LLVMValueRef bucket)
 {
@@ -149,6 +172,11 @@ LLVMValueRef cg_map_read(struct cg *g, struct ast_node *mapnode)
 		cg_unsupported(g, mapnode, "reading a hist() map's value");
 		return irb_const(ir, 0);
 	}
+	if (m->xmap)
+		return cg_xmap_read(g, sm->id,
+				    cg_xmap_key(g, sm->id, mapnode->map.keys,
+						mapnode->map.nkeys),
+				    vt);
 	key = cg_map_key(g, mapnode, m, NULL);
 	p = irb_map_lookup(ir, g->maps[sm->id], key);
 	cg_helper_check(g, &mapnode->loc, "map_lookup_elem", p, CG_CHECK_NULL);
@@ -207,6 +235,15 @@ void cg_map_assign(struct cg *g, struct ast_node *mapnode, LLVMValueRef v,
 	val = irb_alloca(ir, m->value_size, "val");
 	irb_memset(ir, val, 0, (m->value_size + 7) & ~(size_t)7);
 	cg_store(g, val, sm->value, v, vt);
+	if (m->xmap) {
+		/* an integer of at most 8 bytes (place_xmap.c) */
+		val = LLVMBuildLoad2(ir->b, ir->i64, val, "");
+		cg_xmap_assign(g, sm->id,
+			       cg_xmap_key(g, sm->id, mapnode->map.keys,
+					   mapnode->map.nkeys),
+			       val);
+		return;
+	}
 	key = cg_map_key(g, mapnode, m, NULL);
 	ret = irb_map_update(ir, g->maps[sm->id], key, val, BPF_ANY);
 	cg_count_full(g, sm->id, ret);
@@ -224,6 +261,8 @@ LLVMValueRef cg_map_delete(struct cg *g, const struct ast_node *call, int id,
 		cg_unsupported(g, keys, "delete() on a hist() map");
 		return irb_const(&g->ir, 0);
 	}
+	if (m->xmap)
+		return cg_xmap_delete(g, id, cg_xmap_key(g, id, keys, nkeys));
 	key = cg_key_with(g, id, keys, nkeys, NULL);
 	ret = irb_map_delete(&g->ir, g->maps[id], key);
 	cg_helper_check(g, &call->loc, "map_delete_elem", ret, CG_CHECK_NEG);

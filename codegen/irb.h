@@ -109,6 +109,11 @@ void irb_unlikely(struct irb *ir, LLVMValueRef br, bool then);
 LLVMValueRef irb_map_define(struct irb *ir, const char *name, int bpf_type,
 			    size_t key_size, size_t value_size,
 			    uint32_t max_entries);
+/* The same with BPF map flags (BPF target only). */
+LLVMValueRef irb_map_define_flags(struct irb *ir, const char *name,
+				  int bpf_type, size_t key_size,
+				  size_t value_size, uint32_t max_entries,
+				  uint32_t map_flags);
 /* Returns the value pointer, NULL (null pointer) when absent. */
 LLVMValueRef irb_map_lookup(struct irb *ir, LLVMValueRef map,
 			    LLVMValueRef key);

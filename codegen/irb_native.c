@@ -107,7 +107,8 @@ uint64_t native_shared_size(const struct native_map *maps, int n)
 	uint64_t end = 0;
 
 	for (int i = 0; i < n; i++)
-		if (maps[i].kind == NATIVE_MAP_SHARED &&
+		if ((maps[i].kind == NATIVE_MAP_SHARED ||
+		     maps[i].kind == NATIVE_MAP_XMAP) &&
 		    maps[i].off + maps[i].bytes > end)
 			end = maps[i].off + maps[i].bytes;
 	return rt_align8(end);

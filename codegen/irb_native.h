@@ -35,6 +35,12 @@ LLVMValueRef irb_native_callback_begin(struct irb *ir, const char *name,
 LLVMValueRef irb_native_map_define(struct irb *ir, const char *name,
 				   int bpf_type, size_t key_size,
 				   size_t value_size, uint32_t max_entries);
+/* irb_native_xmap.c: a map shared with kernel probes (codegen/cg_xmap.h):
+ * its word in the shared area; the table's address from it (null while
+ * ubt has not placed it) */
+LLVMValueRef irb_native_xmap_define(struct irb *ir, const char *name,
+				    uint32_t nslots);
+LLVMValueRef irb_native_xmap_table(struct irb *ir, LLVMValueRef map);
 LLVMValueRef irb_native_map_lookup(struct irb *ir, LLVMValueRef map,
 				   LLVMValueRef key);
 LLVMValueRef irb_native_map_update(struct irb *ir, LLVMValueRef map,

@@ -244,6 +244,7 @@ LLVMValueRef irb_native_map_lookup(struct irb *ir, LLVMValueRef map,
 					       RT_FN_HTAB_LOOKUP,
 				ir->ptr, args, 2);
 	case NATIVE_MAP_SHARED:
+	case NATIVE_MAP_XMAP:	/* cg_xmap.c, never a lookup */
 		break;
 	}
 	BUG("bad native map kind");

@@ -18,6 +18,8 @@ libubt_a_SOURCES += \
 	codegen/cg_stmt.c \
 	codegen/cg_util.c \
 	codegen/cg_watch.c \
+	codegen/cg_xmap.c \
+	codegen/cg_xmap.h \
 	codegen/irb.c \
 	codegen/irb_base.c \
 	codegen/irb.h \
@@ -27,6 +29,7 @@ libubt_a_SOURCES += \
 	codegen/irb_native_helper.c \
 	codegen/irb_native_map.c \
 	codegen/irb_native_stack.c \
+	codegen/irb_native_xmap.c \
 	codegen/irb_native_int.h \
 	codegen/irb_native.h \
 	codegen/native.c \

@@ -76,6 +76,9 @@ enum native_map_kind {
 	NATIVE_MAP_ARRAY,	/* nslots u64 buckets at off, key = bucket */
 	NATIVE_MAP_HTAB,	/* struct rt_htab at off */
 	NATIVE_MAP_SHARED,	/* struct rt_shtab at off, shared area */
+	NATIVE_MAP_XMAP,	/* u64 at off in the shared area: the target's
+				 * address of the table kernel probes share
+				 * (codegen/cg_xmap.h), written by ubt */
 };
 
 struct native_map {

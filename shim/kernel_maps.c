@@ -31,6 +31,7 @@
 #include "sema.h"
 #include "tracepoint.h"
 #include "util.h"
+#include "xmap.h"
 #include "kernel_int.h"
 
 /* ---- maps ---------------------------------------------------------- */
@@ -139,6 +140,16 @@ int kernel_map_read_kernel(struct kernel *k, int map, kernel_entry_fn fn,
 
 	if (fd < 0)
 		return -EBADF;
+	if (m->xmap) {	/* a table user-mode probes share (xmap.h) */
+		uint64_t bad = 0;
+
+		err = xmap_foreach(fd, m, fn, ctx, &bad);
+		if (bad)
+			fprintf(stderr, "WARNING: ignoring %llu slots of %s "
+				"that the target's probe code cannot have "
+				"written\n", (unsigned long long)bad, m->name);
+		return err;
+	}
 	next = xcalloc(1, m->key_size);
 	vals = xcalloc(ncpu, vsz);
 	acc = xcalloc(1, vsz);
@@ -169,6 +180,8 @@ int kernel_map_clear(struct kernel *k, int map)
 
 	if (fd < 0)
 		return -EBADF;
+	if (m->xmap)
+		return xmap_clear(fd, m, false);
 	key = xcalloc(1, m->key_size);
 	while (!bpf_map_get_next_key(fd, NULL, key))
 		if (bpf_map_delete_elem(fd, key))
@@ -187,6 +200,8 @@ int kernel_map_zero(struct kernel *k, int map)
 
 	if (fd < 0)
 		return -EBADF;
+	if (m->xmap)
+		return xmap_clear(fd, m, true);
 	next = xcalloc(1, m->key_size);
 	zero = xcalloc(ncpu, vsz);
 	while (!bpf_map_get_next_key(fd, key, next)) {

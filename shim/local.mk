@@ -45,6 +45,7 @@ libubt_a_SOURCES += \
 	shim/place_body.c \
 	shim/place_int.h \
 	shim/place_site.c \
+	shim/place_xmap.c \
 	shim/procstat.c \
 	shim/procstat.h \
 	shim/ptrace.c \
@@ -60,6 +61,7 @@ libubt_a_SOURCES += \
 	shim/run_int.h \
 	shim/run_maps.c \
 	shim/run_user.c \
+	shim/run_xmap.c \
 	shim/signals.c \
 	shim/signals.h \
 	shim/stack_sym.c \
@@ -78,4 +80,7 @@ libubt_a_SOURCES += \
 	shim/user_exec.c \
 	shim/user_inject.c \
 	shim/user_install.c \
-	shim/user_int.h
+	shim/user_int.h \
+	shim/user_xmap.c \
+	shim/xmap.c \
+	shim/xmap.h

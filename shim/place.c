@@ -33,6 +33,8 @@
  *     ordinary maps only ever used as @m[tid] stay in per-thread tables
  *     (no atomics), the others (among them every map iterated: a thread's
  *     table lacks the other threads' entries) go to the shared one.
+ *     An ordinary map place_xmap.c accepts is exempt: user-mode and kernel
+ *     probes share it in a table both sides map (codegen/cg_xmap.h).
  * Everything else runs in the kernel; --mode user makes a uprobe that
  * cannot run in user mode an error. -v and --dry-run print each probe's
  * decision and why.
@@ -87,7 +89,8 @@ const char *place_probe_name(struct compile *c, struct ast_node *p)
 static const char *place_map_conflict(struct compile *c,
 				      const struct run_decision *d, int i,
 				      const uint64_t *one_side,
-				      const bool *iterated)
+				      const bool *iterated,
+				      const char *const *xwhy)
 {
 	struct sema_program *sp = c->sema;
 
@@ -99,18 +102,23 @@ static const char *place_map_conflict(struct compile *c,
 		for (int j = 0; j < sp->nprobes && j < 64; j++)
 			if ((bits & (1ull << j)) && d[j].where != RUN_USER)
 				return arena_printf(
-					&c->arena, "map %s is also %s by %s",
+					&c->arena, "map %s is also %s by %s%s%s%s",
 					sp->maps[m]->name,
 					iterated[m] ? "iterated and used" :
 						      "used",
 					j == i ? "its kernel sites" :
-						 "a kernel probe");
+						 "a kernel probe",
+					place_xmap_note(xwhy, m) ?
+						"; not shared at user speed: " :
+						"",
+					place_xmap_note(xwhy, m) ?: "", "");
 	}
 	return NULL;
 }
 
 static void place_conflicts(struct compile *c, struct run_decision *d,
-			    const uint64_t *one_side, const bool *iterated)
+			    const uint64_t *one_side, const bool *iterated,
+			    const char *const *xwhy)
 {
 	int n = c->sema->nprobes;
 	bool changed = true;
@@ -122,7 +130,8 @@ static void place_conflicts(struct compile *c, struct run_decision *d,
 
 			if (d[i].where == RUN_KERNEL)
 				continue;
-			why = place_map_conflict(c, d, i, one_side, iterated);
+			why = place_map_conflict(c, d, i, one_side, iterated,
+						 xwhy);
 			if (why) {
 				place_all_kernel(&d[i], why);
 				changed = true;
@@ -166,6 +175,7 @@ int run_decide(struct compile *c, const struct run_opts *o,
 	struct place_scan s = { .c = c };
 	uint64_t *one_side, *use;
 	const char *proc_why = NULL;
+	const char **xwhy = place_xmap_scan(c);
 	int err = 0;
 
 	d = arena_alloc(&c->arena, (sp->nprobes + 1) * sizeof(*d));
@@ -225,13 +235,15 @@ int run_decide(struct compile *c, const struct run_opts *o,
 	use = place_side_use(c);
 	for (int i = 0; i < sp->nmaps; i++) {
 		one_side[i] = 0;
+		if (s.shared[i] && !xwhy[i])
+			continue;	/* both sides map its table */
 		if ((s.aggread[i] && sp->nprobes <= 64) || s.shared[i])
 			one_side[i] = sp->maps[i]->probes;
 		else if (s.aggiter[i] && sp->nprobes <= 64)
 			one_side[i] = use[i];
 	}
 	if (o->mode != MODE_KERNEL)
-		place_conflicts(c, d, one_side, s.aggiter);
+		place_conflicts(c, d, one_side, s.aggiter, xwhy);
 	for (struct ast_node *p = c->program->program.probes;
 	     p && o->mode == MODE_USER; p = p->next) {
 		const char *prov = p->probe.aps && p->probe.aps->ap.provider ?

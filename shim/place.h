@@ -22,6 +22,14 @@ bool place_agg_map(const struct sema_map *sm);
  */
 bool *place_thread_maps(struct compile *c);
 
+/*
+ * By sema map id: the ordinary maps that user-mode and kernel probes
+ * (decisions d) both use and that live in a table both sides map
+ * (codegen/cg_xmap.h, shim/place_xmap.c); in c->arena.
+ */
+struct run_decision;
+bool *place_xmap_maps(struct compile *c, const struct run_decision *d);
+
 /* "uprobe:/bin/x:f" of probe p, for -v and --dry-run; in c->arena. */
 const char *place_probe_name(struct compile *c, struct ast_node *p);
 

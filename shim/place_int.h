@@ -69,6 +69,17 @@ int place_scan_plain(struct ast_node *n, void *ctx);
 
 int place_scan_body(struct ast_node *n, void *ctx);
 
+/* place_xmap.c: by sema map id, NULL when the map may live in a table
+ * user-mode and kernel probes share (codegen/cg_xmap.h), else why not */
+const char **place_xmap_scan(struct compile *c);
+
+/* Why map m is not shared (for a message), NULL for an aggregation. */
+static inline const char *place_xmap_note(const char *const *xwhy, int m)
+{
+	return xwhy && xwhy[m] && strcmp(xwhy[m], "an aggregation") ?
+		       xwhy[m] : NULL;
+}
+
 uint64_t *place_side_use(struct compile *c);
 
 /* ---- where the probe's sites are (place_site.c) --------------------- */

@@ -159,14 +159,17 @@ static int run_combined(struct compile *c, const struct run_opts *o,
 {
 	struct run r = { .c = c, .o = o, .d = d, .pidfd = -1, .ev_block = -1,
 			.queued_block = -1 };
+	const bool *xmaps = place_xmap_maps(c, d);
 	struct cg_opts ko_cg = { .sz = sizeof(ko_cg), .want = run_want_kernel,
 				 .want_site = run_want_kernel_site,
 				 .want_ctx = &r,
-				 .user_agg_maps = run_user_agg_maps(c, d) };
+				 .user_agg_maps = run_user_agg_maps(c, d),
+				 .xmap_maps = xmaps };
 	struct cg_opts no_cg = { .sz = sizeof(no_cg), .want = run_want_user,
 				 .want_site = run_want_user_site,
 				 .want_ctx = &r,
-				 .native_thread_maps = place_thread_maps(c) };
+				 .native_thread_maps = place_thread_maps(c),
+				 .xmap_maps = xmaps };
 	struct cg_prog *dprogs = NULL;
 	struct exitwatch *xw = NULL;
 	struct kernel_opts ko;
@@ -204,6 +207,8 @@ static int run_combined(struct compile *c, const struct run_opts *o,
 		goto out;
 	run_check_events(r.kobj);
 	run_check_events(r.nobj);
+	if (o->verbose || o->dry_run)
+		run_xmap_note(r.kobj, stderr);
 	if (o->dump_bpf)
 		cg_dump_bpf(r.kobj, stdout);
 	if (o->dump_native)
@@ -270,7 +275,8 @@ static int run_combined(struct compile *c, const struct run_opts *o,
 	r.agg = xcalloc(r.kobj->nmaps + 1, sizeof(*r.agg));
 	kernel_set_map_hook(r.k, run_map_hook, &r);
 	kernel_set_globals(r.k, r.cpid);
-	err = run_user_install(&r, &nprobes, false);
+	err = run_xmap_place(&r);
+	err = err ?: run_user_install(&r, &nprobes, false);
 	if (err)
 		goto out;
 	if (user_install_exec_hook(r.u) && o->verbose)

@@ -183,4 +183,13 @@ bool run_target_exited(struct run *r);
 /* What user mode could not record, said once at exit. */
 void run_user_warnings(struct run *r);
 
+/* run_xmap.c: maps user-mode and kernel probes share (codegen/cg_xmap.h):
+ * -v's note, their tables placed in the target (after kernel_load(),
+ * before the sites), the updates they dropped (*bad: not believed) */
+void run_xmap_note(const struct cg_object *kobj, FILE *f);
+int run_xmap_place(struct run *r);
+uint64_t run_xmap_dropped(struct run *r, int map, bool *bad);
+/* ... and the updates that found no slot, said once at exit */
+void run_xmap_warnings(struct run *r);
+
 #endif

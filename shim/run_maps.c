@@ -238,6 +238,8 @@ int run_map_source(void *ctx, int map, kernel_entry_fn fn, void *fctx)
 						  &run_shtab_of(nm),
 						  run_entries_add, &e);
 			break;
+		case NATIVE_MAP_XMAP:	/* the kernel's map is the table */
+			break;
 		}
 	}
 	for (size_t i = 0; !err && i < e.n; i++)
@@ -353,6 +355,8 @@ void run_map_hook(void *ctx, int kind, int map, const void *key)
 				t.skip = (uint32_t)r->ev_block + 1;
 			memfd_htab_delete(m, &t, key);
 		}
+		break;
+	case NATIVE_MAP_XMAP:	/* never cleared, zeroed (place_xmap.c) */
 		break;
 	}
 }

@@ -425,6 +425,11 @@ static uint64_t run_user_map_full(struct run *r, int map)
 			bad = 1;
 			n = 0;
 		}
+	} else if (nm && nm->kind == NATIVE_MAP_XMAP) {
+		bool xbad = false;
+
+		n = run_xmap_dropped(r, map, &xbad);
+		bad = xbad;
 	}
 	if (bad)
 		fprintf(stderr, "WARNING: ignoring an implausible count of "
@@ -449,6 +454,7 @@ void run_user_warnings(struct run *r)
 			out_map_full(stderr, r->kobj->maps[i].name,
 				     r->kobj->maps[i].max_entries, full);
 	}
+	run_xmap_warnings(r);
 
 	if (n)
 		fprintf(stderr, "WARNING: %llu return probe hits were not "

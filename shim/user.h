@@ -99,6 +99,14 @@ int user_process_check(pid_t pid, char *reason, size_t len);
 int user_site_check_live(pid_t pid, const char *binary, const char *symbol,
 			 uint64_t offset, char *reason, size_t len);
 
+/*
+ * While the target is stopped: map the BPF array map_fd (bytes long, a
+ * table kernel probes share: codegen/cg_xmap.h) into it, read-write, and
+ * write its address at shared_off of the memfd's shared area, where
+ * native probe code finds it (user_xmap.c).  -errno, user_error() why.
+ */
+int user_xmap_add(struct ubt_user *u, int map_fd, uint64_t shared_off,
+		  uint64_t bytes);
 /* Install a probe while the target is stopped; -errno, user_error() why. */
 int user_install(struct ubt_user *u, const struct user_probe *p);
 /* Let the target run (ubt detaches from it until user_detach). */

@@ -382,6 +382,10 @@ void user_free(struct ubt_user *u)
 		return;
 	user_unboost(u);
 	user_comm_stop(u);
+	/* user_xmap.c's fds */
+	for (int i = 0; i < u->nxmaps; i++)
+		close(u->xmaps[i].fd);
+	free(u->xmaps);
 	pt_release(&u->pt);
 	memfd_release(&u->m);
 	free(u->sites);

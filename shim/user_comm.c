@@ -271,7 +271,7 @@ struct comm_msg {
 };
 
 /* Hand fd to the stopped target: its number there in *tfd. */
-static int user_comm_send(struct ubt_user *u, int fd, int64_t *tfd)
+int user_comm_send(struct ubt_user *u, int fd, int64_t *tfd)
 {
 	struct comm_msg *m = (struct comm_msg *)COMM_SCRATCH(u);
 	uint64_t t = COMM_SCRATCH_T(u);

@@ -157,6 +157,7 @@ int user_follow_exec(struct ubt_user *u)
 	err = err ?: user_place_runtime(u, NULL);
 	if (!err && u->comm_want)
 		user_comm_try(u);
+	err = err ?: user_xmap_place_all(u);
 	if (err) {
 		/* let it run unprobed rather than leave it stopped */
 		pt_detach(&u->pt);

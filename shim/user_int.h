@@ -115,6 +115,14 @@ struct ubt_user {
 	int cred_prog, cred_ev[USER_CRED_TPS];	/* likewise */
 	bool comm_placed;	/* the target maps the table: it is live */
 	char comm_why[256];	/* why it is not live */
+	/* user_xmap.c: tables shared with kernel probes (placed again
+	 * after an exec); user.c closes the fds */
+	struct user_xmap {
+		int fd;		/* ubt's duplicate of the map's fd */
+		uint64_t off;	/* the word in the shared area */
+		uint64_t len;	/* bytes mapped (pages) */
+	} *xmaps;
+	int nxmaps;
 	char err[512];
 };
 
@@ -214,6 +222,10 @@ void user_unboost(struct ubt_user *u);
 int user_comm_prepare(struct ubt_user *u);
 int user_comm_place(struct ubt_user *u);
 void user_comm_stop(struct ubt_user *u);
+/* Hand fd to the stopped target over a unix socket: its number there. */
+int user_comm_send(struct ubt_user *u, int fd, int64_t *tfd);
+/* user_xmap.c: map the shared tables again (a new image). */
+int user_xmap_place_all(struct ubt_user *u);
 void user_comm_try_prepare(struct ubt_user *u);
 void user_comm_try(struct ubt_user *u);
 

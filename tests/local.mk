@@ -305,6 +305,17 @@ tests_unit_kernel_SOURCES = tests/unit-kernel.c
 tests_unit_kernel_CFLAGS = $(AM_CFLAGS) -fno-reorder-blocks-and-partition
 tests_unit_kernel_LDADD = $(UBT_LIBS)
 
+# The tables user-mode and kernel probes share (codegen/cg_xmap.h) as ubt
+# reads them back (shim/xmap.c): only what probe code can have written.
+check_PROGRAMS += tests/unit-xmap
+TESTS += tests/unit-xmap
+tests_unit_xmap_SOURCES = \
+	tests/tap.c \
+	tests/tap.h \
+	tests/unit-xmap.c
+tests_unit_xmap_CPPFLAGS = $(AM_CPPFLAGS) $(LLVM_CPPFLAGS) $(LIBBPF_CFLAGS)
+tests_unit_xmap_LDADD = $(UBT_LIBS)
+
 # Parser fuzzer (tests/fuzz/, see tests/README.md): libFuzzer with clang.
 # `make fuzz` fuzzes for FUZZ_SECONDS inputs of up to 4 KiB, then for
 # FUZZ_LONG_SECONDS inputs of up to 1.1 MB grown from the long-token seeds;

@@ -320,10 +320,19 @@ def test_tid_maps():
     ok(k.returncode == 0 and strip(u.stdout) == strip(k.stdout),
        "maps keyed by tid print as in --mode kernel")
     r = ubt(["--dry-run", "-e", "BEGIN { @start[tid] = 1; } " + prog,
-             "-c", loop + " 2"])
+             "-c", loop + " 2"],
+            env=dict(os.environ, UBT_NO_XMAP="1"))
     ok(r.returncode == 0 and r.stderr.count(
-        "kernel (map @start is also used by a kernel probe)") == 2,
-       "a tid-keyed map used by a kernel probe keeps its probes there",
+        "kernel (map @start is also used by a kernel probe; not shared at "
+        "user speed: UBT_NO_XMAP is set)") == 2,
+       "a tid-keyed map used by a kernel probe keeps its probes there "
+       "(UBT_NO_XMAP)", repr(r.stderr))
+    r = ubt(["--dry-run", "-e", "BEGIN { @start[tid] = 1; } " + prog,
+             "-c", loop + " 2"])
+    ok(r.returncode == 0 and r.stderr.count("user mode (") == 2 and
+       "ubt: map @start is shared by user-mode and kernel probes at user "
+       "speed" in r.stderr,
+       "a tid-keyed map used by a kernel probe is shared at user speed",
        repr(r.stderr))
 
 
@@ -383,9 +392,18 @@ def test_shared_maps():
     r = ubt(["--dry-run", "--mode", "user", "-e",
              "BEGIN { @x = 1; } uprobe:%s:ubt_work { @y = @x; }" % thr,
              "-c", thr])
+    ok(r.returncode == 0 and re.search(
+        r"^ubt: map @x is shared by user-mode and kernel probes at user "
+        r"speed", r.stderr, re.M),
+       "an integer map a kernel probe also uses: shared, in user mode",
+       repr(r.stderr))
+    r = ubt(["--dry-run", "--mode", "user", "-e",
+             "BEGIN { @x = \"a\"; } uprobe:%s:ubt_work { @y = @x; }" % thr,
+             "-c", thr])
     ok(r.returncode == 1 and re.search(
         r"^ubt: cannot run uprobe:\S+:ubt_work in user mode: map @x is "
-        r"also used by a kernel probe$", r.stderr, re.M),
+        r"also used by a kernel probe; not shared at user speed: its value "
+        r"is not an integer$", r.stderr, re.M),
        "a map a kernel probe also uses: --mode user refuses, says why",
        repr(r.stderr))
 
