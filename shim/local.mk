@@ -64,6 +64,8 @@ libubt_a_SOURCES += \
 	shim/signals.h \
 	shim/stack_sym.c \
 	shim/stack_sym.h \
+	shim/sysw.c \
+	shim/sysw.h \
 	shim/tramp.c \
 	shim/tramp.h \
 	shim/tramp_inline.c \
@@ -78,4 +80,5 @@ libubt_a_SOURCES += \
 	shim/user_exec.c \
 	shim/user_inject.c \
 	shim/user_install.c \
+	shim/user_unbreak.c \
 	shim/user_int.h

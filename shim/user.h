@@ -61,6 +61,14 @@ struct user_probe {
  */
 int user_semaphore_add(struct ubt_user *u, uint64_t addr);
 
+/*
+ * System-wide (sysw.c), every thread stopped after user_install(): the
+ * kernel uprobe's int3 at addr, outside the jump written, replaced by
+ * the file's byte orig (the kernel counted the process's hits so far,
+ * user mode counts the rest).  1 replaced, 0 none there, -errno.
+ */
+int user_unbreak(struct ubt_user *u, uint64_t addr, uint8_t orig);
+
 /* Seize every thread of pid and place the runtime; NULL, err set, on error. */
 struct ubt_user *user_attach_pid(pid_t pid, const struct user_opts *o,
 			     char *err, size_t errlen);

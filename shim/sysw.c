@@ -1,0 +1,373 @@
+/*
+ * System-wide user mode (sysw.h): first-hit reports from the kernel, each
+ * process reported taken as -p takes one (user_attach_pid(), the sites of
+ * run_user.c), the fleet of processes the run loop reads.
+ */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <linux/perf_event.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+#include "guard.h"
+#include "owner.h"
+#include "run_int.h"
+#include "sysw.h"
+#include "user.h"
+#include "util.h"
+
+/* processes reported at once (one per process ever: a hash of tgids) */
+#define SYSW_MAX_PIDS 65536
+#define SYSW_RING_SIZE (64 * 1024)
+
+struct sysw {
+	int seen_fd, ring_fd, prog_fd;
+	struct ring_buffer *rb;
+	int *pfds;		/* one perf event per site */
+	int npfds;
+	int uprobe_type;
+	pid_t *todo;		/* reported, not handled yet */
+	int ntodo;
+	uint64_t ubt_start;	/* the ubt the user started (clock ticks) */
+	int failed;		/* sites whose report could not attach */
+};
+
+#define INSN(c, d, s, o, i)                                                 \
+	((struct bpf_insn){ .code = (c), .dst_reg = (d), .src_reg = (s),    \
+			    .off = (o), .imm = (i) })
+
+/*
+ * The report: the first hit of each process (tgid) puts it in the seen
+ * table (BPF_NOEXIST: one report however many threads race) and sends
+ * its tgid to ubt.  Its next hits find it there and return.
+ */
+static int sysw_load(struct sysw *s)
+{
+	struct bpf_insn in[] = {
+		INSN(BPF_JMP | BPF_CALL, 0, 0, 0, BPF_FUNC_get_current_pid_tgid),
+		INSN(BPF_ALU64 | BPF_RSH | BPF_K, BPF_REG_0, 0, 0, 32),
+		INSN(BPF_STX | BPF_MEM | BPF_W, BPF_REG_10, BPF_REG_0, -4, 0),
+		INSN(BPF_ST | BPF_MEM | BPF_W, BPF_REG_10, 0, -8, 0),
+		INSN(BPF_LD | BPF_DW | BPF_IMM, BPF_REG_1, BPF_PSEUDO_MAP_FD,
+		     0, s->seen_fd),
+		INSN(0, 0, 0, 0, 0),
+		INSN(BPF_ALU64 | BPF_MOV | BPF_X, BPF_REG_2, BPF_REG_10, 0, 0),
+		INSN(BPF_ALU64 | BPF_ADD | BPF_K, BPF_REG_2, 0, 0, -4),
+		INSN(BPF_ALU64 | BPF_MOV | BPF_X, BPF_REG_3, BPF_REG_10, 0, 0),
+		INSN(BPF_ALU64 | BPF_ADD | BPF_K, BPF_REG_3, 0, 0, -8),
+		INSN(BPF_ALU64 | BPF_MOV | BPF_K, BPF_REG_4, 0, 0, BPF_NOEXIST),
+		INSN(BPF_JMP | BPF_CALL, 0, 0, 0, BPF_FUNC_map_update_elem),
+		INSN(BPF_JMP | BPF_JNE | BPF_K, BPF_REG_0, 0, 7, 0),
+		INSN(BPF_LD | BPF_DW | BPF_IMM, BPF_REG_1, BPF_PSEUDO_MAP_FD,
+		     0, s->ring_fd),
+		INSN(0, 0, 0, 0, 0),
+		INSN(BPF_ALU64 | BPF_MOV | BPF_X, BPF_REG_2, BPF_REG_10, 0, 0),
+		INSN(BPF_ALU64 | BPF_ADD | BPF_K, BPF_REG_2, 0, 0, -4),
+		INSN(BPF_ALU64 | BPF_MOV | BPF_K, BPF_REG_3, 0, 0, 4),
+		INSN(BPF_ALU64 | BPF_MOV | BPF_K, BPF_REG_4, 0, 0, 0),
+		INSN(BPF_JMP | BPF_CALL, 0, 0, 0, BPF_FUNC_ringbuf_output),
+		INSN(BPF_ALU64 | BPF_MOV | BPF_K, BPF_REG_0, 0, 0, 0),
+		INSN(BPF_JMP | BPF_EXIT, 0, 0, 0, 0),
+	};
+
+	s->seen_fd = bpf_map_create(BPF_MAP_TYPE_HASH, "ubt_sysw_seen", 4, 4,
+				    SYSW_MAX_PIDS, NULL);
+	if (s->seen_fd < 0)
+		return -errno;
+	s->ring_fd = bpf_map_create(BPF_MAP_TYPE_RINGBUF, "ubt_sysw_ring", 0,
+				    0, SYSW_RING_SIZE, NULL);
+	if (s->ring_fd < 0)
+		return -errno;
+	in[4].imm = s->seen_fd;
+	in[13].imm = s->ring_fd;
+	s->prog_fd = bpf_prog_load(BPF_PROG_TYPE_KPROBE, "ubt_sysw", "GPL", in,
+				   sizeof(in) / sizeof(in[0]), NULL);
+	return s->prog_fd < 0 ? -errno : 0;
+}
+
+static int sysw_uprobe_type(void)
+{
+	FILE *f = fopen("/sys/bus/event_source/devices/uprobe/type", "re");
+	int t = -1;
+
+	if (!f)
+		return -errno;
+	if (fscanf(f, "%d", &t) != 1)
+		t = -EIO;
+	fclose(f);
+	return t;
+}
+
+/* The report on one site: a uprobe in every process (pid -1). */
+static void sysw_attach_site(const char *bin, uint64_t file_off, void *ctx)
+{
+	struct sysw *s = ctx;
+	struct perf_event_attr a = { .type = (uint32_t)s->uprobe_type,
+				     .size = sizeof(a), .sample_period = 1,
+				     .wakeup_events = 1 };
+	int fd;
+
+	a.config1 = (uint64_t)(uintptr_t)bin;	/* uprobe_path */
+	a.config2 = file_off;			/* probe_offset */
+	fd = syscall(SYS_perf_event_open, &a, -1, 0, -1, PERF_FLAG_FD_CLOEXEC);
+	if (fd >= 0 && (ioctl(fd, PERF_EVENT_IOC_SET_BPF, s->prog_fd) ||
+			ioctl(fd, PERF_EVENT_IOC_ENABLE, 0))) {
+		close(fd);
+		fd = -1;
+	}
+	if (fd < 0) {
+		s->failed++;
+		return;
+	}
+	s->pfds = xrealloc(s->pfds, (s->npfds + 1) * sizeof(*s->pfds));
+	s->pfds[s->npfds++] = fd;
+}
+
+static int sysw_reported(void *ctx, void *data, size_t len)
+{
+	struct sysw *s = ctx;
+	uint32_t pid;
+
+	if (len < sizeof(pid))
+		return 0;
+	memcpy(&pid, data, sizeof(pid));
+	if (!pid || pid > INT32_MAX)
+		return 0;
+	s->todo = xrealloc(s->todo, (s->ntodo + 1) * sizeof(*s->todo));
+	s->todo[s->ntodo++] = (pid_t)pid;
+	return 0;
+}
+
+int sysw_start(struct run *r)
+{
+	struct sysw *s = xcalloc(1, sizeof(*s));
+	int err;
+
+	s->seen_fd = s->ring_fd = s->prog_fd = -1;
+	r->sw = s;
+	/* the worker's parent: the ubt the user started (guard.c) */
+	s->ubt_start = owner_start_time(getppid());
+	s->uprobe_type = sysw_uprobe_type();
+	err = s->uprobe_type < 0 ? s->uprobe_type : sysw_load(s);
+	if (!err) {
+		s->rb = ring_buffer__new(s->ring_fd, sysw_reported, s, NULL);
+		if (!s->rb)
+			err = -errno ?: -ENOMEM;
+	}
+	if (err) {
+		fprintf(stderr, "ubt: system-wide user mode: cannot load the "
+			"first-hit report: %s; the probes run in the kernel\n",
+			strerror(-err));
+		return err;
+	}
+	run_user_sites(r, sysw_attach_site, s);
+	if (s->failed)
+		fprintf(stderr, "ubt: system-wide user mode: %d site(s) "
+			"report no process: they run in the kernel\n",
+			s->failed);
+	if (r->o->verbose)
+		fprintf(stderr, "ubt: system-wide user mode: processes are "
+			"taken at their first hit%s\n",
+			r->o->all_processes ? ", those already running too "
+					      "(--all-processes)" :
+					      " if they started after ubt");
+	return 0;
+}
+
+static const char *sysw_comm(pid_t pid, char *buf, size_t len)
+{
+	char path[64];
+	ssize_t n;
+	int fd;
+
+	snprintf(path, sizeof(path), "/proc/%d/comm", (int)pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	n = fd < 0 ? -1 : read(fd, buf, len - 1);
+	if (fd >= 0)
+		close(fd);
+	if (n <= 0)
+		n = 0;
+	buf[n] = 0;
+	buf[strcspn(buf, "\n")] = 0;
+	return buf;
+}
+
+struct sysw_unbreak {
+	struct run *r;
+	int err;
+	char why[PATH_MAX + 32];
+};
+
+/* A site's kernel int3 beside the jump (after an endbr64): out. */
+static void sysw_unbreak_site(const char *bin, uint64_t file_off, void *ctx)
+{
+	struct sysw_unbreak *ub = ctx;
+	uint64_t at;
+	uint8_t orig;
+	int fd, e;
+
+	if (ub->err || run_target_addr(user_pid(ub->r->u), bin, file_off, &at))
+		return;
+	fd = open(bin, O_RDONLY | O_CLOEXEC);
+	if (fd < 0 || pread(fd, &orig, 1, (off_t)file_off) != 1) {
+		ub->err = -EIO;
+		snprintf(ub->why, sizeof(ub->why), "cannot read %s", bin);
+	} else {
+		e = user_unbreak(ub->r->u, at, orig);
+		if (e < 0)
+			ub->err = e;
+	}
+	if (fd >= 0)
+		close(fd);
+}
+
+/* Forget the last process of the fleet (nothing ran in it yet). */
+static void sysw_drop_last(struct run *r)
+{
+	struct ubt_user *u = r->fleet[--r->nfleet];
+
+	user_detach(u);
+	user_free(u);
+}
+
+/*
+ * Take pid: attach as -p, place the tables and the sites, let it run.
+ * Whatever fails, the process runs on with its probes in the kernel.
+ */
+static void sysw_take(struct run *r, pid_t pid)
+{
+	struct user_opts uo;
+	char err[512], comm[32];
+	uint64_t start = owner_start_time(pid), t0 = mono_ns();
+	struct ubt_user *u;
+	int n = 0, e;
+
+	sysw_comm(pid, comm, sizeof(comm));
+	if (!start || pid == getpid() || pid == getppid())
+		return;
+	if (start < r->sw->ubt_start && !r->o->all_processes) {
+		if (r->o->verbose)
+			fprintf(stderr, "ubt: pid %d (%s) was running before "
+				"ubt: its probes stay in the kernel "
+				"(--all-processes takes it)\n", (int)pid, comm);
+		return;
+	}
+	if (user_process_check(pid, err, sizeof(err))) {
+		if (r->o->verbose)
+			fprintf(stderr, "ubt: pid %d (%s): its probes stay in "
+				"the kernel: %s\n", (int)pid, comm, err);
+		return;
+	}
+	run_user_opts(r, &uo);
+	u = user_attach_pid(pid, &uo, err, sizeof(err));
+	if (!u) {
+		if (r->o->verbose)
+			fprintf(stderr, "ubt: pid %d (%s): its probes stay in "
+				"the kernel: %s\n", (int)pid, comm, err);
+		return;
+	}
+	/* the guard restores it if this process dies */
+	guard_target(pid);
+	run_fleet_add(r, u);
+	r->u = u;
+	r->ubase = (uint32_t)(r->nfleet - 1) * run_fleet_stride(r);
+	e = run_user_prepare(r);
+	e = e ?: run_user_install(r, &n, true);
+	if (!e && !n)
+		e = -ENOENT;
+	if (!e) {
+		struct sysw_unbreak ub = { .r = r };
+
+		run_user_sites(r, sysw_unbreak_site, &ub);
+		e = ub.err;
+		if (e && r->o->verbose)
+			fprintf(stderr, "ubt: pid %d (%s): its probes stay in "
+				"the kernel: %s\n", (int)pid, comm,
+				ub.why[0] ? ub.why : user_error(u));
+		if (e) {
+			sysw_drop_last(r);
+			return;
+		}
+	}
+	if (e) {
+		if (r->o->verbose)
+			fprintf(stderr, "ubt: pid %d (%s): its probes stay in "
+				"the kernel: %s\n", (int)pid, comm,
+				e == -ENOENT ? "no site to patch" :
+					       user_error(u));
+		sysw_drop_last(r);
+		return;
+	}
+	if (user_install_exec_hook(u) && r->o->verbose)
+		fprintf(stderr, "ubt: pid %d: execve() is not followed: %s\n",
+			(int)pid, user_error(u));
+	user_clock_tick(u);
+	if (user_resume(u)) {
+		fprintf(stderr, "ubt: pid %d (%s): cannot resume: %s\n",
+			(int)pid, comm, user_error(u));
+		return;
+	}
+	if (r->o->verbose)
+		fprintf(stderr, "ubt: pid %d (%s) taken: %d probe(s) in user "
+			"mode (%.3f ms, stopped %.3f ms)\n", (int)pid, comm, n,
+			(mono_ns() - t0) / 1e6, user_stop_ns(u) / 1e6);
+}
+
+void sysw_poll(struct run *r)
+{
+	struct sysw *s = r->sw;
+
+	if (!s)
+		return;
+	run_for_each_user(r, i) {
+		if (user_exec_pending(r->u))
+			run_follow_exec(r);
+		user_clock_tick(r->u);
+	}
+	if (!s->rb)
+		return;
+	ring_buffer__consume(s->rb);
+	for (int i = 0; i < s->ntodo && !signals_stopping(); i++)
+		sysw_take(r, s->todo[i]);
+	s->ntodo = 0;
+}
+
+void sysw_stop(struct run *r)
+{
+	struct sysw *s = r->sw;
+
+	/* the reports first: nothing is taken any more */
+	for (int i = 0; s && i < s->npfds; i++)
+		close(s->pfds[i]);
+	run_for_each_user(r, i) {
+		if (user_detach(r->u))
+			fprintf(stderr, "ubt: detach from pid %d: %s\n",
+				(int)user_pid(r->u), user_error(r->u));
+	}
+	for (int i = 0; i < r->nfleet; i++)
+		user_free(r->fleet[i]);
+	r->nfleet = 0;
+	r->u = NULL;
+	if (!s)
+		return;
+	ring_buffer__free(s->rb);
+	if (s->prog_fd >= 0)
+		close(s->prog_fd);
+	if (s->ring_fd >= 0)
+		close(s->ring_fd);
+	if (s->seen_fd >= 0)
+		close(s->seen_fd);
+	free(s->pfds);
+	free(s->todo);
+	free(s);
+	r->sw = NULL;
+}

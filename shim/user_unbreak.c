@@ -1,0 +1,27 @@
+/*
+ * System-wide user mode (sysw.c): the kernel's breakpoint on a site that
+ * a process now runs in user mode, taken out of that process.
+ */
+#include <errno.h>
+#include <stdint.h>
+#include "ptrace.h"
+#include "user.h"
+#include "user_int.h"
+
+int user_unbreak(struct ubt_user *u, uint64_t addr, uint8_t orig)
+{
+	uint8_t b;
+
+	if (u->released || u->resumed)
+		return user_err(u, -EINVAL, "not stopped");
+	if (pt_read(&u->pt, addr, &b, 1))
+		return user_err(u, -EIO, "read the code at %#llx",
+				(unsigned long long)addr);
+	/* the jump covers it (ours), or no kernel breakpoint is there */
+	if (b != 0xcc || orig == 0xcc)
+		return 0;
+	if (pt_write(&u->pt, addr, &orig, 1))
+		return user_err(u, -EIO, "write the code at %#llx",
+				(unsigned long long)addr);
+	return 1;
+}
