@@ -268,6 +268,7 @@ static void sysw_take(struct run *r, pid_t pid)
 		return;
 	}
 	run_user_opts(r, &uo);
+	uo.children = true;
 	u = user_attach_pid(pid, &uo, err, sizeof(err));
 	if (!u) {
 		if (r->o->verbose)

@@ -34,6 +34,8 @@ struct user_opts {
 	bool task;		/* probes read comm, uid or gid: keep the
 				 * threads' names and credentials up to date
 				 * (user_comm.c) */
+	bool children;		/* record in children it forks (as -c's;
+				 * system-wide: every process is traced) */
 };
 
 enum user_probe_kind {
