@@ -38,6 +38,7 @@ struct sysw {
 	pid_t *todo;		/* reported, not handled yet */
 	int ntodo;
 	uint64_t ubt_start;	/* the ubt the user started (clock ticks) */
+	pid_t ubt_pid;		/* and its pid */
 	int failed;		/* sites whose report could not attach */
 };
 
@@ -155,7 +156,8 @@ int sysw_start(struct run *r)
 	s->seen_fd = s->ring_fd = s->prog_fd = -1;
 	r->sw = s;
 	/* the worker's parent: the ubt the user started (guard.c) */
-	s->ubt_start = owner_start_time(getppid());
+	s->ubt_pid = getppid();
+	s->ubt_start = owner_start_time(s->ubt_pid);
 	s->uprobe_type = sysw_uprobe_type();
 	err = s->uprobe_type < 0 ? s->uprobe_type : sysw_load(s);
 	if (!err) {
@@ -230,6 +232,18 @@ static void sysw_unbreak_site(const char *bin, uint64_t file_off, void *ctx)
 		close(fd);
 }
 
+/*
+ * Was pid running before ubt started?  Start times count clock ticks (10
+ * ms): within the tick of ubt's own start, pids taken later are higher
+ * (until they wrap around).
+ */
+static bool sysw_before(const struct sysw *s, pid_t pid, uint64_t start)
+{
+	if (start != s->ubt_start)
+		return start < s->ubt_start;
+	return pid < s->ubt_pid;
+}
+
 /* Forget the last process of the fleet (nothing ran in it yet). */
 static void sysw_drop_last(struct run *r)
 {
@@ -254,7 +268,7 @@ static void sysw_take(struct run *r, pid_t pid)
 	sysw_comm(pid, comm, sizeof(comm));
 	if (!start || pid == getpid() || pid == getppid())
 		return;
-	if (start < r->sw->ubt_start && !r->o->all_processes) {
+	if (sysw_before(r->sw, pid, start) && !r->o->all_processes) {
 		if (r->o->verbose)
 			fprintf(stderr, "ubt: pid %d (%s) was running before "
 				"ubt: its probes stay in the kernel "
