@@ -181,6 +181,7 @@ TESTS += \
 	tests/user/corrupt.sh \
 	tests/user/kill-stress.py \
 	tests/user/share.py \
+	tests/user/syswide-kill.py \
 	tests/user/test-user \
 	tests/user/unit-aggiter \
 	tests/user/unit-corrupt \
@@ -196,6 +197,7 @@ EXTRA_DIST += \
 	tests/user/kill-stress.py \
 	tests/user/procmem.py \
 	tests/user/share.py \
+	tests/user/syswide-kill.py \
 	tests/user/unwind-detach.py \
 	tests/user/unwind.sh \
 	tests/user/unwind.test
