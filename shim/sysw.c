@@ -40,6 +40,7 @@ struct sysw {
 	uint64_t ubt_start;	/* the ubt the user started (clock ticks) */
 	pid_t ubt_pid;		/* and its pid */
 	int failed;		/* sites whose report could not attach */
+	int why;		/* the first one's errno */
 };
 
 #define INSN(c, d, s, o, i)                                                 \
@@ -109,7 +110,8 @@ static int sysw_uprobe_type(void)
 }
 
 /* The report on one site: a uprobe in every process (pid -1). */
-static void sysw_attach_site(const char *bin, uint64_t file_off, void *ctx)
+static void sysw_attach_site(const char *bin, uint64_t file_off,
+			     uint64_t sem_off, void *ctx)
 {
 	struct sysw *s = ctx;
 	struct perf_event_attr a = { .type = (uint32_t)s->uprobe_type,
@@ -119,6 +121,9 @@ static void sysw_attach_site(const char *bin, uint64_t file_off, void *ctx)
 
 	a.config1 = (uint64_t)(uintptr_t)bin;	/* uprobe_path */
 	a.config2 = file_off;			/* probe_offset */
+	/* a USDT semaphore: as the kernel's probe there has it (one
+	 * reference counter per site, else EINVAL) */
+	a.config = sem_off << 32;	/* PERF_UPROBE_REF_CTR_OFFSET_SHIFT */
 	fd = syscall(SYS_perf_event_open, &a, -1, 0, -1, PERF_FLAG_FD_CLOEXEC);
 	if (fd >= 0 && (ioctl(fd, PERF_EVENT_IOC_SET_BPF, s->prog_fd) ||
 			ioctl(fd, PERF_EVENT_IOC_ENABLE, 0))) {
@@ -126,7 +131,8 @@ static void sysw_attach_site(const char *bin, uint64_t file_off, void *ctx)
 		fd = -1;
 	}
 	if (fd < 0) {
-		s->failed++;
+		if (!s->failed++)
+			s->why = errno;
 		return;
 	}
 	s->pfds = xrealloc(s->pfds, (s->npfds + 1) * sizeof(*s->pfds));
@@ -174,8 +180,8 @@ int sysw_start(struct run *r)
 	run_user_sites(r, sysw_attach_site, s);
 	if (s->failed)
 		fprintf(stderr, "ubt: system-wide user mode: %d site(s) "
-			"report no process: they run in the kernel\n",
-			s->failed);
+			"report no process (perf_event_open: %s): they run in "
+			"the kernel\n", s->failed, strerror(s->why));
 	if (r->o->verbose)
 		fprintf(stderr, "ubt: system-wide user mode: processes are "
 			"taken at their first hit%s\n",
@@ -210,13 +216,15 @@ struct sysw_unbreak {
 };
 
 /* A site's kernel int3 beside the jump (after an endbr64): out. */
-static void sysw_unbreak_site(const char *bin, uint64_t file_off, void *ctx)
+static void sysw_unbreak_site(const char *bin, uint64_t file_off,
+			      uint64_t sem_off, void *ctx)
 {
 	struct sysw_unbreak *ub = ctx;
 	uint64_t at;
 	uint8_t orig;
 	int fd, e;
 
+	(void)sem_off;
 	if (ub->err || run_target_addr(user_pid(ub->r->u), bin, file_off, &at))
 		return;
 	fd = open(bin, O_RDONLY | O_CLOEXEC);
