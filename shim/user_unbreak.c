@@ -14,6 +14,12 @@ int user_unbreak(struct ubt_user *u, uint64_t addr, uint8_t orig)
 
 	if (u->released || u->resumed)
 		return user_err(u, -EINVAL, "not stopped");
+	/* inside a window of ours: the jump's bytes, or the int3s that pad
+	 * it (never run); its restore puts the file's bytes back */
+	for (int i = 0; i < u->nsites; i++)
+		if (u->sites[i].installed && addr >= u->sites[i].s.addr &&
+		    addr - u->sites[i].s.addr < u->sites[i].s.len)
+			return 0;
 	if (pt_read(&u->pt, addr, &b, 1))
 		return user_err(u, -EIO, "read the code at %#llx",
 				(unsigned long long)addr);
