@@ -80,5 +80,5 @@ libubt_a_SOURCES += \
 	shim/user_exec.c \
 	shim/user_inject.c \
 	shim/user_install.c \
-	shim/user_unbreak.c \
-	shim/user_int.h
+	shim/user_int.h \
+	shim/user_sysw.c

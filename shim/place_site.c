@@ -258,6 +258,17 @@ const char *place_sites(struct compile *c, const struct run_opts *o,
 		place_all_kernel(d, whole ?: "no -p or -c process to run in");
 		return d->why;
 	}
+	/* system-wide: only with a runtime every process may load */
+	if (!o->pid && !o->cmd) {
+		char why[256];
+
+		if (user_runtime_check(o->runtime_path, why, sizeof(why))) {
+			place_all_kernel(d, arena_printf(&c->arena,
+							 "system-wide: %s",
+							 why));
+			return d->why;
+		}
+	}
 	d->sarg = (p->probe.pred && place_find_sarg(p->probe.pred, NULL)) ||
 		  (p->probe.body && place_find_sarg(p->probe.body, NULL));
 	for (struct ast_node *ap = p->probe.aps; ap; ap = ap->next) {

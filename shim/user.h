@@ -70,6 +70,11 @@ int user_semaphore_add(struct ubt_user *u, uint64_t addr);
  * user mode counts the rest).  1 replaced, 0 none there, -errno.
  */
 int user_unbreak(struct ubt_user *u, uint64_t addr, uint8_t orig);
+/*
+ * Is there a runtime to load (runtime_path, NULL: the default), checked
+ * as rtpath.h says?  0, or -errno with why.
+ */
+int user_runtime_check(const char *runtime_path, char *why, size_t len);
 
 /* Seize every thread of pid and place the runtime; NULL, err set, on error. */
 struct ubt_user *user_attach_pid(pid_t pid, const struct user_opts *o,

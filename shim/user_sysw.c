@@ -1,8 +1,10 @@
 /*
- * System-wide user mode (sysw.c): the kernel's breakpoint on a site that
+ * The user side's part in system-wide user mode (sysw.c): can any
+ * process take the runtime at all; the kernel's breakpoint on a site that
  * a process now runs in user mode, taken out of that process.
  */
 #include <errno.h>
+#include <limits.h>
 #include <stdint.h>
 #include "ptrace.h"
 #include "user.h"
@@ -30,4 +32,12 @@ int user_unbreak(struct ubt_user *u, uint64_t addr, uint8_t orig)
 		return user_err(u, -EIO, "write the code at %#llx",
 				(unsigned long long)addr);
 	return 1;
+}
+
+int user_runtime_check(const char *runtime_path, char *why, size_t len)
+{
+	struct user_opts o = { .sz = sizeof(o), .runtime_path = runtime_path };
+	char path[PATH_MAX];
+
+	return user_runtime_path(&o, path, sizeof(path), why, len);
 }
