@@ -39,6 +39,13 @@ struct sysw {
 	int ntodo;
 	uint64_t ubt_start;	/* the ubt the user started (clock ticks) */
 	pid_t ubt_pid;		/* and its pid */
+	/* every process reported (in the seen table), by start time: a
+	 * pid whose process is gone leaves the table, so that a new
+	 * process with that pid reports again */
+	pid_t *known;
+	uint64_t *kstart;
+	int nknown;
+	uint64_t swept;		/* mono_ns() of the last sweep */
 	int failed;		/* sites whose report could not attach */
 	int why;		/* the first one's errno */
 };
@@ -274,6 +281,12 @@ static void sysw_take(struct run *r, pid_t pid)
 	int n = 0, e;
 
 	sysw_comm(pid, comm, sizeof(comm));
+	r->sw->known = xrealloc(r->sw->known,
+				(r->sw->nknown + 1) * sizeof(*r->sw->known));
+	r->sw->kstart = xrealloc(r->sw->kstart, (r->sw->nknown + 1) *
+							sizeof(*r->sw->kstart));
+	r->sw->known[r->sw->nknown] = pid;
+	r->sw->kstart[r->sw->nknown++] = start;
 	if (!start || pid == getpid() || pid == getppid())
 		return;
 	if (sysw_before(r->sw, pid, start) && !r->o->all_processes) {
@@ -345,6 +358,25 @@ static void sysw_take(struct run *r, pid_t pid)
 			(mono_ns() - t0) / 1e6, user_stop_ns(u) / 1e6);
 }
 
+/* Processes reported that are gone: out of the seen table. */
+static void sysw_sweep(struct sysw *s)
+{
+	int n = 0;
+
+	for (int i = 0; i < s->nknown; i++) {
+		uint32_t key = (uint32_t)s->known[i];
+
+		if (owner_start_time(s->known[i]) == s->kstart[i]) {
+			s->known[n] = s->known[i];
+			s->kstart[n++] = s->kstart[i];
+		} else {
+			bpf_map_delete_elem(s->seen_fd, &key);
+		}
+	}
+	s->nknown = n;
+	s->swept = mono_ns();
+}
+
 void sysw_poll(struct run *r)
 {
 	struct sysw *s = r->sw;
@@ -358,6 +390,8 @@ void sysw_poll(struct run *r)
 	}
 	if (!s->rb)
 		return;
+	if (mono_ns() - s->swept > 1000000000ull)
+		sysw_sweep(s);
 	ring_buffer__consume(s->rb);
 	for (int i = 0; i < s->ntodo && !signals_stopping(); i++)
 		sysw_take(r, s->todo[i]);
@@ -391,6 +425,8 @@ void sysw_stop(struct run *r)
 		close(s->seen_fd);
 	free(s->pfds);
 	free(s->todo);
+	free(s->known);
+	free(s->kstart);
 	free(s);
 	r->sw = NULL;
 }
