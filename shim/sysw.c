@@ -259,13 +259,69 @@ static bool sysw_before(const struct sysw *s, pid_t pid, uint64_t start)
 	return pid < s->ubt_pid;
 }
 
-/* Forget the last process of the fleet (nothing ran in it yet). */
-static void sysw_drop_last(struct run *r)
+/* The kernel's breakpoints in a process before it is taken. */
+struct sysw_breaks {
+	pid_t pid;
+	uint64_t *at;
+	int n;
+};
+
+static void sysw_break_site(const char *bin, uint64_t file_off,
+			    uint64_t sem_off, void *ctx)
+{
+	struct sysw_breaks *b = ctx;
+	char path[64];
+	uint64_t at;
+	uint8_t c = 0;
+	int fd;
+
+	(void)sem_off;
+	if (run_target_addr(b->pid, bin, file_off, &at))
+		return;
+	snprintf(path, sizeof(path), "/proc/%d/mem", (int)b->pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd >= 0 && pread(fd, &c, 1, (off_t)at) == 1 && c == 0xcc) {
+		b->at = xrealloc(b->at, (b->n + 1) * sizeof(*b->at));
+		b->at[b->n++] = at;
+	}
+	if (fd >= 0)
+		close(fd);
+}
+
+/*
+ * A process given up after its sites were written: the detach put the
+ * file's bytes back, where the kernel had its int3s; put them back (the
+ * kernel's probes are still registered, and find their site by file and
+ * offset: the process counts in the kernel again).  One byte, the first
+ * of an instruction, as the kernel writes it.
+ */
+static void sysw_rebreak(const struct sysw_breaks *b)
+{
+	char path[64];
+	uint8_t cc = 0xcc, c;
+	int fd;
+
+	snprintf(path, sizeof(path), "/proc/%d/mem", (int)b->pid);
+	fd = open(path, O_RDWR | O_CLOEXEC);
+	for (int i = 0; fd >= 0 && i < b->n; i++)
+		if (pread(fd, &c, 1, (off_t)b->at[i]) == 1 && c != 0xcc &&
+		    pwrite(fd, &cc, 1, (off_t)b->at[i]) != 1)
+			break;
+	if (fd >= 0)
+		close(fd);
+}
+
+/*
+ * Forget the last process of the fleet (no user-mode probe ran in it
+ * yet), its kernel breakpoints as they were.
+ */
+static void sysw_drop_last(struct run *r, const struct sysw_breaks *b)
 {
 	struct ubt_user *u = r->fleet[--r->nfleet];
 
 	user_detach(u);
 	user_free(u);
+	sysw_rebreak(b);
 }
 
 /*
@@ -274,8 +330,11 @@ static void sysw_drop_last(struct run *r)
  */
 static void sysw_take(struct run *r, pid_t pid)
 {
+	struct sysw_breaks b = { .pid = pid };
+	struct sysw_unbreak ub = { .r = r };
 	struct user_opts uo;
 	char err[512], comm[32];
+	const char *why;
 	uint64_t start = owner_start_time(pid), t0 = mono_ns();
 	struct ubt_user *u;
 	int n = 0, e;
@@ -316,33 +375,28 @@ static void sysw_take(struct run *r, pid_t pid)
 	run_fleet_add(r, u);
 	r->u = u;
 	r->ubase = (uint32_t)(r->nfleet - 1) * run_fleet_stride(r);
+	run_user_sites(r, sysw_break_site, &b);
 	e = run_user_prepare(r);
 	e = e ?: run_user_install(r, &n, true);
-	if (!e && !n)
+	why = e ? user_error(u) : NULL;
+	if (!e && !n) {
 		e = -ENOENT;
+		why = "no site to patch";
+	}
 	if (!e) {
-		struct sysw_unbreak ub = { .r = r };
-
 		run_user_sites(r, sysw_unbreak_site, &ub);
 		e = ub.err;
-		if (e && r->o->verbose)
-			fprintf(stderr, "ubt: pid %d (%s): its probes stay in "
-				"the kernel: %s\n", (int)pid, comm,
-				ub.why[0] ? ub.why : user_error(u));
-		if (e) {
-			sysw_drop_last(r);
-			return;
-		}
+		why = ub.why[0] ? ub.why : user_error(u);
 	}
 	if (e) {
 		if (r->o->verbose)
 			fprintf(stderr, "ubt: pid %d (%s): its probes stay in "
-				"the kernel: %s\n", (int)pid, comm,
-				e == -ENOENT ? "no site to patch" :
-					       user_error(u));
-		sysw_drop_last(r);
+				"the kernel: %s\n", (int)pid, comm, why);
+		sysw_drop_last(r, &b);
+		free(b.at);
 		return;
 	}
+	free(b.at);
 	if (user_install_exec_hook(u) && r->o->verbose)
 		fprintf(stderr, "ubt: pid %d: execve() is not followed: %s\n",
 			(int)pid, user_error(u));
