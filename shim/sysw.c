@@ -28,6 +28,11 @@
 /* processes reported at once (one per process ever: a hash of tgids) */
 #define SYSW_MAX_PIDS 65536
 #define SYSW_RING_SIZE (64 * 1024)
+/*
+ * Processes taken at most: each keeps its memfd (a descriptor and a
+ * mapping) until the end of the run, for its data; past that the kernel.
+ */
+#define SYSW_MAX_TAKEN 256
 
 struct sysw {
 	int seen_fd, ring_fd, prog_fd;
@@ -355,6 +360,13 @@ static void sysw_take(struct run *r, pid_t pid)
 				"(--all-processes takes it)\n", (int)pid, comm);
 		return;
 	}
+	if (r->nfleet >= SYSW_MAX_TAKEN) {
+		if (r->o->verbose)
+			fprintf(stderr, "ubt: pid %d (%s): its probes stay in "
+				"the kernel: %d processes taken already\n",
+				(int)pid, comm, SYSW_MAX_TAKEN);
+		return;
+	}
 	if (user_process_check(pid, err, sizeof(err))) {
 		if (r->o->verbose)
 			fprintf(stderr, "ubt: pid %d (%s): its probes stay in "
@@ -463,6 +475,10 @@ void sysw_stop(struct run *r)
 		if (user_detach(r->u))
 			fprintf(stderr, "ubt: detach from pid %d: %s\n",
 				(int)user_pid(r->u), user_error(r->u));
+		else if (r->o->verbose && user_children(r->u))
+			fprintf(stderr, "ubt: pid %d: %d child(ren) it forked "
+				"recorded in user mode too\n",
+				(int)user_pid(r->u), user_children(r->u));
 	}
 	for (int i = 0; i < r->nfleet; i++)
 		user_free(r->fleet[i]);
