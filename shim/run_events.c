@@ -329,8 +329,11 @@ int run_merge_round(struct run *r, bool all)
 /* Write one u64 of the globals into the template and every block. */
 void run_set_global(struct run *r, uint64_t off, uint64_t v)
 {
+	struct run_user_cursor keep = run_user_keep(r);
+
 	run_for_each_user(r, i)
 		run_set_global_one(r, off, v);
+	run_user_back(r, keep);
 }
 
 void run_set_global_one(struct run *r, uint64_t off, uint64_t v)

@@ -125,6 +125,19 @@ struct run {
 	      (r)->ubase = (uint32_t)i * run_fleet_stride(r), 1);           \
 	     i++)
 
+/*
+ * What may run inside a run_for_each_user() loop (a map read or hook from
+ * an event being printed) keeps the caller's r->u and r->ubase.
+ */
+struct run_user_cursor {
+	struct ubt_user *u;
+	uint32_t ubase;
+};
+
+#define run_user_keep(r)                                                    \
+	((struct run_user_cursor){ .u = (r)->u, .ubase = (r)->ubase })
+#define run_user_back(r, c) ((r)->u = (c).u, (r)->ubase = (c).ubase)
+
 /* Add u to the fleet (the -p/-c process, or one taken system-wide). */
 void run_fleet_add(struct run *r, struct ubt_user *u);
 

@@ -222,6 +222,7 @@ int run_map_source(void *ctx, int map, kernel_entry_fn fn, void *fctx)
 				 .vsz = rt_align8(m->value_size) };
 	struct run_block_read b = { .e = &e, .nm = nm,
 				    .a = r->agg ? &r->agg[map] : NULL };
+	struct run_user_cursor keep = run_user_keep(r);
 	uint64_t zero[64] = { 0 };
 	int err;
 
@@ -252,6 +253,7 @@ int run_map_source(void *ctx, int map, kernel_entry_fn fn, void *fctx)
 		run_for_each_user(r, i)
 			err = err ?: run_map_source_tab(r, nm, &e);
 	}
+	run_user_back(r, keep);
 	for (size_t i = 0; !err && i < e.n; i++)
 		err = fn(e.keys + i * e.ksz, e.vals + i * e.vsz, fctx);
 	free(e.keys);
@@ -373,8 +375,11 @@ void run_map_hook(void *ctx, int kind, int map, const void *key)
 {
 	struct run *r = ctx;
 
+	struct run_user_cursor keep = run_user_keep(r);
+
 	if (map < 0 || map >= r->kobj->nmaps || !run_native_map(r, map))
 		return;
 	run_for_each_user(r, i)
 		run_map_hook_one(r, kind, map, key);
+	run_user_back(r, keep);
 }
