@@ -370,6 +370,10 @@ int cli_parse(struct cli_opts *o, int argc, char **argv, FILE *err)
 
 	if (o->cmd && o->pid)
 		return cli_error(err, "cannot use both -c and -p");
+	/* processes already running: only system-wide probes take them */
+	if (o->all_processes && (o->cmd || o->pid))
+		return cli_error(err, "cannot use --all-processes with %s",
+				 o->cmd ? "-c" : "-p");
 	if (o->parse_only) {
 		unsigned later = o->debug & ~(unsigned)DEBUG_AST;
 

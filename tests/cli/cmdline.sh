@@ -109,6 +109,8 @@ bad_pid "-p negative" "pid '-5' is not a valid decimal number" -- -p -5 -e "$PRO
 bad_pid "-p too large" "pid '99999999999' out of valid pid range [1,4194304]" -- -p 99999999999 -e "$PROG"
 bad_pid "-p above any pid_max" "pid '5000000' out of valid pid range [1,4194304]" -- -p 5000000 -e "$PROG"
 usage "-c and -p" "cannot use both -c and -p" -- -c true -p 1 -e "$PROG"
+usage "--all-processes and -p" "cannot use --all-processes with -p" -- --all-processes -p 1 -e "$PROG"
+usage "--all-processes and -c" "cannot use --all-processes with -c" -- --all-processes -c true -e "$PROG"
 usage "-c empty" "invalid command for -c: empty" -- -c '' -e "$PROG"
 usage "-o empty" "invalid output file for -o: empty" -- -o '' -e "$PROG"
 usage "-e twice" "cannot use -e more than once" -- -e "$PROG" -e "$PROG"
