@@ -376,6 +376,9 @@ void run_follow_exec(struct run *r)
 		return;
 	if (err > 0) {
 		err = run_user_install(r, &n, true);
+		/* system-wide: the new image has the kernel's int3s too */
+		if (!err && r->sysw)
+			err = sysw_installed(r);
 		if (user_install_exec_hook(r->u) && r->o->verbose)
 			fprintf(stderr, "ubt: execve() is not followed: %s\n",
 				user_error(r->u));

@@ -252,6 +252,14 @@ static void sysw_unbreak_site(const char *bin, uint64_t file_off,
 		close(fd);
 }
 
+int sysw_installed(struct run *r)
+{
+	struct sysw_unbreak ub = { .r = r };
+
+	run_user_sites(r, sysw_unbreak_site, &ub);
+	return ub.err;
+}
+
 /*
  * Was pid running before ubt started?  Start times count clock ticks (10
  * ms): within the tick of ubt's own start, pids taken later are higher

@@ -38,7 +38,7 @@ signalled() {
 	rm -f "$out"
 }
 
-echo 1..31
+echo 1..32
 check "$t/ubt-alt"
 check "$t/ubt-alt" 30 3
 check "$t/ubt-calls"
@@ -58,6 +58,7 @@ check "$t/ubt-sites" 10
 check "$t/ubt-spawn" 10
 check "$t/ubt-spawn" 10 0 fork
 check "$t/ubt-spawn" 10 0 exec
+check "$t/ubt-spawn" 10 0 reexec
 check "$t/ubt-strs"
 check "$t/ubt-watch"
 check "$t/ubt-watch" many

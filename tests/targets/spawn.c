@@ -7,6 +7,8 @@
  *		parent waits for it (2N calls, two processes)
  *	exec	forks: the child execs this program with "N USEC" (the N
  *		calls again, in a new image), the parent waits (2N calls)
+ *	reexec	execs this program with "N USEC" itself: the N calls again
+ *		in a new image of the same process (2N calls)
  * ubt_tick(i) returns i + 1.
  */
 #include <stdio.h>
@@ -45,6 +47,11 @@ int main(int argc, char **argv)
 
 	if (!*mode)
 		return target_result("ubt-spawn", bad);
+	if (!strcmp(mode, "reexec") && !bad) {
+		execl("/proc/self/exe", argv[0], argv[1], argv[2],
+		      (char *)NULL);
+		return target_result("ubt-spawn", 1);
+	}
 	c = fork();
 	if (c < 0)
 		return target_result("ubt-spawn", 1);
