@@ -33,6 +33,9 @@
  * mapping) until the end of the run, for its data; past that the kernel.
  */
 #define SYSW_MAX_TAKEN 256
+/* attaches tried per process (one per report) before it stays in the
+ * kernel */
+#define SYSW_ATTEMPTS 4
 
 struct sysw {
 	int seen_fd, ring_fd, prog_fd;
@@ -51,6 +54,7 @@ struct sysw {
 	uint64_t *kstart;
 	int nknown;
 	uint64_t swept;		/* mono_ns() of the last sweep */
+	struct sysw_breaks *breaks;	/* by fleet index */
 	int failed;		/* sites whose report could not attach */
 	int why;		/* the first one's errno */
 };
@@ -260,6 +264,16 @@ int sysw_installed(struct run *r)
 	return ub.err;
 }
 
+/* Reports of pid so far (this one too). */
+static int sysw_attempts(const struct sysw *s, pid_t pid)
+{
+	int n = 0;
+
+	for (int i = 0; i < s->nknown; i++)
+		n += s->known[i] == pid;
+	return n;
+}
+
 /*
  * Was pid running before ubt started?  Start times count clock ticks (10
  * ms): within the tick of ubt's own start, pids taken later are higher
@@ -272,10 +286,22 @@ static bool sysw_before(const struct sysw *s, pid_t pid, uint64_t start)
 	return pid < s->ubt_pid;
 }
 
-/* The kernel's breakpoints in a process before it is taken. */
+/*
+ * The kernel's breakpoints in a process before it was taken, by file and
+ * offset (the file's byte there): put back when ubt leaves the process
+ * (sysw_rebreak()), since another tracer's uprobe on the same instruction
+ * shares that int3.
+ */
+struct sysw_break {
+	char *bin;
+	uint64_t file_off;
+	uint8_t orig;
+};
+
 struct sysw_breaks {
 	pid_t pid;
-	uint64_t *at;
+	int execs;		/* user_execs() at the take: its image */
+	struct sysw_break *b;
 	int n;
 };
 
@@ -285,40 +311,61 @@ static void sysw_break_site(const char *bin, uint64_t file_off,
 	struct sysw_breaks *b = ctx;
 	char path[64];
 	uint64_t at;
-	uint8_t c = 0;
-	int fd;
+	uint8_t c = 0, orig;
+	int fd, ffd;
 
 	(void)sem_off;
 	if (run_target_addr(b->pid, bin, file_off, &at))
 		return;
 	snprintf(path, sizeof(path), "/proc/%d/mem", (int)b->pid);
 	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd >= 0 && pread(fd, &c, 1, (off_t)at) == 1 && c == 0xcc) {
-		b->at = xrealloc(b->at, (b->n + 1) * sizeof(*b->at));
-		b->at[b->n++] = at;
+	ffd = open(bin, O_RDONLY | O_CLOEXEC);
+	if (fd >= 0 && ffd >= 0 && pread(fd, &c, 1, (off_t)at) == 1 &&
+	    c == 0xcc && pread(ffd, &orig, 1, (off_t)file_off) == 1 &&
+	    orig != 0xcc) {
+		b->b = xrealloc(b->b, (b->n + 1) * sizeof(*b->b));
+		b->b[b->n++] = (struct sysw_break){ .bin = xstrdup(bin),
+						    .file_off = file_off,
+						    .orig = orig };
 	}
 	if (fd >= 0)
 		close(fd);
+	if (ffd >= 0)
+		close(ffd);
+}
+
+static void sysw_breaks_release(struct sysw_breaks *b)
+{
+	for (int i = 0; i < b->n; i++)
+		free(b->b[i].bin);
+	free(b->b);
+	b->b = NULL;
+	b->n = 0;
 }
 
 /*
- * A process given up after its sites were written: the detach put the
- * file's bytes back, where the kernel had its int3s; put them back (the
- * kernel's probes are still registered, and find their site by file and
- * offset: the process counts in the kernel again).  One byte, the first
- * of an instruction, as the kernel writes it.
+ * ubt left a process (its jumps restored: the file's bytes): the kernel's
+ * int3s back where they were.  The kernel's probes, ubt's until its links
+ * close and any other tracer's, are still registered and find their site
+ * by file and offset; when the last one goes, the kernel puts the file's
+ * byte back itself.  Only where the file still maps at the same place
+ * with the file's byte there; one byte, the first of an instruction, as
+ * the kernel writes it.
  */
 static void sysw_rebreak(const struct sysw_breaks *b)
 {
 	char path[64];
 	uint8_t cc = 0xcc, c;
+	uint64_t at;
 	int fd;
 
 	snprintf(path, sizeof(path), "/proc/%d/mem", (int)b->pid);
 	fd = open(path, O_RDWR | O_CLOEXEC);
 	for (int i = 0; fd >= 0 && i < b->n; i++)
-		if (pread(fd, &c, 1, (off_t)b->at[i]) == 1 && c != 0xcc &&
-		    pwrite(fd, &cc, 1, (off_t)b->at[i]) != 1)
+		if (!run_target_addr(b->pid, b->b[i].bin, b->b[i].file_off,
+				     &at) &&
+		    pread(fd, &c, 1, (off_t)at) == 1 && c == b->b[i].orig &&
+		    pwrite(fd, &cc, 1, (off_t)at) != 1)
 			break;
 	if (fd >= 0)
 		close(fd);
@@ -326,15 +373,16 @@ static void sysw_rebreak(const struct sysw_breaks *b)
 
 /*
  * Forget the last process of the fleet (no user-mode probe ran in it
- * yet), its kernel breakpoints as they were.
+ * yet), its kernel breakpoints as they were: it counts in the kernel.
  */
-static void sysw_drop_last(struct run *r, const struct sysw_breaks *b)
+static void sysw_drop_last(struct run *r, struct sysw_breaks *b)
 {
 	struct ubt_user *u = r->fleet[--r->nfleet];
 
 	user_detach(u);
 	user_free(u);
 	sysw_rebreak(b);
+	sysw_breaks_release(b);
 }
 
 /*
@@ -343,6 +391,7 @@ static void sysw_drop_last(struct run *r, const struct sysw_breaks *b)
  */
 static void sysw_take(struct run *r, pid_t pid)
 {
+	struct sysw *s = r->sw;
 	struct sysw_breaks b = { .pid = pid };
 	struct sysw_unbreak ub = { .r = r };
 	struct user_opts uo;
@@ -385,9 +434,16 @@ static void sysw_take(struct run *r, pid_t pid)
 	uo.children = true;
 	u = user_attach_pid(pid, &uo, err, sizeof(err));
 	if (!u) {
+		/* no thread at a safe point (busy in a library): its next
+		 * hit reports it again, a few times */
+		bool again = sysw_attempts(s, pid) < SYSW_ATTEMPTS &&
+			     !bpf_map_delete_elem(s->seen_fd, &(uint32_t){
+								(uint32_t)pid });
+
 		if (r->o->verbose)
 			fprintf(stderr, "ubt: pid %d (%s): its probes stay in "
-				"the kernel: %s\n", (int)pid, comm, err);
+				"the kernel%s: %s\n", (int)pid, comm,
+				again ? " until its next hit" : "", err);
 		return;
 	}
 	/* the guard restores it if this process dies */
@@ -413,10 +469,12 @@ static void sysw_take(struct run *r, pid_t pid)
 			fprintf(stderr, "ubt: pid %d (%s): its probes stay in "
 				"the kernel: %s\n", (int)pid, comm, why);
 		sysw_drop_last(r, &b);
-		free(b.at);
 		return;
 	}
-	free(b.at);
+	/* by fleet index, for the detach */
+	s->breaks = xrealloc(s->breaks, r->nfleet * sizeof(*s->breaks));
+	b.execs = user_execs(u);
+	s->breaks[r->nfleet - 1] = b;
 	if (user_install_exec_hook(u) && r->o->verbose)
 		fprintf(stderr, "ubt: pid %d: execve() is not followed: %s\n",
 			(int)pid, user_error(u));
@@ -480,16 +538,26 @@ void sysw_stop(struct run *r)
 	for (int i = 0; s && i < s->npfds; i++)
 		close(s->pfds[i]);
 	run_for_each_user(r, i) {
-		if (user_detach(r->u))
+		struct sysw_breaks *b = s ? &s->breaks[i] : NULL;
+
+		if (user_detach(r->u)) {
 			fprintf(stderr, "ubt: detach from pid %d: %s\n",
 				(int)user_pid(r->u), user_error(r->u));
-		else if (r->o->verbose && user_children(r->u))
+			continue;
+		}
+		/* the same image: the int3s others may share, back */
+		if (b && b->execs == user_execs(r->u))
+			sysw_rebreak(b);
+		if (r->o->verbose && user_children(r->u))
 			fprintf(stderr, "ubt: pid %d: %d child(ren) it forked "
 				"recorded in user mode too\n",
 				(int)user_pid(r->u), user_children(r->u));
 	}
-	for (int i = 0; i < r->nfleet; i++)
+	for (int i = 0; i < r->nfleet; i++) {
 		user_free(r->fleet[i]);
+		if (s)
+			sysw_breaks_release(&s->breaks[i]);
+	}
 	r->nfleet = 0;
 	r->u = NULL;
 	if (!s)
@@ -505,6 +573,7 @@ void sysw_stop(struct run *r)
 	free(s->todo);
 	free(s->known);
 	free(s->kstart);
+	free(s->breaks);
 	free(s);
 	r->sw = NULL;
 }
