@@ -67,9 +67,9 @@ static void __attribute__((noreturn)) guard_wait(int rfd)
 	struct sigaction sa = { .sa_sigaction = guard_forward,
 				.sa_flags = SA_SIGINFO | SA_RESTART };
 	static const int sigs[] = { SIGINT, SIGTERM, SIGHUP, SIGUSR1 };
-	pid_t target = 0;
+	pid_t target = 0, *all = NULL;
 	char err[256];
-	int st, n;
+	int st, n, nall = 0;
 
 	sigemptyset(&sa.sa_mask);
 	for (size_t i = 0; i < sizeof(sigs) / sizeof(sigs[0]); i++)
@@ -78,12 +78,34 @@ static void __attribute__((noreturn)) guard_wait(int rfd)
 	while (waitpid(guard_worker, &st, 0) < 0)
 		if (errno != EINTR)
 			_exit(1);
-	/* the last pid the worker named (a -c command, or -p's) */
+	/* every pid the worker named (a -c command, -p's, or each process
+	 * taken system-wide) */
 	while ((n = (int)read(rfd, &target, sizeof(target))) ==
-	       (int)sizeof(target))
-		;
+	       (int)sizeof(target)) {
+		all = realloc(all, (nall + 1) * sizeof(*all));
+		if (!all)
+			_exit(1);
+		all[nall++] = target;
+	}
 	if (WIFEXITED(st))
 		_exit(WEXITSTATUS(st));
+	for (int i = 0; i + 1 < nall; i++) {
+		bool dup = false;
+
+		for (int j = i + 1; j < nall && !dup; j++)
+			dup = all[j] == all[i];
+		if (dup || all[i] <= 0 || kill(all[i], 0))
+			continue;
+		n = user_restore_dead(all[i], (uint32_t)guard_worker, err,
+				      sizeof(err));
+		if (n < 0)
+			fprintf(stderr, "ubt: restoring pid %d: %s\n",
+				(int)all[i], err);
+		else if (n > 0)
+			fprintf(stderr, "ubt: pid %d runs on with its code "
+				"restored (%d jump(s))\n", (int)all[i], n);
+	}
+	target = nall ? all[nall - 1] : 0;
 	if (target > 0) {
 		n = user_restore_dead(target, (uint32_t)guard_worker, err,
 				      sizeof(err));

@@ -66,6 +66,8 @@ libubt_a_SOURCES += \
 	shim/signals.h \
 	shim/stack_sym.c \
 	shim/stack_sym.h \
+	shim/sysw.c \
+	shim/sysw.h \
 	shim/tramp.c \
 	shim/tramp.h \
 	shim/tramp_inline.c \
@@ -81,6 +83,7 @@ libubt_a_SOURCES += \
 	shim/user_inject.c \
 	shim/user_install.c \
 	shim/user_int.h \
+	shim/user_sysw.c \
 	shim/user_xmap.c \
 	shim/xmap.c \
 	shim/xmap.h

@@ -140,6 +140,29 @@ static void place_conflicts(struct compile *c, struct run_decision *d,
 	}
 }
 
+/*
+ * System-wide (no -p/-c): a user-mode probe runs in the kernel too, for
+ * the processes not taken (shim/sysw.c), so a map that must stay on one
+ * side keeps every probe that uses it in the kernel.
+ */
+static void place_sysw_conflicts(struct compile *c, struct run_decision *d,
+				 const uint64_t *one_side)
+{
+	struct sema_program *sp = c->sema;
+
+	for (int i = 0; i < sp->nprobes; i++)
+		for (int m = 0; m < sp->nmaps && d[i].where != RUN_KERNEL; m++)
+			if (one_side[m] &&
+			    (i >= 64 || (one_side[m] & (1ull << i))))
+				place_all_kernel(
+					&d[i],
+					arena_printf(&c->arena,
+						     "map %s is also used by "
+						     "its kernel side (the "
+						     "processes not taken)",
+						     sp->maps[m]->name));
+}
+
 /* Does the probe attach to uprobes or uretprobes (only)? */
 static bool place_is_uprobe(struct ast_node *p)
 {
@@ -175,7 +198,7 @@ int run_decide(struct compile *c, const struct run_opts *o,
 	struct place_scan s = { .c = c };
 	uint64_t *one_side, *use;
 	const char *proc_why = NULL;
-	const char **xwhy = place_xmap_scan(c);
+	const char **xwhy = place_xmap_scan(c, !o->pid && !o->cmd);
 	int err = 0;
 
 	d = arena_alloc(&c->arena, (sp->nprobes + 1) * sizeof(*d));
@@ -244,6 +267,8 @@ int run_decide(struct compile *c, const struct run_opts *o,
 	}
 	if (o->mode != MODE_KERNEL)
 		place_conflicts(c, d, one_side, s.aggiter, xwhy);
+	if (!o->pid && !o->cmd && o->mode != MODE_KERNEL)
+		place_sysw_conflicts(c, d, one_side);
 	for (struct ast_node *p = c->program->program.probes;
 	     p && o->mode == MODE_USER; p = p->next) {
 		const char *prov = p->probe.aps && p->probe.aps->ap.provider ?

@@ -28,7 +28,8 @@ bool *place_thread_maps(struct compile *c);
  * (codegen/cg_xmap.h, shim/place_xmap.c); in c->arena.
  */
 struct run_decision;
-bool *place_xmap_maps(struct compile *c, const struct run_decision *d);
+bool *place_xmap_maps(struct compile *c, const struct run_decision *d,
+		      bool syswide);
 
 /* "uprobe:/bin/x:f" of probe p, for -v and --dry-run; in c->arena. */
 const char *place_probe_name(struct compile *c, struct ast_node *p);

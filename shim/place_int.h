@@ -71,7 +71,7 @@ int place_scan_body(struct ast_node *n, void *ctx);
 
 /* place_xmap.c: by sema map id, NULL when the map may live in a table
  * user-mode and kernel probes share (codegen/cg_xmap.h), else why not */
-const char **place_xmap_scan(struct compile *c);
+const char **place_xmap_scan(struct compile *c, bool syswide);
 
 /* Why map m is not shared (for a message), NULL for an aggregation. */
 static inline const char *place_xmap_note(const char *const *xwhy, int m)

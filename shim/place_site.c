@@ -121,7 +121,10 @@ static bool place_in_target(const struct run_opts *o, const char *bin)
 
 	if (o->pid > 0)
 		return place_mapped_in(o->pid, bin);
-	if (!o->cmd || !place_cmd_exe(o->cmd, exe, sizeof(exe)) ||
+	/* system-wide: whichever process maps it (shim/sysw.c) */
+	if (!o->cmd)
+		return true;
+	if (!place_cmd_exe(o->cmd, exe, sizeof(exe)) ||
 	    !realpath(bin, rp))
 		return false;
 	return !strcmp(exe, rp) || place_loaded_at_start(exe, rp);
@@ -250,10 +253,21 @@ const char *place_sites(struct compile *c, const struct run_opts *o,
 					     "%s probes run in the kernel",
 					     *prov ? prov : "these");
 	}
-	if (!o->pid && !o->cmd) {
+	if (!o->pid && !o->cmd && (whole || o->mode == MODE_KERNEL)) {
 		/* no user site, nothing to weigh */
 		place_all_kernel(d, whole ?: "no -p or -c process to run in");
 		return d->why;
+	}
+	/* system-wide: only with a runtime every process may load */
+	if (!o->pid && !o->cmd) {
+		char why[256];
+
+		if (user_runtime_check(o->runtime_path, why, sizeof(why))) {
+			place_all_kernel(d, arena_printf(&c->arena,
+							 "system-wide: %s",
+							 why));
+			return d->why;
+		}
 	}
 	d->sarg = (p->probe.pred && place_find_sarg(p->probe.pred, NULL)) ||
 		  (p->probe.body && place_find_sarg(p->probe.body, NULL));

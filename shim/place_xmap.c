@@ -64,7 +64,7 @@ static int xmap_visit(struct ast_node *n, void *ctx)
 	return ast_visit_children(n, xmap_visit, ctx);
 }
 
-const char **place_xmap_scan(struct compile *c)
+const char **place_xmap_scan(struct compile *c, bool syswide)
 {
 	struct sema_program *sp = c->sema;
 	struct xmap_scan s = { .c = c };
@@ -77,6 +77,8 @@ const char **place_xmap_scan(struct compile *c)
 		s.why[i] = NULL;
 		if (off)
 			s.why[i] = "UBT_NO_XMAP is set";
+		else if (syswide)
+			s.why[i] = "the probes are system-wide (no -p/-c)";
 		else if (place_agg_map(sm))
 			s.why[i] = "an aggregation";
 		else if (sp->nprobes > 64)
@@ -94,10 +96,11 @@ const char **place_xmap_scan(struct compile *c)
 	return s.why;
 }
 
-bool *place_xmap_maps(struct compile *c, const struct run_decision *d)
+bool *place_xmap_maps(struct compile *c, const struct run_decision *d,
+		      bool syswide)
 {
 	struct sema_program *sp = c->sema;
-	const char **why = place_xmap_scan(c);
+	const char **why = place_xmap_scan(c, syswide);
 	bool *x = arena_alloc(&c->arena, (sp->nmaps + 1) * sizeof(*x));
 
 	for (int i = 0; i < sp->nmaps; i++) {

@@ -65,7 +65,8 @@ static bool run_want_kernel(void *ctx, const struct ast_node *probe)
 {
 	const struct run *r = ctx;
 
-	return r->d[probe->probe.index].where != RUN_USER;
+	/* system-wide: the processes not taken run every probe there */
+	return r->sysw || r->d[probe->probe.index].where != RUN_USER;
 }
 
 static bool run_want_user(void *ctx, const struct ast_node *probe)
@@ -82,7 +83,8 @@ static bool run_want_kernel_site(void *ctx, const struct ast_node *probe,
 	const struct run *r = ctx;
 	const struct run_decision *d = &r->d[probe->probe.index];
 
-	return d->where != RUN_BOTH || run_site_where(d, m) == RUN_KERNEL;
+	return r->sysw || d->where != RUN_BOTH ||
+	       run_site_where(d, m) == RUN_KERNEL;
 }
 
 static bool run_want_user_site(void *ctx, const struct ast_node *probe,
@@ -158,8 +160,8 @@ static int run_combined(struct compile *c, const struct run_opts *o,
 			const struct run_decision *d)
 {
 	struct run r = { .c = c, .o = o, .d = d, .pidfd = -1, .ev_block = -1,
-			.queued_block = -1 };
-	const bool *xmaps = place_xmap_maps(c, d);
+			.queued_block = -1, .sysw = !o->pid && !o->cmd };
+	const bool *xmaps = place_xmap_maps(c, d, r.sysw);
 	struct cg_opts ko_cg = { .sz = sizeof(ko_cg), .want = run_want_kernel,
 				 .want_site = run_want_kernel_site,
 				 .want_ctx = &r,
@@ -238,17 +240,17 @@ static int run_combined(struct compile *c, const struct run_opts *o,
 		fprintf(stderr, "ubt: fork: %s\n", strerror(-err));
 		goto out;
 	}
-	err = run_user_attach(&r);
-	if (!err)
+	err = r.sysw ? 0 : run_user_attach(&r);
+	if (!err && !r.sysw)
 		guard_target(user_pid(r.u));
 	if (err)
 		goto out;
-	if (o->verbose && user_comm_note(r.u))
+	if (o->verbose && !r.sysw && user_comm_note(r.u))
 		fprintf(stderr, "ubt: comm in user-mode probes reads prctl() at "
 			"every hit (cheaper than a kernel uprobe's trap), uid "
 			"and gid stay as first read: %s\n",
 			user_comm_note(r.u));
-	if (o->verbose && user_leftovers(r.u))
+	if (o->verbose && !r.sysw && user_leftovers(r.u))
 		fprintf(stderr, "ubt: removed %d jump(s) left in pid %d by a "
 			"ubt that died\n", user_leftovers(r.u),
 			(int)user_pid(r.u));
@@ -257,7 +259,7 @@ static int run_combined(struct compile *c, const struct run_opts *o,
 	if (o->pid > 0)
 		xw = exitwatch_start(o->pid);
 	/* (a -c command the ptrace code reaped has no pid any more) */
-	if (!r.cpid || !user_exit_status(r.u, &st))
+	if (!r.sysw && (!r.cpid || !user_exit_status(r.u, &st)))
 		r.pidfd = syscall(SYS_pidfd_open, r.cpid ? r.cpid : o->pid, 0);
 	err = kernel_load(&r.merged, &ko, &r.k);
 	if (err)
@@ -275,11 +277,11 @@ static int run_combined(struct compile *c, const struct run_opts *o,
 	r.agg = xcalloc(r.kobj->nmaps + 1, sizeof(*r.agg));
 	kernel_set_map_hook(r.k, run_map_hook, &r);
 	kernel_set_globals(r.k, r.cpid);
-	err = run_xmap_place(&r);
-	err = err ?: run_user_install(&r, &nprobes, false);
+	err = r.sysw ? 0 : run_xmap_place(&r);
+	err = err ?: (r.sysw ? 0 : run_user_install(&r, &nprobes, false));
 	if (err)
 		goto out;
-	if (user_install_exec_hook(r.u) && o->verbose)
+	if (!r.sysw && user_install_exec_hook(r.u) && o->verbose)
 		fprintf(stderr, "ubt: execve() is not followed: %s\n",
 			user_error(r.u));
 	nprobes += cg_object_probes(r.kobj);
@@ -294,6 +296,10 @@ static int run_combined(struct compile *c, const struct run_opts *o,
 	err = kernel_attach(r.k, &nprobes);
 	if (err)
 		goto out;
+	/* after the kernel's: a process taken has their int3s under its
+	 * jumps, never the other way round */
+	if (r.sysw)
+		sysw_start(&r);
 	/* test harnesses wait for this line on stderr, as bpftrace prints it */
 	if (getenv("__BPFTRACE_NOTIFY_PROBES_ATTACHED")) {
 		fflush(stdout);
@@ -313,7 +319,7 @@ static int run_combined(struct compile *c, const struct run_opts *o,
 		kernel_set_event_hook(r.k, run_kernel_take, &r);
 	/* as bpftrace: after an exit() in BEGIN a -c command never runs */
 	/* the target runs on even when ubt was killed meanwhile */
-	if (!kernel_exiting(r.k) &&
+	if (!r.sysw && !kernel_exiting(r.k) &&
 	    (!signals_stopping() || guard_orphaned())) {
 		resumed = true;
 		user_clock_tick(r.u);
@@ -337,12 +343,15 @@ static int run_combined(struct compile *c, const struct run_opts *o,
 					"counter is not the kernel's clock)");
 	}
 	while (!signals_stopping() && !kernel_exiting(r.k)) {
-		bool gone = run_target_gone(&r);
+		bool gone = !r.sysw && run_target_gone(&r);
 		int n;
 
-		if (!gone && user_exec_pending(r.u))
+		if (r.sysw)
+			sysw_poll(&r);
+		else if (!gone && user_exec_pending(r.u))
 			run_follow_exec(&r);
-		user_clock_tick(r.u);
+		if (!r.sysw)
+			user_clock_tick(r.u);
 
 		kernel_poll(r.k, timeout);
 		n = r.etime ? run_merge_round(&r, false) : run_user_drain(&r);
@@ -382,6 +391,8 @@ static int run_combined(struct compile *c, const struct run_opts *o,
 	}
 	rc = 0;
 out:
+	if (r.sysw)
+		sysw_stop(&r);
 	if (r.u && r.cpid > 0 && !r.reaped && user_exit_status(r.u, &st))
 		r.reaped = true;	/* by the ptrace code */
 	if (r.u && r.cpid > 0 && !resumed && !r.reaped) {
@@ -398,6 +409,7 @@ out:
 			child_stop(r.cpid, r.pidfd);
 		user_free(r.u);
 	}
+	free(r.fleet);
 	if (r.pidfd >= 0)
 		close(r.pidfd);
 	kernel_free(r.k);

@@ -29,6 +29,9 @@ struct run_opts {
 	bool json;		/* -f json */
 	FILE *out;		/* -o FILE; NULL = stdout */
 	const char *runtime_path;	/* libubt-rt.so; NULL: the default */
+	/* --all-processes: system-wide user mode (no -p/-c) also takes
+	 * processes that were running before ubt started (shim/sysw.c) */
+	bool all_processes;
 };
 
 enum run_where {

@@ -74,8 +74,9 @@ static int run_user_event(uint32_t type, const void *data, uint32_t len,
 	memcpy(copy, data, len);
 	id += r->kobj->nevents;
 	memcpy(copy, &id, sizeof(id));
-	r->ev_block = r->queued_block >= 0 ? r->queued_block :
-					      user_event_block(r->u);
+	r->ev_block = r->queued_block >= 0 ?
+			      r->queued_block :
+			      r->ubase + (int64_t)user_event_block(r->u);
 	kernel_handle_event(r->k, copy, len);
 	r->ev_block = -1;
 	free(copy);
@@ -133,20 +134,25 @@ int run_user_drain(struct run *r)
 	uint64_t lost;
 	int total = 0, n;
 
-	if (!r->u)
+	if (!r->nfleet)
 		return 0;
 	if (!r->ufmts)
 		run_fast_init(r);
 	/* merged: one pass reads everything written before the round began */
-	for (int pass = 0; pass < (r->etime ? 1 : RUN_DRAIN_PASSES); pass++) {
-		n = user_read_events(r->u, r->etime ? run_user_take :
-						      run_user_event, r);
-		if (n <= 0)
-			break;
-		total += n;
+	lost = 0;
+	run_for_each_user(r, i) {
+		for (int pass = 0; pass < (r->etime ? 1 : RUN_DRAIN_PASSES);
+		     pass++) {
+			n = user_read_events(r->u, r->etime ? run_user_take :
+							      run_user_event,
+					     r);
+			if (n <= 0)
+				break;
+			total += n;
+		}
+		lost += user_lost_events(r->u);
 	}
 	fflush(r->uout.f);
-	lost = user_lost_events(r->u);
 	if (lost > r->lost) {
 		struct out out;
 
@@ -271,7 +277,8 @@ static int run_user_take(uint32_t type, const void *data, uint32_t len,
 	if (r->etime == CG_TIME_TSC)
 		ts = merge_clock_ns(&r->clock, ts);
 	/* the ring's block, for a delete() event (run_map_hook()) */
-	merge_push(&r->q, ts, RUN_SRC_USER + (int)user_event_block(r->u),
+	merge_push(&r->q, ts,
+		   RUN_SRC_USER + (int)(r->ubase + user_event_block(r->u)),
 		   data, len - 8);
 	return 0;
 }
@@ -321,6 +328,15 @@ int run_merge_round(struct run *r, bool all)
 
 /* Write one u64 of the globals into the template and every block. */
 void run_set_global(struct run *r, uint64_t off, uint64_t v)
+{
+	struct run_user_cursor keep = run_user_keep(r);
+
+	run_for_each_user(r, i)
+		run_set_global_one(r, off, v);
+	run_user_back(r, keep);
+}
+
+void run_set_global_one(struct run *r, uint64_t off, uint64_t v)
 {
 	struct memfd *m = user_memfd(r->u);
 	uint32_t n = memfd_nblocks_used(m);

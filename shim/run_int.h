@@ -33,6 +33,8 @@
 #include "probes.h"
 #include "run.h"
 #include "sema.h"
+#include "signals.h"
+#include "sysw.h"
 #include "user.h"
 #include "util.h"
 
@@ -71,6 +73,17 @@ struct run {
 	struct cg_object merged;	/* kernel object + native events */
 	struct kernel *k;
 	struct ubt_user *u;
+	/*
+	 * Every process user-mode probes run in: r->u alone (-p, -c), or
+	 * each process taken system-wide (sysw.c), kept after it exits for
+	 * its data.  run_for_each_user() makes each in turn r->u, its
+	 * blocks numbered from r->ubase in the merged numbering.
+	 */
+	struct ubt_user **fleet;
+	int nfleet;
+	uint32_t ubase;
+	bool sysw;		/* system-wide (no -p/-c): sysw.c */
+	struct sysw *sw;
 	pid_t cpid;		/* -c child */
 	bool reaped;		/* it exited and was reaped: */
 	int status;		/* its wait status, -1 if not known */
@@ -101,6 +114,32 @@ struct run {
 	bool stopped;		/* an exit() was read: probes stopped */
 	uint64_t ustart;	/* mono_ns() before the user probes ran */
 };
+
+/* Blocks of one process in the merged numbering (same layout in all). */
+#define run_fleet_stride(r) (user_memfd((r)->fleet[0])->l.nblocks)
+
+#define run_for_each_user(r, i)                                             \
+	for (int i = 0;                                                     \
+	     i < (r)->nfleet &&                                             \
+	     ((r)->u = (r)->fleet[i],                                       \
+	      (r)->ubase = (uint32_t)i * run_fleet_stride(r), 1);           \
+	     i++)
+
+/*
+ * What may run inside a run_for_each_user() loop (a map read or hook from
+ * an event being printed) keeps the caller's r->u and r->ubase.
+ */
+struct run_user_cursor {
+	struct ubt_user *u;
+	uint32_t ubase;
+};
+
+#define run_user_keep(r)                                                    \
+	((struct run_user_cursor){ .u = (r)->u, .ubase = (r)->ubase })
+#define run_user_back(r, c) ((r)->u = (c).u, (r)->ubase = (c).ubase)
+
+/* Add u to the fleet (the -p/-c process, or one taken system-wide). */
+void run_fleet_add(struct run *r, struct ubt_user *u);
 
 /* The events of both objects in one table: native ids follow the kernel's. */
 void run_merge_events(struct run *r);
@@ -155,8 +194,14 @@ int run_merge_round(struct run *r, bool all);
 
 /* Write one u64 of the globals into the template and every block. */
 void run_set_global(struct run *r, uint64_t off, uint64_t v);
+/* The same in r->u only. */
+void run_set_global_one(struct run *r, uint64_t off, uint64_t v);
 
 int run_user_attach(struct run *r);
+/* The options each process's user side is attached with. */
+void run_user_opts(struct run *r, struct user_opts *uo);
+/* r->u just attached: its tables placed, its globals set. */
+int run_user_prepare(struct run *r);
 
 /* Install every user-mode program at each of its matches. */
 /*
@@ -171,6 +216,16 @@ int run_user_install(struct run *r, int *nprobes, bool again);
  * follow it, place the probes again in the new image before it runs.
  */
 void run_follow_exec(struct run *r);
+
+/* cb(binary, file offset) for every user-mode site (system-wide). */
+void run_user_sites(struct run *r,
+		    void (*cb)(const char *bin, uint64_t file_off,
+			       uint64_t sem_off, void *ctx),
+		    void *ctx);
+
+/* The address in process pid of file offset off of bin (resolved). */
+int run_target_addr(pid_t pid, const char *bin, uint64_t off,
+		    uint64_t *addr);
 
 bool run_target_gone(struct run *r);
 

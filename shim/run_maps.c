@@ -135,6 +135,7 @@ struct run_block_read {
 	struct run_entries *e;
 	const struct native_map *nm;
 	struct run_agg *a;
+	uint32_t base;		/* the process's first merged block */
 };
 
 /* Block i's words of a FIXED/ARRAY value, less the baseline. */
@@ -159,7 +160,7 @@ static int run_block_fixed(const void *data, uint32_t block, void *arg)
 	    m->value_size > b->nm->bytes || (sum && b->nm->bytes < 16))
 		return -EINVAL;
 	memcpy(v, data, b->nm->bytes);
-	run_unbase(b->a, m, false, block, v, b->nm->bytes / 8);
+	run_unbase(b->a, m, false, b->base + block, v, b->nm->bytes / 8);
 	/* sum(0) leaves the value 0: its presence word says it ran */
 	if (run_nonzero(v, m->value_size) || (sum && v[1]))
 		run_entries_add(key, v, b->e);
@@ -173,6 +174,7 @@ static int run_block_array(const void *data, uint32_t block, void *arg)
 
 	if (b->e->ksz != 8)
 		return -EINVAL;
+	block += b->base;
 	for (uint64_t i = 0; i < b->nm->nslots; i++) {
 		uint64_t v = d[i];
 
@@ -191,57 +193,67 @@ static int run_block_htab(const void *key, const void *val, uint32_t block,
 	return run_entries_add(key, val, arg);
 }
 
+/* A process's hash table of a map (r->u's), into e. */
+static int run_map_source_tab(struct run *r, const struct native_map *nm,
+			      struct run_entries *e)
+{
+	struct memfd_htab t = { .off = nm->off, .nslots = nm->nslots,
+				.key_size = nm->key_size,
+				.val_size = nm->val_size };
+
+	if (nm->kind == NATIVE_MAP_HTAB)
+		return memfd_htab_foreach(user_memfd(r->u), &t,
+					  run_block_htab, e);
+	if (nm->kind == NATIVE_MAP_SHARED)
+		return memfd_shtab_foreach(user_memfd(r->u),
+					   &run_shtab_of(nm), run_entries_add,
+					   e);
+	return 0;
+}
+
 /* kernel_map_read() through the run: the kernel's values and the user's. */
 int run_map_source(void *ctx, int map, kernel_entry_fn fn, void *fctx)
 {
 	struct run *r = ctx;
 	const struct cg_map *m = &r->kobj->maps[map];
-	const struct native_map *nm = r->u ? run_native_map(r, map) : NULL;
+	const struct native_map *nm = r->nfleet ? run_native_map(r, map) :
+						  NULL;
 	struct run_entries e = { .m = m, .ksz = m->key_size,
 				 .vsz = rt_align8(m->value_size) };
 	struct run_block_read b = { .e = &e, .nm = nm,
 				    .a = r->agg ? &r->agg[map] : NULL };
+	struct run_user_cursor keep = run_user_keep(r);
 	uint64_t zero[64] = { 0 };
 	int err;
 
 	run_entries_rehash(&e);
 	err = kernel_map_read_kernel(r->k, map, run_entries_add, &e);
-	if (!err && nm) {
-		struct memfd_htab t = { .off = nm->off, .nslots = nm->nslots,
-					.key_size = nm->key_size,
-					.val_size = nm->val_size };
-
-		switch (nm->kind) {
-		case NATIVE_MAP_FIXED:
-			err = user_read_maps(r->u, nm->off, nm->bytes,
-					     run_block_fixed, &b);
-			/* zero() kept the key: present with a zero value */
-			if (!err && b.a && b.a->zeroed &&
-			    m->value_size <= sizeof(zero))
-				run_entries_add(zero, zero, &e);
-			break;
-		case NATIVE_MAP_ARRAY:
-			err = user_read_maps(r->u, nm->off, nm->bytes,
-					     run_block_array, &b);
-			for (uint64_t i = 0; !err && b.a && b.a->present &&
-					     i < nm->nslots;
-			     i++)
-				if (b.a->present[i])
-					run_entries_add(&i, zero, &e);
-			break;
-		case NATIVE_MAP_HTAB:
-			err = memfd_htab_foreach(user_memfd(r->u), &t,
-						 run_block_htab, &e);
-			break;
-		case NATIVE_MAP_SHARED:
-			err = memfd_shtab_foreach(user_memfd(r->u),
-						  &run_shtab_of(nm),
-						  run_entries_add, &e);
-			break;
-		case NATIVE_MAP_XMAP:	/* the kernel's map is the table */
-			break;
+	if (!err && nm && nm->kind == NATIVE_MAP_FIXED) {
+		run_for_each_user(r, i) {
+			b.base = r->ubase;
+			err = err ?: user_read_maps(r->u, nm->off, nm->bytes,
+						    run_block_fixed, &b);
 		}
+		/* zero() kept the key: present with a zero value */
+		if (!err && b.a && b.a->zeroed &&
+		    m->value_size <= sizeof(zero))
+			run_entries_add(zero, zero, &e);
+	} else if (!err && nm && nm->kind == NATIVE_MAP_ARRAY) {
+		run_for_each_user(r, i) {
+			b.base = r->ubase;
+			err = err ?: user_read_maps(r->u, nm->off, nm->bytes,
+						    run_block_array, &b);
+		}
+		for (uint64_t i = 0; !err && b.a && b.a->present &&
+				     i < nm->nslots;
+		     i++)
+			if (b.a->present[i])
+				run_entries_add(&i, zero, &e);
+	} else if (!err && nm) {
+		run_for_each_user(r, i)
+			err = err ?: run_map_source_tab(r, nm, &e);
 	}
+	run_user_back(r, keep);
 	for (size_t i = 0; !err && i < e.n; i++)
 		err = fn(e.keys + i * e.ksz, e.vals + i * e.vsz, fctx);
 	free(e.keys);
@@ -264,12 +276,14 @@ static void run_agg_reset(struct run *r, int map, const struct native_map *nm,
 	struct run_agg *a = &r->agg[map];
 	bool array = nm->kind == NATIVE_MAP_ARRAY;
 	uint32_t n = memfd_nblocks_used(mf), nw = nm->bytes / 8;
+	uint32_t b0 = r->ubase;
 	uint64_t v[64];
 
 	if (array ? nw != nm->nslots : nw > 64)
 		return;
 	if (array && !a->present)
 		a->present = xcalloc(nm->nslots, sizeof(bool));
+	n += b0;	/* merged numbering: this process's blocks at b0 */
 	if (n > a->nblocks) {
 		a->base = xrealloc(a->base, (uint64_t)n * nw * 8);
 		memset(a->base + (uint64_t)a->nblocks * nw, 0,
@@ -277,13 +291,14 @@ static void run_agg_reset(struct run *r, int map, const struct native_map *nm,
 		a->nblocks = n;
 		a->nwords = nw;
 	}
-	for (uint32_t i = 0; i < n; i++) {
+	for (uint32_t i = b0; i < n; i++) {
 		uint64_t *base = a->base + (uint64_t)i * nw;
 
 		for (uint32_t w = 0; w < nw; w++) {
 			uint64_t cur, d;
 
-			if (memfd_map_read(mf, i, nm->off + 8 * w, &cur, 8))
+			if (memfd_map_read(mf, i - b0, nm->off + 8 * w, &cur,
+					   8))
 				return;
 			d = cur - base[w];
 			if (!array)
@@ -298,7 +313,7 @@ static void run_agg_reset(struct run *r, int map, const struct native_map *nm,
 		     (m->value_type && m->value_type->kind == TY_SUM && v[1])))
 			a->zeroed = true;
 	}
-	if (!zero) {
+	if (!zero && !b0) {
 		a->zeroed = false;
 		if (array)
 			memset(a->present, 0, nm->nslots * sizeof(bool));
@@ -318,18 +333,13 @@ static void run_agg_reset(struct run *r, int map, const struct native_map *nm,
  * already removed the key from its own thread's table (which the thread
  * may have filled again since): the others only, asynchronously.
  */
-void run_map_hook(void *ctx, int kind, int map, const void *key)
+static void run_map_hook_one(struct run *r, int kind, int map,
+			     const void *key)
 {
-	struct run *r = ctx;
 	struct memfd *m = user_memfd(r->u);
-	const struct native_map *nm;
+	const struct native_map *nm = run_native_map(r, map);
 	struct memfd_htab t;
 
-	if (map < 0 || map >= r->kobj->nmaps)
-		return;
-	nm = run_native_map(r, map);
-	if (!nm)
-		return;
 	t = (struct memfd_htab){ .off = nm->off, .nslots = nm->nslots,
 				 .key_size = nm->key_size,
 				 .val_size = nm->val_size };
@@ -351,12 +361,27 @@ void run_map_hook(void *ctx, int kind, int map, const void *key)
 		else if (kind == CG_EV_ZERO)
 			memfd_htab_zero(m, &t);
 		else if (kind == CG_EV_DELETE && key) {
-			if (r->ev_block >= 0)
-				t.skip = (uint32_t)r->ev_block + 1;
+			/* the event's own process and block */
+			if (r->ev_block >= r->ubase &&
+			    r->ev_block - r->ubase < run_fleet_stride(r))
+				t.skip = (uint32_t)(r->ev_block - r->ubase) + 1;
 			memfd_htab_delete(m, &t, key);
 		}
 		break;
 	case NATIVE_MAP_XMAP:	/* never cleared, zeroed (place_xmap.c) */
 		break;
 	}
+}
+
+void run_map_hook(void *ctx, int kind, int map, const void *key)
+{
+	struct run *r = ctx;
+
+	struct run_user_cursor keep = run_user_keep(r);
+
+	if (map < 0 || map >= r->kobj->nmaps || !run_native_map(r, map))
+		return;
+	run_for_each_user(r, i)
+		run_map_hook_one(r, kind, map, key);
+	run_user_back(r, keep);
 }

@@ -41,40 +41,34 @@ static int run_split_cmd(const char *cmd, wordexp_t *we)
 	return 0;
 }
 
-int run_user_attach(struct run *r)
+void run_fleet_add(struct run *r, struct ubt_user *u)
 {
-	struct user_opts uo = { .sz = sizeof(uo),
-				.runtime_path = r->o->runtime_path,
-				.fault_safe_reads = true,
-				.task = r->nobj->native_task };
-	char err[512];
+	r->fleet = xrealloc(r->fleet, (r->nfleet + 1) * sizeof(*r->fleet));
+	r->fleet[r->nfleet++] = u;
+}
 
-	memfd_layout_default(&uo.layout);
+/* The options every process's user side is attached with. */
+void run_user_opts(struct run *r, struct user_opts *uo)
+{
+	*uo = (struct user_opts){ .sz = sizeof(*uo),
+				  .runtime_path = r->o->runtime_path,
+				  .fault_safe_reads = true,
+				  .task = r->nobj->native_task };
+	memfd_layout_default(&uo->layout);
 	/* printf-heavy probes: rings are touched only as far as used */
-	if (uo.layout.ring_size < RUN_RING_SIZE)
-		uo.layout.ring_size = RUN_RING_SIZE;
-	if (r->nobj->nevents && uo.layout.ring_size < RUN_RING_SIZE_EVENTS)
-		uo.layout.ring_size = RUN_RING_SIZE_EVENTS;
-	if (uo.layout.map_size < r->nobj->native_area)
-		uo.layout.map_size = (r->nobj->native_area + 4095) & ~4095ull;
-	uo.layout.shared_size = native_shared_size(r->nobj->native_maps,
-						   r->nobj->nnative_maps);
-	if (r->o->pid > 0) {
-		r->u = user_attach_pid(r->o->pid, &uo, err, sizeof(err));
-	} else {
-		wordexp_t we;
+	if (uo->layout.ring_size < RUN_RING_SIZE)
+		uo->layout.ring_size = RUN_RING_SIZE;
+	if (r->nobj->nevents && uo->layout.ring_size < RUN_RING_SIZE_EVENTS)
+		uo->layout.ring_size = RUN_RING_SIZE_EVENTS;
+	if (uo->layout.map_size < r->nobj->native_area)
+		uo->layout.map_size = (r->nobj->native_area + 4095) & ~4095ull;
+	uo->layout.shared_size = native_shared_size(r->nobj->native_maps,
+						    r->nobj->nnative_maps);
+}
 
-		if (run_split_cmd(r->o->cmd, &we))
-			return -EINVAL;
-		r->u = user_attach_cmd(we.we_wordv, &uo, err, sizeof(err));
-		wordfree(&we);
-		if (r->u)
-			r->cpid = user_pid(r->u);
-	}
-	if (!r->u) {
-		fprintf(stderr, "ubt: %s\n", err);
-		return -EINVAL;
-	}
+/* r->u attached: its tables placed, its globals set. */
+int run_user_prepare(struct run *r)
+{
 	for (int i = 0; i < r->nobj->nnative_maps; i++) {
 		const struct native_map *nm = &r->nobj->native_maps[i];
 		struct memfd_htab t = { .off = nm->off, .nslots = nm->nslots,
@@ -99,11 +93,39 @@ int run_user_attach(struct run *r)
 	/* every new block starts with the globals */
 	if (user_memfd(r->u)->ctl->tmpl_len < NATIVE_MAPS_OFF)
 		user_memfd(r->u)->ctl->tmpl_len = NATIVE_MAPS_OFF;
-	r->ustart = mono_ns();
-	run_set_global(r, NATIVE_GLOBALS_START, r->ustart);
-	run_set_global(r, NATIVE_GLOBALS_CPID, r->cpid);
-	run_set_global(r, NATIVE_GLOBALS_PID, user_pid(r->u));
+	if (!r->ustart)
+		r->ustart = mono_ns();
+	run_set_global_one(r, NATIVE_GLOBALS_START, r->ustart);
+	run_set_global_one(r, NATIVE_GLOBALS_CPID, r->cpid);
+	run_set_global_one(r, NATIVE_GLOBALS_PID, user_pid(r->u));
 	return 0;
+}
+
+int run_user_attach(struct run *r)
+{
+	struct user_opts uo;
+	char err[512];
+
+	run_user_opts(r, &uo);
+	if (r->o->pid > 0) {
+		r->u = user_attach_pid(r->o->pid, &uo, err, sizeof(err));
+	} else {
+		wordexp_t we;
+
+		if (run_split_cmd(r->o->cmd, &we))
+			return -EINVAL;
+		r->u = user_attach_cmd(we.we_wordv, &uo, err, sizeof(err));
+		wordfree(&we);
+		if (r->u)
+			r->cpid = user_pid(r->u);
+	}
+	if (!r->u) {
+		fprintf(stderr, "ubt: %s\n", err);
+		return -EINVAL;
+	}
+	run_fleet_add(r, r->u);
+	r->ustart = 0;
+	return run_user_prepare(r);
 }
 
 /* One patched function: the probes that run there, in program order. */
@@ -223,9 +245,24 @@ static struct run_site *run_sites_of(struct run *r, int *nsites)
 	return sites;
 }
 
+void run_user_sites(struct run *r,
+		    void (*cb)(const char *bin, uint64_t file_off,
+			       uint64_t sem_off, void *ctx),
+		    void *ctx)
+{
+	int nsites;
+	struct run_site *sites = run_sites_of(r, &nsites);
+
+	for (int i = 0; i < nsites; i++) {
+		cb(sites[i].bin, sites[i].file_off, sites[i].sem_off, ctx);
+		free(sites[i].progs);
+	}
+	free(sites);
+}
+
 /* The address in the target of file offset off of bin (resolved path). */
-static int run_target_addr(pid_t pid, const char *bin, uint64_t off,
-			   uint64_t *addr)
+int run_target_addr(pid_t pid, const char *bin, uint64_t off,
+		    uint64_t *addr)
 {
 	char path[64], line[PATH_MAX + 128], file[PATH_MAX];
 	unsigned long lo, hi, moff;
@@ -342,6 +379,9 @@ void run_follow_exec(struct run *r)
 		return;
 	if (err > 0) {
 		err = run_user_install(r, &n, true);
+		/* system-wide: the new image has the kernel's int3s too */
+		if (!err && r->sysw)
+			err = sysw_installed(r);
 		if (user_install_exec_hook(r->u) && r->o->verbose)
 			fprintf(stderr, "ubt: execve() is not followed: %s\n",
 				user_error(r->u));
@@ -441,14 +481,20 @@ static uint64_t run_user_map_full(struct run *r, int map)
 /* What user mode could not record, said once at exit. */
 void run_user_warnings(struct run *r)
 {
-	uint64_t n = memfd_shadow_lost(user_memfd(r->u));
+	uint64_t n = 0, nt = 0;
 
+	run_for_each_user(r, j) {
+		n += memfd_shadow_lost(user_memfd(r->u));
+		nt += user_unrecorded_threads(r->u);
+	}
 	/* "Map full" once per map, kernel and user-mode updates together */
 	for (int i = 0; i < r->kobj->nmaps; i++) {
 		/* with -k each kernel one was reported as it came */
-		uint64_t full = (r->c->helper_check ? 0 :
-				 kernel_map_full(r->k, i)) +
-				run_user_map_full(r, i);
+		uint64_t full = r->c->helper_check ? 0 :
+				kernel_map_full(r->k, i);
+
+		run_for_each_user(r, j)
+			full += run_user_map_full(r, i);
 
 		if (full)
 			out_map_full(stderr, r->kobj->maps[i].name,
@@ -460,7 +506,7 @@ void run_user_warnings(struct run *r)
 		fprintf(stderr, "WARNING: %llu return probe hits were not "
 			"recorded (a thread's shadow stack was full)\n",
 			(unsigned long long)n);
-	n = user_unrecorded_threads(r->u);
+	n = nt;
 	if (n)
 		fprintf(stderr, "WARNING: %llu threads found no per-thread "
 			"block: their hits were not recorded\n",

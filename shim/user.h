@@ -34,6 +34,8 @@ struct user_opts {
 	bool task;		/* probes read comm, uid or gid: keep the
 				 * threads' names and credentials up to date
 				 * (user_comm.c) */
+	bool children;		/* record in children it forks (as -c's;
+				 * system-wide: every process is traced) */
 };
 
 enum user_probe_kind {
@@ -60,6 +62,19 @@ struct user_probe {
  * decremented again by user_detach(). 0, or -errno with user_error().
  */
 int user_semaphore_add(struct ubt_user *u, uint64_t addr);
+
+/*
+ * System-wide (sysw.c), every thread stopped after user_install(): the
+ * kernel uprobe's int3 at addr, outside the jump written, replaced by
+ * the file's byte orig (the kernel counted the process's hits so far,
+ * user mode counts the rest).  1 replaced, 0 none there, -errno.
+ */
+int user_unbreak(struct ubt_user *u, uint64_t addr, uint8_t orig);
+/*
+ * Is there a runtime to load (runtime_path, NULL: the default), checked
+ * as rtpath.h says?  0, or -errno with why.
+ */
+int user_runtime_check(const char *runtime_path, char *why, size_t len);
 
 /* Seize every thread of pid and place the runtime; NULL, err set, on error. */
 struct ubt_user *user_attach_pid(pid_t pid, const struct user_opts *o,

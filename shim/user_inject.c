@@ -203,7 +203,8 @@ int user_place_memfd(struct ubt_user *u, const struct user_opts *o)
 	if (USER_FIELD(o, struct user_opts, fault_safe_reads))
 		u->m.ctl->flags |= RT_CTL_FAULT_HANDLER;
 	/* as the kernel's probes: a -c command's children, not -p's */
-	if (u->child)
+	if (u->child || (USER_FIELD(o, struct user_opts, children) &&
+			 o->children))
 		u->m.ctl->flags |= RT_CTL_CHILDREN;
 	return 0;
 }

@@ -17,6 +17,7 @@ check_PROGRAMS += \
 	tests/targets/ubt-patch \
 	tests/targets/ubt-share \
 	tests/targets/ubt-sites \
+	tests/targets/ubt-spawn \
 	tests/targets/ubt-strs \
 	tests/targets/ubt-threads \
 	tests/targets/ubt-types \
@@ -68,6 +69,9 @@ tests_targets_ubt_nofp_SOURCES = tests/targets/nofp.c
 tests_targets_ubt_nofp_CFLAGS = $(UBT_TARGET_CFLAGS) -fomit-frame-pointer \
 	-mno-red-zone
 tests_targets_ubt_nofp_LDFLAGS =
+tests_targets_ubt_spawn_SOURCES = tests/targets/spawn.c
+tests_targets_ubt_spawn_CFLAGS = $(UBT_TARGET_CFLAGS)
+tests_targets_ubt_spawn_LDFLAGS =
 tests_targets_ubt_share_SOURCES = tests/targets/share.c
 tests_targets_ubt_share_CFLAGS = $(UBT_TARGET_CFLAGS)
 tests_targets_ubt_share_LDFLAGS =
@@ -188,6 +192,7 @@ TESTS += \
 	tests/user/corrupt.sh \
 	tests/user/kill-stress.py \
 	tests/user/share.py \
+	tests/user/syswide-kill.py \
 	tests/user/test-user \
 	tests/user/unit-aggiter \
 	tests/user/unit-corrupt \
@@ -203,6 +208,7 @@ EXTRA_DIST += \
 	tests/user/kill-stress.py \
 	tests/user/procmem.py \
 	tests/user/share.py \
+	tests/user/syswide-kill.py \
 	tests/user/unwind-detach.py \
 	tests/user/unwind.sh \
 	tests/user/unwind.test

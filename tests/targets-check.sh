@@ -38,7 +38,7 @@ signalled() {
 	rm -f "$out"
 }
 
-echo 1..29
+echo 1..33
 check "$t/ubt-alt"
 check "$t/ubt-alt" 30 3
 check "$t/ubt-calls"
@@ -56,6 +56,10 @@ check "$t/ubt-nosys" seccomp 10
 check "$t/ubt-nosys" setuid 10
 check "$t/ubt-patch" 10
 check "$t/ubt-sites" 10
+check "$t/ubt-spawn" 10
+check "$t/ubt-spawn" 10 0 fork
+check "$t/ubt-spawn" 10 0 exec
+check "$t/ubt-spawn" 10 0 reexec
 check "$t/ubt-strs"
 check "$t/ubt-watch"
 check "$t/ubt-watch" many

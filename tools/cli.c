@@ -18,6 +18,7 @@
 
 enum {
 	OPT_DRY_RUN = 256,
+	OPT_ALL_PROCESSES,
 	OPT_INFO,
 	OPT_INCLUDE,
 	OPT_MODE,
@@ -29,6 +30,7 @@ enum {
 static const char cli_short_opts[] = ":B:c:d:e:f:hI:klo:p:qvV";
 
 static const struct option cli_long_opts[] = {
+	{ "all-processes", no_argument, NULL, OPT_ALL_PROCESSES },
 	{ "dry-run", no_argument, NULL, OPT_DRY_RUN },
 	{ "help", no_argument, NULL, 'h' },
 	{ "info", no_argument, NULL, OPT_INFO },
@@ -65,6 +67,8 @@ void cli_help(FILE *f)
 	      "    -p PID         attach to process PID (its user probes may run inside it)\n"
 	      "    -c 'CMD'       run CMD and attach to the resulting process\n"
 	      "    --mode MODE    where user probes run ('auto', 'kernel', 'user')\n"
+	      "    --all-processes\n"
+	      "                   without -p/-c: user-mode probes also in processes already running\n"
 	      "    --unsafe       allow unsafe builtin functions\n"
 	      "    -q             keep messages quiet\n"
 	      "    --info         print information about kernel BPF support\n"
@@ -320,6 +324,9 @@ int cli_parse(struct cli_opts *o, int argc, char **argv, FILE *err)
 		case OPT_DRY_RUN:
 			o->dry_run = true;
 			break;
+		case OPT_ALL_PROCESSES:
+			o->all_processes = true;
+			break;
 		case OPT_INFO:
 			o->action = CLI_INFO;
 			return 0;
@@ -363,6 +370,10 @@ int cli_parse(struct cli_opts *o, int argc, char **argv, FILE *err)
 
 	if (o->cmd && o->pid)
 		return cli_error(err, "cannot use both -c and -p");
+	/* processes already running: only system-wide probes take them */
+	if (o->all_processes && (o->cmd || o->pid))
+		return cli_error(err, "cannot use --all-processes with %s",
+				 o->cmd ? "-c" : "-p");
 	if (o->parse_only) {
 		unsigned later = o->debug & ~(unsigned)DEBUG_AST;
 

@@ -64,6 +64,7 @@ struct cli_opts {
 	enum cli_format format;	/* -f text|json */
 	enum cli_buffering buffering;	/* -B none|line|full */
 	enum ubt_mode mode;	/* --mode auto|kernel|user */
+	bool all_processes;	/* --all-processes */
 
 	bool list;		/* -l [PATTERN] */
 	const char *list_pattern;	/* NULL: list everything */

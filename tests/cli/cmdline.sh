@@ -109,6 +109,8 @@ bad_pid "-p negative" "pid '-5' is not a valid decimal number" -- -p -5 -e "$PRO
 bad_pid "-p too large" "pid '99999999999' out of valid pid range [1,4194304]" -- -p 99999999999 -e "$PROG"
 bad_pid "-p above any pid_max" "pid '5000000' out of valid pid range [1,4194304]" -- -p 5000000 -e "$PROG"
 usage "-c and -p" "cannot use both -c and -p" -- -c true -p 1 -e "$PROG"
+usage "--all-processes and -p" "cannot use --all-processes with -p" -- --all-processes -p 1 -e "$PROG"
+usage "--all-processes and -c" "cannot use --all-processes with -c" -- --all-processes -c true -e "$PROG"
 usage "-c empty" "invalid command for -c: empty" -- -c '' -e "$PROG"
 usage "-o empty" "invalid output file for -o: empty" -- -o '' -e "$PROG"
 usage "-e twice" "cannot use -e more than once" -- -e "$PROG" -e "$PROG"
@@ -300,7 +302,7 @@ expect "-l with an invalid character: bpftrace's error" 1 '' "stdin:1:1-2: ERROR
 expect "-l lists a tracepoint" 0 'tracepoint:syscalls:sys_enter_openat' '' -- -l 'tracepoint:syscalls:sys_enter_openat'
 
 # --- user mode: decisions and refusals ------------------------------
-expect "--mode user without -p or -c: clear error" 1 '' "ubt: cannot run uprobe:/bin/sh:main in user mode: no -p or -c process to run in" -- --mode user -e 'uprobe:/bin/sh:main { @ = count(); }'
+expect "--mode user, a probe that does not resolve: clear error" 1 '' "ubt: cannot run uprobe:/bin/sh:main in user mode: its attach point does not resolve" -- --mode user -e 'uprobe:/bin/sh:main { @ = count(); }'
 expect "--dry-run -v: where each probe runs and why" 0 '' 'BEGIN: kernel (BEGIN probes run in the kernel)
 uprobe:./examples/demo-target:submit_io: user mode (every site can be patched)
 END: kernel (END probes run in the kernel)' -- -v --dry-run -c "$top_builddir/examples/demo-target 10" "$top_srcdir/examples/demo.bt"

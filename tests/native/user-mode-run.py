@@ -154,8 +154,10 @@ def test_decisions():
        "--mode kernel keeps every probe in the kernel", repr(r.stderr))
     r = ubt(["--dry-run", "--mode", "user", "-e",
              "uprobe:%s:ut_plain { @c = count(); }" % TARGET])
-    ok(r.returncode == 1 and "no -p or -c process" in r.stderr,
-       "--mode user without -p or -c is an error", repr(r.stderr))
+    ok(r.returncode == 0 and
+       re.search(r"^uprobe:\S+:ut_plain: user mode", r.stderr, re.M),
+       "--mode user without -p or -c: system-wide user mode",
+       repr(r.stderr))
     r = ubt(["--dry-run", "--mode", "user", "-e",
              "uprobe:%s:ut_plain { @c[tid] = count(); "
              "if (has_key(@c, 1)) { } }" %

@@ -1,0 +1,579 @@
+/*
+ * System-wide user mode (sysw.h): first-hit reports from the kernel, each
+ * process reported taken as -p takes one (user_attach_pid(), the sites of
+ * run_user.c), the fleet of processes the run loop reads.
+ */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <linux/perf_event.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+#include "guard.h"
+#include "owner.h"
+#include "run_int.h"
+#include "sysw.h"
+#include "user.h"
+#include "util.h"
+
+/* processes reported at once (one per process ever: a hash of tgids) */
+#define SYSW_MAX_PIDS 65536
+#define SYSW_RING_SIZE (64 * 1024)
+/*
+ * Processes taken at most: each keeps its memfd (a descriptor and a
+ * mapping) until the end of the run, for its data; past that the kernel.
+ */
+#define SYSW_MAX_TAKEN 256
+/* attaches tried per process (one per report) before it stays in the
+ * kernel */
+#define SYSW_ATTEMPTS 4
+
+struct sysw {
+	int seen_fd, ring_fd, prog_fd;
+	struct ring_buffer *rb;
+	int *pfds;		/* one perf event per site */
+	int npfds;
+	int uprobe_type;
+	pid_t *todo;		/* reported, not handled yet */
+	int ntodo;
+	uint64_t ubt_start;	/* the ubt the user started (clock ticks) */
+	pid_t ubt_pid;		/* and its pid */
+	/* every process reported (in the seen table), by start time: a
+	 * pid whose process is gone leaves the table, so that a new
+	 * process with that pid reports again */
+	pid_t *known;
+	uint64_t *kstart;
+	int nknown;
+	uint64_t swept;		/* mono_ns() of the last sweep */
+	struct sysw_breaks *breaks;	/* by fleet index */
+	int failed;		/* sites whose report could not attach */
+	int why;		/* the first one's errno */
+};
+
+#define INSN(c, d, s, o, i)                                                 \
+	((struct bpf_insn){ .code = (c), .dst_reg = (d), .src_reg = (s),    \
+			    .off = (o), .imm = (i) })
+
+/*
+ * The report: the first hit of each process (tgid) puts it in the seen
+ * table (BPF_NOEXIST: one report however many threads race) and sends
+ * its tgid to ubt.  Its next hits find it there and return.
+ */
+static int sysw_load(struct sysw *s)
+{
+	struct bpf_insn in[] = {
+		INSN(BPF_JMP | BPF_CALL, 0, 0, 0, BPF_FUNC_get_current_pid_tgid),
+		INSN(BPF_ALU64 | BPF_RSH | BPF_K, BPF_REG_0, 0, 0, 32),
+		INSN(BPF_STX | BPF_MEM | BPF_W, BPF_REG_10, BPF_REG_0, -4, 0),
+		INSN(BPF_ST | BPF_MEM | BPF_W, BPF_REG_10, 0, -8, 0),
+		INSN(BPF_LD | BPF_DW | BPF_IMM, BPF_REG_1, BPF_PSEUDO_MAP_FD,
+		     0, s->seen_fd),
+		INSN(0, 0, 0, 0, 0),
+		INSN(BPF_ALU64 | BPF_MOV | BPF_X, BPF_REG_2, BPF_REG_10, 0, 0),
+		INSN(BPF_ALU64 | BPF_ADD | BPF_K, BPF_REG_2, 0, 0, -4),
+		INSN(BPF_ALU64 | BPF_MOV | BPF_X, BPF_REG_3, BPF_REG_10, 0, 0),
+		INSN(BPF_ALU64 | BPF_ADD | BPF_K, BPF_REG_3, 0, 0, -8),
+		INSN(BPF_ALU64 | BPF_MOV | BPF_K, BPF_REG_4, 0, 0, BPF_NOEXIST),
+		INSN(BPF_JMP | BPF_CALL, 0, 0, 0, BPF_FUNC_map_update_elem),
+		INSN(BPF_JMP | BPF_JNE | BPF_K, BPF_REG_0, 0, 7, 0),
+		INSN(BPF_LD | BPF_DW | BPF_IMM, BPF_REG_1, BPF_PSEUDO_MAP_FD,
+		     0, s->ring_fd),
+		INSN(0, 0, 0, 0, 0),
+		INSN(BPF_ALU64 | BPF_MOV | BPF_X, BPF_REG_2, BPF_REG_10, 0, 0),
+		INSN(BPF_ALU64 | BPF_ADD | BPF_K, BPF_REG_2, 0, 0, -4),
+		INSN(BPF_ALU64 | BPF_MOV | BPF_K, BPF_REG_3, 0, 0, 4),
+		INSN(BPF_ALU64 | BPF_MOV | BPF_K, BPF_REG_4, 0, 0, 0),
+		INSN(BPF_JMP | BPF_CALL, 0, 0, 0, BPF_FUNC_ringbuf_output),
+		INSN(BPF_ALU64 | BPF_MOV | BPF_K, BPF_REG_0, 0, 0, 0),
+		INSN(BPF_JMP | BPF_EXIT, 0, 0, 0, 0),
+	};
+
+	s->seen_fd = bpf_map_create(BPF_MAP_TYPE_HASH, "ubt_sysw_seen", 4, 4,
+				    SYSW_MAX_PIDS, NULL);
+	if (s->seen_fd < 0)
+		return -errno;
+	s->ring_fd = bpf_map_create(BPF_MAP_TYPE_RINGBUF, "ubt_sysw_ring", 0,
+				    0, SYSW_RING_SIZE, NULL);
+	if (s->ring_fd < 0)
+		return -errno;
+	in[4].imm = s->seen_fd;
+	in[13].imm = s->ring_fd;
+	s->prog_fd = bpf_prog_load(BPF_PROG_TYPE_KPROBE, "ubt_sysw", "GPL", in,
+				   sizeof(in) / sizeof(in[0]), NULL);
+	return s->prog_fd < 0 ? -errno : 0;
+}
+
+static int sysw_uprobe_type(void)
+{
+	FILE *f = fopen("/sys/bus/event_source/devices/uprobe/type", "re");
+	int t = -1;
+
+	if (!f)
+		return -errno;
+	if (fscanf(f, "%d", &t) != 1)
+		t = -EIO;
+	fclose(f);
+	return t;
+}
+
+/* The report on one site: a uprobe in every process (pid -1). */
+static void sysw_attach_site(const char *bin, uint64_t file_off,
+			     uint64_t sem_off, void *ctx)
+{
+	struct sysw *s = ctx;
+	struct perf_event_attr a = { .type = (uint32_t)s->uprobe_type,
+				     .size = sizeof(a), .sample_period = 1,
+				     .wakeup_events = 1 };
+	int fd;
+
+	a.config1 = (uint64_t)(uintptr_t)bin;	/* uprobe_path */
+	a.config2 = file_off;			/* probe_offset */
+	/* a USDT semaphore: as the kernel's probe there has it (one
+	 * reference counter per site, else EINVAL) */
+	a.config = sem_off << 32;	/* PERF_UPROBE_REF_CTR_OFFSET_SHIFT */
+	fd = syscall(SYS_perf_event_open, &a, -1, 0, -1, PERF_FLAG_FD_CLOEXEC);
+	if (fd >= 0 && (ioctl(fd, PERF_EVENT_IOC_SET_BPF, s->prog_fd) ||
+			ioctl(fd, PERF_EVENT_IOC_ENABLE, 0))) {
+		close(fd);
+		fd = -1;
+	}
+	if (fd < 0) {
+		if (!s->failed++)
+			s->why = errno;
+		return;
+	}
+	s->pfds = xrealloc(s->pfds, (s->npfds + 1) * sizeof(*s->pfds));
+	s->pfds[s->npfds++] = fd;
+}
+
+static int sysw_reported(void *ctx, void *data, size_t len)
+{
+	struct sysw *s = ctx;
+	uint32_t pid;
+
+	if (len < sizeof(pid))
+		return 0;
+	memcpy(&pid, data, sizeof(pid));
+	if (!pid || pid > INT32_MAX)
+		return 0;
+	s->todo = xrealloc(s->todo, (s->ntodo + 1) * sizeof(*s->todo));
+	s->todo[s->ntodo++] = (pid_t)pid;
+	return 0;
+}
+
+int sysw_start(struct run *r)
+{
+	struct sysw *s = xcalloc(1, sizeof(*s));
+	int err;
+
+	s->seen_fd = s->ring_fd = s->prog_fd = -1;
+	r->sw = s;
+	/* the worker's parent: the ubt the user started (guard.c) */
+	s->ubt_pid = getppid();
+	s->ubt_start = owner_start_time(s->ubt_pid);
+	s->uprobe_type = sysw_uprobe_type();
+	err = s->uprobe_type < 0 ? s->uprobe_type : sysw_load(s);
+	if (!err) {
+		s->rb = ring_buffer__new(s->ring_fd, sysw_reported, s, NULL);
+		if (!s->rb)
+			err = -errno ?: -ENOMEM;
+	}
+	if (err) {
+		fprintf(stderr, "ubt: system-wide user mode: cannot load the "
+			"first-hit report: %s; the probes run in the kernel\n",
+			strerror(-err));
+		return err;
+	}
+	run_user_sites(r, sysw_attach_site, s);
+	if (s->failed)
+		fprintf(stderr, "ubt: system-wide user mode: %d site(s) "
+			"report no process (perf_event_open: %s): they run in "
+			"the kernel\n", s->failed, strerror(s->why));
+	if (r->o->verbose)
+		fprintf(stderr, "ubt: system-wide user mode: processes are "
+			"taken at their first hit%s\n",
+			r->o->all_processes ? ", those already running too "
+					      "(--all-processes)" :
+					      " if they started after ubt");
+	return 0;
+}
+
+static const char *sysw_comm(pid_t pid, char *buf, size_t len)
+{
+	char path[64];
+	ssize_t n;
+	int fd;
+
+	snprintf(path, sizeof(path), "/proc/%d/comm", (int)pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	n = fd < 0 ? -1 : read(fd, buf, len - 1);
+	if (fd >= 0)
+		close(fd);
+	if (n <= 0)
+		n = 0;
+	buf[n] = 0;
+	buf[strcspn(buf, "\n")] = 0;
+	return buf;
+}
+
+struct sysw_unbreak {
+	struct run *r;
+	int err;
+	char why[PATH_MAX + 32];
+};
+
+/* A site's kernel int3 beside the jump (after an endbr64): out. */
+static void sysw_unbreak_site(const char *bin, uint64_t file_off,
+			      uint64_t sem_off, void *ctx)
+{
+	struct sysw_unbreak *ub = ctx;
+	uint64_t at;
+	uint8_t orig;
+	int fd, e;
+
+	(void)sem_off;
+	if (ub->err || run_target_addr(user_pid(ub->r->u), bin, file_off, &at))
+		return;
+	fd = open(bin, O_RDONLY | O_CLOEXEC);
+	if (fd < 0 || pread(fd, &orig, 1, (off_t)file_off) != 1) {
+		ub->err = -EIO;
+		snprintf(ub->why, sizeof(ub->why), "cannot read %s", bin);
+	} else {
+		e = user_unbreak(ub->r->u, at, orig);
+		if (e < 0)
+			ub->err = e;
+	}
+	if (fd >= 0)
+		close(fd);
+}
+
+int sysw_installed(struct run *r)
+{
+	struct sysw_unbreak ub = { .r = r };
+
+	run_user_sites(r, sysw_unbreak_site, &ub);
+	return ub.err;
+}
+
+/* Reports of pid so far (this one too). */
+static int sysw_attempts(const struct sysw *s, pid_t pid)
+{
+	int n = 0;
+
+	for (int i = 0; i < s->nknown; i++)
+		n += s->known[i] == pid;
+	return n;
+}
+
+/*
+ * Was pid running before ubt started?  Start times count clock ticks (10
+ * ms): within the tick of ubt's own start, pids taken later are higher
+ * (until they wrap around).
+ */
+static bool sysw_before(const struct sysw *s, pid_t pid, uint64_t start)
+{
+	if (start != s->ubt_start)
+		return start < s->ubt_start;
+	return pid < s->ubt_pid;
+}
+
+/*
+ * The kernel's breakpoints in a process before it was taken, by file and
+ * offset (the file's byte there): put back when ubt leaves the process
+ * (sysw_rebreak()), since another tracer's uprobe on the same instruction
+ * shares that int3.
+ */
+struct sysw_break {
+	char *bin;
+	uint64_t file_off;
+	uint8_t orig;
+};
+
+struct sysw_breaks {
+	pid_t pid;
+	int execs;		/* user_execs() at the take: its image */
+	struct sysw_break *b;
+	int n;
+};
+
+static void sysw_break_site(const char *bin, uint64_t file_off,
+			    uint64_t sem_off, void *ctx)
+{
+	struct sysw_breaks *b = ctx;
+	char path[64];
+	uint64_t at;
+	uint8_t c = 0, orig;
+	int fd, ffd;
+
+	(void)sem_off;
+	if (run_target_addr(b->pid, bin, file_off, &at))
+		return;
+	snprintf(path, sizeof(path), "/proc/%d/mem", (int)b->pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	ffd = open(bin, O_RDONLY | O_CLOEXEC);
+	if (fd >= 0 && ffd >= 0 && pread(fd, &c, 1, (off_t)at) == 1 &&
+	    c == 0xcc && pread(ffd, &orig, 1, (off_t)file_off) == 1 &&
+	    orig != 0xcc) {
+		b->b = xrealloc(b->b, (b->n + 1) * sizeof(*b->b));
+		b->b[b->n++] = (struct sysw_break){ .bin = xstrdup(bin),
+						    .file_off = file_off,
+						    .orig = orig };
+	}
+	if (fd >= 0)
+		close(fd);
+	if (ffd >= 0)
+		close(ffd);
+}
+
+static void sysw_breaks_release(struct sysw_breaks *b)
+{
+	for (int i = 0; i < b->n; i++)
+		free(b->b[i].bin);
+	free(b->b);
+	b->b = NULL;
+	b->n = 0;
+}
+
+/*
+ * ubt left a process (its jumps restored: the file's bytes): the kernel's
+ * int3s back where they were.  The kernel's probes, ubt's until its links
+ * close and any other tracer's, are still registered and find their site
+ * by file and offset; when the last one goes, the kernel puts the file's
+ * byte back itself.  Only where the file still maps at the same place
+ * with the file's byte there; one byte, the first of an instruction, as
+ * the kernel writes it.
+ */
+static void sysw_rebreak(const struct sysw_breaks *b)
+{
+	char path[64];
+	uint8_t cc = 0xcc, c;
+	uint64_t at;
+	int fd;
+
+	snprintf(path, sizeof(path), "/proc/%d/mem", (int)b->pid);
+	fd = open(path, O_RDWR | O_CLOEXEC);
+	for (int i = 0; fd >= 0 && i < b->n; i++)
+		if (!run_target_addr(b->pid, b->b[i].bin, b->b[i].file_off,
+				     &at) &&
+		    pread(fd, &c, 1, (off_t)at) == 1 && c == b->b[i].orig &&
+		    pwrite(fd, &cc, 1, (off_t)at) != 1)
+			break;
+	if (fd >= 0)
+		close(fd);
+}
+
+/*
+ * Forget the last process of the fleet (no user-mode probe ran in it
+ * yet), its kernel breakpoints as they were: it counts in the kernel.
+ */
+static void sysw_drop_last(struct run *r, struct sysw_breaks *b)
+{
+	struct ubt_user *u = r->fleet[--r->nfleet];
+
+	user_detach(u);
+	user_free(u);
+	sysw_rebreak(b);
+	sysw_breaks_release(b);
+}
+
+/*
+ * Take pid: attach as -p, place the tables and the sites, let it run.
+ * Whatever fails, the process runs on with its probes in the kernel.
+ */
+static void sysw_take(struct run *r, pid_t pid)
+{
+	struct sysw *s = r->sw;
+	struct sysw_breaks b = { .pid = pid };
+	struct sysw_unbreak ub = { .r = r };
+	struct user_opts uo;
+	char err[512], comm[32];
+	const char *why;
+	uint64_t start = owner_start_time(pid), t0 = mono_ns();
+	struct ubt_user *u;
+	int n = 0, e;
+
+	sysw_comm(pid, comm, sizeof(comm));
+	r->sw->known = xrealloc(r->sw->known,
+				(r->sw->nknown + 1) * sizeof(*r->sw->known));
+	r->sw->kstart = xrealloc(r->sw->kstart, (r->sw->nknown + 1) *
+							sizeof(*r->sw->kstart));
+	r->sw->known[r->sw->nknown] = pid;
+	r->sw->kstart[r->sw->nknown++] = start;
+	if (!start || pid == getpid() || pid == getppid())
+		return;
+	if (sysw_before(r->sw, pid, start) && !r->o->all_processes) {
+		if (r->o->verbose)
+			fprintf(stderr, "ubt: pid %d (%s) was running before "
+				"ubt: its probes stay in the kernel "
+				"(--all-processes takes it)\n", (int)pid, comm);
+		return;
+	}
+	if (r->nfleet >= SYSW_MAX_TAKEN) {
+		if (r->o->verbose)
+			fprintf(stderr, "ubt: pid %d (%s): its probes stay in "
+				"the kernel: %d processes taken already\n",
+				(int)pid, comm, SYSW_MAX_TAKEN);
+		return;
+	}
+	if (user_process_check(pid, err, sizeof(err))) {
+		if (r->o->verbose)
+			fprintf(stderr, "ubt: pid %d (%s): its probes stay in "
+				"the kernel: %s\n", (int)pid, comm, err);
+		return;
+	}
+	run_user_opts(r, &uo);
+	uo.children = true;
+	u = user_attach_pid(pid, &uo, err, sizeof(err));
+	if (!u) {
+		/* no thread at a safe point (busy in a library): its next
+		 * hit reports it again, a few times */
+		bool again = sysw_attempts(s, pid) < SYSW_ATTEMPTS &&
+			     !bpf_map_delete_elem(s->seen_fd, &(uint32_t){
+								(uint32_t)pid });
+
+		if (r->o->verbose)
+			fprintf(stderr, "ubt: pid %d (%s): its probes stay in "
+				"the kernel%s: %s\n", (int)pid, comm,
+				again ? " until its next hit" : "", err);
+		return;
+	}
+	/* the guard restores it if this process dies */
+	guard_target(pid);
+	run_fleet_add(r, u);
+	r->u = u;
+	r->ubase = (uint32_t)(r->nfleet - 1) * run_fleet_stride(r);
+	run_user_sites(r, sysw_break_site, &b);
+	e = run_user_prepare(r);
+	e = e ?: run_user_install(r, &n, true);
+	why = e ? user_error(u) : NULL;
+	if (!e && !n) {
+		e = -ENOENT;
+		why = "no site to patch";
+	}
+	if (!e) {
+		run_user_sites(r, sysw_unbreak_site, &ub);
+		e = ub.err;
+		why = ub.why[0] ? ub.why : user_error(u);
+	}
+	if (e) {
+		if (r->o->verbose)
+			fprintf(stderr, "ubt: pid %d (%s): its probes stay in "
+				"the kernel: %s\n", (int)pid, comm, why);
+		sysw_drop_last(r, &b);
+		return;
+	}
+	/* by fleet index, for the detach */
+	s->breaks = xrealloc(s->breaks, r->nfleet * sizeof(*s->breaks));
+	b.execs = user_execs(u);
+	s->breaks[r->nfleet - 1] = b;
+	if (user_install_exec_hook(u) && r->o->verbose)
+		fprintf(stderr, "ubt: pid %d: execve() is not followed: %s\n",
+			(int)pid, user_error(u));
+	user_clock_tick(u);
+	if (user_resume(u)) {
+		fprintf(stderr, "ubt: pid %d (%s): cannot resume: %s\n",
+			(int)pid, comm, user_error(u));
+		return;
+	}
+	if (r->o->verbose)
+		fprintf(stderr, "ubt: pid %d (%s) taken: %d probe(s) in user "
+			"mode (%.3f ms, stopped %.3f ms)\n", (int)pid, comm, n,
+			(mono_ns() - t0) / 1e6, user_stop_ns(u) / 1e6);
+}
+
+/* Processes reported that are gone: out of the seen table. */
+static void sysw_sweep(struct sysw *s)
+{
+	int n = 0;
+
+	for (int i = 0; i < s->nknown; i++) {
+		uint32_t key = (uint32_t)s->known[i];
+
+		if (owner_start_time(s->known[i]) == s->kstart[i]) {
+			s->known[n] = s->known[i];
+			s->kstart[n++] = s->kstart[i];
+		} else {
+			bpf_map_delete_elem(s->seen_fd, &key);
+		}
+	}
+	s->nknown = n;
+	s->swept = mono_ns();
+}
+
+void sysw_poll(struct run *r)
+{
+	struct sysw *s = r->sw;
+
+	if (!s)
+		return;
+	run_for_each_user(r, i) {
+		if (user_exec_pending(r->u))
+			run_follow_exec(r);
+		user_clock_tick(r->u);
+	}
+	if (!s->rb)
+		return;
+	if (mono_ns() - s->swept > 1000000000ull)
+		sysw_sweep(s);
+	ring_buffer__consume(s->rb);
+	for (int i = 0; i < s->ntodo && !signals_stopping(); i++)
+		sysw_take(r, s->todo[i]);
+	s->ntodo = 0;
+}
+
+void sysw_stop(struct run *r)
+{
+	struct sysw *s = r->sw;
+
+	/* the reports first: nothing is taken any more */
+	for (int i = 0; s && i < s->npfds; i++)
+		close(s->pfds[i]);
+	run_for_each_user(r, i) {
+		struct sysw_breaks *b = s ? &s->breaks[i] : NULL;
+
+		if (user_detach(r->u)) {
+			fprintf(stderr, "ubt: detach from pid %d: %s\n",
+				(int)user_pid(r->u), user_error(r->u));
+			continue;
+		}
+		/* the same image: the int3s others may share, back */
+		if (b && b->execs == user_execs(r->u))
+			sysw_rebreak(b);
+		if (r->o->verbose && user_children(r->u))
+			fprintf(stderr, "ubt: pid %d: %d child(ren) it forked "
+				"recorded in user mode too\n",
+				(int)user_pid(r->u), user_children(r->u));
+	}
+	for (int i = 0; i < r->nfleet; i++) {
+		user_free(r->fleet[i]);
+		if (s)
+			sysw_breaks_release(&s->breaks[i]);
+	}
+	r->nfleet = 0;
+	r->u = NULL;
+	if (!s)
+		return;
+	ring_buffer__free(s->rb);
+	if (s->prog_fd >= 0)
+		close(s->prog_fd);
+	if (s->ring_fd >= 0)
+		close(s->ring_fd);
+	if (s->seen_fd >= 0)
+		close(s->seen_fd);
+	free(s->pfds);
+	free(s->todo);
+	free(s->known);
+	free(s->kstart);
+	free(s->breaks);
+	free(s);
+	r->sw = NULL;
+}
