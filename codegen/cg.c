@@ -153,6 +153,32 @@ static int cg_define_maps(struct cg *g)
 	return 0;
 }
 
+/*
+ * Return at once in a process ubt took system-wide (CG_MAP_TAKEN holds
+ * its tgid): its sites run in user mode there.
+ */
+static void cg_skip_taken(struct cg *g)
+{
+	struct irb *ir = &g->ir;
+	LLVMValueRef taken = LLVMGetNamedGlobal(ir->mod, CG_MAP_TAKEN);
+	LLVMValueRef key = irb_alloca(ir, 4, "tgid"), tgid, v;
+	LLVMBasicBlockRef skip, cont;
+
+	if (!taken)
+		taken = irb_map_define(ir, CG_MAP_TAKEN, BPF_MAP_TYPE_HASH, 4,
+				       4, CG_TAKEN_MAX);
+	tgid = irb_helper(ir, BPF_FUNC_get_current_pid_tgid, NULL, 0);
+	tgid = LLVMBuildLShr(ir->b, tgid, irb_const(ir, 32), "");
+	LLVMBuildStore(ir->b, LLVMBuildTrunc(ir->b, tgid, ir->i32, ""), key);
+	v = irb_map_lookup(ir, taken, key);
+	skip = LLVMAppendBasicBlockInContext(ir->ctx, ir->fn, "taken");
+	cont = LLVMAppendBasicBlockInContext(ir->ctx, ir->fn, "not_taken");
+	LLVMBuildCondBr(ir->b, LLVMBuildIsNull(ir->b, v, ""), cont, skip);
+	LLVMPositionBuilderAtEnd(ir->b, skip);
+	LLVMBuildRet(ir->b, irb_const(ir, 0));
+	LLVMPositionBuilderAtEnd(ir->b, cont);
+}
+
 static const char *cg_section(struct cg *g, enum sema_provider p)
 {
 	switch (p) {
@@ -306,6 +332,10 @@ static void cg_program(struct cg *g, struct sema_probe *sp,
 		LLVMPositionBuilderAtEnd(g->ir.b, cont);
 		irb_scope_end(&g->ir, mark);
 	}
+	if (g->ir.target == CG_TARGET_BPF && g->opts &&
+	    g->opts->skip_taken &&
+	    g->opts->skip_taken(g->opts->want_ctx, probe))
+		cg_skip_taken(g);
 	if (probe->probe.pred) {
 		int mark = irb_scope_begin(&g->ir);
 		LLVMValueRef c = cg_cond(g, probe->probe.pred);

@@ -203,6 +203,12 @@ struct cg_prog {
 #define CG_JOIN_ARGS 16
 #define CG_JOIN_SIZE 1024
 #define CG_MAP_FULL "ubt_full"
+/*
+ * The processes whose sites ubt patched system-wide (shim/sysw.c): tgid
+ * (u32) -> u32, read by the kernel programs cg_opts.skip_taken names.
+ */
+#define CG_MAP_TAKEN "ubt_taken"
+#define CG_TAKEN_MAX 1024
 /* BPF stack maps: "ubt_stack_<limit>" (codegen/cg_stack.c) */
 #define CG_MAP_STACK_PREFIX "ubt_stack_"
 #define CG_MAP_STACK_NOTED "ubt_stack_noted"
@@ -266,6 +272,10 @@ struct cg_opts {
 	/* both targets, by sema map id (NULL: none): ordinary maps kept in
 	 * a table both sides map (codegen/cg_xmap.h, shim/place_xmap.c) */
 	const bool *xmap_maps;
+	/* BPF target: probes whose program returns at once in a process
+	 * of CG_MAP_TAKEN (their sites there run in user mode: a kernel
+	 * uprobe another tracer brings back must not count them twice) */
+	bool (*skip_taken)(void *ctx, const struct ast_node *probe);
 };
 
 /*

@@ -73,6 +73,8 @@ void kernel_stop_probes(struct kernel *k);
 bool kernel_exiting(const struct kernel *k);
 /* Map fd for a cg_map index, -1 when not loaded. */
 int kernel_map_fd(const struct kernel *k, int map);
+/* One of ubt's own maps in the object (codegen/cg.h CG_MAP_*), or -1. */
+int kernel_own_map_fd(const struct kernel *k, const char *name);
 /*
  * Read every entry of map `map` with per-CPU values merged
  * (counts/sums add, min/max combine, hist buckets add); calls fn for

@@ -43,6 +43,11 @@ int kernel_map_fd(const struct kernel *k, int map)
 	return k->map_fds[map];
 }
 
+int kernel_own_map_fd(const struct kernel *k, const char *name)
+{
+	return k->bo ? bpf_object__find_map_fd_by_name(k->bo, name) : -1;
+}
+
 static enum type_kind kernel_agg_kind(const struct cg_map *m)
 {
 	return m->value_type ? m->value_type->kind : TY_INT;

@@ -76,6 +76,21 @@ static bool run_want_user(void *ctx, const struct ast_node *probe)
 	return r->d[probe->probe.index].where != RUN_KERNEL;
 }
 
+/*
+ * System-wide, a probe whose every site runs in user mode in a process
+ * taken: its kernel program skips those processes (cg_opts.skip_taken).
+ * Not a uretprobe: a call the kernel saw enter before the take returns
+ * to the kernel's trampoline, and only its program counts that return.
+ */
+static bool run_skip_taken(void *ctx, const struct ast_node *probe)
+{
+	const struct run *r = ctx;
+
+	return r->sysw && r->d[probe->probe.index].where == RUN_USER &&
+	       r->c->sema->probes[probe->probe.index]->provider !=
+		       PROV_URETPROBE;
+}
+
 /* A probe with sites on both sides: each side builds its own sites. */
 static bool run_want_kernel_site(void *ctx, const struct ast_node *probe,
 				 const struct probes_match *m)
@@ -166,7 +181,8 @@ static int run_combined(struct compile *c, const struct run_opts *o,
 				 .want_site = run_want_kernel_site,
 				 .want_ctx = &r,
 				 .user_agg_maps = run_user_agg_maps(c, d),
-				 .xmap_maps = xmaps };
+				 .xmap_maps = xmaps,
+				 .skip_taken = run_skip_taken };
 	struct cg_opts no_cg = { .sz = sizeof(no_cg), .want = run_want_user,
 				 .want_site = run_want_user_site,
 				 .want_ctx = &r,

@@ -84,6 +84,10 @@ struct run {
 	uint32_t ubase;
 	bool sysw;		/* system-wide (no -p/-c): sysw.c */
 	struct sysw *sw;
+	/* sysw.c: after the sites of an image a process exec'd were
+	 * placed, err their result (a hook: sysw.c calls run_user.c, not
+	 * the other way); returns the run's error */
+	int (*exec_installed)(struct run *r, int err);
 	pid_t cpid;		/* -c child */
 	bool reaped;		/* it exited and was reaped: */
 	int status;		/* its wait status, -1 if not known */

@@ -380,8 +380,8 @@ void run_follow_exec(struct run *r)
 	if (err > 0) {
 		err = run_user_install(r, &n, true);
 		/* system-wide: the new image has the kernel's int3s too */
-		if (!err && r->sysw)
-			err = sysw_installed(r);
+		if (r->exec_installed)
+			err = r->exec_installed(r, err);
 		if (user_install_exec_hook(r->u) && r->o->verbose)
 			fprintf(stderr, "ubt: execve() is not followed: %s\n",
 				user_error(r->u));

@@ -39,6 +39,7 @@
 
 struct sysw {
 	int seen_fd, ring_fd, prog_fd;
+	int taken_fd;		/* CG_MAP_TAKEN in the kernel object, or -1 */
 	struct ring_buffer *rb;
 	int *pfds;		/* one perf event per site */
 	int npfds;
@@ -58,6 +59,14 @@ struct sysw {
 	int failed;		/* sites whose report could not attach */
 	int why;		/* the first one's errno */
 };
+
+/*
+ * r->u's sites in a new image it exec'd placed (err: their result), every
+ * thread stopped: the kernel's int3s beside the jumps taken out, as in a
+ * new process; if placing failed, its kernel programs count it again
+ * (r->exec_installed).  0, or -errno with user_error().
+ */
+static int sysw_installed(struct run *r, int err);
 
 #define INSN(c, d, s, o, i)                                                 \
 	((struct bpf_insn){ .code = (c), .dst_reg = (d), .src_reg = (s),    \
@@ -176,6 +185,7 @@ int sysw_start(struct run *r)
 	int err;
 
 	s->seen_fd = s->ring_fd = s->prog_fd = -1;
+	s->taken_fd = kernel_own_map_fd(r->k, CG_MAP_TAKEN);
 	r->sw = s;
 	/* the worker's parent: the ubt the user started (guard.c) */
 	s->ubt_pid = getppid();
@@ -194,6 +204,7 @@ int sysw_start(struct run *r)
 		return err;
 	}
 	run_user_sites(r, sysw_attach_site, s);
+	r->exec_installed = sysw_installed;
 	if (s->failed)
 		fprintf(stderr, "ubt: system-wide user mode: %d site(s) "
 			"report no process (perf_event_open: %s): they run in "
@@ -256,10 +267,34 @@ static void sysw_unbreak_site(const char *bin, uint64_t file_off,
 		close(fd);
 }
 
-int sysw_installed(struct run *r)
+/*
+ * In CG_MAP_TAKEN or out: while it is in, the kernel programs of its
+ * probes return at once there (codegen/cg.c cg_skip_taken()).  Set while
+ * the process is stopped, with its jumps in place and the kernel's int3s
+ * out; taken out before they come back.
+ */
+static int sysw_set_taken(struct sysw *s, pid_t pid, bool on)
+{
+	uint32_t key = (uint32_t)pid, one = 1;
+
+	if (s->taken_fd < 0)
+		return 0;
+	if (on)
+		return bpf_map_update_elem(s->taken_fd, &key, &one, BPF_ANY) ?
+			       -errno :
+			       0;
+	bpf_map_delete_elem(s->taken_fd, &key);
+	return 0;
+}
+
+static int sysw_installed(struct run *r, int err)
 {
 	struct sysw_unbreak ub = { .r = r };
 
+	if (err) {
+		sysw_set_taken(r->sw, user_pid(r->u), false);
+		return err;
+	}
 	run_user_sites(r, sysw_unbreak_site, &ub);
 	return ub.err;
 }
@@ -478,6 +513,11 @@ static void sysw_take(struct run *r, pid_t pid)
 	if (user_install_exec_hook(u) && r->o->verbose)
 		fprintf(stderr, "ubt: pid %d: execve() is not followed: %s\n",
 			(int)pid, user_error(u));
+	e = sysw_set_taken(s, pid, true);
+	if (e)
+		fprintf(stderr, "ubt: pid %d (%s): a kernel uprobe another "
+			"tracer puts on a site would count it twice: %s\n",
+			(int)pid, comm, strerror(-e));
 	user_clock_tick(u);
 	if (user_resume(u)) {
 		fprintf(stderr, "ubt: pid %d (%s): cannot resume: %s\n",
@@ -545,9 +585,12 @@ void sysw_stop(struct run *r)
 				(int)user_pid(r->u), user_error(r->u));
 			continue;
 		}
-		/* the same image: the int3s others may share, back */
+		/* the same image: the int3s others may share, back; the
+		 * kernel counts it again */
 		if (b && b->execs == user_execs(r->u))
 			sysw_rebreak(b);
+		if (s)
+			sysw_set_taken(s, user_pid(r->u), false);
 		if (r->o->verbose && user_children(r->u))
 			fprintf(stderr, "ubt: pid %d: %d child(ren) it forked "
 				"recorded in user mode too\n",

@@ -26,12 +26,6 @@ struct run;
 int sysw_start(struct run *r);
 /* Take the processes reported since; follow their exec()s. */
 void sysw_poll(struct run *r);
-/*
- * r->u's sites written, every thread stopped: the kernel's int3s beside
- * the jumps taken out (after an exec the process's new image is set up
- * as a new process is).  0, or -errno with user_error().
- */
-int sysw_installed(struct run *r);
 /* Detach from every process taken (their code restored), free it all. */
 void sysw_stop(struct run *r);
 
