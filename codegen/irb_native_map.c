@@ -153,7 +153,8 @@ static LLVMValueRef nat_htab_insert_fast(struct irb *ir, struct native_map *m,
 /*
  * delete() in a per-thread table with 8-byte keys: the key's first slot
  * inline (state deleted: -ENOENT; used or zeroed: deleted, as
- * rt_htab_delete()); anything else through the runtime.
+ * rt_htab_delete()); anything else through the runtime (its int64 result
+ * comes back in %rax as nat_call_kept()'s pointer).
  */
 static LLVMValueRef nat_htab_delete_fast(struct irb *ir, struct native_map *m,
 					 LLVMValueRef base, LLVMValueRef key)
@@ -186,7 +187,9 @@ static LLVMValueRef nat_htab_delete_fast(struct irb *ir, struct native_map *m,
 	LLVMPositionBuilderAtEnd(ir->b, slow);
 	a[0] = base;
 	a[1] = key;
-	rt = nat_call(ir, RT_FN_HTAB_DELETE, ir->i64, a, 2);
+	/* kept: the probe saves no registers for its slow path */
+	rt = LLVMBuildPtrToInt(ir->b, nat_call_kept(ir, RT_FN_HTAB_DELETE, a),
+			       ir->i64, "");
 	LLVMBuildBr(ir->b, done);
 
 	LLVMPositionBuilderAtEnd(ir->b, done);
