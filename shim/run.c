@@ -321,6 +321,16 @@ static int run_combined(struct compile *c, const struct run_opts *o,
 		if (o->verbose)
 			fprintf(stderr, "ubt: target stopped for %.3f ms\n",
 				user_stop_ns(r.u) / 1e6);
+		if (o->verbose) {
+			int near, far;
+
+			user_wraps(r.u, &near, &far);
+			if (near + far)
+				fprintf(stderr, "ubt: return probes: %d "
+					"site(s) jump to the runtime's wrapped "
+					"call directly, %d through an address\n",
+					near, far);
+		}
 		if (o->verbose)
 			fprintf(stderr, "ubt: nsecs in user-mode probes: %s\n",
 				user_clock_tsc(r.u) ?

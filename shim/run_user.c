@@ -47,8 +47,16 @@ int run_user_attach(struct run *r)
 				.runtime_path = r->o->runtime_path,
 				.fault_safe_reads = true,
 				.task = r->nobj->native_task };
-	char err[512];
+	char err[512], near[PATH_MAX];
 
+	/* the runtime near the first return probe's module (tramp.c) */
+	for (int i = 0; i < r->nobj->nprogs && !uo.near; i++) {
+		const struct cg_prog *p = &r->nobj->progs[i];
+
+		if (p->provider == PROV_URETPROBE && p->nmatches &&
+		    realpath(p->matches[0].target, near))
+			uo.near = near;
+	}
 	memfd_layout_default(&uo.layout);
 	/* printf-heavy probes: rings are touched only as far as used */
 	if (uo.layout.ring_size < RUN_RING_SIZE)

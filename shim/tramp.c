@@ -88,6 +88,14 @@ static void rel32_fix(struct emit *e, size_t pos, uint64_t target)
 		memcpy(e->p + pos, &r, 4);
 }
 
+/* Does a rel32 at the current position (a 5-byte jmp or call) reach? */
+static bool reach(const struct emit *e, uint64_t target)
+{
+	int64_t rel = (int64_t)(target - (here(e) + 5));
+
+	return rel == (int32_t)rel;
+}
+
 static void rel32_to(struct emit *e, uint64_t target)
 {
 	rel32_fix(e, rel32_hole(e), target);
@@ -425,8 +433,14 @@ int tramp_build(const struct tramp_spec *spec, struct patch_site *s,
 		EMIT(&e, 0x4c, 0x89, 0x5b, RT_SH_CONT);	/* mov %r11,cont(%rbx) */
 		EMIT(&e, 0x4c, 0x8d, 0x1d);		/* lea .reloc,%r11 */
 		lea_reloc = rel32_hole(&e);
-		EMIT(&e, 0xff, 0x25);			/* jmp *lit_call */
-		lit_call = rel32_hole(&e);
+		if (reach(&e, spec->fn_call)) {
+			/* the runtime within reach (user_inject.c) */
+			EMIT(&e, 0xe9);			/* jmp rt_wrap_call */
+			rel32_to(&e, spec->fn_call);
+		} else {
+			EMIT(&e, 0xff, 0x25);		/* jmp *lit_call */
+			lit_call = rel32_hole(&e);
+		}
 		/*
 		 * Back from the function: [slot] is free.  Every register
 		 * but %rax, %rdx (the return value) and the flags comes back
@@ -551,8 +565,10 @@ int tramp_build(const struct tramp_spec *spec, struct patch_site *s,
 		bytes(&e, &spec->fn_enter, 8);
 		rel32_fix(&e, lit_exit, here(&e));
 		bytes(&e, &spec->fn_exit, 8);
-		rel32_fix(&e, lit_call, here(&e));
-		bytes(&e, &spec->fn_call, 8);
+		if (lit_call) {
+			rel32_fix(&e, lit_call, here(&e));
+			bytes(&e, &spec->fn_call, 8);
+		}
 	}
 	n = e.n;
 	return e.err ? e.err : (int)n;

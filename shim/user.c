@@ -185,3 +185,12 @@ void user_free(struct ubt_user *u)
 	free(u->sems);
 	free(u);
 }
+
+void user_wraps(const struct ubt_user *u, int *near, int *far)
+{
+	*near = *far = 0;
+	for (int i = 0; u && i < u->nsites; i++) {
+		*near += u->sites[i].wrap > 0;
+		*far += u->sites[i].wrap < 0;
+	}
+}

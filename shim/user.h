@@ -34,6 +34,8 @@ struct user_opts {
 	bool task;		/* probes read comm, uid or gid: keep the
 				 * threads' names and credentials up to date
 				 * (user_comm.c) */
+	const char *near;	/* a module with return probes: the runtime
+				 * goes within rel32 reach of its code */
 };
 
 enum user_probe_kind {
@@ -182,6 +184,9 @@ int user_children(const struct ubt_user *u);
 int user_leftovers(const struct ubt_user *u);
 /* Threads moved out of a patch window into its relocated copy. */
 int user_moved_threads(const struct ubt_user *u);
+/* Return sites whose trampolines reach the runtime with a rel32 (near)
+ * and through an address (far): the runtime's placement (user_inject.c). */
+void user_wraps(const struct ubt_user *u, int *near, int *far);
 struct memfd *user_memfd(struct ubt_user *u);
 /*
  * nsecs in user-mode probes from the time-stamp counter (user_clock.c):

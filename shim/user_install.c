@@ -306,6 +306,14 @@ int user_install(struct ubt_user *u, const struct user_probe *p)
 	tramp = slice_put(u, us->slice, buf, (size_t)n);
 	if (tramp != spec.at)
 		return user_err(u, -ENOSPC, "code area full");
+	if (spec.ret_code) {
+		/* as tramp_build() chose: a rel32 jump or one through an
+		 * address (the trampoline is less than a page) */
+		int64_t d = (int64_t)(spec.fn_call - spec.at);
+
+		us->wrap = d > INT32_MIN + 4096 && d < INT32_MAX - 4096 ? 1 :
+									 -1;
+	}
 	patch_jump_bytes(&us->s, tramp, jmp);
 	/* the record first: a jump is never there without it */
 	site = user_slice_record(u, us->slice, rec);
