@@ -69,7 +69,7 @@ static LLVMValueRef nat_ctl_load(struct irb *ir, LLVMValueRef ctl,
  *
  *	tsc = rdtsc;
  *	seq = ctl->clk_seq; mult = ctl->clk_mult; tsc0, ns0;
- *	if (!mult || (seq & 1) || ctl->clk_seq != seq)
+ *	if (!seq || (seq & 1) || ctl->clk_seq != seq)
  *		return rt_clock_ns();	// the vDSO: no system call either
  *	return ns0 + ((s128)(s64)(tsc - tsc0) * (s64)mult >> RT_CLK_SHIFT);
  *
@@ -91,23 +91,31 @@ static LLVMValueRef nat_clock(struct irb *ir)
 	ctl = nat_ctl(ir);
 	/*
 	 * The counter first: the segment read after it converts it as well
-	 * (a new segment continues the old one), and its loads need not
-	 * all be live across the rdtsc (fewer registers saved).
+	 * (a new segment continues the old one).  Each field is used as soon
+	 * as it is read (the difference, the product, the sum), so that few
+	 * values are live at once: fewer registers for the probe to save.
 	 */
 	tsc = irb_native_cycles(ir);
 	seq = nat_ctl_load(ir, ctl, ir->i32,
 			   offsetof(struct rt_ctl, clk_seq), "clk_seq");
-	mult = nat_ctl_load(ir, ctl, ir->i64,
-			    offsetof(struct rt_ctl, clk_mult), "clk_mult");
 	tsc0 = nat_ctl_load(ir, ctl, ir->i64,
 			    offsetof(struct rt_ctl, clk_tsc0), "clk_tsc0");
+	v = LLVMBuildSExt(ir->b, LLVMBuildSub(ir->b, tsc, tsc0, ""), i128, "");
+	mult = nat_ctl_load(ir, ctl, ir->i64,
+			    offsetof(struct rt_ctl, clk_mult), "clk_mult");
+	v = LLVMBuildMul(ir->b, v, LLVMBuildSExt(ir->b, mult, i128, ""), "");
+	v = LLVMBuildAShr(ir->b, v, LLVMConstInt(i128, RT_CLK_SHIFT, 0), "");
 	ns0 = nat_ctl_load(ir, ctl, ir->i64,
 			   offsetof(struct rt_ctl, clk_ns0), "clk_ns0");
+	v = LLVMBuildAdd(ir->b, ns0, LLVMBuildTrunc(ir->b, v, ir->i64, ""),
+			 "clk_ns");
 	seq2 = nat_ctl_load(ir, ctl, ir->i32,
 			    offsetof(struct rt_ctl, clk_seq), "clk_seq2");
+	/* seq 0: no segment written yet (nor ever, UBT_NO_TSC) */
 	bad = LLVMBuildOr(
 		ir->b,
-		LLVMBuildICmp(ir->b, LLVMIntEQ, mult, irb_const(ir, 0), ""),
+		LLVMBuildICmp(ir->b, LLVMIntEQ, seq, LLVMConstInt(ir->i32, 0, 0),
+			      ""),
 		LLVMBuildOr(ir->b,
 			    LLVMBuildICmp(ir->b, LLVMIntNE, seq, seq2, ""),
 			    LLVMBuildTrunc(ir->b, seq, ir->i1, ""), ""),
@@ -118,12 +126,7 @@ static LLVMValueRef nat_clock(struct irb *ir)
 	irb_unlikely(ir, LLVMBuildCondBr(ir->b, bad, slow, fast), true);
 
 	LLVMPositionBuilderAtEnd(ir->b, fast);
-	v = LLVMBuildSExt(ir->b, LLVMBuildSub(ir->b, tsc, tsc0, ""), i128, "");
-	v = LLVMBuildMul(ir->b, v, LLVMBuildSExt(ir->b, mult, i128, ""), "");
-	v = LLVMBuildAShr(ir->b, v,
-			  LLVMConstInt(i128, RT_CLK_SHIFT, 0), "");
-	vals[0] = LLVMBuildAdd(ir->b, ns0, LLVMBuildTrunc(ir->b, v, ir->i64, ""),
-			       "clk_ns");
+	vals[0] = v;
 	bbs[0] = LLVMGetInsertBlock(ir->b);
 	LLVMBuildBr(ir->b, done);
 

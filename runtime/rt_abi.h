@@ -280,8 +280,9 @@ struct rt_ctl {
 	 *	clk_ns0 + (((s128)(s64)(rdtsc - clk_tsc0) * clk_mult) >> clk_shift)
 	 * with clk_shift always RT_CLK_SHIFT (probe code has it as a constant)
 	 * and clk_mult < 2^63 (a signed multiplication: one imul).
-	 * clk_seq is odd while ubt rewrites the rest; clk_mult 0: no counter
-	 * clock (probe code calls RT_FN_CLOCK_NS, the vDSO).  A reader that
+	 * clk_seq is odd while ubt rewrites the rest, 0 (clk_mult 0) until
+	 * the first segment: no counter clock (probe code calls
+	 * RT_FN_CLOCK_NS, the vDSO).  A reader that
 	 * finds clk_seq odd or changed calls RT_FN_CLOCK_NS too: it never
 	 * waits for ubt.
 	 */

@@ -77,9 +77,13 @@ struct tramp_spec {
 	size_t entry_len, ret_len;
 };
 
-/* Probe code of at most this many bytes (and instructions) is inlined. */
-#define TRAMP_INLINE_MAX 256
-#define TRAMP_INLINE_INSNS 96
+/*
+ * Probe code of at most this many bytes (and instructions) is inlined:
+ * enough for the latency idiom's return probe (a clock read, a keyed
+ * lookup, a hist and a delete, with their slow paths: ~600 bytes).
+ */
+#define TRAMP_INLINE_MAX 1024
+#define TRAMP_INLINE_INSNS 320
 
 /*
  * Copy probe code (the contract above) into out, to run in place of a

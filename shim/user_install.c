@@ -163,7 +163,8 @@ int user_install(struct ubt_user *u, const struct user_probe *p)
 	struct patch_reloc r;
 	struct tramp_spec spec;
 	char path[PATH_MAX];
-	uint8_t buf[4096];	/* two inlined bodies of up to 3 * TRAMP_INLINE_MAX */
+	/* two inlined bodies of up to 3 * TRAMP_INLINE_MAX, and the rest */
+	uint8_t buf[8 * TRAMP_INLINE_MAX];
 	size_t us_len[2];
 	int i, err, sl, n;
 
