@@ -18,7 +18,10 @@
  *                 block yet, a full stack, stale entries left by longjmp
  *                 or an exception) go to the runtime's rt_wrap_enter /
  *                 rt_wrap_exit.  The call is made by the runtime's
- *                 rt_wrap_call (%rbx = the shadow entry, which also keeps
+ *                 rt_wrap_call, reached with a rel32 jump when the
+ *                 runtime lies within 2 GiB (user_inject.c places it so
+ *                 for the first return probe's module), else through a
+ *                 literal (%rbx = the shadow entry, which also keeps
  *                 the caller's %rbx and where to continue), whose unwind
  *                 information lets C++ exceptions, pthread_exit() and
  *                 backtrace() pass the wrapped frame: an unwound call
