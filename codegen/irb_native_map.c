@@ -28,7 +28,7 @@ static LLVMValueRef nat_htab_first(struct irb *ir, struct native_map *m,
 				   LLVMValueRef *slot, LLVMValueRef *st)
 {
 	uint64_t ss = 16 + rt_align8(m->val_size);
-	LLVMValueRef k, h, sk;
+	LLVMValueRef k, h, sk, tid, th;
 
 	k = LLVMBuildLoad2(ir->b, ir->i64, key, "k");
 	LLVMSetAlignment(k, 1);
@@ -39,6 +39,24 @@ static LLVMValueRef nat_htab_first(struct irb *ir, struct native_map *m,
 			 irb_const(ir, 1099511628211ULL), "");
 	h = LLVMBuildXor(ir->b, h, LLVMBuildLShr(ir->b, h, irb_const(ir, 29),
 						 ""), "hash");
+	/*
+	 * The thread's own tid as the key (@s[tid]): its hash is in the
+	 * block.  Where the key is the tid builtin, the comparison folds and
+	 * the hashing above goes; elsewhere it costs a load and a cmov.
+	 */
+	tid = LLVMBuildZExt(ir->b,
+			    nat_invariant(ir, LLVMBuildLoad2(
+						      ir->b, ir->i32,
+						      irb_gep(ir, irb_nat.blk,
+							      RT_BLK_TID),
+						      "tid")),
+			    ir->i64, "");
+	th = nat_invariant(ir, LLVMBuildLoad2(ir->b, ir->i64,
+					      irb_gep(ir, irb_nat.blk,
+						      RT_BLK_TID_HASH),
+					      "tid_hash"));
+	h = LLVMBuildSelect(ir->b, LLVMBuildICmp(ir->b, LLVMIntEQ, k, tid, ""),
+			    th, h, "");
 	h = LLVMBuildAnd(ir->b, h, irb_const(ir, m->nslots - 1), "");
 	h = LLVMBuildAdd(ir->b, LLVMBuildMul(ir->b, h, irb_const(ir, ss), ""),
 			 irb_const(ir, sizeof(struct rt_htab)), "");

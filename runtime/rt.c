@@ -265,7 +265,7 @@ static void rt_fault_install(int handler)
 __attribute__((visibility("hidden"))) void *rt_block_get(void)
 {
 	struct rt_ctl *ctl = rt_ctl_p;
-	uint64_t n;
+	uint64_t n, tid;
 	char *blk;
 
 	if (rt_self)
@@ -279,7 +279,9 @@ __attribute__((visibility("hidden"))) void *rt_block_get(void)
 		return NULL;
 	}
 	blk = (char *)ctl + ctl->block_off + n * ctl->block_size;
-	*(uint32_t *)(blk + RT_BLK_TID) = (uint32_t)rt_syscall0(186 /* gettid */);
+	tid = (uint32_t)rt_syscall0(186 /* gettid */);
+	*(uint32_t *)(blk + RT_BLK_TID) = (uint32_t)tid;
+	*(uint64_t *)(blk + RT_BLK_TID_HASH) = rt_hash(&tid, sizeof(tid));
 	rt_block_builtins(blk);
 	*(uint64_t *)(blk + RT_BLK_CTL) = (uint64_t)(uintptr_t)ctl;
 	if (ctl->tmpl_len && ctl->tmpl_len <= ctl->map_size) {

@@ -58,7 +58,7 @@
 #ifndef UBT_RT_ABI_H
 #define UBT_RT_ABI_H
 
-#define RT_ABI_VERSION 9
+#define RT_ABI_VERSION 10
 /* rt_init() returns -(RT_ABI_MISMATCH + its RT_ABI_VERSION) when the
  * control block is of another version. */
 #define RT_ABI_MISMATCH 0x7ab10000L
@@ -95,6 +95,8 @@
 #define RT_BLK_COMM_SLOT 0x070
 #define RT_BLK_CRED_GEN 0x078
 #define RT_BLK_CRED_AT 0x080
+/* rt_hash() of the thread's tid as a u64 key (@s[tid]: no hashing) */
+#define RT_BLK_TID_HASH 0x088
 #define RT_BLK_SHADOW 0x100
 #define RT_SHADOW_ENTRY 32
 #define RT_SH_SLOT 0
