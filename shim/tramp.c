@@ -133,6 +133,13 @@ static bool emit_probe(struct emit *e, uint64_t fn, const uint8_t *code,
 		EMIT(e, 0x48, 0x8d, 0x64, 0x24, 0xf8);	/* lea -8(%rsp),%rsp */
 		n = tramp_inline(code, len, e->p + e->n, e->cap - e->n - 5,
 				 &reads);
+		if (n >= 0 && !(reads & TRAMP_USES_RSP)) {
+			/* no stack use: no room for a return address
+			 * either (the copy's branches are its own) */
+			memmove(e->p + start, e->p + e->n, (size_t)n);
+			e->n = start + (size_t)n;
+			return true;
+		}
 		if (n >= 0) {
 			e->n += (size_t)n;
 			EMIT(e, 0x48, 0x8d, 0x64, 0x24, 0x08); /* lea 8(%rsp) */
@@ -153,7 +160,7 @@ static unsigned probe_reads(const uint8_t *code, size_t len)
 
 	if (!code || tramp_inline(code, len, tmp, sizeof(tmp), &reads) < 0)
 		return TRAMP_READS_RDI | TRAMP_READS_RSI;
-	return reads;
+	return reads & (TRAMP_READS_RDI | TRAMP_READS_RSI);
 }
 
 /*

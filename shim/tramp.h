@@ -105,6 +105,8 @@ int tramp_inline(const uint8_t *code, size_t len, uint8_t *out, size_t cap,
  * return value): unless it does, the trampoline leaves them alone */
 #define TRAMP_READS_RDI 1u
 #define TRAMP_READS_RSI 2u
+/* the code uses the stack pointer (else it runs wherever %rsp is) */
+#define TRAMP_USES_RSP 4u
 
 /*
  * Build the trampoline for site s into out (cap bytes), to run at
