@@ -208,7 +208,19 @@
 #define RT_FN_USTACK 16
 #define RT_FN_COMM_SYNC 17
 #define RT_FN_CRED_SYNC 18
-#define RT_FN_MAX 19
+/*
+ * Return probes' own stubs (RT_WRAP_STUBS slots of 16 bytes, int3 until
+ * ubt writes one): RT_FN_WRAP_CALL's job for one site, with direct
+ * branches, "call rel32 <relocated function>; jmp rel32 <continuation>",
+ * under the same unwind information.  RT_FN_WRAP_STUB_NEXT is the address
+ * of the u32 count of slots taken (ubt's alone to write; never reused, so
+ * that a call in progress from an earlier session finds its own).
+ */
+#define RT_FN_WRAP_STUBS 19
+#define RT_FN_WRAP_STUB_NEXT 20
+#define RT_FN_MAX 21
+#define RT_WRAP_STUBS 2048
+#define RT_WRAP_STUB 16
 /* frames RT_FN_USTACK takes at most */
 #define RT_USTACK_MAX 1024
 

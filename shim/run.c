@@ -322,14 +322,15 @@ static int run_combined(struct compile *c, const struct run_opts *o,
 			fprintf(stderr, "ubt: target stopped for %.3f ms\n",
 				user_stop_ns(r.u) / 1e6);
 		if (o->verbose) {
-			int near, far;
+			int stub, near, far;
 
-			user_wraps(r.u, &near, &far);
-			if (near + far)
+			user_wraps(r.u, &stub, &near, &far);
+			if (stub + near + far)
 				fprintf(stderr, "ubt: return probes: %d "
-					"site(s) jump to the runtime's wrapped "
-					"call directly, %d through an address\n",
-					near, far);
+					"site(s) jump to their own stub in the "
+					"runtime, %d to its wrapped call "
+					"directly, %d through an address\n",
+					stub, near, far);
 		}
 		if (o->verbose)
 			fprintf(stderr, "ubt: nsecs in user-mode probes: %s\n",

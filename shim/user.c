@@ -186,11 +186,12 @@ void user_free(struct ubt_user *u)
 	free(u);
 }
 
-void user_wraps(const struct ubt_user *u, int *near, int *far)
+void user_wraps(const struct ubt_user *u, int *stub, int *near, int *far)
 {
-	*near = *far = 0;
+	*stub = *near = *far = 0;
 	for (int i = 0; u && i < u->nsites; i++) {
-		*near += u->sites[i].wrap > 0;
+		*stub += u->sites[i].wrap == 2;
+		*near += u->sites[i].wrap == 1;
 		*far += u->sites[i].wrap < 0;
 	}
 }

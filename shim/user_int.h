@@ -64,7 +64,8 @@ struct user_site {
 	uint64_t rec;		/* target address of its struct rt_site */
 	uint64_t offset;	/* of the probe from the symbol */
 	bool regs;		/* its entry code takes a struct pt_regs */
-	int wrap;		/* a return site: its trampoline reaches
+	int wrap;		/* a return site: its trampoline jumps to
+				 * its own stub in the runtime (2), to
 				 * rt_wrap_call with a rel32 (1) or through
 				 * an address (-1) */
 };

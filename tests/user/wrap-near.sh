@@ -1,10 +1,12 @@
 #!/bin/sh
 # Where the runtime goes (shim/user_inject.c runtime_near()): within rel32
 # reach of the first return probe's module, so that its trampolines jump
-# to rt_wrap_call directly (shim/tramp.c); a return probe in a module far
-# from it (a library, with the runtime below the executable) jumps
-# through an address, and UBT_RUNTIME_FAR=1 leaves the runtime where
-# dlopen() puts it.  Either way every return probe counts every call.
+# to a stub of their own in the runtime (call rel32; jmp rel32), or to
+# rt_wrap_call directly when UBT_NO_WRAP_STUBS is set (shim/tramp.c); a
+# return probe in a module far from it (a library, with the runtime below
+# the executable) jumps through an address, and UBT_RUNTIME_FAR=1 leaves
+# the runtime where dlopen() puts it.  Every return probe counts every
+# call either way.
 # (Unwinding through both: tests/user/unwind.sh, unwind-far.sh.)
 
 . "$top_srcdir/tests/cli/tap.sh"
@@ -20,15 +22,17 @@ lib="$tap_tmp/libubt-target.so"
 # the counts the program prints (@m main once, @a ubt_lib_add 4 times)
 check()
 {
-	name=$1 near=$2 far=$3 prog=$4
+	name=$1 near=$2 far=$3 prog=$4 stub=0
+	# UBT_NO_WRAP_STUBS: the near ones jump to rt_wrap_call instead
+	case "$5" in UBT_NO_WRAP_STUBS=*) stub=$near near=0 ;; esac
 	env ${5:-UBT_UNSET=} "$UBT" -v --mode user -c "$bin 4" -e "$prog" \
 		>"$tap_tmp/out" 2>"$tap_tmp/err" </dev/null
 	rc=$?
-	want="return probes: $near site(s) jump to the runtime's wrapped call directly, $far through an address"
+	want="return probes: $near site(s) jump to their own stub in the runtime, $stub to its wrapped call directly, $far through an address"
 	if [ $rc -eq 0 ] && grep -qF "$want" "$tap_tmp/err"; then
-		ok "$name: $near direct, $far through an address"
+		ok "$name: $near to a stub, $stub direct, $far through an address"
 	else
-		not_ok "$name: $near direct, $far through an address" \
+		not_ok "$name: $near to a stub, $stub direct, $far through an address" \
 			"exit $rc" "$(grep -E 'return probes|ubt:' "$tap_tmp/err")"
 	fi
 	if grep -q '^@a: 4$' "$tap_tmp/out" &&
@@ -47,4 +51,7 @@ check "executable first, then a library" 1 1 \
 check "UBT_RUNTIME_FAR=1" 1 1 \
 	"uretprobe:$bin:main { @m = count(); } uretprobe:$lib:ubt_lib_add { @a = count(); }" \
 	UBT_RUNTIME_FAR=1
+check "UBT_NO_WRAP_STUBS=1" 1 1 \
+	"uretprobe:$bin:main { @m = count(); } uretprobe:$lib:ubt_lib_add { @a = count(); }" \
+	UBT_NO_WRAP_STUBS=1
 tap_done
