@@ -164,9 +164,13 @@ static uint32_t take_stub(struct ubt_user *u, struct tramp_spec *spec,
 {
 	uint64_t base = u->m.ctl->fn[RT_FN_WRAP_STUBS];
 	uint64_t at = u->m.ctl->fn[RT_FN_WRAP_STUB_NEXT];
+	uint64_t call = u->m.ctl->fn[RT_FN_WRAP_CALL];
 	uint32_t next;
 
-	if (!base || !at || getenv("UBT_NO_WRAP_STUBS") ||
+	/* the memfd is the target's to scribble on: both lie in the
+	 * runtime, next to rt_wrap_call */
+	if (!base || !at || base - call > (1 << 20) || at - call > (1 << 20) ||
+	    getenv("UBT_NO_WRAP_STUBS") ||
 	    pt_read(&u->pt, at, &next, sizeof(next)) ||
 	    next >= RT_WRAP_STUBS)
 		return 0;
