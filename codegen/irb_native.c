@@ -255,25 +255,52 @@ LLVMValueRef nat_map_area(struct irb *ir, uint64_t off)
 	return LLVMBuildInBoundsGEP2(ir->b, ir->i8, irb_nat.blk, &idx, 1, "");
 }
 
+/*
+ * A load of a block field that no probe and no other thread changes while
+ * a probe runs (the control block's address, the thread's tid): LLVM may
+ * then merge its loads across the slow paths' calls, and what is computed
+ * from it (a map key's hash: @s[tid] looked up, read and deleted in one
+ * probe is hashed once).
+ */
+LLVMValueRef nat_invariant(struct irb *ir, LLVMValueRef load)
+{
+	static const char name[] = "invariant.load";
+	unsigned kind = LLVMGetMDKindIDInContext(ir->ctx, name,
+						 sizeof(name) - 1);
+
+	LLVMSetMetadata(load, kind,
+			LLVMMetadataAsValue(ir->ctx,
+					    LLVMMDNodeInContext2(ir->ctx,
+								 NULL, 0)));
+	return load;
+}
+
+/* *(blk + RT_BLK_CTL): the control block */
+LLVMValueRef nat_ctl(struct irb *ir)
+{
+	return nat_invariant(ir, LLVMBuildLoad2(ir->b, ir->ptr,
+						irb_gep(ir, irb_nat.blk,
+							RT_BLK_CTL),
+						"ctl"));
+}
+
 /* fn = ctl->fn[i], ctl = *(blk + RT_BLK_CTL) */
 static LLVMValueRef nat_rt_fn(struct irb *ir, int i)
 {
-	LLVMValueRef ctl = LLVMBuildLoad2(ir->b, ir->ptr,
-					  irb_gep(ir, irb_nat.blk, RT_BLK_CTL),
-					  "ctl");
+	LLVMValueRef ctl = nat_ctl(ir);
 
-	return LLVMBuildLoad2(ir->b, ir->ptr,
-			      irb_gep(ir, ctl,
-				      offsetof(struct rt_ctl, fn) + 8 * i),
-			      "rt_fn");
+	return nat_invariant(ir, LLVMBuildLoad2(
+					 ir->b, ir->ptr,
+					 irb_gep(ir, ctl,
+						 offsetof(struct rt_ctl, fn) +
+							 8 * i),
+					 "rt_fn"));
 }
 
 /* The shared table of map m: ctl + RT_SHARED_OFF + m->off. */
 LLVMValueRef nat_shtab(struct irb *ir, const struct native_map *m)
 {
-	LLVMValueRef ctl = LLVMBuildLoad2(ir->b, ir->ptr,
-					  irb_gep(ir, irb_nat.blk, RT_BLK_CTL),
-					  "ctl");
+	LLVMValueRef ctl = nat_ctl(ir);
 	LLVMValueRef idx = irb_const(ir, RT_SHARED_OFF + m->off);
 
 	return LLVMBuildInBoundsGEP2(ir->b, ir->i8, ctl, &idx, 1, "shtab");

@@ -55,6 +55,8 @@ struct native_map *nat_find(LLVMValueRef ref);
 void nat_unsupported(const char *what);
 LLVMValueRef nat_shtab(struct irb *ir, const struct native_map *m);
 LLVMValueRef nat_map_area(struct irb *ir, uint64_t off);
+LLVMValueRef nat_invariant(struct irb *ir, LLVMValueRef load);
+LLVMValueRef nat_ctl(struct irb *ir);
 void nat_incoming2(LLVMValueRef phi, LLVMValueRef v0,
 		   LLVMBasicBlockRef b0, LLVMValueRef v1,
 		   LLVMBasicBlockRef b1);

@@ -28,7 +28,7 @@ static LLVMValueRef nat_htab_first(struct irb *ir, struct native_map *m,
 				   LLVMValueRef *slot, LLVMValueRef *st)
 {
 	uint64_t ss = 16 + rt_align8(m->val_size);
-	LLVMValueRef k, h, sk;
+	LLVMValueRef k, h, sk, tid, th;
 
 	k = LLVMBuildLoad2(ir->b, ir->i64, key, "k");
 	LLVMSetAlignment(k, 1);
@@ -39,6 +39,24 @@ static LLVMValueRef nat_htab_first(struct irb *ir, struct native_map *m,
 			 irb_const(ir, 1099511628211ULL), "");
 	h = LLVMBuildXor(ir->b, h, LLVMBuildLShr(ir->b, h, irb_const(ir, 29),
 						 ""), "hash");
+	/*
+	 * The thread's own tid as the key (@s[tid]): its hash is in the
+	 * block.  Where the key is the tid builtin, the comparison folds and
+	 * the hashing above goes; elsewhere it costs a load and a cmov.
+	 */
+	tid = LLVMBuildZExt(ir->b,
+			    nat_invariant(ir, LLVMBuildLoad2(
+						      ir->b, ir->i32,
+						      irb_gep(ir, irb_nat.blk,
+							      RT_BLK_TID),
+						      "tid")),
+			    ir->i64, "");
+	th = nat_invariant(ir, LLVMBuildLoad2(ir->b, ir->i64,
+					      irb_gep(ir, irb_nat.blk,
+						      RT_BLK_TID_HASH),
+					      "tid_hash"));
+	h = LLVMBuildSelect(ir->b, LLVMBuildICmp(ir->b, LLVMIntEQ, k, tid, ""),
+			    th, h, "");
 	h = LLVMBuildAnd(ir->b, h, irb_const(ir, m->nslots - 1), "");
 	h = LLVMBuildAdd(ir->b, LLVMBuildMul(ir->b, h, irb_const(ir, ss), ""),
 			 irb_const(ir, sizeof(struct rt_htab)), "");
@@ -153,7 +171,8 @@ static LLVMValueRef nat_htab_insert_fast(struct irb *ir, struct native_map *m,
 /*
  * delete() in a per-thread table with 8-byte keys: the key's first slot
  * inline (state deleted: -ENOENT; used or zeroed: deleted, as
- * rt_htab_delete()); anything else through the runtime.
+ * rt_htab_delete()); anything else through the runtime (its int64 result
+ * comes back in %rax as nat_call_kept()'s pointer).
  */
 static LLVMValueRef nat_htab_delete_fast(struct irb *ir, struct native_map *m,
 					 LLVMValueRef base, LLVMValueRef key)
@@ -186,7 +205,9 @@ static LLVMValueRef nat_htab_delete_fast(struct irb *ir, struct native_map *m,
 	LLVMPositionBuilderAtEnd(ir->b, slow);
 	a[0] = base;
 	a[1] = key;
-	rt = nat_call(ir, RT_FN_HTAB_DELETE, ir->i64, a, 2);
+	/* kept: the probe saves no registers for its slow path */
+	rt = LLVMBuildPtrToInt(ir->b, nat_call_kept(ir, RT_FN_HTAB_DELETE, a),
+			       ir->i64, "");
 	LLVMBuildBr(ir->b, done);
 
 	LLVMPositionBuilderAtEnd(ir->b, done);

@@ -40,6 +40,9 @@ void rt_slow(void);
 void rt_wrap_enter(void);
 void rt_wrap_exit(void);
 void rt_wrap_call(void);
+void rt_wrap_stubs(void);
+/* RT_FN_WRAP_STUB_NEXT: slots of rt_wrap_stubs taken (written by ubt) */
+static volatile uint32_t rt_stub_next;
 void rt_exec_hook(void);
 long rt_probe_read(void *dst, const void *src, uint64_t len);
 extern const char rt_copy_insn[], rt_copy_fixup[];
@@ -265,7 +268,7 @@ static void rt_fault_install(int handler)
 __attribute__((visibility("hidden"))) void *rt_block_get(void)
 {
 	struct rt_ctl *ctl = rt_ctl_p;
-	uint64_t n;
+	uint64_t n, tid;
 	char *blk;
 
 	if (rt_self)
@@ -279,7 +282,9 @@ __attribute__((visibility("hidden"))) void *rt_block_get(void)
 		return NULL;
 	}
 	blk = (char *)ctl + ctl->block_off + n * ctl->block_size;
-	*(uint32_t *)(blk + RT_BLK_TID) = (uint32_t)rt_syscall0(186 /* gettid */);
+	tid = (uint32_t)rt_syscall0(186 /* gettid */);
+	*(uint32_t *)(blk + RT_BLK_TID) = (uint32_t)tid;
+	*(uint64_t *)(blk + RT_BLK_TID_HASH) = rt_hash(&tid, sizeof(tid));
 	rt_block_builtins(blk);
 	*(uint64_t *)(blk + RT_BLK_CTL) = (uint64_t)(uintptr_t)ctl;
 	if (ctl->tmpl_len && ctl->tmpl_len <= ctl->map_size) {
@@ -422,6 +427,8 @@ RT_EXPORT long rt_init(struct rt_ctl *ctl)
 	ctl->fn[RT_FN_WRAP_ENTER] = (uintptr_t)rt_wrap_enter;
 	ctl->fn[RT_FN_WRAP_EXIT] = (uintptr_t)rt_wrap_exit;
 	ctl->fn[RT_FN_WRAP_CALL] = (uintptr_t)rt_wrap_call;
+	ctl->fn[RT_FN_WRAP_STUBS] = (uintptr_t)rt_wrap_stubs;
+	ctl->fn[RT_FN_WRAP_STUB_NEXT] = (uintptr_t)&rt_stub_next;
 	ctl->fn[RT_FN_PROBE_READ] = (uintptr_t)rt_probe_read;
 	ctl->fn[RT_FN_HTAB_FIND] = (uintptr_t)rt_htab_find;
 	ctl->fn[RT_FN_HTAB_DELETE] = (uintptr_t)rt_htab_delete;
@@ -574,6 +581,15 @@ __asm__(".text\n"
 	"	lea rt_wrap_ret(%rip), %rdx\n"
 	"	cmp %rdx, (%r11)\n"
 	"	je 5f\n"
+	/* or into a site's stub, after its call (5 bytes) */
+	"	lea rt_wrap_stubs(%rip), %rdx\n"
+	"	neg %rdx\n"
+	"	add (%r11), %rdx\n"
+	"	cmp $" RT_STR(RT_WRAP_STUBS) " * " RT_STR(RT_WRAP_STUB) ", %rdx\n"
+	"	jae 4f\n"
+	"	and $" RT_STR(RT_WRAP_STUB) " - 1, %edx\n"
+	"	cmp $5, %edx\n"
+	"	je 5f\n"
 	"4:	mov %r11, %rdx\n"
 	"	sub " RT_STR(RT_BLK_SHADOW) " - " RT_STR(RT_SHADOW_ENTRY)
 	"(%rax,%rcx), %rdx\n"
@@ -670,4 +686,26 @@ __asm__(".text\n"
 	"rt_wrap_ret:\n"
 	"	jmp *" RT_STR(RT_SH_CONT) "(%rbx)\n"
 	"	.cfi_endproc\n"
-	".size rt_wrap_call, .-rt_wrap_call\n");
+	".size rt_wrap_call, .-rt_wrap_call\n"
+
+	/*
+	 * RT_FN_WRAP_STUBS: per-site copies of rt_wrap_call written by ubt
+	 * (call rel32; jmp rel32), under the same rules: they hold at
+	 * every address, so one FDE covers every slot.
+	 */
+	".p2align 4\n"
+	".globl rt_wrap_stubs\n"
+	".hidden rt_wrap_stubs\n"
+	".type rt_wrap_stubs,@function\n"
+	"rt_wrap_stubs:\n"
+	"	.cfi_startproc\n"
+	"	.cfi_escape 0x0f, 0x0b, 0x77, 0x0f, 0x73, 0x00, 0x08, 0x05, "
+	"0x25, 0x08, 0x07, 0x1d, 0x1c\n"
+	"	.cfi_escape 0x16, 0x07, 0x02, 0x77, 0x00\n"
+	"	.cfi_escape 0x10, 0x10, 0x02, 0x73, " RT_STR(RT_SH_RET) "\n"
+	"	.cfi_escape 0x10, 0x03, 0x02, 0x73, " RT_STR(RT_SH_RBX) "\n"
+	"	.fill " RT_STR(RT_WRAP_STUBS) " * " RT_STR(RT_WRAP_STUB)
+	", 1, 0xcc\n"
+	"	.cfi_endproc\n"
+	".size rt_wrap_stubs, .-rt_wrap_stubs\n");
+

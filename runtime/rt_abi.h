@@ -58,7 +58,7 @@
 #ifndef UBT_RT_ABI_H
 #define UBT_RT_ABI_H
 
-#define RT_ABI_VERSION 9
+#define RT_ABI_VERSION 10
 /* rt_init() returns -(RT_ABI_MISMATCH + its RT_ABI_VERSION) when the
  * control block is of another version. */
 #define RT_ABI_MISMATCH 0x7ab10000L
@@ -95,6 +95,8 @@
 #define RT_BLK_COMM_SLOT 0x070
 #define RT_BLK_CRED_GEN 0x078
 #define RT_BLK_CRED_AT 0x080
+/* rt_hash() of the thread's tid as a u64 key (@s[tid]: no hashing) */
+#define RT_BLK_TID_HASH 0x088
 #define RT_BLK_SHADOW 0x100
 #define RT_SHADOW_ENTRY 32
 #define RT_SH_SLOT 0
@@ -206,7 +208,19 @@
 #define RT_FN_USTACK 16
 #define RT_FN_COMM_SYNC 17
 #define RT_FN_CRED_SYNC 18
-#define RT_FN_MAX 19
+/*
+ * Return probes' own stubs (RT_WRAP_STUBS slots of 16 bytes, int3 until
+ * ubt writes one): RT_FN_WRAP_CALL's job for one site, with direct
+ * branches, "call rel32 <relocated function>; jmp rel32 <continuation>",
+ * under the same unwind information.  RT_FN_WRAP_STUB_NEXT is the address
+ * of the u32 count of slots taken (ubt's alone to write; never reused, so
+ * that a call in progress from an earlier session finds its own).
+ */
+#define RT_FN_WRAP_STUBS 19
+#define RT_FN_WRAP_STUB_NEXT 20
+#define RT_FN_MAX 21
+#define RT_WRAP_STUBS 2048
+#define RT_WRAP_STUB 16
 /* frames RT_FN_USTACK takes at most */
 #define RT_USTACK_MAX 1024
 
@@ -278,11 +292,15 @@ struct rt_ctl {
 	 * nsecs from the time-stamp counter (written by ubt, shim/user_clock.c;
 	 * read inline by probe code): CLOCK_MONOTONIC in ns is
 	 *	clk_ns0 + (((s128)(s64)(rdtsc - clk_tsc0) * clk_mult) >> clk_shift)
-	 * clk_seq is odd while ubt rewrites the rest; clk_mult 0: no counter
-	 * clock (probe code calls RT_FN_CLOCK_NS, the vDSO).  A reader that
+	 * with clk_shift always RT_CLK_SHIFT (probe code has it as a constant)
+	 * and clk_mult < 2^63 (a signed multiplication: one imul).
+	 * clk_seq is odd while ubt rewrites the rest, 0 (clk_mult 0) until
+	 * the first segment: no counter clock (probe code calls
+	 * RT_FN_CLOCK_NS, the vDSO).  A reader that
 	 * finds clk_seq odd or changed calls RT_FN_CLOCK_NS too: it never
 	 * waits for ubt.
 	 */
+#define RT_CLK_SHIFT 32
 	uint32_t clk_seq;
 	uint32_t clk_shift;
 	uint64_t clk_tsc0;

@@ -40,6 +40,8 @@ struct pt {
 	struct timespec released_at;
 	uint64_t released_ns;	/* time the other threads ran meanwhile */
 	char err[256];		/* why the last call failed */
+	/* pt_call_near(): the mmap to place, while the call runs */
+	uint64_t near_len, near_at;
 };
 
 struct pt_map {
@@ -84,6 +86,16 @@ int pt_syscall(struct pt *p, long nr, const uint64_t args[6], int64_t *ret);
 /* Call fn(args...) in the control thread; -ETIMEDOUT after timeout_ms. */
 int pt_call(struct pt *p, uint64_t fn, const uint64_t args[6], uint64_t *ret,
 	    int timeout_ms);
+
+/*
+ * pt_call() of a loader (dlopen): the first mmap of len bytes, at no
+ * address, from a file at offset 0 (the loader reserving the object's
+ * span) gets at as its address hint (no MAP_FIXED: the kernel places it
+ * elsewhere when that range is taken).  The control thread runs from
+ * system call to system call until that mmap.
+ */
+int pt_call_near(struct pt *p, uint64_t fn, const uint64_t args[6],
+		 uint64_t *ret, int timeout_ms, uint64_t len, uint64_t at);
 
 /* Let every thread run for usec, then stop them all again. */
 int pt_run_briefly(struct pt *p, unsigned int usec);

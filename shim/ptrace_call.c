@@ -143,6 +143,31 @@ int pt_run_briefly(struct pt *p, unsigned int usec)
 	return err;
 }
 
+/*
+ * A SIGTRAP stop of the control thread during pt_call_near(): a system
+ * call stop (true: si_code SIGTRAP, without PTRACE_O_TRACESYSGOOD, which
+ * the seize did not set), and at the entry of the mmap to place (%rax
+ * -ENOSYS), its address set to the hint (once).
+ */
+static bool near_stop(struct pt *p, pid_t tid)
+{
+	struct user_regs_struct r;
+	siginfo_t si;
+
+	if (ptrace(PTRACE_GETSIGINFO, tid, 0, &si) < 0 ||
+	    si.si_code != SIGTRAP)
+		return false;
+	if (ptrace(PTRACE_GETREGS, tid, 0, &r) < 0)
+		return true;
+	if (r.orig_rax != SYS_mmap || r.rax != (uint64_t)-ENOSYS || r.rdi ||
+	    r.rsi != p->near_len || (int)r.r8 < 0 || r.r9)
+		return true;
+	r.rdi = p->near_at;
+	ptrace(PTRACE_SETREGS, tid, 0, &r);
+	p->near_len = 0;	/* done: on to the call's end */
+	return true;
+}
+
 /* Resume the control thread with r and wait for its next stop. */
 static int run_ctl(struct pt *p, struct user_regs_struct *r, bool step,
 		   int timeout_ms)
@@ -162,8 +187,9 @@ static int run_ctl(struct pt *p, struct user_regs_struct *r, bool step,
 	for (;;) {
 		pid_t w;
 
-		if (ptrace(step ? PTRACE_SINGLESTEP : PTRACE_CONT, tid, 0, 0) <
-		    0) {
+		if (ptrace(step ? PTRACE_SINGLESTEP :
+			   p->near_len ? PTRACE_SYSCALL : PTRACE_CONT,
+			   tid, 0, 0) < 0) {
 			err = -errno;
 			break;
 		}
@@ -206,6 +232,9 @@ static int run_ctl(struct pt *p, struct user_regs_struct *r, bool step,
 			break;
 		}
 		if (st >> 16)	/* event stops: keep going */
+			continue;
+		if (!step && p->near_len && WSTOPSIG(st) == SIGTRAP &&
+		    near_stop(p, tid))
 			continue;
 		if (WSTOPSIG(st) == (step ? SIGTRAP : SIGSEGV))
 			break;
@@ -285,4 +314,16 @@ int pt_call(struct pt *p, uint64_t fn, const uint64_t args[6], uint64_t *ret,
 			    (unsigned long long)r.rip);
 	*ret = r.rax;
 	return 0;
+}
+
+int pt_call_near(struct pt *p, uint64_t fn, const uint64_t args[6],
+		 uint64_t *ret, int timeout_ms, uint64_t len, uint64_t at)
+{
+	int err;
+
+	p->near_len = len;
+	p->near_at = at;
+	err = pt_call(p, fn, args, ret, timeout_ms);
+	p->near_len = 0;
+	return err;
 }

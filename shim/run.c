@@ -349,6 +349,17 @@ static int run_combined(struct compile *c, const struct run_opts *o,
 		if (o->verbose)
 			fprintf(stderr, "ubt: target stopped for %.3f ms\n",
 				user_stop_ns(r.u) / 1e6);
+		if (o->verbose) {
+			int stub, near, far;
+
+			user_wraps(r.u, &stub, &near, &far);
+			if (stub + near + far)
+				fprintf(stderr, "ubt: return probes: %d "
+					"site(s) jump to their own stub in the "
+					"runtime, %d to its wrapped call "
+					"directly, %d through an address\n",
+					stub, near, far);
+		}
 		if (o->verbose)
 			fprintf(stderr, "ubt: nsecs in user-mode probes: %s\n",
 				user_clock_tsc(r.u) ?

@@ -84,6 +84,8 @@ struct run {
 	uint32_t ubase;
 	bool sysw;		/* system-wide (no -p/-c): sysw.c */
 	struct sysw *sw;
+	char near[PATH_MAX];	/* user_opts.near: the first return probe's
+				 * module */
 	/* sysw.c: after the sites of an image a process exec'd were
 	 * placed, err their result (a hook: sysw.c calls run_user.c, not
 	 * the other way); returns the run's error */

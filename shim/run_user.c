@@ -54,6 +54,14 @@ void run_user_opts(struct run *r, struct user_opts *uo)
 				  .runtime_path = r->o->runtime_path,
 				  .fault_safe_reads = true,
 				  .task = r->nobj->native_task };
+	/* the runtime near the first return probe's module (tramp.c) */
+	for (int i = 0; i < r->nobj->nprogs && !uo->near; i++) {
+		const struct cg_prog *p = &r->nobj->progs[i];
+
+		if (p->provider == PROV_URETPROBE && p->nmatches &&
+		    realpath(p->matches[0].target, r->near))
+			uo->near = r->near;
+	}
 	memfd_layout_default(&uo->layout);
 	/* printf-heavy probes: rings are touched only as far as used */
 	if (uo->layout.ring_size < RUN_RING_SIZE)

@@ -88,6 +88,14 @@ static void rel32_fix(struct emit *e, size_t pos, uint64_t target)
 		memcpy(e->p + pos, &r, 4);
 }
 
+/* Does a rel32 at the current position (a 5-byte jmp or call) reach? */
+static bool reach(const struct emit *e, uint64_t target)
+{
+	int64_t rel = (int64_t)(target - (here(e) + 5));
+
+	return rel == (int32_t)rel;
+}
+
 static void rel32_to(struct emit *e, uint64_t target)
 {
 	rel32_fix(e, rel32_hole(e), target);
@@ -125,6 +133,13 @@ static bool emit_probe(struct emit *e, uint64_t fn, const uint8_t *code,
 		EMIT(e, 0x48, 0x8d, 0x64, 0x24, 0xf8);	/* lea -8(%rsp),%rsp */
 		n = tramp_inline(code, len, e->p + e->n, e->cap - e->n - 5,
 				 &reads);
+		if (n >= 0 && !(reads & TRAMP_USES_RSP)) {
+			/* no stack use: no room for a return address
+			 * either (the copy's branches are its own) */
+			memmove(e->p + start, e->p + e->n, (size_t)n);
+			e->n = start + (size_t)n;
+			return true;
+		}
 		if (n >= 0) {
 			e->n += (size_t)n;
 			EMIT(e, 0x48, 0x8d, 0x64, 0x24, 0x08); /* lea 8(%rsp) */
@@ -145,7 +160,7 @@ static unsigned probe_reads(const uint8_t *code, size_t len)
 
 	if (!code || tramp_inline(code, len, tmp, sizeof(tmp), &reads) < 0)
 		return TRAMP_READS_RDI | TRAMP_READS_RSI;
-	return reads;
+	return reads & (TRAMP_READS_RDI | TRAMP_READS_RSI);
 }
 
 /*
@@ -324,6 +339,25 @@ static int build_regs(const struct tramp_spec *spec, struct patch_site *s,
 			     after);
 }
 
+/* The stub slot's bytes: call rel32 reloc; jmp rel32 cont (then int3). */
+static int stub_bytes(const struct tramp_spec *spec, uint64_t reloc,
+		      uint64_t cont)
+{
+	int64_t c = (int64_t)(reloc - (spec->stub + 5));
+	int64_t j = (int64_t)(cont - (spec->stub + 10));
+	int32_t c32 = (int32_t)c, j32 = (int32_t)j;
+	uint8_t *b = spec->stub_bytes;
+
+	if (c != c32 || j != j32)
+		return -ERANGE;
+	memset(b, 0xcc, RT_WRAP_STUB);
+	b[0] = 0xe8;
+	memcpy(b + 1, &c32, 4);
+	b[5] = 0xe9;
+	memcpy(b + 6, &j32, 4);
+	return 0;
+}
+
 int tramp_build(const struct tramp_spec *spec, struct patch_site *s,
 		uint8_t *out, size_t cap, uint64_t *reloc_at,
 		struct patch_reloc *r)
@@ -337,6 +371,7 @@ int tramp_build(const struct tramp_spec *spec, struct patch_site *s,
 	size_t push_at = 0, stale = 0;
 	size_t wrapped = 0, jne_help = 0, exit_help = 0, enter_help = 0;
 	size_t reloc, slow = 0, n;
+	bool stub = false;
 	int err;
 
 	if ((int64_t)(int32_t)spec->tls_offset != spec->tls_offset)
@@ -434,13 +469,26 @@ int tramp_build(const struct tramp_spec *spec, struct patch_site *s,
 		 */
 		wrapped = e.n;
 		EMIT(&e, 0x48, 0x8d, 0x64, 0x24, 0x08);	/* lea 8(%rsp),%rsp */
+		if (spec->stub && spec->stub_bytes && reach(&e, spec->stub)) {
+			/* the site's own stub: no cont, no %r11 */
+			stub = true;
+			EMIT(&e, 0xe9);			/* jmp stub */
+			rel32_to(&e, spec->stub);
+			goto after_call;
+		}
 		EMIT(&e, 0x4c, 0x8d, 0x1d);		/* lea .cont,%r11 */
 		lea_cont = rel32_hole(&e);
 		EMIT(&e, 0x4c, 0x89, 0x5b, RT_SH_CONT);	/* mov %r11,cont(%rbx) */
 		EMIT(&e, 0x4c, 0x8d, 0x1d);		/* lea .reloc,%r11 */
 		lea_reloc = rel32_hole(&e);
-		EMIT(&e, 0xff, 0x25);			/* jmp *lit_call */
-		lit_call = rel32_hole(&e);
+		if (reach(&e, spec->fn_call)) {
+			/* the runtime within reach (user_inject.c) */
+			EMIT(&e, 0xe9);			/* jmp rt_wrap_call */
+			rel32_to(&e, spec->fn_call);
+		} else {
+			EMIT(&e, 0xff, 0x25);		/* jmp *lit_call */
+			lit_call = rel32_hole(&e);
+		}
 		/*
 		 * Back from the function: [slot] is free.  Every register
 		 * but %rax, %rdx (the return value) and the flags comes back
@@ -448,6 +496,7 @@ int tramp_build(const struct tramp_spec *spec, struct patch_site *s,
 		 * -fipa-ra keeps values in %rsi, %rdi or %r11 across calls to
 		 * functions that leave them alone.
 		 */
+after_call:
 		cont = e.n;
 		EMIT(&e, 0x50);				/* push %rax */
 		if (rd) {
@@ -558,15 +607,24 @@ int tramp_build(const struct tramp_spec *spec, struct patch_site *s,
 		rel32_fix(&e, jnz_stale, spec->at + stale);
 		rel32_fix(&e, jne_help, spec->at + exit_help);
 		rel32_fix(&e, jz_reloc, spec->at + reloc);
-		rel32_fix(&e, lea_reloc, spec->at + reloc);
-		rel32_fix(&e, lea_cont, spec->at + cont);
+		if (stub) {
+			err = stub_bytes(spec, spec->at + reloc,
+					 spec->at + cont);
+			if (err)
+				return err;
+		} else {
+			rel32_fix(&e, lea_reloc, spec->at + reloc);
+			rel32_fix(&e, lea_cont, spec->at + cont);
+		}
 		rel32_fix(&e, jne_skip, spec->at + popped);
 		rel32_fix(&e, lit_enter, here(&e));
 		bytes(&e, &spec->fn_enter, 8);
 		rel32_fix(&e, lit_exit, here(&e));
 		bytes(&e, &spec->fn_exit, 8);
-		rel32_fix(&e, lit_call, here(&e));
-		bytes(&e, &spec->fn_call, 8);
+		if (lit_call) {
+			rel32_fix(&e, lit_call, here(&e));
+			bytes(&e, &spec->fn_call, 8);
+		}
 	}
 	n = e.n;
 	return e.err ? e.err : (int)n;

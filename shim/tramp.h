@@ -17,8 +17,13 @@
  *                 The push and pop are inline; the unusual cases (no
  *                 block yet, a full stack, stale entries left by longjmp
  *                 or an exception) go to the runtime's rt_wrap_enter /
- *                 rt_wrap_exit.  The call is made by the runtime's
- *                 rt_wrap_call (%rbx = the shadow entry, which also keeps
+ *                 rt_wrap_exit.  The call is made in the runtime:
+ *                 by the site's own stub (call rel32; jmp rel32, in
+ *                 RT_FN_WRAP_STUBS) when the runtime lies within 2 GiB
+ *                 (user_inject.c places it so for the first return
+ *                 probe's module), else by rt_wrap_call, reached with a
+ *                 rel32 or through a literal (%rbx = the shadow entry,
+ *                 which also keeps
  *                 the caller's %rbx and where to continue), whose unwind
  *                 information lets C++ exceptions, pthread_exit() and
  *                 backtrace() pass the wrapped frame: an unwound call
@@ -63,6 +68,16 @@ struct tramp_spec {
 	uint64_t fn_enter;	/* runtime: rt_wrap_enter */
 	uint64_t fn_exit;	/* runtime: rt_wrap_exit */
 	uint64_t fn_call;	/* runtime: rt_wrap_call */
+	/*
+	 * A return probe: the runtime's stub slot for this trampoline
+	 * (RT_FN_WRAP_STUBS), or 0.  When the trampoline reaches it,
+	 * tramp_build() jumps there instead of to rt_wrap_call and puts the
+	 * slot's bytes (call rel32 .reloc; jmp rel32 .cont) in stub_bytes
+	 * (RT_WRAP_STUB bytes; the first stays 0 when the slot is not used),
+	 * which the caller writes to the slot before the jump goes in.
+	 */
+	uint64_t stub;
+	uint8_t *stub_bytes;
 	uint64_t entry_code;	/* target address of entry probe code, or 0 */
 	uint64_t ret_code;	/* target address of return probe code, or 0 */
 	/* a site inside a function whose entry code takes a struct pt_regs
@@ -77,9 +92,13 @@ struct tramp_spec {
 	size_t entry_len, ret_len;
 };
 
-/* Probe code of at most this many bytes (and instructions) is inlined. */
-#define TRAMP_INLINE_MAX 256
-#define TRAMP_INLINE_INSNS 96
+/*
+ * Probe code of at most this many bytes (and instructions) is inlined:
+ * enough for the latency idiom's return probe (a clock read, a keyed
+ * lookup, a hist and a delete, with their slow paths: ~600 bytes).
+ */
+#define TRAMP_INLINE_MAX 1024
+#define TRAMP_INLINE_INSNS 320
 
 /*
  * Copy probe code (the contract above) into out, to run in place of a
@@ -98,6 +117,8 @@ int tramp_inline(const uint8_t *code, size_t len, uint8_t *out, size_t cap,
  * return value): unless it does, the trampoline leaves them alone */
 #define TRAMP_READS_RDI 1u
 #define TRAMP_READS_RSI 2u
+/* the code uses the stack pointer (else it runs wherever %rsp is) */
+#define TRAMP_USES_RSP 4u
 
 /*
  * Build the trampoline for site s into out (cap bytes), to run at

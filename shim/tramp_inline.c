@@ -80,6 +80,13 @@ static unsigned ti_reads(const ZydisDecodedInstruction *in,
 		ZydisRegister r[2] = { ZYDIS_REGISTER_NONE,
 				       ZYDIS_REGISTER_NONE };
 
+		/* the stack pointer, read or written (push, pop, call too:
+		 * their hidden operands) */
+		if (ops[i].type == ZYDIS_OPERAND_TYPE_REGISTER &&
+		    ZydisRegisterGetLargestEnclosing(ZYDIS_MACHINE_MODE_LONG_64,
+						     ops[i].reg.value) ==
+			    ZYDIS_REGISTER_RSP)
+			m |= TRAMP_USES_RSP;
 		if (ops[i].type == ZYDIS_OPERAND_TYPE_REGISTER &&
 		    (ops[i].actions & ZYDIS_OPERAND_ACTION_MASK_READ))
 			r[0] = ops[i].reg.value;
@@ -97,6 +104,9 @@ static unsigned ti_reads(const ZydisDecodedInstruction *in,
 				break;
 			case ZYDIS_REGISTER_RSI:
 				m |= TRAMP_READS_RSI;
+				break;
+			case ZYDIS_REGISTER_RSP:
+				m |= TRAMP_USES_RSP;
 				break;
 			default:
 				break;
@@ -145,7 +155,9 @@ int tramp_inline(const uint8_t *code, size_t len, uint8_t *out, size_t cap,
 					 .len = in.length };
 		if (ti_classify(&in, ops, &t[n], len))
 			return -EINVAL;
-		*reads |= ti_reads(&in, ops);
+		/* (a ret's own use of %rsp goes with it) */
+		if (t[n].kind != TI_RET)
+			*reads |= ti_reads(&in, ops);
 		off += in.length;
 		n++;
 	}

@@ -161,3 +161,13 @@ void user_unboost(struct ubt_user *u)
 	setpriority(PRIO_PROCESS, 0, u->old_nice);
 	u->boosted = false;
 }
+
+void user_wraps(const struct ubt_user *u, int *stub, int *near, int *far)
+{
+	*stub = *near = *far = 0;
+	for (int i = 0; u && i < u->nsites; i++) {
+		*stub += u->sites[i].wrap == 2;
+		*near += u->sites[i].wrap == 1;
+		*far += u->sites[i].wrap < 0;
+	}
+}

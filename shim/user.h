@@ -36,6 +36,8 @@ struct user_opts {
 				 * (user_comm.c) */
 	bool children;		/* record in children it forks (as -c's;
 				 * system-wide: every process is traced) */
+	const char *near;	/* a module with return probes: the runtime
+				 * goes within rel32 reach of its code */
 };
 
 enum user_probe_kind {
@@ -205,6 +207,10 @@ int user_children(const struct ubt_user *u);
 int user_leftovers(const struct ubt_user *u);
 /* Threads moved out of a patch window into its relocated copy. */
 int user_moved_threads(const struct ubt_user *u);
+/* Return sites whose trampolines jump to their own stub in the runtime
+ * (stub), to its rt_wrap_call with a rel32 (near) or through an address
+ * (far): the runtime's placement (user_inject.c), its stubs left. */
+void user_wraps(const struct ubt_user *u, int *stub, int *near, int *far);
 struct memfd *user_memfd(struct ubt_user *u);
 /*
  * nsecs in user-mode probes from the time-stamp counter (user_clock.c):

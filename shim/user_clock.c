@@ -36,7 +36,7 @@
 #define USER_CLOCK_EVERY_NS 50000000ull	/* 50 ms */
 #define USER_CLOCK_SLEW_NS 100000000.0	/* 100 ms */
 #define USER_CLOCK_STEP_NS 1000000	/* 1 ms */
-#define USER_CLOCK_SHIFT 32
+#define USER_CLOCK_SHIFT RT_CLK_SHIFT	/* probe code's constant */
 
 uint64_t user_clock_at(const struct user_clock *k, uint64_t tsc)
 {

@@ -7,6 +7,7 @@
 #define _GNU_SOURCE
 #endif
 #include <dirent.h>
+#include <elf.h>
 #include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -492,18 +493,95 @@ int user_reset_tls(struct ubt_user *u)
 	return 0;
 }
 
+/*
+ * The length of the loader's first mmap of the ELF file at path (glibc's
+ * dl-map-segments.h: the last PT_LOAD's end, unrounded, minus the first's
+ * page), or 0.
+ */
+static uint64_t runtime_span(const char *path)
+{
+	Elf64_Ehdr eh;
+	Elf64_Phdr ph;
+	uint64_t lo = UINT64_MAX, end = 0;
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+
+	if (fd < 0)
+		return 0;
+	if (pread(fd, &eh, sizeof(eh), 0) != sizeof(eh) ||
+	    eh.e_phentsize != sizeof(ph) || eh.e_phnum > 64) {
+		close(fd);
+		return 0;
+	}
+	for (int i = 0; i < eh.e_phnum; i++) {
+		if (pread(fd, &ph, sizeof(ph),
+			  (off_t)(eh.e_phoff + (uint64_t)i * sizeof(ph))) !=
+		    sizeof(ph)) {
+			lo = UINT64_MAX;
+			break;
+		}
+		if (ph.p_type != PT_LOAD)
+			continue;
+		if (lo == UINT64_MAX)
+			lo = ph.p_vaddr & ~4095ULL;
+		end = ph.p_vaddr + ph.p_memsz;
+	}
+	close(fd);
+	return lo == UINT64_MAX || end <= lo ? 0 : end - lo;
+}
+
+#define USER_NEAR_GAP (64ULL << 20)	/* room left for code slices */
+#define USER_NEAR_STEP (16ULL << 20)
+
+/*
+ * Where to ask the loader to put the runtime (len bytes): below the
+ * module u->rt_near, past the room find_gap() gives its code slice, in
+ * a range free with a megabyte around it, so that the module's
+ * trampolines reach rt_wrap_call with a rel32 (tramp.c); 0 for nowhere.
+ * Below: above a module, its heap grows (brk).
+ */
+static uint64_t runtime_near(struct ubt_user *u, uint64_t len)
+{
+	uint64_t bias, lo, hi, c, found = 0;
+	struct pt_map *m;
+	int n;
+
+	/* UBT_RUNTIME_FAR: where dlopen() puts it (tests: both paths) */
+	if (!u->rt_near[0] || !len || getenv("UBT_RUNTIME_FAR") ||
+	    user_module_range(u, u->rt_near, &bias, &lo, &hi) ||
+	    lo < USER_2G / 2 || pt_maps(u->pid, &m, &n))
+		return 0;
+	for (c = (lo - USER_NEAR_GAP - len) & ~((2ULL << 20) - 1);
+	     c > lo - USER_2G / 2 && !found; c -= USER_NEAR_STEP) {
+		uint64_t a = c - (1 << 20), b = c + len + (1 << 20);
+		int i;
+
+		for (i = 0; i < n; i++)
+			if (m[i].start < b && m[i].end > a)
+				break;
+		if (i == n)
+			found = c;
+	}
+	free(m);
+	return found;
+}
+
 int user_place_runtime(struct ubt_user *u, const struct user_opts *o)
 {
 	uint64_t args[6] = { 0 }, handle, l_addr, ret;
 	uint64_t init_vaddr = u->rt_init_vaddr;
 	const char *rt = u->rt_path;
+	uint64_t len, at;
 	int err;
 
+	if (USER_FIELD(o, struct user_opts, near))
+		snprintf(u->rt_near, sizeof(u->rt_near), "%s", o->near);
+	len = runtime_span(rt);
+	at = runtime_near(u, len);
 	strcpy(u->m.base + USER_SCRATCH_OFF, rt);
 	args[0] = u->target_base + USER_SCRATCH_OFF;
 	args[1] = RTLD_NOW;
-	err = pt_call(&u->pt, u->libc_bias + u->dlopen_vaddr, args, &handle,
-		      5000);
+	err = pt_call_near(&u->pt, u->libc_bias + u->dlopen_vaddr, args,
+			   &handle, 5000, at ? len : 0, at);
 	if (err) {
 		user_err(u, 0, "dlopen %s in the target: %s", rt, u->pt.err);
 		return err;

@@ -153,6 +153,32 @@ static int move_threads(struct ubt_user *u, struct user_site *us)
 	return 0;
 }
 
+/*
+ * The runtime's next free stub slot for a return site's trampoline
+ * (RT_FN_WRAP_STUBS): spec->stub and spec->stub_bytes set, and the count
+ * to write back once the slot is used; 0 (no slot) when the runtime has
+ * none left or the count read back is implausible.
+ */
+static uint32_t take_stub(struct ubt_user *u, struct tramp_spec *spec,
+			  uint8_t *bytes)
+{
+	uint64_t base = u->m.ctl->fn[RT_FN_WRAP_STUBS];
+	uint64_t at = u->m.ctl->fn[RT_FN_WRAP_STUB_NEXT];
+	uint64_t call = u->m.ctl->fn[RT_FN_WRAP_CALL];
+	uint32_t next;
+
+	/* the memfd is the target's to scribble on: both lie in the
+	 * runtime, next to rt_wrap_call */
+	if (!base || !at || base - call > (1 << 20) || at - call > (1 << 20) ||
+	    getenv("UBT_NO_WRAP_STUBS") ||
+	    pt_read(&u->pt, at, &next, sizeof(next)) ||
+	    next >= RT_WRAP_STUBS)
+		return 0;
+	spec->stub = base + (uint64_t)next * RT_WRAP_STUB;
+	spec->stub_bytes = bytes;
+	return next + 1;
+}
+
 int user_install(struct ubt_user *u, const struct user_probe *p)
 {
 	uint64_t vaddr, size, off, bias, lo, hi, addr, code_at;
@@ -163,7 +189,10 @@ int user_install(struct ubt_user *u, const struct user_probe *p)
 	struct patch_reloc r;
 	struct tramp_spec spec;
 	char path[PATH_MAX];
-	uint8_t buf[4096];	/* two inlined bodies of up to 3 * TRAMP_INLINE_MAX */
+	/* two inlined bodies of up to 3 * TRAMP_INLINE_MAX, and the rest */
+	uint8_t buf[8 * TRAMP_INLINE_MAX];
+	uint8_t stub[RT_WRAP_STUB] = { 0 };
+	uint32_t stub_next = 0;
 	size_t us_len[2];
 	int i, err, sl, n;
 
@@ -295,6 +324,8 @@ int user_install(struct ubt_user *u, const struct user_probe *p)
 		us_len[1] = p->code_len;
 	spec.entry_len = us_len[0];
 	spec.ret_len = us_len[1];
+	if (spec.ret_code)
+		stub_next = take_stub(u, &spec, stub);
 	if (spec.entry_code)
 		spec.entry_bytes = slice_bytes(u, us->slice, spec.entry_code);
 	if (spec.ret_code)
@@ -306,6 +337,24 @@ int user_install(struct ubt_user *u, const struct user_probe *p)
 	tramp = slice_put(u, us->slice, buf, (size_t)n);
 	if (tramp != spec.at)
 		return user_err(u, -ENOSPC, "code area full");
+	if (spec.stub && stub[0] == 0xe8) {
+		/* the slot, then the count of slots taken, then the jump */
+		err = pt_write(&u->pt, spec.stub, stub, RT_WRAP_STUB);
+		err = err ?: pt_write(&u->pt, u->m.ctl->fn[RT_FN_WRAP_STUB_NEXT],
+				      &stub_next, sizeof(stub_next));
+		if (err)
+			return user_err(u, err, "write a return stub");
+	}
+	if (spec.ret_code) {
+		/* as tramp_build() chose: a rel32 jump or one through an
+		 * address (the trampoline is less than a page) */
+		int64_t d = (int64_t)(spec.fn_call - spec.at);
+
+		us->wrap = d > INT32_MIN + 4096 && d < INT32_MAX - 4096 ? 1 :
+									 -1;
+		if (spec.stub && stub[0] == 0xe8)
+			us->wrap = 2;
+	}
 	patch_jump_bytes(&us->s, tramp, jmp);
 	/* the record first: a jump is never there without it */
 	site = user_slice_record(u, us->slice, rec);

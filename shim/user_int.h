@@ -64,6 +64,10 @@ struct user_site {
 	uint64_t rec;		/* target address of its struct rt_site */
 	uint64_t offset;	/* of the probe from the symbol */
 	bool regs;		/* its entry code takes a struct pt_regs */
+	int wrap;		/* a return site: its trampoline jumps to
+				 * its own stub in the runtime (2), to
+				 * rt_wrap_call with a rel32 (1) or through
+				 * an address (-1) */
 };
 
 struct ubt_user {
@@ -95,6 +99,7 @@ struct ubt_user {
 	bool exited;
 	int exit_status;
 	char rt_path[PATH_MAX];
+	char rt_near[PATH_MAX];	/* user_opts.near, for every image */
 	uint64_t self_start;	/* ubt's start time, for site records */
 	int leftovers;		/* a dead ubt's jumps removed at attach */
 	int children;		/* forked children restored at detach */

@@ -200,7 +200,9 @@ TESTS += \
 	tests/user/unit-shtab \
 	tests/user/unit-tramp \
 	tests/user/unwind-detach.py \
-	tests/user/unwind.sh
+	tests/user/unwind-far.sh \
+	tests/user/unwind.sh \
+	tests/user/wrap-near.sh
 # tests/user/unwind.*: C++ exceptions, pthread_exit and backtrace() through
 # user-mode return probes (the ubt-exc target)
 EXTRA_DIST += \
@@ -210,8 +212,10 @@ EXTRA_DIST += \
 	tests/user/share.py \
 	tests/user/syswide-kill.py \
 	tests/user/unwind-detach.py \
+	tests/user/unwind-far.sh \
 	tests/user/unwind.sh \
-	tests/user/unwind.test
+	tests/user/unwind.test \
+	tests/user/wrap-near.sh
 # tests/user/corrupt.sh: a target that writes garbage over ubt's memfd
 tests_user_scribble_SOURCES = tests/user/scribble.c
 tests_user_scribble_CPPFLAGS = -I$(top_srcdir)/runtime \
