@@ -74,6 +74,7 @@ libubt_a_SOURCES += \
 	shim/user_clock.c \
 	shim/user_clock.h \
 	shim/user_comm.c \
+	shim/user_commit.c \
 	shim/user_detach.c \
 	shim/user_exec.c \
 	shim/user_inject.c \

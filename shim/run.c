@@ -276,6 +276,12 @@ static int run_combined(struct compile *c, const struct run_opts *o,
 	if (user_install_exec_hook(r.u) && o->verbose)
 		fprintf(stderr, "ubt: execve() is not followed: %s\n",
 			user_error(r.u));
+	/* -p: the probes go live before "Attaching", as kernel uprobes do */
+	if (!r.cpid) {
+		err = run_user_go(&r);
+		if (err)
+			goto out;
+	}
 	nprobes += cg_object_probes(r.kobj);
 	if (!o->quiet) {
 		struct out out;
@@ -310,17 +316,9 @@ static int run_combined(struct compile *c, const struct run_opts *o,
 	if (!kernel_exiting(r.k) &&
 	    (!signals_stopping() || guard_orphaned())) {
 		resumed = true;
-		user_clock_tick(r.u);
-		err = user_resume(r.u);
-		/* killed meanwhile: the run ends as for any exit */
-		if (err && !run_target_exited(&r)) {
-			fprintf(stderr, "ubt: cannot resume the target: %s\n",
-				user_error(r.u));
+		err = run_user_go(&r);	/* -p: already running */
+		if (err)
 			goto out;
-		}
-		if (o->verbose)
-			fprintf(stderr, "ubt: target stopped for %.3f ms\n",
-				user_stop_ns(r.u) / 1e6);
 		if (o->verbose)
 			fprintf(stderr, "ubt: nsecs in user-mode probes: %s\n",
 				user_clock_tsc(r.u) ?

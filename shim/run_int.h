@@ -171,6 +171,11 @@ int run_user_install(struct run *r, int *nprobes, bool again);
  * follow it, place the probes again in the new image before it runs.
  */
 void run_follow_exec(struct run *r);
+/*
+ * Let the target run with its probes (user_resume()), once; -v says how
+ * long it was stopped.  0, or -errno after an error message.
+ */
+int run_user_go(struct run *r);
 
 bool run_target_gone(struct run *r);
 

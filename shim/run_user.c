@@ -327,6 +327,36 @@ int run_user_install(struct run *r, int *nprobes, bool again)
 }
 
 /*
+ * Let the target run, the prepared jumps written in one stop of every
+ * thread (user_resume()); -v says how long it was stopped.  A target
+ * killed meanwhile is no error: the run ends as for any exit.
+ */
+int run_user_go(struct run *r)
+{
+	char pause[256];
+	int err;
+
+	if (user_resumed(r->u))
+		return 0;
+	user_clock_tick(r->u);
+	err = user_resume(r->u);
+	if (err && !run_target_exited(r)) {
+		fprintf(stderr, "ubt: cannot resume the target: %s\n",
+			user_error(r->u));
+		return err;
+	}
+	if (r->o->verbose && user_pause_text(r->u, pause, sizeof(pause)))
+		fprintf(stderr, "ubt: attach pause %s\n", pause);
+	if (r->o->verbose)
+		fprintf(stderr, "ubt: target stopped for %.3f ms in all%s\n",
+			user_stop_ns(r->u) / 1e6,
+			r->cpid ? " (at its entry point)" :
+				  " (the attach pause, and one thread for the "
+				  "runtime and code areas)");
+	return 0;
+}
+
+/*
  * The target announced an execve() (runtime/rt_abi.h RT_FN_EXEC_HOOK):
  * follow it, place the probes again in the new image before it runs.
  */

@@ -4,9 +4,9 @@
  * native probe code, let the target run, read the per-thread data back,
  * detach leaving the original code.
  *
- *   u = user_attach_pid(pid, NULL, err, sizeof(err));     target stopped
- *   user_install(u, &probe);  ...                         still stopped
- *   user_resume(u);                 target runs; user_stop_ns(u) = pause
+ *   u = user_attach_pid(pid, NULL, err, sizeof(err));  runtime placed
+ *   user_install(u, &probe);  ...        prepared, the target runs (-p)
+ *   user_resume(u);      jumps written in one stop of every thread, runs
  *   ... memfd_sum_u64(user_memfd(u), off, &v) ...
  *   user_detach(u); user_free(u);
  *
@@ -56,7 +56,7 @@ struct user_probe {
 
 /*
  * A USDT site's semaphore (is-enabled counter, a u16) at addr in the
- * process: incremented now (before user_resume(), every thread stopped),
+ * process: incremented by user_resume() with the jumps (every thread stopped),
  * decremented again by user_detach(). 0, or -errno with user_error().
  */
 int user_semaphore_add(struct ubt_user *u, uint64_t addr);
@@ -99,7 +99,11 @@ int user_process_check(pid_t pid, char *reason, size_t len);
 int user_site_check_live(pid_t pid, const char *binary, const char *symbol,
 			 uint64_t offset, char *reason, size_t len);
 
-/* Install a probe while the target is stopped; -errno, user_error() why. */
+/*
+ * Prepare a probe (code area, code, trampoline) while the target runs
+ * (-p) or waits at its entry (-c); user_resume() writes its jump.  -errno,
+ * user_error() why.
+ */
 int user_install(struct ubt_user *u, const struct user_probe *p);
 /* Let the target run (ubt detaches from it until user_detach). */
 int user_resume(struct ubt_user *u);
@@ -124,6 +128,13 @@ int64_t user_tls_offset(const struct ubt_user *u);
  * counting time the other threads ran while a remote dlopen waited).
  */
 uint64_t user_stop_ns(const struct ubt_user *u);
+/*
+ * The stop of every thread that wrote the jumps (the attach pause), and
+ * its parts, as text for -v; 0 when there was none.
+ */
+int user_pause_text(const struct ubt_user *u, char *buf, size_t len);
+/* Has user_resume() let the target run? */
+bool user_resumed(const struct ubt_user *u);
 /*
  * Read one map back: cb(data, block, arg) with a copy of bytes
  * [off, off + len) of the map area of every thread block in use (bounds

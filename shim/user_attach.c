@@ -186,7 +186,7 @@ static int seize(struct ubt_user *u, pid_t tid)
  * does not need it stopped (loading BPF, building the probes' code).
  * Only writing the jumps needs every thread stopped: user_restop().
  */
-static void user_release(struct ubt_user *u)
+void user_release(struct ubt_user *u)
 {
 	uint64_t sc = u->pt.syscall_insn;
 

@@ -61,9 +61,23 @@ struct user_site {
 	struct patch_reloc r;
 	uint64_t reloc_at;
 	bool installed;		/* the jump is written */
+	bool pending;		/* prepared: user_resume() writes the jump */
 	uint64_t rec;		/* target address of its struct rt_site */
 	uint64_t offset;	/* of the probe from the symbol */
 	bool regs;		/* its entry code takes a struct pt_regs */
+};
+
+/*
+ * The stop of every thread that writes the prepared jumps (user_commit.c):
+ * how long, and its parts (ns).
+ */
+struct user_pause {
+	uint64_t total;		/* first interrupt to the last thread let go */
+	uint64_t stop;		/* until every thread was stopped */
+	uint64_t check;		/* windows and threads' rip checked */
+	uint64_t write;		/* the jumps written, rips moved */
+	uint64_t resume;	/* registers set, threads let go */
+	int threads, jumps, moved;
 };
 
 struct ubt_user {
@@ -81,8 +95,12 @@ struct ubt_user {
 	/* USDT semaphores ubt incremented: decremented at detach */
 	uint64_t *sems;
 	int nsems;
+	/* semaphores user_resume() increments (user_semaphore_add()) */
+	uint64_t *sems_pend;
+	int nsems_pend;
 	uint64_t stop_ns;	/* stopped so far (finished phases) */
 	uint64_t stop_t0;	/* start of the current stop */
+	struct user_pause pause;	/* the last stop of every thread */
 	bool released;		/* -p: running between attach and install */
 	pid_t ctl_tid;		/* the thread that ran the remote calls */
 	bool boosted;		/* ubt runs at nice -20 while it is stopped */
@@ -231,6 +249,26 @@ void user_count_stop(struct ubt_user *u);
  * for the others (so they are interrupted together, not one after another).
  */
 int user_restop(struct ubt_user *u, bool all);
+
+/*
+ * -p: let the target run again after a stop of one thread (the remote
+ * calls of the attach, or a code area mapped): ptrace lets it go.
+ */
+void user_release(struct ubt_user *u);
+
+/*
+ * Read the target's memory while it runs (no thread need be stopped).
+ */
+int user_peek(struct ubt_user *u, uint64_t addr, void *buf, size_t n);
+
+/*
+ * Every thread stopped (user_stop_all() done): check the prepared sites
+ * (the process's bytes still the original ones, no thread inside an
+ * instruction of a window), then write every jump, move the threads out
+ * of the windows, and increment the pending semaphores.  Nothing is
+ * written when a check fails.  Fills u->pause's counts.
+ */
+int user_commit(struct ubt_user *u);
 
 /* ubt's view of the record at target address at in slice i */
 struct rt_site *user_slice_record(struct ubt_user *u, int i, uint64_t at);
