@@ -5,6 +5,7 @@ EXTRA_PROGRAMS = bench/ubt-hotloop
 CLEANFILES += $(EXTRA_PROGRAMS)
 EXTRA_DIST += \
 	bench/README.md \
+	bench/pause.py \
 	bench/run
 # plain -O2 code, no sanitizers: the loop must measure the call only
 bench_ubt_hotloop_SOURCES = \

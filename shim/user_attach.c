@@ -109,6 +109,31 @@ static void user_boost(struct ubt_user *u)
 }
 
 /*
+ * The final stop (user_resume()): ubt's thread runs SCHED_FIFO while the
+ * target's threads are stopped, so that no woken thread of the target
+ * (nor anything else) preempts it between letting one thread go and the
+ * next, and it runs at once when a thread reports its stop.  Its work
+ * there is bounded (it sleeps while it waits; pt_stop_threads() bounds
+ * the rounds).  Nothing happens without the right.
+ */
+void user_rt(struct ubt_user *u, bool on)
+{
+	struct sched_param sp = { .sched_priority = 1 };
+
+	if (on && !u->rt) {
+		u->old_policy = sched_getscheduler(0);
+		if (u->old_policy < 0 ||
+		    sched_getparam(0, &u->old_param) ||
+		    sched_setscheduler(0, SCHED_FIFO, &sp))
+			return;
+		u->rt = true;
+	} else if (!on && u->rt) {
+		sched_setscheduler(0, u->old_policy, &u->old_param);
+		u->rt = false;
+	}
+}
+
+/*
  * Run ubt on the CPU thread tid runs on, when that thread is an ordinary
  * (not real-time) one: the remote calls then go back and forth between
  * the two on one CPU, without waking another (on a virtual machine a CPU

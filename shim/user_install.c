@@ -362,10 +362,25 @@ int user_semaphore_add(struct ubt_user *u, uint64_t addr)
  * thread (user_commit()), then the target runs.  After user_detach()
  * (u->detached) nothing is written: the target is only let go.
  */
+/*
+ * The longest stop of a thread in the final stop: from the first stop
+ * ubt saw to now, or a stop of a thread let go meanwhile (hold()).
+ */
+static uint64_t longest_stop(struct ubt_user *u, uint64_t now)
+{
+	uint64_t first = now;
+
+	for (int i = 0; i < u->pt.nth; i++)
+		if (u->pt.th[i].stop_ns && u->pt.th[i].stop_ns < first)
+			first = u->pt.th[i].stop_ns;
+	return now - first > u->pt.held_ns ? now - first : u->pt.held_ns;
+}
+
 int user_resume(struct ubt_user *u)
 {
 	bool commit = !u->detached &&
 		      (u->nsems_pend || u->tls_pending || u->nsites);
+	bool fresh = u->released;	/* -p: every thread stops now */
 	uint64_t t0, t1;
 	int64_t ret;
 	int err, e;
@@ -373,14 +388,18 @@ int user_resume(struct ubt_user *u)
 	if (u->resumed)
 		return 0;
 	t0 = mono_ns();
+	if (commit && fresh)
+		u->pt.hold_ns = USER_HOLD_NS;
+	if (commit)
+		user_rt(u, true);
 	err = user_restop(u, commit);
 	if (err) {
+		user_rt(u, false);
 		u->resumed = true;
 		return err;
 	}
-	if (commit && u->stop_t0 > t0)
-		t0 = u->stop_t0;	/* the first interrupt (user_restop()) */
 	if (commit) {
+		u->pt.hold_ns = USER_HOLD_NS;	/* pt_stop_all() from one */
 		err = user_stop_all(u);
 		t1 = mono_ns();
 		u->pause.stop = t1 - t0;
@@ -390,12 +409,16 @@ int user_resume(struct ubt_user *u)
 	t1 = mono_ns();
 	pt_detach_others(&u->pt);	/* they need not wait for the close */
 	if (commit) {
-		u->pause.resume = mono_ns() - t1;
-		u->pause.total = mono_ns() - t0;
+		uint64_t now = mono_ns();
+
+		u->pause.resume = now - t1;
+		u->pause.total = fresh ? longest_stop(u, now) : now - t0;
+		u->pause.holds = u->pt.holds;
 	}
 	e = user_rsys(u, SYS_close, (uint64_t)u->target_fd, 0, 0, 0, 0, 0,
 		      &ret);
 	e = pt_detach(&u->pt) ?: e;	/* never leave it stopped */
+	user_rt(u, false);
 	user_note_exit(u);
 	u->resumed = true;
 	user_count_stop(u);

@@ -72,13 +72,20 @@ struct user_site {
  * how long, and its parts (ns).
  */
 struct user_pause {
-	uint64_t total;		/* first interrupt to the last thread let go */
+	uint64_t total;		/* the longest stop of a thread */
 	uint64_t stop;		/* until every thread was stopped */
 	uint64_t check;		/* windows and threads' rip checked */
 	uint64_t write;		/* the jumps written, rips moved */
 	uint64_t resume;	/* registers set, threads let go */
 	int threads, jumps, moved;
+	int holds;		/* threads let go while others were late */
 };
+
+/*
+ * In the final stop a thread stopped this long while others are not yet
+ * stopped runs again, and stops again with the late ones (ptrace.h).
+ */
+#define USER_HOLD_NS (500 * 1000ULL)
 
 struct ubt_user {
 	struct pt pt;
@@ -106,6 +113,9 @@ struct ubt_user {
 	bool boosted;		/* ubt runs at nice -20 while it is stopped */
 	int old_nice;
 	bool pinned;		/* ubt runs on the control thread's CPU */
+	bool rt;		/* SCHED_FIFO in the final stop (user_rt()) */
+	int old_policy;
+	struct sched_param old_param;
 	cpu_set_t old_cpus;
 	bool tls_pending;	/* threads' block pointers to reset */
 	bool new_image;		/* it ran execve() while released */
@@ -255,6 +265,9 @@ int user_restop(struct ubt_user *u, bool all);
  * calls of the attach, or a code area mapped): ptrace lets it go.
  */
 void user_release(struct ubt_user *u);
+
+/* ubt's thread SCHED_FIFO (on) for the final stop, or back (off). */
+void user_rt(struct ubt_user *u, bool on);
 
 /*
  * Read the target's memory while it runs (no thread need be stopped).
