@@ -34,6 +34,7 @@
 #include "user.h"
 #include "util.h"
 #include "run_int.h"
+#define TT(x) do { if (getenv("UBT_TT")) fprintf(stderr, "TT %s %.3f\n", x, mono_ns()/1e6); } while (0)
 /* idle user rings are read this often (the kernel ring wakes ubt at once) */
 #define RUN_POLL_MS 10
 /* a drain that took this many events goes on at once, fewer wait 1 ms */
@@ -233,7 +234,9 @@ static int run_combined(struct compile *c, const struct run_opts *o,
 		fprintf(stderr, "ubt: fork: %s\n", strerror(-err));
 		goto out;
 	}
+	TT("pre-user_attach");
 	err = run_user_attach(&r);
+	TT("user_attach");
 	if (!err)
 		guard_target(user_pid(r.u));
 	if (err)
@@ -254,7 +257,9 @@ static int run_combined(struct compile *c, const struct run_opts *o,
 	/* (a -c command the ptrace code reaped has no pid any more) */
 	if (!r.cpid || !user_exit_status(r.u, &st))
 		r.pidfd = syscall(SYS_pidfd_open, r.cpid ? r.cpid : o->pid, 0);
+	TT("pre-kernel_load");
 	err = kernel_load(&r.merged, &ko, &r.k);
+	TT("kernel_load");
 	if (err)
 		goto out;
 	kernel_set_compile(r.k, c);
@@ -270,7 +275,9 @@ static int run_combined(struct compile *c, const struct run_opts *o,
 	r.agg = xcalloc(r.kobj->nmaps + 1, sizeof(*r.agg));
 	kernel_set_map_hook(r.k, run_map_hook, &r);
 	kernel_set_globals(r.k, r.cpid);
+	TT("pre-install");
 	err = run_user_install(&r, &nprobes, false);
+	TT("install");
 	if (err)
 		goto out;
 	if (user_install_exec_hook(r.u) && o->verbose)
@@ -291,7 +298,9 @@ static int run_combined(struct compile *c, const struct run_opts *o,
 		out_attached(&out, nprobes);
 	}
 	fflush(o->out ? o->out : stdout);
+	TT("pre-kattach");
 	err = kernel_attach(r.k, &nprobes);
+	TT("kattach");
 	if (err)
 		goto out;
 	/* test harnesses wait for this line on stderr, as bpftrace prints it */
@@ -299,7 +308,9 @@ static int run_combined(struct compile *c, const struct run_opts *o,
 		fflush(stdout);
 		fputs("__BPFTRACE_NOTIFY_PROBES_ATTACHED\n", stderr);
 	}
+	TT("pre-begin");
 	kernel_run_begin(r.k);
+	TT("begin");
 	/* BEGIN's output comes before anything the target prints */
 	kernel_poll(r.k, 0);
 	fflush(o->out ? o->out : stdout);

@@ -30,6 +30,7 @@
 #include "sema.h"
 #include "user.h"
 #include "util.h"
+#include "ptrace.h"
 #include "run_int.h"
 
 static int run_split_cmd(const char *cmd, wordexp_t *we)
@@ -220,37 +221,28 @@ static struct run_site *run_sites_of(struct run *r, int *nsites)
 	return sites;
 }
 
-/* The address in the target of file offset off of bin (resolved path). */
-static int run_target_addr(pid_t pid, const char *bin, uint64_t off,
-			   uint64_t *addr)
+/*
+ * The address in the target of file offset off of bin (resolved path), in
+ * its mappings m (read once for every site).
+ */
+static int run_target_addr(const struct pt_map *m, int n, const char *bin,
+			   uint64_t off, uint64_t *addr)
 {
-	char path[64], line[PATH_MAX + 128], file[PATH_MAX];
-	unsigned long lo, hi, moff;
-	int err = -ENOENT;
-	FILE *f;
-
-	snprintf(path, sizeof(path), "/proc/%d/maps", (int)pid);
-	f = fopen(path, "r");
-	if (!f)
-		return -errno;
-	while (err && fgets(line, sizeof(line), f)) {
-		file[0] = 0;
-		if (sscanf(line, "%lx-%lx %*s %lx %*s %*s %4095s", &lo, &hi,
-			   &moff, file) == 4 &&
-		    !strcmp(file, bin) && off >= moff && off - moff < hi - lo) {
-			*addr = lo + (off - moff);
-			err = 0;
+	for (int i = 0; i < n; i++)
+		if (!strcmp(m[i].path, bin) && off >= m[i].off &&
+		    off - m[i].off < m[i].end - m[i].start) {
+			*addr = m[i].start + (off - m[i].off);
+			return 0;
 		}
-	}
-	fclose(f);
-	return err;
+	return -ENOENT;
 }
 
 /* A USDT site's semaphore, incremented while the probes are in place. */
-static int run_user_semaphore(struct run *r, const struct run_site *st)
+static int run_user_semaphore(struct run *r, const struct run_site *st,
+			       const struct pt_map *maps, int nmaps)
 {
 	uint64_t at;
-	int err = run_target_addr(user_pid(r->u), st->bin, st->sem_off, &at);
+	int err = run_target_addr(maps, nmaps, st->bin, st->sem_off, &at);
 
 	err = err ?: user_semaphore_add(r->u, at);
 	if (err)
@@ -268,8 +260,13 @@ static int run_user_semaphore(struct run *r, const struct run_site *st)
  */
 int run_user_install(struct run *r, int *nprobes, bool again)
 {
-	int nsites, err = 0;
+	int nsites, nmaps = 0, err = 0;
 	struct run_site *sites = run_sites_of(r, &nsites);
+	struct pt_map *maps = NULL;
+
+	/* hundreds of sites in one library: its mappings read once */
+	if (pt_maps(user_pid(r->u), &maps, &nmaps))
+		nmaps = 0;
 
 	for (int i = 0; i < nsites && !err; i++) {
 		struct run_site *st = &sites[i];
@@ -282,7 +279,7 @@ int run_user_install(struct run *r, int *nprobes, bool again)
 		err = native_patch_tls(code, len, user_tls_offset(r->u));
 		if (err == -ENOENT)
 			err = 0;
-		if (!err && !run_target_addr(user_pid(r->u), st->bin,
+		if (!err && !run_target_addr(maps, nmaps, st->bin,
 					     st->file_off, &at))
 			err = native_patch_func(code, len, at);
 		if (err == -ENOENT)
@@ -316,13 +313,14 @@ int run_user_install(struct run *r, int *nprobes, bool again)
 		free(code);
 		/* the site is in place: the target may take it */
 		if (!err && st->sem_off)
-			err = run_user_semaphore(r, st);
+			err = run_user_semaphore(r, st, maps, nmaps);
 		if (!err)
 			*nprobes += st->nprogs;
 	}
 	for (int i = 0; i < nsites; i++)
 		free(sites[i].progs);
 	free(sites);
+	free(maps);
 	return err ? err : 0;
 }
 

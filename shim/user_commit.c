@@ -12,45 +12,78 @@
 #include <errno.h>
 #include <limits.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
-#include <sys/uio.h>
 #include "patch.h"
 #include "ptrace.h"
 #include "util.h"
 #include "user_int.h"
 
-#define COMMIT_IOV 512		/* windows read per process_vm_readv() */
-
 /*
- * cur[k] = the process's bytes of window k of the pending sites (idx):
- * one process_vm_readv() per COMMIT_IOV windows, /proc/PID/mem for a
- * window it cannot read (a page without read permission).
+ * Windows close to each other are read and written as one span (a
+ * library's functions lie side by side: one pread and one pwrite of
+ * /proc/PID/mem for hundreds of jumps, instead of one each); the bytes
+ * between them are written back as read, with every thread stopped.
  */
-static int read_windows(struct ubt_user *u, const int *idx, int n,
-			uint8_t (*cur)[PATCH_MAX_WINDOW])
+#define COMMIT_GAP 256		/* bytes between two windows of a span */
+#define COMMIT_SPAN 65536	/* bytes of a span at most */
+
+struct span {
+	uint64_t addr;
+	size_t len;
+	int first, n;		/* sites idx[first .. first + n) */
+	uint8_t *buf;		/* the process's bytes, then with the jumps */
+	bool single;		/* unreadable as a whole: window by window */
+};
+
+static int by_addr(const void *a, const void *b, void *arg)
 {
-	struct iovec l[COMMIT_IOV], r[COMMIT_IOV];
+	const struct user_site *s = arg;
+	uint64_t x = s[*(const int *)a].s.addr, y = s[*(const int *)b].s.addr;
 
-	for (int k0 = 0; k0 < n; k0 += COMMIT_IOV) {
-		int m = n - k0 < COMMIT_IOV ? n - k0 : COMMIT_IOV;
-		size_t want = 0;
-		ssize_t got;
+	return x < y ? -1 : x > y;
+}
 
-		for (int k = 0; k < m; k++) {
-			const struct patch_site *s = &u->sites[idx[k0 + k]].s;
+/* Group the pending sites idx (sorted by address) into spans. */
+static struct span *make_spans(struct ubt_user *u, const int *idx, int n,
+			       int *nspans)
+{
+	struct span *sp = xcalloc((size_t)n + 1, sizeof(*sp));
+	int m = 0;
 
-			l[k] = (struct iovec){ cur[k0 + k], s->len };
-			r[k] = (struct iovec){ (void *)(uintptr_t)s->addr,
-					       s->len };
-			want += s->len;
-		}
-		got = process_vm_readv(u->pid, l, (unsigned long)m, r,
-				       (unsigned long)m, 0);
-		if (got == (ssize_t)want)
+	for (int k = 0; k < n; k++) {
+		const struct patch_site *s = &u->sites[idx[k]].s;
+		struct span *c = m ? &sp[m - 1] : NULL;
+
+		if (c && s->addr >= c->addr + c->len &&
+		    s->addr - (c->addr + c->len) <= COMMIT_GAP &&
+		    s->addr + s->len - c->addr <= COMMIT_SPAN) {
+			c->len = s->addr + s->len - c->addr;
+			c->n++;
 			continue;
-		for (int k = 0; k < m; k++) {
-			const struct patch_site *s = &u->sites[idx[k0 + k]].s;
-			int err = pt_read(&u->pt, s->addr, cur[k0 + k], s->len);
+		}
+		sp[m++] = (struct span){ .addr = s->addr, .len = s->len,
+					 .first = k, .n = 1 };
+	}
+	*nspans = m;
+	return sp;
+}
+
+/* The process's bytes of each span (window by window if need be). */
+static int read_spans(struct ubt_user *u, const int *idx, struct span *sp,
+		      int m)
+{
+	for (int j = 0; j < m; j++) {
+		struct span *c = &sp[j];
+
+		c->buf = xmalloc(c->len);
+		if (!pt_read(&u->pt, c->addr, c->buf, c->len))
+			continue;
+		c->single = true;	/* a hole between two windows */
+		for (int k = c->first; k < c->first + c->n; k++) {
+			const struct patch_site *s = &u->sites[idx[k]].s;
+			int err = pt_read(&u->pt, s->addr,
+					  c->buf + (s->addr - c->addr), s->len);
 
 			if (err)
 				return user_err(u, err, "read the code at %#llx",
@@ -78,22 +111,24 @@ static uint64_t thread_to(struct ubt_user *u, const int *idx, int n,
 	return rip;
 }
 
-static int check(struct ubt_user *u, const int *idx, int n)
+static int check(struct ubt_user *u, const int *idx, int n,
+		 const struct span *sp, int m)
 {
-	uint8_t (*cur)[PATCH_MAX_WINDOW] = xcalloc((size_t)n + 1,
-						   sizeof(*cur));
-	int err = read_windows(u, idx, n, cur);
+	int err = 0;
 
-	for (int k = 0; !err && k < n; k++) {
-		const struct user_site *us = &u->sites[idx[k]];
+	for (int j = 0; !err && j < m; j++)
+		for (int k = sp[j].first; !err && k < sp[j].first + sp[j].n;
+		     k++) {
+			const struct user_site *us = &u->sites[idx[k]];
 
-		/* another tracer's breakpoint came meanwhile: not ours */
-		if (memcmp(cur[k], us->s.orig, us->s.len))
-			err = user_err(u, -EBUSY, "the code at %#llx changed "
-				       "while the probes were prepared",
-				       (unsigned long long)us->s.addr);
-	}
-	free(cur);
+			/* another tracer's breakpoint came meanwhile */
+			if (memcmp(sp[j].buf + (us->s.addr - sp[j].addr),
+				   us->s.orig, us->s.len))
+				err = user_err(u, -EBUSY, "the code at %#llx "
+					       "changed while the probes were "
+					       "prepared",
+					       (unsigned long long)us->s.addr);
+		}
 	for (int i = 0; !err && i < u->pt.nth; i++) {
 		struct user_regs_struct r;
 
@@ -105,6 +140,41 @@ static int check(struct ubt_user *u, const int *idx, int n)
 				       u->pt.th[i].tid);
 	}
 	return err;
+}
+
+/* The jumps into each span's bytes, and each span written. */
+static int write_spans(struct ubt_user *u, const int *idx, struct span *sp,
+		       int m)
+{
+	for (int j = 0; j < m; j++) {
+		struct span *c = &sp[j];
+		int err = 0;
+
+		for (int k = c->first; k < c->first + c->n; k++) {
+			const struct user_site *us = &u->sites[idx[k]];
+
+			memcpy(c->buf + (us->s.addr - c->addr), us->jmp,
+			       us->s.len);
+		}
+		if (!c->single)
+			err = pt_write(&u->pt, c->addr, c->buf, c->len);
+		for (int k = c->first; !err && k < c->first + c->n; k++) {
+			struct user_site *us = &u->sites[idx[k]];
+
+			if (c->single)
+				err = pt_write(&u->pt, us->s.addr, us->jmp,
+					       us->s.len);
+			if (err)
+				break;
+			us->pending = false;
+			us->installed = true;
+			u->pause.jumps++;
+		}
+		if (err)
+			return user_err(u, err, "write the jumps at %#llx",
+					(unsigned long long)c->addr);
+	}
+	return 0;
 }
 
 static int bump_semaphores(struct ubt_user *u)
@@ -138,12 +208,15 @@ int user_commit(struct ubt_user *u)
 {
 	int *idx = xcalloc((size_t)u->nsites + 1, sizeof(*idx));
 	uint64_t t0 = mono_ns(), t1;
-	int n = 0, err;
+	struct span *sp;
+	int n = 0, m, err;
 
 	for (int i = 0; i < u->nsites; i++)
 		if (u->sites[i].pending)
 			idx[n++] = i;
-	err = check(u, idx, n);
+	qsort_r(idx, (size_t)n, sizeof(*idx), by_addr, u->sites);
+	sp = make_spans(u, idx, n, &m);
+	err = read_spans(u, idx, sp, m) ?: check(u, idx, n, sp, m);
 	t1 = mono_ns();
 	u->pause.check = t1 - t0;
 	/*
@@ -165,21 +238,12 @@ int user_commit(struct ubt_user *u)
 		u->moved++;
 		u->pause.moved++;
 	}
-	for (int k = 0; !err && k < n; k++) {
-		struct user_site *us = &u->sites[idx[k]];
-
-		err = pt_write(&u->pt, us->s.addr, us->jmp, us->s.len);
-		if (err) {
-			user_err(u, err, "write the jump at %#llx",
-				 (unsigned long long)us->s.addr);
-			break;
-		}
-		us->pending = false;
-		us->installed = true;
-		u->pause.jumps++;
-	}
+	err = err ?: write_spans(u, idx, sp, m);
 	err = err ?: bump_semaphores(u);
 	u->pause.write = mono_ns() - t1;
+	for (int j = 0; j < m; j++)
+		free(sp[j].buf);
+	free(sp);
 	free(idx);
 	return err;
 }

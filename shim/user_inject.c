@@ -75,16 +75,34 @@ int user_module_maps(pid_t pid, const char *path, uint64_t min_vaddr,
 	return 0;
 }
 
+/*
+ * The last module's range is kept while probes are prepared (a wildcard
+ * puts hundreds of sites in one library); user_resume() and a new image
+ * forget it.
+ */
 int user_module_range(struct ubt_user *u, const char *path, uint64_t *bias,
 			uint64_t *lo, uint64_t *hi)
 {
+	struct user_range *c = &u->range;
 	uint64_t min_vaddr;
 	int err, is_dyn;
 
+	if (c->valid && !strcmp(c->path, path)) {
+		*bias = c->bias;
+		*lo = c->lo;
+		*hi = c->hi;
+		return 0;
+	}
 	err = patch_elf_base(path, &min_vaddr, &is_dyn);
 	if (err)
 		return err;
-	return user_module_maps(u->pid, path, min_vaddr, is_dyn, bias, lo, hi);
+	err = user_module_maps(u->pid, path, min_vaddr, is_dyn, bias, lo, hi);
+	if (err || strlen(path) >= sizeof(c->path))
+		return err;
+	*c = (struct user_range){ .valid = true, .bias = *bias, .lo = *lo,
+				  .hi = *hi };
+	strcpy(c->path, path);
+	return 0;
 }
 
 static int find_libc(struct ubt_user *u, char *path, size_t len)

@@ -262,8 +262,11 @@ int user_install(struct ubt_user *u, const struct user_probe *p)
 				    u->pid);
 		if (u->nsites == USER_MAX_SITES)
 			return user_err(u, -ENOSPC, "too many patched functions");
-		if (!u->sites)
-			u->sites = xcalloc(USER_MAX_SITES, sizeof(*u->sites));
+		if (u->nsites == u->sites_cap) {
+			u->sites_cap = u->sites_cap ? 2 * u->sites_cap : 64;
+			u->sites = xrealloc(u->sites, u->sites_cap *
+						      sizeof(*u->sites));
+		}
 		us = &u->sites[u->nsites];
 		memset(us, 0, sizeof(*us));
 		us->s = s;
@@ -387,6 +390,7 @@ int user_resume(struct ubt_user *u)
 
 	if (u->resumed)
 		return 0;
+	u->range.valid = false;
 	t0 = mono_ns();
 	if (commit && fresh)
 		u->pt.hold_ns = USER_HOLD_NS;

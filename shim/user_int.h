@@ -34,7 +34,7 @@
 #include "user_clock.h"
 #include "util.h"
 
-#define USER_MAX_SITES 256
+#define USER_MAX_SITES 16384	/* patched functions (the code areas fill first) */
 #define USER_CRED_TPS 6		/* user_comm.c: set{,re,res}{u,g}id */
 
 #define USER_SCRATCH_OFF 2048	/* in the control page, after struct rt_ctl */
@@ -87,6 +87,13 @@ struct user_pause {
  */
 #define USER_HOLD_NS (500 * 1000ULL)
 
+/* user_module_range()'s last answer */
+struct user_range {
+	bool valid;
+	char path[PATH_MAX];
+	uint64_t bias, lo, hi;
+};
+
 struct ubt_user {
 	struct pt pt;
 	pid_t pid;
@@ -98,7 +105,8 @@ struct ubt_user {
 	struct user_slice slices[RT_CODE_SLICES];
 	int nslices;
 	struct user_site *sites;
-	int nsites;
+	int nsites, sites_cap;
+	struct user_range range;	/* kept while probes are prepared */
 	/* USDT semaphores ubt incremented: decremented at detach */
 	uint64_t *sems;
 	int nsems;
