@@ -72,8 +72,12 @@ static int find_gap(struct ubt_user *u, uint64_t lo, uint64_t hi, uint64_t *at)
 	return 0;
 }
 
+/*
+ * A code slice near module path with room for need bytes more: one it
+ * has, or a new one (a library's hundreds of sites fill several).
+ */
 static int get_slice(struct ubt_user *u, const char *path, uint64_t lo,
-		     uint64_t hi)
+		     uint64_t hi, size_t need)
 {
 	struct user_slice *sl;
 	uint64_t at;
@@ -82,7 +86,8 @@ static int get_slice(struct ubt_user *u, const char *path, uint64_t lo,
 	bool was;
 
 	for (i = 0; i < u->nslices; i++)
-		if (!strcmp(u->slices[i].path, path))
+		if (!strcmp(u->slices[i].path, path) &&
+		    u->slices[i].used + need + 16 <= RT_CODE_SLICE)
 			return i;
 	if (u->nslices == RT_CODE_SLICES)
 		return user_err(u, -ENOSPC, "too many patched modules");
@@ -272,7 +277,9 @@ int user_install(struct ubt_user *u, const struct user_probe *p)
 		us->s = s;
 		us->offset = offset;
 		us->regs = regs;
-		sl = get_slice(u, path, lo, hi);
+		/* the code, its record and a trampoline of any size */
+		sl = get_slice(u, path, lo, hi,
+			       p->code_len + RT_SITE_HDR + sizeof(buf));
 		if (sl < 0)
 			return sl;
 		us->slice = sl;

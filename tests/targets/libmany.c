@@ -49,10 +49,11 @@ UBT_PROBE long ubt_many_all(long x)
 #undef MANY_1
 #define MANY_1(n) sum += x + 0x1##n;
 
-long ubt_many_expect(long x)
+UBT_PROBE long ubt_many_expect(long x)
 {
 	long sum = 0;
 
+	UBT_FRAME();
 	MANY_100(0)
 	MANY_100(1)
 	MANY_100(2)
