@@ -168,3 +168,114 @@ def pause_table(b):
           "in all: -p adds one\nthread's stops for the runtime and code "
           "areas, -c is the time at the entry point;\nlongest stop seen: "
           "by a thread of the target, ubt-hotloop -g)")
+
+
+# --- scale: a library's 500 functions at once (issue 15, point 4) -----
+
+SCALE_PROG = "uprobe:{lib}:ubt_many_* { @ = count(); }"
+SCALE_THREADS = 4
+
+
+def scale_once(b, argv, lib, many, hold=0.3, timeout=300):
+    """One -p attach of argv (a tracer) with SCALE_PROG to a fresh
+    `ubt-many 4 wait`: seconds until the tracer said its probes are
+    attached, seconds from SIGINT to its exit, ubt -v's pause (ms) or
+    None."""
+    tgt = subprocess.Popen([many, str(SCALE_THREADS), "wait"],
+                           stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                           stderr=subprocess.DEVNULL)
+    errpath = os.path.join(b.tmp, "scale-stderr")
+    try:
+        if not tgt.stdout.readline():
+            raise Fail("ubt-many did not start")
+        env = dict(os.environ, __BPFTRACE_NOTIFY_PROBES_ATTACHED="1")
+        argv = argv + ["-p", str(tgt.pid), "-e",
+                       SCALE_PROG.replace("{lib}", lib)]
+        b.log(shlex.join(argv))
+        t0 = time.monotonic()
+        with open(errpath, "wb") as err:
+            p = subprocess.Popen(argv, stdin=subprocess.DEVNULL,
+                                 stdout=subprocess.PIPE, stderr=err,
+                                 env=env)
+        rd = b.reader(p.stdout)
+        attached = None
+        while attached is None and p.poll() is None and \
+                time.monotonic() - t0 < timeout:
+            with open(errpath, "rb") as f:
+                if b"__BPFTRACE_NOTIFY_PROBES_ATTACHED" in f.read():
+                    attached = time.monotonic() - t0
+                    break
+            time.sleep(0.005)
+        if attached is None:
+            p.kill()
+            p.wait()
+            raise Fail("the tracer did not attach")
+        time.sleep(hold)
+        t1 = time.monotonic()
+        p.send_signal(signal.SIGINT)
+        try:
+            status = p.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            p.kill()
+            p.wait()
+            raise Fail("no exit within %d s of SIGINT" % timeout)
+        gone = time.monotonic() - t1
+        rd.join(timeout=10)
+        p.stdout.close()
+        with open(errpath, "rb") as f:
+            errtext = f.read().decode("utf-8", "replace")
+        if status != 0:
+            raise Fail("exit status %d" % status)
+        m = re.findall(r"^@: (\d+)$", rd.text(), re.M)
+        if not m or int(m[-1]) == 0:
+            raise Fail("the probes did not fire")
+        pm = PAUSE.search(errtext)
+        return attached, gone, float(pm.group(1)) if pm else None
+    finally:
+        if tgt.poll() is None:
+            tgt.send_signal(signal.SIGUSR1)
+            try:
+                tgt.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                tgt.kill()
+                tgt.wait()
+        tgt.stdout.close()
+
+
+def scale_table(b):
+    many = b.a.many
+    lib = os.path.join(os.path.dirname(os.path.abspath(many)),
+                       "libubt-many.so")
+    rows = []
+    for tr, runs in (("ubt", b.a.scale_runs), ("bpftrace", 1)):
+        res, fail = [], None
+        for i in range(runs):
+            b.progress("scale: %s run %d/%d" % (tr, i + 1, runs))
+            try:
+                argv = ([b.ubt, "-v"] if tr == "ubt" else
+                        [b.bpftrace] if b.bpftrace else None)
+                if not argv:
+                    raise Fail("bpftrace is not installed")
+                res.append(scale_once(b, argv, lib, many))
+            except Fail as e:
+                fail = str(e)
+                break
+        if fail:
+            n = "n/a" + b.note("scale, %s: %s" % (tr, fail))
+            rows.append([tr, n, n, n])
+            continue
+        med = lambda k: statistics.median([r[k] for r in res])
+        pause = [r[2] for r in res if r[2] is not None]
+        rows.append([tr, "%.2f s" % med(0), "%.2f s" % med(1),
+                     "%.2f ms" % statistics.median(pause) if pause else "-"])
+    b.progress("")
+    print("\nscale (issue 15): -p into ubt-many (%d threads calling 502 "
+          "functions of libubt-many.so\nin a loop), probe\n  %s\n"
+          "median of %d runs for ubt, 1 for bpftrace\n" % (
+              SCALE_THREADS, SCALE_PROG.replace("{lib}", "LIB"),
+              b.a.scale_runs))
+    b.print_table(["tracer", "attached after", "exit after SIGINT",
+                   "attach pause"], rows)
+    print("(attached after: from the start of the tracer to its "
+          "\"probes attached\" notice;\nattach pause: ubt -v's stop of "
+          "every thread, which writes all 502 jumps)")

@@ -34,7 +34,6 @@
 #include "user.h"
 #include "util.h"
 #include "run_int.h"
-#define TT(x) do { if (getenv("UBT_TT")) fprintf(stderr, "TT %s %.3f\n", x, mono_ns()/1e6); } while (0)
 /* idle user rings are read this often (the kernel ring wakes ubt at once) */
 #define RUN_POLL_MS 10
 /* a drain that took this many events goes on at once, fewer wait 1 ms */
@@ -234,9 +233,15 @@ static int run_combined(struct compile *c, const struct run_opts *o,
 		fprintf(stderr, "ubt: fork: %s\n", strerror(-err));
 		goto out;
 	}
-	TT("pre-user_attach");
+	/*
+	 * BPF is loaded before the target is touched: a -c command waits at
+	 * its entry point only for the runtime and the probes (the pid
+	 * filters and the globals take its pid later).
+	 */
+	err = kernel_load(&r.merged, &ko, &r.k);
+	if (err)
+		goto out;
 	err = run_user_attach(&r);
-	TT("user_attach");
 	if (!err)
 		guard_target(user_pid(r.u));
 	if (err)
@@ -257,11 +262,6 @@ static int run_combined(struct compile *c, const struct run_opts *o,
 	/* (a -c command the ptrace code reaped has no pid any more) */
 	if (!r.cpid || !user_exit_status(r.u, &st))
 		r.pidfd = syscall(SYS_pidfd_open, r.cpid ? r.cpid : o->pid, 0);
-	TT("pre-kernel_load");
-	err = kernel_load(&r.merged, &ko, &r.k);
-	TT("kernel_load");
-	if (err)
-		goto out;
 	kernel_set_compile(r.k, c);
 	/* probe and func values index the kernel's programs, then ours */
 	dprogs = xcalloc(r.kobj->nprogs + r.nobj->nprogs + 1, sizeof(*dprogs));
@@ -275,9 +275,7 @@ static int run_combined(struct compile *c, const struct run_opts *o,
 	r.agg = xcalloc(r.kobj->nmaps + 1, sizeof(*r.agg));
 	kernel_set_map_hook(r.k, run_map_hook, &r);
 	kernel_set_globals(r.k, r.cpid);
-	TT("pre-install");
 	err = run_user_install(&r, &nprobes, false);
-	TT("install");
 	if (err)
 		goto out;
 	if (user_install_exec_hook(r.u) && o->verbose)
@@ -298,9 +296,7 @@ static int run_combined(struct compile *c, const struct run_opts *o,
 		out_attached(&out, nprobes);
 	}
 	fflush(o->out ? o->out : stdout);
-	TT("pre-kattach");
 	err = kernel_attach(r.k, &nprobes);
-	TT("kattach");
 	if (err)
 		goto out;
 	/* test harnesses wait for this line on stderr, as bpftrace prints it */
@@ -308,9 +304,7 @@ static int run_combined(struct compile *c, const struct run_opts *o,
 		fflush(stdout);
 		fputs("__BPFTRACE_NOTIFY_PROBES_ATTACHED\n", stderr);
 	}
-	TT("pre-begin");
 	kernel_run_begin(r.k);
-	TT("begin");
 	/* BEGIN's output comes before anything the target prints */
 	kernel_poll(r.k, 0);
 	fflush(o->out ? o->out : stdout);

@@ -386,7 +386,6 @@ struct ubt_user *user_attach_cmd(char *const argv[], const struct user_opts *o,
 		free(u);
 		return NULL;
 	}
-	u->stop_t0 = mono_ns();
 	if (pt_spawn(&u->pt, argv)) {
 		snprintf(err, errlen, "%s", u->pt.err);
 		pt_release(&u->pt);
@@ -394,6 +393,8 @@ struct ubt_user *user_attach_cmd(char *const argv[], const struct user_opts *o,
 		free(u);
 		return NULL;
 	}
+	/* stopped from here: it ran its loader up to its entry point */
+	u->stop_t0 = mono_ns();
 	u->pid = u->pt.pid;
 	u->comm_want = USER_FIELD(o, struct user_opts, task) && o->task;
 	user_comm_try_prepare(u);
