@@ -42,13 +42,48 @@ static int run_split_cmd(const char *cmd, wordexp_t *we)
 	return 0;
 }
 
+/*
+ * The binaries with user-mode sites (resolved, once each): their code
+ * slices are mapped in the stop that places the runtime, so that
+ * preparing the sites later stops nothing.
+ */
+static char **run_user_modules(struct run *r, size_t *n)
+{
+	char **mods = NULL, rp[PATH_MAX];
+	const char *last = NULL;
+	size_t cnt = 0;
+
+	for (int i = 0; i < r->nobj->nprogs; i++) {
+		const struct cg_prog *p = &r->nobj->progs[i];
+
+		for (int j = 0; j < p->nmatches; j++) {
+			const char *t = p->matches[j].target;
+			size_t k;
+
+			if (!t || (last && !strcmp(t, last)))
+				continue;
+			last = t;
+			if (!realpath(t, rp))
+				continue;
+			for (k = 0; k < cnt && strcmp(mods[k], rp); k++)
+				;
+			if (k < cnt)
+				continue;
+			mods = xrealloc(mods, (cnt + 1) * sizeof(*mods));
+			mods[cnt++] = xstrdup(rp);
+		}
+	}
+	*n = cnt;
+	return mods;
+}
+
 int run_user_attach(struct run *r)
 {
 	struct user_opts uo = { .sz = sizeof(uo),
 				.runtime_path = r->o->runtime_path,
 				.fault_safe_reads = true,
 				.task = r->nobj->native_task };
-	char err[512];
+	char err[512], **mods;
 
 	memfd_layout_default(&uo.layout);
 	/* printf-heavy probes: rings are touched only as far as used */
@@ -60,6 +95,8 @@ int run_user_attach(struct run *r)
 		uo.layout.map_size = (r->nobj->native_area + 4095) & ~4095ull;
 	uo.layout.shared_size = native_shared_size(r->nobj->native_maps,
 						   r->nobj->nnative_maps);
+	mods = run_user_modules(r, &uo.nmodules);
+	uo.modules = (const char *const *)mods;
 	if (r->o->pid > 0) {
 		r->u = user_attach_pid(r->o->pid, &uo, err, sizeof(err));
 	} else {
@@ -72,6 +109,9 @@ int run_user_attach(struct run *r)
 		if (r->u)
 			r->cpid = user_pid(r->u);
 	}
+	for (size_t i = 0; i < uo.nmodules; i++)
+		free(mods[i]);
+	free(mods);
 	if (!r->u) {
 		fprintf(stderr, "ubt: %s\n", err);
 		return -EINVAL;

@@ -34,6 +34,10 @@ struct user_opts {
 	bool task;		/* probes read comm, uid or gid: keep the
 				 * threads' names and credentials up to date
 				 * (user_comm.c) */
+	/* binaries (resolved paths) that will have sites: their code
+	 * areas are mapped with the runtime, in the same stop */
+	const char *const *modules;
+	size_t nmodules;
 };
 
 enum user_probe_kind {

@@ -300,6 +300,13 @@ static struct ubt_user *attach(struct ubt_user *u, const struct user_opts *o,
 	e = e ?: user_place_runtime(u, o);
 	if (!e)
 		user_comm_try(u);
+	/* the code areas too, while this thread is stopped anyway (a failure
+	 * is the install's to report); libc's for the exec hook */
+	for (size_t i = 0; !e && i < USER_FIELD(o, struct user_opts, nmodules);
+	     i++)
+		user_prepare_slice(u, o->modules[i]);
+	if (!e && u->libc[0])
+		user_prepare_slice(u, u->libc);
 	if (!e)
 		return u;
 	if (u->target_fd > 0) {

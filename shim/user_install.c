@@ -116,6 +116,17 @@ static int get_slice(struct ubt_user *u, const char *path, uint64_t lo,
 	return u->nslices++;
 }
 
+int user_prepare_slice(struct ubt_user *u, const char *path)
+{
+	uint64_t bias, lo, hi;
+	int sl;
+
+	if (user_module_range(u, path, &bias, &lo, &hi))
+		return 0;	/* not mapped (yet): the install says */
+	sl = get_slice(u, path, lo, hi, 0);
+	return sl < 0 ? sl : 0;
+}
+
 /* Copy bytes into slice i; their address in the target. */
 static uint64_t slice_put(struct ubt_user *u, int i, const void *b, size_t n)
 {

@@ -291,6 +291,13 @@ int user_peek(struct ubt_user *u, uint64_t addr, void *buf, size_t n);
  */
 int user_commit(struct ubt_user *u);
 
+/*
+ * A code slice near module path (resolved), mapped now if it has none:
+ * with the runtime, in the stop that places it.  0 also when the module
+ * is not mapped.
+ */
+int user_prepare_slice(struct ubt_user *u, const char *path);
+
 /* ubt's view of the record at target address at in slice i */
 struct rt_site *user_slice_record(struct ubt_user *u, int i, uint64_t at);
 
