@@ -443,7 +443,11 @@ int user_resume(struct ubt_user *u)
 	user_rt(u, false);
 	user_note_exit(u);
 	u->resumed = true;
-	user_count_stop(u);
+	/* threads let go meanwhile (hold) ran: the longest stop counts */
+	if (commit && fresh)
+		u->stop_ns += u->pause.total;
+	else
+		user_count_stop(u);
 	user_unboost(u);
 	if (!err && e)
 		err = user_err(u, e, "resume pid %d", u->pid);
