@@ -387,6 +387,7 @@ struct ubt_user *user_attach_cmd(char *const argv[], const struct user_opts *o,
 	pt_init(&u->pt);
 	u->child = true;
 	user_clock_begin(&u->clk);
+	user_prepare_libc_self(u);	/* before the command waits */
 	if (find_runtime(u, o)) {
 		snprintf(err, errlen, "%s", u->err);
 		user_comm_stop(u);

@@ -141,6 +141,7 @@ struct ubt_user {
 	uint64_t rt_init_vaddr;
 	char libc[PATH_MAX];
 	bool libc_ready;
+	pid_t libc_pid;		/* whose mappings named u->libc */
 	int libc_dyn;
 	uint64_t libc_min_vaddr, libc_bias;
 	uint64_t dlopen_vaddr, dlerror_vaddr, single_vaddr;
@@ -216,6 +217,12 @@ int user_choose_ctl(struct ubt_user *u);
  * maps, then the ELF file), before stopping the target when possible.
  */
 int user_prepare_libc(struct ubt_user *u);
+
+/*
+ * -c: the same ELF work on the libc ubt runs with, before the command
+ * starts: most commands map that one (user_prepare_libc() checks).
+ */
+void user_prepare_libc_self(struct ubt_user *u);
 
 int user_check_libc(struct ubt_user *u);
 
