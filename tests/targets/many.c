@@ -4,7 +4,9 @@
  * $ORIGIN rpath) ROUNDS times (default 2), checking every sum; exits 0.
  * With "wait", prints "ready" and the threads call it in a loop until
  * SIGUSR1 (or 60 s), then it prints "rounds N" (all threads together):
- * a busy process for attaching to with -p.
+ * a busy process for attaching to with -p.  With "churn", likewise, but
+ * each round is a new thread that the worker starts and joins: threads
+ * come and go while a tracer stops the process.
  */
 #include <pthread.h>
 #include <signal.h>
@@ -18,7 +20,7 @@ long ubt_many_all(long x);
 long ubt_many_expect(long x);
 
 static long rounds = 2;
-static int forever;
+static int forever, churn;
 static volatile sig_atomic_t stop;
 static long done, bad;
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
@@ -29,13 +31,29 @@ static void on_usr1(int sig)
 	stop = 1;
 }
 
+static void *one_round(void *arg)
+{
+	long i = (long)arg;
+
+	return (void *)(long)(ubt_many_all(i) != ubt_many_expect(i));
+}
+
 static void *worker(void *arg)
 {
 	long n = 0, wrong = 0;
 
 	(void)arg;
-	for (long i = 0; forever ? !stop : i < rounds; i++, n++)
-		wrong += ubt_many_all(i) != ubt_many_expect(i);
+	for (long i = 0; forever ? !stop : i < rounds; i++, n++) {
+		pthread_t t;
+		void *r;
+
+		if (!churn) {
+			wrong += ubt_many_all(i) != ubt_many_expect(i);
+		} else if (!pthread_create(&t, NULL, one_round, (void *)i)) {
+			pthread_join(t, &r);
+			wrong += (long)r;
+		}
+	}
 	pthread_mutex_lock(&lock);
 	done += n;
 	bad += wrong;
@@ -50,8 +68,10 @@ int main(int argc, char **argv)
 
 	if (nthreads < 1 || nthreads > 64)
 		return 2;
-	if (argc > 2 && !strcmp(argv[2], "wait")) {
+	if (argc > 2 && (!strcmp(argv[2], "wait") ||
+			 !strcmp(argv[2], "churn"))) {
 		forever = 1;
+		churn = !strcmp(argv[2], "churn");
 		signal(SIGUSR1, on_usr1);
 		alarm(60);
 		signal(SIGALRM, on_usr1);
