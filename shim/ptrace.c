@@ -227,8 +227,9 @@ static bool thread_dead(pid_t pid, pid_t tid)
 /*
  * p->hold_ns: the threads stopped longer than that while others are not
  * stopped yet run again (their registers were not read yet: nothing to
- * restore; a thread in a group stop, SIGSTOP, stays).  Then, when only such threads are left, they are interrupted
- * again: having run meanwhile, they are on a CPU and stop at once.  A
+ * restore; a thread in a group stop, SIGSTOP, stays).  Then, when only
+ * such threads are left, they are interrupted again: having run
+ * meanwhile, they are on a CPU and stop at once.  A
  * thread waiting for a CPU on a busy machine takes milliseconds to reach
  * its stop, and the others would wait for it all that time.
  */

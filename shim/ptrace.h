@@ -21,8 +21,8 @@ struct pt_thread {
 	int pending_sig;	/* signal to deliver on detach */
 	bool stopped;
 	bool have_regs;
-	bool released;		/* let go again while others stopped (hold) */
-	bool group_stop;	/* reported a group stop (SIGSTOP and the like) */
+	bool released;		/* let go again, others late (hold) */
+	bool group_stop;	/* reported a group stop (SIGSTOP...) */
 	uint64_t stop_ns;	/* CLOCK_MONOTONIC: when ubt saw it stop */
 	struct user_regs_struct regs;	/* as found, then as to restore */
 };

@@ -32,8 +32,8 @@ struct span {
 	uint64_t addr;
 	size_t len;
 	int first, n;		/* sites idx[first .. first + n) */
-	uint8_t *buf;		/* the process's bytes, then with the jumps */
-	bool single;		/* unreadable as a whole: window by window */
+	uint8_t *buf;		/* the process's bytes, then the jumps */
+	bool single;		/* unreadable whole: window by window */
 };
 
 static int by_addr(const void *a, const void *b, void *arg)
@@ -86,7 +86,8 @@ static int read_spans(struct ubt_user *u, const int *idx, struct span *sp,
 					  c->buf + (s->addr - c->addr), s->len);
 
 			if (err)
-				return user_err(u, err, "read the code at %#llx",
+				return user_err(u, err,
+						"read the code at %#llx",
 						(unsigned long long)s->addr);
 		}
 	}

@@ -421,7 +421,8 @@ int user_resume(struct ubt_user *u)
 		return err;
 	}
 	if (commit) {
-		u->pt.hold_ns = USER_HOLD_NS;	/* pt_stop_all() from one */
+		/* pt_stop_all() from one thread */
+		u->pt.hold_ns = USER_HOLD_NS;
 		err = user_stop_all(u);
 		t1 = mono_ns();
 		u->pause.stop = t1 - t0;

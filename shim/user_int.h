@@ -34,7 +34,8 @@
 #include "user_clock.h"
 #include "util.h"
 
-#define USER_MAX_SITES 16384	/* patched functions (the code areas fill first) */
+/* patched functions (the code areas fill first) */
+#define USER_MAX_SITES 16384
 #define USER_CRED_TPS 6		/* user_comm.c: set{,re,res}{u,g}id */
 
 #define USER_SCRATCH_OFF 2048	/* in the control page, after struct rt_ctl */
@@ -61,7 +62,7 @@ struct user_site {
 	struct patch_reloc r;
 	uint64_t reloc_at;
 	bool installed;		/* the jump is written */
-	bool pending;		/* prepared: user_resume() writes the jump */
+	bool pending;		/* prepared: user_resume() writes it */
 	uint64_t rec;		/* target address of its struct rt_site */
 	uint64_t offset;	/* of the probe from the symbol */
 	bool regs;		/* its entry code takes a struct pt_regs */
