@@ -291,10 +291,15 @@ static int check_owners(struct ubt_user *u)
 static struct ubt_user *attach(struct ubt_user *u, const struct user_opts *o,
 			   char *err, size_t errlen)
 {
-	int e = user_choose_ctl(u);
+	/*
+	 * A -c command at its entry point: its one thread runs the calls
+	 * (its loader is done), and a new image holds no ubt's jumps.
+	 */
+	int e = u->child ? 0 : user_choose_ctl(u);
 
 	u->self_start = owner_start_time(getpid());
-	e = e ?: check_owners(u);
+	if (!u->child)
+		e = e ?: check_owners(u);
 	e = e ?: user_check_libc(u);
 	e = e ?: user_place_memfd(u, o);
 	e = e ?: user_place_runtime(u, o);
