@@ -286,6 +286,9 @@ static int run_combined(struct compile *c, const struct run_opts *o,
 		err = run_user_go(&r);
 		if (err)
 			goto out;
+		/* it runs: its events from here on merge in time order */
+		if (r.etime)
+			kernel_set_event_hook(r.k, run_kernel_take, &r);
 	}
 	nprobes += cg_object_probes(r.kobj);
 	if (!o->quiet) {
