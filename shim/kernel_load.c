@@ -264,13 +264,17 @@ fail:
 	return err;
 }
 
-/* Write the globals map: start time and -c child pid. */
+/* Write the globals map: start time and -c child pid (noted for stacks). */
 int kernel_set_globals(struct kernel *k, uint64_t cpid)
 {
 	uint64_t v[3];
 	uint32_t zero = 0;
 
 	k->cpid = (int)cpid;
+	/* the -c command's mappings, taken at its entry point (BPF was
+	 * loaded before it started) */
+	if (cpid > 0)
+		stack_syms_note(kernel_syms(k), (int)cpid);
 	if (k->globals_fd < 0)
 		return 0;
 	v[0] = mono_ns();

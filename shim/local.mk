@@ -78,11 +78,13 @@ libubt_a_SOURCES += \
 	shim/user_clock.c \
 	shim/user_clock.h \
 	shim/user_comm.c \
+	shim/user_commit.c \
 	shim/user_detach.c \
 	shim/user_exec.c \
 	shim/user_inject.c \
 	shim/user_install.c \
 	shim/user_int.h \
+	shim/user_stop.c \
 	shim/user_sysw.c \
 	shim/user_xmap.c \
 	shim/xmap.c \

@@ -115,7 +115,7 @@ static bool place_loaded_at_start(const char *exe, const char *lib)
 	return found;
 }
 
-static bool place_in_target(const struct run_opts *o, const char *bin)
+static bool place_in_target_now(const struct run_opts *o, const char *bin)
 {
 	char exe[PATH_MAX], rp[PATH_MAX];
 
@@ -128,6 +128,28 @@ static bool place_in_target(const struct run_opts *o, const char *bin)
 	    !realpath(bin, rp))
 		return false;
 	return !strcmp(exe, rp) || place_loaded_at_start(exe, rp);
+}
+
+/*
+ * The answer for the last binary asked about, kept: a wildcard gives
+ * hundreds of sites in one binary, and each question reads the process's
+ * mappings or runs ld.so --list.
+ */
+static bool place_in_target(const struct run_opts *o, const char *bin)
+{
+	static char last_bin[PATH_MAX], last_cmd[PATH_MAX];
+	static int last_pid = -1;
+	static bool last;
+	const char *cmd = o->cmd ? o->cmd : "";
+
+	if (o->pid != last_pid || strcmp(cmd, last_cmd) ||
+	    strcmp(bin, last_bin)) {
+		last = place_in_target_now(o, bin);
+		last_pid = o->pid;
+		snprintf(last_cmd, sizeof(last_cmd), "%s", cmd);
+		snprintf(last_bin, sizeof(last_bin), "%s", bin);
+	}
+	return last;
 }
 
 /* Expand an attach point without reporting (cg_build reports later). */

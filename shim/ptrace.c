@@ -128,6 +128,10 @@ static int wait_stop(struct pt *p, struct pt_thread *t, bool nohang)
 			break;
 		}
 		case PTRACE_EVENT_STOP:
+			/* a group stop (SIGSTOP): hold() never lets it go */
+			if (WSTOPSIG(st) != SIGTRAP)
+				t->group_stop = true;
+			break;
 		case PTRACE_EVENT_EXEC:
 			break;
 		case 0:
@@ -139,8 +143,10 @@ static int wait_stop(struct pt *p, struct pt_thread *t, bool nohang)
 		}
 		t = find(p, tid);
 		t->stopped = true;
+		t->released = false;
+		t->stop_ns = mono_ns();
 		if (!p->stop_start_ns)
-			p->stop_start_ns = mono_ns();
+			p->stop_start_ns = t->stop_ns;
 		return 0;
 	}
 }
@@ -214,22 +220,75 @@ static bool thread_dead(pid_t pid, pid_t tid)
 #define PT_STOP_CHECK_NS (100 * 1000000ULL)
 #define PT_STOP_MAX_NS (5000 * 1000000ULL)
 
+/* Holding threads (p->hold_ns) ends after this many rounds or this long. */
+#define PT_HOLD_ROUNDS 32
+#define PT_HOLD_MAX_NS (200 * 1000000ULL)
+
+/*
+ * p->hold_ns: the threads stopped longer than that while others are not
+ * stopped yet run again (their registers were not read yet: nothing to
+ * restore; a thread in a group stop, SIGSTOP, stays).  Then, when only
+ * such threads are left, they are interrupted again: having run
+ * meanwhile, they are on a CPU and stop at once.  A
+ * thread waiting for a CPU on a busy machine takes milliseconds to reach
+ * its stop, and the others would wait for it all that time.
+ */
+static void hold(struct pt *p, uint64_t now, uint64_t *wake)
+{
+	int i, pending = 0;
+
+	for (i = 0; i < p->nth; i++) {
+		struct pt_thread *t = &p->th[i];
+
+		if (!t->stopped && !t->released)
+			pending++;
+	}
+	for (i = 0; i < p->nth && pending; i++) {
+		struct pt_thread *t = &p->th[i];
+
+		if (!t->stopped || t->have_regs || t->group_stop)
+			continue;
+		if (now - t->stop_ns < p->hold_ns) {
+			if (t->stop_ns + p->hold_ns < *wake)
+				*wake = t->stop_ns + p->hold_ns;
+			continue;
+		}
+		if (ptrace(PTRACE_CONT, t->tid, 0, t->pending_sig) < 0)
+			continue;	/* it died: waitpid() says so */
+		if (now - t->stop_ns > p->held_ns)
+			p->held_ns = now - t->stop_ns;
+		p->holds++;
+		t->pending_sig = 0;
+		t->stopped = false;
+		t->released = true;
+	}
+	if (pending)
+		return;
+	for (i = 0; i < p->nth; i++)
+		if (p->th[i].released) {
+			ptrace(PTRACE_INTERRUPT, p->th[i].tid, 0, 0);
+			p->th[i].released = false;
+		}
+}
+
 /*
  * Wait for every thread to stop, taking each stop as it comes (the time
- * of the first one is when the process stopped), sleeping until SIGCHLD.
+ * of the first one is when the process stopped), sleeping until SIGCHLD;
+ * with p->hold_ns, no thread stays stopped long while others are late
+ * (hold()).
  */
 int pt_stop_threads(struct pt *p)
 {
 	uint64_t t0 = mono_ns(), checked = t0;
 	sigset_t chld, old;
-	int i, left = 1;
+	int i, left = 1, rounds = 0;
 
 	sigemptyset(&chld);
 	sigaddset(&chld, SIGCHLD);
 	pthread_sigmask(SIG_BLOCK, &chld, &old);
 	while (left) {
 		int nth = p->nth, moved = 0;
-		uint64_t now;
+		uint64_t now, wake;
 
 		left = 0;
 		for (i = 0; i < p->nth; i++) {
@@ -248,6 +307,23 @@ int pt_stop_threads(struct pt *p)
 		if (!left)
 			break;
 		now = mono_ns();
+		wake = now + 1000000;
+		if (p->hold_ns && rounds < PT_HOLD_ROUNDS &&
+		    now - t0 < PT_HOLD_MAX_NS) {
+			int before = p->holds;
+
+			hold(p, now, &wake);
+			if (p->holds != before)
+				rounds++;
+		} else {
+			/* no more holding: the released ones stop too */
+			for (i = 0; i < p->nth; i++)
+				if (p->th[i].released) {
+					ptrace(PTRACE_INTERRUPT, p->th[i].tid,
+					       0, 0);
+					p->th[i].released = false;
+				}
+		}
 		if (now - checked > PT_STOP_CHECK_NS) {
 			checked = now;
 			for (i = 0; i < p->nth; i++)
@@ -265,7 +341,8 @@ int pt_stop_threads(struct pt *p)
 			return -ETIMEDOUT;
 		}
 		sigtimedwait(&chld, NULL,
-			     &(struct timespec){ .tv_nsec = 1000000 });
+			     &(struct timespec){ .tv_nsec = (long)(wake > now ?
+						 wake - now : 1000) });
 	}
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	return p->nth ? 0 : -ESRCH;

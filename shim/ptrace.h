@@ -21,6 +21,9 @@ struct pt_thread {
 	int pending_sig;	/* signal to deliver on detach */
 	bool stopped;
 	bool have_regs;
+	bool released;		/* let go again, others late (hold) */
+	bool group_stop;	/* reported a group stop (SIGSTOP...) */
+	uint64_t stop_ns;	/* CLOCK_MONOTONIC: when ubt saw it stop */
 	struct user_regs_struct regs;	/* as found, then as to restore */
 };
 
@@ -39,6 +42,15 @@ struct pt {
 	bool others_running;	/* released during a long remote call */
 	struct timespec released_at;
 	uint64_t released_ns;	/* time the other threads ran meanwhile */
+	/*
+	 * Stopping every thread (pt_seize(), pt_stop_all()): a thread
+	 * stopped longer than hold_ns (0: no limit) while others are still
+	 * on their way runs again, and is interrupted again once they are
+	 * stopped; held_ns is the longest such stop, holds their number.
+	 */
+	uint64_t hold_ns;
+	uint64_t held_ns;
+	int holds;
 	char err[256];		/* why the last call failed */
 	/* pt_call_near(): the mmap to place, while the call runs */
 	uint64_t near_len, near_at;

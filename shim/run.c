@@ -256,6 +256,14 @@ static int run_combined(struct compile *c, const struct run_opts *o,
 		fprintf(stderr, "ubt: fork: %s\n", strerror(-err));
 		goto out;
 	}
+	/*
+	 * BPF is loaded before the target is touched: a -c command waits at
+	 * its entry point only for the runtime and the probes (the pid
+	 * filters and the globals take its pid later).
+	 */
+	err = kernel_load(&r.merged, &ko, &r.k);
+	if (err)
+		goto out;
 	err = r.sysw ? 0 : run_user_attach(&r);
 	if (!err && !r.sysw)
 		guard_target(user_pid(r.u));
@@ -277,9 +285,6 @@ static int run_combined(struct compile *c, const struct run_opts *o,
 	/* (a -c command the ptrace code reaped has no pid any more) */
 	if (!r.sysw && (!r.cpid || !user_exit_status(r.u, &st)))
 		r.pidfd = syscall(SYS_pidfd_open, r.cpid ? r.cpid : o->pid, 0);
-	err = kernel_load(&r.merged, &ko, &r.k);
-	if (err)
-		goto out;
 	kernel_set_compile(r.k, c);
 	/* probe and func values index the kernel's programs, then ours */
 	dprogs = xcalloc(r.kobj->nprogs + r.nobj->nprogs + 1, sizeof(*dprogs));
@@ -300,6 +305,15 @@ static int run_combined(struct compile *c, const struct run_opts *o,
 	if (!r.sysw && user_install_exec_hook(r.u) && o->verbose)
 		fprintf(stderr, "ubt: execve() is not followed: %s\n",
 			user_error(r.u));
+	/* -p: the probes go live before "Attaching", as kernel uprobes do */
+	if (!r.cpid) {
+		err = run_user_go(&r);
+		if (err)
+			goto out;
+		/* it runs: its events from here on merge in time order */
+		if (r.etime)
+			kernel_set_event_hook(r.k, run_kernel_take, &r);
+	}
 	nprobes += cg_object_probes(r.kobj);
 	if (!o->quiet) {
 		struct out out;
@@ -338,28 +352,9 @@ static int run_combined(struct compile *c, const struct run_opts *o,
 	if (!r.sysw && !kernel_exiting(r.k) &&
 	    (!signals_stopping() || guard_orphaned())) {
 		resumed = true;
-		user_clock_tick(r.u);
-		err = user_resume(r.u);
-		/* killed meanwhile: the run ends as for any exit */
-		if (err && !run_target_exited(&r)) {
-			fprintf(stderr, "ubt: cannot resume the target: %s\n",
-				user_error(r.u));
+		err = run_user_go(&r);	/* -p: already running */
+		if (err)
 			goto out;
-		}
-		if (o->verbose)
-			fprintf(stderr, "ubt: target stopped for %.3f ms\n",
-				user_stop_ns(r.u) / 1e6);
-		if (o->verbose) {
-			int stub, near, far;
-
-			user_wraps(r.u, &stub, &near, &far);
-			if (stub + near + far)
-				fprintf(stderr, "ubt: return probes: %d "
-					"site(s) jump to their own stub in the "
-					"runtime, %d to its wrapped call "
-					"directly, %d through an address\n",
-					stub, near, far);
-		}
 		if (o->verbose)
 			fprintf(stderr, "ubt: nsecs in user-mode probes: %s\n",
 				user_clock_tsc(r.u) ?
@@ -437,6 +432,7 @@ out:
 		user_free(r.u);
 	}
 	free(r.fleet);
+	free(r.mods);
 	if (r.pidfd >= 0)
 		close(r.pidfd);
 	kernel_free(r.k);

@@ -86,6 +86,8 @@ struct run {
 	struct sysw *sw;
 	char near[PATH_MAX];	/* user_opts.near: the first return probe's
 				 * module */
+	const char **mods;	/* user_opts.modules (run_user.c) */
+	size_t nmods;
 	/* sysw.c: after the sites of an image a process exec'd were
 	 * placed, err their result (a hook: sysw.c calls run_user.c, not
 	 * the other way); returns the run's error */
@@ -222,6 +224,11 @@ int run_user_install(struct run *r, int *nprobes, bool again);
  * follow it, place the probes again in the new image before it runs.
  */
 void run_follow_exec(struct run *r);
+/*
+ * Let the target run with its probes (user_resume()), once; -v says how
+ * long it was stopped.  0, or -errno after an error message.
+ */
+int run_user_go(struct run *r);
 
 /* cb(binary, file offset) for every user-mode site (system-wide). */
 void run_user_sites(struct run *r,

@@ -30,6 +30,7 @@
 #include "sema.h"
 #include "user.h"
 #include "util.h"
+#include "ptrace.h"
 #include "run_int.h"
 
 static int run_split_cmd(const char *cmd, wordexp_t *we)
@@ -45,6 +46,43 @@ void run_fleet_add(struct run *r, struct ubt_user *u)
 {
 	r->fleet = xrealloc(r->fleet, (r->nfleet + 1) * sizeof(*r->fleet));
 	r->fleet[r->nfleet++] = u;
+}
+
+/*
+ * The binaries with user-mode sites (resolved, once each): their code
+ * slices are mapped in the stop that places the runtime, so that
+ * preparing the sites later stops nothing.  In r->c's arena, the
+ * array malloc'ed (freed with the run).
+ */
+static const char **run_user_modules(struct run *r, size_t *n)
+{
+	const char **mods = NULL;
+	char rp[PATH_MAX];
+	const char *last = NULL;
+	size_t cnt = 0;
+
+	for (int i = 0; i < r->nobj->nprogs; i++) {
+		const struct cg_prog *p = &r->nobj->progs[i];
+
+		for (int j = 0; j < p->nmatches; j++) {
+			const char *t = p->matches[j].target;
+			size_t k;
+
+			if (!t || (last && !strcmp(t, last)))
+				continue;
+			last = t;
+			if (!realpath(t, rp))
+				continue;
+			for (k = 0; k < cnt && strcmp(mods[k], rp); k++)
+				;
+			if (k < cnt)
+				continue;
+			mods = xrealloc(mods, (cnt + 1) * sizeof(*mods));
+			mods[cnt++] = arena_printf(&r->c->arena, "%s", rp);
+		}
+	}
+	*n = cnt;
+	return mods;
 }
 
 /* The options every process's user side is attached with. */
@@ -72,6 +110,10 @@ void run_user_opts(struct run *r, struct user_opts *uo)
 		uo->layout.map_size = (r->nobj->native_area + 4095) & ~4095ull;
 	uo->layout.shared_size = native_shared_size(r->nobj->native_maps,
 						    r->nobj->nnative_maps);
+	if (!r->mods)
+		r->mods = run_user_modules(r, &r->nmods);
+	uo->modules = r->mods;
+	uo->nmodules = r->nmods;
 }
 
 /* r->u attached: its tables placed, its globals set. */
@@ -268,37 +310,40 @@ void run_user_sites(struct run *r,
 	free(sites);
 }
 
-/* The address in the target of file offset off of bin (resolved path). */
+/*
+ * The address in the target of file offset off of bin (resolved path), in
+ * its mappings m (read once for every site).
+ */
+static int run_maps_addr(const struct pt_map *m, int n, const char *bin,
+			   uint64_t off, uint64_t *addr)
+{
+	for (int i = 0; i < n; i++)
+		if (!strcmp(m[i].path, bin) && off >= m[i].off &&
+		    off - m[i].off < m[i].end - m[i].start) {
+			*addr = m[i].start + (off - m[i].off);
+			return 0;
+		}
+	return -ENOENT;
+}
+
+/* The same for pid, its mappings read now. */
 int run_target_addr(pid_t pid, const char *bin, uint64_t off,
 		    uint64_t *addr)
 {
-	char path[64], line[PATH_MAX + 128], file[PATH_MAX];
-	unsigned long lo, hi, moff;
-	int err = -ENOENT;
-	FILE *f;
+	struct pt_map *m = NULL;
+	int n = 0, err = pt_maps(pid, &m, &n);
 
-	snprintf(path, sizeof(path), "/proc/%d/maps", (int)pid);
-	f = fopen(path, "r");
-	if (!f)
-		return -errno;
-	while (err && fgets(line, sizeof(line), f)) {
-		file[0] = 0;
-		if (sscanf(line, "%lx-%lx %*s %lx %*s %*s %4095s", &lo, &hi,
-			   &moff, file) == 4 &&
-		    !strcmp(file, bin) && off >= moff && off - moff < hi - lo) {
-			*addr = lo + (off - moff);
-			err = 0;
-		}
-	}
-	fclose(f);
+	err = err ?: run_maps_addr(m, n, bin, off, addr);
+	free(m);
 	return err;
 }
 
 /* A USDT site's semaphore, incremented while the probes are in place. */
-static int run_user_semaphore(struct run *r, const struct run_site *st)
+static int run_user_semaphore(struct run *r, const struct run_site *st,
+			       const struct pt_map *maps, int nmaps)
 {
 	uint64_t at;
-	int err = run_target_addr(user_pid(r->u), st->bin, st->sem_off, &at);
+	int err = run_maps_addr(maps, nmaps, st->bin, st->sem_off, &at);
 
 	err = err ?: user_semaphore_add(r->u, at);
 	if (err)
@@ -316,8 +361,13 @@ static int run_user_semaphore(struct run *r, const struct run_site *st)
  */
 int run_user_install(struct run *r, int *nprobes, bool again)
 {
-	int nsites, err = 0;
+	int nsites, nmaps = 0, err = 0;
 	struct run_site *sites = run_sites_of(r, &nsites);
+	struct pt_map *maps = NULL;
+
+	/* hundreds of sites in one library: its mappings read once */
+	if (pt_maps(user_pid(r->u), &maps, &nmaps))
+		nmaps = 0;
 
 	for (int i = 0; i < nsites && !err; i++) {
 		struct run_site *st = &sites[i];
@@ -330,7 +380,7 @@ int run_user_install(struct run *r, int *nprobes, bool again)
 		err = native_patch_tls(code, len, user_tls_offset(r->u));
 		if (err == -ENOENT)
 			err = 0;
-		if (!err && !run_target_addr(user_pid(r->u), st->bin,
+		if (!err && !run_maps_addr(maps, nmaps, st->bin,
 					     st->file_off, &at))
 			err = native_patch_func(code, len, at);
 		if (err == -ENOENT)
@@ -364,14 +414,56 @@ int run_user_install(struct run *r, int *nprobes, bool again)
 		free(code);
 		/* the site is in place: the target may take it */
 		if (!err && st->sem_off)
-			err = run_user_semaphore(r, st);
+			err = run_user_semaphore(r, st, maps, nmaps);
 		if (!err)
 			*nprobes += st->nprogs;
 	}
 	for (int i = 0; i < nsites; i++)
 		free(sites[i].progs);
 	free(sites);
+	free(maps);
 	return err ? err : 0;
+}
+
+/*
+ * Let the target run, the prepared jumps written in one stop of every
+ * thread (user_resume()); -v says how long it was stopped.  A target
+ * killed meanwhile is no error: the run ends as for any exit.
+ */
+int run_user_go(struct run *r)
+{
+	char pause[256];
+	int err;
+
+	if (user_resumed(r->u))
+		return 0;
+	user_clock_tick(r->u);
+	err = user_resume(r->u);
+	if (err && !run_target_exited(r)) {
+		fprintf(stderr, "ubt: cannot resume the target: %s\n",
+			user_error(r->u));
+		return err;
+	}
+	if (r->o->verbose && user_pause_text(r->u, pause, sizeof(pause)))
+		fprintf(stderr, "ubt: attach pause %s\n", pause);
+	if (r->o->verbose)
+		fprintf(stderr, "ubt: target stopped for %.3f ms in all%s\n",
+			user_stop_ns(r->u) / 1e6,
+			r->cpid ? " (at its entry point)" :
+				  " (the attach pause, and one thread for the "
+				  "runtime and code areas)");
+	if (r->o->verbose) {
+		int stub, near, far;
+
+		user_wraps(r->u, &stub, &near, &far);
+		if (stub + near + far)
+			fprintf(stderr, "ubt: return probes: %d site(s) jump "
+				"to their own stub in the runtime, %d to its "
+				"wrapped call directly, %d through an "
+				"address\n",
+				stub, near, far);
+	}
+	return 0;
 }
 
 /*

@@ -239,6 +239,7 @@ static const char *sysw_comm(pid_t pid, char *buf, size_t len)
 struct sysw_unbreak {
 	struct run *r;
 	int err;
+	bool taken;		/* in CG_MAP_TAKEN */
 	char why[PATH_MAX + 32];
 };
 
@@ -284,6 +285,29 @@ static int sysw_set_taken(struct sysw *s, pid_t pid, bool on)
 			       -errno :
 			       0;
 	bpf_map_delete_elem(s->taken_fd, &key);
+	return 0;
+}
+
+/*
+ * The commit hook of a process being taken (user_on_commit()): every
+ * thread stopped, the jumps written: the kernel's int3s out, and the
+ * process in the taken table even if one stays (its uprobes' kernel
+ * programs then skip it: counted once, in user mode).  Failures are
+ * noted in the sysw_unbreak, not returned: the jumps are in place.
+ */
+static int sysw_commit(struct ubt_user *u, void *ctx)
+{
+	struct sysw_unbreak *ub = ctx;
+	int e;
+
+	run_user_sites(ub->r, sysw_unbreak_site, ub);
+	e = sysw_set_taken(ub->r->sw, user_pid(u), true);
+	ub->taken = !e;
+	if (e && !ub->err) {
+		ub->err = e;
+		snprintf(ub->why, sizeof(ub->why), "the taken table: %s",
+			 strerror(-e));
+	}
 	return 0;
 }
 
@@ -494,11 +518,6 @@ static void sysw_take(struct run *r, pid_t pid)
 		e = -ENOENT;
 		why = "no site to patch";
 	}
-	if (!e) {
-		run_user_sites(r, sysw_unbreak_site, &ub);
-		e = ub.err;
-		why = ub.why[0] ? ub.why : user_error(u);
-	}
 	if (e) {
 		if (r->o->verbose)
 			fprintf(stderr, "ubt: pid %d (%s): its probes stay in "
@@ -513,13 +532,18 @@ static void sysw_take(struct run *r, pid_t pid)
 	if (user_install_exec_hook(u) && r->o->verbose)
 		fprintf(stderr, "ubt: pid %d: execve() is not followed: %s\n",
 			(int)pid, user_error(u));
-	e = sysw_set_taken(s, pid, true);
-	if (e)
-		fprintf(stderr, "ubt: pid %d (%s): a kernel uprobe another "
-			"tracer puts on a site would count it twice: %s\n",
-			(int)pid, comm, strerror(-e));
+	/* the int3s out and the process taken in the stop that writes the
+	 * jumps (user_resume()): no hit between without either */
+	user_on_commit(u, sysw_commit, &ub);
 	user_clock_tick(u);
-	if (user_resume(u)) {
+	e = user_resume(u);
+	user_on_commit(u, NULL, NULL);
+	if (ub.err)
+		fprintf(stderr, "ubt: pid %d (%s): %s: a kernel uprobe's int3 "
+			"stays beside a jump%s\n", (int)pid, comm, ub.why,
+			ub.taken ? "" : ", and the process is not in the "
+					"taken table: its hits may count twice");
+	if (e) {
 		fprintf(stderr, "ubt: pid %d (%s): cannot resume: %s\n",
 			(int)pid, comm, user_error(u));
 		return;

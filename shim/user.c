@@ -60,6 +60,25 @@ uint64_t user_stop_ns(const struct ubt_user *u)
 	return u->stop_ns;
 }
 
+bool user_resumed(const struct ubt_user *u)
+{
+	return u->resumed;
+}
+
+int user_pause_text(const struct ubt_user *u, char *buf, size_t len)
+{
+	const struct user_pause *p = &u->pause;
+
+	if (!p->total)
+		return 0;
+	return snprintf(buf, len, "%.3f ms, every thread (%d): %d jump(s) "
+			"written, %d thread(s) moved, %d let go while others "
+			"were late; stop %.3f, check %.3f, write %.3f, resume "
+			"%.3f ms", p->total / 1e6, p->threads, p->jumps,
+			p->moved, p->holds, p->stop / 1e6, p->check / 1e6,
+			p->write / 1e6, p->resume / 1e6);
+}
+
 /* ptrace reaped the process's exit (a -c child): keep its status. */
 void user_note_exit(struct ubt_user *u)
 {

@@ -4,9 +4,9 @@
  * native probe code, let the target run, read the per-thread data back,
  * detach leaving the original code.
  *
- *   u = user_attach_pid(pid, NULL, err, sizeof(err));     target stopped
- *   user_install(u, &probe);  ...                         still stopped
- *   user_resume(u);                 target runs; user_stop_ns(u) = pause
+ *   u = user_attach_pid(pid, NULL, err, sizeof(err));  runtime placed
+ *   user_install(u, &probe);  ...        prepared, the target runs (-p)
+ *   user_resume(u);      jumps written in one stop of every thread, runs
  *   ... memfd_sum_u64(user_memfd(u), off, &v) ...
  *   user_detach(u); user_free(u);
  *
@@ -38,6 +38,10 @@ struct user_opts {
 				 * system-wide: every process is traced) */
 	const char *near;	/* a module with return probes: the runtime
 				 * goes within rel32 reach of its code */
+	/* binaries (resolved paths) that will have sites: their code
+	 * areas are mapped with the runtime, in the same stop */
+	const char *const *modules;
+	size_t nmodules;
 };
 
 enum user_probe_kind {
@@ -60,7 +64,7 @@ struct user_probe {
 
 /*
  * A USDT site's semaphore (is-enabled counter, a u16) at addr in the
- * process: incremented now (before user_resume(), every thread stopped),
+ * process: incremented by user_resume() with the jumps (every thread stopped),
  * decremented again by user_detach(). 0, or -errno with user_error().
  */
 int user_semaphore_add(struct ubt_user *u, uint64_t addr);
@@ -124,10 +128,22 @@ int user_site_check_live(pid_t pid, const char *binary, const char *symbol,
  */
 int user_xmap_add(struct ubt_user *u, int map_fd, uint64_t shared_off,
 		  uint64_t bytes);
-/* Install a probe while the target is stopped; -errno, user_error() why. */
+/*
+ * Prepare a probe (code area, code, trampoline) while the target runs
+ * (-p) or waits at its entry (-c); user_resume() writes its jump.  -errno,
+ * user_error() why.
+ */
 int user_install(struct ubt_user *u, const struct user_probe *p);
 /* Let the target run (ubt detaches from it until user_detach). */
 int user_resume(struct ubt_user *u);
+/*
+ * fn(u, ctx) runs inside user_resume()'s stop: every thread stopped, the
+ * jumps written, before any thread runs on; its error is user_resume()'s
+ * (the target still runs on).  System-wide mode takes the kernel's int3s
+ * beside the jumps out there (sysw.c).
+ */
+void user_on_commit(struct ubt_user *u,
+		    int (*fn)(struct ubt_user *u, void *ctx), void *ctx);
 /*
  * Stop the target again, restore every patched byte exactly, tell the
  * runtime to stop producing output, let the target run on.  0 also when
@@ -149,6 +165,13 @@ int64_t user_tls_offset(const struct ubt_user *u);
  * counting time the other threads ran while a remote dlopen waited).
  */
 uint64_t user_stop_ns(const struct ubt_user *u);
+/*
+ * The stop of every thread that wrote the jumps (the attach pause), and
+ * its parts, as text for -v; 0 when there was none.
+ */
+int user_pause_text(const struct ubt_user *u, char *buf, size_t len);
+/* Has user_resume() let the target run? */
+bool user_resumed(const struct ubt_user *u);
 /*
  * Read one map back: cb(data, block, arg) with a copy of bytes
  * [off, off + len) of the map area of every thread block in use (bounds

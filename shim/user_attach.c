@@ -34,21 +34,6 @@
 #include "util.h"
 #include "user_int.h"
 
-/*
- * Every thread stopped (the jumps are written now): forget the blocks of
- * an earlier attach in every thread first.  Nothing reads them before.
- */
-int user_stop_all(struct ubt_user *u)
-{
-	int err = pt_stop_all(&u->pt);
-
-	if (err) {
-		user_err(u, 0, "%s", u->pt.err);
-		return err;
-	}
-	return user_reset_tls(u);
-}
-
 /* Find the runtime before touching the target. */
 static int find_runtime(struct ubt_user *u, const struct user_opts *o)
 {
@@ -68,173 +53,6 @@ static int find_runtime(struct ubt_user *u, const struct user_opts *o)
 				&off);
 	if (err)
 		return user_err(u, err, "runtime %s", u->rt_path);
-	return 0;
-}
-
-/*
- * Did an operation fail because the process went away?  An exiting process
- * fails reads and writes of its memory before it turns into a zombie: give
- * it a moment.
- */
-bool user_process_gone(struct ubt_user *u, int e)
-{
-	int i;
-
-	if (u->exited)
-		return true;
-	for (i = 0; i < 20; i++) {
-		if (pt_gone(u->pid))
-			return true;
-		if (e != -EIO && e != -ESRCH && e != -EFAULT)
-			return false;
-		usleep(1000);
-	}
-	return false;
-}
-
-/*
- * While the target waits for ubt, ubt should not wait long for a CPU
- * behind other processes: it runs at nice -20 until the target runs
- * again (not real-time: the work done meanwhile is not bounded).
- * Nothing happens without the right.
- */
-static void user_boost(struct ubt_user *u)
-{
-	if (u->boosted)
-		return;
-	errno = 0;
-	u->old_nice = getpriority(PRIO_PROCESS, 0);
-	if (errno || setpriority(PRIO_PROCESS, 0, -20))
-		return;
-	u->boosted = true;
-}
-
-/*
- * Run ubt on the CPU thread tid runs on, when that thread is an ordinary
- * (not real-time) one: the remote calls then go back and forth between
- * the two on one CPU, without waking another (on a virtual machine a CPU
- * left idle can take a millisecond to wake up again).
- */
-static void user_follow(struct ubt_user *u, pid_t tid)
-{
-	char path[64], buf[1024], *f;
-	int fd, i, cpu = -1, policy = -1;
-	cpu_set_t set;
-	ssize_t n;
-
-	if (u->pinned)
-		return;
-	snprintf(path, sizeof(path), "/proc/%d/task/%d/stat", u->pid, tid);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return;
-	n = read(fd, buf, sizeof(buf) - 1);
-	close(fd);
-	if (n <= 0)
-		return;
-	buf[n] = 0;
-	f = strrchr(buf, ')');
-	/* fields from 3 (state) on; 39 is processor, 41 policy */
-	for (i = 2; f && i <= 41; i++) {
-		f = strchr(f + 1, ' ');
-		if (f && i + 1 == 39)
-			cpu = atoi(f + 1);
-		if (f && i + 1 == 41)
-			policy = atoi(f + 1);
-	}
-	if (cpu < 0 || cpu >= CPU_SETSIZE ||
-	    (policy != SCHED_OTHER && policy != SCHED_BATCH &&
-	     policy != SCHED_IDLE) ||
-	    sched_getaffinity(0, sizeof(u->old_cpus), &u->old_cpus) ||
-	    !CPU_ISSET(cpu, &u->old_cpus))
-		return;
-	CPU_ZERO(&set);
-	CPU_SET(cpu, &set);
-	u->pinned = !sched_setaffinity(0, sizeof(set), &set);
-}
-
-/*
- * Add the stop that ends now: from when the first thread stopped (-p), or
- * from the start of the attach (-c: stopped from its first instruction).
- */
-void user_count_stop(struct ubt_user *u)
-{
-	uint64_t t0 = u->stop_t0;
-
-	if (!u->child && u->pt.stop_start_ns > t0)
-		t0 = u->pt.stop_start_ns;
-	u->stop_ns += mono_ns() - t0 - u->pt.released_ns;
-}
-
-/*
- * -p: stop only thread tid (0: none known) for the remote calls, else
- * every thread.  The stop starts here.
- */
-static int seize(struct ubt_user *u, pid_t tid)
-{
-	user_boost(u);
-	user_follow(u, tid ?: u->pid);
-	u->stop_t0 = mono_ns();
-	if (tid && !pt_seize_thread(&u->pt, u->pid, tid))
-		return 0;
-	if (tid)	/* it exited meanwhile */
-		user_unseize(u);
-	return pt_seize(&u->pt, u->pid);
-}
-
-/*
- * -p: the runtime is in place; let the target run while ubt does what
- * does not need it stopped (loading BPF, building the probes' code).
- * Only writing the jumps needs every thread stopped: user_restop().
- */
-static void user_release(struct ubt_user *u)
-{
-	uint64_t sc = u->pt.syscall_insn;
-
-	if (u->pt.ctl >= 0 && u->pt.ctl < u->pt.nth)
-		u->ctl_tid = u->pt.th[u->pt.ctl].tid;
-	pt_detach(&u->pt);
-	user_note_exit(u);
-	user_count_stop(u);
-	user_unboost(u);
-	pt_release(&u->pt);
-	pt_init(&u->pt);
-	u->pt.syscall_insn = sc;	/* libc and the vdso stay */
-	u->released = true;
-}
-
-/*
- * Stop the target again: one thread for remote calls only, or (all) every
- * thread at once, since the jumps are to be written: a spinning thread
- * takes a while to notice the interrupt, and a thread stopped first waits
- * for the others (so they are interrupted together, not one after another).
- */
-int user_restop(struct ubt_user *u, bool all)
-{
-	uint8_t head[offsetof(struct rt_ctl, fn)];
-	int err;
-
-	if (u->new_image) {
-		user_err(u, 0, "pid %d ran execve() during attach", u->pid);
-		return -ESTALE;
-	}
-	if (!u->released)
-		return 0;
-	err = seize(u, all ? 0 : user_blocked_thread(u) ?: u->ctl_tid);
-	if (err) {
-		user_note_exit(u);
-		user_err(u, 0, "cannot stop pid %d again: %s", u->pid, u->pt.err);
-		return err;
-	}
-	/* an execve() meanwhile: a new image, without the memfd */
-	if (pt_read(&u->pt, u->target_base, head, sizeof(head)) ||
-	    memcmp(head, u->m.base, sizeof(head))) {
-		user_release(u);
-		u->new_image = true;
-		user_err(u, 0, "pid %d ran execve() during attach", u->pid);
-		return -ESTALE;
-	}
-	u->released = false;
 	return 0;
 }
 
@@ -267,15 +85,27 @@ static int check_owners(struct ubt_user *u)
 static struct ubt_user *attach(struct ubt_user *u, const struct user_opts *o,
 			   char *err, size_t errlen)
 {
-	int e = user_choose_ctl(u);
+	/*
+	 * A -c command at its entry point: its one thread runs the calls
+	 * (its loader is done), and a new image holds no ubt's jumps.
+	 */
+	int e = u->child ? 0 : user_choose_ctl(u);
 
 	u->self_start = owner_start_time(getpid());
-	e = e ?: check_owners(u);
+	if (!u->child)
+		e = e ?: check_owners(u);
 	e = e ?: user_check_libc(u);
 	e = e ?: user_place_memfd(u, o);
 	e = e ?: user_place_runtime(u, o);
 	if (!e)
 		user_comm_try(u);
+	/* the code areas too, while this thread is stopped anyway (a failure
+	 * is the install's to report); libc's for the exec hook */
+	for (size_t i = 0; !e && i < USER_FIELD(o, struct user_opts, nmodules);
+	     i++)
+		user_prepare_slice(u, o->modules[i]);
+	if (!e && u->libc[0])
+		user_prepare_slice(u, u->libc);
 	if (!e)
 		return u;
 	if (u->target_fd > 0) {
@@ -329,7 +159,7 @@ struct ubt_user *user_attach_pid(pid_t pid, const struct user_opts *o,
 		free(u);
 		return NULL;
 	}
-	if (seize(u, user_blocked_thread(u) ?: pid)) {
+	if (user_seize(u, user_blocked_thread(u) ?: pid)) {
 		snprintf(err, errlen, "cannot attach to pid %d: %s", pid,
 			 u->pt.err);
 		user_unboost(u);
@@ -356,13 +186,13 @@ struct ubt_user *user_attach_cmd(char *const argv[], const struct user_opts *o,
 	pt_init(&u->pt);
 	u->child = true;
 	user_clock_begin(&u->clk);
+	user_prepare_libc_self(u);	/* before the command waits */
 	if (find_runtime(u, o)) {
 		snprintf(err, errlen, "%s", u->err);
 		user_comm_stop(u);
 		free(u);
 		return NULL;
 	}
-	u->stop_t0 = mono_ns();
 	if (pt_spawn(&u->pt, argv)) {
 		snprintf(err, errlen, "%s", u->pt.err);
 		pt_release(&u->pt);
@@ -370,6 +200,8 @@ struct ubt_user *user_attach_cmd(char *const argv[], const struct user_opts *o,
 		free(u);
 		return NULL;
 	}
+	/* stopped from here: it ran its loader up to its entry point */
+	u->stop_t0 = mono_ns();
 	u->pid = u->pt.pid;
 	u->comm_want = USER_FIELD(o, struct user_opts, task) && o->task;
 	user_comm_try_prepare(u);
@@ -380,6 +212,7 @@ void user_free(struct ubt_user *u)
 {
 	if (!u)
 		return;
+	user_rt(u, false);
 	user_unboost(u);
 	user_comm_stop(u);
 	/* user_xmap.c's fds */
@@ -390,5 +223,6 @@ void user_free(struct ubt_user *u)
 	memfd_release(&u->m);
 	free(u->sites);
 	free(u->sems);
+	free(u->sems_pend);
 	free(u);
 }

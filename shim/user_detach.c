@@ -195,6 +195,7 @@ static int detach_target(struct ubt_user *u)
 		return 0;
 	pt_release(&u->pt);
 	pt_init(&u->pt);
+	u->pt.hold_ns = USER_HOLD_NS;	/* no thread stopped long */
 	err = pt_seize(&u->pt, u->pid);
 	if (err) {
 		user_note_exit(u);

@@ -146,6 +146,7 @@ int user_follow_exec(struct ubt_user *u)
 	u->nsites = 0;
 	u->nsems = 0;	/* the old image's */
 	u->nslices = 0;
+	u->range.valid = false;
 	u->libc_ready = false;
 	u->exec_hook = false;
 	u->resumed = u->released = u->new_image = false;

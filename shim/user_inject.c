@@ -76,24 +76,42 @@ int user_module_maps(pid_t pid, const char *path, uint64_t min_vaddr,
 	return 0;
 }
 
+/*
+ * The last module's range is kept while probes are prepared (a wildcard
+ * puts hundreds of sites in one library); user_resume() and a new image
+ * forget it.
+ */
 int user_module_range(struct ubt_user *u, const char *path, uint64_t *bias,
 			uint64_t *lo, uint64_t *hi)
 {
+	struct user_range *c = &u->range;
 	uint64_t min_vaddr;
 	int err, is_dyn;
 
+	if (c->valid && !strcmp(c->path, path)) {
+		*bias = c->bias;
+		*lo = c->lo;
+		*hi = c->hi;
+		return 0;
+	}
 	err = patch_elf_base(path, &min_vaddr, &is_dyn);
 	if (err)
 		return err;
-	return user_module_maps(u->pid, path, min_vaddr, is_dyn, bias, lo, hi);
+	err = user_module_maps(u->pid, path, min_vaddr, is_dyn, bias, lo, hi);
+	if (err || strlen(path) >= sizeof(c->path))
+		return err;
+	*c = (struct user_range){ .valid = true, .bias = *bias, .lo = *lo,
+				  .hi = *hi };
+	strcpy(c->path, path);
+	return 0;
 }
 
-static int find_libc(struct ubt_user *u, char *path, size_t len)
+static int find_libc(pid_t pid, char *path, size_t len)
 {
 	struct pt_map *m;
 	int n, i, err;
 
-	err = pt_maps(u->pid, &m, &n);
+	err = pt_maps(pid, &m, &n);
 	if (err)
 		return err;
 	err = -ENOENT;
@@ -409,16 +427,14 @@ int user_choose_ctl(struct ubt_user *u)
  * Read what ubt needs from the target's libc (its path from the target's
  * maps, then the ELF file), before stopping the target when possible.
  */
-int user_prepare_libc(struct ubt_user *u)
+/* The ELF work on the libc at path (u->libc afterwards). */
+static int libc_elf(struct ubt_user *u, const char *path)
 {
 	uint64_t size, off;
 	int err;
 
-	if (u->libc_ready)
-		return 0;
-	err = find_libc(u, u->libc, sizeof(u->libc));
-	if (err)
-		return err;
+	u->libc_ready = false;
+	snprintf(u->libc, sizeof(u->libc), "%s", path);
 	err = patch_elf_base(u->libc, &u->libc_min_vaddr, &u->libc_dyn);
 	if (err)
 		return user_err(u, err, "%s", u->libc);
@@ -437,6 +453,34 @@ int user_prepare_libc(struct ubt_user *u)
 		u->single_vaddr = 0;
 	u->libc_ready = true;
 	return 0;
+}
+
+int user_prepare_libc(struct ubt_user *u)
+{
+	char path[PATH_MAX];
+	int err;
+
+	if (u->libc_ready && u->libc_pid == u->pid)
+		return 0;
+	err = find_libc(u->pid, path, sizeof(path));
+	if (err) {
+		u->libc_ready = false;	/* not ubt's either */
+		return err;
+	}
+	/* the one read before the command started, if it is the same */
+	if (!u->libc_ready || strcmp(path, u->libc))
+		err = libc_elf(u, path);
+	if (!err)
+		u->libc_pid = u->pid;
+	return err;
+}
+
+void user_prepare_libc_self(struct ubt_user *u)
+{
+	char path[PATH_MAX];
+
+	if (!find_libc(getpid(), path, sizeof(path)) && !libc_elf(u, path))
+		u->libc_pid = getpid();
 }
 
 int user_check_libc(struct ubt_user *u)

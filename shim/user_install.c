@@ -21,6 +21,7 @@
 #include <sys/mman.h>
 #include <sys/resource.h>
 #include <sys/syscall.h>
+#include <sys/uio.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -71,16 +72,22 @@ static int find_gap(struct ubt_user *u, uint64_t lo, uint64_t hi, uint64_t *at)
 	return 0;
 }
 
+/*
+ * A code slice near module path with room for need bytes more: one it
+ * has, or a new one (a library's hundreds of sites fill several).
+ */
 static int get_slice(struct ubt_user *u, const char *path, uint64_t lo,
-		     uint64_t hi)
+		     uint64_t hi, size_t need)
 {
 	struct user_slice *sl;
 	uint64_t at;
 	int64_t ret;
 	int i, err;
+	bool was;
 
 	for (i = 0; i < u->nslices; i++)
-		if (!strcmp(u->slices[i].path, path))
+		if (!strcmp(u->slices[i].path, path) &&
+		    u->slices[i].used + need + 16 <= RT_CODE_SLICE)
 			return i;
 	if (u->nslices == RT_CODE_SLICES)
 		return user_err(u, -ENOSPC, "too many patched modules");
@@ -88,9 +95,16 @@ static int get_slice(struct ubt_user *u, const char *path, uint64_t lo,
 	if (err)
 		return user_err(u, err, "no room for code within 2 GiB of %s",
 			    path);
+	/* -p: one thread stops for the mmap, then runs on */
+	was = u->released;
+	err = user_restop(u, false);
+	if (err)
+		return err;
 	err = user_rsys(u, SYS_mmap, at, RT_CODE_SLICE, PROT_READ | PROT_EXEC,
 		   MAP_SHARED | MAP_FIXED_NOREPLACE, (uint64_t)u->target_fd,
 		   memfd_code_off((unsigned int)u->nslices), &ret);
+	if (was)
+		user_release(u);
 	if (err)
 		return err;
 	if ((uint64_t)ret != at)
@@ -100,6 +114,17 @@ static int get_slice(struct ubt_user *u, const char *path, uint64_t lo,
 	sl->target = at;
 	sl->used = 0;
 	return u->nslices++;
+}
+
+int user_prepare_slice(struct ubt_user *u, const char *path)
+{
+	uint64_t bias, lo, hi;
+	int sl;
+
+	if (user_module_range(u, path, &bias, &lo, &hi))
+		return 0;	/* not mapped (yet): the install says */
+	sl = get_slice(u, path, lo, hi, 0);
+	return sl < 0 ? sl : 0;
 }
 
 /* Copy bytes into slice i; their address in the target. */
@@ -116,6 +141,29 @@ static uint64_t slice_put(struct ubt_user *u, int i, const void *b, size_t n)
 	return sl->target + at;
 }
 
+int user_peek(struct ubt_user *u, uint64_t addr, void *buf, size_t n)
+{
+	struct iovec l = { buf, n }, r = { (void *)(uintptr_t)addr, n };
+	char path[64];
+	ssize_t got;
+	int fd;
+
+	if (process_vm_readv(u->pid, &l, 1, &r, 1, 0) == (ssize_t)n)
+		return 0;
+	if (u->pt.memfd >= 0)
+		return pt_read(&u->pt, addr, buf, n);
+	/* a page without read permission: /proc/PID/mem reads it */
+	snprintf(path, sizeof(path), "/proc/%d/mem", u->pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	got = pread(fd, buf, n, (off_t)addr);
+	close(fd);
+	if (got == (ssize_t)n)
+		return 0;
+	return got < 0 ? -errno : -EIO;
+}
+
 /* ubt's view of the record at target address at in slice i */
 struct rt_site *user_slice_record(struct ubt_user *u, int i, uint64_t at)
 {
@@ -128,29 +176,6 @@ static const uint8_t *slice_bytes(struct ubt_user *u, int i, uint64_t at)
 {
 	return (const uint8_t *)memfd_code(&u->m, (unsigned int)i) +
 	       (at - u->slices[i].target);
-}
-
-static int move_threads(struct ubt_user *u, struct user_site *us)
-{
-	int i;
-
-	for (i = 0; i < u->pt.nth; i++) {
-		struct user_regs_struct r;
-		uint64_t to;
-
-		pt_regs(&u->pt, i, &r);
-		if (r.rip <= us->s.addr || r.rip >= us->s.addr + us->s.len)
-			continue;
-		to = patch_move_rip(&us->s, &us->r, us->reloc_at, r.rip);
-		if (!to)
-			return user_err(u, 0, "thread %d stopped inside an "
-					  "instruction of the patch window",
-				    u->pt.th[i].tid);
-		r.rip = to;
-		pt_set_regs(&u->pt, i, &r);
-		u->moved++;
-	}
-	return 0;
 }
 
 /*
@@ -220,9 +245,9 @@ int user_install(struct ubt_user *u, const struct user_probe *p)
 		return user_err(u, 0, "a return probe has no offset");
 	if (regs && p->kind != USER_PROBE_ENTRY)
 		return user_err(u, 0, "a USDT site has no return");
-	err = user_restop(u, true);	/* the ELF work above ran meanwhile */
-	if (err)
-		return err;
+	if (u->new_image)
+		return user_err(u, -ESTALE, "pid %d ran execve() during attach",
+				u->pid);
 	for (i = 0; i < u->nsites; i++)
 		if (u->sites[i].s.func == addr &&
 		    u->sites[i].offset == offset)
@@ -250,8 +275,7 @@ int user_install(struct ubt_user *u, const struct user_probe *p)
 				   p->symbol);
 		if (!err) {
 			mem = xmalloc(s.addr + s.len - addr);
-			err = pt_read(&u->pt, addr, mem,
-				      s.addr + s.len - addr);
+			err = user_peek(u, addr, mem, s.addr + s.len - addr);
 		}
 		/* our own sites in the function read back as the file's */
 		for (i = 0; !err && i < u->nsites; i++) {
@@ -283,14 +307,19 @@ int user_install(struct ubt_user *u, const struct user_probe *p)
 				    u->pid);
 		if (u->nsites == USER_MAX_SITES)
 			return user_err(u, -ENOSPC, "too many patched functions");
-		if (!u->sites)
-			u->sites = xcalloc(USER_MAX_SITES, sizeof(*u->sites));
+		if (u->nsites == u->sites_cap) {
+			u->sites_cap = u->sites_cap ? 2 * u->sites_cap : 64;
+			u->sites = xrealloc(u->sites, u->sites_cap *
+						      sizeof(*u->sites));
+		}
 		us = &u->sites[u->nsites];
 		memset(us, 0, sizeof(*us));
 		us->s = s;
 		us->offset = offset;
 		us->regs = regs;
-		sl = get_slice(u, path, lo, hi);
+		/* the code, its record and a trampoline of any size */
+		sl = get_slice(u, path, lo, hi,
+			       p->code_len + RT_SITE_HDR + sizeof(buf));
 		if (sl < 0)
 			return sl;
 		us->slice = sl;
@@ -370,16 +399,10 @@ int user_install(struct ubt_user *u, const struct user_probe *p)
 	memcpy(site->orig, us->s.orig, us->s.len);
 	memcpy(site->jmp, jmp, us->s.len);
 	__atomic_thread_fence(__ATOMIC_SEQ_CST);
-	err = user_stop_all(u);	/* the others ran until now */
-	if (err)
-		return err;
-	err = pt_write(&u->pt, us->s.addr, jmp, us->s.len);
-	if (err)
-		return user_err(u, err, "write the jump at %s", p->symbol);
-	if (us->rec)	/* the site's previous trampoline */
+	/* a trampoline prepared before for this site was never jumped to */
+	if (us->rec)
 		user_slice_record(u, us->slice, us->rec)->state = RT_SITE_DONE;
 	us->rec = rec;
-	/* the site now runs the new trampoline */
 	us->entry_code = spec.entry_code;
 	us->ret_code = spec.ret_code;
 	us->entry_len = spec.entry_len;
@@ -388,56 +411,104 @@ int user_install(struct ubt_user *u, const struct user_probe *p)
 	us->reloc_at = reloc_at;
 	us->r = r;
 	memcpy(us->jmp, jmp, us->s.len);
-	us->installed = true;
-	return move_threads(u, us);
+	/* the jump is written by user_resume(), with every thread stopped */
+	us->pending = true;
+	return 0;
 }
 
 int user_semaphore_add(struct ubt_user *u, uint64_t addr)
 {
-	uint16_t v;
-	int err;
-
 	if (u->resumed)
 		return user_err(u, -EBUSY, "semaphores are set before resuming");
-	/* no thread runs: the counter's neighbours are the target's */
-	err = user_restop(u, true) ?: user_stop_all(u);
-	if (err)
-		return err;
-	err = pt_read(&u->pt, addr, &v, sizeof(v));
-	if (err)
-		return user_err(u, err, "read the semaphore at %#llx",
-				(unsigned long long)addr);
-	if (v == UINT16_MAX)
-		return user_err(u, -EOVERFLOW, "the semaphore at %#llx is at "
-				"its maximum", (unsigned long long)addr);
-	v++;
-	err = pt_write(&u->pt, addr, &v, sizeof(v));
-	if (err)
-		return user_err(u, err, "write the semaphore at %#llx",
-				(unsigned long long)addr);
-	u->sems = xrealloc(u->sems, (u->nsems + 1) * sizeof(*u->sems));
-	u->sems[u->nsems++] = addr;
+	/* incremented with the jumps, every thread stopped (user_commit()) */
+	u->sems_pend = xrealloc(u->sems_pend,
+				(u->nsems_pend + 1) * sizeof(*u->sems_pend));
+	u->sems_pend[u->nsems_pend++] = addr;
 	return 0;
+}
+
+/*
+ * The jumps prepared by user_install(), written in one stop of every
+ * thread (user_commit()), then the target runs.  After user_detach()
+ * (u->detached) nothing is written: the target is only let go.
+ */
+/*
+ * The longest stop of a thread in the final stop: from the first stop
+ * ubt saw to now, or a stop of a thread let go meanwhile (hold()).
+ */
+static uint64_t longest_stop(struct ubt_user *u, uint64_t now)
+{
+	uint64_t first = now;
+
+	for (int i = 0; i < u->pt.nth; i++)
+		if (u->pt.th[i].stop_ns && u->pt.th[i].stop_ns < first)
+			first = u->pt.th[i].stop_ns;
+	return now - first > u->pt.held_ns ? now - first : u->pt.held_ns;
+}
+
+void user_on_commit(struct ubt_user *u,
+		    int (*fn)(struct ubt_user *u, void *ctx), void *ctx)
+{
+	u->commit_fn = fn;
+	u->commit_ctx = ctx;
 }
 
 int user_resume(struct ubt_user *u)
 {
+	bool commit = !u->detached &&
+		      (u->nsems_pend || u->tls_pending || u->nsites);
+	bool fresh = u->released;	/* -p: every thread stops now */
+	uint64_t t0, t1;
 	int64_t ret;
-	int err;
+	int err, e;
 
 	if (u->resumed)
 		return 0;
-	err = user_restop(u, false);	/* no probe was installed */
+	u->range.valid = false;
+	t0 = mono_ns();
+	if (commit && fresh)
+		u->pt.hold_ns = USER_HOLD_NS;
+	if (commit)
+		user_rt(u, true);
+	err = user_restop(u, commit);
 	if (err) {
+		user_rt(u, false);
 		u->resumed = true;
 		return err;
 	}
+	if (commit) {
+		/* pt_stop_all() from one thread */
+		u->pt.hold_ns = USER_HOLD_NS;
+		err = user_stop_all(u);
+		t1 = mono_ns();
+		u->pause.stop = t1 - t0;
+		u->pause.threads = u->pt.nth;
+		err = err ?: user_commit(u);
+		if (!err && u->commit_fn)
+			err = u->commit_fn(u, u->commit_ctx);
+	}
+	t1 = mono_ns();
 	pt_detach_others(&u->pt);	/* they need not wait for the close */
-	err = user_rsys(u, SYS_close, (uint64_t)u->target_fd, 0, 0, 0, 0, 0, &ret);
-	err = pt_detach(&u->pt) ?: err;	/* never leave it stopped */
+	if (commit) {
+		uint64_t now = mono_ns();
+
+		u->pause.resume = now - t1;
+		u->pause.total = fresh ? longest_stop(u, now) : now - t0;
+		u->pause.holds = u->pt.holds;
+	}
+	e = user_rsys(u, SYS_close, (uint64_t)u->target_fd, 0, 0, 0, 0, 0,
+		      &ret);
+	e = pt_detach(&u->pt) ?: e;	/* never leave it stopped */
+	user_rt(u, false);
 	user_note_exit(u);
 	u->resumed = true;
-	user_count_stop(u);
+	/* threads let go meanwhile (hold) ran: the longest stop counts */
+	if (commit && fresh)
+		u->stop_ns += u->pause.total;
+	else
+		user_count_stop(u);
 	user_unboost(u);
-	return err ? user_err(u, err, "resume pid %d", u->pid) : 0;
+	if (!err && e)
+		err = user_err(u, e, "resume pid %d", u->pid);
+	return err;
 }

@@ -34,7 +34,8 @@
 #include "user_clock.h"
 #include "util.h"
 
-#define USER_MAX_SITES 256
+/* patched functions (the code areas fill first) */
+#define USER_MAX_SITES 16384
 #define USER_CRED_TPS 6		/* user_comm.c: set{,re,res}{u,g}id */
 
 #define USER_SCRATCH_OFF 2048	/* in the control page, after struct rt_ctl */
@@ -61,6 +62,7 @@ struct user_site {
 	struct patch_reloc r;
 	uint64_t reloc_at;
 	bool installed;		/* the jump is written */
+	bool pending;		/* prepared: user_resume() writes it */
 	uint64_t rec;		/* target address of its struct rt_site */
 	uint64_t offset;	/* of the probe from the symbol */
 	bool regs;		/* its entry code takes a struct pt_regs */
@@ -68,6 +70,33 @@ struct user_site {
 				 * its own stub in the runtime (2), to
 				 * rt_wrap_call with a rel32 (1) or through
 				 * an address (-1) */
+};
+
+/*
+ * The stop of every thread that writes the prepared jumps (user_commit.c):
+ * how long, and its parts (ns).
+ */
+struct user_pause {
+	uint64_t total;		/* the longest stop of a thread */
+	uint64_t stop;		/* until every thread was stopped */
+	uint64_t check;		/* windows and threads' rip checked */
+	uint64_t write;		/* the jumps written, rips moved */
+	uint64_t resume;	/* registers set, threads let go */
+	int threads, jumps, moved;
+	int holds;		/* threads let go while others were late */
+};
+
+/*
+ * In the final stop a thread stopped this long while others are not yet
+ * stopped runs again, and stops again with the late ones (ptrace.h).
+ */
+#define USER_HOLD_NS (500 * 1000ULL)
+
+/* user_module_range()'s last answer */
+struct user_range {
+	bool valid;
+	char path[PATH_MAX];
+	uint64_t bias, lo, hi;
 };
 
 struct ubt_user {
@@ -81,17 +110,27 @@ struct ubt_user {
 	struct user_slice slices[RT_CODE_SLICES];
 	int nslices;
 	struct user_site *sites;
-	int nsites;
+	int nsites, sites_cap;
+	struct user_range range;	/* kept while probes are prepared */
 	/* USDT semaphores ubt incremented: decremented at detach */
 	uint64_t *sems;
 	int nsems;
+	/* semaphores user_resume() increments (user_semaphore_add()) */
+	uint64_t *sems_pend;
+	int nsems_pend;
 	uint64_t stop_ns;	/* stopped so far (finished phases) */
 	uint64_t stop_t0;	/* start of the current stop */
+	struct user_pause pause;	/* the last stop of every thread */
 	bool released;		/* -p: running between attach and install */
 	pid_t ctl_tid;		/* the thread that ran the remote calls */
 	bool boosted;		/* ubt runs at nice -20 while it is stopped */
 	int old_nice;
 	bool pinned;		/* ubt runs on the control thread's CPU */
+	bool rt;		/* SCHED_FIFO in the final stop (user_rt()) */
+	int (*commit_fn)(struct ubt_user *u, void *ctx);	/* user_on_commit() */
+	void *commit_ctx;
+	int old_policy;
+	struct sched_param old_param;
 	cpu_set_t old_cpus;
 	bool tls_pending;	/* threads' block pointers to reset */
 	bool new_image;		/* it ran execve() while released */
@@ -110,6 +149,7 @@ struct ubt_user {
 	uint64_t rt_init_vaddr;
 	char libc[PATH_MAX];
 	bool libc_ready;
+	pid_t libc_pid;		/* whose mappings named u->libc */
 	int libc_dyn;
 	uint64_t libc_min_vaddr, libc_bias;
 	uint64_t dlopen_vaddr, dlerror_vaddr, single_vaddr;
@@ -194,6 +234,12 @@ int user_choose_ctl(struct ubt_user *u);
  */
 int user_prepare_libc(struct ubt_user *u);
 
+/*
+ * -c: the same ELF work on the libc ubt runs with, before the command
+ * starts: most commands map that one (user_prepare_libc() checks).
+ */
+void user_prepare_libc_self(struct ubt_user *u);
+
 int user_check_libc(struct ubt_user *u);
 
 /* Forget blocks of an earlier attach in every thread (all stopped). */
@@ -242,12 +288,49 @@ void user_comm_try(struct ubt_user *u);
 void user_count_stop(struct ubt_user *u);
 
 /*
+ * user_stop.c: seize the target (tid first when not 0, else the
+ * process's threads), ubt boosted while they wait; 0 or -errno with
+ * u->pt.err.
+ */
+int user_seize(struct ubt_user *u, pid_t tid);
+
+/*
  * Stop the target again: one thread for remote calls only, or (all) every
  * thread at once, since the jumps are to be written: a spinning thread
  * takes a while to notice the interrupt, and a thread stopped first waits
  * for the others (so they are interrupted together, not one after another).
  */
 int user_restop(struct ubt_user *u, bool all);
+
+/*
+ * -p: let the target run again after a stop of one thread (the remote
+ * calls of the attach, or a code area mapped): ptrace lets it go.
+ */
+void user_release(struct ubt_user *u);
+
+/* ubt's thread SCHED_FIFO (on) for the final stop, or back (off). */
+void user_rt(struct ubt_user *u, bool on);
+
+/*
+ * Read the target's memory while it runs (no thread need be stopped).
+ */
+int user_peek(struct ubt_user *u, uint64_t addr, void *buf, size_t n);
+
+/*
+ * Every thread stopped (user_stop_all() done): check the prepared sites
+ * (the process's bytes still the original ones, no thread inside an
+ * instruction of a window), then write every jump, move the threads out
+ * of the windows, and increment the pending semaphores.  Nothing is
+ * written when a check fails.  Fills u->pause's counts.
+ */
+int user_commit(struct ubt_user *u);
+
+/*
+ * A code slice near module path (resolved), mapped now if it has none:
+ * with the runtime, in the stop that places it.  0 also when the module
+ * is not mapped.
+ */
+int user_prepare_slice(struct ubt_user *u, const char *path);
 
 /* ubt's view of the record at target address at in slice i */
 struct rt_site *user_slice_record(struct ubt_user *u, int i, uint64_t at);

@@ -4,6 +4,7 @@
 # code, built without sanitizers, no inlining, frame pointers.
 UBT_TARGET_CFLAGS = -O1 -g -fno-inline -fno-omit-frame-pointer
 check_PROGRAMS += \
+	tests/targets/libubt-many.so \
 	tests/targets/libubt-target.so \
 	tests/targets/ubt-alt \
 	tests/targets/ubt-calls \
@@ -12,6 +13,7 @@ check_PROGRAMS += \
 	tests/targets/ubt-exc \
 	tests/targets/ubt-libuser \
 	tests/targets/ubt-loop \
+	tests/targets/ubt-many \
 	tests/targets/ubt-nofp \
 	tests/targets/ubt-nosys \
 	tests/targets/ubt-patch \
@@ -24,6 +26,11 @@ check_PROGRAMS += \
 	tests/targets/ubt-wait \
 	tests/targets/ubt-watch
 EXTRA_DIST += tests/targets/target.h
+# 500 functions written out by the preprocessor (uprobe:LIB:*, issue 15)
+tests_targets_libubt_many_so_SOURCES = tests/targets/libmany.c
+tests_targets_libubt_many_so_CFLAGS = $(UBT_TARGET_CFLAGS) -fPIC
+tests_targets_libubt_many_so_LDFLAGS = -shared \
+	-Wl,-soname,libubt-many.so
 tests_targets_libubt_target_so_SOURCES = tests/targets/libtarget.c
 tests_targets_libubt_target_so_CFLAGS = $(UBT_TARGET_CFLAGS) -fPIC
 tests_targets_libubt_target_so_LDFLAGS = -shared \
@@ -58,6 +65,10 @@ tests_targets_ubt_libuser_SOURCES = tests/targets/libuser.c
 tests_targets_ubt_libuser_CFLAGS = $(UBT_TARGET_CFLAGS)
 tests_targets_ubt_libuser_LDFLAGS = -Wl,-rpath,'$$ORIGIN'
 tests_targets_ubt_libuser_LDADD = tests/targets/libubt-target.so
+tests_targets_ubt_many_SOURCES = tests/targets/many.c
+tests_targets_ubt_many_CFLAGS = $(UBT_TARGET_CFLAGS)
+tests_targets_ubt_many_LDFLAGS = -Wl,-rpath,'$$ORIGIN'
+tests_targets_ubt_many_LDADD = tests/targets/libubt-many.so -lpthread
 tests_targets_ubt_nosys_SOURCES = tests/targets/nosys.c
 tests_targets_ubt_nosys_CFLAGS = $(UBT_TARGET_CFLAGS)
 tests_targets_ubt_nosys_LDFLAGS =
