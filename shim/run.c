@@ -306,7 +306,7 @@ static int run_combined(struct compile *c, const struct run_opts *o,
 		fprintf(stderr, "ubt: execve() is not followed: %s\n",
 			user_error(r.u));
 	/* -p: the probes go live before "Attaching", as kernel uprobes do */
-	if (!r.cpid) {
+	if (!r.cpid && !r.sysw) {
 		err = run_user_go(&r);
 		if (err)
 			goto out;
