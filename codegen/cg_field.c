@@ -27,15 +27,34 @@ struct cg_place {
 				 * no index to check) */
 };
 
+/* A probe of no address space (bpftrace's AddrSpace::none). */
+static bool cg_no_addrspace(struct cg *g)
+{
+	switch (g->sap ? g->sap->provider : g->probe->provider) {
+	case PROV_BEGIN:
+	case PROV_END:
+	case PROV_INTERVAL:
+	case PROV_PROFILE:
+	case PROV_SOFTWARE:
+	case PROV_HARDWARE:
+		return true;
+	default:
+		return false;
+	}
+}
+
 /* User or kernel memory behind a pointer of type t: its address space
  * (the kernel for BTF types and kernel pointers, the user for DWARF
- * types and syscall arguments), else the probe's (cg_reads_user()). */
+ * types and syscall arguments), else the probe's (cg_reads_user()); in
+ * a probe of neither, by the address, as bpftrace (bpf_probe_read()). */
 static enum irb_read cg_read_kind(struct cg *g, const struct type *t)
 {
 	if (t && t->addrspace == AS_USER)
 		return IRB_READ_USER;
 	if (t && t->addrspace == AS_KERNEL)
 		return IRB_READ_KERNEL;
+	if (cg_no_addrspace(g))
+		return IRB_READ_ANY;
 	return cg_reads_user(g) ? IRB_READ_USER : IRB_READ_KERNEL;
 }
 
