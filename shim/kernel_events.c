@@ -54,9 +54,15 @@ static void kernel_copy_output(struct kernel *k, const char *what,
 
 	fflush(k->out.f);
 	f = is_cmd ? popen(what, "r") : fopen(what, "r");
+	if (!f && is_cmd) {
+		fprintf(stderr, "ubt: cannot run %s: %s\n", what,
+			strerror(errno));
+		return;
+	}
 	if (!f) {
-		fprintf(stderr, "ubt: cannot %s %s: %s\n",
-			is_cmd ? "run" : "read", what, strerror(errno));
+		/* bpftrace's words */
+		fprintf(stderr, "ERROR: failed to open file '%s': %s\n", what,
+			strerror(errno));
 		return;
 	}
 	while (left && (n = fread(buf, 1, left < sizeof(buf) ? left :
