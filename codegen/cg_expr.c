@@ -329,6 +329,18 @@ static LLVMValueRef cg_incdec(struct cg *g, struct ast_node *n)
 				cg_pointee_size(e->type) : 1;
 	LLVMValueRef old, nv;
 
+	if (e->kind == AST_MAP && step == 1 &&
+	    cg_map_add(g, e, irb_const(&g->ir, inc ? 1 : (uint64_t)-1),
+		       &n->loc, &old)) {
+		nv = cg_int_norm(g, inc ? LLVMBuildAdd(g->ir.b, old,
+						       irb_const(&g->ir, 1),
+						       "") :
+					  LLVMBuildSub(g->ir.b, old,
+						       irb_const(&g->ir, 1),
+						       ""),
+				 e->type);
+		return pre ? nv : old;
+	}
 	old = cg_expr(g, e);
 	nv = inc ? LLVMBuildAdd(g->ir.b, old, irb_const(&g->ir, step), "") :
 		   LLVMBuildSub(g->ir.b, old, irb_const(&g->ir, step), "");
