@@ -22,6 +22,11 @@ struct env {
 				 * when not set (no limit) */
 	uint64_t max_bpf_progs;	/* BPFTRACE_MAX_BPF_PROGS: BPF programs,
 				 * 0 when not set (no limit) */
+	bool no_cpp_demangle;	/* BPFTRACE_NO_CPP_DEMANGLE=1: C++ symbols
+				 * of user stacks, usym() and func as
+				 * mangled */
+	bool no_user_symbols;	/* BPFTRACE_NO_USER_SYMBOLS=1: user
+				 * addresses printed unresolved */
 };
 
 /* Read the variables; 0, or -EINVAL with the message printed. */
