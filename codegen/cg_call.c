@@ -325,6 +325,8 @@ LLVMValueRef cg_call(struct cg *g, struct ast_node *n)
 
 	switch (f) {
 	case FN_PRINTF:
+	case FN_ERRORF:	/* the shim prints it located (e->call) */
+	case FN_WARNF:
 		cg_fmt_event(g, n, CG_EV_PRINTF);
 		return irb_const(ir, 0);
 	case FN_TIME:

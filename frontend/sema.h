@@ -149,6 +149,9 @@ enum sema_func {
 	/* output besides printf's family (frontend/func_out.c) */
 	FN_JOIN,
 	FN_DEBUGF,
+	/* printf()'s as located messages (bpftrace v0.25; func_print.c) */
+	FN_ERRORF,
+	FN_WARNF,
 	FN_COUNT_,
 };
 

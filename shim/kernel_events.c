@@ -42,6 +42,48 @@
  * Under -f json the whole output is one event, as bpftrace prints it:
  * {"type": "syscall"|"cat", "data": "..."}.
  */
+/*
+ * errorf() and warnf() (bpftrace v0.25): the text printf() would print,
+ * as a located message on stderr ("stdin:1:9-40: ERROR: text", no
+ * source line), or in JSON {"type": "errorf", "msg": ..., "filename":
+ * ..., "line": ..., "col": ...}.  False for any other printf().
+ */
+static bool kernel_located_printf(struct kernel *k, const struct cg_event *e,
+				  const struct fmt_string *fs,
+				  const struct type *t, const void *args,
+				  size_t size)
+{
+	enum sema_func f = e->call && e->call->sema ? e->call->sema->func :
+						      FN_NONE;
+	const struct ast_loc *l;
+	const char *file;
+	char *text;
+
+	if (f != FN_ERRORF && f != FN_WARNF)
+		return false;
+	l = &e->call->loc;
+	file = k->c && k->c->diag.filename ? k->c->diag.filename : "stdin";
+	text = out_format(fs, t, args, size);
+	if (!text)
+		return true;
+	if (k->out.format == OUT_JSON) {
+		fprintf(k->out.f, "{\"type\": \"%s\", \"msg\": ",
+			f == FN_ERRORF ? "errorf" : "warnf");
+		out_json_string(k->out.f, text, strlen(text));
+		fputs(", \"filename\": ", k->out.f);
+		out_json_string(k->out.f, file, strlen(file));
+		fprintf(k->out.f, ", \"line\": %d, \"col\": %d}\n",
+			l->first_line, l->first_column);
+	} else {
+		fflush(k->out.f);
+		fprintf(stderr, "%s:%d:%d-%d: %s: %s\n", file, l->first_line,
+			l->first_column, l->last_column,
+			f == FN_ERRORF ? "ERROR" : "WARNING", text);
+	}
+	free(text);
+	return true;
+}
+
 static void kernel_copy_output(struct kernel *k, const char *what,
 			       bool is_cmd)
 {
@@ -203,8 +245,13 @@ static int kernel_event(void *ctx, void *data, size_t size)
 		if (!e->args_type || asize < e->args_type->size)
 			break;
 		args = kernel_display(k, e->args_type, dt, args, &tmp);
-		out_printf(&k->out, &k->fmts[h.id], dt, args,
-			   dt == e->args_type ? asize : dt->size);
+		if (kernel_located_printf(k, e, &k->fmts[h.id], dt, args,
+					  dt == e->args_type ? asize :
+							       dt->size))
+			;
+		else
+			out_printf(&k->out, &k->fmts[h.id], dt, args,
+				   dt == e->args_type ? asize : dt->size);
 		free(tmp);
 		break;
 	}
