@@ -61,6 +61,8 @@ static bool kernel_located_printf(struct kernel *k, const struct cg_event *e,
 
 	if (f != FN_ERRORF && f != FN_WARNF)
 		return false;
+	if (f == FN_WARNF && diag_no_warnings)
+		return true;
 	l = &e->call->loc;
 	file = k->c && k->c->diag.filename ? k->c->diag.filename : "stdin";
 	text = out_format(fs, t, args, size);
@@ -202,7 +204,7 @@ static void kernel_helper_error(struct kernel *k, const struct cg_event *e,
 		one = k->c->diag;
 		one.head = &g;
 		diag_print(&one, k->out.f);
-	} else {
+	} else if (!diag_no_warnings) {
 		fprintf(k->out.f, "WARNING: %s\n", msg);
 	}
 }
