@@ -214,6 +214,8 @@ struct sema_var {
 	 * integer or a longer string assigned later widens it */
 	struct type *type;
 	bool declared;		/* let $x: type: the type never widens */
+	bool hidden;		/* a let variable after its block (v0.25's
+				 * scoping): unknown by name */
 	int slot;		/* index in sema_probe.vars */
 	struct ast_node *first;	/* first assignment */
 };
