@@ -214,6 +214,7 @@ int ast_visit_children(struct ast_node *n, ast_visit_fn fn, void *ctx)
 		break;
 	case AST_LET:
 		singles[ns++] = n->let.var;
+		singles[ns++] = n->let.decl_typeof;
 		singles[ns++] = n->let.init;
 		break;
 	case AST_IF:
@@ -557,6 +558,11 @@ static void dump_node(FILE *f, const struct ast_node *n, int depth)
 			dump_type(f, n->let.decl_type);
 		}
 		fputc('\n', f);
+		if (n->let.decl_typeof) {
+			dump_indent(f, depth + 1);
+			fputs("typeof\n", f);
+			dump_node(f, n->let.decl_typeof, depth + 2);
+		}
 		if (n->let.init)
 			dump_node(f, n->let.init, depth + 1);
 		return;

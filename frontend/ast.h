@@ -171,6 +171,9 @@ struct ast_node {
 			struct ast_node *var;		/* AST_VAR */
 			struct type *decl_type;	/* NULL when no ": type" */
 			struct ast_node *init;		/* NULL when no "= expr" */
+			/* ": typeof(expr)" (v0.25): the expression, typed,
+			 * never evaluated; NULL otherwise */
+			struct ast_node *decl_typeof;
 		} let;
 		struct {	/* AST_IF: else_ is AST_BLOCK, AST_IF (else if) or NULL */
 			struct ast_node *cond, *then, *else_;

@@ -347,6 +347,8 @@ static int resolve(struct ast_node *n, void *ctx)
 		return resolve_assign(x, n);
 	case AST_LET:
 		err = resolve(n->let.init, x);
+		if (resolve(n->let.decl_typeof, x))
+			err = -EINVAL;
 		if (var_declare(x, n, n->let.var))
 			err = -EINVAL;
 		return err;
