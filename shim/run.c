@@ -270,6 +270,9 @@ static int run_combined(struct compile *c, const struct run_opts *o,
 	r.agg = xcalloc(r.kobj->nmaps + 1, sizeof(*r.agg));
 	kernel_set_map_hook(r.k, run_map_hook, &r);
 	kernel_set_globals(r.k, r.cpid);
+	/* BEGIN before any probe is in place (kernel.c): its output is
+	 * read once the probes are attached */
+	kernel_run_begin(r.k);
 	err = run_user_install(&r, &nprobes, false);
 	if (err)
 		goto out;
@@ -293,7 +296,6 @@ static int run_combined(struct compile *c, const struct run_opts *o,
 		fflush(stdout);
 		fputs("__BPFTRACE_NOTIFY_PROBES_ATTACHED\n", stderr);
 	}
-	kernel_run_begin(r.k);
 	/* BEGIN's output comes before anything the target prints */
 	kernel_poll(r.k, 0);
 	fflush(o->out ? o->out : stdout);
