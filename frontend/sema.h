@@ -322,6 +322,9 @@ struct sema_program {
 	bool has_end;		/* there is an END probe */
 	/* config = { print_maps_on_exit = false } */
 	bool no_maps_on_exit;
+	/* config = { stack_mode = perf }, BPFTRACE_STACK_MODE (v0.25): the
+	 * mode of kstack/ustack without one (enum stack_mode, stack.h) */
+	int stack_mode;
 };
 
 /* Run every pass; 0, or -EINVAL with errors in c->diag. */
