@@ -325,6 +325,8 @@ struct sema_program {
 	/* config = { stack_mode = perf }, BPFTRACE_STACK_MODE (v0.25): the
 	 * mode of kstack/ustack without one (enum stack_mode, stack.h) */
 	int stack_mode;
+	/* config = { cpp_demangle = false }: C++ symbols print mangled */
+	bool no_cpp_demangle;
 };
 
 /* Run every pass; 0, or -EINVAL with errors in c->diag. */

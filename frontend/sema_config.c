@@ -146,6 +146,13 @@ static int config_block(struct sema_ctx *x, struct ast_node *cfg,
 				x->prog->no_maps_on_exit = !n;
 			continue;
 		}
+		if (!strcmp(key, "cpp_demangle")) {
+			if (config_bool(x, it, &n))
+				err = -EINVAL;
+			else
+				x->prog->no_cpp_demangle = !n;
+			continue;
+		}
 		if (!strcmp(key, "stack_mode")) {
 			int m = v && (v->kind == AST_IDENT ||
 				      v->kind == AST_STRING) ?

@@ -63,6 +63,11 @@ int env_read(void)
 	return err;
 }
 
+void env_no_cpp_demangle(void)
+{
+	env_values.no_cpp_demangle = true;
+}
+
 int env_check_limits(int nprobes, int nprogs)
 {
 	const struct env *e = &env_values;

@@ -38,6 +38,10 @@ int env_read(void);
  */
 int env_check_limits(int nprobes, int nprogs);
 
+/* The program's config = { cpp_demangle = false }, as
+ * BPFTRACE_NO_CPP_DEMANGLE=1. */
+void env_no_cpp_demangle(void);
+
 /* The values read (the defaults before env_read()). */
 const struct env *env_get(void);
 
