@@ -49,6 +49,7 @@ static int env_bool(const char *name, bool *dst)
 int env_read(void)
 {
 	struct env e = env_values;
+	bool cache;
 	int err;
 
 	err = env_u64("BPFTRACE_CAT_BYTES_MAX", &e.cat_bytes_max);
@@ -58,6 +59,9 @@ int env_read(void)
 	err = err ?: env_u64("BPFTRACE_MAX_BPF_PROGS", &e.max_bpf_progs);
 	err = err ?: env_bool("BPFTRACE_NO_CPP_DEMANGLE", &e.no_cpp_demangle);
 	err = err ?: env_bool("BPFTRACE_NO_USER_SYMBOLS", &e.no_user_symbols);
+	/* checked only: ubt keeps each process's symbols, and reads them
+	 * again when the process maps more (a cache that is always right) */
+	err = err ?: env_bool("BPFTRACE_CACHE_USER_SYMBOLS", &cache);
 	if (!err)
 		env_values = e;
 	return err;
