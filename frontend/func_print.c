@@ -318,7 +318,7 @@ const struct sema_func_ops sema_funcs_print[] = {
 	  .flags = FN_F_VOID | FN_F_MAP_ARG, .type = ty_print },
 	{ .name = "time", .id = FN_TIME, .min_args = 0, .max_args = 1,
 	  .flags = FN_F_VOID | FN_F_FMT, .type = ty_time },
-	{ .name = "exit", .id = FN_EXIT, .min_args = 0, .max_args = 0,
+	{ .name = "exit", .id = FN_EXIT, .min_args = 0, .max_args = 1,
 	  .flags = FN_F_VOID, .type = ty_exit },
 	{ .name = "clear", .id = FN_CLEAR, .min_args = 1, .max_args = 1,
 	  .flags = FN_F_VOID | FN_F_MAP_ARG, .type = ty_clear },

@@ -221,7 +221,7 @@ int kernel_run(struct compile *c, const struct kernel_opts *o)
 		child_report_pid(stderr, o->pid, st, o->verbose);
 	kernel_watch_resume(k);
 	kernel_detach_fast(k);
-	rc = err ? 1 : 0;
+	rc = err ? 1 : kernel_exit_code(k);
 out:
 	signals_restore();
 	kernel_child_kill(&ch);

@@ -281,6 +281,13 @@ static int kernel_event(void *ctx, void *data, size_t size)
 		out_time(&k->out, e->fmt ? e->fmt : "%H:%M:%S\n", NULL);
 		break;
 	case CG_EV_EXIT:
+		/* the first exit(code) decides the exit status */
+		if (!k->exiting && asize >= 8) {
+			int64_t code;
+
+			memcpy(&code, args, sizeof(code));
+			k->exit_code = (int)(code & 0xff);
+		}
 		k->exiting = true;
 		break;
 	case CG_EV_PRINT:
@@ -458,6 +465,11 @@ void kernel_stop_probes(struct kernel *k)
 		return;
 	v[2] = 1;
 	bpf_map_update_elem(k->globals_fd, &zero, v, BPF_ANY);
+}
+
+int kernel_exit_code(const struct kernel *k)
+{
+	return k ? k->exit_code : 0;
 }
 
 bool kernel_exiting(const struct kernel *k)

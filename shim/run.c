@@ -376,7 +376,7 @@ static int run_combined(struct compile *c, const struct run_opts *o,
 		if (exitwatch_status(xw, &st))
 			child_report_pid(stderr, o->pid, st, o->verbose);
 	}
-	rc = 0;
+	rc = kernel_exit_code(r.k);
 out:
 	if (r.u && r.cpid > 0 && !r.reaped && user_exit_status(r.u, &st))
 		r.reaped = true;	/* by the ptrace code */
