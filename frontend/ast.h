@@ -253,8 +253,11 @@ struct ast_node {
 			int index;
 		} tindex;
 		struct {	/* AST_CAST */
-			struct type *to;
+			struct type *to;	/* NULL with to_typeof */
 			struct ast_node *expr;
+			/* (typeof(e))expr (v0.25): e, typed, never
+			 * evaluated; NULL otherwise */
+			struct ast_node *to_typeof;
 		} cast;
 		struct {	/* AST_RECORD_FIELD */
 			const char *name;

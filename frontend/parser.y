@@ -950,6 +950,12 @@ unary:
 			$$->cast.to = named_type(c, NULL, $2);
 			$$->cast.expr = $4;
 		}
+	|	T_LPAREN T_TYPEOF T_LPAREN expr T_RPAREN T_RPAREN unary
+		{
+			$$ = NEW(AST_CAST, @$);
+			$$->cast.to_typeof = $4;
+			$$->cast.expr = $7;
+		}
 	;
 
 postfix:

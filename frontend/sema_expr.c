@@ -409,7 +409,10 @@ static struct type *type_cast(struct sema_ctx *x, struct ast_node *n)
 {
 	struct type *t = sema_type_expr(x, n->cast.expr);
 	struct ast_loc tloc = cast_type_loc(x, n);
-	struct type *to = sema_t_resolve_named(x, n->cast.to, &tloc);
+	/* (typeof(e))expr: e's type, e not evaluated */
+	struct type *to = n->cast.to_typeof ?
+				  sema_type_expr(x, n->cast.to_typeof) :
+				  sema_t_resolve_named(x, n->cast.to, &tloc);
 
 	if (!t || !to)
 		return NULL;

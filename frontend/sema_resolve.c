@@ -369,7 +369,10 @@ static int resolve(struct ast_node *n, void *ctx)
 		}
 		return resolve(n->jump.value, x);
 	case AST_CAST:
-		return resolve(n->cast.expr, x);
+		err = resolve(n->cast.to_typeof, x);
+		if (resolve(n->cast.expr, x))
+			err = -EINVAL;
+		return err;
 	case AST_SIZEOF:
 	case AST_OFFSETOF:
 		return resolve(n->size.expr, x);
