@@ -327,6 +327,8 @@ LLVMValueRef cg_call(struct cg *g, struct ast_node *n)
 
 	switch (f) {
 	case FN_PRINTF:
+	case FN_ERRORF:	/* the shim prints it located (e->call) */
+	case FN_WARNF:
 		cg_fmt_event(g, n, CG_EV_PRINTF);
 		return irb_const(ir, 0);
 	case FN_TIME:
@@ -349,8 +351,25 @@ LLVMValueRef cg_call(struct cg *g, struct ast_node *n)
 		LLVMPositionBuilderAtEnd(ir->b, cont);
 	}
 		ev = cg_event_new(g, CG_EV_EXIT, n);
-		rec = cg_record_begin(g, ev, sizeof(struct cg_event_hdr));
-		cg_record_send(g, rec, sizeof(struct cg_event_hdr));
+		if (n->call.args) {
+			/* exit(code) (v0.25): ubt's exit status */
+			size_t sz = sizeof(struct cg_event_hdr) + 8;
+
+			LLVMValueRef code = cg_expr(g, n->call.args);
+
+			if (LLVMGetIntTypeWidth(LLVMTypeOf(code)) < 64)
+				code = LLVMBuildZExt(ir->b, code, ir->i64, "");
+			g->obj->events[ev].size = sz;
+			rec = cg_record_begin(g, ev, sz);
+			LLVMBuildStore(ir->b, code,
+				       irb_gep(ir, rec,
+					       sizeof(struct cg_event_hdr)));
+			cg_record_send(g, rec, sz);
+		} else {
+			rec = cg_record_begin(g, ev,
+					      sizeof(struct cg_event_hdr));
+			cg_record_send(g, rec, sizeof(struct cg_event_hdr));
+		}
 		/*
 		 * Nothing after exit() runs: the probe returns (from a for
 		 * loop's callback, 1 ends the iteration and the probe

@@ -329,6 +329,18 @@ static LLVMValueRef cg_incdec(struct cg *g, struct ast_node *n)
 				cg_pointee_size(e->type) : 1;
 	LLVMValueRef old, nv;
 
+	if (e->kind == AST_MAP && step == 1 &&
+	    cg_map_add(g, e, irb_const(&g->ir, inc ? 1 : (uint64_t)-1),
+		       &n->loc, &old)) {
+		nv = cg_int_norm(g, inc ? LLVMBuildAdd(g->ir.b, old,
+						       irb_const(&g->ir, 1),
+						       "") :
+					  LLVMBuildSub(g->ir.b, old,
+						       irb_const(&g->ir, 1),
+						       ""),
+				 e->type);
+		return pre ? nv : old;
+	}
 	old = cg_expr(g, e);
 	nv = inc ? LLVMBuildAdd(g->ir.b, old, irb_const(&g->ir, step), "") :
 		   LLVMBuildSub(g->ir.b, old, irb_const(&g->ir, step), "");
@@ -577,7 +589,19 @@ LLVMValueRef cg_expr(struct cg *g, struct ast_node *n)
 			       tt->fields[n->tindex.index].type);
 	}
 	case AST_CAST: {
-		LLVMValueRef v = cg_expr(g, n->cast.expr);
+		LLVMValueRef v;
+
+		/* (struct x *)ctx is read through its fields only
+		 * (cg_field.c): as a value it would be the context's
+		 * kernel address, not the registers */
+		if (n->cast.expr->kind == AST_BUILTIN && n->cast.expr->sema &&
+		    n->cast.expr->sema->builtin == BI_CTX &&
+		    n->type && n->type->kind == TY_POINTER) {
+			cg_unsupported(g, n,
+				       "a context pointer cast other than for reading a field (((struct x *)ctx)->f)");
+			return irb_const(&g->ir, 0);
+		}
+		v = cg_expr(g, n->cast.expr);
 
 		if (cg_is_scalar(n->type) && cg_is_scalar(n->cast.expr->type))
 			return cg_int_norm(g, v, n->type);

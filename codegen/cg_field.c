@@ -25,17 +25,38 @@ struct cg_place {
 	enum irb_read read;	/* IRB_READ_USER or _KERNEL, when mem */
 	LLVMValueRef ok;	/* i1: every array index in bounds (NULL:
 				 * no index to check) */
+	bool ctx;		/* buf is in the probe's context: whole
+				 * aligned 8-byte loads only */
 };
+
+/* A probe of no address space (bpftrace's AddrSpace::none). */
+static bool cg_no_addrspace(struct cg *g)
+{
+	switch (g->sap ? g->sap->provider : g->probe->provider) {
+	case PROV_BEGIN:
+	case PROV_END:
+	case PROV_INTERVAL:
+	case PROV_PROFILE:
+	case PROV_SOFTWARE:
+	case PROV_HARDWARE:
+		return true;
+	default:
+		return false;
+	}
+}
 
 /* User or kernel memory behind a pointer of type t: its address space
  * (the kernel for BTF types and kernel pointers, the user for DWARF
- * types and syscall arguments), else the probe's (cg_reads_user()). */
+ * types and syscall arguments), else the probe's (cg_reads_user()); in
+ * a probe of neither, by the address, as bpftrace (bpf_probe_read()). */
 static enum irb_read cg_read_kind(struct cg *g, const struct type *t)
 {
 	if (t && t->addrspace == AS_USER)
 		return IRB_READ_USER;
 	if (t && t->addrspace == AS_KERNEL)
 		return IRB_READ_KERNEL;
+	if (cg_no_addrspace(g))
+		return IRB_READ_ANY;
 	return cg_reads_user(g) ? IRB_READ_USER : IRB_READ_KERNEL;
 }
 
@@ -56,6 +77,15 @@ static bool cg_is_args(const struct ast_node *e)
 
 static void cg_place_of(struct cg *g, struct ast_node *n,
 			struct cg_place *p);
+
+/* (struct x *)ctx */
+static bool cg_is_ctx_cast(const struct ast_node *e)
+{
+	const struct ast_node *c = e->kind == AST_CAST ? e->cast.expr : NULL;
+
+	return c && c->kind == AST_BUILTIN && c->sema &&
+	       c->sema->builtin == BI_CTX;
+}
 
 static void cg_place_offset(struct cg *g, struct cg_place *p,
 			    LLVMValueRef off)
@@ -92,7 +122,11 @@ static void cg_place_of(struct cg *g, struct ast_node *n, struct cg_place *p)
 		f = cg_field_of(rec, n->field.field);
 		if (!f)
 			break;
-		if (et->kind == TY_POINTER) {
+		if (cg_is_ctx_cast(e)) {
+			/* ((struct x *)ctx)->f: loads from the context */
+			p->buf = g->ctxp;
+			p->ctx = true;
+		} else if (et->kind == TY_POINTER) {
 			p->mem = true;
 			p->addr = cg_expr(g, e);
 			p->read = cg_read_kind(g, et);
@@ -179,6 +213,19 @@ static LLVMValueRef cg_place_load(struct cg *g, const struct cg_place *p,
 	size_t sz = t && t->size ? t->size : 8;
 	LLVMValueRef buf;
 
+	if (p->ctx) {
+		LLVMValueRef v;
+
+		if (!cg_is_scalar(t) || sz != 8 || p->ok) {
+			cg_unsupported(g, n,
+				       "reading a context field that is not 8 bytes");
+			return cg_is_scalar(t) ? irb_const(ir, 0) :
+						 irb_alloca(ir, 8, "read");
+		}
+		v = LLVMBuildLoad2(ir->b, ir->i64, p->buf, "");
+		LLVMSetAlignment(v, 8);
+		return v;
+	}
 	if (!p->mem && !p->ok)
 		return cg_load(g, p->buf, t);
 	if (p->mem && sz > CG_READ_MAX) {

@@ -22,6 +22,8 @@ const char *cg_read_helper_name(enum irb_read kind)
 		return "probe_read_user_str";
 	case IRB_READ_KERNEL_STR:
 		return "probe_read_kernel_str";
+	case IRB_READ_ANY:
+		break;
 	}
 	return "probe_read";
 }

@@ -173,6 +173,11 @@ LLVMValueRef cg_map_get_or_init(struct cg *g, int id, LLVMValueRef key);
 LLVMValueRef cg_map_read(struct cg *g, struct ast_node *mapnode);
 void cg_map_assign(struct cg *g, struct ast_node *mapnode, LLVMValueRef v,
 		   const struct type *vt);
+/* @m[k] += d in place, atomically (kernel, integer values); false: not
+ * done, read and assign instead */
+bool cg_map_can_add(struct cg *g, struct ast_node *mapnode);
+bool cg_map_add(struct cg *g, struct ast_node *mapnode, LLVMValueRef d,
+		const struct ast_loc *loc, LLVMValueRef *old);
 /* delete() (the call, for its event) of keys from map id */
 LLVMValueRef cg_map_delete(struct cg *g, const struct ast_node *call, int id,
 		   struct ast_node *keys, int nkeys);

@@ -484,3 +484,80 @@ void cg_aggregate(struct cg *g, struct ast_node *mapnode,
 	LLVMBuildBr(ir->b, cont);
 	LLVMPositionBuilderAtEnd(ir->b, cont);
 }
+
+/*
+ * @m[k] += d, @m[k]++ in the kernel: an existing integer value is added
+ * to in place with an atomic add, so that probes on other CPUs adding to
+ * the same value at once lose none of the additions (bpftrace's
+ * read-then-update loses one; scripts that count processes with
+ * "@n++" miss one when the first hits of two processes coincide).  An
+ * absent key is stored as 0 + d.  The value before, as read (exact
+ * unless another CPU adds at the same time), goes to *old.  False when
+ * this does not apply (the native target, values that are not 4- or
+ * 8-byte integers): the caller reads and assigns.
+ */
+bool cg_map_can_add(struct cg *g, struct ast_node *mapnode)
+{
+	struct sema_map *sm = mapnode->kind == AST_MAP ?
+				      cg_sema_map(mapnode) : NULL;
+	const struct type *vt = sm ? sm->value : NULL;
+	const struct cg_map *m;
+
+	if (g->ir.target == CG_TARGET_NATIVE || !vt || vt->kind != TY_INT ||
+	    (vt->size != 4 && vt->size != 8) || cg_map_agg(sm) != FN_NONE)
+		return false;
+	m = &g->obj->maps[sm->id];
+	return !m->bucketed && m->value_size == vt->size && mapnode->type &&
+	       mapnode->type->kind == TY_INT &&
+	       mapnode->type->size == vt->size;
+}
+
+bool cg_map_add(struct cg *g, struct ast_node *mapnode, LLVMValueRef d,
+		const struct ast_loc *loc, LLVMValueRef *old)
+{
+	struct irb *ir = &g->ir;
+	struct sema_map *sm;
+	const struct cg_map *m;
+	const struct type *vt;
+	LLVMTypeRef it;
+	LLVMValueRef key, p, res, val, ret;
+	LLVMBasicBlockRef hit, miss, done;
+
+	if (!cg_map_can_add(g, mapnode))
+		return false;
+	sm = cg_sema_map(mapnode);
+	vt = sm->value;
+	m = &g->obj->maps[sm->id];
+	it = LLVMIntTypeInContext(ir->ctx, (unsigned)vt->size * 8);
+	key = cg_map_key(g, mapnode, m, NULL);
+	p = irb_map_lookup(ir, g->maps[sm->id], key);
+	cg_helper_check(g, &mapnode->loc, "map_lookup_elem", p,
+			CG_CHECK_NULL);
+	res = irb_alloca(ir, 8, "old");
+	hit = LLVMAppendBasicBlockInContext(ir->ctx, ir->fn, "add_hit");
+	miss = LLVMAppendBasicBlockInContext(ir->ctx, ir->fn, "add_miss");
+	done = LLVMAppendBasicBlockInContext(ir->ctx, ir->fn, "add_done");
+	LLVMBuildCondBr(ir->b, LLVMBuildIsNull(ir->b, p, ""), miss, hit);
+
+	LLVMPositionBuilderAtEnd(ir->b, hit);
+	LLVMBuildStore(ir->b, cg_load(g, p, vt), res);
+	/* the result unused: BPF's XADD (no fetch before cpu v3) */
+	LLVMBuildAtomicRMW(ir->b, LLVMAtomicRMWBinOpAdd, p,
+			   LLVMBuildTrunc(ir->b, d, it, ""),
+			   LLVMAtomicOrderingMonotonic, false);
+	LLVMBuildBr(ir->b, done);
+
+	LLVMPositionBuilderAtEnd(ir->b, miss);
+	LLVMBuildStore(ir->b, irb_const(ir, 0), res);
+	val = irb_alloca(ir, 8, "val");
+	LLVMBuildStore(ir->b, irb_const(ir, 0), val);
+	cg_store(g, val, vt, d, vt);
+	ret = irb_map_update(ir, g->maps[sm->id], key, val, BPF_ANY);
+	cg_count_full(g, sm->id, ret);
+	cg_helper_check(g, loc, "map_update_elem", ret, CG_CHECK_NEG);
+	LLVMBuildBr(ir->b, done);
+
+	LLVMPositionBuilderAtEnd(ir->b, done);
+	*old = LLVMBuildLoad2(ir->b, ir->i64, res, "");
+	return true;
+}

@@ -180,17 +180,25 @@ static uint64_t cg_kallsyms_addr(const char *name)
 	return found;
 }
 
+/* A literal argument's text: "text", $N or str($N); NULL otherwise. */
+static const char *cg_literal(struct cg *g, const struct ast_node *a)
+{
+	if (a && a->kind == AST_CALL && !strcmp(a->call.name, "str") &&
+	    a->call.nargs == 1 && a->call.args->kind == AST_POSITIONAL)
+		a = a->call.args;
+	if (a && a->kind == AST_STRING)
+		return a->str.value;
+	if (a && a->kind == AST_POSITIONAL)
+		return a->pos.num >= 1 && a->pos.num <= g->c->nparams ?
+			       g->c->params[a->pos.num - 1] : "";
+	return NULL;
+}
+
 LLVMValueRef cg_kaddr(struct cg *g, struct ast_node *n)
 {
-	const char *s = NULL;
-	struct ast_node *a = n->call.args;
+	const char *s = cg_literal(g, n->call.args);
 	uint64_t addr;
 
-	if (a && a->kind == AST_STRING)
-		s = a->str.value;
-	else if (a && a->kind == AST_POSITIONAL)
-		s = a->pos.num >= 1 && a->pos.num <= g->c->nparams ?
-			    g->c->params[a->pos.num - 1] : "";
 	addr = s ? cg_kallsyms_addr(s) : 0;
 	if (!addr) {
 		diag_error(&g->c->diag, &n->loc,
@@ -210,7 +218,7 @@ LLVMValueRef cg_uaddr(struct cg *g, struct ast_node *n)
 	struct irb *ir = &g->ir;
 	const struct probes_match *m = g->match;
 	struct ast_node *a = n->call.args;
-	const char *s = a && a->kind == AST_STRING ? a->str.value : NULL;
+	const char *s = cg_literal(g, a);
 	uint64_t addr = 0, size;
 	LLVMValueRef ip;
 

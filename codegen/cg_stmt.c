@@ -39,6 +39,20 @@ static void cg_assign(struct cg *g, struct ast_node *n)
 		cg_unsupported(g, lhs, "assigning to this expression");
 		return;
 	}
+	if (rhs->type && rhs->type->kind == TY_INT &&
+	    (n->assign.op == OP_ADD || n->assign.op == OP_SUB) &&
+	    cg_map_can_add(g, lhs)) {
+		LLVMValueRef d = cg_expr(g, rhs), old;
+
+		if (LLVMGetIntTypeWidth(LLVMTypeOf(d)) < 64)
+			d = cg_signed(rhs->type) ?
+				    LLVMBuildSExt(g->ir.b, d, g->ir.i64, "") :
+				    LLVMBuildZExt(g->ir.b, d, g->ir.i64, "");
+		if (n->assign.op == OP_SUB)
+			d = LLVMBuildNeg(g->ir.b, d, "");
+		cg_map_add(g, lhs, d, &n->loc, &old);
+		return;
+	}
 	if (n->assign.op != OP_NONE) {
 		LLVMValueRef old = cg_expr(g, lhs);
 		LLVMValueRef r = cg_expr(g, rhs);

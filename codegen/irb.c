@@ -266,6 +266,7 @@ LLVMValueRef irb_probe_read(struct irb *ir, enum irb_read kind,
 		[IRB_READ_KERNEL] = BPF_FUNC_probe_read_kernel,
 		[IRB_READ_USER_STR] = BPF_FUNC_probe_read_user_str,
 		[IRB_READ_KERNEL_STR] = BPF_FUNC_probe_read_kernel_str,
+		[IRB_READ_ANY] = BPF_FUNC_probe_read,
 	};
 	LLVMValueRef args[3];
 

@@ -51,6 +51,9 @@ enum irb_read {
 	IRB_READ_KERNEL,
 	IRB_READ_USER_STR,
 	IRB_READ_KERNEL_STR,
+	/* bpf_probe_read(): user memory below the user-space limit, else
+	 * kernel (bpftrace's read where the address space is unknown) */
+	IRB_READ_ANY,
 };
 
 /*

@@ -214,6 +214,7 @@ int ast_visit_children(struct ast_node *n, ast_visit_fn fn, void *ctx)
 		break;
 	case AST_LET:
 		singles[ns++] = n->let.var;
+		singles[ns++] = n->let.decl_typeof;
 		singles[ns++] = n->let.init;
 		break;
 	case AST_IF:
@@ -277,6 +278,7 @@ int ast_visit_children(struct ast_node *n, ast_visit_fn fn, void *ctx)
 		singles[ns++] = n->tindex.expr;
 		break;
 	case AST_CAST:
+		singles[ns++] = n->cast.to_typeof;
 		singles[ns++] = n->cast.expr;
 		break;
 	case AST_RECORD_FIELD:
@@ -557,6 +559,11 @@ static void dump_node(FILE *f, const struct ast_node *n, int depth)
 			dump_type(f, n->let.decl_type);
 		}
 		fputc('\n', f);
+		if (n->let.decl_typeof) {
+			dump_indent(f, depth + 1);
+			fputs("typeof\n", f);
+			dump_node(f, n->let.decl_typeof, depth + 2);
+		}
 		if (n->let.init)
 			dump_node(f, n->let.init, depth + 1);
 		return;
@@ -684,6 +691,12 @@ static void dump_node(FILE *f, const struct ast_node *n, int depth)
 		dump_node(f, n->tindex.expr, depth + 1);
 		return;
 	case AST_CAST:
+		if (n->cast.to_typeof) {
+			fputs(" typeof\n", f);
+			dump_node(f, n->cast.to_typeof, depth + 1);
+			dump_node(f, n->cast.expr, depth + 1);
+			return;
+		}
 		fputc(' ', f);
 		dump_type(f, n->cast.to);
 		fputc('\n', f);

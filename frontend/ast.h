@@ -171,6 +171,9 @@ struct ast_node {
 			struct ast_node *var;		/* AST_VAR */
 			struct type *decl_type;	/* NULL when no ": type" */
 			struct ast_node *init;		/* NULL when no "= expr" */
+			/* ": typeof(expr)" (v0.25): the expression, typed,
+			 * never evaluated; NULL otherwise */
+			struct ast_node *decl_typeof;
 		} let;
 		struct {	/* AST_IF: else_ is AST_BLOCK, AST_IF (else if) or NULL */
 			struct ast_node *cond, *then, *else_;
@@ -250,8 +253,11 @@ struct ast_node {
 			int index;
 		} tindex;
 		struct {	/* AST_CAST */
-			struct type *to;
+			struct type *to;	/* NULL with to_typeof */
 			struct ast_node *expr;
+			/* (typeof(e))expr (v0.25): e, typed, never
+			 * evaluated; NULL otherwise */
+			struct ast_node *to_typeof;
 		} cast;
 		struct {	/* AST_RECORD_FIELD */
 			const char *name;

@@ -70,7 +70,7 @@ static struct type *ty_kstack(struct sema_ctx *x, struct ast_node *n)
 	struct type *t = type_new(x->a, TY_KSTACK, 8);
 
 	(void)n;
-	stack_type_set(t, STACK_DEFAULT_LIMIT, STACK_MODE_BPFTRACE);
+	stack_type_set(t, STACK_DEFAULT_LIMIT, x->prog->stack_mode);
 	return t;
 }
 
@@ -79,7 +79,7 @@ static struct type *ty_ustack(struct sema_ctx *x, struct ast_node *n)
 	struct type *t = type_new(x->a, TY_USTACK, 16);
 
 	(void)n;
-	stack_type_set(t, STACK_DEFAULT_LIMIT, STACK_MODE_BPFTRACE);
+	stack_type_set(t, STACK_DEFAULT_LIMIT, x->prog->stack_mode);
 	return t;
 }
 

@@ -171,8 +171,11 @@ hints:
 		fprintf(f, "HINT: %s\n", g->hints[h]);
 }
 
+bool diag_no_warnings;
+
 void diag_print(const struct diag_list *d, FILE *f)
 {
 	for (const struct diag *g = d->head; g; g = g->next)
-		diag_print_one(d, g, f);
+		if (g->level != DIAG_WARNING || !diag_no_warnings)
+			diag_print_one(d, g, f);
 }

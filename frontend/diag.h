@@ -66,8 +66,11 @@ void diag_hint(struct diag_list *d, struct diag *g, const char *fmt, ...)
  * length; NULL when there is no such line. Constant time. */
 const char *diag_source_line(const struct diag_list *d, int line,
 			     size_t *len);
-/* Print all diagnostics in order, bpftrace's format. */
+/* Print all diagnostics in order, bpftrace's format (warnings not when
+ * diag_no_warnings is set). */
 void diag_print(const struct diag_list *d, FILE *f);
+/* --no-warnings: no warning is printed (program, runtime, warnf()) */
+extern bool diag_no_warnings;
 static inline bool diag_has_errors(const struct diag_list *d)
 {
 	return d->nerrors > 0;

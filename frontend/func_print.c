@@ -287,6 +287,21 @@ static struct type *ty_has_key(struct sema_ctx *x, struct ast_node *call,
 	return type_new(x->a, TY_BOOL, 1);
 }
 
+/* errorf(), warnf(): a printf() that prints as a located message */
+static struct type *ty_errorf(struct sema_ctx *x, struct ast_node *call,
+			      struct sema_map *m)
+{
+	(void)m;
+	return ty_format(x, call, FN_ERRORF);
+}
+
+static struct type *ty_warnf(struct sema_ctx *x, struct ast_node *call,
+			     struct sema_map *m)
+{
+	(void)m;
+	return ty_format(x, call, FN_WARNF);
+}
+
 static struct type *ty_len(struct sema_ctx *x, struct ast_node *call,
 			   struct sema_map *m)
 {
@@ -303,7 +318,7 @@ const struct sema_func_ops sema_funcs_print[] = {
 	  .flags = FN_F_VOID | FN_F_MAP_ARG, .type = ty_print },
 	{ .name = "time", .id = FN_TIME, .min_args = 0, .max_args = 1,
 	  .flags = FN_F_VOID | FN_F_FMT, .type = ty_time },
-	{ .name = "exit", .id = FN_EXIT, .min_args = 0, .max_args = 0,
+	{ .name = "exit", .id = FN_EXIT, .min_args = 0, .max_args = 1,
 	  .flags = FN_F_VOID, .type = ty_exit },
 	{ .name = "clear", .id = FN_CLEAR, .min_args = 1, .max_args = 1,
 	  .flags = FN_F_VOID | FN_F_MAP_ARG, .type = ty_clear },
@@ -319,5 +334,9 @@ const struct sema_func_ops sema_funcs_print[] = {
 	  .flags = FN_F_VOID | FN_F_UNSAFE | FN_F_FMT, .type = ty_system },
 	{ .name = "cat", .id = FN_CAT, .min_args = 1, .max_args = 128,
 	  .flags = FN_F_VOID | FN_F_FMT, .type = ty_cat },
+	{ .name = "errorf", .id = FN_ERRORF, .min_args = 1, .max_args = 128,
+	  .flags = FN_F_VOID | FN_F_FMT, .type = ty_errorf },
+	{ .name = "warnf", .id = FN_WARNF, .min_args = 1, .max_args = 128,
+	  .flags = FN_F_VOID | FN_F_FMT, .type = ty_warnf },
 	{ 0 },
 };

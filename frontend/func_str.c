@@ -218,7 +218,7 @@ static struct type *ty_ntop(struct sema_ctx *x, struct ast_node *call,
 static struct type *stack(struct sema_ctx *x, struct ast_node *call,
 			  enum type_kind k, size_t size)
 {
-	enum stack_mode mode = STACK_MODE_BPFTRACE;
+	enum stack_mode mode = x->prog->stack_mode;
 	int64_t v, limit = STACK_DEFAULT_LIMIT;
 	struct type *t;
 
@@ -228,7 +228,9 @@ static struct type *stack(struct sema_ctx *x, struct ast_node *call,
 				mode = STACK_MODE_PERF;
 			} else if (!strcmp(a->ident.name, "raw")) {
 				mode = STACK_MODE_RAW;
-			} else if (strcmp(a->ident.name, "bpftrace")) {
+			} else if (!strcmp(a->ident.name, "bpftrace")) {
+				mode = STACK_MODE_BPFTRACE;
+			} else {
 				sema_error(x, &a->loc, "Unknown stack mode: '%s'",
 					   a->ident.name);
 				return NULL;

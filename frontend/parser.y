@@ -337,6 +337,7 @@ static struct ast_node *negate(struct compile *c, struct ast_node *e,
 %token T_DOT "." T_DOTDOT ".." T_PTR "->"
 %token T_IF "if" T_ELSE "else" T_WHILE "while" T_FOR "for" T_UNROLL "unroll"
 %token T_RETURN "return" T_BREAK "break" T_CONTINUE "continue" T_LET "let"
+%token T_TYPEOF "typeof"
 %token T_SIZEOF "sizeof" T_OFFSETOF "offsetof" T_CONFIG "config"
 %token T_MACRO "macro" T_IMPORT "import" T_FN "fn"
 %token T_STRUCT "struct" T_UNION "union" T_ENUM "enum"
@@ -736,6 +737,19 @@ let_stmt:
 			$$->let.decl_type = $4;
 			$$->let.init = $6;
 		}
+	|	T_LET var T_COLON T_TYPEOF T_LPAREN expr T_RPAREN
+		{
+			$$ = NEW(AST_LET, @$);
+			$$->let.var = $2;
+			$$->let.decl_typeof = $6;
+		}
+	|	T_LET var T_COLON T_TYPEOF T_LPAREN expr T_RPAREN T_ASSIGN value
+		{
+			$$ = NEW(AST_LET, @$);
+			$$->let.var = $2;
+			$$->let.decl_typeof = $6;
+			$$->let.init = $9;
+		}
 	;
 
 jump_stmt:
@@ -935,6 +949,12 @@ unary:
 			$$ = NEW(AST_CAST, @$);
 			$$->cast.to = named_type(c, NULL, $2);
 			$$->cast.expr = $4;
+		}
+	|	T_LPAREN T_TYPEOF T_LPAREN expr T_RPAREN T_RPAREN unary
+		{
+			$$ = NEW(AST_CAST, @$);
+			$$->cast.to_typeof = $4;
+			$$->cast.expr = $7;
 		}
 	;
 
@@ -1184,6 +1204,7 @@ field_name:
 	|	T_BREAK			{ $$ = "break"; }
 	|	T_CONTINUE		{ $$ = "continue"; }
 	|	T_LET			{ $$ = "let"; }
+	|	T_TYPEOF		{ $$ = "typeof"; }
 	|	T_SIZEOF		{ $$ = "sizeof"; }
 	|	T_OFFSETOF		{ $$ = "offsetof"; }
 	|	T_CONFIG		{ $$ = "config"; }

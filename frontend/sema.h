@@ -149,6 +149,9 @@ enum sema_func {
 	/* output besides printf's family (frontend/func_out.c) */
 	FN_JOIN,
 	FN_DEBUGF,
+	/* printf()'s as located messages (bpftrace v0.25; func_print.c) */
+	FN_ERRORF,
+	FN_WARNF,
 	FN_COUNT_,
 };
 
@@ -211,6 +214,8 @@ struct sema_var {
 	 * integer or a longer string assigned later widens it */
 	struct type *type;
 	bool declared;		/* let $x: type: the type never widens */
+	bool hidden;		/* a let variable after its block (v0.25's
+				 * scoping): unknown by name */
 	int slot;		/* index in sema_probe.vars */
 	struct ast_node *first;	/* first assignment */
 };
@@ -317,6 +322,11 @@ struct sema_program {
 	bool has_end;		/* there is an END probe */
 	/* config = { print_maps_on_exit = false } */
 	bool no_maps_on_exit;
+	/* config = { stack_mode = perf }, BPFTRACE_STACK_MODE (v0.25): the
+	 * mode of kstack/ustack without one (enum stack_mode, stack.h) */
+	int stack_mode;
+	/* config = { cpp_demangle = false }: C++ symbols print mangled */
+	bool no_cpp_demangle;
 };
 
 /* Run every pass; 0, or -EINVAL with errors in c->diag. */

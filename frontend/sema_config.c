@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "sema.h"
+#include "stack.h"
 #include "sema_int.h"
 #include "util.h"
 
@@ -107,6 +108,21 @@ static int config_bool(struct sema_ctx *x, struct ast_node *it, int64_t *n)
 	return -EINVAL;
 }
 
+/* "bpftrace", "perf", "raw": enum stack_mode; -1 for another word */
+static int config_stack_mode(const char *s)
+{
+	static const char *const modes[] = {
+		[STACK_MODE_BPFTRACE] = "bpftrace",
+		[STACK_MODE_PERF] = "perf",
+		[STACK_MODE_RAW] = "raw",
+	};
+
+	for (size_t i = 0; i < ARRAY_SIZE(modes); i++)
+		if (s && !strcmp(s, modes[i]))
+			return (int)i;
+	return -1;
+}
+
 static int config_block(struct sema_ctx *x, struct ast_node *cfg,
 			int64_t *vals)
 {
@@ -128,6 +144,31 @@ static int config_block(struct sema_ctx *x, struct ast_node *cfg,
 				err = -EINVAL;
 			else
 				x->prog->no_maps_on_exit = !n;
+			continue;
+		}
+		if (!strcmp(key, "cpp_demangle")) {
+			if (config_bool(x, it, &n))
+				err = -EINVAL;
+			else
+				x->prog->no_cpp_demangle = !n;
+			continue;
+		}
+		if (!strcmp(key, "stack_mode")) {
+			int m = v && (v->kind == AST_IDENT ||
+				      v->kind == AST_STRING) ?
+					config_stack_mode(
+						v->kind == AST_IDENT ?
+							v->ident.name :
+							v->str.value) :
+					-1;
+
+			if (m < 0) {
+				sema_error(x, v ? &v->loc : &it->loc,
+					   "Invalid value for stack_mode: expected bpftrace, perf or raw");
+				err = -EINVAL;
+			} else {
+				x->prog->stack_mode = m;
+			}
 			continue;
 		}
 		for (int i = 0; i < CONFIG_N; i++) {
@@ -311,6 +352,19 @@ int sema_config(struct compile *c)
 	if (prog->program.config)
 		err = config_block(&x, prog->program.config, vals);
 	err = err ?: config_env(&x, vals);
+	if (getenv("BPFTRACE_STACK_MODE")) {
+		const char *e = getenv("BPFTRACE_STACK_MODE");
+		int m = config_stack_mode(e);
+
+		if (m < 0) {
+			sema_error(&x, NULL,
+				   "Invalid value for BPFTRACE_STACK_MODE: '%s': expected bpftrace, perf or raw",
+				   e);
+			err = -EINVAL;
+		} else {
+			p->stack_mode = m;
+		}
+	}
 	c->max_strlen = (int)vals[CONFIG_STRLEN];
 	p->max_strlen = c->max_strlen;
 	p->max_map_keys = vals[CONFIG_MAP_KEYS];

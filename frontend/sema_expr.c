@@ -409,7 +409,10 @@ static struct type *type_cast(struct sema_ctx *x, struct ast_node *n)
 {
 	struct type *t = sema_type_expr(x, n->cast.expr);
 	struct ast_loc tloc = cast_type_loc(x, n);
-	struct type *to = sema_t_resolve_named(x, n->cast.to, &tloc);
+	/* (typeof(e))expr: e's type, e not evaluated */
+	struct type *to = n->cast.to_typeof ?
+				  sema_type_expr(x, n->cast.to_typeof) :
+				  sema_t_resolve_named(x, n->cast.to, &tloc);
 
 	if (!t || !to)
 		return NULL;
@@ -421,6 +424,22 @@ static struct type *type_cast(struct sema_ctx *x, struct ast_node *n)
 		return NULL;
 	}
 	if (to->kind == TY_POINTER) {
+		if (t->kind == TY_POINTER && t->is_ctx && to->elem &&
+		    (to->elem->kind == TY_RECORD ||
+		     to->elem->kind == TY_NAMED) &&
+		    n->cast.expr->kind == AST_BUILTIN) {
+			/* (struct x *)ctx: its fields read from the
+			 * context itself (bpftrace's ctx access) */
+			struct type *p = sema_t_resolve_named(x, to, &tloc);
+
+			if (p && p->elem && p->elem->kind == TY_RECORD)
+				return p;
+			if (p)
+				sema_error(x, &n->loc,
+					   "Unknown struct/union: '%s'",
+					   p->elem ? p->elem->name : "?");
+			return NULL;
+		}
 		if (t->kind == TY_POINTER && t->is_ctx) {
 			sema_error(x, &n->loc,
 				   "Integer pointer casts are not supported for type: ctx");

@@ -31,6 +31,11 @@ struct sema_ctx {
 	int unresolved;		/* expressions still without a type */
 	int changed;		/* types that changed during this walk */
 	int loop_depth;
+	/* let variables by block: those of blocks left are hidden */
+	int block_depth;
+	struct sema_var **lets;
+	int *let_depth;
+	int nlets, lets_cap;
 	/* the return type of the inlined fn being typed (its block
 	 * expression, sema_macro.c), NULL outside */
 	struct type *fn_ret;

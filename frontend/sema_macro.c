@@ -56,6 +56,7 @@ static void slots_of(struct ast_node *n, struct slots *s)
 		break;
 	case AST_LET:
 		ONE(n->let.var);
+		ONE(n->let.decl_typeof);
 		ONE(n->let.init);
 		break;
 	case AST_IF:
@@ -119,6 +120,7 @@ static void slots_of(struct ast_node *n, struct slots *s)
 		ONE(n->tindex.expr);
 		break;
 	case AST_CAST:
+		ONE(n->cast.to_typeof);
 		ONE(n->cast.expr);
 		break;
 	case AST_RECORD_FIELD:

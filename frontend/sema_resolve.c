@@ -31,18 +31,22 @@ static struct sema_map *map_get(struct sema_ctx *x, struct ast_node *n)
 	return m;
 }
 
+static int resolve_child(struct ast_node *n, void *ctx);
+
+/* The variable a name means here: the newest one not hidden. */
 static struct sema_var *var_find(struct sema_probe *sp, const char *name)
 {
-	for (int i = 0; i < sp->nvars; i++)
-		if (!strcmp(sp->vars[i]->name, name))
+	for (int i = sp->nvars - 1; i >= 0; i--)
+		if (!sp->vars[i]->hidden && !strcmp(sp->vars[i]->name, name))
 			return sp->vars[i];
 	return NULL;
 }
 
-static struct sema_var *var_define(struct sema_ctx *x, struct ast_node *n)
+static struct sema_var *var_new(struct sema_ctx *x, struct ast_node *n,
+				bool fresh)
 {
 	struct sema_probe *sp = x->probe;
-	struct sema_var *v = var_find(sp, n->ident.name);
+	struct sema_var *v = fresh ? NULL : var_find(sp, n->ident.name);
 	struct sema_var **vv;
 
 	if (!v) {
@@ -59,6 +63,60 @@ static struct sema_var *var_define(struct sema_ctx *x, struct ast_node *n)
 	sema_node(x, n)->var = v;
 	sema_node(x, n)->probe = sp;
 	return v;
+}
+
+static struct sema_var *var_define(struct sema_ctx *x, struct ast_node *n)
+{
+	return var_new(x, n, false);
+}
+
+/*
+ * let $x (bpftrace v0.25's scoping): a new variable, known until the end
+ * of the block it is declared in; declaring a name already known here
+ * is an error (no shadowing).  Variables only assigned keep bpftrace
+ * 0.17's rule: known in the whole probe after the assignment.
+ */
+static int var_declare(struct sema_ctx *x, struct ast_node *let,
+		       struct ast_node *n)
+{
+	struct sema_var *v;
+
+	if (var_find(x->probe, n->ident.name)) {
+		sema_error(x, &let->loc,
+			   "Variable %s was already declared. Variable shadowing is not allowed.",
+			   n->ident.name);
+		var_define(x, n);
+		return -EINVAL;
+	}
+	v = var_new(x, n, true);
+	if (x->nlets == x->lets_cap) {
+		struct sema_var **l;
+		int *d;
+
+		x->lets_cap = x->lets_cap ? 2 * x->lets_cap : 8;
+		l = arena_alloc(x->a, x->lets_cap * sizeof(*l));
+		d = arena_alloc(x->a, x->lets_cap * sizeof(*d));
+		if (x->nlets) {
+			memcpy(l, x->lets, x->nlets * sizeof(*l));
+			memcpy(d, x->let_depth, x->nlets * sizeof(*d));
+		}
+		x->lets = l;
+		x->let_depth = d;
+	}
+	x->lets[x->nlets] = v;
+	x->let_depth[x->nlets++] = x->block_depth;
+	return 0;
+}
+
+/* A block's statements; its let variables are hidden after it. */
+static int resolve_block(struct sema_ctx *x, struct ast_node *n)
+{
+	x->block_depth++;
+	ast_visit_children(n, resolve_child, x);
+	x->block_depth--;
+	while (x->nlets && x->let_depth[x->nlets - 1] > x->block_depth)
+		x->lets[--x->nlets]->hidden = true;
+	return 0;
 }
 
 static int var_use(struct sema_ctx *x, struct ast_node *n)
@@ -289,8 +347,14 @@ static int resolve(struct ast_node *n, void *ctx)
 		return resolve_assign(x, n);
 	case AST_LET:
 		err = resolve(n->let.init, x);
-		var_define(x, n->let.var);
+		if (resolve(n->let.decl_typeof, x))
+			err = -EINVAL;
+		if (var_declare(x, n, n->let.var))
+			err = -EINVAL;
 		return err;
+	case AST_BLOCK:
+	case AST_BLOCK_EXPR:
+		return resolve_block(x, n);
 	case AST_UNROLL:
 		return resolve_unroll(x, n);
 	case AST_WHILE:
@@ -305,7 +369,10 @@ static int resolve(struct ast_node *n, void *ctx)
 		}
 		return resolve(n->jump.value, x);
 	case AST_CAST:
-		return resolve(n->cast.expr, x);
+		err = resolve(n->cast.to_typeof, x);
+		if (resolve(n->cast.expr, x))
+			err = -EINVAL;
+		return err;
 	case AST_SIZEOF:
 	case AST_OFFSETOF:
 		return resolve(n->size.expr, x);

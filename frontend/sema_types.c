@@ -153,10 +153,21 @@ static int type_let(struct sema_ctx *x, struct ast_node *n)
 	struct type *dt = NULL;
 	int err = 0;
 
-	if (n->let.decl_type) {
-		dt = sema_t_resolve_named(x, n->let.decl_type, &n->loc);
+	if (n->let.decl_type || n->let.decl_typeof) {
+		/* typeof(expr): the expression's type, not evaluated */
+		dt = n->let.decl_typeof ?
+			     sema_type_expr(x, n->let.decl_typeof) :
+			     sema_t_resolve_named(x, n->let.decl_type,
+						  &n->loc);
 		if (!dt)
 			return -EINVAL;
+		if (dt->kind == TY_VOID || dt->kind == TY_NONE ||
+		    type_is_aggregation(dt)) {
+			sema_error(x, &n->let.decl_typeof->loc,
+				   "typeof() of this expression (%s) cannot type a variable",
+				   sema_tstr(x, dt));
+			return -EINVAL;
+		}
 		if (dt->kind == TY_STRING && !dt->size)	/* `: string` */
 			dt = type_string(x->a, x->c->max_strlen);
 		if (!v->sema->var->declared) {

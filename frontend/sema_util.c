@@ -301,6 +301,12 @@ bool sema_str_literal(struct sema_ctx *x, const struct ast_node *n,
 		if (s)
 			*s = sema_param(x, n->pos.num) ?: "";
 		return true;
+	case AST_CALL:
+		/* str($N) is the parameter's text, a literal (bpftrace's) */
+		if (strcmp(n->call.name, "str") || n->call.nargs != 1 ||
+		    n->call.args->kind != AST_POSITIONAL)
+			return false;
+		return sema_str_literal(x, n->call.args, s);
 	default:
 		return false;
 	}

@@ -213,6 +213,10 @@ struct probes_match {
 int probes_expand(struct compile *c, struct ast_node *probe,
 		  struct ast_node *ap, struct probes_match **out, int *n);
 
+/* A C++ symbol's demangled name (malloc()ed), else NULL (not "_Z...", or
+ * libstdc++'s __cxa_demangle() refused it or is not loaded). */
+char *probes_demangle(const char *sym);
+
 /*
  * probes_watch.c, for probes_expand(): a watchpoint attach point gives
  * the address given, or one match per function of the -p/-c program at

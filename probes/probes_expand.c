@@ -154,6 +154,16 @@ static probes_demangle_fn probes_demangler(void)
 	return fn;
 }
 
+char *probes_demangle(const char *sym)
+{
+	probes_demangle_fn demangle;
+	int status;
+
+	if (strncmp(sym, "_Z", 2) || !(demangle = probes_demangler()))
+		return NULL;
+	return demangle(sym, NULL, NULL, &status);
+}
+
 /* Cut "(params) const" off a demangled name (the last balanced group). */
 static void probes_erase_params(char *s)
 {

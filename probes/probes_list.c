@@ -53,6 +53,10 @@ struct probes_lister {
 	struct arena *a;
 	struct probes_vec lines;	/* const char *: name, then verbose text */
 	bool verbose;
+	bool quiet;	/* a probe type from a wildcard: a wrong number of
+			 * parts lists nothing instead of an error */
+	int skipped;	/* such probe types */
+	bool no_aps;	/* every probe type of the wildcard skipped */
 };
 
 struct probes_line {
@@ -247,15 +251,6 @@ static const char *probes_dw_params(const struct probes_dwfn *fns, int n,
 	return f ? f->params : NULL;
 }
 
-static bool probes_perf_pmu(const char *name)
-{
-	char path[128];
-
-	snprintf(path, sizeof(path), "/sys/bus/event_source/devices/%s",
-		 name);
-	return access(path, F_OK) == 0;
-}
-
 /* List every probe whose full name matches pattern (NULL: all). */
 static void probes_list_fixed(struct probes_lister *l, const char *provider,
 			      const char *pattern)
@@ -270,7 +265,8 @@ static void probes_list_fixed(struct probes_lister *l, const char *provider,
 			if (!pattern || probes_match_wildcard(pattern, nm))
 				probes_emit(l, nm, NULL);
 		}
-	if ((all || !strcmp(provider, "hardware")) && probes_perf_pmu("cpu"))
+	/* bpftrace's fixed list, also without a PMU (attaching says) */
+	if (all || !strcmp(provider, "hardware"))
 		for (size_t i = 0; i < ARRAY_SIZE(probes_hw_events); i++) {
 			char *nm = arena_printf(l->a, "hardware:%s:",
 						probes_hw_events[i]);
@@ -365,6 +361,53 @@ static const char *probes_canonical(const char *p)
 
 static int probes_list_pattern(struct probes_lister *l, struct diag_list *d,
 			       const struct ast_loc *loc, const char *pattern,
+			       int pid);
+
+/*
+ * A wildcard probe type ("*:FILE:*", "*ware:*"): each probe type it
+ * matches, as bpftrace expands it: the user-space ones (uprobe, usdt)
+ * with -p or when the target is a path, else the kernel ones; return
+ * probes are left out.  A type the rest does not fit lists nothing.
+ */
+static int probes_list_types(struct probes_lister *l, struct diag_list *d,
+			     const struct ast_loc *loc, const char *pattern,
+			     const char *types, int pid)
+{
+	static const char *const user[] = { "uprobe", "usdt" };
+	static const char *const kernel[] = { "hardware", "kprobe",
+					      "software", "tracepoint" };
+	const char *rest = strchr(pattern, ':') + 1;
+	const char *const *cand = kernel;
+	size_t ncand = ARRAY_SIZE(kernel);
+	bool quiet = l->quiet;
+	int err = 0, any = 0, skipped = l->skipped;
+
+	if (pid > 0 || strchr(rest, '/')) {
+		cand = user;
+		ncand = ARRAY_SIZE(user);
+	}
+	l->quiet = true;
+	for (size_t i = 0; i < ncand && !err; i++) {
+		if (fnmatch(types, cand[i], 0))
+			continue;
+		any++;
+		err = probes_list_pattern(l, d, loc,
+					  arena_printf(l->a, "%s:%s", cand[i],
+						       rest),
+					  pid);
+	}
+	l->quiet = quiet;
+	if (!any)
+		diag_error(d, loc, "No probe type matched for %s", types);
+	if (!any || (!err && l->skipped - skipped == any)) {
+		l->no_aps = true;
+		return -EINVAL;
+	}
+	return err;
+}
+
+static int probes_list_pattern(struct probes_lister *l, struct diag_list *d,
+			       const struct ast_loc *loc, const char *pattern,
 			       int pid)
 {
 	struct arena *a = l->a;
@@ -402,10 +445,9 @@ static int probes_list_pattern(struct probes_lister *l, struct diag_list *d,
 	np = probes_split(a, pattern, parts, 4);
 	prov = probes_canonical(parts[0]);
 	if (!prov) {
-		if (probes_has_wildcard(parts[0])) {
-			probes_list_fixed(l, NULL, pattern);
-			return 0;
-		}
+		if (probes_has_wildcard(parts[0]))
+			return probes_list_types(l, d, loc, pattern, parts[0],
+						 pid);
 		diag_error(d, loc, "Invalid probe type: %s", parts[0]);
 		return -EINVAL;
 	}
@@ -414,6 +456,8 @@ static int probes_list_pattern(struct probes_lister *l, struct diag_list *d,
 		int need = !strcmp(prov, "tracepoint") ? 3 : 2;
 
 		if (np < need && !probes_has_wildcard(parts[np - 1])) {
+			if (l->quiet)
+				return ++l->skipped, 0;
 			diag_error(d, loc, "%s probe type requires %d %s",
 				   prov, need - 1,
 				   need - 1 == 1 ? "argument" :
@@ -423,8 +467,11 @@ static int probes_list_pattern(struct probes_lister *l, struct diag_list *d,
 		/* the canonical provider name, the rest as written */
 		const char *rest = strchr(pattern, ':') + 1;
 
+		/* an event's name ends in ':' (its count left out) */
 		probes_list_fixed(l, prov,
-				  arena_printf(a, "%s:%s", prov, rest));
+				  arena_printf(a, "%s:%s%s", prov, rest,
+					       need == 2 && np == 2 ? ":" :
+								     ""));
 		return 0;
 	}
 	if (!strcmp(prov, "uprobe") || !strcmp(prov, "uretprobe")) {
@@ -433,6 +480,8 @@ static int probes_list_pattern(struct probes_lister *l, struct diag_list *d,
 		const char *func;
 
 		if (np < 3 && !(np == 2 && pid > 0)) {
+			if (l->quiet)
+				return ++l->skipped, 0;
 			diag_error(d, loc, "%s probe type requires 2 arguments",
 				   prov);
 			return -EINVAL;
@@ -486,6 +535,8 @@ static int probes_list_pattern(struct probes_lister *l, struct diag_list *d,
 		const char *target = np >= 2 ? parts[1] : "";
 
 		if (np < 3 && pid <= 0) {
+			if (l->quiet)
+				return ++l->skipped, 0;
 			diag_error(d, loc,
 				   "usdt probe type requires 2 or 3 arguments");
 			return -EINVAL;
@@ -568,6 +619,10 @@ int probes_list(const char *pattern, int pid, bool verbose, FILE *out,
 	}
 	if (diag_has_errors(&d) || d.nwarnings)
 		diag_print(&d, err);
+	/* bpftrace's follow-up, located nowhere (an empty underline) */
+	if (l.no_aps)
+		fprintf(err, "stdin:1:1-1: ERROR: No attach points for probe\n%s\n\n",
+			pattern);
 	if (diag_has_errors(&d))
 		rc = 1;
 	if (!rc) {

@@ -290,10 +290,18 @@ int probes_resolve_target(struct arena *a, const char *target, int pid,
 					const char *s = has_slash ? files[i] :
 						probes_basename(files[i]);
 
-					if (probes_match_wildcard(target, s) &&
-					    probes_is_elf(files[i]))
-						probes_add_unique(a, &v,
-								  files[i]);
+					const char *f = files[i];
+
+					if (!probes_match_wildcard(target, s))
+						continue;
+					/* a file of another mount namespace
+					 * (a container): through its root */
+					if (!probes_is_elf(f) && f[0] == '/')
+						f = arena_printf(
+							a, "/proc/%d/root%s",
+							pid, f);
+					if (probes_is_elf(f))
+						probes_add_unique(a, &v, f);
 				}
 		} else if (strchr(target, '/')) {
 			glob_t g;

@@ -2,6 +2,7 @@
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "env.h"
 
@@ -29,9 +30,26 @@ static int env_u64(const char *name, uint64_t *dst)
 	return 0;
 }
 
+/* 0 or 1, as bpftrace reads a boolean variable. */
+static int env_bool(const char *name, bool *dst)
+{
+	const char *s = getenv(name);
+
+	if (!s)
+		return 0;
+	if (strcmp(s, "0") && strcmp(s, "1")) {
+		fprintf(stderr, "ERROR: Env var '%s' did not contain a valid "
+			"value (0 or 1).\n", name);
+		return -EINVAL;
+	}
+	*dst = *s == '1';
+	return 0;
+}
+
 int env_read(void)
 {
 	struct env e = env_values;
+	bool cache;
 	int err;
 
 	err = env_u64("BPFTRACE_CAT_BYTES_MAX", &e.cat_bytes_max);
@@ -39,9 +57,19 @@ int env_read(void)
 	err = err ?: env_u64("BPFTRACE_PERF_RB_PAGES", &e.perf_rb_pages);
 	err = err ?: env_u64("BPFTRACE_MAX_PROBES", &e.max_probes);
 	err = err ?: env_u64("BPFTRACE_MAX_BPF_PROGS", &e.max_bpf_progs);
+	err = err ?: env_bool("BPFTRACE_NO_CPP_DEMANGLE", &e.no_cpp_demangle);
+	err = err ?: env_bool("BPFTRACE_NO_USER_SYMBOLS", &e.no_user_symbols);
+	/* checked only: ubt keeps each process's symbols, and reads them
+	 * again when the process maps more (a cache that is always right) */
+	err = err ?: env_bool("BPFTRACE_CACHE_USER_SYMBOLS", &cache);
 	if (!err)
 		env_values = e;
 	return err;
+}
+
+void env_no_cpp_demangle(void)
+{
+	env_values.no_cpp_demangle = true;
 }
 
 int env_check_limits(int nprobes, int nprogs)

@@ -22,6 +22,11 @@ struct env {
 				 * when not set (no limit) */
 	uint64_t max_bpf_progs;	/* BPFTRACE_MAX_BPF_PROGS: BPF programs,
 				 * 0 when not set (no limit) */
+	bool no_cpp_demangle;	/* BPFTRACE_NO_CPP_DEMANGLE=1: C++ symbols
+				 * of user stacks, usym() and func as
+				 * mangled */
+	bool no_user_symbols;	/* BPFTRACE_NO_USER_SYMBOLS=1: user
+				 * addresses printed unresolved */
 };
 
 /* Read the variables; 0, or -EINVAL with the message printed. */
@@ -32,6 +37,10 @@ int env_read(void);
  * with bpftrace's message printed.
  */
 int env_check_limits(int nprobes, int nprogs);
+
+/* The program's config = { cpp_demangle = false }, as
+ * BPFTRACE_NO_CPP_DEMANGLE=1. */
+void env_no_cpp_demangle(void);
 
 /* The values read (the defaults before env_read()). */
 const struct env *env_get(void);

@@ -171,6 +171,14 @@ int kernel_run(struct compile *c, const struct kernel_opts *o)
 	if (!o->quiet)
 		out_attached(&k->out, nprobes);
 	fflush(k->out.f);
+	/*
+	 * BEGIN runs before the other probes are attached, as bpftrace
+	 * runs it: what it stores (@n = 0) is there before any probe hit
+	 * (its output is read after, below)
+	 */
+	err = kernel_run_begin(k);
+	if (err)
+		goto out;
 	err = kernel_attach(k, &nprobes);
 	if (err)
 		goto out;
@@ -179,9 +187,6 @@ int kernel_run(struct compile *c, const struct kernel_opts *o)
 		fflush(stdout);
 		fputs("__BPFTRACE_NOTIFY_PROBES_ATTACHED\n", stderr);
 	}
-	err = kernel_run_begin(k);
-	if (err)
-		goto out;
 	kernel_consume(k);
 	/* interval and profile periods start once BEGIN has run */
 	if (!k->exiting && !signals_stopping())
@@ -216,7 +221,7 @@ int kernel_run(struct compile *c, const struct kernel_opts *o)
 		child_report_pid(stderr, o->pid, st, o->verbose);
 	kernel_watch_resume(k);
 	kernel_detach_fast(k);
-	rc = err ? 1 : 0;
+	rc = err ? 1 : kernel_exit_code(k);
 out:
 	signals_restore();
 	kernel_child_kill(&ch);

@@ -71,6 +71,8 @@ int kernel_drain(struct kernel *k);
 void kernel_stop_probes(struct kernel *k);
 /* exit() was called in the program. */
 bool kernel_exiting(const struct kernel *k);
+/* The code of the exit(code) that ended the run, 0 without one. */
+int kernel_exit_code(const struct kernel *k);
 /* Map fd for a cg_map index, -1 when not loaded. */
 int kernel_map_fd(const struct kernel *k, int map);
 /* One of ubt's own maps in the object (codegen/cg.h CG_MAP_*), or -1. */

@@ -27,6 +27,7 @@
 #include "exitwatch.h"
 #include "kernel.h"
 #include "output.h"
+#include "env.h"
 #include "probes.h"
 #include "sema.h"
 #include "stack_sym.h"
@@ -215,12 +216,21 @@ static void kernel_display_value(struct kernel *k, const struct type *t,
 			    &kernel_progs(k)[w[1] - 1] :
 			    NULL;
 		if (p && p->nmatches == 1 && p->matches[0].func &&
-		    !p->matches[0].func_offset)
-			snprintf(dst, dt->size, "%s", p->matches[0].func);
-		else if (p && p->nmatches == 1 && p->matches[0].func)
-			snprintf(dst, dt->size, "%s+%lu", p->matches[0].func,
-				 (unsigned long)p->matches[0].func_offset);
-		else
+		    !env_get()->no_user_symbols) {
+			/* the probe's function, demangled as bpftrace's
+			 * symbolizer prints it */
+			const char *f = p->matches[0].func;
+			char *d = env_get()->no_cpp_demangle ?
+					  NULL : probes_demangle(f);
+
+			if (!p->matches[0].func_offset)
+				snprintf(dst, dt->size, "%s", d ? d : f);
+			else
+				snprintf(dst, dt->size, "%s+%lu", d ? d : f,
+					 (unsigned long)p->matches[0]
+						 .func_offset);
+			free(d);
+		} else
 			stack_usym(kernel_syms(k), (int)w[0], addr, false,
 				   false, dst, dt->size);
 		return;

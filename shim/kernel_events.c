@@ -42,6 +42,50 @@
  * Under -f json the whole output is one event, as bpftrace prints it:
  * {"type": "syscall"|"cat", "data": "..."}.
  */
+/*
+ * errorf() and warnf() (bpftrace v0.25): the text printf() would print,
+ * as a located message on stderr ("stdin:1:9-40: ERROR: text", no
+ * source line), or in JSON {"type": "errorf", "msg": ..., "filename":
+ * ..., "line": ..., "col": ...}.  False for any other printf().
+ */
+static bool kernel_located_printf(struct kernel *k, const struct cg_event *e,
+				  const struct fmt_string *fs,
+				  const struct type *t, const void *args,
+				  size_t size)
+{
+	enum sema_func f = e->call && e->call->sema ? e->call->sema->func :
+						      FN_NONE;
+	const struct ast_loc *l;
+	const char *file;
+	char *text;
+
+	if (f != FN_ERRORF && f != FN_WARNF)
+		return false;
+	if (f == FN_WARNF && diag_no_warnings)
+		return true;
+	l = &e->call->loc;
+	file = k->c && k->c->diag.filename ? k->c->diag.filename : "stdin";
+	text = out_format(fs, t, args, size);
+	if (!text)
+		return true;
+	if (k->out.format == OUT_JSON) {
+		fprintf(k->out.f, "{\"type\": \"%s\", \"msg\": ",
+			f == FN_ERRORF ? "errorf" : "warnf");
+		out_json_string(k->out.f, text, strlen(text));
+		fputs(", \"filename\": ", k->out.f);
+		out_json_string(k->out.f, file, strlen(file));
+		fprintf(k->out.f, ", \"line\": %d, \"col\": %d}\n",
+			l->first_line, l->first_column);
+	} else {
+		fflush(k->out.f);
+		fprintf(stderr, "%s:%d:%d-%d: %s: %s\n", file, l->first_line,
+			l->first_column, l->last_column,
+			f == FN_ERRORF ? "ERROR" : "WARNING", text);
+	}
+	free(text);
+	return true;
+}
+
 static void kernel_copy_output(struct kernel *k, const char *what,
 			       bool is_cmd)
 {
@@ -54,9 +98,15 @@ static void kernel_copy_output(struct kernel *k, const char *what,
 
 	fflush(k->out.f);
 	f = is_cmd ? popen(what, "r") : fopen(what, "r");
+	if (!f && is_cmd) {
+		fprintf(stderr, "ubt: cannot run %s: %s\n", what,
+			strerror(errno));
+		return;
+	}
 	if (!f) {
-		fprintf(stderr, "ubt: cannot %s %s: %s\n",
-			is_cmd ? "run" : "read", what, strerror(errno));
+		/* bpftrace's words */
+		fprintf(stderr, "ERROR: failed to open file '%s': %s\n", what,
+			strerror(errno));
 		return;
 	}
 	while (left && (n = fread(buf, 1, left < sizeof(buf) ? left :
@@ -154,7 +204,7 @@ static void kernel_helper_error(struct kernel *k, const struct cg_event *e,
 		one = k->c->diag;
 		one.head = &g;
 		diag_print(&one, k->out.f);
-	} else {
+	} else if (!diag_no_warnings) {
 		fprintf(k->out.f, "WARNING: %s\n", msg);
 	}
 }
@@ -197,8 +247,13 @@ static int kernel_event(void *ctx, void *data, size_t size)
 		if (!e->args_type || asize < e->args_type->size)
 			break;
 		args = kernel_display(k, e->args_type, dt, args, &tmp);
-		out_printf(&k->out, &k->fmts[h.id], dt, args,
-			   dt == e->args_type ? asize : dt->size);
+		if (kernel_located_printf(k, e, &k->fmts[h.id], dt, args,
+					  dt == e->args_type ? asize :
+							       dt->size))
+			;
+		else
+			out_printf(&k->out, &k->fmts[h.id], dt, args,
+				   dt == e->args_type ? asize : dt->size);
 		free(tmp);
 		break;
 	}
@@ -226,6 +281,13 @@ static int kernel_event(void *ctx, void *data, size_t size)
 		out_time(&k->out, e->fmt ? e->fmt : "%H:%M:%S\n", NULL);
 		break;
 	case CG_EV_EXIT:
+		/* the first exit(code) decides the exit status */
+		if (!k->exiting && asize >= 8) {
+			int64_t code;
+
+			memcpy(&code, args, sizeof(code));
+			k->exit_code = (int)(code & 0xff);
+		}
 		k->exiting = true;
 		break;
 	case CG_EV_PRINT:
@@ -403,6 +465,11 @@ void kernel_stop_probes(struct kernel *k)
 		return;
 	v[2] = 1;
 	bpf_map_update_elem(k->globals_fd, &zero, v, BPF_ANY);
+}
+
+int kernel_exit_code(const struct kernel *k)
+{
+	return k ? k->exit_code : 0;
 }
 
 bool kernel_exiting(const struct kernel *k)

@@ -77,6 +77,7 @@ struct kernel {
 					 * for output (kernel_display_type) */
 	int ncpus;
 	bool exiting;		/* exit() seen */
+	int exit_code;		/* exit(code)'s, 0 without one */
 	bool in_end;		/* running END: events are printed again */
 	bool stopped;		/* kernel_stop_probes() done */
 	char *log_buf;		/* BPFTRACE_LOG_SIZE bytes, or NULL */

@@ -180,6 +180,8 @@ static const char *place_func_ok(struct compile *c, enum sema_func f)
 	case FN_HIST:
 	case FN_LHIST:
 	case FN_PRINTF:
+	case FN_ERRORF:
+	case FN_WARNF:
 	case FN_PRINT:
 	case FN_TIME:
 	case FN_EXIT:

@@ -299,6 +299,11 @@ static int run_combined(struct compile *c, const struct run_opts *o,
 	kernel_set_map_hook(r.k, run_map_hook, &r);
 	kernel_set_globals(r.k, r.cpid);
 	err = r.sysw ? 0 : run_xmap_place(&r);
+	/* BEGIN before any probe is in place (kernel.c): its output is
+	 * read once the probes are attached (after the shared tables: it
+	 * may write them) */
+	if (!err)
+		kernel_run_begin(r.k);
 	err = err ?: (r.sysw ? 0 : run_user_install(&r, &nprobes, false));
 	if (err)
 		goto out;
@@ -335,7 +340,6 @@ static int run_combined(struct compile *c, const struct run_opts *o,
 		fflush(stdout);
 		fputs("__BPFTRACE_NOTIFY_PROBES_ATTACHED\n", stderr);
 	}
-	kernel_run_begin(r.k);
 	/* BEGIN's output comes before anything the target prints */
 	kernel_poll(r.k, 0);
 	fflush(o->out ? o->out : stdout);
@@ -411,7 +415,7 @@ static int run_combined(struct compile *c, const struct run_opts *o,
 		if (exitwatch_status(xw, &st))
 			child_report_pid(stderr, o->pid, st, o->verbose);
 	}
-	rc = 0;
+	rc = kernel_exit_code(r.k);
 out:
 	if (r.sysw)
 		sysw_stop(&r);

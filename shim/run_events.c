@@ -109,7 +109,11 @@ static void run_fast_init(struct run *r)
 	for (int i = 0; i < r->nobj->nevents; i++) {
 		const struct cg_event *e = &r->nobj->events[i];
 
+		/* the fast path prints printf() only: errorf() and
+		 * warnf() go through kernel_handle_event() */
 		if (e->kind == CG_EV_PRINTF && e->fmt &&
+		    (!e->call || !e->call->sema ||
+		     e->call->sema->func == FN_PRINTF) &&
 		    run_plain_args(e->args_type))
 			fmt_parse(&r->c->arena, e->fmt, strlen(e->fmt),
 				  &r->ufmts[i]);
@@ -175,6 +179,8 @@ static bool run_event_call(enum sema_func f)
 {
 	switch (f) {
 	case FN_PRINTF:
+	case FN_ERRORF:
+	case FN_WARNF:
 	case FN_TIME:
 	case FN_SYSTEM:
 	case FN_CAT:

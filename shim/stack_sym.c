@@ -9,6 +9,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "env.h"
 #include "probes.h"
 #include "stack.h"
 #include "util.h"
@@ -114,15 +115,21 @@ void stack_usym(struct stack_syms *s, int pid, uint64_t addr,
 		bool with_offset, bool with_module, char *buf, size_t size)
 {
 	uint64_t off = 0;
-	const char *name, *mod = NULL;
-	char hex[24];
+	const char *name = NULL, *mod = NULL;
+	char hex[24], *demangled = NULL;
 
 	/* mapped since the last snapshot (dlopen, exec): take a new one
 	 * while the process lives */
-	if (!probes_symcache_module(s->sc, pid, addr) &&
-	    stack_renote_due(s, pid))
-		stack_syms_note(s, pid);
-	name = probes_symcache_resolve(s->sc, pid, addr, &off);
+	if (!env_get()->no_user_symbols) {
+		if (!probes_symcache_module(s->sc, pid, addr) &&
+		    stack_renote_due(s, pid))
+			stack_syms_note(s, pid);
+		name = probes_symcache_resolve(s->sc, pid, addr, &off);
+	}
+	/* C++ names demangled, as bpftrace prints them */
+	if (name && !env_get()->no_cpp_demangle &&
+	    (demangled = probes_demangle(name)))
+		name = demangled;
 
 	if (name && with_module)
 		mod = probes_symcache_module(s->sc, pid, addr);
@@ -135,6 +142,7 @@ void stack_usym(struct stack_syms *s, int pid, uint64_t addr,
 	else
 		snprintf(buf, size, "%s%s%s%s", name, mod ? " (" : "",
 			 mod ? mod : "", mod ? ")" : "");
+	free(demangled);
 }
 
 static int stack_ksym_cmp(const void *x, const void *y)

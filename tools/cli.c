@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "diag.h"
 #include "util.h"
 
 enum {
@@ -22,6 +23,7 @@ enum {
 	OPT_INFO,
 	OPT_INCLUDE,
 	OPT_MODE,
+	OPT_NO_WARNINGS,
 	OPT_PARSE_ONLY,
 	OPT_UNSAFE,
 	OPT_USDT_FILE_ACTIVATION,
@@ -36,6 +38,7 @@ static const struct option cli_long_opts[] = {
 	{ "info", no_argument, NULL, OPT_INFO },
 	{ "include", required_argument, NULL, OPT_INCLUDE },
 	{ "mode", required_argument, NULL, OPT_MODE },
+	{ "no-warnings", no_argument, NULL, OPT_NO_WARNINGS },
 	{ "parse-only", no_argument, NULL, OPT_PARSE_ONLY },
 	{ "unsafe", no_argument, NULL, OPT_UNSAFE },
 	{ "usdt-file-activation", no_argument, NULL,
@@ -77,6 +80,7 @@ void cli_help(FILE *f)
 	      "    -k             emit a warning when a bpf helper returns an error (except read functions)\n"
 	      "    -kk            check all bpf helper functions\n"
 	      "    -V, --version  ubt version\n"
+	      "    --no-warnings  disable all warning messages\n"
 	      "\n"
 	      "TROUBLESHOOTING OPTIONS:\n"
 	      "    -v             verbose messages\n"
@@ -330,6 +334,9 @@ int cli_parse(struct cli_opts *o, int argc, char **argv, FILE *err)
 		case OPT_INFO:
 			o->action = CLI_INFO;
 			return 0;
+		case OPT_NO_WARNINGS:
+			diag_no_warnings = true;
+			break;
 		case OPT_USDT_FILE_ACTIVATION:
 			/* semaphores are counted by file already: the kernel
 			 * keeps them in every process of the binary */

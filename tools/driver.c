@@ -367,6 +367,8 @@ int driver_run(const struct cli_opts *o)
 	rc = driver_sema(&c, o);
 	if (rc)
 		goto out;
+	if (c.sema && c.sema->no_cpp_demangle)
+		env_no_cpp_demangle();
 	rc = driver_execute(&c, o, out);
 out:
 	if (out && out != stdout && fclose(out) && !rc) {

@@ -23,6 +23,7 @@
  *   ubt_exc_bt(): glibc backtrace() from inside it must reach main
  *   ubt_exc_mid(2) once more (returns 5): 12 returns in all, sum 120
  *   (ubt_exc_throw: 18 calls, 12 returns)
+ *   ubt::exc_named(2) (a C++ name, _ZN3ubt9exc_namedEl): returns 42
  *   ubt_exc_regs(5): calls ubt_exc_leaf(5) (returns 16) keeping 5 in
  *     %rdi and %rsi, which the leaf does not touch (as gcc's -fipa-ra
  *     lets a caller do); prints "registers kept" when they survived
@@ -273,6 +274,15 @@ extern "C" UBT_PROBE long ubt_exc_hold_ret(long v)
 	return v + 1;
 }
 
+/* A C++ name (mangled _ZN3ubt9exc_namedEl): symbols demangled */
+namespace ubt {
+UBT_PROBE long exc_named(long v)
+{
+	UBT_FRAME();
+	return v + 40;
+}
+}
+
 extern "C" UBT_PROBE long ubt_exc_sig_leaf(long v)
 {
 	UBT_FRAME();
@@ -402,6 +412,8 @@ int main(int argc, char **argv)
 	ubt_exc_bt(1);
 	printf("backtrace %s\n", bt_main ? "reaches main" : "stops early");
 	if (ubt_exc_mid(2) != 5)
+		wrong = 1;
+	if (ubt::exc_named(2) != 42)
 		wrong = 1;
 	if (wrong)
 		printf("ubt-exc: wrong result\n");
