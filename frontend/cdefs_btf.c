@@ -51,31 +51,11 @@ const char *cdefs_btf_wanted(struct arena *a, const char *msg)
 	return last ? quoted(a, last) : NULL;
 }
 
-/* The BTF id of a C type name, or 0. */
-static uint32_t btf_id(const struct btf *btf, const char *name)
-{
-	int32_t id;
-
-	if (!strncmp(name, "struct ", 7))
-		id = btf__find_by_name_kind(btf, name + 7, BTF_KIND_STRUCT);
-	else if (!strncmp(name, "union ", 6))
-		id = btf__find_by_name_kind(btf, name + 6, BTF_KIND_UNION);
-	else if (!strncmp(name, "enum ", 5)) {
-		id = btf__find_by_name_kind(btf, name + 5, BTF_KIND_ENUM);
-		if (id <= 0)
-			id = btf__find_by_name_kind(btf, name + 5,
-						    BTF_KIND_ENUM64);
-	} else {
-		id = btf__find_by_name_kind(btf, name, BTF_KIND_TYPEDEF);
-	}
-	return id > 0 ? (uint32_t)id : 0;
-}
-
 bool cdefs_btf_has(const char *name)
 {
 	const struct btf *btf = types_btf_vmlinux();
 
-	return btf && btf_id(btf, name);
+	return btf && types_btf_id(btf, name);
 }
 
 static void dump_printf(void *ctx, const char *fmt, va_list args)
@@ -106,7 +86,7 @@ char *cdefs_btf_header(struct arena *a, const char *const *names, int n)
 	/* each type once, with what it holds by value defined before it
 	 * and what it points to declared */
 	for (int i = 0; i < n; i++) {
-		uint32_t id = btf_id(btf, names[i]);
+		uint32_t id = types_btf_id(btf, names[i]);
 
 		if (id && !btf_dump__dump_type(dump, id))
 			found++;

@@ -262,16 +262,10 @@ static struct type *btf_conv(struct arena *a, const struct btf *btf,
 	}
 }
 
-struct type *types_btf_lookup(struct arena *a, const char *name)
+uint32_t types_btf_id(const struct btf *btf, const char *name)
 {
-	const struct btf *btf = types_btf_vmlinux();
-	int32_t id = -1;
-	struct type *t;
+	int32_t id;
 
-	if (!btf) {
-		errno = ENODATA;
-		return NULL;
-	}
 	if (!strncmp(name, "struct ", 7))
 		id = btf__find_by_name_kind(btf, name + 7, BTF_KIND_STRUCT);
 	else if (!strncmp(name, "union ", 6))
@@ -284,6 +278,20 @@ struct type *types_btf_lookup(struct arena *a, const char *name)
 	} else {
 		id = btf__find_by_name_kind(btf, name, BTF_KIND_TYPEDEF);
 	}
+	return id > 0 ? (uint32_t)id : 0;
+}
+
+struct type *types_btf_lookup(struct arena *a, const char *name)
+{
+	const struct btf *btf = types_btf_vmlinux();
+	int32_t id;
+	struct type *t;
+
+	if (!btf) {
+		errno = ENODATA;
+		return NULL;
+	}
+	id = (int32_t)types_btf_id(btf, name);
 	if (id <= 0) {
 		errno = ENOENT;
 		return NULL;

@@ -34,6 +34,8 @@ struct btf *types_btf_vmlinux(void);
  * kernel BTF).
  */
 struct type *types_btf_lookup(struct arena *a, const char *name);
+/* The BTF id of a C type name ("struct x", "enum e", a typedef), or 0. */
+uint32_t types_btf_id(const struct btf *btf, const char *name);
 
 /* The value of the kernel enumerator name (BPF_MAP_TYPE_HASH): 0, or
  * -ENOENT. */

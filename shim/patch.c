@@ -307,12 +307,8 @@ static bool is_rsp(ZydisRegister r)
 						r) == ZYDIS_REGISTER_RSP;
 }
 
-/*
- * An instruction left in place before the jump must fall through to it:
- * true (with the reason) for a branch, call, return or trap.
- */
-static bool transfers_control(const ZydisDecodedInstruction *in,
-			      uint64_t off, struct patch_site *s)
+/* A branch, call, return or trap: control may not fall through. */
+static bool jumps_away(const ZydisDecodedInstruction *in)
 {
 	switch (in->meta.category) {
 	case ZYDIS_CATEGORY_COND_BR:
@@ -322,6 +318,20 @@ static bool transfers_control(const ZydisDecodedInstruction *in,
 	case ZYDIS_CATEGORY_INTERRUPT:
 	case ZYDIS_CATEGORY_SYSCALL:
 	case ZYDIS_CATEGORY_SYSTEM:
+		return true;
+	default:
+		return false;
+	}
+}
+
+/*
+ * An instruction left in place before the jump must fall through to it:
+ * true (with the reason) for a branch, call, return or trap.
+ */
+static bool transfers_control(const ZydisDecodedInstruction *in,
+			      uint64_t off, struct patch_site *s)
+{
+	if (jumps_away(in)) {
 		snprintf(s->reason, sizeof(s->reason),
 			 "the %sinstruction '%s' at +%#llx transfers control: "
 			 "no room for a jump after it",
@@ -329,9 +339,8 @@ static bool transfers_control(const ZydisDecodedInstruction *in,
 			 ZydisMnemonicGetString(in->mnemonic),
 			 (unsigned long long)off);
 		return true;
-	default:
-		return false;
 	}
+	return false;
 }
 
 /*
@@ -498,18 +507,8 @@ static bool flags_dead_at(ZydisDecoder *d, const uint8_t *code,
 		need &= ~(f->modified | f->set_0 | f->set_1 | f->undefined);
 		if (!need)
 			return true;
-		switch (in.meta.category) {
-		case ZYDIS_CATEGORY_COND_BR:
-		case ZYDIS_CATEGORY_UNCOND_BR:
-		case ZYDIS_CATEGORY_CALL:
-		case ZYDIS_CATEGORY_RET:
-		case ZYDIS_CATEGORY_INTERRUPT:
-		case ZYDIS_CATEGORY_SYSCALL:
-		case ZYDIS_CATEGORY_SYSTEM:
+		if (jumps_away(&in))
 			return false;
-		default:
-			break;
-		}
 		off += in.length;
 	}
 	return false;
