@@ -473,8 +473,9 @@ RT_EXPORT long rt_init(struct rt_ctl *ctl)
  * rt_wrap_exit: %r11 = the slot of the returning call.  Pops the shadow
  * stack down to the entry for that slot, discarding entries above it
  * (frames skipped by longjmp, an exception or by leaving a signal
- * handler), and returns the original return address in %r11 and the
- * caller's %rbx in %rbx.  Preserves all other registers.
+ * handler; the entry found is marked RT_SH_FREE), and returns the
+ * original return address in %r11 and the caller's %rbx in %rbx.
+ * Preserves all other registers.
  *
  * rt_wrap_call: see RT_FN_WRAP_CALL in rt_abi.h.
  */
@@ -644,6 +645,9 @@ __asm__(".text\n"
 	"(%rax,%rcx), %rbx\n"
 	"	mov " RT_STR(RT_BLK_SHADOW) " + " RT_STR(RT_SH_RET)
 	"(%rax,%rcx), %r11\n"
+	/* RT_SH_FREE: the entry is free once the top is lowered */
+	"	movq $-1, " RT_STR(RT_BLK_SHADOW) " + " RT_STR(RT_SH_SLOT)
+	"(%rax,%rcx)\n"
 	"	mov %rcx, " RT_STR(RT_BLK_SHADOW_TOP) "(%rax)\n"
 	"	pop %rcx\n"
 	"	pop %rax\n"

@@ -103,6 +103,16 @@
 #define RT_SH_RET 8
 #define RT_SH_RBX 16
 #define RT_SH_CONT 24
+/*
+ * A popped entry's slot (every pop writes it before it lowers the top):
+ * above every stack, never taken for a stale frame.  A push writes its
+ * slot, then the top, then its slot again; a signal handler that comes
+ * in before the top pushes and pops at the same index, and one that
+ * comes in after it finds the entry as the first handler left it: with
+ * that handler's slot there, the second would drop the live entry as a
+ * frame left by longjmp (same stack, slot at or below its own).
+ */
+#define RT_SH_FREE (~0ULL)
 #define RT_SHADOW_DEPTH 120	/* 0x100 + 120 * 32 = RT_BLK_MAP */
 #define RT_SAME_STACK 0x800000	/* 8 MiB: frames closer are on one stack */
 #define RT_BLK_MAP 0x1000

@@ -11,6 +11,7 @@ _Static_assert(RT_BLK_MAP == 4096 && RT_SH_SLOT == 0 &&
 		       RT_BLK_SHADOW + RT_SHADOW_DEPTH * RT_SHADOW_ENTRY <=
 			       RT_BLK_MAP,
 	       "shadow stack outside the block's first page");
+_Static_assert(RT_SH_FREE == (uint64_t)-1, "a free slot is not $-1");
 
 struct emit {
 	uint8_t *p;
@@ -441,7 +442,8 @@ int tramp_build(const struct tramp_spec *spec, struct patch_site *s,
 		 * A signal handler may push and pop wrapped calls at any
 		 * point: the slot goes in first (a handler's push checks the
 		 * top entry's), then the new top, then the slot again (a
-		 * handler may have used the entry meanwhile) and the rest.
+		 * handler may have used the entry meanwhile, and left it
+		 * RT_SH_FREE) and the rest.
 		 * %rbx holds the slot's address meanwhile (no memory
 		 * read-modify-write on the way).
 		 */
@@ -539,8 +541,13 @@ after_call:
 		EMIT(&e, 0x4c, 0x8d, 0x9b);		/* lea -shadow(%rbx),%r11 */
 		u32(&e, (uint32_t)-RT_BLK_SHADOW);
 		EMIT(&e, 0x49, 0x29, 0xc3);		/* sub %rax,%r11 */
-		/* read the entry before it is free: a handler may push */
+		/*
+		 * Read the entry before it is free: a handler may push.  Its
+		 * slot becomes RT_SH_FREE first (see rt_abi.h): a push this
+		 * handler interrupted may publish the entry as its own.
+		 */
 		EMIT(&e, 0xff, 0x73, RT_SH_RET);	/* push ret(%rbx) */
+		EMIT(&e, 0x48, 0xc7, 0x03, 0xff, 0xff, 0xff, 0xff); /* free */
 		EMIT(&e, 0x48, 0x8b, 0x5b, RT_SH_RBX);	/* mov rbx(%rbx),%rbx */
 		EMIT(&e, 0x4c, 0x89, 0x58, RT_BLK_SHADOW_TOP); /* %r11,top */
 		EMIT(&e, 0x41, 0x5b);			/* pop %r11 */
