@@ -494,7 +494,7 @@ void cg_aggregate(struct cg *g, struct ast_node *mapnode,
  * absent key is stored as 0 + d.  The value before, as read (exact
  * unless another CPU adds at the same time), goes to *old.  False when
  * this does not apply (the native target, values that are not 4- or
- * 8-byte integers): the caller reads and assigns.
+ * 8-byte integers, a shared table): the caller reads and assigns.
  */
 bool cg_map_can_add(struct cg *g, struct ast_node *mapnode)
 {
@@ -505,6 +505,9 @@ bool cg_map_can_add(struct cg *g, struct ast_node *mapnode)
 
 	if (g->ir.target == CG_TARGET_NATIVE || !vt || vt->kind != TY_INT ||
 	    (vt->size != 4 && vt->size != 8) || cg_map_agg(sm) != FN_NONE)
+		return false;
+	/* a table both sides share has its own atomics (cg_xmap.c) */
+	if (g->opts && g->opts->xmap_maps && g->opts->xmap_maps[sm->id])
 		return false;
 	m = &g->obj->maps[sm->id];
 	return !m->bucketed && m->value_size == vt->size && mapnode->type &&
