@@ -281,8 +281,9 @@ static int kernel_event(void *ctx, void *data, size_t size)
 		out_time(&k->out, e->fmt ? e->fmt : "%H:%M:%S\n", NULL);
 		break;
 	case CG_EV_EXIT:
-		/* the first exit(code) decides the exit status */
-		if (!k->exiting && asize >= 8) {
+		/* the first exit(code) decides the exit status (its record
+		 * holds the code; a time stamp may follow any record) */
+		if (!k->exiting && e->size >= sizeof(h) + 8 && asize >= 8) {
 			int64_t code;
 
 			memcpy(&code, args, sizeof(code));
