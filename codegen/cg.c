@@ -418,10 +418,12 @@ static void cg_probes(struct cg *g)
 
 		if (prov == PROV_USDT)
 			split = true;
-		/* a watchpoint per function: its own program to attach */
+		/* a watchpoint per function: its own program to attach;
+		 * a tracepoint wildcard whose args move: one per match */
 		for (struct ast_node *ap = p->probe.aps; ap; ap = ap->next)
 			if (ap->sema->ap->provider == PROV_WATCHPOINT ||
-			    ap->sema->ap->provider == PROV_ASYNCWATCHPOINT)
+			    ap->sema->ap->provider == PROV_ASYNCWATCHPOINT ||
+			    ap->sema->ap->args_split)
 				split = true;
 
 		for (struct ast_node *ap = p->probe.aps; ap && !g->err;

@@ -112,29 +112,34 @@ static struct type *ty_u8(struct sema_ctx *x, struct ast_node *n)
 }
 
 /* Field i of a with the same name, offset and type in b? */
-static bool field_in(const struct type *a, int i, const struct type *b)
+static bool field_in(const struct type *a, int i, const struct type *b,
+		     bool *moved)
 {
 	const struct type_field *f = &a->fields[i];
 
 	for (int j = 0; j < b->nfields; j++) {
 		const struct type_field *g = &b->fields[j];
 
-		if (g->name && f->name && !strcmp(g->name, f->name))
-			return g->offset == f->offset &&
-			       type_equal(g->type, f->type) &&
-			       tp_field_is_data_loc(a, i) ==
-				       tp_field_is_data_loc(b, j);
+		if (!g->name || !f->name || strcmp(g->name, f->name))
+			continue;
+		if (!type_equal(g->type, f->type) ||
+		    tp_field_is_data_loc(a, i) != tp_field_is_data_loc(b, j))
+			return false;
+		*moved |= g->offset != f->offset;
+		return true;
 	}
 	return false;
 }
 
 /*
  * The args record of one tracepoint attach point. A wildcard matches
- * several tracepoints and one program serves them all: its record has
- * the fields every match has at the same offset with the same type.
+ * several tracepoints: its record has the fields every match has with the
+ * same type.  One program serves them all when each such field lies at
+ * the same offset in every match; else (*split) each match gets its own
+ * program, with its own layout (sys_enter_exec*: argv).
  */
 static int tp_ap_args(struct sema_ctx *x, struct ast_node *ap,
-		      struct type **out)
+		      struct type **out, bool *split)
 {
 	const char *cat = ap->ap.target, *ev = ap->ap.func;
 	const char *pat, **names;
@@ -172,12 +177,13 @@ static int tp_ap_args(struct sema_ctx *x, struct ast_node *ap,
 					      (recs[0]->nfields ?: 1));
 	m->nfields = 0;
 	for (int i = 0; i < recs[0]->nfields; i++) {
-		bool all = true;
+		bool all = true, moved = false;
 
 		for (int r = 1; r < nrecs && all; r++)
-			all = field_in(recs[0], i, recs[r]);
+			all = field_in(recs[0], i, recs[r], &moved);
 		if (all)
 			m->fields[m->nfields++] = recs[0]->fields[i];
+		*split |= all && moved;
 	}
 	*out = m;
 	return 0;
@@ -223,7 +229,8 @@ static struct type *ty_args(struct sema_ctx *x, struct ast_node *n)
 				if (sema_uprobe_args(x, ap, &sa->args_type))
 					return NULL;
 			} else if (!sa->args_type) {
-				err = tp_ap_args(x, ap, &sa->args_type);
+				err = tp_ap_args(x, ap, &sa->args_type,
+						 &sa->args_split);
 			}
 			if (err) {
 				sema_error(x, &ap->loc,

@@ -273,6 +273,9 @@ struct sema_ap {
 	bool available;		/* false: kprobe & co on this kernel */
 	struct type *args_type;	/* its args record, or NULL */
 	bool args_failed;	/* internal: args error reported once */
+	/* tracepoint wildcard: a field of args lies at different offsets
+	 * in its matches, so each match gets its own program (codegen) */
+	bool args_split;
 };
 
 /*
