@@ -193,10 +193,19 @@ static int detach_target(struct ubt_user *u)
 	}
 	if (!u->nsites)
 		return 0;
-	pt_release(&u->pt);
-	pt_init(&u->pt);
-	u->pt.hold_ns = USER_HOLD_NS;	/* no thread stopped long */
-	err = pt_seize(&u->pt, u->pid);
+	/*
+	 * Another tracer may hold it for a moment (a second ubt attaching
+	 * refuses, and lets go): wait for it rather than leave the jumps.
+	 */
+	for (uint64_t t0 = mono_ns();;) {
+		pt_release(&u->pt);
+		pt_init(&u->pt);
+		u->pt.hold_ns = USER_HOLD_NS;	/* no thread stopped long */
+		err = pt_seize(&u->pt, u->pid);
+		if (err != -EPERM || mono_ns() - t0 > USER_DETACH_WAIT_NS)
+			break;
+		usleep(5000);
+	}
 	if (err) {
 		user_note_exit(u);
 		if (user_process_gone(u, err))

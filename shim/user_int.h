@@ -91,6 +91,9 @@ struct user_pause {
  * stopped runs again, and stops again with the late ones (ptrace.h).
  */
 #define USER_HOLD_NS (500 * 1000ULL)
+/* user_detach(): how long another tracer may hold the process (a second
+ * ubt attaching) before the restore gives up on it */
+#define USER_DETACH_WAIT_NS (5 * 1000000000ULL)
 
 /* user_module_range()'s last answer */
 struct user_range {
