@@ -479,6 +479,18 @@ RT_EXPORT long rt_init(struct rt_ctl *ctl)
  *
  * rt_wrap_call: see RT_FN_WRAP_CALL in rt_abi.h.
  */
+/*
+ * The unwind rules of rt_wrap_call and of every stub slot: they hold at
+ * every instruction (the comment at rt_wrap_call below says why).
+ */
+#define RT_WRAP_CFI                                                         \
+	"	.cfi_startproc\n"                                           \
+	"	.cfi_escape 0x0f, 0x0b, 0x77, 0x0f, 0x73, 0x00, 0x08, 0x05, " \
+	"0x25, 0x08, 0x07, 0x1d, 0x1c\n"                                 \
+	"	.cfi_escape 0x16, 0x07, 0x02, 0x77, 0x00\n"                  \
+	"	.cfi_escape 0x10, 0x10, 0x02, 0x73, " RT_STR(RT_SH_RET) "\n" \
+	"	.cfi_escape 0x10, 0x03, 0x02, 0x73, " RT_STR(RT_SH_RBX) "\n"
+
 __asm__(".text\n"
 	".globl rt_probe_read\n"
 	".type rt_probe_read,@function\n"
@@ -678,12 +690,7 @@ __asm__(".text\n"
 	".hidden rt_wrap_call\n"
 	".type rt_wrap_call,@function\n"
 	"rt_wrap_call:\n"
-	"	.cfi_startproc\n"
-	"	.cfi_escape 0x0f, 0x0b, 0x77, 0x0f, 0x73, 0x00, 0x08, 0x05, "
-	"0x25, 0x08, 0x07, 0x1d, 0x1c\n"
-	"	.cfi_escape 0x16, 0x07, 0x02, 0x77, 0x00\n"
-	"	.cfi_escape 0x10, 0x10, 0x02, 0x73, " RT_STR(RT_SH_RET) "\n"
-	"	.cfi_escape 0x10, 0x03, 0x02, 0x73, " RT_STR(RT_SH_RBX) "\n"
+	RT_WRAP_CFI
 	"	call *%r11\n"
 	".globl rt_wrap_ret\n"
 	".hidden rt_wrap_ret\n"
@@ -702,12 +709,7 @@ __asm__(".text\n"
 	".hidden rt_wrap_stubs\n"
 	".type rt_wrap_stubs,@function\n"
 	"rt_wrap_stubs:\n"
-	"	.cfi_startproc\n"
-	"	.cfi_escape 0x0f, 0x0b, 0x77, 0x0f, 0x73, 0x00, 0x08, 0x05, "
-	"0x25, 0x08, 0x07, 0x1d, 0x1c\n"
-	"	.cfi_escape 0x16, 0x07, 0x02, 0x77, 0x00\n"
-	"	.cfi_escape 0x10, 0x10, 0x02, 0x73, " RT_STR(RT_SH_RET) "\n"
-	"	.cfi_escape 0x10, 0x03, 0x02, 0x73, " RT_STR(RT_SH_RBX) "\n"
+	RT_WRAP_CFI
 	"	.fill " RT_STR(RT_WRAP_STUBS) " * " RT_STR(RT_WRAP_STUB)
 	", 1, 0xcc\n"
 	"	.cfi_endproc\n"
