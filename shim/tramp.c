@@ -185,6 +185,28 @@ static size_t emit_slow_stub(struct emit *e, uint64_t call, uint64_t after)
 }
 
 /*
+ * At a site inside a function: the entry code called on a 16-byte aligned
+ * stack (the old %rsp kept twice above it), when the thread has its block
+ * (*jz_slow: the rel32 of the jump to the slow path, *call_at the call,
+ * *after the instruction after it); %rsp comes back, %r11 is clobbered.
+ */
+static void emit_aligned_call(struct emit *e, const struct tramp_spec *spec,
+			      size_t *jz_slow, size_t *call_at, size_t *after)
+{
+	EMIT(e, 0x49, 0x89, 0xe3);		/* mov %rsp,%r11 */
+	EMIT(e, 0x48, 0x83, 0xe4, 0xf0);	/* and $-16,%rsp */
+	EMIT(e, 0x41, 0x53);			/* push %r11 */
+	EMIT(e, 0x41, 0x53);			/* push %r11 */
+	/* the thread's block, or jz .slow */
+	*jz_slow = emit_block_test(e, spec->tls_offset);
+	*call_at = e->n;
+	EMIT(e, 0xe8);				/* call entry code */
+	rel32_to(e, spec->entry_code);
+	*after = e->n;
+	EMIT(e, 0x48, 0x8b, 0x24, 0x24);	/* mov (%rsp),%rsp */
+}
+
+/*
  * The end of a site inside a function: the relocated window (its jump back
  * included), the slow path (call at call_at, else on to after), and the
  * literal of rt_slow's address; the length, or -errno.
@@ -226,17 +248,7 @@ static int build_mid(const struct tramp_spec *spec, struct patch_site *s,
 		EMIT(&e, 0x9c);			/* pushfq */
 	EMIT(&e, 0x50);				/* push %rax */
 	EMIT(&e, 0x41, 0x53);			/* push %r11 */
-	EMIT(&e, 0x49, 0x89, 0xe3);		/* mov %rsp,%r11 */
-	EMIT(&e, 0x48, 0x83, 0xe4, 0xf0);	/* and $-16,%rsp */
-	EMIT(&e, 0x41, 0x53);			/* push %r11 */
-	EMIT(&e, 0x41, 0x53);			/* push %r11 */
-	/* the thread's block, or jz .slow */
-	jz_slow = emit_block_test(&e, spec->tls_offset);
-	call_at = e.n;
-	EMIT(&e, 0xe8);				/* call entry code */
-	rel32_to(&e, spec->entry_code);
-	after = e.n;
-	EMIT(&e, 0x48, 0x8b, 0x24, 0x24);	/* mov (%rsp),%rsp */
+	emit_aligned_call(&e, spec, &jz_slow, &call_at, &after);
 	EMIT(&e, 0x41, 0x5b);			/* pop %r11 */
 	EMIT(&e, 0x58);				/* pop %rax */
 	if (!s->flags_dead)
@@ -312,17 +324,8 @@ static int build_regs(const struct tramp_spec *spec, struct patch_site *s,
 	rsp_mov(&e, false, 11, 136);
 	rsp_mov(&e, false, 11, 160);
 	EMIT(&e, 0x48, 0x89, 0xe7);		/* mov %rsp,%rdi */
-	EMIT(&e, 0x49, 0x89, 0xe3);		/* mov %rsp,%r11 */
-	EMIT(&e, 0x48, 0x83, 0xe4, 0xf0);	/* and $-16,%rsp */
-	EMIT(&e, 0x41, 0x53);			/* push %r11 */
-	EMIT(&e, 0x41, 0x53);			/* push %r11 */
-	/* the thread's block, or jz .slow (rt_slow keeps %rdi) */
-	jz_slow = emit_block_test(&e, spec->tls_offset);
-	call_at = e.n;
-	EMIT(&e, 0xe8);				/* call entry code */
-	rel32_to(&e, spec->entry_code);
-	after = e.n;
-	EMIT(&e, 0x48, 0x8b, 0x24, 0x24);	/* mov (%rsp),%rsp */
+	/* (rt_slow keeps %rdi) */
+	emit_aligned_call(&e, spec, &jz_slow, &call_at, &after);
 	/* the probe code keeps every register but %rax and %r11
 	 * (preserve_most), rt_slow too; %rdi held the pt_regs */
 	rsp_mov(&e, true, 0, tramp_pt_regs[0]);
