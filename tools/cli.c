@@ -121,18 +121,29 @@ const char *cli_debug_name(unsigned bit)
 	return NULL;
 }
 
+/* "ubt: " and the message, then the usage (help) or the hint to it. */
+static int cli_verror(FILE *err, bool help, const char *fmt, va_list ap)
+{
+	fputs("ubt: ", err);
+	vfprintf(err, fmt, ap);
+	fputc('\n', err);
+	if (help)
+		cli_help(err);
+	else
+		cli_usage_hint(err);
+	return -EINVAL;
+}
+
 __attribute__((format(printf, 2, 3)))
 static int cli_error(FILE *err, const char *fmt, ...)
 {
 	va_list ap;
+	int ret;
 
-	fputs("ubt: ", err);
 	va_start(ap, fmt);
-	vfprintf(err, fmt, ap);
+	ret = cli_verror(err, false, fmt, ap);
 	va_end(ap);
-	fputc('\n', err);
-	cli_usage_hint(err);
-	return -EINVAL;
+	return ret;
 }
 
 /* PID_MAX_LIMIT of 64-bit kernels: no pid_max is larger */
@@ -170,14 +181,12 @@ __attribute__((format(printf, 2, 3)))
 static int cli_bad_option(FILE *err, const char *fmt, ...)
 {
 	va_list ap;
+	int ret;
 
-	fputs("ubt: ", err);
 	va_start(ap, fmt);
-	vfprintf(err, fmt, ap);
+	ret = cli_verror(err, true, fmt, ap);
 	va_end(ap);
-	fputc('\n', err);
-	cli_help(err);
-	return -EINVAL;
+	return ret;
 }
 
 /* -d: one stage or a comma-separated list of stages. */
