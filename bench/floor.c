@@ -1,6 +1,7 @@
 /*
- * The floor of a probe on this CPU (ubt-hotloop -f floorjmp, -f floorcall),
- * built the way ubt builds a probe, but by this program alone: two copies
+ * The floor of a probe on this CPU (ubt-hotloop -f floorjmp, -f floorcall,
+ * -f floortsc), built the way ubt builds a probe, but by this program alone:
+ * three copies
  * of bench_nop's code (push %rbp; mov %rsp,%rbp; the increment; pop %rbp;
  * ret), patched at start-up, before the threads run: the 5 bytes after the
  * first instruction become a jmp to a trampoline in a page mapped within
@@ -10,6 +11,10 @@
  *
  *   floorjmp:  incq %fs:count; the instructions the jmp replaced; jmp back
  *   floorcall: call probe; the same    (probe: incq %fs:count; ret)
+ *   floortsc:  floorjmp's, plus two reads of the time-stamp counter
+ *              (rdtsc) whose difference is added to the counter: the two
+ *              clock reads of the latency idiom (nsecs at entry and at
+ *              return), with nothing else of a probe around them
  *
  * What this CPU charges for the detour itself, with nothing of ubt in it.
  */
@@ -33,7 +38,8 @@ extern __thread unsigned long bench_tls_sink;
 #define FLOOR_WINDOW 13		/* mov %rsp,%rbp (3), addq $1,%fs:x (10) */
 #define FLOOR_STEP (1024 * 1024ul)	/* tried nearest first, as ubt maps */
 
-extern char bench_floor_site_jmp[], bench_floor_site_call[];
+extern char bench_floor_site_jmp[], bench_floor_site_call[],
+	bench_floor_site_tsc[];
 long bench_floor_tpoff(void), bench_sink_tpoff(void);
 
 __asm__(".text\n"
@@ -65,7 +71,18 @@ __asm__(".text\n"
 	"	addq $1, %fs:bench_tls_sink@tpoff\n"
 	"	pop %rbp\n"
 	"	ret\n"
-	".size bench_floor_call, .-bench_floor_call\n");
+	".size bench_floor_call, .-bench_floor_call\n"
+	".p2align 4\n"
+	".globl bench_floor_tsc\n"
+	".type bench_floor_tsc,@function\n"
+	"bench_floor_tsc:\n"
+	"	push %rbp\n"
+	"bench_floor_site_tsc:\n"
+	"	mov %rsp, %rbp\n"
+	"	addq $1, %fs:bench_tls_sink@tpoff\n"
+	"	pop %rbp\n"
+	"	ret\n"
+	".size bench_floor_tsc, .-bench_floor_tsc\n");
 
 static void floor_rel32(uint8_t *p, const void *end, const void *to)
 {
@@ -82,6 +99,36 @@ static uint8_t *floor_incq(uint8_t *p, long off)
 	memcpy(p, "\x64\x48\xff\x04\x25", 5);
 	memcpy(p + 5, &d, 4);
 	return p + 9;
+}
+
+/*
+ * push %rax; push %rdx; rdtsc; (%rdx:%rax to %rax); sub %rax,%fs:off;
+ * rdtsc; (the same); add %rax,%fs:off; pop %rdx; pop %rax.  The site is
+ * right after bench_nop's push %rbp, where nothing lives below %rsp.
+ */
+static uint8_t *floor_tsc2(uint8_t *p, long off)
+{
+	static const uint8_t join[] = {
+		0x0f, 0x31,				/* rdtsc */
+		0x48, 0xc1, 0xe2, 0x20,			/* shl $32,%rdx */
+		0x48, 0x09, 0xd0,			/* or %rdx,%rax */
+	};
+	int32_t d = (int32_t)off;
+
+	*p++ = 0x50;
+	*p++ = 0x52;
+	for (int i = 0; i < 2; i++) {
+		memcpy(p, join, sizeof(join));
+		p += sizeof(join);
+		/* sub (0x29) then add (0x01) %rax to %fs:off */
+		memcpy(p, i ? "\x64\x48\x01\x04\x25" : "\x64\x48\x29\x04\x25",
+		       5);
+		memcpy(p + 5, &d, 4);
+		p += 9;
+	}
+	*p++ = 0x5a;
+	*p++ = 0x58;
+	return p;
 }
 
 /* The stolen window, then jmp back to the site's end. */
@@ -144,16 +191,18 @@ int bench_floor_init(void)
 	uint8_t want[FLOOR_WINDOW];
 	uint8_t *site_j = (uint8_t *)bench_floor_site_jmp;
 	uint8_t *site_c = (uint8_t *)bench_floor_site_call;
+	uint8_t *site_t = (uint8_t *)bench_floor_site_tsc;
 	long sink = bench_sink_tpoff(), cnt = bench_floor_tpoff();
 	int32_t d = (int32_t)sink;
-	uint8_t *area, *probe, *tj, *tc;
+	uint8_t *area, *probe, *tj, *tc, *tt;
 	int err;
 
 	/* the sites hold what the trampolines copy */
 	memcpy(want, code, sizeof(want));
 	memcpy(want + 8, &d, 4);
 	if (memcmp(site_j, want, FLOOR_WINDOW) ||
-	    memcmp(site_c, want, FLOOR_WINDOW)) {
+	    memcmp(site_c, want, FLOOR_WINDOW) ||
+	    memcmp(site_t, want, FLOOR_WINDOW)) {
 		fprintf(stderr, "ubt-hotloop: floor sites not as expected\n");
 		return -EINVAL;
 	}
@@ -172,11 +221,15 @@ int bench_floor_init(void)
 	tc[0] = 0xe8;					/* call probe */
 	floor_rel32(tc + 1, tc + 5, probe);
 	floor_back(tc + 5, site_c);
+	tt = area + 384;
+	floor_back(floor_tsc2(tt, cnt), site_t);
 	if (mprotect(area, 4096, PROT_READ | PROT_EXEC))
 		return -errno;
 	err = floor_patch(site_j, tj);
 	if (!err)
 		err = floor_patch(site_c, tc);
+	if (!err)
+		err = floor_patch(site_t, tt);
 	if (err)
 		fprintf(stderr, "ubt-hotloop: cannot patch the floor sites: "
 			"%s\n", strerror(-err));

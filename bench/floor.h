@@ -6,7 +6,8 @@
  * bench_floor_init() patched them (before it, plain bench_nop). */
 void bench_floor_jmp(void);
 void bench_floor_call(void);
-/* Patch both (the process's own code): 0, or -errno (said on stderr). */
+void bench_floor_tsc(void);
+/* Patch them all (the process's own code): 0, or -errno (said on stderr). */
 int bench_floor_init(void);
 
 #endif

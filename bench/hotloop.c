@@ -17,7 +17,9 @@
  *      floorjmp: its first instruction, a jump to a trampoline that
  *      increments a thread-local counter, runs the instruction the jump
  *      replaced and jumps back; floorcall: the same with a call into a
- *      separate function that increments the counter, and its ret
+ *      separate function that increments the counter, and its ret;
+ *      floortsc: floorjmp plus two rdtsc reads (the latency idiom's
+ *      clock reads)
  * -t   threads, all calling the function at once (default 1)
  * -d   run each thread for MS milliseconds (default 300), or
  * -n   for CALLS calls (rounded up to whole blocks)
@@ -94,6 +96,7 @@ enum bench_func {
 	BENCH_USDT,
 	BENCH_FLOOR_JMP,
 	BENCH_FLOOR_CALL,
+	BENCH_FLOOR_TSC,
 };
 
 static const char *const bench_func_names[] = {
@@ -103,6 +106,7 @@ static const char *const bench_func_names[] = {
 	[BENCH_USDT] = "usdt",
 	[BENCH_FLOOR_JMP] = "floorjmp",
 	[BENCH_FLOOR_CALL] = "floorcall",
+	[BENCH_FLOOR_TSC] = "floortsc",
 };
 
 struct bench_gap {
@@ -253,6 +257,9 @@ static void bench_block(struct bench_thread *t, enum bench_func f, int n)
 			case BENCH_FLOOR_CALL:
 				bench_floor_call();
 				break;
+			case BENCH_FLOOR_TSC:
+				bench_floor_tsc();
+				break;
 			}
 			d = bench_tsc() - t0;
 			if (d > BENCH_SLOW_TICKS)
@@ -280,6 +287,10 @@ static void bench_block(struct bench_thread *t, enum bench_func f, int n)
 	case BENCH_FLOOR_CALL:
 		for (i = 0; i < n; i++)
 			bench_floor_call();
+		break;
+	case BENCH_FLOOR_TSC:
+		for (i = 0; i < n; i++)
+			bench_floor_tsc();
 		break;
 	case BENCH_ARGS:
 		for (i = 0; i < n; i++) {
@@ -628,8 +639,8 @@ int main(int argc, char **argv)
 
 	if (bench_parse(argc, argv, o))
 		return 2;
-	if ((o->func == BENCH_FLOOR_JMP || o->func == BENCH_FLOOR_CALL) &&
-	    bench_floor_init())
+	if ((o->func == BENCH_FLOOR_JMP || o->func == BENCH_FLOOR_CALL ||
+	     o->func == BENCH_FLOOR_TSC) && bench_floor_init())
 		return 1;
 	if (o->gaps)
 		signal(SIGUSR1, bench_on_usr1);
