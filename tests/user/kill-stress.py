@@ -25,7 +25,7 @@ import threading
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from procmem import results, ok, code_in  # noqa: E402
+from procmem import results, ok, code_in, ubt_processes  # noqa: E402
 
 builddir = os.environ.get("top_builddir") or "."
 UBT = os.environ.get("UBT") or os.path.join(builddir, "ubt")
@@ -36,18 +36,7 @@ work = tempfile.mkdtemp(prefix="ubt-kill.")
 
 def tracers_of(pid):
     """ubt processes whose command line names pid (-p), still running."""
-    found = []
-    for d in os.listdir("/proc"):
-        if not d.isdigit():
-            continue
-        try:
-            with open("/proc/%s/cmdline" % d, "rb") as f:
-                argv = f.read().split(b"\0")
-        except OSError:
-            continue
-        if argv and argv[0].endswith(b"ubt") and str(pid).encode() in argv:
-            found.append(int(d))
-    return found
+    return ubt_processes(lambda a: a == str(pid).encode())
 
 
 class Feeder(threading.Thread):

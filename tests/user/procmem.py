@@ -10,6 +10,23 @@ import time
 results = []
 
 
+def ubt_processes(named):
+    """Running ubt processes with an argument for which named(arg) is true
+    (arg: bytes), e.g. the pid after -p or a path in the program."""
+    found = []
+    for d in os.listdir("/proc"):
+        if not d.isdigit():
+            continue
+        try:
+            with open("/proc/%s/cmdline" % d, "rb") as f:
+                argv = f.read().split(b"\0")
+        except OSError:
+            continue
+        if argv and argv[0].endswith(b"ubt") and any(map(named, argv)):
+            found.append(int(d))
+    return found
+
+
 def ok(cond, name, detail=""):
     """One TAP result; detail goes after a # when it fails."""
     results.append(bool(cond))

@@ -22,7 +22,8 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from procmem import results, ok, code_in, code_in_file  # noqa: E402
+from procmem import (results, ok, code_in, code_in_file,  # noqa: E402
+                     ubt_processes)
 
 builddir = os.environ.get("top_builddir") or "."
 UBT = os.environ.get("UBT") or os.path.join(builddir, "ubt")
@@ -37,19 +38,7 @@ PROG = "uprobe:%s:ubt_tick { @c = count(); }" % path
 
 def tracers():
     """ubt processes tracing our copy, still running."""
-    found = []
-    for d in os.listdir("/proc"):
-        if not d.isdigit():
-            continue
-        try:
-            with open("/proc/%s/cmdline" % d, "rb") as f:
-                argv = f.read().split(b"\0")
-        except OSError:
-            continue
-        if argv and argv[0].endswith(b"ubt") and \
-                any(path.encode() in a for a in argv):
-            found.append(int(d))
-    return found
+    return ubt_processes(lambda a: path.encode() in a)
 
 
 def start_ubt(verbose=False):
