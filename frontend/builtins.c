@@ -264,6 +264,15 @@ static const char *prov(struct sema_ctx *x)
 	return sema_provider_name(x->provider);
 }
 
+/* bpftrace's ctx there is a struct bpf_iter__task(_file) *: not yet */
+static int ck_ctx(struct sema_ctx *x, struct ast_node *n)
+{
+	if (x->provider != PROV_ITER)
+		return 0;
+	sema_error(x, &n->loc, "ctx in iter probes is not supported");
+	return -EINVAL;
+}
+
 static int ck_arg(struct sema_ctx *x, struct ast_node *n)
 {
 	enum sema_provider p = x->provider;
@@ -377,7 +386,7 @@ const struct sema_builtin_ops sema_builtins[] = {
 	{ .name = "cgroup", .id = BI_CGROUP, .type = ty_u64 },
 	{ .name = "kstack", .id = BI_KSTACK, .type = ty_kstack },
 	{ .name = "ustack", .id = BI_USTACK, .type = ty_ustack },
-	{ .name = "ctx", .id = BI_CTX, .type = ty_ctx },
+	{ .name = "ctx", .id = BI_CTX, .type = ty_ctx, .check = ck_ctx },
 	{ .name = "jiffies", .id = BI_JIFFIES, .type = ty_u64 },
 	{ .name = "numaid", .id = BI_NUMAID, .type = ty_u64 },
 	{ .name = "ncpus", .id = BI_NCPUS, .type = ty_u64 },
