@@ -97,7 +97,20 @@ static struct type *ty_curtask(struct sema_ctx *x, struct ast_node *n)
 
 static struct type *ty_ctx(struct sema_ctx *x, struct ast_node *n)
 {
-	struct type *t = type_pointer(x->a, type_new(x->a, TY_VOID, 0));
+	struct type *t;
+
+	/* iter's: a pointer to the kernel's struct bpf_iter__task(_file) */
+	if (x->probe && x->probe->provider == PROV_ITER) {
+		struct ast_node *ap = x->probe->node->probe.aps;
+		struct type *rec = type_new(x->a, TY_NAMED, 0);
+
+		rec->name = arena_printf(x->a, "struct bpf_iter__%s",
+					 ap->ap.func ? ap->ap.func : "");
+		t = type_pointer(x->a, rec);
+		t->addrspace = AS_KERNEL;
+		return t;
+	}
+	t = type_pointer(x->a, type_new(x->a, TY_VOID, 0));
 
 	(void)n;
 	t->is_ctx = true;
@@ -264,15 +277,6 @@ static const char *prov(struct sema_ctx *x)
 	return sema_provider_name(x->provider);
 }
 
-/* bpftrace's ctx there is a struct bpf_iter__task(_file) *: not yet */
-static int ck_ctx(struct sema_ctx *x, struct ast_node *n)
-{
-	if (x->provider != PROV_ITER)
-		return 0;
-	sema_error(x, &n->loc, "ctx in iter probes is not supported");
-	return -EINVAL;
-}
-
 static int ck_arg(struct sema_ctx *x, struct ast_node *n)
 {
 	enum sema_provider p = x->provider;
@@ -386,7 +390,7 @@ const struct sema_builtin_ops sema_builtins[] = {
 	{ .name = "cgroup", .id = BI_CGROUP, .type = ty_u64 },
 	{ .name = "kstack", .id = BI_KSTACK, .type = ty_kstack },
 	{ .name = "ustack", .id = BI_USTACK, .type = ty_ustack },
-	{ .name = "ctx", .id = BI_CTX, .type = ty_ctx, .check = ck_ctx },
+	{ .name = "ctx", .id = BI_CTX, .type = ty_ctx },
 	{ .name = "jiffies", .id = BI_JIFFIES, .type = ty_u64 },
 	{ .name = "numaid", .id = BI_NUMAID, .type = ty_u64 },
 	{ .name = "ncpus", .id = BI_NCPUS, .type = ty_u64 },
