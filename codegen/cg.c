@@ -265,6 +265,9 @@ static void cg_program(struct cg *g, struct sema_probe *sp,
 	const char *section = cg_section(g, prov);
 	struct cg_prog *p;
 
+	/* libbpf finds the iterator's BTF id (bpf_iter_FUNC) from it */
+	if (prov == PROV_ITER)
+		section = arena_printf(&g->c->arena, "iter/%s", ap->ap.func);
 	if (!section) {
 		diag_error(&g->c->diag, &ap->loc,
 			   "%s probes are not supported yet",

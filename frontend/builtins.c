@@ -97,7 +97,20 @@ static struct type *ty_curtask(struct sema_ctx *x, struct ast_node *n)
 
 static struct type *ty_ctx(struct sema_ctx *x, struct ast_node *n)
 {
-	struct type *t = type_pointer(x->a, type_new(x->a, TY_VOID, 0));
+	struct type *t;
+
+	/* iter's: a pointer to the kernel's struct bpf_iter__task(_file) */
+	if (x->probe && x->probe->provider == PROV_ITER) {
+		struct ast_node *ap = x->probe->node->probe.aps;
+		struct type *rec = type_new(x->a, TY_NAMED, 0);
+
+		rec->name = arena_printf(x->a, "struct bpf_iter__%s",
+					 ap->ap.func ? ap->ap.func : "");
+		t = type_pointer(x->a, rec);
+		t->addrspace = AS_KERNEL;
+		return t;
+	}
+	t = type_pointer(x->a, type_new(x->a, TY_VOID, 0));
 
 	(void)n;
 	t->is_ctx = true;

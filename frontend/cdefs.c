@@ -322,7 +322,41 @@ static char *cdefs_source(struct compile *c, const char *btf)
 	return s;
 }
 
-/* clang's errors, at the script's locations where they are in it */
+/*
+ * One of clang's diagnostics in clang's format, as bpftrace shows them (it
+ * lets libclang print them): located in the script when it is there (the
+ * source line follows), else at clang's place (a header, the prelude).
+ */
+static struct diag *cdefs_diag_one(struct cdefs *d, CXDiagnostic g,
+				   enum diag_level level, const char *sev)
+{
+	const struct cdefs_clang *cx = d->cx;
+	struct compile *c = d->c;
+	const char *msg, *fname;
+	unsigned line, col;
+	CXString file;
+
+	msg = cdefs_cx_str(d, cx->clang_getDiagnosticSpelling(g));
+	cx->clang_getPresumedLocation(cx->clang_getDiagnosticLocation(g),
+				      &file, &line, &col);
+	fname = cdefs_cx_str(d, file);
+	if (!strcmp(fname, c->filename) && line) {
+		struct ast_loc loc = {
+			.first_line = (int)line, .last_line = (int)line,
+			.first_column = (int)col,
+			.last_column = (int)col + 1,
+		};
+
+		return diag_clang(&c->diag, level, sev, &loc, "%s", msg);
+	}
+	if (!*fname)
+		return diag_clang(&c->diag, level, sev, NULL, "%s: %s", sev,
+				  msg);
+	return diag_clang(&c->diag, level, sev, NULL, "%s:%u:%u: %s: %s",
+			  fname, line, col, sev, msg);
+}
+
+/* clang's errors and their notes */
 static int cdefs_diags(struct cdefs *d)
 {
 	const struct cdefs_clang *cx = d->cx;
@@ -333,34 +367,27 @@ static int cdefs_diags(struct cdefs *d)
 
 	for (unsigned i = 0; i < n; i++) {
 		CXDiagnostic g = cx->clang_getDiagnostic(d->tu, i);
-		CXString file;
-		unsigned line, col;
-		const char *msg, *fname;
+		enum CXDiagnosticSeverity sev =
+			cx->clang_getDiagnosticSeverity(g);
+		CXDiagnosticSet notes;
 
-		if (cx->clang_getDiagnosticSeverity(g) < CXDiagnostic_Error) {
+		if (sev < CXDiagnostic_Error) {
 			cx->clang_disposeDiagnostic(g);
 			continue;
 		}
-		msg = cdefs_cx_str(d, cx->clang_getDiagnosticSpelling(g));
-		cx->clang_getPresumedLocation(cx->clang_getDiagnosticLocation(g),
-					      &file, &line, &col);
-		fname = cdefs_cx_str(d, file);
-		if (!strcmp(fname, c->filename) && line) {
-			struct ast_loc loc = {
-				.first_line = (int)line, .last_line = (int)line,
-				.first_column = (int)col,
-				.last_column = (int)col + 1,
-			};
-
-			last = diag_error(&c->diag, &loc, "%s", msg);
-		} else {
-			last = diag_error(&c->diag, NULL, "%s:%u:%u: %s",
-					  fname, line, col, msg);
-		}
+		last = cdefs_diag_one(d, g, DIAG_ERROR,
+				      sev == CXDiagnostic_Fatal ?
+				      "fatal error" : "error");
+		notes = cx->clang_getChildDiagnostics(g);
+		for (unsigned j = 0;
+		     notes && j < cx->clang_getNumDiagnosticsInSet(notes); j++)
+			last = cdefs_diag_one(
+				d, cx->clang_getDiagnosticInSet(notes, j),
+				DIAG_NOTE, "note");
 		err = -EINVAL;
 		cx->clang_disposeDiagnostic(g);
 	}
-	/* bpftrace's advice after clang's errors */
+	/* bpftrace's advice after clang's errors (and their notes) */
 	if (last)
 		diag_hint(&c->diag, last,
 			  "Include headers with missing type definitions or install BTF information to your system.");

@@ -20,7 +20,8 @@
 	X(clang_getNumDiagnostics) X(clang_getDiagnostic)                 \
 	X(clang_disposeDiagnostic) X(clang_getDiagnosticSeverity)         \
 	X(clang_getDiagnosticSpelling) X(clang_getDiagnosticLocation)     \
-	X(clang_getPresumedLocation)                                      \
+	X(clang_getPresumedLocation) X(clang_getChildDiagnostics)         \
+	X(clang_getNumDiagnosticsInSet) X(clang_getDiagnosticInSet)       \
 	X(clang_getCString) X(clang_disposeString)                        \
 	X(clang_getTranslationUnitCursor) X(clang_visitChildren)          \
 	X(clang_getCursorKind) X(clang_getCursorSpelling)                 \

@@ -50,7 +50,7 @@ static struct diag *diag_add(struct diag_list *d, enum diag_level level,
 	d->tail = &g->next;
 	if (level == DIAG_ERROR)
 		d->nerrors++;
-	else
+	else if (level == DIAG_WARNING)
 		d->nwarnings++;
 	return g;
 }
@@ -76,6 +76,20 @@ struct diag *diag_warning(struct diag_list *d, const struct ast_loc *loc,
 	va_start(ap, fmt);
 	g = diag_add(d, DIAG_WARNING, loc, fmt, ap);
 	va_end(ap);
+	return g;
+}
+
+struct diag *diag_clang(struct diag_list *d, enum diag_level level,
+			const char *sev, const struct ast_loc *loc,
+			const char *fmt, ...)
+{
+	va_list ap;
+	struct diag *g;
+
+	va_start(ap, fmt);
+	g = diag_add(d, level, loc, fmt, ap);
+	va_end(ap);
+	g->sev = sev;
 	return g;
 }
 
@@ -114,6 +128,15 @@ static void diag_print_one(const struct diag_list *d, const struct diag *g,
 	int first, last;
 	char *out;
 
+	if (g->sev) {
+		if (l->first_line <= 0) {
+			fprintf(f, "%s\n", g->msg);
+			goto hints;
+		}
+		fprintf(f, "%s:%d:%d: %s: %s\n", d->filename, l->first_line,
+			l->first_column, g->sev, g->msg);
+		goto source;
+	}
 	if (l->first_line <= 0) {
 		fprintf(f, "%s: %s\n", level, g->msg);
 		goto hints;
@@ -125,6 +148,7 @@ static void diag_print_one(const struct diag_list *d, const struct diag *g,
 	}
 	fprintf(f, "%s:%d:%d-%d: %s: %s\n", d->filename, l->first_line,
 		l->first_column, l->last_column, level, g->msg);
+source:
 	line = diag_source_line(d, l->first_line, &len);
 	if (!line)
 		goto hints;

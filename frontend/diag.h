@@ -29,6 +29,7 @@ struct ast_loc {
 enum diag_level {
 	DIAG_ERROR,
 	DIAG_WARNING,
+	DIAG_NOTE,	/* clang's notes: counted as neither */
 };
 
 struct diag {
@@ -36,6 +37,8 @@ struct diag {
 	enum diag_level level;
 	struct ast_loc loc;	/* first_line == 0: no location */
 	const char *msg;
+	const char *sev;	/* clang's diagnostics ("error", "note"):
+				 * printed in clang's format */
 	const char *hints[4];
 	int nhints;
 };
@@ -62,6 +65,17 @@ struct diag *diag_warning(struct diag_list *d, const struct ast_loc *loc,
 	__attribute__((format(printf, 3, 4)));
 void diag_hint(struct diag_list *d, struct diag *g, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
+/*
+ * Add one of clang's diagnostics on the program's C definitions, printed
+ * as clang (and so bpftrace) prints it: "FILE:LINE:COL: SEV: msg", then
+ * the source line and a '~' under the column; without loc (a place
+ * outside the program), msg alone, the caller having put clang's location
+ * and severity in it.
+ */
+struct diag *diag_clang(struct diag_list *d, enum diag_level level,
+			const char *sev, const struct ast_loc *loc,
+			const char *fmt, ...)
+	__attribute__((format(printf, 5, 6)));
 /* Line `line` (1-based) of the source, without its newline, and its
  * length; NULL when there is no such line. Constant time. */
 const char *diag_source_line(const struct diag_list *d, int line,

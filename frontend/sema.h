@@ -170,6 +170,7 @@ enum sema_provider {
 	PROV_HARDWARE,
 	PROV_WATCHPOINT,
 	PROV_ASYNCWATCHPOINT,
+	PROV_ITER,		/* iter:task, iter:task_file: run once */
 	/* not available on this kernel (no kprobes): type-checked, then a
 	 * located error "... probes are not available on this kernel" */
 	PROV_KPROBE,

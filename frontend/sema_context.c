@@ -127,6 +127,17 @@ static void check_ap(struct sema_ctx *x, struct ast_node *ap)
 			sema_error(x, &ap->loc,
 				   "-p PID or -c CMD required for watchpoint");
 		break;
+	case PROV_ITER:
+		/* bpftrace's words; a pin file (iter:task:PIN) ubt lacks */
+		if (!a->func || (strcmp(a->func, "task") &&
+				 strcmp(a->func, "task_file")))
+			sema_error(x, &ap->loc,
+				   "iter %s not available for your kernel version.",
+				   a->func ? a->func : "");
+		else if (a->target)
+			sema_error(x, &ap->loc,
+				   "iter probes pinned to a file are not supported");
+		break;
 	case PROV_TRACEPOINT:
 		if (!a->target || !a->func)
 			sema_error(x, &ap->loc,
@@ -140,6 +151,35 @@ static void check_ap(struct sema_ctx *x, struct ast_node *ap)
 	}
 }
 
+/*
+ * An iter probe runs once, then the run ends: it goes alone (BEGIN and
+ * END aside), with one attach point (bpftrace's words).
+ */
+static void check_iter(struct sema_ctx *x, struct ast_node *probe)
+{
+	struct ast_node *it = NULL;
+	int others = 0;
+
+	for (struct ast_node *p = x->c->program->program.probes; p;
+	     p = p->next)
+		for (struct ast_node *ap = p->probe.aps; ap; ap = ap->next) {
+			enum sema_provider pv = ap->sema->ap->provider;
+
+			if (pv == PROV_ITER && p == probe && !it)
+				it = ap;
+			else if (pv != PROV_BEGIN && pv != PROV_END)
+				others++;
+		}
+	if (!it)
+		return;
+	if (probe->probe.aps->next)
+		sema_error(x, &it->loc,
+			   "Only single iter attach point is allowed.");
+	else if (others)
+		sema_error(x, &it->loc,
+			   "an iter probe runs once and ends the run: only BEGIN and END can go with it");
+}
+
 int sema_context(struct compile *c)
 {
 	struct sema_ctx x = {
@@ -150,6 +190,7 @@ int sema_context(struct compile *c)
 
 	for (struct ast_node *p = c->program->program.probes; p; p = p->next) {
 		x.probe = p->sema->probe;
+		check_iter(&x, p);
 		for (struct ast_node *ap = p->probe.aps; ap; ap = ap->next) {
 			int before = c->diag.nerrors;
 			struct ast_node *q;

@@ -40,6 +40,8 @@ static const struct {
 	{ "w", PROV_WATCHPOINT },
 	{ "asyncwatchpoint", PROV_ASYNCWATCHPOINT },
 	{ "aw", PROV_ASYNCWATCHPOINT },
+	{ "iter", PROV_ITER },
+	{ "it", PROV_ITER },
 	{ "kprobe", PROV_KPROBE },
 	{ "k", PROV_KPROBE },
 	{ "kretprobe", PROV_KRETPROBE },

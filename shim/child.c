@@ -4,6 +4,7 @@
 #include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -17,6 +18,31 @@
 #define CHILD_KILL_MS 2000
 /* Without a pidfd, waitpid(WNOHANG) this often. */
 #define CHILD_POLL_MS 2
+
+char **child_split_cmd(const char *cmd)
+{
+	size_t len = strlen(cmd), n = 0, i;
+	char **argv, *copy, *p;
+
+	/* at most one word per two bytes, plus the NULL */
+	argv = xmalloc((len / 2 + 2) * sizeof(*argv) + len + 1);
+	copy = (char *)(argv + len / 2 + 2);
+	memcpy(copy, cmd, len + 1);
+	for (p = copy, i = 0; i <= len; i++) {
+		if (copy[i] != ' ' && copy[i])
+			continue;
+		copy[i] = 0;
+		if (*p)
+			argv[n++] = p;
+		p = copy + i + 1;
+	}
+	argv[n] = NULL;
+	if (!n) {
+		free(argv);
+		return NULL;
+	}
+	return argv;
+}
 
 static int64_t child_now_ms(void)
 {

@@ -54,6 +54,14 @@ void child_report(FILE *f, pid_t pid, int status, bool verbose);
 void child_report_pid(FILE *f, pid_t pid, int status, bool verbose);
 
 /*
+ * The -c command's words as bpftrace splits them: at every space, with
+ * no quoting, escapes or expansion (a quote, '$' or '*' is part of its
+ * word, as with bpftrace); runs of spaces count as one.  A NULL-ended
+ * array in one allocation (free() it), or NULL if cmd has no word.
+ */
+char **child_split_cmd(const char *cmd);
+
+/*
  * SIGCHLD ignored (inherited from whoever started ubt) makes the kernel
  * reap children and ptrace stops unwaitable: put the default back.
  */

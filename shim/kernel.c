@@ -193,6 +193,12 @@ int kernel_run(struct compile *c, const struct kernel_opts *o)
 		err = kernel_attach_timers(k);
 	if (err)
 		goto out;
+	/* an iter probe runs its iterator once, then the run ends */
+	if (!k->exiting && !signals_stopping() && kernel_run_iter(k) &&
+	    k->err) {
+		err = k->err;
+		goto out;
+	}
 	/* as bpftrace: after an exit() in BEGIN the command never runs */
 	if (o->cmd && !k->exiting && !signals_stopping())
 		kernel_child_go(&ch);

@@ -57,6 +57,10 @@ int kernel_attach(struct kernel *k, int *nprobes);
  * periods start now).  0 or -errno, with nothing left attached on
  * error. */
 int kernel_attach_timers(struct kernel *k);
+/* Run the iter probe's iterator, if there is one, to its end, then take
+ * its events; the run then ends as after exit() (returns true).  False
+ * when there is none; on error, a message and k->err set. */
+bool kernel_run_iter(struct kernel *k);
 /* Run the BEGIN probes (once). */
 int kernel_run_begin(struct kernel *k);
 int kernel_run_end(struct kernel *k);

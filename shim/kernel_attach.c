@@ -30,6 +30,7 @@
 #include "output.h"
 #include "probes.h"
 #include "sema.h"
+#include "signals.h"
 #include "tracepoint.h"
 #include "util.h"
 #include "kernel_int.h"
@@ -395,6 +396,11 @@ static int kernel_attach_one(struct kernel *k, struct kernel_target *t)
 	case PROV_WATCHPOINT:
 	case PROV_ASYNCWATCHPOINT:
 		return kernel_watch_attach(k, t->prog);
+	case PROV_ITER:
+		/* the iterator runs when read: kernel_run_iter() */
+		l = bpf_program__attach_iter(prog, NULL);
+		k->iter = l;
+		break;
 	default:
 		fprintf(stderr, "ubt: cannot attach %s: not supported\n",
 			m->name);
@@ -552,4 +558,38 @@ int kernel_attach_timers(struct kernel *k)
 	if (err)
 		kernel_detach(k);
 	return err;
+}
+
+bool kernel_run_iter(struct kernel *k)
+{
+	char buf[4096];
+	ssize_t n;
+	int fd;
+
+	if (!k->iter)
+		return false;
+	fd = bpf_iter_create(bpf_link__fd(k->iter));
+	if (fd < 0) {
+		fprintf(stderr, "ubt: cannot run the iter probe: %s\n",
+			strerror(errno));
+		k->err = -errno;
+		return true;
+	}
+	/*
+	 * Each read() runs the program on the next objects (all of them,
+	 * as ubt's programs write nothing into the file itself); their
+	 * events are taken after each.
+	 */
+	while ((n = read(fd, buf, sizeof(buf))) > 0 ||
+	       (n < 0 && errno == EINTR && !signals_stopping()))
+		kernel_consume(k);
+	if (n < 0) {
+		fprintf(stderr, "ubt: the iter probe stopped: %s\n",
+			strerror(errno));
+		k->err = -errno;
+	}
+	close(fd);
+	kernel_consume(k);
+	k->exiting = true;
+	return true;
 }

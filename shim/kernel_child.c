@@ -16,7 +16,6 @@
 #include <limits.h>
 #include <time.h>
 #include <unistd.h>
-#include <wordexp.h>
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 #include <linux/perf_event.h>
@@ -57,29 +56,28 @@ static bool kernel_can_exec(const char *argv0)
 
 int kernel_child_start(const char *cmd, struct kernel_child *ch)
 {
-	wordexp_t we;
+	char **argv;
 	int p[2], err;
 	pid_t pid;
 
 	memset(ch, 0, sizeof(*ch));
 	ch->go = ch->pidfd = -1;
-	err = wordexp(cmd, &we, WRDE_NOCMD);
-	if (err || !we.we_wordc) {
-		if (!err)
-			wordfree(&we);
+	argv = child_split_cmd(cmd);
+	if (!argv) {
 		fprintf(stderr, "ubt: cannot parse the command: %s\n", cmd);
 		return -EINVAL;
 	}
-	if (!kernel_can_exec(we.we_wordv[0])) {
+	if (!kernel_can_exec(argv[0])) {
 		err = -errno;
-		fprintf(stderr, "ubt: cannot run %s: %s\n", we.we_wordv[0],
+		fprintf(stderr, "ubt: cannot run %s: %s\n", argv[0],
 			strerror(errno ? errno : ENOENT));
-		wordfree(&we);
+		free(argv);
 		return err ? err : -ENOENT;
 	}
 	if (pipe2(p, O_CLOEXEC)) {
-		wordfree(&we);
-		return -errno;
+		err = -errno;
+		free(argv);
+		return err;
 	}
 	fflush(NULL);
 	pid = fork();
@@ -87,7 +85,7 @@ int kernel_child_start(const char *cmd, struct kernel_child *ch)
 		err = -errno;
 		close(p[0]);
 		close(p[1]);
-		wordfree(&we);
+		free(argv);
 		return err;
 	}
 	if (!pid) {
@@ -102,13 +100,13 @@ int kernel_child_start(const char *cmd, struct kernel_child *ch)
 		 * byte: ubt gave up, do not run the command */
 		if (read(p[0], &c, 1) != 1)
 			_exit(127);
-		execvp(we.we_wordv[0], we.we_wordv);
-		fprintf(stderr, "ubt: cannot run %s: %s\n", we.we_wordv[0],
+		execvp(argv[0], argv);
+		fprintf(stderr, "ubt: cannot run %s: %s\n", argv[0],
 			strerror(errno));
 		_exit(127);
 	}
 	close(p[0]);
-	wordfree(&we);
+	free(argv);
 	ch->pid = pid;
 	ch->go = p[1];
 	ch->pidfd = syscall(SYS_pidfd_open, pid, 0);

@@ -68,6 +68,7 @@ struct kernel {
 	struct ring_buffer *rb;
 	struct bpf_link **links;
 	int nlinks, caplinks;
+	struct bpf_link *iter;	/* the iter probe's link (also in links) */
 	int *pfds;		/* perf event fds */
 	int npfds, cappfds;
 	struct kernel_target *targets;

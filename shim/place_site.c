@@ -52,12 +52,16 @@ static bool place_mapped_in(int pid, const char *path)
 	return found;
 }
 
-/* The -c command's executable, resolved through PATH. */
+/* The -c command's executable (its first word, as child_split_cmd()
+ * splits it), resolved through PATH. */
 static bool place_cmd_exe(const char *cmd, char *out, size_t len)
 {
 	char word[PATH_MAX], cand[2 * PATH_MAX + 2];
 	const char *path = getenv("PATH");
-	size_t n = strcspn(cmd, " \t");
+	size_t n;
+
+	cmd += strspn(cmd, " ");
+	n = strcspn(cmd, " ");
 
 	if (n >= sizeof(word))
 		return false;

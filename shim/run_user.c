@@ -14,7 +14,6 @@
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
-#include <wordexp.h>
 #include "ast.h"
 #include "cg.h"
 #include "child.h"
@@ -32,15 +31,6 @@
 #include "util.h"
 #include "ptrace.h"
 #include "run_int.h"
-
-static int run_split_cmd(const char *cmd, wordexp_t *we)
-{
-	if (wordexp(cmd, we, WRDE_NOCMD) || !we->we_wordc) {
-		fprintf(stderr, "ubt: cannot parse the command: %s\n", cmd);
-		return -EINVAL;
-	}
-	return 0;
-}
 
 void run_fleet_add(struct run *r, struct ubt_user *u)
 {
@@ -160,12 +150,15 @@ int run_user_attach(struct run *r)
 	if (r->o->pid > 0) {
 		r->u = user_attach_pid(r->o->pid, &uo, err, sizeof(err));
 	} else {
-		wordexp_t we;
+		char **argv = child_split_cmd(r->o->cmd);
 
-		if (run_split_cmd(r->o->cmd, &we))
+		if (!argv) {
+			fprintf(stderr, "ubt: cannot parse the command: %s\n",
+				r->o->cmd);
 			return -EINVAL;
-		r->u = user_attach_cmd(we.we_wordv, &uo, err, sizeof(err));
-		wordfree(&we);
+		}
+		r->u = user_attach_cmd(argv, &uo, err, sizeof(err));
+		free(argv);
 		if (r->u)
 			r->cpid = user_pid(r->u);
 	}

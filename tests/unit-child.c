@@ -2,7 +2,7 @@
  * Unit tests of shim/child.c: the end of a -c command is seen and
  * brought about within a bound, whatever the command does (exits at once,
  * ignores SIGTERM, is stopped, is reaped by the kernel because SIGCHLD is
- * ignored), with a pidfd and without one.
+ * ignored), with a pidfd and without one; the command's words.
  */
 #include <errno.h>
 #include <signal.h>
@@ -11,6 +11,7 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -184,8 +185,43 @@ static void test_sigchld_ignored(void)
 	      signal(SIGCHLD, SIG_DFL) == SIG_DFL, "still ignored");
 }
 
+/* child_split_cmd(): words joined by '|', or "(null)" */
+static void test_split_one(const char *cmd, const char *want)
+{
+	char **argv = child_split_cmd(cmd), got[256] = "";
+	char name[300];
+
+	if (!argv) {
+		strcpy(got, "(null)");
+	} else {
+		for (int i = 0; argv[i]; i++) {
+			if (i)
+				strcat(got, "|");
+			strcat(got, argv[i]);
+		}
+	}
+	free(argv);
+	snprintf(name, sizeof(name), "split [%s]", cmd);
+	check(name, !strcmp(got, want), "got [%s], want [%s]", got, want);
+}
+
+/* As bpftrace splits the -c command: at spaces, nothing else. */
+static void test_split(void)
+{
+	test_split_one("/bin/echo a", "/bin/echo|a");
+	test_split_one("/bin/echo 'A' \"b c\"", "/bin/echo|'A'|\"b|c\"");
+	test_split_one("prog $HOME * ~ a\\ b", "prog|$HOME|*|~|a\\|b");
+	test_split_one("  prog   a  ", "prog|a");
+	test_split_one("prog\ta", "prog\ta");
+	test_split_one("x", "x");
+	test_split_one("", "(null)");
+	test_split_one("   ", "(null)");
+	test_split_one("a b c d e f g h", "a|b|c|d|e|f|g|h");
+}
+
 int main(void)
 {
+	test_split();
 	for (int p = 0; p < 2; p++) {
 		test_kind("exits at once", EXIT_AT_ONCE, p);
 		test_kind("default SIGTERM", SLEEP, p);

@@ -106,6 +106,9 @@ void cli_help(FILE *f)
 void cli_version(FILE *f)
 {
 	fprintf(f, "ubt v%s\n", PACKAGE_VERSION);
+	/* What ubt's output is checked against (scripts that test for a
+	 * bpftrace version find one here). */
+	fputs("compatible with bpftrace v0.17.0\n", f);
 }
 
 void cli_usage_hint(FILE *f)

@@ -3,7 +3,8 @@
  * Build, Kernel helpers, Kernel features, Map types, Probe types), each
  * feature asked of the running kernel (libbpf's probes, tracefs, sysfs).
  * Probe types say what ubt can attach here: kprobes need the kernel's
- * kprobe_events, kfunc and iter ubt does not attach.
+ * kprobe_events, iter an iterator program the kernel loads; kfunc ubt
+ * does not attach.
  */
 #include "config.h"
 
@@ -42,6 +43,29 @@ static bool info_prog(enum bpf_prog_type t)
 static bool info_exists(const char *path)
 {
 	return access(path, F_OK) == 0;
+}
+
+/* An iterator program over the kernel's bpf_iter_NAME loads here. */
+static bool info_iter(const char *name)
+{
+	const struct bpf_insn insns[] = {
+		{ .code = BPF_ALU64 | BPF_MOV | BPF_K, .dst_reg = 0,
+		  .imm = 0 },				/* r0 = 0 */
+		{ .code = BPF_JMP | BPF_EXIT },
+	};
+	int id = libbpf_find_vmlinux_btf_id(name, BPF_TRACE_ITER), fd;
+	LIBBPF_OPTS(bpf_prog_load_opts, o,
+		    .expected_attach_type = BPF_TRACE_ITER,
+		    .attach_btf_id = id > 0 ? (uint32_t)id : 0);
+
+	if (id <= 0)
+		return false;
+	fd = bpf_prog_load(BPF_PROG_TYPE_TRACING, NULL, "GPL", insns,
+			   sizeof(insns) / sizeof(insns[0]), &o);
+	if (fd < 0)
+		return false;
+	close(fd);
+	return true;
 }
 
 /* A socket filter with a bounded loop: loads where the verifier takes
@@ -149,8 +173,9 @@ int info_print(FILE *f)
 		info_yes(info_prog(BPF_PROG_TYPE_TRACEPOINT)));
 	fprintf(f, "  perf_event: %s\n",
 		info_yes(info_prog(BPF_PROG_TYPE_PERF_EVENT)));
-	fprintf(f, "  kfunc: no\n  iter:task: no\n  iter:task_file: no\n"
-		"  kprobe_multi: no\n");
+	fprintf(f, "  kfunc: no\n  iter:task: %s\n  iter:task_file: %s\n"
+		"  kprobe_multi: no\n", info_yes(info_iter("task")),
+		info_yes(info_iter("task_file")));
 	fprintf(f, "  raw_tp_special: %s\n",
 		info_yes(info_prog(BPF_PROG_TYPE_RAW_TRACEPOINT)));
 	fputc('\n', f);

@@ -129,8 +129,10 @@ usage "--parse-only with -d sema" "cannot use -d sema with --parse-only: it stop
 usage "--parse-only with -d all" "cannot use -d sema with --parse-only: it stops after parsing" -- --parse-only -d all -e "$PROG"
 
 # --- help and version: exit 0, on stdout -----------------------------
-expect "-V" 0 "ubt v0.1.0" '' -- -V
-expect "--version" 0 "ubt v0.1.0" '' -- --version
+expect "-V" 0 "ubt v0.1.0
+compatible with bpftrace v0.17.0" '' -- -V
+expect "--version" 0 "ubt v0.1.0
+compatible with bpftrace v0.17.0" '' -- --version
 expect "-h" 0 '*' '' -- -h
 if head -n 1 "$tap_tmp/out" | grep -qx 'USAGE:'; then
 	ok "-h starts with USAGE:"
