@@ -35,6 +35,10 @@ struct pt {
 	uint64_t syscall_insn;	/* address of a syscall instruction */
 	int memfd;		/* /proc/PID/mem */
 	bool child;		/* started by pt_spawn */
+	/* pt_spawn: the command's nice value, when renice (ubt's own is
+	 * raised while it waits for the command to reach its entry) */
+	bool renice;
+	int nice;
 	bool one;		/* only the control thread is seized */
 	bool exited;		/* the process exited while we waited: */
 	int exit_status;	/* its wait status (reaped if our child) */

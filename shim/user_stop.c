@@ -185,6 +185,31 @@ int user_seize(struct ubt_user *u, pid_t tid)
 	return pt_seize(&u->pt, u->pid);
 }
 
+void user_hold_spawn(struct ubt_user *u)
+{
+	user_boost(u);
+	u->pt.renice = u->boosted;
+	u->pt.nice = u->old_nice;
+}
+
+void user_hold(struct ubt_user *u)
+{
+	int nice;
+
+	user_follow(u, u->pid);
+	/*
+	 * Its remote calls wait for a CPU too: as ubt, it runs at nice -20
+	 * until ubt lets it go, its own value back before its first
+	 * instruction (user_unboost()).
+	 */
+	errno = 0;
+	nice = getpriority(PRIO_PROCESS, u->pid);
+	if (errno || setpriority(PRIO_PROCESS, u->pid, -20))
+		return;
+	u->child_nice = nice;
+	u->child_boosted = true;
+}
+
 /*
  * -p: the runtime is in place; let the target run while ubt does what
  * does not need it stopped (loading BPF, building the probes' code).
