@@ -11,6 +11,7 @@
 
 #include "arena.h"
 #include "patch.h"
+#include "patch_memo.h"
 #include "probes.h"
 
 static int find_in(Elf *e, Elf_Scn *scn, const char *name, bool func,
@@ -149,10 +150,31 @@ out:
 	return err;
 }
 
+/* find_symbol(), its answer kept for the same file (patch_memo.h) */
+static int find_symbol_memo(const char *path, const char *name, bool func,
+			    uint64_t *vaddr, uint64_t *size,
+			    uint64_t *file_off)
+{
+	enum patch_memo_kind k = func ? PATCH_MEMO_FUNC : PATCH_MEMO_OBJECT;
+	struct patch_memo_val m = { 0 };
+
+	if (!patch_memo_get(path, k, name, &m)) {
+		m.err = find_symbol(path, name, func, &m.v[0], &m.v[1],
+				    &m.v[2]);
+		patch_memo_put(path, k, name, &m);
+	}
+	if (!m.err) {
+		*vaddr = m.v[0];
+		*size = m.v[1];
+		*file_off = m.v[2];
+	}
+	return m.err;
+}
+
 int patch_find_symbol(const char *path, const char *name, uint64_t *vaddr,
 		      uint64_t *size, uint64_t *file_off)
 {
-	return find_symbol(path, name, true, vaddr, size, file_off);
+	return find_symbol_memo(path, name, true, vaddr, size, file_off);
 }
 
 int patch_find_object(const char *path, const char *name, uint64_t *vaddr,
@@ -160,10 +182,30 @@ int patch_find_object(const char *path, const char *name, uint64_t *vaddr,
 {
 	uint64_t off;
 
-	return find_symbol(path, name, false, vaddr, size, &off);
+	return find_symbol_memo(path, name, false, vaddr, size, &off);
 }
 
+static int elf_base(const char *path, uint64_t *min_vaddr, int *is_dyn);
+
 int patch_elf_base(const char *path, uint64_t *min_vaddr, int *is_dyn)
+{
+	struct patch_memo_val m = { 0 };
+
+	if (!patch_memo_get(path, PATCH_MEMO_BASE, "", &m)) {
+		int dyn = 0;
+
+		m.err = elf_base(path, &m.v[0], &dyn);
+		m.v[1] = (uint64_t)dyn;
+		patch_memo_put(path, PATCH_MEMO_BASE, "", &m);
+	}
+	if (!m.err) {
+		*min_vaddr = m.v[0];
+		*is_dyn = (int)m.v[1];
+	}
+	return m.err;
+}
+
+static int elf_base(const char *path, uint64_t *min_vaddr, int *is_dyn)
 {
 	uint64_t min = UINT64_MAX;
 	size_t i, nph;
