@@ -93,12 +93,44 @@ static char *read_maps(pid_t pid)
 	return buf;
 }
 
+/* pt_maps_keep()'s process and its mappings as last read */
+static pid_t maps_pid;
+static struct pt_map *maps_kept;
+static int maps_nkept;
+
+void pt_maps_forget(void)
+{
+	free(maps_kept);
+	maps_kept = NULL;
+	maps_nkept = 0;
+}
+
+void pt_maps_keep(pid_t pid)
+{
+	pt_maps_forget();
+	maps_pid = pid;
+}
+
+static struct pt_map *maps_copy(const struct pt_map *m, int n)
+{
+	struct pt_map *c = xmalloc((n ? n : 1) * sizeof(*c));
+
+	if (n)
+		memcpy(c, m, n * sizeof(*c));
+	return c;
+}
+
 int pt_maps(pid_t pid, struct pt_map **out, int *n)
 {
 	struct pt_map *m = NULL;
 	int cnt = 0, cap = 0;
 	char *buf, *line, *next;
 
+	if (pid && pid == maps_pid && maps_kept) {
+		*out = maps_copy(maps_kept, maps_nkept);
+		*n = maps_nkept;
+		return 0;
+	}
 	buf = read_maps(pid);
 	if (!buf)
 		return -errno;
@@ -127,6 +159,11 @@ int pt_maps(pid_t pid, struct pt_map **out, int *n)
 		m[cnt++] = e;
 	}
 	free(buf);
+	if (pid && pid == maps_pid) {
+		pt_maps_forget();
+		maps_kept = maps_copy(m, cnt);
+		maps_nkept = cnt;
+	}
 	*out = m;
 	*n = cnt;
 	return 0;

@@ -172,6 +172,7 @@ bool user_exit_status(const struct ubt_user *u, int *status)
 
 void user_unhold(struct ubt_user *u)
 {
+	pt_maps_keep(0);
 	if (u->child_boosted)
 		setpriority(PRIO_PROCESS, u->pid, u->child_nice);
 	u->child_boosted = false;

@@ -197,6 +197,8 @@ void user_hold(struct ubt_user *u)
 	int nice;
 
 	user_follow(u, u->pid);
+	/* nothing but ubt's remote calls changes its mappings now */
+	pt_maps_keep(u->pid);
 	/*
 	 * Its remote calls wait for a CPU too: as ubt, it runs at nice -20
 	 * until ubt lets it go, its own value back before its first
