@@ -176,6 +176,10 @@ void user_unhold(struct ubt_user *u)
 	if (u->child_boosted)
 		setpriority(PRIO_PROCESS, u->pid, u->child_nice);
 	u->child_boosted = false;
+	if (u->child_pinned)
+		sched_setaffinity(u->pid, sizeof(u->child_cpus),
+				  &u->child_cpus);
+	u->child_pinned = false;
 }
 
 void user_unboost(struct ubt_user *u)

@@ -131,6 +131,8 @@ struct ubt_user {
 	bool pinned;		/* ubt runs on the control thread's CPU */
 	bool child_boosted;	/* -c: the command too, while it waits */
 	int child_nice;
+	bool child_pinned;	/* -c: the command on ubt's CPU meanwhile */
+	cpu_set_t child_cpus;
 	bool rt;		/* SCHED_FIFO in the final stop (user_rt()) */
 	int (*commit_fn)(struct ubt_user *u, void *ctx);	/* user_on_commit() */
 	void *commit_ctx;
@@ -307,11 +309,12 @@ void user_hold_spawn(struct ubt_user *u);
 
 /*
  * -c: the command waits at its entry point from here: ubt and the command
- * run at nice -20 on one CPU until it runs (user_unboost()).
+ * run at nice -20 on ubt's CPU until it runs (user_unhold()).
  */
 void user_hold(struct ubt_user *u);
 
-/* -c: the command's own priority back (before it runs; user_unboost()). */
+/* -c: the command's own priority and CPUs back (before it runs; also from
+ * user_unboost()). */
 void user_unhold(struct ubt_user *u);
 
 /*
