@@ -206,6 +206,7 @@ check_PROGRAMS += \
 	tests/user/unit-tramp
 TESTS += \
 	tests/user/corrupt.sh \
+	tests/user/hold.sh \
 	tests/user/kill-stress.py \
 	tests/user/share.py \
 	tests/user/syswide-kill.py \
@@ -223,6 +224,7 @@ TESTS += \
 # user-mode return probes (the ubt-exc target)
 EXTRA_DIST += \
 	tests/user/corrupt.sh \
+	tests/user/hold.sh \
 	tests/user/kill-stress.py \
 	tests/user/procmem.py \
 	tests/user/share.py \
