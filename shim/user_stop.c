@@ -227,7 +227,7 @@ void user_hold(struct ubt_user *u)
 	/*
 	 * Its remote calls wait for a CPU too: as ubt, it runs at nice -20
 	 * until ubt lets it go, its own value back before its first
-	 * instruction (user_unboost()).
+	 * instruction (user_unhold()).
 	 */
 	errno = 0;
 	nice = getpriority(PRIO_PROCESS, u->pid);
