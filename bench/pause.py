@@ -11,7 +11,15 @@ over --pause-runs attaches:
   loop, plus a watcher) per attach; the tracer runs until its first
   output line and 0.2 s more, then gets SIGINT.
 - `-c`: `ubt -c 'ubt-hotloop -t 4 -d 50'`: the time the program waits at
-  its entry point for the runtime and its probes.
+  its entry point for the runtime and its probes (it has run its loader,
+  none of its own code), as `ubt -v` counts it: from the trap at the entry
+  point (an older ubt counted from when it had set up the stop there, a
+  little later).
+
+With --ubt-before, the same rows for that binary, run in turn with ubt's
+(attach i of both, then attach i+1), so that a busy minute hits both; with
+--pause-load, one busy loop per CPU (plain nice 0 processes) runs
+meanwhile.
 
 See bench/README.md.
 """
@@ -132,41 +140,67 @@ def attach_c(b, ubt, prog):
     return figures(err)
 
 
+def busy_loops():
+    """One busy process per CPU (nice 0), pinned; the caller kills them."""
+    procs = []
+    for cpu in sorted(os.sched_getaffinity(0)):
+        procs.append(subprocess.Popen(
+            ["sh", "-c", "while :; do :; done"],
+            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+            preexec_fn=lambda c=cpu: os.sched_setaffinity(0, {c})))
+    return procs
+
+
 def pause_table(b):
-    ubt = b.ubt
     prog = PAUSE_PROG.replace("{bin}", b.hotloop)
-    rows = {"p": ([], [], [], []), "c": ([], [])}
+    bins = [("", b.ubt)]
+    if b.before:
+        bins.append((" before", b.before))
+    rows = {(k, w): ([], [], [], []) for k in ("p", "c") for w, _ in bins}
     fails = {}
-    for i in range(b.a.pause_runs):
-        for kind in ("p", "c"):
-            if kind in fails:
-                continue
-            b.progress("attach pause: run %d/%d, -%s" % (
-                i + 1, b.a.pause_runs, kind))
-            try:
-                got = (attach_p if kind == "p" else attach_c)(b, ubt, prog)
-            except Fail as e:
-                fails[kind] = str(e)
-                continue
-            for col, v in zip(rows[kind], got):
-                col.append(v)
+    load = busy_loops() if b.a.pause_load else []
+    try:
+        for i in range(b.a.pause_runs):
+            for kind in ("p", "c"):
+                for who, ubt in bins:
+                    if (kind, who) in fails:
+                        continue
+                    b.progress("attach pause: run %d/%d, -%s%s" % (
+                        i + 1, b.a.pause_runs, kind, who))
+                    try:
+                        got = (attach_p if kind == "p" else attach_c)(
+                            b, ubt, prog)
+                    except Fail as e:
+                        fails[(kind, who)] = str(e)
+                        continue
+                    for col, v in zip(rows[(kind, who)], got):
+                        col.append(v)
+    finally:
+        for p in load:
+            p.kill()
+            p.wait()
     b.progress("")
     print("\nattach pause (issue 15): ubt -v's figures, median (min-max) of "
-          "%d attaches; probe\n  %s\n" % (b.a.pause_runs,
-                                          PAUSE_PROG.replace("{bin}",
-                                                             "HOTLOOP")))
+          "%d attaches%s; probe\n  %s\n" % (
+              b.a.pause_runs,
+              ", a busy loop on each of %d CPUs" % len(
+                  os.sched_getaffinity(0)) if b.a.pause_load else "",
+              PAUSE_PROG.replace("{bin}", "HOTLOOP")))
     table = []
     for kind, label in (("p", "-p, %d busy threads (goal <= 2 ms)" %
                          THREADS),
                         ("c", "-c, %d threads (goal <= 3 ms)" % THREADS)):
-        if kind in fails:
-            n = "n/a" + b.note("attach pause -%s: %s" % (kind, fails[kind]))
-            table.append([label, n, n, n, n])
-            continue
-        cols = rows[kind]
-        table.append([label, spread(cols[0]), spread(cols[1]),
-                      spread(cols[2]) if kind == "p" else "-",
-                      spread(cols[3]) if kind == "p" else "-"])
+        for who, _ in bins:
+            lab = label + who
+            if (kind, who) in fails:
+                n = "n/a" + b.note("attach pause -%s%s: %s" % (
+                    kind, who, fails[(kind, who)]))
+                table.append([lab, n, n, n, n])
+                continue
+            cols = rows[(kind, who)]
+            table.append([lab, spread(cols[0]), spread(cols[1]),
+                          spread(cols[2]) if kind == "p" else "-",
+                          spread(cols[3]) if kind == "p" else "-"])
     b.print_table(["target", "every thread stopped", "stopped in all",
                  "longest stop seen", "seen, no tracer"], table)
     print("(every thread stopped: the stop that writes the jumps; stopped "

@@ -1,7 +1,7 @@
 /*
  * libubt-rt.so: the agent ubt loads into the traced process with a remote
  * dlopen.  No libc calls, no LLVM, no locks: it hands each thread a block of
- * the shared memfd (once per thread, one atomic add), wraps calls for return
+ * the shared memfd (once per thread, rt_block.c), wraps calls for return
  * probes with a per-thread shadow stack, and offers two helpers to native
  * probe code (ring output, keyed tables).  It never aborts or exits the
  * process: when blocks run out or ubt is gone, probes stop recording or keep
@@ -263,45 +263,6 @@ static void rt_fault_install(int handler)
 		rt_sigaction(SIGSEGV, &act, &rt_old_segv);
 		rt_sigaction(SIGBUS, &act, &rt_old_bus);
 	}
-}
-
-__attribute__((visibility("hidden"))) void *rt_block_get(void)
-{
-	struct rt_ctl *ctl = rt_ctl_p;
-	uint64_t n, tid;
-	char *blk;
-
-	if (rt_self)
-		return rt_self;
-	if (rt_noblock || !ctl)
-		return NULL;
-	n = __atomic_fetch_add(&ctl->next_block, 1, __ATOMIC_RELAXED);
-	if (n >= ctl->nblocks) {
-		__atomic_fetch_add(&ctl->no_block, 1, __ATOMIC_RELAXED);
-		rt_noblock = 1;
-		return NULL;
-	}
-	blk = (char *)ctl + ctl->block_off + n * ctl->block_size;
-	tid = (uint32_t)rt_syscall0(186 /* gettid */);
-	*(uint32_t *)(blk + RT_BLK_TID) = (uint32_t)tid;
-	*(uint64_t *)(blk + RT_BLK_TID_HASH) = rt_hash(&tid, sizeof(tid));
-	rt_block_builtins(blk);
-	*(uint64_t *)(blk + RT_BLK_CTL) = (uint64_t)(uintptr_t)ctl;
-	if (ctl->tmpl_len && ctl->tmpl_len <= ctl->map_size) {
-		const char *t = (const char *)ctl + ctl->tmpl_off;
-		uint64_t i;
-
-		for (i = 0; i < ctl->tmpl_len; i++)
-			blk[RT_BLK_MAP + i] = t[i];
-	}
-	/* the template has the target's pid; a forked child is another */
-	if (rt_forked && ctl->map_size >= RT_MAP_PID + 8)
-		*(uint64_t *)(blk + RT_BLK_MAP + RT_MAP_PID) =
-			(uint64_t)rt_syscall0(39 /* getpid */);
-	__atomic_store_n((uint32_t *)(blk + RT_BLK_SZ), RT_BLK_MAP,
-			 __ATOMIC_RELEASE);
-	rt_self = blk;
-	return blk;
 }
 
 /*

@@ -17,7 +17,10 @@
  * page the entry lies in (also a block of an earlier attach):
  *
  *   0x000  u32 sz, u32 version
- *   0x008  u32 tid, u32 pad
+ *   0x008  u32 tid, u32 pid: the thread that holds the block, one u64
+ *          changed by compare-and-swap (a block of a thread that is
+ *          gone is taken again, runtime/rt_block.c); pid 0: a runtime
+ *          that never takes blocks again set it
  *   0x010  u64 ctl: the target's address of the control block
  *   0x018  u64 shadow_top: byte offset of the shadow stack top (16/entry)
  *   0x020  u64 shadow_lost: return probes skipped (shadow stack full)
@@ -80,6 +83,7 @@
 
 #define RT_BLK_SZ 0x000
 #define RT_BLK_TID 0x008
+#define RT_BLK_PID 0x00c
 #define RT_BLK_CTL 0x010
 #define RT_BLK_SHADOW_TOP 0x018
 #define RT_BLK_SHADOW_LOST 0x020
@@ -281,7 +285,8 @@ struct rt_ctl {
 	uint64_t tmpl_off;	/* template copied to a new block's map area */
 	uint64_t tmpl_len;	/* (table headers), <= map_size */
 	/* written by the runtime */
-	uint64_t next_block;	/* blocks handed out (may exceed nblocks) */
+	uint64_t next_block;	/* fresh blocks handed out (<= nblocks; an
+				 * older runtime's may exceed it) */
 	uint64_t no_block;	/* threads that found no free block */
 	uint32_t detached;	/* set by ubt: stop producing events */
 	uint32_t flags;		/* RT_CTL_*, set by ubt before rt_init */
@@ -327,6 +332,10 @@ struct rt_ctl {
 	 * attach, inside the target's stop.
 	 */
 	uint32_t sites_clean;
+	/* written by the runtime (rt_block.c): where the next search for a
+	 * gone thread's block starts, and blocks taken again so far */
+	uint32_t reclaim_next;
+	uint64_t blocks_reused;
 };
 
 struct rt_comm_slot {

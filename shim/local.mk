@@ -40,6 +40,9 @@ libubt_a_SOURCES += \
 	shim/owner.h \
 	shim/patch.c \
 	shim/patch.h \
+	shim/patch_elf.c \
+	shim/patch_memo.c \
+	shim/patch_memo.h \
 	shim/place.c \
 	shim/place.h \
 	shim/place_body.c \

@@ -248,6 +248,14 @@ uint64_t memfd_no_block(const struct memfd *m)
 	return m->seen->no_block;
 }
 
+uint64_t memfd_blocks_reused(const struct memfd *m)
+{
+	uint64_t v = memfd_load64(&m->ctl->blocks_reused);
+
+	/* for -v only: an implausible count is left out */
+	return memfd_count_ok(m, v, 1) ? v : 0;
+}
+
 static char *block(const struct memfd *m, uint32_t i)
 {
 	if (i >= m->l.nblocks)

@@ -63,6 +63,8 @@ uint64_t memfd_code_off(unsigned int i);
 uint32_t memfd_nblocks_used(const struct memfd *m);
 /* Threads that found no free block (ctl->no_block). */
 uint64_t memfd_no_block(const struct memfd *m);
+/* Blocks taken again after their threads were gone (ctl->blocks_reused). */
+uint64_t memfd_blocks_reused(const struct memfd *m);
 /* Thread id recorded in block i (0 if not initialized or out of range). */
 uint32_t memfd_block_tid(const struct memfd *m, uint32_t i);
 /* Has the target corrupted the memfd (the warning was printed)? */

@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ptrace.h>
+#include <sys/resource.h>
 #include <sys/syscall.h>
 #include <sys/uio.h>
 #include <sys/wait.h>
@@ -585,8 +586,11 @@ static int run_to_entry(struct pt *p, pid_t pid, const char *what)
 		if (waitpid(pid, &st, __WALL) < 0 || !WIFSTOPPED(st))
 			return pt_fail(p, -ESRCH, "%s exited before its entry "
 					       "point", what);
-		if (WSTOPSIG(st) == SIGTRAP && !(st >> 16))
+		if (WSTOPSIG(st) == SIGTRAP && !(st >> 16)) {
+			/* it waits from here */
+			p->stop_start_ns = mono_ns();
 			break;
+		}
 		if (ptrace(PTRACE_CONT, pid, 0,
 			   (st >> 16) ? 0 : WSTOPSIG(st)) < 0)
 			return -EIO;
@@ -667,6 +671,8 @@ int pt_spawn(struct pt *p, char *const argv[])
 	if (!pid) {
 		close(pfd[0]);
 		ptrace(PTRACE_TRACEME, 0, 0, 0);
+		if (p->renice)
+			setpriority(PRIO_PROCESS, 0, p->nice);
 		execvp(argv[0], argv);
 		cerr = errno;
 		if (write(pfd[1], &cerr, sizeof(cerr)) < 0)

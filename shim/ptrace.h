@@ -35,6 +35,10 @@ struct pt {
 	uint64_t syscall_insn;	/* address of a syscall instruction */
 	int memfd;		/* /proc/PID/mem */
 	bool child;		/* started by pt_spawn */
+	/* pt_spawn: the command's nice value, when renice (ubt's own is
+	 * raised while it waits for the command to reach its entry) */
+	bool renice;
+	int nice;
 	bool one;		/* only the control thread is seized */
 	bool exited;		/* the process exited while we waited: */
 	int exit_status;	/* its wait status (reaped if our child) */
@@ -121,5 +125,12 @@ bool pt_gone(pid_t pid);
 
 /* /proc/PID/maps, parsed; free(*out) after use. */
 int pt_maps(pid_t pid, struct pt_map **out, int *n);
+/*
+ * Keep pid's mappings from one pt_maps() to the next (0: keep none), for a
+ * process that runs nothing meanwhile but ubt's remote calls, which
+ * forget them (pt_maps_forget()): a -c command at its entry point.
+ */
+void pt_maps_keep(pid_t pid);
+void pt_maps_forget(void);
 
 #endif

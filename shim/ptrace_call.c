@@ -177,6 +177,8 @@ static int run_ctl(struct pt *p, struct user_regs_struct *r, bool step,
 	sigset_t chld, old;
 	int st, err = 0;
 
+	/* the code it runs may map and unmap */
+	pt_maps_forget();
 	if (ptrace(PTRACE_SETREGS, tid, 0, r) < 0)
 		return -errno;
 	/* a ptrace stop sends SIGCHLD: sleep until one comes, no polling */

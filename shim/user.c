@@ -170,11 +170,24 @@ bool user_exit_status(const struct ubt_user *u, int *status)
 	return u->exited;
 }
 
+void user_unhold(struct ubt_user *u)
+{
+	pt_maps_keep(0);
+	if (u->child_boosted)
+		setpriority(PRIO_PROCESS, u->pid, u->child_nice);
+	u->child_boosted = false;
+	if (u->child_pinned)
+		sched_setaffinity(u->pid, sizeof(u->child_cpus),
+				  &u->child_cpus);
+	u->child_pinned = false;
+}
+
 void user_unboost(struct ubt_user *u)
 {
 	if (u->pinned)
 		sched_setaffinity(0, sizeof(u->old_cpus), &u->old_cpus);
 	u->pinned = false;
+	user_unhold(u);
 	if (!u->boosted)
 		return;
 	setpriority(PRIO_PROCESS, 0, u->old_nice);

@@ -193,16 +193,19 @@ struct ubt_user *user_attach_cmd(char *const argv[], const struct user_opts *o,
 		free(u);
 		return NULL;
 	}
+	user_hold_spawn(u);
 	if (pt_spawn(&u->pt, argv)) {
 		snprintf(err, errlen, "%s", u->pt.err);
+		user_unboost(u);
 		pt_release(&u->pt);
 		user_comm_stop(u);
 		free(u);
 		return NULL;
 	}
 	/* stopped from here: it ran its loader up to its entry point */
-	u->stop_t0 = mono_ns();
+	u->stop_t0 = u->pt.stop_start_ns ?: mono_ns();
 	u->pid = u->pt.pid;
+	user_hold(u);
 	u->comm_want = USER_FIELD(o, struct user_opts, task) && o->task;
 	user_comm_try_prepare(u);
 	return attach(u, o, err, errlen);

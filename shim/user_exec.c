@@ -150,7 +150,7 @@ int user_follow_exec(struct ubt_user *u)
 	u->libc_ready = false;
 	u->exec_hook = false;
 	u->resumed = u->released = u->new_image = false;
-	u->stop_t0 = mono_ns();
+	u->stop_t0 = u->pt.stop_start_ns ?: mono_ns();
 	u->execs++;
 	err = user_choose_ctl(u);
 	err = err ?: user_check_libc(u);

@@ -451,6 +451,9 @@ static int libc_elf(struct ubt_user *u, const char *path)
 	if (patch_find_object(u->libc, "__libc_single_threaded",
 			      &u->single_vaddr, &size))
 		u->single_vaddr = 0;
+	/* the exec hook's function, read here (before a -c command
+	 * starts, before a -p process stops) and kept (patch_memo.h) */
+	patch_find_symbol(u->libc, "execve", &size, &size, &off);
 	u->libc_ready = true;
 	return 0;
 }

@@ -498,6 +498,7 @@ int user_resume(struct ubt_user *u)
 	}
 	e = user_rsys(u, SYS_close, (uint64_t)u->target_fd, 0, 0, 0, 0, 0,
 		      &ret);
+	user_unhold(u);
 	e = pt_detach(&u->pt) ?: e;	/* never leave it stopped */
 	user_rt(u, false);
 	user_note_exit(u);

@@ -129,6 +129,10 @@ struct ubt_user {
 	bool boosted;		/* ubt runs at nice -20 while it is stopped */
 	int old_nice;
 	bool pinned;		/* ubt runs on the control thread's CPU */
+	bool child_boosted;	/* -c: the command too, while it waits */
+	int child_nice;
+	bool child_pinned;	/* -c: the command on ubt's CPU meanwhile */
+	cpu_set_t child_cpus;
 	bool rt;		/* SCHED_FIFO in the final stop (user_rt()) */
 	int (*commit_fn)(struct ubt_user *u, void *ctx);	/* user_on_commit() */
 	void *commit_ctx;
@@ -296,6 +300,22 @@ void user_count_stop(struct ubt_user *u);
  * u->pt.err.
  */
 int user_seize(struct ubt_user *u, pid_t tid);
+
+/*
+ * -c: before the command starts, ubt runs at nice -20, so that it sees at
+ * once the command reach its entry point (the command keeps ubt's value).
+ */
+void user_hold_spawn(struct ubt_user *u);
+
+/*
+ * -c: the command waits at its entry point from here: ubt and the command
+ * run at nice -20 on ubt's CPU until it runs (user_unhold()).
+ */
+void user_hold(struct ubt_user *u);
+
+/* -c: the command's own priority and CPUs back (before it runs; also from
+ * user_unboost()). */
+void user_unhold(struct ubt_user *u);
 
 /*
  * Stop the target again: one thread for remote calls only, or (all) every

@@ -185,6 +185,58 @@ int user_seize(struct ubt_user *u, pid_t tid)
 	return pt_seize(&u->pt, u->pid);
 }
 
+void user_hold_spawn(struct ubt_user *u)
+{
+	user_boost(u);
+	u->pt.renice = u->boosted;
+	u->pt.nice = u->old_nice;
+}
+
+/*
+ * -c: ubt and the command on ubt's CPU, as user_follow() does for -p, but
+ * without moving ubt (sched_setaffinity() of a running thread to another
+ * CPU waits for that CPU: 0.1-0.3 ms here); the command, stopped, moves
+ * when it next runs, and gets its own set back before its first
+ * instruction (user_unhold()).
+ */
+static void user_pull(struct ubt_user *u)
+{
+	int cpu = sched_getcpu();
+	cpu_set_t one;
+
+	if (u->pinned || cpu < 0 || cpu >= CPU_SETSIZE ||
+	    sched_getaffinity(0, sizeof(u->old_cpus), &u->old_cpus) ||
+	    sched_getaffinity(u->pid, sizeof(u->child_cpus), &u->child_cpus) ||
+	    !CPU_ISSET(cpu, &u->child_cpus))
+		return;
+	CPU_ZERO(&one);
+	CPU_SET(cpu, &one);
+	if (sched_setaffinity(0, sizeof(one), &one))
+		return;
+	u->pinned = true;
+	u->child_pinned = !sched_setaffinity(u->pid, sizeof(one), &one);
+}
+
+void user_hold(struct ubt_user *u)
+{
+	int nice;
+
+	user_pull(u);
+	/* nothing but ubt's remote calls changes its mappings now */
+	pt_maps_keep(u->pid);
+	/*
+	 * Its remote calls wait for a CPU too: as ubt, it runs at nice -20
+	 * until ubt lets it go, its own value back before its first
+	 * instruction (user_unhold()).
+	 */
+	errno = 0;
+	nice = getpriority(PRIO_PROCESS, u->pid);
+	if (errno || setpriority(PRIO_PROCESS, u->pid, -20))
+		return;
+	u->child_nice = nice;
+	u->child_boosted = true;
+}
+
 /*
  * -p: the runtime is in place; let the target run while ubt does what
  * does not need it stopped (loading BPF, building the probes' code).

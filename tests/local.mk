@@ -8,6 +8,7 @@ check_PROGRAMS += \
 	tests/targets/libubt-target.so \
 	tests/targets/ubt-alt \
 	tests/targets/ubt-calls \
+	tests/targets/ubt-churn \
 	tests/targets/ubt-classes \
 	tests/targets/ubt-dwtypes \
 	tests/targets/ubt-exc \
@@ -42,6 +43,10 @@ tests_targets_ubt_alt_LDADD = -lpthread
 tests_targets_ubt_calls_SOURCES = tests/targets/calls.c
 tests_targets_ubt_calls_CFLAGS = $(UBT_TARGET_CFLAGS)
 tests_targets_ubt_calls_LDFLAGS =
+tests_targets_ubt_churn_SOURCES = tests/targets/churn.c
+tests_targets_ubt_churn_CFLAGS = $(UBT_TARGET_CFLAGS)
+tests_targets_ubt_churn_LDFLAGS =
+tests_targets_ubt_churn_LDADD = -lpthread
 # C++: exceptions, pthread_exit and backtrace() through wrapped calls;
 # -rdynamic so that dladdr() names main; ubt_exc_deep stays recursive
 tests_targets_ubt_dwtypes_SOURCES = tests/targets/dwtypes.c
@@ -201,6 +206,7 @@ check_PROGRAMS += \
 	tests/user/unit-tramp
 TESTS += \
 	tests/user/corrupt.sh \
+	tests/user/hold.sh \
 	tests/user/kill-stress.py \
 	tests/user/share.py \
 	tests/user/syswide-kill.py \
@@ -218,6 +224,7 @@ TESTS += \
 # user-mode return probes (the ubt-exc target)
 EXTRA_DIST += \
 	tests/user/corrupt.sh \
+	tests/user/hold.sh \
 	tests/user/kill-stress.py \
 	tests/user/procmem.py \
 	tests/user/share.py \

@@ -38,11 +38,12 @@ signalled() {
 	rm -f "$out"
 }
 
-echo 1..33
+echo 1..34
 check "$t/ubt-alt"
 check "$t/ubt-alt" 30 3
 check "$t/ubt-calls"
 check "$t/ubt-calls" 20
+check "$t/ubt-churn" 100 4
 check "$t/ubt-classes"
 check "$t/ubt-dwtypes"
 check "$t/ubt-exc"

@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "memfd.h"
@@ -50,7 +51,14 @@ struct result {
 	bool have_block;
 };
 
-/* Each thread: NREC events into its ring, keys 0..9 into its table. */
+/* every thread of test_threads() lives until all took their block */
+static pthread_barrier_t all_took;
+
+/*
+ * Each thread: NREC events into its ring, keys 0..9 into its table, then
+ * it waits for the others (a block is taken again once its thread is gone:
+ * test_reuse()).
+ */
 static void *thread_main(void *arg)
 {
 	struct result *r = arg;
@@ -65,9 +73,7 @@ static void *thread_main(void *arg)
 	}
 	blk = my_block();
 	r->have_block = blk != NULL;
-	if (!blk)
-		return NULL;
-	for (i = 0; i < 10; i++) {
+	for (i = 0; blk && i < 10; i++) {
 		uint64_t *v = htab_lookup(
 			(struct rt_htab *)(blk + RT_BLK_MAP + tab.off), &i);
 
@@ -76,6 +82,7 @@ static void *thread_main(void *arg)
 			r->tab_hits++;
 		}
 	}
+	pthread_barrier_wait(&all_took);
 	return NULL;
 }
 
@@ -122,6 +129,7 @@ static void test_threads(void)
 	bool order = true;
 
 	ok(!memfd_htab_add(&m, &tab), "a keyed table in the block template");
+	pthread_barrier_init(&all_took, NULL, NBLOCKS + 1);
 	for (i = 0; i <= NBLOCKS; i++)
 		pthread_create(&th[i], NULL, thread_main, &r[i]);
 	for (i = 0; i <= NBLOCKS; i++) {
@@ -171,6 +179,60 @@ static int on_tally(const void *key, const void *val, uint32_t block,
 	t->zero += !v;
 	t->sum += v;
 	return 0;
+}
+
+struct reuse {
+	char *blk;
+	pid_t tid;
+	int written;
+};
+
+static void *reuse_main(void *arg)
+{
+	struct reuse *r = arg;
+	struct rec e = { .thread = 99 };
+	uint64_t k = 3, *v;
+
+	r->tid = (pid_t)syscall(SYS_gettid);
+	r->written = !ring_write(&e, sizeof(e), 1);
+	r->blk = my_block();
+	v = r->blk ? htab_lookup((struct rt_htab *)(r->blk + RT_BLK_MAP +
+						       tab.off), &k) : NULL;
+	if (v)
+		*v += 100;
+	return NULL;
+}
+
+/*
+ * Every block is taken and their threads are gone: a new thread takes one
+ * of them again, with its own tid and an empty shadow stack, the old
+ * thread's table and ring going on.
+ */
+static void test_reuse(void)
+{
+	struct reuse r = { 0 };
+	struct tally t = { 0 };
+	pthread_t th;
+	char *b0 = m.base + m.block_off;
+
+	pthread_create(&th, NULL, reuse_main, &r);
+	pthread_join(th, NULL);
+	ok(r.blk && r.written && m.ctl->blocks_reused == 1 &&
+		   m.ctl->no_block == 1 && m.ctl->next_block == NBLOCKS,
+	   "a gone thread's block taken again (%llu reused)",
+	   (unsigned long long)m.ctl->blocks_reused);
+	if (!r.blk)
+		return;
+	ok(r.blk >= b0 && r.blk < b0 + NBLOCKS * m.block_size &&
+		   (uint64_t)(r.blk - b0) % m.block_size == 0 &&
+		   *(uint32_t *)(r.blk + RT_BLK_TID) == (uint32_t)r.tid &&
+		   *(uint32_t *)(r.blk + RT_BLK_PID) == (uint32_t)getpid() &&
+		   *(uint64_t *)(r.blk + RT_BLK_SHADOW_TOP) == 0,
+	   "it is one of the %d, with the new thread's ids", NBLOCKS);
+	memfd_htab_foreach(&m, &tab, on_tally, &t);
+	ok(t.n == NBLOCKS * 8 && t.sum == NBLOCKS * 36 + 100,
+	   "the old thread's table goes on (%d slots, sum %llu)", t.n,
+	   (unsigned long long)t.sum);
 }
 
 static struct tally tally(const struct memfd_htab *t)
@@ -446,6 +508,7 @@ int main(void)
 	test_probe_read((long (*)(void *, const void *, uint64_t))dlsym(
 		h, "rt_probe_read"));
 	test_threads();
+	test_reuse();
 	test_htab_states();
 	test_wrap();
 	test_untrusted();
