@@ -89,7 +89,7 @@ kind "type name in a cast" 1 "ERROR: Unknown type: 'aaa" \
 	'BEGIN { $x = (' a ' *)0; exit(); }'
 kind "C definition" 0 '' 'struct ' a ' { int x; }
 BEGIN { exit(); }'
-kind "#include line" 1 'ERROR: cannot open file' '#include <' a '.h>
+kind "#include line" 1 'error: cannot open file' '#include <' a '.h>
 BEGIN { exit(); }'
 kind "blanks" 0 '' 'BEGIN {' ' ' ' exit(); }'
 kind "newlines" 0 '' 'BEGIN {' '

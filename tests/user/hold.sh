@@ -9,12 +9,17 @@ if [ "$(id -u)" != 0 ]; then
 	exit 0
 fi
 cmd='sed -n "s/^Cpus_allowed_list:[[:space:]]*/cpus /p" /proc/self/status; echo "nice $(cut -d" " -f19 /proc/self/stat)"'
+# -c splits its command at spaces only, as bpftrace does: the shell code
+# goes in a script of its own
+tmp=$(mktemp -d /tmp/ubt-hold.XXXXXX) || exit 1
+trap 'rm -rf "$tmp"' EXIT
+printf '%s\n' "$cmd" >"$tmp/show.sh"
 echo "1..2"
 n=0
 for nice in 0 7; do
 	n=$((n + 1))
 	want=$(nice -n "$nice" /bin/sh -c "$cmd")
-	got=$(nice -n "$nice" timeout 30 "$ubt" --mode user -c "/bin/sh -c '$cmd'" \
+	got=$(nice -n "$nice" timeout 30 "$ubt" --mode user -c "/bin/sh $tmp/show.sh" \
 		-e 'uprobe:libc:malloc { @n = count(); }' </dev/null 2>&1 |
 		grep -E '^(cpus|nice) ')
 	if [ "$got" = "$want" ] && [ -n "$want" ]; then
