@@ -88,17 +88,25 @@ void run_xmap_warnings(struct run *r)
 	for (int i = 0; i < r->kobj->nmaps; i++) {
 		bool bad = false;
 		uint64_t n = run_xmap_count(r, i, CG_XMAP_OFF_COLLIDED, &bad);
+		uint64_t raced = run_xmap_count(r, i, CG_XMAP_OFF_RACED, &bad);
 
 		if (bad)
 			fprintf(stderr, "WARNING: ignoring an implausible "
 				"count of dropped updates of %s read back "
 				"from the target\n", r->kobj->maps[i].name);
-		else if (n)
+		if (!bad && n)
 			fprintf(stderr, "WARNING: %llu updates of %s were "
 				"dropped: their keys found no free slot in "
 				"the table it shares with kernel probes "
 				"(UBT_NO_XMAP=1 keeps it in a BPF hash map)\n",
 				(unsigned long long)n,
 				r->kobj->maps[i].name);
+		if (!bad && raced)
+			fprintf(stderr, "WARNING: %llu updates of %s were "
+				"dropped: they lost %d races in a row for a "
+				"slot of the table it shares with kernel "
+				"probes (UBT_NO_XMAP=1 keeps it in a BPF hash "
+				"map)\n", (unsigned long long)raced,
+				r->kobj->maps[i].name, CG_XMAP_ATTEMPTS);
 	}
 }
