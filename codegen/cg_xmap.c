@@ -543,9 +543,13 @@ void cg_xmap_assign(struct cg *g, int id, LLVMValueRef k, LLVMValueRef val)
 			  ""),
 	      abort, kill, -1);
 	LLVMPositionBuilderAtEnd(ir->b, kill);
-	xm_cas(g, xm_word(g, slot3, CG_XMAP_SLOT_STATE), s3,
-	       xm_with(g, s3, CG_XMAP_DEAD));
-	LLVMBuildBr(ir->b, w3.next);
+	/* a failure: its inserter may have turned it live meanwhile (its
+	 * scan ran before ours was INS): ours gives way, and the next
+	 * attempt finds it */
+	xm_br(g,
+	      xm_cas(g, xm_word(g, slot3, CG_XMAP_SLOT_STATE), s3,
+		     xm_with(g, s3, CG_XMAP_DEAD)),
+	      w3.next, abort, 1);
 	xm_walk_end(g, id, &w3, promote);
 
 	/* INS to live: ours, unless another inserter turned it dead */
@@ -600,7 +604,9 @@ void cg_xmap_assign(struct cg *g, int id, LLVMValueRef k, LLVMValueRef val)
 	anext = LLVMBuildAdd(ir->b, a, irb_const(ir, 1), "");
 	xm_br(g,
 	      LLVMBuildICmp(ir->b, LLVMIntULT, anext,
-			    irb_const(ir, CG_XMAP_ATTEMPTS), ""),
+			    irb_const(ir, xm_native(g) ? CG_XMAP_ATTEMPTS :
+							 CG_XMAP_ATTEMPTS_BPF),
+			    ""),
 	      attempt, raced, 1);
 	{
 		LLVMValueRef av[2] = { irb_const(ir, 0), anext };

@@ -32,7 +32,8 @@
  *   32   u64 collided: updates that found no slot to claim within the
  *        probe bound, reported at exit
  *   40   u64 raced: updates given up after CG_XMAP_ATTEMPTS attempts
- *        lost races (a slot deleted or taken under them), reported too
+ *        (_BPF in the kernel) lost races (a slot deleted or taken under
+ *        them), reported too
  *   64   nslots slots of CG_XMAP_SLOT bytes:
  *          u64 key word: key ^ CG_XMAP_KEY_FLIP; valid when the state is
  *              inserting, live or dead (a dead slot keeps its last key)
@@ -65,7 +66,8 @@
  *   (an exchange: a full barrier), then scan the key's slots again: a live
  *   slot of the key, or one being inserted nearer its hash, wins (ours
  *   turns dead, the live one is updated or the whole update tried again);
- *   one being inserted farther is turned dead.  Then INS to live by
+ *   one being inserted farther is turned dead (compare-and-swap from the
+ *   INS read; when that fails, it may have gone live, and ours gives way).  Then INS to live by
  *   compare-and-swap, which fails when another inserter turned it dead
  *   (tried again).  Two inserters of one key each publish before they
  *   scan, so one sees the other: a key is live in one slot at a time.
@@ -101,7 +103,11 @@
 #define CG_XMAP_SLOT_STATE 8
 #define CG_XMAP_SLOT_PINS 16
 #define CG_XMAP_SLOT_VALUE 24
+/* attempts of an update that lost races: native code, BPF (one more
+ * multiplies the verifier's paths through every update of a program: 6
+ * updates in one probe took the verifier 13 s with 2) */
 #define CG_XMAP_ATTEMPTS 4
+#define CG_XMAP_ATTEMPTS_BPF 1
 #define CG_XMAP_SPIN 64
 
 /* A slot's state word: generation << CG_XMAP_GEN_SHIFT | state */

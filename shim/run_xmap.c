@@ -147,7 +147,9 @@ int run_xmap_place(struct run *r)
 		why = user_error(r->u) && *user_error(r->u) ?
 			      user_error(r->u) : strerror(-err);
 		/* nothing is patched yet: the kernel runs them instead */
-		if (r->xstandby && !user_xmap_remove_all(r->u)) {
+		if (r->xstandby && !kernel_standby_loaded(r->k))
+			r->xno_standby = "their kernel programs did not load";
+		else if (r->xstandby && !user_xmap_remove_all(r->u)) {
 			run_xmap_fall_back(r, m->name, why);
 			return 0;
 		}
@@ -204,10 +206,10 @@ void run_xmap_warnings(struct run *r)
 				r->kobj->maps[i].name);
 		if (!bad && raced)
 			fprintf(stderr, "WARNING: %llu updates of %s were "
-				"dropped: they lost %d races in a row for a "
-				"slot of the table it shares with kernel "
-				"probes (UBT_NO_XMAP=1 keeps it in a BPF hash "
-				"map)\n", (unsigned long long)raced,
-				r->kobj->maps[i].name, CG_XMAP_ATTEMPTS);
+				"dropped: they kept losing races for a slot "
+				"of the table it shares with kernel probes "
+				"(UBT_NO_XMAP=1 keeps it in a BPF hash map)\n",
+				(unsigned long long)raced,
+				r->kobj->maps[i].name);
 	}
 }
