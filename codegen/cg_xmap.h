@@ -67,10 +67,12 @@
  *   slot of the key, or one being inserted nearer its hash, wins (ours
  *   turns dead, the live one is updated or the whole update tried again);
  *   one being inserted farther is turned dead (compare-and-swap from the
- *   INS read; when that fails, it may have gone live, and ours gives way).  Then INS to live by
- *   compare-and-swap, which fails when another inserter turned it dead
- *   (tried again).  Two inserters of one key each publish before they
- *   scan, so one sees the other: a key is live in one slot at a time.
+ *   INS read; when that fails, it may have gone live, and ours gives
+ *   way).  Then INS to live by compare-and-swap, which fails when another
+ *   inserter turned it dead (tried again).  Two inserters of one key each
+ *   publish before they scan, so one sees the other: a key is live in one
+ *   slot at a time.  An update that still lost after CG_XMAP_ATTEMPTS
+ *   attempts is dropped and counted (raced).
  * - Read, has_key(), delete(): the state, then the key word, then the
  *   value, then the state again; a state that changed meanwhile means the
  *   key was deleted meanwhile (absent).  delete() turns live to dead by
