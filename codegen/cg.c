@@ -411,11 +411,18 @@ static void cg_probes(struct cg *g)
 	for (struct ast_node *p = g->c->program->program.probes; p && !g->err;
 	     p = p->next) {
 		struct sema_probe *sp = g->sp->probes[p->probe.index];
-		bool split = cg_uses_probe(p);
+		bool split = cg_uses_probe(p), standby = false;
+		int first = g->obj->nprogs;
 
 		if (g->opts && g->opts->want &&
-		    !g->opts->want(g->opts->want_ctx, p))
-			continue;
+		    !g->opts->want(g->opts->want_ctx, p)) {
+			if (g->opts->sz < offsetof(struct cg_opts, standby) +
+						  sizeof(g->opts->standby) ||
+			    !g->opts->standby ||
+			    !g->opts->standby(g->opts->want_ctx, p))
+				continue;
+			standby = true;
+		}
 		/* USDT arguments are per site */
 		enum sema_provider prov = sp->provider;
 
@@ -461,6 +468,8 @@ static void cg_probes(struct cg *g)
 							 g->obj->nprogs - 1);
 			}
 		}
+		for (int i = first; i < g->obj->nprogs; i++)
+			g->obj->progs[i].standby = standby;
 	}
 }
 
@@ -593,7 +602,7 @@ int cg_object_probes(const struct cg_object *obj)
 	int n = 0;
 
 	for (int i = 0; i < obj->nprogs; i++)
-		if (!obj->progs[i].internal)
+		if (!obj->progs[i].internal && !obj->progs[i].standby)
 			n += obj->progs[i].nmatches;
 	return n;
 }

@@ -189,6 +189,10 @@ struct cg_prog {
 	void *code;
 	size_t code_len;
 	bool ctx_unused;	/* native: the code never reads its context */
+	/* built but not placed: a BPF program of cg_opts.standby is not
+	 * attached, a native one not installed (shim/run_xmap.c turns
+	 * them: the probe runs in the kernel after all) */
+	bool standby;
 };
 
 /*
@@ -276,6 +280,12 @@ struct cg_opts {
 	 * of CG_MAP_TAKEN (their sites there run in user mode: a kernel
 	 * uprobe another tracer brings back must not count them twice) */
 	bool (*skip_taken)(void *ctx, const struct ast_node *probe);
+	/* probes want() refuses that are lowered all the same, their
+	 * programs marked standby (NULL: none): the BPF programs of
+	 * user-mode probes that share a map with kernel probes, attached
+	 * instead of them when the target cannot map the table
+	 * (shim/run_xmap.c) */
+	bool (*standby)(void *ctx, const struct ast_node *probe);
 };
 
 /*

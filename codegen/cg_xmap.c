@@ -7,8 +7,9 @@
  * and stores (the JIT keeps them whole and in order; x86 orders them
  * like release and acquire), cmpxchg and fetch-and-add (BPF_ATOMIC,
  * kernel 5.12 on), in native code acquire loads, release stores, lock
- * cmpxchg and lock xadd.  The usual update of a live key is one load of
- * its key word, one of its live word and one store of its value.
+ * cmpxchg, xchg and xadd.  The usual update of a live key loads its state
+ * and key words, pins the slot (lock xadd), loads them again, stores the
+ * value and unpins it (lock xadd): the protocol is cg_xmap.h's.
  */
 #include <string.h>
 
@@ -24,17 +25,25 @@ static bool xm_native(struct cg *g)
 	return g->ir.target == CG_TARGET_NATIVE;
 }
 
-static LLVMValueRef xm_load(struct cg *g, LLVMValueRef p, bool acquire)
+/* an 8-byte atomic load; seq_cst where it must not pass an earlier
+ * atomic read-modify-write (a pin or a claim, then the other's word) */
+static LLVMValueRef xm_load_ord(struct cg *g, LLVMValueRef p,
+				LLVMAtomicOrdering ord)
 {
 	LLVMValueRef v = LLVMBuildLoad2(g->ir.b, g->ir.i64, p, "");
 
 	LLVMSetAlignment(v, 8);
 	if (xm_native(g))
-		LLVMSetOrdering(v, acquire ? LLVMAtomicOrderingAcquire :
-					     LLVMAtomicOrderingMonotonic);
+		LLVMSetOrdering(v, ord);
 	else
 		LLVMSetVolatile(v, 1);
 	return v;
+}
+
+static LLVMValueRef xm_load(struct cg *g, LLVMValueRef p, bool acquire)
+{
+	return xm_load_ord(g, p, acquire ? LLVMAtomicOrderingAcquire :
+					   LLVMAtomicOrderingMonotonic);
 }
 
 static void xm_store(struct cg *g, LLVMValueRef p, LLVMValueRef v,
@@ -71,6 +80,7 @@ LLVMValueRef cg_xmap_define(struct cg *g, int id)
 				    BPF_F_MMAPABLE);
 }
 
+
 /* The table's address, null when it is not there (check). */
 static LLVMValueRef xm_table(struct cg *g, int id)
 {
@@ -84,175 +94,40 @@ static LLVMValueRef xm_table(struct cg *g, int id)
 	return irb_map_lookup(ir, g->maps[id], key);
 }
 
-/*
- * The slot of key k in map id's table tab (null: not placed), null when
- * it is not there; with insert, a free slot claimed for it (compare-and-
- * swap of its key word from 0; its live word is still 0), null when none
- * was found within the probe bound (one more in the table's collided
- * count).
- */
-static LLVMValueRef xm_slot(struct cg *g, int id, LLVMValueRef tab,
-			    LLVMValueRef k, bool insert)
+static LLVMValueRef xm_eq(struct cg *g, LLVMValueRef a, uint64_t b)
 {
-	struct irb *ir = &g->ir;
-	const struct cg_map *m = &g->obj->maps[id];
-	uint32_t nslots = m->xmap_slots, probes = cg_xmap_max_probe(nslots);
-	int bits = __builtin_ctz(nslots);
-	LLVMBasicBlockRef chk, start, loop, notme, claim = NULL, next, full,
-		miss, done, entry_end, loop_end, claim_end = NULL;
-	LLVMValueRef enc, h, i, idx, slot, kw, inext, res, br;
-	LLVMValueRef vals[3];
-	LLVMBasicBlockRef from[3];
-	int n = 0;
-
-	enc = LLVMBuildXor(ir->b, k, irb_const(ir, CG_XMAP_KEY_FLIP), "enc");
-	chk = xm_block(g, "xmap_chk");
-	start = xm_block(g, "xmap_start");
-	loop = xm_block(g, "xmap_loop");
-	notme = xm_block(g, "xmap_notme");
-	if (insert)
-		claim = xm_block(g, "xmap_claim");
-	next = xm_block(g, "xmap_next");
-	full = xm_block(g, "xmap_full");
-	miss = xm_block(g, "xmap_miss");
-	done = xm_block(g, "xmap_done");
-
-	br = LLVMBuildCondBr(ir->b, LLVMBuildIsNull(ir->b, tab, ""), miss,
-			     chk);
-	irb_unlikely(ir, br, true);
-	LLVMPositionBuilderAtEnd(ir->b, chk);
-	br = LLVMBuildCondBr(ir->b,
-			     LLVMBuildICmp(ir->b, LLVMIntEQ, enc,
-					   irb_const(ir, 0), ""),
-			     insert ? full : miss, start);
-	irb_unlikely(ir, br, true);
-
-	LLVMPositionBuilderAtEnd(ir->b, start);
-	h = LLVMBuildLShr(ir->b,
-			  LLVMBuildMul(ir->b, enc,
-				       irb_const(ir, CG_XMAP_HASH), ""),
-			  irb_const(ir, 64 - bits), "hash");
-	entry_end = LLVMGetInsertBlock(ir->b);
-	LLVMBuildBr(ir->b, loop);
-
-	/* loop: the i-th slot of the sequence */
-	LLVMPositionBuilderAtEnd(ir->b, loop);
-	i = LLVMBuildPhi(ir->b, ir->i64, "i");
-	idx = LLVMBuildAnd(ir->b, LLVMBuildAdd(ir->b, h, i, ""),
-			   irb_const(ir, nslots - 1), "idx");
-	{
-		LLVMValueRef off = LLVMBuildAdd(
-			ir->b,
-			LLVMBuildMul(ir->b, idx, irb_const(ir, CG_XMAP_SLOT),
-				     ""),
-			irb_const(ir, CG_XMAP_HDR), "");
-
-		slot = LLVMBuildGEP2(ir->b, ir->i8, tab, &off, 1, "slot");
-	}
-	kw = xm_load(g, slot, true);
-	loop_end = LLVMGetInsertBlock(ir->b);
-	/* the usual case, a key found where it hashes, falls through */
-	br = LLVMBuildCondBr(ir->b,
-			     LLVMBuildICmp(ir->b, LLVMIntEQ, kw, enc, ""),
-			     done, notme);
-	irb_unlikely(ir, br, false);
-	vals[n] = slot;
-	from[n++] = loop_end;
-
-	LLVMPositionBuilderAtEnd(ir->b, notme);
-	LLVMBuildCondBr(ir->b,
-			LLVMBuildICmp(ir->b, LLVMIntEQ, kw, irb_const(ir, 0),
-				      ""),
-			insert ? claim : miss, next);
-
-	if (insert) {
-		LLVMValueRef pair, old, ok;
-
-		LLVMPositionBuilderAtEnd(ir->b, claim);
-		pair = LLVMBuildAtomicCmpXchg(
-			ir->b, slot, irb_const(ir, 0), enc,
-			LLVMAtomicOrderingSequentiallyConsistent,
-			LLVMAtomicOrderingSequentiallyConsistent, 0);
-		old = LLVMBuildExtractValue(ir->b, pair, 0, "old");
-		/* ours, or another inserter's of the same key */
-		ok = LLVMBuildOr(ir->b,
-				 LLVMBuildICmp(ir->b, LLVMIntEQ, old,
-					       irb_const(ir, 0), ""),
-				 LLVMBuildICmp(ir->b, LLVMIntEQ, old, enc, ""),
-				 "");
-		claim_end = LLVMGetInsertBlock(ir->b);
-		LLVMBuildCondBr(ir->b, ok, done, next);
-		vals[n] = slot;
-		from[n++] = claim_end;
-	}
-
-	LLVMPositionBuilderAtEnd(ir->b, next);
-	inext = LLVMBuildAdd(ir->b, i, irb_const(ir, 1), "");
-	LLVMBuildCondBr(ir->b,
-			LLVMBuildICmp(ir->b, LLVMIntULT, inext,
-				      irb_const(ir, probes), ""),
-			loop, insert ? full : miss);
-	{
-		LLVMValueRef iv[2] = { irb_const(ir, 0), inext };
-		LLVMBasicBlockRef ib[2] = { entry_end, next };
-
-		LLVMAddIncoming(i, iv, ib, 2);
-	}
-
-	/* no slot within the probe bound, or the one key that cannot be
-	 * stored: counted apart from a full map's drops, reported at exit */
-	LLVMPositionBuilderAtEnd(ir->b, full);
-	if (insert) {
-		LLVMValueRef cnt = irb_gep(ir, tab, CG_XMAP_OFF_COLLIDED);
-
-		LLVMBuildAtomicRMW(ir->b, LLVMAtomicRMWBinOpAdd, cnt,
-				   irb_const(ir, 1),
-				   LLVMAtomicOrderingMonotonic, 0);
-	}
-	LLVMBuildBr(ir->b, miss);
-
-	LLVMPositionBuilderAtEnd(ir->b, miss);
-	LLVMBuildBr(ir->b, done);
-	vals[n] = LLVMConstPointerNull(ir->ptr);
-	from[n++] = miss;
-
-	LLVMPositionBuilderAtEnd(ir->b, done);
-	res = LLVMBuildPhi(ir->b, ir->ptr, "xslot");
-	LLVMAddIncoming(res, vals, from, n);
-
-	return res;
+	return LLVMBuildICmp(g->ir.b, LLVMIntEQ, a, irb_const(&g->ir, b), "");
 }
 
-LLVMValueRef cg_xmap_read(struct cg *g, int id, LLVMValueRef k,
-			  const struct type *vt)
+/* a state word's state, and the word of state st in s's generation */
+static LLVMValueRef xm_state(struct cg *g, LLVMValueRef s)
 {
-	struct irb *ir = &g->ir;
-	LLVMValueRef slot, res, live;
-	LLVMBasicBlockRef has, set, cont;
-
-	res = irb_alloca(ir, 8, "xmap_val");
-	LLVMBuildStore(ir->b, irb_const(ir, 0), res);
-	slot = xm_slot(g, id, xm_table(g, id), k, false);
-	has = xm_block(g, "xmap_has");
-	set = xm_block(g, "xmap_set");
-	cont = xm_block(g, "xmap_read_done");
-	LLVMBuildCondBr(ir->b, LLVMBuildIsNull(ir->b, slot, ""), cont, has);
-	LLVMPositionBuilderAtEnd(ir->b, has);
-	live = xm_load(g, irb_gep(ir, slot, CG_XMAP_SLOT_LIVE), true);
-	LLVMBuildCondBr(ir->b,
-			LLVMBuildICmp(ir->b, LLVMIntEQ, live, irb_const(ir, 1),
-				      ""),
-			set, cont);
-	LLVMPositionBuilderAtEnd(ir->b, set);
-	LLVMBuildStore(ir->b,
-		       xm_load(g, irb_gep(ir, slot, CG_XMAP_SLOT_VALUE), false),
-		       res);
-	LLVMBuildBr(ir->b, cont);
-	LLVMPositionBuilderAtEnd(ir->b, cont);
-	return cg_load(g, res, vt);
+	return LLVMBuildAnd(g->ir.b, s, irb_const(&g->ir, CG_XMAP_STATE_MASK),
+			    "state");
 }
 
-/* atomically *p += d (a count of the table's header) */
+static LLVMValueRef xm_with(struct cg *g, LLVMValueRef s, uint64_t st)
+{
+	struct irb *ir = &g->ir;
+
+	return LLVMBuildOr(ir->b,
+			   LLVMBuildAnd(ir->b, s,
+					irb_const(ir, ~CG_XMAP_STATE_MASK), ""),
+			   irb_const(ir, st), "");
+}
+
+/* compare-and-swap of *p from old to new: did it succeed */
+static LLVMValueRef xm_cas(struct cg *g, LLVMValueRef p, LLVMValueRef old,
+			   LLVMValueRef new)
+{
+	LLVMValueRef pair = LLVMBuildAtomicCmpXchg(
+		g->ir.b, p, old, new, LLVMAtomicOrderingSequentiallyConsistent,
+		LLVMAtomicOrderingSequentiallyConsistent, 0);
+
+	return LLVMBuildExtractValue(g->ir.b, pair, 1, "");
+}
+
+/* atomically *p += d (a count of the header, a slot's pins): the old */
 static LLVMValueRef xm_add(struct cg *g, LLVMValueRef p, int64_t d)
 {
 	return LLVMBuildAtomicRMW(g->ir.b, LLVMAtomicRMWBinOpAdd, p,
@@ -260,124 +135,219 @@ static LLVMValueRef xm_add(struct cg *g, LLVMValueRef p, int64_t d)
 				  LLVMAtomicOrderingSequentiallyConsistent, 0);
 }
 
-void cg_xmap_assign(struct cg *g, int id, LLVMValueRef k, LLVMValueRef val)
+static LLVMValueRef xm_word(struct cg *g, LLVMValueRef slot, size_t off)
 {
-	struct irb *ir = &g->ir;
-	const struct cg_map *m = &g->obj->maps[id];
-	LLVMValueRef tab, slot, live, lp, vp, keys, n, pair;
-	LLVMBasicBlockRef has, set, add, room, full, lost, cont;
-
-	tab = xm_table(g, id);
-	slot = xm_slot(g, id, tab, k, true);
-	has = xm_block(g, "xmap_put");
-	set = xm_block(g, "xmap_set");
-	add = xm_block(g, "xmap_add");
-	room = xm_block(g, "xmap_room");
-	full = xm_block(g, "xmap_limit");
-	lost = xm_block(g, "xmap_lost_race");
-	cont = xm_block(g, "xmap_put_done");
-	LLVMBuildCondBr(ir->b, LLVMBuildIsNull(ir->b, slot, ""), cont, has);
-	/* live: the value only (the live word's line is only read) */
-	LLVMPositionBuilderAtEnd(ir->b, has);
-	lp = irb_gep(ir, slot, CG_XMAP_SLOT_LIVE);
-	vp = irb_gep(ir, slot, CG_XMAP_SLOT_VALUE);
-	live = xm_load(g, lp, true);
-	irb_unlikely(ir,
-		     LLVMBuildCondBr(ir->b,
-				     LLVMBuildICmp(ir->b, LLVMIntEQ, live,
-						   irb_const(ir, 1), ""),
-				     set, add),
-		     false);
-	LLVMPositionBuilderAtEnd(ir->b, set);
-	xm_store(g, vp, val, false);
-	LLVMBuildBr(ir->b, cont);
-	/*
-	 * A new or deleted key: one more live key, within max_entries (else
-	 * a drop, as a full BPF map's); the value, then live from 0 to 1.
-	 * Whoever turns live from 0 owns the count: a writer that loses the
-	 * race to another gives its count back (its value was stored).
-	 */
-	LLVMPositionBuilderAtEnd(ir->b, add);
-	keys = irb_gep(ir, tab, CG_XMAP_OFF_KEYS);
-	n = xm_add(g, keys, 1);
-	LLVMBuildCondBr(ir->b,
-			LLVMBuildICmp(ir->b, LLVMIntULT, n,
-				      irb_const(ir, m->max_entries ?
-						       m->max_entries : 1),
-				      ""),
-			room, full);
-	LLVMPositionBuilderAtEnd(ir->b, full);
-	xm_add(g, keys, -1);
-	xm_add(g, irb_gep(ir, tab, CG_XMAP_OFF_DROPPED), 1);
-	LLVMBuildBr(ir->b, cont);
-	LLVMPositionBuilderAtEnd(ir->b, room);
-	xm_store(g, vp, val, false);
-	pair = LLVMBuildAtomicCmpXchg(ir->b, lp, irb_const(ir, 0),
-				      irb_const(ir, 1),
-				      LLVMAtomicOrderingSequentiallyConsistent,
-				      LLVMAtomicOrderingSequentiallyConsistent,
-				      0);
-	LLVMBuildCondBr(ir->b, LLVMBuildExtractValue(ir->b, pair, 1, ""),
-			cont, lost);
-	LLVMPositionBuilderAtEnd(ir->b, lost);
-	xm_add(g, keys, -1);
-	LLVMBuildBr(ir->b, cont);
-	LLVMPositionBuilderAtEnd(ir->b, cont);
+	return irb_gep(&g->ir, slot, off);
 }
 
-LLVMValueRef cg_xmap_has(struct cg *g, int id, LLVMValueRef k)
+/* The key's word as stored, and the first slot of its probe sequence. */
+static LLVMValueRef xm_enc(struct cg *g, LLVMValueRef k)
+{
+	return LLVMBuildXor(g->ir.b, k, irb_const(&g->ir, CG_XMAP_KEY_FLIP),
+			    "enc");
+}
+
+static LLVMValueRef xm_hash(struct cg *g, int id, LLVMValueRef enc)
 {
 	struct irb *ir = &g->ir;
-	LLVMValueRef slot, res;
-	LLVMBasicBlockRef has, cont;
+	int bits = __builtin_ctz(g->obj->maps[id].xmap_slots);
+
+	return LLVMBuildLShr(ir->b,
+			     LLVMBuildMul(ir->b, enc,
+					  irb_const(ir, CG_XMAP_HASH), ""),
+			     irb_const(ir, 64 - bits), "hash");
+}
+
+/*
+ * A walk of the probe sequence from hash h: the i-th slot in head (from
+ * the block the walk is begun in); a body ends by branching to next (the
+ * following slot, or exit past the bound) or out of the walk.
+ */
+struct xm_walk {
+	LLVMValueRef i, slot;
+	LLVMBasicBlockRef next;
+	LLVMBasicBlockRef from;
+};
+
+static void xm_walk_begin(struct cg *g, int id, struct xm_walk *w,
+			  LLVMValueRef tab, LLVMValueRef h, const char *name)
+{
+	struct irb *ir = &g->ir;
+	uint32_t nslots = g->obj->maps[id].xmap_slots;
+	LLVMBasicBlockRef head = xm_block(g, name);
+	LLVMValueRef idx, off;
+
+	w->from = LLVMGetInsertBlock(ir->b);
+	w->next = xm_block(g, "xmap_next");
+	LLVMBuildBr(ir->b, head);
+	LLVMPositionBuilderAtEnd(ir->b, head);
+	w->i = LLVMBuildPhi(ir->b, ir->i64, "i");
+	idx = LLVMBuildAnd(ir->b, LLVMBuildAdd(ir->b, h, w->i, ""),
+			   irb_const(ir, nslots - 1), "idx");
+	off = LLVMBuildAdd(ir->b,
+			   LLVMBuildMul(ir->b, idx,
+					irb_const(ir, CG_XMAP_SLOT), ""),
+			   irb_const(ir, CG_XMAP_HDR), "");
+	w->slot = LLVMBuildGEP2(ir->b, ir->i8, tab, &off, 1, "slot");
+}
+
+/* next: the following slot, or exit after the last */
+static void xm_walk_end(struct cg *g, int id, struct xm_walk *w,
+			LLVMBasicBlockRef exit)
+{
+	struct irb *ir = &g->ir;
+	uint32_t probes = cg_xmap_max_probe(g->obj->maps[id].xmap_slots);
+	LLVMValueRef inext, iv[2];
+	LLVMBasicBlockRef ib[2];
+
+	LLVMPositionBuilderAtEnd(ir->b, w->next);
+	inext = LLVMBuildAdd(ir->b, w->i, irb_const(ir, 1), "");
+	LLVMBuildCondBr(ir->b,
+			LLVMBuildICmp(ir->b, LLVMIntULT, inext,
+				      irb_const(ir, probes), ""),
+			LLVMGetInstructionParent(w->i), exit);
+	iv[0] = irb_const(ir, 0);
+	ib[0] = w->from;
+	iv[1] = inext;
+	ib[1] = w->next;
+	LLVMAddIncoming(w->i, iv, ib, 2);
+}
+
+/*
+ * The live slot of key enc in table tab (null: not placed), with its
+ * state word as read (*st), or null.  The usual case, the key live where
+ * it hashes, falls through.
+ */
+static LLVMValueRef xm_find(struct cg *g, int id, LLVMValueRef tab,
+			    LLVMValueRef enc, LLVMValueRef *st)
+{
+	struct irb *ir = &g->ir;
+	LLVMBasicBlockRef start, live, found, miss, done, br_from[3];
+	LLVMValueRef s, kw, br, res, sres, slots[3], states[3];
+	struct xm_walk w;
+
+	start = xm_block(g, "xmap_find");
+	live = xm_block(g, "xmap_live");
+	found = xm_block(g, "xmap_found");
+	miss = xm_block(g, "xmap_miss");
+	done = xm_block(g, "xmap_find_done");
+	br = LLVMBuildCondBr(ir->b, LLVMBuildIsNull(ir->b, tab, ""), miss,
+			     start);
+	irb_unlikely(ir, br, true);
+	LLVMPositionBuilderAtEnd(ir->b, start);
+	xm_walk_begin(g, id, &w, tab, xm_hash(g, id, enc), "xmap_probe");
+	/* the state first: the key word read after a live state is that
+	 * generation's (a claim writes it before the state) */
+	s = xm_load(g, xm_word(g, w.slot, CG_XMAP_SLOT_STATE), true);
+	br = LLVMBuildCondBr(ir->b, xm_eq(g, xm_state(g, s), CG_XMAP_LIVE),
+			     live, w.next);
+	irb_unlikely(ir, br, false);
+	LLVMPositionBuilderAtEnd(ir->b, live);
+	kw = xm_load(g, xm_word(g, w.slot, CG_XMAP_SLOT_KEY), true);
+	br = LLVMBuildCondBr(ir->b,
+			     LLVMBuildICmp(ir->b, LLVMIntEQ, kw, enc, ""),
+			     found, w.next);
+	irb_unlikely(ir, br, false);
+	/* an empty slot ends the sequence: no key lives past one */
+	{
+		LLVMBasicBlockRef nb = w.next;
+
+		w.next = xm_block(g, "xmap_next_chk");
+		LLVMPositionBuilderAtEnd(ir->b, nb);
+		LLVMBuildCondBr(ir->b, xm_eq(g, s, 0), miss, w.next);
+	}
+	xm_walk_end(g, id, &w, miss);
+	LLVMPositionBuilderAtEnd(ir->b, found);
+	LLVMBuildBr(ir->b, done);
+	LLVMPositionBuilderAtEnd(ir->b, miss);
+	LLVMBuildBr(ir->b, done);
+	LLVMPositionBuilderAtEnd(ir->b, done);
+	res = LLVMBuildPhi(ir->b, ir->ptr, "xslot");
+	sres = LLVMBuildPhi(ir->b, ir->i64, "xstate");
+	slots[0] = w.slot;
+	states[0] = s;
+	br_from[0] = found;
+	slots[1] = LLVMConstPointerNull(ir->ptr);
+	states[1] = irb_const(ir, 0);
+	br_from[1] = miss;
+	LLVMAddIncoming(res, slots, br_from, 2);
+	LLVMAddIncoming(sres, states, br_from, 2);
+	*st = sres;
+	return res;
+}
+
+/*
+ * Read key k of map id: its value in *val (when not null) and whether it
+ * is there.  The value is the one of the generation whose live state was
+ * read, when the state is still that after the value: else the slot was
+ * deleted meanwhile, and the key is absent.
+ */
+static LLVMValueRef xm_get(struct cg *g, int id, LLVMValueRef k,
+			   LLVMValueRef val)
+{
+	struct irb *ir = &g->ir;
+	LLVMValueRef slot, s, s2, v, res;
+	LLVMBasicBlockRef has, same, cont;
 
 	res = irb_alloca(ir, 8, "xmap_has");
 	LLVMBuildStore(ir->b, irb_const(ir, 0), res);
-	slot = xm_slot(g, id, xm_table(g, id), k, false);
-	has = xm_block(g, "xmap_has_slot");
-	cont = xm_block(g, "xmap_has_done");
+	slot = xm_find(g, id, xm_table(g, id), xm_enc(g, k), &s);
+	has = xm_block(g, "xmap_has");
+	same = xm_block(g, "xmap_same");
+	cont = xm_block(g, "xmap_read_done");
 	LLVMBuildCondBr(ir->b, LLVMBuildIsNull(ir->b, slot, ""), cont, has);
 	LLVMPositionBuilderAtEnd(ir->b, has);
-	LLVMBuildStore(ir->b,
-		       LLVMBuildZExt(ir->b,
-				     LLVMBuildICmp(ir->b, LLVMIntEQ,
-						   xm_load(g,
-							   irb_gep(ir, slot,
-								   CG_XMAP_SLOT_LIVE),
-							   true),
-						   irb_const(ir, 1), ""),
-				     ir->i64, ""),
-		       res);
+	/* acquire: the state's second read stays after the value's */
+	v = xm_load(g, xm_word(g, slot, CG_XMAP_SLOT_VALUE), true);
+	s2 = xm_load(g, xm_word(g, slot, CG_XMAP_SLOT_STATE), true);
+	LLVMBuildCondBr(ir->b, LLVMBuildICmp(ir->b, LLVMIntEQ, s, s2, ""),
+			same, cont);
+	LLVMPositionBuilderAtEnd(ir->b, same);
+	if (val)
+		LLVMBuildStore(ir->b, v, val);
+	LLVMBuildStore(ir->b, irb_const(ir, 1), res);
 	LLVMBuildBr(ir->b, cont);
 	LLVMPositionBuilderAtEnd(ir->b, cont);
 	return LLVMBuildLoad2(ir->b, ir->i64, res, "has_key");
 }
 
+LLVMValueRef cg_xmap_read(struct cg *g, int id, LLVMValueRef k,
+			  const struct type *vt)
+{
+	LLVMValueRef val = irb_alloca(&g->ir, 8, "xmap_val");
+
+	LLVMBuildStore(g->ir.b, irb_const(&g->ir, 0), val);
+	xm_get(g, id, k, val);
+	return cg_load(g, val, vt);
+}
+
+LLVMValueRef cg_xmap_has(struct cg *g, int id, LLVMValueRef k)
+{
+	return xm_get(g, id, k, NULL);
+}
+
 LLVMValueRef cg_xmap_delete(struct cg *g, int id, LLVMValueRef k)
 {
 	struct irb *ir = &g->ir;
-	LLVMValueRef tab, slot, pair, res;
+	LLVMValueRef tab, slot, s, res;
 	LLVMBasicBlockRef has, del, cont;
 
 	res = irb_alloca(ir, 8, "xmap_del");
 	LLVMBuildStore(ir->b, irb_const(ir, 0), res);
 	tab = xm_table(g, id);
-	slot = xm_slot(g, id, tab, k, false);
+	slot = xm_find(g, id, tab, xm_enc(g, k), &s);
 	has = xm_block(g, "xmap_del_has");
 	del = xm_block(g, "xmap_del_live");
 	cont = xm_block(g, "xmap_del_done");
 	LLVMBuildCondBr(ir->b, LLVMBuildIsNull(ir->b, slot, ""), cont, has);
-	/* live from 1 to 0 (the value stays: a reader checks live first,
-	 * a writer stores its value before it sets live); one key less */
+	/* live to dead, in the generation read (a failure: another delete
+	 * came first); one key less.  The key word stays, the slot may be
+	 * claimed again (cg_xmap.h) */
 	LLVMPositionBuilderAtEnd(ir->b, has);
-	pair = LLVMBuildAtomicCmpXchg(ir->b,
-				      irb_gep(ir, slot, CG_XMAP_SLOT_LIVE),
-				      irb_const(ir, 1), irb_const(ir, 0),
-				      LLVMAtomicOrderingSequentiallyConsistent,
-				      LLVMAtomicOrderingSequentiallyConsistent,
-				      0);
-	LLVMBuildCondBr(ir->b, LLVMBuildExtractValue(ir->b, pair, 1, ""), del,
-			cont);
+	LLVMBuildCondBr(ir->b,
+			xm_cas(g, xm_word(g, slot, CG_XMAP_SLOT_STATE), s,
+			       xm_with(g, s, CG_XMAP_DEAD)),
+			del, cont);
 	LLVMPositionBuilderAtEnd(ir->b, del);
 	xm_add(g, irb_gep(ir, tab, CG_XMAP_OFF_KEYS), -1);
 	LLVMBuildStore(ir->b, irb_const(ir, 1), res);
@@ -385,4 +355,267 @@ LLVMValueRef cg_xmap_delete(struct cg *g, int id, LLVMValueRef k)
 	LLVMPositionBuilderAtEnd(ir->b, cont);
 	/* delete()'s value: was the key there */
 	return LLVMBuildLoad2(ir->b, ir->i64, res, "deleted");
+}
+
+/* a branch to one of two blocks, with the first likely or not */
+static void xm_br(struct cg *g, LLVMValueRef c, LLVMBasicBlockRef t,
+		  LLVMBasicBlockRef f, int likely)
+{
+	LLVMValueRef br = LLVMBuildCondBr(g->ir.b, c, t, f);
+
+	if (likely >= 0)
+		irb_unlikely(&g->ir, br, !likely);
+}
+
+/*
+ * In spin (from abort): the nearer inserter of the key, whose state word
+ * was s, is between its INS and live: the next attempt finds it live if
+ * this waits a little for the word to change (at most CG_XMAP_SPIN loads:
+ * it may have been preempted there), then retry.  Native code only: the
+ * verifier would walk the loop in every attempt of every update.
+ */
+static void xm_spin(struct cg *g, LLVMBasicBlockRef spin,
+		    LLVMBasicBlockRef abort, LLVMValueRef slot, LLVMValueRef s,
+		    LLVMBasicBlockRef retry)
+{
+	struct irb *ir = &g->ir;
+	LLVMValueRef c, cnext, now, cv[2];
+	LLVMBasicBlockRef cb[2] = { abort, spin };
+
+	LLVMPositionBuilderAtEnd(ir->b, spin);
+	c = LLVMBuildPhi(ir->b, ir->i64, "spin");
+	cnext = LLVMBuildAdd(ir->b, c, irb_const(ir, 1), "");
+	now = xm_load(g, xm_word(g, slot, CG_XMAP_SLOT_STATE), true);
+	xm_br(g,
+	      LLVMBuildAnd(ir->b, LLVMBuildICmp(ir->b, LLVMIntEQ, now, s, ""),
+			   LLVMBuildICmp(ir->b, LLVMIntULT, cnext,
+					 irb_const(ir, CG_XMAP_SPIN), ""),
+			   ""),
+	      spin, retry, -1);
+	cv[0] = irb_const(ir, 0);
+	cv[1] = cnext;
+	LLVMAddIncoming(c, cv, cb, 2);
+}
+
+/*
+ * @m[k] = val (cg_xmap.h: update of a live key, else insert), tried again
+ * up to CG_XMAP_ATTEMPTS times when a race was lost.
+ */
+void cg_xmap_assign(struct cg *g, int id, LLVMValueRef k, LLVMValueRef val)
+{
+	struct irb *ir = &g->ir;
+	const struct cg_map *m = &g->obj->maps[id];
+	LLVMValueRef tab, enc, h, a, s, kw, n, s2, news, mine, s3, st3, kw3,
+		slot3, slotu, su, kwu, pins, anext, ok;
+	LLVMBasicBlockRef start, attempt, l1live, l1not, ins, limit, cstart,
+		l2try, l2pins, l2back, noslot, claimed, l3load, l3empty, l3key,
+		l3same, kill, promote, abort, spin, lost, upd, updset, updfail,
+		retry, raced, cont, from[2];
+	struct xm_walk w1, w2, w3;
+
+	tab = xm_table(g, id);
+	enc = xm_enc(g, k);
+	start = xm_block(g, "xmap_put");
+	attempt = xm_block(g, "xmap_attempt");
+	l1live = xm_block(g, "xmap_live");
+	l1not = xm_block(g, "xmap_not_live");
+	ins = xm_block(g, "xmap_insert");
+	limit = xm_block(g, "xmap_limit");
+	cstart = xm_block(g, "xmap_claim_start");
+	l2try = xm_block(g, "xmap_claim_try");
+	l2pins = xm_block(g, "xmap_claim_pins");
+	l2back = xm_block(g, "xmap_claim_back");
+	noslot = xm_block(g, "xmap_no_slot");
+	claimed = xm_block(g, "xmap_claimed");
+	l3load = xm_block(g, "xmap_check_load");
+	l3empty = xm_block(g, "xmap_check_empty");
+	l3key = xm_block(g, "xmap_check_key");
+	l3same = xm_block(g, "xmap_check_same");
+	kill = xm_block(g, "xmap_kill");
+	promote = xm_block(g, "xmap_promote");
+	abort = xm_block(g, "xmap_abort");
+	spin = xm_block(g, "xmap_spin");
+	lost = xm_block(g, "xmap_lost");
+	upd = xm_block(g, "xmap_update");
+	updset = xm_block(g, "xmap_update_set");
+	updfail = xm_block(g, "xmap_update_fail");
+	retry = xm_block(g, "xmap_retry");
+	raced = xm_block(g, "xmap_raced");
+	cont = xm_block(g, "xmap_put_done");
+
+	xm_br(g, LLVMBuildIsNull(ir->b, tab, ""), cont, start, 0);
+	LLVMPositionBuilderAtEnd(ir->b, start);
+	h = xm_hash(g, id, enc);
+	LLVMBuildBr(ir->b, attempt);
+	LLVMPositionBuilderAtEnd(ir->b, attempt);
+	a = LLVMBuildPhi(ir->b, ir->i64, "attempt");
+
+	/* 1: the key's live slot (the usual case falls through to upd) */
+	xm_walk_begin(g, id, &w1, tab, h, "xmap_find");
+	s = xm_load(g, xm_word(g, w1.slot, CG_XMAP_SLOT_STATE), true);
+	xm_br(g, xm_eq(g, xm_state(g, s), CG_XMAP_LIVE), l1live, l1not, 1);
+	LLVMPositionBuilderAtEnd(ir->b, l1live);
+	kw = xm_load(g, xm_word(g, w1.slot, CG_XMAP_SLOT_KEY), true);
+	xm_br(g, LLVMBuildICmp(ir->b, LLVMIntEQ, kw, enc, ""), upd, w1.next,
+	      1);
+	LLVMPositionBuilderAtEnd(ir->b, l1not);
+	xm_br(g, xm_eq(g, s, 0), ins, w1.next, -1);
+	xm_walk_end(g, id, &w1, ins);
+
+	/* 2: a new key: one more, within max_entries (else a drop, as a
+	 * full BPF map's) */
+	LLVMPositionBuilderAtEnd(ir->b, ins);
+	n = xm_add(g, irb_gep(ir, tab, CG_XMAP_OFF_KEYS), 1);
+	xm_br(g,
+	      LLVMBuildICmp(ir->b, LLVMIntULT, n,
+			    irb_const(ir, m->max_entries ? m->max_entries : 1),
+			    ""),
+	      cstart, limit, 1);
+	LLVMPositionBuilderAtEnd(ir->b, limit);
+	xm_add(g, irb_gep(ir, tab, CG_XMAP_OFF_KEYS), -1);
+	xm_add(g, irb_gep(ir, tab, CG_XMAP_OFF_DROPPED), 1);
+	LLVMBuildBr(ir->b, cont);
+
+	/* claim the first empty or dead slot nobody pins: busy, the next
+	 * generation; pinned, it goes back to dead (no writer of its old
+	 * key may store into it once ours is there) */
+	LLVMPositionBuilderAtEnd(ir->b, cstart);
+	xm_walk_begin(g, id, &w2, tab, h, "xmap_claim");
+	s2 = xm_load(g, xm_word(g, w2.slot, CG_XMAP_SLOT_STATE), true);
+	xm_br(g,
+	      LLVMBuildOr(ir->b, xm_eq(g, s2, 0),
+			  xm_eq(g, xm_state(g, s2), CG_XMAP_DEAD), ""),
+	      l2try, w2.next, -1);
+	LLVMPositionBuilderAtEnd(ir->b, l2try);
+	news = LLVMBuildAdd(ir->b, xm_with(g, s2, CG_XMAP_BUSY),
+			    irb_const(ir, 1ull << CG_XMAP_GEN_SHIFT), "busy");
+	xm_br(g, xm_cas(g, xm_word(g, w2.slot, CG_XMAP_SLOT_STATE), s2, news),
+	      l2pins, w2.next, 1);
+	LLVMPositionBuilderAtEnd(ir->b, l2pins);
+	pins = xm_load_ord(g, xm_word(g, w2.slot, CG_XMAP_SLOT_PINS),
+			   LLVMAtomicOrderingSequentiallyConsistent);
+	xm_br(g, xm_eq(g, pins, 0), claimed, l2back, 1);
+	LLVMPositionBuilderAtEnd(ir->b, l2back);
+	xm_store(g, xm_word(g, w2.slot, CG_XMAP_SLOT_STATE),
+		 xm_with(g, news, CG_XMAP_DEAD), true);
+	LLVMBuildBr(ir->b, w2.next);
+	xm_walk_end(g, id, &w2, noslot);
+	LLVMPositionBuilderAtEnd(ir->b, noslot);
+	xm_add(g, irb_gep(ir, tab, CG_XMAP_OFF_KEYS), -1);
+	xm_add(g, irb_gep(ir, tab, CG_XMAP_OFF_COLLIDED), 1);
+	LLVMBuildBr(ir->b, cont);
+
+	/* 3: key and value, then INS (an exchange: the scan below reads
+	 * after it), then the key's other slots */
+	LLVMPositionBuilderAtEnd(ir->b, claimed);
+	xm_store(g, xm_word(g, w2.slot, CG_XMAP_SLOT_KEY), enc, false);
+	xm_store(g, xm_word(g, w2.slot, CG_XMAP_SLOT_VALUE), val, false);
+	mine = xm_with(g, news, CG_XMAP_INS);
+	LLVMBuildAtomicRMW(ir->b, LLVMAtomicRMWBinOpXchg,
+			   xm_word(g, w2.slot, CG_XMAP_SLOT_STATE), mine,
+			   LLVMAtomicOrderingSequentiallyConsistent, 0);
+	xm_walk_begin(g, id, &w3, tab, h, "xmap_check");
+	slot3 = w3.slot;
+	xm_br(g, LLVMBuildICmp(ir->b, LLVMIntEQ, w3.i, w2.i, ""), w3.next,
+	      l3load, -1);
+	LLVMPositionBuilderAtEnd(ir->b, l3load);
+	s3 = xm_load_ord(g, xm_word(g, slot3, CG_XMAP_SLOT_STATE),
+			 LLVMAtomicOrderingSequentiallyConsistent);
+	st3 = xm_state(g, s3);
+	xm_br(g,
+	      LLVMBuildOr(ir->b, xm_eq(g, st3, CG_XMAP_LIVE),
+			  xm_eq(g, st3, CG_XMAP_INS), ""),
+	      l3key, l3empty, -1);
+	LLVMPositionBuilderAtEnd(ir->b, l3empty);
+	xm_br(g, xm_eq(g, s3, 0), promote, w3.next, -1);
+	LLVMPositionBuilderAtEnd(ir->b, l3key);
+	kw3 = xm_load_ord(g, xm_word(g, slot3, CG_XMAP_SLOT_KEY),
+			  LLVMAtomicOrderingSequentiallyConsistent);
+	xm_br(g, LLVMBuildICmp(ir->b, LLVMIntEQ, kw3, enc, ""), l3same,
+	      w3.next, 0);
+	/* a live slot of the key, or one being inserted nearer the hash,
+	 * wins; one being inserted farther loses (dead: its inserter's
+	 * last compare-and-swap fails, and it tries again) */
+	LLVMPositionBuilderAtEnd(ir->b, l3same);
+	xm_br(g,
+	      LLVMBuildOr(ir->b, xm_eq(g, st3, CG_XMAP_LIVE),
+			  LLVMBuildICmp(ir->b, LLVMIntULT, w3.i, w2.i, ""),
+			  ""),
+	      abort, kill, -1);
+	LLVMPositionBuilderAtEnd(ir->b, kill);
+	/* a failure: its inserter may have turned it live meanwhile (its
+	 * scan ran before ours was INS): ours gives way, and the next
+	 * attempt finds it */
+	xm_br(g,
+	      xm_cas(g, xm_word(g, slot3, CG_XMAP_SLOT_STATE), s3,
+		     xm_with(g, s3, CG_XMAP_DEAD)),
+	      w3.next, abort, 1);
+	xm_walk_end(g, id, &w3, promote);
+
+	/* INS to live: ours, unless another inserter turned it dead */
+	LLVMPositionBuilderAtEnd(ir->b, promote);
+	ok = xm_cas(g, xm_word(g, w2.slot, CG_XMAP_SLOT_STATE), mine,
+		    xm_with(g, mine, CG_XMAP_LIVE));
+	xm_br(g, ok, cont, lost, 1);
+	LLVMPositionBuilderAtEnd(ir->b, lost);
+	xm_add(g, irb_gep(ir, tab, CG_XMAP_OFF_KEYS), -1);
+	LLVMBuildBr(ir->b, retry);
+	/* ours gives way (it may be dead already: killed) */
+	LLVMPositionBuilderAtEnd(ir->b, abort);
+	xm_cas(g, xm_word(g, w2.slot, CG_XMAP_SLOT_STATE), mine,
+	       xm_with(g, mine, CG_XMAP_DEAD));
+	xm_add(g, irb_gep(ir, tab, CG_XMAP_OFF_KEYS), -1);
+	xm_br(g, xm_eq(g, st3, CG_XMAP_LIVE), upd,
+	      xm_native(g) ? spin : retry, -1);
+	if (xm_native(g))
+		xm_spin(g, spin, abort, w3.slot, s3, retry);
+	else
+		LLVMDeleteBasicBlock(spin);
+
+	/* 4: the value of a live key, the slot pinned: still live and the
+	 * key's (else deleted, perhaps claimed again, meanwhile: again) */
+	LLVMPositionBuilderAtEnd(ir->b, upd);
+	slotu = LLVMBuildPhi(ir->b, ir->ptr, "uslot");
+	from[0] = l1live;
+	from[1] = abort;
+	{
+		LLVMValueRef sv[2] = { w1.slot, slot3 };
+
+		LLVMAddIncoming(slotu, sv, from, 2);
+	}
+	pins = xm_word(g, slotu, CG_XMAP_SLOT_PINS);
+	xm_add(g, pins, 1);
+	su = xm_load_ord(g, xm_word(g, slotu, CG_XMAP_SLOT_STATE),
+			 LLVMAtomicOrderingSequentiallyConsistent);
+	kwu = xm_load(g, xm_word(g, slotu, CG_XMAP_SLOT_KEY), true);
+	xm_br(g,
+	      LLVMBuildAnd(ir->b, xm_eq(g, xm_state(g, su), CG_XMAP_LIVE),
+			   LLVMBuildICmp(ir->b, LLVMIntEQ, kwu, enc, ""), ""),
+	      updset, updfail, 1);
+	LLVMPositionBuilderAtEnd(ir->b, updset);
+	xm_store(g, xm_word(g, slotu, CG_XMAP_SLOT_VALUE), val, false);
+	xm_add(g, pins, -1);
+	LLVMBuildBr(ir->b, cont);
+	LLVMPositionBuilderAtEnd(ir->b, updfail);
+	xm_add(g, pins, -1);
+	LLVMBuildBr(ir->b, retry);
+
+	LLVMPositionBuilderAtEnd(ir->b, retry);
+	anext = LLVMBuildAdd(ir->b, a, irb_const(ir, 1), "");
+	xm_br(g,
+	      LLVMBuildICmp(ir->b, LLVMIntULT, anext,
+			    irb_const(ir, xm_native(g) ? CG_XMAP_ATTEMPTS :
+							 CG_XMAP_ATTEMPTS_BPF),
+			    ""),
+	      attempt, raced, 1);
+	{
+		LLVMValueRef av[2] = { irb_const(ir, 0), anext };
+		LLVMBasicBlockRef ab[2] = { start, retry };
+
+		LLVMAddIncoming(a, av, ab, 2);
+	}
+	LLVMPositionBuilderAtEnd(ir->b, raced);
+	xm_add(g, irb_gep(ir, tab, CG_XMAP_OFF_RACED), 1);
+	LLVMBuildBr(ir->b, cont);
+	LLVMPositionBuilderAtEnd(ir->b, cont);
 }

@@ -79,6 +79,9 @@ bool kernel_exiting(const struct kernel *k);
 int kernel_exit_code(const struct kernel *k);
 /* Map fd for a cg_map index, -1 when not loaded. */
 int kernel_map_fd(const struct kernel *k, int map);
+/* Are the object's standby programs (cg.h) loaded: the verifier refused
+ * one, and the object was loaded without them (a warning said so)? */
+bool kernel_standby_loaded(const struct kernel *k);
 /* One of ubt's own maps in the object (codegen/cg.h CG_MAP_*), or -1. */
 int kernel_own_map_fd(const struct kernel *k, const char *name);
 /*

@@ -533,11 +533,14 @@ int kernel_attach(struct kernel *k, int *nprobes)
 	for (int i = 0; i < n && !err; i++) {
 		const struct cg_prog *p = &k->obj->progs[i];
 
-		if (!kernel_attach_reversed(p) && !kernel_is_timer(p))
+		/* (a standby program: cg.h) */
+		if (!p->standby && !kernel_attach_reversed(p) &&
+		    !kernel_is_timer(p))
 			err = kernel_attach_prog(k, i);
 	}
 	for (int i = n - 1; i >= 0 && !err; i--)
-		if (kernel_attach_reversed(&k->obj->progs[i]))
+		if (!k->obj->progs[i].standby &&
+		    kernel_attach_reversed(&k->obj->progs[i]))
 			err = kernel_attach_prog(k, i);
 	if (err) {
 		kernel_detach(k);

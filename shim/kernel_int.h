@@ -53,6 +53,9 @@ struct kernel_watch {
 
 struct kernel {
 	const struct cg_object *obj;
+	/* the standby programs (cg.h) did not load: the object was loaded
+	 * again without them (kernel_load()) */
+	bool standby_dropped;
 	struct compile *c;
 	struct arena arena;
 	const struct kernel_opts *opts;

@@ -72,6 +72,8 @@ static int kernel_libbpf_print(enum libbpf_print_level level,
 	char *msg = NULL;
 	int n;
 
+	if (kernel_verbose < 0)	/* a load tried quietly */
+		return 0;
 	if (level == LIBBPF_DEBUG && kernel_verbose < 2)
 		return 0;
 	if (level == LIBBPF_INFO && kernel_verbose < 1)
@@ -174,6 +176,56 @@ static void kernel_targets(struct kernel *k)
 		}
 }
 
+static bool kernel_has_standby(const struct cg_object *obj)
+{
+	for (int i = 0; i < obj->nprogs; i++)
+		if (obj->progs[i].standby)
+			return true;
+	return false;
+}
+
+/*
+ * Load the object; one with standby programs (cg.h: for a fallback that
+ * may never come) first quietly, and if that fails again without them:
+ * they must not cost the run that works without them.
+ */
+static int kernel_load_standby(struct kernel *k)
+{
+	int err, verbose = kernel_verbose;
+
+	if (!kernel_has_standby(k->obj))
+		return bpf_object__load(k->bo);
+	kernel_verbose = -1;
+	err = bpf_object__load(k->bo);
+	kernel_verbose = verbose;
+	if (!err)
+		return 0;
+	bpf_object__close(k->bo);
+	k->bo = NULL;
+	free(k->progs);
+	free(k->multi);
+	free(k->log_buf);
+	k->log_buf = NULL;
+	err = kernel_open(k);
+	if (err)
+		return err;
+	for (int i = 0; i < k->obj->nprogs; i++)
+		if (k->obj->progs[i].standby)
+			bpf_program__set_autoload(k->progs[i], false);
+	k->standby_dropped = true;
+	if (verbose)
+		fprintf(stderr, "ubt: the kernel programs of the user-mode "
+			"probes that share maps with kernel probes did not "
+			"load (kept for a target that cannot map the tables): "
+			"without them\n");
+	return bpf_object__load(k->bo);
+}
+
+bool kernel_standby_loaded(const struct kernel *k)
+{
+	return !k->standby_dropped;
+}
+
 int kernel_load(const struct cg_object *obj, const struct kernel_opts *o,
 		struct kernel **out)
 {
@@ -196,7 +248,7 @@ int kernel_load(const struct cg_object *obj, const struct kernel_opts *o,
 	err = kernel_open(k);
 	if (err)
 		goto fail;
-	err = bpf_object__load(k->bo);
+	err = kernel_load_standby(k);
 	if (err == -ENOSPC && k->log_buf) {
 		fprintf(stderr, "ERROR: Error: Failed to load program, "
 			"verification log buffer not big enough, try "

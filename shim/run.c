@@ -91,6 +91,15 @@ static bool run_skip_taken(void *ctx, const struct ast_node *probe)
 		       PROV_URETPROBE;
 }
 
+/* A user-mode probe whose BPF program waits in case the target cannot
+ * map a table it shares with kernel probes (run_xmap.c). */
+static bool run_standby(void *ctx, const struct ast_node *probe)
+{
+	const struct run *r = ctx;
+
+	return r->xstandby && r->xstandby[probe->probe.index];
+}
+
 /* A probe with sites on both sides: each side builds its own sites. */
 static bool run_want_kernel_site(void *ctx, const struct ast_node *probe,
 				 const struct probes_match *m)
@@ -182,7 +191,8 @@ static int run_combined(struct compile *c, const struct run_opts *o,
 				 .want_ctx = &r,
 				 .user_agg_maps = run_user_agg_maps(c, d),
 				 .xmap_maps = xmaps,
-				 .skip_taken = run_skip_taken };
+				 .skip_taken = run_skip_taken,
+				 .standby = run_standby };
 	struct cg_opts no_cg = { .sz = sizeof(no_cg), .want = run_want_user,
 				 .want_site = run_want_user_site,
 				 .want_ctx = &r,
@@ -195,6 +205,8 @@ static int run_combined(struct compile *c, const struct run_opts *o,
 	int err, rc = 1, nprobes = 0, timeout = RUN_POLL_MS, st;
 	bool resumed = false;	/* the target runs (user_resume()) */
 
+	if (!r.sysw)
+		r.xstandby = run_xmap_standby(c, d, xmaps, &r.xno_standby);
 	if (o->dump_ir)
 		ko_cg.dump_ir = no_cg.dump_ir = stdout;
 	r.etime = run_event_time(&r);

@@ -106,6 +106,10 @@ struct run {
 	struct fmt_string *ufmts;
 	struct out uout;
 	struct run_agg *agg;	/* by kernel map index */
+	/* run_xmap.c: probes built standby, by probe index (NULL: none),
+	 * or why there are none */
+	const bool *xstandby;
+	const char *xno_standby;
 	int64_t ev_block;	/* the block of the user event being handled,
 				 * -1 for the kernel's */
 	int64_t queued_block;	/* the block a queued user event came from
@@ -255,6 +259,12 @@ void run_user_warnings(struct run *r);
  * -v's note, their tables placed in the target (after kernel_load(),
  * before the sites), the updates they dropped (*bad: not believed) */
 void run_xmap_note(const struct cg_object *kobj, FILE *f);
+/* The user-mode probes that run in the kernel instead when the target
+ * cannot map a table (their BPF programs built standby: cg_opts.standby),
+ * by probe index; NULL when that cannot be (*why: the reason) */
+bool *run_xmap_standby(struct compile *c, const struct run_decision *d,
+		       const bool *xmaps, const char **why);
+/* Place the tables, or turn to the standby programs: 0 or -errno */
 int run_xmap_place(struct run *r);
 uint64_t run_xmap_dropped(struct run *r, int map, bool *bad);
 /* ... and the updates that found no slot, said once at exit */

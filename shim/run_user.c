@@ -240,6 +240,8 @@ static struct run_site *run_sites_of(struct run *r, int *nsites)
 
 		bool regs = p->provider == PROV_USDT;
 
+		if (p->standby)		/* runs in the kernel (run_xmap.c) */
+			continue;
 		for (int j = 0; j < p->nmatches; j++) {
 			const struct probes_match *m = &p->matches[j];
 			char rp[PATH_MAX];

@@ -129,6 +129,11 @@ int user_site_check_live(pid_t pid, const char *binary, const char *symbol,
 int user_xmap_add(struct ubt_user *u, int map_fd, uint64_t shared_off,
 		  uint64_t bytes);
 /*
+ * Before any probe is installed: unmap every table user_xmap_add() mapped
+ * into the target and forget them all (their words 0).  0 or -errno.
+ */
+int user_xmap_remove_all(struct ubt_user *u);
+/*
  * Prepare a probe (code area, code, trampoline) while the target runs
  * (-p) or waits at its entry (-c); user_resume() writes its jump.  -errno,
  * user_error() why.

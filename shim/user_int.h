@@ -173,6 +173,8 @@ struct ubt_user {
 		int fd;		/* ubt's duplicate of the map's fd */
 		uint64_t off;	/* the word in the shared area */
 		uint64_t len;	/* bytes mapped (pages) */
+		uint64_t addr;	/* where, in the image it was last placed
+				 * in; 0: not mapped */
 	} *xmaps;
 	int nxmaps;
 	char err[512];

@@ -8,8 +8,16 @@
  * where native probe code loads it (release: the mapping is there before
  * any probe sees the address).  Until then, or when a new image could
  * not map it again, the word is 0 and probe code leaves the table alone.
- * The mapping stays in the target after ubt leaves, like the code areas.
+ * The mapping stays in the target after ubt leaves, like the code areas
+ * (a thread may still be in probe code then; the mapping keeps the BPF
+ * array alive), except when no probe was installed yet: when a table
+ * cannot be mapped, run_xmap.c's fallback takes back the others
+ * (user_xmap_remove_all()).
+ *
+ * UBT_TEST_XMAP_FAIL=N (tests/README.md) makes the N-th table's mapping
+ * fail (0 or no number: every one's), after its fd went to the target.
  */
+#include <stdlib.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
 #include <fcntl.h>
@@ -23,7 +31,19 @@ static uint64_t *user_xmap_word(struct ubt_user *u, const struct user_xmap *x)
 	return (uint64_t *)(u->m.base + RT_SHARED_OFF + x->off);
 }
 
-static int user_xmap_place(struct ubt_user *u, const struct user_xmap *x)
+/* A test's injected failure of table x's mapping (UBT_TEST_XMAP_FAIL). */
+static bool user_xmap_fail(struct ubt_user *u, const struct user_xmap *x)
+{
+	const char *v = getenv("UBT_TEST_XMAP_FAIL");
+	long n;
+
+	if (!v)
+		return false;
+	n = strtol(v, NULL, 10);
+	return n <= 0 || n == x - u->xmaps + 1;
+}
+
+static int user_xmap_place(struct ubt_user *u, struct user_xmap *x)
 {
 	uint64_t *word = user_xmap_word(u, x);
 	int64_t tfd = -1, addr = 0, ret;
@@ -33,12 +53,15 @@ static int user_xmap_place(struct ubt_user *u, const struct user_xmap *x)
 		return user_err(u, -EINVAL, "shared table word out of range");
 	__atomic_store_n(word, 0, __ATOMIC_RELEASE);
 	err = user_comm_send(u, x->fd, &tfd);
+	if (!err && user_xmap_fail(u, x))
+		err = user_err(u, -EPERM, "UBT_TEST_XMAP_FAIL is set");
 	err = err ?: user_rsys(u, SYS_mmap, 0, x->len, PROT_READ | PROT_WRITE,
 			       MAP_SHARED, (uint64_t)tfd, 0, &addr);
 	if (tfd >= 0)
 		user_rsys(u, SYS_close, (uint64_t)tfd, 0, 0, 0, 0, 0, &ret);
 	if (err)
 		return err;
+	x->addr = (uint64_t)addr;
 	__atomic_store_n(word, (uint64_t)addr, __ATOMIC_RELEASE);
 	return 0;
 }
@@ -70,5 +93,27 @@ int user_xmap_place_all(struct ubt_user *u)
 
 	for (int i = 0; i < u->nxmaps; i++)
 		err = err ?: user_xmap_place(u, &u->xmaps[i]);
+	return err;
+}
+
+int user_xmap_remove_all(struct ubt_user *u)
+{
+	int err = 0;
+	int64_t ret;
+
+	for (int i = 0; i < u->nxmaps; i++) {
+		struct user_xmap *x = &u->xmaps[i];
+		uint64_t *word = user_xmap_word(u, x);
+
+		if (word)
+			__atomic_store_n(word, 0, __ATOMIC_RELEASE);
+		if (x->addr)
+			err = err ?: user_rsys(u, SYS_munmap, x->addr, x->len,
+					       0, 0, 0, 0, &ret);
+		close(x->fd);
+	}
+	free(u->xmaps);
+	u->xmaps = NULL;
+	u->nxmaps = 0;
 	return err;
 }

@@ -18,15 +18,16 @@ int xmap_init(int fd, const struct cg_map *m);
 /* fn(key, value, ctx) for every key with a value, key as the map's BPF
  * key (8 bytes), value as its value (8 bytes); stops at fn's non-zero.
  * Slots whose words cannot be the code's are skipped and counted in
- * *bad (may be NULL). */
+ * *bad (may be NULL); a key read twice (deleted and inserted again in a
+ * later slot meanwhile) comes once, as read last. */
 int xmap_foreach(int fd, const struct cg_map *m, kernel_entry_fn fn,
 		 void *ctx, uint64_t *bad);
 /* clear(): every live key deleted; zero(): every live value 0 (as ubt
  * does a BPF map's, asynchronously: a racing store may survive). */
 int xmap_clear(int fd, const struct cg_map *m, bool zero);
 /* The table's count at header offset off (CG_XMAP_OFF_DROPPED: refused
- * past max_entries; CG_XMAP_OFF_COLLIDED: no slot found), UINT64_MAX when
- * it cannot be read. */
+ * past max_entries; CG_XMAP_OFF_COLLIDED: no slot found;
+ * CG_XMAP_OFF_RACED: races lost), UINT64_MAX when it cannot be read. */
 uint64_t xmap_count(int fd, const struct cg_map *m, uint32_t off);
 
 #endif

@@ -42,12 +42,23 @@ static uint64_t *slot(char *t, uint32_t i)
 	return (uint64_t *)(t + CG_XMAP_HDR + (uint64_t)i * CG_XMAP_SLOT);
 }
 
-static void put(char *t, uint32_t i, uint64_t key, uint64_t live,
+/* a slot as probe code leaves it: state st of generation gen */
+static void put(char *t, uint32_t i, uint64_t key, uint64_t gen, uint64_t st,
 		uint64_t v)
 {
-	slot(t, i)[0] = key ^ CG_XMAP_KEY_FLIP;
-	slot(t, i)[1] = live;
-	slot(t, i)[2] = v;
+	slot(t, i)[CG_XMAP_SLOT_KEY / 8] = key ^ CG_XMAP_KEY_FLIP;
+	slot(t, i)[CG_XMAP_SLOT_STATE / 8] = gen << CG_XMAP_GEN_SHIFT | st;
+	slot(t, i)[CG_XMAP_SLOT_VALUE / 8] = v;
+}
+
+static uint64_t state(char *t, uint32_t i)
+{
+	return slot(t, i)[CG_XMAP_SLOT_STATE / 8];
+}
+
+static uint64_t value(char *t, uint32_t i)
+{
+	return slot(t, i)[CG_XMAP_SLOT_VALUE / 8];
 }
 
 int main(void)
@@ -85,21 +96,29 @@ int main(void)
 	   "slots: four per key, at least 64, capped");
 
 	/* as probe code writes them */
-	put(t, 3, 5, 1, 50);
-	put(t, 9, 0, 1, 7);		/* key 0 */
-	put(t, 10, 6, 0, 0);		/* deleted */
+	put(t, 3, 5, 1, CG_XMAP_LIVE, 50);
+	put(t, 9, 0, 7, CG_XMAP_LIVE, 7);	/* key 0, a reused slot */
+	put(t, 10, 6, 2, CG_XMAP_DEAD, 60);	/* deleted */
+	put(t, 14, 9, 3, CG_XMAP_INS, 90);	/* being inserted */
+	put(t, 15, 4, 1, CG_XMAP_BUSY, 0);	/* claimed */
 	/* as no probe code writes them */
-	put(t, 11, 7, 2, 70);		/* a live word of 2 */
-	put(t, 12, 8, 5, 80);		/* a live word of 5 */
-	slot(t, 13)[1] = 1;		/* live without a key */
-	slot(t, 13)[2] = 99;
+	put(t, 11, 7, 1, 5, 70);		/* no such state */
+	put(t, 12, 8, 0, CG_XMAP_LIVE, 80);	/* generation 0 */
 	ok(!xmap_foreach(fd, &m, collect, &s, &bad),
 	   "xmap_foreach() reads the table");
-	ok(s.n == 2 && s.keys[0] == 5 && s.vals[0] == 50 && s.keys[1] == 0 &&
-	   s.vals[1] == 7,
-	   "live keys only, as written (got %d)", s.n);
+	ok(s.n == 2 && s.keys[0] == 0 && s.vals[0] == 7 && s.keys[1] == 5 &&
+	   s.vals[1] == 50,
+	   "live keys only, as written, sorted (got %d)", s.n);
 	ok(bad == 2, "slots the code cannot have written are counted (%llu)",
 	   (unsigned long long)bad);
+
+	/* a key deleted and inserted again farther while ubt read: once */
+	put(t, 20, 5, 4, CG_XMAP_LIVE, 51);
+	memset(&s, 0, sizeof(s));
+	xmap_foreach(fd, &m, collect, &s, NULL);
+	ok(s.n == 2 && s.keys[1] == 5 && s.vals[1] == 51,
+	   "a key in two live slots comes once, as read last (%d)", s.n);
+	put(t, 20, 5, 4, CG_XMAP_DEAD, 51);
 
 	/* a keyless map's only key is 0 */
 	m.key_type = NULL;
@@ -113,19 +132,31 @@ int main(void)
 
 	/* clear(): live keys deleted, one key less each; zero() */
 	((uint64_t *)t)[CG_XMAP_OFF_KEYS / 8] = 2;
-	ok(!xmap_clear(fd, &m, true) && slot(t, 3)[1] == 1 &&
-	   slot(t, 3)[2] == 0 && ((uint64_t *)t)[CG_XMAP_OFF_KEYS / 8] == 2,
-	   "zero(): values 0, keys kept");
-	ok(!xmap_clear(fd, &m, false) && slot(t, 3)[1] == 0 &&
-	   slot(t, 9)[1] == 0 && slot(t, 12)[1] == 5 &&
+	ok(!xmap_clear(fd, &m, true) &&
+	   state(t, 3) == (1 << CG_XMAP_GEN_SHIFT | CG_XMAP_LIVE) &&
+	   value(t, 3) == 0 && value(t, 9) == 0 && value(t, 10) == 60 &&
+	   value(t, 14) == 90 && slot(t, 3)[CG_XMAP_SLOT_PINS / 8] == 0 &&
+	   value(t, 12) == 80 && ((uint64_t *)t)[CG_XMAP_OFF_KEYS / 8] == 2,
+	   "zero(): live values 0, keys kept, no pin left");
+	ok(!xmap_clear(fd, &m, false), "clear()");
+	ok(state(t, 3) == (1 << CG_XMAP_GEN_SHIFT | CG_XMAP_DEAD) &&
+	   state(t, 9) == (7 << CG_XMAP_GEN_SHIFT | CG_XMAP_DEAD) &&
+	   state(t, 14) == (3 << CG_XMAP_GEN_SHIFT | CG_XMAP_INS) &&
+	   state(t, 11) == (1 << CG_XMAP_GEN_SHIFT | 5) &&
+	   state(t, 12) == CG_XMAP_LIVE &&
 	   ((uint64_t *)t)[CG_XMAP_OFF_KEYS / 8] == 0,
-	   "clear(): live keys deleted and uncounted, other slots left");
+	   "clear(): live keys dead and uncounted, other slots left "
+	   "(%llx %llx %llu)", (unsigned long long)state(t, 3),
+	   (unsigned long long)state(t, 9),
+	   (unsigned long long)((uint64_t *)t)[CG_XMAP_OFF_KEYS / 8]);
 
 	((uint64_t *)t)[CG_XMAP_OFF_DROPPED / 8] = 12;
 	((uint64_t *)t)[CG_XMAP_OFF_COLLIDED / 8] = 3;
+	((uint64_t *)t)[CG_XMAP_OFF_RACED / 8] = 4;
 	ok(xmap_count(fd, &m, CG_XMAP_OFF_DROPPED) == 12 &&
-	   xmap_count(fd, &m, CG_XMAP_OFF_COLLIDED) == 3,
-	   "dropped and collided counts read back");
+	   xmap_count(fd, &m, CG_XMAP_OFF_COLLIDED) == 3 &&
+	   xmap_count(fd, &m, CG_XMAP_OFF_RACED) == 4,
+	   "dropped, collided and raced counts read back");
 	ok(xmap_count(fd, &m, 8) == UINT64_MAX,
 	   "no other header word is a count");
 
