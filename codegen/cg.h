@@ -204,11 +204,20 @@ struct cg_prog {
 #define CG_JOIN_SIZE 1024
 #define CG_MAP_FULL "ubt_full"
 /*
- * The processes whose sites ubt patched system-wide (shim/sysw.c): tgid
- * (u32) -> u32, read by the kernel programs cg_opts.skip_taken names.
+ * The processes whose sites ubt patched system-wide (shim/sysw.c), and
+ * their children: tgid (u32) -> the take's generation (u32, not 0), read
+ * by the kernel programs cg_opts.skip_taken names.
  */
 #define CG_MAP_TAKEN "ubt_taken"
-#define CG_TAKEN_MAX 1024
+#define CG_TAKEN_MAX 8192
+/*
+ * The calls the kernel saw enter in a process taken (another tracer's
+ * int3 on the function; shim/sysw_bpf.c): {pid_tgid (u64), the stack
+ * pointer they return with (u64)} -> the generation; a uretprobe's
+ * program there skips their returns (user mode counts them).
+ */
+#define CG_MAP_RETMARK "ubt_retmark"
+#define CG_RETMARK_MAX 16384
 /* BPF stack maps: "ubt_stack_<limit>" (codegen/cg_stack.c) */
 #define CG_MAP_STACK_PREFIX "ubt_stack_"
 #define CG_MAP_STACK_NOTED "ubt_stack_noted"

@@ -22,6 +22,7 @@
 #include "owner.h"
 #include "run_int.h"
 #include "sysw.h"
+#include "sysw_bpf.h"
 #include "user.h"
 #include "util.h"
 
@@ -40,6 +41,11 @@
 struct sysw {
 	int seen_fd, ring_fd, prog_fd;
 	int taken_fd;		/* CG_MAP_TAKEN in the kernel object, or -1 */
+	int marks_fd;		/* CG_MAP_RETMARK there, or -1 */
+	int mark_fd;		/* the return marks' program, or -1 */
+	int lost_fd;		/* SYSW_LOST_N counters, or -1 */
+	int follow[SYSW_BPF_FOLLOWERS];	/* the taken table's followers */
+	uint32_t gen;		/* the last take's generation */
 	struct ring_buffer *rb;
 	int *pfds;		/* one perf event per site */
 	int npfds;
@@ -68,44 +74,13 @@ struct sysw {
  */
 static int sysw_installed(struct run *r, int err);
 
-#define INSN(c, d, s, o, i)                                                 \
-	((struct bpf_insn){ .code = (c), .dst_reg = (d), .src_reg = (s),    \
-			    .off = (o), .imm = (i) })
-
 /*
- * The report: the first hit of each process (tgid) puts it in the seen
- * table (BPF_NOEXIST: one report however many threads race) and sends
- * its tgid to ubt.  Its next hits find it there and return.
+ * The report: the first hit of each process (tgid) not taken puts it in
+ * the seen table and sends its tgid to ubt (sysw_bpf.c).  Its next hits
+ * find it there and return.
  */
 static int sysw_load(struct sysw *s)
 {
-	struct bpf_insn in[] = {
-		INSN(BPF_JMP | BPF_CALL, 0, 0, 0, BPF_FUNC_get_current_pid_tgid),
-		INSN(BPF_ALU64 | BPF_RSH | BPF_K, BPF_REG_0, 0, 0, 32),
-		INSN(BPF_STX | BPF_MEM | BPF_W, BPF_REG_10, BPF_REG_0, -4, 0),
-		INSN(BPF_ST | BPF_MEM | BPF_W, BPF_REG_10, 0, -8, 0),
-		INSN(BPF_LD | BPF_DW | BPF_IMM, BPF_REG_1, BPF_PSEUDO_MAP_FD,
-		     0, s->seen_fd),
-		INSN(0, 0, 0, 0, 0),
-		INSN(BPF_ALU64 | BPF_MOV | BPF_X, BPF_REG_2, BPF_REG_10, 0, 0),
-		INSN(BPF_ALU64 | BPF_ADD | BPF_K, BPF_REG_2, 0, 0, -4),
-		INSN(BPF_ALU64 | BPF_MOV | BPF_X, BPF_REG_3, BPF_REG_10, 0, 0),
-		INSN(BPF_ALU64 | BPF_ADD | BPF_K, BPF_REG_3, 0, 0, -8),
-		INSN(BPF_ALU64 | BPF_MOV | BPF_K, BPF_REG_4, 0, 0, BPF_NOEXIST),
-		INSN(BPF_JMP | BPF_CALL, 0, 0, 0, BPF_FUNC_map_update_elem),
-		INSN(BPF_JMP | BPF_JNE | BPF_K, BPF_REG_0, 0, 7, 0),
-		INSN(BPF_LD | BPF_DW | BPF_IMM, BPF_REG_1, BPF_PSEUDO_MAP_FD,
-		     0, s->ring_fd),
-		INSN(0, 0, 0, 0, 0),
-		INSN(BPF_ALU64 | BPF_MOV | BPF_X, BPF_REG_2, BPF_REG_10, 0, 0),
-		INSN(BPF_ALU64 | BPF_ADD | BPF_K, BPF_REG_2, 0, 0, -4),
-		INSN(BPF_ALU64 | BPF_MOV | BPF_K, BPF_REG_3, 0, 0, 4),
-		INSN(BPF_ALU64 | BPF_MOV | BPF_K, BPF_REG_4, 0, 0, 0),
-		INSN(BPF_JMP | BPF_CALL, 0, 0, 0, BPF_FUNC_ringbuf_output),
-		INSN(BPF_ALU64 | BPF_MOV | BPF_K, BPF_REG_0, 0, 0, 0),
-		INSN(BPF_JMP | BPF_EXIT, 0, 0, 0, 0),
-	};
-
 	s->seen_fd = bpf_map_create(BPF_MAP_TYPE_HASH, "ubt_sysw_seen", 4, 4,
 				    SYSW_MAX_PIDS, NULL);
 	if (s->seen_fd < 0)
@@ -114,11 +89,8 @@ static int sysw_load(struct sysw *s)
 				    0, SYSW_RING_SIZE, NULL);
 	if (s->ring_fd < 0)
 		return -errno;
-	in[4].imm = s->seen_fd;
-	in[13].imm = s->ring_fd;
-	s->prog_fd = bpf_prog_load(BPF_PROG_TYPE_KPROBE, "ubt_sysw", "GPL", in,
-				   sizeof(in) / sizeof(in[0]), NULL);
-	return s->prog_fd < 0 ? -errno : 0;
+	s->prog_fd = sysw_bpf_report(s->seen_fd, s->ring_fd, s->taken_fd);
+	return s->prog_fd < 0 ? s->prog_fd : 0;
 }
 
 static int sysw_uprobe_type(void)
@@ -134,11 +106,10 @@ static int sysw_uprobe_type(void)
 	return t;
 }
 
-/* The report on one site: a uprobe in every process (pid -1). */
-static void sysw_attach_site(const char *bin, uint64_t file_off,
-			     uint64_t sem_off, void *ctx)
+/* prog on one site: a uprobe in every process (pid -1). */
+static void sysw_attach_prog(struct sysw *s, const char *bin,
+			     uint64_t file_off, uint64_t sem_off, int prog)
 {
-	struct sysw *s = ctx;
 	struct perf_event_attr a = { .type = (uint32_t)s->uprobe_type,
 				     .size = sizeof(a), .sample_period = 1,
 				     .wakeup_events = 1 };
@@ -150,7 +121,7 @@ static void sysw_attach_site(const char *bin, uint64_t file_off,
 	 * reference counter per site, else EINVAL) */
 	a.config = sem_off << 32;	/* PERF_UPROBE_REF_CTR_OFFSET_SHIFT */
 	fd = syscall(SYS_perf_event_open, &a, -1, 0, -1, PERF_FLAG_FD_CLOEXEC);
-	if (fd >= 0 && (ioctl(fd, PERF_EVENT_IOC_SET_BPF, s->prog_fd) ||
+	if (fd >= 0 && (ioctl(fd, PERF_EVENT_IOC_SET_BPF, prog) ||
 			ioctl(fd, PERF_EVENT_IOC_ENABLE, 0))) {
 		close(fd);
 		fd = -1;
@@ -162,6 +133,75 @@ static void sysw_attach_site(const char *bin, uint64_t file_off,
 	}
 	s->pfds = xrealloc(s->pfds, (s->npfds + 1) * sizeof(*s->pfds));
 	s->pfds[s->npfds++] = fd;
+}
+
+/*
+ * The report on each site; on a return probe's, the marks too (the calls
+ * the kernel sees enter in a process taken, sysw_bpf_mark()).
+ */
+static void sysw_attach_site(const char *bin, uint64_t file_off,
+			     uint64_t sem_off, bool ret, void *ctx)
+{
+	struct sysw *s = ctx;
+
+	sysw_attach_prog(s, bin, file_off, sem_off, s->prog_fd);
+	if (ret && s->mark_fd >= 0)
+		sysw_attach_prog(s, bin, file_off, sem_off, s->mark_fd);
+}
+
+/*
+ * The taken table's followers and the return marks' program: without
+ * them, a process taken still counts once unless another tracer puts a
+ * uprobe on one of its sites (then its children, or its returns, may
+ * count twice: said here).
+ */
+static void sysw_load_followers(struct run *r, struct sysw *s)
+{
+	char why[256] = "";
+	int e;
+
+	s->marks_fd = kernel_own_map_fd(r->k, CG_MAP_RETMARK);
+	if (s->taken_fd < 0)
+		return;
+	s->lost_fd = bpf_map_create(BPF_MAP_TYPE_ARRAY, "ubt_sysw_lost", 4, 8,
+				    SYSW_LOST_N, NULL);
+	e = s->lost_fd < 0 ? -errno :
+			     sysw_bpf_follow(s->taken_fd, s->lost_fd,
+					     s->follow, why, sizeof(why));
+	if (e)
+		fprintf(stderr, "ubt: system-wide user mode: the children of "
+			"processes taken are not followed (%s): another "
+			"tracer's uprobe on a site may count their hits "
+			"twice\n",
+			s->lost_fd < 0 ? strerror(-e) : why);
+	if (s->marks_fd < 0 || s->lost_fd < 0)
+		return;
+	s->mark_fd = sysw_bpf_mark(s->taken_fd, s->marks_fd, s->lost_fd);
+	if (s->mark_fd < 0)
+		fprintf(stderr, "ubt: system-wide user mode: no return marks "
+			"(%s): another tracer's uprobe on a uretprobe's "
+			"function may count its returns twice\n",
+			strerror(-s->mark_fd));
+}
+
+/* What the followers and marks could not write, said once at the end. */
+static void sysw_lost_report(const struct sysw *s)
+{
+	uint64_t n[SYSW_LOST_N] = { 0 };
+
+	for (uint32_t i = 0; s->lost_fd >= 0 && i < SYSW_LOST_N; i++)
+		bpf_map_lookup_elem(s->lost_fd, &i, &n[i]);
+	if (n[SYSW_LOST_CHILD])
+		fprintf(stderr, "ubt: system-wide user mode: %llu child "
+			"process(es) of processes taken not in the taken table "
+			"(%d at most): if another tracer put a uprobe on their "
+			"sites, their hits counted twice\n",
+			(unsigned long long)n[SYSW_LOST_CHILD], CG_TAKEN_MAX);
+	if (n[SYSW_LOST_MARK])
+		fprintf(stderr, "ubt: system-wide user mode: %llu return "
+			"mark(s) not written: as many returns may have "
+			"counted twice\n",
+			(unsigned long long)n[SYSW_LOST_MARK]);
 }
 
 static int sysw_reported(void *ctx, void *data, size_t len)
@@ -185,6 +225,9 @@ int sysw_start(struct run *r)
 	int err;
 
 	s->seen_fd = s->ring_fd = s->prog_fd = -1;
+	s->marks_fd = s->mark_fd = s->lost_fd = -1;
+	for (int i = 0; i < SYSW_BPF_FOLLOWERS; i++)
+		s->follow[i] = -1;
 	s->taken_fd = kernel_own_map_fd(r->k, CG_MAP_TAKEN);
 	r->sw = s;
 	/* the worker's parent: the ubt the user started (guard.c) */
@@ -203,6 +246,8 @@ int sysw_start(struct run *r)
 			strerror(-err));
 		return err;
 	}
+	/* before any process is taken */
+	sysw_load_followers(r, s);
 	run_user_sites(r, sysw_attach_site, s);
 	r->exec_installed = sysw_installed;
 	if (s->failed)
@@ -245,7 +290,7 @@ struct sysw_unbreak {
 
 /* A site's kernel int3 beside the jump (after an endbr64): out. */
 static void sysw_unbreak_site(const char *bin, uint64_t file_off,
-			      uint64_t sem_off, void *ctx)
+			      uint64_t sem_off, bool ret, void *ctx)
 {
 	struct sysw_unbreak *ub = ctx;
 	uint64_t at;
@@ -253,6 +298,7 @@ static void sysw_unbreak_site(const char *bin, uint64_t file_off,
 	int fd, e;
 
 	(void)sem_off;
+	(void)ret;
 	if (ub->err || run_target_addr(user_pid(ub->r->u), bin, file_off, &at))
 		return;
 	fd = open(bin, O_RDONLY | O_CLOEXEC);
@@ -270,18 +316,20 @@ static void sysw_unbreak_site(const char *bin, uint64_t file_off,
 
 /*
  * In CG_MAP_TAKEN or out: while it is in, the kernel programs of its
- * probes return at once there (codegen/cg.c cg_skip_taken()).  Set while
- * the process is stopped, with its jumps in place and the kernel's int3s
- * out; taken out before they come back.
+ * probes return at once there (codegen/cg.c cg_skip_taken()), but for the
+ * returns of calls that entered before.  Set while the process is
+ * stopped, with its jumps in place and the kernel's int3s out, with a new
+ * generation (its children get it at their fork, sysw_bpf.c); taken out
+ * before the int3s come back.  It leaves by itself at exec and exit.
  */
 static int sysw_set_taken(struct sysw *s, pid_t pid, bool on)
 {
-	uint32_t key = (uint32_t)pid, one = 1;
+	uint32_t key = (uint32_t)pid, gen = ++s->gen ?: ++s->gen;
 
 	if (s->taken_fd < 0)
 		return 0;
 	if (on)
-		return bpf_map_update_elem(s->taken_fd, &key, &one, BPF_ANY) ?
+		return bpf_map_update_elem(s->taken_fd, &key, &gen, BPF_ANY) ?
 			       -errno :
 			       0;
 	bpf_map_delete_elem(s->taken_fd, &key);
@@ -311,16 +359,19 @@ static int sysw_commit(struct ubt_user *u, void *ctx)
 	return 0;
 }
 
+/* The exec took it out of the taken table (sysw_bpf.c): back in. */
 static int sysw_installed(struct run *r, int err)
 {
 	struct sysw_unbreak ub = { .r = r };
+	int e;
 
 	if (err) {
 		sysw_set_taken(r->sw, user_pid(r->u), false);
 		return err;
 	}
 	run_user_sites(r, sysw_unbreak_site, &ub);
-	return ub.err;
+	e = sysw_set_taken(r->sw, user_pid(r->u), true);
+	return ub.err ?: e;
 }
 
 /* Reports of pid so far (this one too). */
@@ -365,7 +416,7 @@ struct sysw_breaks {
 };
 
 static void sysw_break_site(const char *bin, uint64_t file_off,
-			    uint64_t sem_off, void *ctx)
+			    uint64_t sem_off, bool ret, void *ctx)
 {
 	struct sysw_breaks *b = ctx;
 	char path[64];
@@ -374,6 +425,7 @@ static void sysw_break_site(const char *bin, uint64_t file_off,
 	int fd, ffd;
 
 	(void)sem_off;
+	(void)ret;
 	if (run_target_addr(b->pid, bin, file_off, &at))
 		return;
 	snprintf(path, sizeof(path), "/proc/%d/mem", (int)b->pid);
@@ -601,6 +653,9 @@ void sysw_stop(struct run *r)
 	/* the reports first: nothing is taken any more */
 	for (int i = 0; s && i < s->npfds; i++)
 		close(s->pfds[i]);
+	for (int i = 0; s && i < SYSW_BPF_FOLLOWERS; i++)
+		if (s->follow[i] >= 0)
+			close(s->follow[i]);
 	run_for_each_user(r, i) {
 		struct sysw_breaks *b = s ? &s->breaks[i] : NULL;
 
@@ -629,9 +684,14 @@ void sysw_stop(struct run *r)
 	r->u = NULL;
 	if (!s)
 		return;
+	sysw_lost_report(s);
 	ring_buffer__free(s->rb);
 	if (s->prog_fd >= 0)
 		close(s->prog_fd);
+	if (s->mark_fd >= 0)
+		close(s->mark_fd);
+	if (s->lost_fd >= 0)
+		close(s->lost_fd);
 	if (s->ring_fd >= 0)
 		close(s->ring_fd);
 	if (s->seen_fd >= 0)
