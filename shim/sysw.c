@@ -359,18 +359,41 @@ static int sysw_commit(struct ubt_user *u, void *ctx)
 	return 0;
 }
 
-/* The exec took it out of the taken table (sysw_bpf.c): back in. */
+struct sysw_mapped {
+	pid_t pid;
+	int n;
+};
+
+static void sysw_mapped_site(const char *bin, uint64_t file_off,
+			     uint64_t sem_off, bool ret, void *ctx)
+{
+	struct sysw_mapped *m = ctx;
+	uint64_t at;
+
+	(void)sem_off;
+	(void)ret;
+	m->n += !run_target_addr(m->pid, bin, file_off, &at);
+}
+
+/*
+ * The exec took it out of the taken table (sysw_bpf.c): back in, if the
+ * new image maps a site (patched then); else it stays out, and the kernel
+ * counts whatever it maps later.
+ */
 static int sysw_installed(struct run *r, int err)
 {
 	struct sysw_unbreak ub = { .r = r };
-	int e;
+	struct sysw_mapped m = { .pid = user_pid(r->u) };
+	int e = 0;
 
 	if (err) {
 		sysw_set_taken(r->sw, user_pid(r->u), false);
 		return err;
 	}
 	run_user_sites(r, sysw_unbreak_site, &ub);
-	e = sysw_set_taken(r->sw, user_pid(r->u), true);
+	run_user_sites(r, sysw_mapped_site, &m);
+	if (m.n)
+		e = sysw_set_taken(r->sw, user_pid(r->u), true);
 	return ub.err ?: e;
 }
 
