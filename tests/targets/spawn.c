@@ -13,6 +13,9 @@
  *		the N calls again, the parent waits for them ((K + 1) N)
  *	vfork	vfork()s: the child makes the N calls again and _exit()s
  *		(2N calls, the second N in a child sharing the memory)
+ *	split K	(K after MODE) K times: ubt_split() forks, the child
+ *		returns from it and exits, the parent waits (K calls, 2K
+ *		returns)
  *	nest	instead of the N calls: ubt_nest(2, N, USEC), which calls
  *		ubt_nest(1, ...) N times, each calling ubt_nest(0, ...) N
  *		times, which sleeps USEC microseconds (1 + N + N * N calls;
@@ -46,6 +49,13 @@ UBT_PROBE long ubt_nest(long d, long n, long usec)
 	for (long i = 0; i < n; i++)
 		calls += ubt_nest(d - 1, n, usec);
 	return calls;
+}
+
+/* fork(): the child's pid, 0 in the child */
+UBT_PROBE long ubt_split(void)
+{
+	UBT_FRAME();
+	return (long)fork();
 }
 
 static long ticks(long n, long usec)
@@ -82,6 +92,16 @@ int main(int argc, char **argv)
 			_exit(ticks(n, usec) ? 1 : 0);
 		bad |= c < 0 || waitpid(c, &st, 0) != c || !WIFEXITED(st) ||
 		       WEXITSTATUS(st) != 0;
+		return target_result("ubt-spawn", bad);
+	}
+	if (!strcmp(mode, "split")) {
+		for (long i = 0; i < k && !bad; i++) {
+			c = (pid_t)ubt_split();
+			if (!c)
+				_exit(0);
+			bad |= c < 0 || waitpid(c, &st, 0) != c ||
+			       !WIFEXITED(st) || WEXITSTATUS(st) != 0;
+		}
 		return target_result("ubt-spawn", bad);
 	}
 	if (!strcmp(mode, "fork") && k > 1) {
