@@ -669,9 +669,33 @@ void sysw_poll(struct run *r)
 	s->ntodo = 0;
 }
 
+/*
+ * -v: the processes still in the taken table (taken, or children of one,
+ * still running: the others left it when they exited or exec'd).
+ */
+static void sysw_taken_note(const struct sysw *s)
+{
+	uint32_t key, next;
+	int n = 0;
+
+	if (s->taken_fd < 0)
+		return;
+	for (void *at = NULL;
+	     !bpf_map_get_next_key(s->taken_fd, at, &next) && n < INT_MAX;
+	     at = &key) {
+		key = next;
+		n++;
+	}
+	fprintf(stderr, "ubt: system-wide user mode: %d process(es) in the "
+		"taken table at the end\n", n);
+}
+
 void sysw_stop(struct run *r)
 {
 	struct sysw *s = r->sw;
+
+	if (s && r->o->verbose)
+		sysw_taken_note(s);
 
 	/* the reports first: nothing is taken any more */
 	for (int i = 0; s && i < s->npfds; i++)
