@@ -155,12 +155,42 @@ static int cg_define_maps(struct cg *g)
 
 /*
  * Return at once in a process ubt took system-wide (CG_MAP_TAKEN holds
- * its tgid): its sites run in user mode there.  A uretprobe's program
- * returns only for a call the kernel saw enter there since the take
- * (CG_MAP_RETMARK, that generation): the calls that entered before
- * return to the kernel alone, and count there.
+ * its tgid) at a site patched there (cg_skip_patched()): it runs in user
+ * mode.  A uretprobe's program returns only for a call the kernel saw
+ * enter there since the take at a patched site (CG_MAP_RETMARK, that
+ * generation): the calls that entered before return to the kernel
+ * alone, and count there.
  */
 #define CG_REGS_SP 152	/* offsetof(struct pt_regs, sp), x86-64 */
+#define CG_REGS_IP 128	/* offsetof(struct pt_regs, ip) */
+
+/*
+ * A uprobe or usdt probe in a process taken (v: its generation): its hit
+ * is user mode's when the site is patched there (CG_MAP_PATCHED); go to
+ * skip then, else to cont.
+ */
+static void cg_skip_patched(struct cg *g, LLVMValueRef v,
+			    LLVMBasicBlockRef skip, LLVMBasicBlockRef cont)
+{
+	struct irb *ir = &g->ir;
+	LLVMValueRef patched = LLVMGetNamedGlobal(ir->mod, CG_MAP_PATCHED);
+	LLVMValueRef k = irb_alloca(ir, 16, "patched"), gen;
+
+	if (!patched)
+		patched = irb_map_define_flags(ir, CG_MAP_PATCHED,
+					       BPF_MAP_TYPE_HASH, 16, 4,
+					       CG_PATCHED_MAX,
+					       BPF_F_NO_PREALLOC);
+	gen = LLVMBuildZExt(ir->b, LLVMBuildLoad2(ir->b, ir->i32, v, ""),
+			    ir->i64, "");
+	LLVMBuildStore(ir->b, gen, k);
+	LLVMBuildStore(ir->b, irb_ctx_load(ir, g->ctxp, CG_REGS_IP, 8),
+		       irb_gep(ir, k, 8));
+	LLVMBuildCondBr(ir->b,
+			LLVMBuildIsNull(ir->b, irb_map_lookup(ir, patched, k),
+					""),
+			cont, skip);
+}
 
 static void cg_skip_taken(struct cg *g, enum sema_provider prov)
 {
@@ -205,6 +235,12 @@ static void cg_skip_taken(struct cg *g, enum sema_provider prov)
 				     LLVMBuildLoad2(ir->b, ir->i32, m, ""),
 				     gen, "");
 		LLVMBuildCondBr(ir->b, same, ret, cont);
+		LLVMPositionBuilderAtEnd(ir->b, ret);
+	} else {
+		LLVMBasicBlockRef ret = LLVMAppendBasicBlockInContext(
+			ir->ctx, ir->fn, "patched");
+
+		cg_skip_patched(g, v, ret, cont);
 		LLVMPositionBuilderAtEnd(ir->b, ret);
 	}
 	LLVMBuildRet(ir->b, irb_const(ir, 0));

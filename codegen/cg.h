@@ -218,6 +218,14 @@ struct cg_prog {
  */
 #define CG_MAP_RETMARK "ubt_retmark"
 #define CG_RETMARK_MAX 16384
+/*
+ * The sites patched in the processes of a take (shared by its children):
+ * {generation (u32), 0 (u32), the kernel probe's address (u64)} -> u32.
+ * A uprobe's or usdt probe's program skips a hit there only: a site
+ * mapped after the take (dlopen) or refused counts in the kernel.
+ */
+#define CG_MAP_PATCHED "ubt_patched"
+#define CG_PATCHED_MAX 65536
 /* BPF stack maps: "ubt_stack_<limit>" (codegen/cg_stack.c) */
 #define CG_MAP_STACK_PREFIX "ubt_stack_"
 #define CG_MAP_STACK_NOTED "ubt_stack_noted"

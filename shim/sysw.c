@@ -38,14 +38,27 @@
  * kernel */
 #define SYSW_ATTEMPTS 4
 
+/* What the kernel's int3s out and the take in found (sysw_commit()). */
+struct sysw_unbreak {
+	struct run *r;
+	int err;
+	char why[PATH_MAX + 32];
+	int taken_err;		/* sysw_take_in()'s */
+	char taken_why[128];
+	bool exec;		/* a new image (sysw_installed()): said here */
+};
+
 struct sysw {
 	int seen_fd, ring_fd, prog_fd;
 	int taken_fd;		/* CG_MAP_TAKEN in the kernel object, or -1 */
 	int marks_fd;		/* CG_MAP_RETMARK there, or -1 */
+	int patched_fd;		/* CG_MAP_PATCHED there, or sysw's own */
 	int mark_fd;		/* the return marks' program, or -1 */
 	int lost_fd;		/* SYSW_LOST_N counters, or -1 */
 	int follow[SYSW_BPF_FOLLOWERS];	/* the taken table's followers */
 	uint32_t gen;		/* the last take's generation */
+	bool own_patched;	/* patched_fd is sysw's to close */
+	struct sysw_unbreak exec_ub;	/* an exec's commit hook */
 	struct ring_buffer *rb;
 	int *pfds;		/* one perf event per site */
 	int npfds;
@@ -163,6 +176,23 @@ static void sysw_load_followers(struct run *r, struct sysw *s)
 	s->marks_fd = kernel_own_map_fd(r->k, CG_MAP_RETMARK);
 	if (s->taken_fd < 0)
 		return;
+	/* only uretprobes skip there: the mark program reads its own */
+	s->patched_fd = kernel_own_map_fd(r->k, CG_MAP_PATCHED);
+	if (s->patched_fd < 0) {
+		LIBBPF_OPTS(bpf_map_create_opts, o,
+			    .map_flags = BPF_F_NO_PREALLOC);
+
+		s->patched_fd = bpf_map_create(BPF_MAP_TYPE_HASH,
+					       "ubt_sysw_patched", 16, 4,
+					       CG_PATCHED_MAX, &o);
+		s->own_patched = s->patched_fd >= 0;
+	}
+	if (s->patched_fd < 0) {
+		fprintf(stderr, "ubt: system-wide user mode: no table of the "
+			"sites patched (%s): another tracer's uprobe on a "
+			"site may count its hits twice\n", strerror(errno));
+		return;
+	}
 	s->lost_fd = bpf_map_create(BPF_MAP_TYPE_ARRAY, "ubt_sysw_lost", 4, 8,
 				    SYSW_LOST_N, NULL);
 	e = s->lost_fd < 0 ? -errno :
@@ -176,7 +206,8 @@ static void sysw_load_followers(struct run *r, struct sysw *s)
 			s->lost_fd < 0 ? strerror(-e) : why);
 	if (s->marks_fd < 0 || s->lost_fd < 0)
 		return;
-	s->mark_fd = sysw_bpf_mark(s->taken_fd, s->marks_fd, s->lost_fd);
+	s->mark_fd = sysw_bpf_mark(s->taken_fd, s->patched_fd, s->marks_fd,
+				   s->lost_fd);
 	if (s->mark_fd < 0)
 		fprintf(stderr, "ubt: system-wide user mode: no return marks "
 			"(%s): another tracer's uprobe on a uretprobe's "
@@ -225,7 +256,7 @@ int sysw_start(struct run *r)
 	int err;
 
 	s->seen_fd = s->ring_fd = s->prog_fd = -1;
-	s->marks_fd = s->mark_fd = s->lost_fd = -1;
+	s->marks_fd = s->mark_fd = s->lost_fd = s->patched_fd = -1;
 	for (int i = 0; i < SYSW_BPF_FOLLOWERS; i++)
 		s->follow[i] = -1;
 	s->taken_fd = kernel_own_map_fd(r->k, CG_MAP_TAKEN);
@@ -281,13 +312,6 @@ static const char *sysw_comm(pid_t pid, char *buf, size_t len)
 	return buf;
 }
 
-struct sysw_unbreak {
-	struct run *r;
-	int err;
-	bool taken;		/* in CG_MAP_TAKEN */
-	char why[PATH_MAX + 32];
-};
-
 /* A site's kernel int3 beside the jump (after an endbr64): out. */
 static void sysw_unbreak_site(const char *bin, uint64_t file_off,
 			      uint64_t sem_off, bool ret, void *ctx)
@@ -314,87 +338,115 @@ static void sysw_unbreak_site(const char *bin, uint64_t file_off,
 		close(fd);
 }
 
-/*
- * In CG_MAP_TAKEN or out: while it is in, the kernel programs of its
- * probes return at once there (codegen/cg.c cg_skip_taken()), but for the
- * returns of calls that entered before.  Set while the process is
- * stopped, with its jumps in place and the kernel's int3s out, with a new
- * generation (its children get it at their fork, sysw_bpf.c); taken out
- * before the int3s come back.  It leaves by itself at exec and exit.
- */
-static int sysw_set_taken(struct sysw *s, pid_t pid, bool on)
-{
-	uint32_t key = (uint32_t)pid, gen = ++s->gen ?: ++s->gen;
+struct sysw_patch {
+	struct run *r;
+	uint32_t gen;
+	int n, err;
+};
 
-	if (s->taken_fd < 0)
-		return 0;
-	if (on)
-		return bpf_map_update_elem(s->taken_fd, &key, &gen, BPF_ANY) ?
-			       -errno :
-			       0;
-	bpf_map_delete_elem(s->taken_fd, &key);
-	return 0;
+/* A site patched in r->u: {gen, the kernel probe's address} in. */
+static void sysw_patched_site(const char *bin, uint64_t file_off,
+			      uint64_t sem_off, bool ret, void *ctx)
+{
+	struct sysw_patch *p = ctx;
+	struct {
+		uint32_t gen, pad;
+		uint64_t at;
+	} key = { .gen = p->gen };
+	uint32_t one = 1;
+
+	(void)sem_off;
+	(void)ret;
+	if (run_target_addr(user_pid(p->r->u), bin, file_off, &key.at) ||
+	    !user_site_at(p->r->u, key.at))
+		return;
+	if (bpf_map_update_elem(p->r->sw->patched_fd, &key, &one, BPF_ANY))
+		p->err = p->err ?: -errno;
+	else
+		p->n++;
 }
 
 /*
- * The commit hook of a process being taken (user_on_commit()): every
- * thread stopped, the jumps written: the kernel's int3s out, and the
- * process in the taken table even if one stays (its uprobes' kernel
- * programs then skip it: counted once, in user mode).  Failures are
- * noted in the sysw_unbreak, not returned: the jumps are in place.
+ * r->u into CG_MAP_TAKEN with a new generation, its patched sites into
+ * CG_MAP_PATCHED first: while it is in, the kernel programs of its
+ * probes return at once there at those sites (codegen/cg.c
+ * cg_skip_taken()), but for the returns of calls that entered before.
+ * Set while the process is stopped, with its jumps in place and the
+ * kernel's int3s out (its children get the generation at their fork,
+ * sysw_bpf.c); taken out before the int3s come back.  It leaves by
+ * itself at exec and exit.  Not in when no site is patched there (the
+ * kernel counts it all).  0, or -errno (a site or the process could not
+ * go in) with why.
+ */
+static int sysw_take_in(struct run *r, char *why, size_t len)
+{
+	struct sysw *s = r->sw;
+	struct sysw_patch p = { .r = r, .gen = ++s->gen ?: ++s->gen };
+	uint32_t key = (uint32_t)user_pid(r->u);
+
+	if (s->taken_fd < 0 || s->patched_fd < 0)
+		return 0;
+	run_user_sites(r, sysw_patched_site, &p);
+	if (p.err)
+		snprintf(why, len, "the table of sites patched: %s",
+			 strerror(-p.err));
+	if (!p.n)
+		return p.err;
+	if (bpf_map_update_elem(s->taken_fd, &key, &p.gen, BPF_ANY)) {
+		snprintf(why, len, "the taken table: %s", strerror(errno));
+		return -errno;
+	}
+	return p.err;
+}
+
+static void sysw_take_out(struct sysw *s, pid_t pid)
+{
+	uint32_t key = (uint32_t)pid;
+
+	if (s->taken_fd >= 0)
+		bpf_map_delete_elem(s->taken_fd, &key);
+}
+
+/*
+ * The commit hook of a process being taken, or of a new image it exec'd
+ * (user_on_commit(), once; r->u is u): every thread stopped, the jumps
+ * written: the kernel's int3s out, and the process in the taken table
+ * even if one stays (its uprobes' kernel programs then skip its patched
+ * sites: counted once, in user mode).  Failures are noted in the
+ * sysw_unbreak (said here for an exec), not returned: the jumps are in
+ * place.
  */
 static int sysw_commit(struct ubt_user *u, void *ctx)
 {
 	struct sysw_unbreak *ub = ctx;
-	int e;
 
+	user_on_commit(u, NULL, NULL);
 	run_user_sites(ub->r, sysw_unbreak_site, ub);
-	e = sysw_set_taken(ub->r->sw, user_pid(u), true);
-	ub->taken = !e;
-	if (e && !ub->err) {
-		ub->err = e;
-		snprintf(ub->why, sizeof(ub->why), "the taken table: %s",
-			 strerror(-e));
-	}
+	ub->taken_err = sysw_take_in(ub->r, ub->taken_why,
+				     sizeof(ub->taken_why));
+	if (ub->exec && ub->err)
+		fprintf(stderr, "ubt: pid %d: %s: a kernel uprobe's int3 "
+			"stays beside a jump\n", (int)user_pid(u), ub->why);
+	if (ub->exec && ub->taken_err)
+		fprintf(stderr, "ubt: pid %d: %s: if another tracer puts a "
+			"uprobe on its sites, their hits may count twice\n",
+			(int)user_pid(u), ub->taken_why);
 	return 0;
 }
 
-struct sysw_mapped {
-	pid_t pid;
-	int n;
-};
-
-static void sysw_mapped_site(const char *bin, uint64_t file_off,
-			     uint64_t sem_off, bool ret, void *ctx)
-{
-	struct sysw_mapped *m = ctx;
-	uint64_t at;
-
-	(void)sem_off;
-	(void)ret;
-	m->n += !run_target_addr(m->pid, bin, file_off, &at);
-}
-
 /*
- * The exec took it out of the taken table (sysw_bpf.c): back in, if the
- * new image maps a site (patched then); else it stays out, and the kernel
- * counts whatever it maps later.
+ * The exec took it out of the taken table (sysw_bpf.c): back in with the
+ * new image's sites, in the stop that writes their jumps (sysw_commit());
+ * none patched (not mapped there, refused): it stays out, and the kernel
+ * counts them.
  */
 static int sysw_installed(struct run *r, int err)
 {
-	struct sysw_unbreak ub = { .r = r };
-	struct sysw_mapped m = { .pid = user_pid(r->u) };
-	int e = 0;
+	struct sysw *s = r->sw;
 
-	if (err) {
-		sysw_set_taken(r->sw, user_pid(r->u), false);
-		return err;
-	}
-	run_user_sites(r, sysw_unbreak_site, &ub);
-	run_user_sites(r, sysw_mapped_site, &m);
-	if (m.n)
-		e = sysw_set_taken(r->sw, user_pid(r->u), true);
-	return ub.err ?: e;
+	s->exec_ub = (struct sysw_unbreak){ .r = r, .exec = true };
+	user_on_commit(r->u, sysw_commit, &s->exec_ub);
+	return err;
 }
 
 /* Reports of pid so far (this one too). */
@@ -615,9 +667,11 @@ static void sysw_take(struct run *r, pid_t pid)
 	user_on_commit(u, NULL, NULL);
 	if (ub.err)
 		fprintf(stderr, "ubt: pid %d (%s): %s: a kernel uprobe's int3 "
-			"stays beside a jump%s\n", (int)pid, comm, ub.why,
-			ub.taken ? "" : ", and the process is not in the "
-					"taken table: its hits may count twice");
+			"stays beside a jump\n", (int)pid, comm, ub.why);
+	if (ub.taken_err)
+		fprintf(stderr, "ubt: pid %d (%s): %s: if another tracer puts "
+			"a uprobe on its sites, their hits may count twice\n",
+			(int)pid, comm, ub.taken_why);
 	if (e) {
 		fprintf(stderr, "ubt: pid %d (%s): cannot resume: %s\n",
 			(int)pid, comm, user_error(u));
@@ -716,7 +770,7 @@ void sysw_stop(struct run *r)
 		if (b && b->execs == user_execs(r->u))
 			sysw_rebreak(b);
 		if (s)
-			sysw_set_taken(s, user_pid(r->u), false);
+			sysw_take_out(s, user_pid(r->u));
 		if (r->o->verbose && user_children(r->u))
 			fprintf(stderr, "ubt: pid %d: %d child(ren) it forked "
 				"recorded in user mode too\n",
@@ -739,6 +793,8 @@ void sysw_stop(struct run *r)
 		close(s->mark_fd);
 	if (s->lost_fd >= 0)
 		close(s->lost_fd);
+	if (s->own_patched)
+		close(s->patched_fd);
 	if (s->ring_fd >= 0)
 		close(s->ring_fd);
 	if (s->seen_fd >= 0)

@@ -23,6 +23,7 @@
 
 /* offsetof(struct pt_regs, sp) on x86-64 */
 #define SWB_REGS_SP 152
+#define SWB_REGS_IP 128
 
 struct swb {
 	struct bpf_insn in[SWB_MAX];
@@ -48,7 +49,7 @@ static void swb_add(struct swb *b, struct bpf_insn in)
 static void swb_ld_map(struct swb *b, int reg, int fd)
 {
 	swb_add(b, INSN(BPF_LD | BPF_DW | BPF_IMM, reg, BPF_PSEUDO_MAP_FD, 0,
-		       fd));
+			fd));
 	swb_add(b, INSN(0, 0, 0, 0, 0));
 }
 
@@ -80,7 +81,7 @@ static void swb_tgid(struct swb *b, int off)
 	swb_call(b, BPF_FUNC_get_current_pid_tgid);
 	swb_add(b, INSN(BPF_ALU64 | BPF_RSH | BPF_K, BPF_REG_0, 0, 0, 32));
 	swb_add(b, INSN(BPF_STX | BPF_MEM | BPF_W, BPF_REG_10, BPF_REG_0, off,
-		       0));
+			0));
 }
 
 /* lost[slot]++, the slot's key at r10 + off */
@@ -93,7 +94,7 @@ static void swb_lost(struct swb *b, int lost_fd, int slot, int off)
 	swb_exit_if(b, BPF_JEQ | BPF_K, BPF_REG_0, 0, 0);
 	swb_add(b, INSN(BPF_ALU64 | BPF_MOV | BPF_K, BPF_REG_1, 0, 0, 1));
 	swb_add(b, INSN(BPF_STX | BPF_ATOMIC | BPF_DW, BPF_REG_0, BPF_REG_1, 0,
-		       BPF_ADD));
+			BPF_ADD));
 }
 
 /* The final return 0, every exit jump pointed at it; then load. */
@@ -129,7 +130,7 @@ int sysw_bpf_report(int seen_fd, int ring_fd, int taken_fd)
 	swb_fp(&b, BPF_REG_2, -4);
 	swb_fp(&b, BPF_REG_3, -8);
 	swb_add(&b, INSN(BPF_ALU64 | BPF_MOV | BPF_K, BPF_REG_4, 0, 0,
-			BPF_NOEXIST));
+			 BPF_NOEXIST));
 	swb_call(&b, BPF_FUNC_map_update_elem);
 	swb_exit_if(&b, BPF_JNE | BPF_K, BPF_REG_0, 0, 0);
 	swb_ld_map(&b, BPF_REG_1, ring_fd);
@@ -146,38 +147,50 @@ int sysw_bpf_report(int seen_fd, int ring_fd, int taken_fd)
  * the take's generation: a mark left by a call that never returned
  * (longjmp, exec) from an earlier take of that pid means nothing.
  */
-int sysw_bpf_mark(int taken_fd, int marks_fd, int lost_fd)
+int sysw_bpf_mark(int taken_fd, int patched_fd, int marks_fd, int lost_fd)
 {
 	struct swb b = { .n = 0 };
 
 	swb_add(&b, INSN(BPF_ALU64 | BPF_MOV | BPF_X, BPF_REG_6, BPF_REG_1, 0,
-			0));
+			 0));
 	swb_call(&b, BPF_FUNC_get_current_pid_tgid);
 	swb_add(&b, INSN(BPF_ALU64 | BPF_MOV | BPF_X, BPF_REG_7, BPF_REG_0, 0,
-			0));
+			 0));
 	swb_add(&b, INSN(BPF_ALU64 | BPF_RSH | BPF_K, BPF_REG_0, 0, 0, 32));
 	swb_add(&b, INSN(BPF_STX | BPF_MEM | BPF_W, BPF_REG_10, BPF_REG_0, -4,
-			0));
+			 0));
 	swb_ld_map(&b, BPF_REG_1, taken_fd);
 	swb_fp(&b, BPF_REG_2, -4);
 	swb_call(&b, BPF_FUNC_map_lookup_elem);
 	swb_exit_if(&b, BPF_JEQ | BPF_K, BPF_REG_0, 0, 0);
 	swb_add(&b, INSN(BPF_LDX | BPF_MEM | BPF_W, BPF_REG_1, BPF_REG_0, 0,
-			0));
+			 0));
 	swb_add(&b, INSN(BPF_STX | BPF_MEM | BPF_W, BPF_REG_10, BPF_REG_1, -8,
-			0));
-	swb_add(&b, INSN(BPF_STX | BPF_MEM | BPF_DW, BPF_REG_10, BPF_REG_7, -24,
-			0));
+			 0));
+	/* the site patched in this take: {gen, 0, ip} at r10 - 48 */
+	swb_add(&b, INSN(BPF_STX | BPF_MEM | BPF_W, BPF_REG_10, BPF_REG_1, -48,
+			 0));
+	swb_add(&b, INSN(BPF_ST | BPF_MEM | BPF_W, BPF_REG_10, 0, -44, 0));
 	swb_add(&b, INSN(BPF_LDX | BPF_MEM | BPF_DW, BPF_REG_1, BPF_REG_6,
-			SWB_REGS_SP, 0));
+			 SWB_REGS_IP, 0));
+	swb_add(&b, INSN(BPF_STX | BPF_MEM | BPF_DW, BPF_REG_10, BPF_REG_1, -40,
+			 0));
+	swb_ld_map(&b, BPF_REG_1, patched_fd);
+	swb_fp(&b, BPF_REG_2, -48);
+	swb_call(&b, BPF_FUNC_map_lookup_elem);
+	swb_exit_if(&b, BPF_JEQ | BPF_K, BPF_REG_0, 0, 0);
+	swb_add(&b, INSN(BPF_STX | BPF_MEM | BPF_DW, BPF_REG_10, BPF_REG_7, -24,
+			 0));
+	swb_add(&b, INSN(BPF_LDX | BPF_MEM | BPF_DW, BPF_REG_1, BPF_REG_6,
+			 SWB_REGS_SP, 0));
 	swb_add(&b, INSN(BPF_ALU64 | BPF_ADD | BPF_K, BPF_REG_1, 0, 0, 8));
 	swb_add(&b, INSN(BPF_STX | BPF_MEM | BPF_DW, BPF_REG_10, BPF_REG_1, -16,
-			0));
+			 0));
 	swb_ld_map(&b, BPF_REG_1, marks_fd);
 	swb_fp(&b, BPF_REG_2, -24);
 	swb_fp(&b, BPF_REG_3, -8);
 	swb_add(&b, INSN(BPF_ALU64 | BPF_MOV | BPF_K, BPF_REG_4, 0, 0,
-			BPF_ANY));
+			 BPF_ANY));
 	swb_call(&b, BPF_FUNC_map_update_elem);
 	swb_exit_if(&b, BPF_JEQ | BPF_K, BPF_REG_0, 0, 0);
 	swb_lost(&b, lost_fd, SYSW_LOST_MARK, -28);
@@ -208,9 +221,9 @@ static int swb_newtask(const struct tp_format *f, int taken_fd, int lost_fd)
 	if (!pid || !flags)
 		return -ENOENT;
 	swb_add(&b, INSN(BPF_ALU64 | BPF_MOV | BPF_X, BPF_REG_6, BPF_REG_1, 0,
-			0));
+			 0));
 	swb_add(&b, INSN(BPF_LDX | BPF_MEM | BPF_DW, BPF_REG_1, BPF_REG_6,
-			(int16_t)flags->offset, 0));
+			 (int16_t)flags->offset, 0));
 	swb_exit_if(&b, BPF_JSET | BPF_K, BPF_REG_1, 0, CLONE_THREAD);
 	swb_tgid(&b, -4);
 	swb_ld_map(&b, BPF_REG_1, taken_fd);
@@ -218,18 +231,18 @@ static int swb_newtask(const struct tp_format *f, int taken_fd, int lost_fd)
 	swb_call(&b, BPF_FUNC_map_lookup_elem);
 	swb_exit_if(&b, BPF_JEQ | BPF_K, BPF_REG_0, 0, 0);
 	swb_add(&b, INSN(BPF_LDX | BPF_MEM | BPF_W, BPF_REG_1, BPF_REG_0, 0,
-			0));
+			 0));
 	swb_add(&b, INSN(BPF_STX | BPF_MEM | BPF_W, BPF_REG_10, BPF_REG_1, -8,
-			0));
+			 0));
 	swb_add(&b, INSN(BPF_LDX | BPF_MEM | BPF_W, BPF_REG_1, BPF_REG_6,
-			(int16_t)pid->offset, 0));
+			 (int16_t)pid->offset, 0));
 	swb_add(&b, INSN(BPF_STX | BPF_MEM | BPF_W, BPF_REG_10, BPF_REG_1, -12,
-			0));
+			 0));
 	swb_ld_map(&b, BPF_REG_1, taken_fd);
 	swb_fp(&b, BPF_REG_2, -12);
 	swb_fp(&b, BPF_REG_3, -8);
 	swb_add(&b, INSN(BPF_ALU64 | BPF_MOV | BPF_K, BPF_REG_4, 0, 0,
-			BPF_ANY));
+			 BPF_ANY));
 	swb_call(&b, BPF_FUNC_map_update_elem);
 	swb_exit_if(&b, BPF_JEQ | BPF_K, BPF_REG_0, 0, 0);
 	swb_lost(&b, lost_fd, SYSW_LOST_CHILD, -16);
@@ -249,16 +262,16 @@ static int swb_leave(const struct tp_format *f, int taken_fd, bool exit)
 
 	if (dead) {
 		swb_add(&b, INSN(BPF_LDX | BPF_MEM | BPF_B, BPF_REG_2,
-				BPF_REG_1, (int16_t)dead->offset, 0));
+				 BPF_REG_1, (int16_t)dead->offset, 0));
 		swb_exit_if(&b, BPF_JEQ | BPF_K, BPF_REG_2, 0, 0);
 	} else if (exit) {
 		swb_call(&b, BPF_FUNC_get_current_pid_tgid);
 		swb_add(&b, INSN(BPF_ALU64 | BPF_MOV | BPF_X, BPF_REG_1,
-				BPF_REG_0, 0, 0));
+				 BPF_REG_0, 0, 0));
 		swb_add(&b, INSN(BPF_ALU64 | BPF_RSH | BPF_K, BPF_REG_1, 0, 0,
-				32));
+				 32));
 		swb_add(&b, INSN(BPF_ALU | BPF_MOV | BPF_X, BPF_REG_0,
-				BPF_REG_0, 0, 0));
+				 BPF_REG_0, 0, 0));
 		swb_exit_if(&b, BPF_JNE | BPF_X, BPF_REG_0, BPF_REG_1, 0);
 	}
 	swb_tgid(&b, -4);
@@ -266,7 +279,7 @@ static int swb_leave(const struct tp_format *f, int taken_fd, bool exit)
 	swb_fp(&b, BPF_REG_2, -4);
 	swb_call(&b, BPF_FUNC_map_delete_elem);
 	return swb_load(&b, BPF_PROG_TYPE_TRACEPOINT,
-		       exit ? "ubt_sysw_exit" : "ubt_sysw_exec");
+			exit ? "ubt_sysw_exit" : "ubt_sysw_exec");
 }
 
 /* A tracepoint's perf event running prog (all CPUs: its BPF programs

@@ -30,11 +30,11 @@ enum {
 int sysw_bpf_report(int seen_fd, int ring_fd, int taken_fd);
 
 /*
- * On a uretprobe's function entry: in a process taken, a mark for the
- * call (the kernel's uretprobe will see it return).  A program fd, or
- * -errno.
+ * On a uretprobe's function entry: in a process taken, where the site is
+ * patched (patched_fd: CG_MAP_PATCHED's layout), a mark for the call
+ * (the kernel's uretprobe will see it return).  A program fd, or -errno.
  */
-int sysw_bpf_mark(int taken_fd, int marks_fd, int lost_fd);
+int sysw_bpf_mark(int taken_fd, int patched_fd, int marks_fd, int lost_fd);
 
 /*
  * The taken table follows processes: a child a process taken forks

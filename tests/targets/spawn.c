@@ -16,6 +16,8 @@
  *	split K	(K after MODE) K times: ubt_split() forks, the child
  *		returns from it and exits, the parent waits (K calls, 2K
  *		returns)
+ *	dlopen LIB  dlopen()s LIB (libubt-target.so) and calls its
+ *		ubt_lib_add(i, 1) for i in 0..N-1, USEC apart (2N calls)
  *	nest	instead of the N calls: ubt_nest(2, N, USEC), which calls
  *		ubt_nest(1, ...) N times, each calling ubt_nest(0, ...) N
  *		times, which sleeps USEC microseconds (1 + N + N * N calls;
@@ -23,6 +25,7 @@
  * ubt_tick(i) returns i + 1; ubt_nest() returns the calls it made (itself
  * included).
  */
+#include <dlfcn.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/wait.h>
@@ -75,11 +78,13 @@ int main(int argc, char **argv)
 	long n = target_count(argc, argv, 1, 10);
 	long usec = target_count(argc, argv, 2, 0);
 	const char *mode = argc > 3 ? argv[3] : "";
-	long k = target_count(argc, argv, 4, 1);
+	long k = 1;
 	long bad;
 	int st = 0;
 	pid_t c;
 
+	if (!strcmp(mode, "fork") || !strcmp(mode, "split"))
+		k = target_count(argc, argv, 4, 1);
 	if (!strcmp(mode, "nest"))
 		return target_result("ubt-spawn",
 				     ubt_nest(2, n, usec) != 1 + n + n * n);
@@ -92,6 +97,21 @@ int main(int argc, char **argv)
 			_exit(ticks(n, usec) ? 1 : 0);
 		bad |= c < 0 || waitpid(c, &st, 0) != c || !WIFEXITED(st) ||
 		       WEXITSTATUS(st) != 0;
+		return target_result("ubt-spawn", bad);
+	}
+	if (!strcmp(mode, "dlopen") && argc > 4) {
+		void *h = dlopen(argv[4], RTLD_NOW);
+		int (*add)(int, int) = h ? (int (*)(int, int))dlsym(
+						   h, "ubt_lib_add") :
+					   NULL;
+
+		if (!add)
+			return target_result("ubt-spawn", 1);
+		for (long i = 0; i < n; i++) {
+			bad |= add((int)i, 1) != (int)i + 1;
+			if (usec)
+				usleep((useconds_t)usec);
+		}
 		return target_result("ubt-spawn", bad);
 	}
 	if (!strcmp(mode, "split")) {
