@@ -70,6 +70,8 @@ libubt_a_SOURCES += \
 	shim/sysw.h \
 	shim/sysw_bpf.c \
 	shim/sysw_bpf.h \
+	shim/sysw_int.h \
+	shim/sysw_taken.c \
 	shim/tramp.c \
 	shim/tramp.h \
 	shim/tramp_inline.c \

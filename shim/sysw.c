@@ -23,6 +23,7 @@
 #include "run_int.h"
 #include "sysw.h"
 #include "sysw_bpf.h"
+#include "sysw_int.h"
 #include "user.h"
 #include "util.h"
 
@@ -37,47 +38,6 @@
 /* attaches tried per process (one per report) before it stays in the
  * kernel */
 #define SYSW_ATTEMPTS 4
-
-/* What the kernel's int3s out and the take in found (sysw_commit()). */
-struct sysw_unbreak {
-	struct run *r;
-	int err;
-	char why[PATH_MAX + 32];
-	int taken_err;		/* sysw_take_in()'s */
-	char taken_why[128];
-	bool exec;		/* a new image (sysw_installed()): said here */
-};
-
-struct sysw {
-	int seen_fd, ring_fd, prog_fd;
-	int taken_fd;		/* CG_MAP_TAKEN in the kernel object, or -1 */
-	int marks_fd;		/* CG_MAP_RETMARK there, or -1 */
-	int patched_fd;		/* CG_MAP_PATCHED there, or sysw's own */
-	int mark_fd;		/* the return marks' program, or -1 */
-	int lost_fd;		/* SYSW_LOST_N counters, or -1 */
-	int follow[SYSW_BPF_FOLLOWERS];	/* the taken table's followers */
-	uint32_t gen;		/* the last take's generation */
-	bool own_patched;	/* patched_fd is sysw's to close */
-	struct sysw_unbreak exec_ub;	/* an exec's commit hook */
-	struct ring_buffer *rb;
-	int *pfds;		/* one perf event per site */
-	int npfds;
-	int uprobe_type;
-	pid_t *todo;		/* reported, not handled yet */
-	int ntodo;
-	uint64_t ubt_start;	/* the ubt the user started (clock ticks) */
-	pid_t ubt_pid;		/* and its pid */
-	/* every process reported (in the seen table), by start time: a
-	 * pid whose process is gone leaves the table, so that a new
-	 * process with that pid reports again */
-	pid_t *known;
-	uint64_t *kstart;
-	int nknown;
-	uint64_t swept;		/* mono_ns() of the last sweep */
-	struct sysw_breaks *breaks;	/* by fleet index */
-	int failed;		/* sites whose report could not attach */
-	int why;		/* the first one's errno */
-};
 
 /*
  * r->u's sites in a new image it exec'd placed (err: their result), every
@@ -162,79 +122,6 @@ static void sysw_attach_site(const char *bin, uint64_t file_off,
 		sysw_attach_prog(s, bin, file_off, sem_off, s->mark_fd);
 }
 
-/*
- * The taken table's followers and the return marks' program: without
- * them, a process taken still counts once unless another tracer puts a
- * uprobe on one of its sites (then its children, or its returns, may
- * count twice: said here).
- */
-static void sysw_load_followers(struct run *r, struct sysw *s)
-{
-	char why[256] = "";
-	int e;
-
-	s->marks_fd = kernel_own_map_fd(r->k, CG_MAP_RETMARK);
-	if (s->taken_fd < 0)
-		return;
-	/* only uretprobes skip there: the mark program reads its own */
-	s->patched_fd = kernel_own_map_fd(r->k, CG_MAP_PATCHED);
-	if (s->patched_fd < 0) {
-		LIBBPF_OPTS(bpf_map_create_opts, o,
-			    .map_flags = BPF_F_NO_PREALLOC);
-
-		s->patched_fd = bpf_map_create(BPF_MAP_TYPE_HASH,
-					       "ubt_sysw_patched", 16, 4,
-					       CG_PATCHED_MAX, &o);
-		s->own_patched = s->patched_fd >= 0;
-	}
-	if (s->patched_fd < 0) {
-		fprintf(stderr, "ubt: system-wide user mode: no table of the "
-			"sites patched (%s): another tracer's uprobe on a "
-			"site may count its hits twice\n", strerror(errno));
-		return;
-	}
-	s->lost_fd = bpf_map_create(BPF_MAP_TYPE_ARRAY, "ubt_sysw_lost", 4, 8,
-				    SYSW_LOST_N, NULL);
-	e = s->lost_fd < 0 ? -errno :
-			     sysw_bpf_follow(s->taken_fd, s->lost_fd,
-					     s->follow, why, sizeof(why));
-	if (e)
-		fprintf(stderr, "ubt: system-wide user mode: the children of "
-			"processes taken are not followed (%s): another "
-			"tracer's uprobe on a site may count their hits "
-			"twice\n",
-			s->lost_fd < 0 ? strerror(-e) : why);
-	if (s->marks_fd < 0 || s->lost_fd < 0)
-		return;
-	s->mark_fd = sysw_bpf_mark(s->taken_fd, s->patched_fd, s->marks_fd,
-				   s->lost_fd);
-	if (s->mark_fd < 0)
-		fprintf(stderr, "ubt: system-wide user mode: no return marks "
-			"(%s): another tracer's uprobe on a uretprobe's "
-			"function may count its returns twice\n",
-			strerror(-s->mark_fd));
-}
-
-/* What the followers and marks could not write, said once at the end. */
-static void sysw_lost_report(const struct sysw *s)
-{
-	uint64_t n[SYSW_LOST_N] = { 0 };
-
-	for (uint32_t i = 0; s->lost_fd >= 0 && i < SYSW_LOST_N; i++)
-		bpf_map_lookup_elem(s->lost_fd, &i, &n[i]);
-	if (n[SYSW_LOST_CHILD])
-		fprintf(stderr, "ubt: system-wide user mode: %llu child "
-			"process(es) of processes taken not in the taken table "
-			"(%d at most): if another tracer put a uprobe on their "
-			"sites, their hits counted twice\n",
-			(unsigned long long)n[SYSW_LOST_CHILD], CG_TAKEN_MAX);
-	if (n[SYSW_LOST_MARK])
-		fprintf(stderr, "ubt: system-wide user mode: %llu return "
-			"mark(s) not written: as many returns may have "
-			"counted twice\n",
-			(unsigned long long)n[SYSW_LOST_MARK]);
-}
-
 static int sysw_reported(void *ctx, void *data, size_t len)
 {
 	struct sysw *s = ctx;
@@ -278,7 +165,7 @@ int sysw_start(struct run *r)
 		return err;
 	}
 	/* before any process is taken */
-	sysw_load_followers(r, s);
+	sysw_taken_load(r, s);
 	run_user_sites(r, sysw_attach_site, s);
 	r->exec_installed = sysw_installed;
 	if (s->failed)
@@ -338,75 +225,6 @@ static void sysw_unbreak_site(const char *bin, uint64_t file_off,
 		close(fd);
 }
 
-struct sysw_patch {
-	struct run *r;
-	uint32_t gen;
-	int n, err;
-};
-
-/* A site patched in r->u: {gen, the kernel probe's address} in. */
-static void sysw_patched_site(const char *bin, uint64_t file_off,
-			      uint64_t sem_off, bool ret, void *ctx)
-{
-	struct sysw_patch *p = ctx;
-	struct {
-		uint32_t gen, pad;
-		uint64_t at;
-	} key = { .gen = p->gen };
-	uint32_t one = 1;
-
-	(void)sem_off;
-	(void)ret;
-	if (run_target_addr(user_pid(p->r->u), bin, file_off, &key.at) ||
-	    !user_site_at(p->r->u, key.at))
-		return;
-	if (bpf_map_update_elem(p->r->sw->patched_fd, &key, &one, BPF_ANY))
-		p->err = p->err ?: -errno;
-	else
-		p->n++;
-}
-
-/*
- * r->u into CG_MAP_TAKEN with a new generation, its patched sites into
- * CG_MAP_PATCHED first: while it is in, the kernel programs of its
- * probes return at once there at those sites (codegen/cg.c
- * cg_skip_taken()), but for the returns of calls that entered before.
- * Set while the process is stopped, with its jumps in place and the
- * kernel's int3s out (its children get the generation at their fork,
- * sysw_bpf.c); taken out before the int3s come back.  It leaves by
- * itself at exec and exit.  Not in when no site is patched there (the
- * kernel counts it all).  0, or -errno (a site or the process could not
- * go in) with why.
- */
-static int sysw_take_in(struct run *r, char *why, size_t len)
-{
-	struct sysw *s = r->sw;
-	struct sysw_patch p = { .r = r, .gen = ++s->gen ?: ++s->gen };
-	uint32_t key = (uint32_t)user_pid(r->u);
-
-	if (s->taken_fd < 0 || s->patched_fd < 0)
-		return 0;
-	run_user_sites(r, sysw_patched_site, &p);
-	if (p.err)
-		snprintf(why, len, "the table of sites patched: %s",
-			 strerror(-p.err));
-	if (!p.n)
-		return p.err;
-	if (bpf_map_update_elem(s->taken_fd, &key, &p.gen, BPF_ANY)) {
-		snprintf(why, len, "the taken table: %s", strerror(errno));
-		return -errno;
-	}
-	return p.err;
-}
-
-static void sysw_take_out(struct sysw *s, pid_t pid)
-{
-	uint32_t key = (uint32_t)pid;
-
-	if (s->taken_fd >= 0)
-		bpf_map_delete_elem(s->taken_fd, &key);
-}
-
 /*
  * The commit hook of a process being taken, or of a new image it exec'd
  * (user_on_commit(), once; r->u is u): every thread stopped, the jumps
@@ -422,7 +240,7 @@ static int sysw_commit(struct ubt_user *u, void *ctx)
 
 	user_on_commit(u, NULL, NULL);
 	run_user_sites(ub->r, sysw_unbreak_site, ub);
-	ub->taken_err = sysw_take_in(ub->r, ub->taken_why,
+	ub->taken_err = sysw_taken_in(ub->r, ub->taken_why,
 				     sizeof(ub->taken_why));
 	if (ub->exec && ub->err)
 		fprintf(stderr, "ubt: pid %d: %s: a kernel uprobe's int3 "
@@ -723,27 +541,6 @@ void sysw_poll(struct run *r)
 	s->ntodo = 0;
 }
 
-/*
- * -v: the processes still in the taken table (taken, or children of one,
- * still running: the others left it when they exited or exec'd).
- */
-static void sysw_taken_note(const struct sysw *s)
-{
-	uint32_t key, next;
-	int n = 0;
-
-	if (s->taken_fd < 0)
-		return;
-	for (void *at = NULL;
-	     !bpf_map_get_next_key(s->taken_fd, at, &next) && n < INT_MAX;
-	     at = &key) {
-		key = next;
-		n++;
-	}
-	fprintf(stderr, "ubt: system-wide user mode: %d process(es) in the "
-		"taken table at the end\n", n);
-}
-
 void sysw_stop(struct run *r)
 {
 	struct sysw *s = r->sw;
@@ -770,7 +567,7 @@ void sysw_stop(struct run *r)
 		if (b && b->execs == user_execs(r->u))
 			sysw_rebreak(b);
 		if (s)
-			sysw_take_out(s, user_pid(r->u));
+			sysw_taken_out(s, user_pid(r->u));
 		if (r->o->verbose && user_children(r->u))
 			fprintf(stderr, "ubt: pid %d: %d child(ren) it forked "
 				"recorded in user mode too\n",
@@ -785,7 +582,7 @@ void sysw_stop(struct run *r)
 	r->u = NULL;
 	if (!s)
 		return;
-	sysw_lost_report(s);
+	sysw_taken_lost(s);
 	ring_buffer__free(s->rb);
 	if (s->prog_fd >= 0)
 		close(s->prog_fd);
