@@ -225,7 +225,7 @@ struct cg_prog {
  * mapped after the take (dlopen) or refused counts in the kernel.
  */
 #define CG_MAP_PATCHED "ubt_patched"
-#define CG_PATCHED_MAX 65536
+#define CG_PATCHED_MAX 262144
 /* BPF stack maps: "ubt_stack_<limit>" (codegen/cg_stack.c) */
 #define CG_MAP_STACK_PREFIX "ubt_stack_"
 #define CG_MAP_STACK_NOTED "ubt_stack_noted"

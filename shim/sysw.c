@@ -240,7 +240,7 @@ static int sysw_commit(struct ubt_user *u, void *ctx)
 
 	user_on_commit(u, NULL, NULL);
 	run_user_sites(ub->r, sysw_unbreak_site, ub);
-	ub->taken_err = sysw_taken_in(ub->r, ub->taken_why,
+	ub->taken_err = sysw_taken_in(ub->r, &ub->patched, ub->taken_why,
 				     sizeof(ub->taken_why));
 	if (ub->exec && ub->err)
 		fprintf(stderr, "ubt: pid %d: %s: a kernel uprobe's int3 "
@@ -497,8 +497,10 @@ static void sysw_take(struct run *r, pid_t pid)
 	}
 	if (r->o->verbose)
 		fprintf(stderr, "ubt: pid %d (%s) taken: %d probe(s) in user "
-			"mode (%.3f ms, stopped %.3f ms)\n", (int)pid, comm, n,
-			(mono_ns() - t0) / 1e6, user_stop_ns(u) / 1e6);
+			"mode (%.3f ms, stopped %.3f ms), %d site(s) its "
+			"kernel programs skip\n", (int)pid, comm, n,
+			(mono_ns() - t0) / 1e6, user_stop_ns(u) / 1e6,
+			ub.patched);
 }
 
 /* Processes reported that are gone: out of the seen table. */

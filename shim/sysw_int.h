@@ -21,6 +21,7 @@ struct sysw_unbreak {
 	int err;
 	char why[PATH_MAX + 32];
 	int taken_err;		/* sysw_taken_in()'s */
+	int patched;		/* and its sites patched */
 	char taken_why[128];
 	bool exec;		/* a new image (sysw_installed()): said here */
 };
@@ -64,9 +65,9 @@ struct sysw {
 void sysw_taken_load(struct run *r, struct sysw *s);
 /*
  * r->u, stopped with its jumps written, into the taken table with a new
- * generation and its patched sites.  0, or -errno with why.
+ * generation and its patched sites (*n of them).  0, or -errno with why.
  */
-int sysw_taken_in(struct run *r, char *why, size_t len);
+int sysw_taken_in(struct run *r, int *n, char *why, size_t len);
 void sysw_taken_out(struct sysw *s, pid_t pid);
 /* At the end: what the programs could not write (said), and with -v the
  * processes still in the taken table. */

@@ -128,23 +128,27 @@ static void sysw_patched_site(const char *bin, uint64_t file_off,
  * kernel counts it all).  0, or -errno (a site or the process could not
  * go in) with why.
  */
-int sysw_taken_in(struct run *r, char *why, size_t len)
+int sysw_taken_in(struct run *r, int *n, char *why, size_t len)
 {
 	struct sysw *s = r->sw;
 	struct sysw_patch p = { .r = r, .gen = ++s->gen ?: ++s->gen };
 	uint32_t key = (uint32_t)user_pid(r->u);
+	int e;
 
+	*n = 0;
 	if (s->taken_fd < 0 || s->patched_fd < 0)
 		return 0;
 	run_user_sites(r, sysw_patched_site, &p);
+	*n = p.n;
 	if (p.err)
 		snprintf(why, len, "the table of sites patched: %s",
 			 strerror(-p.err));
 	if (!p.n)
 		return p.err;
 	if (bpf_map_update_elem(s->taken_fd, &key, &p.gen, BPF_ANY)) {
-		snprintf(why, len, "the taken table: %s", strerror(errno));
-		return -errno;
+		e = -errno;
+		snprintf(why, len, "the taken table: %s", strerror(-e));
+		return e;
 	}
 	return p.err;
 }
