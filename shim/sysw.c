@@ -519,6 +519,7 @@ static void sysw_sweep(struct sysw *s)
 		}
 	}
 	s->nknown = n;
+	sysw_taken_sweep(s);
 	s->swept = mono_ns();
 }
 
@@ -603,6 +604,7 @@ void sysw_stop(struct run *r)
 	free(s->known);
 	free(s->kstart);
 	free(s->breaks);
+	sysw_taken_free(s);
 	free(s);
 	r->sw = NULL;
 }

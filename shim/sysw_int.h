@@ -37,6 +37,10 @@ struct sysw {
 	uint32_t gen;		/* the last take's generation */
 	bool own_patched;	/* patched_fd is sysw's to close */
 	struct sysw_unbreak exec_ub;	/* an exec's commit hook */
+	/* the keys each generation put in the sites patched, until no
+	 * process of the taken table has it (sysw_taken_sweep()) */
+	struct sysw_gen *gens;
+	int ngens;
 	struct ring_buffer *rb;
 	int *pfds;		/* one perf event per site */
 	int npfds;
@@ -69,9 +73,15 @@ void sysw_taken_load(struct run *r, struct sysw *s);
  */
 int sysw_taken_in(struct run *r, int *n, char *why, size_t len);
 void sysw_taken_out(struct sysw *s, pid_t pid);
+/*
+ * The sites patched of the generations no process in the taken table
+ * has any more (their processes and children exited or exec'd): out.
+ */
+void sysw_taken_sweep(struct sysw *s);
 /* At the end: what the programs could not write (said), and with -v the
  * processes still in the taken table. */
 void sysw_taken_lost(const struct sysw *s);
 void sysw_taken_note(const struct sysw *s);
+void sysw_taken_free(struct sysw *s);
 
 #endif

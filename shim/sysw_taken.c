@@ -14,6 +14,7 @@
 #include "sysw_bpf.h"
 #include "sysw_int.h"
 #include "user.h"
+#include "util.h"
 
 /*
  * The taken table's followers and the return marks' program: without
@@ -94,15 +95,27 @@ struct sysw_patch {
 	int n, err;
 };
 
+/* CG_MAP_PATCHED's key */
+struct sysw_site_key {
+	uint32_t gen, pad;
+	uint64_t at;
+};
+
+struct sysw_gen {
+	uint32_t gen;
+	uint64_t *at;		/* the sites it put in */
+	int n;
+	int unseen;		/* sweeps in a row that did not find it */
+};
+
 /* A site patched in r->u: {gen, the kernel probe's address} in. */
 static void sysw_patched_site(const char *bin, uint64_t file_off,
 			      uint64_t sem_off, bool ret, void *ctx)
 {
 	struct sysw_patch *p = ctx;
-	struct {
-		uint32_t gen, pad;
-		uint64_t at;
-	} key = { .gen = p->gen };
+	struct sysw *s = p->r->sw;
+	struct sysw_site_key key = { .gen = p->gen };
+	struct sysw_gen *g;
 	uint32_t one = 1;
 
 	(void)sem_off;
@@ -110,10 +123,81 @@ static void sysw_patched_site(const char *bin, uint64_t file_off,
 	if (run_target_addr(user_pid(p->r->u), bin, file_off, &key.at) ||
 	    !user_site_at(p->r->u, key.at))
 		return;
-	if (bpf_map_update_elem(p->r->sw->patched_fd, &key, &one, BPF_ANY))
+	if (bpf_map_update_elem(s->patched_fd, &key, &one, BPF_ANY)) {
 		p->err = p->err ?: -errno;
-	else
-		p->n++;
+		return;
+	}
+	p->n++;
+	g = s->ngens ? &s->gens[s->ngens - 1] : NULL;
+	if (!g || g->gen != p->gen) {
+		s->gens = xrealloc(s->gens, (s->ngens + 1) * sizeof(*s->gens));
+		g = &s->gens[s->ngens++];
+		*g = (struct sysw_gen){ .gen = p->gen };
+	}
+	g->at = xrealloc(g->at, (g->n + 1) * sizeof(*g->at));
+	g->at[g->n++] = key.at;
+}
+
+static bool sysw_gen_live(const uint32_t *live, int n, uint32_t gen)
+{
+	for (int i = 0; i < n; i++)
+		if (live[i] == gen)
+			return true;
+	return false;
+}
+
+/*
+ * A generation comes back only through a fork of a process that has it
+ * (sysw_bpf.c): one not in the table never is again.  The walk of the
+ * table may miss a child put in behind it while its parent leaves ahead
+ * of it: a generation goes when two sweeps in a row (a second apart)
+ * did not find it.
+ */
+void sysw_taken_sweep(struct sysw *s)
+{
+	uint32_t key, next, *live = NULL;
+	int nlive = 0, n = 0;
+
+	if (s->taken_fd < 0 || !s->ngens)
+		return;
+	for (void *at = NULL; !bpf_map_get_next_key(s->taken_fd, at, &next);
+	     at = &key) {
+		uint32_t gen;
+
+		key = next;
+		if (bpf_map_lookup_elem(s->taken_fd, &key, &gen))
+			continue;
+		live = xrealloc(live, (nlive + 1) * sizeof(*live));
+		live[nlive++] = gen;
+	}
+	for (int i = 0; i < s->ngens; i++) {
+		struct sysw_gen *g = &s->gens[i];
+
+		g->unseen = sysw_gen_live(live, nlive, g->gen) ? 0 :
+								 g->unseen + 1;
+		if (g->unseen < 2) {
+			s->gens[n++] = *g;
+			continue;
+		}
+		for (int j = 0; j < g->n; j++) {
+			struct sysw_site_key k = { .gen = g->gen,
+						   .at = g->at[j] };
+
+			bpf_map_delete_elem(s->patched_fd, &k);
+		}
+		free(g->at);
+	}
+	s->ngens = n;
+	free(live);
+}
+
+void sysw_taken_free(struct sysw *s)
+{
+	for (int i = 0; i < s->ngens; i++)
+		free(s->gens[i].at);
+	free(s->gens);
+	s->gens = NULL;
+	s->ngens = 0;
 }
 
 /*
@@ -168,7 +252,7 @@ void sysw_taken_out(struct sysw *s, pid_t pid)
 void sysw_taken_note(const struct sysw *s)
 {
 	uint32_t key, next;
-	int n = 0;
+	int n = 0, sites = 0;
 
 	if (s->taken_fd < 0)
 		return;
@@ -178,6 +262,9 @@ void sysw_taken_note(const struct sysw *s)
 		key = next;
 		n++;
 	}
+	for (int i = 0; i < s->ngens; i++)
+		sites += s->gens[i].n;
 	fprintf(stderr, "ubt: system-wide user mode: %d process(es) in the "
-		"taken table at the end\n", n);
+		"taken table at the end, %d site(s) patched kept for them\n",
+		n, sites);
 }
