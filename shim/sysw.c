@@ -40,10 +40,10 @@
 #define SYSW_ATTEMPTS 4
 
 /*
- * r->u's sites in a new image it exec'd placed (err: their result), every
- * thread stopped: the kernel's int3s beside the jumps taken out, as in a
- * new process; if placing failed, its kernel programs count it again
- * (r->exec_installed).  0, or -errno with user_error().
+ * r->u's sites in a new image it exec'd placed (err: their result, kept),
+ * every thread stopped: in the stop that writes their jumps, the
+ * kernel's int3s beside them out and the process in the taken table, as
+ * in a new process (r->exec_installed).
  */
 static int sysw_installed(struct run *r, int err);
 
@@ -79,9 +79,11 @@ static int sysw_uprobe_type(void)
 	return t;
 }
 
-/* prog on one site: a uprobe in every process (pid -1). */
-static void sysw_attach_prog(struct sysw *s, const char *bin,
-			     uint64_t file_off, uint64_t sem_off, int prog)
+/*
+ * prog on one site: a uprobe in every process (pid -1).  0, or -errno.
+ */
+static int sysw_attach_prog(struct sysw *s, const char *bin,
+			    uint64_t file_off, uint64_t sem_off, int prog)
 {
 	struct perf_event_attr a = { .type = (uint32_t)s->uprobe_type,
 				     .size = sizeof(a), .sample_period = 1,
@@ -99,13 +101,11 @@ static void sysw_attach_prog(struct sysw *s, const char *bin,
 		close(fd);
 		fd = -1;
 	}
-	if (fd < 0) {
-		if (!s->failed++)
-			s->why = errno;
-		return;
-	}
+	if (fd < 0)
+		return -errno;
 	s->pfds = xrealloc(s->pfds, (s->npfds + 1) * sizeof(*s->pfds));
 	s->pfds[s->npfds++] = fd;
+	return 0;
 }
 
 /*
@@ -116,10 +116,15 @@ static void sysw_attach_site(const char *bin, uint64_t file_off,
 			     uint64_t sem_off, bool ret, void *ctx)
 {
 	struct sysw *s = ctx;
+	int e = sysw_attach_prog(s, bin, file_off, sem_off, s->prog_fd);
 
-	sysw_attach_prog(s, bin, file_off, sem_off, s->prog_fd);
-	if (ret && s->mark_fd >= 0)
-		sysw_attach_prog(s, bin, file_off, sem_off, s->mark_fd);
+	if (e && !s->failed++)
+		s->why = -e;
+	e = ret && s->mark_fd >= 0 ?
+		    sysw_attach_prog(s, bin, file_off, sem_off, s->mark_fd) :
+		    0;
+	if (e && !s->unmarked++)
+		s->unmarked_why = -e;
 }
 
 static int sysw_reported(void *ctx, void *data, size_t len)
@@ -172,6 +177,11 @@ int sysw_start(struct run *r)
 		fprintf(stderr, "ubt: system-wide user mode: %d site(s) "
 			"report no process (perf_event_open: %s): they run in "
 			"the kernel\n", s->failed, strerror(s->why));
+	if (s->unmarked)
+		fprintf(stderr, "ubt: system-wide user mode: %d uretprobe "
+			"site(s) without return marks (perf_event_open: %s): "
+			"another tracer's uprobe there may count their returns "
+			"twice\n", s->unmarked, strerror(s->unmarked_why));
 	if (r->o->verbose)
 		fprintf(stderr, "ubt: system-wide user mode: processes are "
 			"taken at their first hit%s\n",

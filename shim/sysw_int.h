@@ -59,6 +59,8 @@ struct sysw {
 	struct sysw_breaks *breaks;	/* by fleet index */
 	int failed;		/* sites whose report could not attach */
 	int why;		/* the first one's errno */
+	int unmarked;		/* uretprobe sites without the mark program */
+	int unmarked_why;
 };
 
 /*
