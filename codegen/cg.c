@@ -155,26 +155,94 @@ static int cg_define_maps(struct cg *g)
 
 /*
  * Return at once in a process ubt took system-wide (CG_MAP_TAKEN holds
- * its tgid): its sites run in user mode there.
+ * its tgid) at a site patched there (cg_skip_patched()): it runs in user
+ * mode.  A uretprobe's program returns only for a call the kernel saw
+ * enter there since the take at a patched site (CG_MAP_RETMARK, that
+ * generation): the calls that entered before return to the kernel
+ * alone, and count there.
  */
-static void cg_skip_taken(struct cg *g)
+#define CG_REGS_SP 152	/* offsetof(struct pt_regs, sp), x86-64 */
+#define CG_REGS_IP 128	/* offsetof(struct pt_regs, ip) */
+
+/*
+ * A uprobe or usdt probe in a process taken (v: its generation): its hit
+ * is user mode's when the site is patched there (CG_MAP_PATCHED); go to
+ * skip then, else to cont.
+ */
+static void cg_skip_patched(struct cg *g, LLVMValueRef v,
+			    LLVMBasicBlockRef skip, LLVMBasicBlockRef cont)
+{
+	struct irb *ir = &g->ir;
+	LLVMValueRef patched = LLVMGetNamedGlobal(ir->mod, CG_MAP_PATCHED);
+	LLVMValueRef k = irb_alloca(ir, 16, "patched"), gen;
+
+	if (!patched)
+		patched = irb_map_define_flags(ir, CG_MAP_PATCHED,
+					       BPF_MAP_TYPE_HASH, 16, 4,
+					       CG_PATCHED_MAX,
+					       BPF_F_NO_PREALLOC);
+	gen = LLVMBuildZExt(ir->b, LLVMBuildLoad2(ir->b, ir->i32, v, ""),
+			    ir->i64, "");
+	LLVMBuildStore(ir->b, gen, k);
+	LLVMBuildStore(ir->b, irb_ctx_load(ir, g->ctxp, CG_REGS_IP, 8),
+		       irb_gep(ir, k, 8));
+	LLVMBuildCondBr(ir->b,
+			LLVMBuildIsNull(ir->b, irb_map_lookup(ir, patched, k),
+					""),
+			cont, skip);
+}
+
+static void cg_skip_taken(struct cg *g, enum sema_provider prov)
 {
 	struct irb *ir = &g->ir;
 	LLVMValueRef taken = LLVMGetNamedGlobal(ir->mod, CG_MAP_TAKEN);
-	LLVMValueRef key = irb_alloca(ir, 4, "tgid"), tgid, v;
+	LLVMValueRef key = irb_alloca(ir, 4, "tgid"), id, tgid, v;
 	LLVMBasicBlockRef skip, cont;
 
 	if (!taken)
 		taken = irb_map_define(ir, CG_MAP_TAKEN, BPF_MAP_TYPE_HASH, 4,
 				       4, CG_TAKEN_MAX);
-	tgid = irb_helper(ir, BPF_FUNC_get_current_pid_tgid, NULL, 0);
-	tgid = LLVMBuildLShr(ir->b, tgid, irb_const(ir, 32), "");
+	id = irb_helper(ir, BPF_FUNC_get_current_pid_tgid, NULL, 0);
+	tgid = LLVMBuildLShr(ir->b, id, irb_const(ir, 32), "");
 	LLVMBuildStore(ir->b, LLVMBuildTrunc(ir->b, tgid, ir->i32, ""), key);
 	v = irb_map_lookup(ir, taken, key);
 	skip = LLVMAppendBasicBlockInContext(ir->ctx, ir->fn, "taken");
 	cont = LLVMAppendBasicBlockInContext(ir->ctx, ir->fn, "not_taken");
 	LLVMBuildCondBr(ir->b, LLVMBuildIsNull(ir->b, v, ""), cont, skip);
 	LLVMPositionBuilderAtEnd(ir->b, skip);
+	if (prov == PROV_URETPROBE) {
+		LLVMValueRef marks = LLVMGetNamedGlobal(ir->mod,
+							CG_MAP_RETMARK);
+		LLVMValueRef mk = irb_alloca(ir, 16, "retmark"), m, gen, same;
+		LLVMBasicBlockRef marked = LLVMAppendBasicBlockInContext(
+			ir->ctx, ir->fn, "marked");
+		LLVMBasicBlockRef ret = LLVMAppendBasicBlockInContext(
+			ir->ctx, ir->fn, "entered_since");
+
+		if (!marks)
+			marks = irb_map_define(ir, CG_MAP_RETMARK,
+					       BPF_MAP_TYPE_LRU_HASH, 16, 4,
+					       CG_RETMARK_MAX);
+		gen = LLVMBuildLoad2(ir->b, ir->i32, v, "");
+		LLVMBuildStore(ir->b, id, mk);
+		LLVMBuildStore(ir->b, irb_ctx_load(ir, g->ctxp, CG_REGS_SP, 8),
+			       irb_gep(ir, mk, 8));
+		m = irb_map_lookup(ir, marks, mk);
+		LLVMBuildCondBr(ir->b, LLVMBuildIsNull(ir->b, m, ""), cont,
+				marked);
+		LLVMPositionBuilderAtEnd(ir->b, marked);
+		same = LLVMBuildICmp(ir->b, LLVMIntEQ,
+				     LLVMBuildLoad2(ir->b, ir->i32, m, ""),
+				     gen, "");
+		LLVMBuildCondBr(ir->b, same, ret, cont);
+		LLVMPositionBuilderAtEnd(ir->b, ret);
+	} else {
+		LLVMBasicBlockRef ret = LLVMAppendBasicBlockInContext(
+			ir->ctx, ir->fn, "patched");
+
+		cg_skip_patched(g, v, ret, cont);
+		LLVMPositionBuilderAtEnd(ir->b, ret);
+	}
 	LLVMBuildRet(ir->b, irb_const(ir, 0));
 	LLVMPositionBuilderAtEnd(ir->b, cont);
 }
@@ -338,7 +406,7 @@ static void cg_program(struct cg *g, struct sema_probe *sp,
 	if (g->ir.target == CG_TARGET_BPF && g->opts &&
 	    g->opts->skip_taken &&
 	    g->opts->skip_taken(g->opts->want_ctx, probe))
-		cg_skip_taken(g);
+		cg_skip_taken(g, prov);
 	if (probe->probe.pred) {
 		int mark = irb_scope_begin(&g->ir);
 		LLVMValueRef c = cg_cond(g, probe->probe.pred);

@@ -208,11 +208,28 @@ struct cg_prog {
 #define CG_JOIN_SIZE 1024
 #define CG_MAP_FULL "ubt_full"
 /*
- * The processes whose sites ubt patched system-wide (shim/sysw.c): tgid
- * (u32) -> u32, read by the kernel programs cg_opts.skip_taken names.
+ * The processes whose sites ubt patched system-wide (shim/sysw.c), and
+ * their children: tgid (u32) -> the take's generation (u32, not 0), read
+ * by the kernel programs cg_opts.skip_taken names.
  */
 #define CG_MAP_TAKEN "ubt_taken"
-#define CG_TAKEN_MAX 1024
+#define CG_TAKEN_MAX 8192
+/*
+ * The calls the kernel saw enter in a process taken (another tracer's
+ * int3 on the function; shim/sysw_bpf.c): {pid_tgid (u64), the stack
+ * pointer they return with (u64)} -> the generation; a uretprobe's
+ * program there skips their returns (user mode counts them).
+ */
+#define CG_MAP_RETMARK "ubt_retmark"
+#define CG_RETMARK_MAX 16384
+/*
+ * The sites patched in the processes of a take (shared by its children):
+ * {generation (u32), 0 (u32), the kernel probe's address (u64)} -> u32.
+ * A uprobe's or usdt probe's program skips a hit there only: a site
+ * mapped after the take (dlopen) or refused counts in the kernel.
+ */
+#define CG_MAP_PATCHED "ubt_patched"
+#define CG_PATCHED_MAX 262144
 /* BPF stack maps: "ubt_stack_<limit>" (codegen/cg_stack.c) */
 #define CG_MAP_STACK_PREFIX "ubt_stack_"
 #define CG_MAP_STACK_NOTED "ubt_stack_noted"

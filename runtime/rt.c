@@ -203,12 +203,46 @@ static void rt_child_register(struct rt_ctl *ctl)
 }
 
 /*
+ * The forking thread's block header and shadow stack, copied before the
+ * fork (libc's prepare hook): once fork() returns in the parent, its
+ * wrapped calls in progress return and pop their entries from the shared
+ * block while the child's hook may not have run yet.  libc holds its
+ * atfork lock from the prepare hooks to the parent's or child's.
+ */
+static char *rt_fork_snap;
+
+static void rt_fork_prepare(void)
+{
+	char *self = rt_self;
+	long p;
+	int i;
+
+	rt_fork_snap = 0;
+	if (!self)
+		return;
+	p = rt_mmap_anon(NULL, RT_BLK_MAP);
+	if (p < 0 && p > -4096)
+		return;
+	rt_fork_snap = (char *)p;
+	for (i = 0; i < RT_BLK_MAP; i++)
+		rt_fork_snap[i] = self[i];
+}
+
+static void rt_fork_parent(void)
+{
+	if (rt_fork_snap)
+		rt_munmap(rt_fork_snap, RT_BLK_MAP);
+	rt_fork_snap = 0;
+}
+
+/*
  * In the child (libc's atfork hook, bound at dlopen): it inherits the
  * shared memfd and the thread pointer of the forking thread, whose block
  * is its parent's.  Replace that block, in place, by a private copy of its
- * header and shadow stack, so that wrapped calls in progress still find
- * their shadow entries (also through %rbx, which points into the block)
- * without touching the parent's; then forget it: with RT_CTL_CHILDREN
+ * header and shadow stack as they were at the fork (rt_fork_snap), so
+ * that wrapped calls in progress still find their shadow entries (also
+ * through %rbx, which points into the block) without touching the
+ * parent's; then forget it: with RT_CTL_CHILDREN
  * the child's next hit takes a block of its own from the shared memfd,
  * where ubt reads it and merges it as any thread's, else it records
  * nothing.  The child's pid goes into ctl->children so
@@ -217,27 +251,24 @@ static void rt_child_register(struct rt_ctl *ctl)
 static void rt_fork_child(void)
 {
 	struct rt_ctl *ctl = rt_ctl_p;
-	char *old = rt_self, *tmp;
+	char *old = rt_self, *tmp = rt_fork_snap;
 	long p;
 	int i;
 
 	rt_self = 0;
 	rt_forked = 1;
+	rt_fork_snap = 0;
 	if (!ctl)
 		return;
 	rt_noblock = !(ctl->flags & RT_CTL_CHILDREN);
 	rt_child_register(ctl);
 	if (!old)
 		return;
-	p = rt_mmap_anon(NULL, RT_BLK_MAP);
-	if (p < 0 && p > -4096) {
+	if (!tmp) {
 		rt_noblock = 1;	/* keep the shared block: still no crash */
 		rt_self = old;
 		return;
 	}
-	tmp = (char *)p;
-	for (i = 0; i < RT_BLK_MAP; i++)
-		tmp[i] = old[i];
 	p = rt_mmap_anon(old, ctl->block_size);
 	if (p == (long)(uintptr_t)old)
 		for (i = 0; i < RT_BLK_MAP; i++)
@@ -256,7 +287,8 @@ static void rt_fault_install(int handler)
 
 	if (!atfork_done) {
 		atfork_done = 1;
-		__register_atfork(NULL, NULL, rt_fork_child, NULL);
+		__register_atfork(rt_fork_prepare, rt_fork_parent,
+				  rt_fork_child, NULL);
 	}
 	if (handler && !handler_done) {
 		handler_done = 1;

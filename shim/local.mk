@@ -71,6 +71,10 @@ libubt_a_SOURCES += \
 	shim/stack_sym.h \
 	shim/sysw.c \
 	shim/sysw.h \
+	shim/sysw_bpf.c \
+	shim/sysw_bpf.h \
+	shim/sysw_int.h \
+	shim/sysw_taken.c \
 	shim/tramp.c \
 	shim/tramp.h \
 	shim/tramp_inline.c \

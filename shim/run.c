@@ -79,16 +79,15 @@ static bool run_want_user(void *ctx, const struct ast_node *probe)
 /*
  * System-wide, a probe whose every site runs in user mode in a process
  * taken: its kernel program skips those processes (cg_opts.skip_taken).
- * Not a uretprobe: a call the kernel saw enter before the take returns
- * to the kernel's trampoline, and only its program counts that return.
+ * A uretprobe's skips only the returns of calls the kernel saw enter
+ * since the take (another tracer's int3): a call that entered before
+ * returns to the kernel's trampoline, and only its program counts it.
  */
 static bool run_skip_taken(void *ctx, const struct ast_node *probe)
 {
 	const struct run *r = ctx;
 
-	return r->sysw && r->d[probe->probe.index].where == RUN_USER &&
-	       r->c->sema->probes[probe->probe.index]->provider !=
-		       PROV_URETPROBE;
+	return r->sysw && r->d[probe->probe.index].where == RUN_USER;
 }
 
 /* A user-mode probe whose BPF program waits in case the target cannot

@@ -234,10 +234,13 @@ void run_follow_exec(struct run *r);
  */
 int run_user_go(struct run *r);
 
-/* cb(binary, file offset) for every user-mode site (system-wide). */
+/*
+ * cb(binary, file offset, semaphore offset, a return probe's) for every
+ * user-mode site (system-wide).
+ */
 void run_user_sites(struct run *r,
 		    void (*cb)(const char *bin, uint64_t file_off,
-			       uint64_t sem_off, void *ctx),
+			       uint64_t sem_off, bool ret, void *ctx),
 		    void *ctx);
 
 /* The address in process pid of file offset off of bin (resolved). */

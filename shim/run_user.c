@@ -292,14 +292,15 @@ static struct run_site *run_sites_of(struct run *r, int *nsites)
 
 void run_user_sites(struct run *r,
 		    void (*cb)(const char *bin, uint64_t file_off,
-			       uint64_t sem_off, void *ctx),
+			       uint64_t sem_off, bool ret, void *ctx),
 		    void *ctx)
 {
 	int nsites;
 	struct run_site *sites = run_sites_of(r, &nsites);
 
 	for (int i = 0; i < nsites; i++) {
-		cb(sites[i].bin, sites[i].file_off, sites[i].sem_off, ctx);
+		cb(sites[i].bin, sites[i].file_off, sites[i].sem_off,
+		   sites[i].kind == USER_PROBE_RETURN, ctx);
 		free(sites[i].progs);
 	}
 	free(sites);

@@ -22,6 +22,8 @@
 #include "owner.h"
 #include "run_int.h"
 #include "sysw.h"
+#include "sysw_bpf.h"
+#include "sysw_int.h"
 #include "user.h"
 #include "util.h"
 
@@ -37,75 +39,21 @@
  * kernel */
 #define SYSW_ATTEMPTS 4
 
-struct sysw {
-	int seen_fd, ring_fd, prog_fd;
-	int taken_fd;		/* CG_MAP_TAKEN in the kernel object, or -1 */
-	struct ring_buffer *rb;
-	int *pfds;		/* one perf event per site */
-	int npfds;
-	int uprobe_type;
-	pid_t *todo;		/* reported, not handled yet */
-	int ntodo;
-	uint64_t ubt_start;	/* the ubt the user started (clock ticks) */
-	pid_t ubt_pid;		/* and its pid */
-	/* every process reported (in the seen table), by start time: a
-	 * pid whose process is gone leaves the table, so that a new
-	 * process with that pid reports again */
-	pid_t *known;
-	uint64_t *kstart;
-	int nknown;
-	uint64_t swept;		/* mono_ns() of the last sweep */
-	struct sysw_breaks *breaks;	/* by fleet index */
-	int failed;		/* sites whose report could not attach */
-	int why;		/* the first one's errno */
-};
-
 /*
- * r->u's sites in a new image it exec'd placed (err: their result), every
- * thread stopped: the kernel's int3s beside the jumps taken out, as in a
- * new process; if placing failed, its kernel programs count it again
- * (r->exec_installed).  0, or -errno with user_error().
+ * r->u's sites in a new image it exec'd placed (err: their result, kept),
+ * every thread stopped: in the stop that writes their jumps, the
+ * kernel's int3s beside them out and the process in the taken table, as
+ * in a new process (r->exec_installed).
  */
 static int sysw_installed(struct run *r, int err);
 
-#define INSN(c, d, s, o, i)                                                 \
-	((struct bpf_insn){ .code = (c), .dst_reg = (d), .src_reg = (s),    \
-			    .off = (o), .imm = (i) })
-
 /*
- * The report: the first hit of each process (tgid) puts it in the seen
- * table (BPF_NOEXIST: one report however many threads race) and sends
- * its tgid to ubt.  Its next hits find it there and return.
+ * The report: the first hit of each process (tgid) not taken puts it in
+ * the seen table and sends its tgid to ubt (sysw_bpf.c).  Its next hits
+ * find it there and return.
  */
 static int sysw_load(struct sysw *s)
 {
-	struct bpf_insn in[] = {
-		INSN(BPF_JMP | BPF_CALL, 0, 0, 0, BPF_FUNC_get_current_pid_tgid),
-		INSN(BPF_ALU64 | BPF_RSH | BPF_K, BPF_REG_0, 0, 0, 32),
-		INSN(BPF_STX | BPF_MEM | BPF_W, BPF_REG_10, BPF_REG_0, -4, 0),
-		INSN(BPF_ST | BPF_MEM | BPF_W, BPF_REG_10, 0, -8, 0),
-		INSN(BPF_LD | BPF_DW | BPF_IMM, BPF_REG_1, BPF_PSEUDO_MAP_FD,
-		     0, s->seen_fd),
-		INSN(0, 0, 0, 0, 0),
-		INSN(BPF_ALU64 | BPF_MOV | BPF_X, BPF_REG_2, BPF_REG_10, 0, 0),
-		INSN(BPF_ALU64 | BPF_ADD | BPF_K, BPF_REG_2, 0, 0, -4),
-		INSN(BPF_ALU64 | BPF_MOV | BPF_X, BPF_REG_3, BPF_REG_10, 0, 0),
-		INSN(BPF_ALU64 | BPF_ADD | BPF_K, BPF_REG_3, 0, 0, -8),
-		INSN(BPF_ALU64 | BPF_MOV | BPF_K, BPF_REG_4, 0, 0, BPF_NOEXIST),
-		INSN(BPF_JMP | BPF_CALL, 0, 0, 0, BPF_FUNC_map_update_elem),
-		INSN(BPF_JMP | BPF_JNE | BPF_K, BPF_REG_0, 0, 7, 0),
-		INSN(BPF_LD | BPF_DW | BPF_IMM, BPF_REG_1, BPF_PSEUDO_MAP_FD,
-		     0, s->ring_fd),
-		INSN(0, 0, 0, 0, 0),
-		INSN(BPF_ALU64 | BPF_MOV | BPF_X, BPF_REG_2, BPF_REG_10, 0, 0),
-		INSN(BPF_ALU64 | BPF_ADD | BPF_K, BPF_REG_2, 0, 0, -4),
-		INSN(BPF_ALU64 | BPF_MOV | BPF_K, BPF_REG_3, 0, 0, 4),
-		INSN(BPF_ALU64 | BPF_MOV | BPF_K, BPF_REG_4, 0, 0, 0),
-		INSN(BPF_JMP | BPF_CALL, 0, 0, 0, BPF_FUNC_ringbuf_output),
-		INSN(BPF_ALU64 | BPF_MOV | BPF_K, BPF_REG_0, 0, 0, 0),
-		INSN(BPF_JMP | BPF_EXIT, 0, 0, 0, 0),
-	};
-
 	s->seen_fd = bpf_map_create(BPF_MAP_TYPE_HASH, "ubt_sysw_seen", 4, 4,
 				    SYSW_MAX_PIDS, NULL);
 	if (s->seen_fd < 0)
@@ -114,11 +62,8 @@ static int sysw_load(struct sysw *s)
 				    0, SYSW_RING_SIZE, NULL);
 	if (s->ring_fd < 0)
 		return -errno;
-	in[4].imm = s->seen_fd;
-	in[13].imm = s->ring_fd;
-	s->prog_fd = bpf_prog_load(BPF_PROG_TYPE_KPROBE, "ubt_sysw", "GPL", in,
-				   sizeof(in) / sizeof(in[0]), NULL);
-	return s->prog_fd < 0 ? -errno : 0;
+	s->prog_fd = sysw_bpf_report(s->seen_fd, s->ring_fd, s->taken_fd);
+	return s->prog_fd < 0 ? s->prog_fd : 0;
 }
 
 static int sysw_uprobe_type(void)
@@ -134,11 +79,12 @@ static int sysw_uprobe_type(void)
 	return t;
 }
 
-/* The report on one site: a uprobe in every process (pid -1). */
-static void sysw_attach_site(const char *bin, uint64_t file_off,
-			     uint64_t sem_off, void *ctx)
+/*
+ * prog on one site: a uprobe in every process (pid -1).  0, or -errno.
+ */
+static int sysw_attach_prog(struct sysw *s, const char *bin,
+			    uint64_t file_off, uint64_t sem_off, int prog)
 {
-	struct sysw *s = ctx;
 	struct perf_event_attr a = { .type = (uint32_t)s->uprobe_type,
 				     .size = sizeof(a), .sample_period = 1,
 				     .wakeup_events = 1 };
@@ -150,18 +96,35 @@ static void sysw_attach_site(const char *bin, uint64_t file_off,
 	 * reference counter per site, else EINVAL) */
 	a.config = sem_off << 32;	/* PERF_UPROBE_REF_CTR_OFFSET_SHIFT */
 	fd = syscall(SYS_perf_event_open, &a, -1, 0, -1, PERF_FLAG_FD_CLOEXEC);
-	if (fd >= 0 && (ioctl(fd, PERF_EVENT_IOC_SET_BPF, s->prog_fd) ||
+	if (fd >= 0 && (ioctl(fd, PERF_EVENT_IOC_SET_BPF, prog) ||
 			ioctl(fd, PERF_EVENT_IOC_ENABLE, 0))) {
 		close(fd);
 		fd = -1;
 	}
-	if (fd < 0) {
-		if (!s->failed++)
-			s->why = errno;
-		return;
-	}
+	if (fd < 0)
+		return -errno;
 	s->pfds = xrealloc(s->pfds, (s->npfds + 1) * sizeof(*s->pfds));
 	s->pfds[s->npfds++] = fd;
+	return 0;
+}
+
+/*
+ * The report on each site; on a return probe's, the marks too (the calls
+ * the kernel sees enter in a process taken, sysw_bpf_mark()).
+ */
+static void sysw_attach_site(const char *bin, uint64_t file_off,
+			     uint64_t sem_off, bool ret, void *ctx)
+{
+	struct sysw *s = ctx;
+	int e = sysw_attach_prog(s, bin, file_off, sem_off, s->prog_fd);
+
+	if (e && !s->failed++)
+		s->why = -e;
+	e = ret && s->mark_fd >= 0 ?
+		    sysw_attach_prog(s, bin, file_off, sem_off, s->mark_fd) :
+		    0;
+	if (e && !s->unmarked++)
+		s->unmarked_why = -e;
 }
 
 static int sysw_reported(void *ctx, void *data, size_t len)
@@ -185,6 +148,9 @@ int sysw_start(struct run *r)
 	int err;
 
 	s->seen_fd = s->ring_fd = s->prog_fd = -1;
+	s->marks_fd = s->mark_fd = s->lost_fd = s->patched_fd = -1;
+	for (int i = 0; i < SYSW_BPF_FOLLOWERS; i++)
+		s->follow[i] = -1;
 	s->taken_fd = kernel_own_map_fd(r->k, CG_MAP_TAKEN);
 	r->sw = s;
 	/* the worker's parent: the ubt the user started (guard.c) */
@@ -203,12 +169,19 @@ int sysw_start(struct run *r)
 			strerror(-err));
 		return err;
 	}
+	/* before any process is taken */
+	sysw_taken_load(r, s);
 	run_user_sites(r, sysw_attach_site, s);
 	r->exec_installed = sysw_installed;
 	if (s->failed)
 		fprintf(stderr, "ubt: system-wide user mode: %d site(s) "
 			"report no process (perf_event_open: %s): they run in "
 			"the kernel\n", s->failed, strerror(s->why));
+	if (s->unmarked)
+		fprintf(stderr, "ubt: system-wide user mode: %d uretprobe "
+			"site(s) without return marks (perf_event_open: %s): "
+			"another tracer's uprobe there may count their returns "
+			"twice\n", s->unmarked, strerror(s->unmarked_why));
 	if (r->o->verbose)
 		fprintf(stderr, "ubt: system-wide user mode: processes are "
 			"taken at their first hit%s\n",
@@ -236,16 +209,9 @@ static const char *sysw_comm(pid_t pid, char *buf, size_t len)
 	return buf;
 }
 
-struct sysw_unbreak {
-	struct run *r;
-	int err;
-	bool taken;		/* in CG_MAP_TAKEN */
-	char why[PATH_MAX + 32];
-};
-
 /* A site's kernel int3 beside the jump (after an endbr64): out. */
 static void sysw_unbreak_site(const char *bin, uint64_t file_off,
-			      uint64_t sem_off, void *ctx)
+			      uint64_t sem_off, bool ret, void *ctx)
 {
 	struct sysw_unbreak *ub = ctx;
 	uint64_t at;
@@ -253,6 +219,7 @@ static void sysw_unbreak_site(const char *bin, uint64_t file_off,
 	int fd, e;
 
 	(void)sem_off;
+	(void)ret;
 	if (ub->err || run_target_addr(user_pid(ub->r->u), bin, file_off, &at))
 		return;
 	fd = open(bin, O_RDONLY | O_CLOEXEC);
@@ -269,58 +236,45 @@ static void sysw_unbreak_site(const char *bin, uint64_t file_off,
 }
 
 /*
- * In CG_MAP_TAKEN or out: while it is in, the kernel programs of its
- * probes return at once there (codegen/cg.c cg_skip_taken()).  Set while
- * the process is stopped, with its jumps in place and the kernel's int3s
- * out; taken out before they come back.
- */
-static int sysw_set_taken(struct sysw *s, pid_t pid, bool on)
-{
-	uint32_t key = (uint32_t)pid, one = 1;
-
-	if (s->taken_fd < 0)
-		return 0;
-	if (on)
-		return bpf_map_update_elem(s->taken_fd, &key, &one, BPF_ANY) ?
-			       -errno :
-			       0;
-	bpf_map_delete_elem(s->taken_fd, &key);
-	return 0;
-}
-
-/*
- * The commit hook of a process being taken (user_on_commit()): every
- * thread stopped, the jumps written: the kernel's int3s out, and the
- * process in the taken table even if one stays (its uprobes' kernel
- * programs then skip it: counted once, in user mode).  Failures are
- * noted in the sysw_unbreak, not returned: the jumps are in place.
+ * The commit hook of a process being taken, or of a new image it exec'd
+ * (user_on_commit(), once; r->u is u): every thread stopped, the jumps
+ * written: the kernel's int3s out, and the process in the taken table
+ * even if one stays (its uprobes' kernel programs then skip its patched
+ * sites: counted once, in user mode).  Failures are noted in the
+ * sysw_unbreak (said here for an exec), not returned: the jumps are in
+ * place.
  */
 static int sysw_commit(struct ubt_user *u, void *ctx)
 {
 	struct sysw_unbreak *ub = ctx;
-	int e;
 
+	user_on_commit(u, NULL, NULL);
 	run_user_sites(ub->r, sysw_unbreak_site, ub);
-	e = sysw_set_taken(ub->r->sw, user_pid(u), true);
-	ub->taken = !e;
-	if (e && !ub->err) {
-		ub->err = e;
-		snprintf(ub->why, sizeof(ub->why), "the taken table: %s",
-			 strerror(-e));
-	}
+	ub->taken_err = sysw_taken_in(ub->r, &ub->patched, ub->taken_why,
+				     sizeof(ub->taken_why));
+	if (ub->exec && ub->err)
+		fprintf(stderr, "ubt: pid %d: %s: a kernel uprobe's int3 "
+			"stays beside a jump\n", (int)user_pid(u), ub->why);
+	if (ub->exec && ub->taken_err)
+		fprintf(stderr, "ubt: pid %d: %s: if another tracer puts a "
+			"uprobe on its sites, their hits may count twice\n",
+			(int)user_pid(u), ub->taken_why);
 	return 0;
 }
 
+/*
+ * The exec took it out of the taken table (sysw_bpf.c): back in with the
+ * new image's sites, in the stop that writes their jumps (sysw_commit());
+ * none patched (not mapped there, refused): it stays out, and the kernel
+ * counts them.
+ */
 static int sysw_installed(struct run *r, int err)
 {
-	struct sysw_unbreak ub = { .r = r };
+	struct sysw *s = r->sw;
 
-	if (err) {
-		sysw_set_taken(r->sw, user_pid(r->u), false);
-		return err;
-	}
-	run_user_sites(r, sysw_unbreak_site, &ub);
-	return ub.err;
+	s->exec_ub = (struct sysw_unbreak){ .r = r, .exec = true };
+	user_on_commit(r->u, sysw_commit, &s->exec_ub);
+	return err;
 }
 
 /* Reports of pid so far (this one too). */
@@ -365,7 +319,7 @@ struct sysw_breaks {
 };
 
 static void sysw_break_site(const char *bin, uint64_t file_off,
-			    uint64_t sem_off, void *ctx)
+			    uint64_t sem_off, bool ret, void *ctx)
 {
 	struct sysw_breaks *b = ctx;
 	char path[64];
@@ -374,6 +328,7 @@ static void sysw_break_site(const char *bin, uint64_t file_off,
 	int fd, ffd;
 
 	(void)sem_off;
+	(void)ret;
 	if (run_target_addr(b->pid, bin, file_off, &at))
 		return;
 	snprintf(path, sizeof(path), "/proc/%d/mem", (int)b->pid);
@@ -540,9 +495,11 @@ static void sysw_take(struct run *r, pid_t pid)
 	user_on_commit(u, NULL, NULL);
 	if (ub.err)
 		fprintf(stderr, "ubt: pid %d (%s): %s: a kernel uprobe's int3 "
-			"stays beside a jump%s\n", (int)pid, comm, ub.why,
-			ub.taken ? "" : ", and the process is not in the "
-					"taken table: its hits may count twice");
+			"stays beside a jump\n", (int)pid, comm, ub.why);
+	if (ub.taken_err)
+		fprintf(stderr, "ubt: pid %d (%s): %s: if another tracer puts "
+			"a uprobe on its sites, their hits may count twice\n",
+			(int)pid, comm, ub.taken_why);
 	if (e) {
 		fprintf(stderr, "ubt: pid %d (%s): cannot resume: %s\n",
 			(int)pid, comm, user_error(u));
@@ -550,8 +507,10 @@ static void sysw_take(struct run *r, pid_t pid)
 	}
 	if (r->o->verbose)
 		fprintf(stderr, "ubt: pid %d (%s) taken: %d probe(s) in user "
-			"mode (%.3f ms, stopped %.3f ms)\n", (int)pid, comm, n,
-			(mono_ns() - t0) / 1e6, user_stop_ns(u) / 1e6);
+			"mode (%.3f ms, stopped %.3f ms), %d site(s) its "
+			"kernel programs skip\n", (int)pid, comm, n,
+			(mono_ns() - t0) / 1e6, user_stop_ns(u) / 1e6,
+			ub.patched);
 }
 
 /* Processes reported that are gone: out of the seen table. */
@@ -570,6 +529,7 @@ static void sysw_sweep(struct sysw *s)
 		}
 	}
 	s->nknown = n;
+	sysw_taken_sweep(s);
 	s->swept = mono_ns();
 }
 
@@ -598,9 +558,15 @@ void sysw_stop(struct run *r)
 {
 	struct sysw *s = r->sw;
 
+	if (s && r->o->verbose)
+		sysw_taken_note(s);
+
 	/* the reports first: nothing is taken any more */
 	for (int i = 0; s && i < s->npfds; i++)
 		close(s->pfds[i]);
+	for (int i = 0; s && i < SYSW_BPF_FOLLOWERS; i++)
+		if (s->follow[i] >= 0)
+			close(s->follow[i]);
 	run_for_each_user(r, i) {
 		struct sysw_breaks *b = s ? &s->breaks[i] : NULL;
 
@@ -614,7 +580,7 @@ void sysw_stop(struct run *r)
 		if (b && b->execs == user_execs(r->u))
 			sysw_rebreak(b);
 		if (s)
-			sysw_set_taken(s, user_pid(r->u), false);
+			sysw_taken_out(s, user_pid(r->u));
 		if (r->o->verbose && user_children(r->u))
 			fprintf(stderr, "ubt: pid %d: %d child(ren) it forked "
 				"recorded in user mode too\n",
@@ -629,9 +595,16 @@ void sysw_stop(struct run *r)
 	r->u = NULL;
 	if (!s)
 		return;
+	sysw_taken_lost(s);
 	ring_buffer__free(s->rb);
 	if (s->prog_fd >= 0)
 		close(s->prog_fd);
+	if (s->mark_fd >= 0)
+		close(s->mark_fd);
+	if (s->lost_fd >= 0)
+		close(s->lost_fd);
+	if (s->own_patched)
+		close(s->patched_fd);
 	if (s->ring_fd >= 0)
 		close(s->ring_fd);
 	if (s->seen_fd >= 0)
@@ -641,6 +614,7 @@ void sysw_stop(struct run *r)
 	free(s->known);
 	free(s->kstart);
 	free(s->breaks);
+	sysw_taken_free(s);
 	free(s);
 	r->sw = NULL;
 }

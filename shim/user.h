@@ -77,6 +77,11 @@ int user_semaphore_add(struct ubt_user *u, uint64_t addr);
  */
 int user_unbreak(struct ubt_user *u, uint64_t addr, uint8_t orig);
 /*
+ * Is a kernel probe at addr one whose hits run in user mode (an
+ * installed site: its entry instruction, function start or offset)?
+ */
+bool user_site_at(const struct ubt_user *u, uint64_t addr);
+/*
  * Is there a runtime to load (runtime_path, NULL: the default), checked
  * as rtpath.h says?  0, or -errno with why.
  */

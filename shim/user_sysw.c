@@ -1,7 +1,8 @@
 /*
  * The user side's part in system-wide user mode (sysw.c): can any
  * process take the runtime at all; the kernel's breakpoint on a site that
- * a process now runs in user mode, taken out of that process.
+ * a process now runs in user mode, taken out of that process; which
+ * kernel probes' sites run in user mode there.
  */
 #include <errno.h>
 #include <limits.h>
@@ -59,6 +60,20 @@ int user_unbreak(struct ubt_user *u, uint64_t addr, uint8_t orig)
 		    (u->sites[i].s.func == addr || u->sites[i].s.kept == addr))
 			skip_entry(u, &u->sites[i]);
 	return 1;
+}
+
+bool user_site_at(const struct ubt_user *u, uint64_t addr)
+{
+	for (int i = 0; i < u->nsites; i++) {
+		const struct patch_site *s = &u->sites[i].s;
+
+		/* the kernel's probe: at the function (its endbr64 before the
+		 * entry instruction kept), or at the offset inside it */
+		if (u->sites[i].installed &&
+		    (addr == s->kept || (!s->mid && addr == s->func)))
+			return true;
+	}
+	return false;
 }
 
 int user_runtime_check(const char *runtime_path, char *why, size_t len)

@@ -1,0 +1,89 @@
+/*
+ * Internal to system-wide user mode: sysw.c (reports, takes, the fleet)
+ * and sysw_taken.c (the taken table, the sites patched, the return marks
+ * and the programs that keep them).
+ */
+#ifndef UBT_SYSW_INT_H
+#define UBT_SYSW_INT_H
+
+#include <limits.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+#include "sysw_bpf.h"
+
+struct run;
+
+/* What the kernel's int3s out and the take in found (sysw_commit()). */
+struct sysw_unbreak {
+	struct run *r;
+	int err;
+	char why[PATH_MAX + 32];
+	int taken_err;		/* sysw_taken_in()'s */
+	int patched;		/* and its sites patched */
+	char taken_why[128];
+	bool exec;		/* a new image (sysw_installed()): said here */
+};
+
+struct sysw {
+	int seen_fd, ring_fd, prog_fd;
+	int taken_fd;		/* CG_MAP_TAKEN in the kernel object, or -1 */
+	int marks_fd;		/* CG_MAP_RETMARK there, or -1 */
+	int patched_fd;		/* CG_MAP_PATCHED there, or sysw's own */
+	int mark_fd;		/* the return marks' program, or -1 */
+	int lost_fd;		/* SYSW_LOST_N counters, or -1 */
+	int follow[SYSW_BPF_FOLLOWERS];	/* the taken table's followers */
+	uint32_t gen;		/* the last take's generation */
+	bool own_patched;	/* patched_fd is sysw's to close */
+	struct sysw_unbreak exec_ub;	/* an exec's commit hook */
+	/* the keys each generation put in the sites patched, until no
+	 * process of the taken table has it (sysw_taken_sweep()) */
+	struct sysw_gen *gens;
+	int ngens;
+	struct ring_buffer *rb;
+	int *pfds;		/* one perf event per site */
+	int npfds;
+	int uprobe_type;
+	pid_t *todo;		/* reported, not handled yet */
+	int ntodo;
+	uint64_t ubt_start;	/* the ubt the user started (clock ticks) */
+	pid_t ubt_pid;		/* and its pid */
+	/* every process reported (in the seen table), by start time: a
+	 * pid whose process is gone leaves the table, so that a new
+	 * process with that pid reports again */
+	pid_t *known;
+	uint64_t *kstart;
+	int nknown;
+	uint64_t swept;		/* mono_ns() of the last sweep */
+	struct sysw_breaks *breaks;	/* by fleet index */
+	int failed;		/* sites whose report could not attach */
+	int why;		/* the first one's errno */
+	int unmarked;		/* uretprobe sites without the mark program */
+	int unmarked_why;
+};
+
+/*
+ * After the kernel's probes are loaded, before any process is taken:
+ * the followers and the return marks' program loaded, the tables found
+ * (said when one is missing).
+ */
+void sysw_taken_load(struct run *r, struct sysw *s);
+/*
+ * r->u, stopped with its jumps written, into the taken table with a new
+ * generation and its patched sites (*n of them).  0, or -errno with why.
+ */
+int sysw_taken_in(struct run *r, int *n, char *why, size_t len);
+void sysw_taken_out(struct sysw *s, pid_t pid);
+/*
+ * The sites patched of the generations no process in the taken table
+ * has any more (their processes and children exited or exec'd): out.
+ */
+void sysw_taken_sweep(struct sysw *s);
+/* At the end: what the programs could not write (said), and with -v the
+ * processes still in the taken table. */
+void sysw_taken_lost(const struct sysw *s);
+void sysw_taken_note(const struct sysw *s);
+void sysw_taken_free(struct sysw *s);
+
+#endif
