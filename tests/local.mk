@@ -18,6 +18,7 @@ check_PROGRAMS += \
 	tests/targets/ubt-nosys \
 	tests/targets/ubt-patch \
 	tests/targets/ubt-share \
+	tests/targets/ubt-sigjmp \
 	tests/targets/ubt-sites \
 	tests/targets/ubt-spawn \
 	tests/targets/ubt-strs \
@@ -61,6 +62,9 @@ tests_targets_ubt_exc_SOURCES = tests/targets/exc.cc
 tests_targets_ubt_exc_CXXFLAGS = $(UBT_TARGET_CFLAGS) -fno-optimize-sibling-calls
 tests_targets_ubt_exc_LDFLAGS = -rdynamic
 tests_targets_ubt_exc_LDADD = -lpthread
+# signal handlers that siglongjmp() or throw out of wrapped calls
+tests_targets_ubt_sigjmp_SOURCES = tests/targets/sigjmp.cc
+tests_targets_ubt_sigjmp_CXXFLAGS = $(UBT_TARGET_CFLAGS)
 tests_targets_ubt_libuser_SOURCES = tests/targets/libuser.c
 tests_targets_ubt_libuser_CFLAGS = $(UBT_TARGET_CFLAGS)
 tests_targets_ubt_libuser_LDFLAGS = -Wl,-rpath,'$$ORIGIN'
