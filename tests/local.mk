@@ -207,6 +207,7 @@ TESTS += \
 	tests/user/corrupt.sh \
 	tests/user/kill-stress.py \
 	tests/user/share.py \
+	tests/user/sigjmp.py \
 	tests/user/syswide-kill.py \
 	tests/user/test-user \
 	tests/user/unit-aggiter \
@@ -225,6 +226,7 @@ EXTRA_DIST += \
 	tests/user/kill-stress.py \
 	tests/user/procmem.py \
 	tests/user/share.py \
+	tests/user/sigjmp.py \
 	tests/user/syswide-kill.py \
 	tests/user/unwind-detach.py \
 	tests/user/unwind-far.sh \

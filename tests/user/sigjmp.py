@@ -4,8 +4,12 @@ interrupt is anywhere in or around wrapped calls, the push and pop of a
 return probe's shadow entry included (tests/targets/sigjmp.cc), with ubt
 --mode user -c: a 20 us SIGALRM timer, each signal leaving by
 siglongjmp() to main's loop (jmp), from a wrapped function the handler
-calls (call), the same on a sigaltstack far from the stack (alt), or
-into a wrapped function's own loop (inner).
+calls (call), the same on a sigaltstack far from the stack (alt) or in
+main's frame (altnear), or into a wrapped function's own loop (inner);
+and a handler on the sigaltstack in main's frame that calls a wrapped
+function and returns (altret: the interrupted calls are live below it).
+The mode throw (a C++ exception from the handler) is not run: see
+man/ubt.8, USER MODE.
 
 Each run: the target runs to its end (exit 0, "done", no wrong return
 value), no return probe hit is lost (no "shadow stack was full"
@@ -13,7 +17,7 @@ warning), and each function's return count lies between the returns its
 callers saw and that plus the handler's exits (an exit may come after a
 return probe fired, before the caller saw the return).
 
-SIGJMP_RUNS (default 1) runs of SIGJMP_MSEC (default 3000) ms per mode;
+SIGJMP_RUNS (default 1) runs of SIGJMP_MSEC (default 2000) ms per mode;
 SIGJMP_MODES picks modes (space-separated).  Prints TAP.
 """
 import os
@@ -26,8 +30,9 @@ UBT = os.environ.get("UBT") or os.path.join(builddir, "ubt")
 EXE = os.path.abspath(os.path.join(builddir, "tests", "targets",
                                    "ubt-sigjmp"))
 RUNS = int(os.environ.get("SIGJMP_RUNS", "1"))
-MSEC = int(os.environ.get("SIGJMP_MSEC", "3000"))
-MODES = os.environ.get("SIGJMP_MODES", "jmp call alt inner").split()
+MSEC = int(os.environ.get("SIGJMP_MSEC", "2000"))
+MODES = os.environ.get("SIGJMP_MODES",
+                       "jmp call alt altnear altret inner").split()
 PROG = ("uretprobe:%(t)s:ubt_sj_f { @f = count(); } "
         "uretprobe:%(t)s:ubt_sj_leaf { @leaf = count(); } "
         "uretprobe:%(t)s:ubt_sj_mid { @mid = count(); }") % {"t": EXE}
