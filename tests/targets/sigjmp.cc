@@ -14,6 +14,10 @@
  *          frames of the calls it interrupts, on the same stack)
  *   altret as altnear, but the handler returns (no siglongjmp): the
  *          calls it interrupts go on under its own
+ *   nest   (SA_NODEFER) calls ubt_sj_leaf() 50 times, so that signals
+ *          come in the handler too, then every other time returns,
+ *          else calls ubt_sj_jump(): handlers nested in handlers, cut
+ *          short by an inner one or returning into an outer one
  *   inner  main calls ubt_sj_mid(i), which sigsetjmp()s and calls
  *          ubt_sj_f() 20 times; the handler siglongjmp()s back into
  *          ubt_sj_mid (below the outer wrapped call)
@@ -31,6 +35,7 @@
  * wrong return value prints "ubt-sigjmp: wrong result" and exits 1.
  */
 #include <dlfcn.h>
+#include <fcntl.h>
 #include <setjmp.h>
 #include <signal.h>
 #include <stdint.h>
@@ -46,6 +51,7 @@ static sigjmp_buf env;
 static volatile sig_atomic_t armed, alt_mode;
 static volatile long f_seen, leaf_seen, mid_seen, jumps, wrong;
 static volatile long hleaf_seen;	/* the handler's: not main's counter */
+static volatile long nest_calls;
 static const char *mode;
 static void *loop_lo, *loop_hi;	/* main's loop code (mode throw) */
 
@@ -68,7 +74,7 @@ extern "C" UBT_PROBE long ubt_sj_f(long v)
 extern "C" UBT_PROBE void ubt_sj_jump(void)
 {
 	UBT_FRAME();
-	jumps++;
+	__atomic_add_fetch(&jumps, 1, __ATOMIC_RELAXED);
 	armed = 0;
 	siglongjmp(env, 1);
 }
@@ -112,9 +118,15 @@ static void on_alrm(int sig, siginfo_t *si, void *ctx)
 		armed = 0;
 		siglongjmp(env, 1);
 	}
-	if (ubt_sj_leaf(7) != 8)
-		wrong = 1;
-	hleaf_seen++;
+	for (int k = 0; k < (!strcmp(mode, "nest") ? 50 : 1); k++) {
+		if (ubt_sj_leaf(7) != 8)
+			wrong = 1;
+		/* one instruction: a nested handler may come in anywhere */
+		__atomic_add_fetch(&hleaf_seen, 1, __ATOMIC_RELAXED);
+	}
+	if (!strcmp(mode, "nest") &&
+	    __atomic_add_fetch(&nest_calls, 1, __ATOMIC_RELAXED) % 2)
+		return;
 	if (!strcmp(mode, "altret"))
 		return;
 	if (!strcmp(mode, "throw")) {
@@ -127,6 +139,29 @@ static void on_alrm(int sig, siginfo_t *si, void *ctx)
 	ubt_sj_jump();
 }
 
+/* SJ_DEBUG: where a fault came (debugging aid) */
+static void on_fault(int sig, siginfo_t *si, void *ctx)
+{
+	ucontext_t *uc = (ucontext_t *)ctx;
+	greg_t *g = uc->uc_mcontext.gregs;
+	char buf[4096];
+	int fd;
+	ssize_t n;
+
+	fprintf(stderr, "sig %d addr %p rip %llx rsp %llx rbx %llx rax %llx "
+		"r11 %llx rcx %llx rdx %llx\n", sig, si->si_addr,
+		(unsigned long long)g[REG_RIP], (unsigned long long)g[REG_RSP],
+		(unsigned long long)g[REG_RBX], (unsigned long long)g[REG_RAX],
+		(unsigned long long)g[REG_R11], (unsigned long long)g[REG_RCX],
+		(unsigned long long)g[REG_RDX]);
+	fd = open("/proc/self/maps", O_RDONLY);
+	while ((n = read(fd, buf, sizeof(buf))) > 0)
+		fwrite(buf, 1, n, stderr);
+	if (getenv("SJ_DEBUG")[0] == 'w')
+		sleep(30);
+	_exit(3);
+}
+
 static void setup(void)
 {
 	struct sigaction sa = {};
@@ -137,7 +172,18 @@ static void setup(void)
 	if (!strcmp(mode, "alt") || !strcmp(mode, "altnear") ||
 	    !strcmp(mode, "altret"))
 		sa.sa_flags |= SA_ONSTACK;
+	if (!strcmp(mode, "nest"))
+		sa.sa_flags |= SA_NODEFER;
 	sigaction(SIGALRM, &sa, NULL);
+	if (getenv("SJ_DEBUG")) {
+		struct sigaction fa = {};
+
+		fa.sa_sigaction = on_fault;
+		fa.sa_flags = SA_SIGINFO;
+		sigaction(SIGSEGV, &fa, NULL);
+		sigaction(SIGILL, &fa, NULL);
+		sigaction(SIGBUS, &fa, NULL);
+	}
 	it.it_value.tv_usec = it.it_interval.tv_usec = 20;
 	setitimer(ITIMER_REAL, &it, NULL);
 }
@@ -237,6 +283,7 @@ int main(int argc, char **argv)
 		ss.ss_size = sizeof(near_stack);
 		sigaltstack(&ss, NULL);
 	} else if (strcmp(mode, "jmp") && strcmp(mode, "call") &&
+		   strcmp(mode, "nest") &&
 		   strcmp(mode, "inner") && strcmp(mode, "throw")) {
 		return 2;
 	}
@@ -255,5 +302,8 @@ int main(int argc, char **argv)
 	printf("f %ld leaf %ld mid %ld jumps %ld\n", f_seen,
 	       leaf_seen + hleaf_seen, mid_seen, jumps);
 	printf("done\n");
+	fflush(stdout);
+	if (getenv("SJ_PAUSE"))
+		sleep(atoi(getenv("SJ_PAUSE")));
 	return target_result("ubt-sigjmp", wrong);
 }

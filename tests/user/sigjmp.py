@@ -6,6 +6,8 @@ return probe's shadow entry included (tests/targets/sigjmp.cc), with ubt
 siglongjmp() to main's loop (jmp), from a wrapped function the handler
 calls (call), the same on a sigaltstack far from the stack (alt) or in
 main's frame (altnear), or into a wrapped function's own loop (inner);
+handlers nested in handlers (nest: SA_NODEFER, every other one leaves by
+siglongjmp(), cutting short the handlers it interrupted too);
 and a handler on the sigaltstack in main's frame that calls a wrapped
 function and returns (altret: the interrupted calls are live below it).
 The mode throw (a C++ exception from the handler) is not run: see
@@ -15,7 +17,8 @@ Each run: the target runs to its end (exit 0, "done", no wrong return
 value), no return probe hit is lost (no "shadow stack was full"
 warning), and each function's return count lies between the returns its
 callers saw and that plus the handler's exits (an exit may come after a
-return probe fired, before the caller saw the return).
+return probe fired, before the caller saw the return; nested handlers:
+one in each handler it cuts short too, three levels counted).
 
 SIGJMP_RUNS (default 1) runs of SIGJMP_MSEC (default 2000) ms per mode;
 SIGJMP_MODES picks modes (space-separated).  Prints TAP.
@@ -32,7 +35,7 @@ EXE = os.path.abspath(os.path.join(builddir, "tests", "targets",
 RUNS = int(os.environ.get("SIGJMP_RUNS", "1"))
 MSEC = int(os.environ.get("SIGJMP_MSEC", "2000"))
 MODES = os.environ.get("SIGJMP_MODES",
-                       "jmp call alt altnear altret inner").split()
+                       "jmp call nest alt altnear altret inner").split()
 PROG = ("uretprobe:%(t)s:ubt_sj_f { @f = count(); } "
         "uretprobe:%(t)s:ubt_sj_leaf { @leaf = count(); } "
         "uretprobe:%(t)s:ubt_sj_mid { @mid = count(); }") % {"t": EXE}
@@ -69,7 +72,7 @@ def run(mode):
                      re.M)
     if not seen or "\ndone\n" not in out:
         return bad + ["no counts: " + out[-300:].replace("\n", " | ")]
-    jumps = int(seen.group(4))
+    jumps = int(seen.group(4)) * (3 if mode == "nest" else 1)
     for i, name in enumerate(("f", "leaf", "mid")):
         want = int(seen.group(i + 1))
         got = re.search(r"^@%s: (\d+)$" % name, out, re.M)
