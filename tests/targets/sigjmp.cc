@@ -52,6 +52,7 @@ static volatile sig_atomic_t armed, alt_mode;
 static volatile long f_seen, leaf_seen, mid_seen, jumps, wrong;
 static volatile long hleaf_seen;	/* the handler's: not main's counter */
 static volatile long nest_calls;
+static volatile sig_atomic_t nest_depth;
 static const char *mode;
 static void *loop_lo, *loop_hi;	/* main's loop code (mode throw) */
 
@@ -76,6 +77,7 @@ extern "C" UBT_PROBE void ubt_sj_jump(void)
 	UBT_FRAME();
 	__atomic_add_fetch(&jumps, 1, __ATOMIC_RELAXED);
 	armed = 0;
+	nest_depth = 0;
 	siglongjmp(env, 1);
 }
 
@@ -104,6 +106,8 @@ extern "C" UBT_PROBE long ubt_sj_mid(long v)
 	return v + 1;
 }
 
+static void on_alrm_body(void *pc);
+
 static void on_alrm(int sig, siginfo_t *si, void *ctx)
 {
 	ucontext_t *uc = (ucontext_t *)ctx;
@@ -113,9 +117,20 @@ static void on_alrm(int sig, siginfo_t *si, void *ctx)
 	(void)si;
 	if (!armed)
 		return;
+	/* nest: a few levels (more would only test the stack's size) */
+	if (nest_depth > 6)
+		return;
+	nest_depth++;
+	on_alrm_body(pc);
+	nest_depth--;
+}
+
+static void on_alrm_body(void *pc)
+{
 	if (!strcmp(mode, "jmp") || !strcmp(mode, "inner")) {
 		jumps++;
 		armed = 0;
+		nest_depth = 0;
 		siglongjmp(env, 1);
 	}
 	for (int k = 0; k < (!strcmp(mode, "nest") ? 50 : 1); k++) {
@@ -250,6 +265,7 @@ static __attribute__((noinline)) void loop_throw(long msec)
 
 				if (e != 3)
 					wrong = 1;
+				nest_depth = 0;
 				/* thrown from the handler: still blocked */
 				sigemptyset(&s);
 				sigaddset(&s, SIGALRM);
