@@ -118,14 +118,22 @@ __attribute__((visibility("hidden"))) void *rt_shadow_push(uint64_t slot,
 again:
 	t = *top & -(uint64_t)RT_SHADOW_ENTRY;
 	while (t) {
+		uint64_t old;
+
 		e = (volatile uint64_t *)(blk + RT_BLK_SHADOW + t -
 					  RT_SHADOW_ENTRY);
-		if (e[RT_SH_SLOT / 8] <= slot ||
-		    e[RT_SH_SLOT / 8] - slot >= RT_SAME_STACK) {
-			if (!rt_shadow_dead(&alt, e[RT_SH_SLOT / 8], slot))
+		old = e[RT_SH_SLOT / 8];
+		if (old > slot && old - slot < RT_SAME_STACK) {
+			/*
+			 * A caller's, just above ours; or, when the alternate
+			 * stack was asked about already (no system call per
+			 * call here), off it, a frame on it: gone.
+			 */
+			if (!alt.known || alt.on || old < alt.lo ||
+			    old >= alt.hi)
 				break;
-		} else {
-			break;	/* a caller's, just above ours */
+		} else if (!rt_shadow_dead(&alt, old, slot)) {
+			break;
 		}
 		t -= RT_SHADOW_ENTRY;
 	}

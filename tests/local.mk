@@ -201,6 +201,7 @@ check_PROGRAMS += \
 	tests/user/unit-aggiter \
 	tests/user/unit-corrupt \
 	tests/user/unit-memfd \
+	tests/user/unit-shadow \
 	tests/user/unit-shtab \
 	tests/user/unit-tramp
 TESTS += \
@@ -213,6 +214,7 @@ TESTS += \
 	tests/user/unit-aggiter \
 	tests/user/unit-corrupt \
 	tests/user/unit-memfd \
+	tests/user/unit-shadow \
 	tests/user/unit-shtab \
 	tests/user/unit-tramp \
 	tests/user/unwind-detach.py \
@@ -268,6 +270,11 @@ tests_user_unit_memfd_SOURCES = \
 	tests/tap.h \
 	tests/user/unit-memfd.c
 tests_user_unit_memfd_LDADD = $(UBT_LIBS) -ldl
+tests_user_unit_shadow_SOURCES = \
+	tests/tap.c \
+	tests/tap.h \
+	tests/user/unit-shadow.c
+tests_user_unit_shadow_LDADD = $(UBT_LIBS) -ldl
 tests_user_unit_shtab_SOURCES = \
 	tests/tap.c \
 	tests/tap.h \
