@@ -652,6 +652,12 @@ __asm__(".text\n"
 	"	movq %fs:(%rax), %rax\n"
 	"	mov " RT_STR(RT_BLK_SHADOW_TOP) "(%rax), %rcx\n"
 	"	and $-" RT_STR(RT_SHADOW_ENTRY) ", %rcx\n"
+	/* a top the process scribbled over: search the stack's entries */
+	"	cmp $" RT_STR(RT_SHADOW_DEPTH) " * " RT_STR(RT_SHADOW_ENTRY)
+	", %rcx\n"
+	"	jbe 1f\n"
+	"	mov $" RT_STR(RT_SHADOW_DEPTH) " * " RT_STR(RT_SHADOW_ENTRY)
+	", %ecx\n"
 	"1:	test %rcx, %rcx\n"
 	"	jz 9f\n"
 	"	sub $" RT_STR(RT_SHADOW_ENTRY) ", %rcx\n"

@@ -117,6 +117,8 @@ __attribute__((visibility("hidden"))) void *rt_shadow_push(uint64_t slot,
 	top = (volatile uint64_t *)(blk + RT_BLK_SHADOW_TOP);
 again:
 	t = *top & -(uint64_t)RT_SHADOW_ENTRY;
+	if (t > RT_SHADOW_DEPTH * RT_SHADOW_ENTRY)
+		t = RT_SHADOW_DEPTH * RT_SHADOW_ENTRY;	/* a scribbled top */
 	while (t) {
 		uint64_t old;
 

@@ -13,7 +13,9 @@
  *   left on it is dropped;
  * - on an alternate stack that lies in the thread's stack above the
  *   frames it interrupted, those frames' entries are kept (they are below
- *   the handler's slots, less than 8 MiB away, and live).
+ *   the handler's slots, less than 8 MiB away, and live);
+ * - a top the process wrote over: a return still finds its entry, a push
+ *   refuses (counted), nothing reads outside the stack.
  */
 #include <dlfcn.h>
 #include <signal.h>
@@ -25,7 +27,7 @@
 #include "tests/tap.h"
 
 static struct memfd m;
-static void *wrap_enter;
+static void *wrap_enter, *wrap_exit;
 static char *blk;
 static char far_stack[65536];	/* .bss: far from the stack */
 
@@ -46,6 +48,21 @@ static __attribute__((noinline)) uint64_t *push(uint64_t *slot)
 	if (!blk)
 		blk = (char *)(uintptr_t)(rbx & ~(uint64_t)4095);
 	return (uint64_t *)(uintptr_t)rbx;
+}
+
+/* rt_wrap_exit with %r11 = slot: the return address it gives back */
+static __attribute__((noinline)) uint64_t pop(uint64_t *slot)
+{
+	register uint64_t r11 __asm__("r11") = (uint64_t)(uintptr_t)slot;
+	uint64_t rbx = 0;
+
+	__asm__ volatile("lea -128(%%rsp), %%rsp\n\t"
+			 "call *%[fn]\n\t"
+			 "lea 128(%%rsp), %%rsp"
+			 : "+b"(rbx), "+r"(r11)
+			 : [fn] "r"(wrap_exit)
+			 : "memory", "cc");
+	return r11;
 }
 
 static uint64_t top(void)
@@ -128,6 +145,15 @@ static __attribute__((noinline)) void deeper(char *near, size_t len)
 	   "on an alternate stack above the stack, the interrupted frames' "
 	   "entries are kept (top %llu, then %llu)",
 	   (unsigned long long)h_top1, (unsigned long long)h_top2);
+
+	/* the process wrote over its block's top */
+	*(volatile uint64_t *)(blk + RT_BLK_SHADOW_TOP) = 1ULL << 40;
+	ok(pop(&b[0]) == 0x21 && top() == 2,
+	   "a scribbled top: a return finds its entry among the stack's");
+	*(volatile uint64_t *)(blk + RT_BLK_SHADOW_TOP) = 1ULL << 40;
+	ok(!push(&b[2]) &&
+		   *(volatile uint64_t *)(blk + RT_BLK_SHADOW_LOST) == 1,
+	   "a scribbled top: a call is not wrapped, and counted");
 }
 
 static __attribute__((noinline)) void scenario(char *near, size_t len)
@@ -161,6 +187,7 @@ int main(void)
 		return 1;
 	rt_init(m.ctl);
 	wrap_enter = (void *)(uintptr_t)m.ctl->fn[RT_FN_WRAP_ENTER];
+	wrap_exit = (void *)(uintptr_t)m.ctl->fn[RT_FN_WRAP_EXIT];
 	memset(near, 0, sizeof(near));
 	scenario(near, sizeof(near));
 	return tap_done();
