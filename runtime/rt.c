@@ -451,12 +451,10 @@ RT_EXPORT long rt_init(struct rt_ctl *ctl)
  * rt_wrap_enter: %r11 = address of the caller's return address (the slot).
  * Pushes {slot, return address, %rbx} on the thread's shadow stack and
  * points %rbx at the entry; %rax = 1, or 0 (%rbx unchanged) when the call
- * cannot be wrapped.  Clobbers %rax, flags.  Entries whose slot is at or
- * below the new one and less than RT_SAME_STACK away are frames that were
- * left by longjmp, a C++ exception or a forced unwind (a live caller's
- * slot is always above): they are dropped first.  Entries farther away
- * may belong to another stack (a signal handler on sigaltstack) and are
- * kept.
+ * cannot be wrapped.  Clobbers %rax, flags.  Entries of frames that are
+ * gone (left by longjmp, a C++ exception, a forced unwind or a signal
+ * handler that did not return) are dropped first: rt_shadow_push
+ * (rt_shadow.c) says which.
  *
  * rt_probe_read(dst, src, len): copy user memory that may be unmapped;
  * 0, or -EFAULT when the copy faulted (rt_fault resumes at the fixup).
@@ -466,7 +464,7 @@ RT_EXPORT long rt_init(struct rt_ctl *ctl)
  * rt_wrap_exit: %r11 = the slot of the returning call.  Pops the shadow
  * stack down to the entry for that slot, discarding entries above it
  * (frames skipped by longjmp, an exception or by leaving a signal
- * handler; the entry found is marked RT_SH_FREE), and returns the
+ * handler), and returns the
  * original return address in %r11 and the caller's %rbx in %rbx.
  * Preserves all other registers.
  *
@@ -565,69 +563,35 @@ __asm__(".text\n"
 	".hidden rt_wrap_enter\n"
 	".type rt_wrap_enter,@function\n"
 	"rt_wrap_enter:\n"
-	"	movq rt_tls@gottpoff(%rip), %rax\n"
-	"	movq %fs:(%rax), %rax\n"
-	"	test %rax, %rax\n"
-	"	jnz 1f\n"
-	"	call rt_slow\n"
+	"	push %rbp\n"
+	"	mov %rsp, %rbp\n"
+	"	and $-16, %rsp\n"
+	"	push %rdi\n"
+	"	push %rsi\n"
+	"	push %rdx\n"
+	"	push %rcx\n"
+	"	push %r8\n"
+	"	push %r9\n"
+	"	push %r10\n"
+	"	push %r11\n"
+	"	mov %r11, %rdi\n"
+	"	mov %rbx, %rsi\n"
+	"	call rt_shadow_push\n"
+	"	pop %r11\n"
+	"	pop %r10\n"
+	"	pop %r9\n"
+	"	pop %r8\n"
+	"	pop %rcx\n"
+	"	pop %rdx\n"
+	"	pop %rsi\n"
+	"	pop %rdi\n"
+	"	mov %rbp, %rsp\n"
+	"	pop %rbp\n"
 	"	test %rax, %rax\n"
 	"	jz 9f\n"
-	"1:	push %rcx\n"
-	"	mov " RT_STR(RT_BLK_SHADOW_TOP) "(%rax), %rcx\n"
-	"	and $-" RT_STR(RT_SHADOW_ENTRY) ", %rcx\n"
-	/* drop entries at or below this frame on the same stack: stale */
-	"2:	test %rcx, %rcx\n"
-	"	jz 3f\n"
-	"	cmp %r11, " RT_STR(RT_BLK_SHADOW) " - " RT_STR(RT_SHADOW_ENTRY)
-	"(%rax,%rcx)\n"
-	"	ja 3f\n"
-	"	push %rdx\n"
-	/* the same slot, returning to rt_wrap_call: a tail call, live */
-	"	jne 4f\n"
-	"	lea rt_wrap_ret(%rip), %rdx\n"
-	"	cmp %rdx, (%r11)\n"
-	"	je 5f\n"
-	/* or into a site's stub, after its call (5 bytes) */
-	"	lea rt_wrap_stubs(%rip), %rdx\n"
-	"	neg %rdx\n"
-	"	add (%r11), %rdx\n"
-	"	cmp $" RT_STR(RT_WRAP_STUBS) " * " RT_STR(RT_WRAP_STUB) ", %rdx\n"
-	"	jae 4f\n"
-	"	and $" RT_STR(RT_WRAP_STUB) " - 1, %edx\n"
-	"	cmp $5, %edx\n"
-	"	je 5f\n"
-	"4:	mov %r11, %rdx\n"
-	"	sub " RT_STR(RT_BLK_SHADOW) " - " RT_STR(RT_SHADOW_ENTRY)
-	"(%rax,%rcx), %rdx\n"
-	"	cmp $" RT_STR(RT_SAME_STACK) ", %rdx\n"
-	"5:	pop %rdx\n"
-	"	jae 3f\n"
-	"	sub $" RT_STR(RT_SHADOW_ENTRY) ", %rcx\n"
-	"	jmp 2b\n"
-	"3:	cmp $" RT_STR(RT_SHADOW_DEPTH) " * " RT_STR(RT_SHADOW_ENTRY)
-	", %rcx\n"
-	"	jae 8f\n"
-	/* slot, the new top, slot again, the rest: see the trampoline */
-	"	lea " RT_STR(RT_BLK_SHADOW) "(%rax,%rcx), %rcx\n"
-	"	mov %r11, " RT_STR(RT_SH_SLOT) "(%rcx)\n"
-	"	push %rdx\n"
-	"	lea " RT_STR(RT_SHADOW_ENTRY) " - " RT_STR(RT_BLK_SHADOW)
-	"(%rcx), %rdx\n"
-	"	sub %rax, %rdx\n"
-	"	mov %rdx, " RT_STR(RT_BLK_SHADOW_TOP) "(%rax)\n"
-	"	mov %r11, " RT_STR(RT_SH_SLOT) "(%rcx)\n"
-	"	mov (%r11), %rdx\n"
-	"	mov %rdx, " RT_STR(RT_SH_RET) "(%rcx)\n"
-	"	pop %rdx\n"
-	"	mov %rbx, " RT_STR(RT_SH_RBX) "(%rcx)\n"
-	"	mov %rcx, %rbx\n"
-	"	pop %rcx\n"
+	"	mov %rax, %rbx\n"
 	"	mov $1, %eax\n"
-	"	ret\n"
-	"8:	incq " RT_STR(RT_BLK_SHADOW_LOST) "(%rax)\n"
-	"	pop %rcx\n"
-	"9:	xor %eax, %eax\n"
-	"	ret\n"
+	"9:	ret\n"
 	".size rt_wrap_enter, .-rt_wrap_enter\n"
 
 	".globl rt_wrap_exit\n"
@@ -640,6 +604,12 @@ __asm__(".text\n"
 	"	movq %fs:(%rax), %rax\n"
 	"	mov " RT_STR(RT_BLK_SHADOW_TOP) "(%rax), %rcx\n"
 	"	and $-" RT_STR(RT_SHADOW_ENTRY) ", %rcx\n"
+	/* a top the process scribbled over: search the stack's entries */
+	"	cmp $" RT_STR(RT_SHADOW_DEPTH) " * " RT_STR(RT_SHADOW_ENTRY)
+	", %rcx\n"
+	"	jbe 1f\n"
+	"	mov $" RT_STR(RT_SHADOW_DEPTH) " * " RT_STR(RT_SHADOW_ENTRY)
+	", %ecx\n"
 	"1:	test %rcx, %rcx\n"
 	"	jz 9f\n"
 	"	sub $" RT_STR(RT_SHADOW_ENTRY) ", %rcx\n"
@@ -650,9 +620,6 @@ __asm__(".text\n"
 	"(%rax,%rcx), %rbx\n"
 	"	mov " RT_STR(RT_BLK_SHADOW) " + " RT_STR(RT_SH_RET)
 	"(%rax,%rcx), %r11\n"
-	/* RT_SH_FREE: the entry is free once the top is lowered */
-	"	movq $-1, " RT_STR(RT_BLK_SHADOW) " + " RT_STR(RT_SH_SLOT)
-	"(%rax,%rcx)\n"
 	"	mov %rcx, " RT_STR(RT_BLK_SHADOW_TOP) "(%rax)\n"
 	"	pop %rcx\n"
 	"	pop %rax\n"

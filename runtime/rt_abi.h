@@ -61,7 +61,7 @@
 #ifndef UBT_RT_ABI_H
 #define UBT_RT_ABI_H
 
-#define RT_ABI_VERSION 10
+#define RT_ABI_VERSION 11
 /* rt_init() returns -(RT_ABI_MISMATCH + its RT_ABI_VERSION) when the
  * control block is of another version. */
 #define RT_ABI_MISMATCH 0x7ab10000L
@@ -108,15 +108,14 @@
 #define RT_SH_RBX 16
 #define RT_SH_CONT 24
 /*
- * A popped entry's slot (every pop writes it before it lowers the top):
- * above every stack, never taken for a stale frame.  A push writes its
- * slot, then the top, then its slot again; a signal handler that comes
- * in before the top pushes and pops at the same index, and one that
- * comes in after it finds the entry as the first handler left it: with
- * that handler's slot there, the second would drop the live entry as a
- * frame left by longjmp (same stack, slot at or below its own).
+ * A push writes its slot at the top's index, then the new top, then reads
+ * the slot back: a signal handler that came in between and took the entry
+ * (it pushed there, or dropped it as a frame left by longjmp: the slot
+ * there was not ours yet) left another slot, and the push starts over.  A
+ * pop reads the entry, then lowers the top (one store): a handler that
+ * never returns (siglongjmp) leaves the entry as a frame left by longjmp,
+ * dropped by a later push.
  */
-#define RT_SH_FREE (~0ULL)
 #define RT_SHADOW_DEPTH 120	/* 0x100 + 120 * 32 = RT_BLK_MAP */
 #define RT_SAME_STACK 0x800000	/* 8 MiB: frames closer are on one stack */
 #define RT_BLK_MAP 0x1000

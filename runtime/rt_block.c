@@ -23,6 +23,7 @@
  * held is a private copy there (rt.c rt_fork_child()), the same address
  * as the parent's.
  */
+#include <signal.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -118,17 +119,14 @@ static char *rt_block_fresh(struct rt_ctl *ctl, uint64_t owner)
 	return blk;
 }
 
-__attribute__((visibility("hidden"))) void *rt_block_get(void)
+/* The calling thread's block, fresh or taken again, or NULL (signals
+ * blocked: rt_block_get()). */
+static char *rt_block_take(struct rt_ctl *ctl)
 {
-	struct rt_ctl *ctl = rt_ctl_p;
 	uint64_t tid, pid, owner;
 	char *blk;
 	int reused = 0;
 
-	if (rt_self)
-		return rt_self;
-	if (rt_noblock || !ctl)
-		return NULL;
 	tid = (uint32_t)rt_syscall0(186 /* gettid */);
 	pid = (uint32_t)rt_syscall0(39 /* getpid */);
 	owner = pid << 32 | tid;
@@ -156,5 +154,48 @@ __attribute__((visibility("hidden"))) void *rt_block_get(void)
 	__atomic_store_n((uint32_t *)(blk + RT_BLK_SZ), RT_BLK_MAP,
 			 __ATOMIC_RELEASE);
 	rt_self = blk;
+	return blk;
+}
+
+/* rt_sigprocmask(how, set, old) with the kernel's 8-byte mask */
+static void rt_sigmask(int how, const uint64_t *set, uint64_t *old)
+{
+	long ret;
+	register long r10 __asm__("r10") = 8;
+
+	__asm__ volatile("syscall"
+			 : "=a"(ret)
+			 : "a"(14L) /* SYS_rt_sigprocmask */, "D"((long)how),
+			   "S"(set), "d"(old), "r"(r10)
+			 : "rcx", "r11", "memory");
+}
+
+/* Every signal but those a fault raises (blocked, a fault kills). */
+#define RT_SIG_BIT(s) (1ULL << ((s) - 1))
+#define RT_SIG_ASYNC                                                      \
+	(~(RT_SIG_BIT(SIGSEGV) | RT_SIG_BIT(SIGBUS) | RT_SIG_BIT(SIGILL) |  \
+	   RT_SIG_BIT(SIGFPE) | RT_SIG_BIT(SIGTRAP)))
+
+/*
+ * The calling thread's block: taken at its first hit, with signals
+ * blocked meanwhile.  A signal handler that came in here and called a
+ * probed function would take a block of its own, and one that left by
+ * siglongjmp() would leave the block taken and never used: a thread
+ * whose first hits a signal timer keeps interrupting so could use up
+ * every block.
+ */
+__attribute__((visibility("hidden"))) void *rt_block_get(void)
+{
+	struct rt_ctl *ctl = rt_ctl_p;
+	uint64_t set = RT_SIG_ASYNC, old;
+	char *blk;
+
+	if (rt_self)
+		return rt_self;
+	if (rt_noblock || !ctl)
+		return NULL;
+	rt_sigmask(SIG_BLOCK, &set, &old);
+	blk = rt_self ? rt_self : rt_block_take(ctl);
+	rt_sigmask(SIG_SETMASK, &old, NULL);
 	return blk;
 }

@@ -11,7 +11,6 @@ _Static_assert(RT_BLK_MAP == 4096 && RT_SH_SLOT == 0 &&
 		       RT_BLK_SHADOW + RT_SHADOW_DEPTH * RT_SHADOW_ENTRY <=
 			       RT_BLK_MAP,
 	       "shadow stack outside the block's first page");
-_Static_assert(RT_SH_FREE == (uint64_t)-1, "a free slot is not $-1");
 
 struct emit {
 	uint8_t *p;
@@ -372,7 +371,7 @@ int tramp_build(const struct tramp_spec *spec, struct patch_site *s,
 	size_t lea_cont = 0, lit_call = 0, cont = 0, ret_out = 0;
 	size_t jne_skip = 0, popped = 0;
 	size_t jz_help = 0, ja_help = 0, jnz_stale = 0, jbe_help = 0;
-	size_t push_at = 0, stale = 0;
+	size_t push_at = 0, stale = 0, check_at = 0, jne_retry = 0;
 	size_t wrapped = 0, jne_help = 0, exit_help = 0, enter_help = 0;
 	size_t reloc, slow = 0, n;
 	bool stub = false;
@@ -433,6 +432,7 @@ int tramp_build(const struct tramp_spec *spec, struct patch_site *s,
 		 * left by longjmp: the helper drops it).
 		 */
 		jz_help = emit_block_test(&e, spec->tls_offset);
+		check_at = e.n;
 		EMIT(&e, 0x4c, 0x8b, 0x58, RT_BLK_SHADOW_TOP); /* top,%r11 */
 		EMIT(&e, 0x49, 0x81, 0xfb);		/* cmp $last,%r11 */
 		u32(&e, (RT_SHADOW_DEPTH - 1) * RT_SHADOW_ENTRY);
@@ -443,10 +443,11 @@ int tramp_build(const struct tramp_spec *spec, struct patch_site *s,
 		jnz_stale = rel32_hole(&e);
 		/*
 		 * A signal handler may push and pop wrapped calls at any
-		 * point: the slot goes in first (a handler's push checks the
-		 * top entry's), then the new top, then the slot again (a
-		 * handler may have used the entry meanwhile, and left it
-		 * RT_SH_FREE) and the rest.
+		 * point, or never return: the slot goes in first (a handler's
+		 * push checks the top entry's), then the new top, then the
+		 * slot is read back: a handler that came in between may have
+		 * taken the entry (see rt_abi.h), and all starts over from
+		 * the top's read.  Then the rest.
 		 * %rbx holds the slot's address meanwhile (no memory
 		 * read-modify-write on the way).
 		 */
@@ -457,8 +458,10 @@ int tramp_build(const struct tramp_spec *spec, struct patch_site *s,
 		u32(&e, RT_BLK_SHADOW + RT_SH_SLOT);
 		EMIT(&e, 0x49, 0x83, 0xc3, RT_SHADOW_ENTRY); /* add $32,%r11 */
 		EMIT(&e, 0x4c, 0x89, 0x58, RT_BLK_SHADOW_TOP); /* %r11,top */
-		EMIT(&e, 0x4a, 0x89, 0x9c, 0x18);	/* mov %rbx,entry.slot */
+		EMIT(&e, 0x4a, 0x39, 0x9c, 0x18);	/* cmp %rbx,entry.slot */
 		u32(&e, RT_BLK_SHADOW - RT_SHADOW_ENTRY + RT_SH_SLOT);
+		EMIT(&e, 0x0f, 0x85);			/* jne .retry */
+		jne_retry = rel32_hole(&e);
 		EMIT(&e, 0x4e, 0x8d, 0x9c, 0x18);	/* lea entry,%r11 */
 		u32(&e, RT_BLK_SHADOW - RT_SHADOW_ENTRY);
 		EMIT(&e, 0x48, 0x8b, 0x03);		/* mov (%rbx),%rax */
@@ -545,12 +548,11 @@ after_call:
 		u32(&e, (uint32_t)-RT_BLK_SHADOW);
 		EMIT(&e, 0x49, 0x29, 0xc3);		/* sub %rax,%r11 */
 		/*
-		 * Read the entry before it is free: a handler may push.  Its
-		 * slot becomes RT_SH_FREE first (see rt_abi.h): a push this
-		 * handler interrupted may publish the entry as its own.
+		 * Read the entry before the top is lowered: a handler may
+		 * push there then.  One store lowers it: a handler that never
+		 * returns leaves the entry whole or popped.
 		 */
 		EMIT(&e, 0xff, 0x73, RT_SH_RET);	/* push ret(%rbx) */
-		EMIT(&e, 0x48, 0xc7, 0x03, 0xff, 0xff, 0xff, 0xff); /* free */
 		EMIT(&e, 0x48, 0x8b, 0x5b, RT_SH_RBX);	/* mov rbx(%rbx),%rbx */
 		EMIT(&e, 0x4c, 0x89, 0x58, RT_BLK_SHADOW_TOP); /* %r11,top */
 		EMIT(&e, 0x41, 0x5b);			/* pop %r11 */
@@ -579,6 +581,11 @@ after_call:
 		jbe_help = rel32_hole(&e);
 		EMIT(&e, 0xe9);				/* jmp .push */
 		rel32_to(&e, spec->at + push_at);
+		/* a handler took the entry being pushed: again */
+		rel32_fix(&e, jne_retry, here(&e));
+		EMIT(&e, 0x5b);				/* pop %rbx */
+		EMIT(&e, 0xe9);				/* jmp .check */
+		rel32_to(&e, spec->at + check_at);
 		enter_help = e.n;
 		EMIT(&e, 0x4c, 0x8d, 0x5c, 0x24, 0x08);	/* lea 8(%rsp),%r11 */
 		EMIT(&e, 0xff, 0x15);			/* call *lit_enter */

@@ -19,6 +19,7 @@ check_PROGRAMS += \
 	tests/targets/ubt-nosys \
 	tests/targets/ubt-patch \
 	tests/targets/ubt-share \
+	tests/targets/ubt-sigjmp \
 	tests/targets/ubt-sites \
 	tests/targets/ubt-spawn \
 	tests/targets/ubt-strs \
@@ -66,6 +67,9 @@ tests_targets_ubt_exc_SOURCES = tests/targets/exc.cc
 tests_targets_ubt_exc_CXXFLAGS = $(UBT_TARGET_CFLAGS) -fno-optimize-sibling-calls
 tests_targets_ubt_exc_LDFLAGS = -rdynamic
 tests_targets_ubt_exc_LDADD = -lpthread
+# signal handlers that siglongjmp() or throw out of wrapped calls
+tests_targets_ubt_sigjmp_SOURCES = tests/targets/sigjmp.cc
+tests_targets_ubt_sigjmp_CXXFLAGS = $(UBT_TARGET_CFLAGS)
 tests_targets_ubt_libuser_SOURCES = tests/targets/libuser.c
 tests_targets_ubt_libuser_CFLAGS = $(UBT_TARGET_CFLAGS)
 tests_targets_ubt_libuser_LDFLAGS = -Wl,-rpath,'$$ORIGIN'
@@ -202,6 +206,7 @@ check_PROGRAMS += \
 	tests/user/unit-aggiter \
 	tests/user/unit-corrupt \
 	tests/user/unit-memfd \
+	tests/user/unit-shadow \
 	tests/user/unit-shtab \
 	tests/user/unit-tramp
 TESTS += \
@@ -209,11 +214,13 @@ TESTS += \
 	tests/user/hold.sh \
 	tests/user/kill-stress.py \
 	tests/user/share.py \
+	tests/user/sigjmp.py \
 	tests/user/syswide-kill.py \
 	tests/user/test-user \
 	tests/user/unit-aggiter \
 	tests/user/unit-corrupt \
 	tests/user/unit-memfd \
+	tests/user/unit-shadow \
 	tests/user/unit-shtab \
 	tests/user/unit-tramp \
 	tests/user/unwind-detach.py \
@@ -228,6 +235,7 @@ EXTRA_DIST += \
 	tests/user/kill-stress.py \
 	tests/user/procmem.py \
 	tests/user/share.py \
+	tests/user/sigjmp.py \
 	tests/user/syswide-kill.py \
 	tests/user/unwind-detach.py \
 	tests/user/unwind-far.sh \
@@ -269,6 +277,11 @@ tests_user_unit_memfd_SOURCES = \
 	tests/tap.h \
 	tests/user/unit-memfd.c
 tests_user_unit_memfd_LDADD = $(UBT_LIBS) -ldl
+tests_user_unit_shadow_SOURCES = \
+	tests/tap.c \
+	tests/tap.h \
+	tests/user/unit-shadow.c
+tests_user_unit_shadow_LDADD = $(UBT_LIBS) -ldl
 tests_user_unit_shtab_SOURCES = \
 	tests/tap.c \
 	tests/tap.h \
