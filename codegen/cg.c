@@ -565,6 +565,11 @@ int cg_build(struct compile *c, enum cg_target t, const struct cg_opts *o,
 		err = g.err;
 		goto out;
 	}
+	if (t == CG_TARGET_BPF) {
+		err = irb_scratch_finish(&g.ir);
+		if (err)
+			goto out;
+	}
 	if (o && o->dump_ir)
 		irb_dump(&g.ir, o->dump_ir);
 	if (t == CG_TARGET_NATIVE)

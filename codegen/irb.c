@@ -92,6 +92,7 @@ void irb_release(struct irb *ir)
 	irb_native_release(ir);
 	free(ir->temps);
 	free(ir->spare);
+	free(ir->sfn);
 	if (ir->di)
 		LLVMDisposeDIBuilder(ir->di);
 	LLVMDisposeBuilder(ir->b);
@@ -156,7 +157,7 @@ static LLVMValueRef irb_func_new(struct irb *ir, const char *name,
 	irb_func_debug(ir, fn, name, nparams, local);
 	ir->fn = fn;
 	ir->entry = LLVMAppendBasicBlockInContext(ir->ctx, fn, "entry");
-	LLVMPositionBuilderAtEnd(ir->b, ir->entry);
+	irb_scratch_prologue(ir, local);
 	return fn;
 }
 
