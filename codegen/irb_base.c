@@ -117,6 +117,8 @@ static bool irb_spare_take(struct irb *ir, size_t size, bool stack,
 	return false;
 }
 
+static void irb_scratch_renew(struct irb *ir, struct irb_slot *s);
+
 void irb_scope_end(struct irb *ir, int mark)
 {
 	LLVMBasicBlockRef bb = LLVMGetInsertBlock(ir->b);
@@ -131,6 +133,8 @@ void irb_scope_end(struct irb *ir, int mark)
 
 			if (LLVMIsAAllocaInst(s->a))
 				irb_lifetime(ir, false, s->a, s->size);
+			else if (s->uses >= IRB_SLOT_USES)
+				irb_scratch_renew(ir, s);
 			if (s->uses < IRB_SLOT_USES)
 				irb_slot_push(&ir->spare, &ir->nspare,
 					      &ir->capspare, *s);
@@ -176,6 +180,22 @@ bool irb_scratch_offset(struct irb *ir, LLVMValueRef p, size_t *off)
 		return false;
 	*off = LLVMConstIntGetZExtValue(LLVMGetOperand(p, 1));
 	return true;
+}
+
+/*
+ * A scratch slot given IRB_SLOT_USES times: the same bytes again, at a
+ * new address with no users yet. Unlike the stack's, the room is not
+ * shared out by LLVM: a new slot each time would grow it past its limit
+ * in a probe of thousands of statements.
+ */
+static void irb_scratch_renew(struct irb *ir, struct irb_slot *s)
+{
+	size_t off;
+
+	if (!irb_scratch_offset(ir, s->a, &off))
+		return;
+	s->a = irb_scratch_at(ir, off);
+	s->uses = 0;
 }
 
 /* A new buffer: on the stack, or bump-allocated in the scratch room of
