@@ -157,7 +157,7 @@ static LLVMValueRef irb_func_new(struct irb *ir, const char *name,
 	irb_func_debug(ir, fn, name, nparams, local);
 	ir->fn = fn;
 	ir->entry = LLVMAppendBasicBlockInContext(ir->ctx, fn, "entry");
-	irb_scratch_prologue(ir, local);
+	irb_scratch_prologue(ir, local, section);
 	return fn;
 }
 

@@ -25,16 +25,22 @@ struct irb_slot {
 };
 
 /*
- * A BPF function's scratch room (irb_scratch.c): the value of the per-CPU
- * map CG_MAP_SCRATCH its prologue looked up, where its temporaries of more
- * than IRB_STACK_SMALL bytes go instead of the 512-byte stack.
+ * A BPF function's scratch room (irb_scratch.c), where its temporaries of
+ * more than IRB_STACK_SMALL bytes go instead of the 512-byte stack: the
+ * value of the per-CPU map CG_MAP_SCRATCH, or for a program that may be
+ * preempted (a uprobe's) its task's value of CG_MAP_SCRATCH_TASK.
  */
+enum irb_room { IRB_ROOM_CPU, IRB_ROOM_TASK, IRB_NROOMS };
+
 struct irb_scratch_fn {
 	LLVMValueRef fn;
 	LLVMValueRef base;	/* the lookup, null-checked in the entry */
+	LLVMValueRef made[4];	/* the prologue's instructions before it */
+	int nmade;
 	LLVMValueRef cmp, key_store;
 	LLVMBasicBlockRef ok;	/* where the slots' addresses are made */
 	LLVMBasicBlockRef fail;
+	enum irb_room room;
 	int prog;		/* the program it belongs to */
 	bool used;
 };
@@ -62,9 +68,12 @@ struct irb {
 	 * share one entry of the map, bump-allocated (scratch_top) */
 	struct irb_scratch_fn *sfn;
 	int nsfn, capsfn;
-	LLVMValueRef scratch_map;	/* a stand-in until irb_scratch_finish() */
+	/* stand-ins for the maps until irb_scratch_finish() */
+	LLVMValueRef scratch_map[IRB_NROOMS];
+	size_t scratch_max[IRB_NROOMS];
 	int scratch_prog;		/* programs begun */
-	size_t scratch_top, scratch_max;
+	enum irb_room scratch_room;	/* the current program's */
+	size_t scratch_top;
 };
 
 /* Temporaries larger than this live in the scratch map (BPF target). */
@@ -135,7 +144,8 @@ void irb_scope_end(struct irb *ir, int mark);
  */
 bool irb_scratch_offset(struct irb *ir, LLVMValueRef p, size_t *off);
 LLVMValueRef irb_scratch_at(struct irb *ir, size_t off);
-void irb_scratch_prologue(struct irb *ir, bool callback);
+void irb_scratch_prologue(struct irb *ir, bool callback,
+			  const char *section);
 int irb_scratch_finish(struct irb *ir);
 void irb_memset(struct irb *ir, LLVMValueRef dst, int c, size_t size);
 void irb_memcpy(struct irb *ir, LLVMValueRef dst, LLVMValueRef src,

@@ -210,8 +210,8 @@ static LLVMValueRef irb_buffer_new(struct irb *ir, size_t size,
 		return irb_alloca_type(ir, LLVMArrayType2(ir->i64, size / 8),
 				       name);
 	ir->scratch_top += size;
-	if (ir->scratch_top > ir->scratch_max)
-		ir->scratch_max = ir->scratch_top;
+	if (ir->scratch_top > ir->scratch_max[ir->scratch_room])
+		ir->scratch_max[ir->scratch_room] = ir->scratch_top;
 	return irb_scratch_at(ir, off);
 }
 
