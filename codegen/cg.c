@@ -612,6 +612,45 @@ void cg_object_free(struct cg_object *obj)
 	}
 }
 
+/*
+ * How deep a function goes below its frame pointer (r10): its loads and
+ * stores there, and the addresses of stack buffers it makes (rX = r10;
+ * rX += -n) for helpers. For -d bpf: what the 512 bytes hold.
+ */
+static int cg_stack_depth(const struct bpf_insn *in, size_t n)
+{
+	bool fp[11] = { [10] = true };
+	int depth = 0, d;
+
+	for (size_t i = 0; i < n; i++) {
+		int cls = BPF_CLASS(in[i].code);
+
+		d = 0;
+		if (cls == BPF_LDX && in[i].src_reg == 10)
+			d = -in[i].off;
+		else if ((cls == BPF_STX || cls == BPF_ST) &&
+			 in[i].dst_reg == 10)
+			d = -in[i].off;
+		else if (in[i].code == (BPF_ALU64 | BPF_ADD | BPF_K) &&
+			 in[i].dst_reg < 10 && fp[in[i].dst_reg])
+			d = -in[i].imm;
+		if (d > depth)
+			depth = d;
+		if (cls == BPF_ALU64 || cls == BPF_ALU || cls == BPF_LDX ||
+		    in[i].code == (BPF_LD | BPF_IMM | BPF_DW)) {
+			if (in[i].dst_reg < 10)
+				fp[in[i].dst_reg] =
+					in[i].code ==
+						(BPF_ALU64 | BPF_MOV | BPF_X) &&
+					in[i].src_reg == 10;
+		} else if (cls == BPF_JMP && BPF_OP(in[i].code) == BPF_CALL) {
+			for (int r = 0; r <= 5; r++)
+				fp[r] = false;
+		}
+	}
+	return depth;
+}
+
 void cg_dump_bpf(const struct cg_object *obj, FILE *f)
 {
 	LIBBPF_OPTS(bpf_object_open_opts, oo, .object_name = "ubt");
@@ -628,8 +667,10 @@ void cg_dump_bpf(const struct cg_object *obj, FILE *f)
 		const struct bpf_insn *in = bpf_program__insns(p);
 		size_t n = bpf_program__insn_cnt(p);
 
-		fprintf(f, "%s (section %s, %zu instructions):\n",
-			bpf_program__name(p), bpf_program__section_name(p), n);
+		fprintf(f,
+			"%s (section %s, %zu instructions, %d bytes of stack):\n",
+			bpf_program__name(p), bpf_program__section_name(p), n,
+			cg_stack_depth(in, n));
 		for (size_t i = 0; i < n; i++)
 			fprintf(f, "%5zu: code %02x dst r%d src r%d "
 				"off %-6d imm %d\n", i, in[i].code,
