@@ -529,8 +529,15 @@ static int cg_check_size(struct cg *g)
 	return err;
 }
 
-int cg_build(struct compile *c, enum cg_target t, const struct cg_opts *o,
-	     struct cg_object **out)
+/*
+ * One build; task_room: a uprobe's big temporaries go to its task's
+ * scratch room (irb_scratch.c). Without it, *again says that they did
+ * not fit on the stack, or hardly (a loop's large context): build again
+ * with it. The message of the stack exceeded waits for that answer.
+ */
+static int cg_build_once(struct compile *c, enum cg_target t,
+			 const struct cg_opts *o, struct cg_object **out,
+			 bool task_room, bool *again)
 {
 	struct cg g = { .c = c, .sp = c->sema };
 	struct cg_object *obj;
@@ -550,6 +557,8 @@ int cg_build(struct compile *c, enum cg_target t, const struct cg_opts *o,
 			strerror(-err));
 		return err;
 	}
+	g.ir.task_room = task_room;
+	g.ir.quiet_stack = !task_room;
 	if (t == CG_TARGET_NATIVE) {
 		irb_native_set_object(&g.ir, obj);
 		if (o && o->sz >= offsetof(struct cg_opts, native_thread_maps) +
@@ -566,6 +575,11 @@ int cg_build(struct compile *c, enum cg_target t, const struct cg_opts *o,
 		goto out;
 	}
 	if (t == CG_TARGET_BPF) {
+		if (!task_room && g.ir.room_wanted) {
+			*again = true;
+			err = -EAGAIN;
+			goto out;
+		}
 		err = irb_scratch_finish(&g.ir);
 		if (err)
 			goto out;
@@ -578,6 +592,13 @@ int cg_build(struct compile *c, enum cg_target t, const struct cg_opts *o,
 		err = irb_emit(&g.ir, !(o && o->no_opt), &obj->image,
 			       &obj->image_size) ?:
 		      cg_check_size(&g);
+	if (err && g.ir.stack_exceeded && g.ir.quiet_stack) {
+		if (g.ir.room_skipped)
+			*again = true;
+		else
+			fprintf(stderr, "ubt: cannot emit BPF code: %s\n",
+				IRB_STACK_MSG);
+	}
 	if (!err && o && o->dump_ir_opt)
 		irb_dump(&g.ir, o->dump_ir_opt);
 out:
@@ -588,6 +609,17 @@ out:
 	}
 	*out = obj;
 	return 0;
+}
+
+int cg_build(struct compile *c, enum cg_target t, const struct cg_opts *o,
+	     struct cg_object **out)
+{
+	bool again = false;
+	int err = cg_build_once(c, t, o, out, false, &again);
+
+	if (err && again)
+		err = cg_build_once(c, t, o, out, true, &again);
+	return err;
 }
 
 int cg_object_probes(const struct cg_object *obj)

@@ -215,6 +215,9 @@ static void cg_return_if_exited(struct cg *g)
  * the context, which the helpers want on the stack, stays small.
  */
 #define CG_LOOP_IN_SCRATCH ((size_t)1 << 62)
+/* The most of the probe's variables a loop copies to its context on the
+ * stack, beside the callback's own frame, without a scratch room. */
+#define CG_LOOP_CTX_STACK 128
 
 static LLVMValueRef cg_loop_ctx_in(struct cg *g, size_t **offp,
 				   size_t head)
@@ -236,6 +239,10 @@ static LLVMValueRef cg_loop_ctx_in(struct cg *g, size_t **offp,
 		off[i] = total;
 		total += (sz + 7) & ~(size_t)7;
 	}
+	/* a uprobe's variables on its stack, copied to a large context on
+	 * the stack too: both frames count (cg_build() gives it a room) */
+	if (!irb_scratch_here(ir) && total > CG_LOOP_CTX_STACK)
+		ir->room_wanted = true;
 	/* the helpers want the context on the stack */
 	ctx = irb_alloca_stack(ir, total ? total : 8, "loop_ctx");
 	for (int i = 0; i < nv; i++) {

@@ -30,7 +30,7 @@ struct irb_slot {
  * value of the per-CPU map CG_MAP_SCRATCH, or for a program that may be
  * preempted (a uprobe's) its task's value of CG_MAP_SCRATCH_TASK.
  */
-enum irb_room { IRB_ROOM_CPU, IRB_ROOM_TASK, IRB_NROOMS };
+enum irb_room { IRB_ROOM_CPU, IRB_ROOM_TASK, IRB_NROOMS, IRB_ROOM_NONE };
 
 struct irb_scratch_fn {
 	LLVMValueRef fn;
@@ -74,7 +74,18 @@ struct irb {
 	int scratch_prog;		/* programs begun */
 	enum irb_room scratch_room;	/* the current program's */
 	size_t scratch_top;
+	/*
+	 * The task room costs a uprobe's program two helper calls (about
+	 * 100 ns): without task_room, its temporaries stay on the stack
+	 * (room_skipped says one did), and cg_build() builds again with it
+	 * when they do not fit (stack_exceeded, quiet_stack: not said yet)
+	 * or a loop's context is large (room_wanted).
+	 */
+	bool task_room, room_skipped, room_wanted;
+	bool quiet_stack, stack_exceeded;
 };
+
+#define IRB_STACK_MSG "the probe needs more than the 512 bytes of BPF stack"
 
 /* Temporaries larger than this live in the scratch map (BPF target). */
 #define IRB_STACK_SMALL 16
@@ -143,6 +154,8 @@ void irb_scope_end(struct irb *ir, int mark);
  * every function is built, and drops the unused lookups.
  */
 bool irb_scratch_offset(struct irb *ir, LLVMValueRef p, size_t *off);
+/* Whether the current function has a scratch room. */
+bool irb_scratch_here(struct irb *ir);
 LLVMValueRef irb_scratch_at(struct irb *ir, size_t off);
 void irb_scratch_prologue(struct irb *ir, bool callback,
 			  const char *section);

@@ -168,6 +168,11 @@ LLVMValueRef irb_scratch_at(struct irb *ir, size_t off)
 	return p;
 }
 
+bool irb_scratch_here(struct irb *ir)
+{
+	return irb_scratch_find(ir, ir->fn) != NULL;
+}
+
 bool irb_scratch_offset(struct irb *ir, LLVMValueRef p, size_t *off)
 {
 	struct irb_scratch_fn *s;

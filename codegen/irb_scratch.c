@@ -29,7 +29,9 @@
  * is its task's value of a task storage map, CG_MAP_SCRATCH_TASK, made
  * on the task's first hit (base = task_storage_get(map,
  * current_task_btf(), NULL, F_CREATE)). A task runs one uprobe's program
- * at a time, so their rooms all start at 0.
+ * at a time, so their rooms all start at 0. That room costs two helper
+ * calls: a uprobe's program keeps its temporaries on the stack unless
+ * they do not fit (cg_build() builds again, with ir->task_room).
  *
  * irb_scratch_finish() runs when every function is built: it numbers the
  * entries of the programs that used the room, defines the map and drops
@@ -104,6 +106,14 @@ void irb_scratch_prologue(struct irb *ir, bool callback, const char *section)
 		ir->scratch_prog++;
 		ir->scratch_top = 0;
 		ir->scratch_room = irb_scratch_room_of(section);
+		if (ir->scratch_room == IRB_ROOM_TASK && !ir->task_room) {
+			ir->scratch_room = IRB_ROOM_NONE;
+			ir->room_skipped = true;
+		}
+	}
+	if (ir->scratch_room == IRB_ROOM_NONE) {
+		LLVMPositionBuilderAtEnd(ir->b, ir->entry);
+		return;
 	}
 	s.prog = ir->scratch_prog;
 	s.room = ir->scratch_room;
