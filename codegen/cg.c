@@ -541,6 +541,7 @@ static int cg_build_once(struct compile *c, enum cg_target t,
 {
 	struct cg g = { .c = c, .sp = c->sema };
 	struct cg_object *obj;
+	char *ir_text = NULL;
 	int err;
 
 	*out = NULL;
@@ -584,7 +585,10 @@ static int cg_build_once(struct compile *c, enum cg_target t,
 		if (err)
 			goto out;
 	}
-	if (o && o->dump_ir)
+	/* -d ir: the module of the build that stays, printed once */
+	if (o && o->dump_ir && g.ir.room_skipped && !task_room)
+		ir_text = LLVMPrintModuleToString(g.ir.mod);
+	else if (o && o->dump_ir)
 		irb_dump(&g.ir, o->dump_ir);
 	if (t == CG_TARGET_NATIVE)
 		err = cg_emit_native(&g, !(o && o->no_opt));
@@ -598,6 +602,11 @@ static int cg_build_once(struct compile *c, enum cg_target t,
 		else
 			fprintf(stderr, "ubt: cannot emit BPF code: %s\n",
 				IRB_STACK_MSG);
+	}
+	if (ir_text) {
+		if (!*again)
+			fputs(ir_text, o->dump_ir);
+		LLVMDisposeMessage(ir_text);
 	}
 	if (!err && o && o->dump_ir_opt)
 		irb_dump(&g.ir, o->dump_ir_opt);
