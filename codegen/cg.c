@@ -609,11 +609,19 @@ static int cg_check_size(struct cg *g)
 	return err;
 }
 
-int cg_build(struct compile *c, enum cg_target t, const struct cg_opts *o,
-	     struct cg_object **out)
+/*
+ * One build; task_room: a uprobe's big temporaries go to its task's
+ * scratch room (irb_scratch.c). Without it, *again says that they did
+ * not fit on the stack, or hardly (a loop's large context): build again
+ * with it. The message of the stack exceeded waits for that answer.
+ */
+static int cg_build_once(struct compile *c, enum cg_target t,
+			 const struct cg_opts *o, struct cg_object **out,
+			 bool task_room, bool *again)
 {
 	struct cg g = { .c = c, .sp = c->sema };
 	struct cg_object *obj;
+	char *ir_text = NULL;
 	int err;
 
 	*out = NULL;
@@ -630,6 +638,8 @@ int cg_build(struct compile *c, enum cg_target t, const struct cg_opts *o,
 			strerror(-err));
 		return err;
 	}
+	g.ir.task_room = task_room;
+	g.ir.quiet_stack = !task_room;
 	if (t == CG_TARGET_NATIVE) {
 		irb_native_set_object(&g.ir, obj);
 		if (o && o->sz >= offsetof(struct cg_opts, native_thread_maps) +
@@ -645,7 +655,20 @@ int cg_build(struct compile *c, enum cg_target t, const struct cg_opts *o,
 		err = g.err;
 		goto out;
 	}
-	if (o && o->dump_ir)
+	if (t == CG_TARGET_BPF) {
+		if (!task_room && g.ir.room_wanted) {
+			*again = true;
+			err = -EAGAIN;
+			goto out;
+		}
+		err = irb_scratch_finish(&g.ir);
+		if (err)
+			goto out;
+	}
+	/* -d ir: the module of the build that stays, printed once */
+	if (o && o->dump_ir && g.ir.room_skipped && !task_room)
+		ir_text = LLVMPrintModuleToString(g.ir.mod);
+	else if (o && o->dump_ir)
 		irb_dump(&g.ir, o->dump_ir);
 	if (t == CG_TARGET_NATIVE)
 		err = cg_emit_native(&g, !(o && o->no_opt));
@@ -653,6 +676,18 @@ int cg_build(struct compile *c, enum cg_target t, const struct cg_opts *o,
 		err = irb_emit(&g.ir, !(o && o->no_opt), &obj->image,
 			       &obj->image_size) ?:
 		      cg_check_size(&g);
+	if (err && g.ir.stack_exceeded && g.ir.quiet_stack) {
+		if (g.ir.room_skipped)
+			*again = true;
+		else
+			fprintf(stderr, "ubt: cannot emit BPF code: %s\n",
+				IRB_STACK_MSG);
+	}
+	if (ir_text) {
+		if (!*again)
+			fputs(ir_text, o->dump_ir);
+		LLVMDisposeMessage(ir_text);
+	}
 	if (!err && o && o->dump_ir_opt)
 		irb_dump(&g.ir, o->dump_ir_opt);
 out:
@@ -663,6 +698,17 @@ out:
 	}
 	*out = obj;
 	return 0;
+}
+
+int cg_build(struct compile *c, enum cg_target t, const struct cg_opts *o,
+	     struct cg_object **out)
+{
+	bool again = false;
+	int err = cg_build_once(c, t, o, out, false, &again);
+
+	if (err && again)
+		err = cg_build_once(c, t, o, out, true, &again);
+	return err;
 }
 
 int cg_object_probes(const struct cg_object *obj)
@@ -687,6 +733,45 @@ void cg_object_free(struct cg_object *obj)
 	}
 }
 
+/*
+ * How deep a function goes below its frame pointer (r10): its loads and
+ * stores there, and the addresses of stack buffers it makes (rX = r10;
+ * rX += -n) for helpers. For -d bpf: what the 512 bytes hold.
+ */
+static int cg_stack_depth(const struct bpf_insn *in, size_t n)
+{
+	bool fp[11] = { [10] = true };
+	int depth = 0, d;
+
+	for (size_t i = 0; i < n; i++) {
+		int cls = BPF_CLASS(in[i].code);
+
+		d = 0;
+		if (cls == BPF_LDX && in[i].src_reg == 10)
+			d = -in[i].off;
+		else if ((cls == BPF_STX || cls == BPF_ST) &&
+			 in[i].dst_reg == 10)
+			d = -in[i].off;
+		else if (in[i].code == (BPF_ALU64 | BPF_ADD | BPF_K) &&
+			 in[i].dst_reg < 10 && fp[in[i].dst_reg])
+			d = -in[i].imm;
+		if (d > depth)
+			depth = d;
+		if (cls == BPF_ALU64 || cls == BPF_ALU || cls == BPF_LDX ||
+		    in[i].code == (BPF_LD | BPF_IMM | BPF_DW)) {
+			if (in[i].dst_reg < 10)
+				fp[in[i].dst_reg] =
+					in[i].code ==
+						(BPF_ALU64 | BPF_MOV | BPF_X) &&
+					in[i].src_reg == 10;
+		} else if (cls == BPF_JMP && BPF_OP(in[i].code) == BPF_CALL) {
+			for (int r = 0; r <= 5; r++)
+				fp[r] = false;
+		}
+	}
+	return depth;
+}
+
 void cg_dump_bpf(const struct cg_object *obj, FILE *f)
 {
 	LIBBPF_OPTS(bpf_object_open_opts, oo, .object_name = "ubt");
@@ -703,8 +788,10 @@ void cg_dump_bpf(const struct cg_object *obj, FILE *f)
 		const struct bpf_insn *in = bpf_program__insns(p);
 		size_t n = bpf_program__insn_cnt(p);
 
-		fprintf(f, "%s (section %s, %zu instructions):\n",
-			bpf_program__name(p), bpf_program__section_name(p), n);
+		fprintf(f,
+			"%s (section %s, %zu instructions, %d bytes of stack):\n",
+			bpf_program__name(p), bpf_program__section_name(p), n,
+			cg_stack_depth(in, n));
 		for (size_t i = 0; i < n; i++)
 			fprintf(f, "%5zu: code %02x dst r%d src r%d "
 				"off %-6d imm %d\n", i, in[i].code,

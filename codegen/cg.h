@@ -207,6 +207,9 @@ struct cg_prog {
 #define CG_JOIN_ARGS 16
 #define CG_JOIN_SIZE 1024
 #define CG_MAP_FULL "ubt_full"
+/* per-CPU and per-task room for big temporaries (codegen/irb_scratch.c) */
+#define CG_MAP_SCRATCH "ubt_scratch"
+#define CG_MAP_SCRATCH_TASK "ubt_scratch_task"
 /*
  * The processes whose sites ubt patched system-wide (shim/sysw.c), and
  * their children: tgid (u32) -> the take's generation (u32, not 0), read

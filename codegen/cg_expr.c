@@ -486,9 +486,6 @@ static LLVMValueRef cg_ternary(struct cg *g, struct ast_node *n)
 	return cg_ternary_value(g, n);
 }
 
-/* The stack of a BPF program, where tuples are built. */
-#define CG_BPF_STACK 512
-
 static LLVMValueRef cg_tuple(struct cg *g, struct ast_node *n)
 {
 	const struct type *t = n->type;
@@ -497,10 +494,10 @@ static LLVMValueRef cg_tuple(struct cg *g, struct ast_node *n)
 
 	/* refused before LLVM spends minutes on a tuple of 100000
 	 * elements only to find it too large */
-	if (g->ir.target == CG_TARGET_BPF && t->size > CG_BPF_STACK) {
+	if (g->ir.target == CG_TARGET_BPF && t->size > IRB_SCRATCH_MAX) {
 		diag_error(&g->c->diag, &n->loc,
-			   "tuple of %zu bytes does not fit in the BPF stack (%d bytes)",
-			   t->size, CG_BPF_STACK);
+			   "tuple of %zu bytes does not fit in a kernel probe's room for temporaries (%d bytes)",
+			   t->size, IRB_SCRATCH_MAX);
 		g->err = -EINVAL;
 		return irb_alloca(&g->ir, 8, "tuple");
 	}

@@ -209,28 +209,47 @@ static void cg_return_if_exited(struct cg *g)
 /*
  * The probe's variables travel into a loop's callback through its
  * context: copied into one block before the loop (offsets in off[]),
- * used there by the callback, copied back after it.
+ * used there by the callback, copied back after it. A variable in the
+ * scratch room (irb_scratch.c) stays there: the callback reaches it at
+ * the same offset of the room (off[] has CG_LOOP_IN_SCRATCH then), and
+ * the context, which the helpers want on the stack, stays small.
  */
+#define CG_LOOP_IN_SCRATCH ((size_t)1 << 62)
+/* The most of the probe's variables a loop copies to its context on the
+ * stack, beside the callback's own frame, without a scratch room. */
+#define CG_LOOP_CTX_STACK 128
+
 static LLVMValueRef cg_loop_ctx_in(struct cg *g, size_t **offp,
 				   size_t head)
 {
 	struct irb *ir = &g->ir;
 	int nv = g->probe->nvars;
 	size_t *off = arena_alloc(&g->c->arena, (nv + 1) * sizeof(*off));
-	size_t total = head;
+	size_t total = head, so;
 	LLVMValueRef ctx;
 
 	for (int i = 0; i < nv; i++) {
 		struct sema_var *v = g->probe->vars[i];
 		size_t sz = v->type && v->type->size ? v->type->size : 8;
 
+		if (irb_scratch_offset(ir, g->vars[i], &so)) {
+			off[i] = CG_LOOP_IN_SCRATCH | so;
+			continue;
+		}
 		off[i] = total;
 		total += (sz + 7) & ~(size_t)7;
 	}
-	ctx = irb_alloca(ir, total ? total : 8, "loop_ctx");
+	/* a uprobe's variables on its stack, copied to a large context on
+	 * the stack too: both frames count (cg_build() gives it a room) */
+	if (!irb_scratch_here(ir) && total > CG_LOOP_CTX_STACK)
+		ir->room_wanted = true;
+	/* the helpers want the context on the stack */
+	ctx = irb_alloca_stack(ir, total ? total : 8, "loop_ctx");
 	for (int i = 0; i < nv; i++) {
 		struct sema_var *v = g->probe->vars[i];
 
+		if (off[i] & CG_LOOP_IN_SCRATCH)
+			continue;
 		irb_memcpy(ir, irb_gep(ir, ctx, off[i]), g->vars[i],
 			   v->type && v->type->size ? v->type->size : 8);
 	}
@@ -244,12 +263,14 @@ static void cg_loop_ctx_out(struct cg *g, LLVMValueRef ctx,
 	for (int i = 0; i < g->probe->nvars; i++) {
 		struct sema_var *v = g->probe->vars[i];
 
+		if (off[i] & CG_LOOP_IN_SCRATCH)
+			continue;
 		irb_memcpy(&g->ir, g->vars[i], irb_gep(&g->ir, ctx, off[i]),
 			   v->type && v->type->size ? v->type->size : 8);
 	}
 }
 
-/* The callback's variables: in its context block. */
+/* The callback's variables: in its context block or the scratch room. */
 static LLVMValueRef *cg_loop_vars(struct cg *g, LLVMValueRef cbctx,
 				  const size_t *off)
 {
@@ -257,7 +278,10 @@ static LLVMValueRef *cg_loop_vars(struct cg *g, LLVMValueRef cbctx,
 	LLVMValueRef *v = arena_alloc(&g->c->arena, (nv + 1) * sizeof(*v));
 
 	for (int i = 0; i < nv; i++)
-		v[i] = irb_gep(&g->ir, cbctx, off[i]);
+		v[i] = off[i] & CG_LOOP_IN_SCRATCH ?
+			       irb_scratch_at(&g->ir,
+					      off[i] & ~CG_LOOP_IN_SCRATCH) :
+			       irb_gep(&g->ir, cbctx, off[i]);
 	return v;
 }
 

@@ -92,6 +92,7 @@ void irb_release(struct irb *ir)
 	irb_native_release(ir);
 	free(ir->temps);
 	free(ir->spare);
+	free(ir->sfn);
 	if (ir->di)
 		LLVMDisposeDIBuilder(ir->di);
 	LLVMDisposeBuilder(ir->b);
@@ -156,7 +157,7 @@ static LLVMValueRef irb_func_new(struct irb *ir, const char *name,
 	irb_func_debug(ir, fn, name, nparams, local);
 	ir->fn = fn;
 	ir->entry = LLVMAppendBasicBlockInContext(ir->ctx, fn, "entry");
-	LLVMPositionBuilderAtEnd(ir->b, ir->entry);
+	irb_scratch_prologue(ir, local, section);
 	return fn;
 }
 
@@ -338,22 +339,30 @@ static void irb_fatal(const char *reason)
  * default it prints them and the program would then fail to load, or,
  * with --dry-run, pass. They are errors of the compilation here.
  */
+struct irb_diag {
+	struct irb *ir;
+	int nerrors;
+};
+
 static void irb_llvm_diag(LLVMDiagnosticInfoRef di, void *ctx)
 {
-	int *nerrors = ctx;
+	struct irb_diag *d = ctx;
 	char *msg = LLVMGetDiagInfoDescription(di);
 	size_t len = strlen(msg);
+	bool stack;
 
 	while (len && msg[len - 1] == '\n')
 		msg[--len] = '\0';
 	switch (LLVMGetDiagInfoSeverity(di)) {
 	case LLVMDSError:
-		/* the BPF backend says it once per access to the stack */
-		if (!(*nerrors)++)
+		stack = strstr(msg, "BPF stack limit") != NULL;
+		if (stack)
+			d->ir->stack_exceeded = true;
+		/* the BPF backend says it once per access to the stack; the
+		 * caller may build again with a scratch room (quiet_stack) */
+		if (!d->nerrors++ && !(stack && d->ir->quiet_stack))
 			fprintf(stderr, "ubt: cannot emit BPF code: %s\n",
-				strstr(msg, "BPF stack limit") ?
-					"the probe needs more than the 512 bytes of BPF stack" :
-					msg);
+				stack ? IRB_STACK_MSG : msg);
 		break;
 	case LLVMDSWarning:
 		fprintf(stderr, "warning: %s\n", msg);
@@ -384,7 +393,8 @@ int irb_emit(struct irb *ir, bool optimise, void **image, size_t *size)
 {
 	LLVMMemoryBufferRef buf;
 	char *err = NULL;
-	int ret = 0, nerrors = 0;
+	struct irb_diag d = { .ir = ir };
+	int ret = 0;
 
 	LLVMDIBuilderFinalize(ir->di);
 	if (LLVMVerifyModule(ir->mod, LLVMReturnStatusAction, &err)) {
@@ -395,7 +405,7 @@ int irb_emit(struct irb *ir, bool optimise, void **image, size_t *size)
 	LLVMDisposeMessage(err);
 	err = NULL;
 	LLVMInstallFatalErrorHandler(irb_fatal);
-	LLVMContextSetDiagnosticHandler(ir->ctx, irb_llvm_diag, &nerrors);
+	LLVMContextSetDiagnosticHandler(ir->ctx, irb_llvm_diag, &d);
 	if (optimise)
 		ret = irb_optimise(ir);
 	if (!ret) {
@@ -407,7 +417,7 @@ int irb_emit(struct irb *ir, bool optimise, void **image, size_t *size)
 				err);
 			LLVMDisposeMessage(err);
 			ret = -EINVAL;
-		} else if (nerrors) {
+		} else if (d.nerrors) {
 			LLVMDisposeMemoryBuffer(buf);
 			ret = -EINVAL;
 		}

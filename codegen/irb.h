@@ -24,6 +24,27 @@ struct irb_slot {
 	int uses;
 };
 
+/*
+ * A BPF function's scratch room (irb_scratch.c), where its temporaries of
+ * more than IRB_STACK_SMALL bytes go instead of the 512-byte stack: the
+ * value of the per-CPU map CG_MAP_SCRATCH, or for a program that may be
+ * preempted (a uprobe's) its task's value of CG_MAP_SCRATCH_TASK.
+ */
+enum irb_room { IRB_ROOM_CPU, IRB_ROOM_TASK, IRB_NROOMS, IRB_ROOM_NONE };
+
+struct irb_scratch_fn {
+	LLVMValueRef fn;
+	LLVMValueRef base;	/* the lookup, null-checked in the entry */
+	LLVMValueRef made[4];	/* the prologue's instructions before it */
+	int nmade;
+	LLVMValueRef cmp, key_store;
+	LLVMBasicBlockRef ok;	/* where the slots' addresses are made */
+	LLVMBasicBlockRef fail;
+	enum irb_room room;
+	int prog;		/* the program it belongs to */
+	bool used;
+};
+
 struct irb {
 	enum cg_target target;
 	LLVMContextRef ctx;
@@ -43,7 +64,33 @@ struct irb {
 	 * again (irb.c: why) */
 	struct irb_slot *spare;
 	int nspare, capspare;
+	/* BPF: the functions' scratch rooms; a program and its callbacks
+	 * share one entry of the map, bump-allocated (scratch_top) */
+	struct irb_scratch_fn *sfn;
+	int nsfn, capsfn;
+	/* stand-ins for the maps until irb_scratch_finish() */
+	LLVMValueRef scratch_map[IRB_NROOMS];
+	size_t scratch_max[IRB_NROOMS];
+	int scratch_prog;		/* programs begun */
+	enum irb_room scratch_room;	/* the current program's */
+	size_t scratch_top;
+	/*
+	 * The task room costs a uprobe's program two helper calls (about
+	 * 100 ns): without task_room, its temporaries stay on the stack
+	 * (room_skipped says one did), and cg_build() builds again with it
+	 * when they do not fit (stack_exceeded, quiet_stack: not said yet)
+	 * or a loop's context is large (room_wanted).
+	 */
+	bool task_room, room_skipped, room_wanted;
+	bool quiet_stack, stack_exceeded;
 };
+
+#define IRB_STACK_MSG "the probe needs more than the 512 bytes of BPF stack"
+
+/* Temporaries larger than this live in the scratch map (BPF target). */
+#define IRB_STACK_SMALL 16
+/* The most a program's scratch room holds: a per-CPU map's value limit. */
+#define IRB_SCRATCH_MAX 32768
 
 /* Kinds of user-memory reads. */
 enum irb_read {
@@ -77,9 +124,13 @@ LLVMValueRef irb_callback_begin(struct irb *ir, const char *name,
 /* Finish the current function returning 0. */
 void irb_func_end(struct irb *ir);
 
-/* An alloca of `size` bytes (align 8) in the entry block, zeroed when
- * zero is set (zeroing happens at the current position). */
+/* A buffer of `size` bytes (align 8), not zeroed: an alloca in the entry
+ * block, or a slot of the scratch room (BPF, more than IRB_STACK_SMALL
+ * bytes). */
 LLVMValueRef irb_alloca(struct irb *ir, size_t size, const char *name);
+/* Always on the stack: for a helper that wants its argument there
+ * (bpf_loop()'s context). */
+LLVMValueRef irb_alloca_stack(struct irb *ir, size_t size, const char *name);
 LLVMValueRef irb_alloca_type(struct irb *ir, LLVMTypeRef ty,
 			     const char *name);
 /*
@@ -92,6 +143,23 @@ LLVMValueRef irb_alloca_type(struct irb *ir, LLVMTypeRef ty,
  */
 int irb_scope_begin(struct irb *ir);
 void irb_scope_end(struct irb *ir, int mark);
+/*
+ * The scratch room (BPF): a function's buffers of more than
+ * IRB_STACK_SMALL bytes are taken from the value of a per-CPU array map
+ * (one entry per program, its callbacks included), looked up once at the
+ * function's start. irb_scratch_offset() tells whether p is such a
+ * buffer and where; irb_scratch_at() is the current function's address
+ * of that offset (a loop's callback reaches the probe's variables so:
+ * they run on the same CPU). irb_scratch_finish() defines the map, once
+ * every function is built, and drops the unused lookups.
+ */
+bool irb_scratch_offset(struct irb *ir, LLVMValueRef p, size_t *off);
+/* Whether the current function has a scratch room. */
+bool irb_scratch_here(struct irb *ir);
+LLVMValueRef irb_scratch_at(struct irb *ir, size_t off);
+void irb_scratch_prologue(struct irb *ir, bool callback,
+			  const char *section);
+int irb_scratch_finish(struct irb *ir);
 void irb_memset(struct irb *ir, LLVMValueRef dst, int c, size_t size);
 void irb_memcpy(struct irb *ir, LLVMValueRef dst, LLVMValueRef src,
 		size_t size);

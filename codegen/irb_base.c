@@ -1,7 +1,8 @@
 /*
  * irb_base: what every target's IR building shares and that calls no
  * target's helper: the module, scratch slots (allocas reused across
- * scopes) and constants. irb.c (the BPF target and the dispatch) and
+ * scopes, or slots of the BPF scratch room irb_scratch.c set up) and
+ * constants. irb.c (the BPF target and the dispatch) and
  * irb_native.c both build on it.
  */
 #include <stdlib.h>
@@ -96,7 +97,8 @@ static void irb_slot_push(struct irb_slot **v, int *n, int *cap,
  * the most recently freed few are looked at: a miss costs a new slot, not
  * a walk over every temporary of the program.
  */
-static bool irb_spare_take(struct irb *ir, size_t size, struct irb_slot *out)
+static bool irb_spare_take(struct irb *ir, size_t size, bool stack,
+			   struct irb_slot *out)
 {
 	int lo = ir->nspare > 64 ? ir->nspare - 64 : 0;
 
@@ -104,7 +106,9 @@ static bool irb_spare_take(struct irb *ir, size_t size, struct irb_slot *out)
 		struct irb_slot *s = &ir->spare[i];
 
 		if (s->size != size ||
-		    LLVMGetInstructionParent(s->a) != ir->entry)
+		    LLVMGetBasicBlockParent(LLVMGetInstructionParent(s->a)) !=
+			    ir->fn ||
+		    (stack && !LLVMIsAAllocaInst(s->a)))
 			continue;
 		*out = *s;
 		*s = ir->spare[--ir->nspare];
@@ -112,6 +116,8 @@ static bool irb_spare_take(struct irb *ir, size_t size, struct irb_slot *out)
 	}
 	return false;
 }
+
+static void irb_scratch_renew(struct irb *ir, struct irb_slot *s);
 
 void irb_scope_end(struct irb *ir, int mark)
 {
@@ -125,7 +131,10 @@ void irb_scope_end(struct irb *ir, int mark)
 		for (int i = mark; i < ir->ntemps; i++) {
 			struct irb_slot *s = &ir->temps[i];
 
-			irb_lifetime(ir, false, s->a, s->size);
+			if (LLVMIsAAllocaInst(s->a))
+				irb_lifetime(ir, false, s->a, s->size);
+			else if (s->uses >= IRB_SLOT_USES)
+				irb_scratch_renew(ir, s);
 			if (s->uses < IRB_SLOT_USES)
 				irb_slot_push(&ir->spare, &ir->nspare,
 					      &ir->capspare, *s);
@@ -134,7 +143,85 @@ void irb_scope_end(struct irb *ir, int mark)
 	ir->ntemps = mark;
 }
 
-LLVMValueRef irb_alloca(struct irb *ir, size_t size, const char *name)
+static struct irb_scratch_fn *irb_scratch_find(struct irb *ir,
+					       LLVMValueRef fn)
+{
+	for (int i = ir->nsfn - 1; i >= 0; i--)
+		if (ir->sfn[i].fn == fn)
+			return &ir->sfn[i];
+	return NULL;
+}
+
+/* made in the block after the lookup's null check: the address is used
+ * anywhere in the function, and never computed from a null pointer */
+LLVMValueRef irb_scratch_at(struct irb *ir, size_t off)
+{
+	struct irb_scratch_fn *s = irb_scratch_find(ir, ir->fn);
+	LLVMBuilderRef eb = LLVMCreateBuilderInContext(ir->ctx);
+	LLVMValueRef idx = LLVMConstInt(ir->i64, off, 0), p;
+
+	BUG_ON(!s);
+	LLVMPositionBuilderBefore(eb, LLVMGetBasicBlockTerminator(s->ok));
+	p = LLVMBuildGEP2(eb, ir->i8, s->base, &idx, 1, "scratch");
+	LLVMDisposeBuilder(eb);
+	s->used = true;
+	return p;
+}
+
+bool irb_scratch_here(struct irb *ir)
+{
+	return irb_scratch_find(ir, ir->fn) != NULL;
+}
+
+bool irb_scratch_offset(struct irb *ir, LLVMValueRef p, size_t *off)
+{
+	struct irb_scratch_fn *s;
+
+	if (!LLVMIsAGetElementPtrInst(p))
+		return false;
+	s = irb_scratch_find(ir, LLVMGetBasicBlockParent(
+					 LLVMGetInstructionParent(p)));
+	if (!s || LLVMGetOperand(p, 0) != s->base)
+		return false;
+	*off = LLVMConstIntGetZExtValue(LLVMGetOperand(p, 1));
+	return true;
+}
+
+/*
+ * A scratch slot given IRB_SLOT_USES times: the same bytes again, at a
+ * new address with no users yet. Unlike the stack's, the room is not
+ * shared out by LLVM: a new slot each time would grow it past its limit
+ * in a probe of thousands of statements.
+ */
+static void irb_scratch_renew(struct irb *ir, struct irb_slot *s)
+{
+	size_t off;
+
+	if (!irb_scratch_offset(ir, s->a, &off))
+		return;
+	s->a = irb_scratch_at(ir, off);
+	s->uses = 0;
+}
+
+/* A new buffer: on the stack, or bump-allocated in the scratch room of
+ * the program (its callbacks' buffers never overlap the caller's). */
+static LLVMValueRef irb_buffer_new(struct irb *ir, size_t size,
+				   const char *name, bool stack)
+{
+	size_t off = ir->scratch_top;
+
+	if (stack || ir->target != CG_TARGET_BPF || size <= IRB_STACK_SMALL ||
+	    !irb_scratch_find(ir, ir->fn))
+		return irb_alloca_type(ir, LLVMArrayType2(ir->i64, size / 8),
+				       name);
+	ir->scratch_top += size;
+	if (ir->scratch_top > ir->scratch_max[ir->scratch_room])
+		ir->scratch_max[ir->scratch_room] = ir->scratch_top;
+	return irb_scratch_at(ir, off);
+}
+
+static LLVMValueRef irb_buffer(struct irb *ir, size_t size,
+				const char *name, bool stack)
 {
 	/* whole u64 words so that the stack stays 8-byte aligned */
 	size_t words = (size + 7) / 8;
@@ -143,18 +230,27 @@ LLVMValueRef irb_alloca(struct irb *ir, size_t size, const char *name)
 	if (!words)
 		words = 1;
 	if (!ir->scope)
-		return irb_alloca_type(ir, LLVMArrayType2(ir->i64, words),
-				       name);
+		return irb_buffer_new(ir, words * 8, name, stack);
 	/* a temporary in the open scope: its lifetime starts here */
-	if (!irb_spare_take(ir, words * 8, &s)) {
-		s.a = irb_alloca_type(ir, LLVMArrayType2(ir->i64, words),
-				      name);
+	if (!irb_spare_take(ir, words * 8, stack, &s)) {
+		s.a = irb_buffer_new(ir, words * 8, name, stack);
 		s.size = words * 8;
 	}
 	s.uses++;
 	irb_slot_push(&ir->temps, &ir->ntemps, &ir->captemps, s);
-	irb_lifetime(ir, true, s.a, s.size);
+	if (LLVMIsAAllocaInst(s.a))
+		irb_lifetime(ir, true, s.a, s.size);
 	return s.a;
+}
+
+LLVMValueRef irb_alloca(struct irb *ir, size_t size, const char *name)
+{
+	return irb_buffer(ir, size, name, false);
+}
+
+LLVMValueRef irb_alloca_stack(struct irb *ir, size_t size, const char *name)
+{
+	return irb_buffer(ir, size, name, true);
 }
 
 LLVMValueRef irb_gep(struct irb *ir, LLVMValueRef p, size_t off)

@@ -493,26 +493,49 @@ static void nat_intrinsic_mem(struct irb *ir, const char *name,
 /*
  * memset/memcpy that never become library calls (no relocations).  SROA
  * turns llvm.memset.inline into a plain llvm.memset, which the back end
- * may lower to a call of memset: small sizes are written as stores
- * instead (the functions are "no-builtins", so no pass merges them back
- * into a memset).
+ * may lower to a call of memset: sizes are written as stores instead,
+ * larger ones by a loop of them (the functions are "no-builtins", so no
+ * pass merges them back into a memset).
  */
 #define NAT_MEMSET_STORES 512
 
+/* The whole words of dst[0, size) set to w, in a loop. */
+static void nat_memset_loop(struct irb *ir, LLVMValueRef dst, uint64_t w,
+			    size_t size)
+{
+	LLVMBasicBlockRef pre = LLVMGetInsertBlock(ir->b);
+	LLVMBasicBlockRef body = LLVMAppendBasicBlockInContext(
+		ir->ctx, ir->fn, "memset_loop");
+	LLVMBasicBlockRef done = LLVMAppendBasicBlockInContext(
+		ir->ctx, ir->fn, "memset_done");
+	LLVMValueRef i, next, st;
+
+	LLVMBuildBr(ir->b, body);
+	LLVMPositionBuilderAtEnd(ir->b, body);
+	i = LLVMBuildPhi(ir->b, ir->i64, "");
+	st = LLVMBuildStore(ir->b, irb_const(ir, w),
+			    LLVMBuildGEP2(ir->b, ir->i8, dst, &i, 1, ""));
+	LLVMSetAlignment(st, 1);
+	next = LLVMBuildAdd(ir->b, i, irb_const(ir, 8), "");
+	LLVMAddIncoming(i, (LLVMValueRef[]){ irb_const(ir, 0), next },
+			(LLVMBasicBlockRef[]){ pre, body }, 2);
+	LLVMBuildCondBr(ir->b,
+			LLVMBuildICmp(ir->b, LLVMIntULT, next,
+				      irb_const(ir, size & ~(size_t)7), ""),
+			body, done);
+	LLVMPositionBuilderAtEnd(ir->b, done);
+}
+
 void irb_native_memset(struct irb *ir, LLVMValueRef dst, int c, size_t size)
 {
-	LLVMTypeRef ov[2] = { ir->ptr, ir->i64 };
-	LLVMValueRef args[4] = { dst, LLVMConstInt(ir->i8, c, 0),
-				 irb_const(ir, size),
-				 LLVMConstInt(ir->i1, 0, 0) };
 	uint64_t b = (uint8_t)c, w = b * 0x0101010101010101ull;
-	size_t i;
+	size_t i = 0;
 
 	if (size > NAT_MEMSET_STORES) {
-		nat_intrinsic_mem(ir, "llvm.memset.inline", args, ov, 2);
-		return;
+		nat_memset_loop(ir, dst, w, size);
+		i = size & ~(size_t)7;
 	}
-	for (i = 0; i + 8 <= size; i += 8) {
+	for (; i + 8 <= size; i += 8) {
 		LLVMValueRef st = LLVMBuildStore(ir->b, irb_const(ir, w),
 						 irb_gep(ir, dst, i));
 

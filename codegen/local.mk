@@ -23,6 +23,7 @@ libubt_a_SOURCES += \
 	codegen/irb.c \
 	codegen/irb_base.c \
 	codegen/irb.h \
+	codegen/irb_scratch.c \
 	codegen/irb_split.c
 libubt_a_SOURCES += \
 	codegen/irb_native.c \

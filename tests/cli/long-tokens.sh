@@ -172,15 +172,15 @@ printf 'BEGIN { printf("a\0b\\n"); exit(); }' >"$tap_tmp/prog.bt"
 check "NUL byte in a string" 1 'ERROR: unterminated string' -- \
 	--parse-only "$tap_tmp/prog.bt"
 
-# A large program: a tuple that cannot fit in the BPF stack, refused
-# before LLVM spends minutes on it.
+# A large program: a tuple that cannot fit in a kernel probe's room for
+# temporaries, refused before LLVM spends minutes on it.
 {
 	printf 'BEGIN { @x = (1'
 	repeat 300000 ',1'
 	printf '); exit(); }'
 } >"$tap_tmp/prog.bt"
 check "tuple of 300001 elements" 1 \
-	'ERROR: tuple of 2400008 bytes does not fit in the BPF stack (512 bytes)' \
+	"ERROR: tuple of 2400008 bytes does not fit in a kernel probe's room for temporaries (32768 bytes)" \
 	-- --dry-run "$tap_tmp/prog.bt"
 
 tap_done
