@@ -20,11 +20,15 @@
 #include "rt_abi.h"
 #include "rt_int.h"
 
-void *rt_shadow_push(uint64_t slot, uint64_t rbx);
-void *rt_block_get(void);
+/* The return addresses of wrapped calls: rt_wrap_call's and the stub
+ * slots' (rt.c, which passes them: no reference back to it). */
+struct rt_wrap_rets {
+	uint64_t ret, stubs;
+};
 
-/* the stub slots and rt_wrap_call's return address (rt.c) */
-extern const char rt_wrap_ret[], rt_wrap_stubs[];
+void *rt_shadow_push(uint64_t slot, uint64_t rbx, uint64_t wrap_ret,
+		     uint64_t stubs);
+void *rt_block_get(void);
 
 /* The kernel's stack_t. */
 struct rt_stack_t {
@@ -61,11 +65,11 @@ static void rt_alt_get(struct rt_alt *a)
 }
 
 /* A call's return address is rt_wrap_call's or a stub's, after its call. */
-static int rt_is_wrap_ret(uint64_t ret)
+static int rt_is_wrap_ret(const struct rt_wrap_rets *w, uint64_t ret)
 {
-	uint64_t off = ret - (uint64_t)(uintptr_t)rt_wrap_stubs;
+	uint64_t off = ret - w->stubs;
 
-	if (ret == (uint64_t)(uintptr_t)rt_wrap_ret)
+	if (ret == w->ret)
 		return 1;
 	return off < RT_WRAP_STUBS * RT_WRAP_STUB &&
 	       (off & (RT_WRAP_STUB - 1)) == 5;
@@ -84,11 +88,12 @@ static int rt_is_wrap_ret(uint64_t ret)
  * farther than RT_SAME_STACK on no known stack may be another stack's
  * (a coroutine's): kept.
  */
-static int rt_shadow_dead(struct rt_alt *a, uint64_t old, uint64_t slot)
+static int rt_shadow_dead(const struct rt_wrap_rets *w, struct rt_alt *a,
+			  uint64_t old, uint64_t slot)
 {
 	int old_alt;
 
-	if (old == slot && rt_is_wrap_ret(*(volatile uint64_t *)slot))
+	if (old == slot && rt_is_wrap_ret(w, *(volatile uint64_t *)slot))
 		return 0;
 	if (!a->known)
 		rt_alt_get(a);
@@ -104,9 +109,10 @@ static int rt_shadow_dead(struct rt_alt *a, uint64_t old, uint64_t slot)
  * Push {slot, *slot, rbx} on the calling thread's shadow stack; the entry,
  * or NULL (no block, or the stack is full: counted).
  */
-__attribute__((visibility("hidden"))) void *rt_shadow_push(uint64_t slot,
-							   uint64_t rbx)
+__attribute__((visibility("hidden"))) void *
+rt_shadow_push(uint64_t slot, uint64_t rbx, uint64_t wrap_ret, uint64_t stubs)
 {
+	const struct rt_wrap_rets w = { wrap_ret, stubs };
 	char *blk = rt_self ? rt_self : rt_block_get();
 	volatile uint64_t *top, *e;
 	struct rt_alt alt = { 0 };
@@ -134,7 +140,7 @@ again:
 			if (!alt.known || alt.on || old < alt.lo ||
 			    old >= alt.hi)
 				break;
-		} else if (!rt_shadow_dead(&alt, old, slot)) {
+		} else if (!rt_shadow_dead(&w, &alt, old, slot)) {
 			break;
 		}
 		t -= RT_SHADOW_ENTRY;

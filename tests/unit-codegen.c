@@ -96,7 +96,10 @@ static int build(void **image, size_t *size)
 	LLVMBuildBr(ir.b, done);
 	LLVMPositionBuilderAtEnd(ir.b, done);
 	irb_func_end(&ir);
-	err = irb_emit(&ir, true, image, size);
+	/* as cg.c does: the scratch room's map, before the object */
+	err = irb_scratch_finish(&ir);
+	if (!err)
+		err = irb_emit(&ir, true, image, size);
 	irb_release(&ir);
 	return err;
 }
