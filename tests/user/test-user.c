@@ -923,6 +923,13 @@ static void test_sys(void)
 	}
 	st = install(u, "ut_sys", USER_PROBE_ENTRY,
 		     blob_count(user_tls_offset(u), OFF_PLAIN));
+	/*
+	 * The attach's remote calls interrupted the read(); the thread
+	 * restarts it from the syscall instruction, the window's first,
+	 * where a commit stop that comes first leaves it (nothing to move:
+	 * it takes the jump, one count more).  In read() again first.
+	 */
+	wait_blocked(p.pid);
 	/* the jump is written, and the thread moved, at resume */
 	ok(!st && !user_resume(u), "window: resume");
 	ok(user_moved_threads(u) == 1,
@@ -949,9 +956,10 @@ static void test_sys(void)
 	/* a second session: the runtime is there already, new memfd */
 	wait_blocked(p.pid);
 	u2 = user_attach_pid(p.pid, NULL, err, sizeof(err));
-	ok(u2 && !install(u2, "ut_sys", USER_PROBE_ENTRY,
-			  blob_count(user_tls_offset(u2), OFF_PLAIN)) &&
-		   !user_resume(u2),
+	st = u2 ? install(u2, "ut_sys", USER_PROBE_ENTRY,
+			  blob_count(user_tls_offset(u2), OFF_PLAIN)) : -1;
+	wait_blocked(p.pid);	/* as above */
+	ok(u2 && !st && !user_resume(u2),
 	   "again: attach a second time%s%s", u2 ? "" : ": ",
 	   u2 ? "" : err);
 	go(p.in);
