@@ -64,6 +64,15 @@ static LLVMBasicBlockRef xm_block(struct cg *g, const char *name)
 	return LLVMAppendBasicBlockInContext(g->ir.ctx, g->ir.fn, name);
 }
 
+/* an 8-byte temporary of the operation: in BPF, of its function
+ * (xm_sub()), which has none of the program's scopes */
+static LLVMValueRef xm_alloca(struct cg *g, const char *name)
+{
+	if (xm_native(g))
+		return irb_alloca(&g->ir, 8, name);
+	return irb_alloca_type(&g->ir, g->ir.i64, name);
+}
+
 LLVMValueRef cg_xmap_define(struct cg *g, int id)
 {
 	struct cg_map *m = &g->obj->maps[id];
@@ -89,7 +98,7 @@ static LLVMValueRef xm_table(struct cg *g, int id)
 
 	if (xm_native(g))
 		return irb_native_xmap_table(ir, g->maps[id]);
-	key = irb_alloca(ir, 4, "xmap_key");
+	key = xm_alloca(g, "xmap_key");
 	LLVMBuildStore(ir->b, LLVMConstInt(ir->i32, 0, 0), key);
 	return irb_map_lookup(ir, g->maps[id], key);
 }
@@ -289,7 +298,7 @@ static LLVMValueRef xm_get(struct cg *g, int id, LLVMValueRef k,
 	LLVMValueRef slot, s, s2, v, res;
 	LLVMBasicBlockRef has, same, cont;
 
-	res = irb_alloca(ir, 8, "xmap_has");
+	res = xm_alloca(g, "xmap_has");
 	LLVMBuildStore(ir->b, irb_const(ir, 0), res);
 	slot = xm_find(g, id, xm_table(g, id), xm_enc(g, k), &s);
 	has = xm_block(g, "xmap_has");
@@ -311,28 +320,13 @@ static LLVMValueRef xm_get(struct cg *g, int id, LLVMValueRef k,
 	return LLVMBuildLoad2(ir->b, ir->i64, res, "has_key");
 }
 
-LLVMValueRef cg_xmap_read(struct cg *g, int id, LLVMValueRef k,
-			  const struct type *vt)
-{
-	LLVMValueRef val = irb_alloca(&g->ir, 8, "xmap_val");
-
-	LLVMBuildStore(g->ir.b, irb_const(&g->ir, 0), val);
-	xm_get(g, id, k, val);
-	return cg_load(g, val, vt);
-}
-
-LLVMValueRef cg_xmap_has(struct cg *g, int id, LLVMValueRef k)
-{
-	return xm_get(g, id, k, NULL);
-}
-
-LLVMValueRef cg_xmap_delete(struct cg *g, int id, LLVMValueRef k)
+static LLVMValueRef xm_delete(struct cg *g, int id, LLVMValueRef k)
 {
 	struct irb *ir = &g->ir;
 	LLVMValueRef tab, slot, s, res;
 	LLVMBasicBlockRef has, del, cont;
 
-	res = irb_alloca(ir, 8, "xmap_del");
+	res = xm_alloca(g, "xmap_del");
 	LLVMBuildStore(ir->b, irb_const(ir, 0), res);
 	tab = xm_table(g, id);
 	slot = xm_find(g, id, tab, xm_enc(g, k), &s);
@@ -401,7 +395,7 @@ static void xm_spin(struct cg *g, LLVMBasicBlockRef spin,
  * @m[k] = val (cg_xmap.h: update of a live key, else insert), tried again
  * up to CG_XMAP_ATTEMPTS times when a race was lost.
  */
-void cg_xmap_assign(struct cg *g, int id, LLVMValueRef k, LLVMValueRef val)
+static void xm_assign(struct cg *g, int id, LLVMValueRef k, LLVMValueRef val)
 {
 	struct irb *ir = &g->ir;
 	const struct cg_map *m = &g->obj->maps[id];
@@ -618,4 +612,105 @@ void cg_xmap_assign(struct cg *g, int id, LLVMValueRef k, LLVMValueRef val)
 	xm_add(g, irb_gep(ir, tab, CG_XMAP_OFF_RACED), 1);
 	LLVMBuildBr(ir->b, cont);
 	LLVMPositionBuilderAtEnd(ir->b, cont);
+}
+
+/*
+ * BPF: map id's operation op as a global function (irb_subprog_begin()),
+ * built at its first use: the verifier walks its loops and races once
+ * per program, not once per use (40 updates in one probe were past its
+ * million instructions inline).
+ *   long ubt_xget_ID(long key, long *val): has; the value in *val
+ *   long ubt_xput_ID(long key, long val)
+ *   long ubt_xdel_ID(long key): was the key there
+ */
+enum xm_op { XM_GET, XM_PUT, XM_DEL };
+
+static LLVMValueRef xm_sub(struct cg *g, int id, enum xm_op op)
+{
+	static const char *const names[] = { "get", "put", "del" };
+	struct irb *ir = &g->ir;
+	LLVMValueRef fn = ir->fn, sub, k, p, ret;
+	LLVMBasicBlockRef entry = ir->entry, at = LLVMGetInsertBlock(ir->b);
+	LLVMBasicBlockRef body, none;
+	char name[32];
+
+	snprintf(name, sizeof(name), "ubt_x%s_%d", names[op], id);
+	sub = LLVMGetNamedFunction(ir->mod, name);
+	if (sub)
+		return sub;
+	sub = irb_subprog_begin(ir, name, op == XM_DEL ? 1 : 2,
+				op == XM_GET ? 2 : 0);
+	k = LLVMGetParam(sub, 0);
+	switch (op) {
+	case XM_GET:
+		/* the verifier has *val as memory that may be null */
+		p = LLVMGetParam(sub, 1);
+		body = xm_block(g, "xmap_get");
+		none = xm_block(g, "xmap_get_none");
+		LLVMBuildCondBr(ir->b, LLVMBuildIsNull(ir->b, p, ""), none,
+				body);
+		LLVMPositionBuilderAtEnd(ir->b, none);
+		LLVMBuildRet(ir->b, irb_const(ir, 0));
+		LLVMPositionBuilderAtEnd(ir->b, body);
+		ret = xm_get(g, id, k, p);
+		break;
+	case XM_PUT:
+		xm_assign(g, id, k, LLVMGetParam(sub, 1));
+		ret = irb_const(ir, 0);
+		break;
+	default:
+		ret = xm_delete(g, id, k);
+		break;
+	}
+	LLVMBuildRet(ir->b, ret);
+	ir->fn = fn;
+	ir->entry = entry;
+	LLVMPositionBuilderAtEnd(ir->b, at);
+	return sub;
+}
+
+/* read or has_key(): the value in val (an 8-byte temporary) */
+static LLVMValueRef xm_get_at(struct cg *g, int id, LLVMValueRef k,
+			      LLVMValueRef val)
+{
+	LLVMValueRef args[2] = { k, val };
+
+	LLVMBuildStore(g->ir.b, irb_const(&g->ir, 0), val);
+	if (xm_native(g))
+		return xm_get(g, id, k, val);
+	return irb_subprog_call(&g->ir, xm_sub(g, id, XM_GET), args, 2);
+}
+
+LLVMValueRef cg_xmap_read(struct cg *g, int id, LLVMValueRef k,
+			  const struct type *vt)
+{
+	LLVMValueRef val = irb_alloca(&g->ir, 8, "xmap_val");
+
+	xm_get_at(g, id, k, val);
+	return cg_load(g, val, vt);
+}
+
+LLVMValueRef cg_xmap_has(struct cg *g, int id, LLVMValueRef k)
+{
+	if (xm_native(g))
+		return xm_get(g, id, k, NULL);
+	return xm_get_at(g, id, k, irb_alloca(&g->ir, 8, "xmap_val"));
+}
+
+LLVMValueRef cg_xmap_delete(struct cg *g, int id, LLVMValueRef k)
+{
+	if (xm_native(g))
+		return xm_delete(g, id, k);
+	return irb_subprog_call(&g->ir, xm_sub(g, id, XM_DEL), &k, 1);
+}
+
+void cg_xmap_assign(struct cg *g, int id, LLVMValueRef k, LLVMValueRef val)
+{
+	LLVMValueRef args[2] = { k, val };
+
+	if (xm_native(g)) {
+		xm_assign(g, id, k, val);
+		return;
+	}
+	irb_subprog_call(&g->ir, xm_sub(g, id, XM_PUT), args, 2);
 }
