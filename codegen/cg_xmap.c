@@ -400,7 +400,8 @@ static void xm_assign(struct cg *g, int id, LLVMValueRef k, LLVMValueRef val)
 	struct irb *ir = &g->ir;
 	const struct cg_map *m = &g->obj->maps[id];
 	LLVMValueRef tab, enc, h, a, s, kw, n, s2, news, mine, s3, st3, kw3,
-		slot3, slotu, su, kwu, pins, anext, ok, passed;
+		slot3, slotu, su, kwu, pins, anext, ok, passed,
+		nearer;
 	LLVMBasicBlockRef start, attempt, l1live, l1not, ins, limit, cstart,
 		l2try, l2pins, l2back, noslot, claimed, l3load, l3empty, l3key,
 		l3mine, l3same, kill, promote, abort, spin, lost, upd, updset, updfail,
@@ -509,19 +510,27 @@ static void xm_assign(struct cg *g, int id, LLVMValueRef k, LLVMValueRef val)
 	LLVMBuildAtomicRMW(ir->b, LLVMAtomicRMWBinOpXchg,
 			   xm_word(g, w2.slot, CG_XMAP_SLOT_STATE), mine,
 			   LLVMAtomicOrderingSequentiallyConsistent, 0);
-	/* ours is met by its address, and "nearer the hash" is "before
-	 * ours was met" (passed 0): w2.i, which the scan does not read,
-	 * takes no part, so the verifier checks the scan once, not once
-	 * for every slot the claim may have taken */
-	passed = xm_alloca(g, "xmap_passed");
-	LLVMBuildStore(ir->b, irb_const(ir, 0), passed);
+	/* ours is skipped, and the slots before it are nearer the hash.
+	 * BPF: ours is met by its address, and the nearer slots are those
+	 * before it was met (passed 0): the claim's index, which the scan
+	 * then does not read, takes no part, so the verifier checks the
+	 * scan once, not once for every slot the claim may have taken */
+	passed = xm_native(g) ? NULL : xm_alloca(g, "xmap_passed");
+	if (passed)
+		LLVMBuildStore(ir->b, irb_const(ir, 0), passed);
 	xm_walk_begin(g, id, &w3, tab, h, "xmap_check");
 	slot3 = w3.slot;
-	xm_br(g, LLVMBuildICmp(ir->b, LLVMIntEQ, slot3, w2.slot, ""), l3mine,
-	      l3load, -1);
-	LLVMPositionBuilderAtEnd(ir->b, l3mine);
-	LLVMBuildStore(ir->b, irb_const(ir, 1), passed);
-	LLVMBuildBr(ir->b, w3.next);
+	if (passed) {
+		xm_br(g, LLVMBuildICmp(ir->b, LLVMIntEQ, slot3, w2.slot, ""),
+		      l3mine, l3load, -1);
+		LLVMPositionBuilderAtEnd(ir->b, l3mine);
+		LLVMBuildStore(ir->b, irb_const(ir, 1), passed);
+		LLVMBuildBr(ir->b, w3.next);
+	} else {
+		xm_br(g, LLVMBuildICmp(ir->b, LLVMIntEQ, w3.i, w2.i, ""),
+		      w3.next, l3load, -1);
+		LLVMDeleteBasicBlock(l3mine);
+	}
 	LLVMPositionBuilderAtEnd(ir->b, l3load);
 	s3 = xm_load_ord(g, xm_word(g, slot3, CG_XMAP_SLOT_STATE),
 			 LLVMAtomicOrderingSequentiallyConsistent);
@@ -541,12 +550,10 @@ static void xm_assign(struct cg *g, int id, LLVMValueRef k, LLVMValueRef val)
 	 * wins; one being inserted farther loses (dead: its inserter's
 	 * last compare-and-swap fails, and it tries again) */
 	LLVMPositionBuilderAtEnd(ir->b, l3same);
-	xm_br(g,
-	      LLVMBuildOr(ir->b, xm_eq(g, st3, CG_XMAP_LIVE),
-			  xm_eq(g, LLVMBuildLoad2(ir->b, ir->i64, passed,
-						  ""),
-				0),
-			  ""),
+	nearer = passed ? xm_eq(g, LLVMBuildLoad2(ir->b, ir->i64, passed, ""),
+				0) :
+			  LLVMBuildICmp(ir->b, LLVMIntULT, w3.i, w2.i, "");
+	xm_br(g, LLVMBuildOr(ir->b, xm_eq(g, st3, CG_XMAP_LIVE), nearer, ""),
 	      abort, kill, -1);
 	LLVMPositionBuilderAtEnd(ir->b, kill);
 	/* a failure: its inserter may have turned it live meanwhile (its
