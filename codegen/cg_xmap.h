@@ -8,10 +8,10 @@
  * address in an 8-byte word of the memfd's shared area
  * (native_map.kind NATIVE_MAP_XMAP, off).  Both lowerings emit the same
  * IR (cg_xmap.c): no system call, no trap, no lock on the user side.  In
- * BPF the IR of each operation of a map is a global function (BTF
- * describes it: ubt_xget_ID, ubt_xput_ID, ubt_xdel_ID) that every use
- * calls, so the verifier walks its loops once per program; native code
- * has it inline.
+ * BPF the IR of each operation is a global function (BTF describes it:
+ * ubt_xget_SLOTS, ubt_xput_SLOTS, ubt_xdel_SLOTS, shared by the tables of
+ * that many slots, which each use passes) that every use calls, so the
+ * verifier walks its loops once per program; native code has it inline.
  *
  * What it covers (shim/place_xmap.c decides): maps without a key or with
  * one integer key (tid, pid, an address...: an integer, bool, enum or

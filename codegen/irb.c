@@ -178,23 +178,41 @@ LLVMValueRef irb_callback_begin(struct irb *ir, const char *name,
 }
 
 /*
- * Debug info for a global function `long name(long, ...)` whose parameter
- * i is a `long *` when bit i of ptrs is set: BTF gives the verifier its
- * prototype (a scalar, or memory of 8 bytes that may be null).
+ * Debug info for a global function `long name(...)` whose parameter i is
+ * a long when mem[i] is 0, else a pointer to mem[i] bytes (a long, or a
+ * struct ubt_mem_N of no members): BTF gives the verifier its prototype
+ * (a scalar, or memory of that size that may be null).
  */
 static void irb_subprog_debug(struct irb *ir, LLVMValueRef fn,
-			      const char *name, int nparams, unsigned ptrs)
+			      const char *name, int nparams,
+			      const uint64_t *mem)
 {
-	LLVMMetadataRef types[6], lng, lptr, sub, sp;
+	LLVMMetadataRef types[6], lng, sub, sp;
 
 	BUG_ON(nparams > 5);
 	lng = LLVMDIBuilderCreateBasicType(ir->di, "long", 4, 64,
 					   0x05 /* DW_ATE_signed */,
 					   LLVMDIFlagZero);
-	lptr = LLVMDIBuilderCreatePointerType(ir->di, lng, 64, 64, 0, NULL, 0);
 	types[0] = lng;
-	for (int i = 0; i < nparams; i++)
-		types[i + 1] = ptrs & (1u << i) ? lptr : lng;
+	for (int i = 0; i < nparams; i++) {
+		LLVMMetadataRef to = lng;
+		char sn[32];
+
+		if (!mem[i]) {
+			types[i + 1] = lng;
+			continue;
+		}
+		if (mem[i] != 8) {
+			snprintf(sn, sizeof(sn), "ubt_mem_%llu",
+				 (unsigned long long)mem[i]);
+			to = LLVMDIBuilderCreateStructType(
+				ir->di, ir->di_cu, sn, strlen(sn), ir->di_file,
+				1, mem[i] * 8, 64, LLVMDIFlagZero, NULL, NULL,
+				0, 0, NULL, sn, strlen(sn));
+		}
+		types[i + 1] = LLVMDIBuilderCreatePointerType(ir->di, to, 64,
+							      64, 0, NULL, 0);
+	}
 	sub = LLVMDIBuilderCreateSubroutineType(ir->di, ir->di_file, types,
 						nparams + 1,
 						LLVMDIFlagPrototyped);
@@ -215,7 +233,7 @@ static void irb_subprog_debug(struct irb *ir, LLVMValueRef fn,
 }
 
 LLVMValueRef irb_subprog_begin(struct irb *ir, const char *name, int nparams,
-			       unsigned ptrs)
+			       const uint64_t *mem)
 {
 	LLVMTypeRef params[5], ft;
 	LLVMValueRef fn;
@@ -224,7 +242,7 @@ LLVMValueRef irb_subprog_begin(struct irb *ir, const char *name, int nparams,
 
 	BUG_ON(irb_is_native(ir) || nparams > 5);
 	for (int i = 0; i < nparams; i++)
-		params[i] = ptrs & (1u << i) ? ir->ptr : ir->i64;
+		params[i] = mem[i] ? ir->ptr : ir->i64;
 	ft = LLVMFunctionType(ir->i64, params, nparams, 0);
 	fn = LLVMAddFunction(ir->mod, name, ft);
 	LLVMAddAttributeAtIndex(fn, LLVMAttributeFunctionIndex,
@@ -233,7 +251,7 @@ LLVMValueRef irb_subprog_begin(struct irb *ir, const char *name, int nparams,
 				LLVMCreateEnumAttribute(ir->ctx, noinline, 0));
 	LLVMSetSection(fn, ".text");
 	LLVMSetLinkage(fn, LLVMExternalLinkage);
-	irb_subprog_debug(ir, fn, name, nparams, ptrs);
+	irb_subprog_debug(ir, fn, name, nparams, mem);
 	ir->fn = fn;
 	ir->entry = LLVMAppendBasicBlockInContext(ir->ctx, fn, "entry");
 	LLVMPositionBuilderAtEnd(ir->b, ir->entry);
