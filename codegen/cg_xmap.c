@@ -64,6 +64,15 @@ static LLVMBasicBlockRef xm_block(struct cg *g, const char *name)
 	return LLVMAppendBasicBlockInContext(g->ir.ctx, g->ir.fn, name);
 }
 
+/* an 8-byte temporary of the operation: in BPF, of its function
+ * (xm_sub()), which has none of the program's scopes */
+static LLVMValueRef xm_alloca(struct cg *g, const char *name)
+{
+	if (xm_native(g))
+		return irb_alloca(&g->ir, 8, name);
+	return irb_alloca_type(&g->ir, g->ir.i64, name);
+}
+
 LLVMValueRef cg_xmap_define(struct cg *g, int id)
 {
 	struct cg_map *m = &g->obj->maps[id];
@@ -282,16 +291,16 @@ static LLVMValueRef xm_find(struct cg *g, int id, LLVMValueRef tab,
  * read, when the state is still that after the value: else the slot was
  * deleted meanwhile, and the key is absent.
  */
-static LLVMValueRef xm_get(struct cg *g, int id, LLVMValueRef k,
-			   LLVMValueRef val)
+static LLVMValueRef xm_get(struct cg *g, int id, LLVMValueRef tab,
+			   LLVMValueRef k, LLVMValueRef val)
 {
 	struct irb *ir = &g->ir;
 	LLVMValueRef slot, s, s2, v, res;
 	LLVMBasicBlockRef has, same, cont;
 
-	res = irb_alloca(ir, 8, "xmap_has");
+	res = xm_alloca(g, "xmap_has");
 	LLVMBuildStore(ir->b, irb_const(ir, 0), res);
-	slot = xm_find(g, id, xm_table(g, id), xm_enc(g, k), &s);
+	slot = xm_find(g, id, tab, xm_enc(g, k), &s);
 	has = xm_block(g, "xmap_has");
 	same = xm_block(g, "xmap_same");
 	cont = xm_block(g, "xmap_read_done");
@@ -311,30 +320,15 @@ static LLVMValueRef xm_get(struct cg *g, int id, LLVMValueRef k,
 	return LLVMBuildLoad2(ir->b, ir->i64, res, "has_key");
 }
 
-LLVMValueRef cg_xmap_read(struct cg *g, int id, LLVMValueRef k,
-			  const struct type *vt)
-{
-	LLVMValueRef val = irb_alloca(&g->ir, 8, "xmap_val");
-
-	LLVMBuildStore(g->ir.b, irb_const(&g->ir, 0), val);
-	xm_get(g, id, k, val);
-	return cg_load(g, val, vt);
-}
-
-LLVMValueRef cg_xmap_has(struct cg *g, int id, LLVMValueRef k)
-{
-	return xm_get(g, id, k, NULL);
-}
-
-LLVMValueRef cg_xmap_delete(struct cg *g, int id, LLVMValueRef k)
+static LLVMValueRef xm_delete(struct cg *g, int id, LLVMValueRef tab,
+			      LLVMValueRef k)
 {
 	struct irb *ir = &g->ir;
-	LLVMValueRef tab, slot, s, res;
+	LLVMValueRef slot, s, res;
 	LLVMBasicBlockRef has, del, cont;
 
-	res = irb_alloca(ir, 8, "xmap_del");
+	res = xm_alloca(g, "xmap_del");
 	LLVMBuildStore(ir->b, irb_const(ir, 0), res);
-	tab = xm_table(g, id);
 	slot = xm_find(g, id, tab, xm_enc(g, k), &s);
 	has = xm_block(g, "xmap_del_has");
 	del = xm_block(g, "xmap_del_live");
@@ -399,21 +393,22 @@ static void xm_spin(struct cg *g, LLVMBasicBlockRef spin,
 
 /*
  * @m[k] = val (cg_xmap.h: update of a live key, else insert), tried again
- * up to CG_XMAP_ATTEMPTS times when a race was lost.
+ * up to CG_XMAP_ATTEMPTS times when a race was lost; most: the live keys
+ * the map holds (max_entries).
  */
-void cg_xmap_assign(struct cg *g, int id, LLVMValueRef k, LLVMValueRef val)
+static void xm_assign(struct cg *g, int id, LLVMValueRef tab, LLVMValueRef k,
+		      LLVMValueRef val, LLVMValueRef most)
 {
 	struct irb *ir = &g->ir;
-	const struct cg_map *m = &g->obj->maps[id];
-	LLVMValueRef tab, enc, h, a, s, kw, n, s2, news, mine, s3, st3, kw3,
-		slot3, slotu, su, kwu, pins, anext, ok;
+	LLVMValueRef enc, h, a, s, kw, n, s2, news, mine, s3, st3, kw3,
+		slot3, slotu, su, kwu, pins, anext, ok, passed,
+		nearer;
 	LLVMBasicBlockRef start, attempt, l1live, l1not, ins, limit, cstart,
 		l2try, l2pins, l2back, noslot, claimed, l3load, l3empty, l3key,
-		l3same, kill, promote, abort, spin, lost, upd, updset, updfail,
-		retry, raced, cont, from[2];
+		l3mine, l3same, kill, promote, abort, spin, lost, upd, updset,
+		updfail, retry, raced, cont, from[2];
 	struct xm_walk w1, w2, w3;
 
-	tab = xm_table(g, id);
 	enc = xm_enc(g, k);
 	start = xm_block(g, "xmap_put");
 	attempt = xm_block(g, "xmap_attempt");
@@ -430,6 +425,7 @@ void cg_xmap_assign(struct cg *g, int id, LLVMValueRef k, LLVMValueRef val)
 	l3load = xm_block(g, "xmap_check_load");
 	l3empty = xm_block(g, "xmap_check_empty");
 	l3key = xm_block(g, "xmap_check_key");
+	l3mine = xm_block(g, "xmap_check_mine");
 	l3same = xm_block(g, "xmap_check_same");
 	kill = xm_block(g, "xmap_kill");
 	promote = xm_block(g, "xmap_promote");
@@ -467,9 +463,7 @@ void cg_xmap_assign(struct cg *g, int id, LLVMValueRef k, LLVMValueRef val)
 	LLVMPositionBuilderAtEnd(ir->b, ins);
 	n = xm_add(g, irb_gep(ir, tab, CG_XMAP_OFF_KEYS), 1);
 	xm_br(g,
-	      LLVMBuildICmp(ir->b, LLVMIntULT, n,
-			    irb_const(ir, m->max_entries ? m->max_entries : 1),
-			    ""),
+	      LLVMBuildICmp(ir->b, LLVMIntULT, n, most, ""),
 	      cstart, limit, 1);
 	LLVMPositionBuilderAtEnd(ir->b, limit);
 	xm_add(g, irb_gep(ir, tab, CG_XMAP_OFF_KEYS), -1);
@@ -514,10 +508,27 @@ void cg_xmap_assign(struct cg *g, int id, LLVMValueRef k, LLVMValueRef val)
 	LLVMBuildAtomicRMW(ir->b, LLVMAtomicRMWBinOpXchg,
 			   xm_word(g, w2.slot, CG_XMAP_SLOT_STATE), mine,
 			   LLVMAtomicOrderingSequentiallyConsistent, 0);
+	/* ours is skipped, and the slots before it are nearer the hash.
+	 * BPF: ours is met by its address, and the nearer slots are those
+	 * before it was met (passed 0): the claim's index, which the scan
+	 * then does not read, takes no part, so the verifier checks the
+	 * scan once, not once for every slot the claim may have taken */
+	passed = xm_native(g) ? NULL : xm_alloca(g, "xmap_passed");
+	if (passed)
+		LLVMBuildStore(ir->b, irb_const(ir, 0), passed);
 	xm_walk_begin(g, id, &w3, tab, h, "xmap_check");
 	slot3 = w3.slot;
-	xm_br(g, LLVMBuildICmp(ir->b, LLVMIntEQ, w3.i, w2.i, ""), w3.next,
-	      l3load, -1);
+	if (passed) {
+		xm_br(g, LLVMBuildICmp(ir->b, LLVMIntEQ, slot3, w2.slot, ""),
+		      l3mine, l3load, -1);
+		LLVMPositionBuilderAtEnd(ir->b, l3mine);
+		LLVMBuildStore(ir->b, irb_const(ir, 1), passed);
+		LLVMBuildBr(ir->b, w3.next);
+	} else {
+		xm_br(g, LLVMBuildICmp(ir->b, LLVMIntEQ, w3.i, w2.i, ""),
+		      w3.next, l3load, -1);
+		LLVMDeleteBasicBlock(l3mine);
+	}
 	LLVMPositionBuilderAtEnd(ir->b, l3load);
 	s3 = xm_load_ord(g, xm_word(g, slot3, CG_XMAP_SLOT_STATE),
 			 LLVMAtomicOrderingSequentiallyConsistent);
@@ -537,10 +548,10 @@ void cg_xmap_assign(struct cg *g, int id, LLVMValueRef k, LLVMValueRef val)
 	 * wins; one being inserted farther loses (dead: its inserter's
 	 * last compare-and-swap fails, and it tries again) */
 	LLVMPositionBuilderAtEnd(ir->b, l3same);
-	xm_br(g,
-	      LLVMBuildOr(ir->b, xm_eq(g, st3, CG_XMAP_LIVE),
-			  LLVMBuildICmp(ir->b, LLVMIntULT, w3.i, w2.i, ""),
-			  ""),
+	nearer = passed ? xm_eq(g, LLVMBuildLoad2(ir->b, ir->i64, passed, ""),
+				0) :
+			  LLVMBuildICmp(ir->b, LLVMIntULT, w3.i, w2.i, "");
+	xm_br(g, LLVMBuildOr(ir->b, xm_eq(g, st3, CG_XMAP_LIVE), nearer, ""),
 	      abort, kill, -1);
 	LLVMPositionBuilderAtEnd(ir->b, kill);
 	/* a failure: its inserter may have turned it live meanwhile (its
@@ -618,4 +629,130 @@ void cg_xmap_assign(struct cg *g, int id, LLVMValueRef k, LLVMValueRef val)
 	xm_add(g, irb_gep(ir, tab, CG_XMAP_OFF_RACED), 1);
 	LLVMBuildBr(ir->b, cont);
 	LLVMPositionBuilderAtEnd(ir->b, cont);
+}
+
+/* the most live keys of map id */
+static LLVMValueRef xm_limit(struct cg *g, int id)
+{
+	const struct cg_map *m = &g->obj->maps[id];
+
+	return irb_const(&g->ir, m->max_entries ? m->max_entries : 1);
+}
+
+/*
+ * BPF: operation op on a table of map id's size as a global function
+ * (irb_subprog_begin()), built at its first use and shared by the maps
+ * of that size: the verifier walks its loops and races once per program,
+ * not once per use (40 updates in one probe were past its million
+ * instructions inline).  The table is memory of its size, or null.
+ *   long ubt_xget_SLOTS(table, long key, long *val): has; *val the value
+ *   long ubt_xput_SLOTS(table, long key, long val, long max_entries)
+ *   long ubt_xdel_SLOTS(table, long key): was the key there
+ */
+enum xm_op { XM_GET, XM_PUT, XM_DEL };
+
+static LLVMValueRef xm_sub(struct cg *g, int id, enum xm_op op)
+{
+	static const char *const names[] = { "get", "put", "del" };
+	static const int nparams[] = { 3, 4, 2 };
+	struct irb *ir = &g->ir;
+	uint32_t nslots = g->obj->maps[id].xmap_slots;
+	LLVMValueRef fn = ir->fn, sub, tab, k, p, ret;
+	LLVMBasicBlockRef entry = ir->entry, at = LLVMGetInsertBlock(ir->b);
+	LLVMBasicBlockRef body, none;
+	uint64_t mem[4] = { cg_xmap_bytes(nslots), 0,
+			    op == XM_GET ? 8 : 0, 0 };
+	char name[32];
+
+	snprintf(name, sizeof(name), "ubt_x%s_%u", names[op], nslots);
+	sub = LLVMGetNamedFunction(ir->mod, name);
+	if (sub)
+		return sub;
+	sub = irb_subprog_begin(ir, name, nparams[op], mem);
+	tab = LLVMGetParam(sub, 0);
+	k = LLVMGetParam(sub, 1);
+	switch (op) {
+	case XM_GET:
+		/* the verifier has *val as memory that may be null */
+		p = LLVMGetParam(sub, 2);
+		body = xm_block(g, "xmap_get");
+		none = xm_block(g, "xmap_get_none");
+		LLVMBuildCondBr(ir->b, LLVMBuildIsNull(ir->b, p, ""), none,
+				body);
+		LLVMPositionBuilderAtEnd(ir->b, none);
+		LLVMBuildRet(ir->b, irb_const(ir, 0));
+		LLVMPositionBuilderAtEnd(ir->b, body);
+		ret = xm_get(g, id, tab, k, p);
+		break;
+	case XM_PUT:
+		xm_assign(g, id, tab, k, LLVMGetParam(sub, 2),
+			  LLVMGetParam(sub, 3));
+		ret = irb_const(ir, 0);
+		break;
+	default:
+		ret = xm_delete(g, id, tab, k);
+		break;
+	}
+	LLVMBuildRet(ir->b, ret);
+	ir->fn = fn;
+	ir->entry = entry;
+	LLVMPositionBuilderAtEnd(ir->b, at);
+	return sub;
+}
+
+/* read or has_key(): the value in val (an 8-byte temporary) */
+static LLVMValueRef xm_get_at(struct cg *g, int id, LLVMValueRef k,
+			      LLVMValueRef val)
+{
+	LLVMValueRef args[3];
+
+	LLVMBuildStore(g->ir.b, irb_const(&g->ir, 0), val);
+	if (xm_native(g))
+		return xm_get(g, id, xm_table(g, id), k, val);
+	args[0] = xm_table(g, id);
+	args[1] = k;
+	args[2] = val;
+	return irb_subprog_call(&g->ir, xm_sub(g, id, XM_GET), args, 3);
+}
+
+LLVMValueRef cg_xmap_read(struct cg *g, int id, LLVMValueRef k,
+			  const struct type *vt)
+{
+	LLVMValueRef val = irb_alloca(&g->ir, 8, "xmap_val");
+
+	xm_get_at(g, id, k, val);
+	return cg_load(g, val, vt);
+}
+
+LLVMValueRef cg_xmap_has(struct cg *g, int id, LLVMValueRef k)
+{
+	if (xm_native(g))
+		return xm_get(g, id, xm_table(g, id), k, NULL);
+	return xm_get_at(g, id, k, irb_alloca(&g->ir, 8, "xmap_val"));
+}
+
+LLVMValueRef cg_xmap_delete(struct cg *g, int id, LLVMValueRef k)
+{
+	LLVMValueRef args[2];
+
+	if (xm_native(g))
+		return xm_delete(g, id, xm_table(g, id), k);
+	args[0] = xm_table(g, id);
+	args[1] = k;
+	return irb_subprog_call(&g->ir, xm_sub(g, id, XM_DEL), args, 2);
+}
+
+void cg_xmap_assign(struct cg *g, int id, LLVMValueRef k, LLVMValueRef val)
+{
+	LLVMValueRef args[4];
+
+	if (xm_native(g)) {
+		xm_assign(g, id, xm_table(g, id), k, val, xm_limit(g, id));
+		return;
+	}
+	args[0] = xm_table(g, id);
+	args[1] = k;
+	args[2] = val;
+	args[3] = xm_limit(g, id);
+	irb_subprog_call(&g->ir, xm_sub(g, id, XM_PUT), args, 4);
 }

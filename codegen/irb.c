@@ -177,6 +177,103 @@ LLVMValueRef irb_callback_begin(struct irb *ir, const char *name,
 	return irb_func_new(ir, name, ".text", nparams, true);
 }
 
+/*
+ * Debug info for a global function `long name(...)` whose parameter i is
+ * a long when mem[i] is 0, else a pointer to mem[i] bytes (a long, or a
+ * struct ubt_mem_N of no members): BTF gives the verifier its prototype
+ * (a scalar, or memory of that size that may be null).
+ */
+static void irb_subprog_debug(struct irb *ir, LLVMValueRef fn,
+			      const char *name, int nparams,
+			      const uint64_t *mem)
+{
+	LLVMMetadataRef types[6], lng, sub, sp;
+
+	BUG_ON(nparams > 5);
+	lng = LLVMDIBuilderCreateBasicType(ir->di, "long", 4, 64,
+					   0x05 /* DW_ATE_signed */,
+					   LLVMDIFlagZero);
+	types[0] = lng;
+	for (int i = 0; i < nparams; i++) {
+		LLVMMetadataRef to = lng;
+		char sn[32];
+
+		if (!mem[i]) {
+			types[i + 1] = lng;
+			continue;
+		}
+		if (mem[i] != 8) {
+			snprintf(sn, sizeof(sn), "ubt_mem_%llu",
+				 (unsigned long long)mem[i]);
+			to = LLVMDIBuilderCreateStructType(
+				ir->di, ir->di_cu, sn, strlen(sn), ir->di_file,
+				1, mem[i] * 8, 64, LLVMDIFlagZero, NULL, NULL,
+				0, 0, NULL, sn, strlen(sn));
+		}
+		types[i + 1] = LLVMDIBuilderCreatePointerType(ir->di, to, 64,
+							      64, 0, NULL, 0);
+	}
+	sub = LLVMDIBuilderCreateSubroutineType(ir->di, ir->di_file, types,
+						nparams + 1,
+						LLVMDIFlagPrototyped);
+	sp = LLVMDIBuilderCreateFunction(ir->di, ir->di_file, name,
+					 strlen(name), name, strlen(name),
+					 ir->di_file, 1, sub, 0, 1, 1,
+					 LLVMDIFlagPrototyped, 1);
+	for (int i = 1; i <= nparams; i++) {
+		char an[8];
+
+		snprintf(an, sizeof(an), "a%d", i);
+		LLVMDIBuilderCreateParameterVariable(ir->di, sp, an,
+						     strlen(an), i,
+						     ir->di_file, 1, types[i],
+						     1, LLVMDIFlagZero);
+	}
+	LLVMSetSubprogram(fn, sp);
+}
+
+LLVMValueRef irb_subprog_begin(struct irb *ir, const char *name, int nparams,
+			       const uint64_t *mem)
+{
+	LLVMTypeRef params[5], ft;
+	LLVMValueRef fn;
+	unsigned nounwind = LLVMGetEnumAttributeKindForName("nounwind", 8);
+	unsigned noinline = LLVMGetEnumAttributeKindForName("noinline", 8);
+
+	BUG_ON(irb_is_native(ir) || nparams > 5);
+	for (int i = 0; i < nparams; i++)
+		params[i] = mem[i] ? ir->ptr : ir->i64;
+	ft = LLVMFunctionType(ir->i64, params, nparams, 0);
+	fn = LLVMAddFunction(ir->mod, name, ft);
+	LLVMAddAttributeAtIndex(fn, LLVMAttributeFunctionIndex,
+				LLVMCreateEnumAttribute(ir->ctx, nounwind, 0));
+	LLVMAddAttributeAtIndex(fn, LLVMAttributeFunctionIndex,
+				LLVMCreateEnumAttribute(ir->ctx, noinline, 0));
+	LLVMSetSection(fn, ".text");
+	LLVMSetLinkage(fn, LLVMExternalLinkage);
+	irb_subprog_debug(ir, fn, name, nparams, mem);
+	ir->fn = fn;
+	ir->entry = LLVMAppendBasicBlockInContext(ir->ctx, fn, "entry");
+	LLVMPositionBuilderAtEnd(ir->b, ir->entry);
+	return fn;
+}
+
+LLVMValueRef irb_subprog_call(struct irb *ir, LLVMValueRef fn,
+			      LLVMValueRef *args, int n)
+{
+	LLVMValueRef call = LLVMBuildCall2(ir->b, LLVMGlobalGetValueType(fn),
+					   fn, args, n, "");
+	LLVMMetadataRef sp = LLVMGetSubprogram(ir->fn);
+
+	/* a call of a function with debug info from one with it needs a
+	 * location (the module's verifier says so) */
+	if (sp)
+		LLVMInstructionSetDebugLoc(
+			call, LLVMDIBuilderCreateDebugLocation(ir->ctx, 1, 1,
+							       sp, NULL));
+	return call;
+}
+
 void irb_func_end(struct irb *ir)
 {
 	LLVMBuildRet(ir->b, LLVMConstInt(ir->i64, 0, 0));

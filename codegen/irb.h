@@ -121,6 +121,17 @@ LLVMValueRef irb_func_begin(struct irb *ir, const char *name,
  * caller saves and restores ir->fn, ir->entry and the insertion point. */
 LLVMValueRef irb_callback_begin(struct irb *ir, const char *name,
 				int nparams);
+/* Start a global function `long name(...)` in .text (BPF target):
+ * nparams parameters, parameter i a long when mem[i] is 0, else a
+ * pointer to mem[i] bytes (or null); BTF describes it, so the verifier
+ * checks it once per program instead of at every call.  The caller saves
+ * and restores ir->fn, ir->entry and the insertion point;
+ * irb_alloca_type() only. */
+LLVMValueRef irb_subprog_begin(struct irb *ir, const char *name, int nparams,
+			       const uint64_t *mem);
+/* Call such a function from the current one. */
+LLVMValueRef irb_subprog_call(struct irb *ir, LLVMValueRef fn,
+			      LLVMValueRef *args, int n);
 /* Finish the current function returning 0. */
 void irb_func_end(struct irb *ir);
 
