@@ -102,22 +102,14 @@ void irb_release(struct irb *ir)
 }
 
 /*
- * Debug info for a function `long name(void *, ...)`: the BPF backend
- * makes BTF func_info of it, which the kernel needs for callbacks
- * (bpf_for_each_map_elem()).
+ * fn's debug info: `long name(types[1..nparams])` (types[0] the result),
+ * its arguments named, as BTF wants every argument of a function.
  */
-static void irb_func_debug(struct irb *ir, LLVMValueRef fn, const char *name,
-			   int nparams, bool local)
+static void irb_di_func(struct irb *ir, LLVMValueRef fn, const char *name,
+			LLVMMetadataRef *types, int nparams, bool local)
 {
-	LLVMMetadataRef types[8], sub, sp;
+	LLVMMetadataRef sub, sp;
 
-	BUG_ON(nparams > 7);
-	types[0] = LLVMDIBuilderCreateBasicType(ir->di, "long", 4, 64,
-						0x05 /* DW_ATE_signed */,
-						LLVMDIFlagZero);
-	for (int i = 1; i <= nparams; i++)
-		types[i] = LLVMDIBuilderCreatePointerType(ir->di, NULL, 64, 64,
-							  0, NULL, 0);
 	sub = LLVMDIBuilderCreateSubroutineType(ir->di, ir->di_file, types,
 						nparams + 1,
 						LLVMDIFlagPrototyped);
@@ -125,9 +117,8 @@ static void irb_func_debug(struct irb *ir, LLVMValueRef fn, const char *name,
 					 strlen(name), name, strlen(name),
 					 ir->di_file, 1, sub, local, 1, 1,
 					 LLVMDIFlagPrototyped, 1);
-	/* BTF wants every argument named */
 	for (int i = 1; i <= nparams; i++) {
-		char an[8];
+		char an[16];
 
 		snprintf(an, sizeof(an), "a%d", i);
 		LLVMDIBuilderCreateParameterVariable(ir->di, sp, an,
@@ -136,6 +127,26 @@ static void irb_func_debug(struct irb *ir, LLVMValueRef fn, const char *name,
 						     1, LLVMDIFlagZero);
 	}
 	LLVMSetSubprogram(fn, sp);
+}
+
+/*
+ * Debug info for a function `long name(void *, ...)`: the BPF backend
+ * makes BTF func_info of it, which the kernel needs for callbacks
+ * (bpf_for_each_map_elem()).
+ */
+static void irb_func_debug(struct irb *ir, LLVMValueRef fn, const char *name,
+			   int nparams, bool local)
+{
+	LLVMMetadataRef types[8];
+
+	BUG_ON(nparams > 7);
+	types[0] = LLVMDIBuilderCreateBasicType(ir->di, "long", 4, 64,
+						0x05 /* DW_ATE_signed */,
+						LLVMDIFlagZero);
+	for (int i = 1; i <= nparams; i++)
+		types[i] = LLVMDIBuilderCreatePointerType(ir->di, NULL, 64, 64,
+							  0, NULL, 0);
+	irb_di_func(ir, fn, name, types, nparams, local);
 }
 
 static LLVMValueRef irb_func_new(struct irb *ir, const char *name,
@@ -187,7 +198,7 @@ static void irb_subprog_debug(struct irb *ir, LLVMValueRef fn,
 			      const char *name, int nparams,
 			      const uint64_t *mem)
 {
-	LLVMMetadataRef types[6], lng, sub, sp;
+	LLVMMetadataRef types[6], lng;
 
 	BUG_ON(nparams > 5);
 	lng = LLVMDIBuilderCreateBasicType(ir->di, "long", 4, 64,
@@ -213,23 +224,7 @@ static void irb_subprog_debug(struct irb *ir, LLVMValueRef fn,
 		types[i + 1] = LLVMDIBuilderCreatePointerType(ir->di, to, 64,
 							      64, 0, NULL, 0);
 	}
-	sub = LLVMDIBuilderCreateSubroutineType(ir->di, ir->di_file, types,
-						nparams + 1,
-						LLVMDIFlagPrototyped);
-	sp = LLVMDIBuilderCreateFunction(ir->di, ir->di_file, name,
-					 strlen(name), name, strlen(name),
-					 ir->di_file, 1, sub, 0, 1, 1,
-					 LLVMDIFlagPrototyped, 1);
-	for (int i = 1; i <= nparams; i++) {
-		char an[8];
-
-		snprintf(an, sizeof(an), "a%d", i);
-		LLVMDIBuilderCreateParameterVariable(ir->di, sp, an,
-						     strlen(an), i,
-						     ir->di_file, 1, types[i],
-						     1, LLVMDIFlagZero);
-	}
-	LLVMSetSubprogram(fn, sp);
+	irb_di_func(ir, fn, name, types, nparams, false);
 }
 
 LLVMValueRef irb_subprog_begin(struct irb *ir, const char *name, int nparams,

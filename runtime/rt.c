@@ -71,15 +71,8 @@ static long rt_pid;	/* the process rt_init ran in */
 static long rt_sigaction(int sig, const struct rt_ksigaction *act,
 			 struct rt_ksigaction *old)
 {
-	long ret;
-	register long r10 __asm__("r10") = 8;
-
-	__asm__ volatile("syscall"
-			 : "=a"(ret)
-			 : "a"(13L) /* SYS_rt_sigaction */, "D"((long)sig),
-			   "S"(act), "d"(old), "r"(r10)
-			 : "rcx", "r11", "memory");
-	return ret;
+	/* SYS_rt_sigaction, the kernel's 8-byte mask */
+	return rt_syscall4(13, sig, (long)act, (long)old, 8);
 }
 
 
@@ -356,15 +349,9 @@ static long rt_futex_wait(uint32_t *addr, uint32_t val, long ns)
 {
 	struct { long sec, nsec; } ts = { ns / 1000000000L,
 					  ns % 1000000000L };
-	register long r10 __asm__("r10") = (long)&ts;
-	long ret;
 
-	__asm__ volatile("syscall"
-			 : "=a"(ret)
-			 : "a"(202L) /* SYS_futex */, "D"(addr),
-			   "S"(0L) /* FUTEX_WAIT */, "d"((long)val), "r"(r10)
-			 : "rcx", "r11", "memory");
-	return ret;
+	/* SYS_futex, FUTEX_WAIT */
+	return rt_syscall4(202, (long)addr, 0, (long)val, (long)&ts);
 }
 
 /*

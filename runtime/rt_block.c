@@ -160,14 +160,7 @@ static char *rt_block_take(struct rt_ctl *ctl)
 /* rt_sigprocmask(how, set, old) with the kernel's 8-byte mask */
 static void rt_sigmask(int how, const uint64_t *set, uint64_t *old)
 {
-	long ret;
-	register long r10 __asm__("r10") = 8;
-
-	__asm__ volatile("syscall"
-			 : "=a"(ret)
-			 : "a"(14L) /* SYS_rt_sigprocmask */, "D"((long)how),
-			   "S"(set), "d"(old), "r"(r10)
-			 : "rcx", "r11", "memory");
+	rt_syscall4(14 /* SYS_rt_sigprocmask */, how, (long)set, (long)old, 8);
 }
 
 /* Every signal but those a fault raises (blocked, a fault kills). */

@@ -54,6 +54,19 @@ static inline long rt_syscall0(long nr)
 	return ret;
 }
 
+/* A system call of up to four arguments (the fourth in %r10). */
+static inline long rt_syscall4(long nr, long a, long b, long c, long d)
+{
+	register long r10 __asm__("r10") = d;
+	long ret;
+
+	__asm__ volatile("syscall"
+			 : "=a"(ret)
+			 : "a"(nr), "D"(a), "S"(b), "d"(c), "r"(r10)
+			 : "rcx", "r11", "memory");
+	return ret;
+}
+
 typedef uint64_t rt_u64u __attribute__((aligned(1), may_alias));
 
 /* FNV-1a over 8-byte words, then bytes */

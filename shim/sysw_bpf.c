@@ -85,6 +85,31 @@ static void swb_tgid(struct swb *b, int off)
 }
 
 /* lost[slot]++, the slot's key at r10 + off */
+/*
+ * taken[the tgid at r10 - 4]: the program ends when it is not there; its
+ * generation in r1 and at r10 - 8.
+ */
+static void swb_taken_gen(struct swb *b, int taken_fd)
+{
+	swb_ld_map(b, BPF_REG_1, taken_fd);
+	swb_fp(b, BPF_REG_2, -4);
+	swb_call(b, BPF_FUNC_map_lookup_elem);
+	swb_exit_if(b, BPF_JEQ | BPF_K, BPF_REG_0, 0, 0);
+	swb_add(b, INSN(BPF_LDX | BPF_MEM | BPF_W, BPF_REG_1, BPF_REG_0, 0, 0));
+	swb_add(b, INSN(BPF_STX | BPF_MEM | BPF_W, BPF_REG_10, BPF_REG_1, -8,
+			0));
+}
+
+/* map_update_elem(fd, fp + key, fp + val, flags): its result in r0 */
+static void swb_update(struct swb *b, int fd, int key, int val, int flags)
+{
+	swb_ld_map(b, BPF_REG_1, fd);
+	swb_fp(b, BPF_REG_2, key);
+	swb_fp(b, BPF_REG_3, val);
+	swb_add(b, INSN(BPF_ALU64 | BPF_MOV | BPF_K, BPF_REG_4, 0, 0, flags));
+	swb_call(b, BPF_FUNC_map_update_elem);
+}
+
 static void swb_lost(struct swb *b, int lost_fd, int slot, int off)
 {
 	swb_add(b, INSN(BPF_ST | BPF_MEM | BPF_W, BPF_REG_10, 0, off, slot));
@@ -126,12 +151,7 @@ int sysw_bpf_report(int seen_fd, int ring_fd, int taken_fd)
 		swb_exit_if(&b, BPF_JNE | BPF_K, BPF_REG_0, 0, 0);
 	}
 	/* BPF_NOEXIST: one report however many threads race */
-	swb_ld_map(&b, BPF_REG_1, seen_fd);
-	swb_fp(&b, BPF_REG_2, -4);
-	swb_fp(&b, BPF_REG_3, -8);
-	swb_add(&b, INSN(BPF_ALU64 | BPF_MOV | BPF_K, BPF_REG_4, 0, 0,
-			 BPF_NOEXIST));
-	swb_call(&b, BPF_FUNC_map_update_elem);
+	swb_update(&b, seen_fd, -4, -8, BPF_NOEXIST);
 	swb_exit_if(&b, BPF_JNE | BPF_K, BPF_REG_0, 0, 0);
 	swb_ld_map(&b, BPF_REG_1, ring_fd);
 	swb_fp(&b, BPF_REG_2, -4);
@@ -159,14 +179,7 @@ int sysw_bpf_mark(int taken_fd, int patched_fd, int marks_fd, int lost_fd)
 	swb_add(&b, INSN(BPF_ALU64 | BPF_RSH | BPF_K, BPF_REG_0, 0, 0, 32));
 	swb_add(&b, INSN(BPF_STX | BPF_MEM | BPF_W, BPF_REG_10, BPF_REG_0, -4,
 			 0));
-	swb_ld_map(&b, BPF_REG_1, taken_fd);
-	swb_fp(&b, BPF_REG_2, -4);
-	swb_call(&b, BPF_FUNC_map_lookup_elem);
-	swb_exit_if(&b, BPF_JEQ | BPF_K, BPF_REG_0, 0, 0);
-	swb_add(&b, INSN(BPF_LDX | BPF_MEM | BPF_W, BPF_REG_1, BPF_REG_0, 0,
-			 0));
-	swb_add(&b, INSN(BPF_STX | BPF_MEM | BPF_W, BPF_REG_10, BPF_REG_1, -8,
-			 0));
+	swb_taken_gen(&b, taken_fd);
 	/* the site patched in this take: {gen, 0, ip} at r10 - 48 */
 	swb_add(&b, INSN(BPF_STX | BPF_MEM | BPF_W, BPF_REG_10, BPF_REG_1, -48,
 			 0));
@@ -186,12 +199,7 @@ int sysw_bpf_mark(int taken_fd, int patched_fd, int marks_fd, int lost_fd)
 	swb_add(&b, INSN(BPF_ALU64 | BPF_ADD | BPF_K, BPF_REG_1, 0, 0, 8));
 	swb_add(&b, INSN(BPF_STX | BPF_MEM | BPF_DW, BPF_REG_10, BPF_REG_1, -16,
 			 0));
-	swb_ld_map(&b, BPF_REG_1, marks_fd);
-	swb_fp(&b, BPF_REG_2, -24);
-	swb_fp(&b, BPF_REG_3, -8);
-	swb_add(&b, INSN(BPF_ALU64 | BPF_MOV | BPF_K, BPF_REG_4, 0, 0,
-			 BPF_ANY));
-	swb_call(&b, BPF_FUNC_map_update_elem);
+	swb_update(&b, marks_fd, -24, -8, BPF_ANY);
 	swb_exit_if(&b, BPF_JEQ | BPF_K, BPF_REG_0, 0, 0);
 	swb_lost(&b, lost_fd, SYSW_LOST_MARK, -28);
 	return swb_load(&b, BPF_PROG_TYPE_KPROBE, "ubt_sysw_mark");
@@ -226,24 +234,12 @@ static int swb_newtask(const struct tp_format *f, int taken_fd, int lost_fd)
 			 (int16_t)flags->offset, 0));
 	swb_exit_if(&b, BPF_JSET | BPF_K, BPF_REG_1, 0, CLONE_THREAD);
 	swb_tgid(&b, -4);
-	swb_ld_map(&b, BPF_REG_1, taken_fd);
-	swb_fp(&b, BPF_REG_2, -4);
-	swb_call(&b, BPF_FUNC_map_lookup_elem);
-	swb_exit_if(&b, BPF_JEQ | BPF_K, BPF_REG_0, 0, 0);
-	swb_add(&b, INSN(BPF_LDX | BPF_MEM | BPF_W, BPF_REG_1, BPF_REG_0, 0,
-			 0));
-	swb_add(&b, INSN(BPF_STX | BPF_MEM | BPF_W, BPF_REG_10, BPF_REG_1, -8,
-			 0));
+	swb_taken_gen(&b, taken_fd);
 	swb_add(&b, INSN(BPF_LDX | BPF_MEM | BPF_W, BPF_REG_1, BPF_REG_6,
 			 (int16_t)pid->offset, 0));
 	swb_add(&b, INSN(BPF_STX | BPF_MEM | BPF_W, BPF_REG_10, BPF_REG_1, -12,
 			 0));
-	swb_ld_map(&b, BPF_REG_1, taken_fd);
-	swb_fp(&b, BPF_REG_2, -12);
-	swb_fp(&b, BPF_REG_3, -8);
-	swb_add(&b, INSN(BPF_ALU64 | BPF_MOV | BPF_K, BPF_REG_4, 0, 0,
-			 BPF_ANY));
-	swb_call(&b, BPF_FUNC_map_update_elem);
+	swb_update(&b, taken_fd, -12, -8, BPF_ANY);
 	swb_exit_if(&b, BPF_JEQ | BPF_K, BPF_REG_0, 0, 0);
 	swb_lost(&b, lost_fd, SYSW_LOST_CHILD, -16);
 	return swb_load(&b, BPF_PROG_TYPE_TRACEPOINT, "ubt_sysw_fork");
