@@ -81,13 +81,8 @@ static void rt_tgkill_self(int sig)
 {
 	long pid = rt_syscall0(39 /* getpid */);
 	long tid = rt_syscall0(186 /* gettid */);
-	long ret;
 
-	__asm__ volatile("syscall"
-			 : "=a"(ret)
-			 : "a"(234L) /* SYS_tgkill */, "D"(pid), "S"(tid),
-			   "d"((long)sig)
-			 : "rcx", "r11", "memory");
+	rt_syscall4(234 /* SYS_tgkill */, pid, tid, sig, 0);
 }
 
 /*
@@ -153,24 +148,13 @@ static long rt_mmap_anon(void *at, uint64_t len)
 
 static void rt_munmap(void *at, uint64_t len)
 {
-	long ret;
-
-	__asm__ volatile("syscall"
-			 : "=a"(ret)
-			 : "a"(11L) /* SYS_munmap */, "D"(at), "S"(len)
-			 : "rcx", "r11", "memory");
+	rt_syscall4(11 /* SYS_munmap */, (long)at, (long)len, 0, 0);
 }
 
 /* kill(pid, 0): 0, or -ESRCH for a process that is gone */
 static long rt_kill0(uint32_t pid)
 {
-	long ret;
-
-	__asm__ volatile("syscall"
-			 : "=a"(ret)
-			 : "a"(62L) /* SYS_kill */, "D"((long)pid), "S"(0L)
-			 : "rcx", "r11", "memory");
-	return ret;
+	return rt_syscall4(62 /* SYS_kill */, pid, 0, 0, 0);
 }
 
 /* Take a slot of ctl->children for this (child) process. */

@@ -37,14 +37,7 @@ void *rt_block_get(void);
 /* tgkill(pid, tid, 0): 0, or -ESRCH when the kernel knows no such thread */
 static long rt_tgkill0(uint32_t pid, uint32_t tid)
 {
-	long ret;
-
-	__asm__ volatile("syscall"
-			 : "=a"(ret)
-			 : "a"(234L) /* SYS_tgkill */, "D"((long)pid),
-			   "S"((long)tid), "d"(0L)
-			 : "rcx", "r11", "memory");
-	return ret;
+	return rt_syscall4(234 /* SYS_tgkill */, pid, tid, 0, 0);
 }
 
 static char *rt_block_at(const struct rt_ctl *ctl, uint64_t i)

@@ -15,14 +15,8 @@
 
 static long rt_prctl_name(char *buf)
 {
-	long ret;
-
-	__asm__ volatile("syscall"
-			 : "=a"(ret)
-			 : "a"(157L) /* SYS_prctl */, "D"((long)RT_PR_GET_NAME),
-			   "S"(buf)
-			 : "rcx", "r11", "memory");
-	return ret;
+	return rt_syscall4(157 /* SYS_prctl */, RT_PR_GET_NAME, (long)buf, 0,
+			   0);
 }
 
 /* 16 bytes of name from src into the block, NUL-padded after its end. */

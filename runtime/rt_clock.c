@@ -18,6 +18,7 @@
 #include <stdint.h>
 
 #include "rt_clock.h"
+#include "rt_int.h"
 
 struct rt_timespec {
 	long sec, nsec;
@@ -27,17 +28,6 @@ typedef long (*rt_gettime_fn)(long clock, struct rt_timespec *ts);
 
 static rt_gettime_fn rt_vdso_gettime;
 
-static long rt_clock_sys(long nr, long a, long b, long c)
-{
-	long ret;
-
-	__asm__ volatile("syscall"
-			 : "=a"(ret)
-			 : "a"(nr), "D"(a), "S"(b), "d"(c)
-			 : "rcx", "r11", "memory");
-	return ret;
-}
-
 /* The vDSO's address from the auxiliary vector, 0 if there is none. */
 static uint64_t rt_auxv_vdso(void)
 {
@@ -45,18 +35,18 @@ static uint64_t rt_auxv_vdso(void)
 	uint64_t got = 0, i;
 	long fd, n;
 
-	fd = rt_clock_sys(257 /* openat */, -100 /* AT_FDCWD */,
-			  (long)"/proc/self/auxv", 0x80000 /* O_CLOEXEC */);
+	fd = rt_syscall4(257 /* openat */, -100 /* AT_FDCWD */,
+			 (long)"/proc/self/auxv", 0x80000 /* O_CLOEXEC */, 0);
 	if (fd < 0)
 		return 0;
 	while (got < sizeof(aux)) {
-		n = rt_clock_sys(0 /* read */, fd, (long)((char *)aux + got),
-				 (long)(sizeof(aux) - got));
+		n = rt_syscall4(0 /* read */, fd, (long)((char *)aux + got),
+				(long)(sizeof(aux) - got), 0);
 		if (n <= 0)
 			break;
 		got += (uint64_t)n;
 	}
-	rt_clock_sys(3 /* close */, fd, 0, 0);
+	rt_syscall4(3 /* close */, fd, 0, 0, 0);
 	for (i = 0; i + 1 < got / 8 && aux[i] != AT_NULL; i += 2)
 		if (aux[i] == AT_SYSINFO_EHDR)
 			return aux[i + 1];
@@ -153,6 +143,6 @@ __attribute__((visibility("default"))) uint64_t rt_clock_ns(void)
 	struct rt_timespec ts = { 0, 0 };
 
 	if (!f || f(1 /* CLOCK_MONOTONIC */, &ts))
-		rt_clock_sys(228 /* clock_gettime */, 1, (long)&ts, 0);
+		rt_syscall4(228 /* clock_gettime */, 1, (long)&ts, 0, 0);
 	return (uint64_t)ts.sec * 1000000000u + (uint64_t)ts.nsec;
 }

@@ -52,10 +52,7 @@ static void rt_alt_get(struct rt_alt *a)
 	long ret;
 
 	a->known = 1;
-	__asm__ volatile("syscall"
-			 : "=a"(ret)
-			 : "a"(131L) /* SYS_sigaltstack */, "D"(0L), "S"(&ss)
-			 : "rcx", "r11", "memory");
+	ret = rt_syscall4(131 /* SYS_sigaltstack */, 0, (long)&ss, 0, 0);
 	a->on = ret == 0 && (ss.flags & RT_SS_ONSTACK);
 	a->lo = a->hi = 0;
 	if (ret == 0 && !(ss.flags & RT_SS_DISABLE) && ss.size) {
