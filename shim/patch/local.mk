@@ -1,0 +1,12 @@
+# shim/patch/: patching: a site decoded, its instructions relocated, trampolines, whose site it is (shim/patch/README)
+libubt_a_SOURCES += \
+	shim/patch/owner.c \
+	shim/patch/owner.h \
+	shim/patch/patch.c \
+	shim/patch/patch.h \
+	shim/patch/patch_elf.c \
+	shim/patch/patch_memo.c \
+	shim/patch/patch_memo.h \
+	shim/patch/tramp.c \
+	shim/patch/tramp.h \
+	shim/patch/tramp_inline.c
