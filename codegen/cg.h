@@ -5,7 +5,7 @@
  * user-mode probes differs only in the irb_* helpers.
  *
  * cg_build() produces a cg_object: the BPF ELF image handed to libbpf
- * (shim/kernel.c), and the tables that let the shim attach programs,
+ * (shim/kernel/kernel.c), and the tables that let the shim attach programs,
  * decode ring-buffer events and read maps back.
  *
  * Ring-buffer records start with a struct cg_event_hdr; the id indexes
@@ -68,7 +68,7 @@ struct cg_event_hdr {
 
 /*
  * When the events of one program come from the kernel's ring and from the
- * user rings (shim/run.c merges them in time order), every record ends in
+ * user rings (shim/run/run.c merges them in time order), every record ends in
  * a u64 time stamp, after the record padded to 8 bytes: the record's size
  * becomes cg_record_room(size).  CG_TIME_NS: CLOCK_MONOTONIC ns
  * (bpf_ktime_get_ns(), in the native target the vDSO's clock_gettime()
@@ -141,7 +141,7 @@ struct cg_event {
  *   avg/stats:   per-CPU { u64 count; s64/u64 total; }
  *   hist/lhist:  per-CPU u64 counts; the BPF key is the user key padded
  *                to 8 bytes, then a u64 bucket index as out_hist_index()
- *                and out_lhist_index() (shim/output.h) compute it
+ *                and out_lhist_index() (shim/output/output.h) compute it
  *   other:       plain value of value_type's size
  * The user key is the bytes of sema's key type (one key's type, or the
  * tuple of the key expressions' types); keyless maps use a u64 key 0
@@ -166,7 +166,7 @@ struct cg_map {
 
 /*
  * One BPF program per attach point, attached to each of the attach
- * point's concrete matches (shim/probes.h probes_expand(), run by
+ * point's concrete matches (probes/probes.h probes_expand(), run by
  * cg_build()); one program per match instead when the probe uses `probe`
  * or `func`, so that their values are known per program.
  */
@@ -180,7 +180,7 @@ struct cg_prog {
 	const struct probes_match *matches;	/* where to attach */
 	int nmatches;
 	/* watchpoint:FUNC+argN: attached at run time, when the uprobe
-	 * program at FUNC reports the address (shim/kernel_watch.c) */
+	 * program at FUNC reports the address (shim/kernel/kernel_watch.c) */
 	bool watch_later;
 	/* ubt's own program (a watchpoint's uprobe): not a probe the
 	 * "Attaching N probes..." line counts */
@@ -190,7 +190,7 @@ struct cg_prog {
 	size_t code_len;
 	bool ctx_unused;	/* native: the code never reads its context */
 	/* built but not placed: a BPF program of cg_opts.standby is not
-	 * attached, a native one not installed (shim/run_xmap.c turns
+	 * attached, a native one not installed (shim/run/run_xmap.c turns
 	 * them: the probe runs in the kernel after all) */
 	bool standby;
 };
@@ -211,7 +211,7 @@ struct cg_prog {
 #define CG_MAP_SCRATCH "ubt_scratch"
 #define CG_MAP_SCRATCH_TASK "ubt_scratch_task"
 /*
- * The processes whose sites ubt patched system-wide (shim/sysw.c), and
+ * The processes whose sites ubt patched system-wide (shim/run/sysw.c), and
  * their children: tgid (u32) -> the take's generation (u32, not 0), read
  * by the kernel programs cg_opts.skip_taken names.
  */
@@ -219,7 +219,7 @@ struct cg_prog {
 #define CG_TAKEN_MAX 8192
 /*
  * The calls the kernel saw enter in a process taken (another tracer's
- * int3 on the function; shim/sysw_bpf.c): {pid_tgid (u64), the stack
+ * int3 on the function; shim/run/sysw_bpf.c): {pid_tgid (u64), the stack
  * pointer they return with (u64)} -> the generation; a uretprobe's
  * program there skips their returns (user mode counts them).
  */
@@ -262,7 +262,7 @@ struct cg_object {
 	const struct native_map *native_maps;
 	int nnative_maps;
 	uint64_t native_area;
-	/* native target: a probe reads comm, uid or gid (shim/user_comm.c's
+	/* native target: a probe reads comm, uid or gid (shim/user/user_comm.c's
 	 * programs keep the threads' names and credentials up to date) */
 	bool native_task;
 };
@@ -280,7 +280,7 @@ struct cg_opts {
 	int prog_base;
 	/* native target, by sema map id (NULL: none): ordinary maps that
 	 * each thread only reaches at its own key (@m[tid]), kept in
-	 * per-thread tables instead of the shared one (shim/run.c) */
+	 * per-thread tables instead of the shared one (shim/run/run.c) */
 	const bool *native_thread_maps;
 	/* a time stamp at the end of every event record (above) */
 	enum cg_event_time event_time;
@@ -290,11 +290,11 @@ struct cg_opts {
 	 * key from the user side */
 	const bool *user_agg_maps;
 	/* lower only the matches for which want_site() is true (NULL:
-	 * all): a probe whose sites run in both domains (shim/place.c) */
+	 * all): a probe whose sites run in both domains (shim/place/place.c) */
 	bool (*want_site)(void *ctx, const struct ast_node *probe,
 			  const struct probes_match *m);
 	/* both targets, by sema map id (NULL: none): ordinary maps kept in
-	 * a table both sides map (codegen/cg_xmap.h, shim/place_xmap.c) */
+	 * a table both sides map (codegen/cg_xmap.h, shim/place/place_xmap.c) */
 	const bool *xmap_maps;
 	/* BPF target: probes whose program returns at once in a process
 	 * of CG_MAP_TAKEN (their sites there run in user mode: a kernel
@@ -304,7 +304,7 @@ struct cg_opts {
 	 * programs marked standby (NULL: none): the BPF programs of
 	 * user-mode probes that share a map with kernel probes, attached
 	 * instead of them when the target cannot map the table
-	 * (shim/run_xmap.c) */
+	 * (shim/run/run_xmap.c) */
 	bool (*standby)(void *ctx, const struct ast_node *probe);
 };
 

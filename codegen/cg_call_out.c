@@ -3,7 +3,7 @@
  * builds its record (CG_EV_JOIN, 16 KiB, more than the BPF stack) in a
  * per-CPU array map, then sends it; debugf() writes to the trace pipe.
  * BPF target only: a user-mode probe with either runs in the kernel
- * (shim/place_body.c).  And signal(), on both targets.
+ * (shim/place/place_body.c).  And signal(), on both targets.
  */
 #include <string.h>
 

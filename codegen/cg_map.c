@@ -301,7 +301,7 @@ LLVMValueRef cg_map_delete(struct cg *g, const struct ast_node *call, int id,
 }
 
 /*
- * hist bucket, as out_hist_index() (shim/output.h): 0 negative, 1 zero;
+ * hist bucket, as out_hist_index() (shim/output/output.h): 0 negative, 1 zero;
  * l = floor(log2 v): l < k: 1 + v, else 1 + (l - k) * 2^k + (v >> (l - k)).
  */
 static LLVMValueRef cg_log2_bucket(struct cg *g, LLVMValueRef v, bool sgn,

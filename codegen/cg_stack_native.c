@@ -8,7 +8,7 @@
  * The value is { id; u32 pid; u32 CG_USTACK_NATIVE } (cg.h).  Each thread
  * sends a stack's frames to ubt once: a per-thread table of the ids it
  * sent (the map NATIVE_USTACK_SEEN, native only) says which.  ubt prints
- * the value from the frames it received (shim/stack_sym.h).
+ * the value from the frames it received (shim/kernel/stack_sym.h).
  */
 #include <linux/bpf.h>
 
@@ -97,7 +97,7 @@ LLVMValueRef cg_stack_native(struct cg *g, struct ast_node *n)
 }
 
 /*
- * The registers a user-mode probe has (shim/place_body.c lets only these
+ * The registers a user-mode probe has (shim/place/place_body.c lets only these
  * run natively): the arguments and %rsp, %rip (the probed address) and
  * %rbp at a function's entry; %rax (the return value) in return probes.
  */

@@ -4,7 +4,7 @@
  * unless asyncwatchpoint, stops the process with SIGSTOP until ubt has
  * placed the hardware watchpoint and sent SIGCONT), and the perf_event
  * program of the probe's body, attached to the watchpoint by ubt
- * (shim/kernel_watch.c). unwatch(addr) asks ubt to remove it.
+ * (shim/kernel/kernel_watch.c). unwatch(addr) asks ubt to remove it.
  */
 #include <linux/bpf.h>
 #include <signal.h>

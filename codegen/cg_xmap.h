@@ -4,7 +4,7 @@
  * lives in one table that both sides write with atomics, held in a BPF
  * array map of one value created with BPF_F_MMAPABLE.  BPF programs
  * reach it with map_lookup_elem(key 0); the traced process maps the
- * map's fd (shim/user_xmap.c), and native probe code finds the table's
+ * map's fd (shim/user/user_xmap.c), and native probe code finds the table's
  * address in an 8-byte word of the memfd's shared area
  * (native_map.kind NATIVE_MAP_XMAP, off).  Both lowerings emit the same
  * IR (cg_xmap.c): no system call, no trap, no lock on the user side.  In
@@ -13,7 +13,7 @@
  * that many slots, which each use passes) that every use calls, so the
  * verifier walks its loops once per program; native code has it inline.
  *
- * What it covers (shim/place_xmap.c decides): maps without a key or with
+ * What it covers (shim/place/place_xmap.c decides): maps without a key or with
  * one integer key (tid, pid, an address...: an integer, bool, enum or
  * pointer of at most 8 bytes), whose value is one too, used only by reads,
  * assignments (also +=, ++ ...: a read then a store, as a BPF hash map's),

@@ -22,7 +22,7 @@ void irb_native_set_object(struct irb *ir, const struct cg_object *obj);
 void irb_native_set_thread_maps(struct irb *ir, const bool *by_map);
 /*
  * The next program function takes a struct pt_regs of every register in
- * its first parameter (shim/tramp.h spec.regs: a USDT site), not the
+ * its first parameter (shim/patch/tramp.h spec.regs: a USDT site), not the
  * argument registers.
  */
 void irb_native_set_regs_ctx(struct irb *ir, bool on);

@@ -65,7 +65,7 @@ static LLVMValueRef nat_ctl_load(struct irb *ir, LLVMValueRef ctl,
  * CLOCK_MONOTONIC in ns, as bpf_ktime_get_ns(), without a call where the
  * time-stamp counter is a clock: ubt keeps a linear map from the counter
  * to the kernel's clock in the control block (rt_abi.h, clk_*;
- * shim/user_clock.c), read under its sequence count:
+ * shim/user/user_clock.c), read under its sequence count:
  *
  *	tsc = rdtsc;
  *	seq = ctl->clk_seq; mult = ctl->clk_mult; tsc0, ns0;

@@ -1,7 +1,7 @@
 /*
  * The native x86-64 target of the lowering (DESIGN.md "codegen/"): probe
  * bodies for user mode, run inside the traced process, called from a
- * trampoline (shim/tramp.h contract).
+ * trampoline (shim/patch/tramp.h contract).
  *
  * Code: preserve_most, no SSE/x87, large code model, static relocation
  * model; every function must come out free of relocations, since the shim

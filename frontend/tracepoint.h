@@ -64,7 +64,7 @@ int tp_format_parse(struct arena *a, const char *category, const char *event,
 /*
  * Read CATEGORY/EVENT/format from tracefs. -ENOENT when the tracepoint
  * does not exist (no diagnostic: the caller words it, see
- * shim/probes.h probes_expand()), other -errno on read errors.
+ * probes/probes.h probes_expand()), other -errno on read errors.
  */
 int tp_format_read(struct arena *a, const char *category, const char *event,
 		   struct tp_format *out);

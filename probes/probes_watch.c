@@ -3,7 +3,7 @@
  * gives one match at the address; watchpoint:FUNC+argN:LEN:MODE one match
  * per function of the -p/-c program FUNC matches (a wildcard too), at the
  * function's entry, where a uprobe reads the argument and asks ubt to
- * place the watchpoint (shim/kernel_watch.c).
+ * place the watchpoint (shim/kernel/kernel_watch.c).
  */
 #include <string.h>
 

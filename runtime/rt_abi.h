@@ -1,5 +1,5 @@
 /*
- * The layout of the shared memfd, common to ubt (shim/memfd.c) and the
+ * The layout of the shared memfd, common to ubt (shim/user/memfd.c) and the
  * runtime placed in the traced process (runtime/rt.c, runtime/rt_asm.S).
  * Usable from C and from assembler.
  *
@@ -239,7 +239,7 @@
 
 /*
  * comm without a system call per hit.  ubt's BPF program on the kernel's
- * task_rename tracepoint (shim/user_comm.c) runs whenever a thread of the
+ * task_rename tracepoint (shim/user/user_comm.c) runs whenever a thread of the
  * target is renamed (prctl(PR_SET_NAME), a write to /proc/.../comm, from
  * any process) and writes the new name into the thread's slot of a table
  * (a BPF array map the target maps read-only at ctl.comm_tab): slot tid %
@@ -303,7 +303,7 @@ struct rt_ctl {
 	uint32_t exec_seq;	/* announcements so far (the runtime's) */
 	uint32_t exec_ack;	/* the seq ubt is ready for (ubt's; futex) */
 	/*
-	 * nsecs from the time-stamp counter (written by ubt, shim/user_clock.c;
+	 * nsecs from the time-stamp counter (written by ubt, shim/user/user_clock.c;
 	 * read inline by probe code): CLOCK_MONOTONIC in ns is
 	 *	clk_ns0 + (((s128)(s64)(rdtsc - clk_tsc0) * clk_mult) >> clk_shift)
 	 * with clk_shift always RT_CLK_SHIFT (probe code has it as a constant)
@@ -326,7 +326,7 @@ struct rt_ctl {
 	/*
 	 * Set by ubt once every site of this memfd is restored (its detach,
 	 * or a later ubt's removal of a dead one's leftovers): a later ubt's
-	 * search for leftovers (shim/owner.c) skips the memfd instead of
+	 * search for leftovers (shim/patch/owner.c) skips the memfd instead of
 	 * reading its 4 MiB of code slices, which cost ~1.5 ms per earlier
 	 * attach, inside the target's stop.
 	 */

@@ -4,7 +4,7 @@
  * it: through the kernel's vDSO, without a system call wherever the
  * clocksource allows it (tsc, kvm-clock, ...), about 20 ns instead of
  * 200-400.  This is what user-mode events are stamped with when the
- * time-stamp counter is not a clock (shim/merge.h), and what nsecs reads.
+ * time-stamp counter is not a clock (shim/base/merge.h), and what nsecs reads.
  *
  * rt_init() finds the vDSO in the auxiliary vector (AT_SYSINFO_EHDR, read
  * from /proc/self/auxv: no libc) and looks __vdso_clock_gettime up in its

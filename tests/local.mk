@@ -143,19 +143,19 @@ tests_cli_unit_cli_SOURCES = tests/cli/unit-cli.c
 tests_cli_unit_cli_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/tools
 tests_cli_unit_cli_LDADD = $(UBT_LIBS)
 
-# The end of a -c command (shim/child.c): seen and brought about in bounds.
+# The end of a -c command (shim/process/child.c): seen and brought about in bounds.
 check_PROGRAMS += tests/unit-child
 TESTS += tests/unit-child
 tests_unit_child_SOURCES = tests/unit-child.c
 tests_unit_child_LDADD = $(UBT_LIBS)
 
-# Output formatting: printf, maps, hist/lhist, JSON (shim/output.c).
+# Output formatting: printf, maps, hist/lhist, JSON (shim/output/output.c).
 check_PROGRAMS += tests/unit-output
 TESTS += tests/unit-output
 tests_unit_output_SOURCES = tests/unit-output.c
 tests_unit_output_LDADD = $(UBT_LIBS)
 
-# Kernel and user-mode events in time order (shim/merge.c): the queue's
+# Kernel and user-mode events in time order (shim/base/merge.c): the queue's
 # order, the time-stamp counter (where it is a clock) and the fallback,
 # the runtime's vDSO clock (everywhere), against clock_gettime and the
 # kernel.
@@ -165,7 +165,7 @@ tests_unit_merge_SOURCES = tests/unit-merge.c
 tests_unit_merge_LDADD = $(UBT_LIBS) -ldl
 
 # Probes: ELF symbols, USDT notes, targets, wildcards, tracepoint args
-# (shim/probes.c, frontend/tracepoint.c) and `ubt -l` against bpftrace.
+# (probes/, frontend/tracepoint.c) and `ubt -l` against bpftrace.
 check_PROGRAMS += \
 	tests/probes/probes-target \
 	tests/unit-probes
@@ -183,7 +183,7 @@ tests_unit_probes_SOURCES = \
 	tests/unit-probes.c
 tests_unit_probes_LDADD = $(UBT_LIBS)
 
-# Where the runtime comes from (shim/rtpath.c): only a file root alone
+# Where the runtime comes from (shim/user/rtpath.c): only a file root alone
 # can have written; the build tree's copy, or the installed one.
 check_PROGRAMS += tests/unit-rtpath
 TESTS += \
@@ -196,7 +196,7 @@ tests_unit_rtpath_SOURCES = \
 	tests/unit-rtpath.c
 tests_unit_rtpath_LDADD = $(UBT_LIBS)
 
-# User mode (shim/ptrace.c patch.c tramp.c memfd.c user.c, runtime/):
+# User mode (shim/process/ptrace.c patch.c tramp.c memfd.c user.c, runtime/):
 # attach, patch, trampolines, per-thread blocks, detach, with native blobs.
 check_PROGRAMS += \
 	tests/user/scribble \
@@ -330,7 +330,7 @@ tests_unit_sema_CPPFLAGS = $(AM_CPPFLAGS) \
 	-DUBT_BUILDDIR='"$(abs_top_builddir)"'
 tests_unit_sema_LDADD = $(UBT_LIBS)
 
-# Codegen and the kernel shim (codegen/, shim/kernel.c): a hand-built
+# Codegen and the kernel shim (codegen/, shim/kernel/kernel.c): a hand-built
 # module loaded and attached; programs run end to end with kernel_run().
 check_PROGRAMS += \
 	tests/unit-codegen \
@@ -347,7 +347,7 @@ tests_unit_kernel_CFLAGS = $(AM_CFLAGS) -fno-reorder-blocks-and-partition
 tests_unit_kernel_LDADD = $(UBT_LIBS)
 
 # The tables user-mode and kernel probes share (codegen/cg_xmap.h) as ubt
-# reads them back (shim/xmap.c): only what probe code can have written.
+# reads them back (shim/kernel/xmap.c): only what probe code can have written.
 check_PROGRAMS += tests/unit-xmap
 TESTS += tests/unit-xmap
 tests_unit_xmap_SOURCES = \
@@ -404,7 +404,7 @@ TESTS += tests/fuzz/fuzz-smoke.sh
 endif
 
 # Native target and the combined run loop (codegen/native.c,
-# codegen/irb_native.c, shim/run.c).
+# codegen/irb_native.c, shim/run/run.c).
 check_PROGRAMS += tests/native/unit-native
 TESTS += tests/native/unit-native
 tests_native_unit_native_SOURCES = \
@@ -449,7 +449,7 @@ TESTS += tests/native/printf-events.sh
 EXTRA_DIST += tests/native/printf-events.sh
 
 # clear() of keyless aggregations while a thread hammers them: no clear
-# undone by the probe's read-modify-write (shim/run.c struct run_agg).
+# undone by the probe's read-modify-write (shim/run/run.c struct run_agg).
 TESTS += tests/native/agg-race.sh
 EXTRA_DIST += tests/native/agg-race.sh
 

@@ -1,5 +1,5 @@
 #!/bin/sh
-# `ubt -l` listing (shim/probes.c probes_list()) compared with the
+# `ubt -l` listing (probes/probes_list.c probes_list()) compared with the
 # installed bpftrace's `-l` on the same patterns: stdout and exit status,
 # and stderr for errors.
 #

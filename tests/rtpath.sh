@@ -1,5 +1,5 @@
 #!/bin/sh
-# Where ubt loads its runtime from (shim/rtpath.c), end to end: an unsafe
+# Where ubt loads its runtime from (shim/user/rtpath.c), end to end: an unsafe
 # $UBT_RUNTIME is refused with the reason and the target is left alone; a
 # safe one is used; a copy of the build tree (ubt, libubt-rt.so,
 # config.status) is used when safe, refused in a world-writable directory;

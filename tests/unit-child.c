@@ -1,5 +1,5 @@
 /*
- * Unit tests of shim/child.c: the end of a -c command is seen and
+ * Unit tests of shim/process/child.c: the end of a -c command is seen and
  * brought about within a bound, whatever the command does (exits at once,
  * ignores SIGTERM, is stopped, is reaped by the kernel because SIGCHLD is
  * ignored), with a pidfd and without one; the command's words.

@@ -1,5 +1,5 @@
 /*
- * Unit tests of shim/merge.c and of the user side's two clocks: the queue
+ * Unit tests of shim/base/merge.c and of the user side's two clocks: the queue
  * hands records back in time order (equal times in push order, nothing at
  * or after the bound); where the time-stamp counter is a clock, it
  * converts to CLOCK_MONOTONIC in agreement with clock_gettime() and with
@@ -10,7 +10,7 @@
  * CLOCK_MONOTONIC as clock_gettime() and the kernel do, without a system
  * call (checked under a seccomp filter that refuses clock_gettime).
  * nsecs in user-mode probes: the counter-to-ns segment ubt writes into
- * the control block (shim/user_clock.c), applied as probe code applies
+ * the control block (shim/user/user_clock.c), applied as probe code applies
  * it, agrees with clock_gettime() and bpf_ktime_get_ns() within 1 us
  * while ubt renews it, and never steps back.
  */

@@ -1,5 +1,5 @@
 /*
- * Unit tests of shim/output.c and frontend/format.c: printf formatting,
+ * Unit tests of shim/output/output.c and frontend/format.c: printf formatting,
  * format checks, map printing at exit and by print(), hist/lhist, JSON.
  *
  * The expected texts are bpftrace 0.17's output for the same data,

@@ -1,5 +1,5 @@
 /*
- * Unit tests for shim/probes.c and frontend/tracepoint.c: ELF function
+ * Unit tests for probes/ and frontend/tracepoint.c: ELF function
  * symbols, USDT notes and argument specs, target resolution (paths,
  * library names, $PATH, -p), wildcard expansion and its diagnostics,
  * tracepoint format parsing and the args record of real tracepoints

@@ -1,5 +1,5 @@
 /*
- * Unit tests of shim/rtpath.c: the runtime is loaded only from a file that
+ * Unit tests of shim/user/rtpath.c: the runtime is loaded only from a file that
  * root alone can have written.  A copy in a world-writable directory, a
  * sticky one, below a directory of another user, group-writable, owned by
  * another uid, not a regular file, or missing is refused with the reason;

@@ -1,6 +1,6 @@
 /*
  * The tables user-mode and kernel probes share (codegen/cg_xmap.h), as ubt
- * reads them back (shim/xmap.c): a real BPF_F_MMAPABLE array, its header
+ * reads them back (shim/kernel/xmap.c): a real BPF_F_MMAPABLE array, its header
  * written by xmap_init(), slots written here as probe code and as a
  * misbehaving target would write them.  Only what the code can have
  * written comes out; the rest is skipped and counted.

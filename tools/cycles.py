@@ -1,13 +1,15 @@
 #!/usr/bin/env python3
 """Circles of calls between a folder's object files.
 
-usage: cycles.py OBJ... [--allow 'a b c' ...]
+usage: cycles.py OBJ... [--allow 'a b c' ...] [--folders]
 
 Reads each object's defined and undefined symbols with nm, draws an
 edge from a file to every file defining a symbol it uses, and prints
 each strongly connected component of more than one file, with its
 edges.  A component listed with --allow (its files, space separated,
-in any order) is expected and not printed.  Exit status: 1 when an
+in any order) is expected and not printed.  With --folders, the
+nodes are the folders holding the objects (shim/run, shim/user, ...):
+circles of calls between folders.  Exit status: 1 when an
 unexpected circle was printed, else 0.
 """
 import subprocess
@@ -64,10 +66,13 @@ def components(graph):
 
 
 def main(argv):
-    objs, allowed = [], []
+    objs, allowed, folders = [], [], False
     i = 0
     while i < len(argv):
-        if argv[i] == '--allow':
+        if argv[i] == '--folders':
+            folders = True
+            i += 1
+        elif argv[i] == '--allow':
             allowed.append(sorted(argv[i + 1].split()))
             i += 2
         else:
@@ -75,7 +80,10 @@ def main(argv):
             i += 1
     defs, undefs = {}, {}
     for o in objs:
-        defs[name(o)], undefs[name(o)] = symbols(o)
+        n = o.rsplit('/', 2)[-2] if folders else name(o)
+        d, u = symbols(o)
+        defs.setdefault(n, set()).update(d)
+        undefs.setdefault(n, set()).update(u)
     owner = {s: n for n, d in defs.items() for s in d}
     graph = {n: {owner[s] for s in undefs[n] if s in owner and owner[s] != n}
              for n in defs}

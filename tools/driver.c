@@ -1,7 +1,7 @@
 /*
  * The ubt driver: one program from the command line through the pipeline
  *
- *   read -> parse -> sema -> run (codegen, load, attach, print; shim/run.c)
+ *   read -> parse -> sema -> run (codegen, load, attach, print; shim/run/run.c)
  *
  * Each step is a function returning 0 or an exit code.
  */
@@ -277,7 +277,7 @@ static int driver_open_output(const struct cli_opts *o, FILE **out)
 
 /*
  * Code generation, load, attach, run until exit()/Ctrl-C/-c exit, print
- * maps, detach (shim/kernel.c). --dry-run stops before loading.
+ * maps, detach (shim/kernel/kernel.c). --dry-run stops before loading.
  */
 static int driver_execute(struct compile *c, const struct cli_opts *o,
 			  FILE *out)

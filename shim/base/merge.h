@@ -1,6 +1,6 @@
 /*
  * Events of the kernel's ring buffer and of the user rings in one stream,
- * in the order they happened: shim/run.c uses this when a program has
+ * in the order they happened: shim/run/run.c uses this when a program has
  * run-time events on both sides (codegen/cg.h enum cg_event_time: every
  * record then ends in a time stamp).
  *
@@ -21,7 +21,7 @@
  * slope is taken over pairs 10 to 20 s apart, following NTP's slow
  * frequency corrections.
  *
- * The queue.  A round (shim/run.c): T = merge_clock_sample(), then read
+ * The queue.  A round (shim/run/run.c): T = merge_clock_sample(), then read
  * every source (each is in order, or nearly: the kernel's ring is shared
  * by the CPUs), pushing each record with its time; then pop and print
  * everything older than T - MERGE_SLACK_NS in time order, and keep the

@@ -12,7 +12,7 @@ static struct timespec signals_at;	/* of the first one */
  * A second SIGINT/SIGTERM ends ubt at once, unless it comes within
  * SIGNALS_SAME_NS of the first: one request that reached ubt twice (a
  * signal to the process group, or to the guard, which passes it on, and
- * to the worker: shim/guard.c).
+ * to the worker: shim/user/guard.c).
  */
 #define SIGNALS_SAME_NS 200000000LL
 

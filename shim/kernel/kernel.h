@@ -101,7 +101,7 @@ int kernel_map_zero(struct kernel *k, int map);
 void kernel_free(struct kernel *k);
 
 /*
- * For shim/run.c, which runs kernel and user-mode probes together:
+ * For shim/run/run.c, which runs kernel and user-mode probes together:
  * the compilation (for map printing), the globals (start time, cpid),
  * a record handed in from elsewhere (a user ring), printing every map,
  * and a source that kernel_map_read() asks instead of reading the BPF
@@ -132,7 +132,7 @@ typedef void (*kernel_map_hook_fn)(void *ctx, int kind, int map,
 void kernel_set_map_hook(struct kernel *k, kernel_map_hook_fn fn, void *ctx);
 /*
  * Records of the ring buffer go to fn instead of being printed (NULL:
- * printed), for shim/run.c, which merges them with the user rings' and
+ * printed), for shim/run/run.c, which merges them with the user rings' and
  * prints each through kernel_handle_event().
  */
 typedef int (*kernel_event_fn)(void *ctx, const void *data, size_t size);

@@ -85,13 +85,13 @@ struct kernel {
 	bool in_end;		/* running END: events are printed again */
 	bool stopped;		/* kernel_stop_probes() done */
 	char *log_buf;		/* BPFTRACE_LOG_SIZE bytes, or NULL */
-	kernel_source_fn source;	/* shim/run.c: maps of both sides */
-	kernel_event_fn hook;	/* shim/run.c: records to merge, or NULL */
+	kernel_source_fn source;	/* shim/run/run.c: maps of both sides */
+	kernel_event_fn hook;	/* shim/run/run.c: records to merge, or NULL */
 	void *hook_ctx;
 	const struct cg_prog *dprogs;	/* for probe/func values, or NULL */
 	int ndprogs;
 	void *source_ctx;
-	kernel_map_hook_fn map_hook;	/* shim/run.c: the user side too */
+	kernel_map_hook_fn map_hook;	/* shim/run/run.c: the user side too */
 	void *map_hook_ctx;
 	struct stack_syms *syms;	/* kernel_syms(): symbols, stacks */
 	bool display_key;	/* kernel_display() of a map key: stacks

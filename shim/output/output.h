@@ -3,7 +3,7 @@
  * bpftrace 0.17 (text, and -f json): printf events, time(), print() of
  * values and maps, the maps at exit, "Attaching N probes...", lost events.
  *
- * The producers (shim/kernel.c, later the user-mode rings) hand over data
+ * The producers (shim/kernel/kernel.c, later the user-mode rings) hand over data
  * in the layouts below; this module only formats. Everything is
  * host-endian.
  *

@@ -142,7 +142,7 @@ static void place_conflicts(struct compile *c, struct run_decision *d,
 
 /*
  * System-wide (no -p/-c): a user-mode probe runs in the kernel too, for
- * the processes not taken (shim/sysw.c), so a map that must stay on one
+ * the processes not taken (shim/run/sysw.c), so a map that must stay on one
  * side keeps every probe that uses it in the kernel.
  */
 static void place_sysw_conflicts(struct compile *c, struct run_decision *d,

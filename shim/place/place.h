@@ -25,7 +25,7 @@ bool *place_thread_maps(struct compile *c);
 /*
  * By sema map id: the ordinary maps that user-mode and kernel probes
  * (decisions d) both use and that live in a table both sides map
- * (codegen/cg_xmap.h, shim/place_xmap.c); in c->arena.
+ * (codegen/cg_xmap.h, shim/place/place_xmap.c); in c->arena.
  */
 struct run_decision;
 bool *place_xmap_maps(struct compile *c, const struct run_decision *d,

@@ -125,7 +125,7 @@ static bool place_in_target_now(const struct run_opts *o, const char *bin)
 
 	if (o->pid > 0)
 		return place_mapped_in(o->pid, bin);
-	/* system-wide: whichever process maps it (shim/sysw.c) */
+	/* system-wide: whichever process maps it (shim/run/sysw.c) */
 	if (!o->cmd)
 		return true;
 	if (!place_cmd_exe(o->cmd, exe, sizeof(exe)) ||

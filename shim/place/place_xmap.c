@@ -55,7 +55,7 @@ static int xmap_visit(struct ast_node *n, void *ctx)
 			 n->call.args && n->call.args->kind == AST_MAP &&
 			 !n->call.args->map.keys)
 			;	/* ubt reads, empties or zeroes the table
-				 * when it reads the event (shim/xmap.c) */
+				 * when it reads the event (shim/kernel/xmap.c) */
 		else
 			xmap_refuse(s, sm,
 				    arena_printf(&s->c->arena, "%s() of it",

@@ -1,5 +1,5 @@
 /*
- * How a -p process ended (shim/exitwatch.c): ubt is not its parent, so a
+ * How a -p process ended (shim/process/exitwatch.c): ubt is not its parent, so a
  * BPF program on sched_process_exit keeps its exit code.
  */
 #ifndef UBT_EXITWATCH_H

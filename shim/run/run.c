@@ -55,7 +55,7 @@ static void run_kernel_opts(const struct run_opts *o, struct kernel_opts *ko)
 	};
 }
 
-/* The ubt the user started died: end the run, quietly (shim/guard.c). */
+/* The ubt the user started died: end the run, quietly (shim/user/guard.c). */
 static void run_on_orphan(void)
 {
 	signals_stop();

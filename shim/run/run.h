@@ -30,7 +30,7 @@ struct run_opts {
 	FILE *out;		/* -o FILE; NULL = stdout */
 	const char *runtime_path;	/* libubt-rt.so; NULL: the default */
 	/* --all-processes: system-wide user mode (no -p/-c) also takes
-	 * processes that were running before ubt started (shim/sysw.c) */
+	 * processes that were running before ubt started (shim/run/sysw.c) */
 	bool all_processes;
 };
 

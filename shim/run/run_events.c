@@ -236,7 +236,7 @@ void run_check_events(const struct cg_object *obj)
 	for (int i = 0; i < obj->nevents; i++) {
 		const struct ast_node *n = obj->events[i].call;
 
-		/* the symbolizer's own records (shim/stack_sym.h), a
+		/* the symbolizer's own records (shim/kernel/stack_sym.h), a
 		 * watchpoint's function reporting its address, -k's
 		 * helper errors (of a helper, not a call) */
 		if (obj->events[i].kind == CG_EV_STACK_NOTE ||

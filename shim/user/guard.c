@@ -13,7 +13,7 @@
  *     running.  So the target never sees a tracer vanish in the middle of
  *     a remote call.
  *   - The worker dies: the guard stops the target, writes back the
- *     original bytes of the worker's jumps (shim/owner.c), idles its
+ *     original bytes of the worker's jumps (shim/patch/owner.c), idles its
  *     runtime and exits 1 with a message.
  */
 #ifndef _GNU_SOURCE

@@ -1,5 +1,5 @@
 /*
- * The guard (shim/guard.c): the process the user started waits while a
+ * The guard (shim/user/guard.c): the process the user started waits while a
  * forked worker traces, so that killing ubt never leaves a target in the
  * middle of a change.  guard_start() returns in the worker only.
  */

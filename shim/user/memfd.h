@@ -109,7 +109,7 @@ uint64_t memfd_htab_dropped(const struct memfd *m, const struct memfd_htab *t,
  * block while the owners keep running (an update racing with it may be
  * lost or land after it, as with bpftrace's asynchronous clear()):
  * memfd_map_zero() stores zeros over len bytes at map offset off (racy
- * against an owner's read-modify-write: shim/run.c uses it only for
+ * against an owner's read-modify-write: shim/run/run.c uses it only for
  * min/max); memfd_htab_clear() deletes every entry of a keyed table,
  * memfd_htab_zero() makes every entry read back with a zero value (slot
  * state RT_HTAB_ZEROED), memfd_htab_delete() deletes key; all three only

@@ -1,7 +1,8 @@
 #!/bin/sh
 # Calls between the files of each folder run one way (shim/README,
 # codegen/README, frontend/README): no circle of calls between object
-# files, except the recursions of expressions the READMEs name.
+# files, except the recursions of expressions the READMEs name; and
+# shim/'s stage folders call each other one way too (shim/README).
 
 . "${top_srcdir:?}/tests/cli/tap.sh"
 
@@ -12,6 +13,7 @@ command -v python3 >/dev/null || bail "python3 is not installed"
 for dir in frontend codegen probes shim runtime; do
 	case $dir in
 	runtime) objs=$(ls "$top_builddir/$dir"/libubt_rt_so-*.o 2>/dev/null) ;;
+	shim) objs=$(ls "$top_builddir/$dir"/*/libubt_a-*.o 2>/dev/null) ;;
 	*) objs=$(ls "$top_builddir/$dir"/libubt_a-*.o 2>/dev/null) ;;
 	esac
 	[ -n "$objs" ] || bail "no object files in $top_builddir/$dir"
@@ -25,4 +27,15 @@ for dir in frontend codegen probes shim runtime; do
 		not_ok "$dir/: no circle of calls between files" "$out"
 	fi
 done
+
+# shim/'s folders: run -> place -> user -> patch -> process, kernel ->
+# output, every one -> base; never back.
+objs=$(ls "$top_builddir"/shim/*/libubt_a-*.o 2>/dev/null)
+# shellcheck disable=SC2086
+out=$(python3 "$top_srcdir/tools/cycles.py" --folders $objs 2>&1)
+if [ $? = 0 ]; then
+	ok "shim/: no circle of calls between its folders"
+else
+	not_ok "shim/: no circle of calls between its folders" "$out"
+fi
 tap_done

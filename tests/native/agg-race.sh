@@ -1,6 +1,6 @@
 #!/bin/sh
 # clear() of keyless aggregations while the owning thread hammers them
-# (shim/run.c struct run_agg): the probe increments its thread's value
+# (shim/run/run.c struct run_agg): the probe increments its thread's value
 # with a plain read-modify-write (incq %fs:...), so a clear() that stored
 # zeros could land between its load and its store and be undone, and the
 # next interval would print the old count again. ubt clears by baselines

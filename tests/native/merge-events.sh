@@ -1,5 +1,5 @@
 #!/bin/sh
-# Kernel and user-mode events in one stream (shim/merge.h): ubt merges by
+# Kernel and user-mode events in one stream (shim/base/merge.h): ubt merges by
 # time whenever a user-mode probe sends events (its threads' rings, and
 # the kernel's events; -v says so); with a user ring overflowing, what
 # is printed stays in order and printed + lost still counts every call;

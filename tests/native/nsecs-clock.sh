@@ -5,7 +5,7 @@
 # in the order the events happened, only grow: each user-mode value lies
 # between the kernel's before and after it (a few hundred ns apart).  Both
 # user-side clocks: the time-stamp counter through the segment ubt keeps
-# in the control block (shim/user_clock.c) where it is a clock, and the
+# in the control block (shim/user/user_clock.c) where it is a clock, and the
 # vDSO (UBT_NO_TSC=1, every machine).
 
 . "$top_srcdir/tests/cli/tap.sh"

@@ -1,5 +1,5 @@
 #!/bin/sh
-# printf events of user-mode probes (shim/run.c, runtime/rt.c): every
+# printf events of user-mode probes (shim/run/run.c, runtime/rt.c): every
 # event is printed, in order, or counted in a "Lost N events" line when a
 # thread's ring was full (the target never waits for ubt), as bpftrace
 # reports its lost events; -f json gives lost_events records; integers
@@ -94,7 +94,7 @@ else
 	not_ok "-f json: ubt or the target failed" "$(cat "$tap_tmp/json.err")"
 fi
 
-# 4. the integer conversions formatted without printf(3) (shim/output.c)
+# 4. the integer conversions formatted without printf(3) (shim/output/output.c)
 # print as bpftrace 0.17 prints them (its output, copied)
 p='BEGIN { $m = -9223372036854775807 - 1;
 printf("%d %ld %lld %u %lu %x %lx %d %u %x %ld|%5d|%-3d|%03x|%zd %jx\n",

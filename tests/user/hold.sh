@@ -1,6 +1,6 @@
 #!/bin/sh
 # A -c command waits at its entry point at nice -20 on ubt's CPU
-# (shim/user_stop.c user_hold()): it runs its first instruction with its
+# (shim/user/user_stop.c user_hold()): it runs its first instruction with its
 # own nice value and CPU set back, the ones it has without ubt.  TAP.
 srcdir=${top_srcdir:-$(dirname "$0")/../..}
 ubt=${UBT:-./ubt}

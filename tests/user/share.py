@@ -321,7 +321,7 @@ def killed_ubt():
     u1 = ubt_user(t, "share_push", group=True)
     ok(u1.attached, name + ": attached")
     t.run("300", "done")
-    # ubt and the worker it forked (shim/guard.c) at once: its jumps stay
+    # ubt and the worker it forked (shim/user/guard.c) at once: its jumps stay
     os.killpg(u1.p.pid, signal.SIGKILL)
     u1.p.wait()
     time.sleep(0.2)

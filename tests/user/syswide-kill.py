@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""System-wide user mode, ubt killed (shim/sysw.c): ubt runs without -p or
+"""System-wide user mode, ubt killed (shim/run/sysw.c): ubt runs without -p or
 -c, a process of the probed binary starts after it and is taken at its
 first hit; ubt gets SIGKILL at random delays from 0 to 30 ms after that
 start, while the process is being taken or just after.  Then the ubt the

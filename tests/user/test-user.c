@@ -535,7 +535,7 @@ static void test_scan_libc(void)
 	if (fd >= 0)
 		close(fd);
 	/* refused: mostly an entry instruction that changes an argument
-	 * register, or too little code after it (see shim/patch.h) */
+	 * register, or too little code after it (see shim/patch/patch.h) */
 	ok(good > 1000 && good > 3 * refused && !other,
 	   "libc: %d functions patchable, %d refused, %d errors", good,
 	   refused, other);

@@ -1,6 +1,6 @@
 /*
  * ubt's reading of the shared memfd against a target that scribbles over
- * it (shim/memfd.c).  Threads fill a memfd through the runtime (loaded
+ * it (shim/user/memfd.c).  Threads fill a memfd through the runtime (loaded
  * here with dlopen, as in a target): events into their rings (some
  * dropped), keys into their tables and the shared table.  Then one field
  * ubt reads back is overwritten, before or after ubt first read it: the
@@ -126,7 +126,7 @@ static int on_event(uint32_t type, const void *data, uint32_t len, void *arg)
 	struct got *g = arg;
 	struct rec e;
 
-	/* as shim/run.c: a record of another type is not an event */
+	/* as shim/run/run.c: a record of another type is not an event */
 	if (type != 1)
 		return 0;
 	memcpy(&e, data, len < sizeof(e) ? len : sizeof(e));

@@ -1,5 +1,5 @@
 /*
- * Probe code copied into a trampoline (shim/tramp_inline.c): the copy runs
+ * Probe code copied into a trampoline (shim/patch/tramp_inline.c): the copy runs
  * as the call would (each ret leaves to the end of the copy, short branches
  * reach as far as before), code that cannot move is refused, and the
  * argument registers the code reads are reported.

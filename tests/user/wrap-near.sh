@@ -1,8 +1,8 @@
 #!/bin/sh
-# Where the runtime goes (shim/user_inject.c runtime_near()): within rel32
+# Where the runtime goes (shim/user/user_inject.c runtime_near()): within rel32
 # reach of the first return probe's module, so that its trampolines jump
 # to a stub of their own in the runtime (call rel32; jmp rel32), or to
-# rt_wrap_call directly when UBT_NO_WRAP_STUBS is set (shim/tramp.c); a
+# rt_wrap_call directly when UBT_NO_WRAP_STUBS is set (shim/patch/tramp.c); a
 # return probe in a module far from it (a library, with the runtime below
 # the executable) jumps through an address, and UBT_RUNTIME_FAR=1 leaves
 # the runtime where dlopen() puts it.  Every return probe counts every
