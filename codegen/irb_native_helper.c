@@ -146,13 +146,17 @@ static LLVMValueRef nat_clock(struct irb *ir)
 }
 
 /*
- * getcpu(2): the thread's CPU, or its NUMA node, from the kernel's per-CPU
- * TSC_AUX ((node << 12) | cpu, as the vDSO's getcpu() reads it): rdpid
- * (~2 ns here) where the CPU has it, else rdtscp (~23 ns), else the
- * system call.  The target runs on this machine: an instruction the CPU
- * lacks would fault, so each is used only where cpuid lists it.
+ * getcpu(2): the thread's CPU, or its NUMA node, as the vDSO's getcpu()
+ * reads them, (node << 12) | cpu: from the kernel's per-CPU TSC_AUX with
+ * rdpid (~2 ns here) where the CPU has it, else rdtscp (~23 ns); else
+ * (a CPU, or a virtual machine, with neither: the kernel then writes no
+ * TSC_AUX) the limit of the per-CPU segment the kernel sets up for the
+ * vDSO (lsl of __CPUNODE_SEG, which every x86-64 CPU can run in user
+ * mode).  Never a system call.  The target runs on this machine: an
+ * instruction the CPU lacks would fault, so each is used only where cpuid
+ * lists it.
  */
-static LLVMValueRef nat_getcpu_syscall(struct irb *ir, bool node);
+static LLVMValueRef nat_getcpu_lsl(struct irb *ir);
 
 static bool nat_cpuid_bit(unsigned int leaf, int reg, int bit)
 {
@@ -196,24 +200,24 @@ static LLVMValueRef nat_getcpu(struct irb *ir, bool node)
 				    ir->i64, "");
 	}
 	if (!aux)
-		return nat_getcpu_syscall(ir, node);
+		aux = nat_getcpu_lsl(ir);
 	aux = LLVMBuildAnd(ir->b, aux, irb_const(ir, 0xffffffff), "");
 	return node ? LLVMBuildLShr(ir->b, aux, irb_const(ir, 12), "") :
 		      LLVMBuildAnd(ir->b, aux, irb_const(ir, 0xfff), "");
 }
 
-static LLVMValueRef nat_getcpu_syscall(struct irb *ir, bool node)
-{
-	LLVMValueRef v = irb_alloca(ir, 8, node ? "node" : "cpu");
-	LLVMValueRef a[3], none = irb_const(ir, 0);
-	LLVMValueRef at = LLVMBuildPtrToInt(ir->b, v, ir->i64, "");
+/* The kernel's GDT_ENTRY_CPUNODE (15) as a user-mode selector. */
+#define NAT_CPUNODE_SEG (15 * 8 + 3)
 
-	LLVMBuildStore(ir->b, irb_const(ir, 0), v);
-	a[0] = node ? none : at;
-	a[1] = node ? at : none;
-	a[2] = none;
-	irb_native_syscall(ir, 309 /* getcpu */, a, 3);
-	return LLVMBuildZExt(ir->b, LLVMBuildLoad2(ir->b, ir->i32, v, ""),
+static LLVMValueRef nat_getcpu_lsl(struct irb *ir)
+{
+	LLVMTypeRef ft = LLVMFunctionType(ir->i32, &ir->i32, 1, 0);
+	LLVMValueRef asmv = LLVMGetInlineAsm(ft, "lsl $1, $0", 10, "=r,r", 4,
+					     0, 0, LLVMInlineAsmDialectATT, 0);
+	LLVMValueRef seg = LLVMConstInt(ir->i32, NAT_CPUNODE_SEG, 0);
+
+	return LLVMBuildZExt(ir->b,
+			     LLVMBuildCall2(ir->b, ft, asmv, &seg, 1, "cpunode"),
 			     ir->i64, "");
 }
 

@@ -1,9 +1,10 @@
 #!/bin/sh
 # cpu and numaid in user-mode probes: read with rdpid, else rdtscp (the
-# kernel's TSC_AUX, no system call) where the CPU has them, else with the
-# getcpu system call (UBT_NO_RDPID=1 skips rdpid, UBT_NO_RDTSCP=1 forces
-# the system call, so every path is tested on every machine that has the
-# instructions). Pinned to one CPU, the target's probes see that CPU.
+# kernel's TSC_AUX) where the CPU has them, else with lsl of the kernel's
+# per-CPU segment (as the vDSO's getcpu() does on such a CPU); never a
+# system call (UBT_NO_RDPID=1 skips rdpid, UBT_NO_RDTSCP=1 forces lsl, so
+# every path is tested on every machine that has the instructions).
+# Pinned to one CPU, the target's probes see that CPU.
 
 . "$top_srcdir/tests/cli/tap.sh"
 
@@ -29,11 +30,11 @@ check()
 	fi
 }
 
-for path in rdpid rdtscp syscall; do
+for path in rdpid rdtscp lsl; do
 	case $path in
 	rdpid) what="rdpid (or what the CPU has)"; env= ;;
 	rdtscp) what="rdtscp (or what the CPU has)"; env=UBT_NO_RDPID=1 ;;
-	syscall) what="getcpu system call"; env=UBT_NO_RDTSCP=1 ;;
+	lsl) what="lsl of the per-CPU segment"; env=UBT_NO_RDTSCP=1 ;;
 	esac
 	env $env taskset -c "$cpu" "$UBT" --mode user \
 		-c "$loop 300" -e "$prog" >"$tap_tmp/out" 2>&1 </dev/null
