@@ -19,6 +19,7 @@
 #include <llvm-c/Core.h>
 
 #include "info.h"
+#include "kernel.h"
 
 static const char *info_yes(bool b)
 {
@@ -178,6 +179,8 @@ int info_print(FILE *f)
 		info_yes(info_iter("task_file")));
 	fprintf(f, "  raw_tp_special: %s\n",
 		info_yes(info_prog(BPF_PROG_TYPE_RAW_TRACEPOINT)));
+	fprintf(f, "  watchpoint (hardware breakpoints delivered): %s\n",
+		info_yes(kernel_hw_breakpoints()));
 	fputc('\n', f);
 	return 0;
 }
