@@ -113,6 +113,8 @@ LLVMValueRef cg_cond(struct cg *g, struct ast_node *n);
 void cg_store(struct cg *g, LLVMValueRef dst, const struct type *dt,
 	      LLVMValueRef v, const struct type *vt);
 LLVMValueRef cg_load(struct cg *g, LLVMValueRef src, const struct type *t);
+/* cg_value.c: binary operator op on the i64s l and r (of types lt and
+ * rt), the result normalized to type result. */
 LLVMValueRef cg_binop_values(struct cg *g, enum ast_op op, LLVMValueRef l,
 			     const struct type *lt, LLVMValueRef r,
 			     const struct type *rt, const struct type *result);
