@@ -246,35 +246,6 @@ static LLVMValueRef cg_unop(struct cg *g, struct ast_node *n)
 	}
 }
 
-/*
- * An inlined fn (frontend/sema_macro.c): its statements, with return
- * storing the value in a slot and leaving for the block's end.
- */
-static LLVMValueRef cg_fn_block(struct cg *g, struct ast_node *n)
-{
-	struct irb *ir = &g->ir;
-	const struct type *rt = n->block.fn_ret;
-	LLVMBasicBlockRef oexit = g->fn_exit;
-	LLVMValueRef oslot = g->fn_slot;
-	const struct type *oret = g->fn_ret;
-	size_t sz = rt->size ? rt->size : 8;
-	LLVMValueRef slot = irb_alloca(ir, sz, "fn_ret");
-
-	irb_memset(ir, slot, 0, (sz + 7) & ~(size_t)7);
-	g->fn_exit = LLVMAppendBasicBlockInContext(ir->ctx, ir->fn, "fn_end");
-	g->fn_slot = slot;
-	g->fn_ret = rt;
-	cg_stmts(g, n->block.stmts);
-	LLVMBuildBr(ir->b, g->fn_exit);
-	LLVMPositionBuilderAtEnd(ir->b, g->fn_exit);
-	g->fn_exit = oexit;
-	g->fn_slot = oslot;
-	g->fn_ret = oret;
-	if (rt->kind == TY_VOID)
-		return irb_const(ir, 0);
-	return cg_load(g, slot, rt);
-}
-
 /* cond ? a : b of void calls: one of them, no value. */
 static LLVMValueRef cg_ternary_void(struct cg *g, struct ast_node *n)
 {
@@ -407,12 +378,7 @@ LLVMValueRef cg_expr(struct cg *g, struct ast_node *n)
 	case AST_TERNARY:
 		return cg_ternary(g, n);
 	case AST_BLOCK_EXPR:
-		/* { stmts; value }: a macro's expansion */
-		if (n->block.fn_ret)
-			return cg_fn_block(g, n);
-		cg_stmts(g, n->block.stmts);
-		return n->block.expr ? cg_expr(g, n->block.expr) :
-				       irb_const(&g->ir, 0);
+		return cg_block_expr(g, n);
 	case AST_FIELD:
 		return cg_member(g, n);
 	case AST_TUPLE:

@@ -159,8 +159,10 @@ LLVMValueRef cg_uaddr(struct cg *g, struct ast_node *n);
 LLVMValueRef cg_stack_native(struct cg *g, struct ast_node *n);
 LLVMValueRef cg_reg_native(struct cg *g, struct ast_node *n, size_t off);
 
+/* cg_stmt.c: statements; a block expression's statements and value */
 void cg_stmts(struct cg *g, struct ast_node *list);
 void cg_stmt(struct cg *g, struct ast_node *n);
+LLVMValueRef cg_block_expr(struct cg *g, struct ast_node *n);
 
 /* Maps */
 LLVMValueRef cg_map_key(struct cg *g, struct ast_node *mapnode,
