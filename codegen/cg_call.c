@@ -10,15 +10,6 @@
 #include "cg_int.h"
 #include "util.h"
 
-static struct ast_node *cg_arg(struct ast_node *call, int i)
-{
-	struct ast_node *a = call->call.args;
-
-	while (a && i--)
-		a = a->next;
-	return a;
-}
-
 /* printf/time/cat/system: header + the arguments as sema's tuple. */
 static void cg_fmt_event(struct cg *g, struct ast_node *n,
 			 enum cg_event_kind kind)
@@ -125,7 +116,7 @@ static bool cg_user_ptr(struct cg *g, const struct type *t)
 static LLVMValueRef cg_str(struct cg *g, struct ast_node *n)
 {
 	struct irb *ir = &g->ir;
-	struct ast_node *a = cg_arg(n, 0), *len = cg_arg(n, 1);
+	struct ast_node *a = cg_call_arg(n, 0), *len = cg_call_arg(n, 1);
 	size_t size = n->type && n->type->size ? n->type->size : 64;
 	LLVMValueRef buf, v, sz;
 	bool data_loc;
@@ -214,8 +205,8 @@ static LLVMValueRef cg_str(struct cg *g, struct ast_node *n)
 
 static LLVMValueRef cg_strncmp(struct cg *g, struct ast_node *n)
 {
-	struct ast_node *a = cg_arg(n, 0), *b = cg_arg(n, 1),
-			*l = cg_arg(n, 2);
+	struct ast_node *a = cg_call_arg(n, 0), *b = cg_call_arg(n, 1),
+			*l = cg_call_arg(n, 2);
 	LLVMValueRef va = cg_expr(g, a), vb = cg_expr(g, b), eq;
 	uint64_t limit = 0;
 
@@ -233,7 +224,7 @@ static LLVMValueRef cg_strncmp(struct cg *g, struct ast_node *n)
 
 static LLVMValueRef cg_delete(struct cg *g, struct ast_node *n)
 {
-	struct ast_node *m = cg_arg(n, 0), *k = cg_arg(n, 1);
+	struct ast_node *m = cg_call_arg(n, 0), *k = cg_call_arg(n, 1);
 	struct sema_map *sm = n->sema ? n->sema->map : NULL;
 
 	if (!sm && m && m->sema)
@@ -250,7 +241,7 @@ static LLVMValueRef cg_delete(struct cg *g, struct ast_node *n)
 /* has_key(@m, key): 1 when the key is in the map. */
 static LLVMValueRef cg_has_key(struct cg *g, struct ast_node *n)
 {
-	struct ast_node *m = cg_arg(n, 0), *k = cg_arg(n, 1);
+	struct ast_node *m = cg_call_arg(n, 0), *k = cg_call_arg(n, 1);
 	struct sema_map *sm = n->sema ? n->sema->map : NULL;
 	LLVMValueRef key, p;
 
@@ -272,7 +263,7 @@ static LLVMValueRef cg_has_key(struct cg *g, struct ast_node *n)
 static LLVMValueRef cg_len(struct cg *g, struct ast_node *n)
 {
 	struct irb *ir = &g->ir;
-	struct ast_node *m = cg_arg(n, 0);
+	struct ast_node *m = cg_call_arg(n, 0);
 	struct sema_map *sm = n->sema ? n->sema->map : NULL;
 	LLVMValueRef save_fn = ir->fn, cb, args[4];
 	LLVMBasicBlockRef save_entry = ir->entry;
@@ -301,7 +292,7 @@ static LLVMValueRef cg_len(struct cg *g, struct ast_node *n)
 static LLVMValueRef cg_usym(struct cg *g, struct ast_node *n)
 {
 	struct irb *ir = &g->ir;
-	struct ast_node *a = cg_arg(n, 0);
+	struct ast_node *a = cg_call_arg(n, 0);
 	LLVMValueRef v = cg_expr(g, a), buf, pt;
 
 	if (cg_is_scalar(n->type))
@@ -407,7 +398,7 @@ LLVMValueRef cg_call(struct cg *g, struct ast_node *n)
 		cg_stack_note(g, n);
 		return cg_usym(g, n);
 	case FN_KSYM:
-		return cg_expr(g, cg_arg(n, 0));
+		return cg_expr(g, cg_call_arg(n, 0));
 	case FN_KSTACK:
 	case FN_USTACK:
 		return cg_stack(g, n);
@@ -419,9 +410,9 @@ LLVMValueRef cg_call(struct cg *g, struct ast_node *n)
 		return cg_uaddr(g, n);
 	case FN_UPTR:
 	case FN_KPTR:
-		return cg_expr(g, cg_arg(n, 0));
+		return cg_expr(g, cg_call_arg(n, 0));
 	case FN_SIZEOF_: {
-		struct ast_node *a = cg_arg(n, 0);
+		struct ast_node *a = cg_call_arg(n, 0);
 
 		return irb_const(ir, a && a->type ? a->type->size : 0);
 	}

@@ -10,15 +10,6 @@
 #include "cg_int.h"
 #include "util.h"
 
-static struct ast_node *arg_n(struct ast_node *call, int i)
-{
-	struct ast_node *a = call->call.args;
-
-	while (a && i--)
-		a = a->next;
-	return a;
-}
-
 /* Read from user memory in user probes and for uptr(), else kernel. */
 static enum irb_read read_kind(struct cg *g, const struct type *t)
 {
@@ -56,7 +47,7 @@ static void bytes_from(struct cg *g, struct ast_node *a, LLVMValueRef dst,
 static LLVMValueRef cg_buf(struct cg *g, struct ast_node *n)
 {
 	struct irb *ir = &g->ir;
-	struct ast_node *a = arg_n(n, 0), *l = arg_n(n, 1);
+	struct ast_node *a = cg_call_arg(n, 0), *l = cg_call_arg(n, 1);
 	size_t size = n->type->size, room = size - 1;
 	LLVMValueRef buf = irb_alloca(ir, size, "buf"), len;
 
@@ -85,7 +76,7 @@ static LLVMValueRef cg_buf(struct cg *g, struct ast_node *n)
 static LLVMValueRef cg_ntop(struct cg *g, struct ast_node *n)
 {
 	struct irb *ir = &g->ir;
-	struct ast_node *a = arg_n(n, 0), *addr = arg_n(n, 1);
+	struct ast_node *a = cg_call_arg(n, 0), *addr = cg_call_arg(n, 1);
 	LLVMValueRef buf = irb_alloca(ir, n->type->size, "inet"), af, v;
 
 	irb_memset(ir, buf, 0, n->type->size);
@@ -128,7 +119,7 @@ static LLVMValueRef cg_macaddr(struct cg *g, struct ast_node *n)
 	LLVMValueRef buf = irb_alloca(ir, 8, "mac");
 
 	irb_memset(ir, buf, 0, 8);
-	bytes_from(g, arg_n(n, 0), buf, 6, irb_const(ir, 6));
+	bytes_from(g, cg_call_arg(n, 0), buf, 6, irb_const(ir, 6));
 	return buf;
 }
 
@@ -137,7 +128,7 @@ static LLVMValueRef cg_bswap(struct cg *g, struct ast_node *n)
 {
 	static const char name[] = "llvm.bswap";
 	struct irb *ir = &g->ir;
-	struct ast_node *a = arg_n(n, 0);
+	struct ast_node *a = cg_call_arg(n, 0);
 	size_t size = a->type->size;
 	LLVMValueRef v = cg_expr(g, a), fn;
 	LLVMTypeRef ty, ft;
@@ -173,7 +164,7 @@ static LLVMValueRef byte_at(struct irb *ir, LLVMValueRef p, LLVMValueRef i)
 static LLVMValueRef cg_strcontains(struct cg *g, struct ast_node *n)
 {
 	struct irb *ir = &g->ir;
-	struct ast_node *a = arg_n(n, 0), *b = arg_n(n, 1);
+	struct ast_node *a = cg_call_arg(n, 0), *b = cg_call_arg(n, 1);
 	LLVMValueRef hay = cg_expr(g, a), needle = cg_expr(g, b);
 	LLVMValueRef res = irb_alloca(ir, 8, "contains");
 	LLVMValueRef jp = irb_alloca(ir, 8, "contains_j");
@@ -265,14 +256,14 @@ LLVMValueRef cg_call_val(struct cg *g, struct ast_node *n)
 		/* the id; the filter is the type's (output) */
 		LLVMValueRef buf = irb_alloca(&g->ir, 8, "cgroup_path");
 
-		LLVMBuildStore(g->ir.b, cg_expr(g, arg_n(n, 0)), buf);
+		LLVMBuildStore(g->ir.b, cg_expr(g, cg_call_arg(n, 0)), buf);
 		return buf;
 	}
 	case FN_STRERROR:	/* the value; its text when printed */
 	case FN_SYSCALL_NAME:
 	case FN_STRFTIME:
 		/* the value (strftime: the time, the format is the type's) */
-		return cg_expr(g, arg_n(n, n->sema->func == FN_STRFTIME));
+		return cg_expr(g, cg_call_arg(n, n->sema->func == FN_STRFTIME));
 	default:
 		return NULL;
 	}

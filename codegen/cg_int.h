@@ -142,6 +142,8 @@ LLVMValueRef cg_string_lit(struct cg *g, const char *s, size_t len,
 			   size_t size);
 /* Truncate/extend an i64 by type (for narrow ints after arithmetic). */
 LLVMValueRef cg_int_norm(struct cg *g, LLVMValueRef v, const struct type *t);
+/* cg_util.c: argument i (from 0) of a call, NULL past the last. */
+struct ast_node *cg_call_arg(struct ast_node *call, int i);
 
 /* cg_watch.c: the uprobe program of watchpoint:FUNC+argN (the body is
  * program body); unwatch(addr). */
