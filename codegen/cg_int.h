@@ -214,6 +214,10 @@ LLVMValueRef cg_xmap_has(struct cg *g, int id, LLVMValueRef k);
 /* cg_map.c: has_key() of map id at the key expression k, when the map is
  * shared (cg_map.xmap) */
 LLVMValueRef cg_map_xmap_has(struct cg *g, int id, struct ast_node *k);
+/* cg_map.c: the calls delete(), has_key(), len() */
+LLVMValueRef cg_delete(struct cg *g, struct ast_node *n);
+LLVMValueRef cg_has_key(struct cg *g, struct ast_node *n);
+LLVMValueRef cg_len(struct cg *g, struct ast_node *n);
 
 int cg_event_new(struct cg *g, enum cg_event_kind kind,
 		 const struct ast_node *call);
