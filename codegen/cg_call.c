@@ -11,8 +11,7 @@
 #include "util.h"
 
 /* printf/time/cat/system: header + the arguments as sema's tuple. */
-static void cg_fmt_event(struct cg *g, struct ast_node *n,
-			 enum cg_event_kind kind)
+void cg_fmt_event(struct cg *g, struct ast_node *n, enum cg_event_kind kind)
 {
 	struct sema_fmt *f = n->sema->fmt;
 	const struct type *t = f ? f->args : NULL;
@@ -48,8 +47,8 @@ static void cg_fmt_event(struct cg *g, struct ast_node *n,
 	cg_record_send(g, rec, size);
 }
 
-static void cg_map_event(struct cg *g, struct ast_node *n,
-			 enum cg_event_kind kind)
+/* clear(), zero(), print() of a whole map: an event naming the map */
+void cg_map_event(struct cg *g, struct ast_node *n, enum cg_event_kind kind)
 {
 	struct sema_map *sm = n->sema ? n->sema->map : NULL;
 	int ev;
@@ -69,7 +68,7 @@ static void cg_map_event(struct cg *g, struct ast_node *n,
 	cg_record_send(g, rec, sizeof(struct cg_event_hdr));
 }
 
-static void cg_print(struct cg *g, struct ast_node *n)
+void cg_print(struct cg *g, struct ast_node *n)
 {
 	struct ast_node *a = n->call.args;
 	size_t size;
@@ -113,7 +112,7 @@ static bool cg_user_ptr(struct cg *g, const struct type *t)
 	return p == PROV_UPROBE || p == PROV_URETPROBE || p == PROV_USDT;
 }
 
-static LLVMValueRef cg_str(struct cg *g, struct ast_node *n)
+LLVMValueRef cg_str(struct cg *g, struct ast_node *n)
 {
 	struct irb *ir = &g->ir;
 	struct ast_node *a = cg_call_arg(n, 0), *len = cg_call_arg(n, 1);
@@ -203,7 +202,7 @@ static LLVMValueRef cg_str(struct cg *g, struct ast_node *n)
 	return buf;
 }
 
-static LLVMValueRef cg_strncmp(struct cg *g, struct ast_node *n)
+LLVMValueRef cg_strncmp(struct cg *g, struct ast_node *n)
 {
 	struct ast_node *a = cg_call_arg(n, 0), *b = cg_call_arg(n, 1),
 			*l = cg_call_arg(n, 2);
@@ -222,7 +221,7 @@ static LLVMValueRef cg_strncmp(struct cg *g, struct ast_node *n)
 	return LLVMBuildXor(g->ir.b, eq, irb_const(&g->ir, 1), "");
 }
 
-static LLVMValueRef cg_usym(struct cg *g, struct ast_node *n)
+LLVMValueRef cg_usym(struct cg *g, struct ast_node *n)
 {
 	struct irb *ir = &g->ir;
 	struct ast_node *a = cg_call_arg(n, 0);
@@ -242,138 +241,47 @@ static LLVMValueRef cg_usym(struct cg *g, struct ast_node *n)
 	return buf;
 }
 
-LLVMValueRef cg_call(struct cg *g, struct ast_node *n)
+/* exit([code]): ubt's exit event; nothing after it runs. */
+void cg_exit(struct cg *g, struct ast_node *n)
 {
 	struct irb *ir = &g->ir;
-	enum sema_func f = n->sema ? n->sema->func : FN_NONE;
-	LLVMValueRef rec;
+	LLVMValueRef gp, rec;
+	LLVMBasicBlockRef cont;
 	int ev;
 
-	switch (f) {
-	case FN_PRINTF:
-	case FN_ERRORF:	/* the shim prints it located (e->call) */
-	case FN_WARNF:
-		cg_fmt_event(g, n, CG_EV_PRINTF);
-		return irb_const(ir, 0);
-	case FN_TIME:
-		cg_fmt_event(g, n, CG_EV_TIME);
-		return irb_const(ir, 0);
-	case FN_SYSTEM:
-		cg_fmt_event(g, n, CG_EV_SYSTEM);
-		return irb_const(ir, 0);
-	case FN_CAT:
-		cg_fmt_event(g, n, CG_EV_CAT);
-		return irb_const(ir, 0);
-	case FN_EXIT: {
-		/* the other probes stop at once (cg.c prologue) */
-		LLVMValueRef gp = cg_globals_ptr(g);
-		LLVMBasicBlockRef cont = cg_if_nonnull(g, gp);
+	/* the other probes stop at once (cg.c prologue) */
+	gp = cg_globals_ptr(g);
+	cont = cg_if_nonnull(g, gp);
+	LLVMBuildStore(ir->b, irb_const(ir, 1),
+		       irb_gep(ir, gp, CG_GLOBALS_EXIT));
+	LLVMBuildBr(ir->b, cont);
+	LLVMPositionBuilderAtEnd(ir->b, cont);
+	ev = cg_event_new(g, CG_EV_EXIT, n);
+	if (n->call.args) {
+		/* exit(code) (v0.25): ubt's exit status */
+		size_t sz = sizeof(struct cg_event_hdr) + 8;
 
-		LLVMBuildStore(ir->b, irb_const(ir, 1),
-			       irb_gep(ir, gp, CG_GLOBALS_EXIT));
-		LLVMBuildBr(ir->b, cont);
-		LLVMPositionBuilderAtEnd(ir->b, cont);
+		LLVMValueRef code = cg_expr(g, n->call.args);
+
+		if (LLVMGetIntTypeWidth(LLVMTypeOf(code)) < 64)
+			code = LLVMBuildZExt(ir->b, code, ir->i64, "");
+		g->obj->events[ev].size = sz;
+		rec = cg_record_begin(g, ev, sz);
+		LLVMBuildStore(ir->b, code,
+			       irb_gep(ir, rec, sizeof(struct cg_event_hdr)));
+		cg_record_send(g, rec, sz);
+	} else {
+		rec = cg_record_begin(g, ev, sizeof(struct cg_event_hdr));
+		cg_record_send(g, rec, sizeof(struct cg_event_hdr));
 	}
-		ev = cg_event_new(g, CG_EV_EXIT, n);
-		if (n->call.args) {
-			/* exit(code) (v0.25): ubt's exit status */
-			size_t sz = sizeof(struct cg_event_hdr) + 8;
-
-			LLVMValueRef code = cg_expr(g, n->call.args);
-
-			if (LLVMGetIntTypeWidth(LLVMTypeOf(code)) < 64)
-				code = LLVMBuildZExt(ir->b, code, ir->i64, "");
-			g->obj->events[ev].size = sz;
-			rec = cg_record_begin(g, ev, sz);
-			LLVMBuildStore(ir->b, code,
-				       irb_gep(ir, rec,
-					       sizeof(struct cg_event_hdr)));
-			cg_record_send(g, rec, sz);
-		} else {
-			rec = cg_record_begin(g, ev,
-					      sizeof(struct cg_event_hdr));
-			cg_record_send(g, rec, sizeof(struct cg_event_hdr));
-		}
-		/*
-		 * Nothing after exit() runs: the probe returns (from a for
-		 * loop's callback, 1 ends the iteration and the probe
-		 * returns after it: cg_stmt.c).  What follows is lowered
-		 * into a block nothing reaches.
-		 */
-		LLVMBuildRet(ir->b, irb_const(ir, g->in_for ? 1 : 0));
-		LLVMPositionBuilderAtEnd(
-			ir->b, LLVMAppendBasicBlockInContext(ir->ctx, ir->fn,
-							     "after_exit"));
-		return irb_const(ir, 0);
-	case FN_PRINT:
-		cg_print(g, n);
-		return irb_const(ir, 0);
-	case FN_UNWATCH:
-		cg_watch_unwatch(g, n, cg_expr(g, n->call.args));
-		return irb_const(ir, 0);
-	case FN_CLEAR:
-		cg_map_event(g, n, CG_EV_CLEAR);
-		return irb_const(ir, 0);
-	case FN_ZERO:
-		cg_map_event(g, n, CG_EV_ZERO);
-		return irb_const(ir, 0);
-	case FN_DELETE:
-		return cg_delete(g, n);
-	case FN_STR:
-		return cg_str(g, n);
-	case FN_HAS_KEY:
-		return cg_has_key(g, n);
-	case FN_LEN:
-		return cg_len(g, n);
-	case FN_STRNCMP:
-		return cg_strncmp(g, n);
-	case FN_USYM:
-		cg_stack_note(g, n);
-		return cg_usym(g, n);
-	case FN_KSYM:
-		return cg_expr(g, cg_call_arg(n, 0));
-	case FN_KSTACK:
-	case FN_USTACK:
-		return cg_stack(g, n);
-	case FN_REG:
-		return cg_reg(g, n);
-	case FN_KADDR:
-		return cg_kaddr(g, n);
-	case FN_UADDR:
-		return cg_uaddr(g, n);
-	case FN_UPTR:
-	case FN_KPTR:
-		return cg_expr(g, cg_call_arg(n, 0));
-	case FN_SIZEOF_: {
-		struct ast_node *a = cg_call_arg(n, 0);
-
-		return irb_const(ir, a && a->type ? a->type->size : 0);
-	}
-	case FN_COUNT:
-	case FN_SUM:
-	case FN_AVG:
-	case FN_MIN:
-	case FN_MAX:
-	case FN_STATS:
-	case FN_HIST:
-	case FN_LHIST:
-		if (n->sema->map) {
-			cg_unsupported(g, n, "an aggregation outside an assignment");
-			return irb_const(ir, 0);
-		}
-		break;
-	default: {
-		LLVMValueRef v = cg_call_val(g, n);
-
-		if (v)
-			return v;
-		if (cg_call_out(g, n))
-			return irb_const(ir, 0);
-		break;
-	}
-	}
-	cg_unsupported(g, n, arena_printf(&g->c->arena, "%s()",
-					  n->call.name));
-	return cg_is_scalar(n->type) ? irb_const(ir, 0) :
-				       irb_alloca(ir, n->type->size, "");
+	/*
+	 * Nothing after exit() runs: the probe returns (from a for loop's
+	 * callback, 1 ends the iteration and the probe returns after it:
+	 * cg_stmt.c).  What follows is lowered into a block nothing
+	 * reaches.
+	 */
+	LLVMBuildRet(ir->b, irb_const(ir, g->in_for ? 1 : 0));
+	LLVMPositionBuilderAtEnd(ir->b,
+				 LLVMAppendBasicBlockInContext(ir->ctx, ir->fn,
+							       "after_exit"));
 }

@@ -1,8 +1,9 @@
 /*
  * Lowering of the calls that make a value from bytes: buf(), ntop(),
- * pton(), bswap(), macaddr(), strcontains().  Each gives what sema typed
- * (frontend/func_str.c, func_net.c): a buffer of n->type->size bytes, or
- * an i64.  Plain IR over irb's reads, so that both targets share it.
+ * pton(), bswap(), macaddr(), strcontains(), cgroup_path().  Each gives
+ * what sema typed (frontend/func_str.c, func_net.c): a buffer of
+ * n->type->size bytes, or an i64.  Plain IR over irb's reads, so that
+ * both targets share it.  Reached from the call dispatch (cg_expr.c).
  */
 #include <string.h>
 #include <sys/socket.h>
@@ -44,7 +45,7 @@ static void bytes_from(struct cg *g, struct ast_node *a, LLVMValueRef dst,
 }
 
 /* buf(p, n): u8 length, then the bytes (zero after the length). */
-static LLVMValueRef cg_buf(struct cg *g, struct ast_node *n)
+LLVMValueRef cg_buf(struct cg *g, struct ast_node *n)
 {
 	struct irb *ir = &g->ir;
 	struct ast_node *a = cg_call_arg(n, 0), *l = cg_call_arg(n, 1);
@@ -73,7 +74,7 @@ static LLVMValueRef cg_buf(struct cg *g, struct ast_node *n)
  * network order (an integer's low 4 bytes as they lie in memory, an
  * array's bytes).  One argument: AF_INET for 4 bytes, AF_INET6 for 16.
  */
-static LLVMValueRef cg_ntop(struct cg *g, struct ast_node *n)
+LLVMValueRef cg_ntop(struct cg *g, struct ast_node *n)
 {
 	struct irb *ir = &g->ir;
 	struct ast_node *a = cg_call_arg(n, 0), *addr = cg_call_arg(n, 1);
@@ -100,7 +101,7 @@ static LLVMValueRef cg_ntop(struct cg *g, struct ast_node *n)
 }
 
 /* pton("addr"): the bytes sema parsed (iargs), 4 or 16 of them. */
-static LLVMValueRef cg_pton(struct cg *g, struct ast_node *n)
+LLVMValueRef cg_pton(struct cg *g, struct ast_node *n)
 {
 	struct irb *ir = &g->ir;
 	const unsigned char *b = (const unsigned char *)n->sema->iargs;
@@ -113,7 +114,7 @@ static LLVMValueRef cg_pton(struct cg *g, struct ast_node *n)
 }
 
 /* macaddr(p or bytes): six bytes, copied or read from the address. */
-static LLVMValueRef cg_macaddr(struct cg *g, struct ast_node *n)
+LLVMValueRef cg_macaddr(struct cg *g, struct ast_node *n)
 {
 	struct irb *ir = &g->ir;
 	LLVMValueRef buf = irb_alloca(ir, 8, "mac");
@@ -124,7 +125,7 @@ static LLVMValueRef cg_macaddr(struct cg *g, struct ast_node *n)
 }
 
 /* bswap(x): llvm.bswap on x's own width (a byte is itself). */
-static LLVMValueRef cg_bswap(struct cg *g, struct ast_node *n)
+LLVMValueRef cg_bswap(struct cg *g, struct ast_node *n)
 {
 	static const char name[] = "llvm.bswap";
 	struct irb *ir = &g->ir;
@@ -161,7 +162,7 @@ static LLVMValueRef byte_at(struct irb *ir, LLVMValueRef p, LLVMValueRef i)
  * (up to its NUL), an empty needle included; loops bounded by the two
  * buffers' sizes (the verifier walks them), indexes checked.
  */
-static LLVMValueRef cg_strcontains(struct cg *g, struct ast_node *n)
+LLVMValueRef cg_strcontains(struct cg *g, struct ast_node *n)
 {
 	struct irb *ir = &g->ir;
 	struct ast_node *a = cg_call_arg(n, 0), *b = cg_call_arg(n, 1);
@@ -236,35 +237,11 @@ static LLVMValueRef cg_strcontains(struct cg *g, struct ast_node *n)
 	return LLVMBuildLoad2(ir->b, ir->i64, res, "");
 }
 
-/* Is this call one of ours?  Its value, else NULL. */
-LLVMValueRef cg_call_val(struct cg *g, struct ast_node *n)
+/* cgroup_path(id): the id; the filter is the type's (output) */
+LLVMValueRef cg_cgroup_path(struct cg *g, struct ast_node *n)
 {
-	switch (n->sema->func) {
-	case FN_BUF:
-		return cg_buf(g, n);
-	case FN_NTOP:
-		return cg_ntop(g, n);
-	case FN_PTON:
-		return cg_pton(g, n);
-	case FN_MACADDR:
-		return cg_macaddr(g, n);
-	case FN_BSWAP:
-		return cg_bswap(g, n);
-	case FN_STRCONTAINS:
-		return cg_strcontains(g, n);
-	case FN_CGROUP_PATH: {
-		/* the id; the filter is the type's (output) */
-		LLVMValueRef buf = irb_alloca(&g->ir, 8, "cgroup_path");
+	LLVMValueRef buf = irb_alloca(&g->ir, 8, "cgroup_path");
 
-		LLVMBuildStore(g->ir.b, cg_expr(g, cg_call_arg(n, 0)), buf);
-		return buf;
-	}
-	case FN_STRERROR:	/* the value; its text when printed */
-	case FN_SYSCALL_NAME:
-	case FN_STRFTIME:
-		/* the value (strftime: the time, the format is the type's) */
-		return cg_expr(g, cg_call_arg(n, n->sema->func == FN_STRFTIME));
-	default:
-		return NULL;
-	}
+	LLVMBuildStore(g->ir.b, cg_expr(g, cg_call_arg(n, 0)), buf);
+	return buf;
 }

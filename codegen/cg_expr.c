@@ -347,6 +347,128 @@ static LLVMValueRef cg_positional(struct cg *g, struct ast_node *n)
 	return irb_const(&g->ir, strtoll(s, NULL, 0));
 }
 
+/*
+ * The dispatch of calls by function: each to its lowering (cg_call.c,
+ * cg_call_val.c, cg_call_out.c, cg_map.c, cg_stack.c, cg_watch.c),
+ * which lowers its arguments through cg_expr().
+ */
+static LLVMValueRef cg_call(struct cg *g, struct ast_node *n)
+{
+	struct irb *ir = &g->ir;
+	enum sema_func f = n->sema ? n->sema->func : FN_NONE;
+
+	switch (f) {
+	case FN_PRINTF:
+	case FN_ERRORF:	/* the shim prints it located (e->call) */
+	case FN_WARNF:
+		cg_fmt_event(g, n, CG_EV_PRINTF);
+		return irb_const(ir, 0);
+	case FN_TIME:
+		cg_fmt_event(g, n, CG_EV_TIME);
+		return irb_const(ir, 0);
+	case FN_SYSTEM:
+		cg_fmt_event(g, n, CG_EV_SYSTEM);
+		return irb_const(ir, 0);
+	case FN_CAT:
+		cg_fmt_event(g, n, CG_EV_CAT);
+		return irb_const(ir, 0);
+	case FN_EXIT:
+		cg_exit(g, n);
+		return irb_const(ir, 0);
+	case FN_PRINT:
+		cg_print(g, n);
+		return irb_const(ir, 0);
+	case FN_UNWATCH:
+		cg_watch_unwatch(g, n, cg_expr(g, n->call.args));
+		return irb_const(ir, 0);
+	case FN_CLEAR:
+		cg_map_event(g, n, CG_EV_CLEAR);
+		return irb_const(ir, 0);
+	case FN_ZERO:
+		cg_map_event(g, n, CG_EV_ZERO);
+		return irb_const(ir, 0);
+	case FN_DELETE:
+		return cg_delete(g, n);
+	case FN_STR:
+		return cg_str(g, n);
+	case FN_HAS_KEY:
+		return cg_has_key(g, n);
+	case FN_LEN:
+		return cg_len(g, n);
+	case FN_STRNCMP:
+		return cg_strncmp(g, n);
+	case FN_USYM:
+		cg_stack_note(g, n);
+		return cg_usym(g, n);
+	case FN_KSYM:
+		return cg_expr(g, cg_call_arg(n, 0));
+	case FN_KSTACK:
+	case FN_USTACK:
+		return cg_stack(g, n);
+	case FN_REG:
+		return cg_reg(g, n);
+	case FN_KADDR:
+		return cg_kaddr(g, n);
+	case FN_UADDR:
+		return cg_uaddr(g, n);
+	case FN_UPTR:
+	case FN_KPTR:
+		return cg_expr(g, cg_call_arg(n, 0));
+	case FN_SIZEOF_: {
+		struct ast_node *a = cg_call_arg(n, 0);
+
+		return irb_const(ir, a && a->type ? a->type->size : 0);
+	}
+	case FN_COUNT:
+	case FN_SUM:
+	case FN_AVG:
+	case FN_MIN:
+	case FN_MAX:
+	case FN_STATS:
+	case FN_HIST:
+	case FN_LHIST:
+		if (n->sema->map) {
+			cg_unsupported(g, n, "an aggregation outside an assignment");
+			return irb_const(ir, 0);
+		}
+		break;
+	case FN_BUF:
+		return cg_buf(g, n);
+	case FN_NTOP:
+		return cg_ntop(g, n);
+	case FN_PTON:
+		return cg_pton(g, n);
+	case FN_MACADDR:
+		return cg_macaddr(g, n);
+	case FN_BSWAP:
+		return cg_bswap(g, n);
+	case FN_STRCONTAINS:
+		return cg_strcontains(g, n);
+	case FN_CGROUP_PATH:
+		return cg_cgroup_path(g, n);
+	case FN_STRERROR:	/* the value; its text when printed */
+	case FN_SYSCALL_NAME:
+	case FN_STRFTIME:
+		/* the value (strftime: the time, the format is the type's) */
+		return cg_expr(g, cg_call_arg(n, f == FN_STRFTIME));
+	case FN_JOIN:
+		cg_join(g, n);
+		return irb_const(ir, 0);
+	case FN_DEBUGF:
+		cg_debugf(g, n);
+		return irb_const(ir, 0);
+	case FN_SIGNAL:
+		cg_signal(g, n);
+		return irb_const(ir, 0);
+	default:
+		break;
+	}
+	cg_unsupported(g, n, arena_printf(&g->c->arena, "%s()",
+					  n->call.name));
+	return cg_is_scalar(n->type) ? irb_const(ir, 0) :
+				       irb_alloca(ir, n->type->size, "");
+}
+
 LLVMValueRef cg_expr(struct cg *g, struct ast_node *n)
 {
 	struct irb *ir = &g->ir;

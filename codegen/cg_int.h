@@ -191,12 +191,30 @@ LLVMValueRef cg_map_delete(struct cg *g, const struct ast_node *call, int id,
  * returns the continuation block to branch to. */
 LLVMBasicBlockRef cg_if_nonnull(struct cg *g, LLVMValueRef p);
 
-/* Calls: as an expression (value) or a statement. */
-LLVMValueRef cg_call(struct cg *g, struct ast_node *n);
-/* cg_call_val.c: buf(), ntop(), pton(), ... or NULL when not one */
-LLVMValueRef cg_call_val(struct cg *g, struct ast_node *n);
-/* cg_call_out.c: join(); true when n was one of its calls */
-bool cg_call_out(struct cg *g, struct ast_node *n);
+/*
+ * Calls, reached from the call dispatch in cg_expr.c (by function).
+ * cg_call.c: printf/time/system/cat (the event kind), clear/zero/print
+ * of a whole map, print of a value, exit, str, strncmp, usym.
+ */
+void cg_fmt_event(struct cg *g, struct ast_node *n, enum cg_event_kind kind);
+void cg_map_event(struct cg *g, struct ast_node *n, enum cg_event_kind kind);
+void cg_print(struct cg *g, struct ast_node *n);
+void cg_exit(struct cg *g, struct ast_node *n);
+LLVMValueRef cg_str(struct cg *g, struct ast_node *n);
+LLVMValueRef cg_strncmp(struct cg *g, struct ast_node *n);
+LLVMValueRef cg_usym(struct cg *g, struct ast_node *n);
+/* cg_call_val.c: values made from bytes */
+LLVMValueRef cg_buf(struct cg *g, struct ast_node *n);
+LLVMValueRef cg_ntop(struct cg *g, struct ast_node *n);
+LLVMValueRef cg_pton(struct cg *g, struct ast_node *n);
+LLVMValueRef cg_macaddr(struct cg *g, struct ast_node *n);
+LLVMValueRef cg_bswap(struct cg *g, struct ast_node *n);
+LLVMValueRef cg_strcontains(struct cg *g, struct ast_node *n);
+LLVMValueRef cg_cgroup_path(struct cg *g, struct ast_node *n);
+/* cg_call_out.c: join(), debugf() (BPF target), signal() */
+void cg_join(struct cg *g, struct ast_node *n);
+void cg_debugf(struct cg *g, struct ast_node *n);
+void cg_signal(struct cg *g, struct ast_node *n);
 /* `@m[k] = agg(...)` */
 void cg_aggregate(struct cg *g, struct ast_node *mapnode,
 		  struct ast_node *call);
