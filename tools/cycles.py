@@ -1,14 +1,17 @@
 #!/usr/bin/env python3
 """Circles of calls between a folder's object files.
 
-usage: cycles.py OBJ... [--allow 'a b c' ...]
+usage: cycles.py OBJ... [--allow '[hub:] a b c' ...]
 
 Reads each object's defined and undefined symbols with nm, draws an
 edge from a file to every file defining a symbol it uses, and prints
 each strongly connected component of more than one file, with its
 edges.  A component listed with --allow (its files, space separated,
-in any order) is expected and not printed.  Exit status: 1 when an
-unexpected circle was printed, else 0.
+in any order) is expected and not printed.  With a hub ('hub: a b c',
+the hub one of the component's files) every circle of the component
+must pass through the hub: a circle among the other files (the
+component without the hub) is printed, as unexpected.  Exit status: 1
+when an unexpected circle was printed, else 0.
 """
 import subprocess
 import sys
@@ -64,11 +67,14 @@ def components(graph):
 
 
 def main(argv):
-    objs, allowed = [], []
+    objs, allowed = [], {}
     i = 0
     while i < len(argv):
         if argv[i] == '--allow':
-            allowed.append(sorted(argv[i + 1].split()))
+            hub, sep, rest = argv[i + 1].rpartition(':')
+            hub = hub.strip() if sep else None
+            files = set(rest.split()) | ({hub} if hub else set())
+            allowed[tuple(sorted(files))] = hub
             i += 2
         else:
             objs.append(argv[i])
@@ -81,7 +87,21 @@ def main(argv):
              for n in defs}
     bad = 0
     for comp in components(graph):
-        if len(comp) < 2 or comp in allowed:
+        if len(comp) < 2:
+            continue
+        if tuple(comp) in allowed:
+            hub = allowed[tuple(comp)]
+            if not hub:
+                continue
+            # the circles left when the hub is taken out
+            rest = set(comp) - {hub}
+            sub = {n: graph[n] & rest for n in rest}
+            inner = [c for c in components(sub) if len(c) > 1]
+            for c in inner:
+                bad = 1
+                print('circle not through %s:' % hub, ' '.join(c))
+                for n in c:
+                    print('  %s -> %s' % (n, ' '.join(sorted(sub[n] & set(c)))))
             continue
         bad = 1
         print('circle:', ' '.join(comp))
