@@ -1,6 +1,8 @@
 /*
- * Lowering of expressions: literals, builtins, variables, maps, operators,
- * casts, tuples, tracepoint fields.
+ * Lowering of expressions: the one dispatch, cg_expr() by node kind and
+ * cg_call() by function, to the lowerings of builtins, maps, fields,
+ * calls and block expressions in their files; here literals, variables,
+ * operators, casts, tuples and ternaries.
  */
 #include <errno.h>
 #include <stdlib.h>

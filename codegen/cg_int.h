@@ -1,9 +1,11 @@
 /*
  * Internals shared by the lowering files (cg.c, cg_expr.c, cg_stmt.c,
- * cg_call.c, cg_map.c) and the helpers below them all (cg_util.c).
- * cg.c drives a probe's lowering and calls down; the lowerings call
- * each other (an expression holds calls and map reads, which hold
- * expressions) and cg_util.c, never cg.c.  Not for use outside codegen/.
+ * cg_call.c, cg_map.c) and the helpers below them all (cg_util.c,
+ * cg_value.c).  cg.c drives a probe's lowering and calls down; the
+ * lowerings reach each other through the one dispatch, cg_expr() and
+ * its calls by function (cg_expr.c): an expression holds calls, map
+ * reads and fields, which lower their sub-expressions by calling
+ * cg_expr() back.  Never cg.c.  Not for use outside codegen/.
  *
  * Values: an expression of a scalar type (integers, booleans, pointers,
  * enums, anything of at most 8 bytes that is not a string, tuple, record
