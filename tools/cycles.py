@@ -1,17 +1,19 @@
 #!/usr/bin/env python3
 """Circles of calls between a folder's object files.
 
-usage: cycles.py OBJ... [--allow '[hub:] a b c' ...]
+usage: cycles.py OBJ... [--allow 'a b c' ...]
 
 Reads each object's defined and undefined symbols with nm, draws an
 edge from a file to every file defining a symbol it uses, and prints
 each strongly connected component of more than one file, with its
 edges.  A component listed with --allow (its files, space separated,
-in any order) is expected and not printed.  With a hub ('hub: a b c',
-the hub one of the component's files) every circle of the component
-must pass through the hub: a circle among the other files (the
-component without the hub) is printed, as unexpected.  Exit status: 1
-when an unexpected circle was printed, else 0.
+in any order) is expected and not printed.  Exit status: 1 when an
+unexpected circle was printed, else 0.
+
+An --allow list may name a hub, 'hub: a b c' (the hub one of the
+component's files): then every circle of the component must pass
+through the hub, and a circle among the other files (the component
+without the hub) is printed as unexpected.
 """
 import subprocess
 import sys
@@ -67,18 +69,22 @@ def components(graph):
 
 
 def main(argv):
-    objs, allowed = [], {}
+    objs, allowed = [], []
     i = 0
     while i < len(argv):
         if argv[i] == '--allow':
-            hub, sep, rest = argv[i + 1].rpartition(':')
-            hub = hub.strip() if sep else None
-            files = set(rest.split()) | ({hub} if hub else set())
-            allowed[tuple(sorted(files))] = hub
+            allowed.append(sorted(argv[i + 1].split()))
             i += 2
         else:
             objs.append(argv[i])
             i += 1
+    # 'hub: a b c': the component a b c hub, its circles through hub
+    hubs = {}
+    for k, a in enumerate(allowed):
+        allowed[k] = sorted(f.rstrip(':') for f in a)
+        for f in a:
+            if f.endswith(':'):
+                hubs[tuple(allowed[k])] = f[:-1]
     defs, undefs = {}, {}
     for o in objs:
         defs[name(o)], undefs[name(o)] = symbols(o)
@@ -89,15 +95,13 @@ def main(argv):
     for comp in components(graph):
         if len(comp) < 2:
             continue
-        if tuple(comp) in allowed:
-            hub = allowed[tuple(comp)]
-            if not hub:
-                continue
-            # the circles left when the hub is taken out
+        if comp in allowed:
+            hub = hubs.get(tuple(comp))
             rest = set(comp) - {hub}
             sub = {n: graph[n] & rest for n in rest}
-            inner = [c for c in components(sub) if len(c) > 1]
-            for c in inner:
+            for c in components(sub) if hub else []:
+                if len(c) < 2:
+                    continue
                 bad = 1
                 print('circle not through %s:' % hub, ' '.join(c))
                 for n in c:

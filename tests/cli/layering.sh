@@ -1,8 +1,7 @@
 #!/bin/sh
 # Calls between the files of each folder run one way (shim/README,
 # codegen/README, frontend/README): no circle of calls between object
-# files, except the recursions of expressions the READMEs name, whose
-# circles all pass through the one dispatch named before the colon.
+# files, except the recursions of expressions the READMEs name.
 
 . "${top_srcdir:?}/tests/cli/tap.sh"
 
