@@ -1,7 +1,7 @@
 /*
  * Lowering of function calls: output events (printf, time, print, exit,
- * clear, zero), map control (delete), strings (str, strncmp), and calls
- * whose value is an integer.
+ * clear, zero), strings (str, strncmp), and calls whose value is an
+ * integer.
  */
 #include <string.h>
 
@@ -10,18 +10,8 @@
 #include "cg_int.h"
 #include "util.h"
 
-static struct ast_node *cg_arg(struct ast_node *call, int i)
-{
-	struct ast_node *a = call->call.args;
-
-	while (a && i--)
-		a = a->next;
-	return a;
-}
-
 /* printf/time/cat/system: header + the arguments as sema's tuple. */
-static void cg_fmt_event(struct cg *g, struct ast_node *n,
-			 enum cg_event_kind kind)
+void cg_fmt_event(struct cg *g, struct ast_node *n, enum cg_event_kind kind)
 {
 	struct sema_fmt *f = n->sema->fmt;
 	const struct type *t = f ? f->args : NULL;
@@ -57,8 +47,8 @@ static void cg_fmt_event(struct cg *g, struct ast_node *n,
 	cg_record_send(g, rec, size);
 }
 
-static void cg_map_event(struct cg *g, struct ast_node *n,
-			 enum cg_event_kind kind)
+/* clear(), zero(), print() of a whole map: an event naming the map */
+void cg_map_event(struct cg *g, struct ast_node *n, enum cg_event_kind kind)
 {
 	struct sema_map *sm = n->sema ? n->sema->map : NULL;
 	int ev;
@@ -78,7 +68,7 @@ static void cg_map_event(struct cg *g, struct ast_node *n,
 	cg_record_send(g, rec, sizeof(struct cg_event_hdr));
 }
 
-static void cg_print(struct cg *g, struct ast_node *n)
+void cg_print(struct cg *g, struct ast_node *n)
 {
 	struct ast_node *a = n->call.args;
 	size_t size;
@@ -122,10 +112,10 @@ static bool cg_user_ptr(struct cg *g, const struct type *t)
 	return p == PROV_UPROBE || p == PROV_URETPROBE || p == PROV_USDT;
 }
 
-static LLVMValueRef cg_str(struct cg *g, struct ast_node *n)
+LLVMValueRef cg_str(struct cg *g, struct ast_node *n)
 {
 	struct irb *ir = &g->ir;
-	struct ast_node *a = cg_arg(n, 0), *len = cg_arg(n, 1);
+	struct ast_node *a = cg_call_arg(n, 0), *len = cg_call_arg(n, 1);
 	size_t size = n->type && n->type->size ? n->type->size : 64;
 	LLVMValueRef buf, v, sz;
 	bool data_loc;
@@ -212,10 +202,10 @@ static LLVMValueRef cg_str(struct cg *g, struct ast_node *n)
 	return buf;
 }
 
-static LLVMValueRef cg_strncmp(struct cg *g, struct ast_node *n)
+LLVMValueRef cg_strncmp(struct cg *g, struct ast_node *n)
 {
-	struct ast_node *a = cg_arg(n, 0), *b = cg_arg(n, 1),
-			*l = cg_arg(n, 2);
+	struct ast_node *a = cg_call_arg(n, 0), *b = cg_call_arg(n, 1),
+			*l = cg_call_arg(n, 2);
 	LLVMValueRef va = cg_expr(g, a), vb = cg_expr(g, b), eq;
 	uint64_t limit = 0;
 
@@ -231,77 +221,10 @@ static LLVMValueRef cg_strncmp(struct cg *g, struct ast_node *n)
 	return LLVMBuildXor(g->ir.b, eq, irb_const(&g->ir, 1), "");
 }
 
-static LLVMValueRef cg_delete(struct cg *g, struct ast_node *n)
-{
-	struct ast_node *m = cg_arg(n, 0), *k = cg_arg(n, 1);
-	struct sema_map *sm = n->sema ? n->sema->map : NULL;
-
-	if (!sm && m && m->sema)
-		sm = m->sema->map;
-	if (!sm || !m || m->kind != AST_MAP) {
-		cg_unsupported(g, n, "this delete()");
-		return irb_const(&g->ir, 0);
-	}
-	if (k)
-		return cg_map_delete(g, n, sm->id, k, 1);
-	return cg_map_delete(g, n, sm->id, m->map.keys, m->map.nkeys);
-}
-
-/* has_key(@m, key): 1 when the key is in the map. */
-static LLVMValueRef cg_has_key(struct cg *g, struct ast_node *n)
-{
-	struct ast_node *m = cg_arg(n, 0), *k = cg_arg(n, 1);
-	struct sema_map *sm = n->sema ? n->sema->map : NULL;
-	LLVMValueRef key, p;
-
-	if (!sm && m && m->sema)
-		sm = m->sema->map;
-	if (!sm || !k || g->obj->maps[sm->id].bucketed) {
-		cg_unsupported(g, n, "this has_key()");
-		return irb_const(&g->ir, 0);
-	}
-	if (g->obj->maps[sm->id].xmap)
-		return cg_map_xmap_has(g, sm->id, k);
-	key = cg_key_with(g, sm->id, k, 1, NULL);
-	p = irb_map_lookup(&g->ir, g->maps[sm->id], key);
-	return LLVMBuildZExt(g->ir.b, LLVMBuildIsNotNull(g->ir.b, p, ""),
-			     g->ir.i64, "has_key");
-}
-
-/* len(@m): bpf_for_each_map_elem() counts the entries it visits. */
-static LLVMValueRef cg_len(struct cg *g, struct ast_node *n)
+LLVMValueRef cg_usym(struct cg *g, struct ast_node *n)
 {
 	struct irb *ir = &g->ir;
-	struct ast_node *m = cg_arg(n, 0);
-	struct sema_map *sm = n->sema ? n->sema->map : NULL;
-	LLVMValueRef save_fn = ir->fn, cb, args[4];
-	LLVMBasicBlockRef save_entry = ir->entry;
-	LLVMBasicBlockRef save_bb = LLVMGetInsertBlock(ir->b);
-	char name[32];
-
-	if (!sm && m && m->sema)
-		sm = m->sema->map;
-	if (!sm || g->obj->maps[sm->id].bucketed) {
-		cg_unsupported(g, n, "this len()");
-		return irb_const(ir, 0);
-	}
-	snprintf(name, sizeof(name), "len_%d_%d", g->prog, g->nfor++);
-	cb = irb_callback_begin(ir, name, 4);
-	LLVMBuildRet(ir->b, irb_const(ir, 0));
-	ir->fn = save_fn;
-	ir->entry = save_entry;
-	LLVMPositionBuilderAtEnd(ir->b, save_bb);
-	args[0] = g->maps[sm->id];
-	args[1] = cb;
-	args[2] = LLVMConstNull(ir->ptr);
-	args[3] = irb_const(ir, 0);
-	return irb_helper(ir, BPF_FUNC_for_each_map_elem, args, 4);
-}
-
-static LLVMValueRef cg_usym(struct cg *g, struct ast_node *n)
-{
-	struct irb *ir = &g->ir;
-	struct ast_node *a = cg_arg(n, 0);
+	struct ast_node *a = cg_call_arg(n, 0);
 	LLVMValueRef v = cg_expr(g, a), buf, pt;
 
 	if (cg_is_scalar(n->type))
@@ -318,138 +241,47 @@ static LLVMValueRef cg_usym(struct cg *g, struct ast_node *n)
 	return buf;
 }
 
-LLVMValueRef cg_call(struct cg *g, struct ast_node *n)
+/* exit([code]): ubt's exit event; nothing after it runs. */
+void cg_exit(struct cg *g, struct ast_node *n)
 {
 	struct irb *ir = &g->ir;
-	enum sema_func f = n->sema ? n->sema->func : FN_NONE;
-	LLVMValueRef rec;
+	LLVMValueRef gp, rec;
+	LLVMBasicBlockRef cont;
 	int ev;
 
-	switch (f) {
-	case FN_PRINTF:
-	case FN_ERRORF:	/* the shim prints it located (e->call) */
-	case FN_WARNF:
-		cg_fmt_event(g, n, CG_EV_PRINTF);
-		return irb_const(ir, 0);
-	case FN_TIME:
-		cg_fmt_event(g, n, CG_EV_TIME);
-		return irb_const(ir, 0);
-	case FN_SYSTEM:
-		cg_fmt_event(g, n, CG_EV_SYSTEM);
-		return irb_const(ir, 0);
-	case FN_CAT:
-		cg_fmt_event(g, n, CG_EV_CAT);
-		return irb_const(ir, 0);
-	case FN_EXIT: {
-		/* the other probes stop at once (cg.c prologue) */
-		LLVMValueRef gp = cg_globals_ptr(g);
-		LLVMBasicBlockRef cont = cg_if_nonnull(g, gp);
+	/* the other probes stop at once (cg.c prologue) */
+	gp = cg_globals_ptr(g);
+	cont = cg_if_nonnull(g, gp);
+	LLVMBuildStore(ir->b, irb_const(ir, 1),
+		       irb_gep(ir, gp, CG_GLOBALS_EXIT));
+	LLVMBuildBr(ir->b, cont);
+	LLVMPositionBuilderAtEnd(ir->b, cont);
+	ev = cg_event_new(g, CG_EV_EXIT, n);
+	if (n->call.args) {
+		/* exit(code) (v0.25): ubt's exit status */
+		size_t sz = sizeof(struct cg_event_hdr) + 8;
 
-		LLVMBuildStore(ir->b, irb_const(ir, 1),
-			       irb_gep(ir, gp, CG_GLOBALS_EXIT));
-		LLVMBuildBr(ir->b, cont);
-		LLVMPositionBuilderAtEnd(ir->b, cont);
+		LLVMValueRef code = cg_expr(g, n->call.args);
+
+		if (LLVMGetIntTypeWidth(LLVMTypeOf(code)) < 64)
+			code = LLVMBuildZExt(ir->b, code, ir->i64, "");
+		g->obj->events[ev].size = sz;
+		rec = cg_record_begin(g, ev, sz);
+		LLVMBuildStore(ir->b, code,
+			       irb_gep(ir, rec, sizeof(struct cg_event_hdr)));
+		cg_record_send(g, rec, sz);
+	} else {
+		rec = cg_record_begin(g, ev, sizeof(struct cg_event_hdr));
+		cg_record_send(g, rec, sizeof(struct cg_event_hdr));
 	}
-		ev = cg_event_new(g, CG_EV_EXIT, n);
-		if (n->call.args) {
-			/* exit(code) (v0.25): ubt's exit status */
-			size_t sz = sizeof(struct cg_event_hdr) + 8;
-
-			LLVMValueRef code = cg_expr(g, n->call.args);
-
-			if (LLVMGetIntTypeWidth(LLVMTypeOf(code)) < 64)
-				code = LLVMBuildZExt(ir->b, code, ir->i64, "");
-			g->obj->events[ev].size = sz;
-			rec = cg_record_begin(g, ev, sz);
-			LLVMBuildStore(ir->b, code,
-				       irb_gep(ir, rec,
-					       sizeof(struct cg_event_hdr)));
-			cg_record_send(g, rec, sz);
-		} else {
-			rec = cg_record_begin(g, ev,
-					      sizeof(struct cg_event_hdr));
-			cg_record_send(g, rec, sizeof(struct cg_event_hdr));
-		}
-		/*
-		 * Nothing after exit() runs: the probe returns (from a for
-		 * loop's callback, 1 ends the iteration and the probe
-		 * returns after it: cg_stmt.c).  What follows is lowered
-		 * into a block nothing reaches.
-		 */
-		LLVMBuildRet(ir->b, irb_const(ir, g->in_for ? 1 : 0));
-		LLVMPositionBuilderAtEnd(
-			ir->b, LLVMAppendBasicBlockInContext(ir->ctx, ir->fn,
-							     "after_exit"));
-		return irb_const(ir, 0);
-	case FN_PRINT:
-		cg_print(g, n);
-		return irb_const(ir, 0);
-	case FN_UNWATCH:
-		cg_watch_unwatch(g, n, cg_expr(g, n->call.args));
-		return irb_const(ir, 0);
-	case FN_CLEAR:
-		cg_map_event(g, n, CG_EV_CLEAR);
-		return irb_const(ir, 0);
-	case FN_ZERO:
-		cg_map_event(g, n, CG_EV_ZERO);
-		return irb_const(ir, 0);
-	case FN_DELETE:
-		return cg_delete(g, n);
-	case FN_STR:
-		return cg_str(g, n);
-	case FN_HAS_KEY:
-		return cg_has_key(g, n);
-	case FN_LEN:
-		return cg_len(g, n);
-	case FN_STRNCMP:
-		return cg_strncmp(g, n);
-	case FN_USYM:
-		cg_stack_note(g, n);
-		return cg_usym(g, n);
-	case FN_KSYM:
-		return cg_expr(g, cg_arg(n, 0));
-	case FN_KSTACK:
-	case FN_USTACK:
-		return cg_stack(g, n);
-	case FN_REG:
-		return cg_reg(g, n);
-	case FN_KADDR:
-		return cg_kaddr(g, n);
-	case FN_UADDR:
-		return cg_uaddr(g, n);
-	case FN_UPTR:
-	case FN_KPTR:
-		return cg_expr(g, cg_arg(n, 0));
-	case FN_SIZEOF_: {
-		struct ast_node *a = cg_arg(n, 0);
-
-		return irb_const(ir, a && a->type ? a->type->size : 0);
-	}
-	case FN_COUNT:
-	case FN_SUM:
-	case FN_AVG:
-	case FN_MIN:
-	case FN_MAX:
-	case FN_STATS:
-	case FN_HIST:
-	case FN_LHIST:
-		if (n->sema->map) {
-			cg_unsupported(g, n, "an aggregation outside an assignment");
-			return irb_const(ir, 0);
-		}
-		break;
-	default: {
-		LLVMValueRef v = cg_call_val(g, n);
-
-		if (v)
-			return v;
-		if (cg_call_out(g, n))
-			return irb_const(ir, 0);
-		break;
-	}
-	}
-	cg_unsupported(g, n, arena_printf(&g->c->arena, "%s()",
-					  n->call.name));
-	return cg_is_scalar(n->type) ? irb_const(ir, 0) :
-				       irb_alloca(ir, n->type->size, "");
+	/*
+	 * Nothing after exit() runs: the probe returns (from a for loop's
+	 * callback, 1 ends the iteration and the probe returns after it:
+	 * cg_stmt.c).  What follows is lowered into a block nothing
+	 * reaches.
+	 */
+	LLVMBuildRet(ir->b, irb_const(ir, g->in_for ? 1 : 0));
+	LLVMPositionBuilderAtEnd(ir->b,
+				 LLVMAppendBasicBlockInContext(ir->ctx, ir->fn,
+							       "after_exit"));
 }

@@ -13,7 +13,7 @@
 #include "irb_native.h"
 #include "util.h"
 
-static void cg_join(struct cg *g, struct ast_node *n)
+void cg_join(struct cg *g, struct ast_node *n)
 {
 	struct irb *ir = &g->ir;
 	struct ast_node *a = n->call.args, *sep = a->next;
@@ -77,7 +77,7 @@ static void cg_join(struct cg *g, struct ast_node *n)
  * bpf_trace_vprintk() with the u64 values in an array; strings and
  * other buffers by address (%s).
  */
-static void cg_debugf(struct cg *g, struct ast_node *n)
+void cg_debugf(struct cg *g, struct ast_node *n)
 {
 	struct irb *ir = &g->ir;
 	struct ast_node *f = n->call.args, *a;
@@ -115,7 +115,7 @@ static void cg_debugf(struct cg *g, struct ast_node *n)
  * signal(sig): bpf_send_signal() to the current process in the kernel
  * (as bpftrace); native code raises it in the calling thread.
  */
-static void cg_signal(struct cg *g, struct ast_node *n)
+void cg_signal(struct cg *g, struct ast_node *n)
 {
 	struct irb *ir = &g->ir;
 	struct ast_node *a = n->call.args;
@@ -127,22 +127,4 @@ static void cg_signal(struct cg *g, struct ast_node *n)
 		sig = cg_expr(g, a);
 	sig = LLVMBuildTrunc(ir->b, sig, ir->i32, "");
 	irb_helper(ir, BPF_FUNC_send_signal, &sig, 1);
-}
-
-/* Is this call one of ours?  true when lowered. */
-bool cg_call_out(struct cg *g, struct ast_node *n)
-{
-	switch (n->sema->func) {
-	case FN_JOIN:
-		cg_join(g, n);
-		return true;
-	case FN_DEBUGF:
-		cg_debugf(g, n);
-		return true;
-	case FN_SIGNAL:
-		cg_signal(g, n);
-		return true;
-	default:
-		return false;
-	}
 }

@@ -1,23 +1,15 @@
 /*
  * Lowering of the calls that make a value from bytes: buf(), ntop(),
- * pton(), bswap(), macaddr(), strcontains().  Each gives what sema typed
- * (frontend/func_str.c, func_net.c): a buffer of n->type->size bytes, or
- * an i64.  Plain IR over irb's reads, so that both targets share it.
+ * pton(), bswap(), macaddr(), strcontains(), cgroup_path().  Each gives
+ * what sema typed (frontend/func_str.c, func_net.c): a buffer of
+ * n->type->size bytes, or an i64.  Plain IR over irb's reads, so that
+ * both targets share it.  Reached from the call dispatch (cg_expr.c).
  */
 #include <string.h>
 #include <sys/socket.h>
 
 #include "cg_int.h"
 #include "util.h"
-
-static struct ast_node *arg_n(struct ast_node *call, int i)
-{
-	struct ast_node *a = call->call.args;
-
-	while (a && i--)
-		a = a->next;
-	return a;
-}
 
 /* Read from user memory in user probes and for uptr(), else kernel. */
 static enum irb_read read_kind(struct cg *g, const struct type *t)
@@ -53,10 +45,10 @@ static void bytes_from(struct cg *g, struct ast_node *a, LLVMValueRef dst,
 }
 
 /* buf(p, n): u8 length, then the bytes (zero after the length). */
-static LLVMValueRef cg_buf(struct cg *g, struct ast_node *n)
+LLVMValueRef cg_buf(struct cg *g, struct ast_node *n)
 {
 	struct irb *ir = &g->ir;
-	struct ast_node *a = arg_n(n, 0), *l = arg_n(n, 1);
+	struct ast_node *a = cg_call_arg(n, 0), *l = cg_call_arg(n, 1);
 	size_t size = n->type->size, room = size - 1;
 	LLVMValueRef buf = irb_alloca(ir, size, "buf"), len;
 
@@ -82,10 +74,10 @@ static LLVMValueRef cg_buf(struct cg *g, struct ast_node *n)
  * network order (an integer's low 4 bytes as they lie in memory, an
  * array's bytes).  One argument: AF_INET for 4 bytes, AF_INET6 for 16.
  */
-static LLVMValueRef cg_ntop(struct cg *g, struct ast_node *n)
+LLVMValueRef cg_ntop(struct cg *g, struct ast_node *n)
 {
 	struct irb *ir = &g->ir;
-	struct ast_node *a = arg_n(n, 0), *addr = arg_n(n, 1);
+	struct ast_node *a = cg_call_arg(n, 0), *addr = cg_call_arg(n, 1);
 	LLVMValueRef buf = irb_alloca(ir, n->type->size, "inet"), af, v;
 
 	irb_memset(ir, buf, 0, n->type->size);
@@ -109,7 +101,7 @@ static LLVMValueRef cg_ntop(struct cg *g, struct ast_node *n)
 }
 
 /* pton("addr"): the bytes sema parsed (iargs), 4 or 16 of them. */
-static LLVMValueRef cg_pton(struct cg *g, struct ast_node *n)
+LLVMValueRef cg_pton(struct cg *g, struct ast_node *n)
 {
 	struct irb *ir = &g->ir;
 	const unsigned char *b = (const unsigned char *)n->sema->iargs;
@@ -122,22 +114,22 @@ static LLVMValueRef cg_pton(struct cg *g, struct ast_node *n)
 }
 
 /* macaddr(p or bytes): six bytes, copied or read from the address. */
-static LLVMValueRef cg_macaddr(struct cg *g, struct ast_node *n)
+LLVMValueRef cg_macaddr(struct cg *g, struct ast_node *n)
 {
 	struct irb *ir = &g->ir;
 	LLVMValueRef buf = irb_alloca(ir, 8, "mac");
 
 	irb_memset(ir, buf, 0, 8);
-	bytes_from(g, arg_n(n, 0), buf, 6, irb_const(ir, 6));
+	bytes_from(g, cg_call_arg(n, 0), buf, 6, irb_const(ir, 6));
 	return buf;
 }
 
 /* bswap(x): llvm.bswap on x's own width (a byte is itself). */
-static LLVMValueRef cg_bswap(struct cg *g, struct ast_node *n)
+LLVMValueRef cg_bswap(struct cg *g, struct ast_node *n)
 {
 	static const char name[] = "llvm.bswap";
 	struct irb *ir = &g->ir;
-	struct ast_node *a = arg_n(n, 0);
+	struct ast_node *a = cg_call_arg(n, 0);
 	size_t size = a->type->size;
 	LLVMValueRef v = cg_expr(g, a), fn;
 	LLVMTypeRef ty, ft;
@@ -170,10 +162,10 @@ static LLVMValueRef byte_at(struct irb *ir, LLVMValueRef p, LLVMValueRef i)
  * (up to its NUL), an empty needle included; loops bounded by the two
  * buffers' sizes (the verifier walks them), indexes checked.
  */
-static LLVMValueRef cg_strcontains(struct cg *g, struct ast_node *n)
+LLVMValueRef cg_strcontains(struct cg *g, struct ast_node *n)
 {
 	struct irb *ir = &g->ir;
-	struct ast_node *a = arg_n(n, 0), *b = arg_n(n, 1);
+	struct ast_node *a = cg_call_arg(n, 0), *b = cg_call_arg(n, 1);
 	LLVMValueRef hay = cg_expr(g, a), needle = cg_expr(g, b);
 	LLVMValueRef res = irb_alloca(ir, 8, "contains");
 	LLVMValueRef jp = irb_alloca(ir, 8, "contains_j");
@@ -245,35 +237,11 @@ static LLVMValueRef cg_strcontains(struct cg *g, struct ast_node *n)
 	return LLVMBuildLoad2(ir->b, ir->i64, res, "");
 }
 
-/* Is this call one of ours?  Its value, else NULL. */
-LLVMValueRef cg_call_val(struct cg *g, struct ast_node *n)
+/* cgroup_path(id): the id; the filter is the type's (output) */
+LLVMValueRef cg_cgroup_path(struct cg *g, struct ast_node *n)
 {
-	switch (n->sema->func) {
-	case FN_BUF:
-		return cg_buf(g, n);
-	case FN_NTOP:
-		return cg_ntop(g, n);
-	case FN_PTON:
-		return cg_pton(g, n);
-	case FN_MACADDR:
-		return cg_macaddr(g, n);
-	case FN_BSWAP:
-		return cg_bswap(g, n);
-	case FN_STRCONTAINS:
-		return cg_strcontains(g, n);
-	case FN_CGROUP_PATH: {
-		/* the id; the filter is the type's (output) */
-		LLVMValueRef buf = irb_alloca(&g->ir, 8, "cgroup_path");
+	LLVMValueRef buf = irb_alloca(&g->ir, 8, "cgroup_path");
 
-		LLVMBuildStore(g->ir.b, cg_expr(g, arg_n(n, 0)), buf);
-		return buf;
-	}
-	case FN_STRERROR:	/* the value; its text when printed */
-	case FN_SYSCALL_NAME:
-	case FN_STRFTIME:
-		/* the value (strftime: the time, the format is the type's) */
-		return cg_expr(g, arg_n(n, n->sema->func == FN_STRFTIME));
-	default:
-		return NULL;
-	}
+	LLVMBuildStore(g->ir.b, cg_expr(g, cg_call_arg(n, 0)), buf);
+	return buf;
 }

@@ -1,6 +1,8 @@
 /*
- * Lowering of expressions: literals, builtins, variables, maps, operators,
- * casts, tuples, tracepoint fields.
+ * Lowering of expressions: the one dispatch, cg_expr() by node kind and
+ * cg_call() by function, to the lowerings of builtins, maps, fields,
+ * calls and block expressions in their files; here literals, variables,
+ * operators, casts, tuples and ternaries.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -22,57 +24,6 @@ LLVMValueRef cg_cond(struct cg *g, struct ast_node *n)
 		return LLVMConstInt(g->ir.i1, 0, 0);
 	}
 	return LLVMBuildICmp(g->ir.b, LLVMIntNE, v, irb_const(&g->ir, 0), "");
-}
-
-/* String equality over the shorter buffer; returns i64 0/1. */
-static LLVMValueRef cg_strcmp(struct cg *g, LLVMValueRef a, size_t asz,
-			      LLVMValueRef b, size_t bsz, size_t limit)
-{
-	struct irb *ir = &g->ir;
-	size_t n = asz < bsz ? asz : bsz;
-	LLVMValueRef res = irb_alloca(ir, 8, "streq");
-	LLVMBasicBlockRef done = LLVMAppendBasicBlockInContext(
-		ir->ctx, ir->fn, "streq_done");
-	LLVMBasicBlockRef ne = LLVMAppendBasicBlockInContext(
-		ir->ctx, ir->fn, "streq_ne");
-
-	if (limit && limit < n)
-		n = limit;
-	LLVMBuildStore(ir->b, irb_const(ir, 1), res);
-	for (size_t i = 0; i < n; i++) {
-		LLVMValueRef ca = LLVMBuildLoad2(ir->b, ir->i8,
-						 irb_gep(ir, a, i), "");
-		LLVMValueRef cb = LLVMBuildLoad2(ir->b, ir->i8,
-						 irb_gep(ir, b, i), "");
-		LLVMBasicBlockRef same = LLVMAppendBasicBlockInContext(
-			ir->ctx, ir->fn, "streq_same");
-		LLVMBasicBlockRef next = LLVMAppendBasicBlockInContext(
-			ir->ctx, ir->fn, "streq_next");
-
-		LLVMBuildCondBr(ir->b,
-				LLVMBuildICmp(ir->b, LLVMIntEQ, ca, cb, ""),
-				same, ne);
-		LLVMPositionBuilderAtEnd(ir->b, same);
-		LLVMBuildCondBr(ir->b,
-				LLVMBuildICmp(ir->b, LLVMIntEQ, ca,
-					      LLVMConstInt(ir->i8, 0, 0), ""),
-				done, next);
-		LLVMPositionBuilderAtEnd(ir->b, next);
-	}
-	LLVMBuildBr(ir->b, done);
-	LLVMPositionBuilderAtEnd(ir->b, ne);
-	LLVMBuildStore(ir->b, irb_const(ir, 0), res);
-	LLVMBuildBr(ir->b, done);
-	LLVMPositionBuilderAtEnd(ir->b, done);
-	return LLVMBuildLoad2(ir->b, ir->i64, res, "");
-}
-
-LLVMValueRef cg_string_equal(struct cg *g, LLVMValueRef a,
-			     const struct type *at, LLVMValueRef b,
-			     const struct type *bt, size_t limit)
-{
-	return cg_strcmp(g, a, at ? at->size : 64, b, bt ? bt->size : 64,
-			 limit);
 }
 
 /* Whether size bytes at a and b are the same, without branches: the OR
@@ -125,106 +76,6 @@ static LLVMValueRef cg_logical(struct cg *g, struct ast_node *n)
 	LLVMBuildBr(ir->b, done);
 	LLVMPositionBuilderAtEnd(ir->b, done);
 	return LLVMBuildLoad2(ir->b, ir->i64, res, "");
-}
-
-LLVMValueRef cg_binop_values(struct cg *g, enum ast_op op, LLVMValueRef l,
-			     const struct type *lt, LLVMValueRef r,
-			     const struct type *rt, const struct type *result)
-{
-	struct irb *ir = &g->ir;
-	bool sgn = cg_signed(lt) && cg_signed(rt);
-	bool lsgn = cg_signed(result ? result : lt);
-	LLVMValueRef v;
-	LLVMIntPredicate pred;
-
-	/* pointer arithmetic counts elements, as in C */
-	if (op == OP_ADD || op == OP_SUB) {
-		if (lt && lt->kind == TY_POINTER && !(rt && rt->kind == TY_POINTER))
-			r = LLVMBuildMul(ir->b, r,
-					 irb_const(ir, cg_pointee_size(lt)), "");
-		else if (rt && rt->kind == TY_POINTER && !(lt && lt->kind == TY_POINTER))
-			l = LLVMBuildMul(ir->b, l,
-					 irb_const(ir, cg_pointee_size(rt)), "");
-	}
-	switch (op) {
-	case OP_ADD:
-		v = LLVMBuildAdd(ir->b, l, r, "");
-		break;
-	case OP_SUB:
-		v = LLVMBuildSub(ir->b, l, r, "");
-		break;
-	case OP_MUL:
-		v = LLVMBuildMul(ir->b, l, r, "");
-		break;
-	case OP_DIV:
-	case OP_MOD: {
-		/* division by zero gives 0 as in BPF, without UB in LLVM */
-		LLVMValueRef isz = LLVMBuildICmp(ir->b, LLVMIntEQ, r,
-						 irb_const(ir, 0), "");
-		LLVMValueRef d = LLVMBuildSelect(ir->b, isz, irb_const(ir, 1),
-						 r, "");
-
-		/* unsigned, as bpftrace 0.17 (which warns about signed
-		 * operands): -7 / 2 is 0x7ffffffffffffffc */
-		if (op == OP_DIV)
-			v = LLVMBuildUDiv(ir->b, l, d, "");
-		else
-			v = LLVMBuildURem(ir->b, l, d, "");
-		v = LLVMBuildSelect(ir->b, isz, irb_const(ir, 0), v, "");
-		break;
-	}
-	case OP_BAND:
-		v = LLVMBuildAnd(ir->b, l, r, "");
-		break;
-	case OP_BOR:
-		v = LLVMBuildOr(ir->b, l, r, "");
-		break;
-	case OP_BXOR:
-		v = LLVMBuildXor(ir->b, l, r, "");
-		break;
-	case OP_SHL:
-		v = LLVMBuildShl(ir->b, l,
-				 LLVMBuildAnd(ir->b, r, irb_const(ir, 63), ""),
-				 "");
-		break;
-	case OP_SHR:
-		r = LLVMBuildAnd(ir->b, r, irb_const(ir, 63), "");
-		v = lsgn && cg_signed(lt) ? LLVMBuildAShr(ir->b, l, r, "") :
-					    LLVMBuildLShr(ir->b, l, r, "");
-		break;
-	case OP_EQ:
-	case OP_NE:
-	case OP_LT:
-	case OP_LE:
-	case OP_GT:
-	case OP_GE:
-		switch (op) {
-		case OP_EQ:
-			pred = LLVMIntEQ;
-			break;
-		case OP_NE:
-			pred = LLVMIntNE;
-			break;
-		case OP_LT:
-			pred = sgn ? LLVMIntSLT : LLVMIntULT;
-			break;
-		case OP_LE:
-			pred = sgn ? LLVMIntSLE : LLVMIntULE;
-			break;
-		case OP_GT:
-			pred = sgn ? LLVMIntSGT : LLVMIntUGT;
-			break;
-		default:
-			pred = sgn ? LLVMIntSGE : LLVMIntUGE;
-			break;
-		}
-		return LLVMBuildZExt(ir->b,
-				     LLVMBuildICmp(ir->b, pred, l, r, ""),
-				     ir->i64, "");
-	default:
-		BUG("binop %d", op);
-	}
-	return cg_int_norm(g, v, result);
 }
 
 /* Tuples element by element (sema: integers, strings, tuples); 0/1. */
@@ -397,35 +248,6 @@ static LLVMValueRef cg_unop(struct cg *g, struct ast_node *n)
 	}
 }
 
-/*
- * An inlined fn (frontend/sema_macro.c): its statements, with return
- * storing the value in a slot and leaving for the block's end.
- */
-static LLVMValueRef cg_fn_block(struct cg *g, struct ast_node *n)
-{
-	struct irb *ir = &g->ir;
-	const struct type *rt = n->block.fn_ret;
-	LLVMBasicBlockRef oexit = g->fn_exit;
-	LLVMValueRef oslot = g->fn_slot;
-	const struct type *oret = g->fn_ret;
-	size_t sz = rt->size ? rt->size : 8;
-	LLVMValueRef slot = irb_alloca(ir, sz, "fn_ret");
-
-	irb_memset(ir, slot, 0, (sz + 7) & ~(size_t)7);
-	g->fn_exit = LLVMAppendBasicBlockInContext(ir->ctx, ir->fn, "fn_end");
-	g->fn_slot = slot;
-	g->fn_ret = rt;
-	cg_stmts(g, n->block.stmts);
-	LLVMBuildBr(ir->b, g->fn_exit);
-	LLVMPositionBuilderAtEnd(ir->b, g->fn_exit);
-	g->fn_exit = oexit;
-	g->fn_slot = oslot;
-	g->fn_ret = oret;
-	if (rt->kind == TY_VOID)
-		return irb_const(ir, 0);
-	return cg_load(g, slot, rt);
-}
-
 /* cond ? a : b of void calls: one of them, no value. */
 static LLVMValueRef cg_ternary_void(struct cg *g, struct ast_node *n)
 {
@@ -527,6 +349,128 @@ static LLVMValueRef cg_positional(struct cg *g, struct ast_node *n)
 	return irb_const(&g->ir, strtoll(s, NULL, 0));
 }
 
+/*
+ * The dispatch of calls by function: each to its lowering (cg_call.c,
+ * cg_call_val.c, cg_call_out.c, cg_map.c, cg_stack.c, cg_watch.c),
+ * which lowers its arguments through cg_expr().
+ */
+static LLVMValueRef cg_call(struct cg *g, struct ast_node *n)
+{
+	struct irb *ir = &g->ir;
+	enum sema_func f = n->sema ? n->sema->func : FN_NONE;
+
+	switch (f) {
+	case FN_PRINTF:
+	case FN_ERRORF:	/* the shim prints it located (e->call) */
+	case FN_WARNF:
+		cg_fmt_event(g, n, CG_EV_PRINTF);
+		return irb_const(ir, 0);
+	case FN_TIME:
+		cg_fmt_event(g, n, CG_EV_TIME);
+		return irb_const(ir, 0);
+	case FN_SYSTEM:
+		cg_fmt_event(g, n, CG_EV_SYSTEM);
+		return irb_const(ir, 0);
+	case FN_CAT:
+		cg_fmt_event(g, n, CG_EV_CAT);
+		return irb_const(ir, 0);
+	case FN_EXIT:
+		cg_exit(g, n);
+		return irb_const(ir, 0);
+	case FN_PRINT:
+		cg_print(g, n);
+		return irb_const(ir, 0);
+	case FN_UNWATCH:
+		cg_watch_unwatch(g, n, cg_expr(g, n->call.args));
+		return irb_const(ir, 0);
+	case FN_CLEAR:
+		cg_map_event(g, n, CG_EV_CLEAR);
+		return irb_const(ir, 0);
+	case FN_ZERO:
+		cg_map_event(g, n, CG_EV_ZERO);
+		return irb_const(ir, 0);
+	case FN_DELETE:
+		return cg_delete(g, n);
+	case FN_STR:
+		return cg_str(g, n);
+	case FN_HAS_KEY:
+		return cg_has_key(g, n);
+	case FN_LEN:
+		return cg_len(g, n);
+	case FN_STRNCMP:
+		return cg_strncmp(g, n);
+	case FN_USYM:
+		cg_stack_note(g, n);
+		return cg_usym(g, n);
+	case FN_KSYM:
+		return cg_expr(g, cg_call_arg(n, 0));
+	case FN_KSTACK:
+	case FN_USTACK:
+		return cg_stack(g, n);
+	case FN_REG:
+		return cg_reg(g, n);
+	case FN_KADDR:
+		return cg_kaddr(g, n);
+	case FN_UADDR:
+		return cg_uaddr(g, n);
+	case FN_UPTR:
+	case FN_KPTR:
+		return cg_expr(g, cg_call_arg(n, 0));
+	case FN_SIZEOF_: {
+		struct ast_node *a = cg_call_arg(n, 0);
+
+		return irb_const(ir, a && a->type ? a->type->size : 0);
+	}
+	case FN_COUNT:
+	case FN_SUM:
+	case FN_AVG:
+	case FN_MIN:
+	case FN_MAX:
+	case FN_STATS:
+	case FN_HIST:
+	case FN_LHIST:
+		if (n->sema->map) {
+			cg_unsupported(g, n, "an aggregation outside an assignment");
+			return irb_const(ir, 0);
+		}
+		break;
+	case FN_BUF:
+		return cg_buf(g, n);
+	case FN_NTOP:
+		return cg_ntop(g, n);
+	case FN_PTON:
+		return cg_pton(g, n);
+	case FN_MACADDR:
+		return cg_macaddr(g, n);
+	case FN_BSWAP:
+		return cg_bswap(g, n);
+	case FN_STRCONTAINS:
+		return cg_strcontains(g, n);
+	case FN_CGROUP_PATH:
+		return cg_cgroup_path(g, n);
+	case FN_STRERROR:	/* the value; its text when printed */
+	case FN_SYSCALL_NAME:
+	case FN_STRFTIME:
+		/* the value (strftime: the time, the format is the type's) */
+		return cg_expr(g, cg_call_arg(n, f == FN_STRFTIME));
+	case FN_JOIN:
+		cg_join(g, n);
+		return irb_const(ir, 0);
+	case FN_DEBUGF:
+		cg_debugf(g, n);
+		return irb_const(ir, 0);
+	case FN_SIGNAL:
+		cg_signal(g, n);
+		return irb_const(ir, 0);
+	default:
+		break;
+	}
+	cg_unsupported(g, n, arena_printf(&g->c->arena, "%s()",
+					  n->call.name));
+	return cg_is_scalar(n->type) ? irb_const(ir, 0) :
+				       irb_alloca(ir, n->type->size, "");
+}
+
 LLVMValueRef cg_expr(struct cg *g, struct ast_node *n)
 {
 	struct irb *ir = &g->ir;
@@ -558,12 +502,7 @@ LLVMValueRef cg_expr(struct cg *g, struct ast_node *n)
 	case AST_TERNARY:
 		return cg_ternary(g, n);
 	case AST_BLOCK_EXPR:
-		/* { stmts; value }: a macro's expansion */
-		if (n->block.fn_ret)
-			return cg_fn_block(g, n);
-		cg_stmts(g, n->block.stmts);
-		return n->block.expr ? cg_expr(g, n->block.expr) :
-				       irb_const(&g->ir, 0);
+		return cg_block_expr(g, n);
 	case AST_FIELD:
 		return cg_member(g, n);
 	case AST_TUPLE:

@@ -1,9 +1,11 @@
 /*
  * Internals shared by the lowering files (cg.c, cg_expr.c, cg_stmt.c,
- * cg_call.c, cg_map.c) and the helpers below them all (cg_util.c).
- * cg.c drives a probe's lowering and calls down; the lowerings call
- * each other (an expression holds calls and map reads, which hold
- * expressions) and cg_util.c, never cg.c.  Not for use outside codegen/.
+ * cg_call.c, cg_map.c) and the helpers below them all (cg_util.c,
+ * cg_value.c).  cg.c drives a probe's lowering and calls down; the
+ * lowerings reach each other through the one dispatch, cg_expr() and
+ * its calls by function (cg_expr.c): an expression holds calls, map
+ * reads and fields, which lower their sub-expressions by calling
+ * cg_expr() back.  Never cg.c.  Not for use outside codegen/.
  *
  * Values: an expression of a scalar type (integers, booleans, pointers,
  * enums, anything of at most 8 bytes that is not a string, tuple, record
@@ -113,6 +115,8 @@ LLVMValueRef cg_cond(struct cg *g, struct ast_node *n);
 void cg_store(struct cg *g, LLVMValueRef dst, const struct type *dt,
 	      LLVMValueRef v, const struct type *vt);
 LLVMValueRef cg_load(struct cg *g, LLVMValueRef src, const struct type *t);
+/* cg_value.c: binary operator op on the i64s l and r (of types lt and
+ * rt), the result normalized to type result. */
 LLVMValueRef cg_binop_values(struct cg *g, enum ast_op op, LLVMValueRef l,
 			     const struct type *lt, LLVMValueRef r,
 			     const struct type *rt, const struct type *result);
@@ -140,6 +144,8 @@ LLVMValueRef cg_string_lit(struct cg *g, const char *s, size_t len,
 			   size_t size);
 /* Truncate/extend an i64 by type (for narrow ints after arithmetic). */
 LLVMValueRef cg_int_norm(struct cg *g, LLVMValueRef v, const struct type *t);
+/* cg_util.c: argument i (from 0) of a call, NULL past the last. */
+struct ast_node *cg_call_arg(struct ast_node *call, int i);
 
 /* cg_watch.c: the uprobe program of watchpoint:FUNC+argN (the body is
  * program body); unwatch(addr). */
@@ -157,8 +163,10 @@ LLVMValueRef cg_uaddr(struct cg *g, struct ast_node *n);
 LLVMValueRef cg_stack_native(struct cg *g, struct ast_node *n);
 LLVMValueRef cg_reg_native(struct cg *g, struct ast_node *n, size_t off);
 
+/* cg_stmt.c: statements; a block expression's statements and value */
 void cg_stmts(struct cg *g, struct ast_node *list);
 void cg_stmt(struct cg *g, struct ast_node *n);
+LLVMValueRef cg_block_expr(struct cg *g, struct ast_node *n);
 
 /* Maps */
 LLVMValueRef cg_map_key(struct cg *g, struct ast_node *mapnode,
@@ -185,12 +193,30 @@ LLVMValueRef cg_map_delete(struct cg *g, const struct ast_node *call, int id,
  * returns the continuation block to branch to. */
 LLVMBasicBlockRef cg_if_nonnull(struct cg *g, LLVMValueRef p);
 
-/* Calls: as an expression (value) or a statement. */
-LLVMValueRef cg_call(struct cg *g, struct ast_node *n);
-/* cg_call_val.c: buf(), ntop(), pton(), ... or NULL when not one */
-LLVMValueRef cg_call_val(struct cg *g, struct ast_node *n);
-/* cg_call_out.c: join(); true when n was one of its calls */
-bool cg_call_out(struct cg *g, struct ast_node *n);
+/*
+ * Calls, reached from the call dispatch in cg_expr.c (by function).
+ * cg_call.c: printf/time/system/cat (the event kind), clear/zero/print
+ * of a whole map, print of a value, exit, str, strncmp, usym.
+ */
+void cg_fmt_event(struct cg *g, struct ast_node *n, enum cg_event_kind kind);
+void cg_map_event(struct cg *g, struct ast_node *n, enum cg_event_kind kind);
+void cg_print(struct cg *g, struct ast_node *n);
+void cg_exit(struct cg *g, struct ast_node *n);
+LLVMValueRef cg_str(struct cg *g, struct ast_node *n);
+LLVMValueRef cg_strncmp(struct cg *g, struct ast_node *n);
+LLVMValueRef cg_usym(struct cg *g, struct ast_node *n);
+/* cg_call_val.c: values made from bytes */
+LLVMValueRef cg_buf(struct cg *g, struct ast_node *n);
+LLVMValueRef cg_ntop(struct cg *g, struct ast_node *n);
+LLVMValueRef cg_pton(struct cg *g, struct ast_node *n);
+LLVMValueRef cg_macaddr(struct cg *g, struct ast_node *n);
+LLVMValueRef cg_bswap(struct cg *g, struct ast_node *n);
+LLVMValueRef cg_strcontains(struct cg *g, struct ast_node *n);
+LLVMValueRef cg_cgroup_path(struct cg *g, struct ast_node *n);
+/* cg_call_out.c: join(), debugf() (BPF target), signal() */
+void cg_join(struct cg *g, struct ast_node *n);
+void cg_debugf(struct cg *g, struct ast_node *n);
+void cg_signal(struct cg *g, struct ast_node *n);
 /* `@m[k] = agg(...)` */
 void cg_aggregate(struct cg *g, struct ast_node *mapnode,
 		  struct ast_node *call);
@@ -208,6 +234,10 @@ LLVMValueRef cg_xmap_has(struct cg *g, int id, LLVMValueRef k);
 /* cg_map.c: has_key() of map id at the key expression k, when the map is
  * shared (cg_map.xmap) */
 LLVMValueRef cg_map_xmap_has(struct cg *g, int id, struct ast_node *k);
+/* cg_map.c: the calls delete(), has_key(), len() */
+LLVMValueRef cg_delete(struct cg *g, struct ast_node *n);
+LLVMValueRef cg_has_key(struct cg *g, struct ast_node *n);
+LLVMValueRef cg_len(struct cg *g, struct ast_node *n);
 
 int cg_event_new(struct cg *g, enum cg_event_kind kind,
 		 const struct ast_node *call);

@@ -1,5 +1,6 @@
 /*
- * Lowering of map accesses: keys, reads, assignments, aggregations.
+ * Lowering of map accesses: keys, reads, assignments, aggregations;
+ * the calls on a map: delete(), has_key(), len().
  */
 #include <errno.h>
 #include <string.h>
@@ -563,4 +564,72 @@ bool cg_map_add(struct cg *g, struct ast_node *mapnode, LLVMValueRef d,
 	LLVMPositionBuilderAtEnd(ir->b, done);
 	*old = LLVMBuildLoad2(ir->b, ir->i64, res, "");
 	return true;
+}
+
+/* delete(@m[k]) or delete(@m, k) */
+LLVMValueRef cg_delete(struct cg *g, struct ast_node *n)
+{
+	struct ast_node *m = cg_call_arg(n, 0), *k = cg_call_arg(n, 1);
+	struct sema_map *sm = n->sema ? n->sema->map : NULL;
+
+	if (!sm && m && m->sema)
+		sm = m->sema->map;
+	if (!sm || !m || m->kind != AST_MAP) {
+		cg_unsupported(g, n, "this delete()");
+		return irb_const(&g->ir, 0);
+	}
+	if (k)
+		return cg_map_delete(g, n, sm->id, k, 1);
+	return cg_map_delete(g, n, sm->id, m->map.keys, m->map.nkeys);
+}
+
+/* has_key(@m, key): 1 when the key is in the map. */
+LLVMValueRef cg_has_key(struct cg *g, struct ast_node *n)
+{
+	struct ast_node *m = cg_call_arg(n, 0), *k = cg_call_arg(n, 1);
+	struct sema_map *sm = n->sema ? n->sema->map : NULL;
+	LLVMValueRef key, p;
+
+	if (!sm && m && m->sema)
+		sm = m->sema->map;
+	if (!sm || !k || g->obj->maps[sm->id].bucketed) {
+		cg_unsupported(g, n, "this has_key()");
+		return irb_const(&g->ir, 0);
+	}
+	if (g->obj->maps[sm->id].xmap)
+		return cg_map_xmap_has(g, sm->id, k);
+	key = cg_key_with(g, sm->id, k, 1, NULL);
+	p = irb_map_lookup(&g->ir, g->maps[sm->id], key);
+	return LLVMBuildZExt(g->ir.b, LLVMBuildIsNotNull(g->ir.b, p, ""),
+			     g->ir.i64, "has_key");
+}
+
+/* len(@m): bpf_for_each_map_elem() counts the entries it visits. */
+LLVMValueRef cg_len(struct cg *g, struct ast_node *n)
+{
+	struct irb *ir = &g->ir;
+	struct ast_node *m = cg_call_arg(n, 0);
+	struct sema_map *sm = n->sema ? n->sema->map : NULL;
+	LLVMValueRef save_fn = ir->fn, cb, args[4];
+	LLVMBasicBlockRef save_entry = ir->entry;
+	LLVMBasicBlockRef save_bb = LLVMGetInsertBlock(ir->b);
+	char name[32];
+
+	if (!sm && m && m->sema)
+		sm = m->sema->map;
+	if (!sm || g->obj->maps[sm->id].bucketed) {
+		cg_unsupported(g, n, "this len()");
+		return irb_const(ir, 0);
+	}
+	snprintf(name, sizeof(name), "len_%d_%d", g->prog, g->nfor++);
+	cb = irb_callback_begin(ir, name, 4);
+	LLVMBuildRet(ir->b, irb_const(ir, 0));
+	ir->fn = save_fn;
+	ir->entry = save_entry;
+	LLVMPositionBuilderAtEnd(ir->b, save_bb);
+	args[0] = g->maps[sm->id];
+	args[1] = cb;
+	args[2] = LLVMConstNull(ir->ptr);
+	args[3] = irb_const(ir, 0);
+	return irb_helper(ir, BPF_FUNC_for_each_map_elem, args, 4);
 }

@@ -1,5 +1,7 @@
 /*
- * Lowering of statements: assignments, if/else, while, unroll, jumps.
+ * Lowering of statements: assignments, if/else, while, unroll, jumps;
+ * block expressions (cg_block_expr(), the statements of a macro's or an
+ * inlined fn's expansion).
  */
 #include <string.h>
 
@@ -651,4 +653,44 @@ void cg_stmts(struct cg *g, struct ast_node *list)
 {
 	for (struct ast_node *n = list; n && !g->err; n = n->next)
 		cg_stmt(g, n);
+}
+
+/*
+ * An inlined fn (frontend/sema_macro.c): its statements, with return
+ * storing the value in a slot and leaving for the block's end.
+ */
+static LLVMValueRef cg_fn_block(struct cg *g, struct ast_node *n)
+{
+	struct irb *ir = &g->ir;
+	const struct type *rt = n->block.fn_ret;
+	LLVMBasicBlockRef oexit = g->fn_exit;
+	LLVMValueRef oslot = g->fn_slot;
+	const struct type *oret = g->fn_ret;
+	size_t sz = rt->size ? rt->size : 8;
+	LLVMValueRef slot = irb_alloca(ir, sz, "fn_ret");
+
+	irb_memset(ir, slot, 0, (sz + 7) & ~(size_t)7);
+	g->fn_exit = LLVMAppendBasicBlockInContext(ir->ctx, ir->fn, "fn_end");
+	g->fn_slot = slot;
+	g->fn_ret = rt;
+	cg_stmts(g, n->block.stmts);
+	LLVMBuildBr(ir->b, g->fn_exit);
+	LLVMPositionBuilderAtEnd(ir->b, g->fn_exit);
+	g->fn_exit = oexit;
+	g->fn_slot = oslot;
+	g->fn_ret = oret;
+	if (rt->kind == TY_VOID)
+		return irb_const(ir, 0);
+	return cg_load(g, slot, rt);
+}
+
+/* { stmts; value }: a macro's expansion, or an inlined fn's (above).
+ * The one entry by which an expression (cg_expr.c) reaches statements. */
+LLVMValueRef cg_block_expr(struct cg *g, struct ast_node *n)
+{
+	if (n->block.fn_ret)
+		return cg_fn_block(g, n);
+	cg_stmts(g, n->block.stmts);
+	return n->block.expr ? cg_expr(g, n->block.expr) :
+			       irb_const(&g->ir, 0);
 }

@@ -320,3 +320,13 @@ LLVMValueRef cg_string_lit(struct cg *g, const char *s, size_t len,
 	}
 	return buf;
 }
+
+/* Argument i (from 0) of a call, NULL past the last. */
+struct ast_node *cg_call_arg(struct ast_node *call, int i)
+{
+	struct ast_node *a = call->call.args;
+
+	while (a && i--)
+		a = a->next;
+	return a;
+}

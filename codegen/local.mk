@@ -18,6 +18,7 @@ libubt_a_SOURCES += \
 	codegen/cg_stack_native.c \
 	codegen/cg_stmt.c \
 	codegen/cg_util.c \
+	codegen/cg_value.c \
 	codegen/cg_watch.c \
 	codegen/cg_xmap.c \
 	codegen/cg_xmap.h \

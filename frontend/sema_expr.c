@@ -516,6 +516,17 @@ static bool str_param_plus(struct sema_ctx *x, struct ast_node *n)
 	return true;
 }
 
+/* Is n a call of an aggregation (count(), hist(), ...)? */
+bool sema_t_is_agg_call(const struct ast_node *n)
+{
+	const struct sema_func_ops *f;
+
+	if (n->kind != AST_CALL || !n->sema)
+		return false;
+	f = sema_func_ops(n->sema->func);
+	return f && (f->flags & FN_F_AGG);
+}
+
 static struct type *type_call(struct sema_ctx *x, struct ast_node *n)
 {
 	const struct sema_func_ops *f = sema_func_ops(n->sema->func);

@@ -28,8 +28,11 @@ int sema_t_var_set(struct sema_ctx *x, struct ast_node *var, struct type *t,
 		   const struct ast_loc *loc);
 struct type *sema_t_resolve_named(struct sema_ctx *x, struct type *t,
 				  const struct ast_loc *loc);
+/* sema_expr.c: map keys; the dispatch by node kind (sema_type_expr()) and
+ * by function (through the table, sema_tables.c); aggregation calls */
 int sema_t_map_keys(struct sema_ctx *x, struct ast_node *n,
 		    struct sema_map *m);
+bool sema_t_is_agg_call(const struct ast_node *n);
 struct type *sema_t_type_map(struct sema_ctx *x, struct ast_node *n);
 /* sema_types.c: type a list of statements (a block expression's) */
 int sema_t_stmts(struct sema_ctx *x, struct ast_node *list);

@@ -35,16 +35,6 @@ int sema_t_stmts(struct sema_ctx *x, struct ast_node *list)
 	return type_stmts(x, list);
 }
 
-static bool is_agg_call(const struct ast_node *n)
-{
-	const struct sema_func_ops *f;
-
-	if (n->kind != AST_CALL || !n->sema)
-		return false;
-	f = sema_func_ops(n->sema->func);
-	return f && (f->flags & FN_F_AGG);
-}
-
 static int assign_map(struct sema_ctx *x, struct ast_node *n)
 {
 	struct ast_node *lhs = n->assign.lhs, *rhs = n->assign.rhs;
@@ -71,7 +61,7 @@ static int assign_map(struct sema_ctx *x, struct ast_node *n)
 		if (fake.sema)
 			n->sema = fake.sema;
 	} else {
-		if (is_agg_call(rhs)) {
+		if (sema_t_is_agg_call(rhs)) {
 			x->agg_call = rhs;
 			x->agg_map = m;
 		}

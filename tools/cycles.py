@@ -11,6 +11,11 @@ in any order) is expected and not printed.  With --folders, the
 nodes are the folders holding the objects (shim/run, shim/user, ...):
 circles of calls between folders.  Exit status: 1 when an
 unexpected circle was printed, else 0.
+
+An --allow list may name a hub, 'hub: a b c' (the hub one of the
+component's files): then every circle of the component must pass
+through the hub, and a circle among the other files (the component
+without the hub) is printed as unexpected.
 """
 import subprocess
 import sys
@@ -78,6 +83,13 @@ def main(argv):
         else:
             objs.append(argv[i])
             i += 1
+    # 'hub: a b c': the component a b c hub, its circles through hub
+    hubs = {}
+    for k, a in enumerate(allowed):
+        allowed[k] = sorted(f.rstrip(':') for f in a)
+        for f in a:
+            if f.endswith(':'):
+                hubs[tuple(allowed[k])] = f[:-1]
     defs, undefs = {}, {}
     for o in objs:
         n = o.rsplit('/', 2)[-2] if folders else name(o)
@@ -89,7 +101,19 @@ def main(argv):
              for n in defs}
     bad = 0
     for comp in components(graph):
-        if len(comp) < 2 or comp in allowed:
+        if len(comp) < 2:
+            continue
+        if comp in allowed:
+            hub = hubs.get(tuple(comp))
+            rest = set(comp) - {hub}
+            sub = {n: graph[n] & rest for n in rest}
+            for c in components(sub) if hub else []:
+                if len(c) < 2:
+                    continue
+                bad = 1
+                print('circle not through %s:' % hub, ' '.join(c))
+                for n in c:
+                    print('  %s -> %s' % (n, ' '.join(sorted(sub[n] & set(c)))))
             continue
         bad = 1
         print('circle:', ' '.join(comp))
