@@ -203,8 +203,13 @@ void cg_store(struct cg *g, LLVMValueRef dst, const struct type *dt,
 		irb_memset(&g->ir, dst, 0, dsz);
 		for (int i = 0; i < dt->nfields; i++) {
 			struct type_field *df = &dt->fields[i];
-			struct type_field *vf = &vt->fields[i];
-			LLVMValueRef fv = irb_gep(&g->ir, v, vf->offset);
+			const struct type_field *vf = type_tuple_match(dt, vt,
+								       i);
+			LLVMValueRef fv;
+
+			if (!vf)	/* sema allows no such store */
+				BUG("no field of the record stored");
+			fv = irb_gep(&g->ir, v, vf->offset);
 
 			cg_store(g, irb_gep(&g->ir, dst, df->offset), df->type,
 				 cg_load(g, fv, vf->type), vf->type);

@@ -105,12 +105,16 @@ int sema_t_merge(struct sema_ctx *x, struct type **dst, struct type *src,
 			return -1;
 		el = arena_alloc(x->a, sizeof(*el) * d->nfields);
 		for (int i = 0; i < d->nfields; i++) {
+			const struct type_field *sf = type_tuple_match(d, src,
+								       i);
+
+			if (!sf)
+				return -1;
 			el[i] = d->fields[i].type;
-			if (el[i]->kind == TY_INT &&
-			    src->fields[i].type->kind == TY_INT &&
-			    el[i]->size == src->fields[i].type->size)
+			if (el[i]->kind == TY_INT && sf->type->kind == TY_INT &&
+			    el[i]->size == sf->type->size)
 				continue;
-			if (sema_t_merge(x, &el[i], src->fields[i].type, &grew))
+			if (sema_t_merge(x, &el[i], sf->type, &grew))
 				return -1;
 		}
 		if (grew) {

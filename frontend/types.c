@@ -44,6 +44,19 @@ bool type_is_aggregation(const struct type *t)
 	return t && t->kind >= TY_COUNT && t->kind <= TY_LHIST;
 }
 
+const struct type_field *type_tuple_match(const struct type *d,
+					  const struct type *src, int i)
+{
+	const char *name = d->fields[i].name;
+
+	if (!name)
+		return src->fields[i].name ? NULL : &src->fields[i];
+	for (int j = 0; j < src->nfields; j++)
+		if (src->fields[j].name && !strcmp(src->fields[j].name, name))
+			return &src->fields[j];
+	return NULL;
+}
+
 bool type_equal(const struct type *x, const struct type *y)
 {
 	if (x == y)
@@ -71,9 +84,16 @@ bool type_equal(const struct type *x, const struct type *y)
 	case TY_TUPLE:
 		if (x->nfields != y->nfields)
 			return false;
-		for (int i = 0; i < x->nfields; i++)
+		for (int i = 0; i < x->nfields; i++) {
+			const char *xn = x->fields[i].name;
+			const char *yn = y->fields[i].name;
+
+			/* a record's fields by name, in the same places */
+			if (!xn != !yn || (xn && strcmp(xn, yn)))
+				return false;
 			if (!type_equal(x->fields[i].type, y->fields[i].type))
 				return false;
+		}
 		return true;
 	case TY_LHIST:
 		return x->lhist_min == y->lhist_min &&

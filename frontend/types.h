@@ -66,6 +66,13 @@ struct type *type_int(struct arena *a, size_t size, bool is_signed);
 struct type *type_string(struct arena *a, size_t size);
 struct type *type_pointer(struct arena *a, struct type *elem);
 bool type_equal(const struct type *x, const struct type *y);
+/*
+ * The field of tuple src that goes into field i of tuple d (same count):
+ * a record's by name, whatever its place (bpftrace's records), a plain
+ * tuple's by place; NULL when there is none.
+ */
+const struct type_field *type_tuple_match(const struct type *d,
+					  const struct type *src, int i);
 bool type_is_integer(const struct type *t);	/* int, bool, pointer-free */
 bool type_is_aggregation(const struct type *t);	/* count ... lhist */
 /* bpftrace's spelling of a type in messages: "uint64", "string[64]", ... */
