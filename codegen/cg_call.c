@@ -130,6 +130,18 @@ LLVMValueRef cg_str(struct cg *g, struct ast_node *n)
 		cg_store(g, buf, n->type, v, a->type);
 		LLVMBuildStore(ir->b, LLVMConstInt(ir->i8, 0, 0),
 			       irb_gep(ir, buf, size - 1));
+		if (len) {
+			/* str(s, n): its first n characters at most */
+			LLVMValueRef l = cg_expr(g, len), last, at;
+
+			last = irb_const(ir, size - 1);
+			l = LLVMBuildSelect(ir->b,
+					    LLVMBuildICmp(ir->b, LLVMIntULT, l,
+							  last, ""),
+					    l, last, "");
+			at = LLVMBuildGEP2(ir->b, ir->i8, buf, &l, 1, "");
+			LLVMBuildStore(ir->b, LLVMConstInt(ir->i8, 0, 0), at);
+		}
 		return buf;
 	}
 	sz = irb_const(ir, size);
