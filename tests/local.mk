@@ -213,6 +213,7 @@ TESTS += \
 	tests/user/corrupt.sh \
 	tests/user/hold.sh \
 	tests/user/kill-stress.py \
+	tests/user/pipe-sigint.py \
 	tests/user/share.py \
 	tests/user/sigjmp.py \
 	tests/user/syswide-kill.py \
@@ -233,6 +234,7 @@ EXTRA_DIST += \
 	tests/user/corrupt.sh \
 	tests/user/hold.sh \
 	tests/user/kill-stress.py \
+	tests/user/pipe-sigint.py \
 	tests/user/procmem.py \
 	tests/user/share.py \
 	tests/user/sigjmp.py \

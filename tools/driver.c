@@ -25,6 +25,7 @@
 #include "probes.h"
 #include "run.h"
 #include "sema.h"
+#include "signals.h"
 #include "util.h"
 
 /* Read a whole stream into a NUL-terminated malloc'ed buffer. */
@@ -271,6 +272,7 @@ static int driver_open_output(const struct cli_opts *o, FILE **out)
 		break;
 	}
 	setvbuf(f, NULL, mode, 0);
+	signals_set_output(fileno(f));
 	*out = f;
 	return 0;
 }
@@ -348,6 +350,14 @@ int driver_run(const struct cli_opts *o)
 	if (o->list)
 		return probes_list(o->list_pattern, o->pid, o->verbose, stdout,
 				   stderr) ? UBT_EXIT_ERROR : UBT_EXIT_OK;
+	/*
+	 * SIGINT/SIGTERM from here on are caught, even where ignored (a
+	 * shell's background job): one that comes before the probes are
+	 * attached ends ubt then (signals_catch(), or below), any later
+	 * one ends the run the ordinary way.
+	 */
+	if (!o->parse_only)
+		signals_early();
 	rc = driver_check_pid(o);
 	if (rc)
 		return rc;
@@ -378,5 +388,10 @@ out:
 	}
 	compile_release(&c);
 	free(source);
+	/* the output's reader went away: the run ended, detached */
+	if (signals_pipe_broken())
+		rc = UBT_EXIT_PIPE;
+	/* a signal that came while nothing ran (--dry-run, an error) */
+	signals_check();
 	return rc;
 }
