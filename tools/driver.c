@@ -500,6 +500,17 @@ int driver_run(const struct cli_opts *o)
 
 	compile_init(&c, filename, source);
 	driver_setup_compile(&c, o);
+	/*
+	 * Loading BPF, ptrace and /proc/PID/mem of any process: root's
+	 * (--dry-run too, which goes as far as loading), said once instead
+	 * of libbpf's complaints (bpftrace: "only ... as the root user").
+	 */
+	if (!o->parse_only && geteuid()) {
+		fprintf(stderr, "ubt: cannot run the program: ubt needs to "
+			"run as root\n");
+		rc = UBT_EXIT_ERROR;
+		goto out;
+	}
 	if (!o->parse_only) {
 		rc = driver_open_output(o, &out);
 		if (rc)
