@@ -214,6 +214,7 @@ TESTS += \
 	tests/user/corrupt.sh \
 	tests/user/hold.sh \
 	tests/user/kill-stress.py \
+	tests/user/no-alias.py \
 	tests/user/pipe-sigint.py \
 	tests/user/share.py \
 	tests/user/sigjmp.py \
@@ -235,6 +236,7 @@ EXTRA_DIST += \
 	tests/user/corrupt.sh \
 	tests/user/hold.sh \
 	tests/user/kill-stress.py \
+	tests/user/no-alias.py \
 	tests/user/pipe-sigint.py \
 	tests/user/procmem.py \
 	tests/user/share.py \
