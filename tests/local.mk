@@ -220,6 +220,7 @@ TESTS += \
 	tests/user/sigjmp.py \
 	tests/user/syswide-kill.py \
 	tests/user/test-user \
+	tests/user/tracer-holds.py \
 	tests/user/unit-aggiter \
 	tests/user/unit-corrupt \
 	tests/user/unit-memfd \
@@ -242,6 +243,7 @@ EXTRA_DIST += \
 	tests/user/share.py \
 	tests/user/sigjmp.py \
 	tests/user/syswide-kill.py \
+	tests/user/tracer-holds.py \
 	tests/user/unwind-detach.py \
 	tests/user/unwind-far.sh \
 	tests/user/unwind.sh \
