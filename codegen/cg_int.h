@@ -224,10 +224,11 @@ void cg_aggregate(struct cg *g, struct ast_node *mapnode,
 /* cg_xmap.c: ordinary maps both sides share (cg_xmap.h), map id's
  * definition; the read (as type vt), the assignment (of an i64 as the
  * map's value type stores it) and delete() of key k (an i64: the key's
- * bytes, cg_map.c) */
+ * bytes, cg_map.c); the read sets *found (an i64, 0: no such key) and
+ * delete() returns 1 if the key was there */
 LLVMValueRef cg_xmap_define(struct cg *g, int id);
 LLVMValueRef cg_xmap_read(struct cg *g, int id, LLVMValueRef k,
-			  const struct type *vt);
+			  const struct type *vt, LLVMValueRef *found);
 void cg_xmap_assign(struct cg *g, int id, LLVMValueRef k, LLVMValueRef val);
 LLVMValueRef cg_xmap_delete(struct cg *g, int id, LLVMValueRef k);
 LLVMValueRef cg_xmap_has(struct cg *g, int id, LLVMValueRef k);

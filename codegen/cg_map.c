@@ -173,11 +173,18 @@ LLVMValueRef cg_map_read(struct cg *g, struct ast_node *mapnode)
 		cg_unsupported(g, mapnode, "reading a hist() map's value");
 		return irb_const(ir, 0);
 	}
-	if (m->xmap)
-		return cg_xmap_read(g, sm->id,
-				    cg_xmap_key(g, sm->id, mapnode->map.keys,
-						mapnode->map.nkeys),
-				    vt);
+	if (m->xmap) {
+		LLVMValueRef found;
+
+		res = cg_xmap_read(g, sm->id,
+				   cg_xmap_key(g, sm->id, mapnode->map.keys,
+					       mapnode->map.nkeys),
+				   vt, &found);
+		/* -kk: a key not there, as a lookup's null pointer */
+		cg_helper_check(g, &mapnode->loc, "map_lookup_elem", found,
+				CG_CHECK_NULL);
+		return res;
+	}
 	key = cg_map_key(g, mapnode, m, NULL);
 	p = irb_map_lookup(ir, g->maps[sm->id], key);
 	cg_helper_check(g, &mapnode->loc, "map_lookup_elem", p, CG_CHECK_NULL);
@@ -262,8 +269,23 @@ LLVMValueRef cg_map_delete(struct cg *g, const struct ast_node *call, int id,
 		cg_unsupported(g, keys, "delete() on a hist() map");
 		return irb_const(&g->ir, 0);
 	}
-	if (m->xmap)
-		return cg_xmap_delete(g, id, cg_xmap_key(g, id, keys, nkeys));
+	if (m->xmap) {
+		LLVMValueRef gone = cg_xmap_delete(g, id, cg_xmap_key(g, id,
+								       keys,
+								       nkeys));
+
+		/* -k: a key not there, as the helper's -ENOENT */
+		if (g->c->helper_check)
+			cg_helper_check(g, &call->loc, "map_delete_elem",
+					LLVMBuildSelect(g->ir.b,
+						LLVMBuildIsNull(g->ir.b, gone,
+								""),
+						irb_const(&g->ir,
+							  (uint64_t)-ENOENT),
+						irb_const(&g->ir, 0), ""),
+					CG_CHECK_NEG);
+		return gone;
+	}
 	key = cg_key_with(g, id, keys, nkeys, NULL);
 	ret = irb_map_delete(&g->ir, g->maps[id], key);
 	cg_helper_check(g, &call->loc, "map_delete_elem", ret, CG_CHECK_NEG);

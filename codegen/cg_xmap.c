@@ -716,11 +716,11 @@ static LLVMValueRef xm_get_at(struct cg *g, int id, LLVMValueRef k,
 }
 
 LLVMValueRef cg_xmap_read(struct cg *g, int id, LLVMValueRef k,
-			  const struct type *vt)
+			  const struct type *vt, LLVMValueRef *found)
 {
 	LLVMValueRef val = irb_alloca(&g->ir, 8, "xmap_val");
 
-	xm_get_at(g, id, k, val);
+	*found = xm_get_at(g, id, k, val);
 	return cg_load(g, val, vt);
 }
 

@@ -134,6 +134,7 @@ UBT_CLI_TESTS = \
 	tests/cli/long-tokens.sh \
 	tests/cli/man-examples.sh \
 	tests/cli/manpage.sh \
+	tests/cli/nonroot.sh \
 	tests/cli/output-file.sh \
 	tests/cli/sigint-load.sh
 TESTS += $(UBT_CLI_TESTS) tests/cli/unit-cli
@@ -213,10 +214,13 @@ TESTS += \
 	tests/user/corrupt.sh \
 	tests/user/hold.sh \
 	tests/user/kill-stress.py \
+	tests/user/no-alias.py \
+	tests/user/pipe-sigint.py \
 	tests/user/share.py \
 	tests/user/sigjmp.py \
 	tests/user/syswide-kill.py \
 	tests/user/test-user \
+	tests/user/tracer-holds.py \
 	tests/user/unit-aggiter \
 	tests/user/unit-corrupt \
 	tests/user/unit-memfd \
@@ -233,10 +237,13 @@ EXTRA_DIST += \
 	tests/user/corrupt.sh \
 	tests/user/hold.sh \
 	tests/user/kill-stress.py \
+	tests/user/no-alias.py \
+	tests/user/pipe-sigint.py \
 	tests/user/procmem.py \
 	tests/user/share.py \
 	tests/user/sigjmp.py \
 	tests/user/syswide-kill.py \
+	tests/user/tracer-holds.py \
 	tests/user/unwind-detach.py \
 	tests/user/unwind-far.sh \
 	tests/user/unwind.sh \

@@ -15,6 +15,8 @@ enum {
 	UBT_EXIT_OK = 0,
 	UBT_EXIT_ERROR = 1,	/* error in the program or at attach */
 	UBT_EXIT_USAGE = 2,	/* bad command line */
+	/* the output's reader went away: ubt dies of SIGPIPE (main()) */
+	UBT_EXIT_PIPE = 128 + 13,
 };
 
 /* What to do after parsing the command line. */

@@ -9,6 +9,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <signal.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -25,6 +26,7 @@
 #include "probes.h"
 #include "run.h"
 #include "sema.h"
+#include "signals.h"
 #include "util.h"
 
 /* Read a whole stream into a NUL-terminated malloc'ed buffer. */
@@ -166,53 +168,186 @@ static int driver_sema(struct compile *c, const struct cli_opts *o)
 	return 0;
 }
 
+#define DRIVER_LINK_WHY \
+	"a symbolic link of another user in a directory anyone can write to"
+#define DRIVER_MAX_LINKS 40	/* the kernel's MAXSYMLINKS */
+
+/* Sticky and world-writable (as /tmp): anyone may create files there. */
+static bool driver_shared_dir(const struct stat *ds)
+{
+	return (ds->st_mode & (S_ISVTX | S_IWOTH)) == (S_ISVTX | S_IWOTH);
+}
+
 /*
- * fopen(path, "w") for -o, except that in a directory anyone can create
- * files in (sticky and world-writable, such as /tmp) it follows no
- * symbolic link and writes no file that belongs to another user (but the
- * directory's owner): someone may have put them there for root to write
- * through.  The kernel refuses both itself with fs.protected_symlinks and
- * fs.protected_regular, which not every machine sets.  An existing file
- * is emptied only once it is known to be fit.  NULL with errno, and *why
- * when the reason is ours.
+ * May the link lnk, in the directory ds, be followed?  The kernel's
+ * fs.protected_symlinks rule (may_follow_link()): a link of ours, one
+ * outside a sticky world-writable directory, or one of the directory's
+ * owner; not another user's link where anyone can plant one.
+ */
+static bool driver_may_follow(const struct stat *lnk, const struct stat *ds)
+{
+	return lnk->st_uid == geteuid() || !driver_shared_dir(ds) ||
+	       lnk->st_uid == ds->st_uid;
+}
+
+/*
+ * Resolve path for -o one component at a time from directory fds (no
+ * name looked up twice), following each symbolic link only where
+ * driver_may_follow() lets it, every component and every link's own
+ * components alike.  On success *dirfd is the final directory and
+ * *name (malloc'ed) the last component, not a link (or absent); the
+ * caller frees and closes.  -errno, with *why when the reason is ours.
+ */
+static int driver_walk_output(const char *path, int *dirfd, char **name,
+			      const char **why)
+{
+	char *rest = xstrdup(path), *comp, *next;
+	int dfd, links = 0, err;
+	struct stat ds, st;
+
+	dfd = open(path[0] == '/' ? "/" : ".",
+		   O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (dfd < 0) {
+		err = -errno;
+		free(rest);
+		return err;
+	}
+	comp = rest;
+	for (;;) {
+		char target[PATH_MAX];
+		ssize_t n;
+		int fd;
+
+		while (*comp == '/')
+			comp++;
+		next = strchr(comp, '/');
+		if (next)
+			*next++ = 0;
+		while (next && *next == '/')
+			next++;
+		if (!*comp || !strcmp(comp, ".")) {
+			if (!next || !*next) {
+				/* "dir/" or "dir/.": no file named */
+				err = -EISDIR;
+				goto fail;
+			}
+			comp = next;
+			continue;
+		}
+		if (fstatat(dfd, comp, &st, AT_SYMLINK_NOFOLLOW)) {
+			err = -errno;
+			if (err == -ENOENT && (!next || !*next))
+				break;	/* a new file */
+			goto fail;
+		}
+		if (!S_ISLNK(st.st_mode)) {
+			if (!next || !*next)
+				break;
+			fd = openat(dfd, comp, O_PATH | O_DIRECTORY |
+					       O_NOFOLLOW | O_CLOEXEC);
+			if (fd < 0) {
+				err = -errno;
+				goto fail;
+			}
+			close(dfd);
+			dfd = fd;
+			comp = next;
+			continue;
+		}
+		if (fstat(dfd, &ds)) {
+			err = -errno;
+			goto fail;
+		}
+		if (!driver_may_follow(&st, &ds)) {
+			*why = DRIVER_LINK_WHY;
+			err = -EPERM;
+			goto fail;
+		}
+		if (++links > DRIVER_MAX_LINKS) {
+			err = -ELOOP;
+			goto fail;
+		}
+		n = readlinkat(dfd, comp, target, sizeof(target) - 1);
+		if (n < 0 || n == 0) {
+			err = n ? -errno : -ENOENT;
+			goto fail;
+		}
+		target[n] = 0;
+		/* the link's target, then what followed it */
+		{
+			size_t len = (size_t)n + 2 + (next ? strlen(next) : 0);
+			char *joined = xmalloc(len);
+
+			snprintf(joined, len, "%s%s%s", target,
+				 next && *next ? "/" : "", next ? next : "");
+			free(rest);
+			rest = comp = joined;
+		}
+		if (target[0] == '/') {
+			fd = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
+			if (fd < 0) {
+				err = -errno;
+				goto fail;
+			}
+			close(dfd);
+			dfd = fd;
+		}
+	}
+	*name = xstrdup(comp);
+	free(rest);
+	*dirfd = dfd;
+	return 0;
+fail:
+	free(rest);
+	close(dfd);
+	return err;
+}
+
+/*
+ * fopen(path, "w") for -o, except that no symbolic link another user
+ * could have planted is followed, in any component (driver_walk_output()),
+ * and in a directory anyone can create files in (sticky and
+ * world-writable, such as /tmp) no file that belongs to another user
+ * (but the directory's owner) is written: someone may have put them
+ * there for root to write through.  The kernel refuses both itself with
+ * fs.protected_symlinks and fs.protected_regular, which not every
+ * machine sets.  An existing file is emptied only once it is known to
+ * be fit.  NULL with errno, and *why when the reason is ours.
  */
 static FILE *driver_fopen_output(const char *path, const char **why)
 {
-	int flags = O_WRONLY | O_CREAT | O_CLOEXEC | O_NOCTTY;
-	char *dir = xstrdup(path), *slash = strrchr(dir, '/');
-	bool shared = false;
+	int flags = O_WRONLY | O_CREAT | O_CLOEXEC | O_NOCTTY | O_NOFOLLOW;
+	bool shared;
 	struct stat ds, st;
+	char *name;
 	FILE *f;
-	int fd;
+	int fd, dfd, err;
 
 	*why = NULL;
-	if (slash == dir)
-		dir[1] = 0;	/* "/x": the root */
-	else if (slash)
-		*slash = 0;
-	if (!stat(slash ? dir : ".", &ds) && (ds.st_mode & S_ISVTX) &&
-	    (ds.st_mode & S_IWOTH))
-		shared = true;
-	free(dir);
-	if (shared) {
-		/* a link of ours or the directory's owner: nobody else can
-		 * replace it (sticky); any other, or one made meanwhile, is
-		 * not followed */
-		if (lstat(path, &st) || !S_ISLNK(st.st_mode))
-			flags |= O_NOFOLLOW;
-		else if (st.st_uid != geteuid() && st.st_uid != ds.st_uid) {
-			*why = "a symbolic link of another user in a "
-			       "directory anyone can write to";
-			errno = EPERM;
-			return NULL;
-		}
-		flags |= O_NONBLOCK;	/* never wait on someone's FIFO */
+	err = driver_walk_output(path, &dfd, &name, why);
+	if (err) {
+		errno = -err;
+		return NULL;
 	}
-	fd = open(path, flags, 0666);
+	if (fstat(dfd, &ds)) {
+		err = errno;
+		close(dfd);
+		free(name);
+		errno = err;
+		return NULL;
+	}
+	shared = driver_shared_dir(&ds);
+	if (shared)
+		flags |= O_NONBLOCK;	/* never wait on someone's FIFO */
+	fd = openat(dfd, name, flags, 0666);
+	err = errno;
+	close(dfd);
+	free(name);
 	if (fd < 0) {
-		if (shared && errno == ELOOP)
-			*why = "a symbolic link of another user in a "
-			       "directory anyone can write to";
+		/* a link put there since the walk looked */
+		if (err == ELOOP)
+			*why = DRIVER_LINK_WHY;
+		errno = err;
 		return NULL;
 	}
 	if (fstat(fd, &st))
@@ -271,6 +406,7 @@ static int driver_open_output(const struct cli_opts *o, FILE **out)
 		break;
 	}
 	setvbuf(f, NULL, mode, 0);
+	signals_set_output(fileno(f));
 	*out = f;
 	return 0;
 }
@@ -348,6 +484,14 @@ int driver_run(const struct cli_opts *o)
 	if (o->list)
 		return probes_list(o->list_pattern, o->pid, o->verbose, stdout,
 				   stderr) ? UBT_EXIT_ERROR : UBT_EXIT_OK;
+	/*
+	 * SIGINT/SIGTERM from here on are caught, even where ignored (a
+	 * shell's background job): one that comes before the probes are
+	 * attached ends ubt then (signals_catch(), or below), any later
+	 * one ends the run the ordinary way.
+	 */
+	if (!o->parse_only)
+		signals_early();
 	rc = driver_check_pid(o);
 	if (rc)
 		return rc;
@@ -356,6 +500,17 @@ int driver_run(const struct cli_opts *o)
 
 	compile_init(&c, filename, source);
 	driver_setup_compile(&c, o);
+	/*
+	 * Loading BPF, ptrace and /proc/PID/mem of any process: root's
+	 * (--dry-run too, which goes as far as loading), said once instead
+	 * of libbpf's complaints (bpftrace: "only ... as the root user").
+	 */
+	if (!o->parse_only && geteuid()) {
+		fprintf(stderr, "ubt: cannot run the program: ubt needs to "
+			"run as root\n");
+		rc = UBT_EXIT_ERROR;
+		goto out;
+	}
 	if (!o->parse_only) {
 		rc = driver_open_output(o, &out);
 		if (rc)
@@ -378,5 +533,10 @@ out:
 	}
 	compile_release(&c);
 	free(source);
+	/* the output's reader went away: the run ended, detached */
+	if (signals_pipe_broken())
+		rc = UBT_EXIT_PIPE;
+	/* a signal that came while nothing ran (--dry-run, an error) */
+	signals_check();
 	return rc;
 }

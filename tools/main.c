@@ -1,9 +1,13 @@
 /* ubt: parse the command line and hand it to the driver. */
+#include <signal.h>
 #include <stdio.h>
 
 #include "cli.h"
 #include "driver.h"
 #include "info.h"
+#include "signals.h"
+
+_Static_assert(UBT_EXIT_PIPE == 128 + SIGPIPE, "UBT_EXIT_PIPE");
 
 int main(int argc, char **argv)
 {
@@ -27,6 +31,9 @@ int main(int argc, char **argv)
 	}
 	rc = driver_run(&o);
 	cli_release(&o);
+	/* as bpftrace, which SIGPIPE kills (after the detach, here) */
+	if (rc == UBT_EXIT_PIPE)
+		signals_end_by(SIGPIPE);
 	if (fflush(stdout) && rc == UBT_EXIT_OK) {
 		perror("ubt: cannot write output");
 		rc = UBT_EXIT_ERROR;

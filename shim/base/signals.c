@@ -1,36 +1,69 @@
-/* The two-stage SIGINT/SIGTERM of a run, and SIGUSR1 (signals.h). */
+/* The two-stage SIGINT/SIGTERM of a run, SIGUSR1 and SIGPIPE
+ * (signals.h). */
+#include <errno.h>
+#include <poll.h>
 #include <signal.h>
 #include <stddef.h>
-#include <time.h>
+#include <stdlib.h>
+#include <unistd.h>
 #include "signals.h"
 
-static volatile sig_atomic_t signals_req;
+static volatile sig_atomic_t signals_req;	/* requests counted */
+static volatile sig_atomic_t signals_relayed;	/* the guard's count */
+static volatile sig_atomic_t signals_sig;	/* the first one */
 static volatile sig_atomic_t signals_usr1;
-static struct timespec signals_at;	/* of the first one */
+static volatile sig_atomic_t signals_pipe;
+static volatile sig_atomic_t signals_mode;	/* enum below */
+static pid_t signals_relay = -1;	/* the guard, in the worker */
+static int signals_out = -1;		/* the program's output */
+
+enum {
+	SIGNALS_OFF,	/* default actions */
+	SIGNALS_EARLY,	/* caught, nothing attached yet */
+	SIGNALS_RUN,	/* caught, the run ends the ordinary way */
+};
 
 /*
- * A second SIGINT/SIGTERM ends ubt at once, unless it comes within
- * SIGNALS_SAME_NS of the first: one request that reached ubt twice (a
- * signal to the process group, or to the guard, which passes it on, and
- * to the worker: shim/user/guard.c).
+ * A request ends the run; a second one ends ubt at once.  The worker
+ * (shim/user/guard.c) may get one request twice: from the terminal or a
+ * process-group kill, and relayed by the guard, which got it too.  The
+ * guard numbers what it relays (sigqueue()), so the two are counted
+ * apart: at once is a second direct one or a second relayed one.
  */
-#define SIGNALS_SAME_NS 200000000LL
-
-static void signals_on(int sig)
+static void signals_on(int sig, siginfo_t *si, void *ctx)
 {
-	struct timespec now;
+	bool relayed = signals_relay > 0 && si && si->si_code == SI_QUEUE &&
+		       si->si_pid == signals_relay;
+	int n;
 
-	clock_gettime(CLOCK_MONOTONIC, &now);
-	if (signals_req &&
-	    (now.tv_sec - signals_at.tv_sec) * 1000000000LL +
-			    (now.tv_nsec - signals_at.tv_nsec) >=
-		    SIGNALS_SAME_NS) {
+	(void)ctx;
+	if (!signals_sig)
+		signals_sig = sig;
+	if (relayed) {
+		n = si->si_value.sival_int;
+		if (n > signals_relayed)
+			signals_relayed = n;
+	} else {
+		signals_req++;
+	}
+	if (signals_req >= 2 || signals_relayed >= 2) {
 		signal(sig, SIG_DFL);
 		raise(sig);
 	}
-	if (!signals_req)
-		signals_at = now;
-	signals_req = 1;
+}
+
+/* Only a write to the program's output that can never succeed (its
+ * reader gone) ends the run: not one to a pipe of ubt's own. */
+static void signals_on_pipe(int sig)
+{
+	struct pollfd p = { .fd = signals_out, .events = POLLOUT };
+	int e = errno;
+
+	(void)sig;
+	if (signals_out >= 0 && poll(&p, 1, 0) == 1 &&
+	    (p.revents & (POLLERR | POLLHUP)))
+		signals_pipe = 1;
+	errno = e;
 }
 
 static void signals_on_usr1(int sig)
@@ -39,26 +72,64 @@ static void signals_on_usr1(int sig)
 	signals_usr1 = 1;
 }
 
-void signals_catch(void)
+static void signals_install(void)
 {
-	struct sigaction sa = { .sa_handler = signals_on,
-				.sa_flags = SA_RESTART };
+	struct sigaction sa = { .sa_sigaction = signals_on,
+				.sa_flags = SA_RESTART | SA_SIGINFO };
 
-	signals_req = 0;
-	signals_usr1 = 0;
 	sigemptyset(&sa.sa_mask);
 	sigaction(SIGINT, &sa, NULL);
 	sigaction(SIGTERM, &sa, NULL);
-	sa.sa_handler = signals_on_usr1;
+	sa.sa_flags = SA_RESTART;
+	sa.sa_handler = signals_on_pipe;
+	sigaction(SIGPIPE, &sa, NULL);
+}
+
+void signals_early(void)
+{
+	signals_mode = SIGNALS_EARLY;
+	signals_install();
+}
+
+void signals_check(void)
+{
+	if (signals_mode == SIGNALS_EARLY && signals_stopping())
+		signals_end_by(signals_sig ? signals_sig : SIGINT);
+}
+
+void signals_catch(void)
+{
+	struct sigaction sa = { .sa_handler = signals_on_usr1,
+				.sa_flags = SA_RESTART };
+
+	/* one that came while nothing was attached ends ubt now */
+	signals_check();
+	signals_mode = SIGNALS_RUN;
+	signals_usr1 = 0;
+	signals_install();
+	sigemptyset(&sa.sa_mask);
 	sigaction(SIGUSR1, &sa, NULL);
 }
 
 void signals_restore(void)
 {
-	signal(SIGINT, SIG_DFL);
-	signal(SIGTERM, SIG_DFL);
+	/* the worker ends: a request relayed late must not kill it after
+	 * the run (its exit status is ubt's) */
+	signal(SIGINT, signals_relay > 0 ? SIG_IGN : SIG_DFL);
+	signal(SIGTERM, signals_relay > 0 ? SIG_IGN : SIG_DFL);
 	/* one that comes late must not kill ubt while it ends */
 	signal(SIGUSR1, SIG_IGN);
+	signals_mode = SIGNALS_OFF;
+}
+
+void signals_set_output(int fd)
+{
+	signals_out = fd;
+}
+
+void signals_set_relay(pid_t from)
+{
+	signals_relay = from;
 }
 
 bool signals_take_usr1(void)
@@ -71,10 +142,26 @@ bool signals_take_usr1(void)
 
 bool signals_stopping(void)
 {
-	return signals_req;
+	return signals_req || signals_relayed || signals_pipe;
+}
+
+bool signals_pipe_broken(void)
+{
+	return signals_pipe;
 }
 
 void signals_stop(void)
 {
-	signals_req = 1;
+	if (!signals_req)
+		signals_req = 1;
+}
+
+void signals_end_by(int sig)
+{
+	/* the worker's status is passed on by the guard, which dies so */
+	if (signals_relay > 0)
+		_exit(128 + sig);
+	signal(sig, SIG_DFL);
+	raise(sig);
+	_exit(128 + sig);
 }

@@ -1,23 +1,39 @@
 /*
- * SIGINT and SIGTERM during a run, in two stages: the first asks the run
- * to end the ordinary way (signals_stopping() turns true), a second one
- * (whatever ubt waits for meanwhile) ends ubt at once.  SIGUSR1 asks
- * for the maps to be printed, and the run goes on (as bpftrace).  Both
- * run loops (kernel.c, run.c) use it.
+ * SIGINT and SIGTERM, in two stages: the first asks the run to end the
+ * ordinary way (signals_stopping() turns true), a second one (whatever
+ * ubt waits for meanwhile) ends ubt at once.  Caught from the start
+ * (signals_early()): one that comes before anything is attached ends ubt
+ * as the default action would, at the latest when the run would attach
+ * (signals_catch()).  SIGUSR1 asks for the maps to be printed, and the
+ * run goes on (as bpftrace).  SIGPIPE from the program's output (its
+ * reader gone: `ubt ... | head`) ends the run the ordinary way, and ubt
+ * then dies of it, as bpftrace does.  Both run loops (kernel.c, run.c)
+ * use it.
  */
 #ifndef UBT_SIGNALS_H
 #define UBT_SIGNALS_H
 
 #include <stdbool.h>
+#include <sys/types.h>
 
-/* Clear the requests and catch SIGINT, SIGTERM and SIGUSR1
- * (SA_RESTART). */
+/* Catch SIGINT, SIGTERM and SIGPIPE before anything is attached (even
+ * where they were ignored, as in a shell's background job). */
+void signals_early(void);
+
+/* A SIGINT/SIGTERM caught while nothing was attached: end ubt by it
+ * (no return).  Else nothing. */
+void signals_check(void);
+
+/* signals_check(), then catch SIGINT, SIGTERM, SIGPIPE and SIGUSR1
+ * (SA_RESTART) for a run; requests that came already are kept. */
 void signals_catch(void);
 
-/* Has the run been asked to end? */
+/* Has the run been asked to end (a signal, or the output's reader
+ * gone)? */
 bool signals_stopping(void);
 
-/* SIGINT and SIGTERM back to their default action, SIGUSR1 ignored. */
+/* SIGINT and SIGTERM back to their default action (ignored in the
+ * worker), SIGUSR1 ignored. */
 void signals_restore(void);
 
 /* Ask the run to end, as a first signal would; async-signal-safe. */
@@ -25,5 +41,19 @@ void signals_stop(void);
 
 /* Did a SIGUSR1 come since the last call?  (The request is taken.) */
 bool signals_take_usr1(void);
+
+/* The file descriptor the program's output goes to (SIGPIPE). */
+void signals_set_output(int fd);
+
+/* Did the run end because the output's reader went away? */
+bool signals_pipe_broken(void);
+
+/* The worker: requests that process `from` (the guard) relays through
+ * sigqueue() carry its count of them (shim/user/guard.c). */
+void signals_set_relay(pid_t from);
+
+/* End ubt as signal sig would (no return); the worker exits 128 + sig,
+ * which its guard turns into the same death. */
+void signals_end_by(int sig);
 
 #endif

@@ -437,7 +437,9 @@ out:
 		 * before it ever runs, nothing to restore */
 		r.reaped = child_kill(r.cpid, r.pidfd);
 	} else if (r.u && user_detach(r.u)) {
+		/* code left patched: never a silent success */
 		fprintf(stderr, "ubt: detach: %s\n", user_error(r.u));
+		rc = 1;
 	}
 	if (r.u) {
 		/* SIGTERM, then SIGKILL: a bounded wait whatever it does */

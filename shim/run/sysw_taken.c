@@ -264,7 +264,12 @@ void sysw_taken_note(const struct sysw *s)
 	}
 	for (int i = 0; i < s->ngens; i++)
 		sites += s->gens[i].n;
-	fprintf(stderr, "ubt: system-wide user mode: %d process(es) in the "
-		"taken table at the end, %d site(s) patched kept for them\n",
-		n, sites);
+	if (n)
+		fprintf(stderr, "ubt: system-wide user mode: %d process(es) "
+			"in the taken table at the end, %d patched site(s) "
+			"recorded for them\n", n, sites);
+	else
+		fprintf(stderr, "ubt: system-wide user mode: no process in "
+			"the taken table at the end, %d patched site(s) of "
+			"processes gone still recorded\n", sites);
 }

@@ -7,6 +7,11 @@
  * the run, detach) and whose exit status the guard passes on.  Signals
  * sent to the guard by another process (kill -INT, -TERM, -HUP, -USR1)
  * go on to the worker; those the terminal sends reach both already.
+ * SIGINT and SIGTERM go on numbered (sigqueue()), so that the worker
+ * takes a process-group kill, which reaches it twice, for one request.
+ * Signals that come while the guard forks wait until it forwards them.
+ * A worker that exits 128 + SIGPIPE (the output's reader gone, the
+ * target detached) makes the guard die of SIGPIPE, as bpftrace would.
  *   - The guard dies (SIGKILL): the worker gets SIGRTMIN+2 (parent death
  *     signal) and ends the run the ordinary way, silently: the target is
  *     resumed if it was not yet, its code restored, a -c command left
@@ -30,6 +35,7 @@
 #include <unistd.h>
 
 #include "guard.h"
+#include "signals.h"
 #include "user.h"
 
 static pid_t guard_worker;
@@ -40,11 +46,22 @@ static void (*guard_on_orphan)(void);
 
 static void guard_forward(int sig, siginfo_t *si, void *ctx)
 {
+	static volatile sig_atomic_t relayed;
+
 	(void)ctx;
 	/* from the terminal (SI_KERNEL), the worker has it already */
-	if (guard_worker > 0 && si && (si->si_code == SI_USER ||
-				       si->si_code == SI_QUEUE) &&
-	    si->si_pid != guard_worker)
+	if (guard_worker <= 0 || !si || (si->si_code != SI_USER &&
+					 si->si_code != SI_QUEUE) ||
+	    si->si_pid == guard_worker)
+		return;
+	/*
+	 * Numbered: a kill of the process group reached the worker too,
+	 * and the two copies are one request (shim/base/signals.c).
+	 */
+	if (sig == SIGINT || sig == SIGTERM)
+		sigqueue(guard_worker, sig,
+			 (union sigval){ .sival_int = ++relayed });
+	else
 		kill(guard_worker, sig);
 }
 
@@ -61,8 +78,10 @@ bool guard_orphaned(void)
 	return guard_orphan;
 }
 
-/* The guard's life: wait for the worker, clean up after a violent end. */
-static void __attribute__((noreturn)) guard_wait(int rfd)
+/* The guard's life: wait for the worker, clean up after a violent end.
+ * Those signals are blocked until it forwards them. */
+static void __attribute__((noreturn)) guard_wait(int rfd,
+						 const sigset_t *mask)
 {
 	struct sigaction sa = { .sa_sigaction = guard_forward,
 				.sa_flags = SA_SIGINFO | SA_RESTART };
@@ -75,6 +94,8 @@ static void __attribute__((noreturn)) guard_wait(int rfd)
 	for (size_t i = 0; i < sizeof(sigs) / sizeof(sigs[0]); i++)
 		sigaction(sigs[i], &sa, NULL);
 	signal(SIGPIPE, SIG_IGN);
+	/* what came since the fork goes on now */
+	sigprocmask(SIG_SETMASK, mask, NULL);
 	while (waitpid(guard_worker, &st, 0) < 0)
 		if (errno != EINTR)
 			_exit(1);
@@ -86,6 +107,12 @@ static void __attribute__((noreturn)) guard_wait(int rfd)
 		if (!all)
 			_exit(1);
 		all[nall++] = target;
+	}
+	/* the output's reader went away: die of it, as bpftrace does,
+	 * now that the worker detached (signals_end_by()) */
+	if (WIFEXITED(st) && WEXITSTATUS(st) == 128 + SIGPIPE) {
+		signal(SIGPIPE, SIG_DFL);
+		raise(SIGPIPE);
 	}
 	if (WIFEXITED(st))
 		_exit(WEXITSTATUS(st));
@@ -131,6 +158,8 @@ static void __attribute__((noreturn)) guard_wait(int rfd)
 int guard_start(pid_t target, void (*on_orphan)(void))
 {
 	struct sigaction sa = { .sa_handler = guard_orphaned_sig };
+	sigset_t block, old;
+	struct sigaction pipe;
 	int fds[2];
 	pid_t pid;
 
@@ -142,26 +171,42 @@ int guard_start(pid_t target, void (*on_orphan)(void))
 	sigemptyset(&sa.sa_mask);
 	sa.sa_flags = SA_RESTART;
 	sigaction(GUARD_ORPHAN_SIG, &sa, NULL);
+	/*
+	 * A signal to the guard between the fork and its forwarding
+	 * handler would reach neither: held until the guard is ready.
+	 */
+	sigemptyset(&block);
+	sigaddset(&block, SIGINT);
+	sigaddset(&block, SIGTERM);
+	sigaddset(&block, SIGHUP);
+	sigaddset(&block, SIGUSR1);
+	sigprocmask(SIG_BLOCK, &block, &old);
 	pid = fork();
 	if (pid < 0) {
+		int err = -errno;
+
+		sigprocmask(SIG_SETMASK, &old, NULL);
 		close(fds[0]);
 		close(fds[1]);
-		return -errno;
+		return err;
 	}
 	if (pid > 0) {
 		close(fds[1]);
 		guard_worker = pid;
-		guard_wait(fds[0]);
+		guard_wait(fds[0], &old);
 	}
+	signals_set_relay(guard_parent);
+	sigprocmask(SIG_SETMASK, &old, NULL);
 	close(fds[0]);
 	guard_fd = fds[1];
 	guard_target(target);
 	/*
 	 * A reader gone (ubt's stdout a pipe whose reader died with the
 	 * guard) must not kill the worker in the middle of a change:
-	 * writes fail instead.
+	 * writes fail instead (signals.c's handler, else ignored).
 	 */
-	signal(SIGPIPE, SIG_IGN);
+	if (!sigaction(SIGPIPE, NULL, &pipe) && pipe.sa_handler == SIG_DFL)
+		signal(SIGPIPE, SIG_IGN);
 	if (prctl(PR_SET_PDEATHSIG, GUARD_ORPHAN_SIG) ||
 	    getppid() != guard_parent)
 		guard_orphaned_sig(GUARD_ORPHAN_SIG);

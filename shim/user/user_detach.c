@@ -210,8 +210,10 @@ static int detach_target(struct ubt_user *u)
 		user_note_exit(u);
 		if (user_process_gone(u, err))
 			return 0;	/* gone: nothing left to restore */
-		return user_err(u, 0, "cannot stop pid %d to restore its code: %s",
-			    u->pid, u->pt.err);
+		return user_err(u, 0, "cannot stop pid %d to restore its code: "
+				"%s (its jumps stay, the probes idle, until "
+				"the next ubt attached to it removes them)",
+				u->pid, u->pt.err);
 	}
 	err = restore_sites(u);
 	err = restore_semaphores(u, &u->pt) ?: err;

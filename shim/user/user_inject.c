@@ -188,6 +188,17 @@ int user_target_map(struct ubt_user *u)
 	if (err)
 		return err;
 	u->target_base = (uint64_t)ret;
+	/*
+	 * The code slices are mapped r-x elsewhere (user_install.c): no
+	 * writable alias of them in the target, where a stray write could
+	 * plant code (ubt writes them through its own view).  Not a hole
+	 * either: the range stays reserved, inaccessible.
+	 */
+	err = user_rsys(u, SYS_mprotect, u->target_base + RT_CODE_OFF,
+			(uint64_t)RT_CODE_SLICE * RT_CODE_SLICES, PROT_NONE, 0,
+			0, 0, &ret);
+	if (err)
+		return err;
 	u->m.pid = u->pid;	/* named if it corrupts the memfd */
 	u->m.ctl->target_base = u->target_base;
 	return 0;

@@ -94,4 +94,33 @@ ln -s "$d/plain-target" "$d/plain/link"
 chown -h $other "$d/plain/link"
 written "a link in a directory only root writes to" "$d/plain/link" \
 	"$d/plain-target"
+
+# every component, as fs.protected_symlinks checks each link it follows
+mkdir "$d/realdir" "$d/sticky2" || bail "mkdir"
+chown $other "$d/sticky2"
+chmod 1777 "$d/sticky2"
+ln -s "$d/realdir" "$d/sticky/their-dir"
+chown -h $other "$d/sticky/their-dir"
+refused "another user's directory link in a sticky directory" \
+	"$d/sticky/their-dir/file" \
+	"a symbolic link of another user in a directory anyone can write to"
+ln -s sticky/their-dir "$d/via"
+refused "another user's directory link reached through a link" \
+	"$d/via/file" \
+	"a symbolic link of another user in a directory anyone can write to"
+if [ -e "$d/realdir/file" ]; then
+	not_ok "nothing written through the directory links" "realdir/file"
+else
+	ok "nothing written through the directory links"
+fi
+ln -s "$d/realdir" "$d/sticky2/owners-dir"
+chown -h $other "$d/sticky2/owners-dir"
+written "the sticky directory's owner's directory link" \
+	"$d/sticky2/owners-dir/a" "$d/realdir/a"
+ln -s "$d/realdir" "$d/sticky/my-dir"
+written "its own directory link in a sticky directory" \
+	"$d/sticky/my-dir/b" "$d/realdir/b"
+ln -s ../sticky/my-dir "$d/plain/rel"
+written "a relative link to its own directory link" \
+	"$d/plain/rel/c" "$d/realdir/c"
 tap_done

@@ -1,0 +1,133 @@
+#!/usr/bin/env python3
+"""No writable alias of code in the target (issue 25, item 1).
+
+ubt's memfd is mapped in the target twice over: read-write for the
+control block, maps and rings, and read-execute for the code slices
+near each patched module.  No range of the memfd that is mapped
+executable may also be mapped writable: a stray write of the target
+would plant code.  Checked in /proc/PID/maps while ubt runs, after it
+ended and after a second session, in an ordinary target and in one with
+PR_SET_MDWE (where the kernel refuses writable-executable memory, but
+not an alias).  Every result the target computes is checked, and it
+exits 0.  Prints TAP.
+"""
+import ctypes
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from procmem import Fed, code_in, code_in_file, ok, results  # noqa: E402
+
+builddir = os.environ.get("top_builddir") or "."
+UBT = os.environ.get("UBT") or os.path.join(builddir, "ubt")
+SHARE = os.path.join(builddir, "tests", "targets", "ubt-share")
+work = tempfile.mkdtemp(prefix="ubt-alias.")
+PR_SET_MDWE, PR_MDWE_REFUSE_EXEC_GAIN = 65, 1
+
+
+def memfd_maps(pid):
+    """(inode, file start, file end, perms) of each memfd:ubt mapping."""
+    out = []
+    with open("/proc/%d/maps" % pid) as f:
+        for line in f:
+            p = line.split(None, 5)
+            if len(p) < 6 or "/memfd:ubt" not in p[5]:
+                continue
+            lo, hi = (int(x, 16) for x in p[0].split("-"))
+            off = int(p[2], 16)
+            out.append((p[4], off, off + hi - lo, p[1]))
+    return out
+
+
+def aliases(pid):
+    """Writable mappings that cover a file range mapped executable."""
+    m = memfd_maps(pid)
+    bad = []
+    for ino, lo, hi, perms in m:
+        if "x" not in perms:
+            continue
+        for ino2, lo2, hi2, perms2 in m:
+            if ino2 == ino and "w" in perms2 and lo2 < hi and lo < hi2:
+                bad.append("%s %x-%x r-x under %s %x-%x" %
+                           (ino, lo, hi, perms2, lo2, hi2))
+    return bad, sum("x" in e[3] for e in m)
+
+
+def mdwe():
+    libc = ctypes.CDLL(None, use_errno=True)
+    if libc.prctl(PR_SET_MDWE, PR_MDWE_REFUSE_EXEC_GAIN, 0, 0, 0):
+        os._exit(77)
+
+
+def mdwe_supported():
+    p = subprocess.run([sys.executable, "-c",
+                        "import ctypes,sys;"
+                        "sys.exit(ctypes.CDLL(None).prctl(65,1,0,0,0)!=0)"])
+    return p.returncode == 0
+
+
+def case(name, fed):
+    path = os.path.join(work, name)
+    shutil.copy(SHARE, path)
+    t = fed([path])
+    orig = code_in_file(path, "share_push")
+    prog = "uprobe:%s:share_push { @c = count(); }" % path
+    env = dict(os.environ, __BPFTRACE_NOTIFY_PROBES_ATTACHED="1")
+    for session in (1, 2):
+        u = subprocess.Popen([UBT, "-p", str(t.p.pid), "-e", prog],
+                             stdin=subprocess.DEVNULL,
+                             stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, env=env)
+        seen = b""
+        while b"NOTIFY_PROBES_ATTACHED" not in seen:
+            line = u.stderr.readline()
+            if not line:
+                break
+            seen += line
+        done = t.run("1000", "done 1000", timeout=60)
+        during, nx = aliases(t.p.pid)
+        u.send_signal(2)
+        out, err = u.communicate(timeout=60)
+        after, _ = aliases(t.p.pid)
+        ok(b"@c: 1000" in out and done and nx > 0,
+           "%s, session %d: counted in user mode" % (name, session),
+           (seen + err).decode(errors="replace")[-300:])
+        ok(not during, "%s, session %d: no writable alias of code while "
+           "ubt runs" % (name, session), "; ".join(during))
+        ok(not after, "%s, session %d: none once it ended" %
+           (name, session), "; ".join(after))
+        ok(code_in(t.p.pid, path, "share_push") == orig,
+           "%s, session %d: the code is the file's again" % (name, session))
+    t.close_input()
+    ok(t.p.wait(timeout=60) == 0, "%s: the target exits 0" % name)
+
+
+class MdweFed(Fed):
+    """Fed, with PR_SET_MDWE set in the child before it runs."""
+
+    def __init__(self, argv):
+        self.p = subprocess.Popen(argv, stdin=subprocess.PIPE,
+                                  stdout=subprocess.PIPE, preexec_fn=mdwe)
+        self.buf = ""
+        self.err_seen = ""
+
+
+def main():
+    if os.geteuid() != 0:
+        print("1..0 # SKIP not root")
+        return 77
+    case("plain", Fed)
+    if mdwe_supported():
+        case("mdwe", MdweFed)
+    else:
+        print("# PR_SET_MDWE: not in this kernel, its case left out")
+    print("1..%d" % len(results))
+    shutil.rmtree(work, ignore_errors=True)
+    return 0 if all(results) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
