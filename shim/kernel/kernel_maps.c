@@ -384,3 +384,20 @@ int kernel_print_all_maps(struct kernel *k, bool at_exit)
 	free(pm);
 	return err;
 }
+
+int kernel_for_each_map(struct kernel *k, kernel_out_map_fn fn, void *ctx)
+{
+	int err = 0;
+
+	for (int i = 0; i < k->obj->nmaps && !err; i++) {
+		struct kernel_collect kc;
+		struct out_map om;
+
+		err = kernel_out_map(k, i, &om, &kc);
+		if (!err)
+			err = fn(ctx, i, &om, &k->out);
+		free((void *)om.entries);
+		kernel_collect_free(&kc);
+	}
+	return err;
+}
