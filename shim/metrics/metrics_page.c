@@ -487,6 +487,14 @@ static int metrics_one_map(void *ectx, int map, const struct out_map *om,
 		}
 		it[w++] = it[i];
 	}
+	/* a keyless count() or sum() prints 0 before its first hit: a
+	 * counter from 0, so that rate() sees the first increase */
+	if (!n && mm->kind == MK_COUNTER && !om->key_type) {
+		static const uint64_t zero[2];
+
+		it[n++] = (struct metrics_item){ .value = zero,
+						 .labels = xstrdup("") };
+	}
 	if (mm->kind == MK_HIST)
 		metrics_hist(s, mm, om->value_type, it, n);
 	else
