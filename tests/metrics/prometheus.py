@@ -226,7 +226,9 @@ def phase(ubt, bin_, port, job, prom, extra, tmp, checks):
         return
     url = "http://127.0.0.1:%d/metrics" % port
     for i in range(N_PROCS):
-        subprocess.run([bin_, str(N_CALLS)], stdin=subprocess.DEVNULL,
+        # 20 ms a call: ubt takes the process after its first hit
+        subprocess.run([bin_, str(N_CALLS), "20000"],
+                       stdin=subprocess.DEVNULL,
                        stdout=subprocess.DEVNULL, timeout=30)
     done = time.time()
     # two scrapes after the last call: Prometheus has the final values
@@ -265,11 +267,61 @@ def phase(ubt, bin_, port, job, prom, extra, tmp, checks):
     ok(len(hb) >= 6 and all(prom_s.get(k) == exp[k] for k in hb),
        "%s: hist() bucket by bucket (%d buckets)" % (job, len(hb)))
     mine = page_series(page)
+    if job == "auto":
+        taken = mine.get(("ubt_processes_taken_total", ()), 0)
+        ok(1 <= taken <= N_PROCS, "auto: %d of %d processes taken into "
+           "user mode" % (taken, N_PROCS))
     bad = [(k, v, mine.get(k)) for k, v in exp.items()
            if mine.get(k) != float(v)]
     ok(not bad, "%s: the last page scraped equals the printout" % job)
     for b in bad[:5]:
         print("#   %s: printout %s, page %s" % b)
+
+
+def attached_run(ubt, bin_, how, tmp):
+    """-c and -p: scraped while the target runs, then its exit printout."""
+    port = free_port()
+    url = "http://127.0.0.1:%d/metrics" % port
+    prog = "uprobe:%s:ubt_step { @calls = count(); }" % bin_
+    tgt = None
+    if how == "-c":
+        args = ["-c", "%s 30 100000" % bin_]
+    else:
+        tgt = subprocess.Popen([bin_, "30", "100000"],
+                               stdin=subprocess.DEVNULL,
+                               stdout=subprocess.DEVNULL)
+        args = ["-p", str(tgt.pid)]
+    p = subprocess.Popen([ubt, "-f", "json", "--metrics", "127.0.0.1:%d" %
+                          port] + args + ["-e", prog],
+                         stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE)
+
+    def mid():
+        try:
+            st, _, page = http(url, timeout=2)
+        except OSError:
+            return None
+        v = page_series(page).get(("ubt_calls_total", ()), 0)
+        return (page, v) if st == 200 and v >= 5 else None
+    got = wait_for(mid, 20)
+    page, v = got if got else (b"", 0)
+    mode = page_series(page).get(("ubt_probe_mode", (
+        ("mode", "user"), ("probe", "uprobe:%s:ubt_step" % bin_))))
+    try:
+        out, err = p.communicate(timeout=60)
+    except subprocess.TimeoutExpired:
+        p.kill()
+        out, err = p.communicate()
+    if tgt:
+        tgt.wait(30)
+    final = None
+    for line in out.decode().splitlines():
+        if '"@calls"' in line:
+            final = json.loads(line)["data"]["@calls"]
+    ok(got and mode == 1 and promtool_check(page)[0] and final and
+       5 <= v <= final and (how == "-p" or final == 30),
+       "%s: scraped while the target runs (%d calls, user mode), "
+       "%s at exit" % (how, v, final))
 
 
 def main():
@@ -375,6 +427,8 @@ def main():
                 'uprobe:%s:ubt_step' % bin_))) in series,
                "kernel: ubt_probe_mode says where the probe runs")
 
+        for how in ("-c", "-p"):
+            attached_run(ubt, bin_, how, tmp)
         phase(ubt, bin_, ports["auto"], "auto", prom, [], tmp, auto_checks)
         phase(ubt, bin_, ports["kernel"], "kernel", prom,
               ["--mode", "kernel"], tmp, kernel_checks)
