@@ -312,6 +312,15 @@ int metrics_fd(const struct metrics *m)
 
 void metrics_poll(struct metrics *m)
 {
-	if (m && m->maps_fn)
+	MHD_UNSIGNED_LONG_LONG t;
+
+	if (!m || !m->maps_fn)
+		return;
+	/* a page larger than the socket takes goes on while MHD says it
+	 * has more to do at once (bounded: the loop has its own work) */
+	for (int i = 0; i < 16; i++) {
 		MHD_run(m->d);
+		if (MHD_get_timeout(m->d, &t) != MHD_YES || t > 0)
+			break;
+	}
 }

@@ -17,7 +17,7 @@
 void mbuf_add(struct mbuf *b, const char *s, size_t n)
 {
 	if (b->len + n + 1 > b->cap) {
-		b->cap = b->cap ? b->cap : 4096;
+		b->cap = b->cap ? b->cap : 64;
 		while (b->len + n + 1 > b->cap)
 			b->cap *= 2;
 		b->s = xrealloc(b->s, b->cap);
