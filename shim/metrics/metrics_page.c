@@ -174,11 +174,47 @@ static int metrics_cmp_weight(const void *x, const void *y)
 	return a->weight < b->weight ? 1 : a->weight > b->weight ? -1 : 0;
 }
 
-static int metrics_cmp_labels(const void *x, const void *y)
+static uint64_t metrics_hash(const char *p)
 {
-	const struct metrics_item *a = x, *b = y;
+	uint64_t h = 1469598103934665603ULL;
 
-	return strcmp(a->labels, b->labels);
+	for (; *p; p++)
+		h = (h ^ (unsigned char)*p) * 1099511628211ULL;
+	return h;
+}
+
+/* Drop the items whose labels an earlier item has (*dropped counts
+ * them); the number left. */
+static size_t metrics_dedup(struct metrics_item *it, size_t n,
+			    uint64_t *dropped)
+{
+	size_t nh = 16, w = 0;
+	size_t *h;
+
+	while (nh < 2 * n)
+		nh *= 2;
+	h = xcalloc(nh, sizeof(*h));
+	for (size_t i = 0; i < n; i++) {
+		size_t j = metrics_hash(it[i].labels) & (nh - 1);
+		bool dup = false;
+
+		while (h[j]) {
+			if (!strcmp(it[h[j] - 1].labels, it[i].labels)) {
+				dup = true;
+				break;
+			}
+			j = (j + 1) & (nh - 1);
+		}
+		if (dup) {
+			free(it[i].labels);
+			(*dropped)++;
+			continue;
+		}
+		it[w] = it[i];
+		h[j] = ++w;
+	}
+	free(h);
+	return w;
 }
 
 /* The label text of a key, or NULL when it does not print. */
@@ -474,19 +510,7 @@ static int metrics_one_map(void *ectx, int map, const struct out_map *om,
 		n = s->m->max_keys;
 	}
 	/* keys whose text is the same (one series each): the first stays */
-	qsort(it, n, sizeof(*it), metrics_cmp_labels);
-	for (size_t i = 1, w = 1; i <= n; i++) {
-		if (i == n) {
-			n = w;
-			break;
-		}
-		if (!strcmp(it[i].labels, it[w - 1].labels)) {
-			free(it[i].labels);
-			s->dropped[map]++;
-			continue;
-		}
-		it[w++] = it[i];
-	}
+	n = metrics_dedup(it, n, &s->dropped[map]);
 	/* a keyless count() or sum() prints 0 before its first hit: a
 	 * counter from 0, so that rate() sees the first increase */
 	if (!n && mm->kind == MK_COUNTER && !om->key_type) {
