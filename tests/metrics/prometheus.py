@@ -324,6 +324,69 @@ def attached_run(ubt, bin_, how, tmp):
        "%s at exit" % (how, v, final))
 
 
+def kernel_only(ubt, tmp):
+    """A kernel-only program: the key limit, @ alone, a stack key left out
+    with one warning, the worked example's histogram."""
+    port = free_port()
+    url = "http://127.0.0.1:%d/metrics" % port
+    prog = ("BEGIN { $i = 0; while ($i < 50) { @k[$i] = count(); $i++; } "
+            "@ = count(); } "
+            "interval:ms:100 { @st[kstack] = count(); } "
+            "interval:s:4 { exit(); }")
+    p = subprocess.Popen([ubt, "--metrics", "127.0.0.1:%d" % port,
+                          "--metrics-max-keys", "10", "-e", prog],
+                         stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE)
+
+    def page():
+        try:
+            st, _, pg = http(url, timeout=2)
+            return pg if st == 200 else None
+        except OSError:
+            return None
+    pg = wait_for(page, 20) or b""
+    out, err = p.communicate(timeout=60)
+    s = page_series(pg)
+    keys = [k for k in s if k[0] == "ubt_k_total"]
+    ok(len(keys) == 10 and s.get(("ubt_metrics_keys_dropped",
+                                  (("map", "@k"),))) == 40 and
+       s.get(("ubt_at_total", ())) == 1 and promtool_check(pg)[0],
+       "kernel only: --metrics-max-keys 10 serves 10 of 50 keys, says 40 "
+       "dropped; @ is ubt_at")
+    ok(err.count(b"WARNING: --metrics: map @st is not served") == 1 and
+       not any(k[0].startswith("ubt_st") for k in s) and
+       b"@st[" in out and p.returncode == 0,
+       "kernel only: a stack key: not served, one warning, in the printout")
+
+
+def example(ubt, builddir, srcdir):
+    """examples/io-latency.bt on examples/io-engine: a valid page with the
+    latency histogram by operation."""
+    port = free_port()
+    url = "http://127.0.0.1:%d/metrics" % port
+    eng = os.path.join(builddir, "examples", "io-engine")
+    script = open(os.path.join(srcdir, "examples",
+                               "io-latency.bt")).read().replace(
+        "./examples/io-engine", eng)
+    p = subprocess.Popen([ubt, "--metrics", str(port), "-c", eng + " 3",
+                          "-e", script], stdin=subprocess.DEVNULL,
+                         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+
+    def page():
+        try:
+            st, _, pg = http(url, timeout=2)
+        except OSError:
+            return None
+        return pg if st == 200 and b'ubt_io_latency_bucket{key="flush"' \
+            in pg else None
+    pg = wait_for(page, 20) or b""
+    p.communicate(timeout=60)
+    ok(pg and promtool_check(pg)[0] and
+       all(b'ubt_io_latency_bucket{key="%s",le="+Inf"}' % op in pg
+           for op in (b"read", b"write", b"flush")),
+       "examples/io-latency.bt: the latency histogram by operation")
+
+
 def main():
     builddir = os.environ.get("top_builddir") or "."
     ubt = os.environ.get("UBT") or os.path.join(builddir, "ubt")
@@ -427,6 +490,8 @@ def main():
                 'uprobe:%s:ubt_step' % bin_))) in series,
                "kernel: ubt_probe_mode says where the probe runs")
 
+        kernel_only(ubt, tmp)
+        example(ubt, builddir, os.environ.get("top_srcdir") or ".")
         for how in ("-c", "-p"):
             attached_run(ubt, bin_, how, tmp)
         phase(ubt, bin_, ports["auto"], "auto", prom, [], tmp, auto_checks)
