@@ -147,6 +147,9 @@ static int kernel_map_read_batch(struct kernel *k, const struct cg_map *m,
 	LIBBPF_OPTS(bpf_map_batch_opts, opts);
 	size_t vsz = (m->value_size + 7) & ~(size_t)7;
 	int ncpu = m->percpu ? k->ncpus : 1;
+	/* the kernel packs values at value_size bytes, per-CPU ones at
+	 * 8-byte multiples per CPU */
+	size_t stride = m->percpu ? vsz * ncpu : m->value_size;
 	size_t tok = m->key_size > 8 ? m->key_size : 8;
 	__u32 cap = KERNEL_BATCH, n;
 	unsigned char *keys, *vals, *acc, *in, *out;
@@ -154,7 +157,7 @@ static int kernel_map_read_batch(struct kernel *k, const struct cg_map *m,
 	int err = 0;
 
 	keys = xcalloc(cap, m->key_size);
-	vals = xcalloc((size_t)cap * ncpu, vsz);
+	vals = xcalloc(cap, stride);
 	acc = xcalloc(1, vsz);
 	in = xcalloc(1, tok);
 	out = xcalloc(1, tok);
@@ -166,7 +169,7 @@ static int kernel_map_read_batch(struct kernel *k, const struct cg_map *m,
 				/* a bucket holds more than the batch */
 				cap *= 4;
 				keys = xrealloc(keys, (size_t)cap * m->key_size);
-				vals = xrealloc(vals, (size_t)cap * ncpu * vsz);
+				vals = xrealloc(vals, (size_t)cap * stride);
 				continue;
 			}
 			if (errno != ENOENT) {
@@ -179,7 +182,7 @@ static int kernel_map_read_batch(struct kernel *k, const struct cg_map *m,
 		for (__u32 i = 0; i < n && !err; i++) {
 			for (int c = 0; c < ncpu; c++)
 				kernel_merge(m, acc,
-					     vals + ((size_t)i * ncpu + c) * vsz,
+					     vals + (size_t)i * stride + c * vsz,
 					     c == 0);
 			err = fn(keys + (size_t)i * m->key_size, acc, ctx);
 		}
