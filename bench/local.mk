@@ -5,6 +5,7 @@ EXTRA_PROGRAMS = bench/ubt-hotloop
 CLEANFILES += $(EXTRA_PROGRAMS)
 EXTRA_DIST += \
 	bench/README.md \
+	bench/metrics.py \
 	bench/pause.py \
 	bench/run
 # plain -O2 code, no sanitizers: the loop must measure the call only
@@ -17,7 +18,7 @@ bench_ubt_hotloop_CFLAGS = -std=gnu11 -Wall -Wextra -O2 -g \
 bench_ubt_hotloop_LDFLAGS = -pthread
 
 bench: bench/ubt-hotloop$(EXEEXT) ubt$(EXEEXT) \
-		tests/targets/ubt-many$(EXEEXT)
+		tests/targets/ubt-many$(EXEEXT) tests/targets/ubt-loop$(EXEEXT)
 	/usr/bin/python3 $(srcdir)/bench/run --ubt ./ubt$(EXEEXT) \
 		--hotloop bench/ubt-hotloop$(EXEEXT) \
 		--many tests/targets/ubt-many$(EXEEXT) $(BENCH_FLAGS)

@@ -6,4 +6,5 @@ include shim/kernel/local.mk
 include shim/user/local.mk
 include shim/patch/local.mk
 include shim/process/local.mk
+include shim/metrics/local.mk
 include shim/output/local.mk

@@ -468,3 +468,7 @@ EXTRA_DIST += tests/native/merge-events.sh
 # (tests/runtime/sites.test): as --mode kernel, byte for byte.
 TESTS += tests/native/sites-diff.py
 EXTRA_DIST += tests/native/sites-diff.py
+
+# --metrics against Debian's prometheus and promtool (issue 29).
+TESTS += tests/metrics/prometheus.py
+EXTRA_DIST += tests/metrics/prometheus.py

@@ -15,6 +15,7 @@
 
 #include "cli.h"
 #include "diag.h"
+#include "metrics.h"
 #include "util.h"
 
 enum {
@@ -22,6 +23,9 @@ enum {
 	OPT_ALL_PROCESSES,
 	OPT_INFO,
 	OPT_INCLUDE,
+	OPT_METRICS,
+	OPT_METRICS_MAX_KEYS,
+	OPT_METRICS_PREFIX,
 	OPT_MODE,
 	OPT_NO_WARNINGS,
 	OPT_PARSE_ONLY,
@@ -37,6 +41,10 @@ static const struct option cli_long_opts[] = {
 	{ "help", no_argument, NULL, 'h' },
 	{ "info", no_argument, NULL, OPT_INFO },
 	{ "include", required_argument, NULL, OPT_INCLUDE },
+	{ "metrics", required_argument, NULL, OPT_METRICS },
+	{ "metrics-max-keys", required_argument, NULL,
+	  OPT_METRICS_MAX_KEYS },
+	{ "metrics-prefix", required_argument, NULL, OPT_METRICS_PREFIX },
 	{ "mode", required_argument, NULL, OPT_MODE },
 	{ "no-warnings", no_argument, NULL, OPT_NO_WARNINGS },
 	{ "parse-only", no_argument, NULL, OPT_PARSE_ONLY },
@@ -72,6 +80,12 @@ void cli_help(FILE *f)
 	      "    --mode MODE    where user probes run ('auto', 'kernel', 'user')\n"
 	      "    --all-processes\n"
 	      "                   without -p/-c: user-mode probes also in processes already running\n"
+	      "    --metrics [ADDR:]PORT\n"
+	      "                   serve the maps to Prometheus at http://ADDR:PORT/metrics (ADDR 127.0.0.1)\n"
+	      "    --metrics-prefix PREFIX\n"
+	      "                   metric names PREFIX + map name (default 'ubt_')\n"
+	      "    --metrics-max-keys N\n"
+	      "                   serve at most N keys of a map (default 10000)\n"
 	      "    --unsafe       allow unsafe builtin functions\n"
 	      "    -q             keep messages quiet\n"
 	      "    --info         print information about kernel BPF support\n"
@@ -365,6 +379,35 @@ int cli_parse(struct cli_opts *o, int argc, char **argv, FILE *err)
 						 "invalid mode '%s': expected 'auto', 'kernel' or 'user'",
 						 optarg);
 			break;
+		case OPT_METRICS: {
+			const char *why;
+
+			if (metrics_parse_listen(optarg, &why))
+				return cli_error(err,
+						 "invalid address for --metrics '%s': %s",
+						 optarg, why);
+			o->metrics = optarg;
+			break;
+		}
+		case OPT_METRICS_PREFIX:
+			if (!metrics_prefix_ok(optarg))
+				return cli_error(err,
+						 "invalid --metrics-prefix '%s': letters, digits and _ (not first)",
+						 optarg);
+			o->metrics_prefix = optarg;
+			break;
+		case OPT_METRICS_MAX_KEYS: {
+			char *end;
+
+			errno = 0;
+			o->metrics_max_keys = strtoull(optarg, &end, 10);
+			if (!*optarg || *end || errno || *optarg == '-' ||
+			    !o->metrics_max_keys)
+				return cli_error(err,
+						 "invalid --metrics-max-keys '%s': expected a positive number",
+						 optarg);
+			break;
+		}
 		case OPT_PARSE_ONLY:
 			o->parse_only = true;
 			break;
@@ -393,6 +436,10 @@ int cli_parse(struct cli_opts *o, int argc, char **argv, FILE *err)
 	if (o->all_processes && (o->cmd || o->pid))
 		return cli_error(err, "cannot use --all-processes with %s",
 				 o->cmd ? "-c" : "-p");
+	if ((o->metrics_prefix || o->metrics_max_keys) && !o->metrics)
+		return cli_error(err, "cannot use %s without --metrics",
+				 o->metrics_prefix ? "--metrics-prefix" :
+						     "--metrics-max-keys");
 	if (o->parse_only) {
 		unsigned later = o->debug & ~(unsigned)DEBUG_AST;
 

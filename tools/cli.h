@@ -82,6 +82,10 @@ struct cli_opts {
 	int ninclude_dirs;
 	const char **includes;	/* --include FILE */
 	int nincludes;
+	/* --metrics [ADDR:]PORT, --metrics-prefix, --metrics-max-keys */
+	const char *metrics;
+	const char *metrics_prefix;
+	unsigned long long metrics_max_keys;
 };
 
 /*

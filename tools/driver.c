@@ -23,6 +23,7 @@
 #include "diag.h"
 #include "driver.h"
 #include "env.h"
+#include "metrics.h"
 #include "probes.h"
 #include "run.h"
 #include "sema.h"
@@ -433,8 +434,24 @@ static int driver_execute(struct compile *c, const struct cli_opts *o,
 		.out = out,
 		.json = o->format == FORMAT_JSON,
 	};
+	struct metrics_opts mo = {
+		.sz = sizeof(mo),
+		.listen = o->metrics,
+		.prefix = o->metrics_prefix,
+		.max_keys = o->metrics_max_keys,
+	};
+	int rc;
 
-	return shim_run(c, &ro);
+	/* --metrics: the port bound before anything is attached */
+	if (o->metrics && !o->dry_run &&
+	    metrics_open(&mo, &ro.metrics))
+		return UBT_EXIT_ERROR;
+	if (ro.metrics && o->verbose)
+		fprintf(stderr, "ubt: metrics at port %d, path /metrics\n",
+			metrics_port(ro.metrics));
+	rc = shim_run(c, &ro);
+	metrics_free(ro.metrics);
+	return rc;
 }
 
 /*

@@ -21,7 +21,10 @@ EXTRA_DIST += \
 	doc/command-line.md \
 	examples/demo-target.c \
 	examples/demo.bt \
+	examples/io-engine.c \
+	examples/io-latency.bt \
 	examples/opensnoop.bt \
+	examples/prometheus.yml \
 	examples/readlat.bt \
 	examples/syscount.bt \
 	setup
@@ -30,3 +33,7 @@ EXTRA_DIST += \
 noinst_PROGRAMS += examples/demo-target
 examples_demo_target_SOURCES = examples/demo-target.c
 examples_demo_target_CFLAGS = $(AM_CFLAGS) -O2 -g
+# The --metrics example's IO engine (examples/io-latency.bt).
+noinst_PROGRAMS += examples/io-engine
+examples_io_engine_SOURCES = examples/io-engine.c
+examples_io_engine_CFLAGS = $(AM_CFLAGS) -O2 -g

@@ -28,6 +28,7 @@
 #include "env.h"
 #include "exitwatch.h"
 #include "kernel.h"
+#include "metrics.h"
 #include "output.h"
 #include "probes.h"
 #include "sema.h"
@@ -44,9 +45,16 @@ static int kernel_loop(struct kernel *k, struct kernel_child *ch,
 	int ep = epoll_create1(EPOLL_CLOEXEC);
 	struct epoll_event ev = { .events = EPOLLIN };
 	int rbfd = ring_buffer__epoll_fd(k->rb);
+	struct metrics *mx = k->opts ? k->opts->metrics : NULL;
+	int mfd = metrics_fd(mx);
 
 	if (ep < 0)
 		return -errno;
+	/* --metrics: a scrape is answered here, between the ring's reads */
+	if (mfd >= 0) {
+		ev.data.fd = mfd;
+		epoll_ctl(ep, EPOLL_CTL_ADD, mfd, &ev);
+	}
 	if (ch && ch->pidfd >= 0) {
 		ev.data.fd = ch->pidfd;
 		epoll_ctl(ep, EPOLL_CTL_ADD, ch->pidfd, &ev);
@@ -68,12 +76,13 @@ static int kernel_loop(struct kernel *k, struct kernel_child *ch,
 			kernel_print_all_maps(k, false);
 			fflush(k->out.f);
 		}
-		n = epoll_wait(ep, evs, 4, 1000);
+		n = epoll_wait(ep, evs, 4, mx ? 100 : 1000);
 		if (n < 0 && errno != EINTR) {
 			close(ep);
 			return -errno;
 		}
 		kernel_consume(k);
+		metrics_poll(mx);
 		for (int i = 0; i < n; i++)
 			if (evs[i].data.fd == pidfd && pidfd >= 0)
 				done = true;
@@ -158,6 +167,7 @@ int kernel_run(struct compile *c, const struct kernel_opts *o)
 	if (err)
 		goto out;
 	k->c = c;
+	metrics_plan(o->metrics, c, NULL);
 	if (o->pid > 0) {
 		pidfd = syscall(SYS_pidfd_open, o->pid, 0);
 		if (pidfd < 0) {
@@ -168,6 +178,7 @@ int kernel_run(struct compile *c, const struct kernel_opts *o)
 		xw = exitwatch_start(o->pid);
 	}
 	kernel_set_globals(k, ch.pid);
+	kernel_metrics_serve(k, o->metrics);
 	if (!o->quiet)
 		out_attached(&k->out, nprobes);
 	fflush(k->out.f);
@@ -229,6 +240,7 @@ int kernel_run(struct compile *c, const struct kernel_opts *o)
 	kernel_detach_fast(k);
 	rc = err ? 1 : kernel_exit_code(k);
 out:
+	kernel_metrics_serve(NULL, o->metrics);
 	signals_restore();
 	kernel_child_kill(&ch);
 	if (pidfd >= 0)

@@ -16,6 +16,9 @@ struct compile;
 struct cg_object;
 struct cg_map;
 struct cg_prog;
+struct metrics;
+struct out;
+struct out_map;
 
 struct kernel_opts {
 	size_t sz;		/* sizeof(struct kernel_opts) */
@@ -28,6 +31,8 @@ struct kernel_opts {
 	bool quiet;		/* -q: no "Attaching N probes..." */
 	FILE *out;		/* -o FILE; NULL = stdout */
 	bool json;		/* -f json */
+	struct metrics *metrics;	/* --metrics: served by the loop, or
+					 * NULL */
 };
 
 /*
@@ -140,6 +145,18 @@ void kernel_set_event_hook(struct kernel *k, kernel_event_fn fn, void *ctx);
 /* The programs `probe` and `func` values index (default: the object's). */
 void kernel_set_display_progs(struct kernel *k, const struct cg_prog *progs,
 			      int n);
+
+/*
+ * --metrics (kernel_metrics.c): every map read as the exit printout reads
+ * it, fn(ctx, map index, its entries, the out that prints its keys);
+ * the endpoint given the maps and the kernel's own numbers (NULL k: taken
+ * back); the events lost so far.
+ */
+typedef int (*kernel_out_map_fn)(void *ctx, int map, const struct out_map *om,
+				 const struct out *o);
+int kernel_for_each_map(struct kernel *k, kernel_out_map_fn fn, void *ctx);
+void kernel_metrics_serve(struct kernel *k, struct metrics *m);
+uint64_t kernel_events_lost(const struct kernel *k);
 
 /* Route libbpf's messages: warnings to stderr, debug only with -v. */
 void kernel_set_verbose(int verbose);

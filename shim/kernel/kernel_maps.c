@@ -133,6 +133,69 @@ int kernel_map_read(struct kernel *k, int map, kernel_entry_fn fn, void *ctx)
 	return kernel_map_read_kernel(k, map, fn, ctx);
 }
 
+/*
+ * A hash map read BPF_MAP_LOOKUP_BATCH by BPF_MAP_LOOKUP_BATCH (kernel
+ * 5.6; two system calls per key otherwise, which costs --metrics' scrapes
+ * of big maps most of their time): -EOPNOTSUPP when the map or the kernel
+ * has no batches (nothing was read then).
+ */
+#define KERNEL_BATCH 1024
+
+static int kernel_map_read_batch(struct kernel *k, const struct cg_map *m,
+				 int fd, kernel_entry_fn fn, void *ctx)
+{
+	LIBBPF_OPTS(bpf_map_batch_opts, opts);
+	size_t vsz = (m->value_size + 7) & ~(size_t)7;
+	int ncpu = m->percpu ? k->ncpus : 1;
+	/* the kernel packs values at value_size bytes, per-CPU ones at
+	 * 8-byte multiples per CPU */
+	size_t stride = m->percpu ? vsz * ncpu : m->value_size;
+	size_t tok = m->key_size > 8 ? m->key_size : 8;
+	__u32 cap = KERNEL_BATCH, n;
+	unsigned char *keys, *vals, *acc, *in, *out;
+	bool first = true, more = true;
+	int err = 0;
+
+	keys = xcalloc(cap, m->key_size);
+	vals = xcalloc(cap, stride);
+	acc = xcalloc(1, vsz);
+	in = xcalloc(1, tok);
+	out = xcalloc(1, tok);
+	while (more && !err) {
+		n = cap;
+		if (bpf_map_lookup_batch(fd, first ? NULL : in, out, keys, vals,
+					 &n, &opts)) {
+			if (errno == ENOSPC && n == 0 && cap < (1u << 20)) {
+				/* a bucket holds more than the batch */
+				cap *= 4;
+				keys = xrealloc(keys, (size_t)cap * m->key_size);
+				vals = xrealloc(vals, (size_t)cap * stride);
+				continue;
+			}
+			if (errno != ENOENT) {
+				err = first ? -EOPNOTSUPP : -errno;
+				break;
+			}
+			more = false;	/* the last batch */
+		}
+		first = false;
+		for (__u32 i = 0; i < n && !err; i++) {
+			for (int c = 0; c < ncpu; c++)
+				kernel_merge(m, acc,
+					     vals + (size_t)i * stride + c * vsz,
+					     c == 0);
+			err = fn(keys + (size_t)i * m->key_size, acc, ctx);
+		}
+		memcpy(in, out, tok);
+	}
+	free(keys);
+	free(vals);
+	free(acc);
+	free(in);
+	free(out);
+	return err;
+}
+
 int kernel_map_read_kernel(struct kernel *k, int map, kernel_entry_fn fn,
 			   void *ctx)
 {
@@ -155,6 +218,11 @@ int kernel_map_read_kernel(struct kernel *k, int map, kernel_entry_fn fn,
 				"written\n", (unsigned long long)bad, m->name);
 		return err;
 	}
+	/* a batch of keys per system call where the kernel has it */
+	err = kernel_map_read_batch(k, m, fd, fn, ctx);
+	if (err != -EOPNOTSUPP)
+		return err;
+	err = 0;
 	next = xcalloc(1, m->key_size);
 	vals = xcalloc(ncpu, vsz);
 	acc = xcalloc(1, vsz);
@@ -382,5 +450,22 @@ int kernel_print_all_maps(struct kernel *k, bool at_exit)
 	free(kc);
 	free(om);
 	free(pm);
+	return err;
+}
+
+int kernel_for_each_map(struct kernel *k, kernel_out_map_fn fn, void *ctx)
+{
+	int err = 0;
+
+	for (int i = 0; i < k->obj->nmaps && !err; i++) {
+		struct kernel_collect kc;
+		struct out_map om;
+
+		err = kernel_out_map(k, i, &om, &kc);
+		if (!err)
+			err = fn(ctx, i, &om, &k->out);
+		free((void *)om.entries);
+		kernel_collect_free(&kc);
+	}
 	return err;
 }

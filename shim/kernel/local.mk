@@ -10,6 +10,7 @@ libubt_a_SOURCES += \
 	shim/kernel/kernel_link.c \
 	shim/kernel/kernel_load.c \
 	shim/kernel/kernel_maps.c \
+	shim/kernel/kernel_metrics.c \
 	shim/kernel/kernel_watch.c \
 	shim/kernel/stack_sym.c \
 	shim/kernel/stack_sym.h \

@@ -169,6 +169,13 @@ int out_print_maps_at_exit(struct out *o, const struct out_map *const *maps,
 int out_print_maps(struct out *o, const struct out_map *const *maps,
 		   int nmaps);
 
+/*
+ * One value of type t as it prints in a map's key in text ("@[...]"):
+ * a malloc'd string, or NULL with errno (--metrics' labels).
+ */
+char *out_key_string(const struct out *o, const struct type *t,
+		     const void *p);
+
 /* Write s as a JSON string (quotes included), bpftrace's escaping. */
 void out_json_string(FILE *f, const char *s, size_t len);
 

@@ -647,3 +647,17 @@ int sb_key(const struct out *o, struct sb *b, const struct out_map *m,
 	}
 	return sb_value(o, b, t, key, json ? VS_JSON_KEY : VS_TEXT_KEY);
 }
+
+char *out_key_string(const struct out *o, const struct type *t,
+		     const void *p)
+{
+	struct sb b = { 0 };
+	int err = sb_value(o, &b, t, p, VS_TEXT_KEY);
+
+	if (err) {
+		sb_release(&b);
+		errno = -err;
+		return NULL;
+	}
+	return b.s ? b.s : xstrdup("");
+}

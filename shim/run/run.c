@@ -25,6 +25,7 @@
 #include "guard.h"
 #include "kernel.h"
 #include "merge.h"
+#include "metrics.h"
 #include "native.h"
 #include "output.h"
 #include "probes.h"
@@ -52,6 +53,7 @@ static void run_kernel_opts(const struct run_opts *o, struct kernel_opts *ko)
 		.quiet = o->quiet,
 		.out = o->out,
 		.json = o->json,
+		.metrics = o->metrics,
 	};
 }
 
@@ -309,6 +311,7 @@ static int run_combined(struct compile *c, const struct run_opts *o,
 	r.agg = xcalloc(r.kobj->nmaps + 1, sizeof(*r.agg));
 	kernel_set_map_hook(r.k, run_map_hook, &r);
 	kernel_set_globals(r.k, r.cpid);
+	run_metrics_start(&r);
 	err = r.sysw ? 0 : run_xmap_place(&r);
 	/* BEGIN before any probe is in place (kernel.c): its output is
 	 * read once the probes are attached (after the shared tables: it
@@ -397,6 +400,8 @@ static int run_combined(struct compile *c, const struct run_opts *o,
 		/* what waits in the queue prints once past the slack */
 		if (r.q.n && timeout > (int)(MERGE_SLACK_NS / 1000000))
 			timeout = MERGE_SLACK_NS / 1000000;
+		/* --metrics: a scrape is answered here, between reads */
+		metrics_poll(o->metrics);
 		if (signals_take_usr1()) {
 			kernel_print_maps_now(r.k);
 			fflush(o->out ? o->out : stdout);
@@ -428,6 +433,7 @@ static int run_combined(struct compile *c, const struct run_opts *o,
 	}
 	rc = kernel_exit_code(r.k);
 out:
+	run_metrics_stop(&r);
 	if (r.sysw)
 		sysw_stop(&r);
 	if (r.u && r.cpid > 0 && !r.reaped && user_exit_status(r.u, &st))

@@ -15,6 +15,8 @@
 
 #include "compile.h"
 
+struct metrics;
+
 struct run_opts {
 	size_t sz;		/* sizeof(struct run_opts) */
 	int pid;		/* -p PID, 0 if none */
@@ -32,6 +34,7 @@ struct run_opts {
 	/* --all-processes: system-wide user mode (no -p/-c) also takes
 	 * processes that were running before ubt started (shim/run/sysw.c) */
 	bool all_processes;
+	struct metrics *metrics;	/* --metrics (shim/metrics/), NULL */
 };
 
 enum run_where {

@@ -257,6 +257,13 @@ bool run_target_exited(struct run *r);
 
 /* What user mode could not record, said once at exit. */
 void run_user_warnings(struct run *r);
+/* Updates of map `map` r->u's tables refused (full), all threads. */
+uint64_t run_user_map_full(struct run *r, int map);
+
+/* run_metrics.c: --metrics served from the combined loop (the maps
+ * through run_map_source(), as the exit printout reads them) */
+void run_metrics_start(struct run *r);
+void run_metrics_stop(struct run *r);
 
 /* run_xmap.c: maps user-mode and kernel probes share (codegen/cg_xmap.h):
  * -v's note, their tables placed in the target (after kernel_load(),

@@ -541,7 +541,7 @@ bool run_target_exited(struct run *r)
  * more than one update per nanosecond since the probes were placed, so a
  * count above that is not believed, and said so.
  */
-static uint64_t run_user_map_full(struct run *r, int map)
+uint64_t run_user_map_full(struct run *r, int map)
 {
 	const struct native_map *nm = run_native_map(r, map);
 	struct memfd *mf = user_memfd(r->u);
