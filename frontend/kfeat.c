@@ -196,6 +196,6 @@ const char *kfeat_missing(const char *p)
 	if (kfeat_is(p, "kfunc", "kretfunc"))
 		return kfeat_btf() ?
 			       "this kernel does not load fentry programs (BPF trampolines)" :
-			       "this kernel has no BTF (/sys/kernel/btf/vmlinux), which kfunc probes need";
+			       "this kernel has no BTF (/sys/kernel/btf/vmlinux), which fentry programs need";
 	return "this kernel does not load raw tracepoint programs";
 }
