@@ -27,7 +27,9 @@ int sema_kernel_args(struct sema_ctx *x, struct ast_node *ap,
 			   prov);
 		return -EINVAL;
 	}
-	err = types_btf_func_args(x->a, mod, func, rawtp, out, NULL);
+	err = kfeat_btf() ? types_btf_func_args(x->a, mod, func, rawtp, out,
+						NULL) :
+			    -ENODATA;
 	if (err == -ENODATA) {
 		sema_error(x, &ap->loc,
 			   "args in %s probes needs kernel BTF, which is not available on this kernel",
