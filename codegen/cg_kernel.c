@@ -9,7 +9,7 @@
 #include <linux/bpf.h>
 
 #include "cg_int.h"
-#include "kfeat.h"
+#include "kprov.h"
 #include "probes.h"
 
 #define PT_IP 128	/* offsetof(struct pt_regs, ip), x86-64 */
@@ -39,7 +39,7 @@ enum cg_kctx cg_kernel_kind(struct cg *g)
 const char *cg_kernel_section(struct cg *g, enum sema_provider p,
 			      const struct probes_match *m, int nm)
 {
-	bool multi = nm > 1 && kfeat_kprobe_multi();
+	bool multi = nm > 1 && kprov_kprobe_multi();
 
 	switch (p) {
 	case PROV_KPROBE:

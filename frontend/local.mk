@@ -8,8 +8,8 @@ libubt_a_SOURCES += \
 	frontend/compile.h \
 	frontend/diag.c \
 	frontend/diag.h \
-	frontend/kfeat.c \
-	frontend/kfeat.h \
+	frontend/kprov.c \
+	frontend/kprov.h \
 	frontend/lexer.l \
 	frontend/parse.c \
 	frontend/parser.y \

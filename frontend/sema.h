@@ -7,7 +7,7 @@
  *   sema_context   probe-context checks (retval, args, cpid, func, ...)
  *   sema_types     types of every expression, variable, map key and value
  *   sema_available kprobe/kretprobe/kfunc/kretfunc/rawtracepoint probes
- *                  on a kernel without what they need (kfeat.h)
+ *                  on a kernel without what they need (kprov.h)
  *                  type-check, then give "... probes are not available on
  *                  this kernel" at the attach point, a HINT naming it
  *
@@ -172,7 +172,7 @@ enum sema_provider {
 	PROV_WATCHPOINT,
 	PROV_ASYNCWATCHPOINT,
 	PROV_ITER,		/* iter:task, iter:task_file: run once */
-	/* kernel probes: where the kernel lacks what they need (kfeat.h),
+	/* kernel probes: where the kernel lacks what they need (kprov.h),
 	 * type-checked, then a located error "... probes are not available
 	 * on this kernel" */
 	PROV_KPROBE,

@@ -17,7 +17,7 @@
 
 #include "sema.h"
 #include "stack.h"
-#include "kfeat.h"
+#include "kprov.h"
 #include "sema_int.h"
 #include "util.h"
 
@@ -266,7 +266,7 @@ static bool is_return_provider(enum sema_provider p)
 	       p == PROV_KRETFUNC;
 }
 
-/* Does the running kernel have what p needs (kfeat.h)? */
+/* Does the running kernel have what p needs (kprov.h)? */
 static bool provider_available(enum sema_provider p)
 {
 	switch (p) {
@@ -275,7 +275,7 @@ static bool provider_available(enum sema_provider p)
 	case PROV_KFUNC:
 	case PROV_KRETFUNC:
 	case PROV_RAWTRACEPOINT:
-		return kfeat_provider(sema_provider_name(p));
+		return kprov_provider(sema_provider_name(p));
 	default:
 		return true;
 	}

@@ -12,7 +12,7 @@
 #include <unistd.h>
 
 #include "sema.h"
-#include "kfeat.h"
+#include "kprov.h"
 #include "sema_int.h"
 #include "tracepoint.h"
 #include "util.h"
@@ -258,7 +258,7 @@ int sema_available(struct compile *c)
 			g = diag_error(&c->diag, &ap->loc,
 				       "%s probes are not available on this kernel",
 				       sema_provider_name(sa->provider));
-			hint = kfeat_missing(sema_provider_name(sa->provider));
+			hint = kprov_missing(sema_provider_name(sa->provider));
 			if (hint)
 				diag_hint(&c->diag, g, "%s", hint);
 			err = -EINVAL;

@@ -7,7 +7,7 @@
 #include <string.h>
 
 #include "sema.h"
-#include "kfeat.h"
+#include "kprov.h"
 #include "probes.h"
 #include "sema_int.h"
 #include "types_btf.h"
@@ -27,7 +27,7 @@ int sema_kernel_args(struct sema_ctx *x, struct ast_node *ap,
 			   prov);
 		return -EINVAL;
 	}
-	err = kfeat_btf() ? types_btf_func_args(x->a, mod, func, rawtp, out,
+	err = kprov_btf() ? types_btf_func_args(x->a, mod, func, rawtp, out,
 						NULL) :
 			    -ENODATA;
 	if (err == -ENODATA) {

@@ -19,6 +19,7 @@
 #ifndef UBT_TYPES_BTF_H
 #define UBT_TYPES_BTF_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 struct arena;
@@ -59,6 +60,12 @@ struct type *types_btf_type(struct arena *a, const struct btf *btf,
 int types_btf_func_args(struct arena *a, const char *module, const char *name,
 			bool rawtp, struct type **out,
 			const char **module_out);
+
+/* -lv's lines for it: "    TYPE NAME\n" per argument, TYPE as C
+ * declares it ("struct file *"), and "    TYPE retval" when ret and it
+ * returns a value; NULL when BTF does not know it. */
+const char *types_btf_func_decls(struct arena *a, const char *module,
+				 const char *name, bool rawtp, bool ret);
 
 /* One function or raw tracepoint named in BTF. */
 struct types_btf_func {

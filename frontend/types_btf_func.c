@@ -6,6 +6,7 @@
  */
 #include <dirent.h>
 #include <errno.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -190,15 +191,16 @@ static struct type *btf_args_record(struct arena *a, const struct btf *btf,
 	return rec;
 }
 
-int types_btf_func_args(struct arena *a, const char *module, const char *name,
-			bool rawtp, struct type **out, const char **module_out)
+/* name's FUNC_PROTO and the BTF it is in; 0, -ENODATA or -ENOENT */
+static int btf_find(const char *module, const char *name, bool rawtp,
+		    const struct btf **btf_out,
+		    const struct btf_type **proto_out, const char **found_out)
 {
 	struct btf *vm = types_btf_vmlinux();
 	const struct btf_type *proto = NULL;
 	const struct btf *btf = NULL;
 	const char *found = NULL;
 
-	*out = NULL;
 	if (!vm)
 		return -ENODATA;
 	if (module && *module && strcmp(module, "vmlinux")) {
@@ -219,10 +221,89 @@ int types_btf_func_args(struct arena *a, const char *module, const char *name,
 	}
 	if (!proto)
 		return -ENOENT;
+	*btf_out = btf;
+	*proto_out = proto;
+	*found_out = found;
+	return 0;
+}
+
+int types_btf_func_args(struct arena *a, const char *module, const char *name,
+			bool rawtp, struct type **out, const char **module_out)
+{
+	const struct btf_type *proto;
+	const struct btf *btf;
+	const char *found;
+	int err = btf_find(module, name, rawtp, &btf, &proto, &found);
+
+	*out = NULL;
+	if (err)
+		return err;
 	*out = btf_args_record(a, btf, proto, name, rawtp);
 	if (module_out)
 		*module_out = found ? arena_strdup(a, found) : NULL;
 	return 0;
+}
+
+static void btf_decl_print(void *ctx, const char *fmt, va_list args)
+{
+	vfprintf(ctx, fmt, args);
+}
+
+/* "    TYPE NAME\n": TYPE as C declares it (btf_dump), as bpftrace
+ * prints a kfunc's arguments */
+static void btf_decl_line(FILE *f, const struct btf *btf, uint32_t id,
+			  const char *name)
+{
+	LIBBPF_OPTS(btf_dump_emit_type_decl_opts, o, .field_name = "");
+	struct btf_dump *d = btf_dump__new(btf, btf_decl_print, f, NULL);
+
+	fputs("    ", f);
+	if (!libbpf_get_error(d)) {
+		btf_dump__emit_type_decl(d, id, &o);
+		btf_dump__free(d);
+	}
+	fprintf(f, " %s\n", name);
+}
+
+const char *types_btf_func_decls(struct arena *a, const char *module,
+				 const char *name, bool rawtp, bool ret)
+{
+	const struct btf_type *proto;
+	const struct btf_param *p, *names;
+	const struct btf *btf;
+	const char *found, *r;
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *f;
+	int n;
+
+	if (btf_find(module, name, rawtp, &btf, &proto, &found))
+		return NULL;
+	f = open_memstream(&buf, &len);
+	if (!f)
+		return NULL;
+	p = btf_params(proto);
+	n = btf_vlen(proto);
+	names = rawtp ? btf_rawtp_names(btf, name, n) : p;
+	for (int i = rawtp ? 1 : 0; i < n && p[i].type; i++) {
+		const char *nm = names ? btf__name_by_offset(
+						 btf, names[i].name_off) :
+					 NULL;
+		char dflt[32];
+
+		if (!nm || !*nm) {
+			snprintf(dflt, sizeof(dflt), "arg%d",
+				 i - (rawtp ? 1 : 0));
+			nm = dflt;
+		}
+		btf_decl_line(f, btf, p[i].type, nm);
+	}
+	if (ret && proto->type)
+		btf_decl_line(f, btf, proto->type, "retval");
+	fclose(f);
+	r = arena_strdup(a, buf ? buf : "");
+	free(buf);
+	return r;
 }
 
 struct btf_func_vec {

@@ -241,21 +241,7 @@ int probes_expand_kernel(struct arena *a, struct diag_list *d,
 static const char *kp_detail(struct arena *a, const struct probes_match *m,
 			     bool rawtp, bool ret)
 {
-	struct type *rec;
-	char *s = arena_strdup(a, "");
-
-	if (types_btf_func_args(a, m->target, m->func, rawtp, &rec, NULL))
-		return NULL;
-	for (int i = 0; i < rec->nfields; i++) {
-		const struct type_field *f = &rec->fields[i];
-		bool isret = !strcmp(f->name, "$retval");
-
-		if (isret && !ret)
-			continue;
-		s = arena_printf(a, "%s    %s %s\n", s, type_str(a, f->type),
-				 isret ? "retval" : f->name);
-	}
-	return s;
+	return types_btf_func_decls(a, m->target, m->func, rawtp, ret);
 }
 
 int probes_list_kernel(struct arena *a, const char *provider,

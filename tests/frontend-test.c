@@ -49,7 +49,7 @@ struct stanza {
 	int nparams;
 	int pid;
 	bool has_cmd, unsafe;
-	const char *kernel_lacks;	/* %kernel-lacks: UBT_KFEAT_HIDE */
+	const char *kernel_lacks;	/* %kernel-lacks: UBT_KERNEL_LACKS */
 	char *program;
 	char *expected;
 	/* for --bless: the byte range of the expected text in the file */
@@ -121,9 +121,9 @@ static char *run_stanza(const struct stanza *st, bool *result_ok)
 	c.has_cmd = st->has_cmd;
 	c.unsafe = st->unsafe;
 	if (st->kernel_lacks)
-		setenv("UBT_KFEAT_HIDE", st->kernel_lacks, 1);
+		setenv("UBT_KERNEL_LACKS", st->kernel_lacks, 1);
 	else
-		unsetenv("UBT_KFEAT_HIDE");
+		unsetenv("UBT_KERNEL_LACKS");
 	if (st->kind == K_PARSE || st->kind == K_PARSE_ERROR)
 		err = compile_frontend(&c, STAGE_PARSE);
 	else

@@ -1,5 +1,5 @@
 /*
- * Kernel features, asked of the running kernel (kfeat.h).
+ * Kernel features, asked of the running kernel (kprov.h).
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -10,34 +10,34 @@
 #include <bpf/libbpf.h>
 #include <linux/bpf.h>
 
-#include "kfeat.h"
+#include "kprov.h"
 
 enum { KF_UNKNOWN, KF_NO, KF_YES };
 
 /* r0 = 0; exit */
-static const struct bpf_insn kfeat_ret0[] = {
+static const struct bpf_insn kprov_ret0[] = {
 	{ .code = BPF_ALU64 | BPF_MOV | BPF_K, .dst_reg = 0, .imm = 0 },
 	{ .code = BPF_JMP | BPF_EXIT },
 };
 
-static int kfeat_load(enum bpf_prog_type type, enum bpf_attach_type eat,
+static int kprov_load(enum bpf_prog_type type, enum bpf_attach_type eat,
 		      uint32_t btf_id)
 {
 	LIBBPF_OPTS(bpf_prog_load_opts, o, .expected_attach_type = eat,
 		    .attach_btf_id = btf_id);
 
-	return bpf_prog_load(type, NULL, "GPL", kfeat_ret0,
-			     sizeof(kfeat_ret0) / sizeof(kfeat_ret0[0]), &o);
+	return bpf_prog_load(type, NULL, "GPL", kprov_ret0,
+			     sizeof(kprov_ret0) / sizeof(kprov_ret0[0]), &o);
 }
 
 /*
- * UBT_KFEAT_HIDE=kprobe,fentry,...: features reported missing whatever
+ * UBT_KERNEL_LACKS=kprobe,fentry,...: features reported missing whatever
  * the kernel says, so that the refusals can be tested on any kernel
  * (read on each question, not kept).
  */
-static bool kfeat_hidden(const char *name)
+static bool kprov_hidden(const char *name)
 {
-	const char *e = getenv("UBT_KFEAT_HIDE");
+	const char *e = getenv("UBT_KERNEL_LACKS");
 	size_t n = strlen(name);
 
 	while (e && *e) {
@@ -51,16 +51,16 @@ static bool kfeat_hidden(const char *name)
 	return false;
 }
 
-static bool kfeat_answer(int *state, bool (*ask)(void), const char *name)
+static bool kprov_answer(int *state, bool (*ask)(void), const char *name)
 {
-	if (kfeat_hidden(name))
+	if (kprov_hidden(name))
 		return false;
 	if (*state == KF_UNKNOWN)
 		*state = ask() ? KF_YES : KF_NO;
 	return *state == KF_YES;
 }
 
-static bool kfeat_ask_kprobe(void)
+static bool kprov_ask_kprobe(void)
 {
 	int fd;
 
@@ -69,23 +69,23 @@ static bool kfeat_ask_kprobe(void)
 	    access("/sys/kernel/tracing/kprobe_events", F_OK) &&
 	    access("/sys/kernel/debug/tracing/kprobe_events", F_OK))
 		return false;
-	fd = kfeat_load(BPF_PROG_TYPE_KPROBE, 0, 0);
+	fd = kprov_load(BPF_PROG_TYPE_KPROBE, 0, 0);
 	if (fd < 0)
 		return false;
 	close(fd);
 	return true;
 }
 
-static bool kfeat_ask_kprobe_multi(void)
+static bool kprov_ask_kprobe_multi(void)
 {
-	const char *syms[] = { "__ubt_kfeat_no_such_function" };
+	const char *syms[] = { "__ubt_kprov_no_such_function" };
 	LIBBPF_OPTS(bpf_link_create_opts, lo, .kprobe_multi.syms = syms,
 		    .kprobe_multi.cnt = 1);
 	int fd, l, err;
 
-	if (!kfeat_kprobe())
+	if (!kprov_kprobe())
 		return false;
-	fd = kfeat_load(BPF_PROG_TYPE_KPROBE, BPF_TRACE_KPROBE_MULTI, 0);
+	fd = kprov_load(BPF_PROG_TYPE_KPROBE, BPF_TRACE_KPROBE_MULTI, 0);
 	if (fd < 0)
 		return false;
 	l = bpf_link_create(fd, 0, BPF_TRACE_KPROBE_MULTI, &lo);
@@ -97,19 +97,19 @@ static bool kfeat_ask_kprobe_multi(void)
 	return l < 0 && (err == ESRCH || err == ENOENT);
 }
 
-static bool kfeat_ask_btf(void)
+static bool kprov_ask_btf(void)
 {
 	return access("/sys/kernel/btf/vmlinux", R_OK) == 0;
 }
 
-static bool kfeat_ask_fentry(void)
+static bool kprov_ask_fentry(void)
 {
 	static const char *const funcs[] = {
 		"bpf_fentry_test1", "vfs_read", "do_sys_openat2", "schedule",
 	};
 	int fd = -1;
 
-	if (!kfeat_btf())
+	if (!kprov_btf())
 		return false;
 	for (size_t i = 0; fd < 0 && i < sizeof(funcs) / sizeof(funcs[0]);
 	     i++) {
@@ -117,7 +117,7 @@ static bool kfeat_ask_fentry(void)
 						    BPF_TRACE_FENTRY);
 
 		if (id > 0)
-			fd = kfeat_load(BPF_PROG_TYPE_TRACING,
+			fd = kprov_load(BPF_PROG_TYPE_TRACING,
 					BPF_TRACE_FENTRY, (uint32_t)id);
 	}
 	if (fd < 0)
@@ -126,9 +126,9 @@ static bool kfeat_ask_fentry(void)
 	return true;
 }
 
-static bool kfeat_ask_rawtp(void)
+static bool kprov_ask_rawtp(void)
 {
-	int fd = kfeat_load(BPF_PROG_TYPE_RAW_TRACEPOINT, 0, 0);
+	int fd = kprov_load(BPF_PROG_TYPE_RAW_TRACEPOINT, 0, 0);
 
 	if (fd < 0)
 		return false;
@@ -136,65 +136,65 @@ static bool kfeat_ask_rawtp(void)
 	return true;
 }
 
-bool kfeat_kprobe(void)
+bool kprov_kprobe(void)
 {
 	static int s;
 
-	return kfeat_answer(&s, kfeat_ask_kprobe, "kprobe");
+	return kprov_answer(&s, kprov_ask_kprobe, "kprobe");
 }
 
-bool kfeat_kprobe_multi(void)
+bool kprov_kprobe_multi(void)
 {
 	static int s;
 
-	return kfeat_answer(&s, kfeat_ask_kprobe_multi, "kprobe_multi");
+	return kprov_answer(&s, kprov_ask_kprobe_multi, "kprobe_multi");
 }
 
-bool kfeat_fentry(void)
+bool kprov_fentry(void)
 {
 	static int s;
 
-	return kfeat_answer(&s, kfeat_ask_fentry, "fentry");
+	return kprov_answer(&s, kprov_ask_fentry, "fentry");
 }
 
-bool kfeat_rawtp(void)
+bool kprov_rawtp(void)
 {
 	static int s;
 
-	return kfeat_answer(&s, kfeat_ask_rawtp, "rawtp");
+	return kprov_answer(&s, kprov_ask_rawtp, "rawtp");
 }
 
-bool kfeat_btf(void)
+bool kprov_btf(void)
 {
 	static int s;
 
-	return kfeat_answer(&s, kfeat_ask_btf, "btf");
+	return kprov_answer(&s, kprov_ask_btf, "btf");
 }
 
-static bool kfeat_is(const char *p, const char *a, const char *b)
+static bool kprov_is(const char *p, const char *a, const char *b)
 {
 	return !strcmp(p, a) || (b && !strcmp(p, b));
 }
 
-bool kfeat_provider(const char *p)
+bool kprov_provider(const char *p)
 {
-	if (kfeat_is(p, "kprobe", "kretprobe"))
-		return kfeat_kprobe();
-	if (kfeat_is(p, "kfunc", "kretfunc"))
-		return kfeat_fentry();
-	if (kfeat_is(p, "rawtracepoint", NULL))
-		return kfeat_rawtp();
+	if (kprov_is(p, "kprobe", "kretprobe"))
+		return kprov_kprobe();
+	if (kprov_is(p, "kfunc", "kretfunc"))
+		return kprov_fentry();
+	if (kprov_is(p, "rawtracepoint", NULL))
+		return kprov_rawtp();
 	return true;
 }
 
-const char *kfeat_missing(const char *p)
+const char *kprov_missing(const char *p)
 {
-	if (kfeat_provider(p))
+	if (kprov_provider(p))
 		return NULL;
-	if (kfeat_is(p, "kprobe", "kretprobe"))
+	if (kprov_is(p, "kprobe", "kretprobe"))
 		return "this kernel has no kprobes (no kprobe PMU, no kprobe_events)";
-	if (kfeat_is(p, "kfunc", "kretfunc"))
-		return kfeat_btf() ?
+	if (kprov_is(p, "kfunc", "kretfunc"))
+		return kprov_btf() ?
 			       "this kernel does not load fentry programs (BPF trampolines)" :
 			       "this kernel has no BTF (/sys/kernel/btf/vmlinux), which fentry programs need";
 	return "this kernel does not load raw tracepoint programs";

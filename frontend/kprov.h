@@ -1,5 +1,6 @@
 /*
- * What the running kernel lets ubt attach, each asked of the kernel
+ * kprov: the kernel probe kinds (kprobe, kretprobe, kfunc, kretfunc,
+ * rawtracepoint) the running kernel lets ubt attach, each asked of the kernel
  * itself (a program it loads, a link it creates, a file it has), never
  * inferred from its version. Each answer is asked once and kept.
  *
@@ -12,29 +13,29 @@
  *   rawtp         a raw tracepoint program loads
  *   btf           /sys/kernel/btf/vmlinux can be read
  *
- * UBT_KFEAT_HIDE=NAME[,NAME...] (the names above) makes ubt take those
+ * UBT_KERNEL_LACKS=NAME[,NAME...] (the names above) makes ubt take those
  * as missing, for tests of the refusals on kernels that have them.
  *
- * kfeat_missing() gives the words of the error for a probe kind whose
- * feature the kernel lacks (kfeat_provider() false).
+ * kprov_missing() gives the words of the error for a probe kind whose
+ * feature the kernel lacks (kprov_provider() false).
  */
-#ifndef UBT_KFEAT_H
-#define UBT_KFEAT_H
+#ifndef UBT_KPROV_H
+#define UBT_KPROV_H
 
 #include <stdbool.h>
 
-bool kfeat_kprobe(void);
-bool kfeat_kprobe_multi(void);
-bool kfeat_fentry(void);
-bool kfeat_rawtp(void);
-bool kfeat_btf(void);
+bool kprov_kprobe(void);
+bool kprov_kprobe_multi(void);
+bool kprov_fentry(void);
+bool kprov_rawtp(void);
+bool kprov_btf(void);
 
 /*
  * Does the kernel have what the provider ("kprobe", "kretprobe",
  * "kfunc", "kretfunc", "rawtracepoint") needs? Other providers: true.
  */
-bool kfeat_provider(const char *provider);
+bool kprov_provider(const char *provider);
 /* The HINT naming what is missing for provider, or NULL. */
-const char *kfeat_missing(const char *provider);
+const char *kprov_missing(const char *provider);
 
 #endif
