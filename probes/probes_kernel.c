@@ -174,7 +174,8 @@ int probes_expand_kernel(struct arena *a, struct diag_list *d,
 					  arena_printf(a,
 						       "%s is not traceable (either non-existing, inlined, or marked as \"notrace\"); attaching to it will likely fail",
 						       func));
-			kp_add(a, v, prov, module, func, func_offset, false);
+			kp_add(a, v, prov, module, func, func_offset,
+			       module != NULL);
 			return 0;
 		}
 		if (kf_load())
@@ -193,7 +194,8 @@ int probes_expand_kernel(struct arena *a, struct diag_list *d,
 				       !probes_match_wildcard(module,
 							      e->module)))
 				continue;
-			kp_add(a, v, prov, NULL, e->name, 0, false);
+			kp_add(a, v, prov, module ? e->module : NULL, e->name,
+			       0, module != NULL);
 		}
 	} else {
 		struct types_btf_func *fs;

@@ -91,7 +91,15 @@ static int kernel_attach_kone(struct kernel *k, struct kernel_target *t)
 			    .offset = m->func_offset,
 			    .retprobe = p->provider == PROV_KRETPROBE);
 
-		l = bpf_program__attach_kprobe_opts(prog, m->func, &o);
+		char sym[512];
+
+		/* kprobe:module:func: the kernel looks "module:func" up */
+		if (m->target && *m->target)
+			snprintf(sym, sizeof(sym), "%s:%s", m->target,
+				 m->func);
+		else
+			snprintf(sym, sizeof(sym), "%s", m->func);
+		l = bpf_program__attach_kprobe_opts(prog, sym, &o);
 		break;
 	}
 	case PROV_KFUNC:
