@@ -87,9 +87,10 @@ LLVMValueRef cg_kernel_func(struct cg *g)
 {
 	struct irb *ir = &g->ir;
 
-	/* a kprobe's instruction pointer is in the function, as bpftrace
-	 * 0.17 reads it; elsewhere the kernel knows the function */
-	if (cg_kernel_prov(g) == PROV_KPROBE)
+	/* kprobes: the instruction pointer, as bpftrace 0.17 reads it (in
+	 * a kretprobe the caller's, where the function returned to);
+	 * fentry/fexit: the kernel knows the function */
+	if (cg_kernel_kind(g) == CG_KCTX_REGS)
 		return irb_ctx_load(ir, g->ctxp, PT_IP, 8);
 	return irb_helper(ir, BPF_FUNC_get_func_ip, &g->ctxp, 1);
 }

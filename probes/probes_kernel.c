@@ -264,11 +264,19 @@ int probes_list_kernel(struct arena *a, const char *provider,
 	for (size_t i = 0; !err && i < v.len; i++) {
 		const char *detail = NULL;
 
+		const char *name = m[i].name;
+
+		/* bpftrace 0.17 lists a kfunc with its module, vmlinux's
+		 * too, and its return value with the arguments */
+		if (!strcmp(prov, "kfunc") || !strcmp(prov, "kretfunc"))
+			name = arena_printf(a, "%s:%s:%s", prov,
+					    m[i].target ? m[i].target :
+							  "vmlinux",
+					    m[i].func);
 		if (verbose && strcmp(prov, "kprobe") &&
 		    strcmp(prov, "kretprobe"))
-			detail = kp_detail(a, &m[i], rawtp,
-					   !strcmp(prov, "kretfunc"));
-		emit(ctx, m[i].name, detail);
+			detail = kp_detail(a, &m[i], rawtp, !rawtp);
+		emit(ctx, name, detail);
 	}
 	free(v.data);
 	return err == -ENOENT ? 0 : err;

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <bpf/libbpf.h>
+#include "ast.h"
 #include "cg.h"
 #include "kernel.h"
 #include "probes.h"
@@ -39,8 +40,24 @@ static int kernel_kprobe_fail(const char *name)
 {
 	int err = errno ? -errno : -EINVAL;
 
+	/* the kernel's answer to an offset inside an instruction */
+	if (err == -EILSEQ)
+		fprintf(stderr, "ERROR: Possible attachment attempt in the middle of an instruction, try a different offset.\n");
 	fprintf(stderr, "ubt: cannot attach %s: %s\n", name, strerror(-err));
 	return err;
+}
+
+/*
+ * Does a failure to attach m skip it, as bpftrace 0.17 skips an attach
+ * point of a probe that has several (or a wildcard's match), instead of
+ * failing the run?
+ */
+static bool kernel_kprobe_skips(const struct cg_prog *p)
+{
+	const struct ast_node *ap = p->ap;
+
+	return ap && (ap->next || p->probe->probe.aps != ap ||
+		      ap->ap.need_expansion);
 }
 
 /* All functions of program i through one kprobe_multi link. */
@@ -112,6 +129,12 @@ static int kernel_attach_kone(struct kernel *k, struct kernel_target *t)
 	default:
 		errno = ENOTSUP;
 		break;
+	}
+	if (!l && kernel_kprobe_skips(p) &&
+	    (p->provider == PROV_KPROBE || p->provider == PROV_KRETPROBE)) {
+		fprintf(stderr, "WARNING: could not attach probe %s, skipping.\n",
+			m->name);
+		return 0;
 	}
 	if (!l)
 		return kernel_kprobe_fail(m->name);
