@@ -56,6 +56,12 @@ int probes_expand_kernel(struct arena *a, struct diag_list *d,
 			 const char *module, const char *func,
 			 uint64_t func_offset, bool warn_only,
 			 struct probes_vec *v);
+/* -l without a probe type (the whole list, or a bare search): kprobes
+ * and kfuncs, as bpftrace 0.17 lists them. */
+void probes_list_kernel_all(struct arena *a, const char *pattern,
+			    void (*emit)(void *ctx, const char *name,
+					 const char *detail),
+			    void *ctx);
 /* -l: each match of provider:[module:]func, with -lv's argument lines
  * for kfuncs and raw tracepoints; 0 or -errno. */
 int probes_list_kernel(struct arena *a, const char *provider,

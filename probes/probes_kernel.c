@@ -17,6 +17,7 @@
 #include "arena.h"
 #include "attach.h"
 #include "diag.h"
+#include "kprov.h"
 #include "probes.h"
 #include "tracepoint.h"
 #include "types.h"
@@ -244,6 +245,44 @@ static const char *kp_detail(struct arena *a, const struct probes_match *m,
 			     bool rawtp, bool ret)
 {
 	return types_btf_func_decls(a, m->target, m->func, rawtp, ret);
+}
+
+void probes_list_kernel_all(struct arena *a, const char *pattern,
+			    void (*emit)(void *ctx, const char *name,
+					 const char *detail),
+			    void *ctx)
+{
+	/* as bpftrace 0.17's whole list: kprobes where the kernel lists
+	 * its traceable functions, kfuncs where it attaches them */
+	if (!kf_load())
+		for (size_t i = 0; i < kf_n; i++) {
+			const char *nm;
+
+			if (i && !strcmp(kf_ents[i].name, kf_ents[i - 1].name))
+				continue;
+			nm = arena_printf(a, "kprobe:%s", kf_ents[i].name);
+			if (!pattern || probes_match_wildcard(pattern, nm))
+				emit(ctx, nm, NULL);
+		}
+	if (kprov_fentry()) {
+		struct types_btf_func *fs;
+		int n;
+
+		if (types_btf_funcs(a, false, &fs, &n))
+			return;
+		for (int i = 0; i < n; i++) {
+			const char *nm;
+
+			if (!kf_traceable(fs[i].module, fs[i].name))
+				continue;
+			nm = arena_printf(a, "kfunc:%s:%s",
+					  fs[i].module ? fs[i].module :
+							 "vmlinux",
+					  fs[i].name);
+			if (!pattern || probes_match_wildcard(pattern, nm))
+				emit(ctx, nm, NULL);
+		}
+	}
 }
 
 int probes_list_kernel(struct arena *a, const char *provider,

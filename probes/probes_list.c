@@ -279,6 +279,8 @@ static void probes_list_fixed(struct probes_lister *l, const char *provider,
 			if (!pattern || probes_match_wildcard(pattern, nm))
 				probes_emit(l, nm, NULL);
 		}
+	if (all)
+		probes_list_kernel_all(l->a, pattern, probes_emit_cb, l);
 	if (all || !strcmp(provider, "tracepoint")) {
 		const char **tps;
 		int n;
