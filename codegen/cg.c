@@ -336,6 +336,11 @@ static void cg_program(struct cg *g, struct sema_probe *sp,
 	/* libbpf finds the iterator's BTF id (bpf_iter_FUNC) from it */
 	if (prov == PROV_ITER)
 		section = arena_printf(&g->c->arena, "iter/%s", ap->ap.func);
+	if (!section && g->ir.target == CG_TARGET_BPF) {
+		/* the ap being lowered, for its offset */
+		g->ap = ap;
+		section = cg_kernel_section(g, prov, m, nm);
+	}
 	if (!section) {
 		diag_error(&g->c->diag, &ap->loc,
 			   "%s probes are not supported yet",
@@ -497,10 +502,13 @@ static void cg_probes(struct cg *g)
 		if (prov == PROV_USDT)
 			split = true;
 		/* a watchpoint per function: its own program to attach;
+		 * fentry/fexit: a program at one function's BTF id;
 		 * a tracepoint wildcard whose args move: one per match */
 		for (struct ast_node *ap = p->probe.aps; ap; ap = ap->next)
 			if (ap->sema->ap->provider == PROV_WATCHPOINT ||
 			    ap->sema->ap->provider == PROV_ASYNCWATCHPOINT ||
+			    ap->sema->ap->provider == PROV_KFUNC ||
+			    ap->sema->ap->provider == PROV_KRETFUNC ||
 			    ap->sema->ap->args_split)
 				split = true;
 

@@ -239,27 +239,37 @@ LLVMValueRef cg_builtin(struct cg *g, struct ast_node *n)
 	case BI_ARG:
 		if (cg_is_usdt(g))
 			return cg_usdt_arg(g, n, s->arg);
-		if (!cg_is_uprobe(g) || s->arg < 0 || s->arg > 5)
+		if (cg_kernel_kind(g) == CG_KCTX_U64 && s->arg >= 0 &&
+		    s->arg < 12)
+			return cg_int_norm(g,
+					   irb_ctx_load(ir, g->ctxp,
+							8 * s->arg, 8),
+					   n->type);
+		if ((!cg_is_uprobe(g) && cg_kernel_kind(g) != CG_KCTX_REGS) ||
+		    s->arg < 0 || s->arg > 5)
 			break;
 		return cg_int_norm(g,
 				   irb_ctx_load(ir, g->ctxp, argregs[s->arg], 8),
 				   n->type);
 	case BI_RETVAL:
-		if (!cg_is_uprobe(g))
+		if (cg_kernel_kind(g) == CG_KCTX_U64)
+			return cg_kernel_retval(g, n);
+		if (!cg_is_uprobe(g) && cg_kernel_kind(g) != CG_KCTX_REGS)
 			break;
 		return cg_int_norm(g, irb_ctx_load(ir, g->ctxp, PT_AX, 8),
 				   n->type);
 	case BI_SARG: {
 		LLVMValueRef sp;
 
-		if (!cg_is_uprobe(g))
+		if (!cg_is_uprobe(g) && cg_kernel_kind(g) != CG_KCTX_REGS)
 			break;
 		sp = irb_ctx_load(ir, g->ctxp, PT_SP, 8);
 		sp = LLVMBuildAdd(ir->b, sp,
 				  irb_const(ir, 8 * (s->arg + 1)), "");
 		buf = irb_alloca(ir, 8, "sarg");
 		LLVMBuildStore(ir->b, irb_const(ir, 0), buf);
-		irb_probe_read(ir, IRB_READ_USER, buf,
+		irb_probe_read(ir, cg_is_uprobe(g) ? IRB_READ_USER :
+						     IRB_READ_KERNEL, buf,
 			       LLVMConstInt(ir->i32, 8, 0), sp);
 		return cg_load(g, buf, n->type);
 	}
@@ -290,6 +300,9 @@ LLVMValueRef cg_builtin(struct cg *g, struct ast_node *n)
 			}
 			return buf;
 		}
+		if (cg_kernel_kind(g) != CG_KCTX_NONE && n->type &&
+		    n->type->kind == TY_KSYM)
+			return cg_kernel_func(g);
 		if (n->type && n->type->kind == TY_STRING) {
 			const char *f = g->ap && g->ap->ap.func ?
 						g->ap->ap.func : "";

@@ -131,6 +131,18 @@ LLVMValueRef cg_field(struct cg *g, struct ast_node *n);
 /* cg_util.c: is the probe a uprobe, uretprobe or USDT probe (user
  * memory)? */
 bool cg_is_uprobe(struct cg *g);
+/* cg_kernel.c: the context of a kernel probe kind (BPF target only) */
+enum cg_kctx {
+	CG_KCTX_NONE,		/* not a kprobe, kfunc or raw tracepoint */
+	CG_KCTX_REGS,		/* kprobe, kretprobe: struct pt_regs */
+	CG_KCTX_U64,		/* fentry, fexit, raw_tp: u64 arguments */
+};
+enum cg_kctx cg_kernel_kind(struct cg *g);
+struct probes_match;
+const char *cg_kernel_section(struct cg *g, enum sema_provider p,
+			      const struct probes_match *m, int nm);
+LLVMValueRef cg_kernel_retval(struct cg *g, struct ast_node *n);
+LLVMValueRef cg_kernel_func(struct cg *g);
 bool cg_reads_user(struct cg *g);
 /* cg_btf.c: byte offset of a member of a kernel struct (vmlinux BTF) */
 int cg_btf_member_offset(const char *sname, const char *member, size_t *off);

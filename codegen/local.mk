@@ -11,6 +11,7 @@ libubt_a_SOURCES += \
 	codegen/cg_dump.c \
 	codegen/cg_expr.c \
 	codegen/cg_field.c \
+	codegen/cg_kernel.c \
 	codegen/cg_helper.c \
 	codegen/cg_int.h \
 	codegen/cg_map.c \

@@ -40,6 +40,14 @@ static struct type *ty_arg(struct sema_ctx *x, struct ast_node *n)
 	return t;
 }
 
+/* retval: in kretfunc the function's return type (BTF) */
+static struct type *ty_retval(struct sema_ctx *x, struct ast_node *n)
+{
+	if (x->probe->provider == PROV_KRETFUNC)
+		return sema_kernel_retval(x, n);
+	return ty_arg(x, n);
+}
+
 static bool user_provider(enum sema_provider p)
 {
 	return p == PROV_UPROBE || p == PROV_URETPROBE || p == PROV_USDT;
@@ -213,9 +221,8 @@ static struct type *ty_args(struct sema_ctx *x, struct ast_node *n)
 		break;
 	case PROV_KFUNC:
 	case PROV_KRETFUNC:
-		sema_error(x, &n->loc,
-			   "args in kfunc probes needs kernel BTF for kfunc, which is not available on this kernel");
-		return NULL;
+	case PROV_RAWTRACEPOINT:
+		break;
 	default:
 		/* sema_context reported it */
 		sema_error(x, &n->loc,
@@ -240,6 +247,12 @@ static struct type *ty_args(struct sema_ctx *x, struct ast_node *n)
 			}
 			if (!sa->args_type && sa->provider == PROV_UPROBE) {
 				if (sema_uprobe_args(x, ap, &sa->args_type))
+					return NULL;
+			} else if (!sa->args_type &&
+				   (sa->provider == PROV_KFUNC ||
+				    sa->provider == PROV_KRETFUNC ||
+				    sa->provider == PROV_RAWTRACEPOINT)) {
+				if (sema_kernel_args(x, ap, &sa->args_type))
 					return NULL;
 			} else if (!sa->args_type) {
 				err = tp_ap_args(x, ap, &sa->args_type,
@@ -282,7 +295,8 @@ static int ck_arg(struct sema_ctx *x, struct ast_node *n)
 	enum sema_provider p = x->provider;
 	int err = 0;
 
-	if (p != PROV_KPROBE && p != PROV_UPROBE && p != PROV_USDT) {
+	if (p != PROV_KPROBE && p != PROV_UPROBE && p != PROV_USDT &&
+	    p != PROV_RAWTRACEPOINT) {
 		sema_error(x, &n->loc,
 			   "The %s builtin can only be used with 'kprobes', 'uprobes' and 'usdt' probes",
 			   n->ident.name);
@@ -347,6 +361,7 @@ static int ck_args(struct sema_ctx *x, struct ast_node *n)
 	case PROV_UPROBE:
 	case PROV_KFUNC:
 	case PROV_KRETFUNC:
+	case PROV_RAWTRACEPOINT:
 		return 0;
 	default:
 		sema_error(x, &n->loc,
@@ -379,7 +394,7 @@ const struct sema_builtin_ops sema_builtins[] = {
 	  .check = ck_cpid },
 	{ .name = "sarg", .id = BI_SARG, .type = ty_arg, .check = ck_sarg },
 	{ .name = "arg", .id = BI_ARG, .type = ty_arg, .check = ck_arg },
-	{ .name = "retval", .id = BI_RETVAL, .type = ty_arg,
+	{ .name = "retval", .id = BI_RETVAL, .type = ty_retval,
 	  .check = ck_retval },
 	{ .name = "func", .id = BI_FUNC, .type = ty_func, .check = ck_func },
 	{ .name = "probe", .id = BI_PROBE, .type = ty_probe },

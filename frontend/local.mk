@@ -8,6 +8,8 @@ libubt_a_SOURCES += \
 	frontend/compile.h \
 	frontend/diag.c \
 	frontend/diag.h \
+	frontend/kprov.c \
+	frontend/kprov.h \
 	frontend/lexer.l \
 	frontend/parse.c \
 	frontend/parser.y \
@@ -15,6 +17,7 @@ libubt_a_SOURCES += \
 	frontend/types.h \
 	frontend/types_btf.c \
 	frontend/types_btf.h \
+	frontend/types_btf_func.c \
 	frontend/types_dwarf.c \
 	frontend/types_dwarf.h \
 	frontend/util.c \
@@ -57,6 +60,7 @@ libubt_a_SOURCES += \
 	frontend/sema_expr.c \
 	frontend/sema_field.c \
 	frontend/sema_int.h \
+	frontend/sema_kernel.c \
 	frontend/sema_resolve.c \
 	frontend/sema_tables.c \
 	frontend/sema_type_int.h \

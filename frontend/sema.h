@@ -7,8 +7,9 @@
  *   sema_context   probe-context checks (retval, args, cpid, func, ...)
  *   sema_types     types of every expression, variable, map key and value
  *   sema_available kprobe/kretprobe/kfunc/kretfunc/rawtracepoint probes
+ *                  on a kernel without what they need (kprov.h)
  *                  type-check, then give "... probes are not available on
- *                  this kernel" at the attach point
+ *                  this kernel" at the attach point, a HINT naming it
  *
  * and stops at the first pass that reports errors (diagnostics in c->diag).
  *
@@ -171,8 +172,9 @@ enum sema_provider {
 	PROV_WATCHPOINT,
 	PROV_ASYNCWATCHPOINT,
 	PROV_ITER,		/* iter:task, iter:task_file: run once */
-	/* not available on this kernel (no kprobes): type-checked, then a
-	 * located error "... probes are not available on this kernel" */
+	/* kernel probes: where the kernel lacks what they need (kprov.h),
+	 * type-checked, then a located error "... probes are not available
+	 * on this kernel" */
 	PROV_KPROBE,
 	PROV_KRETPROBE,
 	PROV_KFUNC,
@@ -271,7 +273,7 @@ struct sema_ap {
 				 * point (before wildcard expansion) */
 	enum sema_provider provider;
 	bool is_return;
-	bool available;		/* false: kprobe & co on this kernel */
+	bool available;		/* false: the kernel lacks what it needs */
 	struct type *args_type;	/* its args record, or NULL */
 	bool args_failed;	/* internal: args error reported once */
 	/* tracepoint wildcard: a field of args lies at different offsets

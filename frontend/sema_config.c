@@ -17,6 +17,7 @@
 
 #include "sema.h"
 #include "stack.h"
+#include "kprov.h"
 #include "sema_int.h"
 #include "util.h"
 
@@ -265,10 +266,19 @@ static bool is_return_provider(enum sema_provider p)
 	       p == PROV_KRETFUNC;
 }
 
-static bool is_unavailable_provider(enum sema_provider p)
+/* Does the running kernel have what p needs (kprov.h)? */
+static bool provider_available(enum sema_provider p)
 {
-	return p == PROV_KPROBE || p == PROV_KRETPROBE || p == PROV_KFUNC ||
-	       p == PROV_KRETFUNC || p == PROV_RAWTRACEPOINT;
+	switch (p) {
+	case PROV_KPROBE:
+	case PROV_KRETPROBE:
+	case PROV_KFUNC:
+	case PROV_KRETFUNC:
+	case PROV_RAWTRACEPOINT:
+		return kprov_provider(sema_provider_name(p));
+	default:
+		return true;
+	}
 }
 
 static int setup_probe(struct sema_ctx *x, struct ast_node *probe, int idx)
@@ -296,7 +306,7 @@ static int setup_probe(struct sema_ctx *x, struct ast_node *probe, int idx)
 		}
 		ap->provider = p;
 		ap->is_return = is_return_provider(p);
-		ap->available = !is_unavailable_provider(p);
+		ap->available = provider_available(p);
 		ap->name = ap_name(x, n, p);
 		if (n == probe->probe.aps) {
 			sp->provider = p;

@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "sema.h"
+#include "kprov.h"
 #include "sema_int.h"
 #include "tracepoint.h"
 #include "util.h"
@@ -235,6 +236,8 @@ static bool sema_kretprobe_banned(const char *func)
 
 int sema_available(struct compile *c)
 {
+	const char *hint;
+	struct diag *g;
 	int err = 0;
 
 	for (struct ast_node *p = c->program->program.probes; p; p = p->next)
@@ -252,9 +255,12 @@ int sema_available(struct compile *c)
 			}
 			if (sa->available)
 				continue;
-			diag_error(&c->diag, &ap->loc,
-				   "%s probes are not available on this kernel",
-				   sema_provider_name(sa->provider));
+			g = diag_error(&c->diag, &ap->loc,
+				       "%s probes are not available on this kernel",
+				       sema_provider_name(sa->provider));
+			hint = kprov_missing(sema_provider_name(sa->provider));
+			if (hint)
+				diag_hint(&c->diag, g, "%s", hint);
 			err = -EINVAL;
 		}
 	return err;

@@ -158,6 +158,12 @@ struct sema_fmt *sema_fmt_get(struct sema_ctx *x, struct ast_node *call,
  * 0, or -EINVAL after an error. */
 int sema_uprobe_args(struct sema_ctx *x, struct ast_node *ap,
 		     struct type **out);
+/* sema_kernel.c: the args record of a kfunc, kretfunc or rawtracepoint
+ * attach point from BTF; 0, or -EINVAL after an error. */
+int sema_kernel_args(struct sema_ctx *x, struct ast_node *ap,
+		     struct type **out);
+/* retval's type in a kretfunc probe: the function's return type. */
+struct type *sema_kernel_retval(struct sema_ctx *x, struct ast_node *n);
 /*
  * The type a C type name (TY_NAMED's name: "struct foo", "enum bar",
  * "foo_t") means in the probed binaries' DWARF (when the probe being

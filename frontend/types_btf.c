@@ -262,6 +262,12 @@ static struct type *btf_conv(struct arena *a, const struct btf *btf,
 	}
 }
 
+struct type *types_btf_type(struct arena *a, const struct btf *btf,
+			    uint32_t id)
+{
+	return btf_conv(a, btf, id, 0);
+}
+
 uint32_t types_btf_id(const struct btf *btf, const char *name)
 {
 	int32_t id;

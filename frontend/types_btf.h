@@ -19,6 +19,7 @@
 #ifndef UBT_TYPES_BTF_H
 #define UBT_TYPES_BTF_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 struct arena;
@@ -36,6 +37,46 @@ struct btf *types_btf_vmlinux(void);
 struct type *types_btf_lookup(struct arena *a, const char *name);
 /* The BTF id of a C type name ("struct x", "enum e", a typedef), or 0. */
 uint32_t types_btf_id(const struct btf *btf, const char *name);
+
+/* BTF type id of btf (vmlinux's or a module's) as a struct type, or
+ * NULL (floats, functions' own types, bad ids). */
+struct type *types_btf_type(struct arena *a, const struct btf *btf,
+			    uint32_t id);
+
+/*
+ * Kernel functions and raw tracepoints from BTF (types_btf_func.c).
+ *
+ * types_btf_func_args(): the arguments of function name (rawtp false: a
+ * BTF FUNC, as fentry/fexit programs see them) or of raw tracepoint name
+ * (rawtp true: typedef btf_trace_NAME, its first, private argument left
+ * out), in the BTF of module (NULL: vmlinux, then every loaded module),
+ * as a TY_RECORD with one field per argument at 8 * its slot of the
+ * program's u64 context (a struct by value takes its size in slots);
+ * for a function that returns a value, a field "$retval" (no program can
+ * name it) in the slot after the last argument, as fexit programs get
+ * it. *module_out (may be NULL) gets the module it was found in, NULL
+ * for vmlinux. 0, -ENODATA (no kernel BTF), -ENOENT (no such function).
+ */
+int types_btf_func_args(struct arena *a, const char *module, const char *name,
+			bool rawtp, struct type **out,
+			const char **module_out);
+
+/* -lv's lines for it: "    TYPE NAME\n" per argument, TYPE as C
+ * declares it ("struct file *"), and "    TYPE retval" when ret and it
+ * returns a value; NULL when BTF does not know it. */
+const char *types_btf_func_decls(struct arena *a, const char *module,
+				 const char *name, bool rawtp, bool ret);
+
+/* One function or raw tracepoint named in BTF. */
+struct types_btf_func {
+	const char *name;
+	const char *module;	/* NULL: vmlinux */
+};
+/* Every function (rawtp false) or raw tracepoint (rawtp true) of vmlinux
+ * and the loaded modules' BTF, sorted by module then name, duplicates
+ * left out. 0, or -ENODATA without kernel BTF. */
+int types_btf_funcs(struct arena *a, bool rawtp, struct types_btf_func **out,
+		    int *n);
 
 /* The value of the kernel enumerator name (BPF_MAP_TYPE_HASH): 0, or
  * -ENOENT. */

@@ -4,6 +4,7 @@ libubt_a_SOURCES += \
 	probes/probes_elf.c \
 	probes/probes_expand.c \
 	probes/probes_int.h \
+	probes/probes_kernel.c \
 	probes/probes_list.c \
 	probes/probes_symcache.c \
 	probes/probes_target.c \

@@ -474,6 +474,10 @@ static int probes_expand_lang(struct arena *a, struct diag_list *d,
 					   target ? target : "", func,
 					   cpp_only, address, func_offset,
 					   pid, warn_only, &v);
+	} else if (probes_is_kernel(provider)) {
+		err = probes_expand_kernel(a, d, loc, provider, target,
+					   func ? func : "", func_offset,
+					   warn_only, &v);
 	} else if (!strcmp(provider, "usdt")) {
 		err = probes_expand_usdt(a, d, loc, target, ns,
 					 func ? func : "*", pid, warn_only,

@@ -45,6 +45,32 @@ void *probes_vec_push(struct probes_vec *v);
 void *probes_vec_to_arena(struct arena *a, struct probes_vec *v);
 
 /* ------------------------------------------------------------------ */
+/* Kernel attach points (probes_kernel.c)                              */
+
+/* kprobe, kretprobe, kfunc, kretfunc, rawtracepoint (or an alias)? */
+bool probes_is_kernel(const char *provider);
+/* The functions or raw tracepoints an attach point names, into v; 0, or
+ * -ENOENT after its error (a warning and 0 when warn_only). */
+int probes_expand_kernel(struct arena *a, struct diag_list *d,
+			 const struct ast_loc *loc, const char *provider,
+			 const char *module, const char *func,
+			 uint64_t func_offset, bool warn_only,
+			 struct probes_vec *v);
+/* -l without a probe type (the whole list, or a bare search): kprobes
+ * and kfuncs, as bpftrace 0.17 lists them. */
+void probes_list_kernel_all(struct arena *a, const char *pattern,
+			    void (*emit)(void *ctx, const char *name,
+					 const char *detail),
+			    void *ctx);
+/* -l: each match of provider:[module:]func, with -lv's argument lines
+ * for kfuncs and raw tracepoints; 0 or -errno. */
+int probes_list_kernel(struct arena *a, const char *provider,
+		       const char *module, const char *func, bool verbose,
+		       void (*emit)(void *ctx, const char *name,
+				    const char *detail),
+		       void *ctx);
+
+/* ------------------------------------------------------------------ */
 /* ELF files                                                           */
 
 struct probes_elf {

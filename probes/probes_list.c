@@ -73,6 +73,11 @@ static void probes_emit(struct probes_lister *l, const char *name,
 	ln->detail = detail;
 }
 
+static void probes_emit_cb(void *ctx, const char *name, const char *detail)
+{
+	probes_emit(ctx, name, detail);
+}
+
 static const char *probes_tp_detail(struct arena *a, const char *cat,
 				    const char *ev)
 {
@@ -274,6 +279,8 @@ static void probes_list_fixed(struct probes_lister *l, const char *provider,
 			if (!pattern || probes_match_wildcard(pattern, nm))
 				probes_emit(l, nm, NULL);
 		}
+	if (all)
+		probes_list_kernel_all(l->a, pattern, probes_emit_cb, l);
 	if (all || !strcmp(provider, "tracepoint")) {
 		const char **tps;
 		int n;
@@ -348,6 +355,7 @@ static const char *probes_canonical(const char *p)
 		{ "f", "kfunc" }, { "kfunc", "kfunc" }, { "fentry", "kfunc" },
 		{ "fr", "kretfunc" }, { "kretfunc", "kretfunc" },
 		{ "fexit", "kretfunc" },
+		{ "rt", "rawtracepoint" }, { "rawtracepoint", "rawtracepoint" },
 		{ "i", "interval" }, { "interval", "interval" },
 		{ "p", "profile" }, { "profile", "profile" },
 		{ "BEGIN", "BEGIN" }, { "END", "END" },
@@ -566,8 +574,12 @@ static int probes_list_pattern(struct probes_lister *l, struct diag_list *d,
 				probes_emit(l, m[i].name, NULL);
 		return 0;
 	}
-	/* kprobe & co: ubt has none on this kernel (no kprobe PMU), so it
-	 * lists none; BEGIN, END, interval, profile: nothing to list */
+	if (probes_is_kernel(prov))
+		return probes_list_kernel(a, prov, np >= 3 ? parts[1] : NULL,
+					  np >= 3 ? parts[2] :
+					  np == 2 ? parts[1] : "*",
+					  l->verbose, probes_emit_cb, l);
+	/* BEGIN, END, interval, profile: nothing to list */
 	return 0;
 }
 

@@ -49,6 +49,7 @@ struct stanza {
 	int nparams;
 	int pid;
 	bool has_cmd, unsafe;
+	const char *kernel_lacks;	/* %kernel-lacks: UBT_KERNEL_LACKS */
 	char *program;
 	char *expected;
 	/* for --bless: the byte range of the expected text in the file */
@@ -119,6 +120,10 @@ static char *run_stanza(const struct stanza *st, bool *result_ok)
 	c.pid = st->pid;
 	c.has_cmd = st->has_cmd;
 	c.unsafe = st->unsafe;
+	if (st->kernel_lacks)
+		setenv("UBT_KERNEL_LACKS", st->kernel_lacks, 1);
+	else
+		unsetenv("UBT_KERNEL_LACKS");
 	if (st->kind == K_PARSE || st->kind == K_PARSE_ERROR)
 		err = compile_frontend(&c, STAGE_PARSE);
 	else
@@ -233,6 +238,8 @@ static int parse_file(const char *path, char *text, struct stanza **out)
 				cur->has_cmd = true;
 			} else if (!strcmp(opt, "unsafe")) {
 				cur->unsafe = true;
+			} else if (!strcmp(opt, "kernel-lacks") && arg) {
+				cur->kernel_lacks = arg;
 			} else {
 				fprintf(stderr, "%s:%d: unknown option '%%%s'\n",
 					path, lineno, opt);

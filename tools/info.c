@@ -2,9 +2,10 @@
  * --info: what this system gives ubt, in bpftrace 0.17's layout (System,
  * Build, Kernel helpers, Kernel features, Map types, Probe types), each
  * feature asked of the running kernel (libbpf's probes, tracefs, sysfs).
- * Probe types say what ubt can attach here: kprobes need the kernel's
- * kprobe_events, iter an iterator program the kernel loads; kfunc ubt
- * does not attach.
+ * Probe types say what ubt can attach here: kprobe, kfunc, kprobe_multi
+ * and rawtracepoint as frontend/kprov.c asks the kernel (what decides
+ * whether those probes are refused), iter an iterator program the
+ * kernel loads.
  */
 #include "config.h"
 
@@ -20,6 +21,7 @@
 
 #include "info.h"
 #include "kernel.h"
+#include "kprov.h"
 
 static const char *info_yes(bool b)
 {
@@ -165,18 +167,16 @@ int info_print(FILE *f)
 	fprintf(f, "  perf_event_array: %s\n\n",
 		info_yes(info_map(BPF_MAP_TYPE_PERF_EVENT_ARRAY)));
 	fprintf(f, "Probe types\n");
-	fprintf(f, "  kprobe: %s\n",
-		info_yes(info_prog(BPF_PROG_TYPE_KPROBE) &&
-			 (info_exists("/sys/kernel/tracing/kprobe_events") ||
-			  info_exists("/sys/kernel/debug/tracing/"
-				      "kprobe_events"))));
+	fprintf(f, "  kprobe: %s\n", info_yes(kprov_kprobe()));
 	fprintf(f, "  tracepoint: %s\n",
 		info_yes(info_prog(BPF_PROG_TYPE_TRACEPOINT)));
 	fprintf(f, "  perf_event: %s\n",
 		info_yes(info_prog(BPF_PROG_TYPE_PERF_EVENT)));
-	fprintf(f, "  kfunc: no\n  iter:task: %s\n  iter:task_file: %s\n"
-		"  kprobe_multi: no\n", info_yes(info_iter("task")),
-		info_yes(info_iter("task_file")));
+	fprintf(f, "  kfunc: %s\n  iter:task: %s\n  iter:task_file: %s\n"
+		"  kprobe_multi: %s\n", info_yes(kprov_fentry()),
+		info_yes(info_iter("task")), info_yes(info_iter("task_file")),
+		info_yes(kprov_kprobe_multi()));
+	fprintf(f, "  rawtracepoint: %s\n", info_yes(kprov_rawtp()));
 	fprintf(f, "  raw_tp_special: %s\n",
 		info_yes(info_prog(BPF_PROG_TYPE_RAW_TRACEPOINT)));
 	fprintf(f, "  watchpoint (hardware breakpoints delivered): %s\n",

@@ -1,7 +1,8 @@
 /*
  * Attaching the kernel probes: uprobes (single and uprobe_multi), USDT
- * with ref_ctr_offset, tracepoints, kprobes, perf events for interval,
- * profile, software and hardware probes; detaching them fast.
+ * with ref_ctr_offset, tracepoints, perf events for interval,
+ * profile, software and hardware probes (kprobes, kfuncs and raw
+ * tracepoints: kernel_kprobe.c); detaching them fast.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -514,6 +515,8 @@ static int kernel_attach_prog(struct kernel *k, int i)
 {
 	if (k->multi[i])
 		return kernel_attach_multi(k, i);
+	if (kernel_kprobe_is(&k->obj->progs[i]))
+		return kernel_kprobe_attach_prog(k, i);
 	for (int j = 0; j < k->ntargets; j++) {
 		int err;
 

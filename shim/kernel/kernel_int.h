@@ -102,6 +102,11 @@ struct kernel {
 	int nwatches, capwatches;
 };
 
+/* kernel_kprobe.c: kprobe, kretprobe, kfunc, kretfunc, rawtracepoint
+ * programs, and attaching one (all its targets); 0 or -errno. */
+bool kernel_kprobe_is(const struct cg_prog *p);
+int kernel_kprobe_attach_prog(struct kernel *k, int i);
+
 /* kernel_link.c: a link to detach at the end; prog attached to the perf
  * event fd (the link owns fd). */
 void kernel_add_link(struct kernel *k, struct bpf_link *l);

@@ -7,6 +7,7 @@ libubt_a_SOURCES += \
 	shim/kernel/kernel_display.c \
 	shim/kernel/kernel_events.c \
 	shim/kernel/kernel_int.h \
+	shim/kernel/kernel_kprobe.c \
 	shim/kernel/kernel_link.c \
 	shim/kernel/kernel_load.c \
 	shim/kernel/kernel_maps.c \

@@ -1,0 +1,159 @@
+/*
+ * Attaching the kernel probe kinds: kprobes and kretprobes (one
+ * kprobe_multi link for all the functions of a program where the
+ * program was built for one, a perf-event kprobe per function
+ * otherwise), fentry/fexit programs (their target was set when they
+ * loaded), raw tracepoints by name.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <bpf/libbpf.h>
+#include "ast.h"
+#include "cg.h"
+#include "kernel.h"
+#include "probes.h"
+#include "sema.h"
+#include "kernel_int.h"
+
+bool kernel_kprobe_is(const struct cg_prog *p)
+{
+	switch (p->provider) {
+	case PROV_KPROBE:
+	case PROV_KRETPROBE:
+	case PROV_KFUNC:
+	case PROV_KRETFUNC:
+	case PROV_RAWTRACEPOINT:
+		return true;
+	default:
+		return false;
+	}
+}
+
+static bool kernel_is_multi(const struct cg_prog *p)
+{
+	return p->section && strstr(p->section, ".multi");
+}
+
+static int kernel_kprobe_fail(const char *name)
+{
+	int err = errno ? -errno : -EINVAL;
+
+	/* the kernel's answer to an offset inside an instruction */
+	if (err == -EILSEQ)
+		fprintf(stderr, "ERROR: Possible attachment attempt in the middle of an instruction, try a different offset.\n");
+	fprintf(stderr, "ubt: cannot attach %s: %s\n", name, strerror(-err));
+	return err;
+}
+
+/*
+ * Does a failure to attach m skip it, as bpftrace 0.17 skips an attach
+ * point of a probe that has several (or a wildcard's match), instead of
+ * failing the run?
+ */
+static bool kernel_kprobe_skips(const struct cg_prog *p)
+{
+	const struct ast_node *ap = p->ap;
+
+	return ap && (ap->next || p->probe->probe.aps != ap ||
+		      ap->ap.need_expansion);
+}
+
+/* All functions of program i through one kprobe_multi link. */
+static int kernel_attach_kmulti(struct kernel *k, int i)
+{
+	const struct cg_prog *p = &k->obj->progs[i];
+	const char **syms = calloc(k->ntargets + 1, sizeof(*syms));
+	const char *first = NULL;
+	struct bpf_link *l;
+	size_t n = 0;
+
+	if (!syms)
+		return -ENOMEM;
+	for (int j = 0; j < k->ntargets; j++) {
+		if (k->targets[j].prog != i)
+			continue;
+		if (!first)
+			first = k->targets[j].m.name;
+		syms[n++] = k->targets[j].m.func;
+	}
+	if (!n) {
+		free(syms);
+		return 0;
+	}
+	LIBBPF_OPTS(bpf_kprobe_multi_opts, o, .syms = syms, .cnt = n,
+		    .retprobe = p->provider == PROV_KRETPROBE);
+	errno = 0;
+	l = bpf_program__attach_kprobe_multi_opts(k->progs[i], NULL, &o);
+	free(syms);
+	if (!l)
+		return kernel_kprobe_fail(n == 1 ? first : p->probe_name);
+	kernel_add_link(k, l);
+	return 0;
+}
+
+static int kernel_attach_kone(struct kernel *k, struct kernel_target *t)
+{
+	const struct cg_prog *p = &k->obj->progs[t->prog];
+	struct bpf_program *prog = k->progs[t->prog];
+	const struct probes_match *m = &t->m;
+	struct bpf_link *l = NULL;
+
+	errno = 0;
+	switch (p->provider) {
+	case PROV_KPROBE:
+	case PROV_KRETPROBE: {
+		LIBBPF_OPTS(bpf_kprobe_opts, o,
+			    .offset = m->func_offset,
+			    .retprobe = p->provider == PROV_KRETPROBE);
+
+		char sym[512];
+
+		/* kprobe:module:func: the kernel looks "module:func" up */
+		if (m->target && *m->target)
+			snprintf(sym, sizeof(sym), "%s:%s", m->target,
+				 m->func);
+		else
+			snprintf(sym, sizeof(sym), "%s", m->func);
+		l = bpf_program__attach_kprobe_opts(prog, sym, &o);
+		break;
+	}
+	case PROV_KFUNC:
+	case PROV_KRETFUNC:
+		l = bpf_program__attach_trace(prog);
+		break;
+	case PROV_RAWTRACEPOINT:
+		l = bpf_program__attach_raw_tracepoint(prog, m->func);
+		break;
+	default:
+		errno = ENOTSUP;
+		break;
+	}
+	if (!l && kernel_kprobe_skips(p) &&
+	    (p->provider == PROV_KPROBE || p->provider == PROV_KRETPROBE)) {
+		fprintf(stderr, "WARNING: could not attach probe %s, skipping.\n",
+			m->name);
+		return 0;
+	}
+	if (!l)
+		return kernel_kprobe_fail(m->name);
+	kernel_add_link(k, l);
+	return 0;
+}
+
+int kernel_kprobe_attach_prog(struct kernel *k, int i)
+{
+	if (kernel_is_multi(&k->obj->progs[i]))
+		return kernel_attach_kmulti(k, i);
+	for (int j = 0; j < k->ntargets; j++) {
+		int err;
+
+		if (k->targets[j].prog != i)
+			continue;
+		err = kernel_attach_kone(k, &k->targets[j]);
+		if (err)
+			return err;
+	}
+	return 0;
+}
