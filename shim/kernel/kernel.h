@@ -144,10 +144,4 @@ void kernel_set_display_progs(struct kernel *k, const struct cg_prog *progs,
 /* Route libbpf's messages: warnings to stderr, debug only with -v. */
 void kernel_set_verbose(int verbose);
 
-/*
- * Does this machine deliver hardware breakpoints (a watched write in ubt
- * itself counted)?  Asked once; true where the event cannot be opened.
- */
-bool kernel_hw_breakpoints(void);
-
 #endif
