@@ -45,16 +45,18 @@ runner()
 # emulated machine, not the kernel's business); "-" if none.
 selected()
 {
-	local p name out=()
+	local p name list out=()
 
-	while IFS=$'\t' read -r name _; do
+	# shellcheck disable=SC2046
+	list=$(runner --list $(printf '%s\n' "$@" | grep -v '^!') | cut -f1)
+	for name in $list; do
 		for p in "$@"; do
 			# shellcheck disable=SC2053
 			[[ $p == !* && ($name == ${p#!} ||
 				${name#*.} == ${p#!}) ]] && continue 2
 		done
 		out+=("$name")
-	done < <(runner --list $(printf '%s\n' "$@" | grep -v '^!'))
+	done
 	[ ${#out[@]} -gt 0 ] || out=(-)
 	printf '%s\n' "${out[@]}"
 }
@@ -73,7 +75,7 @@ if [ "${1:-}" = --guest ]; then
 		else
 			# the guest's uprobes are its own: no private copy
 			# of the targets needed
-			# shellcheck disable=SC2086
+			# shellcheck disable=SC2046,SC2086
 			runner --shared-targets --flags "$flags" \
 				$(selected $what) \
 				>"$dir/$n.tap" 2>&1
