@@ -127,6 +127,8 @@ LLVMValueRef cg_field(struct cg *g, struct ast_node *n);
 /* cg_util.c: is the probe a uprobe, uretprobe or USDT probe (user
  * memory)? */
 bool cg_is_uprobe(struct cg *g);
+/* The probed function's address in a uprobe's program (cg_stack.c). */
+LLVMValueRef cg_func_ip(struct cg *g);
 bool cg_reads_user(struct cg *g);
 /* cg_btf.c: byte offset of a member of a kernel struct (vmlinux BTF) */
 int cg_btf_member_offset(const char *sname, const char *member, size_t *off);

@@ -13,7 +13,7 @@
 #
 # The guest is 10-50x slower than this machine: each case's TIMEOUT is
 # multiplied by UBT_TIMEOUT_SCALE (default 4), a guest gets
-# UBT_KERNEL_SECONDS (default 1200) in all.
+# UBT_KERNEL_SECONDS (default 1800) in all.
 #
 # UBT_KERNELS, UBT_KERNEL_CASES (another cases file) choose less.
 # Inside the guest, the script runs itself as
@@ -73,10 +73,8 @@ if [ "${1:-}" = --guest ]; then
 				top_builddir=$builddir timeout -k 10 600 \
 				sh "$srcdir/$what" >"$dir/$n.tap" 2>&1
 		else
-			# the guest's uprobes are its own: no private copy
-			# of the targets needed
 			# shellcheck disable=SC2046,SC2086
-			runner --shared-targets --flags "$flags" \
+			runner --flags "$flags" \
 				$(selected $what) \
 				>"$dir/$n.tap" 2>&1
 		fi
@@ -125,7 +123,7 @@ for kv in ${UBT_KERNELS:-6.1 6.12}; do
 	mkdir -p "$tmp/$kv"
 	start=$(date +%s)
 	"$srcdir/tests/kernels/vm.sh" -k "$kv" \
-		-t "${UBT_KERNEL_SECONDS:-1200}" -- \
+		-t "${UBT_KERNEL_SECONDS:-1800}" -- \
 		"$srcdir/tests/kernels/run.sh" --guest "$tmp/$kv" "$cases" \
 		"${UBT_TIMEOUT_SCALE:-4}" \
 		>"$tmp/$kv.console" 2>&1
