@@ -12,7 +12,7 @@
 # tests/runtime/enabled fails here instead of passing empty).
 #
 # The guest is 10-50x slower than this machine: each case's TIMEOUT is
-# multiplied by UBT_TIMEOUT_SCALE (default 4), a guest gets
+# multiplied by UBT_TIMEOUT_SCALE (default 8), a guest gets
 # UBT_KERNEL_SECONDS (default 1800) in all.
 #
 # UBT_KERNELS, UBT_KERNEL_CASES (another cases file) choose less.
@@ -125,7 +125,7 @@ for kv in ${UBT_KERNELS:-6.1 6.12}; do
 	"$srcdir/tests/kernels/vm.sh" -k "$kv" \
 		-t "${UBT_KERNEL_SECONDS:-1800}" -- \
 		"$srcdir/tests/kernels/run.sh" --guest "$tmp/$kv" "$cases" \
-		"${UBT_TIMEOUT_SCALE:-4}" \
+		"${UBT_TIMEOUT_SCALE:-8}" \
 		>"$tmp/$kv.console" 2>&1
 	rc=$?
 	echo "# $kv: the guest ran for $(($(date +%s) - start)) s (exit status $rc)"
