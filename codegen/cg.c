@@ -10,6 +10,7 @@
 
 #include "cg_int.h"
 #include "irb_native.h"
+#include "kfeat.h"
 #include "probes.h"
 #include "tracepoint.h"
 #include "util.h"
@@ -714,8 +715,17 @@ int cg_build(struct compile *c, enum cg_target t, const struct cg_opts *o,
 	bool again = false;
 	int err = cg_build_once(c, t, o, out, false, &again);
 
-	if (err && again)
+	if (err && again) {
+		/* the task's room needs task storage (irb_scratch.c) */
+		if (!kfeat_has(KFEAT_TASK_STORAGE)) {
+			fprintf(stderr, "ubt: cannot emit BPF code: %s; a "
+				"uprobe's larger temporaries need task "
+				"storage, and %s\n", IRB_STACK_MSG,
+				kfeat_missing(KFEAT_TASK_STORAGE));
+			return err;
+		}
 		err = cg_build_once(c, t, o, out, true, &again);
+	}
 	return err;
 }
 

@@ -275,8 +275,7 @@ LLVMValueRef cg_builtin(struct cg *g, struct ast_node *n)
 	}
 	case BI_FUNC:
 		if (cg_is_uprobe(g)) {
-			LLVMValueRef ip = irb_helper(ir, BPF_FUNC_get_func_ip,
-						     &g->ctxp, 1);
+			LLVMValueRef ip = cg_func_ip(g);
 
 			if (cg_is_scalar(n->type))
 				return ip;

@@ -143,6 +143,8 @@ const char *cg_kernel_section(struct cg *g, enum sema_provider p,
 			      const struct probes_match *m, int nm);
 LLVMValueRef cg_kernel_retval(struct cg *g, struct ast_node *n);
 LLVMValueRef cg_kernel_func(struct cg *g);
+/* The probed function's address in a uprobe's program (cg_stack.c). */
+LLVMValueRef cg_func_ip(struct cg *g);
 bool cg_reads_user(struct cg *g);
 /* cg_btf.c: byte offset of a member of a kernel struct (vmlinux BTF) */
 int cg_btf_member_offset(const char *sname, const char *member, size_t *off);

@@ -208,6 +208,27 @@ LLVMValueRef cg_kaddr(struct cg *g, struct ast_node *n)
 	return irb_const(&g->ir, addr);
 }
 
+#define CG_PT_IP 128	/* offsetof(struct pt_regs, ip), x86-64 */
+
+/*
+ * The probed function's address in a uprobe's program.  At a uprobe's or
+ * USDT site the kernel has set the registers' ip to the probed address
+ * before it runs the programs (handle_swbp(), on every kernel), whereas
+ * bpf_get_func_ip() reads 0 in uprobes on kernels before uprobe_multi
+ * links (Debian 12's 6.1).  In a uretprobe ip is the return address:
+ * only bpf_get_func_ip() knows the function there.
+ */
+LLVMValueRef cg_func_ip(struct cg *g)
+{
+	struct irb *ir = &g->ir;
+	enum sema_provider p = g->sap ? g->sap->provider :
+					g->probe->provider;
+
+	if (!irb_is_native(ir) && p != PROV_URETPROBE)
+		return irb_ctx_load(ir, g->ctxp, CG_PT_IP, 8);
+	return irb_helper(ir, BPF_FUNC_get_func_ip, &g->ctxp, 1);
+}
+
 /*
  * uaddr("name"): the symbol's address in the probed binary, plus where
  * the binary is loaded (a PIE executable or a library anywhere): the
@@ -233,9 +254,7 @@ LLVMValueRef cg_uaddr(struct cg *g, struct ast_node *n)
 		g->err = -EINVAL;
 		return irb_const(ir, 0);
 	}
-	ip = irb_is_native(ir) ? irb_native_func_ip(ir) :
-				 irb_helper(ir, BPF_FUNC_get_func_ip, &g->ctxp,
-					    1);
+	ip = irb_is_native(ir) ? irb_native_func_ip(ir) : cg_func_ip(g);
 	return LLVMBuildAdd(ir->b,
 			    LLVMBuildSub(ir->b, ip, irb_const(ir, m->addr), ""),
 			    irb_const(ir, addr), "uaddr");

@@ -3,12 +3,14 @@
  * block expressions (cg_block_expr(), the statements of a macro's or an
  * inlined fn's expansion).
  */
+#include <errno.h>
 #include <string.h>
 
 #include <linux/bpf.h>
 
 #include "cg_int.h"
 #include "irb_native.h"
+#include "kfeat.h"
 #include "util.h"
 
 static void cg_stmt_body(struct cg *g, struct ast_node *n);
@@ -529,6 +531,13 @@ static void cg_for_range(struct cg *g, struct ast_node *n)
 	}
 	if (cg_loop_check(g, n, n->for_.body))
 		return;
+	if (!kfeat_has(KFEAT_LOOP)) {
+		diag_error(&g->c->diag, &n->loc,
+			   "this for loop needs the bpf_loop() helper: %s",
+			   kfeat_missing(KFEAT_LOOP));
+		g->err = -ENOTSUP;
+		return;
+	}
 	/* iterations: end - start, 0 when end <= start */
 	nr = LLVMBuildSelect(ir->b,
 			     LLVMBuildICmp(ir->b, sgn ? LLVMIntSLT : LLVMIntULT,

@@ -1,5 +1,7 @@
 # probes/: binary inspection, see probes/README
 libubt_a_SOURCES += \
+	probes/kfeat.c \
+	probes/kfeat.h \
 	probes/probes.h \
 	probes/probes_elf.c \
 	probes/probes_expand.c \

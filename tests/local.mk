@@ -472,3 +472,23 @@ EXTRA_DIST += tests/native/sites-diff.py
 # --metrics against Debian's prometheus and promtool (issue 29).
 TESTS += tests/metrics/prometheus.py
 EXTRA_DIST += tests/metrics/prometheus.py
+
+# The kernel matrix (tests/kernels/run.sh, tests/kernels/cases): the tests
+# that touch the kernel, in emulated guests of Debian's 6.1 and 6.12
+# (tests/kernels/vm.sh); one TAP result per case per kernel, through the
+# same driver as make check (tests/kernels/run.log, run.trs).
+EXTRA_DIST += tests/kernels
+check-kernels: $(check_PROGRAMS) tests/targets/ubt-dwstrip ubt$(EXEEXT)
+	@$(MKDIR_P) tests/kernels
+	@$(LOG_DRIVER) --test-name tests/kernels/run.sh \
+		--log-file tests/kernels/run.log \
+		--trs-file tests/kernels/run.trs --color-tests no \
+		--enable-hard-errors yes --expect-failure no -- \
+		timeout -k 10 3600 env $(UBT_RUNTIME_ENV) \
+		$(top_srcdir)/tests/kernels/run.sh
+	@awk '$$1 == ":test-result:" { n[$$2]++ } END { \
+		printf "check-kernels: %d passed, %d failed, %d skipped\n", \
+		n["PASS"], n["FAIL"] + n["XPASS"] + n["ERROR"], n["SKIP"] }' \
+		tests/kernels/run.trs
+	@grep -q '^:global-test-result: PASS' tests/kernels/run.trs
+.PHONY: check-kernels

@@ -22,6 +22,7 @@
 #include "info.h"
 #include "kernel.h"
 #include "kprov.h"
+#include "kfeat.h"
 
 static const char *info_yes(bool b)
 {
@@ -150,11 +151,14 @@ int info_print(FILE *f)
 	fprintf(f, "Kernel features\n  Instruction limit: %d\n"
 		"  Loop support: %s\n  btf: %s\n  map batch: %s\n"
 		"  uprobe refcount (depends on Build:bcc bpf_attach_uprobe "
-		"refcount): %s\n\n", loops ? 1000000 : 4096, info_yes(loops),
+		"refcount): %s\n", loops ? 1000000 : 4096, info_yes(loops),
 		info_yes(info_exists("/sys/kernel/btf/vmlinux")),
 		info_yes(info_map_batch()),
 		info_yes(info_exists("/sys/bus/event_source/devices/uprobe/"
 				     "format/ref_ctr_offset")));
+	/* ubt's own: each asked of the kernel (probes/kfeat.c) */
+	kfeat_print(f);
+	fputc('\n', f);
 	fprintf(f, "Map types\n");
 	fprintf(f, "  hash: %s\n", info_yes(info_map(BPF_MAP_TYPE_HASH)));
 	fprintf(f, "  percpu hash: %s\n",
@@ -180,7 +184,7 @@ int info_print(FILE *f)
 	fprintf(f, "  raw_tp_special: %s\n",
 		info_yes(info_prog(BPF_PROG_TYPE_RAW_TRACEPOINT)));
 	fprintf(f, "  watchpoint (hardware breakpoints delivered): %s\n",
-		info_yes(kernel_hw_breakpoints()));
+		info_yes(kfeat_has(KFEAT_HW_BREAKPOINT)));
 	fputc('\n', f);
 	return 0;
 }

@@ -40,7 +40,7 @@ struct kernel_opts {
  * until exit()/Ctrl-C/-c child exit/-p process exit, stop the probes
  * (a flag every program checks first), run END, print the maps, detach.
  * Uprobes are attached as uprobe_multi links (one per binary) when the
- * kernel has them. With many probes, the detaching (one RCU wait per
+ * kernel has them (probes/kfeat.h), else as one perf event each. With many probes, the detaching (one RCU wait per
  * tracepoint in the kernel) is left to a child process that runs after
  * ubt has exited; the probes do nothing meanwhile. Returns the process
  * exit code (0, or 1 after an error, which has been printed; the
@@ -160,11 +160,5 @@ uint64_t kernel_events_lost(const struct kernel *k);
 
 /* Route libbpf's messages: warnings to stderr, debug only with -v. */
 void kernel_set_verbose(int verbose);
-
-/*
- * Does this machine deliver hardware breakpoints (a watched write in ubt
- * itself counted)?  Asked once; true where the event cannot be opened.
- */
-bool kernel_hw_breakpoints(void);
 
 #endif

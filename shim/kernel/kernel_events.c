@@ -34,6 +34,7 @@
 #include "tracepoint.h"
 #include "util.h"
 #include "kernel_int.h"
+#include "kfeat.h"
 
 /* ---- events -------------------------------------------------------- */
 
@@ -478,31 +479,9 @@ bool kernel_exiting(const struct kernel *k)
 	return k->exiting;
 }
 
-/* Can this kernel load a uprobe_multi program? Asked once. */
-static bool kernel_has_uprobe_multi(void)
-{
-	static int has = -1;
-	const struct bpf_insn insns[] = {
-		{ .code = 0xb7, .dst_reg = 0 },	/* r0 = 0 */
-		{ .code = 0x95 },		/* exit */
-	};
-	LIBBPF_OPTS(bpf_prog_load_opts, po,
-		    .expected_attach_type = KERNEL_BPF_TRACE_UPROBE_MULTI);
-	int fd;
-
-	if (has >= 0)
-		return has;
-	fd = bpf_prog_load(BPF_PROG_TYPE_KPROBE, NULL, "GPL", insns,
-			   ARRAY_SIZE(insns), &po);
-	has = fd >= 0;
-	if (fd >= 0)
-		close(fd);
-	return has;
-}
-
 bool kernel_use_multi(const struct cg_prog *p)
 {
 	return (p->provider == PROV_UPROBE || p->provider == PROV_URETPROBE ||
 		p->provider == PROV_USDT) &&
-	       p->nmatches >= 1 && kernel_has_uprobe_multi();
+	       p->nmatches >= 1 && kfeat_has(KFEAT_UPROBE_MULTI);
 }

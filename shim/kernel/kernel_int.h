@@ -153,8 +153,10 @@ void kernel_consume(struct kernel *k);
 
 /*
  * Uprobe programs are attached with one uprobe_multi link per binary
- * (kernel >= 6.6; libbpf 1.1 has no API for it, so without it they fall
- * back to one perf event per uprobe): the kernel registers and
+ * where the kernel has them (kfeat_has(KFEAT_UPROBE_MULTI), which asks
+ * for a link: Debian 12's 6.1 loads such a program and then refuses its
+ * link), else with one perf event per uprobe (libbpf 1.1 has no API for
+ * the links); the kernel registers and
  * unregisters all of a link's uprobes with one RCU wait instead of one
  * per uprobe (~0.1-0.2 s each on this kernel).
  */

@@ -33,6 +33,7 @@
 #include "util.h"
 #include "env.h"
 #include "kernel_int.h"
+#include "kfeat.h"
 #include "stack_sym.h"
 
 static int kernel_verbose;
@@ -122,6 +123,13 @@ static int kernel_open(struct kernel *k)
 	const struct cg_object *obj = k->obj;
 	LIBBPF_OPTS(bpf_object_open_opts, oo, .object_name = "ubt");
 	int err;
+
+	/* every event comes through it (codegen/cg.c) */
+	if (!kfeat_has(KFEAT_RINGBUF)) {
+		fprintf(stderr, "ubt: cannot load the BPF programs: %s\n",
+			kfeat_missing(KFEAT_RINGBUF));
+		return -ENOTSUP;
+	}
 
 	/* BPFTRACE_LOG_SIZE: the verifier's log buffer (with -v the log of
 	 * every program is asked for, and a load fails when it does not

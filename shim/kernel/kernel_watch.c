@@ -22,6 +22,7 @@
 #include <bpf/libbpf.h>
 
 #include "kernel_int.h"
+#include "kfeat.h"
 #include "procstat.h"
 #include "util.h"
 
@@ -114,48 +115,12 @@ static int kernel_watch_place(struct kernel *k, int prog, uint64_t addr,
 	return 0;
 }
 
-/*
- * Does this machine deliver hardware breakpoints?  Some virtual machines
- * accept the perf event but never raise it (their debug registers are not
- * passed through): a watchpoint there would attach and count nothing.
- * Asked once, on ubt itself: four writes to a watched word.  true where
- * the event cannot even be opened (the attach then says why).
- */
-bool kernel_hw_breakpoints(void)
-{
-	static int known = -1;
-	static volatile int word;
-	struct perf_event_attr a = {
-		.type = PERF_TYPE_BREAKPOINT,
-		.size = sizeof(a),
-		.bp_type = HW_BREAKPOINT_W,
-		.bp_addr = (uintptr_t)&word,
-		.bp_len = HW_BREAKPOINT_LEN_4,
-		.exclude_kernel = 1,
-		.exclude_hv = 1,
-	};
-	uint64_t n = 0;
-	int fd;
-
-	if (known >= 0)
-		return known;
-	fd = syscall(__NR_perf_event_open, &a, 0, -1, -1,
-		     PERF_FLAG_FD_CLOEXEC);
-	if (fd < 0)
-		return true;
-	for (int i = 0; i < 4; i++)
-		word = i;
-	known = read(fd, &n, sizeof(n)) == sizeof(n) && n > 0;
-	close(fd);
-	return known;
-}
-
 int kernel_watch_attach(struct kernel *k, int prog)
 {
 	const struct cg_prog *p = &k->obj->progs[prog];
 	int pid = k->cpid ? k->cpid : k->opts->pid;
 
-	if (!kernel_hw_breakpoints()) {
+	if (!kfeat_has(KFEAT_HW_BREAKPOINT)) {
 		fprintf(stderr, "ubt: cannot attach %s: this machine delivers "
 			"no hardware breakpoints (a watched write was not "
 			"seen: a virtual machine without debug registers)\n",

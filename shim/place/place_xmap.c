@@ -12,6 +12,7 @@
  * turns it off (the old rule, for tests of both paths).  The rest keeps
  * the old rule, the reason shown by -v after the probe's.
  */
+#include "kfeat.h"
 #include "place_int.h"
 #include "place.h"
 
@@ -90,6 +91,8 @@ const char **place_xmap_scan(struct compile *c, bool syswide)
 			s.why[i] = "its key is not one integer";
 		else if (!xmap_int(sm->value))
 			s.why[i] = "its value is not an integer";
+		else if (!kfeat_has(KFEAT_MMAPABLE))
+			s.why[i] = kfeat_missing(KFEAT_MMAPABLE);
 	}
 	for (struct ast_node *p = c->program->program.probes; p; p = p->next)
 		ast_visit_children(p, xmap_visit, &s);

@@ -161,6 +161,20 @@ if [ "$sections" = "System,Build,Kernel helpers,Kernel features,Map types,Probe 
 else
 	not_ok "--info: bpftrace's layout, what this kernel has" "$(cat "$tap_tmp/out")"
 fi
+# and ubt's own features, each asked of the kernel (probes/kfeat.c)
+missing=
+for f in 'vmlinux BTF' 'module BTF' 'ring buffer' 'mmapable arrays' \
+	'task storage' 'bpf_loop' 'bpf cookies' 'perf-event links' \
+	'uprobe_multi links' 'kprobe_multi links' 'fentry trampolines' \
+	'raw tracepoints with BTF' 'hardware breakpoints delivered'; do
+	sed -n '/^Kernel features$/,/^$/p' "$tap_tmp/out" |
+		grep -qxE "  $f: (yes|no)" || missing="$missing, $f"
+done
+if [ -z "$missing" ]; then
+	ok "--info: Kernel features lists ubt's own"
+else
+	not_ok "--info: Kernel features lists ubt's own" "missing${missing#,}"
+fi
 
 # --- well-formed programs with --parse-only: exit 0, no output -------
 expect "--parse-only -e" 0 '' '' -- --parse-only -e "$PROG"
