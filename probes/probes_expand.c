@@ -519,6 +519,53 @@ int probes_expand_ap(struct arena *a, struct diag_list *d,
 				  out, n);
 }
 
+/*
+ * An offset into a function (FUNC+N, or an address inside one) must start
+ * an instruction: refused as bpftrace refuses it, in its words, before
+ * anything is placed; --unsafe lets it through with bpftrace's warning
+ * (only a kernel uprobe can be placed there: patch_analyze() refuses it).
+ */
+static int probes_check_offsets(struct compile *c, const struct ast_loc *loc,
+				const struct probes_match *m, int n)
+{
+	for (int i = 0; i < n; i++) {
+		const char *kind = m[i].provider, *what;
+		int r;
+
+		if (!m[i].func_offset || !m[i].func)
+			continue;
+		r = probes_insn_boundary(m[i].target,
+					 m[i].offset - m[i].func_offset,
+					 m[i].size, m[i].func_offset);
+		if (r == 1)
+			continue;
+		what = arena_printf(&c->arena, "%s:%s+%llu", m[i].target,
+				    m[i].func,
+				    (unsigned long long)m[i].func_offset);
+		if (c->unsafe && r) {
+			diag_warning(&c->diag, loc, "Unchecked %s: %s", kind,
+				     what);
+			continue;
+		}
+		if (c->unsafe) {
+			diag_warning(&c->diag, loc,
+				     "Unsafe %s in the middle of the instruction: %s",
+				     kind, what);
+			continue;
+		}
+		if (r)
+			diag_error(&c->diag, loc,
+				   "Failed to check if %s is in proper place: %s",
+				   kind, what);
+		else
+			diag_error(&c->diag, loc,
+				   "Could not add %s into middle of instruction: %s",
+				   kind, what);
+		return -EINVAL;
+	}
+	return 0;
+}
+
 int probes_expand(struct compile *c, struct ast_node *probe,
 		  struct ast_node *ap, struct probes_match **out, int *n)
 {
@@ -561,6 +608,9 @@ int probes_expand(struct compile *c, struct ast_node *probe,
 				 p->target, p->ns, p->func, p->lang != NULL,
 				 p->address, p->func_offset, pid, warn_only,
 				 out, n);
+	if (!err && (!strcmp(provider, "uprobe") ||
+		     !strcmp(provider, "uretprobe")))
+		err = probes_check_offsets(c, &ap->loc, *out, *n);
 	if (err || *n != 1)
 		return err;
 	/* rate probes: bpftrace's canonical spelling of the probe name */

@@ -18,6 +18,7 @@ check_PROGRAMS += \
 	tests/targets/ubt-nofp \
 	tests/targets/ubt-nosys \
 	tests/targets/ubt-patch \
+	tests/targets/ubt-sacred \
 	tests/targets/ubt-share \
 	tests/targets/ubt-sigjmp \
 	tests/targets/ubt-sites \
@@ -98,6 +99,11 @@ tests_targets_ubt_share_LDFLAGS =
 tests_targets_ubt_patch_SOURCES = tests/targets/patch.c
 tests_targets_ubt_patch_CFLAGS = $(UBT_TARGET_CFLAGS)
 tests_targets_ubt_patch_LDFLAGS =
+# processes ubt did not expect (issue 24): tests/user/sacred.sh
+tests_targets_ubt_sacred_SOURCES = tests/targets/sacred.c
+tests_targets_ubt_sacred_CFLAGS = $(UBT_TARGET_CFLAGS)
+tests_targets_ubt_sacred_LDFLAGS =
+tests_targets_ubt_sacred_LDADD = -lpthread
 tests_targets_ubt_sites_SOURCES = tests/targets/sites.c
 tests_targets_ubt_sites_CFLAGS = $(UBT_TARGET_CFLAGS)
 tests_targets_ubt_sites_LDFLAGS =
@@ -213,6 +219,7 @@ TESTS += \
 	tests/user/corrupt.sh \
 	tests/user/hold.sh \
 	tests/user/kill-stress.py \
+	tests/user/sacred.sh \
 	tests/user/share.py \
 	tests/user/sigjmp.py \
 	tests/user/syswide-kill.py \
@@ -234,6 +241,7 @@ EXTRA_DIST += \
 	tests/user/hold.sh \
 	tests/user/kill-stress.py \
 	tests/user/procmem.py \
+	tests/user/sacred.sh \
 	tests/user/share.py \
 	tests/user/sigjmp.py \
 	tests/user/syswide-kill.py \

@@ -1,0 +1,100 @@
+#!/bin/sh
+# The traced process is sacred (issue 24): processes ubt did not expect,
+# each run by tests/targets/ubt-sacred, which checks its own results and
+# exits 0.  Every case checks the target's exit status and the counts
+# against --mode kernel, or that ubt refuses before anything is placed.
+
+. "$top_srcdir/tests/cli/tap.sh"
+
+t="$top_builddir/tests/targets"
+[ -x "$t/ubt-sacred" ] || bail "ubt-sacred is not built"
+# uprobes belong to a file: a private copy, out of other tests' way
+cp "$t/ubt-sacred" "$tap_tmp/" || bail "cp"
+bin="$tap_tmp/ubt-sacred"
+out="$tap_tmp/out"
+err="$tap_tmp/err"
+
+# ubt ARGS...: run ubt (timeout 60), $rc its exit status
+ubt()
+{
+	timeout 60 "$UBT" "$@" >"$out" 2>"$err" </dev/null
+	rc=$?
+}
+
+# expect NAME RC LINE: ubt exited RC and printed LINE (a whole line, or
+# the end of one after ": ", as in "stdin:1:1-9: ERROR: LINE")
+expect()
+{
+	if [ "$rc" -eq "$2" ] && { grep -qxF -- "$3" "$out" "$err" ||
+		grep -hF -- ": $3" "$out" "$err" |
+			awk -v w=": $3" 'substr($0, length($0) - length(w) + 1) == w { f = 1 } END { exit !f }'
+	}; then
+		ok "$1"
+	else
+		not_ok "$1" "exit $rc, want $2 and: $3" "$(cat "$out" "$err")"
+	fi
+}
+
+# untouched NAME: the -c command reported no signal and no wrong result
+untouched()
+{
+	if grep -q 'killed by signal\|wrong result\|exited with' "$out" "$err"
+	then
+		not_ok "$1: the target is unharmed" "$(cat "$out" "$err")"
+	else
+		ok "$1: the target is unharmed"
+	fi
+}
+
+for m in insn lock tsc; do
+	if "$bin" "$m" 10 >/dev/null 2>&1; then
+		ok "ubt-sacred $m runs untraced"
+	else
+		not_ok "ubt-sacred $m runs untraced" "exit $?"
+	fi
+done
+
+# 1. An offset inside an instruction: refused as bpftrace refuses it, in
+# every mode, before the command starts; an address inside one too.
+insn_base=$(nm "$bin" | awk '$3 == "ubt_sacred_insn" { print $1 }')
+[ -n "$insn_base" ] || bail "nm: no ubt_sacred_insn"
+for mode in auto kernel user; do
+	for off in 2 5; do
+		ubt --mode $mode -c "$bin insn 10" \
+			-e "uprobe:$bin:ubt_sacred_insn+$off { @ = count(); }"
+		expect "offset +$off inside an instruction refused ($mode)" 1 \
+			"Could not add uprobe into middle of instruction: $bin:ubt_sacred_insn+$off"
+		if grep -q 'Attaching' "$out" "$err"; then
+			not_ok "+$off ($mode): nothing attached" "$(cat "$out")"
+		else
+			ok "+$off ($mode): nothing attached"
+		fi
+	done
+done
+addr=$(printf '0x%x' $((0x$insn_base + 2)))
+ubt -c "$bin insn 10" -e "uprobe:$bin:$addr { @ = count(); }"
+expect "an address inside an instruction refused" 1 \
+	"Could not add uprobe into middle of instruction: $bin:ubt_sacred_insn+2"
+# --unsafe: bpftrace's warning, and only the kernel can place it
+ubt --unsafe --dry-run -c "$bin insn 10" \
+	-e "uprobe:$bin:ubt_sacred_insn+2 { @ = count(); }"
+if [ $rc -eq 0 ] &&
+   grep -qF "WARNING: Unsafe uprobe in the middle of the instruction: $bin:ubt_sacred_insn+2" "$err" &&
+   grep -q "ubt_sacred_insn+2: kernel" "$out" "$err"; then
+	ok "--unsafe: warned, placed in the kernel"
+else
+	not_ok "--unsafe: warned, placed in the kernel" "exit $rc" \
+		"$(cat "$out" "$err")"
+fi
+# at a boundary: counted, in both domains
+for mode in kernel user; do
+	ubt --mode $mode -c "$bin insn 10" \
+		-e "uprobe:$bin:ubt_sacred_insn+4 { @ = count(); }"
+	expect "offset +4 at an instruction counted ($mode)" 0 "@: 10"
+	untouched "offset +4 ($mode)"
+done
+ubt -c "$bin insn 10" -e "uprobe:$bin:ubt_sacred_insn+8 { @ = count(); }"
+expect "offset +8 at an instruction counted (auto)" 0 "@: 10"
+untouched "offset +8 (auto)"
+
+tap_done
