@@ -123,4 +123,67 @@ done
 expect "counter off: -v names both threads" 0 \
 	"ubt: 2 thread(s) ran with the time-stamp counter disabled (PR_TSC_SIGSEGV): their clock, stamps and rand seed came from clock_gettime(2), never rdtsc"
 
+# ptrace_case MODE TMODE PROG: ubt-sacred TMODE 50 (prints "ready", runs on
+# SIGUSR1) under ubt --mode MODE -p; $rc ubt's status, $trc the target's
+ptrace_case()
+{
+	rm -f "$tap_tmp/tout" "$out" "$err"
+	: >"$tap_tmp/tout"
+	"$bin" "$2" 50 >"$tap_tmp/tout" 2>&1 </dev/null &
+	tp=$!
+	i=0
+	while ! grep -q '^ready' "$tap_tmp/tout" && [ $i -lt 100 ]; do
+		sleep 0.1
+		i=$((i + 1))
+	done
+	__BPFTRACE_NOTIFY_PROBES_ATTACHED=1 timeout 60 "$UBT" -v --mode "$1" \
+		-p $tp -e "$3" >"$out" 2>"$err" </dev/null &
+	up=$!
+	i=0
+	while ! grep -q 'ATTACHED\|^ubt: cannot\|ERROR' "$out" "$err" &&
+	      [ $i -lt 300 ] && kill -0 $up 2>/dev/null; do
+		sleep 0.1
+		i=$((i + 1))
+	done
+	kill -USR1 $tp
+	wait $tp
+	trc=$?
+	wait $up
+	rc=$?
+}
+
+# 3. seccomp: a process whose threads run under a filter or strict mode
+# gets kernel probes, decided before anything is written into it (-v says
+# why); --mode user refuses it.  Its exit status and counts as the
+# kernel's.
+for sc in kill trap strict; do
+	for mode in kernel auto; do
+		ptrace_case $mode seccomp-$sc \
+			"uprobe:$bin:ubt_sacred_tick { @ = count(); }"
+		if [ $trc -eq 0 ] && [ $rc -eq 0 ] && grep -qx '@: 50' "$out"
+		then
+			ok "seccomp $sc ($mode): exit 0, every call counted"
+		else
+			not_ok "seccomp $sc ($mode): exit 0, every call counted" \
+				"target exit $trc, ubt exit $rc" \
+				"$(cat "$out" "$err" "$tap_tmp/tout")"
+		fi
+	done
+	if grep -q "ubt_sacred_tick: kernel (pid $tp runs under seccomp" "$err"
+	then
+		ok "seccomp $sc: -v says why the kernel"
+	else
+		not_ok "seccomp $sc: -v says why the kernel" "$(cat "$err")"
+	fi
+	ptrace_case user seccomp-$sc \
+		"uprobe:$bin:ubt_sacred_tick { @ = count(); }"
+	if [ $trc -eq 0 ] && [ $rc -eq 1 ] &&
+	   grep -q "in user mode: pid $tp runs under seccomp" "$err"; then
+		ok "seccomp $sc (--mode user): refused, the target unharmed"
+	else
+		not_ok "seccomp $sc (--mode user): refused, the target unharmed" \
+			"target exit $trc, ubt exit $rc" "$(cat "$err")"
+	fi
+done
+
 tap_done
