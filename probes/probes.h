@@ -220,6 +220,9 @@ int probes_expand(struct compile *c, struct ast_node *probe,
  */
 int probes_insn_boundary(const char *path, uint64_t func_off, uint64_t size,
 			 uint64_t at);
+/* Does the instruction at file offset off of path have a lock prefix (the
+ * kernel places no uprobe there: ENOTSUPP)?  1, 0, or -errno. */
+int probes_insn_locked(const char *path, uint64_t off);
 
 /* A C++ symbol's demangled name (malloc()ed), else NULL (not "_Z...", or
  * libstdc++'s __cxa_demangle() refused it or is not loaded). */

@@ -56,3 +56,26 @@ int probes_insn_boundary(const char *path, uint64_t func_off, uint64_t size,
 		return -EILSEQ;	/* undecodable bytes before it */
 	return off == at;
 }
+
+int probes_insn_locked(const char *path, uint64_t off)
+{
+	ZydisDecodedInstruction in;
+	ZydisDecoder d;
+	uint8_t code[ZYDIS_MAX_INSTRUCTION_LENGTH];
+	ssize_t got;
+	int fd;
+
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	got = pread(fd, code, sizeof(code), (off_t)off);
+	close(fd);
+	if (got <= 0)
+		return got < 0 ? -errno : -EIO;
+	ZydisDecoderInit(&d, ZYDIS_MACHINE_MODE_LONG_64,
+			 ZYDIS_STACK_WIDTH_64);
+	if (!ZYAN_SUCCESS(ZydisDecoderDecodeInstruction(&d, NULL, code,
+							(ZyanUSize)got, &in)))
+		return -EILSEQ;
+	return !!(in.attributes & ZYDIS_ATTRIB_HAS_LOCK);
+}

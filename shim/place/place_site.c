@@ -239,6 +239,13 @@ static const char *place_site_why(struct compile *c, const struct run_opts *o,
 	if (!err && o->pid)
 		err = user_site_check_live(o->pid, m->target, func, off, buf,
 					   sizeof(buf));
+	if (!err && !off && (ret || sarg) &&
+	    user_site_entry_stays(m->target, func)) {
+		snprintf(buf, sizeof(buf), "the entry instruction sets flags "
+			 "and cannot run twice: %s cannot follow it",
+			 ret ? "a return probe" : "sarg");
+		err = -EINVAL;
+	}
 	if (!err)
 		return NULL;
 	if (err == -EBUSY || err == -EINVAL)

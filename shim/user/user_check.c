@@ -82,6 +82,16 @@ int user_site_check_at(const char *binary, const char *symbol,
 				 NULL);
 }
 
+int user_site_entry_stays(const char *binary, const char *symbol)
+{
+	struct patch_site s;
+	uint64_t func;
+	char reason[128];
+
+	return !user_site_analyze(binary, symbol, 0, reason, sizeof(reason),
+				  &s, &func) && s.mid;
+}
+
 int user_site_span(const char *binary, const char *symbol, uint64_t offset,
 		   uint64_t *lo, uint64_t *hi)
 {

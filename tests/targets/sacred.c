@@ -10,6 +10,8 @@
  *		instructions
  *	lock	ubt_sacred_lock(i) starts with `lock addq $1, lock_hits(%rip)`
  *		and returns i + 1; lock_hits must end at N
+ *	lock-wait  (for -p) "ready", a wait for SIGUSR1, then as lock and
+ *		"done N"
  *	tsc	prctl(PR_SET_TSC, PR_TSC_SIGSEGV) first, then the N calls of
  *		ubt_sacred_tick(i) (returns i + 1) in the main thread and N
  *		in a thread started after it (which inherits the mode)
@@ -198,10 +200,14 @@ int main(int argc, char **argv)
 	if (!strcmp(mode, "insn")) {
 		for (long i = 0; i < n_calls; i++)
 			bad |= ubt_sacred_insn(i) != 3 * i + 7;
-	} else if (!strcmp(mode, "lock")) {
+	} else if (!strcmp(mode, "lock") || !strcmp(mode, "lock-wait")) {
+		if (!strcmp(mode, "lock-wait"))
+			target_wait_usr1();
 		for (long i = 0; i < n_calls; i++)
 			bad |= ubt_sacred_lock(i) != i + 1;
 		bad |= lock_hits != n_calls;
+		if (!strcmp(mode, "lock-wait") && !bad)
+			printf("done %ld\n", lock_hits);
 	} else if (!strcmp(mode, "tsc") || !strcmp(mode, "tsc-wait")) {
 		bad = tsc(!strcmp(mode, "tsc-wait"));
 	} else if (!strncmp(mode, "seccomp-", 8)) {

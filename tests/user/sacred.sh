@@ -186,4 +186,83 @@ for sc in kill trap strict; do
 	fi
 done
 
+# 4. A lock-prefixed entry instruction (lock addq $1, lock_hits(%rip)):
+# the kernel places no uprobe there (it counted 0, silently); user mode
+# leaves it in place and probes after it, keeping the flags; the
+# target's own atomic count and results hold, its code is the file's
+# again after the run (checked by the target's exit and by a second,
+# untraced run of the same process image being unnecessary: ubt-sacred
+# lock compares lock_hits with its calls).
+ubt --mode kernel -c "$bin lock 100" \
+	-e "uprobe:$bin:ubt_sacred_lock { @ = count(); }"
+expect "lock prefix: --mode kernel refuses it, not a silent 0" 1 \
+	"ubt: cannot attach uprobe:$bin:ubt_sacred_lock: the kernel places no uprobe on a lock-prefixed instruction (user mode can: -p or -c)"
+for mode in auto user; do
+	ubt -v --mode $mode -c "$bin lock 100" \
+		-e "uprobe:$bin:ubt_sacred_lock { @ = count(); @a = sum(arg0); }"
+	expect "lock prefix: every call counted ($mode)" 0 "@: 100"
+	expect "lock prefix: arguments read ($mode)" 0 "@a: 4950"
+	expect "lock prefix: in user mode ($mode)" 0 \
+		"uprobe:$bin:ubt_sacred_lock: user mode (every site can be patched)"
+	untouched "lock prefix ($mode)"
+done
+ubt -v -c "$bin lock 100" -e "uretprobe:$bin:ubt_sacred_lock { @ = count(); }"
+expect "lock prefix: a return probe refused in user mode, with the reason" 1 \
+	"uretprobe:$bin:ubt_sacred_lock: kernel ($bin:ubt_sacred_lock: the entry instruction sets flags and cannot run twice: a return probe cannot follow it)"
+# -p: the code restored byte for byte after the run
+"$bin" lock-wait 100 >"$tap_tmp/tout" 2>&1 </dev/null &
+tp=$!
+i=0
+while ! grep -q '^ready' "$tap_tmp/tout" && [ $i -lt 100 ]; do
+	sleep 0.1
+	i=$((i + 1))
+done
+lock_off=$(nm "$bin" | awk '$3 == "ubt_sacred_lock" { print $1 }')
+code()
+{
+	python3 -c '
+import sys
+pid, path, off = int(sys.argv[1]), sys.argv[2], int(sys.argv[3], 16)
+for l in open("/proc/%d/maps" % pid):
+    f = l.split()
+    if len(f) >= 6 and f[5] == path and int(f[2], 16) == 0:
+        m = open("/proc/%d/mem" % pid, "rb")
+        m.seek(int(f[0].split("-")[0], 16) + off)
+        print(m.read(16).hex())
+        break
+' $tp "$bin" "$lock_off" 2>/dev/null
+}
+before=$(code)
+__BPFTRACE_NOTIFY_PROBES_ATTACHED=1 timeout 60 "$UBT" --mode user -p $tp \
+	-e "uprobe:$bin:ubt_sacred_lock { @ = count(); } END { }" \
+	>"$out" 2>"$err" </dev/null &
+up=$!
+i=0
+while ! grep -q 'ATTACHED' "$out" "$err" && [ $i -lt 300 ] &&
+      kill -0 $up 2>/dev/null; do
+	sleep 0.1
+	i=$((i + 1))
+done
+during=$(code)
+kill -INT $up
+wait $up
+rc=$?
+after=$(code)
+kill -USR1 $tp
+wait $tp
+trc=$?
+if [ -n "$before" ] && [ "$before" = "$after" ] && [ "$before" != "$during" ]
+then
+	ok "lock prefix (-p): patched, then the code is the file's again"
+else
+	not_ok "lock prefix (-p): patched, then the code is the file's again" \
+		"before $before during $during after $after" "$(cat "$err")"
+fi
+if [ $trc -eq 0 ] && grep -q '^done 100$' "$tap_tmp/tout"; then
+	ok "lock prefix (-p): the target runs on correctly after the detach"
+else
+	not_ok "lock prefix (-p): the target runs on correctly after the detach" \
+		"exit $trc" "$(cat "$tap_tmp/tout")"
+fi
+
 tap_done
