@@ -181,6 +181,22 @@ static void probes_erase_params(char *s)
 
 /* Does pattern (wildcards when wild) name symbol sym? cpp_only: only as a
  * demangled C++ name (uprobe:bin:cpp:func). */
+/*
+ * A part of a function the compiler split out (foo.cold, foo.cold.1,
+ * foo.part.0; "foo() [clone .cold]" demangled): not a function of its
+ * own.  Its entry is not the function's, and it never returns as the
+ * function does.
+ */
+static bool probes_is_fragment(const char *sym)
+{
+	const char *p = strchr(sym, '.');
+
+	for (; p; p = strchr(p + 1, '.'))
+		if (!strncmp(p, ".cold", 5) || !strncmp(p, ".part.", 6))
+			return true;
+	return false;
+}
+
 static bool probes_func_matches(const char *pattern, bool wild,
 				const char *sym, bool cpp_only)
 {
@@ -189,6 +205,9 @@ static bool probes_func_matches(const char *pattern, bool wild,
 	bool m;
 	int status;
 
+	/* a fragment only where named exactly, as it is spelled */
+	if (probes_is_fragment(sym))
+		return !cpp_only && !wild && !strcmp(pattern, sym);
 	if (!cpp_only && (wild ? probes_match_wildcard(pattern, sym) :
 				 !strcmp(pattern, sym)))
 		return true;

@@ -10,6 +10,7 @@ check_PROGRAMS += \
 	tests/targets/ubt-calls \
 	tests/targets/ubt-churn \
 	tests/targets/ubt-classes \
+	tests/targets/ubt-cold \
 	tests/targets/ubt-dwtypes \
 	tests/targets/ubt-exc \
 	tests/targets/ubt-libuser \
@@ -64,6 +65,9 @@ tests/targets/ubt-dwstrip: tests/targets/ubt-dwtypes$(EXEEXT)
 # C++ classes with base classes (types from DWARF)
 tests_targets_ubt_classes_SOURCES = tests/targets/classes.cc
 tests_targets_ubt_classes_CXXFLAGS = $(UBT_TARGET_CFLAGS)
+# C++ at -O2: thrower() has a .cold part (tests/user/sacred.sh)
+tests_targets_ubt_cold_SOURCES = tests/targets/cold.cc
+tests_targets_ubt_cold_CXXFLAGS = -O2 -g
 tests_targets_ubt_exc_SOURCES = tests/targets/exc.cc
 tests_targets_ubt_exc_CXXFLAGS = $(UBT_TARGET_CFLAGS) -fno-optimize-sibling-calls
 tests_targets_ubt_exc_LDFLAGS = -rdynamic

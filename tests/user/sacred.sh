@@ -9,8 +9,10 @@
 t="$top_builddir/tests/targets"
 [ -x "$t/ubt-sacred" ] || bail "ubt-sacred is not built"
 # uprobes belong to a file: a private copy, out of other tests' way
-cp "$t/ubt-sacred" "$tap_tmp/" || bail "cp"
+[ -x "$t/ubt-cold" ] || bail "ubt-cold is not built"
+cp "$t/ubt-sacred" "$t/ubt-cold" "$tap_tmp/" || bail "cp"
 bin="$tap_tmp/ubt-sacred"
+cold="$tap_tmp/ubt-cold"
 out="$tap_tmp/out"
 err="$tap_tmp/err"
 
@@ -264,5 +266,33 @@ else
 	not_ok "lock prefix (-p): the target runs on correctly after the detach" \
 		"exit $trc" "$(cat "$tap_tmp/tout")"
 fi
+
+# 5. C++ .cold parts: thrower's throw split out as _Z7throweri.cold is not
+# a function of its own: not picked by the name, nor by a wildcard; by
+# its exact symbol only.
+nm "$cold" | grep -q ' _Z7throweri\.cold$' || bail "ubt-cold has no .cold part"
+for mode in kernel user; do
+	ubt --mode $mode -c "$cold 20" \
+		-e "uprobe:$cold:thrower { @[probe] = count(); }"
+	if [ $rc -eq 0 ] && [ "$(grep -c '^@\[' "$out")" = 1 ] &&
+	   grep -qxF "@[uprobe:$cold:_Z7throweri]: 20" "$out"; then
+		ok ".cold: thrower alone, every call ($mode)"
+	else
+		not_ok ".cold: thrower alone, every call ($mode)" "$(cat "$out" "$err")"
+	fi
+	untouched ".cold ($mode)"
+done
+ubt -c "$cold 20" -e "uprobe:$cold:thr* { @[probe] = count(); }
+	uretprobe:$cold:thrower { @r = count(); }"
+if [ $rc -eq 0 ] && [ "$(grep -c '^@\[' "$out")" = 1 ] &&
+   grep -qx '@r: 16' "$out" && grep -qx 'calls 20 caught 4 sum 288' "$out"
+then
+	ok ".cold: a wildcard skips it; returns counted, exceptions caught"
+else
+	not_ok ".cold: a wildcard skips it; returns counted, exceptions caught" \
+		"$(cat "$out" "$err")"
+fi
+ubt -c "$cold 20" -e "uprobe:$cold:_Z7throweri.cold { @ = count(); }"
+expect ".cold: its exact symbol still names it" 0 "@: 4"
 
 tap_done
