@@ -198,15 +198,16 @@ static bool probes_is_fragment(const char *sym)
 }
 
 static bool probes_func_matches(const char *pattern, bool wild,
-				const char *sym, bool cpp_only)
+				const char *sym, bool cpp_only, bool whole)
 {
 	probes_demangle_fn demangle;
 	char *d;
 	bool m;
 	int status;
 
-	/* a fragment only where named exactly, as it is spelled */
-	if (probes_is_fragment(sym))
+	/* a fragment only where named exactly, as it is spelled (-l lists
+	 * every symbol, as bpftrace does: whole false) */
+	if (whole && probes_is_fragment(sym))
 		return !cpp_only && !wild && !strcmp(pattern, sym);
 	if (!cpp_only && (wild ? probes_match_wildcard(pattern, sym) :
 				 !strcmp(pattern, sym)))
@@ -260,7 +261,7 @@ static int probes_expand_uprobe(struct arena *a, struct diag_list *d,
 				const char *target, const char *func,
 				bool cpp_only, uint64_t address,
 				uint64_t func_offset, int pid, bool warn_only,
-				struct probes_vec *v)
+				bool whole, struct probes_vec *v)
 {
 	const char **paths;
 	int npaths, err;
@@ -341,7 +342,7 @@ static int probes_expand_uprobe(struct arena *a, struct diag_list *d,
 			const struct probes_sym *s = &syms[i];
 
 			if (!probes_func_matches(func, wild, s->name,
-						 cpp_only))
+						 cpp_only, whole))
 				continue;
 			if (func_offset && s->size && func_offset >= s->size) {
 				/* bpftrace's words */
@@ -472,8 +473,8 @@ static int probes_expand_lang(struct arena *a, struct diag_list *d,
 			      const char *target, const char *ns,
 			      const char *func, bool cpp_only,
 			      uint64_t address, uint64_t func_offset, int pid,
-			      bool warn_only, struct probes_match **out,
-			      int *n)
+			      bool warn_only, bool whole,
+			      struct probes_match **out, int *n)
 {
 	struct probes_vec v = { .elem = sizeof(struct probes_match) };
 	static const struct ast_loc noloc;
@@ -492,7 +493,7 @@ static int probes_expand_lang(struct arena *a, struct diag_list *d,
 		err = probes_expand_uprobe(a, d, loc, provider,
 					   target ? target : "", func,
 					   cpp_only, address, func_offset,
-					   pid, warn_only, &v);
+					   pid, warn_only, whole, &v);
 	} else if (!strcmp(provider, "usdt")) {
 		err = probes_expand_usdt(a, d, loc, target, ns,
 					 func ? func : "*", pid, warn_only,
@@ -535,7 +536,7 @@ int probes_expand_ap(struct arena *a, struct diag_list *d,
 {
 	return probes_expand_lang(a, d, loc, provider, target, ns, func,
 				  false, address, func_offset, pid, warn_only,
-				  out, n);
+				  false, out, n);
 }
 
 /*
@@ -618,7 +619,7 @@ int probes_expand(struct compile *c, struct ast_node *probe,
 		err = probes_expand_lang(&c->arena, &c->diag, &ap->loc,
 					 p->func ? "uprobe" : provider, t,
 					 NULL, p->func, false, p->address, 0,
-					 pid, warn_only, out, n);
+					 pid, warn_only, true, out, n);
 		if (!err)
 			probes_watch_names(c, ap, t, *out, *n);
 		return err;
@@ -626,7 +627,7 @@ int probes_expand(struct compile *c, struct ast_node *probe,
 	err = probes_expand_lang(&c->arena, &c->diag, &ap->loc, provider,
 				 p->target, p->ns, p->func, p->lang != NULL,
 				 p->address, p->func_offset, pid, warn_only,
-				 out, n);
+				 true, out, n);
 	if (!err && (!strcmp(provider, "uprobe") ||
 		     !strcmp(provider, "uretprobe")))
 		err = probes_check_offsets(c, &ap->loc, *out, *n);
