@@ -267,7 +267,7 @@ void cg_record_send(struct cg *g, LLVMValueRef rec, size_t size)
 	if (et != CG_TIME_NONE) {
 		/* last, as close to the output as the record allows */
 		LLVMValueRef ts = et == CG_TIME_TSC && irb_is_native(ir) ?
-					  irb_native_cycles(ir) :
+					  irb_native_stamp(ir) :
 					  irb_helper(ir, BPF_FUNC_ktime_get_ns,
 						     NULL, 0);
 

@@ -63,6 +63,9 @@ LLVMValueRef irb_native_syscall(struct irb *ir, long nr, LLVMValueRef *args,
 				int n);
 /* The time-stamp counter (rdtsc, inline: no call, no syscall), an i64. */
 LLVMValueRef irb_native_cycles(struct irb *ir);
+/* An event's stamp in counter units: rdtsc, or where the thread has the
+ * counter off (RT_BLK_NOTSC) the clock converted, never rdtsc. */
+LLVMValueRef irb_native_stamp(struct irb *ir);
 /* irb_native_stack.c: the probed function's %rbp at its entry (the
  * probe function then keeps a frame pointer); the runtime's walk of the
  * stack (RT_FN_USTACK) into out, { id; n; frames[limit] } */

@@ -80,6 +80,17 @@ static LLVMValueRef nat_ctl_load(struct irb *ir, LLVMValueRef ctl,
  * (one imul and a shrd), and the vDSO's slow path through
  * nat_call_kept(), so that the probe saves no registers for it.
  */
+/* The thread runs with the time-stamp counter off (RT_BLK_NOTSC): i1. */
+static LLVMValueRef nat_notsc(struct irb *ir)
+{
+	LLVMValueRef v = LLVMBuildLoad2(ir->b, ir->i32,
+					irb_gep(ir, irb_nat.blk, RT_BLK_NOTSC),
+					"notsc");
+
+	return LLVMBuildICmp(ir->b, LLVMIntNE, v, LLVMConstInt(ir->i32, 0, 0),
+			     "");
+}
+
 static LLVMValueRef nat_clock(struct irb *ir)
 {
 	LLVMBasicBlockRef fast, slow, done;
@@ -89,15 +100,34 @@ static LLVMValueRef nat_clock(struct irb *ir)
 	LLVMTypeRef i128 = LLVMInt128TypeInContext(ir->ctx);
 
 	ctl = nat_ctl(ir);
+	fast = LLVMAppendBasicBlockInContext(ir->ctx, ir->fn, "clk_tsc");
+	slow = LLVMAppendBasicBlockInContext(ir->ctx, ir->fn, "clk_vdso");
+	done = LLVMAppendBasicBlockInContext(ir->ctx, ir->fn, "clk_done");
 	/*
-	 * The counter first: the segment read after it converts it as well
-	 * (a new segment continues the old one).  Each field is used as soon
-	 * as it is read (the difference, the product, the sum), so that few
-	 * values are live at once: fewer registers for the probe to save.
+	 * No segment (seq 0: the counter is no clock here, UBT_NO_TSC), or a
+	 * thread with the counter off (RT_BLK_NOTSC): no rdtsc at all.  Then
+	 * the counter: the segment read after it converts it as well (a new
+	 * segment continues the old one; seq2 below is compared with seq).
+	 * Each field is used as soon as it is read (the difference, the
+	 * product, the sum), so that few values are live at once: fewer
+	 * registers for the probe to save.
 	 */
-	tsc = irb_native_cycles(ir);
 	seq = nat_ctl_load(ir, ctl, ir->i32,
 			   offsetof(struct rt_ctl, clk_seq), "clk_seq");
+	bad = LLVMBuildOr(
+		ir->b,
+		LLVMBuildICmp(ir->b, LLVMIntEQ, seq, LLVMConstInt(ir->i32, 0, 0),
+			      ""),
+		nat_notsc(ir), "clk_none");
+	{
+		LLVMBasicBlockRef read = LLVMAppendBasicBlockInContext(
+			ir->ctx, ir->fn, "clk_read");
+
+		irb_unlikely(ir, LLVMBuildCondBr(ir->b, bad, slow, read),
+			     true);
+		LLVMPositionBuilderAtEnd(ir->b, read);
+	}
+	tsc = irb_native_cycles(ir);
 	tsc0 = nat_ctl_load(ir, ctl, ir->i64,
 			    offsetof(struct rt_ctl, clk_tsc0), "clk_tsc0");
 	v = LLVMBuildSExt(ir->b, LLVMBuildSub(ir->b, tsc, tsc0, ""), i128, "");
@@ -111,18 +141,10 @@ static LLVMValueRef nat_clock(struct irb *ir)
 			 "clk_ns");
 	seq2 = nat_ctl_load(ir, ctl, ir->i32,
 			    offsetof(struct rt_ctl, clk_seq), "clk_seq2");
-	/* seq 0: no segment written yet (nor ever, UBT_NO_TSC) */
-	bad = LLVMBuildOr(
-		ir->b,
-		LLVMBuildICmp(ir->b, LLVMIntEQ, seq, LLVMConstInt(ir->i32, 0, 0),
-			      ""),
-		LLVMBuildOr(ir->b,
-			    LLVMBuildICmp(ir->b, LLVMIntNE, seq, seq2, ""),
-			    LLVMBuildTrunc(ir->b, seq, ir->i1, ""), ""),
-		"clk_bad");
-	fast = LLVMAppendBasicBlockInContext(ir->ctx, ir->fn, "clk_tsc");
-	slow = LLVMAppendBasicBlockInContext(ir->ctx, ir->fn, "clk_vdso");
-	done = LLVMAppendBasicBlockInContext(ir->ctx, ir->fn, "clk_done");
+	/* ubt rewrote the segment meanwhile, or is writing it */
+	bad = LLVMBuildOr(ir->b,
+			  LLVMBuildICmp(ir->b, LLVMIntNE, seq, seq2, ""),
+			  LLVMBuildTrunc(ir->b, seq, ir->i1, ""), "clk_bad");
 	irb_unlikely(ir, LLVMBuildCondBr(ir->b, bad, slow, fast), true);
 
 	LLVMPositionBuilderAtEnd(ir->b, fast);
@@ -193,11 +215,30 @@ static LLVMValueRef nat_getcpu(struct irb *ir, bool node)
 		LLVMValueRef asmv = LLVMGetInlineAsm(
 			ft, "rdtscp", 6, "={eax},={ecx},~{edx}", 20, 1, 0,
 			LLVMInlineAsmDialectATT, 0);
-		LLVMValueRef r = LLVMBuildCall2(ir->b, ft, asmv, NULL, 0, "");
+		LLVMBasicBlockRef yes, no, done;
+		LLVMValueRef r, v[2];
+		LLVMBasicBlockRef from[2];
 
-		aux = LLVMBuildZExt(ir->b,
-				    LLVMBuildExtractValue(ir->b, r, 1, "aux"),
-				    ir->i64, "");
+		/* rdtscp faults where the thread has the counter off */
+		yes = LLVMAppendBasicBlockInContext(ir->ctx, ir->fn, "rdtscp");
+		no = LLVMAppendBasicBlockInContext(ir->ctx, ir->fn, "cpu_lsl");
+		done = LLVMAppendBasicBlockInContext(ir->ctx, ir->fn, "cpu");
+		irb_unlikely(ir, LLVMBuildCondBr(ir->b, nat_notsc(ir), no, yes),
+			     true);
+		LLVMPositionBuilderAtEnd(ir->b, yes);
+		r = LLVMBuildCall2(ir->b, ft, asmv, NULL, 0, "");
+		v[0] = LLVMBuildZExt(ir->b,
+				     LLVMBuildExtractValue(ir->b, r, 1, "aux"),
+				     ir->i64, "");
+		from[0] = LLVMGetInsertBlock(ir->b);
+		LLVMBuildBr(ir->b, done);
+		LLVMPositionBuilderAtEnd(ir->b, no);
+		v[1] = nat_getcpu_lsl(ir);
+		from[1] = LLVMGetInsertBlock(ir->b);
+		LLVMBuildBr(ir->b, done);
+		LLVMPositionBuilderAtEnd(ir->b, done);
+		aux = LLVMBuildPhi(ir->b, ir->i64, "tsc_aux");
+		LLVMAddIncoming(aux, v, from, 2);
 	}
 	if (!aux)
 		aux = nat_getcpu_lsl(ir);
@@ -390,6 +431,80 @@ static LLVMValueRef nat_rand(struct irb *ir)
 	LLVMBuildStore(ir->b, x, at);
 	x = LLVMBuildMul(ir->b, x, irb_const(ir, 0x2545f4914f6cdd1dULL), "");
 	return LLVMBuildLShr(ir->b, x, irb_const(ir, 32), "rand");
+}
+
+/*
+ * An event's stamp in counter units (CG_TIME_TSC): rdtsc, or in a thread
+ * with the counter off (RT_BLK_NOTSC) CLOCK_MONOTONIC (the system call,
+ * through rt_clock_ns()) turned into counter units by the inverse of the
+ * control block's segment, tsc0 + ((ns - ns0) << RT_CLK_SHIFT) / mult
+ * (one idiv of %rdx:%rax); 0 before ubt wrote a segment.
+ */
+LLVMValueRef irb_native_stamp(struct irb *ir)
+{
+	LLVMBasicBlockRef tsc_bb, off, conv, done, from[3];
+	LLVMValueRef ctl, v[3], a[2], ns, mult, d, r;
+	LLVMTypeRef st = LLVMStructTypeInContext(
+		ir->ctx, (LLVMTypeRef[]){ ir->i64, ir->i64 }, 2, 0);
+	LLVMTypeRef ft = LLVMFunctionType(
+		st, (LLVMTypeRef[]){ ir->i64, ir->i64, ir->i64 }, 3, 0);
+	LLVMValueRef idiv = LLVMGetInlineAsm(
+		ft, "idivq $4", 8, "={rax},={rdx},{rax},{rdx},r,~{flags}", 36, 0,
+		0, LLVMInlineAsmDialectATT, 0);
+
+	tsc_bb = LLVMAppendBasicBlockInContext(ir->ctx, ir->fn, "stamp_tsc");
+	off = LLVMAppendBasicBlockInContext(ir->ctx, ir->fn, "stamp_notsc");
+	conv = LLVMAppendBasicBlockInContext(ir->ctx, ir->fn, "stamp_conv");
+	done = LLVMAppendBasicBlockInContext(ir->ctx, ir->fn, "stamp");
+	irb_unlikely(ir, LLVMBuildCondBr(ir->b, nat_notsc(ir), off, tsc_bb),
+		     true);
+
+	LLVMPositionBuilderAtEnd(ir->b, tsc_bb);
+	v[0] = irb_native_cycles(ir);
+	from[0] = LLVMGetInsertBlock(ir->b);
+	LLVMBuildBr(ir->b, done);
+
+	LLVMPositionBuilderAtEnd(ir->b, off);
+	a[0] = irb_nat.blk;
+	a[1] = irb_nat.blk;
+	ns = LLVMBuildPtrToInt(ir->b, nat_call_kept(ir, RT_FN_CLOCK_NS, a),
+			       ir->i64, "");
+	ctl = nat_ctl(ir);
+	mult = nat_ctl_load(ir, ctl, ir->i64,
+			    offsetof(struct rt_ctl, clk_mult), "clk_mult");
+	v[1] = irb_const(ir, 0);
+	from[1] = LLVMGetInsertBlock(ir->b);
+	LLVMBuildCondBr(ir->b,
+			LLVMBuildICmp(ir->b, LLVMIntSGT, mult, irb_const(ir, 0),
+				      ""),
+			conv, done);
+
+	LLVMPositionBuilderAtEnd(ir->b, conv);
+	d = LLVMBuildSub(ir->b, ns,
+			 nat_ctl_load(ir, ctl, ir->i64,
+				      offsetof(struct rt_ctl, clk_ns0),
+				      "clk_ns0"), "");
+	/* %rdx:%rax = d << RT_CLK_SHIFT, sign-extended */
+	r = LLVMBuildCall2(
+		ir->b, ft, idiv,
+		(LLVMValueRef[]){
+			LLVMBuildShl(ir->b, d, irb_const(ir, RT_CLK_SHIFT), ""),
+			LLVMBuildAShr(ir->b, d,
+				      irb_const(ir, 64 - RT_CLK_SHIFT), ""),
+			mult },
+		3, "");
+	v[2] = LLVMBuildAdd(ir->b,
+			    nat_ctl_load(ir, ctl, ir->i64,
+					 offsetof(struct rt_ctl, clk_tsc0),
+					 "clk_tsc0"),
+			    LLVMBuildExtractValue(ir->b, r, 0, ""), "");
+	from[2] = LLVMGetInsertBlock(ir->b);
+	LLVMBuildBr(ir->b, done);
+
+	LLVMPositionBuilderAtEnd(ir->b, done);
+	r = LLVMBuildPhi(ir->b, ir->i64, "stamp");
+	LLVMAddIncoming(r, v, from, 3);
+	return r;
 }
 
 LLVMValueRef irb_native_cycles(struct irb *ir)

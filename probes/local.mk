@@ -5,6 +5,7 @@ libubt_a_SOURCES += \
 	probes/probes.h \
 	probes/probes_elf.c \
 	probes/probes_expand.c \
+	probes/probes_insn.c \
 	probes/probes_int.h \
 	probes/probes_kernel.c \
 	probes/probes_list.c \

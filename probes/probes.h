@@ -213,6 +213,17 @@ struct probes_match {
 int probes_expand(struct compile *c, struct ast_node *probe,
 		  struct ast_node *ap, struct probes_match **out, int *n);
 
+/*
+ * probes_insn.c: is the byte at offset at of the function whose code is
+ * at file offset func_off (size bytes) in path the first of an
+ * instruction?  1 yes, 0 no (inside one), -errno when it cannot tell.
+ */
+int probes_insn_boundary(const char *path, uint64_t func_off, uint64_t size,
+			 uint64_t at);
+/* Does the instruction at file offset off of path have a lock prefix (the
+ * kernel places no uprobe there: ENOTSUPP)?  1, 0, or -errno. */
+int probes_insn_locked(const char *path, uint64_t off);
+
 /* A C++ symbol's demangled name (malloc()ed), else NULL (not "_Z...", or
  * libstdc++'s __cxa_demangle() refused it or is not loaded). */
 char *probes_demangle(const char *sym);

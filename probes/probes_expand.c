@@ -181,14 +181,34 @@ static void probes_erase_params(char *s)
 
 /* Does pattern (wildcards when wild) name symbol sym? cpp_only: only as a
  * demangled C++ name (uprobe:bin:cpp:func). */
+/*
+ * A part of a function the compiler split out (foo.cold, foo.cold.1,
+ * foo.part.0; "foo() [clone .cold]" demangled): not a function of its
+ * own.  Its entry is not the function's, and it never returns as the
+ * function does.
+ */
+static bool probes_is_fragment(const char *sym)
+{
+	const char *p = strchr(sym, '.');
+
+	for (; p; p = strchr(p + 1, '.'))
+		if (!strncmp(p, ".cold", 5) || !strncmp(p, ".part.", 6))
+			return true;
+	return false;
+}
+
 static bool probes_func_matches(const char *pattern, bool wild,
-				const char *sym, bool cpp_only)
+				const char *sym, bool cpp_only, bool whole)
 {
 	probes_demangle_fn demangle;
 	char *d;
 	bool m;
 	int status;
 
+	/* a fragment only where named exactly, as it is spelled (-l lists
+	 * every symbol, as bpftrace does: whole false) */
+	if (whole && probes_is_fragment(sym))
+		return !cpp_only && !wild && !strcmp(pattern, sym);
 	if (!cpp_only && (wild ? probes_match_wildcard(pattern, sym) :
 				 !strcmp(pattern, sym)))
 		return true;
@@ -241,7 +261,7 @@ static int probes_expand_uprobe(struct arena *a, struct diag_list *d,
 				const char *target, const char *func,
 				bool cpp_only, uint64_t address,
 				uint64_t func_offset, int pid, bool warn_only,
-				struct probes_vec *v)
+				bool whole, struct probes_vec *v)
 {
 	const char **paths;
 	int npaths, err;
@@ -322,7 +342,7 @@ static int probes_expand_uprobe(struct arena *a, struct diag_list *d,
 			const struct probes_sym *s = &syms[i];
 
 			if (!probes_func_matches(func, wild, s->name,
-						 cpp_only))
+						 cpp_only, whole))
 				continue;
 			if (func_offset && s->size && func_offset >= s->size) {
 				/* bpftrace's words */
@@ -453,8 +473,8 @@ static int probes_expand_lang(struct arena *a, struct diag_list *d,
 			      const char *target, const char *ns,
 			      const char *func, bool cpp_only,
 			      uint64_t address, uint64_t func_offset, int pid,
-			      bool warn_only, struct probes_match **out,
-			      int *n)
+			      bool warn_only, bool whole,
+			      struct probes_match **out, int *n)
 {
 	struct probes_vec v = { .elem = sizeof(struct probes_match) };
 	static const struct ast_loc noloc;
@@ -473,7 +493,7 @@ static int probes_expand_lang(struct arena *a, struct diag_list *d,
 		err = probes_expand_uprobe(a, d, loc, provider,
 					   target ? target : "", func,
 					   cpp_only, address, func_offset,
-					   pid, warn_only, &v);
+					   pid, warn_only, whole, &v);
 	} else if (probes_is_kernel(provider)) {
 		err = probes_expand_kernel(a, d, loc, provider, target,
 					   func ? func : "", func_offset,
@@ -520,7 +540,54 @@ int probes_expand_ap(struct arena *a, struct diag_list *d,
 {
 	return probes_expand_lang(a, d, loc, provider, target, ns, func,
 				  false, address, func_offset, pid, warn_only,
-				  out, n);
+				  false, out, n);
+}
+
+/*
+ * An offset into a function (FUNC+N, or an address inside one) must start
+ * an instruction: refused as bpftrace refuses it, in its words, before
+ * anything is placed; --unsafe lets it through with bpftrace's warning
+ * (only a kernel uprobe can be placed there: patch_analyze() refuses it).
+ */
+static int probes_check_offsets(struct compile *c, const struct ast_loc *loc,
+				const struct probes_match *m, int n)
+{
+	for (int i = 0; i < n; i++) {
+		const char *kind = m[i].provider, *what;
+		int r;
+
+		if (!m[i].func_offset || !m[i].func)
+			continue;
+		r = probes_insn_boundary(m[i].target,
+					 m[i].offset - m[i].func_offset,
+					 m[i].size, m[i].func_offset);
+		if (r == 1)
+			continue;
+		what = arena_printf(&c->arena, "%s:%s+%llu", m[i].target,
+				    m[i].func,
+				    (unsigned long long)m[i].func_offset);
+		if (c->unsafe && r) {
+			diag_warning(&c->diag, loc, "Unchecked %s: %s", kind,
+				     what);
+			continue;
+		}
+		if (c->unsafe) {
+			diag_warning(&c->diag, loc,
+				     "Unsafe %s in the middle of the instruction: %s",
+				     kind, what);
+			continue;
+		}
+		if (r)
+			diag_error(&c->diag, loc,
+				   "Failed to check if %s is in proper place: %s",
+				   kind, what);
+		else
+			diag_error(&c->diag, loc,
+				   "Could not add %s into middle of instruction: %s",
+				   kind, what);
+		return -EINVAL;
+	}
+	return 0;
 }
 
 int probes_expand(struct compile *c, struct ast_node *probe,
@@ -556,7 +623,7 @@ int probes_expand(struct compile *c, struct ast_node *probe,
 		err = probes_expand_lang(&c->arena, &c->diag, &ap->loc,
 					 p->func ? "uprobe" : provider, t,
 					 NULL, p->func, false, p->address, 0,
-					 pid, warn_only, out, n);
+					 pid, warn_only, true, out, n);
 		if (!err)
 			probes_watch_names(c, ap, t, *out, *n);
 		return err;
@@ -564,7 +631,10 @@ int probes_expand(struct compile *c, struct ast_node *probe,
 	err = probes_expand_lang(&c->arena, &c->diag, &ap->loc, provider,
 				 p->target, p->ns, p->func, p->lang != NULL,
 				 p->address, p->func_offset, pid, warn_only,
-				 out, n);
+				 true, out, n);
+	if (!err && (!strcmp(provider, "uprobe") ||
+		     !strcmp(provider, "uretprobe")))
+		err = probes_check_offsets(c, &ap->loc, *out, *n);
 	if (err || *n != 1)
 		return err;
 	/* rate probes: bpftrace's canonical spelling of the probe name */

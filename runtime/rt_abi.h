@@ -101,6 +101,14 @@
 #define RT_BLK_CRED_AT 0x080
 /* rt_hash() of the thread's tid as a u64 key (@s[tid]: no hashing) */
 #define RT_BLK_TID_HASH 0x088
+/*
+ * u32, 1: the thread runs with the time-stamp counter disabled
+ * (prctl(PR_SET_TSC, PR_TSC_SIGSEGV), read when it takes its block):
+ * probe code never executes rdtsc or rdtscp there; nsecs and event
+ * stamps come from the clock_gettime system call instead (the vDSO's
+ * clock reads the counter too), the rand seed from it.
+ */
+#define RT_BLK_NOTSC 0x090
 #define RT_BLK_SHADOW 0x100
 #define RT_SHADOW_ENTRY 32
 #define RT_SH_SLOT 0
@@ -335,6 +343,9 @@ struct rt_ctl {
 	 * gone thread's block starts, and blocks taken again so far */
 	uint32_t reclaim_next;
 	uint64_t blocks_reused;
+	/* written by the runtime: threads that took a block with the
+	 * time-stamp counter disabled (RT_BLK_NOTSC) */
+	uint64_t notsc_threads;
 };
 
 struct rt_comm_slot {

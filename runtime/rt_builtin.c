@@ -12,6 +12,8 @@
 #include "rt_int.h"
 
 #define RT_PR_GET_NAME 16
+#define RT_PR_GET_TSC 25
+#define RT_PR_TSC_SIGSEGV 2
 
 static long rt_prctl_name(char *buf)
 {
@@ -125,10 +127,30 @@ RT_EXPORT void rt_cred_sync(void)
 __attribute__((visibility("hidden"))) void rt_block_builtins(char *blk)
 {
 	struct rt_ctl *ctl = rt_ctl_p;
-	uint32_t lo, hi, tid = *(uint32_t *)(blk + RT_BLK_TID);
+	uint32_t lo = 0, hi = 0, tid = *(uint32_t *)(blk + RT_BLK_TID);
+	int tsc_mode = 0;
 	uint64_t seed;
 
-	__asm__ volatile("rdtsc" : "=a"(lo), "=d"(hi));
+	/* the counter may be off for this thread: never run rdtsc then */
+	if (!rt_syscall4(157 /* SYS_prctl */, RT_PR_GET_TSC, (long)&tsc_mode,
+			 0, 0) &&
+	    tsc_mode == RT_PR_TSC_SIGSEGV) {
+		*(uint32_t *)(blk + RT_BLK_NOTSC) = 1;
+		if (ctl)
+			__atomic_fetch_add(&ctl->notsc_threads, 1,
+					   __ATOMIC_RELAXED);
+		long ts[2] = { 0, 0 };
+
+		/* the system call: the vDSO's clock reads the counter */
+		rt_syscall4(228 /* clock_gettime */, 1, (long)ts, 0, 0);
+		seed = (uint64_t)ts[0] * 1000000000u + (uint64_t)ts[1];
+		seed ^= (uint64_t)(uintptr_t)blk;
+		lo = (uint32_t)seed;
+		hi = (uint32_t)(seed >> 32);
+	} else {
+		*(uint32_t *)(blk + RT_BLK_NOTSC) = 0;
+		__asm__ volatile("rdtsc" : "=a"(lo), "=d"(hi));
+	}
 	/* splitmix64 of the counter and the thread: distinct, never 0 */
 	seed = ((uint64_t)hi << 32 | lo) ^ (uint64_t)tid << 40;
 	seed += 0x9e3779b97f4a7c15ULL;

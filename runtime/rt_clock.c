@@ -17,6 +17,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "rt_abi.h"
 #include "rt_clock.h"
 #include "rt_int.h"
 
@@ -142,7 +143,9 @@ __attribute__((visibility("default"))) uint64_t rt_clock_ns(void)
 	rt_gettime_fn f = __atomic_load_n(&rt_vdso_gettime, __ATOMIC_RELAXED);
 	struct rt_timespec ts = { 0, 0 };
 
-	if (!f || f(1 /* CLOCK_MONOTONIC */, &ts))
+	/* the vDSO reads the counter, which this thread may have off */
+	if (!f || (rt_self && *(uint32_t *)((char *)rt_self + RT_BLK_NOTSC)) ||
+	    f(1 /* CLOCK_MONOTONIC */, &ts))
 		rt_syscall4(228 /* clock_gettime */, 1, (long)&ts, 0, 0);
 	return (uint64_t)ts.sec * 1000000000u + (uint64_t)ts.nsec;
 }

@@ -10,6 +10,7 @@ check_PROGRAMS += \
 	tests/targets/ubt-calls \
 	tests/targets/ubt-churn \
 	tests/targets/ubt-classes \
+	tests/targets/ubt-cold \
 	tests/targets/ubt-dwtypes \
 	tests/targets/ubt-exc \
 	tests/targets/ubt-libuser \
@@ -18,6 +19,7 @@ check_PROGRAMS += \
 	tests/targets/ubt-nofp \
 	tests/targets/ubt-nosys \
 	tests/targets/ubt-patch \
+	tests/targets/ubt-sacred \
 	tests/targets/ubt-share \
 	tests/targets/ubt-sigjmp \
 	tests/targets/ubt-sites \
@@ -63,6 +65,9 @@ tests/targets/ubt-dwstrip: tests/targets/ubt-dwtypes$(EXEEXT)
 # C++ classes with base classes (types from DWARF)
 tests_targets_ubt_classes_SOURCES = tests/targets/classes.cc
 tests_targets_ubt_classes_CXXFLAGS = $(UBT_TARGET_CFLAGS)
+# C++ at -O2: thrower() has a .cold part (tests/user/sacred.sh)
+tests_targets_ubt_cold_SOURCES = tests/targets/cold.cc
+tests_targets_ubt_cold_CXXFLAGS = -O2 -g
 tests_targets_ubt_exc_SOURCES = tests/targets/exc.cc
 tests_targets_ubt_exc_CXXFLAGS = $(UBT_TARGET_CFLAGS) -fno-optimize-sibling-calls
 tests_targets_ubt_exc_LDFLAGS = -rdynamic
@@ -98,6 +103,11 @@ tests_targets_ubt_share_LDFLAGS =
 tests_targets_ubt_patch_SOURCES = tests/targets/patch.c
 tests_targets_ubt_patch_CFLAGS = $(UBT_TARGET_CFLAGS)
 tests_targets_ubt_patch_LDFLAGS =
+# processes ubt did not expect (issue 24): tests/user/sacred.sh
+tests_targets_ubt_sacred_SOURCES = tests/targets/sacred.c
+tests_targets_ubt_sacred_CFLAGS = $(UBT_TARGET_CFLAGS)
+tests_targets_ubt_sacred_LDFLAGS =
+tests_targets_ubt_sacred_LDADD = -lpthread
 tests_targets_ubt_sites_SOURCES = tests/targets/sites.c
 tests_targets_ubt_sites_CFLAGS = $(UBT_TARGET_CFLAGS)
 tests_targets_ubt_sites_LDFLAGS =
@@ -216,6 +226,7 @@ TESTS += \
 	tests/user/kill-stress.py \
 	tests/user/no-alias.py \
 	tests/user/pipe-sigint.py \
+	tests/user/sacred.sh \
 	tests/user/share.py \
 	tests/user/sigjmp.py \
 	tests/user/syswide-kill.py \
@@ -240,6 +251,7 @@ EXTRA_DIST += \
 	tests/user/no-alias.py \
 	tests/user/pipe-sigint.py \
 	tests/user/procmem.py \
+	tests/user/sacred.sh \
 	tests/user/share.py \
 	tests/user/sigjmp.py \
 	tests/user/syswide-kill.py \

@@ -511,8 +511,38 @@ static bool kernel_is_timer(const struct cg_prog *p)
 }
 
 /* Attach program i (all its targets); 0 or -errno. */
+/*
+ * The kernel refuses a uprobe on a lock-prefixed instruction (ENOTSUPP),
+ * and for a file not mapped yet only when it maps it: the probe would
+ * count nothing, silently.  Said before anything is attached instead.
+ */
+static int kernel_check_locked(struct kernel *k, int i)
+{
+	const struct cg_prog *p = &k->obj->progs[i];
+
+	if (p->provider != PROV_UPROBE && p->provider != PROV_URETPROBE)
+		return 0;
+	for (int j = 0; j < p->nmatches; j++) {
+		const struct probes_match *m = &p->matches[j];
+
+		if (m->target && probes_insn_locked(m->target, m->offset) == 1) {
+			fprintf(stderr, "ubt: cannot attach %s: the kernel "
+				"places no uprobe on a lock-prefixed "
+				"instruction%s\n", m->name,
+				p->provider == PROV_UPROBE ?
+					" (user mode can: -p or -c)" : "");
+			return -EOPNOTSUPP;
+		}
+	}
+	return 0;
+}
+
 static int kernel_attach_prog(struct kernel *k, int i)
 {
+	int err = kernel_check_locked(k, i);
+
+	if (err)
+		return err;
 	if (k->multi[i])
 		return kernel_attach_multi(k, i);
 	if (kernel_kprobe_is(&k->obj->progs[i]))

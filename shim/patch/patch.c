@@ -121,6 +121,30 @@ static bool jumps_away(const ZydisDecodedInstruction *in)
 }
 
 /*
+ * An instruction's name as a disassembler prints it: its mnemonic with
+ * the prefixes that change what it does ("lock add", "rep movsb"), not
+ * Zydis's bare mnemonic.  In a static buffer per call site's use: one
+ * name per message.
+ */
+static const char *insn_name(const ZydisDecodedInstruction *in)
+{
+	static char buf[48];
+	const char *m = ZydisMnemonicGetString(in->mnemonic);
+	const char *pre = "";
+
+	if (in->attributes & ZYDIS_ATTRIB_HAS_LOCK)
+		pre = "lock ";
+	else if (in->attributes & ZYDIS_ATTRIB_HAS_REPNE)
+		pre = "repne ";
+	else if (in->attributes & ZYDIS_ATTRIB_HAS_REPE)
+		pre = "repe ";
+	else if (in->attributes & ZYDIS_ATTRIB_HAS_REP)
+		pre = "rep ";
+	snprintf(buf, sizeof(buf), "%s%s", pre, m ? m : "?");
+	return buf;
+}
+
+/*
  * An instruction left in place before the jump must fall through to it:
  * true (with the reason) for a branch, call, return or trap.
  */
@@ -132,7 +156,7 @@ static bool transfers_control(const ZydisDecodedInstruction *in,
 			 "the %sinstruction '%s' at +%#llx transfers control: "
 			 "no room for a jump after it",
 			 s->mid ? "" : "entry ",
-			 ZydisMnemonicGetString(in->mnemonic),
+			 insn_name(in),
 			 (unsigned long long)off);
 		return true;
 	}
@@ -149,7 +173,7 @@ static int entry_insn(const ZydisDecodedInstruction *in,
 		      const ZydisDecodedOperand *ops, uint64_t off,
 		      struct patch_site *s, uint32_t *undo, bool *again)
 {
-	const char *name = ZydisMnemonicGetString(in->mnemonic);
+	const char *name = insn_name(in);
 	bool writes_rsp = false, writes_flags = false, rerun = true;
 	int i;
 
@@ -207,11 +231,14 @@ static int entry_insn(const ZydisDecodedInstruction *in,
 			*again = true;
 			return 0;
 		}
-		snprintf(s->reason, sizeof(s->reason),
-			 "the entry instruction '%s' at +%#llx sets flags and "
-			 "cannot run twice: no room for a jump after it",
-			 name, (unsigned long long)off);
-		return -EINVAL;
+		/*
+		 * It cannot run again (lock add to memory, say): it runs in
+		 * place once, and the probe after it keeps the flags it
+		 * set, as at a site inside the function (s->mid: the
+		 * argument registers are still the entry's, it wrote none).
+		 */
+		s->mid = true;
+		return 0;
 	}
 	if (in->mnemonic == ZYDIS_MNEMONIC_PUSH &&
 	    in->operand_width == 64) {
@@ -248,7 +275,7 @@ static int mid_insn(const ZydisDecodedInstruction *in,
 		    const ZydisDecodedOperand *ops, uint64_t off,
 		    struct patch_site *s)
 {
-	const char *name = ZydisMnemonicGetString(in->mnemonic);
+	const char *name = insn_name(in);
 	int i;
 
 	if (transfers_control(in, off, s))
@@ -384,7 +411,7 @@ int patch_analyze(const uint8_t *code, uint64_t size, uint64_t func,
 			snprintf(s->reason, sizeof(s->reason),
 				 "the entry instruction '%s' cannot be "
 				 "relocated",
-				 ZydisMnemonicGetString(in.mnemonic));
+				 insn_name(&in));
 			return -EINVAL;
 		}
 		copy = again ? off : off + in.length;
@@ -429,7 +456,7 @@ int patch_analyze(const uint8_t *code, uint64_t size, uint64_t func,
 		if (k == REL_BAD) {
 			snprintf(s->reason, sizeof(s->reason),
 				 "instruction '%s' at +%#llx cannot be relocated",
-				 ZydisMnemonicGetString(in.mnemonic),
+				 insn_name(&in),
 				 (unsigned long long)off);
 			return -EINVAL;
 		}

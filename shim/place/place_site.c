@@ -156,9 +156,13 @@ static bool place_in_target(const struct run_opts *o, const char *bin)
 	return last;
 }
 
-/* Expand an attach point without reporting (cg_build reports later). */
+/*
+ * Expand an attach point without reporting (cg_build reports later);
+ * *why: the first error's text, else NULL.
+ */
 static int place_expand(struct compile *c, struct ast_node *p,
-		      struct ast_node *ap, struct probes_match **m, int *n)
+		      struct ast_node *ap, struct probes_match **m, int *n,
+		      const char **why)
 {
 	struct diag_list saved = c->diag;
 	int err;
@@ -167,6 +171,12 @@ static int place_expand(struct compile *c, struct ast_node *p,
 	err = probes_expand(c, p, ap, m, n);
 	if (!err && diag_has_errors(&c->diag))
 		err = -EINVAL;
+	*why = NULL;
+	for (const struct diag *e = c->diag.head; err && e; e = e->next)
+		if (e->level == DIAG_ERROR) {
+			*why = e->msg;
+			break;
+		}
 	c->diag = saved;
 	return err;
 }
@@ -229,6 +239,13 @@ static const char *place_site_why(struct compile *c, const struct run_opts *o,
 	if (!err && o->pid)
 		err = user_site_check_live(o->pid, m->target, func, off, buf,
 					   sizeof(buf));
+	if (!err && !off && (ret || sarg) &&
+	    user_site_entry_stays(m->target, func)) {
+		snprintf(buf, sizeof(buf), "the entry instruction sets flags "
+			 "and cannot run twice: %s cannot follow it",
+			 ret ? "a return probe" : "sarg");
+		err = -EINVAL;
+	}
 	if (!err)
 		return NULL;
 	if (err == -EBUSY || err == -EINVAL)
@@ -301,14 +318,15 @@ const char *place_sites(struct compile *c, const struct run_opts *o,
 		struct probes_match *m = NULL;
 		int n = 0, err;
 		const char *prov = ap->ap.provider ? ap->ap.provider : "";
+		const char *bad;
 		bool ret = !strcmp(prov, "uretprobe");
 		bool usdt = !strcmp(prov, "usdt");
 
 		if (strcmp(prov, "uprobe") && !ret && !usdt)
 			continue;
-		err = place_expand(c, p, ap, &m, &n);
+		err = place_expand(c, p, ap, &m, &n, &bad);
 		if (err || !n) {
-			whole = whole ?: "its attach point does not resolve";
+			whole = whole ?: bad ?: "its attach point does not resolve";
 			continue;
 		}
 		for (int i = 0; i < n; i++) {

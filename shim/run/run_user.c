@@ -577,18 +577,26 @@ uint64_t run_user_map_full(struct run *r, int map)
 /* What user mode could not record, said once at exit. */
 void run_user_warnings(struct run *r)
 {
-	uint64_t n = 0, nt = 0, nr = 0;
+	uint64_t n = 0, nt = 0, nr = 0, ntsc = 0;
 
 	run_for_each_user(r, j) {
 		n += memfd_shadow_lost(user_memfd(r->u));
 		nt += user_unrecorded_threads(r->u);
-		if (user_memfd(r->u)->ctl)
+		if (user_memfd(r->u)->ctl) {
 			nr += memfd_blocks_reused(user_memfd(r->u));
+			ntsc += memfd_notsc_threads(user_memfd(r->u));
+		}
 	}
 	if (r->o->verbose && nr)
 		fprintf(stderr, "ubt: %llu per-thread block(s) taken again "
 			"after their threads exited\n",
 			(unsigned long long)nr);
+	if (r->o->verbose && ntsc)
+		fprintf(stderr, "ubt: %llu thread(s) ran with the time-stamp "
+			"counter disabled (PR_TSC_SIGSEGV): their clock, "
+			"stamps and rand seed came from clock_gettime(2), "
+			"never rdtsc\n",
+			(unsigned long long)ntsc);
 	/* "Map full" once per map, kernel and user-mode updates together */
 	for (int i = 0; i < r->kobj->nmaps; i++) {
 		/* with -k each kernel one was reported as it came */

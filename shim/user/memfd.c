@@ -256,6 +256,14 @@ uint64_t memfd_blocks_reused(const struct memfd *m)
 	return memfd_count_ok(m, v, 1) ? v : 0;
 }
 
+uint64_t memfd_notsc_threads(const struct memfd *m)
+{
+	uint64_t v = memfd_load64(&m->ctl->notsc_threads);
+
+	/* for -v only: an implausible count is left out */
+	return memfd_count_ok(m, v, 1) ? v : 0;
+}
+
 static char *block(const struct memfd *m, uint32_t i)
 {
 	if (i >= m->l.nblocks)

@@ -65,6 +65,8 @@ uint32_t memfd_nblocks_used(const struct memfd *m);
 uint64_t memfd_no_block(const struct memfd *m);
 /* Blocks taken again after their threads were gone (ctl->blocks_reused). */
 uint64_t memfd_blocks_reused(const struct memfd *m);
+/* Threads that took a block with the time-stamp counter off (-v). */
+uint64_t memfd_notsc_threads(const struct memfd *m);
 /* Thread id recorded in block i (0 if not initialized or out of range). */
 uint32_t memfd_block_tid(const struct memfd *m, uint32_t i);
 /* Has the target corrupted the memfd (the warning was printed)? */

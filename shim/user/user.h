@@ -101,6 +101,12 @@ struct ubt_user *user_attach_cmd(char *const argv[], const struct user_opts *o,
 int user_site_check(const char *binary, const char *symbol, char *reason,
 		    size_t len);
 /* The same for a probe at symbol+offset. */
+/*
+ * Does the function's entry instruction stay in place before the probe,
+ * as at a site inside a function (one that sets flags and cannot run
+ * twice, such as lock add to memory)?  Then no return probe or sarg there.
+ */
+int user_site_entry_stays(const char *binary, const char *symbol);
 int user_site_check_at(const char *binary, const char *symbol,
 		       uint64_t offset, char *reason, size_t len);
 /*

@@ -82,6 +82,16 @@ int user_site_check_at(const char *binary, const char *symbol,
 				 NULL);
 }
 
+int user_site_entry_stays(const char *binary, const char *symbol)
+{
+	struct patch_site s;
+	uint64_t func;
+	char reason[128];
+
+	return !user_site_analyze(binary, symbol, 0, reason, sizeof(reason),
+				  &s, &func) && s.mid;
+}
+
 int user_site_span(const char *binary, const char *symbol, uint64_t offset,
 		   uint64_t *lo, uint64_t *hi)
 {
@@ -98,10 +108,66 @@ int user_site_span(const char *binary, const char *symbol, uint64_t offset,
 	return err;
 }
 
+/*
+ * The highest seccomp mode of pid's threads ("Seccomp:" in each
+ * /proc/PID/task/TID/status: 0 none, 1 strict, 2 filter), and one such
+ * thread in *tid; -errno when none could be read.
+ */
+static int user_seccomp_mode(pid_t pid, pid_t *tid)
+{
+	char path[320], line[128];
+	struct dirent *e;
+	int mode = -ENOENT;
+	DIR *dir;
+
+	snprintf(path, sizeof(path), "/proc/%d/task", (int)pid);
+	dir = opendir(path);
+	if (!dir)
+		return -errno;
+	while ((e = readdir(dir))) {
+		FILE *f;
+		int m;
+
+		if (e->d_name[0] < '0' || e->d_name[0] > '9')
+			continue;
+		snprintf(path, sizeof(path), "/proc/%d/task/%s/status",
+			 (int)pid, e->d_name);
+		f = fopen(path, "re");
+		if (!f)
+			continue;
+		while (fgets(line, sizeof(line), f))
+			if (sscanf(line, "Seccomp: %d", &m) == 1) {
+				if (m > mode) {
+					mode = m;
+					*tid = (pid_t)atoi(e->d_name);
+				}
+				break;
+			}
+		fclose(f);
+	}
+	closedir(dir);
+	return mode;
+}
+
 int user_process_check(pid_t pid, char *reason, size_t len)
 {
 	struct owner_info oi;
-	pid_t tracer = owner_tracer(pid);
+	pid_t tracer = owner_tracer(pid), tid = 0;
+	int sc = user_seccomp_mode(pid, &tid);
+
+	/*
+	 * A seccomp filter (or strict mode) may kill or trap the system
+	 * calls the injection and the runtime make (memfd_create, mmap,
+	 * gettid, prctl, ...): decided before anything is written into it.
+	 */
+	if (sc > 0) {
+		snprintf(reason, len, "pid %d runs under seccomp (%s mode in "
+			 "thread %d, \"Seccomp: %d\" in /proc/%d/task/%d/"
+			 "status): the system calls user mode makes could "
+			 "kill it", (int)pid, sc == 1 ? "strict" : "filter",
+			 (int)tid, sc, (int)pid, (int)tid);
+		return -EPERM;
+	}
 
 	if (tracer) {
 		snprintf(reason, len, "pid %d is traced by pid %d (a debugger "

@@ -318,7 +318,7 @@ expect "-l with an invalid character: bpftrace's error" 1 '' "stdin:1:1-2: ERROR
 expect "-l lists a tracepoint" 0 'tracepoint:syscalls:sys_enter_openat' '' -- -l 'tracepoint:syscalls:sys_enter_openat'
 
 # --- user mode: decisions and refusals ------------------------------
-expect "--mode user, a probe that does not resolve: clear error" 1 '' "ubt: cannot run uprobe:/bin/sh:main in user mode: its attach point does not resolve" -- --mode user -e 'uprobe:/bin/sh:main { @ = count(); }'
+expect "--mode user, a probe that does not resolve: clear error" 1 '' "ubt: cannot run uprobe:/bin/sh:main in user mode: Could not resolve symbol: /bin/sh:main" -- --mode user -e 'uprobe:/bin/sh:main { @ = count(); }'
 expect "--dry-run -v: where each probe runs and why" 0 '' 'BEGIN: kernel (BEGIN probes run in the kernel)
 uprobe:./examples/demo-target:submit_io: user mode (every site can be patched)
 END: kernel (END probes run in the kernel)' -- -v --dry-run -c "$top_builddir/examples/demo-target 10" "$top_srcdir/examples/demo.bt"

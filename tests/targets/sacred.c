@@ -1,0 +1,219 @@
+/*
+ * ubt-sacred MODE [N]: processes ubt did not expect (issue 24), each
+ * making N (default 100) calls of a probed function and checking its
+ * results; exits 0, or 1 after a wrong result ("ubt-sacred: wrong
+ * result" on stderr).  MODE:
+ *
+ *	insn	ubt_sacred_insn(i) returns 3i + 7; its code, byte for byte:
+ *		+0 push %rbp (1)  +1 mov %rsp,%rbp (3)  +4 cmp $0,%rdi (4)
+ *		+8 lea (5)  +13 pop %rbp (1)  +14 ret: +2 and +5 are inside
+ *		instructions
+ *	lock	ubt_sacred_lock(i) starts with `lock addq $1, lock_hits(%rip)`
+ *		and returns i + 1; lock_hits must end at N
+ *	lock-wait  (for -p) "ready", a wait for SIGUSR1, then as lock and
+ *		"done N"
+ *	tsc	prctl(PR_SET_TSC, PR_TSC_SIGSEGV) first, then the N calls of
+ *		ubt_sacred_tick(i) (returns i + 1) in the main thread and N
+ *		in a thread started after it (which inherits the mode)
+ *	tsc-wait  the same, but prints "ready" after the prctl and waits
+ *		for SIGUSR1 first (for -p)
+ *	seccomp-kill  (for -p) a filter that kills the process on the
+ *		calls an injector makes (memfd_create, mmap, mprotect,
+ *		openat, rt_sigaction), then "ready", a wait for SIGUSR1
+ *		(30 s at most), the N calls
+ *	seccomp-trap  (for -p) the same with a filter that traps (SIGSYS)
+ *		gettid, getuid, getgid, prctl, rt_sigprocmask, sigaltstack:
+ *		what a probe's first hit in a thread would make
+ *	seccomp-strict  (for -p) SECCOMP_MODE_STRICT (read, write, exit,
+ *		sigreturn only), "ready", a spin until SIGUSR1, the N calls,
+ *		exit(2) directly
+ */
+#define _GNU_SOURCE
+#include <linux/audit.h>
+#include <linux/filter.h>
+#include <linux/seccomp.h>
+#include <pthread.h>
+#include <stddef.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
+
+#include "target.h"
+
+long lock_hits;
+
+/* long ubt_sacred_insn(long x): 3x + 7, with a frame */
+long ubt_sacred_insn(long x);
+__asm__(".text\n"
+	".globl ubt_sacred_insn\n"
+	".type ubt_sacred_insn,@function\n"
+	"ubt_sacred_insn:\n"
+	"	push %rbp\n"
+	"	mov %rsp, %rbp\n"
+	"	cmpq $0, %rdi\n"
+	"	lea 7(%rdi,%rdi,2), %rax\n"
+	"	pop %rbp\n"
+	"	ret\n"
+	".size ubt_sacred_insn, .-ubt_sacred_insn\n");
+
+/* long ubt_sacred_lock(long x): x + 1, counting its calls atomically */
+long ubt_sacred_lock(long x);
+__asm__(".text\n"
+	".globl ubt_sacred_lock\n"
+	".type ubt_sacred_lock,@function\n"
+	"ubt_sacred_lock:\n"
+	"	lock addq $1, lock_hits(%rip)\n"
+	"	lea 1(%rdi), %rax\n"
+	"	nopl 0(%rax,%rax,1)\n"
+	"	ret\n"
+	".size ubt_sacred_lock, .-ubt_sacred_lock\n");
+
+UBT_PROBE long ubt_sacred_tick(long i)
+{
+	UBT_FRAME();
+	return i + 1;
+}
+
+static long n_calls = 100;
+
+static long ticks(void)
+{
+	long bad = 0;
+
+	for (long i = 0; i < n_calls; i++)
+		bad |= ubt_sacred_tick(i) != i + 1;
+	return bad;
+}
+
+static void *thread_ticks(void *arg)
+{
+	(void)arg;
+	return (void *)ticks();
+}
+
+static long tsc(int wait)
+{
+	pthread_t t;
+	void *res = (void *)1;
+	long bad;
+
+	if (prctl(PR_SET_TSC, PR_TSC_SIGSEGV, 0, 0, 0))
+		return 1;
+	if (wait)
+		target_wait_usr1();
+	bad = ticks();
+	if (pthread_create(&t, NULL, thread_ticks, NULL) ||
+	    pthread_join(t, &res))
+		return 1;
+	return bad | (long)res;
+}
+
+#define ALLOW BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW)
+#define ON(nr, ret)                                                      \
+	BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, (nr), 0, 1),                 \
+		BPF_STMT(BPF_RET | BPF_K, (ret))
+
+static int filter(int trap)
+{
+	struct sock_filter kill[] = {
+		BPF_STMT(BPF_LD | BPF_W | BPF_ABS,
+			 offsetof(struct seccomp_data, nr)),
+		ON(SYS_memfd_create, SECCOMP_RET_KILL_PROCESS),
+		ON(SYS_mmap, SECCOMP_RET_KILL_PROCESS),
+		ON(SYS_mprotect, SECCOMP_RET_KILL_PROCESS),
+		ON(SYS_openat, SECCOMP_RET_KILL_PROCESS),
+		ON(SYS_rt_sigaction, SECCOMP_RET_KILL_PROCESS),
+		ALLOW,
+	};
+	struct sock_filter traps[] = {
+		BPF_STMT(BPF_LD | BPF_W | BPF_ABS,
+			 offsetof(struct seccomp_data, nr)),
+		ON(SYS_gettid, SECCOMP_RET_TRAP),
+		ON(SYS_getuid, SECCOMP_RET_TRAP),
+		ON(SYS_getgid, SECCOMP_RET_TRAP),
+		ON(SYS_prctl, SECCOMP_RET_TRAP),
+		ON(SYS_rt_sigprocmask, SECCOMP_RET_TRAP),
+		ON(SYS_sigaltstack, SECCOMP_RET_TRAP),
+		ALLOW,
+	};
+	struct sock_fprog prog = {
+		.len = trap ? sizeof(traps) / sizeof(traps[0]) :
+			      sizeof(kill) / sizeof(kill[0]),
+		.filter = trap ? traps : kill,
+	};
+
+	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0))
+		return -1;
+	return prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog, 0, 0);
+}
+
+static volatile sig_atomic_t go;
+
+static void on_usr1(int sig)
+{
+	(void)sig;
+	go = 1;
+}
+
+/* ready, then SIGUSR1, under seccomp MODE (kill, trap, strict) */
+static long seccomp(const char *mode)
+{
+	struct sigaction sa;
+	sigset_t block, old;
+	int strict = !strcmp(mode, "strict");
+
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = on_usr1;
+	sigemptyset(&block);
+	sigaddset(&block, SIGUSR1);
+	if (!strict)
+		sigprocmask(SIG_BLOCK, &block, &old);
+	sigaction(SIGUSR1, &sa, NULL);
+	alarm(30);
+	fflush(stdout);
+	if (strict ? prctl(PR_SET_SECCOMP, SECCOMP_MODE_STRICT, 0, 0, 0) :
+		     filter(!strcmp(mode, "trap")))
+		return 1;
+	syscall(SYS_write, 1, "ready\n", 6);
+	if (strict) {
+		while (!go)
+			__asm__ volatile("pause");
+	} else {
+		while (!go)
+			sigsuspend(&old);
+	}
+	if (!strict)
+		return ticks();
+	if (ticks()) {
+		syscall(SYS_write, 2, "ubt-sacred: wrong result\n", 25);
+		syscall(SYS_exit, 1);
+	}
+	syscall(SYS_exit, 0);
+	return 1;
+}
+
+int main(int argc, char **argv)
+{
+	const char *mode = argc > 1 ? argv[1] : "";
+	long bad = 0;
+
+	n_calls = target_count(argc, argv, 2, 100);
+	if (!strcmp(mode, "insn")) {
+		for (long i = 0; i < n_calls; i++)
+			bad |= ubt_sacred_insn(i) != 3 * i + 7;
+	} else if (!strcmp(mode, "lock") || !strcmp(mode, "lock-wait")) {
+		if (!strcmp(mode, "lock-wait"))
+			target_wait_usr1();
+		for (long i = 0; i < n_calls; i++)
+			bad |= ubt_sacred_lock(i) != i + 1;
+		bad |= lock_hits != n_calls;
+		if (!strcmp(mode, "lock-wait") && !bad)
+			printf("done %ld\n", lock_hits);
+	} else if (!strcmp(mode, "tsc") || !strcmp(mode, "tsc-wait")) {
+		bad = tsc(!strcmp(mode, "tsc-wait"));
+	} else if (!strncmp(mode, "seccomp-", 8)) {
+		bad = seccomp(mode + 8);
+	} else {
+		return 2;
+	}
+	return target_result("ubt-sacred", bad);
+}
