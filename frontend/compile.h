@@ -49,6 +49,7 @@ struct compile {
 	int nincludes;
 	const char **include_dirs;	/* -I DIR */
 	int ninclude_dirs;
+	bool count_hits;	/* --metrics: count each probe's hits (hits.h) */
 
 	/* the C definitions, parsed (frontend/cdefs.h) */
 	struct cdefs *cdefs;

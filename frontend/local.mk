@@ -8,6 +8,8 @@ libubt_a_SOURCES += \
 	frontend/compile.h \
 	frontend/diag.c \
 	frontend/diag.h \
+	frontend/hits.c \
+	frontend/hits.h \
 	frontend/kprov.c \
 	frontend/kprov.h \
 	frontend/lexer.l \

@@ -8,6 +8,7 @@
 
 #include "cdefs.h"
 #include "compile.h"
+#include "hits.h"
 #include "sema.h"
 #include "util.h"
 
@@ -33,6 +34,8 @@ int compile_frontend(struct compile *c, enum compile_stage stop)
 {
 	int err = parse_program(c);
 
+	if (!err && c->count_hits)
+		err = hits_add(c);
 	if (err || stop == STAGE_PARSE)
 		return err;
 	/* Semantic passes, in order, each stopping the chain on errors. */

@@ -124,6 +124,7 @@ static void driver_setup_compile(struct compile *c, const struct cli_opts *o)
 	c->ninclude_dirs = o->ninclude_dirs;
 	c->includes = o->includes;
 	c->nincludes = o->nincludes;
+	c->count_hits = o->metrics != NULL;
 }
 
 static int driver_print_diags(struct compile *c)

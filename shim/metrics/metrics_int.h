@@ -34,6 +34,7 @@ enum metrics_kind {
 	MK_GAUGE,	/* sum() of a signed value, min, max, avg, values */
 	MK_SUMMARY,	/* stats(): _count, _sum; and <name>_avg, a gauge */
 	MK_HIST,	/* hist(), lhist() */
+	MK_HITS,	/* a probe's hits (frontend/hits.c): ubt's own series */
 };
 
 /* How one map is served, decided once (metrics_plan()). */
@@ -42,11 +43,12 @@ struct metrics_map {
 	char *family;		/* "ubt_x" */
 	char *help;
 	enum metrics_kind kind;
-	int nlabels;		/* 0: keyless; 1: "key"; n: "key0".. */
 	/* hist/lhist: the bucket indexes served (lo..hi), widened as
 	 * buckets fill and never narrowed, so a series never vanishes */
 	bool seen;
 	uint64_t lo, hi;
+	int probe;		/* MK_HITS: the probe whose hits it counts */
+	uint64_t dropped;	/* series left out, over every page so far */
 };
 
 struct metrics {

@@ -119,6 +119,7 @@ struct metrics_scrape {
 	struct mbuf *b;
 	bool om;		/* OpenMetrics */
 	uint64_t *dropped;	/* keys left out, by map */
+	uint64_t *hits;		/* by probe index; ~0: not counted */
 };
 
 /* An entry served: its label text ("key=\"a\"", no braces), its sort
@@ -224,19 +225,26 @@ static char *metrics_labels(const struct out_map *om, const struct out *o,
 	const struct type *kt = om->key_type;
 	struct mbuf b = { 0 };
 
+	bool fields;
+
 	if (!kt)
 		return xstrdup("");
-	for (int i = 0; i < (om->nkeys > 1 ? kt->nfields : 1); i++) {
-		const struct type *ft = om->nkeys > 1 ? kt->fields[i].type : kt;
+	/* several keys, a tuple or a record: a label per field */
+	fields = om->nkeys > 1 || kt->kind == TY_TUPLE;
+	for (int i = 0; i < (fields ? kt->nfields : 1); i++) {
+		const struct type *ft = fields ? kt->fields[i].type : kt;
 		const char *p = (const char *)key +
-				(om->nkeys > 1 ? kt->fields[i].offset : 0);
+				(fields ? kt->fields[i].offset : 0);
+		const char *name = fields ? kt->fields[i].name : NULL;
 		char *s = out_key_string(o, ft, p);
 
 		if (!s) {
 			free(b.s);
 			return NULL;
 		}
-		if (om->nkeys > 1)
+		if (name)	/* a record's field (metrics_plan.c) */
+			mbuf_printf(&b, "%s%s=\"", i ? "," : "", name);
+		else if (fields)
 			mbuf_printf(&b, "%skey%d=\"", i ? "," : "", i);
 		else
 			mbuf_adds(&b, "key=\"");
@@ -485,6 +493,15 @@ static int metrics_one_map(void *ectx, int map, const struct out_map *om,
 	mm = &s->m->maps[map];
 	if (mm->kind == MK_SKIP)
 		return 0;
+	if (mm->kind == MK_HITS) {
+		uint64_t v = 0;
+
+		if (om->nentries && om->entries[0].value)
+			memcpy(&v, om->entries[0].value, sizeof(v));
+		if (mm->probe < s->m->nprobes)
+			s->hits[mm->probe] = v;
+		return 0;
+	}
 	it = xcalloc(om->nentries + 1, sizeof(*it));
 	for (size_t i = 0; i < om->nentries; i++) {
 		char *l = metrics_labels(om, o, om->entries[i].key);
@@ -548,6 +565,16 @@ static void metrics_self_series(struct metrics_scrape *s, double secs)
 		mbuf_escape(b, m->probes[i], strlen(m->probes[i]), true);
 		mbuf_printf(b, "\",mode=\"%s\"} 1\n", m->where[i]);
 	}
+	metrics_header(s, "ubt_probe_hits", "_total", "counter",
+		       "times each probe fired, before its filter (BEGIN and "
+		       "END leave it out)");
+	for (int i = 0; i < m->nprobes; i++) {
+		if (s->hits[i] == UINT64_MAX)
+			continue;
+		mbuf_adds(b, "ubt_probe_hits_total{probe=\"");
+		mbuf_escape(b, m->probes[i], strlen(m->probes[i]), true);
+		mbuf_printf(b, "\"} %" PRIu64 "\n", s->hits[i]);
+	}
 	metrics_header(s, "ubt_events_lost", "_total", "counter",
 		       "events dropped by full rings, kernel and user mode");
 	mbuf_printf(b, "ubt_events_lost_total %" PRIu64 "\n",
@@ -555,6 +582,8 @@ static void metrics_self_series(struct metrics_scrape *s, double secs)
 	metrics_header(s, "ubt_map_updates_dropped", "_total", "counter",
 		       "map updates that found the map full");
 	for (int i = 0; i < m->nmaps; i++) {
+		if (m->maps[i].kind == MK_HITS)
+			continue;
 		mbuf_adds(b, "ubt_map_updates_dropped_total{map=\"");
 		mbuf_escape(b, m->maps[i].name, strlen(m->maps[i].name), true);
 		mbuf_printf(b, "\"} %" PRIu64 "\n",
@@ -572,11 +601,22 @@ static void metrics_self_series(struct metrics_scrape *s, double secs)
 		       "keys of a map left out of this page (over "
 		       "--metrics-max-keys, or the same label text twice)");
 	for (int i = 0; i < m->nmaps; i++) {
-		if (m->maps[i].kind == MK_SKIP)
+		if (m->maps[i].kind == MK_SKIP || m->maps[i].kind == MK_HITS)
 			continue;
 		mbuf_adds(b, "ubt_metrics_keys_dropped{map=\"");
 		mbuf_escape(b, m->maps[i].name, strlen(m->maps[i].name), true);
 		mbuf_printf(b, "\"} %" PRIu64 "\n", s->dropped[i]);
+	}
+	metrics_header(s, "ubt_metrics_series_dropped", "_total", "counter",
+		       "series left out of the pages so far, summed over "
+		       "pages (ubt_metrics_keys_dropped added up)");
+	for (int i = 0; i < m->nmaps; i++) {
+		if (m->maps[i].kind == MK_SKIP || m->maps[i].kind == MK_HITS)
+			continue;
+		m->maps[i].dropped += s->dropped[i];
+		mbuf_adds(b, "ubt_metrics_series_dropped_total{map=\"");
+		mbuf_escape(b, m->maps[i].name, strlen(m->maps[i].name), true);
+		mbuf_printf(b, "\"} %" PRIu64 "\n", m->maps[i].dropped);
 	}
 	metrics_header(s, "ubt_metrics_scrapes", "_total", "counter",
 		       "pages served");
@@ -594,6 +634,12 @@ char *metrics_page(struct metrics *m, bool openmetrics, size_t *len)
 	uint64_t t0 = mono_ns();
 
 	s.dropped = xcalloc(m->nmaps + 1, sizeof(*s.dropped));
+	s.hits = xcalloc(m->nprobes + 1, sizeof(*s.hits));
+	for (int i = 0; i < m->nprobes; i++)
+		s.hits[i] = UINT64_MAX;
+	for (int i = 0; i < m->nmaps; i++)
+		if (m->maps[i].kind == MK_HITS && m->maps[i].probe < m->nprobes)
+			s.hits[m->maps[i].probe] = 0;
 	m->scrapes++;
 	if (m->maps_fn)
 		m->maps_fn(m->maps_ctx, metrics_one_map, &s);
@@ -601,6 +647,7 @@ char *metrics_page(struct metrics *m, bool openmetrics, size_t *len)
 	if (openmetrics)
 		mbuf_adds(&b, "# EOF\n");
 	free(s.dropped);
+	free(s.hits);
 	*len = b.len;
 	return b.s;
 }

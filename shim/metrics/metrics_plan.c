@@ -10,8 +10,10 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include "arena.h"
 #include "ast.h"
 #include "compile.h"
+#include "hits.h"
 #include "sema.h"
 #include "types.h"
 #include "util.h"
@@ -48,11 +50,33 @@ static const char *metrics_key_why(const struct sema_map *sm)
 
 	if (!k || !sm->nkeys)
 		return NULL;
-	if (sm->nkeys == 1)
+	if (sm->nkeys == 1 && k->kind != TY_TUPLE)
 		return metrics_label_type(k) ? NULL : type_class(k);
+	/* several keys, or one tuple or record (its fields name labels) */
 	for (int i = 0; i < k->nfields; i++)
 		if (!metrics_label_type(k->fields[i].type))
 			return type_class(k->fields[i].type);
+	return NULL;
+}
+
+/*
+ * A record key's field names are its labels (metrics_label_name()): one
+ * that Prometheus keeps for itself (__*), or that the family's own
+ * samples use (le, quantile), cannot be.
+ */
+static const char *metrics_label_clash(const struct sema_map *sm)
+{
+	const struct type *k = sm->key;
+
+	if (!k || k->kind != TY_TUPLE)
+		return NULL;
+	for (int i = 0; i < k->nfields; i++) {
+		const char *n = k->fields[i].name;
+
+		if (n && (!strncmp(n, "__", 2) || !strcmp(n, "le") ||
+			  !strcmp(n, "quantile")))
+			return n;
+	}
 	return NULL;
 }
 
@@ -118,16 +142,12 @@ static int metrics_names(const struct metrics_map *mm, const char **suf)
 		suf[0] = "";
 		return 1;
 	case MK_SUMMARY:
+	case MK_HIST:
+		/* _count, _sum, the family itself; and _avg or _bucket */
 		suf[0] = "_count";
 		suf[1] = "_sum";
-		suf[2] = "_avg";
-		suf[3] = "";
-		return 4;
-	case MK_HIST:
-		suf[0] = "_bucket";
-		suf[1] = "_count";
-		suf[2] = "_sum";
-		suf[3] = "";
+		suf[2] = "";
+		suf[3] = mm->kind == MK_HIST ? "_bucket" : "_avg";
 		return 4;
 	default:
 		return 0;
@@ -137,6 +157,8 @@ static int metrics_names(const struct metrics_map *mm, const char **suf)
 /* ubt's own families (metrics_page.c): a map may not take their names. */
 static const char *const metrics_own[] = {
 	"ubt_probe_mode",
+	"ubt_probe_hits_total",
+	"ubt_metrics_series_dropped_total",
 	"ubt_events_lost_total",
 	"ubt_map_updates_dropped_total",
 	"ubt_processes_taken_total",
@@ -179,7 +201,15 @@ void metrics_plan(struct metrics *m, struct compile *c,
 	m->probes = xcalloc(sp->nprobes + 1, sizeof(*m->probes));
 	m->where = xcalloc(sp->nprobes + 1, sizeof(*m->where));
 	for (int i = 0; i < sp->nprobes; i++) {
-		m->probes[i] = metrics_probe_name(c, i);
+		const char *name = metrics_probe_name(c, i);
+		int same = 0;
+
+		/* a label per probe: the second "uprobe:x:f" is "...#2" */
+		for (int j = 0; j < i; j++)
+			same += !strcmp(metrics_probe_name(c, j), name);
+		m->probes[i] = same ? arena_printf(&c->arena, "%s#%d", name,
+						   same + 1) :
+				      name;
 		m->where[i] = where && where[i] ? where[i] : "kernel";
 	}
 	for (int i = 0; i < sp->nmaps; i++) {
@@ -190,18 +220,30 @@ void metrics_plan(struct metrics *m, struct compile *c,
 		int n;
 
 		mm->name = sm->name;
+		mm->probe = hits_probe_of(sm->name);
+		if (mm->probe >= 0) {
+			mm->kind = MK_HITS;
+			mm->family = xstrdup("ubt_probe_hits");
+			mm->help = xstrdup("");
+			continue;
+		}
 		mbuf_printf(&b, "%s%s", m->prefix,
 			    sm->name[1] ? sm->name + 1 : "at");
 		mm->family = b.s;
 		mm->help = metrics_help(c, sm);
 		mm->kind = metrics_kind_of(sm->value);
-		mm->nlabels = sm->key && sm->nkeys ? sm->nkeys : 0;
 		if (mm->kind == MK_SKIP) {
 			why = "its values are not numbers";
 		} else if ((why = metrics_key_why(sm))) {
 			fprintf(stderr, "WARNING: --metrics: map %s is not "
 				"served: a %s key cannot be a label\n",
 				sm->name, why);
+			mm->kind = MK_SKIP;
+			continue;
+		} else if ((why = metrics_label_clash(sm))) {
+			fprintf(stderr, "WARNING: --metrics: map %s is not "
+				"served: its key's field %s cannot name a "
+				"label\n", sm->name, why);
 			mm->kind = MK_SKIP;
 			continue;
 		}

@@ -15,6 +15,7 @@
 #include <string.h>
 #include "arena.h"
 #include "format.h"
+#include "hits.h"
 #include "output.h"
 #include "types.h"
 #include "util.h"
@@ -401,7 +402,12 @@ int out_print_maps(struct out *o, const struct out_map *const *maps,
 	memcpy(sorted, maps, nmaps * sizeof(*sorted));
 	qsort(sorted, nmaps, sizeof(*sorted), cmp_map_names);
 	for (int i = 0; i < nmaps; i++) {
-		int e = out_print_map(o, sorted[i], 0, 0);
+		int e;
+
+		/* --metrics' own counts of hits (frontend/hits.c) */
+		if (hits_map_hidden(sorted[i]->name))
+			continue;
+		e = out_print_map(o, sorted[i], 0, 0);
 
 		if (e && !err)
 			err = e;

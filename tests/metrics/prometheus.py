@@ -130,6 +130,9 @@ uprobe:%(bin)s:ubt_step {
 	@keys[arg0] = count();
 }
 uretprobe:%(bin)s:ubt_step { @ret = sum(retval); }
+uprobe:%(bin)s:ubt_step /arg0 %% 3 == 0/ {
+	@rec[(par = arg0 %% 2, name = comm)] = count();
+}
 """
 
 
@@ -170,7 +173,7 @@ def stop_ubt(p, out, err):
     return p.returncode, maps, err.read()
 
 
-def expected_series(maps):
+def expected_series(maps, bin_):
     """{(metric name, labels tuple): value} from ubt's JSON printout."""
     e = {}
     e[("ubt_calls_total", ())] = maps["@calls"]
@@ -179,6 +182,15 @@ def expected_series(maps):
         e[("ubt_parity_total", (("key0", par), ("key1", comm)))] = v
     for k, v in maps["@keys"].items():
         e[("ubt_keys_total", (("key", k),))] = v
+    # a record key: a label per field, named by it
+    for k, v in maps["@rec"].items():
+        par, comm = k.split(",", 1)
+        e[("ubt_rec_total", (("name", comm), ("par", par)))] = v
+    # each probe's hits, counted before its filter; the second probe
+    # of the same name is told apart by "#2"
+    probe = "uprobe:%s:ubt_step" % bin_
+    for name in (probe, probe + "#2", "uretprobe:%s:ubt_step" % bin_):
+        e[("ubt_probe_hits_total", (("probe", name),))] = maps["@calls"]
     e[("ubt_mx", ())] = maps["@mx"]
     e[("ubt_ret_total", ())] = maps["@ret"]     # retval: unsigned
     st = maps["@st"]
@@ -246,7 +258,7 @@ def phase(ubt, bin_, port, job, prom, extra, tmp, checks):
               "%s: the printout counts %d calls" % (job, N_PROCS * N_CALLS)):
         print("# " + errtext.replace("\n", "\n# "))
         return
-    exp = expected_series(maps)
+    exp = expected_series(maps, bin_)
     prom_s = {}
     for labels, v in got.items():
         d = dict(labels)
@@ -345,9 +357,15 @@ def kernel_only(ubt, tmp):
         except OSError:
             return None
     pg = wait_for(page, 20) or b""
+    pg2 = page() or b""
     out, err = p.communicate(timeout=60)
     s = page_series(pg)
     keys = [k for k in s if k[0] == "ubt_k_total"]
+    # the counter adds up what each page left out: 40 a page
+    ok(page_series(pg2).get(("ubt_metrics_series_dropped_total",
+                             (("map", "@k"),))) == 80,
+       "kernel only: ubt_metrics_series_dropped_total counts 40 more "
+       "at the next page")
     ok(len(keys) == 10 and s.get(("ubt_metrics_keys_dropped",
                                   (("map", "@k"),))) == 40 and
        s.get(("ubt_at_total", ())) == 1 and promtool_check(pg)[0],
@@ -427,6 +445,18 @@ def main():
                            capture_output=True, timeout=60)
         ok(r.returncode == 2 and b"invalid address for --metrics" in
            r.stderr, "a malformed address: a command-line error")
+        prog = "BEGIN { @__ubt_hits_0 = 1; exit(); }"
+        r = subprocess.run([ubt, "--metrics", "127.0.0.1:%d" % free_port(),
+                            "-e", prog], stdin=subprocess.DEVNULL,
+                           capture_output=True, timeout=60)
+        r2 = subprocess.run([ubt, "-e", prog], stdin=subprocess.DEVNULL,
+                            capture_output=True, timeout=60)
+        ok(r.returncode == 1 and b"stdin:1:9-22: ERROR: map names "
+           b"beginning with @__ubt_hits_ are ubt's own with --metrics" in
+           r.stderr and b"Attaching" not in r.stdout and
+           r2.returncode == 0 and b"@__ubt_hits_0: 1" in r2.stdout,
+           "a map named as ubt's hit counts: an error with --metrics, "
+           "printed without")
         ok(prom.ready(), "prometheus is ready on 127.0.0.1:%d" % prom.port)
 
         def auto_checks(url, page):
