@@ -226,6 +226,7 @@ TESTS += \
 	tests/user/kill-stress.py \
 	tests/user/no-alias.py \
 	tests/user/pipe-sigint.py \
+	tests/user/sacred-threads.sh \
 	tests/user/sacred.sh \
 	tests/user/share.py \
 	tests/user/sigjmp.py \
@@ -251,6 +252,7 @@ EXTRA_DIST += \
 	tests/user/no-alias.py \
 	tests/user/pipe-sigint.py \
 	tests/user/procmem.py \
+	tests/user/sacred-threads.sh \
 	tests/user/sacred.sh \
 	tests/user/share.py \
 	tests/user/sigjmp.py \

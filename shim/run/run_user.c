@@ -75,6 +75,34 @@ static const char **run_user_modules(struct run *r, size_t *n)
 	return mods;
 }
 
+/*
+ * Thread blocks: as many as RUN_BLOCKS_VM bytes of blocks hold, between
+ * the default (1024) and RUN_BLOCKS_MAX.  The memfd is sparse: a block's
+ * pages are made when its thread first writes them, so the blocks
+ * nobody takes cost address space in the target and in ubt, no memory;
+ * a process with more live threads than that at once (a thread that is
+ * gone leaves its block to the next) records nothing in the others, said
+ * at exit.
+ */
+#define RUN_BLOCKS_VM (4ULL << 30)
+#define RUN_BLOCKS_MAX 16384u
+
+static void run_user_nblocks(struct memfd_layout *l)
+{
+	struct memfd_layout one = *l;
+	uint64_t per, n;
+
+	one.nblocks = 1;
+	per = memfd_layout_size(&one);
+	one.nblocks = 2;
+	per = memfd_layout_size(&one) - per;
+	n = per ? RUN_BLOCKS_VM / per : 0;
+	if (n > RUN_BLOCKS_MAX)
+		n = RUN_BLOCKS_MAX;
+	if (n > l->nblocks)
+		l->nblocks = (uint32_t)n;
+}
+
 /* The options every process's user side is attached with. */
 void run_user_opts(struct run *r, struct user_opts *uo)
 {
@@ -100,6 +128,7 @@ void run_user_opts(struct run *r, struct user_opts *uo)
 		uo->layout.map_size = (r->nobj->native_area + 4095) & ~4095ull;
 	uo->layout.shared_size = native_shared_size(r->nobj->native_maps,
 						    r->nobj->nnative_maps);
+	run_user_nblocks(&uo->layout);
 	if (!r->mods)
 		r->mods = run_user_modules(r, &r->nmods);
 	uo->modules = r->mods;

@@ -27,6 +27,12 @@
  *	seccomp-strict  (for -p) SECCOMP_MODE_STRICT (read, write, exit,
  *		sigreturn only), "ready", a spin until SIGUSR1, the N calls,
  *		exit(2) directly
+ *	threads T  T threads (default 1500), all alive at once: each makes
+ *		the N calls of ubt_sacred_tick(i), then waits at a barrier
+ *		for the others before it exits
+ *	threads-wait T  (for -p) "ready" once the T threads are up (they
+ *		wait), a wait for SIGUSR1, then as threads, "done T*N",
+ *		"ready" and a wait for SIGUSR1 again
  */
 #define _GNU_SOURCE
 #include <linux/audit.h>
@@ -146,6 +152,68 @@ static int filter(int trap)
 	return prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog, 0, 0);
 }
 
+static pthread_barrier_t all_up, all_done;
+
+static void *thread_many(void *arg)
+{
+	long bad;
+
+	if (arg)
+		pthread_barrier_wait(&all_up);
+	bad = ticks();
+	pthread_barrier_wait(&all_done);
+	return (void *)bad;
+}
+
+/* T threads alive at once, each making the N calls (wait: after "ready"
+ * and SIGUSR1, with every thread made before) */
+static long threads(long t, int wait)
+{
+	pthread_t *tid = calloc((size_t)t, sizeof(*tid));
+	pthread_attr_t attr;
+	sigset_t usr1;
+	long bad = 0, i, made;
+	void *res;
+
+	if (t < 1 || !tid || pthread_attr_init(&attr) ||
+	    pthread_attr_setstacksize(&attr, 64 * 1024) ||
+	    pthread_barrier_init(&all_up, NULL, (unsigned)t + 1) ||
+	    pthread_barrier_init(&all_done, NULL, (unsigned)t))
+		return 1;
+	/* SIGUSR1 for the main thread alone: the threads start with it
+	 * blocked */
+	sigemptyset(&usr1);
+	sigaddset(&usr1, SIGUSR1);
+	pthread_sigmask(SIG_BLOCK, &usr1, NULL);
+	for (made = 0; made < t; made++)
+		if (pthread_create(&tid[made], &attr, thread_many,
+				   wait ? &all_up : NULL))
+			break;
+	if (made < t) {
+		fprintf(stderr, "ubt-sacred: %ld threads made of %ld\n", made,
+			t);
+		exit(3);
+	}
+	pthread_sigmask(SIG_UNBLOCK, &usr1, NULL);
+	if (wait) {
+		target_wait_usr1();
+		pthread_barrier_wait(&all_up);
+	}
+	for (i = 0; i < t; i++) {
+		bad |= pthread_join(tid[i], &res) != 0;
+		bad |= (long)res;
+	}
+	free(tid);
+	if (wait && !bad) {
+		/* the code can be read back after the detach */
+		*target_usr1() = 0;
+		pthread_sigmask(SIG_UNBLOCK, &usr1, NULL);
+		printf("done %ld\n", t * n_calls);
+		target_wait_usr1();
+	}
+	return bad;
+}
+
 static volatile sig_atomic_t go;
 
 static void on_usr1(int sig)
@@ -210,6 +278,10 @@ int main(int argc, char **argv)
 			printf("done %ld\n", lock_hits);
 	} else if (!strcmp(mode, "tsc") || !strcmp(mode, "tsc-wait")) {
 		bad = tsc(!strcmp(mode, "tsc-wait"));
+	} else if (!strcmp(mode, "threads") ||
+		   !strcmp(mode, "threads-wait")) {
+		bad = threads(target_count(argc, argv, 3, 1500),
+			      !strcmp(mode, "threads-wait"));
 	} else if (!strncmp(mode, "seccomp-", 8)) {
 		bad = seccomp(mode + 8);
 	} else {
