@@ -226,6 +226,7 @@ TESTS += \
 	tests/user/kill-stress.py \
 	tests/user/no-alias.py \
 	tests/user/pipe-sigint.py \
+	tests/user/sacred-pidns.sh \
 	tests/user/sacred-threads.sh \
 	tests/user/sacred.sh \
 	tests/user/share.py \
@@ -252,6 +253,7 @@ EXTRA_DIST += \
 	tests/user/no-alias.py \
 	tests/user/pipe-sigint.py \
 	tests/user/procmem.py \
+	tests/user/sacred-pidns.sh \
 	tests/user/sacred-threads.sh \
 	tests/user/sacred.sh \
 	tests/user/share.py \

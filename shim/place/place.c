@@ -223,6 +223,7 @@ int run_decide(struct compile *c, const struct run_opts *o,
 
 		if (user_process_check(o->pid, reason, sizeof(reason)))
 			proc_why = arena_strdup(&c->arena, reason);
+		s.pidns = place_pidns_why(c, o->pid);
 	}
 	for (struct ast_node *p = c->program->program.probes; p;
 	     p = p->next) {

@@ -7,6 +7,7 @@
 #define UBT_PLACE_H
 
 #include <stdbool.h>
+#include <sys/types.h>
 
 #include "compile.h"
 #include "sema.h"
@@ -30,6 +31,14 @@ bool *place_thread_maps(struct compile *c);
 struct run_decision;
 bool *place_xmap_maps(struct compile *c, const struct run_decision *d,
 		      bool syswide);
+
+/*
+ * System-wide user mode (d: the decisions): why a process taken cannot
+ * run the user-mode probes, which read pid, tid or ppid, since it is in
+ * another PID namespace (shim/place/place_pidns.c); NULL when it can.
+ */
+const char *place_pidns_syswide(struct compile *c,
+				const struct run_decision *d, pid_t pid);
 
 /* "uprobe:/bin/x:f" of probe p, for -v and --dry-run; in c->arena. */
 const char *place_probe_name(struct compile *c, struct ast_node *p);

@@ -33,6 +33,11 @@
  *	threads-wait T  (for -p) "ready" once the T threads are up (they
  *		wait), a wait for SIGUSR1, then as threads, "done T*N",
  *		"ready" and a wait for SIGUSR1 again
+ *	ppid	N times ubt_sacred_tick(i) followed by a getppid() system
+ *		call (the latency idiom's two halves; run in a PID
+ *		namespace), and "done N"
+ *	ppid-wait  (for -p) "ready", a wait for SIGUSR1, then as ppid,
+ *		then "ready" and a wait for SIGUSR1 again
  */
 #define _GNU_SOURCE
 #include <linux/audit.h>
@@ -282,6 +287,26 @@ int main(int argc, char **argv)
 		   !strcmp(mode, "threads-wait")) {
 		bad = threads(target_count(argc, argv, 3, 1500),
 			      !strcmp(mode, "threads-wait"));
+	} else if (!strcmp(mode, "ppid") || !strcmp(mode, "ppid-wait")) {
+		if (!strcmp(mode, "ppid-wait"))
+			target_wait_usr1();
+		for (long i = 0; i < n_calls; i++) {
+			bad |= ubt_sacred_tick(i) != i + 1;
+			syscall(SYS_getppid);
+		}
+		if (!bad && !strcmp(mode, "ppid-wait")) {
+			/* the code can be read back after the detach */
+			sigset_t usr1;
+
+			*target_usr1() = 0;
+			sigemptyset(&usr1);
+			sigaddset(&usr1, SIGUSR1);
+			pthread_sigmask(SIG_UNBLOCK, &usr1, NULL);
+			printf("done %ld\n", n_calls);
+			target_wait_usr1();
+		} else if (!bad) {
+			printf("done %ld\n", n_calls);
+		}
 	} else if (!strncmp(mode, "seccomp-", 8)) {
 		bad = seccomp(mode + 8);
 	} else {
