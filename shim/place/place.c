@@ -225,6 +225,8 @@ int run_decide(struct compile *c, const struct run_opts *o,
 			proc_why = arena_strdup(&c->arena, reason);
 		s.pidns = place_pidns_why(c, o->pid);
 	}
+	if ((o->pid > 0 || o->cmd) && o->mode != MODE_KERNEL && !proc_why)
+		proc_why = place_static_why(c, o);
 	for (struct ast_node *p = c->program->program.probes; p;
 	     p = p->next) {
 		struct run_decision *r = &d[p->probe.index];

@@ -61,6 +61,12 @@ struct place_scan {
 	bool children;
 };
 
+/* place_site.c: the -c command's executable, resolved through PATH */
+bool place_cmd_exe(const char *cmd, char *out, size_t len);
+/* place_static.c: why the -p process or the -c command cannot run
+ * user-mode probes, since it has no libc (a static executable), or NULL */
+const char *place_static_why(struct compile *c, const struct run_opts *o);
+
 /* place_pidns.c: why pid's probes that read pid, tid or ppid need the
  * kernel (another PID namespace than ubt's), or NULL */
 const char *place_pidns_why(struct compile *c, pid_t pid);
