@@ -232,6 +232,7 @@ TESTS += \
 	tests/user/kill-stress.py \
 	tests/user/no-alias.py \
 	tests/user/pipe-sigint.py \
+	tests/user/sacred-mntns.sh \
 	tests/user/sacred-pidns.sh \
 	tests/user/sacred-static.sh \
 	tests/user/sacred-threads.sh \
@@ -260,6 +261,7 @@ EXTRA_DIST += \
 	tests/user/no-alias.py \
 	tests/user/pipe-sigint.py \
 	tests/user/procmem.py \
+	tests/user/sacred-mntns.sh \
 	tests/user/sacred-pidns.sh \
 	tests/user/sacred-static.sh \
 	tests/user/sacred-threads.sh \

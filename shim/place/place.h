@@ -40,6 +40,15 @@ bool *place_xmap_maps(struct compile *c, const struct run_decision *d,
 const char *place_pidns_syswide(struct compile *c,
 				const struct run_decision *d, pid_t pid);
 
+/*
+ * Why pid, in another mount namespace, cannot load ubt's runtime by its
+ * path there (another file, or none, sits at it), or NULL
+ * (shim/place/place_mntns.c).
+ */
+struct run_opts;
+const char *place_mntns_why(struct compile *c, const struct run_opts *o,
+			    pid_t pid);
+
 /* "uprobe:/bin/x:f" of probe p, for -v and --dry-run; in c->arena. */
 const char *place_probe_name(struct compile *c, struct ast_node *p);
 
