@@ -236,6 +236,7 @@ TESTS += \
 	tests/user/sacred-pidns.sh \
 	tests/user/sacred-static.sh \
 	tests/user/sacred-threads.sh \
+	tests/user/sacred-uring.sh \
 	tests/user/sacred.sh \
 	tests/user/share.py \
 	tests/user/sigjmp.py \
@@ -265,6 +266,7 @@ EXTRA_DIST += \
 	tests/user/sacred-pidns.sh \
 	tests/user/sacred-static.sh \
 	tests/user/sacred-threads.sh \
+	tests/user/sacred-uring.sh \
 	tests/user/sacred.sh \
 	tests/user/share.py \
 	tests/user/sigjmp.py \

@@ -63,7 +63,7 @@ run_p()
 		i=$((i + 1))
 	done
 	before=$(code $tp)
-	__BPFTRACE_NOTIFY_PROBES_ATTACHED=1 timeout 60 "$UBT" "$@" -p $tp \
+	__BPFTRACE_NOTIFY_PROBES_ATTACHED=1 timeout --foreground 60 "$UBT" "$@" -p $tp \
 		-e "$prog" >"$out" 2>"$err" </dev/null &
 	up=$!
 	i=0
@@ -126,7 +126,7 @@ report "the same runtime seen there: user mode, patched during the run" \
 	      [ "$before" != "$during" ]'
 
 # system-wide: the process is not taken, no dlopen of the other file
-__BPFTRACE_NOTIFY_PROBES_ATTACHED=1 timeout 60 "$UBT" -v -e "$prog" \
+__BPFTRACE_NOTIFY_PROBES_ATTACHED=1 timeout --foreground 60 "$UBT" -v -e "$prog" \
 	>"$out" 2>"$err" </dev/null &
 up=$!
 i=0

@@ -57,7 +57,7 @@ run_p()
 	done
 	tp=$(pgrep -P $us | head -1)
 	before=$(code "$tp")
-	__BPFTRACE_NOTIFY_PROBES_ATTACHED=1 timeout 60 "$UBT" "$@" -p "$tp" \
+	__BPFTRACE_NOTIFY_PROBES_ATTACHED=1 timeout --foreground 60 "$UBT" "$@" -p "$tp" \
 		-e "$idiom" >"$out" 2>"$err" </dev/null &
 	up=$!
 	i=0
@@ -138,7 +138,7 @@ while ! grep -q '^ready' "$tout" && [ $i -lt 100 ]; do
 done
 tp=$(pgrep -P $us | head -1)
 before=$(code "$tp")
-__BPFTRACE_NOTIFY_PROBES_ATTACHED=1 timeout 60 "$UBT" -v --mode user -p "$tp" \
+__BPFTRACE_NOTIFY_PROBES_ATTACHED=1 timeout --foreground 60 "$UBT" -v --mode user -p "$tp" \
 	-e "uprobe:$bin:ubt_sacred_tick { @ = count(); } END { }" \
 	>"$out" 2>"$err" </dev/null &
 up=$!
@@ -174,7 +174,7 @@ fi
 
 # system-wide: a process of another PID namespace is not taken when the
 # user-mode probes read ids (its probes stay in the kernel)
-__BPFTRACE_NOTIFY_PROBES_ATTACHED=1 timeout 60 "$UBT" -v \
+__BPFTRACE_NOTIFY_PROBES_ATTACHED=1 timeout --foreground 60 "$UBT" -v \
 	-e "uprobe:$bin:ubt_sacred_tick { @t[pid, tid] = count(); }" \
 	>"$out" 2>"$err" </dev/null &
 up=$!

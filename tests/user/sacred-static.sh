@@ -82,7 +82,7 @@ for mode in auto user; do
 		i=$((i + 1))
 	done
 	before=$(code $tp)
-	__BPFTRACE_NOTIFY_PROBES_ATTACHED=1 timeout 60 "$UBT" -v --mode $mode \
+	__BPFTRACE_NOTIFY_PROBES_ATTACHED=1 timeout --foreground 60 "$UBT" -v --mode $mode \
 		-p $tp -e "$prog" >"$out" 2>"$err" </dev/null &
 	up=$!
 	i=0

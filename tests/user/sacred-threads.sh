@@ -80,7 +80,7 @@ for l in open("/proc/%d/maps" % pid):
 ' $tp "$bin" "$off" 2>/dev/null
 }
 before=$(code)
-__BPFTRACE_NOTIFY_PROBES_ATTACHED=1 timeout 120 "$UBT" --mode user -p $tp \
+__BPFTRACE_NOTIFY_PROBES_ATTACHED=1 timeout --foreground 120 "$UBT" --mode user -p $tp \
 	-e "$prog END { }" >"$out" 2>"$err" </dev/null &
 up=$!
 i=0
