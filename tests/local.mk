@@ -234,6 +234,7 @@ TESTS += \
 	tests/user/pipe-sigint.py \
 	tests/user/sacred-mntns.sh \
 	tests/user/sacred-pidns.sh \
+	tests/user/sacred-progress.py \
 	tests/user/sacred-static.sh \
 	tests/user/sacred-threads.sh \
 	tests/user/sacred-uring.sh \
@@ -264,6 +265,7 @@ EXTRA_DIST += \
 	tests/user/procmem.py \
 	tests/user/sacred-mntns.sh \
 	tests/user/sacred-pidns.sh \
+	tests/user/sacred-progress.py \
 	tests/user/sacred-static.sh \
 	tests/user/sacred-threads.sh \
 	tests/user/sacred-uring.sh \

@@ -30,6 +30,7 @@
 #include "user.h"
 #include "util.h"
 #include "ptrace.h"
+#include "progress.h"
 #include "run_int.h"
 
 void run_fleet_add(struct run *r, struct ubt_user *u)
@@ -390,11 +391,15 @@ int run_user_install(struct run *r, int *nprobes, bool again)
 	struct run_site *sites = run_sites_of(r, &nsites);
 	struct pt_map *maps = NULL;
 
+	struct progress pg;
+
 	/* hundreds of sites in one library: its mappings read once */
 	if (pt_maps(user_pid(r->u), &maps, &nmaps))
 		nmaps = 0;
 
+	progress_start(&pg, "sites patched", nsites);
 	for (int i = 0; i < nsites && !err; i++) {
+		progress_step(&pg, i);
 		struct run_site *st = &sites[i];
 		size_t len;
 		void *code = run_site_code(st, &len);
@@ -410,9 +415,11 @@ int run_user_install(struct run *r, int *nprobes, bool again)
 			err = native_patch_func(code, len, at);
 		if (err == -ENOENT)
 			err = 0;
-		if (err)
+		if (err) {
+			progress_end(&pg);
 			fprintf(stderr, "ubt: %s: cannot place the native "
 				"code: %s\n", st->name, strerror(-err));
+		}
 		if (!err) {
 			err = user_install(r->u, &(struct user_probe){
 				.sz = sizeof(struct user_probe),
@@ -424,6 +431,8 @@ int run_user_install(struct run *r, int *nprobes, bool again)
 				.offset = st->offset,
 				.regs = st->reads_regs,
 			});
+			if (err)
+				progress_end(&pg);
 			if (err && again) {
 				if (r->o->verbose)
 					fprintf(stderr, "ubt: %s: no site in "
@@ -443,6 +452,9 @@ int run_user_install(struct run *r, int *nprobes, bool again)
 		if (!err)
 			*nprobes += st->nprogs;
 	}
+	if (!err)
+		progress_step(&pg, nsites);
+	progress_end(&pg);
 	for (int i = 0; i < nsites; i++)
 		free(sites[i].progs);
 	free(sites);
