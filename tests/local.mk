@@ -24,6 +24,7 @@ check_PROGRAMS += \
 	tests/targets/ubt-sigjmp \
 	tests/targets/ubt-sites \
 	tests/targets/ubt-spawn \
+	tests/targets/ubt-static \
 	tests/targets/ubt-strs \
 	tests/targets/ubt-threads \
 	tests/targets/ubt-types \
@@ -108,6 +109,11 @@ tests_targets_ubt_sacred_SOURCES = tests/targets/sacred.c
 tests_targets_ubt_sacred_CFLAGS = $(UBT_TARGET_CFLAGS)
 tests_targets_ubt_sacred_LDFLAGS =
 tests_targets_ubt_sacred_LDADD = -lpthread
+# the same, linked statically: no libc in the process (tests/user/sacred-static.sh)
+tests_targets_ubt_static_SOURCES = tests/targets/sacred.c
+tests_targets_ubt_static_CFLAGS = $(UBT_TARGET_CFLAGS)
+tests_targets_ubt_static_LDFLAGS = -static
+tests_targets_ubt_static_LDADD = -lpthread
 tests_targets_ubt_sites_SOURCES = tests/targets/sites.c
 tests_targets_ubt_sites_CFLAGS = $(UBT_TARGET_CFLAGS)
 tests_targets_ubt_sites_LDFLAGS =
@@ -226,6 +232,12 @@ TESTS += \
 	tests/user/kill-stress.py \
 	tests/user/no-alias.py \
 	tests/user/pipe-sigint.py \
+	tests/user/sacred-mntns.sh \
+	tests/user/sacred-pidns.sh \
+	tests/user/sacred-progress.py \
+	tests/user/sacred-static.sh \
+	tests/user/sacred-threads.sh \
+	tests/user/sacred-uring.sh \
 	tests/user/sacred.sh \
 	tests/user/share.py \
 	tests/user/sigjmp.py \
@@ -251,6 +263,12 @@ EXTRA_DIST += \
 	tests/user/no-alias.py \
 	tests/user/pipe-sigint.py \
 	tests/user/procmem.py \
+	tests/user/sacred-mntns.sh \
+	tests/user/sacred-pidns.sh \
+	tests/user/sacred-progress.py \
+	tests/user/sacred-static.sh \
+	tests/user/sacred-threads.sh \
+	tests/user/sacred-uring.sh \
 	tests/user/sacred.sh \
 	tests/user/share.py \
 	tests/user/sigjmp.py \

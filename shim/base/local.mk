@@ -4,5 +4,7 @@ libubt_a_SOURCES += \
 	shim/base/env.h \
 	shim/base/merge.c \
 	shim/base/merge.h \
+	shim/base/progress.c \
+	shim/base/progress.h \
 	shim/base/signals.c \
 	shim/base/signals.h

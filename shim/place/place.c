@@ -223,7 +223,12 @@ int run_decide(struct compile *c, const struct run_opts *o,
 
 		if (user_process_check(o->pid, reason, sizeof(reason)))
 			proc_why = arena_strdup(&c->arena, reason);
+		s.pidns = place_pidns_why(c, o->pid);
 	}
+	if ((o->pid > 0 || o->cmd) && o->mode != MODE_KERNEL && !proc_why)
+		proc_why = place_static_why(c, o);
+	if (o->pid > 0 && o->mode != MODE_KERNEL && !proc_why)
+		proc_why = place_mntns_why(c, o, o->pid);
 	for (struct ast_node *p = c->program->program.probes; p;
 	     p = p->next) {
 		struct run_decision *r = &d[p->probe.index];

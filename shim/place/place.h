@@ -7,6 +7,7 @@
 #define UBT_PLACE_H
 
 #include <stdbool.h>
+#include <sys/types.h>
 
 #include "compile.h"
 #include "sema.h"
@@ -30,6 +31,23 @@ bool *place_thread_maps(struct compile *c);
 struct run_decision;
 bool *place_xmap_maps(struct compile *c, const struct run_decision *d,
 		      bool syswide);
+
+/*
+ * System-wide user mode (d: the decisions): why a process taken cannot
+ * run the user-mode probes, which read pid, tid or ppid, since it is in
+ * another PID namespace (shim/place/place_pidns.c); NULL when it can.
+ */
+const char *place_pidns_syswide(struct compile *c,
+				const struct run_decision *d, pid_t pid);
+
+/*
+ * Why pid, in another mount namespace, cannot load ubt's runtime by its
+ * path there (another file, or none, sits at it), or NULL
+ * (shim/place/place_mntns.c).
+ */
+struct run_opts;
+const char *place_mntns_why(struct compile *c, const struct run_opts *o,
+			    pid_t pid);
 
 /* "uprobe:/bin/x:f" of probe p, for -v and --dry-run; in c->arena. */
 const char *place_probe_name(struct compile *c, struct ast_node *p);

@@ -345,6 +345,8 @@ int place_scan_body(struct ast_node *n, void *ctx)
 		else
 			why = place_builtin_ok(n->sema ? n->sema->builtin :
 							 BI_NONE);
+		if (!why && n->sema)
+			why = place_pidns_builtin(s, n->sema->builtin);
 		break;
 	case AST_CALL:
 		why = place_func_ok(s->c, n->sema ? n->sema->func : FN_NONE);

@@ -55,7 +55,24 @@ struct place_scan {
 	/* the probe being scanned: every attach point a uprobe at a
 	 * function's entry (entry), or a uretprobe (ret) */
 	bool entry, ret;
+	/* the target is in another PID namespace: why (place_pidns.c);
+	 * children: its forked children record (-c) */
+	const char *pidns;
+	bool children;
 };
+
+/* place_site.c: the -c command's executable, resolved through PATH */
+bool place_cmd_exe(const char *cmd, char *out, size_t len);
+/* place_static.c: why the -p process or the -c command cannot run
+ * user-mode probes, since it has no libc (a static executable), or NULL */
+const char *place_static_why(struct compile *c, const struct run_opts *o);
+
+/* place_pidns.c: why pid's probes that read pid, tid or ppid need the
+ * kernel (another PID namespace than ubt's), or NULL */
+const char *place_pidns_why(struct compile *c, pid_t pid);
+/* why builtin b needs the kernel in s's target, or NULL */
+const char *place_pidns_builtin(const struct place_scan *s,
+				enum sema_builtin b);
 
 /*
  * Maps that are not aggregations, used only by reads, assignments,

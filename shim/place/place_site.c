@@ -54,7 +54,7 @@ static bool place_mapped_in(int pid, const char *path)
 
 /* The -c command's executable (its first word, as child_split_cmd()
  * splits it), resolved through PATH. */
-static bool place_cmd_exe(const char *cmd, char *out, size_t len)
+bool place_cmd_exe(const char *cmd, char *out, size_t len)
 {
 	char word[PATH_MAX], cand[2 * PATH_MAX + 2];
 	const char *path = getenv("PATH");

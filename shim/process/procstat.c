@@ -35,3 +35,14 @@ char procstat_state(pid_t pid)
 
 	return p ? p[0] : 0;
 }
+
+bool procstat_io_worker(pid_t tid)
+{
+	char buf[512];
+	const char *p = procstat_read(tid, buf, sizeof(buf));
+	unsigned int flags;
+
+	/* field 9, flags: PF_IO_WORKER (0x10) */
+	return p && sscanf(p, "%*c %*d %*d %*d %*d %*d %u", &flags) == 1 &&
+	       (flags & 0x10);
+}

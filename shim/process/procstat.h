@@ -5,12 +5,20 @@
 #ifndef UBT_PROCSTAT_H
 #define UBT_PROCSTAT_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <sys/types.h>
 
 /* Fill buf (len bytes) and return the text after ") ", or NULL when the
  * process is gone or the file unreadable. */
 const char *procstat_read(pid_t pid, char *buf, size_t len);
+
+/*
+ * Is thread tid an io_uring worker of its process (PF_IO_WORKER in the
+ * flags, field 9: iou-wrk-*, iou-sqp-*)?  It runs kernel code only: never
+ * stopped, moved or used for a remote call (it cannot run user code).
+ */
+bool procstat_io_worker(pid_t tid);
 
 /* The state letter ('R', 'S', 'T', 'Z', ...), 0 if unknown. */
 char procstat_state(pid_t pid);

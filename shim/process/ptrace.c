@@ -21,6 +21,7 @@
 #include <time.h>
 #include <unistd.h>
 #include "errbuf.h"
+#include "procstat.h"
 #include "ptrace.h"
 #include "util.h"
 #include "ptrace_int.h"
@@ -166,7 +167,7 @@ int pt_list_tasks(struct pt *p, pid_t pid, int *added)
 	while ((de = readdir(d))) {
 		pid_t tid = (pid_t)atoi(de->d_name);
 
-		if (tid <= 0 || find(p, tid))
+		if (tid <= 0 || find(p, tid) || procstat_io_worker(tid))
 			continue;
 		if (ptrace(PTRACE_SEIZE, tid, 0, PT_SEIZE_OPTS) < 0) {
 			int err = -errno;

@@ -30,6 +30,7 @@
 #include "user.h"
 #include "util.h"
 #include "ptrace.h"
+#include "progress.h"
 #include "run_int.h"
 
 void run_fleet_add(struct run *r, struct ubt_user *u)
@@ -75,6 +76,34 @@ static const char **run_user_modules(struct run *r, size_t *n)
 	return mods;
 }
 
+/*
+ * Thread blocks: as many as RUN_BLOCKS_VM bytes of blocks hold, between
+ * the default (1024) and RUN_BLOCKS_MAX.  The memfd is sparse: a block's
+ * pages are made when its thread first writes them, so the blocks
+ * nobody takes cost address space in the target and in ubt, no memory;
+ * a process with more live threads than that at once (a thread that is
+ * gone leaves its block to the next) records nothing in the others, said
+ * at exit.
+ */
+#define RUN_BLOCKS_VM (4ULL << 30)
+#define RUN_BLOCKS_MAX 16384u
+
+static void run_user_nblocks(struct memfd_layout *l)
+{
+	struct memfd_layout one = *l;
+	uint64_t per, n;
+
+	one.nblocks = 1;
+	per = memfd_layout_size(&one);
+	one.nblocks = 2;
+	per = memfd_layout_size(&one) - per;
+	n = per ? RUN_BLOCKS_VM / per : 0;
+	if (n > RUN_BLOCKS_MAX)
+		n = RUN_BLOCKS_MAX;
+	if (n > l->nblocks)
+		l->nblocks = (uint32_t)n;
+}
+
 /* The options every process's user side is attached with. */
 void run_user_opts(struct run *r, struct user_opts *uo)
 {
@@ -100,6 +129,7 @@ void run_user_opts(struct run *r, struct user_opts *uo)
 		uo->layout.map_size = (r->nobj->native_area + 4095) & ~4095ull;
 	uo->layout.shared_size = native_shared_size(r->nobj->native_maps,
 						    r->nobj->nnative_maps);
+	run_user_nblocks(&uo->layout);
 	if (!r->mods)
 		r->mods = run_user_modules(r, &r->nmods);
 	uo->modules = r->mods;
@@ -361,11 +391,15 @@ int run_user_install(struct run *r, int *nprobes, bool again)
 	struct run_site *sites = run_sites_of(r, &nsites);
 	struct pt_map *maps = NULL;
 
+	struct progress pg;
+
 	/* hundreds of sites in one library: its mappings read once */
 	if (pt_maps(user_pid(r->u), &maps, &nmaps))
 		nmaps = 0;
 
+	progress_start(&pg, "sites patched", nsites);
 	for (int i = 0; i < nsites && !err; i++) {
+		progress_step(&pg, i);
 		struct run_site *st = &sites[i];
 		size_t len;
 		void *code = run_site_code(st, &len);
@@ -381,9 +415,11 @@ int run_user_install(struct run *r, int *nprobes, bool again)
 			err = native_patch_func(code, len, at);
 		if (err == -ENOENT)
 			err = 0;
-		if (err)
+		if (err) {
+			progress_end(&pg);
 			fprintf(stderr, "ubt: %s: cannot place the native "
 				"code: %s\n", st->name, strerror(-err));
+		}
 		if (!err) {
 			err = user_install(r->u, &(struct user_probe){
 				.sz = sizeof(struct user_probe),
@@ -395,6 +431,8 @@ int run_user_install(struct run *r, int *nprobes, bool again)
 				.offset = st->offset,
 				.regs = st->reads_regs,
 			});
+			if (err)
+				progress_end(&pg);
 			if (err && again) {
 				if (r->o->verbose)
 					fprintf(stderr, "ubt: %s: no site in "
@@ -414,6 +452,9 @@ int run_user_install(struct run *r, int *nprobes, bool again)
 		if (!err)
 			*nprobes += st->nprogs;
 	}
+	if (!err)
+		progress_step(&pg, nsites);
+	progress_end(&pg);
 	for (int i = 0; i < nsites; i++)
 		free(sites[i].progs);
 	free(sites);

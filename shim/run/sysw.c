@@ -438,10 +438,13 @@ static void sysw_take(struct run *r, pid_t pid)
 				(int)pid, comm, SYSW_MAX_TAKEN);
 		return;
 	}
-	if (user_process_check(pid, err, sizeof(err))) {
+	why = place_pidns_syswide(r->c, r->d, pid);
+	why = why ?: place_mntns_why(r->c, r->o, pid);
+	if (why || user_process_check(pid, err, sizeof(err))) {
 		if (r->o->verbose)
 			fprintf(stderr, "ubt: pid %d (%s): its probes stay in "
-				"the kernel: %s\n", (int)pid, comm, err);
+				"the kernel: %s\n", (int)pid, comm,
+				why ? why : err);
 		return;
 	}
 	run_user_opts(r, &uo);

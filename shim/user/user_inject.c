@@ -27,6 +27,7 @@
 #include <unistd.h>
 #include "owner.h"
 #include "patch.h"
+#include "procstat.h"
 #include "ptrace.h"
 #include "rtpath.h"
 #include "tramp.h"
@@ -318,7 +319,7 @@ pid_t user_blocked_thread(struct ubt_user *u)
 		long nr;
 		int fd;
 
-		if (tid <= 0)
+		if (tid <= 0 || procstat_io_worker(tid))
 			continue;
 		snprintf(path, sizeof(path), "/proc/%d/task/%d/syscall",
 			 u->pid, tid);
