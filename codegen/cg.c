@@ -357,6 +357,14 @@ static void cg_program(struct cg *g, struct sema_probe *sp,
 	p->matches = m;
 	p->nmatches = nm;
 	p->probe_name = nm == 1 && m[0].name ? m[0].name : sp->name;
+	if (prov == PROV_USDT && nm == 1 && m[0].pid > 0 && m[0].target &&
+	    strncmp(m[0].target, "/proc/", 6))
+		/* bpftrace names a -p process's USDT probe by the path
+		 * through its mount namespace (its uprobes it does not) */
+		p->probe_name = arena_printf(&g->c->arena,
+					     "usdt:/proc/%d/root%s:%s:%s",
+					     m[0].pid, m[0].target, m[0].ns,
+					     m[0].func);
 
 	g->probe = sp;
 	g->ap = ap;

@@ -537,6 +537,10 @@ LLVMValueRef cg_expr(struct cg *g, struct ast_node *n)
 				       "a context pointer cast other than for reading a field (((struct x *)ctx)->f)");
 			return irb_const(&g->ir, 0);
 		}
+		if (n->cast.expr->type &&
+		    n->cast.expr->type->kind == TY_ARRAY && n->type &&
+		    n->type->kind == TY_POINTER)
+			return cg_array_addr(g, n->cast.expr);
 		v = cg_expr(g, n->cast.expr);
 
 		if (cg_is_scalar(n->type) && cg_is_scalar(n->cast.expr->type))

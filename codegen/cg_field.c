@@ -323,6 +323,19 @@ LLVMValueRef cg_member(struct cg *g, struct ast_node *n)
 	return cg_place_load(g, &p, n);
 }
 
+/* (struct s *)p->arr: the address of an array in traced memory. */
+LLVMValueRef cg_array_addr(struct cg *g, struct ast_node *n)
+{
+	struct cg_place p;
+
+	cg_place_of(g, n, &p);
+	if (!p.mem) {
+		cg_unsupported(g, n, "the address of an array ubt holds");
+		return irb_const(&g->ir, 0);
+	}
+	return p.addr;
+}
+
 LLVMValueRef cg_index(struct cg *g, struct ast_node *n)
 {
 	const struct type *t = n->index.expr->type;

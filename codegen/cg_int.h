@@ -173,6 +173,7 @@ LLVMValueRef cg_stack(struct cg *g, struct ast_node *n);
 void cg_stack_note(struct cg *g, const struct ast_node *n);
 LLVMValueRef cg_reg(struct cg *g, struct ast_node *n);
 LLVMValueRef cg_kaddr(struct cg *g, struct ast_node *n);
+LLVMValueRef cg_array_addr(struct cg *g, struct ast_node *n);
 LLVMValueRef cg_uaddr(struct cg *g, struct ast_node *n);
 LLVMValueRef cg_stack_native(struct cg *g, struct ast_node *n);
 LLVMValueRef cg_reg_native(struct cg *g, struct ast_node *n, size_t off);

@@ -276,12 +276,26 @@ void irb_func_end(struct irb *ir)
 	ir->entry = NULL;
 }
 
+/* Larger zeroings than this the BPF back end would lower to a call. */
+#define IRB_MEMSET_INLINE 512
+
 void irb_memset(struct irb *ir, LLVMValueRef dst, int c, size_t size)
 {
 	LLVMValueRef s;
 
 	if (irb_is_native(ir)) {
 		irb_native_memset(ir, dst, c, size);
+		return;
+	}
+	if (c == 0 && size > IRB_MEMSET_INLINE) {
+		/* BPF has no memset to call: a failing read from address 0
+		 * zeroes its destination (bpftrace's way too) */
+		LLVMValueRef args[3] = {
+			dst, LLVMConstInt(ir->i32, size, 0),
+			LLVMConstPointerNull(ir->ptr),
+		};
+
+		irb_helper(ir, BPF_FUNC_probe_read_kernel, args, 3);
 		return;
 	}
 	s = LLVMBuildMemSet(ir->b, dst, LLVMConstInt(ir->i8, c, 0),
@@ -294,6 +308,15 @@ void irb_memcpy(struct irb *ir, LLVMValueRef dst, LLVMValueRef src,
 {
 	if (irb_is_native(ir)) {
 		irb_native_memcpy(ir, dst, src, size);
+		return;
+	}
+	if (size > IRB_MEMSET_INLINE) {
+		/* as for memset: the kernel's copy, through a read helper */
+		LLVMValueRef args[3] = {
+			dst, LLVMConstInt(ir->i32, size, 0), src,
+		};
+
+		irb_helper(ir, BPF_FUNC_probe_read_kernel, args, 3);
 		return;
 	}
 	LLVMBuildMemCpy(ir->b, dst, 1, src, 1,

@@ -358,6 +358,8 @@ void sema_dump(FILE *f, struct compile *c);
 const char *sema_builtin_name(enum sema_builtin b);
 const char *sema_func_name(enum sema_func f);
 const char *sema_provider_name(enum sema_provider p);
+/* iter:NAME: does the kernel have that iterator? */
+bool sema_iter_exists(const char *name);
 /* "uprobe", "u" -> PROV_UPROBE; PROV_NONE when unknown. */
 enum sema_provider sema_provider_lookup(const char *name);
 

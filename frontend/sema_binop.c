@@ -54,6 +54,13 @@ struct ast_loc sema_t_op_loc(struct sema_ctx *x, struct ast_node *n)
 	return loc;
 }
 
+/* str($N): a positional parameter's text, a literal to bpftrace */
+static bool str_is_literal(const struct ast_node *n)
+{
+	return n->kind == AST_CALL && !strcmp(n->call.name, "str") &&
+	       n->call.args && n->call.args->kind == AST_POSITIONAL;
+}
+
 static void sign_warnings(struct sema_ctx *x, struct ast_node *n,
 			  struct type *lt, struct type *rt)
 {
@@ -198,7 +205,11 @@ struct type *sema_t_binop_types(struct sema_ctx *x, struct ast_node *n,
 				   ops, sema_tstr(x, lt), sema_tstr(x, rt));
 			return NULL;
 		}
-		if (l->kind == AST_STRING && r->kind != AST_STRING &&
+		/* bpftrace 0.17 warns for == only, str($N) a literal
+		 * too (its value known before the run) */
+		if (op != OP_EQ || str_is_literal(l) || str_is_literal(r))
+			;
+		else if (l->kind == AST_STRING && r->kind != AST_STRING &&
 		    lt->size > rt->size)
 			sema_warning(x, &n->loc,
 				     "The literal is longer than the variable string (size=%zu), condition will always be false",

@@ -13,6 +13,7 @@
 
 #include "sema.h"
 #include "kprov.h"
+#include "types_btf.h"
 #include "sema_int.h"
 #include "tracepoint.h"
 #include "util.h"
@@ -130,8 +131,7 @@ static void check_ap(struct sema_ctx *x, struct ast_node *ap)
 		break;
 	case PROV_ITER:
 		/* bpftrace's words; a pin file (iter:task:PIN) ubt lacks */
-		if (!a->func || (strcmp(a->func, "task") &&
-				 strcmp(a->func, "task_file")))
+		if (!a->func || !sema_iter_exists(a->func))
 			sema_error(x, &ap->loc,
 				   "iter %s not available for your kernel version.",
 				   a->func ? a->func : "");
@@ -150,6 +150,21 @@ static void check_ap(struct sema_ctx *x, struct ast_node *ap)
 	default:
 		break;
 	}
+}
+
+/*
+ * An iterator the kernel has: its context, struct bpf_iter__NAME, in its
+ * BTF (task and task_file, the ones bpftrace 0.17 knows, without BTF).
+ */
+bool sema_iter_exists(const char *name)
+{
+	const struct btf *btf = types_btf_vmlinux();
+	char rec[128];
+
+	if (!btf)
+		return !strcmp(name, "task") || !strcmp(name, "task_file");
+	snprintf(rec, sizeof(rec), "struct bpf_iter__%s", name);
+	return types_btf_id(btf, rec) != 0;
 }
 
 /*

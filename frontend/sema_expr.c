@@ -405,8 +405,37 @@ static struct ast_loc cast_type_loc(struct sema_ctx *x, struct ast_node *n)
 	return loc;
 }
 
+/*
+ * An array field read through a pointer (p->arr, p->s.arr, p->a[1].arr):
+ * it has an address, in that pointer's address space (*as).
+ */
+static bool cast_array_space(const struct ast_node *e, int *as)
+{
+	while (e->kind == AST_FIELD || e->kind == AST_INDEX) {
+		const struct ast_node *in = e->kind == AST_FIELD ?
+						    e->field.expr :
+						    e->index.expr;
+
+		if (in->type && in->type->kind == TY_POINTER) {
+			*as = in->type->addrspace;
+			return e->kind == AST_FIELD;
+		}
+		if (in->kind == AST_UNOP && in->op.op == OP_DEREF &&
+		    in->op.left->type &&
+		    in->op.left->type->kind == TY_POINTER) {
+			/* p->f as (*p).f */
+			*as = in->op.left->type->addrspace;
+			return true;
+		}
+		e = in;
+	}
+	return false;
+}
+
 static struct type *type_cast(struct sema_ctx *x, struct ast_node *n)
 {
+	int as = AS_NONE;
+
 	struct type *t = sema_type_expr(x, n->cast.expr);
 	struct ast_loc tloc = cast_type_loc(x, n);
 	/* (typeof(e))expr: e's type, e not evaluated */
@@ -460,6 +489,16 @@ static struct type *type_cast(struct sema_ctx *x, struct ast_node *n)
 				return p;
 			}
 			return to;
+		}
+		if (t->kind == TY_ARRAY && cast_array_space(n->cast.expr,
+							    &as)) {
+			/* an array in traced memory decays to a pointer to
+			 * its first element, as in C (bpftrace 0.17 too) */
+			struct type *p = type_pointer(x->a, to->elem);
+
+			p->addrspace = to->addrspace != AS_NONE ?
+					       to->addrspace : as;
+			return p;
 		}
 		sema_error(x, &n->loc, "Casts are not supported for type: \"%s\"",
 			   sema_tstr(x, t));

@@ -313,7 +313,9 @@ static int probes_expand_uprobe(struct arena *a, struct diag_list *d,
 			}
 			if (!in || probes_elf_vaddr_to_offset(paths[p], address,
 							      &m->offset)) {
-				probes_report(d, loc, warn_only,
+				/* bpftrace's bare ERROR: line (it finds
+				 * out when attaching) */
+				probes_report(d, NULL, warn_only,
 					      arena_printf(a,
 							   "Could not resolve address: %s:0x%llx",
 							   paths[p],

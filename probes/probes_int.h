@@ -70,6 +70,17 @@ int probes_list_kernel(struct arena *a, const char *provider,
 				    const char *detail),
 		       void *ctx);
 
+/* -l 'struct NAME' (union, enum), -lv with each definition; the
+ * iterators as iter:NAME (probes_btf.c); 0 or -errno. */
+int probes_list_btf_types(struct arena *a, const char *pattern, bool verbose,
+			  void (*emit)(void *ctx, const char *name,
+				       const char *detail),
+			  void *ctx);
+int probes_list_iters(struct arena *a, const char *pattern,
+		      void (*emit)(void *ctx, const char *name,
+				   const char *detail),
+		      void *ctx);
+
 /* ------------------------------------------------------------------ */
 /* ELF files                                                           */
 

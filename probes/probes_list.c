@@ -356,6 +356,7 @@ static const char *probes_canonical(const char *p)
 		{ "fr", "kretfunc" }, { "kretfunc", "kretfunc" },
 		{ "fexit", "kretfunc" },
 		{ "rt", "rawtracepoint" }, { "rawtracepoint", "rawtracepoint" },
+		{ "it", "iter" }, { "iter", "iter" },
 		{ "i", "interval" }, { "interval", "interval" },
 		{ "p", "profile" }, { "profile", "profile" },
 		{ "BEGIN", "BEGIN" }, { "END", "END" },
@@ -574,6 +575,11 @@ static int probes_list_pattern(struct probes_lister *l, struct diag_list *d,
 				probes_emit(l, m[i].name, NULL);
 		return 0;
 	}
+	if (!strcmp(prov, "iter"))
+		return probes_list_iters(a, arena_printf(a, "iter:%s",
+							 np >= 2 ? parts[1] :
+								   "*"),
+					 probes_emit_cb, l);
 	if (probes_is_kernel(prov))
 		return probes_list_kernel(a, prov, np >= 3 ? parts[1] : NULL,
 					  np >= 3 ? parts[2] :
@@ -622,6 +628,14 @@ int probes_list(const char *pattern, int pid, bool verbose, FILE *out,
 		}
 	} else if (!pattern || !*pattern) {
 		probes_list_fixed(&l, NULL, NULL);
+	} else if (!strchr(pattern, ':') &&
+		   (!strncmp(pattern, "struct", 6) ||
+		    !strncmp(pattern, "union", 5) ||
+		    !strncmp(pattern, "enum", 4))) {
+		/* type definitions, as bpftrace tells them apart */
+		if (probes_list_btf_types(&a, pattern, verbose,
+					  probes_emit_cb, &l))
+			rc = 1;
 	} else {
 		loc.first_line = loc.last_line = 1;
 		loc.first_column = 1;

@@ -9,7 +9,9 @@
 #     list, also without a PMU, as bpftrace does);
 #   - bpftrace 0.17 does not resolve "libc.so.6" as a library name; ubt
 #     does (as later bpftrace releases do);
-#   - ubt lists no iter: probes (not supported);
+#   - bpftrace 0.17 finds no iterators here (its check wants
+#     available_filter_functions readable): ubt lists them from BTF for
+#     'iter:*' (as bpftrace 0.26 does), not in the whole list;
 #   - bpftrace 0.17 matches "a*lock" against "a_clocklock" wrongly (it
 #     anchors the last part at its first occurrence); ubt uses fnmatch().
 
@@ -112,6 +114,13 @@ same "*:$TARGET:*"
 same "u*:$TARGET:ubt_probe_alpha*"
 same "*sdt:$TARGET:*"
 same_err 'x*:foo'
+# kernel types from BTF, -v with their definitions (issue 28)
+same 'struct path'
+same 'struct task_s*'
+same 'enum bpf_*'
+same 'struct task_struct' -v
+same 'struct path*' -v
+same 'union *' -v
 same_err "*:$TARGET"
 same_err 'uprobe:/nonexistent/binary:*'
 same_err 'uprobe:libnosuchlibrary:foo'
@@ -145,6 +154,22 @@ grep '^kprobe:' "$tmp/bt.all" >"$tmp/bt.kp"
 grep '^kprobe:' "$tmp/ubt.out" >"$tmp/ubt.kp"
 cmp -s "$tmp/bt.kp" "$tmp/ubt.kp" && ! grep -q '^iter:' "$tmp/ubt.out"
 ok $? "-l: the same kprobes ($(wc -l <"$tmp/ubt.kp")), no iterators"
+
+# iterators: the kernel's, from its BTF (bpf_iter__NAME)
+list 'iter:*' >"$tmp/ubt.out" 2>&1
+grep -qx 'iter:task' "$tmp/ubt.out" && grep -qx 'iter:task_file' "$tmp/ubt.out" &&
+	! grep -q '__safe_trusted\|^[^i]' "$tmp/ubt.out"
+ok $? "-l 'iter:*'"
+list 'it:task_f*' >"$tmp/ubt.out" 2>&1
+printf 'iter:task_file\n' | cmp -s - "$tmp/ubt.out"
+ok $? "-l 'it:task_f*'"
+
+# -l -e PROGRAM: only what the program's attach points name (as bpftrace
+# 0.26; 0.17 listed every probe)
+"$UBT" -l -e 'tracepoint:sched:sched_switch { } t:sched:sched_process_e*, BEGIN { }' >"$tmp/ubt.out" 2>&1
+printf 'tracepoint:sched:sched_switch\ntracepoint:sched:sched_process_exec\ntracepoint:sched:sched_process_exit\n' |
+	cmp -s - "$tmp/ubt.out"
+ok $? "-l -e PROGRAM: the program's probes"
 
 # A bare search matches whole names.
 list '*sched_switch*' >"$tmp/ubt.out" 2>&1

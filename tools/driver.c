@@ -487,6 +487,29 @@ static int driver_check_pattern(const char *pattern)
 	return bad.head ? -EINVAL : 0;
 }
 
+/* -l -e PROGRAM: the probes each attach point of the program names, as
+ * bpftrace 0.26 lists them (0.17 listed every probe). */
+static int driver_list_program(const struct cli_opts *o)
+{
+	struct compile c;
+	struct ast_node *p, *ap;
+	int rc = UBT_EXIT_OK;
+
+	compile_init(&c, "stdin", o->program);
+	if (compile_frontend(&c, STAGE_PARSE)) {
+		diag_print(&c.diag, stderr);
+		compile_release(&c);
+		return UBT_EXIT_ERROR;
+	}
+	for (p = c.program->program.probes; p; p = p->next)
+		for (ap = p->probe.aps; ap; ap = ap->next)
+			if (probes_list(ap->ap.raw, o->pid, o->verbose, stdout,
+					stderr))
+				rc = UBT_EXIT_ERROR;
+	compile_release(&c);
+	return rc;
+}
+
 int driver_run(const struct cli_opts *o)
 {
 	struct compile c;
@@ -499,6 +522,8 @@ int driver_run(const struct cli_opts *o)
 		return UBT_EXIT_ERROR;
 	if (o->list && driver_check_pattern(o->list_pattern))
 		return UBT_EXIT_ERROR;
+	if (o->list && o->program)
+		return driver_list_program(o);
 	if (o->list)
 		return probes_list(o->list_pattern, o->pid, o->verbose, stdout,
 				   stderr) ? UBT_EXIT_ERROR : UBT_EXIT_OK;
