@@ -216,6 +216,7 @@ tests_unit_rtpath_LDADD = $(UBT_LIBS)
 # User mode (shim/process/ptrace.c patch.c tramp.c memfd.c user.c, runtime/):
 # attach, patch, trampolines, per-thread blocks, detach, with native blobs.
 check_PROGRAMS += \
+	tests/user/exiting \
 	tests/user/scribble \
 	tests/user/target \
 	tests/user/test-user \
@@ -228,6 +229,7 @@ check_PROGRAMS += \
 	tests/user/unit-tramp
 TESTS += \
 	tests/user/corrupt.sh \
+	tests/user/exiting.py \
 	tests/user/hold.sh \
 	tests/user/kill-stress.py \
 	tests/user/no-alias.py \
@@ -258,6 +260,7 @@ TESTS += \
 # user-mode return probes (the ubt-exc target)
 EXTRA_DIST += \
 	tests/user/corrupt.sh \
+	tests/user/exiting.py \
 	tests/user/hold.sh \
 	tests/user/kill-stress.py \
 	tests/user/no-alias.py \
@@ -279,6 +282,12 @@ EXTRA_DIST += \
 	tests/user/unwind.sh \
 	tests/user/unwind.test \
 	tests/user/wrap-near.sh
+# tests/user/exiting.py: threads that exit while ubt stops them
+tests_user_exiting_SOURCES = tests/user/exiting.c
+tests_user_exiting_CPPFLAGS = -I$(top_srcdir)/tests/targets
+tests_user_exiting_CFLAGS = $(UBT_TARGET_CFLAGS)
+tests_user_exiting_LDFLAGS =
+tests_user_exiting_LDADD = -lpthread
 # tests/user/corrupt.sh: a target that writes garbage over ubt's memfd
 tests_user_scribble_SOURCES = tests/user/scribble.c
 tests_user_scribble_CPPFLAGS = -I$(top_srcdir)/runtime \

@@ -127,7 +127,17 @@ static int wait_stop(struct pt *p, struct pt_thread *t, bool nohang)
 			ptrace(PTRACE_GETEVENTMSG, tid, 0, &msg);
 			if (msg && !find(p, (pid_t)msg))
 				add(p, (pid_t)msg);
-			break;
+			/*
+			 * Still inside clone(): registers read here and
+			 * written back, or a remote call run from here,
+			 * would make pthread_create() see a failed clone
+			 * of a thread that runs (two threads on one stack,
+			 * a thread count off by one: the process ends
+			 * early).  Let it return, and stop it there.
+			 */
+			if (ptrace(PTRACE_CONT, tid, 0, 0) == 0)
+				ptrace(PTRACE_INTERRUPT, tid, 0, 0);
+			continue;
 		}
 		case PTRACE_EVENT_STOP:
 			/* a group stop (SIGSTOP): hold() never lets it go */
@@ -153,11 +163,68 @@ static int wait_stop(struct pt *p, struct pt_thread *t, bool nohang)
 	}
 }
 
+/*
+ * Why ptrace(SEIZE) of thread tid of pid failed with EPERM: 1 if the
+ * thread is exiting (a zombie or dead, or gone by now: it runs no code of
+ * the process any more), 0 if another tracer holds it, 2 if this process
+ * does already, -1 if neither shows (yet): the caller tries again.
+ */
+int pt_thread_exiting(pid_t pid, pid_t tid)
+{
+	char path[64], line[128];
+	char state = 0;
+	int tracer = -1;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/task/%d/status", pid, tid);
+	f = fopen(path, "re");
+	if (!f)
+		return 1;	/* gone */
+	while (fgets(line, sizeof(line), f)) {
+		if (!strncmp(line, "State:", 6))
+			sscanf(line + 6, " %c", &state);
+		else if (sscanf(line, "TracerPid: %d", &tracer) == 1)
+			break;
+	}
+	fclose(f);
+	if (!state || state == 'Z' || state == 'X')
+		return 1;
+	if (tracer > 0) {
+		/* ours already: seized earlier, its stop never waited for
+		 * (a detach of a running thread fails) */
+		snprintf(path, sizeof(path), "/proc/self/task/%d", tracer);
+		return access(path, F_OK) ? 0 : 2;
+	}
+	return -1;
+}
+
+/* ptrace(SEIZE) of thread tid: 0, 1 if it is exiting (skip it), -errno */
+static int seize_task(pid_t pid, pid_t tid)
+{
+	for (int tries = 0;; tries++) {
+		int why;
+
+		if (ptrace(PTRACE_SEIZE, tid, 0, PT_SEIZE_OPTS) == 0)
+			return 0;
+		if (errno == ESRCH)
+			return 1;
+		if (errno != EPERM)
+			return -errno;
+		why = pt_thread_exiting(pid, tid);
+		if (why == 2)
+			return 0;	/* ours (a detach that failed) */
+		if (why >= 0 || tries == 50)
+			return why > 0 ? 1 : -EPERM;
+		usleep(1000);
+	}
+}
+
 int pt_list_tasks(struct pt *p, pid_t pid, int *added)
 {
 	char path[64];
 	struct dirent *de;
 	DIR *d;
+	int err;
 
 	*added = 0;
 	snprintf(path, sizeof(path), "/proc/%d/task", pid);
@@ -169,11 +236,10 @@ int pt_list_tasks(struct pt *p, pid_t pid, int *added)
 
 		if (tid <= 0 || find(p, tid) || procstat_io_worker(tid))
 			continue;
-		if (ptrace(PTRACE_SEIZE, tid, 0, PT_SEIZE_OPTS) < 0) {
-			int err = -errno;
-
-			if (err == -ESRCH)
-				continue;
+		err = seize_task(pid, tid);
+		if (err > 0)
+			continue;	/* it exits: nothing to stop */
+		if (err < 0) {
 			closedir(d);
 			return err;
 		}
@@ -518,11 +584,38 @@ int pt_stop_all(struct pt *p)
 	return 0;
 }
 
+/*
+ * Before a detach: a thread seized (or let go by hold()) but not in a
+ * ptrace stop yet cannot be detached (PTRACE_DETACH fails: it would stay
+ * ubt's tracee, stopped for the rest of the session).  Stop each first.
+ */
+static void stop_unstopped(struct pt *p)
+{
+	bool any = false;
+
+	for (int i = 0; i < p->nth; i++)
+		if (!p->th[i].stopped) {
+			ptrace(PTRACE_INTERRUPT, p->th[i].tid, 0, 0);
+			p->th[i].released = false;
+			any = true;
+		}
+	if (any) {
+		uint64_t hold = p->hold_ns;
+
+		p->hold_ns = 0;
+		pt_stop_threads(p);
+		p->hold_ns = hold;
+	}
+}
+
 void pt_detach_others(struct pt *p)
 {
 	struct pt_thread keep;
 	int i;
 
+	if (p->ctl < 0 || p->ctl >= p->nth)
+		return;
+	stop_unstopped(p);
 	if (p->ctl < 0 || p->ctl >= p->nth)
 		return;
 	keep = p->th[p->ctl];
@@ -708,6 +801,8 @@ int pt_spawn(struct pt *p, char *const argv[])
 int pt_detach(struct pt *p)
 {
 	int i, ret = 0;
+
+	stop_unstopped(p);
 
 	for (i = 0; i < p->nth; i++) {
 		struct pt_thread *t = &p->th[i];

@@ -120,6 +120,13 @@ int pt_run_briefly(struct pt *p, unsigned int usec);
 int pt_regs(struct pt *p, int i, struct user_regs_struct *r);
 int pt_set_regs(struct pt *p, int i, const struct user_regs_struct *r);
 
+/*
+ * ptrace(SEIZE) of thread tid of pid failed with EPERM: 1 if the thread is
+ * exiting (zombie, dead or gone), 0 if another tracer holds it, 2 if this
+ * process does already, -1 if neither shows.
+ */
+int pt_thread_exiting(pid_t pid, pid_t tid);
+
 /* Has pid exited (no such process, or a zombie)? */
 bool pt_gone(pid_t pid);
 
