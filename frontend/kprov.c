@@ -1,15 +1,15 @@
 /*
- * Kernel features, asked of the running kernel (kprov.h).
+ * Kernel features, asked of the running kernel (kprov.h); kprobe_multi,
+ * fentry and BTF through kfeat (probes/kfeat.h), which --info prints.
  */
-#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 #include <bpf/bpf.h>
-#include <bpf/btf.h>
 #include <bpf/libbpf.h>
 #include <linux/bpf.h>
 
+#include "kfeat.h"
 #include "kprov.h"
 
 enum { KF_UNKNOWN, KF_NO, KF_YES };
@@ -76,56 +76,6 @@ static bool kprov_ask_kprobe(void)
 	return true;
 }
 
-static bool kprov_ask_kprobe_multi(void)
-{
-	const char *syms[] = { "__ubt_kprov_no_such_function" };
-	LIBBPF_OPTS(bpf_link_create_opts, lo, .kprobe_multi.syms = syms,
-		    .kprobe_multi.cnt = 1);
-	int fd, l, err;
-
-	if (!kprov_kprobe())
-		return false;
-	fd = kprov_load(BPF_PROG_TYPE_KPROBE, BPF_TRACE_KPROBE_MULTI, 0);
-	if (fd < 0)
-		return false;
-	l = bpf_link_create(fd, 0, BPF_TRACE_KPROBE_MULTI, &lo);
-	err = errno;
-	if (l >= 0)
-		close(l);
-	close(fd);
-	/* the link type is known and looked the symbol up */
-	return l < 0 && (err == ESRCH || err == ENOENT);
-}
-
-static bool kprov_ask_btf(void)
-{
-	return access("/sys/kernel/btf/vmlinux", R_OK) == 0;
-}
-
-static bool kprov_ask_fentry(void)
-{
-	static const char *const funcs[] = {
-		"bpf_fentry_test1", "vfs_read", "do_sys_openat2", "schedule",
-	};
-	int fd = -1;
-
-	if (!kprov_btf())
-		return false;
-	for (size_t i = 0; fd < 0 && i < sizeof(funcs) / sizeof(funcs[0]);
-	     i++) {
-		int id = libbpf_find_vmlinux_btf_id(funcs[i],
-						    BPF_TRACE_FENTRY);
-
-		if (id > 0)
-			fd = kprov_load(BPF_PROG_TYPE_TRACING,
-					BPF_TRACE_FENTRY, (uint32_t)id);
-	}
-	if (fd < 0)
-		return false;
-	close(fd);
-	return true;
-}
-
 static bool kprov_ask_rawtp(void)
 {
 	int fd = kprov_load(BPF_PROG_TYPE_RAW_TRACEPOINT, 0, 0);
@@ -143,18 +93,17 @@ bool kprov_kprobe(void)
 	return kprov_answer(&s, kprov_ask_kprobe, "kprobe");
 }
 
+/* kprobe_multi, fentry and BTF are kfeat's probes (probes/kfeat.c) */
 bool kprov_kprobe_multi(void)
 {
-	static int s;
-
-	return kprov_answer(&s, kprov_ask_kprobe_multi, "kprobe_multi");
+	return !kprov_hidden("kprobe_multi") && kprov_kprobe() &&
+	       kfeat_has(KFEAT_KPROBE_MULTI);
 }
 
 bool kprov_fentry(void)
 {
-	static int s;
-
-	return kprov_answer(&s, kprov_ask_fentry, "fentry");
+	return !kprov_hidden("fentry") && kprov_btf() &&
+	       kfeat_has(KFEAT_FENTRY);
 }
 
 bool kprov_rawtp(void)
@@ -166,9 +115,7 @@ bool kprov_rawtp(void)
 
 bool kprov_btf(void)
 {
-	static int s;
-
-	return kprov_answer(&s, kprov_ask_btf, "btf");
+	return !kprov_hidden("btf") && kfeat_has(KFEAT_BTF);
 }
 
 static bool kprov_is(const char *p, const char *a, const char *b)

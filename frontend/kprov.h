@@ -6,12 +6,12 @@
  *
  *   kprobe        kprobes: a kprobe program loads and the kernel has a
  *                 kprobe PMU or tracefs kprobe_events
- *   kprobe_multi  a BPF_TRACE_KPROBE_MULTI link can be created (asked
- *                 with a symbol that does not exist: ESRCH says yes)
- *   fentry        kernel BTF, and a tracing program attached at a
- *                 function's BTF id (BPF trampolines) loads
+ *   kprobe_multi  kprobes, and kfeat_has(KFEAT_KPROBE_MULTI): a link
+ *                 with a symbol that does not exist is refused with ESRCH
+ *   fentry        kprov_btf(), and kfeat_has(KFEAT_FENTRY): a tracing
+ *                 program attached at a function's BTF id (a trampoline)
  *   rawtp         a raw tracepoint program loads
- *   btf           /sys/kernel/btf/vmlinux can be read
+ *   btf           kfeat_has(KFEAT_BTF): /sys/kernel/btf/vmlinux is BTF
  *
  * UBT_KERNEL_LACKS=NAME[,NAME...] (the names above) makes ubt take those
  * as missing, for tests of the refusals on kernels that have them.
