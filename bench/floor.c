@@ -16,6 +16,13 @@
  *              clock reads of the latency idiom (nsecs at entry and at
  *              return), with nothing else of a probe around them
  *
+ *   floorvdso: not patched, a plain function: two reads of
+ *              clock_gettime(CLOCK_MONOTONIC) through the vDSO whose
+ *              difference is added to the counter: the latency idiom's two
+ *              clock reads where user mode reads the vDSO (the TSC is not
+ *              the kernel's clock: kvm-clock, hpet; UBT_NO_TSC), less the
+ *              jump (floorjmp adds it)
+ *
  * What this CPU charges for the detour itself, with nothing of ubt in it.
  */
 #define _GNU_SOURCE
@@ -24,6 +31,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "floor.h"
@@ -234,4 +242,15 @@ int bench_floor_init(void)
 		fprintf(stderr, "ubt-hotloop: cannot patch the floor sites: "
 			"%s\n", strerror(-err));
 	return err;
+}
+
+__attribute__((noinline)) void bench_floor_vdso(void)
+{
+	struct timespec a, b;
+
+	clock_gettime(CLOCK_MONOTONIC, &a);
+	clock_gettime(CLOCK_MONOTONIC, &b);
+	bench_floor_count += (unsigned long)((b.tv_sec - a.tv_sec) *
+					     1000000000l +
+					     (b.tv_nsec - a.tv_nsec));
 }

@@ -7,6 +7,10 @@
 void bench_floor_jmp(void);
 void bench_floor_call(void);
 void bench_floor_tsc(void);
+/* Not patched: two clock_gettime(CLOCK_MONOTONIC) through the vDSO, their
+ * difference added to the counter (nsecs in user mode where the TSC is
+ * not the kernel's clock). */
+void bench_floor_vdso(void);
 /* Patch them all (the process's own code): 0, or -errno (said on stderr). */
 int bench_floor_init(void);
 

@@ -19,7 +19,9 @@
  *      replaced and jumps back; floorcall: the same with a call into a
  *      separate function that increments the counter, and its ret;
  *      floortsc: floorjmp plus two rdtsc reads (the latency idiom's
- *      clock reads)
+ *      clock reads); floorvdso: a plain call that reads
+ *      clock_gettime(CLOCK_MONOTONIC) through the vDSO twice (the
+ *      idiom's clock reads where the TSC is not the kernel's clock)
  * -t   threads, all calling the function at once (default 1)
  * -d   run each thread for MS milliseconds (default 300), or
  * -n   for CALLS calls (rounded up to whole blocks)
@@ -97,6 +99,7 @@ enum bench_func {
 	BENCH_FLOOR_JMP,
 	BENCH_FLOOR_CALL,
 	BENCH_FLOOR_TSC,
+	BENCH_FLOOR_VDSO,
 };
 
 static const char *const bench_func_names[] = {
@@ -107,6 +110,7 @@ static const char *const bench_func_names[] = {
 	[BENCH_FLOOR_JMP] = "floorjmp",
 	[BENCH_FLOOR_CALL] = "floorcall",
 	[BENCH_FLOOR_TSC] = "floortsc",
+	[BENCH_FLOOR_VDSO] = "floorvdso",
 };
 
 struct bench_gap {
@@ -260,6 +264,9 @@ static void bench_block(struct bench_thread *t, enum bench_func f, int n)
 			case BENCH_FLOOR_TSC:
 				bench_floor_tsc();
 				break;
+			case BENCH_FLOOR_VDSO:
+				bench_floor_vdso();
+				break;
 			}
 			d = bench_tsc() - t0;
 			if (d > BENCH_SLOW_TICKS)
@@ -291,6 +298,10 @@ static void bench_block(struct bench_thread *t, enum bench_func f, int n)
 	case BENCH_FLOOR_TSC:
 		for (i = 0; i < n; i++)
 			bench_floor_tsc();
+		break;
+	case BENCH_FLOOR_VDSO:
+		for (i = 0; i < n; i++)
+			bench_floor_vdso();
 		break;
 	case BENCH_ARGS:
 		for (i = 0; i < n; i++) {
