@@ -81,20 +81,15 @@ static enum rel_kind classify(const ZydisDecodedInstruction *in,
 	return REL_BAD;
 }
 
-static bool is_arg_reg(ZydisRegister r)
+/* PATCH_REG_* of a general register (any width), 0 for any other */
+static uint32_t reg_bit(ZydisRegister r)
 {
-	switch (ZydisRegisterGetLargestEnclosing(ZYDIS_MACHINE_MODE_LONG_64,
-						 r)) {
-	case ZYDIS_REGISTER_RDI:
-	case ZYDIS_REGISTER_RSI:
-	case ZYDIS_REGISTER_RDX:
-	case ZYDIS_REGISTER_RCX:
-	case ZYDIS_REGISTER_R8:
-	case ZYDIS_REGISTER_R9:
-		return true;
-	default:
-		return false;
-	}
+	ZydisRegister big = ZydisRegisterGetLargestEnclosing(
+		ZYDIS_MACHINE_MODE_LONG_64, r);
+
+	if (big < ZYDIS_REGISTER_RAX || big > ZYDIS_REGISTER_R15)
+		return 0;
+	return PATCH_REG(big - ZYDIS_REGISTER_RAX);
 }
 
 static bool is_rsp(ZydisRegister r)
@@ -201,8 +196,8 @@ static int entry_insn(const ZydisDecodedInstruction *in,
 			continue;
 		if (is_rsp(op->reg.value))
 			writes_rsp = true;
-		else if (is_arg_reg(op->reg.value))
-			goto refuse;
+		else
+			s->clobbers |= reg_bit(op->reg.value);
 		/* a register it also reads: running it twice differs
 		 * (but xor/sub of a register with itself is a zeroing) */
 		if (op->actions & ZYDIS_OPERAND_ACTION_MASK_READ &&
@@ -240,6 +235,8 @@ static int entry_insn(const ZydisDecodedInstruction *in,
 		s->mid = true;
 		return 0;
 	}
+	if (s->clobbers)
+		goto refuse;	/* %rsp and another register (pop) */
 	if (in->mnemonic == ZYDIS_MNEMONIC_PUSH &&
 	    in->operand_width == 64) {
 		*undo = 8;
@@ -257,10 +254,42 @@ static int entry_insn(const ZydisDecodedInstruction *in,
 	}
 refuse:
 	snprintf(s->reason, sizeof(s->reason),
-		 "the entry instruction '%s' at +%#llx changes %s: a jump "
-		 "after it could not share the entry with other tracers",
-		 name, (unsigned long long)off,
-		 writes_rsp ? "%rsp" : "an argument register");
+		 "the entry instruction '%s' at +%#llx changes %%rsp: a "
+		 "jump after it could not share the entry with other "
+		 "tracers",
+		 name, (unsigned long long)off);
+	return -EINVAL;
+}
+
+static const char *const reg_name[16] = {
+	"rax", "rcx", "rdx", "rbx", "rsp", "rbp", "rsi", "rdi",
+	"r8",  "r9",  "r10", "r11", "r12", "r13", "r14", "r15",
+};
+
+const char *patch_reg_names(uint32_t mask, char *buf, size_t len)
+{
+	size_t n = 0;
+
+	buf[0] = 0;
+	for (int i = 0; i < 16 && n < len; i++)
+		if (mask & PATCH_REG(i))
+			n += (size_t)snprintf(buf + n, len - n, "%s%%%s",
+					      n ? ", " : "", reg_name[i]);
+	return buf;
+}
+
+int patch_site_sees(struct patch_site *s, uint32_t reads)
+{
+	char names[64];
+	uint32_t both = s->clobbers & reads;
+
+	if (!both)
+		return 0;
+	snprintf(s->reason, sizeof(s->reason),
+		 "the entry instruction at +%#llx changes %s, which the "
+		 "probe reads",
+		 (unsigned long long)(s->kept - s->func),
+		 patch_reg_names(both, names, sizeof(names)));
 	return -EINVAL;
 }
 

@@ -11,12 +11,14 @@
  * the whole instructions covering >= 5 bytes that the jmp replaces, starts
  * after it: whoever runs the entry instruction then lands on the jmp.  The
  * trampoline sees the state after the entry instruction:
- *   - one that changes no argument register and not %rsp (a load into
- *     %rax, a compare, a store) is simply left behind;
+ *   - one that changes no register but %rsp's (a load, a compare, a
+ *     store) is simply left behind; the registers it changes are in
+ *     s->clobbers, and a probe that reads one of them at entry runs in
+ *     the kernel (patch_site_sees()), any other in user mode;
  *   - push REG/IMM or sub $IMM,%rsp is undone by the trampoline (lea
  *     back over it: the registers are unchanged) and run again from the
  *     relocated copy, so probes see the function's entry state exactly;
- *   - any other entry instruction refuses the site (kernel fallback).
+ *   - any other change of %rsp refuses the site (kernel fallback).
  * A site inside a function (an offset) likewise leaves the instruction at
  * the offset in place, when it changes no general register and does not
  * transfer control, and the probe runs after it (the trampoline of a
@@ -55,6 +57,8 @@ struct patch_site {
 				 * the entry instruction is run again */
 	uint64_t kept;		/* the instruction left in place before the
 				 * jump (where others' breakpoints go) */
+	uint32_t clobbers;	/* PATCH_REG_*: the registers the probe sees
+				 * changed by the entry instruction */
 	/* the instructions the trampoline runs, from copy_addr on: the
 	 * window's, after the entry instruction when it is run again */
 	uint64_t copy_addr;
@@ -66,6 +70,27 @@ struct patch_site {
 	uint8_t orig[PATCH_MAX_WINDOW];		/* original window bytes */
 	char reason[128];	/* why the site was refused */
 };
+
+/*
+ * General registers by their x86 encoding (%rax 0 ... %r15 15), as a mask:
+ * what an entry instruction left in place changes (patch_site.clobbers)
+ * and what a probe reads of the entry state (patch_site_sees()).
+ */
+#define PATCH_REG(n) (1u << (n))
+#define PATCH_REG_RAX PATCH_REG(0)
+#define PATCH_REG_RCX PATCH_REG(1)
+#define PATCH_REG_RDX PATCH_REG(2)
+#define PATCH_REG_RBX PATCH_REG(3)
+#define PATCH_REG_RSP PATCH_REG(4)
+#define PATCH_REG_RBP PATCH_REG(5)
+#define PATCH_REG_RSI PATCH_REG(6)
+#define PATCH_REG_RDI PATCH_REG(7)
+#define PATCH_REG_R8 PATCH_REG(8)
+#define PATCH_REG_R9 PATCH_REG(9)
+#define PATCH_REGS_ARGS                                                    \
+	(PATCH_REG_RDI | PATCH_REG_RSI | PATCH_REG_RDX | PATCH_REG_RCX |   \
+	 PATCH_REG_R8 | PATCH_REG_R9)
+#define PATCH_REGS_ALL 0xffffu
 
 /* Relocated window: where each original instruction went. */
 struct patch_reloc {
@@ -96,6 +121,16 @@ int patch_elf_interp(const char *path);
  */
 int patch_analyze(const uint8_t *code, uint64_t size, uint64_t func,
 		  uint64_t at, struct patch_site *s);
+
+/*
+ * Whether a probe reading the entry registers reads (PATCH_REG_*) sees
+ * them as at the function's entry at site s: 0, or -EINVAL with the
+ * reason in s->reason (the entry instruction changes one it reads).
+ */
+int patch_site_sees(struct patch_site *s, uint32_t reads);
+
+/* "%rdx, %rsi": the registers of mask, into buf. */
+const char *patch_reg_names(uint32_t mask, char *buf, size_t len);
 
 /*
  * Write the copied instructions relocated to run at address to, followed

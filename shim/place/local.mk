@@ -4,5 +4,6 @@ libubt_a_SOURCES += \
 	shim/place/place.h \
 	shim/place/place_body.c \
 	shim/place/place_int.h \
+	shim/place/place_reads.c \
 	shim/place/place_site.c \
 	shim/place/place_xmap.c

@@ -82,6 +82,24 @@ int user_site_check_at(const char *binary, const char *symbol,
 				 NULL);
 }
 
+int user_site_check_reads(const char *binary, const char *symbol,
+			  uint64_t offset, uint32_t reads, uint32_t *clobbers,
+			  char *reason, size_t len)
+{
+	struct patch_site s;
+	uint64_t func;
+	int err = user_site_analyze(binary, symbol, offset, reason, len, &s,
+				    &func);
+
+	if (clobbers)
+		*clobbers = err ? 0 : s.clobbers;
+	if (!err && patch_site_sees(&s, reads)) {
+		snprintf(reason, len, "%s", s.reason);
+		err = -EINVAL;
+	}
+	return err;
+}
+
 int user_site_entry_stays(const char *binary, const char *symbol)
 {
 	struct patch_site s;
