@@ -366,8 +366,87 @@ static bool flags_dead_at(ZydisDecoder *d, const uint8_t *code,
 	return false;
 }
 
+/*
+ * A nop of any length or an int3: what an assembler puts between
+ * functions for alignment.
+ */
+static bool is_padding(const ZydisDecodedInstruction *in)
+{
+	return in->mnemonic == ZYDIS_MNEMONIC_NOP ||
+	       in->mnemonic == ZYDIS_MNEMONIC_INT3;
+}
+
+/*
+ * A function too short for the jump after its entry instruction (the
+ * bytes from start to size), whose last instruction never falls through
+ * (ret, jmp, ud2): the window takes the rest of it and as much of the
+ * padding after it (room bytes at code[size..], every one of them a nop
+ * or int3: no code reaches them) as the jump needs; its instructions all
+ * run relocated in the trampoline.  0, or -EINVAL with the reason.
+ */
+static int tail_window(ZydisDecoder *d, const uint8_t *code, uint64_t size,
+		       uint64_t room, uint64_t start, struct patch_site *s)
+{
+	ZydisDecodedOperand ops[ZYDIS_MAX_OPERAND_COUNT];
+	ZydisDecodedInstruction in;
+	uint64_t off = start;
+	bool ends = false;
+
+	snprintf(s->reason, sizeof(s->reason),
+		 "function is shorter than %d bytes after its entry "
+		 "instruction",
+		 PATCH_JMP_LEN);
+	if (start + PATCH_JMP_LEN > size + room)
+		return -EINVAL;
+	for (off = size; off < size + room; off += in.length)
+		if (!ZYAN_SUCCESS(ZydisDecoderDecodeFull(d, code + off,
+							 size + room - off,
+							 &in, ops)) ||
+		    !is_padding(&in))
+			return -EINVAL;
+	for (off = start; off < size; off += in.length) {
+		enum rel_kind k;
+
+		if (!ZYAN_SUCCESS(ZydisDecoderDecodeFull(d, code + off,
+							 size - off, &in,
+							 ops)) ||
+		    s->ninsns == PATCH_MAX_INSNS)
+			return -EINVAL;
+		k = classify(&in, ops);
+		if (k == REL_BAD || in.meta.category == ZYDIS_CATEGORY_CALL) {
+			snprintf(s->reason, sizeof(s->reason),
+				 "function is shorter than %d bytes after its "
+				 "entry instruction, and '%s' at +%#llx cannot "
+				 "move into the trampoline",
+				 PATCH_JMP_LEN, insn_name(&in),
+				 (unsigned long long)off);
+			return -EINVAL;
+		}
+		s->insn_off[s->ninsns] = (uint8_t)(s->func + off -
+						   s->copy_addr);
+		s->insn_len[s->ninsns] = in.length;
+		s->ninsns++;
+		ends = in.meta.category == ZYDIS_CATEGORY_RET ||
+		       in.meta.category == ZYDIS_CATEGORY_UNCOND_BR ||
+		       in.mnemonic == ZYDIS_MNEMONIC_UD2 ||
+		       in.mnemonic == ZYDIS_MNEMONIC_HLT;
+	}
+	if (off != size || !ends)
+		return -EINVAL;
+	s->reason[0] = 0;
+	s->len = PATCH_JMP_LEN;
+	s->tail = true;
+	return 0;
+}
+
 int patch_analyze(const uint8_t *code, uint64_t size, uint64_t func,
 		  uint64_t at, struct patch_site *s)
+{
+	return patch_analyze_room(code, size, 0, func, at, s);
+}
+
+int patch_analyze_room(const uint8_t *code, uint64_t size, uint64_t room,
+		       uint64_t func, uint64_t at, struct patch_site *s)
 {
 	ZydisDecodedOperand ops[ZYDIS_MAX_OPERAND_COUNT];
 	ZydisDecodedInstruction in;
@@ -456,6 +535,16 @@ int patch_analyze(const uint8_t *code, uint64_t size, uint64_t func,
 	s->flags_dead = at && flags_dead_at(&d, code, size, off);
 	s->copy_addr = func + copy;
 	s->first = s->ninsns;
+	if (size < off + PATCH_JMP_LEN && !at) {
+		err = tail_window(&d, code, size, room, start, s);
+		if (err)
+			return err;
+		end = size;
+		memcpy(s->orig, code + start, s->len);
+		memcpy(s->copy, code + (s->copy_addr - func),
+		       end - (s->copy_addr - func));
+		goto targets;
+	}
 	if (size < off + PATCH_JMP_LEN) {
 		if (at)
 			snprintf(s->reason, sizeof(s->reason),
@@ -527,6 +616,8 @@ int patch_analyze(const uint8_t *code, uint64_t size, uint64_t func,
 	 * jump: a branch there would run the probe without the instruction
 	 * before it (and the other tracers' probes on that one).
 	 */
+targets:
+	end = start + s->len;
 	for (off = 0; off < size;) {
 		uint64_t t;
 

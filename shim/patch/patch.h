@@ -53,6 +53,9 @@ struct patch_site {
 	bool flags_dead;	/* mid: the code after the site sets every
 				 * status flag before it reads one */
 	uint32_t len;		/* window length, >= 5 */
+	bool tail;		/* the window is the rest of a short function
+				 * and padding after it (patch_analyze_room()):
+				 * every instruction runs in the trampoline */
 	uint32_t undo;		/* the trampoline first adds this to %rsp:
 				 * the entry instruction is run again */
 	uint64_t kept;		/* the instruction left in place before the
@@ -131,6 +134,28 @@ int patch_site_sees(struct patch_site *s, uint32_t reads);
 
 /* "%rdx, %rsi": the registers of mask, into buf. */
 const char *patch_reg_names(uint32_t mask, char *buf, size_t len);
+
+/*
+ * The same, where room bytes after the function (code[size..size+room),
+ * patch_find_room()) belong to no symbol: a function too short for the
+ * jump after its entry instruction, ending in a ret or jmp and followed
+ * by padding (nops, int3) gets a window made of the rest of it and the
+ * padding the jump needs; the trampoline runs the rest of the function
+ * relocated (never returning to the window), and the padding comes back
+ * at detach with the window.
+ */
+int patch_analyze_room(const uint8_t *code, uint64_t size, uint64_t room,
+		       uint64_t func, uint64_t at, struct patch_site *s);
+
+/*
+ * The bytes after the function at vaddr (size bytes long) in an ELF file
+ * that no symbol starts in, up to the next 16-byte boundary and inside
+ * its executable segment: *room (0 when there are none).  0 or -errno.
+ */
+int patch_find_room(const char *path, uint64_t vaddr, uint64_t size,
+		    uint64_t *room);
+/* functions shorter than this are the ones patch_find_room() helps */
+#define PATCH_ROOM_BELOW 32
 
 /*
  * Write the copied instructions relocated to run at address to, followed
