@@ -132,6 +132,10 @@ int patch_analyze(const uint8_t *code, uint64_t size, uint64_t func,
  */
 int patch_site_sees(struct patch_site *s, uint32_t reads);
 
+/* with the PATCH_REG_* of user_site_check_reads()'s *clobbers: the site
+ * is a short function's tail (patch_site.tail) */
+#define PATCH_CLOBBERS_TAIL (1u << 16)
+
 /* "%rdx, %rsi": the registers of mask, into buf. */
 const char *patch_reg_names(uint32_t mask, char *buf, size_t len);
 

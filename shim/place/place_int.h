@@ -95,7 +95,8 @@ const char *place_sites(struct compile *c, const struct run_opts *o,
 
 /*
  * The registers of the entry state probe p reads (PATCH_REG_* of patch.h;
- * every one for a usdt or uretprobe attach point): place_reads.c.
+ * the argument registers for a usdt or uretprobe attach point):
+ * place_reads.c.
  */
 uint32_t place_entry_reads(struct ast_node *p);
 

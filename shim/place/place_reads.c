@@ -83,10 +83,12 @@ uint32_t place_entry_reads(struct ast_node *p)
 {
 	uint32_t reads = 0;
 
+	/* usdt, uretprobe: the argument registers, as before (a return
+	 * probe reads the registers at the return, a USDT site is inside
+	 * a function, where nothing may change a register) */
 	for (struct ast_node *ap = p->probe.aps; ap; ap = ap->next)
 		if (!ap->ap.provider || strcmp(ap->ap.provider, "uprobe"))
-			return PATCH_REGS_ALL;	/* usdt, uretprobe: as
-						 * before */
+			return PATCH_REGS_ARGS;
 	if (p->probe.pred)
 		place_reads_fn(p->probe.pred, &reads);
 	if (p->probe.body)

@@ -265,6 +265,32 @@ static const char *place_site_why(struct compile *c, const struct run_opts *o,
 	return why;
 }
 
+/*
+ * For -v, a user site's note (NULL: none): an entry instruction that
+ * changes argument registers args the probe does not read, the tail of a
+ * short function moved into its trampoline.
+ */
+static const char *place_site_note(struct compile *c, uint32_t args,
+				   bool tail)
+{
+	char names[64];
+	const char *a = args ? arena_printf(
+				       &c->arena, "the entry instruction "
+				       "changes %s, which the probe does not "
+				       "read",
+				       patch_reg_names(args, names,
+						       sizeof(names))) :
+			       NULL;
+	const char *t = tail ? "the function is too short for the jump: "
+			       "the rest of it runs in the trampoline, the "
+			       "jump takes the padding after it" :
+			       NULL;
+
+	if (a && t)
+		return arena_printf(&c->arena, "%s; %s", a, t);
+	return a ? a : t;
+}
+
 static struct run_site_decision *place_site_add(struct compile *c,
 						struct run_decision *d,
 						int *cap)
@@ -287,7 +313,7 @@ const char *place_sites(struct compile *c, const struct run_opts *o,
 			struct ast_node *p, struct run_decision *d)
 {
 	const char *whole = NULL;
-	char rp[PATH_MAX], names[64];
+	char rp[PATH_MAX];
 	uint32_t reads, clobbers;
 	int cap = 0;
 
@@ -375,15 +401,11 @@ const char *place_sites(struct compile *c, const struct run_opts *o,
 			if (s->why)
 				continue;
 			s->where = RUN_USER;
-			/* -v: user mode although the entry instruction
-			 * changes a register, which this probe never reads */
-			if (clobbers & ~reads)
-				s->reason = arena_printf(
-					&c->arena, "the entry instruction "
-					"changes %s, which the probe does not "
-					"read", patch_reg_names(clobbers,
-								names,
-								sizeof(names)));
+			/* -v: how a site the kernel used to take runs */
+			s->reason = place_site_note(c, clobbers & ~reads &
+							       PATCH_REGS_ARGS,
+						    clobbers &
+							    PATCH_CLOBBERS_TAIL);
 		}
 	}
 	if (whole)

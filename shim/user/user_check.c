@@ -96,7 +96,8 @@ int user_site_check_reads(const char *binary, const char *symbol,
 				    &func);
 
 	if (clobbers)
-		*clobbers = err ? 0 : s.clobbers;
+		*clobbers = err ? 0 : s.clobbers |
+					      (s.tail ? PATCH_CLOBBERS_TAIL : 0);
 	if (!err && patch_site_sees(&s, reads)) {
 		snprintf(reason, len, "%s", s.reason);
 		err = -EINVAL;

@@ -234,10 +234,20 @@ def case_reads():
                  r"reads\)$", r.stderr, re.M),
        "a probe reading %rdx at cov_rdx runs in the kernel, -v says why",
        r.stderr)
-    ok(re.search(r"^uprobe:\S+:cov_tiny: user mode \(the entry "
-                 r"instruction changes %rax, which the probe does not "
+    ok(re.search(r"^uprobe:\S+:cov_tiny: user mode \(the function is "
+                 r"too short for the jump: the rest of it runs in the "
+                 r"trampoline, the jump takes the padding after it\)$",
+                 r.stderr, re.M),
+       "a probe reading arg0 at cov_tiny runs in user mode, -v says how",
+       r.stderr)
+    r = subprocess.run([UBT, "-v", "--dry-run", "-e",
+                        "uprobe:%s:cov_rdx { @s = sum(arg0); }" % path,
+                        "-c", "%s 1" % path],
+                       capture_output=True, text=True, timeout=60)
+    ok(re.search(r"^uprobe:\S+:cov_rdx: user mode \(the entry "
+                 r"instruction changes %rdx, which the probe does not "
                  r"read\)$", r.stderr, re.M),
-       "a probe reading arg0 at cov_tiny runs in user mode, -v says why",
+       "a probe reading arg0 at cov_rdx runs in user mode, -v says why",
        r.stderr)
 
 
