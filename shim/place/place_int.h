@@ -95,8 +95,8 @@ const char *place_sites(struct compile *c, const struct run_opts *o,
 
 /*
  * The registers of the entry state probe p reads (PATCH_REG_* of patch.h;
- * the argument registers for a usdt or uretprobe attach point):
- * place_reads.c.
+ * none for a probe of uretprobes only, the argument registers for a usdt
+ * attach point): place_reads.c.
  */
 uint32_t place_entry_reads(struct ast_node *p);
 

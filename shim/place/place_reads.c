@@ -4,6 +4,7 @@
  * instruction, left in place before the jump, changes only registers the
  * probe does not read runs that probe in user mode (patch_site_sees()).
  */
+#include <stdbool.h>
 #include <stdint.h>
 #include <string.h>
 #include "ast.h"
@@ -82,13 +83,23 @@ static int place_reads_fn(struct ast_node *n, void *ctx)
 uint32_t place_entry_reads(struct ast_node *p)
 {
 	uint32_t reads = 0;
+	bool entry = false;
 
-	/* usdt, uretprobe: the argument registers, as before (a return
-	 * probe reads the registers at the return, a USDT site is inside
-	 * a function, where nothing may change a register) */
+	/*
+	 * A return probe reads the registers at the return, none of the
+	 * entry's: the function runs from the trampoline as it would have
+	 * after its entry instruction.  usdt: the argument registers, as
+	 * before (a USDT site is inside a function, where nothing may change
+	 * a register anyway).
+	 */
 	for (struct ast_node *ap = p->probe.aps; ap; ap = ap->next)
-		if (!ap->ap.provider || strcmp(ap->ap.provider, "uprobe"))
+		if (ap->ap.provider && !strcmp(ap->ap.provider, "uprobe"))
+			entry = true;
+		else if (!ap->ap.provider ||
+			 strcmp(ap->ap.provider, "uretprobe"))
 			return PATCH_REGS_ARGS;
+	if (!entry)
+		return 0;
 	if (p->probe.pred)
 		place_reads_fn(p->probe.pred, &reads);
 	if (p->probe.body)

@@ -251,6 +251,27 @@ def case_reads():
        r.stderr)
 
 
+def case_ret():
+    """Return probes: the same sites by call-wrapping, exact sums."""
+    path = copy("ret")
+    r = subprocess.run([UBT, "-v", "-e",
+                        "uretprobe:%s:cov_* { @[probe] = sum(retval); }"
+                        % path, "-c", "%s 100" % path],
+                       capture_output=True, text=True, timeout=120)
+    want = {"cov_tiny": 14950, "cov_zero": 0, "cov_rdx": 34750,
+            "cov_jshort": 5450, "cov_back": 5450}
+    got = {}
+    for m in re.finditer(r"^@\[uretprobe:[^\]]*:(\w+)\]: (\d+)$",
+                         r.stdout, re.M):
+        got[m.group(1)] = int(m.group(2))
+    ok(got == want and r.returncode == 0, "uretprobe: exact sums",
+       repr(got) + r.stderr[-300:])
+    users = [f for f in ("cov_jshort", "cov_rdx", "cov_tiny", "cov_zero")
+             if re.search(r"^  uretprobe:\S+:%s: user mode" % f, r.stderr,
+                          re.M)]
+    ok(len(users) == 4, "uretprobe: user mode at the four sites", repr(users))
+
+
 def main():
     if os.geteuid() != 0:
         print("1..0 # SKIP needs root")
@@ -260,6 +281,7 @@ def main():
         return 77
     try:
         case_reads()
+        case_ret()
         case_c()
         case_p()
         case_syswide()
