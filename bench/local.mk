@@ -5,6 +5,7 @@ EXTRA_PROGRAMS = bench/ubt-hotloop
 CLEANFILES += $(EXTRA_PROGRAMS)
 EXTRA_DIST += \
 	bench/README.md \
+	bench/coverage.py \
 	bench/metrics.py \
 	bench/pause.py \
 	bench/run
@@ -22,4 +23,6 @@ bench: bench/ubt-hotloop$(EXEEXT) ubt$(EXEEXT) \
 	/usr/bin/python3 $(srcdir)/bench/run --ubt ./ubt$(EXEEXT) \
 		--hotloop bench/ubt-hotloop$(EXEEXT) \
 		--many tests/targets/ubt-many$(EXEEXT) $(BENCH_FLAGS)
+	/usr/bin/python3 $(srcdir)/bench/coverage.py --ubt ./ubt$(EXEEXT) \
+		--target bench/ubt-hotloop$(EXEEXT)
 .PHONY: bench

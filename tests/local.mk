@@ -10,6 +10,7 @@ check_PROGRAMS += \
 	tests/targets/ubt-calls \
 	tests/targets/ubt-churn \
 	tests/targets/ubt-classes \
+	tests/targets/ubt-cover \
 	tests/targets/ubt-cold \
 	tests/targets/ubt-dwtypes \
 	tests/targets/ubt-exc \
@@ -98,6 +99,10 @@ tests_targets_ubt_nofp_LDFLAGS =
 tests_targets_ubt_spawn_SOURCES = tests/targets/spawn.c
 tests_targets_ubt_spawn_CFLAGS = $(UBT_TARGET_CFLAGS)
 tests_targets_ubt_spawn_LDFLAGS =
+# tests/user/cover.py: entries user mode used to refuse (issue 26)
+tests_targets_ubt_cover_SOURCES = tests/targets/cover.c
+tests_targets_ubt_cover_CFLAGS = $(UBT_TARGET_CFLAGS)
+tests_targets_ubt_cover_LDFLAGS =
 tests_targets_ubt_share_SOURCES = tests/targets/share.c
 tests_targets_ubt_share_CFLAGS = $(UBT_TARGET_CFLAGS)
 tests_targets_ubt_share_LDFLAGS =
@@ -229,6 +234,7 @@ check_PROGRAMS += \
 	tests/user/unit-tramp
 TESTS += \
 	tests/user/corrupt.sh \
+	tests/user/cover.py \
 	tests/user/exiting.py \
 	tests/user/hold.sh \
 	tests/user/kill-stress.py \
@@ -260,6 +266,7 @@ TESTS += \
 # user-mode return probes (the ubt-exc target)
 EXTRA_DIST += \
 	tests/user/corrupt.sh \
+	tests/user/cover.py \
 	tests/user/exiting.py \
 	tests/user/hold.sh \
 	tests/user/kill-stress.py \

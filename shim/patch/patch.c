@@ -81,20 +81,15 @@ static enum rel_kind classify(const ZydisDecodedInstruction *in,
 	return REL_BAD;
 }
 
-static bool is_arg_reg(ZydisRegister r)
+/* PATCH_REG_* of a general register (any width), 0 for any other */
+static uint32_t reg_bit(ZydisRegister r)
 {
-	switch (ZydisRegisterGetLargestEnclosing(ZYDIS_MACHINE_MODE_LONG_64,
-						 r)) {
-	case ZYDIS_REGISTER_RDI:
-	case ZYDIS_REGISTER_RSI:
-	case ZYDIS_REGISTER_RDX:
-	case ZYDIS_REGISTER_RCX:
-	case ZYDIS_REGISTER_R8:
-	case ZYDIS_REGISTER_R9:
-		return true;
-	default:
-		return false;
-	}
+	ZydisRegister big = ZydisRegisterGetLargestEnclosing(
+		ZYDIS_MACHINE_MODE_LONG_64, r);
+
+	if (big < ZYDIS_REGISTER_RAX || big > ZYDIS_REGISTER_R15)
+		return 0;
+	return PATCH_REG(big - ZYDIS_REGISTER_RAX);
 }
 
 static bool is_rsp(ZydisRegister r)
@@ -201,8 +196,8 @@ static int entry_insn(const ZydisDecodedInstruction *in,
 			continue;
 		if (is_rsp(op->reg.value))
 			writes_rsp = true;
-		else if (is_arg_reg(op->reg.value))
-			goto refuse;
+		else
+			s->clobbers |= reg_bit(op->reg.value);
 		/* a register it also reads: running it twice differs
 		 * (but xor/sub of a register with itself is a zeroing) */
 		if (op->actions & ZYDIS_OPERAND_ACTION_MASK_READ &&
@@ -240,6 +235,8 @@ static int entry_insn(const ZydisDecodedInstruction *in,
 		s->mid = true;
 		return 0;
 	}
+	if (s->clobbers)
+		goto refuse;	/* %rsp and another register (pop) */
 	if (in->mnemonic == ZYDIS_MNEMONIC_PUSH &&
 	    in->operand_width == 64) {
 		*undo = 8;
@@ -257,10 +254,42 @@ static int entry_insn(const ZydisDecodedInstruction *in,
 	}
 refuse:
 	snprintf(s->reason, sizeof(s->reason),
-		 "the entry instruction '%s' at +%#llx changes %s: a jump "
-		 "after it could not share the entry with other tracers",
-		 name, (unsigned long long)off,
-		 writes_rsp ? "%rsp" : "an argument register");
+		 "the entry instruction '%s' at +%#llx changes %%rsp: a "
+		 "jump after it could not share the entry with other "
+		 "tracers",
+		 name, (unsigned long long)off);
+	return -EINVAL;
+}
+
+static const char *const reg_name[16] = {
+	"rax", "rcx", "rdx", "rbx", "rsp", "rbp", "rsi", "rdi",
+	"r8",  "r9",  "r10", "r11", "r12", "r13", "r14", "r15",
+};
+
+const char *patch_reg_names(uint32_t mask, char *buf, size_t len)
+{
+	size_t n = 0;
+
+	buf[0] = 0;
+	for (int i = 0; i < 16 && n < len; i++)
+		if (mask & PATCH_REG(i))
+			n += (size_t)snprintf(buf + n, len - n, "%s%%%s",
+					      n ? ", " : "", reg_name[i]);
+	return buf;
+}
+
+int patch_site_sees(struct patch_site *s, uint32_t reads)
+{
+	char names[64];
+	uint32_t both = s->clobbers & reads;
+
+	if (!both)
+		return 0;
+	snprintf(s->reason, sizeof(s->reason),
+		 "the entry instruction at +%#llx changes %s, which the "
+		 "probe reads",
+		 (unsigned long long)(s->kept - s->func),
+		 patch_reg_names(both, names, sizeof(names)));
 	return -EINVAL;
 }
 
@@ -337,8 +366,87 @@ static bool flags_dead_at(ZydisDecoder *d, const uint8_t *code,
 	return false;
 }
 
+/*
+ * A nop of any length or an int3: what an assembler puts between
+ * functions for alignment.
+ */
+static bool is_padding(const ZydisDecodedInstruction *in)
+{
+	return in->mnemonic == ZYDIS_MNEMONIC_NOP ||
+	       in->mnemonic == ZYDIS_MNEMONIC_INT3;
+}
+
+/*
+ * A function too short for the jump after its entry instruction (the
+ * bytes from start to size), whose last instruction never falls through
+ * (ret, jmp, ud2): the window takes the rest of it and as much of the
+ * padding after it (room bytes at code[size..], every one of them a nop
+ * or int3: no code reaches them) as the jump needs; its instructions all
+ * run relocated in the trampoline.  0, or -EINVAL with the reason.
+ */
+static int tail_window(ZydisDecoder *d, const uint8_t *code, uint64_t size,
+		       uint64_t room, uint64_t start, struct patch_site *s)
+{
+	ZydisDecodedOperand ops[ZYDIS_MAX_OPERAND_COUNT];
+	ZydisDecodedInstruction in;
+	uint64_t off = start;
+	bool ends = false;
+
+	snprintf(s->reason, sizeof(s->reason),
+		 "function is shorter than %d bytes after its entry "
+		 "instruction",
+		 PATCH_JMP_LEN);
+	if (start + PATCH_JMP_LEN > size + room)
+		return -EINVAL;
+	for (off = size; off < size + room; off += in.length)
+		if (!ZYAN_SUCCESS(ZydisDecoderDecodeFull(d, code + off,
+							 size + room - off,
+							 &in, ops)) ||
+		    !is_padding(&in))
+			return -EINVAL;
+	for (off = start; off < size; off += in.length) {
+		enum rel_kind k;
+
+		if (!ZYAN_SUCCESS(ZydisDecoderDecodeFull(d, code + off,
+							 size - off, &in,
+							 ops)) ||
+		    s->ninsns == PATCH_MAX_INSNS)
+			return -EINVAL;
+		k = classify(&in, ops);
+		if (k == REL_BAD || in.meta.category == ZYDIS_CATEGORY_CALL) {
+			snprintf(s->reason, sizeof(s->reason),
+				 "function is shorter than %d bytes after its "
+				 "entry instruction, and '%s' at +%#llx cannot "
+				 "move into the trampoline",
+				 PATCH_JMP_LEN, insn_name(&in),
+				 (unsigned long long)off);
+			return -EINVAL;
+		}
+		s->insn_off[s->ninsns] = (uint8_t)(s->func + off -
+						   s->copy_addr);
+		s->insn_len[s->ninsns] = in.length;
+		s->ninsns++;
+		ends = in.meta.category == ZYDIS_CATEGORY_RET ||
+		       in.meta.category == ZYDIS_CATEGORY_UNCOND_BR ||
+		       in.mnemonic == ZYDIS_MNEMONIC_UD2 ||
+		       in.mnemonic == ZYDIS_MNEMONIC_HLT;
+	}
+	if (off != size || !ends)
+		return -EINVAL;
+	s->reason[0] = 0;
+	s->len = PATCH_JMP_LEN;
+	s->tail = true;
+	return 0;
+}
+
 int patch_analyze(const uint8_t *code, uint64_t size, uint64_t func,
 		  uint64_t at, struct patch_site *s)
+{
+	return patch_analyze_room(code, size, 0, func, at, s);
+}
+
+int patch_analyze_room(const uint8_t *code, uint64_t size, uint64_t room,
+		       uint64_t func, uint64_t at, struct patch_site *s)
 {
 	ZydisDecodedOperand ops[ZYDIS_MAX_OPERAND_COUNT];
 	ZydisDecodedInstruction in;
@@ -427,6 +535,16 @@ int patch_analyze(const uint8_t *code, uint64_t size, uint64_t func,
 	s->flags_dead = at && flags_dead_at(&d, code, size, off);
 	s->copy_addr = func + copy;
 	s->first = s->ninsns;
+	if (size < off + PATCH_JMP_LEN && !at) {
+		err = tail_window(&d, code, size, room, start, s);
+		if (err)
+			return err;
+		end = size;
+		memcpy(s->orig, code + start, s->len);
+		memcpy(s->copy, code + (s->copy_addr - func),
+		       end - (s->copy_addr - func));
+		goto targets;
+	}
 	if (size < off + PATCH_JMP_LEN) {
 		if (at)
 			snprintf(s->reason, sizeof(s->reason),
@@ -498,6 +616,8 @@ int patch_analyze(const uint8_t *code, uint64_t size, uint64_t func,
 	 * jump: a branch there would run the probe without the instruction
 	 * before it (and the other tracers' probes on that one).
 	 */
+targets:
+	end = start + s->len;
 	for (off = 0; off < size;) {
 		uint64_t t;
 

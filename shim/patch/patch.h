@@ -11,12 +11,14 @@
  * the whole instructions covering >= 5 bytes that the jmp replaces, starts
  * after it: whoever runs the entry instruction then lands on the jmp.  The
  * trampoline sees the state after the entry instruction:
- *   - one that changes no argument register and not %rsp (a load into
- *     %rax, a compare, a store) is simply left behind;
+ *   - one that changes no register but %rsp's (a load, a compare, a
+ *     store) is simply left behind; the registers it changes are in
+ *     s->clobbers, and a probe that reads one of them at entry runs in
+ *     the kernel (patch_site_sees()), any other in user mode;
  *   - push REG/IMM or sub $IMM,%rsp is undone by the trampoline (lea
  *     back over it: the registers are unchanged) and run again from the
  *     relocated copy, so probes see the function's entry state exactly;
- *   - any other entry instruction refuses the site (kernel fallback).
+ *   - any other change of %rsp refuses the site (kernel fallback).
  * A site inside a function (an offset) likewise leaves the instruction at
  * the offset in place, when it changes no general register and does not
  * transfer control, and the probe runs after it (the trampoline of a
@@ -51,10 +53,15 @@ struct patch_site {
 	bool flags_dead;	/* mid: the code after the site sets every
 				 * status flag before it reads one */
 	uint32_t len;		/* window length, >= 5 */
+	bool tail;		/* the window is the rest of a short function
+				 * and padding after it (patch_analyze_room()):
+				 * every instruction runs in the trampoline */
 	uint32_t undo;		/* the trampoline first adds this to %rsp:
 				 * the entry instruction is run again */
 	uint64_t kept;		/* the instruction left in place before the
 				 * jump (where others' breakpoints go) */
+	uint32_t clobbers;	/* PATCH_REG_*: the registers the probe sees
+				 * changed by the entry instruction */
 	/* the instructions the trampoline runs, from copy_addr on: the
 	 * window's, after the entry instruction when it is run again */
 	uint64_t copy_addr;
@@ -66,6 +73,27 @@ struct patch_site {
 	uint8_t orig[PATCH_MAX_WINDOW];		/* original window bytes */
 	char reason[128];	/* why the site was refused */
 };
+
+/*
+ * General registers by their x86 encoding (%rax 0 ... %r15 15), as a mask:
+ * what an entry instruction left in place changes (patch_site.clobbers)
+ * and what a probe reads of the entry state (patch_site_sees()).
+ */
+#define PATCH_REG(n) (1u << (n))
+#define PATCH_REG_RAX PATCH_REG(0)
+#define PATCH_REG_RCX PATCH_REG(1)
+#define PATCH_REG_RDX PATCH_REG(2)
+#define PATCH_REG_RBX PATCH_REG(3)
+#define PATCH_REG_RSP PATCH_REG(4)
+#define PATCH_REG_RBP PATCH_REG(5)
+#define PATCH_REG_RSI PATCH_REG(6)
+#define PATCH_REG_RDI PATCH_REG(7)
+#define PATCH_REG_R8 PATCH_REG(8)
+#define PATCH_REG_R9 PATCH_REG(9)
+#define PATCH_REGS_ARGS                                                    \
+	(PATCH_REG_RDI | PATCH_REG_RSI | PATCH_REG_RDX | PATCH_REG_RCX |   \
+	 PATCH_REG_R8 | PATCH_REG_R9)
+#define PATCH_REGS_ALL 0xffffu
 
 /* Relocated window: where each original instruction went. */
 struct patch_reloc {
@@ -96,6 +124,42 @@ int patch_elf_interp(const char *path);
  */
 int patch_analyze(const uint8_t *code, uint64_t size, uint64_t func,
 		  uint64_t at, struct patch_site *s);
+
+/*
+ * Whether a probe reading the entry registers reads (PATCH_REG_*) sees
+ * them as at the function's entry at site s: 0, or -EINVAL with the
+ * reason in s->reason (the entry instruction changes one it reads).
+ */
+int patch_site_sees(struct patch_site *s, uint32_t reads);
+
+/* with the PATCH_REG_* of user_site_check_reads()'s *clobbers: the site
+ * is a short function's tail (patch_site.tail) */
+#define PATCH_CLOBBERS_TAIL (1u << 16)
+
+/* "%rdx, %rsi": the registers of mask, into buf. */
+const char *patch_reg_names(uint32_t mask, char *buf, size_t len);
+
+/*
+ * The same, where room bytes after the function (code[size..size+room),
+ * patch_find_room()) belong to no symbol: a function too short for the
+ * jump after its entry instruction, ending in a ret or jmp and followed
+ * by padding (nops, int3) gets a window made of the rest of it and the
+ * padding the jump needs; the trampoline runs the rest of the function
+ * relocated (never returning to the window), and the padding comes back
+ * at detach with the window.
+ */
+int patch_analyze_room(const uint8_t *code, uint64_t size, uint64_t room,
+		       uint64_t func, uint64_t at, struct patch_site *s);
+
+/*
+ * The bytes after the function at vaddr (size bytes long) in an ELF file
+ * that no symbol starts in, up to the next 16-byte boundary and inside
+ * its executable segment: *room (0 when there are none).  0 or -errno.
+ */
+int patch_find_room(const char *path, uint64_t vaddr, uint64_t size,
+		    uint64_t *room);
+/* functions shorter than this are the ones patch_find_room() helps */
+#define PATCH_ROOM_BELOW 32
 
 /*
  * Write the copied instructions relocated to run at address to, followed

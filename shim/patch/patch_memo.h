@@ -15,6 +15,7 @@ enum patch_memo_kind {
 	PATCH_MEMO_FUNC,	/* patch_find_symbol() */
 	PATCH_MEMO_OBJECT,	/* patch_find_object() */
 	PATCH_MEMO_BASE,	/* patch_elf_base() (name "") */
+	PATCH_MEMO_ROOM,	/* patch_find_room() (name "vaddr+size") */
 };
 
 /* A lookup's result: its return value and up to three outputs. */

@@ -6,6 +6,7 @@ libubt_a_SOURCES += \
 	shim/place/place_int.h \
 	shim/place/place_mntns.c \
 	shim/place/place_pidns.c \
+	shim/place/place_reads.c \
 	shim/place/place_site.c \
 	shim/place/place_static.c \
 	shim/place/place_xmap.c

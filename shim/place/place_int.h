@@ -110,6 +110,13 @@ uint64_t *place_side_use(struct compile *c);
 const char *place_sites(struct compile *c, const struct run_opts *o,
 			struct ast_node *p, struct run_decision *d);
 
+/*
+ * The registers of the entry state probe p reads (PATCH_REG_* of patch.h;
+ * none for a probe of uretprobes only, the argument registers for a usdt
+ * attach point): place_reads.c.
+ */
+uint32_t place_entry_reads(struct ast_node *p);
+
 /* The whole probe in the kernel, for why: every site with it. */
 void place_all_kernel(struct run_decision *d, const char *why);
 

@@ -14,6 +14,7 @@
 #include <string.h>
 #include <unistd.h>
 #include "ast.h"
+#include "patch.h"
 #include "probes.h"
 #include "run.h"
 #include "sema.h"
@@ -211,7 +212,8 @@ static int place_find_sarg(struct ast_node *n, void *ctx)
  */
 static const char *place_site_why(struct compile *c, const struct run_opts *o,
 				  const struct probes_match *m, bool ret,
-				  bool sarg, bool usdt, const char **reason)
+				  bool sarg, bool usdt, uint32_t reads,
+				  uint32_t *clobbers, const char **reason)
 {
 	char buf[256];
 	const char *why = NULL, *func = m->func;
@@ -234,7 +236,8 @@ static const char *place_site_why(struct compile *c, const struct run_opts *o,
 	/* the trampoline's stack inside a function */
 	if (sarg && m->func_offset)
 		return *reason = "sarg inside a function";
-	err = user_site_check_at(m->target, func, off, buf, sizeof(buf));
+	err = user_site_check_reads(m->target, func, off, reads, clobbers,
+				    buf, sizeof(buf));
 	/* what is in the -p process now: others' probes */
 	if (!err && o->pid)
 		err = user_site_check_live(o->pid, m->target, func, off, buf,
@@ -262,6 +265,32 @@ static const char *place_site_why(struct compile *c, const struct run_opts *o,
 	return why;
 }
 
+/*
+ * For -v, a user site's note (NULL: none): an entry instruction that
+ * changes argument registers args the probe does not read, the tail of a
+ * short function moved into its trampoline.
+ */
+static const char *place_site_note(struct compile *c, uint32_t args,
+				   bool tail)
+{
+	char names[64];
+	const char *a = args ? arena_printf(
+				       &c->arena, "the entry instruction "
+				       "changes %s, which the probe does not "
+				       "read",
+				       patch_reg_names(args, names,
+						       sizeof(names))) :
+			       NULL;
+	const char *t = tail ? "the function is too short for the jump: "
+			       "the rest of it runs in the trampoline, the "
+			       "jump takes the padding after it" :
+			       NULL;
+
+	if (a && t)
+		return arena_printf(&c->arena, "%s; %s", a, t);
+	return a ? a : t;
+}
+
 static struct run_site_decision *place_site_add(struct compile *c,
 						struct run_decision *d,
 						int *cap)
@@ -285,6 +314,7 @@ const char *place_sites(struct compile *c, const struct run_opts *o,
 {
 	const char *whole = NULL;
 	char rp[PATH_MAX];
+	uint32_t reads, clobbers;
 	int cap = 0;
 
 	for (struct ast_node *ap = p->probe.aps; ap && !whole; ap = ap->next) {
@@ -314,6 +344,7 @@ const char *place_sites(struct compile *c, const struct run_opts *o,
 	}
 	d->sarg = (p->probe.pred && place_find_sarg(p->probe.pred, NULL)) ||
 		  (p->probe.body && place_find_sarg(p->probe.body, NULL));
+	reads = place_entry_reads(p);
 	for (struct ast_node *ap = p->probe.aps; ap; ap = ap->next) {
 		struct probes_match *m = NULL;
 		int n = 0, err;
@@ -357,16 +388,24 @@ const char *place_sites(struct compile *c, const struct run_opts *o,
 						       m[i].ns, m[i].func);
 			if (whole)
 				continue;
+			clobbers = 0;
 			s->why = place_site_why(c, o, &m[i], ret, d->sarg,
-						usdt, &s->reason);
+						usdt, reads, &clobbers,
+						&s->reason);
 			if (!s->why && user_site_span(m[i].target, s->func,
 						      s->func_offset,
 						      &s->span_lo,
 						      &s->span_hi))
 				s->why = s->reason = "its patch window "
 						     "cannot be found";
-			if (!s->why)
-				s->where = RUN_USER;
+			if (s->why)
+				continue;
+			s->where = RUN_USER;
+			/* -v: how a site the kernel used to take runs */
+			s->reason = place_site_note(c, clobbers & ~reads &
+							       PATCH_REGS_ARGS,
+						    clobbers &
+							    PATCH_CLOBBERS_TAIL);
 		}
 	}
 	if (whole)
@@ -409,7 +448,8 @@ void place_settle(struct compile *c, struct run_decision *d)
 				      user, d->nsites);
 	} else {
 		d->where = RUN_USER;
-		d->why = "every site can be patched";
+		d->why = d->nsites == 1 && d->sites[0].reason ?
+				 d->sites[0].reason : "every site can be patched";
 	}
 }
 

@@ -495,7 +495,10 @@ static void run_print_decisions(struct compile *c,
 		     i++) {
 			const struct run_site_decision *s = &r->sites[i];
 
-			if (s->where == RUN_USER)
+			if (s->where == RUN_USER && s->reason)
+				fprintf(stderr, "  %s: user mode (%s)\n",
+					s->name, s->reason);
+			else if (s->where == RUN_USER)
 				fprintf(stderr, "  %s: user mode\n", s->name);
 			else
 				fprintf(stderr, "  %s: kernel (%s)\n",

@@ -110,6 +110,15 @@ int user_site_entry_stays(const char *binary, const char *symbol);
 int user_site_check_at(const char *binary, const char *symbol,
 		       uint64_t offset, char *reason, size_t len);
 /*
+ * The same for a probe that reads the entry registers reads (PATCH_REG_*
+ * of patch.h): refused also when the entry instruction left in place
+ * changes one of them.  *clobbers (may be NULL): the registers it changes
+ * and PATCH_CLOBBERS_TAIL for a short function's tail (for -v).
+ */
+int user_site_check_reads(const char *binary, const char *symbol,
+			  uint64_t offset, uint32_t reads, uint32_t *clobbers,
+			  char *reason, size_t len);
+/*
  * The bytes a patch at symbol+offset replaces, as offsets from the
  * symbol: [*lo, *hi). 0, or an error as user_site_check_at()'s.
  */

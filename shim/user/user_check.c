@@ -44,7 +44,7 @@ static int user_site_analyze(const char *binary, const char *symbol,
 			     uint64_t offset, char *reason, size_t len,
 			     struct patch_site *ps, uint64_t *func)
 {
-	uint64_t vaddr, size, off;
+	uint64_t vaddr, size, off, room = 0;
 	struct patch_site s;
 	uint8_t *code;
 	int fd, err;
@@ -56,13 +56,17 @@ static int user_site_analyze(const char *binary, const char *symbol,
 	}
 	if (size > USER_MAX_FUNC)
 		size = USER_MAX_FUNC;
-	code = xmalloc(size ? size : 1);
+	/* a short function: the padding after it (patch_analyze_room()) */
+	if (!offset && size < PATCH_ROOM_BELOW)
+		patch_find_room(binary, vaddr, size, &room);
+	code = xmalloc(size + room ? size + room : 1);
 	fd = open(binary, O_RDONLY | O_CLOEXEC);
-	if (fd < 0 || pread(fd, code, size, (off_t)off) != (ssize_t)size) {
+	if (fd < 0 || pread(fd, code, size + room, (off_t)off) !=
+			      (ssize_t)(size + room)) {
 		err = fd < 0 ? -errno : -EIO;
 		snprintf(reason, len, "%s: cannot read %s", binary, symbol);
 	} else {
-		err = patch_analyze(code, size, vaddr, offset, &s);
+		err = patch_analyze_room(code, size, room, vaddr, offset, &s);
 		snprintf(reason, len, "%s", err ? s.reason : "");
 	}
 	if (fd >= 0)
@@ -80,6 +84,25 @@ int user_site_check_at(const char *binary, const char *symbol,
 {
 	return user_site_analyze(binary, symbol, offset, reason, len, NULL,
 				 NULL);
+}
+
+int user_site_check_reads(const char *binary, const char *symbol,
+			  uint64_t offset, uint32_t reads, uint32_t *clobbers,
+			  char *reason, size_t len)
+{
+	struct patch_site s;
+	uint64_t func;
+	int err = user_site_analyze(binary, symbol, offset, reason, len, &s,
+				    &func);
+
+	if (clobbers)
+		*clobbers = err ? 0 : s.clobbers |
+					      (s.tail ? PATCH_CLOBBERS_TAIL : 0);
+	if (!err && patch_site_sees(&s, reads)) {
+		snprintf(reason, len, "%s", s.reason);
+		err = -EINVAL;
+	}
+	return err;
 }
 
 int user_site_entry_stays(const char *binary, const char *symbol)
@@ -185,7 +208,7 @@ int user_process_check(pid_t pid, char *reason, size_t len)
 int user_site_check_live(pid_t pid, const char *binary, const char *symbol,
 			 uint64_t offset, char *reason, size_t len)
 {
-	uint64_t vaddr, size, off, min_vaddr, bias, lo, hi, n;
+	uint64_t vaddr, size, off, min_vaddr, bias, lo, hi, n, room = 0;
 	uint8_t mem[PATCH_MAX_WINDOW + 32], *code;
 	char path[PATH_MAX], memf[64];
 	struct owner_info oi;
@@ -199,10 +222,12 @@ int user_site_check_live(pid_t pid, const char *binary, const char *symbol,
 		return 0;	/* not for this check to say */
 	if (size > USER_MAX_FUNC)
 		size = USER_MAX_FUNC;
-	code = user_read_file_code(path, off, size);
+	if (!offset && size < PATCH_ROOM_BELOW)
+		patch_find_room(path, vaddr, size, &room);
+	code = user_read_file_code(path, off, size + room);
 	if (!code)
 		return 0;
-	err = patch_analyze(code, size, bias + vaddr, offset, &s);
+	err = patch_analyze_room(code, size, room, bias + vaddr, offset, &s);
 	n = s.addr + s.len - (bias + vaddr);
 	snprintf(memf, sizeof(memf), "/proc/%d/mem", (int)pid);
 	fd = err || n > sizeof(mem) ? -1 : open(memf, O_RDONLY | O_CLOEXEC);

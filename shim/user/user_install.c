@@ -207,7 +207,7 @@ static uint32_t take_stub(struct ubt_user *u, struct tramp_spec *spec,
 int user_install(struct ubt_user *u, const struct user_probe *p)
 {
 	uint64_t vaddr, size, off, bias, lo, hi, addr, code_at;
-	uint64_t tramp, reloc_at, rec;
+	uint64_t tramp, reloc_at, rec, room = 0;
 	uint8_t jmp[PATCH_MAX_WINDOW];
 	struct user_site *us = NULL;
 	struct rt_site *site;
@@ -262,15 +262,18 @@ int user_install(struct ubt_user *u, const struct user_probe *p)
 
 		if (size > USER_MAX_FUNC)
 			size = USER_MAX_FUNC;
+		/* a short function: the padding after it too */
+		if (!offset && size < PATCH_ROOM_BELOW)
+			patch_find_room(path, vaddr, size, &room);
 		/* the file's code: the process's may hold others' int3 */
-		code = user_read_file_code(path, off, size);
+		code = user_read_file_code(path, off, size + room);
 		if (!code)
 			return user_err(u, -EIO, "%s: cannot read %s", path,
 				    p->symbol);
-		if (patch_analyze(code, size, addr, offset, &s))
+		if (patch_analyze_room(code, size, room, addr, offset, &s))
 			err = -EINVAL;
 		/* from the function's start: a USDT site may be deep in */
-		if (!err && s.addr + s.len - addr > size)
+		if (!err && s.addr + s.len - addr > size + room)
 			err = user_err(u, -EINVAL, "%s: window past the end",
 				   p->symbol);
 		if (!err) {

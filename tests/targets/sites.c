@@ -6,8 +6,9 @@
  *
  *	ubt_site_one(i)		once; returns i + 1 (C, a frame)
  *	ubt_site_two(i)		twice; returns 2 * i + 1 (C, a frame)
- *	ubt_site_tiny(i)	three times; 4 bytes long in all, never
- *				patched; returns i + 1
+ *	ubt_site_tiny(i)	three times; 4 bytes long in all, no
+ *				padding after it, never patched; returns
+ *				i + 1
  *	ubt_site_spin(i)	four times; its entry is a loop (a branch
  *				targets offset 2), never patched; returns i
  *	ubt_site_five(i)	five times; returns 3 * i (C, a frame)
@@ -38,7 +39,7 @@ __asm__(
 	"	ret\n"				/* 1 byte */
 	"	.size ubt_site_tiny, .-ubt_site_tiny\n"
 
-	"	.p2align 4\n"
+	/* no padding between: ubt_site_tiny has none to lend */
 	"	.globl ubt_site_spin\n"
 	"	.type ubt_site_spin, @function\n"
 	"ubt_site_spin:\n"
