@@ -265,6 +265,7 @@ TESTS += \
 # tests/user/unwind.*: C++ exceptions, pthread_exit and backtrace() through
 # user-mode return probes (the ubt-exc target)
 EXTRA_DIST += \
+	tests/user/codebytes.py \
 	tests/user/corrupt.sh \
 	tests/user/cover.py \
 	tests/user/exiting.py \

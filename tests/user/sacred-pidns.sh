@@ -23,22 +23,12 @@ err="$tap_tmp/err"
 tout="$tap_tmp/tout"
 idiom="uprobe:$bin:ubt_sacred_tick { @s[tid] = 1; @t[pid, tid] = count(); }
 tracepoint:syscalls:sys_enter_getppid /@s[tid]/ { @n = count(); delete(@s[tid]); }"
-off=$(nm "$bin" | awk '$3 == "ubt_sacred_tick" { print $1 }')
 
 # code PID: 16 bytes of ubt_sacred_tick in PID's memory, in hex
 code()
 {
-	python3 -c '
-import sys
-pid, path, off = int(sys.argv[1]), sys.argv[2], int(sys.argv[3], 16)
-for l in open("/proc/%d/maps" % pid):
-    f = l.split()
-    if len(f) >= 6 and f[5] == path and int(f[2], 16) == 0:
-        m = open("/proc/%d/mem" % pid, "rb")
-        m.seek(int(f[0].split("-")[0], 16) + off)
-        print(m.read(16).hex())
-        break
-' "$1" "$bin" "$off" 2>/dev/null
+	python3 "$top_srcdir/tests/user/codebytes.py" "$1" "$bin" \
+		ubt_sacred_tick 2>/dev/null
 }
 
 # run_p ARGS...: ubt ARGS -p (the target "ppid-wait 100" in a new PID

@@ -64,20 +64,11 @@ while ! grep -q '^ready' "$tap_tmp/tout" && [ $i -lt 300 ] &&
 	sleep 0.1
 	i=$((i + 1))
 done
-off=$(nm "$bin" | awk '$3 == "ubt_sacred_tick" { print $1 }')
+# code: 16 bytes of ubt_sacred_tick in the target's memory, in hex
 code()
 {
-	python3 -c '
-import sys
-pid, path, off = int(sys.argv[1]), sys.argv[2], int(sys.argv[3], 16)
-for l in open("/proc/%d/maps" % pid):
-    f = l.split()
-    if len(f) >= 6 and f[5] == path and int(f[2], 16) == 0:
-        m = open("/proc/%d/mem" % pid, "rb")
-        m.seek(int(f[0].split("-")[0], 16) + off)
-        print(m.read(16).hex())
-        break
-' $tp "$bin" "$off" 2>/dev/null
+	python3 "$top_srcdir/tests/user/codebytes.py" $tp "$bin" \
+		ubt_sacred_tick 2>/dev/null
 }
 before=$(code)
 __BPFTRACE_NOTIFY_PROBES_ATTACHED=1 timeout --foreground 120 "$UBT" --mode user -p $tp \
