@@ -224,6 +224,7 @@ check_PROGRAMS += \
 TESTS += \
 	tests/user/corrupt.sh \
 	tests/user/exiting.py \
+	tests/user/group-kill.py \
 	tests/user/hold.sh \
 	tests/user/kill-stress.py \
 	tests/user/no-alias.py \
@@ -249,6 +250,7 @@ TESTS += \
 EXTRA_DIST += \
 	tests/user/corrupt.sh \
 	tests/user/exiting.py \
+	tests/user/group-kill.py \
 	tests/user/hold.sh \
 	tests/user/kill-stress.py \
 	tests/user/no-alias.py \
