@@ -229,6 +229,7 @@ TESTS += \
 	tests/user/kill-stress.py \
 	tests/user/no-alias.py \
 	tests/user/pipe-sigint.py \
+	tests/user/race.py \
 	tests/user/sacred.sh \
 	tests/user/share.py \
 	tests/user/sigjmp.py \
@@ -256,6 +257,7 @@ EXTRA_DIST += \
 	tests/user/no-alias.py \
 	tests/user/pipe-sigint.py \
 	tests/user/procmem.py \
+	tests/user/race.py \
 	tests/user/sacred.sh \
 	tests/user/share.py \
 	tests/user/sigjmp.py \
