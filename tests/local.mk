@@ -236,10 +236,12 @@ TESTS += \
 	tests/user/corrupt.sh \
 	tests/user/cover.py \
 	tests/user/exiting.py \
+	tests/user/group-kill.py \
 	tests/user/hold.sh \
 	tests/user/kill-stress.py \
 	tests/user/no-alias.py \
 	tests/user/pipe-sigint.py \
+	tests/user/race.py \
 	tests/user/sacred-mntns.sh \
 	tests/user/sacred-pidns.sh \
 	tests/user/sacred-progress.py \
@@ -269,11 +271,13 @@ EXTRA_DIST += \
 	tests/user/corrupt.sh \
 	tests/user/cover.py \
 	tests/user/exiting.py \
+	tests/user/group-kill.py \
 	tests/user/hold.sh \
 	tests/user/kill-stress.py \
 	tests/user/no-alias.py \
 	tests/user/pipe-sigint.py \
 	tests/user/procmem.py \
+	tests/user/race.py \
 	tests/user/sacred-mntns.sh \
 	tests/user/sacred-pidns.sh \
 	tests/user/sacred-progress.py \

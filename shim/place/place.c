@@ -221,7 +221,8 @@ int run_decide(struct compile *c, const struct run_opts *o,
 	if (o->pid > 0 && o->mode != MODE_KERNEL) {
 		char reason[256];
 
-		if (user_process_check(o->pid, reason, sizeof(reason)))
+		if (user_process_check(o->pid, reason, sizeof(reason)) ||
+		    user_claim(o->pid, reason, sizeof(reason)))
 			proc_why = arena_strdup(&c->arena, reason);
 		s.pidns = place_pidns_why(c, o->pid);
 	}

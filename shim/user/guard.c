@@ -20,6 +20,12 @@
  *   - The worker dies: the guard stops the target, writes back the
  *     original bytes of the worker's jumps (shim/patch/owner.c), idles its
  *     runtime and exits 1 with a message.
+ *   - Both killed at once (a process-group kill: timeout -s KILL, kill -9
+ *     of the shell's job): with -p the worker runs in a process group of
+ *     its own, which such a kill does not reach; it sees the guard die
+ *     and restores the target as above.  The guard then passes on the
+ *     signals the terminal sends its group (Ctrl-C) too.  A -c command
+ *     keeps ubt's group (it reads the terminal as the foreground job).
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
@@ -40,6 +46,7 @@
 
 static pid_t guard_worker;
 static pid_t guard_parent;
+static bool guard_own_group;	/* the worker's own process group */
 static int guard_fd = -1;	/* worker -> guard: the target's pid */
 static volatile sig_atomic_t guard_orphan;
 static void (*guard_on_orphan)(void);
@@ -49,10 +56,13 @@ static void guard_forward(int sig, siginfo_t *si, void *ctx)
 	static volatile sig_atomic_t relayed;
 
 	(void)ctx;
-	/* from the terminal (SI_KERNEL), the worker has it already */
-	if (guard_worker <= 0 || !si || (si->si_code != SI_USER &&
-					 si->si_code != SI_QUEUE) ||
-	    si->si_pid == guard_worker)
+	/* from the terminal (SI_KERNEL), the worker has it already,
+	 * unless it is in a process group of its own */
+	if (guard_worker <= 0 || !si ||
+	    (!guard_own_group && si->si_code != SI_USER &&
+	     si->si_code != SI_QUEUE) ||
+	    ((si->si_code == SI_USER || si->si_code == SI_QUEUE) &&
+	     si->si_pid == guard_worker))
 		return;
 	/*
 	 * Numbered: a kill of the process group reached the worker too,
@@ -193,8 +203,14 @@ int guard_start(pid_t target, void (*on_orphan)(void))
 	if (pid > 0) {
 		close(fds[1]);
 		guard_worker = pid;
+		/* both sides: whichever runs first */
+		guard_own_group = target > 0;
+		if (guard_own_group)
+			setpgid(pid, pid);
 		guard_wait(fds[0], &old);
 	}
+	if (target > 0)
+		setpgid(0, 0);
 	signals_set_relay(guard_parent);
 	sigprocmask(SIG_SETMASK, &old, NULL);
 	close(fds[0]);

@@ -12,6 +12,7 @@ libubt_a_SOURCES += \
 	shim/user/user.h \
 	shim/user/user_attach.c \
 	shim/user/user_check.c \
+	shim/user/user_claim.c \
 	shim/user/user_clock.c \
 	shim/user/user_clock.h \
 	shim/user/user_comm.c \

@@ -132,6 +132,12 @@ int user_site_span(const char *binary, const char *symbol, uint64_t offset,
  */
 int user_process_check(pid_t pid, char *reason, size_t len);
 /*
+ * Claim process pid for this ubt's user mode, until ubt (and its guard)
+ * ends: 0; -EBUSY, with the reason, when another ubt holds the claim (it
+ * plans or runs user mode there: this one's probes go to the kernel).
+ */
+int user_claim(pid_t pid, char *reason, size_t len);
+/*
  * Are the bytes of binary:symbol+offset in process pid the file's (but
  * for other tracers' breakpoints on the entry instruction, and a dead
  * ubt's jumps, which the attach removes)?  0 yes (or nothing to tell);

@@ -321,8 +321,15 @@ def killed_ubt():
     u1 = ubt_user(t, "share_push", group=True)
     ok(u1.attached, name + ": attached")
     t.run("300", "done")
-    # ubt and the worker it forked (shim/user/guard.c) at once: its jumps stay
-    os.killpg(u1.p.pid, signal.SIGKILL)
+    # ubt and the worker it forked (shim/user/guard.c, in a process group
+    # of its own) at once, stopped first so that neither restores: its
+    # jumps stay
+    with open("/proc/%d/task/%d/children" % (u1.p.pid, u1.p.pid)) as f:
+        kids = [int(k) for k in f.read().split()]
+    for sig in (signal.SIGSTOP, signal.SIGKILL):
+        for k in kids:
+            os.kill(k, sig)
+        os.killpg(u1.p.pid, sig)
     u1.p.wait()
     time.sleep(0.2)
     t.run("300", "done")

@@ -1,0 +1,85 @@
+#!/usr/bin/env python3
+"""Two ubt -p started at the same instant on one process (issue 25, item 8
+of the issue).
+
+Both plan user mode before either touches the process; only one may
+have it: the other runs its probes in the kernel and says why in -v
+(another ubt runs probes there).  Both must count every call exactly
+(never `@c: 0`), both must exit 0, and the target must compute right
+and exit 0.  Several rounds.  Prints TAP.
+"""
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from procmem import Fed, code_in, code_in_file, ok, results  # noqa: E402
+
+builddir = os.environ.get("top_builddir") or "."
+UBT = os.environ.get("UBT") or os.path.join(builddir, "ubt")
+SHARE = os.path.join(builddir, "tests", "targets", "ubt-share")
+ROUNDS = 5
+CALLS = 500
+BOUND = 120
+
+
+def attached(u):
+    seen = b""
+    while b"NOTIFY_PROBES_ATTACHED" not in seen:
+        line = u.stderr.readline()
+        if not line:
+            break
+        seen += line
+    return seen
+
+
+def main():
+    if os.geteuid() != 0:
+        print("1..0 # SKIP not root")
+        return 77
+    work = tempfile.mkdtemp(prefix="ubt-race.")
+    path = os.path.join(work, "race")
+    shutil.copy(SHARE, path)
+    orig = code_in_file(path, "share_push")
+    t = Fed([path])
+    prog = "uprobe:%s:share_push { @c = count(); }" % path
+    env = dict(os.environ, __BPFTRACE_NOTIFY_PROBES_ATTACHED="1")
+    for r in range(ROUNDS):
+        us = [subprocess.Popen([UBT, "-v", "-p", str(t.p.pid), "-e", prog],
+                               stdin=subprocess.DEVNULL,
+                               stdout=subprocess.PIPE,
+                               stderr=subprocess.PIPE, env=env)
+              for _ in range(2)]
+        seen = [attached(u) for u in us]
+        ok(t.run(str(CALLS), "done %d" % CALLS, timeout=BOUND),
+           "round %d: the target computes under both" % r)
+        res = []
+        for u, s in zip(us, seen):
+            u.send_signal(signal.SIGINT)
+            out, err = u.communicate(timeout=BOUND)
+            res.append((u.returncode, out.decode(errors="replace"),
+                        (s + err).decode(errors="replace")))
+        counts = ["@c: %d\n" % CALLS in out for _, out, _ in res]
+        ok(all(rc == 0 for rc, _, _ in res) and all(counts),
+           "round %d: both exit 0 and count %d" % (r, CALLS),
+           repr([(rc, out[-40:], err[-200:]) for rc, out, err in res]))
+        users = ["share_push: user mode" in err for _, _, err in res]
+        kern = ["another ubt (pid" in err for _, _, err in res]
+        ok(sorted(users) == [False, True] and
+           [k for k, us_ in zip(kern, users) if not us_] == [True],
+           "round %d: exactly one in user mode, the other says why" % r,
+           repr([err[-300:] for _, _, err in res]))
+        ok(code_in(t.p.pid, path, "share_push") == orig,
+           "round %d: then the code is the file's" % r)
+    t.close_input()
+    ok(t.p.wait(timeout=BOUND) == 0, "the target exits 0")
+    print("1..%d" % len(results))
+    shutil.rmtree(work, ignore_errors=True)
+    return 0 if all(results) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
