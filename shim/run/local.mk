@@ -12,5 +12,6 @@ libubt_a_SOURCES += \
 	shim/run/sysw.h \
 	shim/run/sysw_bpf.c \
 	shim/run/sysw_bpf.h \
+	shim/run/sysw_execd.c \
 	shim/run/sysw_int.h \
 	shim/run/sysw_taken.c

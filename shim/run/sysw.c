@@ -156,6 +156,8 @@ int sysw_start(struct run *r)
 	/* the worker's parent: the ubt the user started (guard.c) */
 	s->ubt_pid = getppid();
 	s->ubt_start = owner_start_time(s->ubt_pid);
+	if (!r->o->all_processes)
+		sysw_execd_note(s);
 	s->uprobe_type = sysw_uprobe_type();
 	err = s->uprobe_type < 0 ? s->uprobe_type : sysw_load(s);
 	if (!err) {
@@ -294,9 +296,11 @@ static int sysw_attempts(const struct sysw *s, pid_t pid)
  */
 static bool sysw_before(const struct sysw *s, pid_t pid, uint64_t start)
 {
-	if (start != s->ubt_start)
-		return start < s->ubt_start;
-	return pid < s->ubt_pid;
+	bool before = start != s->ubt_start ? start < s->ubt_start :
+					      pid < s->ubt_pid;
+
+	/* forked before ubt, exec'd after: new to ubt (sysw_execd.c) */
+	return before && !sysw_execd_since(s, pid, start);
 }
 
 /*
@@ -615,6 +619,7 @@ void sysw_stop(struct run *r)
 	free(s->pfds);
 	free(s->todo);
 	free(s->known);
+	sysw_execd_free(s);
 	free(s->kstart);
 	free(s->breaks);
 	sysw_taken_free(s);

@@ -61,7 +61,20 @@ struct sysw {
 	int why;		/* the first one's errno */
 	int unmarked;		/* uretprobe sites without the mark program */
 	int unmarked_why;
+	/* the processes at the start, with their executables
+	 * (sysw_execd.c), by pid */
+	struct sysw_exe *exes;
+	int nexes;
 };
+
+/* Note every process's executable now (sysw_start()). */
+void sysw_execd_note(struct sysw *s);
+/*
+ * Has pid (started at start, before ubt) exec'd another executable since
+ * sysw_execd_note()?  Then it is new to ubt.
+ */
+bool sysw_execd_since(const struct sysw *s, pid_t pid, uint64_t start);
+void sysw_execd_free(struct sysw *s);
 
 /*
  * After the kernel's probes are loaded, before any process is taken:
