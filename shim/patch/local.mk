@@ -7,6 +7,8 @@ libubt_a_SOURCES += \
 	shim/patch/patch_elf.c \
 	shim/patch/patch_memo.c \
 	shim/patch/patch_memo.h \
+	shim/patch/patch_symidx.c \
+	shim/patch/patch_symidx.h \
 	shim/patch/tramp.c \
 	shim/patch/tramp.h \
 	shim/patch/tramp_inline.c
