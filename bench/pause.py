@@ -33,7 +33,6 @@ import subprocess
 import time
 
 PAUSE_PROG = "uprobe:{bin}:bench_nop { @c = count(); }"
-THREADS = 4
 PAUSE = re.compile(r"^ubt: attach pause ([\d.]+) ms", re.M)
 STOPPED = re.compile(r"^ubt: target stopped for ([\d.]+) ms", re.M)
 
@@ -48,6 +47,22 @@ def spread(vals, unit=1.0):
         return "n/a"
     v = [x / unit for x in vals]
     return "%.2f ms (%.2f-%.2f)" % (statistics.median(v), min(v), max(v))
+
+
+def worst(vals, goal):
+    """the maximum of vals (ms), and whether it meets goal (ms)."""
+    if not vals:
+        return "n/a"
+    m = max(vals)
+    return "%.2f ms %s %g" % (m, "<=" if m <= goal else "MISSED >", goal)
+
+
+# Issue 27's goals over the attaches of a -p row (ms): the pause's
+# maximum; the whole time one thread was stopped (runtime and code areas
+# included: "stopped in all"), its median and maximum.
+GOAL_PAUSE_MAX = 5
+GOAL_TOTAL_MED = 2
+GOAL_TOTAL_MAX = 10
 
 
 def ubt_run(b, argv, hold=0.2, timeout=30):
@@ -102,8 +117,8 @@ def attach_p(b, ubt, prog):
     gaps = os.path.join(b.tmp, "pause-gaps")
     if os.path.exists(gaps):
         os.unlink(gaps)
-    cmd = [b.hotloop, "-g", "-f", "nop", "-t", str(THREADS), "-d",
-           "60000", "-o", gaps]
+    cmd = [b.hotloop, "-g", "-f", "nop", "-t", str(b.a.pause_threads),
+           "-d", "60000", "-o", gaps]
     hl = subprocess.Popen(cmd, stdin=subprocess.DEVNULL,
                           stdout=subprocess.DEVNULL,
                           stderr=subprocess.DEVNULL)
@@ -134,7 +149,8 @@ def attach_p(b, ubt, prog):
 
 
 def attach_c(b, ubt, prog):
-    cmd = [b.hotloop, "-f", "nop", "-t", str(THREADS), "-d", "50"]
+    cmd = [b.hotloop, "-f", "nop", "-t", str(b.a.pause_threads), "-d",
+           "50"]
     out, err = ubt_run(b, [ubt, "-v", "--mode", "user", "-c",
                            shlex.join(cmd), "-e", prog], hold=None)
     return figures(err)
@@ -156,12 +172,13 @@ def pause_table(b):
     bins = [("", b.ubt)]
     if b.before:
         bins.append((" before", b.before))
-    rows = {(k, w): ([], [], [], []) for k in ("p", "c") for w, _ in bins}
+    kinds = [k for k in ("p", "c") if k in b.a.pause_kinds.split(",")]
+    rows = {(k, w): ([], [], [], []) for k in kinds for w, _ in bins}
     fails = {}
     load = busy_loops() if b.a.pause_load else []
     try:
         for i in range(b.a.pause_runs):
-            for kind in ("p", "c"):
+            for kind in kinds:
                 for who, ubt in bins:
                     if (kind, who) in fails:
                         continue
@@ -187,25 +204,41 @@ def pause_table(b):
                   os.sched_getaffinity(0)) if b.a.pause_load else "",
               PAUSE_PROG.replace("{bin}", "HOTLOOP")))
     table = []
-    for kind, label in (("p", "-p, %d busy threads (goal <= 2 ms)" %
-                         THREADS),
-                        ("c", "-c, %d threads (goal <= 3 ms)" % THREADS)):
+    thr = b.a.pause_threads
+    for kind, label in (("p", "-p, %d busy threads (goal <= 2 ms)" % thr),
+                        ("c", "-c, %d threads (goal <= 3 ms)" % thr)):
+        if kind not in kinds:
+            continue
         for who, _ in bins:
             lab = label + who
             if (kind, who) in fails:
                 n = "n/a" + b.note("attach pause -%s%s: %s" % (
                     kind, who, fails[(kind, who)]))
-                table.append([lab, n, n, n, n])
+                table.append([lab, n, n, n, n, n, n])
                 continue
             cols = rows[(kind, who)]
-            table.append([lab, spread(cols[0]), spread(cols[1]),
-                          spread(cols[2]) if kind == "p" else "-",
-                          spread(cols[3]) if kind == "p" else "-"])
-    b.print_table(["target", "every thread stopped", "stopped in all",
-                 "longest stop seen", "seen, no tracer"], table)
+            p = kind == "p"
+            table.append([lab, spread(cols[0]),
+                          worst(cols[0], GOAL_PAUSE_MAX) if p else "-",
+                          spread(cols[1]),
+                          worst(cols[1], GOAL_TOTAL_MAX) if p else "-",
+                          spread(cols[2]) if p else "-",
+                          spread(cols[3]) if p else "-"])
+    b.print_table(["target", "every thread stopped", "its max",
+                   "stopped in all", "its max", "longest stop seen",
+                   "seen, no tracer"], table)
+    for who, _ in bins:
+        cols = rows.get(("p", who))
+        if cols and cols[1] and ("p", who) not in fails:
+            med = statistics.median(cols[1])
+            print("-p%s: one thread stopped in all, median %.2f ms %s %g "
+                  "ms (issue 27)" % (who, med, "<=" if med <= GOAL_TOTAL_MED
+                                     else "MISSED >", GOAL_TOTAL_MED))
     print("(every thread stopped: the stop that writes the jumps; stopped "
           "in all: -p adds one\nthread's stops for the runtime and code "
-          "areas, -c is the time at the entry point;\nlongest stop seen: "
+          "areas, the most any one thread of the target\nwas stopped for "
+          "the attach; -c is the time at the entry point; its max: the "
+          "maximum\nover the attaches against issue 27's goal;\nlongest stop seen: "
           "by a thread of the target, ubt-hotloop -g, while ubt ran; "
           "seen, no tracer:\nthe same in the 0.25 s before ubt started)")
 

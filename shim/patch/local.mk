@@ -8,6 +8,8 @@ libubt_a_SOURCES += \
 	shim/patch/patch_memo.c \
 	shim/patch/patch_memo.h \
 	shim/patch/patch_room.c \
+	shim/patch/patch_symidx.c \
+	shim/patch/patch_symidx.h \
 	shim/patch/tramp.c \
 	shim/patch/tramp.h \
 	shim/patch/tramp_inline.c

@@ -2,55 +2,20 @@
  * The ELF side of patching: a function's or a data symbol's address, size
  * and file offset (.symtab, .dynsym, or the separate debug file), the
  * load base and whether a file is dynamically linked.  Lookups are kept
- * per file and name (patch_memo.h).
+ * per file and name (patch_memo.h), answered from the file's symbols
+ * indexed once (patch_symidx.c).
  */
 #include <errno.h>
 #include <fcntl.h>
 #include <gelf.h>
 #include <stdbool.h>
-#include <stdio.h>
-#include <string.h>
 #include <unistd.h>
 
-#include "arena.h"
 #include "patch.h"
 #include "patch_memo.h"
-#include "probes.h"
+#include "patch_symidx.h"
 
-static int find_in(Elf *e, Elf_Scn *scn, const char *name, bool func,
-		   GElf_Sym *out)
-{
-	GElf_Shdr sh;
-	Elf_Data *d;
-	size_t i, n;
-
-	if (!gelf_getshdr(scn, &sh) || !sh.sh_entsize)
-		return -ENOENT;
-	d = elf_getdata(scn, NULL);
-	if (!d)
-		return -ENOENT;
-	n = sh.sh_size / sh.sh_entsize;
-	for (i = 0; i < n; i++) {
-		GElf_Sym sym;
-		const char *s;
-
-		if (!gelf_getsym(d, (int)i, &sym))
-			continue;
-		if (func != (GELF_ST_TYPE(sym.st_info) == STT_FUNC ||
-			     GELF_ST_TYPE(sym.st_info) == STT_GNU_IFUNC))
-			continue;
-		if (sym.st_shndx == SHN_UNDEF)
-			continue;
-		s = elf_strptr(e, sh.sh_link, sym.st_name);
-		if (s && !strcmp(s, name)) {
-			*out = sym;
-			return 0;
-		}
-	}
-	return -ENOENT;
-}
-
-static Elf *elf_open_path(const char *path, int *fd)
+Elf *patch_elf_open(const char *path, int *fd)
 {
 	Elf *e;
 
@@ -67,93 +32,7 @@ static Elf *elf_open_path(const char *path, int *fd)
 	return e;
 }
 
-static Elf_Scn *find_symtab(Elf *e, Elf32_Word type)
-{
-	Elf_Scn *scn = NULL;
-
-	while ((scn = elf_nextscn(e, scn))) {
-		GElf_Shdr sh;
-
-		if (gelf_getshdr(scn, &sh) && sh.sh_type == type)
-			return scn;
-	}
-	return NULL;
-}
-
-/*
- * A stripped file's .symtab is in its separate debug file (build id,
- * .gnu_debuglink; the same addresses): name looked up there.
- */
-static int find_in_debug_file(const char *path, const char *name, bool func,
-			      GElf_Sym *sym)
-{
-	struct arena a;
-	const char *debug;
-	Elf_Scn *scn;
-	int fd, err = -ENOENT;
-	Elf *e;
-
-	arena_init(&a);
-	debug = probes_elf_dwarf_file(&a, path);
-	if (debug && strcmp(debug, path) && (e = elf_open_path(debug, &fd))) {
-		scn = find_symtab(e, SHT_SYMTAB);
-		if (scn)
-			err = find_in(e, scn, name, func, sym);
-		elf_end(e);
-		close(fd);
-	}
-	arena_release(&a);
-	return err;
-}
-
-static int find_symbol(const char *path, const char *name, bool func,
-		       uint64_t *vaddr, uint64_t *size, uint64_t *file_off)
-{
-	Elf_Scn *sym_scn, *dyn_scn;
-	GElf_Sym sym;
-	int fd, err = -ENOENT;
-	size_t i, nph;
-	Elf *e;
-
-	e = elf_open_path(path, &fd);
-	if (!e)
-		return -errno;
-	sym_scn = find_symtab(e, SHT_SYMTAB);
-	dyn_scn = find_symtab(e, SHT_DYNSYM);
-	if (sym_scn)
-		err = find_in(e, sym_scn, name, func, &sym);
-	if (err && dyn_scn)
-		err = find_in(e, dyn_scn, name, func, &sym);
-	if (err && !sym_scn)
-		err = find_in_debug_file(path, name, func, &sym);
-	if (err)
-		goto out;
-	*vaddr = sym.st_value;
-	*size = sym.st_size;
-	if (!func)
-		goto out;	/* data: no file offset needed */
-	err = -ENOENT;
-	if (elf_getphdrnum(e, &nph))
-		goto out;
-	for (i = 0; i < nph; i++) {
-		GElf_Phdr ph;
-
-		if (!gelf_getphdr(e, (int)i, &ph) || ph.p_type != PT_LOAD)
-			continue;
-		if (sym.st_value >= ph.p_vaddr &&
-		    sym.st_value < ph.p_vaddr + ph.p_filesz) {
-			*file_off = sym.st_value - ph.p_vaddr + ph.p_offset;
-			err = 0;
-			break;
-		}
-	}
-out:
-	elf_end(e);
-	close(fd);
-	return err;
-}
-
-/* find_symbol(), its answer kept for the same file (patch_memo.h) */
+/* patch_symidx_find(), its answer kept for the same file (patch_memo.h) */
 static int find_symbol_memo(const char *path, const char *name, bool func,
 			    uint64_t *vaddr, uint64_t *size,
 			    uint64_t *file_off)
@@ -162,8 +41,8 @@ static int find_symbol_memo(const char *path, const char *name, bool func,
 	struct patch_memo_val m = { 0 };
 
 	if (!patch_memo_get(path, k, name, &m)) {
-		m.err = find_symbol(path, name, func, &m.v[0], &m.v[1],
-				    &m.v[2]);
+		m.err = patch_symidx_find(path, name, func, &m.v[0],
+					  &m.v[1], &m.v[2]);
 		patch_memo_put(path, k, name, &m);
 	}
 	if (!m.err) {
@@ -216,7 +95,7 @@ static int elf_base(const char *path, uint64_t *min_vaddr, int *is_dyn)
 	int fd, err = 0;
 	Elf *e;
 
-	e = elf_open_path(path, &fd);
+	e = patch_elf_open(path, &fd);
 	if (!e)
 		return -errno;
 	if (!gelf_getehdr(e, &eh) || elf_getphdrnum(e, &nph)) {
@@ -246,7 +125,7 @@ int patch_elf_interp(const char *path)
 	int fd, ret = 0;
 	Elf *e;
 
-	e = elf_open_path(path, &fd);
+	e = patch_elf_open(path, &fd);
 	if (!e)
 		return -errno;
 	if (!elf_getphdrnum(e, &nph))

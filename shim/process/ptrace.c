@@ -288,9 +288,18 @@ static bool thread_dead(pid_t pid, pid_t tid)
 #define PT_STOP_CHECK_NS (100 * 1000000ULL)
 #define PT_STOP_MAX_NS (5000 * 1000000ULL)
 
-/* Holding threads (p->hold_ns) ends after this many rounds or this long. */
-#define PT_HOLD_ROUNDS 32
-#define PT_HOLD_MAX_NS (200 * 1000000ULL)
+/*
+ * Holding threads (p->hold_ns): after every PT_HOLD_ROUNDS rounds that let
+ * a thread go, the time a stopped thread waits for the late ones doubles,
+ * up to PT_HOLD_CAP_NS (a thread that needs its CPU back gets it sooner
+ * than a whole scheduling period); the attempt is made again until
+ * PT_HOLD_MAX_NS, only then is every thread waited for with the others
+ * held (a machine so loaded that three threads are never on their CPUs
+ * within PT_HOLD_CAP_NS of each other).
+ */
+#define PT_HOLD_ROUNDS 16
+#define PT_HOLD_CAP_NS (4 * 1000000ULL)
+#define PT_HOLD_MAX_NS (2000 * 1000000ULL)
 
 /*
  * p->hold_ns: the threads stopped longer than that while others are not
@@ -301,7 +310,8 @@ static bool thread_dead(pid_t pid, pid_t tid)
  * thread waiting for a CPU on a busy machine takes milliseconds to reach
  * its stop, and the others would wait for it all that time.
  */
-static void hold(struct pt *p, uint64_t now, uint64_t *wake)
+static void hold(struct pt *p, uint64_t now, uint64_t hold_ns,
+		 uint64_t *wake)
 {
 	int i, pending = 0;
 
@@ -316,9 +326,9 @@ static void hold(struct pt *p, uint64_t now, uint64_t *wake)
 
 		if (!t->stopped || t->have_regs || t->group_stop)
 			continue;
-		if (now - t->stop_ns < p->hold_ns) {
-			if (t->stop_ns + p->hold_ns < *wake)
-				*wake = t->stop_ns + p->hold_ns;
+		if (now - t->stop_ns < hold_ns) {
+			if (t->stop_ns + hold_ns < *wake)
+				*wake = t->stop_ns + hold_ns;
 			continue;
 		}
 		if (ptrace(PTRACE_CONT, t->tid, 0, t->pending_sig) < 0)
@@ -376,11 +386,12 @@ int pt_stop_threads(struct pt *p)
 			break;
 		now = mono_ns();
 		wake = now + 1000000;
-		if (p->hold_ns && rounds < PT_HOLD_ROUNDS &&
-		    now - t0 < PT_HOLD_MAX_NS) {
-			int before = p->holds;
+		if (p->hold_ns && now - t0 < PT_HOLD_MAX_NS) {
+			int before = p->holds, sh = rounds / PT_HOLD_ROUNDS;
+			uint64_t h = p->hold_ns << (sh < 8 ? sh : 8);
 
-			hold(p, now, &wake);
+			hold(p, now, h < PT_HOLD_CAP_NS ? h : PT_HOLD_CAP_NS,
+			     &wake);
 			if (p->holds != before)
 				rounds++;
 		} else {

@@ -174,8 +174,10 @@ void user_unhold(struct ubt_user *u)
 {
 	pt_maps_keep(0);
 	if (u->child_boosted)
-		setpriority(PRIO_PROCESS, u->pid, u->child_nice);
+		setpriority(PRIO_PROCESS, u->child_boost_id ?: u->pid,
+			    u->child_nice);
 	u->child_boosted = false;
+	u->child_boost_id = 0;
 	if (u->child_pinned)
 		sched_setaffinity(u->pid, sizeof(u->child_cpus),
 				  &u->child_cpus);

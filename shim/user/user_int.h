@@ -129,8 +129,10 @@ struct ubt_user {
 	bool boosted;		/* ubt runs at nice -20 while it is stopped */
 	int old_nice;
 	bool pinned;		/* ubt runs on the control thread's CPU */
-	bool child_boosted;	/* -c: the command too, while it waits */
+	bool child_boosted;	/* -c: the command too, while it waits;
+				 * -p: the thread of the remote calls */
 	int child_nice;
+	pid_t child_boost_id;	/* whose nice child_nice is (0: pid) */
 	bool child_pinned;	/* -c: the command on ubt's CPU meanwhile */
 	cpu_set_t child_cpus;
 	bool rt;		/* SCHED_FIFO in the final stop (user_rt()) */
