@@ -486,6 +486,12 @@ static const char *place_site_clash(struct compile *c, struct run_decision *d,
 					&c->arena, "its patch window overlaps "
 					"the site at %s+%#llx", s->func,
 					(unsigned long long)t->func_offset);
+			/* a kernel uprobe on the entry instruction shares
+			 * the entry as another tracer's does: it runs the
+			 * instruction and lands on the jump after it */
+			if (t->where == RUN_KERNEL && !s->func_offset &&
+			    !t->func_offset && !s->usdt && !t->usdt)
+				continue;
 			if (t->where == RUN_KERNEL)
 				return arena_printf(
 					&c->arena, "a kernel uprobe on the "
