@@ -118,13 +118,13 @@ static const char *place_map_conflict(struct compile *c,
 
 static void place_conflicts(struct compile *c, struct run_decision *d,
 			    const uint64_t *one_side, const bool *iterated,
-			    const char *const *xwhy)
+			    const char *const *xwhy, bool syswide)
 {
 	int n = c->sema->nprobes;
 	bool changed = true;
 
 	while (changed) {
-		changed = place_site_conflicts(c, d, n);
+		changed = place_site_conflicts(c, d, n, syswide);
 		for (int i = 0; i < n; i++) {
 			const char *why;
 
@@ -272,7 +272,8 @@ int run_decide(struct compile *c, const struct run_opts *o,
 			one_side[i] = use[i];
 	}
 	if (o->mode != MODE_KERNEL)
-		place_conflicts(c, d, one_side, s.aggiter, xwhy);
+		place_conflicts(c, d, one_side, s.aggiter, xwhy,
+				!o->pid && !o->cmd);
 	if (!o->pid && !o->cmd && o->mode != MODE_KERNEL)
 		place_sysw_conflicts(c, d, one_side);
 	for (struct ast_node *p = c->program->program.probes;

@@ -125,10 +125,12 @@ void place_settle(struct compile *c, struct run_decision *d);
 
 /*
  * A user site on a function that also has a kernel site (the kernel would
- * put its breakpoint on our jump), or that another probe shares when one
+ * put its breakpoint on our jump; at the entry only system-wide, where
+ * taking a process loses kernel uprobes' later hits in it), or that another probe shares when one
  * of them reads sarg (one trampoline call, the wrong stack): to the
  * kernel. Returns whether a site moved (d[0..n) settled again).
  */
-bool place_site_conflicts(struct compile *c, struct run_decision *d, int n);
+bool place_site_conflicts(struct compile *c, struct run_decision *d, int n,
+			  bool syswide);
 
 #endif

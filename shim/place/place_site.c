@@ -465,7 +465,8 @@ static bool place_same_function(const struct run_site_decision *a,
  */
 static const char *place_site_clash(struct compile *c, struct run_decision *d,
 				    int n, int i,
-				    const struct run_site_decision *s)
+				    const struct run_site_decision *s,
+				    bool syswide)
 {
 	for (int j = 0; j < n; j++)
 		for (int k = 0; k < d[j].nsites; k++) {
@@ -486,6 +487,15 @@ static const char *place_site_clash(struct compile *c, struct run_decision *d,
 					&c->arena, "its patch window overlaps "
 					"the site at %s+%#llx", s->func,
 					(unsigned long long)t->func_offset);
+			/* a kernel uprobe on the entry instruction shares
+			 * the entry as another tracer's does: it runs the
+			 * instruction and lands on the jump after it (not
+			 * system-wide: a process taken at its first hit
+			 * loses the kernel uprobe's later hits, issue 26) */
+			if (t->where == RUN_KERNEL && !s->func_offset &&
+			    !t->func_offset && !s->usdt && !t->usdt &&
+			    !syswide)
+				continue;
 			if (t->where == RUN_KERNEL)
 				return arena_printf(
 					&c->arena, "a kernel uprobe on the "
@@ -500,7 +510,8 @@ static const char *place_site_clash(struct compile *c, struct run_decision *d,
 	return NULL;
 }
 
-bool place_site_conflicts(struct compile *c, struct run_decision *d, int n)
+bool place_site_conflicts(struct compile *c, struct run_decision *d, int n,
+			  bool syswide)
 {
 	bool changed = false;
 
@@ -515,7 +526,7 @@ bool place_site_conflicts(struct compile *c, struct run_decision *d, int n)
 
 			if (s->where != RUN_USER)
 				continue;
-			why = place_site_clash(c, d, n, i, s);
+			why = place_site_clash(c, d, n, i, s, syswide);
 			if (!why)
 				continue;
 			s->where = RUN_KERNEL;

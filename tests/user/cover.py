@@ -251,6 +251,25 @@ def case_reads():
        r.stderr)
 
 
+def case_two():
+    """One function, a probe in the kernel (it reads %rdx) and one in user
+    mode (it does not), sharing the entry: both count every call."""
+    path = copy("two")
+    r = subprocess.run([UBT, "-v", "-e",
+                        "uprobe:%s:cov_rdx { @k = count(); $x = arg2; } "
+                        "uprobe:%s:cov_rdx { @u = count(); }" % (path, path),
+                        "-c", "%s %d" % (path, N)],
+                       capture_output=True, text=True, timeout=120)
+    ok(re.search(r"^uprobe:\S+:cov_rdx: kernel \(", r.stderr, re.M) and
+       re.search(r"^uprobe:\S+:cov_rdx: user mode \(", r.stderr, re.M),
+       "one function: the probe reading %rdx in the kernel, the other in "
+       "user mode", r.stderr[-600:])
+    ok(r.returncode == 0 and re.search(r"^@k: %d$" % N, r.stdout, re.M) and
+       re.search(r"^@u: %d$" % N, r.stdout, re.M),
+       "one function, both sides: every call counted on each",
+       r.stdout[-300:] + r.stderr[-300:])
+
+
 def case_ret():
     """Return probes: the same sites by call-wrapping, exact sums."""
     path = copy("ret")
@@ -282,6 +301,7 @@ def main():
     try:
         case_reads()
         case_ret()
+        case_two()
         case_c()
         case_p()
         case_syswide()

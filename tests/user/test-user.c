@@ -437,6 +437,81 @@ static void test_flags_dead(void)
 	}
 }
 
+/*
+ * A function too short for the jump after its entry instruction, given
+ * the bytes after it (patch_analyze_room()): the window takes the rest of
+ * it and the padding, when the padding is all nops or int3 and the
+ * function ends in a ret or jmp; its original bytes (padding included)
+ * are what detach writes back.
+ */
+static void test_tail(void)
+{
+	static const struct {
+		const char *what;
+		uint8_t code[20];
+		size_t size, room;
+		bool ok;
+	} t[] = {
+		{ "lea; ret; cs nopw",
+		  { 0x48, 0x8d, 0x44, 0x7f, 0x01, 0xc3, 0x66, 0x2e, 0x0f, 0x1f,
+		    0x84, 0x00, 0x00, 0x00, 0x00, 0x00 },
+		  6, 10, true },
+		{ "xor; ret; int3 x4",
+		  { 0x31, 0xc0, 0xc3, 0xcc, 0xcc, 0xcc, 0xcc },
+		  3, 4, true },
+		{ "mov; jmp rel8; nops",
+		  { 0x48, 0x89, 0xf8, 0xeb, 0xeb, 0x90, 0x90, 0x90 },
+		  5, 3, true },
+		{ "too little padding",
+		  { 0x31, 0xc0, 0xc3, 0xcc, 0xcc, 0xcc },
+		  3, 3, false },
+		{ "padding that is code",
+		  { 0x31, 0xc0, 0xc3, 0x55, 0x90, 0x90, 0x90 },
+		  3, 4, false },
+		{ "falls through at its end",
+		  { 0x48, 0x89, 0xf8, 0x48, 0xff, 0xc0, 0x90, 0x90, 0x90 },
+		  6, 3, false },
+		{ "an indirect call",
+		  { 0x48, 0x89, 0xf8, 0xff, 0xd0, 0xc3, 0x90, 0x90, 0x90 },
+		  6, 3, false },
+	};
+
+	for (size_t i = 0; i < sizeof(t) / sizeof(t[0]); i++) {
+		struct patch_site s;
+		int err = patch_analyze_room(t[i].code, t[i].size, t[i].room,
+					     0x1000, 0, &s);
+		uint64_t start = s.addr - 0x1000;
+
+		if (t[i].ok)
+			ok(!err && s.tail && s.len == 5 &&
+				   !memcmp(s.orig, t[i].code + start, 5),
+			   "tail window: %s (%s)", t[i].what,
+			   err ? s.reason : "patchable");
+		else
+			ok(err == -EINVAL && strstr(s.reason, "shorter than"),
+			   "no tail window: %s (%s)", t[i].what,
+			   err ? s.reason : "patchable");
+	}
+	{
+		/* the 2-byte jmp relocated as a jmp rel32 to its target */
+		const uint8_t code[] = { 0x48, 0x89, 0xf8, 0xeb, 0xeb, 0x90,
+					 0x90, 0x90 };
+		struct patch_site s;
+		struct patch_reloc r;
+		uint8_t out[64];
+		int32_t rel = 0;
+		int err = patch_analyze_room(code, 5, 3, 0x1000, 0, &s);
+
+		if (!err)
+			err = patch_relocate(&s, 0x2000, out, sizeof(out), &r);
+		if (!err)
+			memcpy(&rel, out + 1, 4);
+		ok(!err && out[0] == 0xe9 &&
+			   0x2000 + 5 + (int64_t)rel == 0x1005 - 0x15,
+		   "tail window: its jmp rel8 runs as a jmp rel32 to 0xff0");
+	}
+}
+
 static void test_sites(void)
 {
 	static const struct {
@@ -488,6 +563,7 @@ static void test_sites(void)
 			   sizeof(reason)) == -ENOENT,
 	   "no such symbol: %s", reason);
 	test_flags_dead();
+	test_tail();
 }
 
 /* Every function of libc through the analysis: no crash, most patchable. */
