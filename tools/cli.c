@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "compat.h"
 #include "diag.h"
 #include "metrics.h"
 #include "util.h"
@@ -21,6 +22,7 @@
 enum {
 	OPT_DRY_RUN = 256,
 	OPT_ALL_PROCESSES,
+	OPT_COMPAT,
 	OPT_INFO,
 	OPT_INCLUDE,
 	OPT_METRICS,
@@ -37,6 +39,7 @@ static const char cli_short_opts[] = ":B:c:d:e:f:hI:klo:p:qvV";
 
 static const struct option cli_long_opts[] = {
 	{ "all-processes", no_argument, NULL, OPT_ALL_PROCESSES },
+	{ "compat", required_argument, NULL, OPT_COMPAT },
 	{ "dry-run", no_argument, NULL, OPT_DRY_RUN },
 	{ "help", no_argument, NULL, 'h' },
 	{ "info", no_argument, NULL, OPT_INFO },
@@ -78,6 +81,8 @@ void cli_help(FILE *f)
 	      "    -p PID         attach to process PID (its user probes may run inside it)\n"
 	      "    -c 'CMD'       run CMD and attach to the resulting process\n"
 	      "    --mode MODE    where user probes run ('auto', 'kernel', 'user')\n"
+	      "    --compat VERSION\n"
+	      "                   behave and print as bpftrace '0.17' (default) or the 'newest' release ('list': the differences)\n"
 	      "    --all-processes\n"
 	      "                   without -p/-c: user-mode probes also in processes already running\n"
 	      "    --metrics [ADDR:]PORT\n"
@@ -367,6 +372,20 @@ int cli_parse(struct cli_opts *o, int argc, char **argv, FILE *err)
 			/* semaphores are counted by file already: the kernel
 			 * keeps them in every process of the binary */
 			break;
+		case OPT_COMPAT: {
+			enum compat_level l;
+
+			if (!strcmp(optarg, "list")) {
+				o->action = CLI_COMPAT_LIST;
+				return 0;
+			}
+			if (compat_parse(optarg, &l))
+				return cli_error(err,
+						 "invalid compat '%s': expected '0.17', 'newest' or 'list'",
+						 optarg);
+			compat_set(l);
+			break;
+		}
 		case OPT_MODE:
 			if (!strcmp(optarg, "auto"))
 				o->mode = MODE_AUTO;

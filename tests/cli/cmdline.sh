@@ -124,6 +124,7 @@ usage "-d unknown stage in a list" "unknown debug stage 'bogus': expected 'ast',
 usage "-d empty stage" "unknown debug stage '': expected 'ast', 'sema', 'ir', 'bpf', 'native' or 'all'" -- -d '' -e "$PROG"
 usage "-l with two patterns" "too many arguments for -l: 'b'" -- -l a b
 usage "--parse-only with -l" "cannot use both -l and --parse-only" -- --parse-only -l
+usage "--compat with an unknown version" "invalid compat 'x': expected '0.17', 'newest' or 'list'" -- --compat x -e "$PROG"
 usage "--parse-only with --dry-run" "cannot use both --dry-run and --parse-only" -- --parse-only --dry-run -e "$PROG"
 usage "--parse-only with -d sema" "cannot use -d sema with --parse-only: it stops after parsing" -- --parse-only -d sema -e "$PROG"
 usage "--parse-only with -d all" "cannot use -d sema with --parse-only: it stops after parsing" -- --parse-only -d all -e "$PROG"
