@@ -24,6 +24,11 @@ static const struct compat_entry compat_table[COMPAT_NDIFFS] = {
 		"a program of BEGIN and END probes only runs until Ctrl-C -> "
 		"ends after BEGIN",
 	},
+	[COMPAT_BOOL] = {
+		"bool",
+		"comparisons, &&, || and ! are integers (1, 0; sizeof 8) -> "
+		"bool (sizeof 1); bools print as true/false",
+	},
 };
 
 enum compat_source { COMPAT_SRC_NONE, COMPAT_SRC_CONFIG, COMPAT_SRC_ENV,
