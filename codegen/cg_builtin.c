@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include <linux/bpf.h>
+#include <bpf/libbpf.h>
 
 #include "cg_int.h"
 #include "irb_native.h"
@@ -324,6 +325,12 @@ LLVMValueRef cg_builtin(struct cg *g, struct ast_node *n)
 		return cg_ppid(g, n);
 	case BI_PCOMM:
 		return cg_pcomm(g, n);
+	case BI_NCPUS: {
+		/* the machine's possible CPUs, as bpftrace (0.19 on) */
+		int n = libbpf_num_possible_cpus();
+
+		return irb_const(ir, n > 0 ? (uint64_t)n : 1);
+	}
 	case BI_JIFFIES:
 		return irb_helper(ir, BPF_FUNC_jiffies64, NULL, 0);
 	case BI_NUMAID:

@@ -9,6 +9,7 @@
 
 #include "sema.h"
 #include "sema_int.h"
+#include "sema_type_int.h"
 #include "stack.h"
 #include "util.h"
 
@@ -156,7 +157,7 @@ static struct type *ty_strcontains(struct sema_ctx *x, struct ast_node *call,
 			   type_class(a->type), type_class(b->type));
 		return NULL;
 	}
-	return sema_uint64(x);
+	return sema_t_bool_of(x, OP_EQ, sema_uint64(x));
 }
 
 static struct type *sym(struct sema_ctx *x, struct ast_node *call,

@@ -5,6 +5,8 @@ libubt_a_SOURCES += \
 	frontend/ast.h \
 	frontend/attach.c \
 	frontend/attach.h \
+	frontend/compat.c \
+	frontend/compat.h \
 	frontend/compile.h \
 	frontend/diag.c \
 	frontend/diag.h \

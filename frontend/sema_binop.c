@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "sema.h"
+#include "compat.h"
 #include "sema_int.h"
 #include "sema_type_int.h"
 #include "util.h"
@@ -174,6 +175,20 @@ static struct type *binop_array(struct sema_ctx *x, struct ast_node *n,
 		return NULL;
 	}
 	return sema_uint64(x);
+}
+
+/*
+ * A comparison's, a logical operator's or !'s type t: bool in the newest
+ * bpftrace (compat.h), 0.17's integer otherwise.
+ */
+struct type *sema_t_bool_of(struct sema_ctx *x, enum ast_op op,
+			    struct type *t)
+{
+	if (!t || !compat_has(COMPAT_BOOL) ||
+	    !(is_compare(op) || op == OP_LAND || op == OP_LOR ||
+	      op == OP_LNOT) || !sema_t_is_int(t))
+		return t;
+	return type_new(x->a, TY_BOOL, 1);
 }
 
 struct type *sema_t_binop_types(struct sema_ctx *x, struct ast_node *n,

@@ -18,6 +18,7 @@
 #include "sema.h"
 #include "stack.h"
 #include "kprov.h"
+#include "compat.h"
 #include "sema_int.h"
 #include "util.h"
 
@@ -29,6 +30,7 @@
 /* Config variables bpftrace knows; max_strlen and max_map_keys count. */
 static const char *const config_keys[] = {
 	"cache_user_symbols",
+	"compat",	/* ubt's own: compat.h */
 	"cpp_demangle",
 	"lazy_symbolication",
 	"log_size",
@@ -152,6 +154,19 @@ static int config_block(struct sema_ctx *x, struct ast_node *cfg,
 				err = -EINVAL;
 			else
 				x->prog->no_cpp_demangle = !n;
+			continue;
+		}
+		if (!strcmp(key, "compat")) {
+			const char *s = v && v->kind == AST_IDENT ?
+						v->ident.name :
+					v && v->kind == AST_STRING ?
+						v->str.value : "";
+
+			if (compat_from_config(s)) {
+				sema_error(x, v ? &v->loc : &it->loc,
+					   "Invalid value for compat: expected \"0.17\" or newest");
+				err = -EINVAL;
+			}
 			continue;
 		}
 		if (!strcmp(key, "stack_mode")) {

@@ -178,7 +178,8 @@ static struct type *type_binop(struct sema_ctx *x, struct ast_node *n)
 			return NULL;
 		return sema_t_int64_of(x, sema_t_int_signed(k));
 	}
-	return sema_t_binop_types(x, n, lt, rt);
+	return sema_t_bool_of(x, n->op.op,
+			      sema_t_binop_types(x, n, lt, rt));
 }
 
 /* ++ and -- on a map or a variable. */
@@ -239,7 +240,7 @@ static struct type *type_unop(struct sema_ctx *x, struct ast_node *n)
 		break;
 	case OP_LNOT:
 		if (sema_t_is_cond(t))
-			return sema_uint64(x);
+			return sema_t_bool_of(x, OP_LNOT, sema_uint64(x));
 		break;
 	case OP_DEREF:
 		if (t->kind == TY_POINTER && t->elem &&

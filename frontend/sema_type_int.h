@@ -37,6 +37,8 @@ struct type *sema_t_type_map(struct sema_ctx *x, struct ast_node *n);
 /* sema_types.c: type a list of statements (a block expression's) */
 int sema_t_stmts(struct sema_ctx *x, struct ast_node *list);
 /* sema_binop.c: a binary operator's type; the operator's location */
+struct type *sema_t_bool_of(struct sema_ctx *x, enum ast_op op,
+			    struct type *t);
 struct type *sema_t_binop_types(struct sema_ctx *x, struct ast_node *n,
 				struct type *lt, struct type *rt);
 struct ast_loc sema_t_op_loc(struct sema_ctx *x, struct ast_node *n);

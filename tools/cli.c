@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "compat.h"
 #include "diag.h"
 #include "metrics.h"
 #include "util.h"
@@ -21,6 +22,7 @@
 enum {
 	OPT_DRY_RUN = 256,
 	OPT_ALL_PROCESSES,
+	OPT_COMPAT,
 	OPT_INFO,
 	OPT_INCLUDE,
 	OPT_METRICS,
@@ -37,9 +39,12 @@ static const char cli_short_opts[] = ":B:c:d:e:f:hI:klo:p:qvV";
 
 static const struct option cli_long_opts[] = {
 	{ "all-processes", no_argument, NULL, OPT_ALL_PROCESSES },
+	{ "cmd", required_argument, NULL, 'c' },	/* bpftrace 0.26's */
+	{ "compat", required_argument, NULL, OPT_COMPAT },
 	{ "dry-run", no_argument, NULL, OPT_DRY_RUN },
 	{ "help", no_argument, NULL, 'h' },
 	{ "info", no_argument, NULL, OPT_INFO },
+	{ "list", no_argument, NULL, 'l' },
 	{ "include", required_argument, NULL, OPT_INCLUDE },
 	{ "metrics", required_argument, NULL, OPT_METRICS },
 	{ "metrics-max-keys", required_argument, NULL,
@@ -47,10 +52,14 @@ static const struct option cli_long_opts[] = {
 	{ "metrics-prefix", required_argument, NULL, OPT_METRICS_PREFIX },
 	{ "mode", required_argument, NULL, OPT_MODE },
 	{ "no-warnings", no_argument, NULL, OPT_NO_WARNINGS },
+	{ "output", required_argument, NULL, 'o' },
 	{ "parse-only", no_argument, NULL, OPT_PARSE_ONLY },
+	{ "pid", required_argument, NULL, 'p' },
+	{ "quiet", no_argument, NULL, 'q' },
 	{ "unsafe", no_argument, NULL, OPT_UNSAFE },
 	{ "usdt-file-activation", no_argument, NULL,
 	  OPT_USDT_FILE_ACTIVATION },
+	{ "verbose", no_argument, NULL, 'v' },
 	{ "version", no_argument, NULL, 'V' },
 	{ NULL, 0, NULL, 0 },
 };
@@ -69,15 +78,20 @@ void cli_help(FILE *f)
 	      "OPTIONS:\n"
 	      "    -B MODE        output buffering mode ('none', 'line', 'full')\n"
 	      "    -f FORMAT      output format ('text', 'json')\n"
-	      "    -o file        redirect ubt output to file\n"
-	      "    -e 'program'   execute this program\n"
+	      "    -o, --output file\n"
+	      "                   redirect ubt output to file\n"
+	      "    -e 'program'   execute this program (the last one given)\n"
 	      "    -h, --help     show this help message\n"
 	      "    -I DIR         add the directory to the include search path\n"
 	      "    --include FILE add an #include file before the C definitions\n"
-	      "    -l [search]    list probes\n"
-	      "    -p PID         attach to process PID (its user probes may run inside it)\n"
-	      "    -c 'CMD'       run CMD and attach to the resulting process\n"
+	      "    -l, --list [search]\n"
+	      "                   list probes\n"
+	      "    -p, --pid PID  attach to process PID (its user probes may run inside it)\n"
+	      "    -c, --cmd 'CMD'\n"
+	      "                   run CMD and attach to the resulting process\n"
 	      "    --mode MODE    where user probes run ('auto', 'kernel', 'user')\n"
+	      "    --compat VERSION\n"
+	      "                   behave and print as bpftrace '0.17' (default) or the 'newest' release ('list': the differences)\n"
 	      "    --all-processes\n"
 	      "                   without -p/-c: user-mode probes also in processes already running\n"
 	      "    --metrics [ADDR:]PORT\n"
@@ -87,7 +101,7 @@ void cli_help(FILE *f)
 	      "    --metrics-max-keys N\n"
 	      "                   serve at most N keys of a map (default 10000)\n"
 	      "    --unsafe       allow unsafe builtin functions\n"
-	      "    -q             keep messages quiet\n"
+	      "    -q, --quiet    keep messages quiet\n"
 	      "    --info         print information about kernel BPF support\n"
 	      "    --usdt-file-activation\n"
 	      "                   activate usdt semaphores based on file path (always so)\n"
@@ -97,7 +111,7 @@ void cli_help(FILE *f)
 	      "    --no-warnings  disable all warning messages\n"
 	      "\n"
 	      "TROUBLESHOOTING OPTIONS:\n"
-	      "    -v             verbose messages\n"
+	      "    -v, --verbose  verbose messages\n"
 	      "    -d STAGE       print debug info for STAGE ('ast', 'sema', 'ir', 'bpf', 'native', 'all')\n"
 	      "    --dry-run      compile and load the program, but do not attach or run it\n"
 	      "    --parse-only   check the program's syntax: print nothing, exit 0 if well-formed\n"
@@ -254,7 +268,6 @@ static const char *cli_opt_name(char **argv, char *buf, size_t size)
 
 int cli_parse(struct cli_opts *o, int argc, char **argv, FILE *err)
 {
-	int program_count = 0;
 	char name[64];
 	int c;
 
@@ -294,8 +307,7 @@ int cli_parse(struct cli_opts *o, int argc, char **argv, FILE *err)
 				return -EINVAL;
 			break;
 		case 'e':
-			if (program_count++)
-				return cli_error(err, "cannot use -e more than once");
+			/* the last one, as bpftrace (0.17 and 0.26) */
 			o->program = optarg;
 			break;
 		case 'f':
@@ -367,6 +379,20 @@ int cli_parse(struct cli_opts *o, int argc, char **argv, FILE *err)
 			/* semaphores are counted by file already: the kernel
 			 * keeps them in every process of the binary */
 			break;
+		case OPT_COMPAT: {
+			enum compat_level l;
+
+			if (!strcmp(optarg, "list")) {
+				o->action = CLI_COMPAT_LIST;
+				return 0;
+			}
+			if (compat_parse(optarg, &l))
+				return cli_error(err,
+						 "invalid compat '%s': expected '0.17', 'newest' or 'list'",
+						 optarg);
+			compat_set(l);
+			break;
+		}
 		case OPT_MODE:
 			if (!strcmp(optarg, "auto"))
 				o->mode = MODE_AUTO;

@@ -25,6 +25,7 @@ enum cli_action {
 	CLI_HELP,	/* -h, --help: print cli_help() and exit 0 */
 	CLI_VERSION,	/* -V, --version: print cli_version() and exit 0 */
 	CLI_INFO,	/* --info: print info_print() and exit 0 */
+	CLI_COMPAT_LIST,	/* --compat list: print compat_list(), exit 0 */
 };
 
 enum cli_format {

@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "ast.h"
+#include "compat.h"
 #include "compile.h"
 #include "diag.h"
 #include "driver.h"
@@ -518,7 +519,7 @@ int driver_run(const struct cli_opts *o)
 	FILE *out = NULL;
 	int rc;
 
-	if (env_read())
+	if (env_read() || compat_from_env())
 		return UBT_EXIT_ERROR;
 	if (o->list && driver_check_pattern(o->list_pattern))
 		return UBT_EXIT_ERROR;

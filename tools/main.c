@@ -3,6 +3,7 @@
 #include <stdio.h>
 
 #include "cli.h"
+#include "compat.h"
 #include "driver.h"
 #include "info.h"
 #include "signals.h"
@@ -25,6 +26,9 @@ int main(int argc, char **argv)
 		return UBT_EXIT_OK;
 	case CLI_INFO:
 		info_print(stdout);
+		return UBT_EXIT_OK;
+	case CLI_COMPAT_LIST:
+		compat_list(stdout);
 		return UBT_EXIT_OK;
 	case CLI_RUN:
 		break;

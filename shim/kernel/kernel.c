@@ -35,6 +35,7 @@
 #include "signals.h"
 #include "tracepoint.h"
 #include "util.h"
+#include "compat.h"
 #include "kernel_int.h"
 
 /* ---- run ----------------------------------------------------------- */
@@ -179,7 +180,7 @@ int kernel_run(struct compile *c, const struct kernel_opts *o)
 	}
 	kernel_set_globals(k, ch.pid);
 	kernel_metrics_serve(k, o->metrics);
-	if (!o->quiet)
+	if (!o->quiet && !compat_has(COMPAT_ATTACHED_MSG))
 		out_attached(&k->out, nprobes);
 	fflush(k->out.f);
 	/*
@@ -193,6 +194,9 @@ int kernel_run(struct compile *c, const struct kernel_opts *o)
 	err = kernel_attach(k, &nprobes);
 	if (err)
 		goto out;
+	/* the newest bpftrace's message: once attached, on stderr */
+	if (!o->quiet && compat_has(COMPAT_ATTACHED_MSG))
+		out_attached(&k->out, nprobes);
 	/* test harnesses wait for this line on stderr, as bpftrace prints it */
 	if (getenv("__BPFTRACE_NOTIFY_PROBES_ATTACHED")) {
 		fflush(stdout);
@@ -213,7 +217,9 @@ int kernel_run(struct compile *c, const struct kernel_opts *o)
 	/* as bpftrace: after an exit() in BEGIN the command never runs */
 	if (o->cmd && !k->exiting && !signals_stopping())
 		kernel_child_go(&ch);
-	if (!k->exiting && !signals_stopping())
+	/* the newest bpftrace: BEGIN and END alone end after BEGIN */
+	if (!k->exiting && !signals_stopping() &&
+	    !(nprogs == 0 && compat_has(COMPAT_BEGIN_END_EXIT)))
 		err = kernel_loop(k, o->cmd ? &ch : NULL, pidfd);
 	if (err)
 		goto out;

@@ -32,6 +32,7 @@
 #include "output.h"
 #include "types.h"
 #include "util.h"
+#include "compat.h"
 #include "output_int.h"
 
 void out_init(struct out *o, FILE *f, enum out_format format)
@@ -41,10 +42,17 @@ void out_init(struct out *o, FILE *f, enum out_format format)
 
 void out_attached(struct out *o, int nprobes)
 {
-	if (o->format == OUT_JSON)
+	if (o->format == OUT_JSON && compat_has(COMPAT_ATTACHED_MSG))
+		fprintf(o->f,
+			"{\"type\": \"attached_probes\", \"count\": %d, \"data\": {\"probes\": %d}}\n",
+			nprobes, nprobes);
+	else if (o->format == OUT_JSON)
 		fprintf(o->f,
 			"{\"type\": \"attached_probes\", \"data\": {\"probes\": %d}}\n",
 			nprobes);
+	else if (compat_has(COMPAT_ATTACHED_MSG))
+		fprintf(stderr, "Attached %d probe%s\n", nprobes,
+			nprobes == 1 ? "" : "s");
 	else
 		fprintf(o->f, "Attaching %d probe%s...\n", nprobes,
 			nprobes == 1 ? "" : "s");

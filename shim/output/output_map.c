@@ -19,6 +19,7 @@
 #include "output.h"
 #include "types.h"
 #include "util.h"
+#include "compat.h"
 #include "output_int.h"
 
 /* ---- maps ---- */
@@ -188,7 +189,9 @@ static uint64_t div_number(const struct type *t, uint64_t v, uint64_t div)
 
 static void sb_number(struct sb *b, const struct type *t, uint64_t v)
 {
-	if (out_type_signed(t))
+	if (t->kind == TY_BOOL && compat_has(COMPAT_BOOL))
+		sb_adds(b, v ? "true" : "false");
+	else if (out_type_signed(t))
 		sb_printf(b, "%" PRId64, (int64_t)v);
 	else
 		sb_printf(b, "%" PRIu64, v);

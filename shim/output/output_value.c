@@ -21,6 +21,7 @@
 #include "output.h"
 #include "types.h"
 #include "util.h"
+#include "compat.h"
 #include "output_int.h"
 
 /* ---- values ---- */
@@ -530,6 +531,10 @@ int sb_value(const struct out *o, struct sb *b, const struct type *t,
 	    (vs == VS_TEXT_KEY || vs == VS_JSON_KEY)) {
 		/* pointers in map keys print in hex, as bpftrace's do */
 		sb_printf(b, "0x%" PRIx64, out_load_int(p, 8, false));
+		return 0;
+	}
+	if (t->kind == TY_BOOL && compat_has(COMPAT_BOOL)) {
+		sb_adds(b, out_load_int(p, t->size, false) ? "true" : "false");
 		return 0;
 	}
 	if (out_is_int_kind(t)) {

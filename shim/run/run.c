@@ -34,6 +34,7 @@
 #include "signals.h"
 #include "user.h"
 #include "util.h"
+#include "compat.h"
 #include "run_int.h"
 /* idle user rings are read this often (the kernel ring wakes ubt at once) */
 #define RUN_POLL_MS 10
@@ -179,6 +180,15 @@ static int run_count_progs(const struct cg_object *obj)
 		n += obj->progs[i].provider != PROV_BEGIN &&
 		     obj->progs[i].provider != PROV_END;
 	return n;
+}
+
+static void run_attached(const struct run_opts *o, int nprobes)
+{
+	struct out out;
+
+	out_init(&out, o->out ? o->out : stdout,
+		 o->json ? OUT_JSON : OUT_TEXT);
+	out_attached(&out, nprobes);
 }
 
 static int run_combined(struct compile *c, const struct run_opts *o,
@@ -334,17 +344,15 @@ static int run_combined(struct compile *c, const struct run_opts *o,
 			kernel_set_event_hook(r.k, run_kernel_take, &r);
 	}
 	nprobes += cg_object_probes(r.kobj);
-	if (!o->quiet) {
-		struct out out;
-
-		out_init(&out, o->out ? o->out : stdout,
-			 o->json ? OUT_JSON : OUT_TEXT);
-		out_attached(&out, nprobes);
-	}
+	if (!o->quiet && !compat_has(COMPAT_ATTACHED_MSG))
+		run_attached(o, nprobes);
 	fflush(o->out ? o->out : stdout);
 	err = kernel_attach(r.k, &nprobes);
 	if (err)
 		goto out;
+	/* the newest bpftrace's message: once attached, on stderr */
+	if (!o->quiet && compat_has(COMPAT_ATTACHED_MSG))
+		run_attached(o, nprobes);
 	/* after the kernel's: a process taken has their int3s under its
 	 * jumps, never the other way round */
 	if (r.sysw)
@@ -382,7 +390,10 @@ static int run_combined(struct compile *c, const struct run_opts *o,
 					"(UBT_NO_TSC, or the time-stamp "
 					"counter is not the kernel's clock)");
 	}
-	while (!signals_stopping() && !kernel_exiting(r.k)) {
+	/* the newest bpftrace: BEGIN and END alone end after BEGIN */
+	while (!signals_stopping() && !kernel_exiting(r.k) &&
+	       !(compat_has(COMPAT_BEGIN_END_EXIT) &&
+		 !run_count_progs(r.kobj) && !run_count_progs(r.nobj))) {
 		bool gone = !r.sysw && run_target_gone(&r);
 		int n;
 

@@ -103,6 +103,7 @@ bad_option "-e without argument" "option requires an argument: -e" -- -e
 bad_option "-o without argument" "option requires an argument: -o" -- -e "$PROG" -o
 bad_option "--mode without argument" "option requires an argument: --mode" -- -e "$PROG" --mode
 bad_pid "-p not a number" "pid 'abc' is not a valid decimal number" -- -p abc -e "$PROG"
+bad_pid "--pid not a number" "pid 'abc' is not a valid decimal number" -- --pid abc -e "$PROG"
 bad_pid "-p trailing junk" "pid '12x' is not a valid decimal number" -- -p 12x -e "$PROG"
 bad_pid "-p zero" "pid '0' out of valid pid range [1,4194304]" -- -p 0 -e "$PROG"
 bad_pid "-p negative" "pid '-5' is not a valid decimal number" -- -p -5 -e "$PROG"
@@ -113,7 +114,11 @@ usage "--all-processes and -p" "cannot use --all-processes with -p" -- --all-pro
 usage "--all-processes and -c" "cannot use --all-processes with -c" -- --all-processes -c true -e "$PROG"
 usage "-c empty" "invalid command for -c: empty" -- -c '' -e "$PROG"
 usage "-o empty" "invalid output file for -o: empty" -- -o '' -e "$PROG"
-usage "-e twice" "cannot use -e more than once" -- -e "$PROG" -e "$PROG"
+expect "-e twice: the last one runs, as bpftrace" 0 "Attaching 1 probe...
+second
+
+" '' -- -e "$PROG" -e 'BEGIN { printf("second\n"); exit(); }'
+expect "long forms: --output, --quiet, --cmd" 0 "" "" -- --dry-run --quiet --output /dev/null --cmd true -e "$PROG"
 expect "-f unknown format: bpftrace's words" 2 '' "ERROR: Invalid output format \"xml\"
 Valid formats: 'text', 'json'" -- -f xml -e "$PROG"
 expect "-B unknown mode: bpftrace's words" 2 '' "ERROR: USAGE: -B must be either 'line', 'full', or 'none'." -- -B some -e "$PROG"
@@ -124,6 +129,7 @@ usage "-d unknown stage in a list" "unknown debug stage 'bogus': expected 'ast',
 usage "-d empty stage" "unknown debug stage '': expected 'ast', 'sema', 'ir', 'bpf', 'native' or 'all'" -- -d '' -e "$PROG"
 usage "-l with two patterns" "too many arguments for -l: 'b'" -- -l a b
 usage "--parse-only with -l" "cannot use both -l and --parse-only" -- --parse-only -l
+usage "--compat with an unknown version" "invalid compat 'x': expected '0.17', 'newest' or 'list'" -- --compat x -e "$PROG"
 usage "--parse-only with --dry-run" "cannot use both --dry-run and --parse-only" -- --parse-only --dry-run -e "$PROG"
 usage "--parse-only with -d sema" "cannot use -d sema with --parse-only: it stops after parsing" -- --parse-only -d sema -e "$PROG"
 usage "--parse-only with -d all" "cannot use -d sema with --parse-only: it stops after parsing" -- --parse-only -d all -e "$PROG"

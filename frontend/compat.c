@@ -1,0 +1,108 @@
+/*
+ * The compatibility switch (compat.h): one table, one entry for each way
+ * the newest bpftrace differs from 0.17 that ubt follows.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include "compat.h"
+#include "util.h"
+
+struct compat_entry {
+	const char *name;	/* the difference's name (man page) */
+	const char *what;	/* 0.17 -> newest */
+};
+
+static const struct compat_entry compat_table[COMPAT_NDIFFS] = {
+	[COMPAT_ATTACHED_MSG] = {
+		"attached-message",
+		"\"Attaching N probes...\" on stdout before attaching -> "
+		"\"Attached N probes\" on stderr after (JSON: with \"count\")",
+	},
+	[COMPAT_BEGIN_END_EXIT] = {
+		"begin-end-exit",
+		"a program of BEGIN and END probes only runs until Ctrl-C -> "
+		"ends after BEGIN",
+	},
+	[COMPAT_BOOL] = {
+		"bool",
+		"comparisons, &&, || and ! are integers (1, 0; sizeof 8) -> "
+		"bool (sizeof 1); bools print as true/false",
+	},
+};
+
+enum compat_source { COMPAT_SRC_NONE, COMPAT_SRC_CONFIG, COMPAT_SRC_ENV,
+		     COMPAT_SRC_CLI };
+
+static enum compat_level compat_cur = COMPAT_0_17;
+static enum compat_source compat_src = COMPAT_SRC_NONE;
+
+int compat_parse(const char *s, enum compat_level *level)
+{
+	if (!strcmp(s, "0.17"))
+		*level = COMPAT_0_17;
+	else if (!strcmp(s, "newest") || !strcmp(s, "0.26"))
+		*level = COMPAT_NEWEST;
+	else
+		return -EINVAL;
+	return 0;
+}
+
+void compat_set(enum compat_level level)
+{
+	compat_cur = level;
+	compat_src = COMPAT_SRC_CLI;
+}
+
+int compat_from_env(void)
+{
+	const char *s = getenv("UBT_COMPAT");
+	enum compat_level l;
+
+	if (!s || compat_src >= COMPAT_SRC_ENV)
+		return 0;
+	if (compat_parse(s, &l)) {
+		fprintf(stderr,
+			"ubt: invalid UBT_COMPAT '%s': expected '0.17' or 'newest'\n",
+			s);
+		return -EINVAL;
+	}
+	compat_cur = l;
+	compat_src = COMPAT_SRC_ENV;
+	return 0;
+}
+
+int compat_from_config(const char *value)
+{
+	enum compat_level l;
+
+	if (compat_parse(value, &l))
+		return -EINVAL;
+	if (compat_src < COMPAT_SRC_CONFIG) {
+		compat_cur = l;
+		compat_src = COMPAT_SRC_CONFIG;
+	}
+	return 0;
+}
+
+enum compat_level compat_level(void)
+{
+	return compat_cur;
+}
+
+bool compat_has(enum compat_diff d)
+{
+	return compat_cur == COMPAT_NEWEST && d < COMPAT_NDIFFS;
+}
+
+const char *compat_name(enum compat_diff d)
+{
+	return d < COMPAT_NDIFFS ? compat_table[d].name : "?";
+}
+
+void compat_list(FILE *f)
+{
+	for (int i = 0; i < COMPAT_NDIFFS; i++)
+		fprintf(f, "%-18s %s\n", compat_table[i].name,
+			compat_table[i].what);
+}

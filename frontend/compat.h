@@ -1,0 +1,41 @@
+/*
+ * Which bpftrace ubt behaves as: 0.17 (the default: Debian 12's) or the
+ * newest release ubt knows (0.26).  Each place where the two differ asks
+ * compat_has() for its difference by name; the table in compat.c lists
+ * them all, one entry each (man page, COMPATIBILITY).
+ */
+#ifndef UBT_COMPAT_H
+#define UBT_COMPAT_H
+
+#include <stdbool.h>
+#include <stdio.h>
+
+enum compat_level {
+	COMPAT_0_17,
+	COMPAT_NEWEST,
+};
+
+/* One entry per difference; true in the newest mode. */
+enum compat_diff {
+	COMPAT_ATTACHED_MSG,	/* "Attached N probes" on stderr */
+	COMPAT_BEGIN_END_EXIT,	/* only BEGIN/END probes: the run ends */
+	COMPAT_BOOL,		/* comparisons, ! are bool; true/false */
+	COMPAT_NDIFFS,
+};
+
+/* "0.17" or "newest" (also "0.26"); 0 or -EINVAL. */
+int compat_parse(const char *s, enum compat_level *level);
+/* The level in force: set by --compat, else UBT_COMPAT, else the
+ * program's config = { compat = ... }, else 0.17. */
+void compat_set(enum compat_level level);
+/* From UBT_COMPAT unless set already; 0 or -EINVAL (message printed). */
+int compat_from_env(void);
+/* From the program's config block unless set already. */
+int compat_from_config(const char *value);
+enum compat_level compat_level(void);
+bool compat_has(enum compat_diff d);
+const char *compat_name(enum compat_diff d);
+/* The table, one line per difference (ubt --compat=list). */
+void compat_list(FILE *f);
+
+#endif
