@@ -15,23 +15,6 @@
 #include "patch_memo.h"
 #include "patch_symidx.h"
 
-Elf *patch_elf_open(const char *path, int *fd)
-{
-	Elf *e;
-
-	elf_version(EV_CURRENT);
-	*fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (*fd < 0)
-		return NULL;
-	e = elf_begin(*fd, ELF_C_READ, NULL);
-	if (!e) {
-		close(*fd);
-		errno = ENOEXEC;
-		return NULL;
-	}
-	return e;
-}
-
 /* patch_symidx_find(), its answer kept for the same file (patch_memo.h) */
 static int find_symbol_memo(const char *path, const char *name, bool func,
 			    uint64_t *vaddr, uint64_t *size,

@@ -11,6 +11,7 @@
  * name and kind (function: STT_FUNC or STT_GNU_IFUNC; else data) wins.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <gelf.h>
 #include <pthread.h>
 #include <stdlib.h>
@@ -22,6 +23,24 @@
 #include "patch_symidx.h"
 #include "probes.h"
 #include "util.h"
+
+/* ELF files opened for reading (patch_elf.c too: this file is its leaf) */
+Elf *patch_elf_open(const char *path, int *fd)
+{
+	Elf *e;
+
+	elf_version(EV_CURRENT);
+	*fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (*fd < 0)
+		return NULL;
+	e = elf_begin(*fd, ELF_C_READ, NULL);
+	if (!e) {
+		close(*fd);
+		errno = ENOEXEC;
+		return NULL;
+	}
+	return e;
+}
 
 /* the files kept: the command, libc, a library or two */
 #define SYMIDX_FILES 8

@@ -39,7 +39,10 @@ static pid_t claim_holder(const struct sockaddr_un *a, socklen_t len)
 {
 	struct ucred cr = { 0 };
 	socklen_t cl = sizeof(cr);
-	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	/* non-blocking: nobody accepts, and once the holder's backlog is
+	 * full a blocking connect() would wait for ever */
+	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK,
+			0);
 
 	if (fd < 0)
 		return 0;
