@@ -278,6 +278,7 @@ EXTRA_DIST += \
 	tests/user/pipe-sigint.py \
 	tests/user/procmem.py \
 	tests/user/race.py \
+	tests/user/sacred-lib.sh \
 	tests/user/sacred-mntns.sh \
 	tests/user/sacred-pidns.sh \
 	tests/user/sacred-progress.py \

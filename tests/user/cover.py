@@ -24,11 +24,10 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from procmem import Fed, func_offset, ok, results  # noqa: E402
+from procmem import (UBT, Fed, builddir, code_in, code_in_file,  # noqa: E402
+                     not_root, ok, results)
 
 NOTIFY = "__BPFTRACE_NOTIFY_PROBES_ATTACHED"
-builddir = os.environ.get("top_builddir") or "."
-UBT = os.environ.get("UBT") or os.path.join(builddir, "ubt")
 COVER = os.path.join(builddir, "tests", "targets", "ubt-cover")
 BPFTRACE = shutil.which("bpftrace")
 FUNCS = ("cov_back", "cov_jshort", "cov_rdx", "cov_tiny", "cov_zero")
@@ -140,25 +139,6 @@ def exact(got, want, name):
        % (name, want), repr(got))
 
 
-def file_bytes(path, fn, n):
-    with open(path, "rb") as f:
-        f.seek(func_offset(path, fn))
-        return f.read(n)
-
-
-def mem_bytes(pid, path, fn, n):
-    base = None
-    with open("/proc/%d/maps" % pid) as m:
-        for line in m:
-            f = line.split()
-            if len(f) >= 6 and f[5] == path and int(f[2], 16) == 0:
-                base = int(f[0].split("-")[0], 16)
-                break
-    with open("/proc/%d/mem" % pid, "rb") as m:
-        m.seek(base + func_offset(path, fn))
-        return m.read(n)
-
-
 def case_c():
     path = copy("c")
     bt = bpftrace_on(path)
@@ -190,7 +170,7 @@ def case_p():
     exact(counts(bt.out), 5 + N + 7, "-p: bpftrace")
     # every function and its padding (16 bytes each) the file's again,
     # with bpftrace's int3 gone too
-    same = {f: mem_bytes(t.p.pid, path, f, 16) == file_bytes(path, f, 16)
+    same = {f: code_in(t.p.pid, path, f, 16) == code_in_file(path, f, 16)
             for f in FUNCS}
     ok(all(same.values()), "-p: bytes restored exactly at detach",
        repr(same))
@@ -292,8 +272,7 @@ def case_ret():
 
 
 def main():
-    if os.geteuid() != 0:
-        print("1..0 # SKIP needs root")
+    if not_root("needs root"):
         return 77
     if not BPFTRACE:
         print("1..0 # SKIP no bpftrace")

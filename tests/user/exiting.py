@@ -18,18 +18,16 @@ import sys
 import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from procmem import code_in, code_in_file, ok, results  # noqa: E402
+from procmem import (UBT, builddir, code_in, code_in_file,  # noqa: E402
+                     done, not_root, ok)
 
-builddir = os.environ.get("top_builddir") or "."
-UBT = os.environ.get("UBT") or os.path.join(builddir, "ubt")
 TARGET = os.path.join(builddir, "tests", "user", "exiting")
 SESSIONS = int(os.environ.get("UBT_EXITING_SESSIONS", "40"))
 BOUND = 120
 
 
 def main():
-    if os.geteuid() != 0:
-        print("1..0 # SKIP not root")
+    if not_root():
         return 77
     work = tempfile.mkdtemp(prefix="ubt-exiting.")
     path = os.path.join(work, "exiting")
@@ -64,9 +62,7 @@ def main():
     ok(t.returncode == 0 and out.startswith(b"exiting: "),
        "the target computes right and exits 0",
        "status %s %r %r" % (t.returncode, out, err[-200:]))
-    print("1..%d" % len(results))
-    shutil.rmtree(work, ignore_errors=True)
-    return 0 if all(results) else 1
+    return done(work)
 
 
 if __name__ == "__main__":

@@ -12,7 +12,6 @@ compute right throughout and exit 0; a later ubt must find nothing left
 to remove.  Several rounds.  Prints TAP.
 """
 import os
-import shutil
 import signal
 import subprocess
 import sys
@@ -20,44 +19,22 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from procmem import (Fed, code_in, code_in_file, ok, results,  # noqa: E402
-                     ubt_processes)
+from procmem import (UBT, attached, code_in, done, not_root,  # noqa: E402
+                     ok, share_target, target_exits, ubt_p, ubt_processes)
 
-builddir = os.environ.get("top_builddir") or "."
-UBT = os.environ.get("UBT") or os.path.join(builddir, "ubt")
-SHARE = os.path.join(builddir, "tests", "targets", "ubt-share")
 ROUNDS = 3
 BOUND = 120
 
 
-def attached(u):
-    seen = b""
-    while b"NOTIFY_PROBES_ATTACHED" not in seen:
-        line = u.stderr.readline()
-        if not line:
-            break
-        seen += line
-    return b"NOTIFY_PROBES_ATTACHED" in seen
-
-
 def main():
-    if os.geteuid() != 0:
-        print("1..0 # SKIP not root")
+    if not_root():
         return 77
     work = tempfile.mkdtemp(prefix="ubt-pgkill.")
-    path = os.path.join(work, "pgkill")
-    shutil.copy(SHARE, path)
-    orig = code_in_file(path, "share_push")
-    t = Fed([path])
+    path, t, orig = share_target(work, "pgkill")
     prog = "uprobe:%s:share_push { @c = count(); }" % path
-    env = dict(os.environ, __BPFTRACE_NOTIFY_PROBES_ATTACHED="1")
     for r in range(ROUNDS):
-        u = subprocess.Popen([UBT, "--mode", "user", "-p", str(t.p.pid),
-                              "-e", prog],
-                             stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                             stderr=subprocess.PIPE, env=env,
-                             start_new_session=True)
-        ok(attached(u), "round %d: attached" % r)
+        u = ubt_p(t.p.pid, prog, "--mode", "user", start_new_session=True)
+        ok(b"NOTIFY_PROBES_ATTACHED" in attached(u), "round %d: attached" % r)
         ok(t.run("300", "done 300", timeout=BOUND),
            "round %d: the target computes under ubt" % r)
         patched = code_in(t.p.pid, path, "share_push") != orig
@@ -80,11 +57,8 @@ def main():
     err = u.stderr.decode(errors="replace")
     ok(u.returncode == 0 and "left in pid" not in err,
        "a later ubt finds no jump left to remove", err[-300:])
-    t.close_input()
-    ok(t.p.wait(timeout=BOUND) == 0, "the target exits 0")
-    print("1..%d" % len(results))
-    shutil.rmtree(work, ignore_errors=True)
-    return 0 if all(results) else 1
+    target_exits(t, BOUND)
+    return done(work)
 
 
 if __name__ == "__main__":

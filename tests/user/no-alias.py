@@ -13,17 +13,14 @@ exits 0.  Prints TAP.
 """
 import ctypes
 import os
-import shutil
 import subprocess
 import sys
 import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from procmem import Fed, code_in, code_in_file, ok, results  # noqa: E402
+from procmem import (Fed, attached, code_in, done, not_root,  # noqa: E402
+                     ok, share_target, ubt_p)
 
-builddir = os.environ.get("top_builddir") or "."
-UBT = os.environ.get("UBT") or os.path.join(builddir, "ubt")
-SHARE = os.path.join(builddir, "tests", "targets", "ubt-share")
 work = tempfile.mkdtemp(prefix="ubt-alias.")
 PR_SET_MDWE, PR_MDWE_REFUSE_EXEC_GAIN = 65, 1
 
@@ -70,23 +67,11 @@ def mdwe_supported():
 
 
 def case(name, fed):
-    path = os.path.join(work, name)
-    shutil.copy(SHARE, path)
-    t = fed([path])
-    orig = code_in_file(path, "share_push")
+    path, t, orig = share_target(work, name, fed)
     prog = "uprobe:%s:share_push { @c = count(); }" % path
-    env = dict(os.environ, __BPFTRACE_NOTIFY_PROBES_ATTACHED="1")
     for session in (1, 2):
-        u = subprocess.Popen([UBT, "-p", str(t.p.pid), "-e", prog],
-                             stdin=subprocess.DEVNULL,
-                             stdout=subprocess.PIPE,
-                             stderr=subprocess.PIPE, env=env)
-        seen = b""
-        while b"NOTIFY_PROBES_ATTACHED" not in seen:
-            line = u.stderr.readline()
-            if not line:
-                break
-            seen += line
+        u = ubt_p(t.p.pid, prog)
+        seen = attached(u)
         done = t.run("1000", "done 1000", timeout=60)
         during, nx = aliases(t.p.pid)
         u.send_signal(2)
@@ -116,17 +101,14 @@ class MdweFed(Fed):
 
 
 def main():
-    if os.geteuid() != 0:
-        print("1..0 # SKIP not root")
+    if not_root():
         return 77
     case("plain", Fed)
     if mdwe_supported():
         case("mdwe", MdweFed)
     else:
         print("# PR_SET_MDWE: not in this kernel, its case left out")
-    print("1..%d" % len(results))
-    shutil.rmtree(work, ignore_errors=True)
-    return 0 if all(results) else 1
+    return done(work)
 
 
 if __name__ == "__main__":

@@ -20,7 +20,6 @@ at the end.  Prints TAP.
 """
 import os
 import select
-import shutil
 import signal
 import subprocess
 import sys
@@ -28,12 +27,9 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from procmem import Fed, code_in, code_in_file, ok, results  # noqa: E402
-from procmem import ubt_processes  # noqa: E402
+from procmem import (UBT, attached, code_in, done, not_root,  # noqa: E402
+                     ok, share_target, ubt_p, ubt_processes)
 
-builddir = os.environ.get("top_builddir") or "."
-UBT = os.environ.get("UBT") or os.path.join(builddir, "ubt")
-SHARE = os.path.join(builddir, "tests", "targets", "ubt-share")
 work = tempfile.mkdtemp(prefix="ubt-pipe.")
 # instants of the SIGINT after ubt started, in seconds; then one once it
 # said it attached
@@ -64,22 +60,10 @@ def busy(t):
 
 
 def pipe_case(mode):
-    path = os.path.join(work, "pipe-" + mode)
-    shutil.copy(SHARE, path)
-    t = Fed([path])
-    orig = code_in_file(path, "share_push")
+    path, t, orig = share_target(work, "pipe-" + mode)
     prog = 'uprobe:%s:share_push { printf("%%d\\n", arg0); }' % path
-    env = dict(os.environ, __BPFTRACE_NOTIFY_PROBES_ATTACHED="1")
-    u = subprocess.Popen([UBT, "--mode", mode, "-p", str(t.p.pid), "-e",
-                          prog], stdin=subprocess.DEVNULL,
-                         stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                         env=env)
-    seen = b""
-    while b"NOTIFY_PROBES_ATTACHED" not in seen:
-        line = u.stderr.readline()
-        if not line:
-            break
-        seen += line
+    u = ubt_p(t.p.pid, prog, "--mode", mode)
+    seen = attached(u)
     # calls until three lines after "Attaching 1 probe..." were read
     out = b""
     for _ in range(100):
@@ -119,16 +103,6 @@ def ignore_sigint():
     signal.signal(signal.SIGINT, signal.SIG_IGN)
 
 
-def attached(u):
-    """Wait for ubt's line on stderr that the probes are attached."""
-    seen = b""
-    while b"NOTIFY_PROBES_ATTACHED" not in seen:
-        line = u.stderr.readline()
-        if not line:
-            break
-        seen += line
-
-
 def ended(u):
     """ubt's status and stderr, or a reason if it ran on past BOUND."""
     try:
@@ -144,19 +118,12 @@ def sigint_case(group):
     """SIGINT at each of DELAYS, then once attached, to ubt or to its
     process group."""
     what = "to the process group" if group else "to ubt"
-    path = os.path.join(work, "int-%d" % group)
-    shutil.copy(SHARE, path)
-    t = Fed([path])
-    orig = code_in_file(path, "share_push")
+    path, t, orig = share_target(work, "int-%d" % group)
     prog = "uprobe:%s:share_push { @c = count(); }" % path
-    env = dict(os.environ, __BPFTRACE_NOTIFY_PROBES_ATTACHED="1")
     bad = []
     for delay in DELAYS + [None]:
-        u = subprocess.Popen([UBT, "-p", str(t.p.pid), "-e", prog],
-                             stdin=subprocess.DEVNULL,
-                             stdout=subprocess.DEVNULL,
-                             stderr=subprocess.PIPE, env=env,
-                             start_new_session=group)
+        u = ubt_p(t.p.pid, prog, stdout=subprocess.DEVNULL,
+                  start_new_session=group)
         if delay is None:
             attached(u)
             busy(t)
@@ -185,10 +152,7 @@ def sigint_ignored():
     """SIGINT ignored when ubt starts (a shell's background job), sent
     while ubt reads its program from stdin: caught all the same, ubt
     ends by it before it attaches anything."""
-    path = os.path.join(work, "int-ign")
-    shutil.copy(SHARE, path)
-    t = Fed([path])
-    orig = code_in_file(path, "share_push")
+    path, t, orig = share_target(work, "int-ign")
     u = subprocess.Popen([UBT, "-p", str(t.p.pid), "-"],
                          stdin=subprocess.PIPE,
                          stdout=subprocess.DEVNULL,
@@ -223,17 +187,10 @@ def sigint_group_late():
     """A process-group SIGINT that the guard relays late (it was
     stopped), while the worker still ends (its output blocks on a pipe
     nobody reads yet): one request, the worker is not killed."""
-    path = os.path.join(work, "int-late")
-    shutil.copy(SHARE, path)
-    t = Fed([path])
-    orig = code_in_file(path, "share_push")
+    path, t, orig = share_target(work, "int-late")
     prog = ('uprobe:%s:share_push { @[arg0 %% 2000, "%s"] = count(); }' %
             (path, "x" * 60))
-    env = dict(os.environ, __BPFTRACE_NOTIFY_PROBES_ATTACHED="1")
-    u = subprocess.Popen([UBT, "-p", str(t.p.pid), "-e", prog],
-                         stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                         stderr=subprocess.PIPE, env=env,
-                         start_new_session=True)
+    u = ubt_p(t.p.pid, prog, start_new_session=True)
     attached(u)
     busy(t)		# 2000 keys of 80 bytes: more than a pipe holds
     os.kill(u.pid, signal.SIGSTOP)
@@ -261,8 +218,7 @@ def sigint_group_late():
 
 
 def main():
-    if os.geteuid() != 0:
-        print("1..0 # SKIP not root")
+    if not_root():
         return 77
     pipe_case("user")
     pipe_case("kernel")
@@ -270,9 +226,7 @@ def main():
     sigint_case(True)
     sigint_ignored()
     sigint_group_late()
-    print("1..%d" % len(results))
-    shutil.rmtree(work, ignore_errors=True)
-    return 0 if all(results) else 1
+    return done(work)
 
 
 if __name__ == "__main__":

@@ -1,13 +1,72 @@
-"""Helpers for the process-safety tests (share.py, kill-stress.py): TAP
-results, the bytes of a function in a process and in its file, and a
-process fed commands on stdin whose output lines are awaited."""
+"""Helpers for the process-safety tests (share.py, kill-stress.py,
+race.py, group-kill.py, ...): TAP results, the bytes of a function in a
+process and in its file, a process fed commands on stdin whose output
+lines are awaited, and ubt started on it."""
 import os
 import select
+import shutil
 import subprocess
 import sys
 import time
 
 results = []
+
+builddir = os.environ.get("top_builddir") or "."
+UBT = os.environ.get("UBT") or os.path.join(builddir, "ubt")
+SHARE = os.path.join(builddir, "tests", "targets", "ubt-share")
+
+
+def not_root(why="not root"):
+    """True, the TAP skip line printed, unless the test runs as root."""
+    if os.geteuid() != 0:
+        print("1..0 # SKIP " + why)
+        return True
+    return False
+
+
+def done(work):
+    """The TAP plan, work removed: the test's exit status."""
+    print("1..%d" % len(results))
+    shutil.rmtree(work, ignore_errors=True)
+    return 0 if all(results) else 1
+
+
+def ubt_p(pid, prog, *opts, stdout=subprocess.PIPE, **kw):
+    """ubt OPTS -p PID -e PROG started, to say on stderr (a pipe) when
+    its probes are attached."""
+    env = dict(os.environ, __BPFTRACE_NOTIFY_PROBES_ATTACHED="1")
+    return subprocess.Popen([UBT] + list(opts) + ["-p", str(pid), "-e",
+                                                  prog],
+                            stdin=subprocess.DEVNULL, stdout=stdout,
+                            stderr=subprocess.PIPE, env=env, **kw)
+
+
+def attached(u):
+    """ubt's stderr read up to its line that the probes are attached
+    (bytes; without that line when ubt ended first)."""
+    seen = b""
+    while b"NOTIFY_PROBES_ATTACHED" not in seen:
+        line = u.stderr.readline()
+        if not line:
+            break
+        seen += line
+    return seen
+
+
+def share_target(work, name, fed=None):
+    """A private copy of ubt-share, work/name, run (as fed, Fed by
+    default): its path, the Fed and the bytes of share_push in the
+    file."""
+    path = os.path.join(work, name)
+    shutil.copy(SHARE, path)
+    t = (fed or Fed)([path])
+    return path, t, code_in_file(path, "share_push")
+
+
+def target_exits(t, bound):
+    """Its input closed, the target exits 0 (a TAP result)."""
+    t.close_input()
+    ok(t.p.wait(timeout=bound) == 0, "the target exits 0")
 
 
 def ubt_processes(named):

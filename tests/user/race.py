@@ -9,50 +9,27 @@ have it: the other runs its probes in the kernel and says why in -v
 and exit 0.  Several rounds.  Prints TAP.
 """
 import os
-import shutil
 import signal
-import subprocess
 import sys
 import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from procmem import Fed, code_in, code_in_file, ok, results  # noqa: E402
+from procmem import (attached, code_in, done, not_root, ok,  # noqa: E402
+                     share_target, target_exits, ubt_p)
 
-builddir = os.environ.get("top_builddir") or "."
-UBT = os.environ.get("UBT") or os.path.join(builddir, "ubt")
-SHARE = os.path.join(builddir, "tests", "targets", "ubt-share")
 ROUNDS = 5
 CALLS = 500
 BOUND = 120
 
 
-def attached(u):
-    seen = b""
-    while b"NOTIFY_PROBES_ATTACHED" not in seen:
-        line = u.stderr.readline()
-        if not line:
-            break
-        seen += line
-    return seen
-
-
 def main():
-    if os.geteuid() != 0:
-        print("1..0 # SKIP not root")
+    if not_root():
         return 77
     work = tempfile.mkdtemp(prefix="ubt-race.")
-    path = os.path.join(work, "race")
-    shutil.copy(SHARE, path)
-    orig = code_in_file(path, "share_push")
-    t = Fed([path])
+    path, t, orig = share_target(work, "race")
     prog = "uprobe:%s:share_push { @c = count(); }" % path
-    env = dict(os.environ, __BPFTRACE_NOTIFY_PROBES_ATTACHED="1")
     for r in range(ROUNDS):
-        us = [subprocess.Popen([UBT, "-v", "-p", str(t.p.pid), "-e", prog],
-                               stdin=subprocess.DEVNULL,
-                               stdout=subprocess.PIPE,
-                               stderr=subprocess.PIPE, env=env)
-              for _ in range(2)]
+        us = [ubt_p(t.p.pid, prog, "-v") for _ in range(2)]
         seen = [attached(u) for u in us]
         ok(t.run(str(CALLS), "done %d" % CALLS, timeout=BOUND),
            "round %d: the target computes under both" % r)
@@ -77,11 +54,8 @@ def main():
            repr([err[-300:] for _, _, err in res]))
         ok(code_in(t.p.pid, path, "share_push") == orig,
            "round %d: then the code is the file's" % r)
-    t.close_input()
-    ok(t.p.wait(timeout=BOUND) == 0, "the target exits 0")
-    print("1..%d" % len(results))
-    shutil.rmtree(work, ignore_errors=True)
-    return 0 if all(results) else 1
+    target_exits(t, BOUND)
+    return done(work)
 
 
 if __name__ == "__main__":

@@ -7,29 +7,16 @@
 # file is seen there, user mode as usual.  The target's exit status and
 # its code bytes are checked.
 
-. "$top_srcdir/tests/cli/tap.sh"
+. "$top_srcdir/tests/user/sacred-lib.sh"
 
-t="$top_builddir/tests/targets"
 [ -x "$t/ubt-sacred" ] || bail "ubt-sacred is not built"
 rt=$(realpath "$top_builddir/libubt-rt.so") || bail "no libubt-rt.so"
 unshare -m true 2>/dev/null ||
 	{ echo "1..0 # SKIP unshare -m does not work here"; exit 77; }
-# uprobes belong to a file: a private copy, out of other tests' way
-cp "$t/ubt-sacred" "$tap_tmp/" || bail "cp"
-bin="$tap_tmp/ubt-sacred"
+sacred_copy ubt-sacred
 # another file, to sit at the runtime's path in the namespace
 cp "$t/ubt-sacred" "$tap_tmp/other" || bail "cp"
-out="$tap_tmp/out"
-err="$tap_tmp/err"
-tout="$tap_tmp/tout"
 prog="uprobe:$bin:ubt_sacred_tick { @ = count(); }"
-
-# code PID: 16 bytes of ubt_sacred_tick in PID's memory, in hex
-code()
-{
-	python3 "$top_srcdir/tests/user/codebytes.py" "$1" "$bin" \
-		ubt_sacred_tick 2>/dev/null
-}
 
 # run_p BIND ARGS...: the target ("ppid-wait 100") in a new mount
 # namespace (BIND 1: another file bound at the runtime's path there), ubt
@@ -47,36 +34,8 @@ run_p()
 	unshare -m sh -c "$pre exec '$bin' ppid-wait 100" >"$tout" 2>&1 \
 		</dev/null &
 	tp=$!
-	i=0
-	while ! grep -q '^ready' "$tout" && [ $i -lt 100 ]; do
-		sleep 0.1
-		i=$((i + 1))
-	done
-	before=$(code $tp)
-	__BPFTRACE_NOTIFY_PROBES_ATTACHED=1 timeout --foreground 60 "$UBT" "$@" -p $tp \
-		-e "$prog" >"$out" 2>"$err" </dev/null &
-	up=$!
-	i=0
-	while ! grep -q 'ATTACHED' "$out" "$err" && [ $i -lt 300 ] &&
-	      kill -0 $up 2>/dev/null; do
-		sleep 0.1
-		i=$((i + 1))
-	done
-	during=$(code $tp)
-	kill -USR1 $tp
-	i=0
-	while ! grep -q '^done' "$tout" && [ $i -lt 300 ] &&
-	      kill -0 $tp 2>/dev/null; do
-		sleep 0.1
-		i=$((i + 1))
-	done
-	kill -INT $up 2>/dev/null
-	wait $up
-	rc=$?
-	after=$(code $tp)
-	kill -USR1 $tp
-	wait $tp
-	trc=$?
+	wait_for 100 "" '^ready' "$tout"
+	sacred_run_p 60 $tp "$@" -p $tp -e "$prog"
 }
 
 # report NAME CONDITION...: ok when the condition holds and the target
@@ -116,15 +75,7 @@ report "the same runtime seen there: user mode, patched during the run" \
 	      [ "$before" != "$during" ]'
 
 # system-wide: the process is not taken, no dlopen of the other file
-__BPFTRACE_NOTIFY_PROBES_ATTACHED=1 timeout --foreground 60 "$UBT" -v -e "$prog" \
-	>"$out" 2>"$err" </dev/null &
-up=$!
-i=0
-while ! grep -q 'ATTACHED' "$out" "$err" && [ $i -lt 300 ] &&
-      kill -0 $up 2>/dev/null; do
-	sleep 0.1
-	i=$((i + 1))
-done
+ubt_bg 60 -v -e "$prog"
 unshare -m sh -c "mount --bind '$tap_tmp/other' '$rt' && exec '$bin' ppid 100000" \
 	>"$tout" 2>&1 </dev/null
 trc=$?

@@ -8,28 +8,15 @@
 # refuses before anything is written into the process); the target's
 # exit status and its code bytes are checked.
 
-. "$top_srcdir/tests/cli/tap.sh"
+. "$top_srcdir/tests/user/sacred-lib.sh"
 
-t="$top_builddir/tests/targets"
 [ -x "$t/ubt-sacred" ] || bail "ubt-sacred is not built"
 command -v unshare >/dev/null || { echo "1..0 # SKIP no unshare"; exit 77; }
 unshare -p -f --mount-proc true 2>/dev/null ||
 	{ echo "1..0 # SKIP unshare -p does not work here"; exit 77; }
-# uprobes belong to a file: a private copy, out of other tests' way
-cp "$t/ubt-sacred" "$tap_tmp/" || bail "cp"
-bin="$tap_tmp/ubt-sacred"
-out="$tap_tmp/out"
-err="$tap_tmp/err"
-tout="$tap_tmp/tout"
+sacred_copy ubt-sacred
 idiom="uprobe:$bin:ubt_sacred_tick { @s[tid] = 1; @t[pid, tid] = count(); }
 tracepoint:syscalls:sys_enter_getppid /@s[tid]/ { @n = count(); delete(@s[tid]); }"
-
-# code PID: 16 bytes of ubt_sacred_tick in PID's memory, in hex
-code()
-{
-	python3 "$top_srcdir/tests/user/codebytes.py" "$1" "$bin" \
-		ubt_sacred_tick 2>/dev/null
-}
 
 # run_p ARGS...: ubt ARGS -p (the target "ppid-wait 100" in a new PID
 # namespace) -e "$idiom"; $rc ubt's exit status, $trc the target's (its
@@ -40,37 +27,10 @@ run_p()
 	unshare -p -f --mount-proc "$bin" ppid-wait 100 >"$tout" 2>&1 \
 		</dev/null &
 	us=$!
-	i=0
-	while ! grep -q '^ready' "$tout" && [ $i -lt 100 ]; do
-		sleep 0.1
-		i=$((i + 1))
-	done
+	wait_for 100 "" '^ready' "$tout"
 	tp=$(pgrep -P $us | head -1)
-	before=$(code "$tp")
-	__BPFTRACE_NOTIFY_PROBES_ATTACHED=1 timeout --foreground 60 "$UBT" "$@" -p "$tp" \
-		-e "$idiom" >"$out" 2>"$err" </dev/null &
-	up=$!
-	i=0
-	while ! grep -q 'ATTACHED' "$out" "$err" && [ $i -lt 300 ] &&
-	      kill -0 $up 2>/dev/null; do
-		sleep 0.1
-		i=$((i + 1))
-	done
-	kill -USR1 "$tp"
-	i=0
-	while ! grep -q '^done' "$tout" && [ $i -lt 300 ] &&
-	      kill -0 "$tp" 2>/dev/null; do
-		sleep 0.1
-		i=$((i + 1))
-	done
-	kill -INT $up 2>/dev/null
-	wait $up
-	rc=$?
-	# ubt is gone, the target waits: its code as the run left it
-	after=$(code "$tp")
-	kill -USR1 "$tp"
-	wait $us
-	trc=$?
+	# $after: ubt is gone, the target waits: its code as the run left it
+	sacred_run_p 60 $us "$@" -p "$tp" -e "$idiom"
 }
 
 # idiom_ok NAME: every call matched, under the host's pid and tid
@@ -121,37 +81,10 @@ fi
 : >"$tout"
 unshare -p -f --mount-proc "$bin" threads-wait 10 2 >"$tout" 2>&1 </dev/null &
 us=$!
-i=0
-while ! grep -q '^ready' "$tout" && [ $i -lt 100 ]; do
-	sleep 0.1
-	i=$((i + 1))
-done
+wait_for 100 "" '^ready' "$tout"
 tp=$(pgrep -P $us | head -1)
-before=$(code "$tp")
-__BPFTRACE_NOTIFY_PROBES_ATTACHED=1 timeout --foreground 60 "$UBT" -v --mode user -p "$tp" \
-	-e "uprobe:$bin:ubt_sacred_tick { @ = count(); } END { }" \
-	>"$out" 2>"$err" </dev/null &
-up=$!
-i=0
-while ! grep -q 'ATTACHED' "$out" "$err" && [ $i -lt 300 ] &&
-      kill -0 $up 2>/dev/null; do
-	sleep 0.1
-	i=$((i + 1))
-done
-during=$(code "$tp")
-kill -USR1 "$tp"
-i=0
-while ! grep -q '^done' "$tout" && [ $i -lt 300 ]; do
-	sleep 0.1
-	i=$((i + 1))
-done
-kill -INT $up
-wait $up
-rc=$?
-after=$(code "$tp")
-kill -USR1 "$tp"
-wait $us
-trc=$?
+sacred_run_p 60 $us -v --mode user -p "$tp" \
+	-e "uprobe:$bin:ubt_sacred_tick { @ = count(); } END { }"
 if [ "$rc" -eq 0 ] && [ "$trc" -eq 0 ] && grep -qx "@: 20" "$out" &&
    grep -qx "done 20" "$tout" && [ -n "$before" ] &&
    [ "$before" = "$after" ] && [ "$before" != "$during" ]; then
@@ -164,16 +97,7 @@ fi
 
 # system-wide: a process of another PID namespace is not taken when the
 # user-mode probes read ids (its probes stay in the kernel)
-__BPFTRACE_NOTIFY_PROBES_ATTACHED=1 timeout --foreground 60 "$UBT" -v \
-	-e "uprobe:$bin:ubt_sacred_tick { @t[pid, tid] = count(); }" \
-	>"$out" 2>"$err" </dev/null &
-up=$!
-i=0
-while ! grep -q 'ATTACHED' "$out" "$err" && [ $i -lt 300 ] &&
-      kill -0 $up 2>/dev/null; do
-	sleep 0.1
-	i=$((i + 1))
-done
+ubt_bg 60 -v -e "uprobe:$bin:ubt_sacred_tick { @t[pid, tid] = count(); }"
 unshare -p -f --mount-proc "$bin" ppid 100000 >"$tout" 2>&1 </dev/null
 trc=$?
 kill -INT $up

@@ -5,25 +5,11 @@
 # it (-v and --dry-run say why), --mode user refuses with the reason; the
 # target's exit status and its code bytes are checked.
 
-. "$top_srcdir/tests/cli/tap.sh"
+. "$top_srcdir/tests/user/sacred-lib.sh"
 
-t="$top_builddir/tests/targets"
-[ -x "$t/ubt-static" ] || bail "ubt-static is not built"
-# uprobes belong to a file: a private copy, out of other tests' way
-cp "$t/ubt-static" "$tap_tmp/" || bail "cp"
-bin="$tap_tmp/ubt-static"
-out="$tap_tmp/out"
-err="$tap_tmp/err"
-tout="$tap_tmp/tout"
+sacred_copy ubt-static
 prog="uprobe:$bin:ubt_sacred_tick { @ = count(); }"
 why="$bin is a static executable (no program interpreter): no libc in the process to load the runtime"
-
-# code PID: 16 bytes of ubt_sacred_tick in PID's memory, in hex
-code()
-{
-	python3 "$top_srcdir/tests/user/codebytes.py" "$1" "$bin" \
-		ubt_sacred_tick 2>/dev/null
-}
 
 timeout 60 "$UBT" -v -c "$bin ppid 100" -e "$prog" >"$out" 2>"$err" </dev/null
 rc=$?
@@ -65,35 +51,8 @@ for mode in auto user; do
 	: >"$tout"
 	"$bin" ppid-wait 100 >"$tout" 2>&1 </dev/null &
 	tp=$!
-	i=0
-	while ! grep -q '^ready' "$tout" && [ $i -lt 100 ]; do
-		sleep 0.1
-		i=$((i + 1))
-	done
-	before=$(code $tp)
-	__BPFTRACE_NOTIFY_PROBES_ATTACHED=1 timeout --foreground 60 "$UBT" -v --mode $mode \
-		-p $tp -e "$prog" >"$out" 2>"$err" </dev/null &
-	up=$!
-	i=0
-	while ! grep -q 'ATTACHED' "$out" "$err" && [ $i -lt 300 ] &&
-	      kill -0 $up 2>/dev/null; do
-		sleep 0.1
-		i=$((i + 1))
-	done
-	kill -USR1 $tp
-	i=0
-	while ! grep -q '^done' "$tout" && [ $i -lt 300 ] &&
-	      kill -0 $tp 2>/dev/null; do
-		sleep 0.1
-		i=$((i + 1))
-	done
-	kill -INT $up 2>/dev/null
-	wait $up
-	rc=$?
-	after=$(code $tp)
-	kill -USR1 $tp
-	wait $tp
-	trc=$?
+	wait_for 100 "" '^ready' "$tout"
+	sacred_run_p 60 $tp -v --mode $mode -p $tp -e "$prog"
 	pwhy="pid $tp runs a static executable (no program interpreter): no libc in the process to load the runtime"
 	if [ $mode = auto ]; then
 		[ $rc -eq 0 ] && grep -qx "@: 100" "$out" &&

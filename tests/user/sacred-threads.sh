@@ -5,15 +5,9 @@
 # the kernel counts it (no thread left without a block), under its own
 # tid, the target unharmed, and with -p its code the file's again after.
 
-. "$top_srcdir/tests/cli/tap.sh"
+. "$top_srcdir/tests/user/sacred-lib.sh"
 
-t="$top_builddir/tests/targets"
-[ -x "$t/ubt-sacred" ] || bail "ubt-sacred is not built"
-# uprobes belong to a file: a private copy, out of other tests' way
-cp "$t/ubt-sacred" "$tap_tmp/" || bail "cp"
-bin="$tap_tmp/ubt-sacred"
-out="$tap_tmp/out"
-err="$tap_tmp/err"
+sacred_copy ubt-sacred
 nt=1500
 calls=20
 total=$((nt * calls))
@@ -56,51 +50,16 @@ else
 fi
 
 # -p: the threads exist before the attach; the code restored after
-"$bin" threads-wait $calls $nt >"$tap_tmp/tout" 2>&1 </dev/null &
+"$bin" threads-wait $calls $nt >"$tout" 2>&1 </dev/null &
 tp=$!
-i=0
-while ! grep -q '^ready' "$tap_tmp/tout" && [ $i -lt 300 ] &&
-      kill -0 $tp 2>/dev/null; do
-	sleep 0.1
-	i=$((i + 1))
-done
-# code: 16 bytes of ubt_sacred_tick in the target's memory, in hex
-code()
-{
-	python3 "$top_srcdir/tests/user/codebytes.py" $tp "$bin" \
-		ubt_sacred_tick 2>/dev/null
-}
-before=$(code)
-__BPFTRACE_NOTIFY_PROBES_ATTACHED=1 timeout --foreground 120 "$UBT" --mode user -p $tp \
-	-e "$prog END { }" >"$out" 2>"$err" </dev/null &
-up=$!
-i=0
-while ! grep -q 'ATTACHED' "$out" "$err" && [ $i -lt 600 ] &&
-      kill -0 $up 2>/dev/null; do
-	sleep 0.1
-	i=$((i + 1))
-done
-during=$(code)
-kill -USR1 $tp
-i=0
-while ! grep -q '^done' "$tap_tmp/tout" && [ $i -lt 600 ] &&
-      kill -0 $tp 2>/dev/null; do
-	sleep 0.1
-	i=$((i + 1))
-done
-kill -INT $up
-wait $up
-rc=$?
-after=$(code)
-kill -USR1 $tp
-wait $tp
-trc=$?
+wait_for 300 $tp '^ready' "$tout"
+sacred_run_p 120 $tp --mode user -p $tp -e "$prog END { }"
 check "$nt live threads (-p): every call counted, by its own tid"
-if [ $trc -eq 0 ] && grep -q "^done $total\$" "$tap_tmp/tout"; then
+if [ $trc -eq 0 ] && grep -q "^done $total\$" "$tout"; then
 	ok "$nt live threads (-p): the target ran on correctly"
 else
 	not_ok "$nt live threads (-p): the target ran on correctly" \
-		"exit $trc" "$(cat "$tap_tmp/tout")"
+		"exit $trc" "$(cat "$tout")"
 fi
 if [ -n "$before" ] && [ "$before" = "$after" ] && [ "$before" != "$during" ]
 then

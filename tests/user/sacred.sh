@@ -4,9 +4,8 @@
 # exits 0.  Every case checks the target's exit status and the counts
 # against --mode kernel, or that ubt refuses before anything is placed.
 
-. "$top_srcdir/tests/cli/tap.sh"
+. "$top_srcdir/tests/user/sacred-lib.sh"
 
-t="$top_builddir/tests/targets"
 [ -x "$t/ubt-sacred" ] || bail "ubt-sacred is not built"
 # uprobes belong to a file: a private copy, out of other tests' way
 [ -x "$t/ubt-cold" ] || bail "ubt-cold is not built"
@@ -214,42 +213,18 @@ expect "lock prefix: a return probe refused in user mode, with the reason" 1 \
 # -p: the code restored byte for byte after the run
 "$bin" lock-wait 100 >"$tap_tmp/tout" 2>&1 </dev/null &
 tp=$!
-i=0
-while ! grep -q '^ready' "$tap_tmp/tout" && [ $i -lt 100 ]; do
-	sleep 0.1
-	i=$((i + 1))
-done
-lock_off=$(nm "$bin" | awk '$3 == "ubt_sacred_lock" { print $1 }')
-code()
-{
-	python3 -c '
-import sys
-pid, path, off = int(sys.argv[1]), sys.argv[2], int(sys.argv[3], 16)
-for l in open("/proc/%d/maps" % pid):
-    f = l.split()
-    if len(f) >= 6 and f[5] == path and int(f[2], 16) == 0:
-        m = open("/proc/%d/mem" % pid, "rb")
-        m.seek(int(f[0].split("-")[0], 16) + off)
-        print(m.read(16).hex())
-        break
-' $tp "$bin" "$lock_off" 2>/dev/null
-}
-before=$(code)
+wait_for 100 "" '^ready' "$tap_tmp/tout"
+before=$(code $tp ubt_sacred_lock)
 __BPFTRACE_NOTIFY_PROBES_ATTACHED=1 timeout 60 "$UBT" --mode user -p $tp \
 	-e "uprobe:$bin:ubt_sacred_lock { @ = count(); } END { }" \
 	>"$out" 2>"$err" </dev/null &
 up=$!
-i=0
-while ! grep -q 'ATTACHED' "$out" "$err" && [ $i -lt 300 ] &&
-      kill -0 $up 2>/dev/null; do
-	sleep 0.1
-	i=$((i + 1))
-done
-during=$(code)
+wait_for 300 $up 'ATTACHED' "$out" "$err"
+during=$(code $tp ubt_sacred_lock)
 kill -INT $up
 wait $up
 rc=$?
-after=$(code)
+after=$(code $tp ubt_sacred_lock)
 kill -USR1 $tp
 wait $tp
 trc=$?

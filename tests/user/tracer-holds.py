@@ -17,42 +17,23 @@ import sys
 import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from procmem import Fed, code_in, code_in_file, ok, results  # noqa: E402
+from procmem import (attached, code_in, done, not_root, ok,  # noqa: E402
+                     share_target, target_exits, ubt_p)
 
-builddir = os.environ.get("top_builddir") or "."
-UBT = os.environ.get("UBT") or os.path.join(builddir, "ubt")
-SHARE = os.path.join(builddir, "tests", "targets", "ubt-share")
 GDB = shutil.which("gdb")
 work = tempfile.mkdtemp(prefix="ubt-holds.")
 BOUND = 120
 
 
-def attached(u):
-    seen = b""
-    while b"NOTIFY_PROBES_ATTACHED" not in seen:
-        line = u.stderr.readline()
-        if not line:
-            break
-        seen += line
-    return seen
-
-
 def main():
-    if os.geteuid() != 0:
-        print("1..0 # SKIP not root")
+    if not_root():
         return 77
     if not GDB:
         print("Bail out! gdb not found")
         return 99
-    path = os.path.join(work, "holds")
-    shutil.copy(SHARE, path)
-    t = Fed([path])
-    orig = code_in_file(path, "share_push")
+    path, t, orig = share_target(work, "holds")
     prog = "uprobe:%s:share_push { @c = count(); }" % path
-    env = dict(os.environ, __BPFTRACE_NOTIFY_PROBES_ATTACHED="1")
-    u = subprocess.Popen([UBT, "-p", str(t.p.pid), "-e", prog],
-                         stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                         stderr=subprocess.PIPE, env=env)
+    u = ubt_p(t.p.pid, prog)
     attached(u)
     ok(t.run("1000", "done 1000", timeout=BOUND),
        "the target computes under ubt")
@@ -89,9 +70,7 @@ def main():
     # the jumps left, probes idle: the target runs on
     ok(t.run("1000", "done 1000", timeout=BOUND),
        "once gdb let go, the target computes right")
-    u = subprocess.Popen([UBT, "-v", "-p", str(t.p.pid), "-e", prog],
-                         stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                         stderr=subprocess.PIPE, env=env)
+    u = ubt_p(t.p.pid, prog, "-v")
     seen = attached(u)
     t.run("777", "done 777", timeout=BOUND)
     u.send_signal(signal.SIGINT)
@@ -103,11 +82,8 @@ def main():
        "status %s %r %r" % (u.returncode, out[-100:], err[-300:]))
     ok(code_in(t.p.pid, path, "share_push") == orig,
        "then the code is the file's")
-    t.close_input()
-    ok(t.p.wait(timeout=BOUND) == 0, "the target exits 0")
-    print("1..%d" % len(results))
-    shutil.rmtree(work, ignore_errors=True)
-    return 0 if all(results) else 1
+    target_exits(t, BOUND)
+    return done(work)
 
 
 if __name__ == "__main__":
