@@ -9,6 +9,7 @@
 #include <bpf/libbpf.h>
 
 #include "cg_int.h"
+#include "kfeat.h"
 #include "util.h"
 
 static struct btf *cg_vmlinux;
@@ -55,7 +56,7 @@ int cg_btf_member_offset(const char *sname, const char *member, size_t *off)
 	int id;
 
 	if (!cg_vmlinux) {
-		cg_vmlinux = btf__load_vmlinux_btf();
+		cg_vmlinux = kfeat_vmlinux_btf();
 		if (!cg_vmlinux)
 			return -ENOENT;
 	}
