@@ -211,22 +211,60 @@ LLVMValueRef cg_kaddr(struct cg *g, struct ast_node *n)
 #define CG_PT_IP 128	/* offsetof(struct pt_regs, ip), x86-64 */
 
 /*
+ * In a uretprobe, where bpf_get_func_ip() reads 0 (kernels before 6.6,
+ * Debian 12's 6.1): the probed function's address as the kernel's own
+ * uretprobe dispatcher keeps it while the programs run: it points
+ * current->utask->vaddr at its struct uprobe_dispatch_data, whose
+ * bp_addr is the function (what bpf_get_func_ip() itself reads from
+ * 6.6 on).  The offsets are the running kernel's BTF; where it lacks
+ * one of them, 0 (func then prints as bpftrace's does there).
+ */
+static LLVMValueRef cg_uretprobe_func(struct cg *g, LLVMValueRef ip)
+{
+	struct irb *ir = &g->ir;
+	size_t utask, vaddr, bp;
+	LLVMValueRef p, buf;
+
+	if (cg_btf_member_offset("task_struct", "utask", &utask) ||
+	    cg_btf_member_offset("uprobe_task", "vaddr", &vaddr) ||
+	    cg_btf_member_offset("uprobe_dispatch_data", "bp_addr", &bp))
+		return ip;
+	buf = irb_alloca(ir, 8, "func_ip");
+	p = irb_helper(ir, BPF_FUNC_get_current_task, NULL, 0);
+	for (int i = 0; i < 3; i++) {
+		size_t off = i == 0 ? utask : i == 1 ? vaddr : bp;
+
+		LLVMBuildStore(ir->b, irb_const(ir, 0), buf);
+		irb_probe_read(ir, IRB_READ_KERNEL, buf, irb_const(ir, 8),
+			       LLVMBuildAdd(ir->b, p, irb_const(ir, off), ""));
+		p = LLVMBuildLoad2(ir->b, ir->i64, buf, "");
+	}
+	return LLVMBuildSelect(ir->b,
+			       LLVMBuildICmp(ir->b, LLVMIntNE, ip,
+					     irb_const(ir, 0), ""),
+			       ip, p, "func_ip");
+}
+
+/*
  * The probed function's address in a uprobe's program.  At a uprobe's or
  * USDT site the kernel has set the registers' ip to the probed address
  * before it runs the programs (handle_swbp(), on every kernel), whereas
  * bpf_get_func_ip() reads 0 in uprobes on kernels before uprobe_multi
  * links (Debian 12's 6.1).  In a uretprobe ip is the return address:
- * only bpf_get_func_ip() knows the function there.
+ * bpf_get_func_ip() knows the function there, or the kernel's uretprobe
+ * dispatcher (cg_uretprobe_func()).
  */
 LLVMValueRef cg_func_ip(struct cg *g)
 {
 	struct irb *ir = &g->ir;
 	enum sema_provider p = g->sap ? g->sap->provider :
 					g->probe->provider;
+	LLVMValueRef ip;
 
 	if (!irb_is_native(ir) && p != PROV_URETPROBE)
 		return irb_ctx_load(ir, g->ctxp, CG_PT_IP, 8);
-	return irb_helper(ir, BPF_FUNC_get_func_ip, &g->ctxp, 1);
+	ip = irb_helper(ir, BPF_FUNC_get_func_ip, &g->ctxp, 1);
+	return irb_is_native(ir) ? ip : cg_uretprobe_func(g, ip);
 }
 
 /*

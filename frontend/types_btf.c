@@ -9,6 +9,7 @@
 #include <bpf/libbpf.h>
 
 #include "arena.h"
+#include "kfeat.h"
 #include "types.h"
 #include "types_btf.h"
 #include "util.h"
@@ -18,16 +19,7 @@
 
 struct btf *types_btf_vmlinux(void)
 {
-	static struct btf *btf;
-	static bool tried;
-
-	if (!tried) {
-		tried = true;
-		btf = btf__load_vmlinux_btf();
-		if (libbpf_get_error(btf))
-			btf = NULL;
-	}
-	return btf;
+	return kfeat_vmlinux_btf();
 }
 
 /* id with typedefs and qualifiers looked through. */

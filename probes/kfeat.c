@@ -57,14 +57,23 @@ static bool kfeat_map(enum bpf_map_type t)
 	return libbpf_probe_bpf_map_type(t, NULL) > 0;
 }
 
+struct btf *kfeat_vmlinux_btf(void)
+{
+	static struct btf *btf;
+	static bool tried;
+
+	if (!tried) {
+		tried = true;
+		btf = btf__load_vmlinux_btf();
+		if (libbpf_get_error(btf))
+			btf = NULL;
+	}
+	return btf;
+}
+
 static bool kfeat_btf(void)
 {
-	struct btf *b = btf__load_vmlinux_btf();
-
-	if (!b)
-		return false;
-	btf__free(b);
-	return true;
+	return kfeat_vmlinux_btf() != NULL;
 }
 
 /* /sys/kernel/btf holds more than vmlinux */
@@ -197,10 +206,11 @@ static bool kfeat_fentry(void)
 {
 	static const char *const fns[] = { "bpf_fentry_test1",
 					    "bpf_modify_return_test" };
+	const struct btf *b = kfeat_vmlinux_btf();
 	bool has = false;
 
-	for (size_t i = 0; i < ARRAY_SIZE(fns) && !has; i++) {
-		int id = libbpf_find_vmlinux_btf_id(fns[i], BPF_TRACE_FENTRY);
+	for (size_t i = 0; b && i < ARRAY_SIZE(fns) && !has; i++) {
+		int id = btf__find_by_name_kind(b, fns[i], BTF_KIND_FUNC);
 		int fd, l;
 
 		if (id <= 0)
@@ -220,7 +230,10 @@ static bool kfeat_fentry(void)
 /* A BTF-typed raw tracepoint program on sched_switch loads. */
 static bool kfeat_raw_tp_btf(void)
 {
-	int id = libbpf_find_vmlinux_btf_id("sched_switch", BPF_TRACE_RAW_TP);
+	const struct btf *b = kfeat_vmlinux_btf();
+	int id = b ? btf__find_by_name_kind(b, "btf_trace_sched_switch",
+					    BTF_KIND_TYPEDEF) :
+		     -1;
 	int fd;
 
 	if (id <= 0)

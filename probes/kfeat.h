@@ -11,6 +11,8 @@
 #include <stdbool.h>
 #include <stdio.h>
 
+struct btf;
+
 enum kfeat {
 	KFEAT_BTF,		/* vmlinux BTF */
 	KFEAT_MODULE_BTF,	/* BTF of loaded modules */
@@ -30,6 +32,13 @@ enum kfeat {
 
 /* Has the running kernel this feature?  Asked once, then remembered. */
 bool kfeat_has(enum kfeat f);
+
+/*
+ * The running kernel's vmlinux BTF, parsed once and kept (NULL without
+ * it): the frontend's and codegen's lookups share it with the probes
+ * here, a parse taking seconds in an emulated guest.
+ */
+struct btf *kfeat_vmlinux_btf(void);
 
 /* Its name as ubt --info and the errors that need it print it. */
 const char *kfeat_name(enum kfeat f);

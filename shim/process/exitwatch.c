@@ -17,6 +17,7 @@
 #include <linux/bpf.h>
 
 #include "exitwatch.h"
+#include "kfeat.h"
 
 struct exitwatch {
 	int map_fd, prog_fd, link_fd;
@@ -29,13 +30,13 @@ struct exitwatch {
 /* The byte offset of task_struct.exit_code, from the kernel's BTF. */
 static int exit_code_offset(void)
 {
-	struct btf *btf = btf__load_vmlinux_btf();
+	const struct btf *btf = kfeat_vmlinux_btf();
 	const struct btf_member *m;
 	const struct btf_type *t;
 	int id, off = -ENOENT;
 
 	if (!btf)
-		return -errno;
+		return -ENOENT;
 	id = btf__find_by_name_kind(btf, "task_struct", BTF_KIND_STRUCT);
 	t = id > 0 ? btf__type_by_id(btf, id) : NULL;
 	m = t ? btf_members(t) : NULL;
@@ -44,7 +45,6 @@ static int exit_code_offset(void)
 			    "exit_code") &&
 		    !(btf_member_bit_offset(t, i) % 8))
 			off = (int)(btf_member_bit_offset(t, i) / 8);
-	btf__free(btf);
 	return off;
 }
 

@@ -42,6 +42,7 @@
 #include <linux/bpf.h>
 
 #include "tracepoint.h"
+#include "kfeat.h"
 #include "user_int.h"
 
 #define INSN(c, d, s, o, i)                                                   \
@@ -231,14 +232,14 @@ static int user_cred_attach(int prog, const char *name)
 /* Byte offsets of task_struct's pid and tgid in the kernel's BTF. */
 static int user_comm_offsets(int *pid_off, int *tgid_off)
 {
-	struct btf *btf = btf__load_vmlinux_btf();
+	const struct btf *btf = kfeat_vmlinux_btf();
 	const struct btf_type *t;
 	const struct btf_member *m;
 	int id;
 
 	*pid_off = *tgid_off = -1;
 	if (!btf)
-		return -errno ?: -ENOENT;
+		return -ENOENT;
 	id = btf__find_by_name_kind(btf, "task_struct", BTF_KIND_STRUCT);
 	t = id > 0 ? btf__type_by_id(btf, id) : NULL;
 	m = t ? btf_members(t) : NULL;
@@ -251,7 +252,6 @@ static int user_comm_offsets(int *pid_off, int *tgid_off)
 		else if (name && !strcmp(name, "tgid"))
 			*tgid_off = off;
 	}
-	btf__free(btf);
 	return *pid_off < 0 || *tgid_off < 0 ? -ENOENT : 0;
 }
 

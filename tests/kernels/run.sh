@@ -99,23 +99,28 @@ not_ok()
 	for l in "$@"; do printf '%s\n' "$l" | sed 's/^/# /'; done
 }
 
-# Every suite named must select cases where its file exists.
-while IFS='|' read -r flags what; do
-	[ "$flags" = run ] && continue
-	for pat in $what; do
-		[[ $pat == !* ]] && continue
-		suite=${pat%%.*}
-		[ -f "$srcdir/tests/runtime/$suite.test" ] || continue
-		cnt=$(runner --list "$pat" | grep -c .)
-		if [ "$cnt" -gt 0 ]; then
-			ok "$pat selects $cnt enabled case(s)"
-		else
-			not_ok "$pat selects enabled cases" \
-				"tests/runtime/$suite.test exists, but no case" \
-				"of it matches $pat in tests/runtime/enabled"
-		fi
+# Every pattern of a suite whose file exists must select cases (one
+# listing of them all, each pattern matched against it).
+mapfile -t pats < <(groups | awk -F'|' '$1 != "run" { print $2 }' |
+	tr ' ' '\n' | grep -v -e '^!' -e '^$' | sort -u)
+# shellcheck disable=SC2046
+listed=$(runner --list "${pats[@]}" | cut -f1)
+for pat in "${pats[@]}"; do
+	suite=${pat%%.*}
+	[ -f "$srcdir/tests/runtime/$suite.test" ] || continue
+	cnt=0
+	for name in $listed; do
+		# shellcheck disable=SC2053
+		[[ $name == $pat || ${name#*.} == $pat ]] && cnt=$((cnt + 1))
 	done
-done < <(groups)
+	if [ "$cnt" -gt 0 ]; then
+		ok "$pat selects $cnt enabled case(s)"
+	else
+		not_ok "$pat selects enabled cases" \
+			"tests/runtime/$suite.test exists, but no case" \
+			"of it matches $pat in tests/runtime/enabled"
+	fi
+done
 
 tmp=$(mktemp -d /tmp/ubt-kernels.XXXXXX)
 trap 'rm -rf "$tmp"' EXIT
@@ -129,6 +134,14 @@ for kv in ${UBT_KERNELS:-6.1 6.12}; do
 		>"$tmp/$kv.console" 2>&1
 	rc=$?
 	echo "# $kv: the guest ran for $(($(date +%s) - start)) s (exit status $rc)"
+	# a machine without qemu or the kernel skips the guest; under CI it
+	# fails (a guest that cannot boot is a failure there)
+	if [ "$rc" -eq 99 ] && [ "${CI:-}" != true ]; then
+		n=$((n + 1))
+		echo "ok $n - $kv: # SKIP the guest cannot boot here:" \
+			"$(grep -m1 '^vm.sh:' "$tmp/$kv.console")"
+		continue
+	fi
 	if [ "$rc" -ne 0 ]; then
 		not_ok "$kv: the guest ran the tests" \
 			"tests/kernels/vm.sh -k $kv exited with $rc:" \
