@@ -224,7 +224,6 @@ static char *metrics_labels(const struct out_map *om, const struct out *o,
 {
 	const struct type *kt = om->key_type;
 	struct mbuf b = { 0 };
-
 	bool fields;
 
 	if (!kt)
