@@ -35,6 +35,7 @@ enum metrics_kind {
 	MK_SUMMARY,	/* stats(): _count, _sum; and <name>_avg, a gauge */
 	MK_HIST,	/* hist(), lhist() */
 	MK_HITS,	/* a probe's hits (frontend/hits.c): ubt's own series */
+	MK_HIST_SUM,	/* @X_sum = sum() beside @X = hist(): X's _sum */
 };
 
 /* How one map is served, decided once (metrics_plan()). */
@@ -48,6 +49,7 @@ struct metrics_map {
 	bool seen;
 	uint64_t lo, hi;
 	int probe;		/* MK_HITS: the probe whose hits it counts */
+	int sum_map;		/* MK_HIST: its MK_HIST_SUM map, or -1 */
 	uint64_t dropped;	/* series left out, over every page so far */
 };
 
@@ -67,6 +69,7 @@ struct metrics {
 	metrics_self_fn self_fn;
 	void *self_ctx;
 	uint64_t scrapes;
+	bool has_sums;		/* a map is some histogram's _sum */
 };
 
 /* A page for one scrape (malloc'd, *len bytes): every map read now. */

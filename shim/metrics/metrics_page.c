@@ -120,6 +120,19 @@ struct metrics_scrape {
 	bool om;		/* OpenMetrics */
 	uint64_t *dropped;	/* keys left out, by map */
 	uint64_t *hits;		/* by probe index; ~0: not counted */
+	/* MK_HIST_SUM maps, by map index: their series by label text,
+	 * sorted (metrics_collect_sums()) */
+	struct metrics_sums *sums;
+};
+
+struct metrics_sum {
+	char *labels;
+	char num[32];
+};
+
+struct metrics_sums {
+	struct metrics_sum *v;
+	size_t n;
 };
 
 /* An entry served: its label text ("key=\"a\"", no braces), its sort
@@ -342,6 +355,29 @@ static bool metrics_bucket_le(const struct type *t, uint64_t i, char *buf,
 	}
 }
 
+static int metrics_sum_cmp(const void *a, const void *b)
+{
+	return strcmp(((const struct metrics_sum *)a)->labels,
+		      ((const struct metrics_sum *)b)->labels);
+}
+
+/* The _sum of a histogram's series (its labels), NULL when not kept. */
+static const char *metrics_sum_for(struct metrics_scrape *s,
+				   const struct metrics_map *mm,
+				   const char *labels)
+{
+	struct metrics_sums *ss;
+	struct metrics_sum key = { .labels = (char *)labels }, *f;
+
+	if (mm->sum_map < 0 || !s->sums)
+		return NULL;
+	ss = &s->sums[mm->sum_map];
+	f = ss->n ? bsearch(&key, ss->v, ss->n, sizeof(*ss->v),
+			    metrics_sum_cmp) :
+		    NULL;
+	return f ? f->num : NULL;
+}
+
 static void metrics_hist(struct metrics_scrape *s, struct metrics_map *mm,
 			 const struct type *t, struct metrics_item *it,
 			 size_t n)
@@ -366,6 +402,7 @@ static void metrics_hist(struct metrics_scrape *s, struct metrics_map *mm,
 	metrics_header(s, mm->family, "", "histogram", mm->help);
 	for (size_t e = 0; e < n; e++) {
 		const uint64_t *v = it[e].value;
+		const char *sum;
 		uint64_t cum = 0;
 
 		for (size_t i = 0; i < mm->lo && i < nb; i++)
@@ -388,10 +425,14 @@ static void metrics_hist(struct metrics_scrape *s, struct metrics_map *mm,
 		metrics_sample(s->b, mm->family, "_bucket", it[e].labels,
 			       "le=\"+Inf\"", num);
 		/* OpenMetrics: _count only beside a _sum, which hist()
-		 * does not keep */
-		if (!s->om)
+		 * does not keep: the program's @X_sum, where it has one */
+		sum = metrics_sum_for(s, mm, it[e].labels);
+		if (!s->om || sum)
 			metrics_sample(s->b, mm->family, "_count",
 				       it[e].labels, NULL, num);
+		if (sum)
+			metrics_sample(s->b, mm->family, "_sum", it[e].labels,
+				       NULL, sum);
 	}
 }
 
@@ -479,6 +520,35 @@ static void metrics_values(struct metrics_scrape *s,
 	}
 }
 
+/* Before the page: the series of each histogram's @X_sum. */
+static int metrics_collect_sums(void *ectx, int map, const struct out_map *om,
+				const struct out *o)
+{
+	struct metrics_scrape *s = ectx;
+	struct metrics_sums *ss;
+	bool sgn = om->value_type && om->value_type->is_signed;
+
+	if (map < 0 || map >= s->m->nmaps ||
+	    s->m->maps[map].kind != MK_HIST_SUM)
+		return 0;
+	ss = &s->sums[map];
+	ss->v = xcalloc(om->nentries + 1, sizeof(*ss->v));
+	for (size_t i = 0; i < om->nentries; i++) {
+		char *l = metrics_labels(om, o, om->entries[i].key);
+		uint64_t x;
+
+		if (!l)
+			continue;
+		memcpy(&x, om->entries[i].value, sizeof(x));
+		ss->v[ss->n].labels = l;
+		metrics_num(ss->v[ss->n].num, sizeof(ss->v[ss->n].num), sgn,
+			    x);
+		ss->n++;
+	}
+	qsort(ss->v, ss->n, sizeof(*ss->v), metrics_sum_cmp);
+	return 0;
+}
+
 static int metrics_one_map(void *ectx, int map, const struct out_map *om,
 			   const struct out *o)
 {
@@ -490,7 +560,7 @@ static int metrics_one_map(void *ectx, int map, const struct out_map *om,
 	if (map < 0 || map >= s->m->nmaps)
 		return 0;
 	mm = &s->m->maps[map];
-	if (mm->kind == MK_SKIP)
+	if (mm->kind == MK_SKIP || mm->kind == MK_HIST_SUM)
 		return 0;
 	if (mm->kind == MK_HITS) {
 		uint64_t v = 0;
@@ -600,7 +670,9 @@ static void metrics_self_series(struct metrics_scrape *s, double secs)
 		       "keys of a map left out of this page (over "
 		       "--metrics-max-keys, or the same label text twice)");
 	for (int i = 0; i < m->nmaps; i++) {
-		if (m->maps[i].kind == MK_SKIP || m->maps[i].kind == MK_HITS)
+		if (m->maps[i].kind == MK_SKIP ||
+		    m->maps[i].kind == MK_HITS ||
+		    m->maps[i].kind == MK_HIST_SUM)
 			continue;
 		mbuf_adds(b, "ubt_metrics_keys_dropped{map=\"");
 		mbuf_escape(b, m->maps[i].name, strlen(m->maps[i].name), true);
@@ -610,7 +682,9 @@ static void metrics_self_series(struct metrics_scrape *s, double secs)
 		       "series left out of the pages so far, summed over "
 		       "pages (ubt_metrics_keys_dropped added up)");
 	for (int i = 0; i < m->nmaps; i++) {
-		if (m->maps[i].kind == MK_SKIP || m->maps[i].kind == MK_HITS)
+		if (m->maps[i].kind == MK_SKIP ||
+		    m->maps[i].kind == MK_HITS ||
+		    m->maps[i].kind == MK_HIST_SUM)
 			continue;
 		m->maps[i].dropped += s->dropped[i];
 		mbuf_adds(b, "ubt_metrics_series_dropped_total{map=\"");
@@ -640,6 +714,10 @@ char *metrics_page(struct metrics *m, bool openmetrics, size_t *len)
 		if (m->maps[i].kind == MK_HITS && m->maps[i].probe < m->nprobes)
 			s.hits[m->maps[i].probe] = 0;
 	m->scrapes++;
+	if (m->maps_fn && m->has_sums) {
+		s.sums = xcalloc(m->nmaps + 1, sizeof(*s.sums));
+		m->maps_fn(m->maps_ctx, metrics_collect_sums, &s);
+	}
 	if (m->maps_fn)
 		m->maps_fn(m->maps_ctx, metrics_one_map, &s);
 	metrics_self_series(&s, (mono_ns() - t0) / 1e9);
@@ -647,6 +725,12 @@ char *metrics_page(struct metrics *m, bool openmetrics, size_t *len)
 		mbuf_adds(&b, "# EOF\n");
 	free(s.dropped);
 	free(s.hits);
+	for (int i = 0; s.sums && i < m->nmaps; i++) {
+		for (size_t j = 0; j < s.sums[i].n; j++)
+			free(s.sums[i].v[j].labels);
+		free(s.sums[i].v);
+	}
+	free(s.sums);
 	*len = b.len;
 	return b.s;
 }

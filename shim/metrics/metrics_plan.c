@@ -188,6 +188,31 @@ static bool metrics_taken(const struct metrics *m, int upto, const char *name)
 	return false;
 }
 
+/*
+ * A histogram's _sum, where the program keeps it: @X_sum = sum(v) with
+ * the keys of @X = hist(v) (or lhist).  That map then serves as X's
+ * _sum (and, in OpenMetrics, lets X have a _count), not on its own.
+ * The index of X for map j, or -1.
+ */
+static int metrics_sum_of(const struct sema_program *sp, int j)
+{
+	const struct sema_map *x = sp->maps[j];
+
+	if (x->agg != FN_SUM)
+		return -1;
+	for (int i = 0; i < sp->nmaps; i++) {
+		const struct sema_map *h = sp->maps[i];
+		size_t hl = strlen(h->name);
+
+		if ((h->agg == FN_HIST || h->agg == FN_LHIST) &&
+		    !strncmp(x->name, h->name, hl) &&
+		    !strcmp(x->name + hl, "_sum") && x->nkeys == h->nkeys &&
+		    (!h->key || (x->key && type_equal(h->key, x->key))))
+			return i;
+	}
+	return -1;
+}
+
 void metrics_plan(struct metrics *m, struct compile *c,
 		  const char *const *where)
 {
@@ -212,12 +237,14 @@ void metrics_plan(struct metrics *m, struct compile *c,
 				      name;
 		m->where[i] = where && where[i] ? where[i] : "kernel";
 	}
+	for (int i = 0; i < sp->nmaps; i++)
+		m->maps[i].sum_map = -1;
 	for (int i = 0; i < sp->nmaps; i++) {
 		const struct sema_map *sm = sp->maps[i];
 		struct metrics_map *mm = &m->maps[i];
 		const char *why = NULL, *suf[4];
 		struct mbuf b = { 0 };
-		int n;
+		int n, h;
 
 		mm->name = sm->name;
 		mm->probe = hits_probe_of(sm->name);
@@ -232,6 +259,12 @@ void metrics_plan(struct metrics *m, struct compile *c,
 		mm->family = b.s;
 		mm->help = metrics_help(c, sm);
 		mm->kind = metrics_kind_of(sm->value);
+		if ((h = metrics_sum_of(sp, i)) >= 0) {
+			mm->kind = MK_HIST_SUM;
+			m->maps[h].sum_map = i;
+			m->has_sums = true;
+			continue;
+		}
 		if (mm->kind == MK_SKIP) {
 			why = "its values are not numbers";
 		} else if ((why = metrics_key_why(sm))) {

@@ -124,6 +124,7 @@ uprobe:%(bin)s:ubt_step {
 	@calls = count();
 	@parity[arg0 %% 2, comm] = count();
 	@dist = hist(arg0);
+	@dist_sum = sum(arg0);
 	@lin = lhist(arg0, 0, 30, 10);
 	@st = stats(arg0);
 	@mx = max(arg0);
@@ -206,6 +207,8 @@ def expected_series(maps, bin_):
         e[("ubt_%s_bucket" % name, (("le", "+Inf"),))] = cum
         # text format only: OpenMetrics has _count only beside a _sum
         e[("ubt_%s_count" % name, ())] = cum
+    # @dist_sum = sum() beside @dist = hist(): @dist's _sum
+    e[("ubt_dist_sum", ())] = maps["@dist_sum"]
     return e
 
 
@@ -266,8 +269,9 @@ def phase(ubt, bin_, port, job, prom, extra, tmp, checks):
         d.pop("job", None)
         d.pop("instance", None)
         prom_s[(name, tuple(sorted(d.items())))] = float(v[1])
-    # Prometheus scrapes OpenMetrics: no _count without a _sum
-    hcount = ("ubt_dist_count", "ubt_lin_count")
+    # Prometheus scrapes OpenMetrics: no _count without a _sum (@lin has
+    # none; @dist has @dist_sum)
+    hcount = ("ubt_lin_count",)
     bad = [(k, v, prom_s.get(k)) for k, v in exp.items()
            if (prom_s.get(k) != float(v) if k[0] not in hcount else
                k in prom_s)]
