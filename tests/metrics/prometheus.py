@@ -381,6 +381,36 @@ def kernel_only(ubt, tmp):
        "kernel only: a stack key: not served, one warning, in the printout")
 
 
+def cleared(ubt):
+    """clear() in an interval probe: the counter goes back (a reset to
+    Prometheus), every page stays valid."""
+    port = free_port()
+    url = "http://127.0.0.1:%d/metrics" % port
+    prog = ("interval:ms:100 { @t = count(); } "
+            "interval:ms:1500 { clear(@t); } "
+            "interval:ms:3000 { exit(); }")
+    p = subprocess.Popen([ubt, "--metrics", "127.0.0.1:%d" % port, "-e",
+                          prog], stdin=subprocess.DEVNULL,
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    seen, valid = [], True
+    while p.poll() is None:
+        try:
+            st, _, pg = http(url, timeout=2)
+        except OSError:
+            time.sleep(0.05)
+            continue
+        v = page_series(pg).get(("ubt_t_total", ()))
+        if st == 200 and v is not None:
+            seen.append(v)
+            valid = valid and promtool_check(pg)[0]
+        time.sleep(0.1)
+    p.communicate(timeout=60)
+    drop = any(b < a for a, b in zip(seen, seen[1:]))
+    ok(drop and valid and p.returncode == 0,
+       "clear(): the counter goes back once cleared (%d pages, valid)" %
+       len(seen))
+
+
 def example(ubt, builddir, srcdir):
     """examples/io-latency.bt on examples/io-engine: a valid page with the
     latency histogram by operation."""
@@ -525,6 +555,7 @@ def main():
                "kernel: ubt_probe_mode says where the probe runs")
 
         kernel_only(ubt, tmp)
+        cleared(ubt)
         example(ubt, builddir, os.environ.get("top_srcdir") or ".")
         for how in ("-c", "-p"):
             attached_run(ubt, bin_, how, tmp)
