@@ -3,7 +3,8 @@
  * ubt_many_all() of libubt-many.so (500 functions; found through its
  * $ORIGIN rpath) ROUNDS times (default 2), checking every sum; exits 0.
  * With "wait", prints "ready" and the threads call it in a loop until
- * SIGUSR1 (or 60 s), then it prints "rounds N" (all threads together):
+ * SIGUSR1 (or 60 s), and once more after it, then it prints "rounds N"
+ * (all threads together):
  * a busy process for attaching to with -p.  With "churn", likewise, but
  * each round is a new thread that the worker starts and joins: threads
  * come and go while a tracer stops the process.
@@ -43,7 +44,14 @@ static void *worker(void *arg)
 	long n = 0, wrong = 0;
 
 	(void)arg;
-	for (long i = 0; forever ? !stop : i < rounds; i++, n++) {
+	for (long i = 0; forever || i < rounds; i++, n++) {
+		/*
+		 * With "wait", a round begun after SIGUSR1 is the last: each
+		 * thread calls the functions at least once after the signal,
+		 * however late the scheduler runs it, so a tracer attached
+		 * before the signal sees every thread.
+		 */
+		int last = forever && stop;
 		pthread_t t;
 		void *r;
 
@@ -53,6 +61,8 @@ static void *worker(void *arg)
 			pthread_join(t, &r);
 			wrong += (long)r;
 		}
+		if (last)
+			break;
 	}
 	pthread_mutex_lock(&lock);
 	done += n;
