@@ -534,8 +534,12 @@ int driver_run(const struct cli_opts *o)
 	 * attached ends ubt then (signals_catch(), or below), any later
 	 * one ends the run the ordinary way.
 	 */
-	if (!o->parse_only)
+	if (!o->parse_only) {
+		/* --metrics: SIGHUP clears the maps, the run goes on */
+		if (o->metrics)
+			signals_clear_on_hup();
 		signals_early();
+	}
 	rc = driver_check_pid(o);
 	if (rc)
 		return rc;

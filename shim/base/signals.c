@@ -12,6 +12,8 @@ static volatile sig_atomic_t signals_req;	/* requests counted */
 static volatile sig_atomic_t signals_relayed;	/* the guard's count */
 static volatile sig_atomic_t signals_sig;	/* the first one */
 static volatile sig_atomic_t signals_usr1;
+static volatile sig_atomic_t signals_hup;
+static bool signals_hup_wanted;		/* signals_clear_on_hup() */
 static volatile sig_atomic_t signals_pipe;
 static volatile sig_atomic_t signals_mode;	/* enum below */
 static pid_t signals_relay = -1;	/* the guard, in the worker */
@@ -72,6 +74,12 @@ static void signals_on_usr1(int sig)
 	signals_usr1 = 1;
 }
 
+static void signals_on_hup(int sig)
+{
+	(void)sig;
+	signals_hup = 1;
+}
+
 static void signals_install(void)
 {
 	struct sigaction sa = { .sa_sigaction = signals_on,
@@ -83,6 +91,15 @@ static void signals_install(void)
 	sa.sa_flags = SA_RESTART;
 	sa.sa_handler = signals_on_pipe;
 	sigaction(SIGPIPE, &sa, NULL);
+	if (signals_hup_wanted) {
+		sa.sa_handler = signals_on_hup;
+		sigaction(SIGHUP, &sa, NULL);
+	}
+}
+
+void signals_clear_on_hup(void)
+{
+	signals_hup_wanted = true;
 }
 
 void signals_early(void)
@@ -106,6 +123,7 @@ void signals_catch(void)
 	signals_check();
 	signals_mode = SIGNALS_RUN;
 	signals_usr1 = 0;
+	signals_hup = 0;
 	signals_install();
 	sigemptyset(&sa.sa_mask);
 	sigaction(SIGUSR1, &sa, NULL);
@@ -119,6 +137,8 @@ void signals_restore(void)
 	signal(SIGTERM, signals_relay > 0 ? SIG_IGN : SIG_DFL);
 	/* one that comes late must not kill ubt while it ends */
 	signal(SIGUSR1, SIG_IGN);
+	if (signals_hup_wanted)
+		signal(SIGHUP, SIG_IGN);
 	signals_mode = SIGNALS_OFF;
 }
 
@@ -137,6 +157,14 @@ bool signals_take_usr1(void)
 	if (!signals_usr1)
 		return false;
 	signals_usr1 = 0;
+	return true;
+}
+
+bool signals_take_hup(void)
+{
+	if (!signals_hup)
+		return false;
+	signals_hup = 0;
 	return true;
 }
 

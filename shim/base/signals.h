@@ -7,8 +7,11 @@
  * (signals_catch()).  SIGUSR1 asks for the maps to be printed, and the
  * run goes on (as bpftrace).  SIGPIPE from the program's output (its
  * reader gone: `ubt ... | head`) ends the run the ordinary way, and ubt
- * then dies of it, as bpftrace does.  Both run loops (kernel.c, run.c)
- * use it.
+ * then dies of it, as bpftrace does.  SIGHUP keeps its default action
+ * (ubt ends as bpftrace does, the traced processes restored by the
+ * guard), except with --metrics, where it asks for every map to be
+ * cleared and the run goes on (signals_clear_on_hup()).  Both run loops
+ * (kernel.c, run.c) use it.
  */
 #ifndef UBT_SIGNALS_H
 #define UBT_SIGNALS_H
@@ -41,6 +44,13 @@ void signals_stop(void);
 
 /* Did a SIGUSR1 come since the last call?  (The request is taken.) */
 bool signals_take_usr1(void);
+
+/* From the next signals_early()/signals_catch() on, SIGHUP is caught
+ * (SA_RESTART) and asks for the maps to be cleared, not for an end. */
+void signals_clear_on_hup(void);
+
+/* Did a SIGHUP come since the last call (signals_clear_on_hup())? */
+bool signals_take_hup(void);
 
 /* The file descriptor the program's output goes to (SIGPIPE). */
 void signals_set_output(int fd);

@@ -77,6 +77,11 @@ static int kernel_loop(struct kernel *k, struct kernel_child *ch,
 			kernel_print_all_maps(k, false);
 			fflush(k->out.f);
 		}
+		/* SIGHUP under --metrics: every map starts again */
+		if (signals_take_hup()) {
+			kernel_consume(k);
+			kernel_clear_all_maps(k);
+		}
 		n = epoll_wait(ep, evs, 4, mx ? 100 : 1000);
 		if (n < 0 && errno != EINTR) {
 			close(ep);

@@ -103,6 +103,11 @@ uint64_t kernel_map_full(struct kernel *k, int map);
 /* clear(): delete every entry; zero(): set every value to zero. */
 int kernel_map_clear(struct kernel *k, int map);
 int kernel_map_zero(struct kernel *k, int map);
+/* clear() as an event does it: the kernel's map, then the user side
+ * through the map hook (kernel_set_map_hook()); every map of the program
+ * so (SIGHUP under --metrics). */
+void kernel_map_clear_both(struct kernel *k, int map);
+void kernel_clear_all_maps(struct kernel *k);
 void kernel_free(struct kernel *k);
 
 /*

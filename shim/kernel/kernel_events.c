@@ -307,9 +307,7 @@ static int kernel_event(void *ctx, void *data, size_t size)
 		break;
 	}
 	case CG_EV_CLEAR:
-		kernel_map_clear(k, e->map);
-		if (k->map_hook)
-			k->map_hook(k->map_hook_ctx, e->kind, e->map, NULL);
+		kernel_map_clear_both(k, e->map);
 		break;
 	case CG_EV_ZERO:
 		kernel_map_zero(k, e->map);

@@ -263,6 +263,19 @@ int kernel_map_clear(struct kernel *k, int map)
 	return 0;
 }
 
+void kernel_map_clear_both(struct kernel *k, int map)
+{
+	kernel_map_clear(k, map);
+	if (k->map_hook)
+		k->map_hook(k->map_hook_ctx, CG_EV_CLEAR, map, NULL);
+}
+
+void kernel_clear_all_maps(struct kernel *k)
+{
+	for (int i = 0; i < k->obj->nmaps; i++)
+		kernel_map_clear_both(k, i);
+}
+
 int kernel_map_zero(struct kernel *k, int map)
 {
 	const struct cg_map *m = &k->obj->maps[map];

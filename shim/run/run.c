@@ -417,6 +417,10 @@ static int run_combined(struct compile *c, const struct run_opts *o,
 			kernel_print_maps_now(r.k);
 			fflush(o->out ? o->out : stdout);
 		}
+		/* SIGHUP under --metrics: every map of both sides starts
+		 * again, as clear() of each would do it */
+		if (signals_take_hup())
+			kernel_clear_all_maps(r.k);
 		if (gone)
 			break;
 	}

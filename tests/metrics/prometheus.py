@@ -411,6 +411,54 @@ def cleared(ubt):
        len(seen))
 
 
+def hup_reset(ubt, bin_, how):
+    """SIGHUP under --metrics clears every map: the counter goes back (a
+    reset to Prometheus), ubt goes on serving and ends as before."""
+    port = free_port()
+    url = "http://127.0.0.1:%d/metrics" % port
+    if how == "kernel":
+        args = ["-e", "interval:ms:20 { @calls = count(); } "
+                "interval:s:5 { exit(); }"]
+    else:
+        args = ["-c", "%s 100 50000" % bin_, "-e",
+                "uprobe:%s:ubt_step { @calls = count(); }" % bin_]
+    p = subprocess.Popen([ubt, "-f", "json", "--metrics",
+                          "127.0.0.1:%d" % port] + args,
+                         stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE)
+
+    def value(least, most):
+        try:
+            st, _, page = http(url, timeout=2)
+        except OSError:
+            return None
+        v = page_series(page).get(("ubt_calls_total", ()))
+        if st != 200 or v is None or not least <= v <= most:
+            return None
+        return v, promtool_check(page)[0]
+    before = wait_for(lambda: value(10, 1 << 62), 30)
+    if before:
+        p.send_signal(signal.SIGHUP)
+    after = before and wait_for(lambda: value(0, before[0] - 1), 10)
+    again = after and wait_for(lambda: value(after[0] + 1, 1 << 62), 10)
+    try:
+        out, err = p.communicate(timeout=60)
+    except subprocess.TimeoutExpired:
+        p.kill()
+        out, err = p.communicate()
+    final = None
+    for line in out.decode().splitlines():
+        if '"@calls"' in line:
+            final = json.loads(line)["data"]["@calls"]
+    ok(before and after and again and before[1] and after[1] and
+       final is not None and after[0] < final and
+       (how == "kernel" or final < 100) and p.returncode == 0,
+       "%s: SIGHUP clears the maps, the counter goes back (%s, %s, %s), "
+       "the run goes on, @calls %s at exit, exit %d: %r" %
+       (how, before and before[0], after and after[0], again and again[0],
+        final, p.returncode, err[-300:]))
+
+
 def example(ubt, builddir, srcdir):
     """examples/io-latency.bt on examples/io-engine: a valid page with the
     latency histogram by operation."""
@@ -556,6 +604,8 @@ def main():
 
         kernel_only(ubt, tmp)
         cleared(ubt)
+        for how in ("kernel", "-c"):
+            hup_reset(ubt, bin_, how)
         example(ubt, builddir, os.environ.get("top_srcdir") or ".")
         for how in ("-c", "-p"):
             attached_run(ubt, bin_, how, tmp)
