@@ -55,9 +55,67 @@ def ok(cond, name, detail=""):
     sys.stdout.flush()
 
 
+def family(pid):
+    """pid and every process below it."""
+    kids = {}
+    for d in os.listdir("/proc"):
+        if not d.isdigit():
+            continue
+        try:
+            with open("/proc/%s/stat" % d) as f:
+                ppid = int(f.read().rsplit(")", 1)[1].split()[1])
+        except (OSError, ValueError, IndexError):
+            continue
+        kids.setdefault(ppid, []).append(int(d))
+    todo, seen = [pid], []
+    while todo:
+        p = todo.pop()
+        seen.append(p)
+        todo.extend(kids.get(p, []))
+    return seen
+
+
+def diagnose(pid):
+    """What a run that does not end is doing, as TAP comments (one such
+    hang in CI could not be reproduced: the next one says where)."""
+    for p in family(pid):
+        lines = []
+        for name in ("cmdline", "status", "wchan", "stack"):
+            try:
+                with open("/proc/%d/%s" % (p, name), "rb") as f:
+                    t = f.read().replace(b"\0", b" ").decode(errors="replace")
+            except OSError:
+                continue
+            if name == "status":
+                t = "\n".join(x for x in t.splitlines() if x.split(":")[0]
+                              in ("State", "TracerPid", "SigBlk", "SigCgt"))
+            lines.append("%s: %s" % (name, t.strip()))
+        try:
+            bt = subprocess.run(["gdb", "-p", str(p), "-batch", "-ex",
+                                 "thread apply all bt 12"],
+                                capture_output=True, text=True, timeout=60)
+            lines += [x for x in bt.stdout.splitlines()
+                      if x.startswith(("#", "Thread"))]
+        except (OSError, subprocess.TimeoutExpired):
+            pass
+        print("# pid %d:\n# %s" % (p, "\n# ".join(
+            "\n".join(lines).splitlines())))
+    sys.stdout.flush()
+
+
 def ubt(args, **kw):
-    return subprocess.run([UBT] + args, stdin=subprocess.DEVNULL,
-                          capture_output=True, text=True, timeout=60, **kw)
+    p = subprocess.Popen([UBT] + args, stdin=subprocess.DEVNULL,
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                         text=True, **kw)
+    try:
+        out, err = p.communicate(timeout=60)
+    except subprocess.TimeoutExpired:
+        print("# did not end within 60 s: %r" % (args,))
+        diagnose(p.pid)
+        p.kill()
+        p.communicate()
+        raise
+    return subprocess.CompletedProcess(p.args, p.returncode, out, err)
 
 
 def symbol(path, name):
