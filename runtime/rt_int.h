@@ -25,6 +25,13 @@
 struct rt_tls {
 	void *self;
 	uint64_t noblock;
+	/* rt_vfork.c: what a CLONE_VM child's parent lent (ubt zeroes
+	 * self and noblock only, a call in flight keeps these) */
+	void *vf_self;
+	uint64_t vf_noblock;
+	uint64_t vf_ret;	/* the caller's return address, 0: none lent */
+	uint64_t vf_pid;
+	void *vf_ctl;		/* rt_ctl_p when it was lent */
 };
 extern __thread struct rt_tls rt_tls
 	__attribute__((tls_model("initial-exec")));

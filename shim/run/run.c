@@ -334,6 +334,11 @@ static int run_combined(struct compile *c, const struct run_opts *o,
 	if (!r.sysw && user_install_exec_hook(r.u) && o->verbose)
 		fprintf(stderr, "ubt: execve() is not followed: %s\n",
 			user_error(r.u));
+	if (!r.sysw && o->verbose && user_vfork_note(r.u))
+		fprintf(stderr, "ubt: children that share the memory of "
+			"their parent record as their parent thread after "
+			"these calls (no vfork guard): %s\n",
+			user_vfork_note(r.u));
 	/* -p: the probes go live before "Attaching", as kernel uprobes do */
 	if (!r.cpid && !r.sysw) {
 		err = run_user_go(&r);

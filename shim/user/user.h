@@ -242,6 +242,14 @@ int user_restore_dead(pid_t pid, uint32_t owner, char *err, size_t len);
  * the reason: exec()s then go unfollowed.
  */
 int user_install_exec_hook(struct ubt_user *u);
+/*
+ * The vfork guard (user_vfork.c), placed with the exec hook: CLONE_VM
+ * children that make their parent wait (posix_spawn, vfork, clone) take
+ * blocks of their own.  user_vfork_note(): the functions left without it,
+ * and why, or NULL.
+ */
+void user_install_vfork_hooks(struct ubt_user *u);
+const char *user_vfork_note(const struct ubt_user *u);
 /* Has a thread announced an execve() that ubt has not handled yet? */
 bool user_exec_pending(const struct ubt_user *u);
 /*
