@@ -251,6 +251,7 @@ TESTS += \
 	tests/user/sacred-pidns.sh \
 	tests/user/sacred-progress.py \
 	tests/user/sacred-static.sh \
+	tests/user/sacred-storm.sh \
 	tests/user/sacred-threads.sh \
 	tests/user/sacred-uring.sh \
 	tests/user/sacred-vfork.sh \
@@ -289,6 +290,7 @@ EXTRA_DIST += \
 	tests/user/sacred-pidns.sh \
 	tests/user/sacred-progress.py \
 	tests/user/sacred-static.sh \
+	tests/user/sacred-storm.sh \
 	tests/user/sacred-threads.sh \
 	tests/user/sacred-uring.sh \
 	tests/user/sacred-vfork.sh \

@@ -204,6 +204,12 @@ int user_pause_text(const struct ubt_user *u, char *buf, size_t len);
 /* Has user_resume() let the target run? */
 bool user_resumed(const struct ubt_user *u);
 /*
+ * -p: did the target run execve() since the attach placed the runtime
+ * (the control block no longer where it was mapped)?  A process that is
+ * gone has no new image: false.
+ */
+bool user_image_changed(struct ubt_user *u);
+/*
  * Read one map back: cb(data, block, arg) with a copy of bytes
  * [off, off + len) of the map area of every thread block in use (bounds
  * checked), to be merged as bpftrace merges per-CPU values.
