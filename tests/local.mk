@@ -247,6 +247,7 @@ TESTS += \
 	tests/user/no-alias.py \
 	tests/user/pipe-sigint.py \
 	tests/user/race.py \
+	tests/user/sacred-libc.sh \
 	tests/user/sacred-mntns.sh \
 	tests/user/sacred-pidns.sh \
 	tests/user/sacred-progress.py \
@@ -286,6 +287,7 @@ EXTRA_DIST += \
 	tests/user/procmem.py \
 	tests/user/race.py \
 	tests/user/sacred-lib.sh \
+	tests/user/sacred-libc.sh \
 	tests/user/sacred-mntns.sh \
 	tests/user/sacred-pidns.sh \
 	tests/user/sacred-progress.py \

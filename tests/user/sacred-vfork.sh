@@ -71,38 +71,12 @@ for mode in kernel auto; do
 	fi
 done
 
-# libcode PID: 16 bytes of each of libc's hooked functions in PID
-libcode()
-{
-	python3 - "$1" "$libc" <<'EOF'
-import os, subprocess, sys
-pid, path = int(sys.argv[1]), os.path.realpath(sys.argv[2])
-syms = {}
-for l in subprocess.run(["nm", "-D", "--defined-only", path],
-                        capture_output=True, text=True).stdout.splitlines():
-    f = l.split()
-    if len(f) == 3:
-        syms.setdefault(f[2].split("@")[0], int(f[0], 16))
-base = None
-for l in open("/proc/%d/maps" % pid):
-    f = l.split()
-    if (len(f) >= 6 and os.path.realpath(f[5]) == path and
-            int(f[2], 16) == 0):
-        base = int(f[0].split("-")[0], 16)
-        break
-with open("/proc/%d/mem" % pid, "rb") as m:
-    for s in ("posix_spawn", "posix_spawnp", "clone", "vfork", "execve"):
-        m.seek(base + syms[s])
-        print(s, m.read(16).hex())
-EOF
-}
-
 # -p: the same calls while ubt is attached, its code as before after
 : >"$tout"
 "$bin" $rounds wait >"$tout" 2>&1 </dev/null &
 tp=$!
 wait_for 100 "" '^ready' "$tout"
-lbefore=$(libcode $tp)
+lbefore=$(libcode $tp posix_spawn posix_spawnp clone vfork execve)
 before=$(code $tp ubt_vf_tick)
 ubt_bg 60 -p $tp -e "$prog"
 kill -USR1 $tp
@@ -111,7 +85,7 @@ kill -INT $up 2>/dev/null
 wait $up
 rc=$?
 after=$(code $tp ubt_vf_tick)
-lafter=$(libcode $tp)
+lafter=$(libcode $tp posix_spawn posix_spawnp clone vfork execve)
 kill -USR1 $tp
 wait $tp
 trc=$?
