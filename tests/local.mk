@@ -253,6 +253,7 @@ TESTS += \
 	tests/user/sacred-progress.py \
 	tests/user/sacred-static.sh \
 	tests/user/sacred-storm.sh \
+	tests/user/sacred-syswide.sh \
 	tests/user/sacred-threads.sh \
 	tests/user/sacred-uring.sh \
 	tests/user/sacred-vfork.sh \
@@ -293,6 +294,7 @@ EXTRA_DIST += \
 	tests/user/sacred-progress.py \
 	tests/user/sacred-static.sh \
 	tests/user/sacred-storm.sh \
+	tests/user/sacred-syswide.sh \
 	tests/user/sacred-threads.sh \
 	tests/user/sacred-uring.sh \
 	tests/user/sacred-vfork.sh \
