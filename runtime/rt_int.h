@@ -2,7 +2,8 @@
  * Internal to libubt-rt.so: what rt.c (thread blocks, faults, fork,
  * rings, init), rt_htab.c (per-thread keyed tables and their iteration),
  * rt_shtab.c (tables shared by all threads) and rt_stack.c (ustack's
- * frame-pointer walk) share; the state itself
+ * frame-pointer walk), rt_vfork.c (the block lent to a CLONE_VM child)
+ * share; the state itself
  * is in rt_state.c, so that calls run one way (rt.c -> the tables ->
  * rt_state.c).  Everything not
  * RT_EXPORT is hidden (-fvisibility=hidden): calls between these files
