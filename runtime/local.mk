@@ -14,6 +14,7 @@ libubt_rt_so_SOURCES = \
 	runtime/rt_clock.h \
 	runtime/rt_htab.c \
 	runtime/rt_int.h \
+	runtime/rt_kept.c \
 	runtime/rt_shadow.c \
 	runtime/rt_shtab.c \
 	runtime/rt_stack.c \

@@ -483,38 +483,6 @@ __asm__(".text\n"
 	"	syscall\n"
 	".size rt_restorer, .-rt_restorer\n"
 
-	/*
-	 * rt_call_kept: call *%rax with every register but %rax kept (the
-	 * stack aligned, the caller-saved registers saved around it).
-	 */
-	".globl rt_call_kept\n"
-	".hidden rt_call_kept\n"
-	".type rt_call_kept,@function\n"
-	"rt_call_kept:\n"
-	"	push %rbp\n"
-	"	mov %rsp, %rbp\n"
-	"	and $-16, %rsp\n"
-	"	push %rdi\n"
-	"	push %rsi\n"
-	"	push %rdx\n"
-	"	push %rcx\n"
-	"	push %r8\n"
-	"	push %r9\n"
-	"	push %r10\n"
-	"	push %r11\n"
-	"	call *%rax\n"
-	"	pop %r11\n"
-	"	pop %r10\n"
-	"	pop %r9\n"
-	"	pop %r8\n"
-	"	pop %rcx\n"
-	"	pop %rdx\n"
-	"	pop %rsi\n"
-	"	pop %rdi\n"
-	"	mov %rbp, %rsp\n"
-	"	pop %rbp\n"
-	"	ret\n"
-	".size rt_call_kept, .-rt_call_kept\n"
 
 	/* rt_exec_hook: rt_exec_wait with every register kept */
 	".globl rt_exec_hook\n"
