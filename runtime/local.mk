@@ -14,10 +14,12 @@ libubt_rt_so_SOURCES = \
 	runtime/rt_clock.h \
 	runtime/rt_htab.c \
 	runtime/rt_int.h \
+	runtime/rt_kept.c \
 	runtime/rt_shadow.c \
 	runtime/rt_shtab.c \
 	runtime/rt_stack.c \
-	runtime/rt_state.c
+	runtime/rt_state.c \
+	runtime/rt_vfork.c
 libubt_rt_so_CFLAGS = -std=gnu11 -Wall -Wextra -O2 -fPIC -ffreestanding \
 	-fno-stack-protector -fno-builtin -mgeneral-regs-only \
 	-fvisibility=hidden -fasynchronous-unwind-tables

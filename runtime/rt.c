@@ -44,6 +44,8 @@ void rt_wrap_stubs(void);
 /* RT_FN_WRAP_STUB_NEXT: slots of rt_wrap_stubs taken (written by ubt) */
 static volatile uint32_t rt_stub_next;
 void rt_exec_hook(void);
+void rt_vf_hook_spawn(void);
+void rt_vf_hook_clone(void);
 long rt_probe_read(void *dst, const void *src, uint64_t len);
 extern const char rt_copy_insn[], rt_copy_fixup[];
 void rt_restorer(void);
@@ -407,6 +409,8 @@ RT_EXPORT long rt_init(struct rt_ctl *ctl)
 	ctl->fn[RT_FN_USTACK] = (uintptr_t)rt_ustack;
 	ctl->fn[RT_FN_COMM_SYNC] = (uintptr_t)rt_comm_sync;
 	ctl->fn[RT_FN_CRED_SYNC] = (uintptr_t)rt_cred_sync;
+	ctl->fn[RT_FN_VF_SPAWN] = (uintptr_t)rt_vf_hook_spawn;
+	ctl->fn[RT_FN_VF_CLONE] = (uintptr_t)rt_vf_hook_clone;
 	rt_fault_install(ctl->flags & RT_CTL_FAULT_HANDLER);
 	rt_pid = rt_syscall0(39 /* getpid */);
 	__atomic_store_n(&rt_ctl_p, ctl, __ATOMIC_RELEASE);
@@ -479,36 +483,6 @@ __asm__(".text\n"
 	"	syscall\n"
 	".size rt_restorer, .-rt_restorer\n"
 
-	/*
-	 * rt_call_kept: call *%rax with every register but %rax kept (the
-	 * stack aligned, the caller-saved registers saved around it).
-	 */
-	".type rt_call_kept,@function\n"
-	"rt_call_kept:\n"
-	"	push %rbp\n"
-	"	mov %rsp, %rbp\n"
-	"	and $-16, %rsp\n"
-	"	push %rdi\n"
-	"	push %rsi\n"
-	"	push %rdx\n"
-	"	push %rcx\n"
-	"	push %r8\n"
-	"	push %r9\n"
-	"	push %r10\n"
-	"	push %r11\n"
-	"	call *%rax\n"
-	"	pop %r11\n"
-	"	pop %r10\n"
-	"	pop %r9\n"
-	"	pop %r8\n"
-	"	pop %rcx\n"
-	"	pop %rdx\n"
-	"	pop %rsi\n"
-	"	pop %rdi\n"
-	"	mov %rbp, %rsp\n"
-	"	pop %rbp\n"
-	"	ret\n"
-	".size rt_call_kept, .-rt_call_kept\n"
 
 	/* rt_exec_hook: rt_exec_wait with every register kept */
 	".globl rt_exec_hook\n"

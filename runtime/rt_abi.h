@@ -61,7 +61,7 @@
 #ifndef UBT_RT_ABI_H
 #define UBT_RT_ABI_H
 
-#define RT_ABI_VERSION 11
+#define RT_ABI_VERSION 12
 /* rt_init() returns -(RT_ABI_MISMATCH + its RT_ABI_VERSION) when the
  * control block is of another version. */
 #define RT_ABI_MISMATCH 0x7ab10000L
@@ -239,7 +239,20 @@
  */
 #define RT_FN_WRAP_STUBS 19
 #define RT_FN_WRAP_STUB_NEXT 20
-#define RT_FN_MAX 21
+/*
+ * Entry probe code (tramp.h contract, every register kept) that ubt
+ * places on libc's functions that make a child sharing the memory and
+ * the thread pointer of the calling thread while it waits
+ * (runtime/rt_vfork.c): RT_FN_VF_SPAWN on posix_spawn, posix_spawnp and
+ * vfork, RT_FN_VF_CLONE on clone (only with CLONE_VM | CLONE_VFORK in
+ * its flags, %rdx, and neither CLONE_THREAD nor CLONE_SETTLS).  The
+ * thread's block pointer is lent for the call: the child takes a block
+ * of its own at its first hit, the parent gets its own back when the
+ * call returns to its caller.
+ */
+#define RT_FN_VF_SPAWN 21
+#define RT_FN_VF_CLONE 22
+#define RT_FN_MAX 23
 #define RT_WRAP_STUBS 2048
 #define RT_WRAP_STUB 16
 /* frames RT_FN_USTACK takes at most */

@@ -118,7 +118,6 @@ static char *rt_block_take(struct rt_ctl *ctl)
 {
 	uint64_t tid, pid, owner;
 	char *blk;
-	int reused = 0;
 
 	tid = (uint32_t)rt_syscall0(186 /* gettid */);
 	pid = (uint32_t)rt_syscall0(39 /* getpid */);
@@ -132,17 +131,16 @@ static char *rt_block_take(struct rt_ctl *ctl)
 			rt_noblock = 1;
 			return NULL;
 		}
-		reused = 1;
 		/* its wrapped calls are over */
 		*(uint64_t *)(blk + RT_BLK_SHADOW_TOP) = 0;
 	}
 	*(uint64_t *)(blk + RT_BLK_TID_HASH) = rt_hash(&tid, sizeof(tid));
 	rt_block_builtins(blk);
-	/* the template has the target's pid; a forked child is another (and
-	 * a block taken again may be a gone child's) */
+	/* the template has the target's pid; a forked child is another, so
+	 * is a vfork child running in its memory (user_vfork.c lent it the
+	 * block pointer), and a block taken again may be a gone child's */
 	if (ctl->map_size >= RT_MAP_PID + 8 &&
-	    (rt_forked ||
-	     (reused && pid != *(uint64_t *)(blk + RT_BLK_MAP + RT_MAP_PID))))
+	    pid != *(uint64_t *)(blk + RT_BLK_MAP + RT_MAP_PID))
 		*(uint64_t *)(blk + RT_BLK_MAP + RT_MAP_PID) = pid;
 	__atomic_store_n((uint32_t *)(blk + RT_BLK_SZ), RT_BLK_MAP,
 			 __ATOMIC_RELEASE);

@@ -2,7 +2,8 @@
  * Internal to libubt-rt.so: what rt.c (thread blocks, faults, fork,
  * rings, init), rt_htab.c (per-thread keyed tables and their iteration),
  * rt_shtab.c (tables shared by all threads) and rt_stack.c (ustack's
- * frame-pointer walk) share; the state itself
+ * frame-pointer walk), rt_vfork.c (the block lent to a CLONE_VM child)
+ * share; the state itself
  * is in rt_state.c, so that calls run one way (rt.c -> the tables ->
  * rt_state.c).  Everything not
  * RT_EXPORT is hidden (-fvisibility=hidden): calls between these files
@@ -25,6 +26,13 @@
 struct rt_tls {
 	void *self;
 	uint64_t noblock;
+	/* rt_vfork.c: what a CLONE_VM child's parent lent (ubt zeroes
+	 * self and noblock only, a call in flight keeps these) */
+	void *vf_self;
+	uint64_t vf_noblock;
+	uint64_t vf_ret;	/* the caller's return address, 0: none lent */
+	uint64_t vf_pid;
+	void *vf_ctl;		/* rt_ctl_p when it was lent */
 };
 extern __thread struct rt_tls rt_tls
 	__attribute__((tls_model("initial-exec")));

@@ -29,6 +29,7 @@ check_PROGRAMS += \
 	tests/targets/ubt-strs \
 	tests/targets/ubt-threads \
 	tests/targets/ubt-types \
+	tests/targets/ubt-vfork \
 	tests/targets/ubt-wait \
 	tests/targets/ubt-watch
 EXTRA_DIST += tests/targets/target.h
@@ -109,6 +110,10 @@ tests_targets_ubt_share_LDFLAGS =
 tests_targets_ubt_patch_SOURCES = tests/targets/patch.c
 tests_targets_ubt_patch_CFLAGS = $(UBT_TARGET_CFLAGS)
 tests_targets_ubt_patch_LDFLAGS =
+# CLONE_VM children: clone, vfork, posix_spawn (tests/user/sacred-vfork.sh)
+tests_targets_ubt_vfork_SOURCES = tests/targets/vfork.c
+tests_targets_ubt_vfork_CFLAGS = $(UBT_TARGET_CFLAGS)
+tests_targets_ubt_vfork_LDFLAGS =
 # processes ubt did not expect (issue 24): tests/user/sacred.sh
 tests_targets_ubt_sacred_SOURCES = tests/targets/sacred.c
 tests_targets_ubt_sacred_CFLAGS = $(UBT_TARGET_CFLAGS)
@@ -242,12 +247,16 @@ TESTS += \
 	tests/user/no-alias.py \
 	tests/user/pipe-sigint.py \
 	tests/user/race.py \
+	tests/user/sacred-libc.sh \
 	tests/user/sacred-mntns.sh \
 	tests/user/sacred-pidns.sh \
 	tests/user/sacred-progress.py \
 	tests/user/sacred-static.sh \
+	tests/user/sacred-storm.sh \
+	tests/user/sacred-syswide.sh \
 	tests/user/sacred-threads.sh \
 	tests/user/sacred-uring.sh \
+	tests/user/sacred-vfork.sh \
 	tests/user/sacred.sh \
 	tests/user/share.py \
 	tests/user/sigjmp.py \
@@ -279,12 +288,16 @@ EXTRA_DIST += \
 	tests/user/procmem.py \
 	tests/user/race.py \
 	tests/user/sacred-lib.sh \
+	tests/user/sacred-libc.sh \
 	tests/user/sacred-mntns.sh \
 	tests/user/sacred-pidns.sh \
 	tests/user/sacred-progress.py \
 	tests/user/sacred-static.sh \
+	tests/user/sacred-storm.sh \
+	tests/user/sacred-syswide.sh \
 	tests/user/sacred-threads.sh \
 	tests/user/sacred-uring.sh \
+	tests/user/sacred-vfork.sh \
 	tests/user/sacred.sh \
 	tests/user/share.py \
 	tests/user/sigjmp.py \

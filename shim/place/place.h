@@ -49,6 +49,12 @@ struct run_opts;
 const char *place_mntns_why(struct compile *c, const struct run_opts *o,
 			    pid_t pid);
 
+/*
+ * Why pid cannot load the runtime since it runs a static executable
+ * (shim/place/place_static.c), or NULL.
+ */
+const char *place_static_pid(struct compile *c, pid_t pid);
+
 /* "uprobe:/bin/x:f" of probe p, for -v and --dry-run; in c->arena. */
 const char *place_probe_name(struct compile *c, struct ast_node *p);
 

@@ -328,21 +328,13 @@ static int run_combined(struct compile *c, const struct run_opts *o,
 	 * may write them) */
 	if (!err)
 		kernel_run_begin(r.k);
-	err = err ?: (r.sysw ? 0 : run_user_install(&r, &nprobes, false));
+	/* -p: the probes go live before "Attaching", as kernel uprobes do */
+	err = err ?: (r.sysw ? 0 : run_user_setup(&r, &nprobes));
 	if (err)
 		goto out;
-	if (!r.sysw && user_install_exec_hook(r.u) && o->verbose)
-		fprintf(stderr, "ubt: execve() is not followed: %s\n",
-			user_error(r.u));
-	/* -p: the probes go live before "Attaching", as kernel uprobes do */
-	if (!r.cpid && !r.sysw) {
-		err = run_user_go(&r);
-		if (err)
-			goto out;
-		/* it runs: its events from here on merge in time order */
-		if (r.etime)
-			kernel_set_event_hook(r.k, run_kernel_take, &r);
-	}
+	/* -p: it runs: its events from here on merge in time order */
+	if (!r.cpid && !r.sysw && r.etime)
+		kernel_set_event_hook(r.k, run_kernel_take, &r);
 	nprobes += cg_object_probes(r.kobj);
 	if (!o->quiet && !compat_has(COMPAT_ATTACHED_MSG))
 		run_attached(o, nprobes);

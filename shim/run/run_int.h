@@ -233,6 +233,14 @@ void run_follow_exec(struct run *r);
  * long it was stopped.  0, or -errno after an error message.
  */
 int run_user_go(struct run *r);
+/*
+ * After BEGIN: install every user-mode probe, libc's hooks, and with -p
+ * let the target run (run_user_go()).  A -p target that ran execve()
+ * during the attach (an exec storm) is attached to again, up to
+ * RUN_EXEC_RETRIES times.  0, or -errno after an error message.
+ */
+#define RUN_EXEC_RETRIES 50
+int run_user_setup(struct run *r, int *nprobes);
 
 /*
  * cb(binary, file offset, semaphore offset, a return probe's) for every

@@ -439,6 +439,9 @@ int run_user_install(struct run *r, int *nprobes, bool again)
 						"the new image: %s\n",
 						st->name, user_error(r->u));
 				err = 0;
+			} else if (err && !r->cpid &&
+				   user_image_changed(r->u)) {
+				err = -ESTALE;	/* run_user_setup() again */
 			} else if (err) {
 				fprintf(stderr,
 					"ubt: cannot attach %s in user mode: "
@@ -476,6 +479,8 @@ int run_user_go(struct run *r)
 		return 0;
 	user_clock_tick(r->u);
 	err = user_resume(r->u);
+	if (err == -ESTALE && !r->cpid)
+		return err;	/* an execve() meanwhile: run_user_setup() */
 	if (err && !run_target_exited(r)) {
 		fprintf(stderr, "ubt: cannot resume the target: %s\n",
 			user_error(r->u));
@@ -501,6 +506,53 @@ int run_user_go(struct run *r)
 				stub, near, far);
 	}
 	return 0;
+}
+
+/* -p, an execve() during the attach: the new image attached to afresh */
+static int run_user_again(struct run *r, int tries)
+{
+	if (r->o->verbose)
+		fprintf(stderr, "ubt: pid %d ran execve() during the attach: "
+			"attaching again (%d)\n", (int)user_pid(r->u), tries);
+	if (r->nfleet && r->fleet[r->nfleet - 1] == r->u)
+		r->nfleet--;
+	user_free(r->u);
+	r->u = NULL;
+	return run_user_attach(r) ?: run_xmap_place(r);
+}
+
+int run_user_setup(struct run *r, int *nprobes)
+{
+	int err, n, tries = 0;
+
+	for (;;) {
+		n = 0;
+		err = run_user_install(r, &n, false);
+		if (!err && user_install_exec_hook(r->u) && r->o->verbose)
+			fprintf(stderr, "ubt: execve() is not followed: %s\n",
+				user_error(r->u));
+		if (!err && r->o->verbose && user_vfork_note(r->u))
+			fprintf(stderr, "ubt: children that share the memory "
+				"of their parent record as their parent thread "
+				"after these calls (no vfork guard): %s\n",
+				user_vfork_note(r->u));
+		if (!err && !r->cpid)
+			err = run_user_go(r);
+		if (err != -ESTALE)
+			break;
+		if (++tries > RUN_EXEC_RETRIES) {
+			fprintf(stderr, "ubt: pid %d ran execve() during each "
+				"of %d attaches: %s\n", (int)user_pid(r->u),
+				tries, user_error(r->u));
+			break;
+		}
+		err = run_user_again(r, tries);
+		if (err)
+			break;
+	}
+	if (!err)
+		*nprobes += n;
+	return err;
 }
 
 /*

@@ -444,6 +444,7 @@ static void sysw_take(struct run *r, pid_t pid)
 	}
 	why = place_pidns_syswide(r->c, r->d, pid);
 	why = why ?: place_mntns_why(r->c, r->o, pid);
+	why = why ?: place_static_pid(r->c, pid);	/* no ptrace, no retry */
 	if (why || user_process_check(pid, err, sizeof(err))) {
 		if (r->o->verbose)
 			fprintf(stderr, "ubt: pid %d (%s): its probes stay in "

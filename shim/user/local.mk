@@ -24,4 +24,5 @@ libubt_a_SOURCES += \
 	shim/user/user_int.h \
 	shim/user/user_stop.c \
 	shim/user/user_sysw.c \
+	shim/user/user_vfork.c \
 	shim/user/user_xmap.c

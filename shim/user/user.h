@@ -204,6 +204,12 @@ int user_pause_text(const struct ubt_user *u, char *buf, size_t len);
 /* Has user_resume() let the target run? */
 bool user_resumed(const struct ubt_user *u);
 /*
+ * -p: did the target run execve() since the attach placed the runtime
+ * (the control block no longer where it was mapped)?  A process that is
+ * gone has no new image: false.
+ */
+bool user_image_changed(struct ubt_user *u);
+/*
  * Read one map back: cb(data, block, arg) with a copy of bytes
  * [off, off + len) of the map area of every thread block in use (bounds
  * checked), to be merged as bpftrace merges per-CPU values.
@@ -242,6 +248,14 @@ int user_restore_dead(pid_t pid, uint32_t owner, char *err, size_t len);
  * the reason: exec()s then go unfollowed.
  */
 int user_install_exec_hook(struct ubt_user *u);
+/*
+ * The vfork guard (user_vfork.c), placed with the exec hook: CLONE_VM
+ * children that make their parent wait (posix_spawn, vfork, clone) take
+ * blocks of their own.  user_vfork_note(): the functions left without it,
+ * and why, or NULL.
+ */
+void user_install_vfork_hooks(struct ubt_user *u);
+const char *user_vfork_note(const struct ubt_user *u);
 /* Has a thread announced an execve() that ubt has not handled yet? */
 bool user_exec_pending(const struct ubt_user *u);
 /*

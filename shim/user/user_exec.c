@@ -47,6 +47,7 @@ int user_install_exec_hook(struct ubt_user *u)
 	int err;
 
 	u->exec_hook = false;
+	user_install_vfork_hooks(u);	/* libc's other hooks, with it */
 	if (!fn || !u->libc[0])
 		return user_err(u, -ENOENT, "no runtime exec hook");
 	if (patch_find_symbol(u->libc, "execve", &vaddr, &size, &off) ||

@@ -171,11 +171,16 @@ struct rt_site *user_slice_record(struct ubt_user *u, int i, uint64_t at)
 				  (at - u->slices[i].target));
 }
 
-/* ubt's view of the bytes at target address at in slice i */
-static const uint8_t *slice_bytes(struct ubt_user *u, int i, uint64_t at)
+/* ubt's view of the bytes at target address at, in whichever slice */
+static const uint8_t *slice_bytes(struct ubt_user *u, uint64_t at)
 {
-	return (const uint8_t *)memfd_code(&u->m, (unsigned int)i) +
-	       (at - u->slices[i].target);
+	for (int i = 0; i < u->nslices; i++)
+		if (at >= u->slices[i].target &&
+		    at - u->slices[i].target < RT_CODE_SLICE)
+			return (const uint8_t *)memfd_code(&u->m,
+							   (unsigned int)i) +
+			       (at - u->slices[i].target);
+	return NULL;
 }
 
 /*
@@ -327,6 +332,20 @@ int user_install(struct ubt_user *u, const struct user_probe *p)
 			return sl;
 		us->slice = sl;
 		u->nsites++;
+	} else if (u->slices[us->slice].used + p->code_len + RT_SITE_HDR +
+			   sizeof(buf) + 48 > RT_CODE_SLICE) {
+		/*
+		 * Another probe on a site whose slice is full (an alias of
+		 * the function, in a library's wildcard): its code and the
+		 * new trampoline go to another slice near the module; the
+		 * first probe's code stays where it is (tramp_build() says
+		 * when it is out of reach).
+		 */
+		sl = get_slice(u, path, lo, hi,
+			       p->code_len + RT_SITE_HDR + sizeof(buf));
+		if (sl < 0)
+			return sl;
+		us->slice = sl;
 	}
 	code_at = slice_put(u, us->slice, p->code, p->code_len);
 	if (!code_at)
@@ -359,9 +378,9 @@ int user_install(struct ubt_user *u, const struct user_probe *p)
 	if (spec.ret_code)
 		stub_next = take_stub(u, &spec, stub);
 	if (spec.entry_code)
-		spec.entry_bytes = slice_bytes(u, us->slice, spec.entry_code);
+		spec.entry_bytes = slice_bytes(u, spec.entry_code);
 	if (spec.ret_code)
-		spec.ret_bytes = slice_bytes(u, us->slice, spec.ret_code);
+		spec.ret_bytes = slice_bytes(u, spec.ret_code);
 	n = tramp_build(&spec, &us->s, buf, sizeof(buf), &reloc_at, &r);
 	if (n < 0)
 		return user_err(u, n, "trampoline for %s%s%s", p->symbol,

@@ -169,6 +169,7 @@ struct ubt_user {
 	int cred_prog, cred_ev[USER_CRED_TPS];	/* likewise */
 	bool comm_placed;	/* the target maps the table: it is live */
 	char comm_why[256];	/* why it is not live */
+	char vf_why[512];	/* user_vfork.c: hooks not placed, why */
 	/* user_xmap.c: tables shared with kernel probes (placed again
 	 * after an exec); user.c closes the fds */
 	struct user_xmap {

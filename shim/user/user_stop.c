@@ -282,6 +282,28 @@ void user_release(struct ubt_user *u)
 	u->released = true;
 }
 
+bool user_image_changed(struct ubt_user *u)
+{
+	uint8_t head[offsetof(struct rt_ctl, fn)];
+	char path[64];
+	ssize_t n;
+	int fd;
+
+	if (u->new_image)
+		return true;
+	if (u->child || !u->target_base)
+		return false;
+	snprintf(path, sizeof(path), "/proc/%d/mem", (int)u->pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return false;	/* gone: no new image to attach to */
+	n = pread(fd, head, sizeof(head), (off_t)u->target_base);
+	close(fd);
+	/* our control block, or a new image where it was */
+	return n != (ssize_t)sizeof(head) || memcmp(head, u->m.base,
+						    sizeof(head));
+}
+
 /*
  * Stop the target again: one thread for remote calls only, or (all) every
  * thread at once, since the jumps are to be written: a spinning thread

@@ -38,6 +38,9 @@
  *		namespace), and "done N"
  *	ppid-wait  (for -p) "ready", a wait for SIGUSR1, then as ppid,
  *		then "ready" and a wait for SIGUSR1 again
+ *	storm K  the N calls, 20 ms, then an exec of itself with
+ *		"storm N K-1" (one process, K + 1 images), "done N" in
+ *		the last
  *	uring-wait  (for -p) io_uring through raw system calls: a ring with
  *		a kernel polling thread (iou-sqp-*) and a read of an empty
  *		pipe forced to a worker (iou-wrk-*), then as ppid-wait
@@ -380,6 +383,27 @@ static long seccomp(const char *mode)
 	return 1;
 }
 
+/*
+ * storm N K: the N calls, 20 ms, then an exec of this program with
+ * "storm N K-1" (the same process, a new image), until K is 0: "done N"
+ */
+static long storm(int argc, char **argv)
+{
+	long k = target_count(argc, argv, 3, 0);
+	char kb[32];
+
+	if (argc < 3 || ticks())
+		return 1;
+	if (!k) {
+		printf("done %ld\n", n_calls);
+		return 0;
+	}
+	usleep(20000);
+	snprintf(kb, sizeof(kb), "%ld", k - 1);
+	execl("/proc/self/exe", argv[0], "storm", argv[2], kb, (char *)NULL);
+	return 1;
+}
+
 int main(int argc, char **argv)
 {
 	const char *mode = argc > 1 ? argv[1] : "";
@@ -427,6 +451,8 @@ int main(int argc, char **argv)
 		}
 	} else if (!strncmp(mode, "seccomp-", 8)) {
 		bad = seccomp(mode + 8);
+	} else if (!strcmp(mode, "storm")) {
+		bad = storm(argc, argv);
 	} else {
 		return 2;
 	}

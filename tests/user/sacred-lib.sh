@@ -78,3 +78,30 @@ sacred_run_p()
 	wait $rp_w
 	trc=$?
 }
+
+# libcode PID FUNC...: 16 bytes of each FUNC of $libc (libc.so.6's path,
+# set by the caller) in PID's memory, one "FUNC HEX" line each
+libcode()
+{
+	python3 - "$libc" "$@" <<'EOF'
+import os, subprocess, sys
+path, pid = os.path.realpath(sys.argv[1]), int(sys.argv[2])
+syms = {}
+for l in subprocess.run(["nm", "-D", "--defined-only", path],
+                        capture_output=True, text=True).stdout.splitlines():
+    f = l.split()
+    if len(f) == 3:
+        syms.setdefault(f[2].split("@")[0], int(f[0], 16))
+base = None
+for l in open("/proc/%d/maps" % pid):
+    f = l.split()
+    if (len(f) >= 6 and os.path.realpath(f[5]) == path and
+            int(f[2], 16) == 0):
+        base = int(f[0].split("-")[0], 16)
+        break
+with open("/proc/%d/mem" % pid, "rb") as m:
+    for s in sys.argv[3:]:
+        m.seek(base + syms[s])
+        print(s, m.read(16).hex())
+EOF
+}

@@ -1,0 +1,109 @@
+/*
+ * ubt-vfork ROUNDS [wait|vfork]: children that run in the parent's
+ * memory with the parent's thread pointer (issue 24, item 4).  Each
+ * round:
+ *	ubt_vf_tick(i) 3 times in the parent;
+ *	clone(CLONE_VM | CLONE_VFORK | SIGCHLD) on a stack of its own: the
+ *	child calls ubt_vf_tick(i) 5 times and exits; "clone PID";
+ *	with vfork: vfork(), the child likewise, on the parent's stack;
+ *	"vfork PID";
+ *	posix_spawn() of /bin/true with two dup2 file actions (glibc runs
+ *	them in its CLONE_VM child: two dup2() calls there); "spawn PID".
+ * ubt_vf_tick(i) returns 2i + 1.  First "pid PID"; with wait, "ready"
+ * and a wait for SIGUSR1 first, "done" and a wait for SIGUSR1 after.
+ * Exits 0, or 1 after a wrong result or a child that failed.
+ */
+#define _GNU_SOURCE
+#include <sched.h>
+#include <spawn.h>
+#include <sys/wait.h>
+
+#include "target.h"
+
+extern char **environ;
+
+UBT_PROBE long ubt_vf_tick(long i)
+{
+	UBT_FRAME();
+	return 2 * i + 1;
+}
+
+static long ticks(long n)
+{
+	long bad = 0;
+
+	for (long i = 0; i < n; i++)
+		bad |= ubt_vf_tick(i) != 2 * i + 1;
+	return bad;
+}
+
+static int child(void *arg)
+{
+	(void)arg;
+	_exit(ticks(5) ? 3 : 0);
+}
+
+/* wait for pid, print "WHAT PID": 0, or 1 when it did not exit 0 */
+static long reap(const char *what, pid_t pid)
+{
+	int st;
+
+	if (pid <= 0 || waitpid(pid, &st, 0) != pid)
+		return 1;
+	printf("%s %d\n", what, (int)pid);
+	return !WIFEXITED(st) || WEXITSTATUS(st);
+}
+
+static long round_(int with_vfork)
+{
+	static char stack[64 * 1024] __attribute__((aligned(16)));
+	posix_spawn_file_actions_t fa;
+	char *argv[] = { "true", NULL };
+	long bad = ticks(3);
+	pid_t pid;
+
+	pid = clone(child, stack + sizeof(stack), CLONE_VM | CLONE_VFORK |
+		    SIGCHLD, NULL);
+	bad |= reap("clone", pid);
+	if (with_vfork) {
+		pid = vfork();
+		if (!pid)
+			_exit(ticks(5) ? 3 : 0);
+		bad |= reap("vfork", pid);
+	}
+	if (posix_spawn_file_actions_init(&fa) ||
+	    posix_spawn_file_actions_adddup2(&fa, 1, 20) ||
+	    posix_spawn_file_actions_adddup2(&fa, 2, 21) ||
+	    posix_spawn(&pid, "/bin/true", &fa, NULL, argv, environ))
+		return 1;
+	posix_spawn_file_actions_destroy(&fa);
+	bad |= reap("spawn", pid);
+	return bad;
+}
+
+int main(int argc, char **argv)
+{
+	long rounds = target_count(argc, argv, 1, 20), bad = 0;
+	int wait = argc > 2 && !strcmp(argv[2], "wait");
+	int with_vfork = argc > 2 && !strcmp(argv[2], "vfork");
+
+	printf("pid %d\n", (int)getpid());
+	fflush(stdout);
+	if (wait)
+		target_wait_usr1();
+	for (long r = 0; r < rounds; r++)
+		bad |= round_(with_vfork);
+	if (wait) {
+		printf("done\n");
+		fflush(stdout);
+		sigset_t usr1;
+
+		/* the first wait left SIGUSR1 blocked */
+		*target_usr1() = 0;
+		sigemptyset(&usr1);
+		sigaddset(&usr1, SIGUSR1);
+		sigprocmask(SIG_UNBLOCK, &usr1, NULL);
+		target_wait_usr1();
+	}
+	return target_result("ubt-vfork", bad);
+}

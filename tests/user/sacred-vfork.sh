@@ -1,0 +1,105 @@
+#!/bin/sh
+# The traced process is sacred (issue 24, item 4): children made with
+# CLONE_VM | CLONE_VFORK (glibc's posix_spawn, clone used so) run in
+# their parent's memory with its thread pointer.  In user mode they take
+# blocks of their own: their hits carry their own pid and tid, the
+# parent's shadow stack is left alone (a uretprobe in both), and every
+# count is what --mode kernel gives; the target exits 0; with -p its code
+# (the probed function, libc's hooked functions) is as before after ubt.
+
+. "$top_srcdir/tests/user/sacred-lib.sh"
+
+sacred_copy ubt-vfork
+# a name of its own: the dup2 probe counts this command's processes only
+name=vfk$$
+cp "$bin" "$tap_tmp/$name" || bail "cp"
+bin="$tap_tmp/$name"
+libc=$(ldd "$bin" | sed -n 's|.*=> \(/[^ ]*libc\.so\.6\) .*|\1|p')
+[ -n "$libc" ] || bail "no libc for $bin"
+rounds=20
+prog="uprobe:$bin:ubt_vf_tick { @t[pid == tid] = count(); @p[pid] = count(); }
+uretprobe:$bin:ubt_vf_tick { @r[pid] = count(); }
+uprobe:$libc:dup2 /comm == \"$name\"/ { @d[pid] = count(); }"
+
+# norm OUT: the map lines of ubt's output OUT, the target's pid as P, a
+# child's (a pid the target printed) as C, another as X, sorted and
+# counted
+norm()
+{
+	python3 - "$1" <<'EOF'
+import collections, re, sys
+lines = open(sys.argv[1]).read().splitlines()
+me = [l.split()[1] for l in lines if l.startswith("pid ")]
+kids = {l.split()[1] for l in lines
+        if l.split()[:1] in (["clone"], ["spawn"])}
+out = collections.Counter()
+for l in lines:
+    m = re.match(r"(@\w+)\[(\d+)\]: (\d+)$", l)
+    if not m:
+        continue
+    k = m.group(2)
+    if m.group(1) != "@t":
+        k = "P" if me and k == me[0] else "C" if k in kids else "X"
+    out["%s[%s]: %s" % (m.group(1), k, m.group(3))] += 1
+for k in sorted(out):
+    print("%s x%d" % (k, out[k]))
+EOF
+}
+
+expect="@d[C]: 2 x$rounds
+@p[C]: 5 x$rounds
+@p[P]: $((rounds * 3)) x1
+@r[C]: 5 x$rounds
+@r[P]: $((rounds * 3)) x1
+@t[1]: $((rounds * 8)) x1"
+
+for mode in kernel auto; do
+	timeout 120 "$UBT" -v --mode $mode -c "$bin $rounds" -e "$prog" \
+		>"$out" 2>"$err" </dev/null
+	rc=$?
+	got=$(norm "$out")
+	if [ $rc -eq 0 ] && [ "$got" = "$expect" ] &&
+	   ! grep -q "wrong result" "$err" &&
+	   grep -q "^ubt: the command (pid [0-9]*) exited with status 0$" "$err" &&
+	   ! grep -q "no vfork guard.*\(posix_spawn\|clone\)" "$err"
+	then
+		ok "posix_spawn and clone(CLONE_VM|CLONE_VFORK) children, uprobe and uretprobe (-c, $mode): own pid and tid, counts as the kernel's, exit 0"
+	else
+		not_ok "posix_spawn and clone(CLONE_VM|CLONE_VFORK) children, uprobe and uretprobe (-c, $mode): own pid and tid, counts as the kernel's, exit 0" \
+			"exit $rc" "got:" "$got" "expected:" "$expect" \
+			"$(cat "$err")"
+	fi
+done
+
+# -p: the same calls while ubt is attached, its code as before after
+: >"$tout"
+"$bin" $rounds wait >"$tout" 2>&1 </dev/null &
+tp=$!
+wait_for 100 "" '^ready' "$tout"
+lbefore=$(libcode $tp posix_spawn posix_spawnp clone vfork execve)
+before=$(code $tp ubt_vf_tick)
+ubt_bg 60 -p $tp -e "$prog"
+kill -USR1 $tp
+wait_for 300 $tp '^done' "$tout"
+kill -INT $up 2>/dev/null
+wait $up
+rc=$?
+after=$(code $tp ubt_vf_tick)
+lafter=$(libcode $tp posix_spawn posix_spawnp clone vfork execve)
+kill -USR1 $tp
+wait $tp
+trc=$?
+cat "$tout" >>"$out"
+got=$(norm "$out")
+if [ $rc -eq 0 ] && [ $trc -eq 0 ] && [ "$got" = "$expect" ] &&
+   [ -n "$before" ] && [ "$before" = "$after" ] &&
+   [ -n "$lbefore" ] && [ "$lbefore" = "$lafter" ]; then
+	ok "CLONE_VM children (-p): own pid and tid, counts as the kernel's, exit 0, code as before"
+else
+	not_ok "CLONE_VM children (-p): own pid and tid, counts as the kernel's, exit 0, code as before" \
+		"exit $rc, target $trc, before $before after $after" \
+		"$lbefore" "$lafter" "got:" "$got" "expected:" "$expect" \
+		"$(cat "$err")"
+fi
+
+tap_done
