@@ -229,12 +229,33 @@ static void sysw_unbreak_site(const char *bin, uint64_t file_off,
 		ub->err = -EIO;
 		snprintf(ub->why, sizeof(ub->why), "cannot read %s", bin);
 	} else {
-		e = user_unbreak(ub->r->u, at, orig);
+		const char *who = sysw_share_user(&ub->r->sw->share, bin,
+						  file_off);
+
+		e = user_unbreak(ub->r->u, at, orig, who != NULL);
 		if (e < 0)
 			ub->err = e;
+		if (e == 2 && ub->kept++ < 3) {
+			size_t n = strlen(ub->kept_why);
+
+			snprintf(ub->kept_why + n, sizeof(ub->kept_why) - n,
+				 "%s%s+%#llx: shared with %s", n ? "; " : "",
+				 bin, (unsigned long long)file_off, who);
+		}
 	}
 	if (fd >= 0)
 		close(fd);
+}
+
+/* -v: the sites of a process taken whose int3 stays, and why. */
+static void sysw_say_kept(pid_t pid, const char *comm,
+			  const struct sysw_unbreak *ub)
+{
+	fprintf(stderr, "ubt: pid %d%s%s%s: %d site(s) keep the kernel's "
+		"int3 (its hits there trap into the kernel, and count in user "
+		"mode): %s%s\n", (int)pid, *comm ? " (" : "", comm,
+		*comm ? ")" : "", ub->kept, ub->kept_why,
+		ub->kept > 3 ? "; ..." : "");
 }
 
 /*
@@ -257,6 +278,8 @@ static int sysw_commit(struct ubt_user *u, void *ctx)
 	if (ub->exec && ub->err)
 		fprintf(stderr, "ubt: pid %d: %s: a kernel uprobe's int3 "
 			"stays beside a jump\n", (int)user_pid(u), ub->why);
+	if (ub->exec && ub->kept && ub->r->o->verbose)
+		sysw_say_kept(user_pid(u), "", ub);
 	if (ub->exec && ub->taken_err)
 		fprintf(stderr, "ubt: pid %d: %s: if another tracer puts a "
 			"uprobe on its sites, their hits may count twice\n",
@@ -275,6 +298,8 @@ static int sysw_installed(struct run *r, int err)
 	struct sysw *s = r->sw;
 
 	s->exec_ub = (struct sysw_unbreak){ .r = r, .exec = true };
+	/* who else uses its uprobes now */
+	sysw_share_scan(&s->share, getpid());
 	user_on_commit(r->u, sysw_commit, &s->exec_ub);
 	return err;
 }
@@ -507,6 +532,8 @@ static void sysw_take(struct run *r, pid_t pid)
 		fprintf(stderr, "ubt: pid %d (%s): %s: if another tracer puts "
 			"a uprobe on its sites, their hits may count twice\n",
 			(int)pid, comm, ub.taken_why);
+	if (ub.kept && r->o->verbose)
+		sysw_say_kept(pid, comm, &ub);
 	if (e) {
 		fprintf(stderr, "ubt: pid %d (%s): cannot resume: %s\n",
 			(int)pid, comm, user_error(u));
@@ -556,6 +583,9 @@ void sysw_poll(struct run *r)
 	if (mono_ns() - s->swept > 1000000000ull)
 		sysw_sweep(s);
 	ring_buffer__consume(s->rb);
+	/* who else uses the uprobes, before any of them is stopped */
+	if (s->ntodo)
+		sysw_share_scan(&s->share, getpid());
 	for (int i = 0; i < s->ntodo && !signals_stopping(); i++)
 		sysw_take(r, s->todo[i]);
 	s->ntodo = 0;
@@ -623,6 +653,7 @@ void sysw_stop(struct run *r)
 	free(s->kstart);
 	free(s->breaks);
 	sysw_taken_free(s);
+	sysw_share_free(&s->share);
 	free(s);
 	r->sw = NULL;
 }
