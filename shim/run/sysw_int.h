@@ -38,15 +38,14 @@ struct sysw_share {
 	int n;
 	uint32_t *progs;	/* programs seen on other processes' perf events */
 	int nprogs;
-	uint32_t *own;		/* this ubt's links */
+	uint32_t *own;		/* the links processes hold, */
+	pid_t *holder;		/* by whom (0: this ubt) */
 	int nown;
 	bool scanned;
 };
 
 /* Look again at every process's perf events, the links, tracefs. */
 void sysw_share_scan(struct sysw_share *sh, pid_t self);
-/* Note the link held at fd as this ubt's own (not another tracer). */
-void sysw_share_own_link(struct sysw_share *sh, int fd);
 /*
  * Who else uses the uprobe at file offset off of bin (the first found,
  * as -v says it), or NULL: nobody ubt can see.

@@ -159,6 +159,33 @@ static void share_perf_fd(struct sysw_share *sh, pid_t pid, int fd)
 }
 
 /*
+ * A link pid holds at fd: self's are this ubt's own, another's are
+ * named by its holder (share_links()).
+ */
+static void share_link_fd(struct sysw_share *sh, pid_t pid, int fd,
+			  bool own)
+{
+	char path[64], line[128];
+	unsigned int id = 0;
+	FILE *f;
+
+	/* its fdinfo: "link_id:\tN" */
+	snprintf(path, sizeof(path), "/proc/%d/fdinfo/%d", (int)pid, fd);
+	f = fopen(path, "re");
+	while (f && fgets(line, sizeof(line), f) && !id)
+		if (sscanf(line, "link_id: %u", &id) != 1)
+			id = 0;
+	if (f)
+		fclose(f);
+	if (!id)
+		return;
+	sh->own = xrealloc(sh->own, (sh->nown + 1) * sizeof(*sh->own));
+	sh->holder = xrealloc(sh->holder, (sh->nown + 1) * sizeof(*sh->holder));
+	sh->own[sh->nown] = id;
+	sh->holder[sh->nown++] = own ? 0 : pid;
+}
+
+/*
  * Every process's perf events but self's (this ubt's own kernel probes,
  * which skip the processes taken); the links self holds noted as its own.
  */
@@ -184,12 +211,11 @@ static void share_procs(struct sysw_share *sh, pid_t self)
 			if (n <= 0)
 				continue;
 			link[n] = 0;
-			if (pid == self) {
-				if (!strcmp(link, "anon_inode:bpf_link"))
-					sysw_share_own_link(sh, atoi(f->d_name));
-				continue;
-			}
-			if (!strcmp(link, "anon_inode:[perf_event]"))
+			if (!strcmp(link, "anon_inode:bpf_link"))
+				share_link_fd(sh, pid, atoi(f->d_name),
+					      pid == self);
+			else if (pid != self &&
+				 !strcmp(link, "anon_inode:[perf_event]"))
 				share_perf_fd(sh, pid, atoi(f->d_name));
 		}
 		if (fds)
@@ -199,24 +225,30 @@ static void share_procs(struct sysw_share *sh, pid_t self)
 		closedir(d);
 }
 
-void sysw_share_own_link(struct sysw_share *sh, int fd)
-{
-	struct share_link_info li;
-	uint32_t len = sizeof(li);
-
-	memset(&li, 0, sizeof(li));
-	if (bpf_obj_get_info_by_fd(fd, &li, &len))
-		return;
-	sh->own = xrealloc(sh->own, (sh->nown + 1) * sizeof(*sh->own));
-	sh->own[sh->nown++] = li.id;
-}
-
-static bool share_own(const struct sysw_share *sh, uint32_t id)
+/* Who holds link id: 0 this ubt, a pid, -1 nobody seen (pinned). */
+static pid_t share_holder(const struct sysw_share *sh, uint32_t id)
 {
 	for (int i = 0; i < sh->nown; i++)
 		if (sh->own[i] == id)
-			return true;
-	return false;
+			return sh->holder[i];
+	return -1;
+}
+
+/* "another tracer: pid N (comm)" or "another tracer: KIND link ID" */
+static void share_who(const struct sysw_share *sh, uint32_t id,
+		      const char *kind, char *buf, size_t len)
+{
+	pid_t pid = share_holder(sh, id);
+	char comm[32];
+
+	if (pid > 0) {
+		share_comm(pid, comm, sizeof(comm));
+		snprintf(buf, len, "another tracer: pid %d (%s)", (int)pid,
+			 comm);
+	} else {
+		snprintf(buf, len, "another tracer: %s link %u (pinned)", kind,
+			 id);
+	}
 }
 
 static void share_multi(struct sysw_share *sh, int fd,
@@ -241,10 +273,11 @@ static void share_multi(struct sysw_share *sh, int fd,
 		share_add(sh, NULL, 0, "another tracer (perhaps): uprobe_multi "
 			  "link %u, whose file ubt cannot find", first->id);
 	} else {
+		char who[96];
+
+		share_who(sh, first->id, "uprobe_multi", who, sizeof(who));
 		for (uint32_t i = 0; i < n && i < li.multi.count; i++)
-			share_add(sh, &st, offs[i], "another tracer: uprobe_multi link %u%s",
-				  first->id, li.multi.pid ? " (one process)" :
-							    "");
+			share_add(sh, &st, offs[i], "%s", who);
 	}
 	free(offs);
 }
@@ -277,9 +310,12 @@ static void share_perf_link(struct sysw_share *sh, int fd,
 	if (bpf_obj_get_info_by_fd(fd, &li, &len) || share_stat(0, name, &st))
 		share_add(sh, NULL, 0, "another tracer (perhaps): perf-event "
 			  "link %u on a uprobe ubt cannot find", first->id);
-	else
-		share_add(sh, &st, li.perf.offset, "another tracer: perf-event link %u",
-			  first->id);
+	else {
+		char who[96];
+
+		share_who(sh, first->id, "perf-event", who, sizeof(who));
+		share_add(sh, &st, li.perf.offset, "%s", who);
+	}
 }
 
 /* Every BPF link in the system but self's: the uprobes' ones. */
@@ -292,7 +328,7 @@ static void share_links(struct sysw_share *sh)
 		uint32_t len = sizeof(li);
 		int fd;
 
-		if (share_own(sh, id))
+		if (!share_holder(sh, id))
 			continue;
 		fd = bpf_link_get_fd_by_id(id);
 		if (fd < 0)
@@ -424,5 +460,6 @@ void sysw_share_free(struct sysw_share *sh)
 	free(sh->u);
 	free(sh->progs);
 	free(sh->own);
+	free(sh->holder);
 	memset(sh, 0, sizeof(*sh));
 }
