@@ -149,11 +149,9 @@ static void share_perf_fd(struct sysw_share *sh, pid_t pid, int fd)
 	if (type != BPF_FD_TYPE_UPROBE && type != BPF_FD_TYPE_URETPROBE)
 		return;
 	name[sizeof(name) - 1] = 0;
-	if (share_stat(pid, name, &st))
-		share_add(sh, NULL, 0, "another tracer (perhaps): pid %d (%s) "
-			  "has a uprobe on %s, which ubt cannot find",
-			  (int)pid, comm, name);
-	else
+	/* a path that finds no file now: not the file ubt probes (found by
+	 * its path), unless renamed since (not followed) */
+	if (!share_stat(pid, name, &st))
 		share_add(sh, &st, off, "another tracer: pid %d (%s)",
 			  (int)pid, comm);
 }
@@ -268,11 +266,10 @@ static void share_multi(struct sysw_share *sh, int fd,
 	li.multi.path_size = sizeof(path);
 	li.multi.offsets = (uint64_t)(uintptr_t)offs;
 	li.multi.count = n;
-	if (bpf_obj_get_info_by_fd(fd, &li, &len) ||
-	    share_stat(0, path, &st)) {
+	if (bpf_obj_get_info_by_fd(fd, &li, &len)) {
 		share_add(sh, NULL, 0, "another tracer (perhaps): uprobe_multi "
-			  "link %u, whose file ubt cannot find", first->id);
-	} else {
+			  "link %u, which ubt cannot read", first->id);
+	} else if (!share_stat(0, path, &st)) {	/* else deleted */
 		char who[96];
 
 		share_who(sh, first->id, "uprobe_multi", who, sizeof(who));
@@ -307,10 +304,10 @@ static void share_perf_link(struct sysw_share *sh, int fd,
 	memset(&li, 0, sizeof(li));
 	li.perf.file_name = (uint64_t)(uintptr_t)name;
 	li.perf.name_len = sizeof(name);
-	if (bpf_obj_get_info_by_fd(fd, &li, &len) || share_stat(0, name, &st))
+	if (bpf_obj_get_info_by_fd(fd, &li, &len))
 		share_add(sh, NULL, 0, "another tracer (perhaps): perf-event "
-			  "link %u on a uprobe ubt cannot find", first->id);
-	else {
+			  "link %u on a uprobe ubt cannot read", first->id);
+	else if (!share_stat(0, name, &st)) {
 		char who[96];
 
 		share_who(sh, first->id, "perf-event", who, sizeof(who));
@@ -392,11 +389,7 @@ static void share_uprobe_events(struct sysw_share *sh)
 				en = '0';
 			close(fd);
 		}
-		if (share_stat(0, file, &st))
-			share_add(sh, NULL, 0, "another tracer (perhaps): "
-				  "uprobe_events %s on %s, which ubt cannot "
-				  "find", ev, file);
-		else
+		if (!share_stat(0, file, &st))
 			share_add(sh, &st, off, "another tracer: uprobe_events %s (%s)",
 				  ev,
 				  en == '1' ? "enabled" :
