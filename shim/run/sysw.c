@@ -221,7 +221,6 @@ static void sysw_unbreak_site(const char *bin, uint64_t file_off,
 	int fd, e;
 
 	(void)sem_off;
-	(void)ret;
 	if (ub->err || run_target_addr(user_pid(ub->r->u), bin, file_off, &at))
 		return;
 	fd = open(bin, O_RDONLY | O_CLOEXEC);
@@ -232,9 +231,14 @@ static void sysw_unbreak_site(const char *bin, uint64_t file_off,
 		const char *who = sysw_share_user(&ub->r->sw->share, bin,
 						  file_off);
 
-		e = user_unbreak(ub->r->u, at, orig, who != NULL);
+		/* a return probe's site: not kept (sysw_shared_ret()) */
+		e = user_unbreak(ub->r->u, at, orig, who && !ret);
 		if (e < 0)
 			ub->err = e;
+		if (e == 1 && who && ret && !ub->lost_why[0])
+			snprintf(ub->lost_why, sizeof(ub->lost_why),
+				 "%s+%#llx: %s", bin,
+				 (unsigned long long)file_off, who);
 		if (e == 2 && ub->kept++ < 3) {
 			size_t n = strlen(ub->kept_why);
 
@@ -280,6 +284,12 @@ static int sysw_commit(struct ubt_user *u, void *ctx)
 			"stays beside a jump\n", (int)user_pid(u), ub->why);
 	if (ub->exec && ub->kept && ub->r->o->verbose)
 		sysw_say_kept(user_pid(u), "", ub);
+	if (ub->exec && ub->lost_why[0])
+		fprintf(stderr, "ubt: pid %d: its new image's return probe "
+			"site %s shares its int3 with another tracer, taken out "
+			"(a return probe in user mode does not run safely "
+			"beside it yet): that tracer misses its hits there\n",
+			(int)user_pid(u), ub->lost_why);
 	if (ub->exec && ub->taken_err)
 		fprintf(stderr, "ubt: pid %d: %s: if another tracer puts a "
 			"uprobe on its sites, their hits may count twice\n",
@@ -302,6 +312,44 @@ static int sysw_installed(struct run *r, int err)
 	sysw_share_scan(&s->share, getpid());
 	user_on_commit(r->u, sysw_commit, &s->exec_ub);
 	return err;
+}
+
+struct sysw_ret_shared {
+	struct sysw *s;
+	char why[PATH_MAX + 200];
+};
+
+static void sysw_ret_site(const char *bin, uint64_t file_off,
+			  uint64_t sem_off, bool ret, void *ctx)
+{
+	struct sysw_ret_shared *c = ctx;
+	const char *who;
+
+	(void)sem_off;
+	if (!ret || c->why[0])
+		return;
+	who = sysw_share_user(&c->s->share, bin, file_off);
+	if (who)
+		snprintf(c->why, sizeof(c->why), "the return probe's site "
+			 "%s+%#llx is shared with %s (user mode does not run "
+			 "a return probe safely beside another tracer's int3 "
+			 "yet)", bin, (unsigned long long)file_off, who);
+}
+
+/*
+ * Why pid cannot be taken: a return probe's site whose int3 another
+ * tracer uses (it would stay: the kernel's return probe of this ubt
+ * there and the wrapped call in user mode have been seen to crash a
+ * process together), or NULL.
+ */
+static const char *sysw_shared_ret(struct run *r, pid_t pid,
+				   struct sysw_ret_shared *c)
+{
+	(void)pid;
+	c->s = r->sw;
+	c->why[0] = 0;
+	run_user_sites(r, sysw_ret_site, c);
+	return c->why[0] ? c->why : NULL;
 }
 
 /* Reports of pid so far (this one too). */
@@ -437,6 +485,7 @@ static void sysw_take(struct run *r, pid_t pid)
 	struct sysw *s = r->sw;
 	struct sysw_breaks b = { .pid = pid };
 	struct sysw_unbreak ub = { .r = r };
+	struct sysw_ret_shared rs;
 	struct user_opts uo;
 	char err[512], comm[32];
 	const char *why;
@@ -469,6 +518,7 @@ static void sysw_take(struct run *r, pid_t pid)
 	}
 	why = place_pidns_syswide(r->c, r->d, pid);
 	why = why ?: place_mntns_why(r->c, r->o, pid);
+	why = why ?: sysw_shared_ret(r, pid, &rs);
 	if (why || user_process_check(pid, err, sizeof(err))) {
 		if (r->o->verbose)
 			fprintf(stderr, "ubt: pid %d (%s): its probes stay in "

@@ -26,6 +26,7 @@ struct sysw_unbreak {
 	bool exec;		/* a new image (sysw_installed()): said here */
 	int kept;		/* sites whose int3 stays: shared */
 	char kept_why[600];	/* the first few, for -v */
+	char lost_why[PATH_MAX + 64];	/* a return site's shared int3 out */
 };
 
 /*

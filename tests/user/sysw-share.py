@@ -7,7 +7,8 @@ before the take: another ubt running in the kernel (its uprobe_multi
 links), a tracefs uprobe event (perf probe -x style, enabled in a tracefs
 instance of the test's own).  Both tracers count every call exactly, ubt
 prints each key once, -v names the other tracer.  Alone, a site's int3
-goes (its hits no longer trap).  tests/user/cover.py does the same with
+goes (its hits no longer trap).  A return probe's site shared keeps the
+process in the kernel.  tests/user/cover.py does the same with
 bpftrace 0.17.  The target is a copy of tests/targets/ubt-cover per case.
 Prints TAP.
 """
@@ -66,6 +67,35 @@ def case_other_ubt():
        "the other ubt", u.err[-600:])
 
 
+def case_return_probe():
+    """A return probe's site shared: the process is not taken (the kernel
+    counts it all), as a return probe in user mode beside a kept int3 has
+    been seen to crash the target (a tail call into a function that a
+    kernel uretprobe of the same ubt probes)."""
+    path = copy("kret")
+    o = Tracer([UBT, "--mode", "kernel", "-e", prog(path)])
+    ok(o.attached, "kret: another ubt in the kernel attached", o.err[-300:])
+    u = Tracer([UBT, "-v", "-e", "uretprobe:%s:cov_* { @[probe] = "
+                "count(); }" % path])
+    ok(u.attached, "kret: ubt attached", u.err[-300:])
+    r = subprocess.run([path, str(N)], timeout=120)
+    ok(r.returncode == 0, "kret: the target exits 0", str(r.returncode))
+    u.stop()
+    o.stop()
+    got = {}
+    for m in re.finditer(r"^@\[uretprobe:[^\]]*:(\w+)\]: (\d+)$", u.out,
+                         re.M):
+        got[m.group(1)] = got.get(m.group(1), 0) + int(m.group(2))
+    ok(got == {f: N for f in FUNCS}, "kret: ubt counts %d returns of each"
+       % N, u.out[-600:])
+    ok(counts(o.out) == {f: N for f in FUNCS},
+       "kret: the other ubt counts %d calls of each" % N, o.out[-600:])
+    ok(re.search(r"^ubt: pid \d+ \(kret\): its probes stay in the kernel: "
+                 r"the return probe's site \S+ is shared with another "
+                 r"tracer: pid %d \(ubt\)" % o.p.pid, u.err, re.M),
+       "kret: -v says why the process stays in the kernel", u.err[-600:])
+
+
 def tracefs_write(name, text):
     """Append a line (no seek: tracefs refuses Python's "a" mode's)."""
     fd = os.open(os.path.join(TRACEFS, name), os.O_WRONLY | os.O_APPEND)
@@ -122,6 +152,7 @@ def main():
     try:
         case_alone()
         case_other_ubt()
+        case_return_probe()
         case_uprobe_events()
     finally:
         shutil.rmtree(cover.work, ignore_errors=True)
