@@ -634,8 +634,13 @@ void sysw_poll(struct run *r)
 		sysw_sweep(s);
 	ring_buffer__consume(s->rb);
 	/* who else uses the uprobes, before any of them is stopped */
-	if (s->ntodo)
+	if (s->ntodo) {
+		uint64_t t0 = mono_ns();
+
 		sysw_share_scan(&s->share, getpid());
+		s->scan_ns += mono_ns() - t0;
+		s->nscans++;
+	}
 	for (int i = 0; i < s->ntodo && !signals_stopping(); i++)
 		sysw_take(r, s->todo[i]);
 	s->ntodo = 0;
@@ -647,6 +652,10 @@ void sysw_stop(struct run *r)
 
 	if (s && r->o->verbose)
 		sysw_taken_note(s);
+	if (s && r->o->verbose && s->nscans)
+		fprintf(stderr, "ubt: system-wide user mode: looked for other "
+			"tracers of its sites %d time(s), %.3f ms each\n",
+			s->nscans, s->scan_ns / 1e6 / s->nscans);
 
 	/* the reports first: nothing is taken any more */
 	for (int i = 0; s && i < s->npfds; i++)

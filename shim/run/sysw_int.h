@@ -95,6 +95,8 @@ struct sysw {
 	struct sysw_exe *exes;
 	int nexes;
 	struct sysw_share share;	/* the last scan (sysw_share.c) */
+	uint64_t scan_ns;	/* the scans before takes, for -v */
+	int nscans;
 };
 
 /* Note every process's executable now (sysw_start()). */
