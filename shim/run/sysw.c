@@ -193,24 +193,6 @@ int sysw_start(struct run *r)
 	return 0;
 }
 
-static const char *sysw_comm(pid_t pid, char *buf, size_t len)
-{
-	char path[64];
-	ssize_t n;
-	int fd;
-
-	snprintf(path, sizeof(path), "/proc/%d/comm", (int)pid);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	n = fd < 0 ? -1 : read(fd, buf, len - 1);
-	if (fd >= 0)
-		close(fd);
-	if (n <= 0)
-		n = 0;
-	buf[n] = 0;
-	buf[strcspn(buf, "\n")] = 0;
-	return buf;
-}
-
 /* A site's kernel int3 beside the jump (after an endbr64): out. */
 static void sysw_unbreak_site(const char *bin, uint64_t file_off,
 			      uint64_t sem_off, bool ret, void *ctx)

@@ -45,6 +45,9 @@ struct sysw_share {
 	bool scanned;
 };
 
+/* pid's comm into buf ("" if gone): buf. */
+const char *sysw_comm(pid_t pid, char *buf, size_t len);
+
 /* Look again at every process's perf events, the links, tracefs. */
 void sysw_share_scan(struct sysw_share *sh, pid_t self);
 /*

@@ -87,20 +87,22 @@ static void share_add(struct sysw_share *sh, const struct stat *st,
 	va_end(ap);
 }
 
-static void share_comm(pid_t pid, char *buf, size_t len)
+const char *sysw_comm(pid_t pid, char *buf, size_t len)
 {
 	char path[64];
-	ssize_t n = -1;
+	ssize_t n;
 	int fd;
 
 	snprintf(path, sizeof(path), "/proc/%d/comm", (int)pid);
 	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd >= 0) {
-		n = read(fd, buf, len - 1);
+	n = fd < 0 ? -1 : read(fd, buf, len - 1);
+	if (fd >= 0)
 		close(fd);
-	}
-	buf[n > 0 ? n : 0] = 0;
+	if (n <= 0)
+		n = 0;
+	buf[n] = 0;
 	buf[strcspn(buf, "\n")] = 0;
+	return buf;
 }
 
 /* A path as pid registered it (its root, its working directory). */
@@ -144,7 +146,7 @@ static void share_perf_fd(struct sysw_share *sh, pid_t pid, int fd)
 	if (bpf_task_fd_query(pid, fd, 0, name, &len, &prog, &type, &off,
 			      &addr))
 		return;
-	share_comm(pid, comm, sizeof(comm));
+	sysw_comm(pid, comm, sizeof(comm));
 	share_prog_seen(sh, prog);
 	if (type != BPF_FD_TYPE_UPROBE && type != BPF_FD_TYPE_URETPROBE)
 		return;
@@ -240,7 +242,7 @@ static void share_who(const struct sysw_share *sh, uint32_t id,
 	char comm[32];
 
 	if (pid > 0) {
-		share_comm(pid, comm, sizeof(comm));
+		sysw_comm(pid, comm, sizeof(comm));
 		snprintf(buf, len, "another tracer: pid %d (%s)", (int)pid,
 			 comm);
 	} else {
