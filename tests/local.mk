@@ -261,6 +261,7 @@ TESTS += \
 	tests/user/share.py \
 	tests/user/sigjmp.py \
 	tests/user/syswide-kill.py \
+	tests/user/sysw-share.py \
 	tests/user/test-user \
 	tests/user/tracer-holds.py \
 	tests/user/unit-aggiter \
@@ -302,6 +303,7 @@ EXTRA_DIST += \
 	tests/user/share.py \
 	tests/user/sigjmp.py \
 	tests/user/syswide-kill.py \
+	tests/user/sysw-share.py \
 	tests/user/tracer-holds.py \
 	tests/user/unwind-detach.py \
 	tests/user/unwind-far.sh \

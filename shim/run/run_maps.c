@@ -50,6 +50,10 @@ struct run_entries {
 	size_t n, cap;
 	size_t *hash;		/* open addressing over entries + 1 */
 	size_t nhash;
+	/* `probe` in the key: a native program's id -> the kernel
+	 * program's of the same name (run_probe_ids()), or NULL */
+	int *probe_id;
+	int nk, nn;
 };
 
 static uint64_t run_hash(const void *key, size_t n)
@@ -77,10 +81,77 @@ static void run_entries_rehash(struct run_entries *e)
 	}
 }
 
+static bool run_has_probe(const struct type *t)
+{
+	if (t && t->kind == TY_TUPLE)
+		for (int i = 0; i < t->nfields; i++)
+			if (run_has_probe(t->fields[i].type))
+				return true;
+	return t && t->kind == TY_PROBE;
+}
+
+/*
+ * A probe system-wide runs in both domains under one name: the kernel's
+ * program before a process is taken, the native one after.  `probe` is
+ * the id of the program that wrote it (cg.h TY_PROBE): by native id, the
+ * id of the kernel program of the same name (-1: none), so that its
+ * entries merge into the one key bpftrace prints.  NULL if no key holds
+ * `probe`.
+ */
+static int *run_probe_ids(const struct run *r, const struct cg_map *m)
+{
+	int nk = r->kobj->nprogs, nn = r->nobj ? r->nobj->nprogs : 0;
+	int *ids;
+
+	if (!nn || !run_has_probe(m->key_type))
+		return NULL;
+	ids = xcalloc(nn, sizeof(*ids));
+	for (int i = 0; i < nn; i++) {
+		const char *name = r->nobj->progs[i].probe_name;
+
+		ids[i] = -1;
+		for (int j = 0; name && j < nk && ids[i] < 0; j++)
+			if (r->kobj->progs[j].probe_name &&
+			    !strcmp(r->kobj->progs[j].probe_name, name))
+				ids[i] = j;
+	}
+	return ids;
+}
+
+/* The `probe` fields of key (of type t) as run_probe_ids() maps them. */
+static void run_probe_key(const struct run_entries *e, const struct type *t,
+			  unsigned char *key)
+{
+	uint64_t id;
+
+	if (t->kind == TY_TUPLE) {
+		for (int i = 0; i < t->nfields; i++)
+			run_probe_key(e, t->fields[i].type,
+				      key + t->fields[i].offset);
+		return;
+	}
+	if (t->kind != TY_PROBE)
+		return;
+	memcpy(&id, key, sizeof(id));
+	if (id >= (uint64_t)e->nk && id - e->nk < (uint64_t)e->nn &&
+	    e->probe_id[id - e->nk] >= 0) {
+		id = (uint64_t)e->probe_id[id - e->nk];
+		memcpy(key, &id, sizeof(id));
+	}
+}
+
 static int run_entries_add(const void *key, const void *value, void *ctx)
 {
 	struct run_entries *e = ctx;
+	unsigned char *canon = NULL;
 	size_t h;
+
+	if (e->probe_id) {
+		canon = xmalloc(e->ksz);
+		memcpy(canon, key, e->ksz);
+		run_probe_key(e, e->m->key_type, canon);
+		key = canon;
+	}
 
 	if (2 * (e->n + 1) > e->nhash)
 		run_entries_rehash(e);
@@ -90,6 +161,7 @@ static int run_entries_add(const void *key, const void *value, void *ctx)
 
 		if (!memcmp(e->keys + i * e->ksz, key, e->ksz)) {
 			kernel_merge_value(e->m, e->vals + i * e->vsz, value);
+			free(canon);
 			return 0;
 		}
 		h = (h + 1) & (e->nhash - 1);
@@ -103,6 +175,7 @@ static int run_entries_add(const void *key, const void *value, void *ctx)
 	memset(e->vals + e->n * e->vsz, 0, e->vsz);
 	memcpy(e->vals + e->n * e->vsz, value, e->m->value_size);
 	e->hash[h] = ++e->n;
+	free(canon);
 	return 0;
 }
 
@@ -226,6 +299,9 @@ int run_map_source(void *ctx, int map, kernel_entry_fn fn, void *fctx)
 	uint64_t zero[64] = { 0 };
 	int err;
 
+	e.probe_id = run_probe_ids(r, m);
+	e.nk = r->kobj->nprogs;
+	e.nn = r->nobj ? r->nobj->nprogs : 0;
 	run_entries_rehash(&e);
 	err = kernel_map_read_kernel(r->k, map, run_entries_add, &e);
 	if (!err && nm && nm->kind == NATIVE_MAP_FIXED) {
@@ -258,6 +334,7 @@ int run_map_source(void *ctx, int map, kernel_entry_fn fn, void *fctx)
 		err = fn(e.keys + i * e.ksz, e.vals + i * e.vsz, fctx);
 	free(e.keys);
 	free(e.vals);
+	free(e.probe_id);
 	free(e.hash);
 	return err;
 }

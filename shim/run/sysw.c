@@ -193,24 +193,6 @@ int sysw_start(struct run *r)
 	return 0;
 }
 
-static const char *sysw_comm(pid_t pid, char *buf, size_t len)
-{
-	char path[64];
-	ssize_t n;
-	int fd;
-
-	snprintf(path, sizeof(path), "/proc/%d/comm", (int)pid);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	n = fd < 0 ? -1 : read(fd, buf, len - 1);
-	if (fd >= 0)
-		close(fd);
-	if (n <= 0)
-		n = 0;
-	buf[n] = 0;
-	buf[strcspn(buf, "\n")] = 0;
-	return buf;
-}
-
 /* A site's kernel int3 beside the jump (after an endbr64): out. */
 static void sysw_unbreak_site(const char *bin, uint64_t file_off,
 			      uint64_t sem_off, bool ret, void *ctx)
@@ -221,7 +203,6 @@ static void sysw_unbreak_site(const char *bin, uint64_t file_off,
 	int fd, e;
 
 	(void)sem_off;
-	(void)ret;
 	if (ub->err || run_target_addr(user_pid(ub->r->u), bin, file_off, &at))
 		return;
 	fd = open(bin, O_RDONLY | O_CLOEXEC);
@@ -229,12 +210,38 @@ static void sysw_unbreak_site(const char *bin, uint64_t file_off,
 		ub->err = -EIO;
 		snprintf(ub->why, sizeof(ub->why), "cannot read %s", bin);
 	} else {
-		e = user_unbreak(ub->r->u, at, orig);
+		const char *who = sysw_share_user(&ub->r->sw->share, bin,
+						  file_off);
+
+		/* a return probe's site: not kept (sysw_shared_ret()) */
+		e = user_unbreak(ub->r->u, at, orig, who && !ret);
 		if (e < 0)
 			ub->err = e;
+		if (e == 1 && who && ret && !ub->lost_why[0])
+			snprintf(ub->lost_why, sizeof(ub->lost_why),
+				 "%s+%#llx: %s", bin,
+				 (unsigned long long)file_off, who);
+		if (e == 2 && ub->kept++ < 3) {
+			size_t n = strlen(ub->kept_why);
+
+			snprintf(ub->kept_why + n, sizeof(ub->kept_why) - n,
+				 "%s%s+%#llx: shared with %s", n ? "; " : "",
+				 bin, (unsigned long long)file_off, who);
+		}
 	}
 	if (fd >= 0)
 		close(fd);
+}
+
+/* -v: the sites of a process taken whose int3 stays, and why. */
+static void sysw_say_kept(pid_t pid, const char *comm,
+			  const struct sysw_unbreak *ub)
+{
+	fprintf(stderr, "ubt: pid %d%s%s%s: %d site(s) keep the kernel's "
+		"int3 (its hits there trap into the kernel, and count in user "
+		"mode): %s%s\n", (int)pid, *comm ? " (" : "", comm,
+		*comm ? ")" : "", ub->kept, ub->kept_why,
+		ub->kept > 3 ? "; ..." : "");
 }
 
 /*
@@ -257,6 +264,14 @@ static int sysw_commit(struct ubt_user *u, void *ctx)
 	if (ub->exec && ub->err)
 		fprintf(stderr, "ubt: pid %d: %s: a kernel uprobe's int3 "
 			"stays beside a jump\n", (int)user_pid(u), ub->why);
+	if (ub->exec && ub->kept && ub->r->o->verbose)
+		sysw_say_kept(user_pid(u), "", ub);
+	if (ub->exec && ub->lost_why[0])
+		fprintf(stderr, "ubt: pid %d: its new image's return probe "
+			"site %s shares its int3 with another tracer, taken out "
+			"(a return probe in user mode does not run safely "
+			"beside it yet): that tracer misses its hits there\n",
+			(int)user_pid(u), ub->lost_why);
 	if (ub->exec && ub->taken_err)
 		fprintf(stderr, "ubt: pid %d: %s: if another tracer puts a "
 			"uprobe on its sites, their hits may count twice\n",
@@ -275,8 +290,48 @@ static int sysw_installed(struct run *r, int err)
 	struct sysw *s = r->sw;
 
 	s->exec_ub = (struct sysw_unbreak){ .r = r, .exec = true };
+	/* who else uses its uprobes now */
+	sysw_share_scan(&s->share, getpid());
 	user_on_commit(r->u, sysw_commit, &s->exec_ub);
 	return err;
+}
+
+struct sysw_ret_shared {
+	struct sysw *s;
+	char why[PATH_MAX + 200];
+};
+
+static void sysw_ret_site(const char *bin, uint64_t file_off,
+			  uint64_t sem_off, bool ret, void *ctx)
+{
+	struct sysw_ret_shared *c = ctx;
+	const char *who;
+
+	(void)sem_off;
+	if (!ret || c->why[0])
+		return;
+	who = sysw_share_user(&c->s->share, bin, file_off);
+	if (who)
+		snprintf(c->why, sizeof(c->why), "the return probe's site "
+			 "%s+%#llx is shared with %s (user mode does not run "
+			 "a return probe safely beside another tracer's int3 "
+			 "yet)", bin, (unsigned long long)file_off, who);
+}
+
+/*
+ * Why pid cannot be taken: a return probe's site whose int3 another
+ * tracer uses (it would stay: the kernel's return probe of this ubt
+ * there and the wrapped call in user mode have been seen to crash a
+ * process together), or NULL.
+ */
+static const char *sysw_shared_ret(struct run *r, pid_t pid,
+				   struct sysw_ret_shared *c)
+{
+	(void)pid;
+	c->s = r->sw;
+	c->why[0] = 0;
+	run_user_sites(r, sysw_ret_site, c);
+	return c->why[0] ? c->why : NULL;
 }
 
 /* Reports of pid so far (this one too). */
@@ -412,6 +467,7 @@ static void sysw_take(struct run *r, pid_t pid)
 	struct sysw *s = r->sw;
 	struct sysw_breaks b = { .pid = pid };
 	struct sysw_unbreak ub = { .r = r };
+	struct sysw_ret_shared rs;
 	struct user_opts uo;
 	char err[512], comm[32];
 	const char *why;
@@ -445,6 +501,7 @@ static void sysw_take(struct run *r, pid_t pid)
 	why = place_pidns_syswide(r->c, r->d, pid);
 	why = why ?: place_mntns_why(r->c, r->o, pid);
 	why = why ?: place_static_pid(r->c, pid);	/* no ptrace, no retry */
+	why = why ?: sysw_shared_ret(r, pid, &rs);
 	if (why || user_process_check(pid, err, sizeof(err))) {
 		if (r->o->verbose)
 			fprintf(stderr, "ubt: pid %d (%s): its probes stay in "
@@ -508,6 +565,8 @@ static void sysw_take(struct run *r, pid_t pid)
 		fprintf(stderr, "ubt: pid %d (%s): %s: if another tracer puts "
 			"a uprobe on its sites, their hits may count twice\n",
 			(int)pid, comm, ub.taken_why);
+	if (ub.kept && r->o->verbose)
+		sysw_say_kept(pid, comm, &ub);
 	if (e) {
 		fprintf(stderr, "ubt: pid %d (%s): cannot resume: %s\n",
 			(int)pid, comm, user_error(u));
@@ -557,6 +616,14 @@ void sysw_poll(struct run *r)
 	if (mono_ns() - s->swept > 1000000000ull)
 		sysw_sweep(s);
 	ring_buffer__consume(s->rb);
+	/* who else uses the uprobes, before any of them is stopped */
+	if (s->ntodo) {
+		uint64_t t0 = mono_ns();
+
+		sysw_share_scan(&s->share, getpid());
+		s->scan_ns += mono_ns() - t0;
+		s->nscans++;
+	}
 	for (int i = 0; i < s->ntodo && !signals_stopping(); i++)
 		sysw_take(r, s->todo[i]);
 	s->ntodo = 0;
@@ -568,6 +635,10 @@ void sysw_stop(struct run *r)
 
 	if (s && r->o->verbose)
 		sysw_taken_note(s);
+	if (s && r->o->verbose && s->nscans)
+		fprintf(stderr, "ubt: system-wide user mode: looked for other "
+			"tracers of its sites %d time(s), %.3f ms each\n",
+			s->nscans, s->scan_ns / 1e6 / s->nscans);
 
 	/* the reports first: nothing is taken any more */
 	for (int i = 0; s && i < s->npfds; i++)
@@ -624,6 +695,7 @@ void sysw_stop(struct run *r)
 	free(s->kstart);
 	free(s->breaks);
 	sysw_taken_free(s);
+	sysw_share_free(&s->share);
 	free(s);
 	r->sw = NULL;
 }

@@ -24,7 +24,39 @@ struct sysw_unbreak {
 	int patched;		/* and its sites patched */
 	char taken_why[128];
 	bool exec;		/* a new image (sysw_installed()): said here */
+	int kept;		/* sites whose int3 stays: shared */
+	char kept_why[600];	/* the first few, for -v */
+	char lost_why[PATH_MAX + 64];	/* a return site's shared int3 out */
 };
+
+/*
+ * The other consumers of uprobes found by the last scan (sysw_share.c):
+ * a site whose uprobe anything but this ubt uses keeps the kernel's
+ * int3 in a process taken.
+ */
+struct sysw_share {
+	struct share_user *u;
+	int n;
+	uint32_t *progs;	/* programs seen on other processes' perf events */
+	int nprogs;
+	uint32_t *own;		/* the links processes hold, */
+	pid_t *holder;		/* by whom (0: this ubt) */
+	int nown;
+	bool scanned;
+};
+
+/* pid's comm into buf ("" if gone): buf. */
+const char *sysw_comm(pid_t pid, char *buf, size_t len);
+
+/* Look again at every process's perf events, the links, tracefs. */
+void sysw_share_scan(struct sysw_share *sh, pid_t self);
+/*
+ * Who else uses the uprobe at file offset off of bin (the first found,
+ * as -v says it), or NULL: nobody ubt can see.
+ */
+const char *sysw_share_user(const struct sysw_share *sh, const char *bin,
+			    uint64_t off);
+void sysw_share_free(struct sysw_share *sh);
 
 struct sysw {
 	int seen_fd, ring_fd, prog_fd;
@@ -65,6 +97,9 @@ struct sysw {
 	 * (sysw_execd.c), by pid */
 	struct sysw_exe *exes;
 	int nexes;
+	struct sysw_share share;	/* the last scan (sysw_share.c) */
+	uint64_t scan_ns;	/* the scans before takes, for -v */
+	int nscans;
 };
 
 /* Note every process's executable now (sysw_start()). */

@@ -73,9 +73,13 @@ int user_semaphore_add(struct ubt_user *u, uint64_t addr);
  * System-wide (sysw.c), every thread stopped after user_install(): the
  * kernel uprobe's int3 at addr, outside the jump written, replaced by
  * the file's byte orig (the kernel counted the process's hits so far,
- * user mode counts the rest).  1 replaced, 0 none there, -errno.
+ * user mode counts the rest); with keep, left there (another tracer
+ * shares it: the kernel's programs of this ubt skip the site in the
+ * process).  Either way a thread the kernel stopped past the entry
+ * instruction goes on past the probe (counted there).  1 replaced, 2
+ * kept, 0 none there, -errno.
  */
-int user_unbreak(struct ubt_user *u, uint64_t addr, uint8_t orig);
+int user_unbreak(struct ubt_user *u, uint64_t addr, uint8_t orig, bool keep);
 /*
  * Is a kernel probe at addr one whose hits run in user mode (an
  * installed site: its entry instruction, function start or offset)?

@@ -34,7 +34,7 @@ static void skip_entry(struct ubt_user *u, const struct user_site *us)
 	}
 }
 
-int user_unbreak(struct ubt_user *u, uint64_t addr, uint8_t orig)
+int user_unbreak(struct ubt_user *u, uint64_t addr, uint8_t orig, bool keep)
 {
 	uint8_t b;
 
@@ -52,14 +52,14 @@ int user_unbreak(struct ubt_user *u, uint64_t addr, uint8_t orig)
 	/* the jump covers it (ours), or no kernel breakpoint is there */
 	if (b != 0xcc || orig == 0xcc)
 		return 0;
-	if (pt_write(&u->pt, addr, &orig, 1))
+	if (!keep && pt_write(&u->pt, addr, &orig, 1))
 		return user_err(u, -EIO, "write the code at %#llx",
 				(unsigned long long)addr);
 	for (int i = 0; i < u->nsites; i++)
 		if (u->sites[i].installed && u->sites[i].s.addr != addr &&
 		    (u->sites[i].s.func == addr || u->sites[i].s.kept == addr))
 			skip_entry(u, &u->sites[i]);
-	return 1;
+	return keep ? 2 : 1;
 }
 
 bool user_site_at(const struct ubt_user *u, uint64_t addr)
