@@ -29,6 +29,16 @@ static const struct compat_entry compat_table[COMPAT_NDIFFS] = {
 		"comparisons, &&, || and ! are integers (1, 0; sizeof 8) -> "
 		"bool (sizeof 1); bools print as true/false",
 	},
+	[COMPAT_STATS_RECORD] = {
+		"stats-record",
+		"stats() values print as \"count 3, average 2, total 6\" -> "
+		"as a record: \"{ .count = 3, .average = 2, .total = 6 }\"",
+	},
+	[COMPAT_POINTER_HEX] = {
+		"pointer-hex",
+		"pointer values (map values, print(), tuple and record members) "
+		"print in decimal -> in hex (0x33); JSON keeps numbers",
+	},
 };
 
 enum compat_source { COMPAT_SRC_NONE, COMPAT_SRC_CONFIG, COMPAT_SRC_ENV,

@@ -20,6 +20,8 @@ enum compat_diff {
 	COMPAT_ATTACHED_MSG,	/* "Attached N probes" on stderr */
 	COMPAT_BEGIN_END_EXIT,	/* only BEGIN/END probes: the run ends */
 	COMPAT_BOOL,		/* comparisons, ! are bool; true/false */
+	COMPAT_STATS_RECORD,	/* stats() values print as records */
+	COMPAT_POINTER_HEX,	/* pointer values print in hex */
 	COMPAT_NDIFFS,
 };
 

@@ -528,7 +528,8 @@ int sb_value(const struct out *o, struct sb *b, const struct type *t,
 		    const void *p, enum val_style vs)
 {
 	if (t->kind == TY_POINTER && t->size == 8 &&
-	    (vs == VS_TEXT_KEY || vs == VS_JSON_KEY)) {
+	    (vs == VS_TEXT_KEY || vs == VS_JSON_KEY ||
+	     (vs == VS_TEXT && compat_has(COMPAT_POINTER_HEX)))) {
 		/* pointers in map keys print in hex, as bpftrace's do */
 		sb_printf(b, "0x%" PRIx64, out_load_int(p, 8, false));
 		return 0;
