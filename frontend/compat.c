@@ -39,6 +39,16 @@ static const struct compat_entry compat_table[COMPAT_NDIFFS] = {
 		"pointer values (map values, print(), tuple and record members) "
 		"print in decimal -> in hex (0x33); JSON keeps numbers",
 	},
+	[COMPAT_BEGIN_LOWERCASE] = {
+		"begin-lowercase",
+		"the probe builtin of BEGIN and END (also spelled begin, end) "
+		"is \"BEGIN\", \"END\" -> \"begin\", \"end\"",
+	},
+	[COMPAT_HIST_HEADER] = {
+		"hist-header",
+		"a hist()/lhist() map's line \"@h: \" ends in a space -> "
+		"\"@h:\"",
+	},
 };
 
 enum compat_source { COMPAT_SRC_NONE, COMPAT_SRC_CONFIG, COMPAT_SRC_ENV,

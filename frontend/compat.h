@@ -22,6 +22,8 @@ enum compat_diff {
 	COMPAT_BOOL,		/* comparisons, ! are bool; true/false */
 	COMPAT_STATS_RECORD,	/* stats() values print as records */
 	COMPAT_POINTER_HEX,	/* pointer values print in hex */
+	COMPAT_BEGIN_LOWERCASE,	/* probe is "begin"/"end" */
+	COMPAT_HIST_HEADER,	/* "@h:" before a histogram, no space */
 	COMPAT_NDIFFS,
 };
 

@@ -213,7 +213,9 @@ static int sb_map_entry_text(const struct out *o, struct sb *b,
 			return err;
 		sb_addc(b, ']');
 	}
-	sb_adds(b, ": ");
+	/* 0.17 leaves a space after a histogram's "@x:" */
+	sb_adds(b, mc == MC_HIST && compat_has(COMPAT_HIST_HEADER) ?
+		   ":" : ": ");
 	switch (mc) {
 	case MC_VALUE:
 	case MC_AVG:
