@@ -44,6 +44,12 @@ static const struct compat_entry compat_table[COMPAT_NDIFFS] = {
 		"the probe builtin of BEGIN and END (also spelled begin, end) "
 		"is \"BEGIN\", \"END\" -> \"begin\", \"end\"",
 	},
+	[COMPAT_ENUM_NAMES] = {
+		"enum-names",
+		"enumerators and casts to an enum of the script's C definitions "
+		"are integers -> print by name in text (print(), maps, "
+		"printf \"%s\"; JSON keeps numbers)",
+	},
 	[COMPAT_HIST_HEADER] = {
 		"hist-header",
 		"a hist()/lhist() map's line \"@h: \" ends in a space -> "

@@ -23,6 +23,7 @@ enum compat_diff {
 	COMPAT_STATS_RECORD,	/* stats() values print as records */
 	COMPAT_POINTER_HEX,	/* pointer values print in hex */
 	COMPAT_BEGIN_LOWERCASE,	/* probe is "begin"/"end" */
+	COMPAT_ENUM_NAMES,	/* enum values print by name */
 	COMPAT_HIST_HEADER,	/* "@h:" before a histogram, no space */
 	COMPAT_NDIFFS,
 };

@@ -41,6 +41,7 @@ libubt_a_SOURCES += \
 	frontend/cdefs.h \
 	frontend/cdefs_btf.c \
 	frontend/cdefs_clang.c \
+	frontend/cdefs_enum.c \
 	frontend/cdefs_eval.c \
 	frontend/cdefs_int.h \
 	frontend/cdefs_types.c \

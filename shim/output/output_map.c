@@ -221,6 +221,9 @@ static int sb_map_entry_text(const struct out *o, struct sb *b,
 	case MC_AVG:
 		if (vt->kind == TY_POINTER && compat_has(COMPAT_POINTER_HEX))
 			sb_printf(b, "0x%" PRIx64, it->number / div);
+		else if (mc == MC_VALUE && div == 1 &&
+			 out_enum_name(vt, it->number))
+			sb_adds(b, out_enum_name(vt, it->number));
 		else
 			sb_number(b, vt, div_number(vt, it->number, div));
 		sb_addc(b, '\n');

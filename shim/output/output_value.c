@@ -81,6 +81,19 @@ bool out_is_int_kind(const struct type *t)
 	       t->kind == TY_POINTER || t->kind == TY_ENUM;
 }
 
+const char *out_enum_name(const struct type *t, uint64_t v)
+{
+	if (t->kind != TY_INT || !t->enumvals ||
+	    !compat_has(COMPAT_ENUM_NAMES))
+		return NULL;
+	for (int i = 0; i < t->nenumvals; i++)
+		if ((uint64_t)t->enumvals[i].value == v ||
+		    (t->size < 8 && ((uint64_t)t->enumvals[i].value &
+				     ((1ULL << (8 * t->size)) - 1)) == v))
+			return t->enumvals[i].name;
+	return NULL;
+}
+
 bool out_is_char_array(const struct type *t)
 {
 	/* bytes named uint8 (pton()) are numbers */
@@ -540,8 +553,12 @@ int sb_value(const struct out *o, struct sb *b, const struct type *t,
 	}
 	if (out_is_int_kind(t)) {
 		uint64_t v = out_load_int(p, t->size, out_type_signed(t));
+		const char *en = vs == VS_TEXT || vs == VS_TEXT_KEY ?
+					 out_enum_name(t, v) : NULL;
 
-		if (out_type_signed(t))
+		if (en)
+			sb_adds(b, en);
+		else if (out_type_signed(t))
 			sb_printf(b, "%" PRId64, (int64_t)v);
 		else
 			sb_printf(b, "%" PRIu64, v);
