@@ -17,6 +17,8 @@ libubt_a_SOURCES += \
 	frontend/lexer.l \
 	frontend/parse.c \
 	frontend/parser.y \
+	frontend/probe_filter.c \
+	frontend/probe_filter.h \
 	frontend/types.c \
 	frontend/types.h \
 	frontend/types_btf.c \

@@ -31,6 +31,7 @@ enum {
 	OPT_MODE,
 	OPT_NO_WARNINGS,
 	OPT_PARSE_ONLY,
+	OPT_PROBE_FILTER,
 	OPT_UNSAFE,
 	OPT_USDT_FILE_ACTIVATION,
 };
@@ -55,6 +56,7 @@ static const struct option cli_long_opts[] = {
 	{ "output", required_argument, NULL, 'o' },
 	{ "parse-only", no_argument, NULL, OPT_PARSE_ONLY },
 	{ "pid", required_argument, NULL, 'p' },
+	{ "probe-filter", required_argument, NULL, OPT_PROBE_FILTER },
 	{ "quiet", no_argument, NULL, 'q' },
 	{ "unsafe", no_argument, NULL, OPT_UNSAFE },
 	{ "usdt-file-activation", no_argument, NULL,
@@ -92,6 +94,8 @@ void cli_help(FILE *f)
 	      "    --mode MODE    where user probes run ('auto', 'kernel', 'user')\n"
 	      "    --compat VERSION\n"
 	      "                   behave and print as bpftrace '0.17' (default) or the 'newest' release ('list': the differences)\n"
+	      "    --probe-filter REGEX\n"
+	      "                   only run probes whose name matches REGEX (BEGIN and END always)\n"
 	      "    --all-processes\n"
 	      "                   without -p/-c: user-mode probes also in processes already running\n"
 	      "    --metrics [ADDR:]PORT\n"
@@ -434,6 +438,9 @@ int cli_parse(struct cli_opts *o, int argc, char **argv, FILE *err)
 						 optarg);
 			break;
 		}
+		case OPT_PROBE_FILTER:
+			o->probe_filter = optarg;
+			break;
 		case OPT_PARSE_ONLY:
 			o->parse_only = true;
 			break;

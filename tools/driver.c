@@ -126,6 +126,7 @@ static void driver_setup_compile(struct compile *c, const struct cli_opts *o)
 	c->includes = o->includes;
 	c->nincludes = o->nincludes;
 	c->count_hits = o->metrics != NULL;
+	c->probe_filter = o->probe_filter;
 }
 
 static int driver_print_diags(struct compile *c)
