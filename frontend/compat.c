@@ -50,6 +50,11 @@ static const struct compat_entry compat_table[COMPAT_NDIFFS] = {
 		"are integers -> print by name in text (print(), maps, "
 		"printf \"%s\"; JSON keeps numbers)",
 	},
+	[COMPAT_RECORD_KEY] = {
+		"record-key",
+		"a struct in a map key prints as \"@[{.m=2,.n=3}]\" -> "
+		"\"@[{ .m = 2, .n = 3 }]\"",
+	},
 	[COMPAT_HIST_HEADER] = {
 		"hist-header",
 		"a hist()/lhist() map's line \"@h: \" ends in a space -> "

@@ -455,12 +455,15 @@ static uint64_t out_bitfield(const struct type_field *f, const void *p)
 
 /*
  * A struct or union: { .a = 1, .b = { .c = 2 } } in text, {.a=1,.b=2} in
- * map keys, { "a": 1, "b": 2 } in JSON values.
+ * map keys (0.17; compat record-key: as in text), { "a": 1, "b": 2 } in
+ * JSON values.
  */
 static int sb_record(const struct out *o, struct sb *b, const struct type *t,
 		     const void *p, enum val_style vs)
 {
-	bool key = vs == VS_TEXT_KEY || vs == VS_JSON_KEY;
+	/* the newest bpftrace spaces a record in a text key as a value */
+	bool key = vs == VS_JSON_KEY ||
+		   (vs == VS_TEXT_KEY && !compat_has(COMPAT_RECORD_KEY));
 	bool first = true;
 
 	sb_adds(b, key ? "{" : "{ ");
