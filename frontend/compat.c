@@ -55,6 +55,11 @@ static const struct compat_entry compat_table[COMPAT_NDIFFS] = {
 		"a struct in a map key prints as \"@[{.m=2,.n=3}]\" -> "
 		"\"@[{ .m = 2, .n = 3 }]\"",
 	},
+	[COMPAT_STR_LENGTH] = {
+		"str-length",
+		"str(p, n) keeps n characters -> n bytes with the NUL, "
+		"n - 1 characters",
+	},
 	[COMPAT_HIST_HEADER] = {
 		"hist-header",
 		"a hist()/lhist() map's line \"@h: \" ends in a space -> "

@@ -25,6 +25,7 @@ enum compat_diff {
 	COMPAT_BEGIN_LOWERCASE,	/* probe is "begin"/"end" */
 	COMPAT_ENUM_NAMES,	/* enum values print by name */
 	COMPAT_RECORD_KEY,	/* records in map keys spaced as values */
+	COMPAT_STR_LENGTH,	/* str(p, n): n bytes with the NUL */
 	COMPAT_HIST_HEADER,	/* "@h:" before a histogram, no space */
 	COMPAT_NDIFFS,
 };
