@@ -60,6 +60,11 @@ static const struct compat_entry compat_table[COMPAT_NDIFFS] = {
 		"str(p, n) keeps n characters -> n bytes with the NUL, "
 		"n - 1 characters",
 	},
+	[COMPAT_DIV_ZERO] = {
+		"div-zero",
+		"x / 0 and x % 0 are 0 (BPF's) -> 1, with a located warning "
+		"each time (\"Divide or modulo by 0 detected...\")",
+	},
 	[COMPAT_HIST_HEADER] = {
 		"hist-header",
 		"a hist()/lhist() map's line \"@h: \" ends in a space -> "

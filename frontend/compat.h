@@ -26,6 +26,7 @@ enum compat_diff {
 	COMPAT_ENUM_NAMES,	/* enum values print by name */
 	COMPAT_RECORD_KEY,	/* records in map keys spaced as values */
 	COMPAT_STR_LENGTH,	/* str(p, n): n bytes with the NUL */
+	COMPAT_DIV_ZERO,	/* x / 0 and x % 0 are 1, with a warning */
 	COMPAT_HIST_HEADER,	/* "@h:" before a histogram, no space */
 	COMPAT_NDIFFS,
 };
