@@ -4,6 +4,7 @@ libubt_a_SOURCES += \
 	probes/kfeat.h \
 	probes/probes.h \
 	probes/probes_btf.c \
+	probes/probes_debuginfo.c \
 	probes/probes_elf.c \
 	probes/probes_expand.c \
 	probes/probes_insn.c \

@@ -216,11 +216,9 @@ static bool probes_file_crc_ok(const char *path, uint32_t want)
  * to the file, in its .debug directory or under /usr/lib/debug (with the
  * CRC checked). NULL when there is none.
  */
-const char *probes_debug_file(struct arena *a, Elf *elf,
-				     const char *path)
+size_t probes_elf_build_id(Elf *elf, const unsigned char **id)
 {
 	Elf_Scn *scn = NULL;
-	char real[PATH_MAX], *dir;
 
 	while ((scn = elf_nextscn(elf, scn))) {
 		GElf_Shdr sh;
@@ -235,22 +233,37 @@ const char *probes_debug_file(struct arena *a, Elf *elf,
 			continue;
 		while ((off = gelf_getnote(data, off, &nh, &name_off,
 					   &desc_off)) > 0) {
-			const unsigned char *id;
-			char *p;
-
 			if (nh.n_type != NT_GNU_BUILD_ID || nh.n_namesz != 4 ||
 			    memcmp((char *)data->d_buf + name_off, "GNU", 4) ||
 			    nh.n_descsz < 2)
 				continue;
-			id = (const unsigned char *)data->d_buf + desc_off;
-			p = arena_printf(a, "/usr/lib/debug/.build-id/%02x/",
-					 id[0]);
-			for (size_t i = 1; i < nh.n_descsz; i++)
-				p = arena_printf(a, "%s%02x", p, id[i]);
-			p = arena_printf(a, "%s.debug", p);
-			if (access(p, R_OK) == 0)
-				return p;
+			*id = (const unsigned char *)data->d_buf + desc_off;
+			return nh.n_descsz;
 		}
+	}
+	return 0;
+}
+
+const char *probes_debug_file(struct arena *a, Elf *elf,
+				     const char *path)
+{
+	Elf_Scn *scn;
+	char real[PATH_MAX], *dir;
+	const unsigned char *id;
+	size_t idlen = probes_elf_build_id(elf, &id);
+	const char *found = probes_debuginfo_find(a, elf, path);
+
+	if (found)
+		return found;
+	if (idlen) {
+		char *p = arena_printf(a, "/usr/lib/debug/.build-id/%02x/",
+				       id[0]);
+
+		for (size_t i = 1; i < idlen; i++)
+			p = arena_printf(a, "%s%02x", p, id[i]);
+		p = arena_printf(a, "%s.debug", p);
+		if (access(p, R_OK) == 0)
+			return p;
 	}
 	scn = probes_elf_section(elf, ".gnu_debuglink");
 	if (!scn || !realpath(path, real))

@@ -23,6 +23,7 @@ enum {
 	OPT_DRY_RUN = 256,
 	OPT_ALL_PROCESSES,
 	OPT_COMPAT,
+	OPT_DEBUGINFO,
 	OPT_INFO,
 	OPT_INCLUDE,
 	OPT_METRICS,
@@ -42,6 +43,7 @@ static const struct option cli_long_opts[] = {
 	{ "all-processes", no_argument, NULL, OPT_ALL_PROCESSES },
 	{ "cmd", required_argument, NULL, 'c' },	/* bpftrace 0.26's */
 	{ "compat", required_argument, NULL, OPT_COMPAT },
+	{ "debuginfo", required_argument, NULL, OPT_DEBUGINFO },
 	{ "dry-run", no_argument, NULL, OPT_DRY_RUN },
 	{ "help", no_argument, NULL, 'h' },
 	{ "info", no_argument, NULL, OPT_INFO },
@@ -94,6 +96,8 @@ void cli_help(FILE *f)
 	      "    --mode MODE    where user probes run ('auto', 'kernel', 'user')\n"
 	      "    --compat VERSION\n"
 	      "                   behave and print as bpftrace '0.17' (default) or the 'newest' release ('list': the differences)\n"
+	      "    --debuginfo DIR[:DIR]\n"
+	      "                   look for stripped binaries' debug files in DIR first\n"
 	      "    --probe-filter REGEX\n"
 	      "                   only run probes whose name matches REGEX (BEGIN and END always)\n"
 	      "    --all-processes\n"
@@ -438,6 +442,12 @@ int cli_parse(struct cli_opts *o, int argc, char **argv, FILE *err)
 						 optarg);
 			break;
 		}
+		case OPT_DEBUGINFO:
+			o->debuginfo = xrealloc(o->debuginfo,
+						(o->ndebuginfo + 1) *
+							sizeof(char *));
+			o->debuginfo[o->ndebuginfo++] = optarg;
+			break;
 		case OPT_PROBE_FILTER:
 			o->probe_filter = optarg;
 			break;
@@ -517,5 +527,6 @@ void cli_release(struct cli_opts *o)
 	/* params point into argv; only the include lists are allocated */
 	free(o->include_dirs);
 	free(o->includes);
+	free(o->debuginfo);
 	*o = (struct cli_opts){ 0 };
 }

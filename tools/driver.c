@@ -522,6 +522,7 @@ int driver_run(const struct cli_opts *o)
 
 	if (env_read() || compat_from_env())
 		return UBT_EXIT_ERROR;
+	probes_set_debuginfo(o->debuginfo, o->ndebuginfo);
 	if (o->list && driver_check_pattern(o->list_pattern))
 		return UBT_EXIT_ERROR;
 	if (o->list && o->program)
