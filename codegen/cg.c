@@ -9,6 +9,7 @@
 #include <linux/bpf.h>
 
 #include "cg_int.h"
+#include "compat.h"
 #include "irb_native.h"
 #include "kfeat.h"
 #include "probes.h"
@@ -357,6 +358,9 @@ static void cg_program(struct cg *g, struct sema_probe *sp,
 	p->matches = m;
 	p->nmatches = nm;
 	p->probe_name = nm == 1 && m[0].name ? m[0].name : sp->name;
+	if ((prov == PROV_BEGIN || prov == PROV_END) &&
+	    compat_has(COMPAT_BEGIN_LOWERCASE))
+		p->probe_name = prov == PROV_BEGIN ? "begin" : "end";
 	if (prov == PROV_USDT && nm == 1 && m[0].pid > 0 && m[0].target &&
 	    strncmp(m[0].target, "/proc/", 6))
 		/* bpftrace names a -p process's USDT probe by the path

@@ -61,6 +61,11 @@ enum cg_event_kind {
 				 * return value (s64) at offset 8 */
 };
 
+/* The helper of a CG_EV_HELPER_ERROR that is the newest bpftrace's
+ * division-by-zero warning (codegen/cg_div.c), not a helper's failure. */
+#define CG_DIV_ZERO_HELPER "(division by zero)"
+
+
 /* Header of every ring-buffer record. */
 struct cg_event_hdr {
 	uint64_t id;		/* index into cg_object.events */

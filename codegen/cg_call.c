@@ -8,6 +8,7 @@
 #include <linux/bpf.h>
 
 #include "cg_int.h"
+#include "compat.h"
 #include "util.h"
 
 /* printf/time/cat/system: header + the arguments as sema's tuple. */
@@ -134,6 +135,16 @@ LLVMValueRef cg_str(struct cg *g, struct ast_node *n)
 			/* str(s, n): its first n characters at most */
 			LLVMValueRef l = cg_expr(g, len), last, at;
 
+			/* the newest: n bytes with the NUL (compat str-length) */
+			if (compat_has(COMPAT_STR_LENGTH))
+				l = LLVMBuildSelect(
+					ir->b,
+					LLVMBuildICmp(ir->b, LLVMIntEQ, l,
+						      irb_const(ir, 0), ""),
+					l,
+					LLVMBuildSub(ir->b, l, irb_const(ir, 1),
+						     ""),
+					"");
 			last = irb_const(ir, size - 1);
 			l = LLVMBuildSelect(ir->b,
 					    LLVMBuildICmp(ir->b, LLVMIntULT, l,
@@ -150,8 +161,10 @@ LLVMValueRef cg_str(struct cg *g, struct ast_node *n)
 		LLVMValueRef l = cg_expr(g, len);
 		LLVMValueRef big;
 
-		/* n characters: n + 1 bytes with the NUL (bpftrace 0.17) */
-		l = LLVMBuildAdd(ir->b, l, irb_const(ir, 1), "");
+		/* n characters: n + 1 bytes with the NUL (bpftrace 0.17);
+		 * the newest: n bytes with the NUL (compat str-length) */
+		if (!compat_has(COMPAT_STR_LENGTH))
+			l = LLVMBuildAdd(ir->b, l, irb_const(ir, 1), "");
 		big = LLVMBuildICmp(ir->b, LLVMIntUGT, l, sz, "");
 
 		sz = LLVMBuildSelect(ir->b, big, sz, l, "");

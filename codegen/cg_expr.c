@@ -167,7 +167,15 @@ static LLVMValueRef cg_binop(struct cg *g, struct ast_node *n)
 					  "");
 		return eq;
 	}
-	return cg_binop_values(g, n->op.op, l, a->type, r, b->type, n->type);
+	{
+		LLVMValueRef v;
+
+		g->div_loc = &n->loc;
+		v = cg_binop_values(g, n->op.op, l, a->type, r, b->type,
+				    n->type);
+		g->div_loc = NULL;
+		return v;
+	}
 }
 
 /* ++/-- on a variable or a map; returns the value before or after. */

@@ -22,6 +22,9 @@
 
 struct cg {
 	struct compile *c;
+	/* the / or % of the program being lowered, for the newest
+	 * bpftrace's division by zero (cg_div.c); NULL otherwise */
+	const struct ast_loc *div_loc;
 	struct sema_program *sp;
 	struct irb ir;
 	struct cg_object *obj;
@@ -117,6 +120,9 @@ void cg_store(struct cg *g, LLVMValueRef dst, const struct type *dt,
 LLVMValueRef cg_load(struct cg *g, LLVMValueRef src, const struct type *t);
 /* cg_value.c: binary operator op on the i64s l and r (of types lt and
  * rt), the result normalized to type result. */
+/* cg_div.c: the newest bpftrace's x / 0 and x % 0: 1, and a warning at
+ * g->div_loc when it happens (compat div-zero); v when !isz. */
+LLVMValueRef cg_div_zero(struct cg *g, LLVMValueRef isz, LLVMValueRef v);
 LLVMValueRef cg_binop_values(struct cg *g, enum ast_op op, LLVMValueRef l,
 			     const struct type *lt, LLVMValueRef r,
 			     const struct type *rt, const struct type *result);

@@ -65,8 +65,10 @@ static void cg_assign(struct cg *g, struct ast_node *n)
 			cg_unsupported(g, n, "this compound assignment");
 			return;
 		}
+		g->div_loc = &n->loc;
 		v = cg_binop_values(g, n->assign.op, old, lhs->type, r,
 				    rhs->type, lhs->type);
+		g->div_loc = NULL;
 		if (lhs->kind == AST_VAR) {
 			cg_store(g, g->vars[lhs->sema->var->slot],
 				 lhs->sema->var->type, v, lhs->type);

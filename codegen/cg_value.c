@@ -4,6 +4,7 @@
  * and string equality over two buffers.  Calls only cg_util.c and irb.
  */
 #include "cg_int.h"
+#include "compat.h"
 #include "util.h"
 
 /* String equality over the shorter buffer; returns i64 0/1. */
@@ -100,7 +101,11 @@ LLVMValueRef cg_binop_values(struct cg *g, enum ast_op op, LLVMValueRef l,
 			v = LLVMBuildUDiv(ir->b, l, d, "");
 		else
 			v = LLVMBuildURem(ir->b, l, d, "");
-		v = LLVMBuildSelect(ir->b, isz, irb_const(ir, 0), v, "");
+		if (g->div_loc && compat_has(COMPAT_DIV_ZERO))
+			v = cg_div_zero(g, isz, v);
+		else
+			v = LLVMBuildSelect(ir->b, isz, irb_const(ir, 0), v,
+					    "");
 		break;
 	}
 	case OP_BAND:

@@ -8,6 +8,7 @@ libubt_a_SOURCES += \
 	codegen/cg_call.c \
 	codegen/cg_call_out.c \
 	codegen/cg_call_val.c \
+	codegen/cg_div.c \
 	codegen/cg_dump.c \
 	codegen/cg_expr.c \
 	codegen/cg_field.c \

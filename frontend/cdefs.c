@@ -113,7 +113,6 @@ static enum CXChildVisitResult visit(CXCursor cur, CXCursor parent,
 	enum CXCursorKind k = cx->clang_getCursorKind(cur);
 	const char *prefix = NULL, *name;
 
-	(void)parent;
 	switch (k) {
 	case CXCursor_StructDecl:
 		prefix = "struct";
@@ -136,6 +135,9 @@ static enum CXChildVisitResult visit(CXCursor cur, CXCursor parent,
 			.name = cdefs_cx_str(d, cx->clang_getCursorSpelling(cur)),
 			.v = cx->clang_getEnumConstantDeclValue(cur),
 			.state = CONST_VALUE,
+			.in_enum = cx->clang_getCursorKind(parent) ==
+				   CXCursor_EnumDecl,
+			.enum_decl = parent,
 		};
 		return CXChildVisit_Continue;
 	}

@@ -32,6 +32,12 @@ int cdefs_parse(struct compile *c);
 struct type *cdefs_type(struct compile *c, const char *name);
 /* An enum constant or a #define of an integer constant expression. */
 bool cdefs_const(struct compile *c, const char *name, int64_t *v);
+/*
+ * The type of an enumerator of the definitions named name: uint64 with
+ * its enum's enumerators (they print by name with compat enum-names);
+ * NULL when name is no enumerator of the definitions.
+ */
+struct type *cdefs_const_type(struct compile *c, const char *name);
 void cdefs_free(struct cdefs *d);
 
 #endif

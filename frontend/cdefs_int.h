@@ -66,6 +66,8 @@ struct cdefs_const {
 	enum { CONST_VALUE, CONST_MACRO, CONST_BUSY, CONST_BAD } state;
 	bool is_macro;
 	bool expanding;		/* its body is being expanded */
+	bool in_enum;		/* an enumerator of enum_decl */
+	CXCursor enum_decl;
 };
 
 struct cdefs_rec {
@@ -98,6 +100,9 @@ struct cdefs {
 /* s as a string in the arena (s disposed of); the name's entry or NULL. */
 char *cdefs_cx_str(struct cdefs *d, CXString s);
 struct cdefs_name *cdefs_name_find(struct cdefs *d, const char *name);
+/* The enumerators of an enum declaration, in the arena (cdefs_enum.c). */
+const struct type_enumval *cdefs_enum_table(struct cdefs *d, CXCursor decl,
+					    int *n);
 #endif
 
 /*

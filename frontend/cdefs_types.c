@@ -174,6 +174,8 @@ static struct type *conv(struct cdefs *d, CXType t)
 	case CXType_Enum:
 		/* an unsigned integer of the enum's size, as bpftrace has it */
 		r = type_int(a, (size_t)size, false);
+		r->enumvals = cdefs_enum_table(d, cx->clang_getTypeDeclaration(t),
+					       &r->nenumvals);
 		break;
 	default:
 		break;	/* floating point, vectors, functions, __int128 */

@@ -29,6 +29,47 @@ static const struct compat_entry compat_table[COMPAT_NDIFFS] = {
 		"comparisons, &&, || and ! are integers (1, 0; sizeof 8) -> "
 		"bool (sizeof 1); bools print as true/false",
 	},
+	[COMPAT_STATS_RECORD] = {
+		"stats-record",
+		"stats() values print as \"count 3, average 2, total 6\" -> "
+		"as a record: \"{ .count = 3, .average = 2, .total = 6 }\"",
+	},
+	[COMPAT_POINTER_HEX] = {
+		"pointer-hex",
+		"pointer values (map values, print(), tuple and record members) "
+		"print in decimal -> in hex (0x33); JSON keeps numbers",
+	},
+	[COMPAT_BEGIN_LOWERCASE] = {
+		"begin-lowercase",
+		"the probe builtin of BEGIN and END (also spelled begin, end) "
+		"is \"BEGIN\", \"END\" -> \"begin\", \"end\"",
+	},
+	[COMPAT_ENUM_NAMES] = {
+		"enum-names",
+		"enumerators and casts to an enum of the script's C definitions "
+		"are integers -> print by name in text (print(), maps, "
+		"printf \"%s\"; JSON keeps numbers)",
+	},
+	[COMPAT_RECORD_KEY] = {
+		"record-key",
+		"a struct in a map key prints as \"@[{.m=2,.n=3}]\" -> "
+		"\"@[{ .m = 2, .n = 3 }]\"",
+	},
+	[COMPAT_STR_LENGTH] = {
+		"str-length",
+		"str(p, n) keeps n characters -> n bytes with the NUL, "
+		"n - 1 characters",
+	},
+	[COMPAT_DIV_ZERO] = {
+		"div-zero",
+		"x / 0 and x % 0 are 0 (BPF's) -> 1, with a located warning "
+		"each time (\"Divide or modulo by 0 detected...\")",
+	},
+	[COMPAT_HIST_HEADER] = {
+		"hist-header",
+		"a hist()/lhist() map's line \"@h: \" ends in a space -> "
+		"\"@h:\"",
+	},
 };
 
 enum compat_source { COMPAT_SRC_NONE, COMPAT_SRC_CONFIG, COMPAT_SRC_ENV,

@@ -20,6 +20,14 @@ enum compat_diff {
 	COMPAT_ATTACHED_MSG,	/* "Attached N probes" on stderr */
 	COMPAT_BEGIN_END_EXIT,	/* only BEGIN/END probes: the run ends */
 	COMPAT_BOOL,		/* comparisons, ! are bool; true/false */
+	COMPAT_STATS_RECORD,	/* stats() values print as records */
+	COMPAT_POINTER_HEX,	/* pointer values print in hex */
+	COMPAT_BEGIN_LOWERCASE,	/* probe is "begin"/"end" */
+	COMPAT_ENUM_NAMES,	/* enum values print by name */
+	COMPAT_RECORD_KEY,	/* records in map keys spaced as values */
+	COMPAT_STR_LENGTH,	/* str(p, n): n bytes with the NUL */
+	COMPAT_DIV_ZERO,	/* x / 0 and x % 0 are 1, with a warning */
+	COMPAT_HIST_HEADER,	/* "@h:" before a histogram, no space */
 	COMPAT_NDIFFS,
 };
 

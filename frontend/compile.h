@@ -50,6 +50,7 @@ struct compile {
 	const char **include_dirs;	/* -I DIR */
 	int ninclude_dirs;
 	bool count_hits;	/* --metrics: count each probe's hits (hits.h) */
+	const char *probe_filter;	/* --probe-filter REGEX or NULL */
 
 	/* the C definitions, parsed (frontend/cdefs.h) */
 	struct cdefs *cdefs;

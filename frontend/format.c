@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "arena.h"
+#include "compat.h"
 #include "diag.h"
 #include "format.h"
 #include "types.h"
@@ -244,6 +245,11 @@ const char *fmt_check_args(struct arena *a, const char *func,
 		enum fmt_arg have;
 
 		if (fmt_arg_of_type(args[i], &have) && have == cv->arg)
+			continue;
+		/* "%s" of an enum's value: its name (the newest bpftrace) */
+		if (cv->arg == FMT_ARG_STRING && args[i] &&
+		    args[i]->kind == TY_INT && args[i]->enumvals &&
+		    compat_has(COMPAT_ENUM_NAMES))
 			continue;
 		return arena_printf(a,
 			"%s: %%%s specifier expects a value of type %s (%s supplied)",

@@ -17,6 +17,8 @@ libubt_a_SOURCES += \
 	frontend/lexer.l \
 	frontend/parse.c \
 	frontend/parser.y \
+	frontend/probe_filter.c \
+	frontend/probe_filter.h \
 	frontend/types.c \
 	frontend/types.h \
 	frontend/types_btf.c \
@@ -41,6 +43,7 @@ libubt_a_SOURCES += \
 	frontend/cdefs.h \
 	frontend/cdefs_btf.c \
 	frontend/cdefs_clang.c \
+	frontend/cdefs_enum.c \
 	frontend/cdefs_eval.c \
 	frontend/cdefs_int.h \
 	frontend/cdefs_types.c \

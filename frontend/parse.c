@@ -9,6 +9,7 @@
 #include "cdefs.h"
 #include "compile.h"
 #include "hits.h"
+#include "probe_filter.h"
 #include "sema.h"
 #include "util.h"
 
@@ -34,6 +35,8 @@ int compile_frontend(struct compile *c, enum compile_stage stop)
 {
 	int err = parse_program(c);
 
+	if (!err)
+		err = probe_filter_apply(c);
 	if (!err && c->count_hits)
 		err = hits_add(c);
 	if (err || stop == STAGE_PARSE)

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "cdefs.h"
+#include "compat.h"
 #include "sema.h"
 #include "sema_int.h"
 #include "sema_type_int.h"
@@ -293,9 +294,15 @@ struct type *sema_t_ident(struct sema_ctx *x, struct ast_node *n)
 {
 	int64_t v;
 
+	struct type *et;
+
 	if (constant_value(x, n->ident.name, &v))
 		return NULL;
 	sema_node(x, n)->iargs[0] = v;
+	/* the newest bpftrace prints an enumerator by name */
+	if (compat_has(COMPAT_ENUM_NAMES) &&
+	    (et = cdefs_const_type(x->c, n->ident.name)))
+		return et;
 	return sema_uint64(x);
 }
 

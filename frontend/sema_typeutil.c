@@ -54,9 +54,15 @@ bool sema_t_is_nonneg_literal(struct sema_ctx *x, const struct ast_node *n)
 /* Map values and keys store integers as 64 bits. */
 struct type *sema_t_widen(struct sema_ctx *x, struct type *t)
 {
-	if (t && t->kind == TY_INT && t->size != 8)
-		return sema_t_int64_of(x, t->is_signed);
-	return t;
+	struct type *w;
+
+	if (!t || t->kind != TY_INT || t->size == 8)
+		return t;
+	w = sema_t_int64_of(x, t->is_signed);
+	/* an enum's value stays one (compat enum-names) */
+	w->enumvals = t->enumvals;
+	w->nenumvals = t->nenumvals;
+	return w;
 }
 
 /*
@@ -75,6 +81,8 @@ int sema_t_merge(struct sema_ctx *x, struct type **dst, struct type *src,
 	if (sema_t_is_int(d) && sema_t_is_int(src) && d->kind == src->kind) {
 		if (src->size > d->size) {
 			*dst = type_int(x->a, src->size, d->is_signed);
+			(*dst)->enumvals = d->enumvals;
+			(*dst)->nenumvals = d->nenumvals;
 			*changed = true;
 		}
 		return 0;

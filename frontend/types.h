@@ -34,6 +34,12 @@ enum type_kind {
 	TY_KIND_COUNT,
 };
 
+/* An enumerator of a C enum: its name and value. */
+struct type_enumval {
+	const char *name;
+	int64_t value;
+};
+
 struct type_field {
 	const char *name;	/* NULL for tuple elements */
 	struct type *type;
@@ -59,6 +65,10 @@ struct type {
 	/* lhist(value, min, max, step); hist(value, bits) */
 	int64_t lhist_min, lhist_max, lhist_step;
 	int hist_bits;
+	/* an integer of a C enum of the script's definitions: its
+	 * enumerators, for printing them by name (compat enum-names) */
+	const struct type_enumval *enumvals;
+	int nenumvals;
 };
 
 struct type *type_new(struct arena *a, enum type_kind kind, size_t size);

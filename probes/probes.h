@@ -61,6 +61,9 @@ int probes_elf_symbol(const char *path, const char *name, uint64_t *addr,
  * .gnu_debuglink), else path. In a; NULL only when a runs out.
  */
 const char *probes_elf_dwarf_file(struct arena *a, const char *path);
+/* --debuginfo DIR[:DIR]: directories searched first for debug files
+ * (probes_debuginfo.c); kept for the whole run. */
+void probes_set_debuginfo(const char *const *dirs, int n);
 /* Virtual address -> file offset through the PT_LOAD headers; 0 or -errno. */
 int probes_elf_vaddr_to_offset(const char *path, uint64_t vaddr,
 			       uint64_t *offset);

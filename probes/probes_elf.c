@@ -55,32 +55,6 @@ void *probes_vec_to_arena(struct arena *a, struct probes_vec *v)
 	return p;
 }
 
-int probes_elf_open(const char *path, struct probes_elf *e)
-{
-	GElf_Ehdr ehdr;
-
-	if (elf_version(EV_CURRENT) == EV_NONE)
-		return -ENOEXEC;
-	e->fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (e->fd < 0)
-		return -errno;
-	e->elf = elf_begin(e->fd, ELF_C_READ_MMAP, NULL);
-	if (!e->elf || elf_kind(e->elf) != ELF_K_ELF ||
-	    !gelf_getehdr(e->elf, &ehdr)) {
-		if (e->elf)
-			elf_end(e->elf);
-		close(e->fd);
-		return -ENOEXEC;
-	}
-	return 0;
-}
-
-void probes_elf_close(struct probes_elf *e)
-{
-	elf_end(e->elf);
-	close(e->fd);
-}
-
 /* vaddr -> file offset through PT_LOAD; -ENOENT when not mapped. */
 int probes_elf_offset(Elf *elf, uint64_t vaddr, uint64_t *off)
 {
@@ -174,27 +148,6 @@ static void probes_collect_syms(Elf *elf, struct probes_vec *v)
 	}
 }
 
-/* The section named name, or NULL. */
-Elf_Scn *probes_elf_section(Elf *elf, const char *name)
-{
-	Elf_Scn *scn = NULL;
-	size_t shstrndx;
-
-	if (elf_getshdrstrndx(elf, &shstrndx))
-		return NULL;
-	while ((scn = elf_nextscn(elf, scn))) {
-		GElf_Shdr sh;
-		const char *n;
-
-		if (!gelf_getshdr(scn, &sh))
-			continue;
-		n = elf_strptr(elf, shstrndx, sh.sh_name);
-		if (n && !strcmp(n, name))
-			return scn;
-	}
-	return NULL;
-}
-
 static bool probes_file_crc_ok(const char *path, uint32_t want)
 {
 	int fd = open(path, O_RDONLY | O_CLOEXEC);
@@ -219,38 +172,23 @@ static bool probes_file_crc_ok(const char *path, uint32_t want)
 const char *probes_debug_file(struct arena *a, Elf *elf,
 				     const char *path)
 {
-	Elf_Scn *scn = NULL;
+	Elf_Scn *scn;
 	char real[PATH_MAX], *dir;
+	const unsigned char *id;
+	size_t idlen = probes_elf_build_id(elf, &id);
+	const char *found = probes_debuginfo_find(a, elf, path);
 
-	while ((scn = elf_nextscn(elf, scn))) {
-		GElf_Shdr sh;
-		Elf_Data *data;
-		GElf_Nhdr nh;
-		size_t off = 0, name_off, desc_off;
+	if (found)
+		return found;
+	if (idlen) {
+		char *p = arena_printf(a, "/usr/lib/debug/.build-id/%02x/",
+				       id[0]);
 
-		if (!gelf_getshdr(scn, &sh) || sh.sh_type != SHT_NOTE)
-			continue;
-		data = elf_getdata(scn, NULL);
-		if (!data)
-			continue;
-		while ((off = gelf_getnote(data, off, &nh, &name_off,
-					   &desc_off)) > 0) {
-			const unsigned char *id;
-			char *p;
-
-			if (nh.n_type != NT_GNU_BUILD_ID || nh.n_namesz != 4 ||
-			    memcmp((char *)data->d_buf + name_off, "GNU", 4) ||
-			    nh.n_descsz < 2)
-				continue;
-			id = (const unsigned char *)data->d_buf + desc_off;
-			p = arena_printf(a, "/usr/lib/debug/.build-id/%02x/",
-					 id[0]);
-			for (size_t i = 1; i < nh.n_descsz; i++)
-				p = arena_printf(a, "%s%02x", p, id[i]);
-			p = arena_printf(a, "%s.debug", p);
-			if (access(p, R_OK) == 0)
-				return p;
-		}
+		for (size_t i = 1; i < idlen; i++)
+			p = arena_printf(a, "%s%02x", p, id[i]);
+		p = arena_printf(a, "%s.debug", p);
+		if (access(p, R_OK) == 0)
+			return p;
 	}
 	scn = probes_elf_section(elf, ".gnu_debuglink");
 	if (!scn || !realpath(path, real))

@@ -109,6 +109,12 @@ Elf_Scn *probes_elf_section(Elf *elf, const char *name);
  */
 const char *probes_debug_file(struct arena *a, Elf *elf,
 				     const char *path);
+/* The GNU build id of elf: its length (0: none), *id pointing into elf. */
+size_t probes_elf_build_id(Elf *elf, const unsigned char **id);
+/* probes_debuginfo.c: elf's debug file in a --debuginfo directory, with
+ * the same build id when both have one; NULL when there is none. */
+const char *probes_debuginfo_find(struct arena *a, Elf *elf,
+				  const char *path);
 
 int probes_name_cmp(const void *key, const void *rec);
 

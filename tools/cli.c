@@ -23,6 +23,7 @@ enum {
 	OPT_DRY_RUN = 256,
 	OPT_ALL_PROCESSES,
 	OPT_COMPAT,
+	OPT_DEBUGINFO,
 	OPT_INFO,
 	OPT_INCLUDE,
 	OPT_METRICS,
@@ -31,6 +32,7 @@ enum {
 	OPT_MODE,
 	OPT_NO_WARNINGS,
 	OPT_PARSE_ONLY,
+	OPT_PROBE_FILTER,
 	OPT_UNSAFE,
 	OPT_USDT_FILE_ACTIVATION,
 };
@@ -41,6 +43,7 @@ static const struct option cli_long_opts[] = {
 	{ "all-processes", no_argument, NULL, OPT_ALL_PROCESSES },
 	{ "cmd", required_argument, NULL, 'c' },	/* bpftrace 0.26's */
 	{ "compat", required_argument, NULL, OPT_COMPAT },
+	{ "debuginfo", required_argument, NULL, OPT_DEBUGINFO },
 	{ "dry-run", no_argument, NULL, OPT_DRY_RUN },
 	{ "help", no_argument, NULL, 'h' },
 	{ "info", no_argument, NULL, OPT_INFO },
@@ -55,6 +58,7 @@ static const struct option cli_long_opts[] = {
 	{ "output", required_argument, NULL, 'o' },
 	{ "parse-only", no_argument, NULL, OPT_PARSE_ONLY },
 	{ "pid", required_argument, NULL, 'p' },
+	{ "probe-filter", required_argument, NULL, OPT_PROBE_FILTER },
 	{ "quiet", no_argument, NULL, 'q' },
 	{ "unsafe", no_argument, NULL, OPT_UNSAFE },
 	{ "usdt-file-activation", no_argument, NULL,
@@ -92,6 +96,10 @@ void cli_help(FILE *f)
 	      "    --mode MODE    where user probes run ('auto', 'kernel', 'user')\n"
 	      "    --compat VERSION\n"
 	      "                   behave and print as bpftrace '0.17' (default) or the 'newest' release ('list': the differences)\n"
+	      "    --debuginfo DIR[:DIR]\n"
+	      "                   look for stripped binaries' debug files in DIR first\n"
+	      "    --probe-filter REGEX\n"
+	      "                   only run probes whose name matches REGEX (BEGIN and END always)\n"
 	      "    --all-processes\n"
 	      "                   without -p/-c: user-mode probes also in processes already running\n"
 	      "    --metrics [ADDR:]PORT\n"
@@ -434,6 +442,15 @@ int cli_parse(struct cli_opts *o, int argc, char **argv, FILE *err)
 						 optarg);
 			break;
 		}
+		case OPT_DEBUGINFO:
+			o->debuginfo = xrealloc(o->debuginfo,
+						(o->ndebuginfo + 1) *
+							sizeof(char *));
+			o->debuginfo[o->ndebuginfo++] = optarg;
+			break;
+		case OPT_PROBE_FILTER:
+			o->probe_filter = optarg;
+			break;
 		case OPT_PARSE_ONLY:
 			o->parse_only = true;
 			break;
@@ -510,5 +527,6 @@ void cli_release(struct cli_opts *o)
 	/* params point into argv; only the include lists are allocated */
 	free(o->include_dirs);
 	free(o->includes);
+	free(o->debuginfo);
 	*o = (struct cli_opts){ 0 };
 }

@@ -81,6 +81,9 @@ struct cli_opts {
 	bool parse_only;	/* --parse-only */
 	const char **include_dirs;	/* -I DIR (pointing into argv) */
 	int ninclude_dirs;
+	const char *probe_filter;	/* --probe-filter REGEX */
+	const char **debuginfo;	/* --debuginfo DIR[:DIR] (into argv) */
+	int ndebuginfo;
 	const char **includes;	/* --include FILE */
 	int nincludes;
 	/* --metrics [ADDR:]PORT, --metrics-prefix, --metrics-max-keys */

@@ -126,6 +126,7 @@ static void driver_setup_compile(struct compile *c, const struct cli_opts *o)
 	c->includes = o->includes;
 	c->nincludes = o->nincludes;
 	c->count_hits = o->metrics != NULL;
+	c->probe_filter = o->probe_filter;
 }
 
 static int driver_print_diags(struct compile *c)
@@ -521,6 +522,7 @@ int driver_run(const struct cli_opts *o)
 
 	if (env_read() || compat_from_env())
 		return UBT_EXIT_ERROR;
+	probes_set_debuginfo(o->debuginfo, o->ndebuginfo);
 	if (o->list && driver_check_pattern(o->list_pattern))
 		return UBT_EXIT_ERROR;
 	if (o->list && o->program)

@@ -192,7 +192,11 @@ static void kernel_helper_error(struct kernel *k, const struct cg_event *e,
 			l ? l->first_line : 0, l ? l->first_column : 0);
 		return;
 	}
-	if (ret < 0)
+	if (!strcmp(e->helper, CG_DIV_ZERO_HELPER))
+		snprintf(msg, sizeof(msg), "%s",
+			 "Divide or modulo by 0 detected. This can lead to "
+			 "unexpected results. 1 is being used as the result.");
+	else if (ret < 0)
 		snprintf(msg, sizeof(msg), "Failed to %s: %s (%d)", e->helper,
 			 strerror((int)-ret), (int)ret);
 	else

@@ -45,6 +45,9 @@ bool out_type_signed(const struct type *t);
 uint64_t out_load_int(const void *p, size_t size, bool is_signed);
 
 bool out_is_int_kind(const struct type *t);
+/* The name of enumerator v of an enum's integer type t (compat
+ * enum-names), or NULL: then v prints as a number. */
+const char *out_enum_name(const struct type *t, uint64_t v);
 
 bool out_is_char_array(const struct type *t);
 

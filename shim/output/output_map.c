@@ -213,21 +213,36 @@ static int sb_map_entry_text(const struct out *o, struct sb *b,
 			return err;
 		sb_addc(b, ']');
 	}
-	sb_adds(b, ": ");
+	/* 0.17 leaves a space after a histogram's "@x:" */
+	sb_adds(b, mc == MC_HIST && compat_has(COMPAT_HIST_HEADER) ?
+		   ":" : ": ");
 	switch (mc) {
 	case MC_VALUE:
 	case MC_AVG:
-		sb_number(b, vt, div_number(vt, it->number, div));
+		if (vt->kind == TY_POINTER && compat_has(COMPAT_POINTER_HEX))
+			sb_printf(b, "0x%" PRIx64, it->number / div);
+		else if (mc == MC_VALUE && div == 1 &&
+			 out_enum_name(vt, it->number))
+			sb_adds(b, out_enum_name(vt, it->number));
+		else
+			sb_number(b, vt, div_number(vt, it->number, div));
 		sb_addc(b, '\n');
 		return 0;
 	case MC_STATS: {
 		struct out_avg a;
 
 		memcpy(&a, it->e->value, sizeof(a));
-		sb_printf(b, "count %" PRIu64 ", average ", a.count);
+		if (compat_has(COMPAT_STATS_RECORD))
+			sb_printf(b, "{ .count = %" PRIu64 ", .average = ",
+				  a.count);
+		else
+			sb_printf(b, "count %" PRIu64 ", average ", a.count);
 		sb_number(b, vt, it->number);
-		sb_adds(b, ", total ");
+		sb_adds(b, compat_has(COMPAT_STATS_RECORD) ? ", .total = " :
+			   ", total ");
 		sb_number(b, vt, (uint64_t)a.total);
+		if (compat_has(COMPAT_STATS_RECORD))
+			sb_adds(b, " }");
 		sb_addc(b, '\n');
 		return 0;
 	}

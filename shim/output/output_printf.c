@@ -138,6 +138,15 @@ static int sb_conv(const struct out *o, struct sb *b,
 			s = xmalloc(t->size + 1);
 			memcpy(s, p, t->size);
 			s[t->size] = '\0';
+		} else if (t->kind == TY_INT && t->enumvals) {
+			/* an enum's value: its name, else the number */
+			uint64_t v = out_load_int(p, t->size, false);
+			const char *en = out_enum_name(t, v);
+
+			char num[24];
+
+			snprintf(num, sizeof(num), "%" PRIu64, v);
+			s = xstrdup(en ? en : num);
 		} else {
 			s = out_resolve(o, t, p);
 			if (!s)

@@ -81,6 +81,19 @@ bool out_is_int_kind(const struct type *t)
 	       t->kind == TY_POINTER || t->kind == TY_ENUM;
 }
 
+const char *out_enum_name(const struct type *t, uint64_t v)
+{
+	if (t->kind != TY_INT || !t->enumvals ||
+	    !compat_has(COMPAT_ENUM_NAMES))
+		return NULL;
+	for (int i = 0; i < t->nenumvals; i++)
+		if ((uint64_t)t->enumvals[i].value == v ||
+		    (t->size < 8 && ((uint64_t)t->enumvals[i].value &
+				     ((1ULL << (8 * t->size)) - 1)) == v))
+			return t->enumvals[i].name;
+	return NULL;
+}
+
 bool out_is_char_array(const struct type *t)
 {
 	/* bytes named uint8 (pton()) are numbers */
@@ -442,12 +455,15 @@ static uint64_t out_bitfield(const struct type_field *f, const void *p)
 
 /*
  * A struct or union: { .a = 1, .b = { .c = 2 } } in text, {.a=1,.b=2} in
- * map keys, { "a": 1, "b": 2 } in JSON values.
+ * map keys (0.17; compat record-key: as in text), { "a": 1, "b": 2 } in
+ * JSON values.
  */
 static int sb_record(const struct out *o, struct sb *b, const struct type *t,
 		     const void *p, enum val_style vs)
 {
-	bool key = vs == VS_TEXT_KEY || vs == VS_JSON_KEY;
+	/* the newest bpftrace spaces a record in a text key as a value */
+	bool key = vs == VS_JSON_KEY ||
+		   (vs == VS_TEXT_KEY && !compat_has(COMPAT_RECORD_KEY));
 	bool first = true;
 
 	sb_adds(b, key ? "{" : "{ ");
@@ -528,7 +544,8 @@ int sb_value(const struct out *o, struct sb *b, const struct type *t,
 		    const void *p, enum val_style vs)
 {
 	if (t->kind == TY_POINTER && t->size == 8 &&
-	    (vs == VS_TEXT_KEY || vs == VS_JSON_KEY)) {
+	    (vs == VS_TEXT_KEY || vs == VS_JSON_KEY ||
+	     (vs == VS_TEXT && compat_has(COMPAT_POINTER_HEX)))) {
 		/* pointers in map keys print in hex, as bpftrace's do */
 		sb_printf(b, "0x%" PRIx64, out_load_int(p, 8, false));
 		return 0;
@@ -539,8 +556,12 @@ int sb_value(const struct out *o, struct sb *b, const struct type *t,
 	}
 	if (out_is_int_kind(t)) {
 		uint64_t v = out_load_int(p, t->size, out_type_signed(t));
+		const char *en = vs == VS_TEXT || vs == VS_TEXT_KEY ?
+					 out_enum_name(t, v) : NULL;
 
-		if (out_type_signed(t))
+		if (en)
+			sb_adds(b, en);
+		else if (out_type_signed(t))
 			sb_printf(b, "%" PRId64, (int64_t)v);
 		else
 			sb_printf(b, "%" PRIu64, v);

@@ -339,7 +339,8 @@ static int run_combined(struct compile *c, const struct run_opts *o,
 	if (!o->quiet && !compat_has(COMPAT_ATTACHED_MSG))
 		run_attached(o, nprobes);
 	fflush(o->out ? o->out : stdout);
-	err = kernel_attach(r.k, &nprobes);
+	/* nprobes counts the user-mode probes too: keep it */
+	err = kernel_attach(r.k, NULL);
 	if (err)
 		goto out;
 	/* the newest bpftrace's message: once attached, on stderr */
