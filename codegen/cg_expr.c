@@ -543,6 +543,16 @@ LLVMValueRef cg_expr(struct cg *g, struct ast_node *n)
 			return cg_array_addr(g, n->cast.expr);
 		v = cg_expr(g, n->cast.expr);
 
+		/* (bool)x: true for every non-zero value, as in C */
+		if (n->type && n->type->kind == TY_BOOL &&
+		    n->cast.expr->type &&
+		    n->cast.expr->type->kind != TY_BOOL &&
+		    cg_is_scalar(n->cast.expr->type))
+			return LLVMBuildZExt(ir->b,
+					     LLVMBuildICmp(ir->b, LLVMIntNE, v,
+							   LLVMConstNull(LLVMTypeOf(v)),
+							   ""),
+					     ir->i64, "bool");
 		if (cg_is_scalar(n->type) && cg_is_scalar(n->cast.expr->type))
 			return cg_int_norm(g, v, n->type);
 		break;
