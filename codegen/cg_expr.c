@@ -448,6 +448,11 @@ static LLVMValueRef cg_call(struct cg *g, struct ast_node *n)
 		return cg_strcontains(g, n);
 	case FN_CGROUP_PATH:
 		return cg_cgroup_path(g, n);
+	case FN_NSECS:
+		return cg_nsecs_mode(g, n);
+	case FN_STRLEN:
+		return cg_strlen(g, n);
+	case FN_SIGNAL_NAME:	/* the value; its text when printed */
 	case FN_STRERROR:	/* the value; its text when printed */
 	case FN_SYSCALL_NAME:
 	case FN_STRFTIME:

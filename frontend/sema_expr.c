@@ -284,7 +284,9 @@ static struct type *type_unop(struct sema_ctx *x, struct ast_node *n)
 static struct type *type_ternary(struct sema_ctx *x, struct ast_node *n)
 {
 	struct type *c = sema_type_expr(x, n->ternary.cond);
-	struct type *a = sema_type_expr(x, n->ternary.then);
+	/* a ?: b: then is cond's node */
+	struct type *a = n->ternary.then == n->ternary.cond ? c :
+			 sema_type_expr(x, n->ternary.then);
 	struct type *b = sema_type_expr(x, n->ternary.else_);
 	struct type *r;
 	bool changed = false;
