@@ -213,6 +213,14 @@ static int type_for(struct sema_ctx *x, struct ast_node *n)
 		}
 		el[0] = m->key;
 		el[1] = m->value;
+		/* count, sum, min, max, avg: their merged value, an
+		 * integer (v0.26); stats and histograms are not values */
+		if (m->value->kind == TY_COUNT)
+			el[1] = sema_uint64(x);
+		else if (m->value->kind == TY_SUM ||
+			 m->value->kind == TY_MIN ||
+			 m->value->kind == TY_MAX || m->value->kind == TY_AVG)
+			el[1] = sema_t_int64_of(x, m->value->is_signed);
 		err = sema_t_var_set(x, v, sema_tuple(x, el, 2), &v->loc);
 	} else {
 		struct type *a = sema_type_expr(x, n->for_.start);
