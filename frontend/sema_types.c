@@ -79,7 +79,7 @@ static int assign_map(struct sema_ctx *x, struct ast_node *n)
 static int assign_var(struct sema_ctx *x, struct ast_node *n)
 {
 	struct ast_node *lhs = n->assign.lhs, *rhs = n->assign.rhs;
-	struct type *t = sema_type_expr(x, rhs);
+	struct type *t = sema_t_agg_value(x, rhs, sema_type_expr(x, rhs));
 	struct ast_loc loc;
 
 	if (!t)
@@ -125,7 +125,7 @@ static int type_assign(struct sema_ctx *x, struct ast_node *n)
 
 static int type_cond(struct sema_ctx *x, struct ast_node *c, const char *what)
 {
-	struct type *t = sema_type_expr(x, c);
+	struct type *t = sema_t_agg_value(x, c, sema_type_expr(x, c));
 
 	if (!t)
 		return -EINVAL;
