@@ -352,6 +352,8 @@ static struct type *resolve_named(struct sema_ctx *x, struct type *t,
 	}
 	if (t->kind != TY_NAMED)
 		return t;
+	if (!strcmp(t->name, "void"))	/* (void *)x (v0.26) */
+		return type_new(x->a, TY_VOID, 0);
 	for (size_t i = 0; i < ARRAY_SIZE(ints); i++)
 		if (!strcmp(ints[i].name, t->name))
 			return type_int(x->a, ints[i].size, ints[i].is_signed);
