@@ -29,6 +29,11 @@ static const struct compat_entry compat_table[COMPAT_NDIFFS] = {
 		"comparisons, &&, || and ! are integers (1, 0; sizeof 8) -> "
 		"bool (sizeof 1); bools print as true/false",
 	},
+	[COMPAT_UNREACHABLE] = {
+		"unreachable",
+		"statements after return, break, continue or exit() pass "
+		"silently -> \"WARNING: Unreachable statement.\" at the first",
+	},
 };
 
 enum compat_source { COMPAT_SRC_NONE, COMPAT_SRC_CONFIG, COMPAT_SRC_ENV,

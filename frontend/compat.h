@@ -20,6 +20,7 @@ enum compat_diff {
 	COMPAT_ATTACHED_MSG,	/* "Attached N probes" on stderr */
 	COMPAT_BEGIN_END_EXIT,	/* only BEGIN/END probes: the run ends */
 	COMPAT_BOOL,		/* comparisons, ! are bool; true/false */
+	COMPAT_UNREACHABLE,	/* a warning after return/break/exit() */
 	COMPAT_NDIFFS,
 };
 

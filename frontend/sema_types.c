@@ -10,6 +10,7 @@
 #include <errno.h>
 #include <string.h>
 
+#include "compat.h"
 #include "sema.h"
 #include "sema_int.h"
 #include "sema_type_int.h"
@@ -20,13 +21,31 @@
 
 static int type_stmt(struct sema_ctx *x, struct ast_node *n);
 
+/* A statement after which the block's others never run (v0.26). */
+static bool ends_block(const struct ast_node *n)
+{
+	const struct ast_node *e = n->kind == AST_EXPR_STMT ? n->stmt.expr :
+							      NULL;
+
+	return n->kind == AST_JUMP ||
+	       (e && e->kind == AST_CALL && !strcmp(e->call.name, "exit"));
+}
+
 static int type_stmts(struct sema_ctx *x, struct ast_node *n)
 {
+	bool dead = false, warned = false;
 	int err = 0;
 
-	for (; n; n = n->next)
+	for (; n; n = n->next) {
+		/* the first unreachable statement only */
+		if (dead && !warned && compat_has(COMPAT_UNREACHABLE)) {
+			sema_warning(x, &n->loc, "Unreachable statement.");
+			warned = true;
+		}
 		if (type_stmt(x, n))
 			err = -EINVAL;
+		dead |= ends_block(n);
+	}
 	return err;
 }
 
