@@ -456,6 +456,11 @@ static LLVMValueRef cg_call(struct cg *g, struct ast_node *n)
 		return cg_strcontains(g, n);
 	case FN_CGROUP_PATH:
 		return cg_cgroup_path(g, n);
+	case FN_NSECS:
+		return cg_nsecs_mode(g, n);
+	case FN_STRLEN:
+		return cg_strlen(g, n);
+	case FN_SIGNAL_NAME:	/* the value; its text when printed */
 	case FN_STRERROR:	/* the value; its text when printed */
 	case FN_SYSCALL_NAME:
 	case FN_STRFTIME:
@@ -551,6 +556,16 @@ LLVMValueRef cg_expr(struct cg *g, struct ast_node *n)
 			return cg_array_addr(g, n->cast.expr);
 		v = cg_expr(g, n->cast.expr);
 
+		/* (bool)x: true for every non-zero value, as in C */
+		if (n->type && n->type->kind == TY_BOOL &&
+		    n->cast.expr->type &&
+		    n->cast.expr->type->kind != TY_BOOL &&
+		    cg_is_scalar(n->cast.expr->type))
+			return LLVMBuildZExt(ir->b,
+					     LLVMBuildICmp(ir->b, LLVMIntNE, v,
+							   LLVMConstNull(LLVMTypeOf(v)),
+							   ""),
+					     ir->i64, "bool");
 		if (cg_is_scalar(n->type) && cg_is_scalar(n->cast.expr->type))
 			return cg_int_norm(g, v, n->type);
 		break;

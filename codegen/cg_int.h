@@ -226,6 +226,12 @@ void cg_exit(struct cg *g, struct ast_node *n);
 LLVMValueRef cg_str(struct cg *g, struct ast_node *n);
 LLVMValueRef cg_strncmp(struct cg *g, struct ast_node *n);
 LLVMValueRef cg_usym(struct cg *g, struct ast_node *n);
+/* cg_aggval.c: an aggregation's value of a key, merged (for over it) */
+LLVMValueRef cg_agg_value(struct cg *g, int id, LLVMValueRef key,
+			  LLVMValueRef val);
+/* cg_call_new.c: functions of bpftrace after 0.17 */
+LLVMValueRef cg_nsecs_mode(struct cg *g, struct ast_node *n);
+LLVMValueRef cg_strlen(struct cg *g, struct ast_node *n);
 /* cg_call_val.c: values made from bytes */
 LLVMValueRef cg_buf(struct cg *g, struct ast_node *n);
 LLVMValueRef cg_ntop(struct cg *g, struct ast_node *n);

@@ -188,6 +188,12 @@ LLVMValueRef cg_map_read(struct cg *g, struct ast_node *mapnode)
 	key = cg_map_key(g, mapnode, m, NULL);
 	p = irb_map_lookup(ir, g->maps[sm->id], key);
 	cg_helper_check(g, &mapnode->loc, "map_lookup_elem", p, CG_CHECK_NULL);
+	/* in BPF, every CPU's value merged (bpftrace v0.26) */
+	if (ir->target == CG_TARGET_BPF && m->percpu &&
+	    (cg_map_agg(sm) == FN_COUNT || cg_map_agg(sm) == FN_SUM ||
+	     cg_map_agg(sm) == FN_MIN || cg_map_agg(sm) == FN_MAX ||
+	     cg_map_agg(sm) == FN_AVG))
+		return cg_agg_value(g, sm->id, key, p);
 	if (cg_map_agg(sm) == FN_AVG) {
 		res = irb_alloca(ir, 8, "avg");
 		LLVMBuildStore(ir->b, irb_const(ir, 0), res);

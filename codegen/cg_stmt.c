@@ -453,10 +453,19 @@ static void cg_for_map(struct cg *g, struct ast_node *n)
 	cg_store(g, irb_gep(ir, g->vars[kv->slot], kt->fields[0].offset),
 		 kt->fields[0].type,
 		 cg_load(g, LLVMGetParam(cb, 1), m->key_type), m->key_type);
-	cg_store(g, irb_gep(ir, g->vars[kv->slot], kt->fields[1].offset),
-		 kt->fields[1].type,
-		 cg_load(g, LLVMGetParam(cb, 2), m->value_type),
-		 m->value_type);
+	if (cg_map_agg(sm) != FN_NONE)	/* count, sum, min, max, avg */
+		cg_store(g, irb_gep(ir, g->vars[kv->slot],
+				    kt->fields[1].offset),
+			 kt->fields[1].type,
+			 cg_agg_value(g, sm->id, LLVMGetParam(cb, 1),
+				      LLVMGetParam(cb, 2)),
+			 kt->fields[1].type);
+	else
+		cg_store(g, irb_gep(ir, g->vars[kv->slot],
+				    kt->fields[1].offset),
+			 kt->fields[1].type,
+			 cg_load(g, LLVMGetParam(cb, 2), m->value_type),
+			 m->value_type);
 	cg_loop_cb_end(g, &s, n->for_.body);
 	args[0] = g->maps[sm->id];
 	args[1] = cb;

@@ -7,6 +7,8 @@ libubt_a_SOURCES += \
 	codegen/cg.h \
 	codegen/cg_call.c \
 	codegen/cg_call_out.c \
+	codegen/cg_aggval.c \
+	codegen/cg_call_new.c \
 	codegen/cg_call_val.c \
 	codegen/cg_div.c \
 	codegen/cg_dump.c \

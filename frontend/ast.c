@@ -260,7 +260,8 @@ int ast_visit_children(struct ast_node *n, ast_visit_fn fn, void *ctx)
 		break;
 	case AST_TERNARY:
 		singles[ns++] = n->ternary.cond;
-		singles[ns++] = n->ternary.then;
+		if (n->ternary.then != n->ternary.cond)	/* not a ?: b */
+			singles[ns++] = n->ternary.then;
 		singles[ns++] = n->ternary.else_;
 		break;
 	case AST_FIELD:

@@ -329,6 +329,13 @@ static char *cdefs_source(struct compile *c, const char *btf)
  * lets libclang print them): located in the script when it is there (the
  * source line follows), else at clang's place (a header, the prelude).
  */
+static bool cdefs_ends_with(const char *s, const char *end)
+{
+	size_t n = strlen(s), m = strlen(end);
+
+	return n >= m && !strcmp(s + n - m, end);
+}
+
 static struct diag *cdefs_diag_one(struct cdefs *d, CXDiagnostic g,
 				   enum diag_level level, const char *sev)
 {
@@ -342,6 +349,18 @@ static struct diag *cdefs_diag_one(struct cdefs *d, CXDiagnostic g,
 	cx->clang_getPresumedLocation(cx->clang_getDiagnosticLocation(g),
 				      &file, &line, &col);
 	fname = cdefs_cx_str(d, file);
+	/*
+	 * A missing #include of the script: bpftrace's one line, placed in
+	 * its definitions.h (the script's line + 1), no source line, no hint
+	 */
+	if (!strcmp(fname, c->filename) && line && level == DIAG_ERROR &&
+	    !strcmp(sev, "fatal error") && cdefs_ends_with(msg,
+							  "file not found")) {
+		d->include_missing = true;
+		return diag_clang(&c->diag, level, sev, NULL,
+				  "definitions.h:%u:%u: %s: %s", line + 1, col,
+				  sev, msg);
+	}
 	if (!strcmp(fname, c->filename) && line) {
 		struct ast_loc loc = {
 			.first_line = (int)line, .last_line = (int)line,
@@ -390,7 +409,7 @@ static int cdefs_diags(struct cdefs *d)
 		cx->clang_disposeDiagnostic(g);
 	}
 	/* bpftrace's advice after clang's errors (and their notes) */
-	if (last)
+	if (last && !d->include_missing)
 		diag_hint(&c->diag, last,
 			  "Include headers with missing type definitions or install BTF information to your system.");
 	return err;

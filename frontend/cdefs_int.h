@@ -87,6 +87,7 @@ struct cdefs {
 	struct cdefs_rec *recs;
 	int nrecs, caprecs;
 	int depth;
+	bool include_missing;	/* a #include of the script not found */
 };
 
 #define GROW(arr, n, cap)                                               \

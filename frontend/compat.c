@@ -70,6 +70,11 @@ static const struct compat_entry compat_table[COMPAT_NDIFFS] = {
 		"a hist()/lhist() map's line \"@h: \" ends in a space -> "
 		"\"@h:\"",
 	},
+	[COMPAT_UNREACHABLE] = {
+		"unreachable",
+		"statements after return, break, continue or exit() pass "
+		"silently -> \"WARNING: Unreachable statement.\" at the first",
+	},
 };
 
 enum compat_source { COMPAT_SRC_NONE, COMPAT_SRC_CONFIG, COMPAT_SRC_ENV,

@@ -183,6 +183,7 @@ bool fmt_arg_of_type(const struct type *t, enum fmt_arg *out)
 	case TY_CGROUP_PATH:
 	case TY_STRERROR:
 	case TY_SYSCALL_NAME:
+	case TY_SIGNAL_NAME:
 	case TY_PROBE:
 		*out = FMT_ARG_STRING;
 		return true;

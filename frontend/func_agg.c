@@ -190,7 +190,7 @@ const struct sema_func_ops sema_funcs_agg[] = {
 	  .flags = FN_F_AGG, .type = ty_max },
 	{ .name = "stats", .id = FN_STATS, .min_args = 1, .max_args = 1,
 	  .flags = FN_F_AGG, .type = ty_stats },
-	{ .name = "hist", .id = FN_HIST, .min_args = 1, .max_args = 1,
+	{ .name = "hist", .id = FN_HIST, .min_args = 1, .max_args = 2,
 	  .flags = FN_F_AGG, .type = ty_hist },
 	{ .name = "lhist", .id = FN_LHIST, .min_args = 4, .max_args = 4,
 	  .flags = FN_F_AGG, .type = ty_lhist },

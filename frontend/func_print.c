@@ -8,6 +8,7 @@
 #include "format.h"
 #include "sema.h"
 #include "sema_int.h"
+#include "sema_type_int.h"
 #include "util.h"
 
 static struct type *ty_void(struct sema_ctx *x)
@@ -146,7 +147,8 @@ static struct type *ty_print(struct sema_ctx *x, struct ast_node *call,
 	int64_t v;
 
 	(void)m;
-	if (a->kind == AST_MAP) {
+	/* print(@x[k]) alone: the value (v0.26; 0.17 refused it) */
+	if (a->kind == AST_MAP && !(a->map.nkeys && !a->next)) {
 		int i = 0;
 
 		if (!whole_map(x, call, a, false))
@@ -168,7 +170,7 @@ static struct type *ty_print(struct sema_ctx *x, struct ast_node *call,
 		}
 		return ty_void(x);
 	}
-	if (!sema_type_expr(x, a))
+	if (!sema_t_agg_value(x, a, sema_type_expr(x, a)))
 		return NULL;
 	if (call->call.nargs > 1) {
 		sema_error(x, &call->loc,

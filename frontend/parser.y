@@ -857,6 +857,15 @@ cond_expr:
 			$$->ternary.then = $3;
 			$$->ternary.else_ = $5;
 		}
+	|	lor_expr T_QUES T_COLON cond_expr
+		{
+			/* a ?: b (v0.26): a ? a : b, a evaluated twice as
+			 * there (one node, two uses) */
+			$$ = NEW(AST_TERNARY, @$);
+			$$->ternary.cond = $1;
+			$$->ternary.then = $1;
+			$$->ternary.else_ = $4;
+		}
 	;
 
 lor_expr:

@@ -94,6 +94,9 @@ enum sema_builtin {
 	BI_COUNT_,
 };
 
+/* nsecs(mode)'s clocks besides monotonic (the builtin nsecs). */
+enum sema_nsecs_mode { NSECS_BOOT, NSECS_TAI, NSECS_SW_TAI };
+
 /* Functions. */
 enum sema_func {
 	FN_NONE,
@@ -153,6 +156,10 @@ enum sema_func {
 	/* printf()'s as located messages (bpftrace v0.25; func_print.c) */
 	FN_ERRORF,
 	FN_WARNF,
+	/* bpftrace after 0.17 (frontend/func_new.c) */
+	FN_NSECS,	/* nsecs(boot|tai|sw_tai) */
+	FN_STRLEN,
+	FN_SIGNAL_NAME,
 	FN_COUNT_,
 };
 

@@ -157,10 +157,16 @@ static struct type *type_positional(struct sema_ctx *x, struct ast_node *n)
 	return NULL;
 }
 
+/* An operand: an aggregation map's read is its integer (v0.26). */
+static struct type *sema_agg_operand(struct sema_ctx *x, struct ast_node *n)
+{
+	return sema_t_agg_value(x, n, sema_type_expr(x, n));
+}
+
 static struct type *type_binop(struct sema_ctx *x, struct ast_node *n)
 {
-	struct type *lt = sema_type_expr(x, n->op.left);
-	struct type *rt = sema_type_expr(x, n->op.right);
+	struct type *lt = sema_agg_operand(x, n->op.left);
+	struct type *rt = sema_agg_operand(x, n->op.right);
 
 	if (!lt && !rt)
 		return NULL;
@@ -284,7 +290,9 @@ static struct type *type_unop(struct sema_ctx *x, struct ast_node *n)
 static struct type *type_ternary(struct sema_ctx *x, struct ast_node *n)
 {
 	struct type *c = sema_type_expr(x, n->ternary.cond);
-	struct type *a = sema_type_expr(x, n->ternary.then);
+	/* a ?: b: then is cond's node */
+	struct type *a = n->ternary.then == n->ternary.cond ? c :
+			 sema_type_expr(x, n->ternary.then);
 	struct type *b = sema_type_expr(x, n->ternary.else_);
 	struct type *r;
 	bool changed = false;

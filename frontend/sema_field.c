@@ -7,6 +7,7 @@
  * a size, an offset) are kept in the node's iargs[0] for codegen.
  */
 #include <errno.h>
+#include <stdint.h>
 #include <string.h>
 
 #include "cdefs.h"
@@ -252,6 +253,16 @@ struct type *sema_t_index(struct sema_ctx *x, struct ast_node *n)
 			return NULL;
 		}
 		return type_int(x->a, 1, true);
+	}
+	if (t->kind == TY_TUPLE && sema_int_literal(x, n->index.index, &v) &&
+	    v >= 0 && v <= INT32_MAX) {
+		/* $t[0] (v0.26): the tuple's element, as $t.0 */
+		struct ast_node *e = n->index.expr;
+
+		n->kind = AST_TUPLE_INDEX;
+		n->tindex.expr = e;
+		n->tindex.index = (int)v;
+		return sema_type_expr(x, n);
 	}
 	if (t->kind == TY_POINTER) {
 		if (!t->elem || t->elem->kind == TY_VOID || !t->elem->size) {

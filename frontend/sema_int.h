@@ -105,6 +105,13 @@ extern const struct sema_func_ops sema_funcs_sym[];
 extern const struct sema_func_ops sema_funcs_net[];
 extern const struct sema_func_ops sema_funcs_sys[];
 extern const struct sema_func_ops sema_funcs_out[];
+extern const struct sema_func_ops sema_funcs_new[];
+/* pid(ns)/tid(ns) made the builtins (func_new.c): 1, 0 (not one), -errno */
+int sema_new_builtin_call(struct sema_ctx *x, struct ast_node *n);
+/* probetype, leader_comm, leader_tid rewritten in place (func_new.c) */
+bool sema_new_ident(struct sema_ctx *x, struct ast_node *n);
+/* assert(cond, msg) rewritten in place (func_new.c): 1, 0, -errno */
+int sema_new_assert(struct sema_ctx *x, struct ast_node *n);
 
 const struct sema_builtin_ops *sema_builtin_find(const char *name, int *arg);
 const struct sema_builtin_ops *sema_builtin_ops(enum sema_builtin id);

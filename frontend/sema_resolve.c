@@ -152,6 +152,8 @@ static int resolve_builtin(struct sema_ctx *x, struct ast_node *n)
 	struct sema_node *sn;
 	int arg = 0;
 
+	if (sema_new_ident(x, n))
+		return resolve(n, x);
 	b = sema_builtin_find(n->ident.name, &arg);
 	if (!b && !strncmp(n->ident.name, "__builtin_", 10))
 		b = sema_builtin_find(n->ident.name + 10, &arg);	/* v0.25 */
@@ -177,9 +179,23 @@ static int resolve_call(struct sema_ctx *x, struct ast_node *n)
 	const struct sema_func_ops *f = sema_func_find(n->call.name);
 	const struct ast_loc *saved = x->use_loc;
 	struct sema_node *sn;
-	int err = 0;
+	int err = sema_new_builtin_call(x, n);
 
-	if (!f && !n->call.args && sema_builtin_find(n->call.name, NULL)) {
+	if (err)
+		return err < 0 ? err : resolve_builtin(x, n);
+	if (!f && (err = sema_new_assert(x, n)))
+		return err < 0 ? err : resolve(n, x);
+	/* nsecs(monotonic) is the builtin */
+	if (f && f->id == FN_NSECS && n->call.args &&
+	    n->call.args->kind == AST_IDENT && !n->call.args->next &&
+	    !strcmp(n->call.args->ident.name, "monotonic"))
+		n->call.args = NULL;
+	if (f && f->id == FN_NSECS && !n->call.args)
+		f = NULL;
+	if (!f && !n->call.args && (sema_builtin_find(n->call.name, NULL) ||
+				    !strcmp(n->call.name, "probetype") ||
+				    !strcmp(n->call.name, "leader_comm") ||
+				    !strcmp(n->call.name, "leader_tid"))) {
 		/* comm(), nsecs(): a builtin written as a call (v0.25) */
 		const char *name = n->call.name;
 

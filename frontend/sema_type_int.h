@@ -34,6 +34,10 @@ int sema_t_map_keys(struct sema_ctx *x, struct ast_node *n,
 		    struct sema_map *m);
 bool sema_t_is_agg_call(const struct ast_node *n);
 struct type *sema_t_type_map(struct sema_ctx *x, struct ast_node *n);
+/* A read of a count/sum/min/max/avg map as the integer it merges to
+ * (bpftrace v0.26), n's type made that; t itself otherwise. */
+struct type *sema_t_agg_value(struct sema_ctx *x, struct ast_node *n,
+			      struct type *t);
 /* sema_types.c: type a list of statements (a block expression's) */
 int sema_t_stmts(struct sema_ctx *x, struct ast_node *list);
 /* sema_binop.c: a binary operator's type; the operator's location */

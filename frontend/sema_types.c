@@ -10,6 +10,7 @@
 #include <errno.h>
 #include <string.h>
 
+#include "compat.h"
 #include "sema.h"
 #include "sema_int.h"
 #include "sema_type_int.h"
@@ -20,13 +21,31 @@
 
 static int type_stmt(struct sema_ctx *x, struct ast_node *n);
 
+/* A statement after which the block's others never run (v0.26). */
+static bool ends_block(const struct ast_node *n)
+{
+	const struct ast_node *e = n->kind == AST_EXPR_STMT ? n->stmt.expr :
+							      NULL;
+
+	return n->kind == AST_JUMP ||
+	       (e && e->kind == AST_CALL && !strcmp(e->call.name, "exit"));
+}
+
 static int type_stmts(struct sema_ctx *x, struct ast_node *n)
 {
+	bool dead = false, warned = false;
 	int err = 0;
 
-	for (; n; n = n->next)
+	for (; n; n = n->next) {
+		/* the first unreachable statement only */
+		if (dead && !warned && compat_has(COMPAT_UNREACHABLE)) {
+			sema_warning(x, &n->loc, "Unreachable statement.");
+			warned = true;
+		}
 		if (type_stmt(x, n))
 			err = -EINVAL;
+		dead |= ends_block(n);
+	}
 	return err;
 }
 
@@ -79,7 +98,7 @@ static int assign_map(struct sema_ctx *x, struct ast_node *n)
 static int assign_var(struct sema_ctx *x, struct ast_node *n)
 {
 	struct ast_node *lhs = n->assign.lhs, *rhs = n->assign.rhs;
-	struct type *t = sema_type_expr(x, rhs);
+	struct type *t = sema_t_agg_value(x, rhs, sema_type_expr(x, rhs));
 	struct ast_loc loc;
 
 	if (!t)
@@ -125,7 +144,7 @@ static int type_assign(struct sema_ctx *x, struct ast_node *n)
 
 static int type_cond(struct sema_ctx *x, struct ast_node *c, const char *what)
 {
-	struct type *t = sema_type_expr(x, c);
+	struct type *t = sema_t_agg_value(x, c, sema_type_expr(x, c));
 
 	if (!t)
 		return -EINVAL;
@@ -213,6 +232,14 @@ static int type_for(struct sema_ctx *x, struct ast_node *n)
 		}
 		el[0] = m->key;
 		el[1] = m->value;
+		/* count, sum, min, max, avg: their merged value, an
+		 * integer (v0.26); stats and histograms are not values */
+		if (m->value->kind == TY_COUNT)
+			el[1] = sema_uint64(x);
+		else if (m->value->kind == TY_SUM ||
+			 m->value->kind == TY_MIN ||
+			 m->value->kind == TY_MAX || m->value->kind == TY_AVG)
+			el[1] = sema_t_int64_of(x, m->value->is_signed);
 		err = sema_t_var_set(x, v, sema_tuple(x, el, 2), &v->loc);
 	} else {
 		struct type *a = sema_type_expr(x, n->for_.start);

@@ -241,6 +241,26 @@ struct ast_loc sema_t_assign_op_loc(const struct ast_node *n)
 	return n->assign.op_loc.first_line ? n->assign.op_loc : n->loc;
 }
 
+struct type *sema_t_agg_value(struct sema_ctx *x, struct ast_node *n,
+			      struct type *t)
+{
+	if (!t || n->kind != AST_MAP)
+		return t;
+	switch (t->kind) {
+	case TY_COUNT:
+		n->type = sema_uint64(x);
+		return n->type;
+	case TY_SUM:
+	case TY_MIN:
+	case TY_MAX:
+	case TY_AVG:
+		n->type = sema_t_int64_of(x, t->is_signed);
+		return n->type;
+	default:
+		return t;
+	}
+}
+
 int sema_t_var_set(struct sema_ctx *x, struct ast_node *var, struct type *t,
 		   const struct ast_loc *loc)
 {
@@ -340,6 +360,8 @@ static struct type *resolve_named(struct sema_ctx *x, struct type *t,
 	}
 	if (t->kind != TY_NAMED)
 		return t;
+	if (!strcmp(t->name, "void"))	/* (void *)x (v0.26) */
+		return type_new(x->a, TY_VOID, 0);
 	for (size_t i = 0; i < ARRAY_SIZE(ints); i++)
 		if (!strcmp(ints[i].name, t->name))
 			return type_int(x->a, ints[i].size, ints[i].is_signed);

@@ -335,7 +335,12 @@ int sema_check_nargs(struct sema_ctx *x, struct ast_node *call, int min,
 		return -EINVAL;
 	}
 	if (n < min) {
-		if (min == 1)
+		/* hist(x[, k]): bpftrace 0.17's words (its hist() had one) */
+		if (min == 1 && max == 2 && !strcmp(name, "hist"))
+			sema_error(x, &call->loc,
+				   "%s() requires one argument (%d provided)",
+				   name, n);
+		else if (min == 1)
 			sema_error(x, &call->loc,
 				   "%s() requires at least one argument (%d provided)",
 				   name, n);

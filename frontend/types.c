@@ -128,6 +128,7 @@ static const char *const type_names[TY_KIND_COUNT] = {
 	[TY_STRERROR] = "strerror",
 	[TY_PROBE] = "probe",
 	[TY_SYSCALL_NAME] = "syscall_name",
+	[TY_SIGNAL_NAME] = "signal_name",
 	[TY_COUNT] = "count_t",
 	[TY_SUM] = "sum_t",
 	[TY_AVG] = "avg_t",

@@ -29,6 +29,7 @@ enum type_kind {
 	TY_USYM, TY_KSYM, TY_USTACK, TY_KSTACK, TY_USERNAME, TY_INET,
 	TY_MAC, TY_TIMESTAMP, TY_CGROUP_PATH, TY_STRERROR, TY_PROBE,
 	TY_SYSCALL_NAME,	/* syscall_name(nr): the number, its name printed */
+	TY_SIGNAL_NAME,	/* signal_name(sig): the number, strsignal() printed */
 	/* aggregation map values */
 	TY_COUNT, TY_SUM, TY_AVG, TY_MIN, TY_MAX, TY_STATS, TY_HIST, TY_LHIST,
 	TY_KIND_COUNT,

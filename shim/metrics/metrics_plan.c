@@ -37,6 +37,7 @@ bool metrics_label_type(const struct type *t)
 	case TY_STRERROR:
 	case TY_PROBE:
 	case TY_SYSCALL_NAME:
+	case TY_SIGNAL_NAME:
 		return true;
 	default:
 		return false;

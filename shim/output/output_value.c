@@ -371,6 +371,8 @@ char *out_resolve(const struct out *o, const struct type *t,
 
 		return xstrdup(s ? s : "Unknown syscall");	/* bpftrace's */
 	}
+	if (t->kind == TY_SIGNAL_NAME)	/* bpftrace v0.26's table: glibc's */
+		return xstrdup(v >= 0 && v <= 64 ? strsignal((int)v) : "N/A");
 	if (t->kind == TY_INET && t->size >= 24) {
 		uint64_t af;
 
@@ -585,6 +587,7 @@ int sb_value(const struct out *o, struct sb *b, const struct type *t,
 	case TY_USERNAME:
 	case TY_STRERROR:
 	case TY_SYSCALL_NAME:
+	case TY_SIGNAL_NAME:
 	case TY_USYM:
 	case TY_KSYM:
 	case TY_PROBE:

@@ -202,6 +202,8 @@ static const char *place_func_ok(struct compile *c, enum sema_func f)
 	case FN_CGROUP_PATH:
 	case FN_STRERROR:
 	case FN_SYSCALL_NAME:
+	case FN_SIGNAL_NAME:
+	case FN_STRLEN:
 	case FN_SIGNAL:		/* tgkill() of the calling thread */
 		return NULL;
 	case FN_NONE:
