@@ -14,6 +14,7 @@ check_PROGRAMS += \
 	tests/targets/ubt-cold \
 	tests/targets/ubt-dwtypes \
 	tests/targets/ubt-exc \
+	tests/targets/ubt-ldlock \
 	tests/targets/ubt-libuser \
 	tests/targets/ubt-loop \
 	tests/targets/ubt-many \
@@ -103,6 +104,11 @@ tests_targets_ubt_spawn_LDFLAGS =
 tests_targets_ubt_cover_SOURCES = tests/targets/cover.c
 tests_targets_ubt_cover_CFLAGS = $(UBT_TARGET_CFLAGS)
 tests_targets_ubt_cover_LDFLAGS =
+# tests/user/ldlock.py: a thread holds the loader's lock (issue 25)
+tests_targets_ubt_ldlock_SOURCES = tests/targets/ldlock.c
+tests_targets_ubt_ldlock_CFLAGS = $(UBT_TARGET_CFLAGS)
+tests_targets_ubt_ldlock_LDFLAGS =
+tests_targets_ubt_ldlock_LDADD = -lpthread -ldl
 tests_targets_ubt_share_SOURCES = tests/targets/share.c
 tests_targets_ubt_share_CFLAGS = $(UBT_TARGET_CFLAGS)
 tests_targets_ubt_share_LDFLAGS =
@@ -239,6 +245,7 @@ TESTS += \
 	tests/user/group-kill.py \
 	tests/user/hold.sh \
 	tests/user/kill-stress.py \
+	tests/user/ldlock.py \
 	tests/user/no-alias.py \
 	tests/user/pipe-sigint.py \
 	tests/user/race.py \
@@ -274,6 +281,7 @@ EXTRA_DIST += \
 	tests/user/group-kill.py \
 	tests/user/hold.sh \
 	tests/user/kill-stress.py \
+	tests/user/ldlock.py \
 	tests/user/no-alias.py \
 	tests/user/pipe-sigint.py \
 	tests/user/procmem.py \
