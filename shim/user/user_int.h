@@ -215,6 +215,8 @@ int user_ldlock_held(pid_t pid, pid_t *owner);
 /* the same, waiting up to ms for it to be let go */
 #define USER_LDLOCK_WAIT_MS 2000
 int user_ldlock_wait(pid_t pid, int ms, pid_t *owner);
+/* UBT_TEST_LDLOCK_LATE: 1 no look at the decision, 2 nor before the call */
+int user_ldlock_late(void);
 /* thread tid of pid owns one of them (a remote call stopped inside) */
 bool user_ldlock_owns(pid_t pid, pid_t tid);
 

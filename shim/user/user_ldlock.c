@@ -8,6 +8,10 @@
  * are comes from libc's code (patch_ldlock_find()), checked in the process
  * (the slot points into ld.so, both mutexes are recursive ones), and each
  * is read from /proc/PID/mem: its lock word and owner.
+ *
+ * For tests (tests/README.md), UBT_TEST_LDLOCK_LATE=1 skips the look at
+ * the decision (as if the lock were taken after it), =2 the one before
+ * the remote call too (as if taken while the call starts).
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
@@ -138,6 +142,13 @@ bool user_ldlock_owns(pid_t pid, pid_t tid)
 
 	return !read_locks(pid, mx) &&
 	       (mx[0].owner == tid || mx[1].owner == tid);
+}
+
+int user_ldlock_late(void)
+{
+	const char *v = getenv("UBT_TEST_LDLOCK_LATE");
+
+	return v ? atoi(v) : 0;
 }
 
 int user_ldlock_wait(pid_t pid, int ms, pid_t *owner)

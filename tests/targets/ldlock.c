@@ -5,9 +5,10 @@
  *
  *	N		calls ldlock_fn(i) for i in 0..N-1, checks every
  *			result, prints "done N"
- *	hold		a second thread enters dl_iterate_phdr() and stays in
- *			its callback (the loader's lock held); prints "held"
- *			once it is there
+ *	hold [MS]	a second thread enters dl_iterate_phdr() and stays in
+ *			its callback (the loader's lock held) until "free", or
+ *			MS milliseconds at most; prints "held" once it is
+ *			there
  *	free		that thread leaves the callback; prints "freed"
  *	dlopen PATH	a new thread calls dlopen(PATH, RTLD_NOW) and
  *			dlclose() (a lock left held by any thread stops it):
@@ -21,12 +22,14 @@
 #include <dlfcn.h>
 #include <link.h>
 #include <pthread.h>
+#include <time.h>
 
 #include "target.h"
 
 static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t cv = PTHREAD_COND_INITIALIZER;
 static int state;	/* 0 idle, 1 asked to hold, 2 holding, 3 asked to free */
+static long hold_ms;	/* 0: until asked */
 
 UBT_PROBE long ldlock_fn(long x)
 {
@@ -38,14 +41,24 @@ static long (*volatile f_fn)(long) = ldlock_fn;
 
 static int in_callback(struct dl_phdr_info *info, size_t size, void *data)
 {
+	struct timespec end;
+
 	(void)info;
 	(void)size;
 	(void)data;
+	clock_gettime(CLOCK_REALTIME, &end);
+	end.tv_sec += hold_ms / 1000 + (end.tv_nsec + hold_ms % 1000 * 1000000) /
+					     1000000000;
+	end.tv_nsec = (end.tv_nsec + hold_ms % 1000 * 1000000) % 1000000000;
 	pthread_mutex_lock(&mu);
 	state = 2;
 	pthread_cond_broadcast(&cv);
-	while (state != 3)
-		pthread_cond_wait(&cv, &mu);
+	while (state != 3) {
+		if (!hold_ms)
+			pthread_cond_wait(&cv, &mu);
+		else if (pthread_cond_timedwait(&cv, &mu, &end))
+			break;
+	}
 	state = 0;
 	pthread_cond_broadcast(&cv);
 	pthread_mutex_unlock(&mu);
@@ -101,7 +114,8 @@ int main(void)
 		return 3;
 	while (fgets(line, sizeof(line), stdin)) {
 		line[strcspn(line, "\n")] = 0;
-		if (!strcmp(line, "hold")) {
+		if (!strncmp(line, "hold", 4)) {
+			hold_ms = atol(line + 4);
 			set_state(1);
 			wait_state(2);
 			printf("held\n");

@@ -8,7 +8,10 @@ runtime would take the loader's other lock and block behind it; abandoned,
 it left that lock held: the target's next dlopen() deadlocked and its exit
 hung in _dl_fini.  ubt must see the lock held before it calls dlopen(),
 wait a bounded time, then run the probes in the kernel and say why in -v
-(with --mode user: fail with that reason).  The counts are exact, the
+(with --mode user: fail with that reason); taken after that decision, the
+attach fails with the reason before the call (UBT_TEST_LDLOCK_LATE=1);
+taken as the call starts, the call is waited for, never abandoned
+(UBT_TEST_LDLOCK_LATE=2).  The counts are exact, the
 code is the file's after each ubt, the target's own dlopen() works once
 its thread let go, a ubt after that runs in user mode, and the target
 exits 0.  Prints TAP.
@@ -74,7 +77,46 @@ def main():
     ok(code_in(t.p.pid, path, "ldlock_fn") == orig,
        "the code is the file's")
 
+    # the lock taken after the decision: seen again before the call
+    os.environ["UBT_TEST_LDLOCK_LATE"] = "1"
+    st, out, err = session(t, prog, 10)
+    ok(st not in (0, None) and "loader" in err and "lock" in err,
+       "taken after the decision: the attach fails and says why",
+       "status %s %r" % (st, err[-400:]))
+    ok(code_in(t.p.pid, path, "ldlock_fn") == orig,
+       "the code is the file's")
+
+    # taken as the call starts: the call waits for it, never abandoned
+    # (the thread lets go by itself: the call may run on the thread
+    # that reads the commands)
     ok(t.run("free", "freed", timeout=BOUND), "the thread lets go")
+    ok(t.run("hold 8000", "held", timeout=BOUND),
+       "it takes the lock again, for 8 s")
+    os.environ["UBT_TEST_LDLOCK_LATE"] = "2"
+    u = ubt_p(t.p.pid, prog, "-v")
+    seen = b""
+    while b"waits for the dynamic loader's lock" not in seen:
+        line = u.stderr.readline()
+        if not line:
+            break
+        seen += line
+    del os.environ["UBT_TEST_LDLOCK_LATE"]
+    ok(b"waits for the dynamic loader's lock" in seen,
+       "taken as the call starts: ubt says it waits", seen[-400:])
+    seen += attached(u)
+    t.run("555", "done 555", timeout=BOUND)
+    u.send_signal(signal.SIGINT)
+    try:
+        out, err = u.communicate(timeout=BOUND)
+    except subprocess.TimeoutExpired:
+        u.kill()
+        out, err = u.communicate()
+    err = (seen + err).decode(errors="replace")
+    ok(u.returncode == 0 and b"@c: 555\n" in out and "user mode" in err,
+       "then the runtime is loaded and the probe counts in user mode",
+       "status %s %r %r" % (u.returncode, out[-100:], err[-400:]))
+    ok(code_in(t.p.pid, path, "ldlock_fn") == orig,
+       "the code is the file's")
     ok(t.run("dlopen " + LIB, "dlopen ok", timeout=BOUND),
        "the target's own dlopen() works")
 
