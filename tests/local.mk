@@ -270,6 +270,7 @@ TESTS += \
 	tests/user/unwind-detach.py \
 	tests/user/unwind-far.sh \
 	tests/user/unwind.sh \
+	tests/user/worker-kill.py \
 	tests/user/wrap-near.sh
 # tests/user/unwind.*: C++ exceptions, pthread_exit and backtrace() through
 # user-mode return probes (the ubt-exc target)
@@ -302,6 +303,7 @@ EXTRA_DIST += \
 	tests/user/unwind-far.sh \
 	tests/user/unwind.sh \
 	tests/user/unwind.test \
+	tests/user/worker-kill.py \
 	tests/user/wrap-near.sh
 # tests/user/exiting.py: threads that exit while ubt stops them
 tests_user_exiting_SOURCES = tests/user/exiting.c
