@@ -107,29 +107,6 @@ int user_module_range(struct ubt_user *u, const char *path, uint64_t *bias,
 	return 0;
 }
 
-int user_find_libc(pid_t pid, char *path, size_t len)
-{
-	struct pt_map *m;
-	int n, i, err;
-
-	err = pt_maps(pid, &m, &n);
-	if (err)
-		return err;
-	err = -ENOENT;
-	for (i = 0; i < n; i++) {
-		const char *b = strrchr(m[i].path, '/');
-
-		if (b && (!strncmp(b, "/libc.so", 8) ||
-			  !strncmp(b, "/libc-", 6))) {
-			snprintf(path, len, "%s", m[i].path);
-			err = 0;
-			break;
-		}
-	}
-	free(m);
-	return err;
-}
-
 int user_rsys(struct ubt_user *u, long nr, uint64_t a0, uint64_t a1,
 		uint64_t a2, uint64_t a3, uint64_t a4, uint64_t a5,
 		int64_t *ret)

@@ -65,6 +65,29 @@ static int read_mem(pid_t pid, uint64_t addr, void *buf, size_t len)
 	return n == (ssize_t)len ? 0 : -EIO;
 }
 
+int user_find_libc(pid_t pid, char *path, size_t len)
+{
+	struct pt_map *m;
+	int n, i, err;
+
+	err = pt_maps(pid, &m, &n);
+	if (err)
+		return err;
+	err = -ENOENT;
+	for (i = 0; i < n; i++) {
+		const char *b = strrchr(m[i].path, '/');
+
+		if (b && (!strncmp(b, "/libc.so", 8) ||
+			  !strncmp(b, "/libc-", 6))) {
+			snprintf(path, len, "%s", m[i].path);
+			err = 0;
+			break;
+		}
+	}
+	free(m);
+	return err;
+}
+
 /* Is addr inside a mapping of the dynamic loader (ld-*.so*) of pid? */
 static bool in_ldso(pid_t pid, uint64_t addr)
 {
@@ -85,10 +108,29 @@ static bool in_ldso(pid_t pid, uint64_t addr)
 	return in;
 }
 
+/* The load bias of libc (a shared object) in pid. */
+static int libc_bias(pid_t pid, const char *libc, uint64_t min_vaddr,
+		     uint64_t *bias)
+{
+	uint64_t lo = UINT64_MAX;
+	struct pt_map *m;
+	int n;
+
+	if (pt_maps(pid, &m, &n))
+		return -ESRCH;
+	for (int i = 0; i < n; i++)
+		if (!strcmp(m[i].path, libc) && m[i].start < lo) {
+			lo = m[i].start;
+			*bias = m[i].start - m[i].off - min_vaddr;
+		}
+	free(m);
+	return lo == UINT64_MAX ? -ENOENT : 0;
+}
+
 /* Both locks of pid: _dl_load_lock, then _dl_load_write_lock. */
 static int read_locks(pid_t pid, struct ld_mutex mx[2])
 {
-	uint64_t min_vaddr, bias, lo, hi, rg;
+	uint64_t min_vaddr, bias, rg;
 	char libc[PATH_MAX];
 	int err, is_dyn;
 
@@ -102,8 +144,7 @@ static int read_locks(pid_t pid, struct ld_mutex mx[2])
 	if (found.err)
 		return found.err;
 	err = patch_elf_base(libc, &min_vaddr, &is_dyn);
-	err = err ?: user_module_maps(pid, libc, min_vaddr, is_dyn, &bias, &lo,
-				      &hi);
+	err = err ?: libc_bias(pid, libc, min_vaddr, &bias);
 	err = err ?: read_mem(pid, bias + found.slot, &rg, sizeof(rg));
 	if (err)
 		return err;
