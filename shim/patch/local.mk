@@ -5,6 +5,7 @@ libubt_a_SOURCES += \
 	shim/patch/patch.c \
 	shim/patch/patch.h \
 	shim/patch/patch_elf.c \
+	shim/patch/patch_ldlock.c \
 	shim/patch/patch_memo.c \
 	shim/patch/patch_memo.h \
 	shim/patch/patch_room.c \

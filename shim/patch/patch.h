@@ -113,6 +113,14 @@ int patch_find_object(const char *path, const char *name, uint64_t *vaddr,
 /* The lowest p_vaddr of the PT_LOADs (page aligned) and the ELF type. */
 int patch_elf_base(const char *path, uint64_t *min_vaddr, int *is_dyn);
 
+/*
+ * The dynamic loader's locks as libc at path takes them (patch_ldlock.c):
+ * the vaddr of libc's GOT slot that holds _rtld_global's address, and the
+ * offset of _dl_load_write_lock in it (_dl_load_lock is the mutex before
+ * it).  -ENOENT when the code does not show them.
+ */
+int patch_ldlock_find(const char *libc, uint64_t *slot, int64_t *off);
+
 /* 1 if the ELF file names a program interpreter (dynamically linked). */
 int patch_elf_interp(const char *path);
 

@@ -102,6 +102,12 @@ int pt_syscall(struct pt *p, long nr, const uint64_t args[6], int64_t *ret);
 /* Call fn(args...) in the control thread; -ETIMEDOUT after timeout_ms. */
 int pt_call(struct pt *p, uint64_t fn, const uint64_t args[6], uint64_t *ret,
 	    int timeout_ms);
+/*
+ * After pt_call() returned -ETIMEDOUT: let the control thread go on with
+ * the same call from where it stopped, until it returns (*ret) or
+ * timeout_ms more pass (-ETIMEDOUT again).
+ */
+int pt_call_more(struct pt *p, uint64_t *ret, int timeout_ms);
 
 /*
  * pt_call() of a loader (dlopen): the first mmap of len bytes, at no

@@ -318,6 +318,25 @@ int pt_call(struct pt *p, uint64_t fn, const uint64_t args[6], uint64_t *ret,
 	return 0;
 }
 
+int pt_call_more(struct pt *p, uint64_t *ret, int timeout_ms)
+{
+	struct user_regs_struct r;
+	int err;
+
+	if (p->ctl < 0)
+		return -EINVAL;
+	if (ptrace(PTRACE_GETREGS, p->th[p->ctl].tid, 0, &r) < 0)
+		return pt_fail(p, -errno, "remote call");
+	err = run_ctl(p, &r, false, timeout_ms);
+	if (err)
+		return pt_fail(p, err, "remote call");
+	if (r.rip != 0)
+		return pt_fail(p, -EFAULT, "remote call faulted at %#llx",
+			       (unsigned long long)r.rip);
+	*ret = r.rax;
+	return 0;
+}
+
 int pt_call_near(struct pt *p, uint64_t fn, const uint64_t args[6],
 		 uint64_t *ret, int timeout_ms, uint64_t len, uint64_t at)
 {

@@ -22,6 +22,7 @@ libubt_a_SOURCES += \
 	shim/user/user_inject.c \
 	shim/user/user_install.c \
 	shim/user/user_int.h \
+	shim/user/user_ldlock.c \
 	shim/user/user_stop.c \
 	shim/user/user_sysw.c \
 	shim/user/user_vfork.c \

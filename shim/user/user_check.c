@@ -202,6 +202,16 @@ int user_process_check(pid_t pid, char *reason, size_t len)
 			 "pid %d", oi.live_pid, (int)pid);
 		return -EBUSY;
 	}
+	/* the remote dlopen() would wait on it: not even started */
+	if (!user_ldlock_late() &&
+	    user_ldlock_wait(pid, USER_LDLOCK_WAIT_MS, &tid) > 0) {
+		snprintf(reason, len, "thread %d of pid %d holds the dynamic "
+			 "loader's lock (in dlopen(), dlclose() or a "
+			 "dl_iterate_phdr() callback) for more than %d ms: the "
+			 "runtime cannot be loaded without waiting on it",
+			 (int)tid, (int)pid, USER_LDLOCK_WAIT_MS);
+		return -EBUSY;
+	}
 	return 0;
 }
 

@@ -107,29 +107,6 @@ int user_module_range(struct ubt_user *u, const char *path, uint64_t *bias,
 	return 0;
 }
 
-static int find_libc(pid_t pid, char *path, size_t len)
-{
-	struct pt_map *m;
-	int n, i, err;
-
-	err = pt_maps(pid, &m, &n);
-	if (err)
-		return err;
-	err = -ENOENT;
-	for (i = 0; i < n; i++) {
-		const char *b = strrchr(m[i].path, '/');
-
-		if (b && (!strncmp(b, "/libc.so", 8) ||
-			  !strncmp(b, "/libc-", 6))) {
-			snprintf(path, len, "%s", m[i].path);
-			err = 0;
-			break;
-		}
-	}
-	free(m);
-	return err;
-}
-
 int user_rsys(struct ubt_user *u, long nr, uint64_t a0, uint64_t a1,
 		uint64_t a2, uint64_t a3, uint64_t a4, uint64_t a5,
 		int64_t *ret)
@@ -477,7 +454,7 @@ int user_prepare_libc(struct ubt_user *u)
 
 	if (u->libc_ready && u->libc_pid == u->pid)
 		return 0;
-	err = find_libc(u->pid, path, sizeof(path));
+	err = user_find_libc(u->pid, path, sizeof(path));
 	if (err) {
 		u->libc_ready = false;	/* not ubt's either */
 		return err;
@@ -494,7 +471,7 @@ void user_prepare_libc_self(struct ubt_user *u)
 {
 	char path[PATH_MAX];
 
-	if (!find_libc(getpid(), path, sizeof(path)) && !libc_elf(u, path))
+	if (!user_find_libc(getpid(), path, sizeof(path)) && !libc_elf(u, path))
 		u->libc_pid = getpid();
 }
 
@@ -624,6 +601,66 @@ static uint64_t runtime_near(struct ubt_user *u, uint64_t len)
 	return found;
 }
 
+/*
+ * No remote dlopen() while a thread holds the loader's lock: it would
+ * wait on it.  With every thread stopped, let them run a little and look
+ * again (a control thread chosen anew), for a bounded time; with one
+ * stopped, the others run anyway.
+ */
+static int ldlock_free(struct ubt_user *u)
+{
+	int held, tries = USER_LDLOCK_WAIT_MS / 20;
+	pid_t owner;
+
+	if (user_ldlock_late() >= 2)
+		return 0;
+	while ((held = user_ldlock_held(u->pid, &owner)) > 0 && tries-- > 0) {
+		if (u->pt.one) {
+			usleep(20000);
+			continue;
+		}
+		if (pt_run_briefly(&u->pt, 20000) || user_choose_ctl(u))
+			return user_err(u, -ESRCH, "process exited during attach");
+	}
+	if (held <= 0)
+		return 0;
+	return user_err(u, -EBUSY, "thread %d holds the dynamic loader's lock "
+			       "(in dlopen(), dlclose() or a dl_iterate_phdr() "
+			       "callback) for more than %d ms: the runtime "
+			       "cannot be loaded without waiting on it",
+		    (int)owner, USER_LDLOCK_WAIT_MS);
+}
+
+#define USER_DLOPEN_MORE_MS 60000
+
+/*
+ * The remote dlopen() did not return in time.  Stopped inside the
+ * loader's lock, it cannot be abandoned (the lock would stay held for
+ * ever): the other threads run meanwhile, so it waits for whoever holds
+ * the other lock, as long as that takes within a bound.
+ */
+static int dlopen_finish(struct ubt_user *u, uint64_t *handle)
+{
+	pid_t ctl = u->pt.th[u->pt.ctl].tid;
+	int err = -ETIMEDOUT, waited = 0;
+
+	while (err == -ETIMEDOUT && waited < USER_DLOPEN_MORE_MS &&
+	       user_ldlock_owns(u->pid, ctl)) {
+		if (!waited)
+			fprintf(stderr, "ubt: pid %d: the runtime's dlopen() "
+				"waits for the dynamic loader's lock; waiting "
+				"for it (left now, the lock would stay "
+				"held)\n", (int)u->pid);
+		err = pt_call_more(&u->pt, handle, 5000);
+		waited += 5000;
+	}
+	if (err == -ETIMEDOUT && user_ldlock_owns(u->pid, ctl))
+		fprintf(stderr, "ubt: pid %d: thread %d is left inside dlopen() "
+			"holding the dynamic loader's lock\n", (int)u->pid,
+			(int)ctl);
+	return err;
+}
+
 int user_place_runtime(struct ubt_user *u, const struct user_opts *o)
 {
 	uint64_t args[6] = { 0 }, handle, l_addr, ret;
@@ -639,8 +676,13 @@ int user_place_runtime(struct ubt_user *u, const struct user_opts *o)
 	strcpy(u->m.base + USER_SCRATCH_OFF, rt);
 	args[0] = u->target_base + USER_SCRATCH_OFF;
 	args[1] = RTLD_NOW;
+	err = ldlock_free(u);
+	if (err)
+		return err;
 	err = pt_call_near(&u->pt, u->libc_bias + u->dlopen_vaddr, args,
 			   &handle, 5000, at ? len : 0, at);
+	if (err == -ETIMEDOUT)
+		err = dlopen_finish(u, &handle);
 	if (err) {
 		user_err(u, 0, "dlopen %s in the target: %s", rt, u->pt.err);
 		return err;

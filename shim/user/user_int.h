@@ -205,6 +205,22 @@ int user_runtime_path(const struct user_opts *o, char *out, size_t len,
 int user_module_maps(pid_t pid, const char *path, uint64_t min_vaddr,
 		       int is_dyn, uint64_t *bias, uint64_t *lo, uint64_t *hi);
 
+/* The path of the libc mapped in pid (-ENOENT: none). */
+int user_find_libc(pid_t pid, char *path, size_t len);
+
+/*
+ * Does a thread of pid hold the dynamic loader's lock (user_ldlock.c)?
+ * 1 (its tid in *owner), 0 no, -errno when the locks cannot be found.
+ */
+int user_ldlock_held(pid_t pid, pid_t *owner);
+/* the same, waiting up to ms for it to be let go */
+#define USER_LDLOCK_WAIT_MS 2000
+int user_ldlock_wait(pid_t pid, int ms, pid_t *owner);
+/* UBT_TEST_LDLOCK_LATE: 1 no look at the decision, 2 nor before the call */
+int user_ldlock_late(void);
+/* thread tid of pid owns one of them (a remote call stopped inside) */
+bool user_ldlock_owns(pid_t pid, pid_t tid);
+
 int user_module_range(struct ubt_user *u, const char *path, uint64_t *bias,
 			uint64_t *lo, uint64_t *hi);
 

@@ -1,0 +1,186 @@
+#!/usr/bin/env python3
+"""SIGKILL of ubt's worker at a random instant of the attach (issue 25,
+item 6).
+
+ubt -p on a busy copy of ubt-share; its worker (the child that seizes
+the target, places the runtime and writes the jumps) is killed at a
+random instant from its start to 50 ms after the end of its attach (as
+long as one session's took, measured first): before it touches the
+target, inside a remote system call or dlopen(), while the jumps are
+written, or after.  After each kill the ubt the user
+started (the guard) ends, the target is alive, its code is the file's,
+and every result it computes stays right; at the end it exits 0.
+UBT_WORKER_KILLS sets the number of rounds (default 25; 500 by hand),
+UBT_WORKER_KILLS_LOG=1 prints each round.  Fixed random seed.  Prints TAP.
+
+Not in make check yet: a kill while the worker single-steps a remote
+system call leaves the thread with the trap flag and ubt's registers when
+the kernel lets it go (the tracer's exit does not clear them, as
+PTRACE_DETACH does): the target dies of SIGTRAP (1 in ~10 rounds here).
+"""
+import os
+import random
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from procmem import (Fed, code_in, done, not_root, ok,  # noqa: E402
+                     share_target, UBT)
+
+ROUNDS = int(os.environ.get("UBT_WORKER_KILLS", "25"))
+work = tempfile.mkdtemp(prefix="ubt-wkill.")
+BOUND = 60
+
+
+class Busy(Fed):
+    """The target fed batches of calls from a thread, every reply
+    checked, until stopped."""
+
+    def start(self):
+        self.stop, self.bad, self.batches = False, None, 0
+        self.th = threading.Thread(target=self.loop, daemon=True)
+        self.th.start()
+
+    def loop(self):
+        while not self.stop and not self.bad:
+            if not self.run("500", "done 500", timeout=BOUND):
+                self.bad = "no reply to a batch (status %s)" % \
+                    self.p.poll()
+            self.batches += 1
+
+    def halt(self):
+        self.stop = True
+        self.th.join(BOUND)
+
+
+def children(pid):
+    try:
+        with open("/proc/%d/task/%d/children" % (pid, pid)) as f:
+            return [int(c) for c in f.read().split()]
+    except OSError:
+        return []
+
+
+def tracer(pid):
+    """The pid of a process that ptraces a thread of pid, 0 for none."""
+    for tid in os.listdir("/proc/%d/task" % pid):
+        try:
+            with open("/proc/%d/task/%s/status" % (pid, tid)) as f:
+                for line in f:
+                    if line.startswith("TracerPid:") and \
+                       line.split()[1] != "0":
+                        return int(line.split()[1])
+        except OSError:
+            pass
+    return 0
+
+
+def attached(u):
+    """ubt said on stderr (non-blocking) that its probes are attached."""
+    try:
+        chunk = os.read(u.stderr.fileno(), 65536)
+    except BlockingIOError:
+        return False
+    u.seen = getattr(u, "seen", b"") + chunk
+    return b"NOTIFY_PROBES_ATTACHED" in u.seen or not chunk
+
+
+def calibrate(t, prog):
+    """Seconds from the worker's start to the end of its attach, in one
+    session (the kills fall at random within it, and 50 ms after)."""
+    env = dict(os.environ, __BPFTRACE_NOTIFY_PROBES_ATTACHED="1")
+    u = subprocess.Popen([UBT, "-p", str(t.p.pid), "-e", prog],
+                         stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                         stderr=subprocess.PIPE, env=env)
+    os.set_blocking(u.stderr.fileno(), False)
+    while not children(u.pid) and u.poll() is None:
+        pass
+    t0 = time.time()
+    while not attached(u) and u.poll() is None:
+        time.sleep(0.001)
+    span = time.time() - t0 + 0.05
+    u.send_signal(signal.SIGINT)
+    os.set_blocking(u.stderr.fileno(), True)
+    u.communicate(timeout=BOUND)
+    return span
+
+
+def main():
+    if not_root():
+        return 77
+    # the feeding thread must not keep the poll below from the GIL for
+    # the default 5 ms: the attach takes a few
+    sys.setswitchinterval(0.0001)
+    path, t, orig = share_target(work, "wkill", fed=Busy)
+    prog = "uprobe:%s:share_push { @c = count(); }" % path
+    t.start()
+    rng = random.Random(25)
+    killed = inside = 0
+    span = calibrate(t, prog)
+    env = dict(os.environ, __BPFTRACE_NOTIFY_PROBES_ATTACHED="1")
+    bad = []
+    for i in range(ROUNDS):
+        u = subprocess.Popen([UBT, "-p", str(t.p.pid), "-e", prog],
+                             stdin=subprocess.DEVNULL,
+                             stdout=subprocess.DEVNULL,
+                             stderr=subprocess.PIPE, env=env)
+        os.set_blocking(u.stderr.fileno(), False)
+        # the worker: ubt's child, once it is there
+        w = []
+        end = time.time() + BOUND
+        while not w and u.poll() is None and time.time() < end:
+            w = children(u.pid)
+        delay = rng.uniform(0, span)
+        time.sleep(delay)
+        if w and tracer(t.p.pid):
+            inside += 1
+        for c in w:
+            try:
+                os.kill(c, signal.SIGKILL)
+                killed += 1
+            except ProcessLookupError:
+                pass
+        if u.poll() is None:
+            u.send_signal(signal.SIGINT)
+        os.set_blocking(u.stderr.fileno(), True)
+        try:
+            err = getattr(u, "seen", b"") + u.communicate(timeout=BOUND)[1]
+        except subprocess.TimeoutExpired:
+            u.kill()
+            err = u.communicate()[1]
+            bad.append("round %d: ubt hung" % i)
+        if os.environ.get("UBT_WORKER_KILLS_LOG"):
+            print("# round %d: %.1f ms, worker %s, ubt status %s, %r"
+                  % (i, delay * 1000, w, u.returncode, err[-200:]))
+        if t.p.poll() is not None:
+            bad.append("round %d (%.1f ms): the target died, status %s; %r"
+                       % (i, delay * 1000, t.p.returncode, err[-300:]))
+            break
+        if code_in(t.p.pid, path, "share_push") != orig:
+            bad.append("round %d (%.1f ms): code left patched; %r"
+                       % (i, delay * 1000, err[-300:]))
+        if t.bad:
+            bad.append("round %d: %s" % (i, t.bad))
+            break
+    ok(not bad, "%d worker kills within %.0f ms of its start (%d while it "
+       "held the target): the target lives, its code is the file's"
+       % (killed, span * 1000, inside), "; ".join(bad[:3]))
+    t.halt()
+    ok(not t.bad and t.batches > 0, "the target computed right throughout "
+       "(%d batches)" % t.batches, t.bad or "")
+    t.close_input()
+    try:
+        st = t.p.wait(timeout=BOUND)
+    except subprocess.TimeoutExpired:
+        t.p.kill()
+        st = "hung"
+    ok(st == 0, "the target exits 0", "status %s" % st)
+    return done(work)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
