@@ -198,8 +198,10 @@ int kernel_run(struct compile *c, const struct kernel_opts *o)
 	if (err)
 		goto out;
 	err = kernel_attach(k, &nprobes);
-	if (err)
+	if (err) {
+		rc = kernel_attach_status(k);
 		goto out;
+	}
 	/* the newest bpftrace's message: once attached, on stderr */
 	if (!o->quiet && compat_has(COMPAT_ATTACHED_MSG))
 		out_attached(&k->out, nprobes);

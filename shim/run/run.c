@@ -348,8 +348,10 @@ static int run_combined(struct compile *c, const struct run_opts *o,
 		run_attached(o, nprobes);
 	fflush(o->out ? o->out : stdout);
 	err = kernel_attach(r.k, &nprobes);
-	if (err)
+	if (err) {
+		rc = kernel_attach_status(r.k);
 		goto out;
+	}
 	/* the newest bpftrace's message: once attached, on stderr */
 	if (!o->quiet && compat_has(COMPAT_ATTACHED_MSG))
 		run_attached(o, nprobes);
