@@ -27,6 +27,7 @@
 #include <zlib.h>
 #include "arena.h"
 #include "ast.h"
+#include "attach.h"
 #include "compile.h"
 #include "diag.h"
 #include "probes.h"
@@ -592,6 +593,30 @@ static int probes_check_offsets(struct compile *c, const struct ast_loc *loc,
 	return 0;
 }
 
+/*
+ * bpftrace 0.17 drops a uprobe whose symbol does not resolve, or a
+ * kprobe or uprobe wildcard that matches nothing, and runs the rest of
+ * the program (threadsnoop.bt's libpthread:pthread_create on Debian 12,
+ * dcsnoop.bt's lookup_fast.constprop.*): here a warning, and an error
+ * only when nothing else is in the program ("No probes to attach").
+ */
+static bool probes_droppable(const struct compile *c, const char *provider)
+{
+	static const char *const kinds[] = {
+		"uprobe", "uretprobe", "kprobe", "kretprobe",
+	};
+	const struct ast_node *prog = c->program;
+
+	provider = ap_canonical_provider(provider);
+	if (!provider || !prog || prog->kind != AST_PROGRAM || !prog->program.probes ||
+	    !prog->program.probes->next)
+		return false;
+	for (size_t i = 0; i < ARRAY_SIZE(kinds); i++)
+		if (!strcmp(provider, kinds[i]))
+			return true;
+	return false;
+}
+
 int probes_expand(struct compile *c, struct ast_node *probe,
 		  struct ast_node *ap, struct probes_match **out, int *n)
 {
@@ -613,6 +638,7 @@ int probes_expand(struct compile *c, struct ast_node *probe,
 			provider = aliases[i].name;
 	if (!provider)
 		provider = "";
+	warn_only = warn_only || probes_droppable(c, provider);
 	if (p->lang && strcmp(p->lang, "cpp")) {
 		diag_error(&c->diag, &ap->loc, "unsupported language: %s",
 			   p->lang);

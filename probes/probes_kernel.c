@@ -226,7 +226,7 @@ int probes_expand_kernel(struct arena *a, struct diag_list *d,
 		}
 	}
 	if (v->len == before)
-		return kp_report(d, loc, warn_only && !wild,
+		return kp_report(d, loc, warn_only && (kprobe || !wild),
 				 wild ? arena_printf(a,
 						     "No %s probes matched %s%s%s",
 						     prov, module ? module : "",

@@ -147,6 +147,12 @@ int kernel_run(struct compile *c, const struct kernel_opts *o)
 	if (o->dump_bpf)
 		cg_dump_bpf(obj, stdout);
 	nprobes = cg_object_probes(obj);
+	/* every attach point dropped (probes_expand()): bpftrace's words */
+	if (!nprobes) {
+		if (!o->quiet)
+			printf("No probes to attach\n");
+		goto out;
+	}
 	for (int i = 0; i < obj->nprogs; i++)
 		nprogs += obj->progs[i].provider != PROV_BEGIN &&
 			  obj->progs[i].provider != PROV_END;
@@ -197,8 +203,10 @@ int kernel_run(struct compile *c, const struct kernel_opts *o)
 	if (err)
 		goto out;
 	err = kernel_attach(k, &nprobes);
-	if (err)
+	if (err) {
+		rc = kernel_attach_status(k);
 		goto out;
+	}
 	/* the newest bpftrace's message: once attached, on stderr */
 	if (!o->quiet && compat_has(COMPAT_ATTACHED_MSG))
 		out_attached(&k->out, nprobes);

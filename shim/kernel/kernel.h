@@ -82,6 +82,9 @@ void kernel_stop_probes(struct kernel *k);
 bool kernel_exiting(const struct kernel *k);
 /* The code of the exit(code) that ended the run, 0 without one. */
 int kernel_exit_code(const struct kernel *k);
+/* The exit status after kernel_attach() failed: bpftrace 0.17's 255
+ * for a kprobe the kernel refused, 1 otherwise. */
+int kernel_attach_status(const struct kernel *k);
 /* Map fd for a cg_map index, -1 when not loaded. */
 int kernel_map_fd(const struct kernel *k, int map);
 /* Are the object's standby programs (cg.h) loaded: the verifier refused

@@ -476,6 +476,11 @@ int kernel_exit_code(const struct kernel *k)
 	return k ? k->exit_code : 0;
 }
 
+int kernel_attach_status(const struct kernel *k)
+{
+	return k && k->attach_status ? k->attach_status : 1;
+}
+
 bool kernel_exiting(const struct kernel *k)
 {
 	return k->exiting;

@@ -100,11 +100,14 @@ struct kernel {
 	int cpid;		/* the -c command's pid, 0 if none */
 	struct kernel_watch *watches;
 	int nwatches, capwatches;
+	int attach_status;	/* exit status of a failed attach, 0: 1 */
 };
 
 /* kernel_kprobe.c: kprobe, kretprobe, kfunc, kretfunc, rawtracepoint
  * programs, and attaching one (all its targets); 0 or -errno. */
 bool kernel_kprobe_is(const struct cg_prog *p);
+/* kernel_load.c: -v's level, -1 while libbpf's messages are held back */
+int kernel_get_verbose(void);
 int kernel_kprobe_attach_prog(struct kernel *k, int i);
 
 /* kernel_link.c: a link to detach at the end; prog attached to the perf

@@ -36,15 +36,55 @@ static bool kernel_is_multi(const struct cg_prog *p)
 	return p->section && strstr(p->section, ".multi");
 }
 
-static int kernel_kprobe_fail(const char *name)
+/*
+ * A kprobe the kernel refused, in bpftrace 0.17's words (its libbcc's
+ * line, then its own): "cannot attach kprobe, probe entry may not
+ * exist" for a function the kernel does not know (none of that name, a
+ * module not loaded), the kernel's reason otherwise (a function on the
+ * kprobe blacklist: Invalid argument).  libbpf's own line only with -v.
+ */
+static void kernel_kprobe_why(int err)
+{
+	if (err == -ENOENT)
+		fprintf(stderr, "cannot attach kprobe, probe entry may not exist\n");
+	else
+		fprintf(stderr, "cannot attach kprobe, %s\n", strerror(-err));
+}
+
+static int kernel_kprobe_fail(struct kernel *k, const struct cg_prog *p,
+			      const char *name)
 {
 	int err = errno ? -errno : -EINVAL;
 
+	if (p->provider != PROV_KPROBE && p->provider != PROV_KRETPROBE) {
+		fprintf(stderr, "ubt: cannot attach %s: %s\n", name,
+			strerror(-err));
+		return err;
+	}
+	kernel_kprobe_why(err);
 	/* the kernel's answer to an offset inside an instruction */
 	if (err == -EILSEQ)
 		fprintf(stderr, "ERROR: Possible attachment attempt in the middle of an instruction, try a different offset.\n");
-	fprintf(stderr, "ubt: cannot attach %s: %s\n", name, strerror(-err));
+	fprintf(stderr, "ERROR: Error attaching probe: '%s'\n", name);
+	k->attach_status = 255;	/* bpftrace's exit status for it */
 	return err;
+}
+
+/* libbpf's lines for a kprobe it could not create: only with -v */
+static struct bpf_link *kernel_attach_kprobe_quietly(struct bpf_program *prog,
+						     const char *sym,
+						     const struct bpf_kprobe_opts *o)
+{
+	int verbose = kernel_get_verbose(), err;
+	struct bpf_link *l;
+
+	if (!verbose)
+		kernel_set_verbose(-1);
+	l = bpf_program__attach_kprobe_opts(prog, sym, o);
+	err = errno;
+	kernel_set_verbose(verbose);
+	errno = err;
+	return l;
 }
 
 /*
@@ -88,7 +128,7 @@ static int kernel_attach_kmulti(struct kernel *k, int i)
 	l = bpf_program__attach_kprobe_multi_opts(k->progs[i], NULL, &o);
 	free(syms);
 	if (!l)
-		return kernel_kprobe_fail(n == 1 ? first : p->probe_name);
+		return kernel_kprobe_fail(k, p, n == 1 ? first : p->probe_name);
 	kernel_add_link(k, l);
 	return 0;
 }
@@ -116,7 +156,7 @@ static int kernel_attach_kone(struct kernel *k, struct kernel_target *t)
 				 m->func);
 		else
 			snprintf(sym, sizeof(sym), "%s", m->func);
-		l = bpf_program__attach_kprobe_opts(prog, sym, &o);
+		l = kernel_attach_kprobe_quietly(prog, sym, &o);
 		break;
 	}
 	case PROV_KFUNC:
@@ -132,12 +172,13 @@ static int kernel_attach_kone(struct kernel *k, struct kernel_target *t)
 	}
 	if (!l && kernel_kprobe_skips(p) &&
 	    (p->provider == PROV_KPROBE || p->provider == PROV_KRETPROBE)) {
+		kernel_kprobe_why(errno ? -errno : -EINVAL);
 		fprintf(stderr, "WARNING: could not attach probe %s, skipping.\n",
 			m->name);
 		return 0;
 	}
 	if (!l)
-		return kernel_kprobe_fail(m->name);
+		return kernel_kprobe_fail(k, p, m->name);
 	kernel_add_link(k, l);
 	return 0;
 }

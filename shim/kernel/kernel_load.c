@@ -90,6 +90,11 @@ static int kernel_libbpf_print(enum libbpf_print_level level,
 	return n;
 }
 
+int kernel_get_verbose(void)
+{
+	return kernel_verbose;
+}
+
 void kernel_set_verbose(int verbose)
 {
 	kernel_verbose = verbose;

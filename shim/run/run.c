@@ -341,8 +341,10 @@ static int run_combined(struct compile *c, const struct run_opts *o,
 	fflush(o->out ? o->out : stdout);
 	/* nprobes counts the user-mode probes too: keep it */
 	err = kernel_attach(r.k, NULL);
-	if (err)
+	if (err) {
+		rc = kernel_attach_status(r.k);
 		goto out;
+	}
 	/* the newest bpftrace's message: once attached, on stderr */
 	if (!o->quiet && compat_has(COMPAT_ATTACHED_MSG))
 		run_attached(o, nprobes);
