@@ -248,11 +248,16 @@ static unsigned long long sigcgt(pid_t pid)
 
 /* ---- probes ---- */
 
+/*
+ * The counters, in the block's map area; RT_MAP_PID (24) is the
+ * runtime's (the process's pid, written when a block is taken by another
+ * process than the template's, which has none here): skipped.
+ */
 enum {
 	OFF_PLAIN = 0,		/* count ut_plain */
 	OFF_RIPREL_ARG = 8,	/* sum arg0 of ut_riprel */
 	OFF_ENDBR = 16,		/* count ut_endbr */
-	OFF_JCC = 24,		/* count ut_jcc */
+	OFF_JCC = 96,		/* count ut_jcc */
 	OFF_RET_SUM = 32,	/* sum retval of ut_ret */
 	OFF_RET_ENTRY = 40,	/* count ut_ret entries */
 	OFF_LJ_ENTRY = 48,	/* count ut_lj entries */
@@ -363,7 +368,8 @@ static void check_counts(struct ubt_user *u, const char *what, long calls,
 	   "%s: sum(arg0) at ut_riprel (RIP-relative first instruction)",
 	   what);
 	ok(get(u, OFF_JCC) == (uint64_t)calls,
-	   "%s: count at ut_jcc (short jcc relocated)", what);
+	   "%s: count at ut_jcc (short jcc relocated: %llu, expected %ld)",
+	   what, (unsigned long long)get(u, OFF_JCC), calls);
 	ok(get(u, OFF_RET_ENTRY) == (uint64_t)calls &&
 		   get(u, OFF_RET_SUM) == (uint64_t)(rounds * 3 * tri),
 	   "%s: entry count and sum(retval) at ut_ret", what);
@@ -1057,8 +1063,10 @@ out:
 }
 
 /*
- * The remote dlopen waits for a loader lock held by another thread: the
- * other threads run until it returns, then all stop again.
+ * Another thread holds the loader's lock nearly all the time (asleep in a
+ * dl_iterate_phdr() callback): no remote dlopen() is started that could
+ * wait on it (issue 25: one abandoned would leave the lock held), the
+ * attach is refused and says why, and the target runs on untouched.
  */
 static void test_lock(void)
 {
@@ -1072,27 +1080,16 @@ static void test_lock(void)
 	read_line(p.out, line, sizeof(line));
 	wait_blocked(p.pid);
 	u = user_attach_pid(p.pid, NULL, err, sizeof(err));
-	ok(u != NULL, "lock: attach while the loader lock is held%s%s",
-	   u ? "" : ": ", u ? "" : err);
-	if (!u)
-		goto out;
-	ok(!install(u, "ut_sys", USER_PROBE_ENTRY,
-		    blob_count(user_tls_offset(u), OFF_PLAIN)) &&
-		   !user_resume(u),
-	   "lock: install and resume");
-	diag("lock: target stopped %.3f ms", user_stop_ns(u) / 1e6);
+	ok(!u && strstr(err, "holds the dynamic loader's lock"),
+	   "lock: attach while the loader lock is held is refused: %s",
+	   u ? "attached" : err);
+	user_free(u);
 	go(p.in);
 	ok(!read_line(p.out, line, sizeof(line)) && !strcmp(line, "got 1"),
 	   "lock: target runs: %s", line);
 	go(p.in);
 	ok(!read_line(p.out, line, sizeof(line)) && !strcmp(line, "got 2"),
-	   "lock: probe hit");
-	wait_blocked(p.pid);
-	ok(!user_detach(u), "lock: detach");
-	ok(get(u, OFF_PLAIN) == 2, "lock: 2 entries counted (%llu)",
-	   (unsigned long long)get(u, OFF_PLAIN));
-	user_free(u);
-out:
+	   "lock: target runs on: %s", line);
 	close(p.in);
 	ok(proc_wait(p.pid) == 0, "lock: target exits 0");
 	close(p.out);
