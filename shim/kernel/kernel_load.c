@@ -36,72 +36,6 @@
 #include "kfeat.h"
 #include "stack_sym.h"
 
-static int kernel_verbose;
-
-/*
- * A verifier log can be hundreds of thousands of lines: without -v keep
- * its head and its tail, where the verifier says why it gave up.
- */
-#define KERNEL_LOG_HEAD 30
-#define KERNEL_LOG_TAIL 60
-
-static void kernel_print_log(const char *msg)
-{
-	const char *p = msg, *tail;
-	int lines = 0, n;
-
-	for (p = msg; (p = strchr(p, '\n')); p++)
-		lines++;
-	if (kernel_verbose || lines <= KERNEL_LOG_HEAD + KERNEL_LOG_TAIL) {
-		fputs(msg, stderr);
-		return;
-	}
-	for (p = msg, n = 0; n < KERNEL_LOG_HEAD; n++)
-		p = strchr(p, '\n') + 1;
-	fwrite(msg, 1, p - msg, stderr);
-	fprintf(stderr, "... (%d lines, all of them with -v) ...\n",
-		lines - KERNEL_LOG_HEAD - KERNEL_LOG_TAIL);
-	for (tail = msg + strlen(msg), n = 0; tail > msg; tail--)
-		if (tail[-1] == '\n' && ++n > KERNEL_LOG_TAIL)
-			break;
-	fputs(tail, stderr);
-}
-
-static int kernel_libbpf_print(enum libbpf_print_level level,
-			       const char *fmt, va_list ap)
-{
-	char *msg = NULL;
-	int n;
-
-	if (kernel_verbose < 0)	/* a load tried quietly */
-		return 0;
-	if (level == LIBBPF_DEBUG && kernel_verbose < 2)
-		return 0;
-	if (level == LIBBPF_INFO && kernel_verbose < 1)
-		return 0;
-	n = vasprintf(&msg, fmt, ap);
-	if (n < 0)
-		return n;
-	if (strstr(msg, "-- BEGIN PROG LOAD LOG --"))
-		kernel_print_log(msg);
-	else
-		fputs(msg, stderr);
-	free(msg);
-	return n;
-}
-
-int kernel_get_verbose(void)
-{
-	return kernel_verbose;
-}
-
-void kernel_set_verbose(int verbose)
-{
-	kernel_verbose = verbose;
-	libbpf_set_print(kernel_libbpf_print);
-}
-
-
 /* ---- load ---------------------------------------------------------- */
 
 /*
@@ -143,7 +77,7 @@ static int kernel_open(struct kernel *k)
 		k->log_buf = xcalloc(1, env_get()->log_size);
 		oo.kernel_log_buf = k->log_buf;
 		oo.kernel_log_size = env_get()->log_size;
-		oo.kernel_log_level = kernel_verbose ? 1 : 0;
+		oo.kernel_log_level = kernel_get_verbose() ? 1 : 0;
 	}
 	k->bo = bpf_object__open_mem(obj->image, obj->image_size, &oo);
 	if (!k->bo) {
@@ -204,13 +138,13 @@ static bool kernel_has_standby(const struct cg_object *obj)
  */
 static int kernel_load_standby(struct kernel *k)
 {
-	int err, verbose = kernel_verbose;
+	int err, verbose = kernel_get_verbose();
 
 	if (!kernel_has_standby(k->obj))
 		return bpf_object__load(k->bo);
-	kernel_verbose = -1;
+	kernel_set_verbose(-1);
 	err = bpf_object__load(k->bo);
-	kernel_verbose = verbose;
+	kernel_set_verbose(verbose);
 	if (!err)
 		return 0;
 	bpf_object__close(k->bo);
@@ -256,7 +190,7 @@ int kernel_load(const struct cg_object *obj, const struct kernel_opts *o,
 	k->ncpus = libbpf_num_possible_cpus();
 	if (k->ncpus <= 0)
 		k->ncpus = 1;
-	if (!kernel_verbose)
+	if (!kernel_get_verbose())
 		kernel_set_verbose(o ? o->verbose : 0);
 	err = kernel_open(k);
 	if (err)

@@ -8,6 +8,7 @@ libubt_a_SOURCES += \
 	shim/kernel/kernel_events.c \
 	shim/kernel/kernel_int.h \
 	shim/kernel/kernel_kprobe.c \
+	shim/kernel/kernel_libbpf.c \
 	shim/kernel/kernel_link.c \
 	shim/kernel/kernel_load.c \
 	shim/kernel/kernel_maps.c \

@@ -284,6 +284,21 @@ int pt_syscall(struct pt *p, long nr, const uint64_t args[6], int64_t *ret)
 	return 0;
 }
 
+/* Run the control thread from r to the call's return (rip 0): *ret. */
+static int pt_call_run(struct pt *p, struct user_regs_struct *r,
+		       uint64_t *ret, int timeout_ms)
+{
+	int err = run_ctl(p, r, false, timeout_ms);
+
+	if (err)
+		return pt_fail(p, err, "remote call");
+	if (r->rip != 0)
+		return pt_fail(p, -EFAULT, "remote call faulted at %#llx",
+			       (unsigned long long)r->rip);
+	*ret = r->rax;
+	return 0;
+}
+
 int pt_call(struct pt *p, uint64_t fn, const uint64_t args[6], uint64_t *ret,
 	    int timeout_ms)
 {
@@ -308,33 +323,18 @@ int pt_call(struct pt *p, uint64_t fn, const uint64_t args[6], uint64_t *ret,
 	r.rcx = args[3];
 	r.r8 = args[4];
 	r.r9 = args[5];
-	err = run_ctl(p, &r, false, timeout_ms);
-	if (err)
-		return pt_fail(p, err, "remote call");
-	if (r.rip != 0)
-		return pt_fail(p, -EFAULT, "remote call faulted at %#llx",
-			    (unsigned long long)r.rip);
-	*ret = r.rax;
-	return 0;
+	return pt_call_run(p, &r, ret, timeout_ms);
 }
 
 int pt_call_more(struct pt *p, uint64_t *ret, int timeout_ms)
 {
 	struct user_regs_struct r;
-	int err;
 
 	if (p->ctl < 0)
 		return -EINVAL;
 	if (ptrace(PTRACE_GETREGS, p->th[p->ctl].tid, 0, &r) < 0)
 		return pt_fail(p, -errno, "remote call");
-	err = run_ctl(p, &r, false, timeout_ms);
-	if (err)
-		return pt_fail(p, err, "remote call");
-	if (r.rip != 0)
-		return pt_fail(p, -EFAULT, "remote call faulted at %#llx",
-			       (unsigned long long)r.rip);
-	*ret = r.rax;
-	return 0;
+	return pt_call_run(p, &r, ret, timeout_ms);
 }
 
 int pt_call_near(struct pt *p, uint64_t fn, const uint64_t args[6],

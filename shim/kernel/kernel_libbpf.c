@@ -1,0 +1,78 @@
+/*
+ * libbpf's messages and the verifier's log: shown as -v asks
+ * (kernel_set_verbose()), a long log cut to its head and tail.  A leaf:
+ * kernel_load.c and kernel_kprobe.c (which quiets libbpf around a try)
+ * both call it.
+ */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <bpf/libbpf.h>
+#include "kernel.h"
+#include "kernel_int.h"
+
+static int kernel_verbose;
+
+/*
+ * A verifier log can be hundreds of thousands of lines: without -v keep
+ * its head and its tail, where the verifier says why it gave up.
+ */
+#define KERNEL_LOG_HEAD 30
+#define KERNEL_LOG_TAIL 60
+
+static void kernel_print_log(const char *msg)
+{
+	const char *p = msg, *tail;
+	int lines = 0, n;
+
+	for (p = msg; (p = strchr(p, '\n')); p++)
+		lines++;
+	if (kernel_verbose || lines <= KERNEL_LOG_HEAD + KERNEL_LOG_TAIL) {
+		fputs(msg, stderr);
+		return;
+	}
+	for (p = msg, n = 0; n < KERNEL_LOG_HEAD; n++)
+		p = strchr(p, '\n') + 1;
+	fwrite(msg, 1, p - msg, stderr);
+	fprintf(stderr, "... (%d lines, all of them with -v) ...\n",
+		lines - KERNEL_LOG_HEAD - KERNEL_LOG_TAIL);
+	for (tail = msg + strlen(msg), n = 0; tail > msg; tail--)
+		if (tail[-1] == '\n' && ++n > KERNEL_LOG_TAIL)
+			break;
+	fputs(tail, stderr);
+}
+
+static int kernel_libbpf_print(enum libbpf_print_level level,
+			       const char *fmt, va_list ap)
+{
+	char *msg = NULL;
+	int n;
+
+	if (kernel_verbose < 0)	/* a load tried quietly */
+		return 0;
+	if (level == LIBBPF_DEBUG && kernel_verbose < 2)
+		return 0;
+	if (level == LIBBPF_INFO && kernel_verbose < 1)
+		return 0;
+	n = vasprintf(&msg, fmt, ap);
+	if (n < 0)
+		return n;
+	if (strstr(msg, "-- BEGIN PROG LOAD LOG --"))
+		kernel_print_log(msg);
+	else
+		fputs(msg, stderr);
+	free(msg);
+	return n;
+}
+
+int kernel_get_verbose(void)
+{
+	return kernel_verbose;
+}
+
+void kernel_set_verbose(int verbose)
+{
+	kernel_verbose = verbose;
+	libbpf_set_print(kernel_libbpf_print);
+}
