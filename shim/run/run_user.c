@@ -171,6 +171,29 @@ int run_user_prepare(struct run *r)
 	return 0;
 }
 
+/*
+ * The top of the [stack] mapping of pid (0: not found): the same for the
+ * life of an image (the stack grows at its bottom), another after an
+ * execve() (randomised).
+ */
+static unsigned long run_stack_top(pid_t pid)
+{
+	char path[64], line[512];
+	unsigned long lo, hi = 0;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/maps", (int)pid);
+	f = fopen(path, "re");
+	if (!f)
+		return 0;
+	while (fgets(line, sizeof(line), f))
+		if (strstr(line, "[stack]") &&
+		    sscanf(line, "%lx-%lx", &lo, &hi) == 2)
+			break;
+	fclose(f);
+	return hi;
+}
+
 int run_user_attach(struct run *r)
 {
 	struct user_opts uo;
@@ -178,7 +201,23 @@ int run_user_attach(struct run *r)
 
 	run_user_opts(r, &uo);
 	if (r->o->pid > 0) {
-		r->u = user_attach_pid(r->o->pid, &uo, err, sizeof(err));
+		/* an execve() under the attach (its remote calls fail on
+		 * the old image's memory): attached to afresh */
+		for (int tries = 1;; tries++) {
+			unsigned long top = run_stack_top(r->o->pid);
+
+			r->u = user_attach_pid(r->o->pid, &uo, err,
+					       sizeof(err));
+			if (r->u || tries > RUN_EXEC_RETRIES || !top ||
+			    kill(r->o->pid, 0) ||
+			    run_stack_top(r->o->pid) == top)
+				break;
+			if (r->o->verbose)
+				fprintf(stderr, "ubt: pid %d ran execve() "
+					"during the attach (%s): attaching "
+					"again (%d)\n", (int)r->o->pid, err,
+					tries);
+		}
 	} else {
 		char **argv = child_split_cmd(r->o->cmd);
 
