@@ -1,6 +1,6 @@
 /*
  * Opening an ELF file and the little every reader of one needs: its
- * sections by name, its GNU build id.  Below probes_elf.c and
+ * sections by name, its notes, its GNU build id.  Below probes_elf.c and
  * probes_debuginfo.c, which both read ELF files (calls run one way).
  */
 #include <errno.h>
@@ -59,30 +59,67 @@ Elf_Scn *probes_elf_section(Elf *elf, const char *name)
 	return NULL;
 }
 
+/* The note section it->scn after the current one, its data in it->data. */
+static bool probes_note_scn_next(struct probes_note_it *it)
+{
+	size_t shstrndx;
+
+	if (it->section && elf_getshdrstrndx(it->elf, &shstrndx))
+		return false;
+	while ((it->scn = elf_nextscn(it->elf, it->scn))) {
+		GElf_Shdr sh;
+		const char *n;
+
+		if (!gelf_getshdr(it->scn, &sh) || sh.sh_type != SHT_NOTE)
+			continue;
+		if (it->section) {
+			n = elf_strptr(it->elf, shstrndx, sh.sh_name);
+			if (!n || strcmp(n, it->section))
+				continue;
+		}
+		it->data = elf_getdata(it->scn, NULL);
+		if (!it->data)
+			continue;
+		it->off = 0;
+		return true;
+	}
+	return false;
+}
+
+bool probes_elf_note_next(struct probes_note_it *it, const char *owner,
+			  uint32_t type, const unsigned char **desc,
+			  size_t *descsz)
+{
+	size_t olen = strlen(owner) + 1;
+
+	for (;;) {
+		GElf_Nhdr nh;
+		size_t name_off, desc_off, next;
+
+		next = it->data ? gelf_getnote(it->data, it->off, &nh,
+					       &name_off, &desc_off) : 0;
+		if (!next) {
+			if (!probes_note_scn_next(it))
+				return false;
+			continue;
+		}
+		it->off = next;
+		if (nh.n_type != type || nh.n_namesz != olen ||
+		    memcmp((char *)it->data->d_buf + name_off, owner, olen))
+			continue;
+		*desc = (const unsigned char *)it->data->d_buf + desc_off;
+		*descsz = nh.n_descsz;
+		return true;
+	}
+}
+
 size_t probes_elf_build_id(Elf *elf, const unsigned char **id)
 {
-	Elf_Scn *scn = NULL;
+	struct probes_note_it it = { .elf = elf };
+	size_t len;
 
-	while ((scn = elf_nextscn(elf, scn))) {
-		GElf_Shdr sh;
-		Elf_Data *data;
-		GElf_Nhdr nh;
-		size_t off = 0, name_off, desc_off;
-
-		if (!gelf_getshdr(scn, &sh) || sh.sh_type != SHT_NOTE)
-			continue;
-		data = elf_getdata(scn, NULL);
-		if (!data)
-			continue;
-		while ((off = gelf_getnote(data, off, &nh, &name_off,
-					   &desc_off)) > 0) {
-			if (nh.n_type != NT_GNU_BUILD_ID || nh.n_namesz != 4 ||
-			    memcmp((char *)data->d_buf + name_off, "GNU", 4) ||
-			    nh.n_descsz < 2)
-				continue;
-			*id = (const unsigned char *)data->d_buf + desc_off;
-			return nh.n_descsz;
-		}
-	}
+	while (probes_elf_note_next(&it, "GNU", NT_GNU_BUILD_ID, id, &len))
+		if (len >= 2)
+			return len;
 	return 0;
 }

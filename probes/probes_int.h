@@ -109,6 +109,21 @@ Elf_Scn *probes_elf_section(Elf *elf, const char *name);
  */
 const char *probes_debug_file(struct arena *a, Elf *elf,
 				     const char *path);
+/*
+ * Walking the notes of an ELF file: start with { .elf = elf } (and
+ * .section = a section name to read only that note section); each call
+ * gives the next note of that owner and type, false at the end.
+ */
+struct probes_note_it {
+	Elf *elf;
+	const char *section;
+	Elf_Scn *scn;
+	Elf_Data *data;
+	size_t off;
+};
+bool probes_elf_note_next(struct probes_note_it *it, const char *owner,
+			  uint32_t type, const unsigned char **desc,
+			  size_t *descsz);
 /* The GNU build id of elf: its length (0: none), *id pointing into elf. */
 size_t probes_elf_build_id(Elf *elf, const unsigned char **id);
 /* probes_debuginfo.c: elf's debug file in a --debuginfo directory, with

@@ -51,8 +51,11 @@ int probes_usdt_notes(struct arena *a, const char *path,
 {
 	struct probes_elf e;
 	struct probes_vec v = { .elem = sizeof(struct probes_usdt) };
-	Elf_Scn *scn = NULL;
-	size_t shstrndx;
+	struct probes_note_it it = { .section = ".note.stapsdt" };
+	const unsigned char *d;
+	size_t dlen;
+	Elf_Scn *scn;
+	GElf_Shdr sh;
 	uint64_t base_addr = 0;
 	bool have_base = false;
 	int err;
@@ -62,80 +65,42 @@ int probes_usdt_notes(struct arena *a, const char *path,
 	err = probes_elf_open(path, &e);
 	if (err)
 		return err;
-	if (elf_getshdrstrndx(e.elf, &shstrndx)) {
-		probes_elf_close(&e);
-		return -ENOEXEC;
+	it.elf = e.elf;
+	scn = probes_elf_section(e.elf, ".stapsdt.base");
+	if (scn && gelf_getshdr(scn, &sh)) {
+		base_addr = sh.sh_addr;
+		have_base = true;
 	}
-	while ((scn = elf_nextscn(e.elf, scn))) {
-		GElf_Shdr sh;
-		const char *name;
+	while (probes_elf_note_next(&it, "stapsdt", NT_STAPSDT, &d, &dlen)) {
+		const char *s, *end;
+		struct probes_usdt *u;
+		uint64_t pc, base, sem;
 
-		if (!gelf_getshdr(scn, &sh))
+		if (dlen < 3 * 8 + 3)
 			continue;
-		name = elf_strptr(e.elf, shstrndx, sh.sh_name);
-		if (name && !strcmp(name, ".stapsdt.base")) {
-			base_addr = sh.sh_addr;
-			have_base = true;
+		pc = probes_le64(d);
+		base = probes_le64(d + 8);
+		sem = probes_le64(d + 16);
+		s = (const char *)d + 24;
+		end = (const char *)d + dlen;
+		u = probes_vec_push(&v);
+		u->path = arena_strdup(a, path);
+		u->provider = arena_strndup(a, s, strnlen(s, end - s));
+		s += strlen(u->provider) + 1;
+		u->name = arena_strndup(a, s, s < end ? strnlen(s, end - s) : 0);
+		s += strlen(u->name) + 1;
+		u->args = arena_strndup(a, s, s < end ? strnlen(s, end - s) : 0);
+		if (have_base) {
+			pc += base_addr - base;
+			if (sem)
+				sem += base_addr - base;
 		}
-	}
-	scn = NULL;
-	while ((scn = elf_nextscn(e.elf, scn))) {
-		GElf_Shdr sh;
-		Elf_Data *data;
-		GElf_Nhdr nh;
-		size_t off = 0, name_off, desc_off;
-		const char *name;
-
-		if (!gelf_getshdr(scn, &sh) || sh.sh_type != SHT_NOTE)
-			continue;
-		name = elf_strptr(e.elf, shstrndx, sh.sh_name);
-		if (!name || strcmp(name, ".note.stapsdt"))
-			continue;
-		data = elf_getdata(scn, NULL);
-		if (!data)
-			continue;
-		while ((off = gelf_getnote(data, off, &nh, &name_off,
-					   &desc_off)) > 0) {
-			const unsigned char *d =
-				(const unsigned char *)data->d_buf + desc_off;
-			const char *s, *end;
-			struct probes_usdt *u;
-			uint64_t pc, base, sem;
-
-			if (nh.n_type != NT_STAPSDT || nh.n_namesz != 8 ||
-			    memcmp((char *)data->d_buf + name_off, "stapsdt",
-				   8) ||
-			    nh.n_descsz < 3 * 8 + 3)
-				continue;
-			pc = probes_le64(d);
-			base = probes_le64(d + 8);
-			sem = probes_le64(d + 16);
-			s = (const char *)d + 24;
-			end = (const char *)d + nh.n_descsz;
-			u = probes_vec_push(&v);
-			u->path = arena_strdup(a, path);
-			u->provider = arena_strndup(a, s, strnlen(s, end - s));
-			s += strlen(u->provider) + 1;
-			u->name = arena_strndup(a, s, s < end ?
-							 strnlen(s, end - s) :
-							 0);
-			s += strlen(u->name) + 1;
-			u->args = arena_strndup(a, s, s < end ?
-							 strnlen(s, end - s) :
-							 0);
-			if (have_base) {
-				pc += base_addr - base;
-				if (sem)
-					sem += base_addr - base;
-			}
-			u->pc = pc;
-			u->semaphore = sem;
-			if (probes_elf_offset(e.elf, pc, &u->pc_offset))
-				u->pc_offset = pc;
-			if (sem && probes_elf_offset(e.elf, sem,
-						     &u->semaphore_offset))
-				u->semaphore_offset = sem;
-		}
+		u->pc = pc;
+		u->semaphore = sem;
+		if (probes_elf_offset(e.elf, pc, &u->pc_offset))
+			u->pc_offset = pc;
+		if (sem && probes_elf_offset(e.elf, sem, &u->semaphore_offset))
+			u->semaphore_offset = sem;
 	}
 	probes_elf_close(&e);
 	*n = v.len;
