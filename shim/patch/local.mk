@@ -5,6 +5,8 @@ libubt_a_SOURCES += \
 	shim/patch/patch.c \
 	shim/patch/patch.h \
 	shim/patch/patch_elf.c \
+	shim/patch/patch_icall.c \
+	shim/patch/patch_icall.h \
 	shim/patch/patch_ldlock.c \
 	shim/patch/patch_memo.c \
 	shim/patch/patch_memo.h \

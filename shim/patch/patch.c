@@ -11,6 +11,7 @@
 
 #include "arena.h"
 #include "patch.h"
+#include "patch_icall.h"
 #include "probes.h"
 
 static void decoder(ZydisDecoder *d)
@@ -588,16 +589,15 @@ int patch_analyze_room(const uint8_t *code, uint64_t size, uint64_t room,
 		s->insn_len[s->ninsns] = in.length;
 		s->ninsns++;
 		off += in.length;
-		if (in.mnemonic == ZYDIS_MNEMONIC_CALL && k != REL_CALL) {
-			snprintf(s->reason, sizeof(s->reason),
-				 "an indirect call in the patch window would "
-				 "return into the trampoline");
+		if (in.mnemonic == ZYDIS_MNEMONIC_CALL && k != REL_CALL &&
+		    patch_icall_check(&in, ops, s->reason, sizeof(s->reason)))
 			return -EINVAL;
-		}
-		if (k == REL_CALL && off - start < PATCH_JMP_LEN) {
+		if (in.mnemonic == ZYDIS_MNEMONIC_CALL &&
+		    off - start < PATCH_JMP_LEN) {
 			snprintf(s->reason, sizeof(s->reason),
-				 "a call in the first %d bytes would return "
+				 "a%s call in the first %d bytes would return "
 				 "inside the patched window",
+				 k == REL_CALL ? "" : "n indirect",
 				 PATCH_JMP_LEN);
 			return -EINVAL;
 		}
@@ -683,6 +683,21 @@ int patch_relocate(struct patch_site *s, uint64_t to, uint8_t *out,
 		k = classify(&in, ops);
 		if (k != REL_NONE)
 			insn_target(&in, ops, ip, &t);
+		if (in.mnemonic == ZYDIS_MNEMONIC_CALL && k != REL_CALL) {
+			int disp;
+
+			if (cap - n < PATCH_ICALL_MAX)
+				return -ENOSPC;
+			n += patch_icall_emit(&in, ops, src, ip + in.length,
+					      out + n, &disp);
+			if (disp >= 0) {
+				err = put_rel32(s, out + r->insn_off[i] + disp,
+						t, to + n);
+				if (err)
+					return err;
+			}
+			continue;
+		}
 		switch (k) {
 		case REL_NONE:
 			memcpy(out + n, src, in.length);

@@ -80,8 +80,9 @@ static bool run_want_user(void *ctx, const struct ast_node *probe)
 }
 
 /*
- * System-wide, a probe whose every site runs in user mode in a process
- * taken: its kernel program skips those processes (cg_opts.skip_taken).
+ * System-wide, a probe with sites in user mode in a process taken: its
+ * kernel program skips those processes at the sites patched there
+ * (cg_opts.skip_taken; the others, RUN_BOTH's kernel sites, count on).
  * A uretprobe's skips only the returns of calls the kernel saw enter
  * since the take (another tracer's int3): a call that entered before
  * returns to the kernel's trampoline, and only its program counts it.
@@ -90,7 +91,7 @@ static bool run_skip_taken(void *ctx, const struct ast_node *probe)
 {
 	const struct run *r = ctx;
 
-	return r->sysw && r->d[probe->probe.index].where == RUN_USER;
+	return r->sysw && r->d[probe->probe.index].where != RUN_KERNEL;
 }
 
 /* A user-mode probe whose BPF program waits in case the target cannot

@@ -12,6 +12,18 @@
  *	cov_jshort(x)	mov %rdi,%rax; jmp cov_back (a 2-byte jmp right
  *			after the entry instruction); returns x + 5
  *	cov_back(x)	add $5,%rax; ret: reached by that jmp only
+ *	cov_ireg(f, x)	mov %rdi,%rax; mov %rsi,%rdi; call *%rax: an
+ *			indirect call ending the window after the entry
+ *			instruction; returns f(x) + 1
+ *	cov_irsp(f, x)	push %rdi; mov %rsi,%rdi; call *(%rsp): the same
+ *			through the stack (reads %rsp); returns f(x) + 1
+ *	cov_irip(x)	mov %rdi,%rax; call *icall_ptr(%rip): through a
+ *			RIP-relative pointer to icall_dbl; returns 2x + 1
+ *	icall_short(x)	lea icall_dbl(%rip),%rax; call *%rax: the call
+ *			right after the entry instruction would return
+ *			inside the window: stays in the kernel; returns
+ *			2x + 1
+ *	icall_dbl(x)	returns 2x (the callee; not a cov_ function)
  *
  * With a count N as argument: N calls of each, exit 0 (1 on a wrong
  * result).  Without: reads commands on stdin, one per line: N makes N
@@ -24,6 +36,11 @@ long cov_tiny(long x);
 long cov_zero(long x);
 long cov_rdx(const long *p);
 long cov_jshort(long x);
+long cov_ireg(long (*f)(long), long x);
+long cov_irsp(long (*f)(long), long x);
+long cov_irip(long x);
+long icall_short(long x);
+long icall_dbl(long x);
 
 __asm__(
 	"	.text\n"
@@ -69,10 +86,66 @@ __asm__(
 	"	jmp cov_back\n"
 	"	.size cov_jshort, .-cov_jshort\n"
 	"	.p2align 4\n"
+	"	.globl icall_dbl\n"
+	"	.type icall_dbl, @function\n"
+	"icall_dbl:\n"
+	"	leaq (%rdi,%rdi), %rax\n"
+	"	ret\n"
+	"	.size icall_dbl, .-icall_dbl\n"
+
+	"	.p2align 4\n"
+	"	.globl cov_ireg\n"
+	"	.type cov_ireg, @function\n"
+	"cov_ireg:\n"
+	"	movq %rdi, %rax\n"
+	"	movq %rsi, %rdi\n"
+	"	call *%rax\n"
+	"	addq $1, %rax\n"
+	"	ret\n"
+	"	.size cov_ireg, .-cov_ireg\n"
+
+	"	.p2align 4\n"
+	"	.globl cov_irsp\n"
+	"	.type cov_irsp, @function\n"
+	"cov_irsp:\n"
+	"	pushq %rdi\n"
+	"	movq %rsi, %rdi\n"
+	"	call *(%rsp)\n"
+	"	addq $8, %rsp\n"
+	"	addq $1, %rax\n"
+	"	ret\n"
+	"	.size cov_irsp, .-cov_irsp\n"
+
+	"	.p2align 4\n"
+	"	.globl cov_irip\n"
+	"	.type cov_irip, @function\n"
+	"cov_irip:\n"
+	"	movq %rdi, %rax\n"
+	"	call *icall_ptr(%rip)\n"
+	"	addq $1, %rax\n"
+	"	ret\n"
+	"	.size cov_irip, .-cov_irip\n"
+
+	"	.p2align 4\n"
+	"	.globl icall_short\n"
+	"	.type icall_short, @function\n"
+	"icall_short:\n"
+	"	leaq icall_dbl(%rip), %rax\n"
+	"	call *%rax\n"
+	"	addq $1, %rax\n"
+	"	ret\n"
+	"	.size icall_short, .-icall_short\n"
+
+	"	.p2align 4\n"
 	"	.type cover_end, @function\n"
 	"cover_end:\n"
 	"	ret\n"
-	"	.size cover_end, .-cover_end\n");
+	"	.size cover_end, .-cover_end\n"
+	"	.section .data.rel.ro, \"aw\"\n"
+	"	.p2align 3\n"
+	"icall_ptr:\n"
+	"	.quad icall_dbl\n"
+	"	.text\n");
 
 static int calls(long n)
 {
@@ -85,6 +158,10 @@ static int calls(long n)
 		bad |= cov_zero(i) != 0;
 		bad |= cov_rdx(v) != 7 * i + 1;
 		bad |= cov_jshort(i) != i + 5;
+		bad |= cov_ireg(icall_dbl, i) != 2 * i + 1;
+		bad |= cov_irsp(icall_dbl, i) != 2 * i + 1;
+		bad |= cov_irip(i) != 2 * i + 1;
+		bad |= icall_short(i) != 2 * i + 1;
 	}
 	return bad;
 }

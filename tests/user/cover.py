@@ -6,12 +6,15 @@ tests/targets/ubt-cover (a copy per case): a two-instruction leaf followed
 by alignment padding (cov_tiny), one whose entry instruction runs again
 (cov_zero), an entry instruction that changes %rdx (cov_rdx), a 2-byte
 jmp right after the entry instruction (cov_jshort) and its target
-(cov_back).  In -c, -p and system-wide use, with bpftrace counting the
+(cov_back), indirect calls ending the window after the entry instruction
+(cov_ireg through a register, cov_irsp through the stack, cov_irip through
+a RIP-relative pointer: relocated to return into the function).  In -c, -p and system-wide use, with bpftrace counting the
 same functions at the same time: -v says user mode for every one, both
 tracers count every call exactly, the target exits 0 and, after ubt
 detaches from a -p process, every byte of the functions and their padding
 is the file's again.  Also: a probe that reads %rdx (arg2) on cov_rdx runs
-in the kernel and -v says why.  Prints TAP.
+in the kernel and -v says why, and so does an indirect call that would
+return inside the window (icall_short).  Prints TAP.
 """
 import os
 import re
@@ -30,7 +33,8 @@ from procmem import (UBT, Fed, builddir, code_in, code_in_file,  # noqa: E402
 NOTIFY = "__BPFTRACE_NOTIFY_PROBES_ATTACHED"
 COVER = os.path.join(builddir, "tests", "targets", "ubt-cover")
 BPFTRACE = shutil.which("bpftrace")
-FUNCS = ("cov_back", "cov_jshort", "cov_rdx", "cov_tiny", "cov_zero")
+FUNCS = ("cov_back", "cov_ireg", "cov_irip", "cov_irsp", "cov_jshort",
+         "cov_rdx", "cov_tiny", "cov_zero")
 N = 1000
 work = tempfile.mkdtemp(prefix="ubt-cover.")
 
@@ -191,11 +195,37 @@ def case_syswide():
     ok(got == {f: N for f in FUNCS}, "system-wide: bpftrace: %d calls of "
        "each counted (the int3s it shares stay in the process taken)" % N,
        repr(got))
-    ok(re.search(r"^ubt: pid \d+ \(sysw\): 5 site\(s\) keep the kernel's "
+    ok(re.search(r"^ubt: pid \d+ \(sysw\): %d site\(s\) keep the kernel's "
                  r"int3 .*shared with another tracer: pid %d \(bpftrace\)"
-                 % bt.p.pid, u.err, re.M),
+                 % (len(FUNCS), bt.p.pid), u.err, re.M),
        "system-wide: -v says which sites keep the kernel's int3, and why",
        u.err[-600:])
+
+def case_mixed():
+    """System-wide, one probe with sites on both sides (icall_short stays
+    in the kernel), bpftrace on the same sites: each call counted once."""
+    path = copy("mixed")
+    both = ("uprobe:%s:cov_*,uprobe:%s:icall_short { @[probe] = count(); }"
+            % (path, path))
+    bt = Tracer([BPFTRACE, "-e", both])
+    ok(bt.attached, "mixed: bpftrace attached", bt.err[-300:])
+    u = Tracer([UBT, "-v", "-e", both])
+    ok(u.attached, "mixed: ubt attached", u.err[-300:])
+    r = subprocess.run([path, str(N)], timeout=120)
+    rc = u.stop()
+    bt.stop()
+    want = {f: N for f in FUNCS + ("icall_short",)}
+    ok(r.returncode == 0 and rc == 0 and
+       re.search(r"^ubt: pid \d+ \(mixed\) taken: %d probe\(s\) in user "
+                 r"mode" % len(FUNCS), u.err, re.M),
+       "mixed: the process taken, it and ubt exit 0",
+       "%s %s %s" % (r.returncode, rc, u.err[-400:]))
+    ok(counts(u.out) == want, "mixed: ubt counts %d calls of each, the "
+       "kernel's site too (its kernel program skips the sites patched, "
+       "and only them)" % N, repr(counts(u.out)))
+    ok(counts(bt.out) == want, "mixed: bpftrace counts %d calls of each"
+       % N, repr(counts(bt.out)))
+
 
 def case_reads():
     path = copy("reads")
@@ -224,6 +254,15 @@ def case_reads():
                  r"read\)$", r.stderr, re.M),
        "a probe reading arg0 at cov_rdx runs in user mode, -v says why",
        r.stderr)
+    r = subprocess.run([UBT, "-v", "--dry-run", "-e",
+                        "uprobe:%s:icall_short { @ = count(); }" % path,
+                        "-c", "%s 1" % path],
+                       capture_output=True, text=True, timeout=60)
+    ok(re.search(r"^uprobe:\S+:icall_short: kernel \(.*an indirect call in "
+                 r"the first 5 bytes would return inside the patched "
+                 r"window\)$", r.stderr, re.M),
+       "an indirect call right after the entry instruction: kernel, -v "
+       "says why", r.stderr)
 
 
 def case_two():
@@ -253,17 +292,18 @@ def case_ret():
                         % path, "-c", "%s 100" % path],
                        capture_output=True, text=True, timeout=120)
     want = {"cov_tiny": 14950, "cov_zero": 0, "cov_rdx": 34750,
-            "cov_jshort": 5450, "cov_back": 5450}
+            "cov_jshort": 5450, "cov_back": 5450, "cov_ireg": 10000,
+            "cov_irsp": 10000, "cov_irip": 10000}
     got = {}
     for m in re.finditer(r"^@\[uretprobe:[^\]]*:(\w+)\]: (\d+)$",
                          r.stdout, re.M):
         got[m.group(1)] = int(m.group(2))
     ok(got == want and r.returncode == 0, "uretprobe: exact sums",
        repr(got) + r.stderr[-300:])
-    users = [f for f in ("cov_jshort", "cov_rdx", "cov_tiny", "cov_zero")
-             if re.search(r"^  uretprobe:\S+:%s: user mode" % f, r.stderr,
-                          re.M)]
-    ok(len(users) == 4, "uretprobe: user mode at the four sites", repr(users))
+    users = [f for f in FUNCS if f != "cov_back" and
+             re.search(r"^  uretprobe:\S+:%s: user mode" % f, r.stderr, re.M)]
+    ok(len(users) == len(FUNCS) - 1,
+       "uretprobe: user mode at every site but cov_back", repr(users))
 
 
 def main():
@@ -279,6 +319,7 @@ def main():
         case_c()
         case_p()
         case_syswide()
+        case_mixed()
     finally:
         shutil.rmtree(work, ignore_errors=True)
     print("1..%d" % len(results))
