@@ -24,6 +24,10 @@
  *			inside the window: stays in the kernel; returns
  *			2x + 1
  *	icall_dbl(x)	returns 2x (the callee; not a cov_ function)
+ *	usdt_icall(f, x) mov %rdi,%rax; the USDT site ubt_cover:icall(x)
+ *			(a nop); mov %rsi,%rdi; call *%rax: an indirect
+ *			call ends the window after the site; returns
+ *			f(x) + 1
  *
  * With a count N as argument: N calls of each, exit 0 (1 on a wrong
  * result).  Without: reads commands on stdin, one per line: N makes N
@@ -41,6 +45,7 @@ long cov_irsp(long (*f)(long), long x);
 long cov_irip(long x);
 long icall_short(long x);
 long icall_dbl(long x);
+long usdt_icall(long (*f)(long), long x);
 
 __asm__(
 	"	.text\n"
@@ -137,6 +142,40 @@ __asm__(
 	"	.size icall_short, .-icall_short\n"
 
 	"	.p2align 4\n"
+	"	.globl usdt_icall\n"
+	"	.type usdt_icall, @function\n"
+	"usdt_icall:\n"
+	"	movq %rdi, %rax\n"
+	"990:	nop\n"
+	"	movq %rsi, %rdi\n"
+	"	call *%rax\n"
+	"	addq $1, %rax\n"
+	"	ret\n"
+	"	.size usdt_icall, .-usdt_icall\n"
+	/* its stapsdt note, as <sys/sdt.h> writes one */
+	"	.pushsection .note.stapsdt, \"\", \"note\"\n"
+	"	.balign 4\n"
+	"	.4byte 992f-991f, 994f-993f, 3\n"
+	"991:	.asciz \"stapsdt\"\n"
+	"992:	.balign 4\n"
+	"993:	.8byte 990b, _.stapsdt.base, 0\n"
+	"	.asciz \"ubt_cover\"\n"
+	"	.asciz \"icall\"\n"
+	"	.asciz \"8@%rsi\"\n"
+	"994:	.balign 4\n"
+	"	.popsection\n"
+	"	.ifndef _.stapsdt.base\n"
+	"	.pushsection .stapsdt.base, \"aG\", \"progbits\", "
+	".stapsdt.base, comdat\n"
+	"	.weak _.stapsdt.base\n"
+	"	.hidden _.stapsdt.base\n"
+	"_.stapsdt.base:\n"
+	"	.space 1\n"
+	"	.size _.stapsdt.base, 1\n"
+	"	.popsection\n"
+	"	.endif\n"
+
+	"	.p2align 4\n"
 	"	.type cover_end, @function\n"
 	"cover_end:\n"
 	"	ret\n"
@@ -162,6 +201,7 @@ static int calls(long n)
 		bad |= cov_irsp(icall_dbl, i) != 2 * i + 1;
 		bad |= cov_irip(i) != 2 * i + 1;
 		bad |= icall_short(i) != 2 * i + 1;
+		bad |= usdt_icall(icall_dbl, i) != 2 * i + 1;
 	}
 	return bad;
 }

@@ -14,7 +14,9 @@ tracers count every call exactly, the target exits 0 and, after ubt
 detaches from a -p process, every byte of the functions and their padding
 is the file's again.  Also: a probe that reads %rdx (arg2) on cov_rdx runs
 in the kernel and -v says why, and so does an indirect call that would
-return inside the window (icall_short).  Prints TAP.
+return inside the window (icall_short).  A USDT site whose window ends
+in an indirect call (usdt_icall) runs in user mode beside bpftrace.
+Prints TAP.
 """
 import os
 import re
@@ -227,6 +229,28 @@ def case_mixed():
        % N, repr(counts(bt.out)))
 
 
+def case_usdt():
+    """A USDT site whose window ends in an indirect call (usdt_icall), in
+    user mode, bpftrace on the same site at the same time."""
+    path = copy("usdt")
+    probe = ("usdt:%s:ubt_cover:icall { @c = count(); @s = sum(arg0); }"
+             % path)
+    bt = Tracer([BPFTRACE, "-e", probe])
+    ok(bt.attached, "usdt: bpftrace attached", bt.err[-300:])
+    r = subprocess.run([UBT, "-v", "-e", probe, "-c", "%s %d" % (path, N)],
+                       capture_output=True, text=True, timeout=120)
+    bt.stop()
+    ok(re.search(r"^usdt:\S+:ubt_cover:icall: user mode", r.stderr, re.M),
+       "usdt: a site followed by an indirect call runs in user mode",
+       r.stderr[-400:])
+    want = "@c: %d\n@s: %d\n" % (N, N * (N - 1) // 2)
+    ok(r.returncode == 0 and want in r.stdout,
+       "usdt: ubt counts every call, its argument exact, exit 0",
+       r.stdout[-200:] + r.stderr[-200:])
+    ok(want in bt.out, "usdt: bpftrace counts every call too",
+       bt.out[-200:])
+
+
 def case_reads():
     path = copy("reads")
     r = subprocess.run([UBT, "-v", "--dry-run", "-e",
@@ -320,6 +344,7 @@ def main():
         case_p()
         case_syswide()
         case_mixed()
+        case_usdt()
     finally:
         shutil.rmtree(work, ignore_errors=True)
     print("1..%d" % len(results))
