@@ -342,6 +342,8 @@ const char *place_sites(struct compile *c, const struct run_opts *o,
 			return d->why;
 		}
 	}
+	/* the -p process's mappings, read again for this probe's sites */
+	user_site_live_forget();
 	d->sarg = (p->probe.pred && place_find_sarg(p->probe.pred, NULL)) ||
 		  (p->probe.body && place_find_sarg(p->probe.body, NULL));
 	reads = place_entry_reads(p);

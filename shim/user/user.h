@@ -149,6 +149,12 @@ int user_claim(pid_t pid, char *reason, size_t len);
  */
 int user_site_check_live(pid_t pid, const char *binary, const char *symbol,
 			 uint64_t offset, char *reason, size_t len);
+/*
+ * The process's mappings user_site_check_live() read are kept for the
+ * next sites (a wildcard gives hundreds in one library): forgotten here,
+ * before the sites of each probe are weighed.
+ */
+void user_site_live_forget(void);
 
 /*
  * While the target is stopped: map the BPF array map_fd (bytes long, a

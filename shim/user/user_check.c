@@ -20,6 +20,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -39,10 +40,37 @@ int user_site_check(const char *binary, const char *symbol, char *reason,
 	return user_site_check_at(binary, symbol, 0, reason, len);
 }
 
+/*
+ * The last site analyzed, kept: placement asks about the same site
+ * several times in a row (what the probe reads, the patch window, the
+ * entry instruction), and each answer opened the file, read the function
+ * and decoded it.  Kept while the file is the same (device, inode, size,
+ * modification time).
+ */
+static struct {
+	char *binary, *symbol;
+	uint64_t offset;
+	struct stat st;
+	int err;
+	char reason[256];
+	struct patch_site s;
+	uint64_t func;
+	uint8_t *code;		/* the function's bytes (and its padding) */
+} user_last;
+
+static bool user_same_file(const struct stat *a, const struct stat *b)
+{
+	return a->st_dev == b->st_dev && a->st_ino == b->st_ino &&
+	       a->st_size == b->st_size &&
+	       a->st_mtim.tv_sec == b->st_mtim.tv_sec &&
+	       a->st_mtim.tv_nsec == b->st_mtim.tv_nsec;
+}
+
 /* user_site_check_at(), the window in *s (function-relative via *vaddr) */
-static int user_site_analyze(const char *binary, const char *symbol,
-			     uint64_t offset, char *reason, size_t len,
-			     struct patch_site *ps, uint64_t *func)
+static int user_site_analyze_now(const char *binary, const char *symbol,
+				 uint64_t offset, char *reason, size_t len,
+				 struct patch_site *ps, uint64_t *func,
+				 uint8_t **codep)
 {
 	uint64_t vaddr, size, off, room = 0;
 	struct patch_site s;
@@ -71,19 +99,63 @@ static int user_site_analyze(const char *binary, const char *symbol,
 	}
 	if (fd >= 0)
 		close(fd);
-	free(code);
-	if (!err && ps) {
+	if (!err) {
 		*ps = s;
 		*func = vaddr;
 	}
+	if (codep && !err)
+		*codep = code;
+	else
+		free(code);
 	return err;
+}
+
+static int user_site_analyze(const char *binary, const char *symbol,
+			     uint64_t offset, char *reason, size_t len,
+			     struct patch_site *ps, uint64_t *func,
+			     const uint8_t **code)
+{
+	struct patch_site s;
+	struct stat st;
+	uint64_t f;
+
+	if (code)
+		*code = NULL;
+	if (stat(binary, &st))
+		return user_site_analyze_now(binary, symbol, offset, reason,
+					     len, ps ? ps : &s,
+					     func ? func : &f, NULL);
+	if (!user_last.binary || strcmp(user_last.binary, binary) ||
+	    strcmp(user_last.symbol, symbol) || user_last.offset != offset ||
+	    !user_same_file(&user_last.st, &st)) {
+		free(user_last.binary);
+		free(user_last.symbol);
+		free(user_last.code);
+		user_last.code = NULL;
+		user_last.binary = xstrdup(binary);
+		user_last.symbol = xstrdup(symbol);
+		user_last.offset = offset;
+		user_last.st = st;
+		user_last.err = user_site_analyze_now(
+			binary, symbol, offset, user_last.reason,
+			sizeof(user_last.reason), &user_last.s,
+			&user_last.func, &user_last.code);
+	}
+	snprintf(reason, len, "%s", user_last.reason);
+	if (!user_last.err && ps) {
+		*ps = user_last.s;
+		*func = user_last.func;
+	}
+	if (code)
+		*code = user_last.code;
+	return user_last.err;
 }
 
 int user_site_check_at(const char *binary, const char *symbol,
 		       uint64_t offset, char *reason, size_t len)
 {
 	return user_site_analyze(binary, symbol, offset, reason, len, NULL,
-				 NULL);
+				 NULL, NULL);
 }
 
 int user_site_check_reads(const char *binary, const char *symbol,
@@ -93,7 +165,7 @@ int user_site_check_reads(const char *binary, const char *symbol,
 	struct patch_site s;
 	uint64_t func;
 	int err = user_site_analyze(binary, symbol, offset, reason, len, &s,
-				    &func);
+				    &func, NULL);
 
 	if (clobbers)
 		*clobbers = err ? 0 : s.clobbers |
@@ -112,7 +184,7 @@ int user_site_entry_stays(const char *binary, const char *symbol)
 	char reason[128];
 
 	return !user_site_analyze(binary, symbol, 0, reason, sizeof(reason),
-				  &s, &func) && s.mid;
+				  &s, &func, NULL) && s.mid;
 }
 
 int user_site_span(const char *binary, const char *symbol, uint64_t offset,
@@ -122,7 +194,7 @@ int user_site_span(const char *binary, const char *symbol, uint64_t offset,
 	uint64_t func;
 	char reason[128];
 	int err = user_site_analyze(binary, symbol, offset, reason,
-				    sizeof(reason), &s, &func);
+				    sizeof(reason), &s, &func, NULL);
 
 	if (!err) {
 		*lo = s.addr - func;
@@ -215,39 +287,77 @@ int user_process_check(pid_t pid, char *reason, size_t len)
 	return 0;
 }
 
+/* The mappings of the process user_site_check_live() last read. */
+static struct {
+	pid_t pid;
+	struct pt_map *m;
+	int n;
+	int mem;		/* its /proc/PID/mem, or -1 */
+} user_live = { .mem = -1 };
+
+void user_site_live_forget(void)
+{
+	free(user_live.m);
+	if (user_live.mem >= 0)
+		close(user_live.mem);
+	user_live.m = NULL;
+	user_live.n = 0;
+	user_live.pid = 0;
+	user_live.mem = -1;
+}
+
+/* n bytes at addr in pid (user_live_module() asked about it first) */
+static int user_live_read(pid_t pid, uint8_t *buf, size_t n, uint64_t addr)
+{
+	char memf[64];
+
+	if (user_live.pid != pid)
+		return -ESRCH;
+	if (user_live.mem < 0) {
+		snprintf(memf, sizeof(memf), "/proc/%d/mem", (int)pid);
+		user_live.mem = open(memf, O_RDONLY | O_CLOEXEC);
+		if (user_live.mem < 0)
+			return -errno;
+	}
+	return pread(user_live.mem, buf, n, (off_t)addr) == (ssize_t)n ?
+		       0 : -EIO;
+}
+
+static int user_live_module(pid_t pid, const char *path, uint64_t min_vaddr,
+			    int is_dyn, uint64_t *bias, uint64_t *lo,
+			    uint64_t *hi)
+{
+	if (user_live.pid != pid || !user_live.m) {
+		user_site_live_forget();
+		if (pt_maps(pid, &user_live.m, &user_live.n))
+			return -ENOENT;
+		user_live.pid = pid;
+	}
+	return user_module_in(user_live.m, user_live.n, path, min_vaddr,
+			      is_dyn, bias, lo, hi);
+}
+
 int user_site_check_live(pid_t pid, const char *binary, const char *symbol,
 			 uint64_t offset, char *reason, size_t len)
 {
-	uint64_t vaddr, size, off, min_vaddr, bias, lo, hi, n, room = 0;
-	uint8_t mem[PATCH_MAX_WINDOW + 32], *code;
-	char path[PATH_MAX], memf[64];
+	uint64_t func, min_vaddr, bias, lo, hi, n;
+	uint8_t mem[PATCH_MAX_WINDOW + 32];
+	char path[PATH_MAX], why[256];
+	const uint8_t *code;
 	struct owner_info oi;
 	struct patch_site s;
-	int fd, err, is_dyn;
+	int err, is_dyn;
 
 	if (!realpath(binary, path) ||
-	    patch_find_symbol(path, symbol, &vaddr, &size, &off) ||
 	    patch_elf_base(path, &min_vaddr, &is_dyn) ||
-	    user_module_maps(pid, path, min_vaddr, is_dyn, &bias, &lo, &hi))
+	    user_live_module(pid, path, min_vaddr, is_dyn, &bias, &lo, &hi) ||
+	    user_site_analyze(binary, symbol, offset, why, sizeof(why), &s,
+			      &func, &code) || !code)
 		return 0;	/* not for this check to say */
-	if (size > USER_MAX_FUNC)
-		size = USER_MAX_FUNC;
-	if (!offset && size < PATCH_ROOM_BELOW)
-		patch_find_room(path, vaddr, size, &room);
-	code = user_read_file_code(path, off, size + room);
-	if (!code)
+	n = s.addr + s.len - func;
+	if (n > sizeof(mem) || user_live_read(pid, mem, n, bias + func))
 		return 0;
-	err = patch_analyze_room(code, size, room, bias + vaddr, offset, &s);
-	n = s.addr + s.len - (bias + vaddr);
-	snprintf(memf, sizeof(memf), "/proc/%d/mem", (int)pid);
-	fd = err || n > sizeof(mem) ? -1 : open(memf, O_RDONLY | O_CLOEXEC);
-	if (fd >= 0 && pread(fd, mem, n, (off_t)(bias + vaddr)) == (ssize_t)n)
-		err = user_site_compare(&s, code, mem, reason, len);
-	else
-		err = 0;
-	if (fd >= 0)
-		close(fd);
-	free(code);
+	err = user_site_compare(&s, code, mem, reason, len);
 	/* a dead ubt's jump: removed at attach */
 	if (err && !owner_scan(pid, &oi) && oi.dead_sites && !oi.live_pid)
 		err = 0;

@@ -43,24 +43,19 @@ int user_runtime_path(const struct user_opts *o, char *out, size_t len,
 			   len, why, whylen);
 }
 
-/* Load bias of a module mapped from path in the target. */
 /*
- * Where a module mapped from path lies in the target ([lo, hi)), and its
+ * Where a module mapped from path lies in mappings m ([lo, hi)), and its
  * load bias given the ELF file's lowest p_vaddr and type.
  */
-int user_module_maps(pid_t pid, const char *path, uint64_t min_vaddr,
-		       int is_dyn, uint64_t *bias, uint64_t *lo, uint64_t *hi)
+int user_module_in(const struct pt_map *m, int n, const char *path,
+		   uint64_t min_vaddr, int is_dyn, uint64_t *bias,
+		   uint64_t *lo, uint64_t *hi)
 {
-	struct pt_map *m;
 	uint64_t base = 0;
-	int n, i, err;
 
-	err = pt_maps(pid, &m, &n);
-	if (err)
-		return err;
 	*lo = UINT64_MAX;
 	*hi = 0;
-	for (i = 0; i < n; i++) {
+	for (int i = 0; i < n; i++) {
 		if (strcmp(m[i].path, path))
 			continue;
 		if (m[i].start < *lo) {
@@ -70,11 +65,25 @@ int user_module_maps(pid_t pid, const char *path, uint64_t min_vaddr,
 		if (m[i].end > *hi)
 			*hi = m[i].end;
 	}
-	free(m);
 	if (!*hi)
 		return -ENOENT;
 	*bias = is_dyn ? base - min_vaddr : 0;
 	return 0;
+}
+
+/* The same in the target's mappings now. */
+int user_module_maps(pid_t pid, const char *path, uint64_t min_vaddr,
+		       int is_dyn, uint64_t *bias, uint64_t *lo, uint64_t *hi)
+{
+	struct pt_map *m;
+	int n, err;
+
+	err = pt_maps(pid, &m, &n);
+	if (err)
+		return err;
+	err = user_module_in(m, n, path, min_vaddr, is_dyn, bias, lo, hi);
+	free(m);
+	return err;
 }
 
 /*

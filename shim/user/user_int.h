@@ -197,11 +197,14 @@ void user_note_exit(struct ubt_user *u);
 int user_runtime_path(const struct user_opts *o, char *out, size_t len,
 			char *why, size_t whylen);
 
-/* Load bias of a module mapped from path in the target. */
 /*
- * Where a module mapped from path lies in the target ([lo, hi)), and its
- * load bias given the ELF file's lowest p_vaddr and type.
+ * Where a module mapped from path lies in mappings m, or in the target
+ * now ([lo, hi)), and its load bias given the ELF file's lowest p_vaddr
+ * and type.
  */
+int user_module_in(const struct pt_map *m, int n, const char *path,
+		   uint64_t min_vaddr, int is_dyn, uint64_t *bias,
+		   uint64_t *lo, uint64_t *hi);
 int user_module_maps(pid_t pid, const char *path, uint64_t min_vaddr,
 		       int is_dyn, uint64_t *bias, uint64_t *lo, uint64_t *hi);
 
