@@ -40,6 +40,7 @@ void rt_slow(void);
 void rt_wrap_enter(void);
 void rt_wrap_exit(void);
 void rt_wrap_call(void);
+void rt_wrap_low(void);
 void rt_wrap_stubs(void);
 /* RT_FN_WRAP_STUB_NEXT: slots of rt_wrap_stubs taken (written by ubt) */
 static volatile uint32_t rt_stub_next;
@@ -393,6 +394,7 @@ RT_EXPORT long rt_init(struct rt_ctl *ctl)
 	ctl->fn[RT_FN_WRAP_ENTER] = (uintptr_t)rt_wrap_enter;
 	ctl->fn[RT_FN_WRAP_EXIT] = (uintptr_t)rt_wrap_exit;
 	ctl->fn[RT_FN_WRAP_CALL] = (uintptr_t)rt_wrap_call;
+	ctl->fn[RT_FN_WRAP_LOW] = (uintptr_t)rt_wrap_low;
 	ctl->fn[RT_FN_WRAP_STUBS] = (uintptr_t)rt_wrap_stubs;
 	ctl->fn[RT_FN_WRAP_STUB_NEXT] = (uintptr_t)&rt_stub_next;
 	ctl->fn[RT_FN_PROBE_READ] = (uintptr_t)rt_probe_read;
@@ -443,7 +445,8 @@ RT_EXPORT long rt_init(struct rt_ctl *ctl)
  * original return address in %r11 and the caller's %rbx in %rbx.
  * Preserves all other registers.
  *
- * rt_wrap_call: see RT_FN_WRAP_CALL in rt_abi.h.
+ * rt_wrap_call: see RT_FN_WRAP_CALL in rt_abi.h; rt_wrap_low: see
+ * RT_FN_WRAP_LOW.
  */
 /*
  * The unwind rules of rt_wrap_call and of every stub slot: they hold at
@@ -605,6 +608,38 @@ __asm__(".text\n"
 	"	jmp *" RT_STR(RT_SH_CONT) "(%rbx)\n"
 	"	.cfi_endproc\n"
 	".size rt_wrap_call, .-rt_wrap_call\n"
+
+	/*
+	 * rt_wrap_low: entered with %rsp just above the kernel's return
+	 * address (the slot + 8).  Each push copies the word GAP - 8 above
+	 * its destination: the stack arguments land just above the new
+	 * return address.  From the return address the caller's %rsp is
+	 * %rsp + GAP; its return address (the kernel's trampoline) and %rbx
+	 * are in the entry at %rbx.
+	 */
+	".p2align 4\n"
+	".globl rt_wrap_low\n"
+	".hidden rt_wrap_low\n"
+	".type rt_wrap_low,@function\n"
+	"rt_wrap_low:\n"
+	"	.cfi_startproc\n"
+	"	.cfi_def_cfa %rsp, 0\n"
+	"	.cfi_escape 0x10, 0x10, 0x02, 0x73, " RT_STR(RT_SH_RET) "\n"
+	"	.cfi_escape 0x10, 0x03, 0x02, 0x73, " RT_STR(RT_SH_RBX) "\n"
+	"	lea -(" RT_STR(RT_WRAP_LOW_GAP) " - " RT_STR(RT_WRAP_LOW_COPY)
+	")(%rsp), %rsp\n"
+	"	.cfi_adjust_cfa_offset " RT_STR(RT_WRAP_LOW_GAP) " - "
+	RT_STR(RT_WRAP_LOW_COPY) "\n"
+	"	.rept " RT_STR(RT_WRAP_LOW_COPY) " / 8\n"
+	"	pushq " RT_STR(RT_WRAP_LOW_GAP) " - 8(%rsp)\n"
+	"	.cfi_adjust_cfa_offset 8\n"
+	"	.endr\n"
+	"	call *%r11\n"
+	"	lea " RT_STR(RT_WRAP_LOW_GAP) "(%rsp), %rsp\n"
+	"	.cfi_adjust_cfa_offset -" RT_STR(RT_WRAP_LOW_GAP) "\n"
+	"	jmp *" RT_STR(RT_SH_CONT) "(%rbx)\n"
+	"	.cfi_endproc\n"
+	".size rt_wrap_low, .-rt_wrap_low\n"
 
 	/*
 	 * RT_FN_WRAP_STUBS: per-site copies of rt_wrap_call written by ubt

@@ -363,6 +363,7 @@ int user_install(struct ubt_user *u, const struct user_probe *p)
 		.fn_enter = u->m.ctl->fn[RT_FN_WRAP_ENTER],
 		.fn_exit = u->m.ctl->fn[RT_FN_WRAP_EXIT],
 		.fn_call = u->m.ctl->fn[RT_FN_WRAP_CALL],
+		.fn_low = u->m.ctl->fn[RT_FN_WRAP_LOW],
 		.entry_code = p->kind == USER_PROBE_ENTRY ? code_at
 							  : us->entry_code,
 		.ret_code = p->kind == USER_PROBE_RETURN ? code_at
