@@ -47,6 +47,7 @@ static volatile uint32_t rt_stub_next;
 void rt_exec_hook(void);
 void rt_vf_hook_spawn(void);
 void rt_vf_hook_clone(void);
+void rt_vf_hook_vfork(void);
 long rt_probe_read(void *dst, const void *src, uint64_t len);
 extern const char rt_copy_insn[], rt_copy_fixup[];
 void rt_restorer(void);
@@ -413,6 +414,7 @@ RT_EXPORT long rt_init(struct rt_ctl *ctl)
 	ctl->fn[RT_FN_CRED_SYNC] = (uintptr_t)rt_cred_sync;
 	ctl->fn[RT_FN_VF_SPAWN] = (uintptr_t)rt_vf_hook_spawn;
 	ctl->fn[RT_FN_VF_CLONE] = (uintptr_t)rt_vf_hook_clone;
+	ctl->fn[RT_FN_VF_VFORK] = (uintptr_t)rt_vf_hook_vfork;
 	rt_fault_install(ctl->flags & RT_CTL_FAULT_HANDLER);
 	rt_pid = rt_syscall0(39 /* getpid */);
 	__atomic_store_n(&rt_ctl_p, ctl, __ATOMIC_RELEASE);

@@ -266,7 +266,14 @@
  * arguments copied down.
  */
 #define RT_FN_WRAP_LOW 23
-#define RT_FN_MAX 24
+/*
+ * RT_FN_VF_VFORK: RT_FN_VF_SPAWN's job at vfork+1, after glibc's
+ * "pop %rdi" (the caller's return address, in %rdi until the "push %rdi"
+ * after the system call; the entry cannot hold the jump): the address in
+ * %rdi is lent instead of the one on the stack.
+ */
+#define RT_FN_VF_VFORK 24
+#define RT_FN_MAX 25
 #define RT_WRAP_LOW_COPY 128
 #define RT_WRAP_LOW_GAP 144	/* COPY + 16: %rsp stays 16-aligned */
 #define RT_WRAP_STUBS 2048

@@ -275,7 +275,9 @@ int user_install(struct ubt_user *u, const struct user_probe *p)
 		if (!code)
 			return user_err(u, -EIO, "%s: cannot read %s", path,
 				    p->symbol);
-		if (patch_analyze_room(code, size, room, addr, offset, &s))
+		if (p->pop_entry ? patch_analyze_pop(code, size, addr, &s) :
+				   patch_analyze_room(code, size, room, addr,
+						      offset, &s))
 			err = -EINVAL;
 		/* from the function's start: a USDT site may be deep in */
 		if (!err && s.addr + s.len - addr > size + room)
