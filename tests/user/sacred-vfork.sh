@@ -6,6 +6,9 @@
 # parent's shadow stack is left alone (a uretprobe in both), and every
 # count is what --mode kernel gives; the target exits 0; with -p its code
 # (the probed function, libc's hooked functions) is as before after ubt.
+# vfork() children too (the hook after glibc's "pop %rdi").  A process
+# with a CLONE_VM child that does not make it wait keeps its probes in the
+# kernel.
 
 . "$top_srcdir/tests/user/sacred-lib.sh"
 
@@ -113,5 +116,44 @@ else
 		"$lbefore" "$lafter" "got:" "$got" "expected:" "$expect" \
 		"$(cat "$err")"
 fi
+
+# a CLONE_VM child without CLONE_VFORK (it runs beside its parent, on the
+# parent thread's block): the process's probes stay in the kernel, -v
+# says why; the counts are --mode kernel's (the child is another process:
+# -p counts the target's own calls), the target exits 0, its code as before
+vm_out=
+for mode in kernel auto; do
+	: >"$tout"
+	"$bin" 1000 vm >"$tout" 2>&1 </dev/null &
+	tp=$!
+	wait_for 100 "" '^ready' "$tout"
+	before=$(code $tp ubt_vf_tick)
+	ubt_bg 60 -v --mode $mode -p $tp -e \
+		"uprobe:$bin:ubt_vf_tick { @p[pid] = count(); @t[pid == tid] = count(); }"
+	kill -USR1 $tp
+	wait_for 300 $tp '^done' "$tout"
+	kill -INT $up 2>/dev/null
+	wait $up
+	rc=$?
+	after=$(code $tp ubt_vf_tick)
+	kill -USR1 $tp
+	wait $tp
+	trc=$?
+	me=$(sed -n 's/^pid //p' "$tout")
+	got=$(grep '^@' "$out" | sed "s/\[$me\]/[P]/" | sort)
+	[ $mode = kernel ] && vm_out=$got
+	what="a clone(CLONE_VM) child beside its parent (-p, $mode): counts as the kernel's, exit 0, code as before"
+	if [ $rc -eq 0 ] && [ $trc -eq 0 ] && [ "$got" = "$vm_out" ] &&
+	   [ "$got" = "@p[P]: 1000
+@t[1]: 1000" ] && [ -n "$before" ] && [ "$before" = "$after" ] &&
+	   { [ $mode = kernel ] ||
+	     grep -q "ubt_vf_tick: kernel (pid [0-9]* shares the memory of pid $me (clone(CLONE_VM) without CLONE_VFORK)" "$err"; }
+	then
+		ok "$what"
+	else
+		not_ok "$what" "exit $rc, target $trc, before $before after $after" \
+			"got:" "$got" "kernel's:" "$vm_out" "$(cat "$err")"
+	fi
+done
 
 tap_done
