@@ -40,12 +40,14 @@ void rt_slow(void);
 void rt_wrap_enter(void);
 void rt_wrap_exit(void);
 void rt_wrap_call(void);
+void rt_wrap_low(void);
 void rt_wrap_stubs(void);
 /* RT_FN_WRAP_STUB_NEXT: slots of rt_wrap_stubs taken (written by ubt) */
 static volatile uint32_t rt_stub_next;
 void rt_exec_hook(void);
 void rt_vf_hook_spawn(void);
 void rt_vf_hook_clone(void);
+void rt_vf_hook_vfork(void);
 long rt_probe_read(void *dst, const void *src, uint64_t len);
 extern const char rt_copy_insn[], rt_copy_fixup[];
 void rt_restorer(void);
@@ -393,6 +395,7 @@ RT_EXPORT long rt_init(struct rt_ctl *ctl)
 	ctl->fn[RT_FN_WRAP_ENTER] = (uintptr_t)rt_wrap_enter;
 	ctl->fn[RT_FN_WRAP_EXIT] = (uintptr_t)rt_wrap_exit;
 	ctl->fn[RT_FN_WRAP_CALL] = (uintptr_t)rt_wrap_call;
+	ctl->fn[RT_FN_WRAP_LOW] = (uintptr_t)rt_wrap_low;
 	ctl->fn[RT_FN_WRAP_STUBS] = (uintptr_t)rt_wrap_stubs;
 	ctl->fn[RT_FN_WRAP_STUB_NEXT] = (uintptr_t)&rt_stub_next;
 	ctl->fn[RT_FN_PROBE_READ] = (uintptr_t)rt_probe_read;
@@ -411,6 +414,7 @@ RT_EXPORT long rt_init(struct rt_ctl *ctl)
 	ctl->fn[RT_FN_CRED_SYNC] = (uintptr_t)rt_cred_sync;
 	ctl->fn[RT_FN_VF_SPAWN] = (uintptr_t)rt_vf_hook_spawn;
 	ctl->fn[RT_FN_VF_CLONE] = (uintptr_t)rt_vf_hook_clone;
+	ctl->fn[RT_FN_VF_VFORK] = (uintptr_t)rt_vf_hook_vfork;
 	rt_fault_install(ctl->flags & RT_CTL_FAULT_HANDLER);
 	rt_pid = rt_syscall0(39 /* getpid */);
 	__atomic_store_n(&rt_ctl_p, ctl, __ATOMIC_RELEASE);
@@ -443,7 +447,8 @@ RT_EXPORT long rt_init(struct rt_ctl *ctl)
  * original return address in %r11 and the caller's %rbx in %rbx.
  * Preserves all other registers.
  *
- * rt_wrap_call: see RT_FN_WRAP_CALL in rt_abi.h.
+ * rt_wrap_call: see RT_FN_WRAP_CALL in rt_abi.h; rt_wrap_low: see
+ * RT_FN_WRAP_LOW.
  */
 /*
  * The unwind rules of rt_wrap_call and of every stub slot: they hold at
@@ -605,6 +610,38 @@ __asm__(".text\n"
 	"	jmp *" RT_STR(RT_SH_CONT) "(%rbx)\n"
 	"	.cfi_endproc\n"
 	".size rt_wrap_call, .-rt_wrap_call\n"
+
+	/*
+	 * rt_wrap_low: entered with %rsp just above the kernel's return
+	 * address (the slot + 8).  Each push copies the word GAP - 8 above
+	 * its destination: the stack arguments land just above the new
+	 * return address.  From the return address the caller's %rsp is
+	 * %rsp + GAP; its return address (the kernel's trampoline) and %rbx
+	 * are in the entry at %rbx.
+	 */
+	".p2align 4\n"
+	".globl rt_wrap_low\n"
+	".hidden rt_wrap_low\n"
+	".type rt_wrap_low,@function\n"
+	"rt_wrap_low:\n"
+	"	.cfi_startproc\n"
+	"	.cfi_def_cfa %rsp, 0\n"
+	"	.cfi_escape 0x10, 0x10, 0x02, 0x73, " RT_STR(RT_SH_RET) "\n"
+	"	.cfi_escape 0x10, 0x03, 0x02, 0x73, " RT_STR(RT_SH_RBX) "\n"
+	"	lea -(" RT_STR(RT_WRAP_LOW_GAP) " - " RT_STR(RT_WRAP_LOW_COPY)
+	")(%rsp), %rsp\n"
+	"	.cfi_adjust_cfa_offset " RT_STR(RT_WRAP_LOW_GAP) " - "
+	RT_STR(RT_WRAP_LOW_COPY) "\n"
+	"	.rept " RT_STR(RT_WRAP_LOW_COPY) " / 8\n"
+	"	pushq " RT_STR(RT_WRAP_LOW_GAP) " - 8(%rsp)\n"
+	"	.cfi_adjust_cfa_offset 8\n"
+	"	.endr\n"
+	"	call *%r11\n"
+	"	lea " RT_STR(RT_WRAP_LOW_GAP) "(%rsp), %rsp\n"
+	"	.cfi_adjust_cfa_offset -" RT_STR(RT_WRAP_LOW_GAP) "\n"
+	"	jmp *" RT_STR(RT_SH_CONT) "(%rbx)\n"
+	"	.cfi_endproc\n"
+	".size rt_wrap_low, .-rt_wrap_low\n"
 
 	/*
 	 * RT_FN_WRAP_STUBS: per-site copies of rt_wrap_call written by ubt

@@ -61,7 +61,7 @@
 #ifndef UBT_RT_ABI_H
 #define UBT_RT_ABI_H
 
-#define RT_ABI_VERSION 12
+#define RT_ABI_VERSION 13
 /* rt_init() returns -(RT_ABI_MISMATCH + its RT_ABI_VERSION) when the
  * control block is of another version. */
 #define RT_ABI_MISMATCH 0x7ab10000L
@@ -252,7 +252,30 @@
  */
 #define RT_FN_VF_SPAWN 21
 #define RT_FN_VF_CLONE 22
-#define RT_FN_MAX 23
+/*
+ * RT_FN_WRAP_LOW: RT_FN_WRAP_CALL's job (%r11 = the relocated function,
+ * %rbx = its shadow entry) for a call whose return address is a kernel
+ * uretprobe's trampoline (the first slot of the [uprobes] page, so page
+ * aligned: the trampoline sends a return address with no bit of 0xfff
+ * set here).  The kernel took the call's return address at its entry and
+ * drops its record of the call when another of its uprobes is hit at the
+ * same %rsp with another return address there, which a tail call from a
+ * wrapped function would do (SIGILL at the return).  So the function is
+ * called RT_WRAP_LOW_GAP bytes lower, the kernel's return address left
+ * in its slot, and the first RT_WRAP_LOW_COPY bytes of its stack
+ * arguments copied down.
+ */
+#define RT_FN_WRAP_LOW 23
+/*
+ * RT_FN_VF_VFORK: RT_FN_VF_SPAWN's job at vfork+1, after glibc's
+ * "pop %rdi" (the caller's return address, in %rdi until the "push %rdi"
+ * after the system call; the entry cannot hold the jump): the address in
+ * %rdi is lent instead of the one on the stack.
+ */
+#define RT_FN_VF_VFORK 24
+#define RT_FN_MAX 25
+#define RT_WRAP_LOW_COPY 128
+#define RT_WRAP_LOW_GAP 144	/* COPY + 16: %rsp stays 16-aligned */
 #define RT_WRAP_STUBS 2048
 #define RT_WRAP_STUB 16
 /* frames RT_FN_USTACK takes at most */

@@ -6,8 +6,9 @@
  * under the parent's pid and tid and share its shadow stack.  ubt puts
  * rt_vf_hook_spawn or rt_vf_hook_clone (rt_abi.h RT_FN_VF_SPAWN,
  * RT_FN_VF_CLONE) as entry probe code on libc's posix_spawn,
- * posix_spawnp, vfork and clone; for the call, the thread lends its
- * block pointer:
+ * posix_spawnp, vfork and clone (glibc's vfork at +1, after its
+ * "pop %rdi": rt_vf_hook_vfork, RT_FN_VF_VFORK, lends the return address
+ * in %rdi); for the call, the thread lends its block pointer:
  *
  *  - at the entry (rt_vf_lend()): keep self and noblock in struct
  *    rt_tls, zero them, and put rt_vf_back in place of the caller's
@@ -104,6 +105,25 @@ __asm__(".text\n"
 	"	pop %rsi\n"
 	"	ret\n"
 	".size rt_vf_hook_clone, .-rt_vf_hook_clone\n"
+
+	/* at vfork+1: the caller's return address is in %rdi (its copy
+	 * on this stack is the slot lent) */
+	".globl rt_vf_hook_vfork\n"
+	".hidden rt_vf_hook_vfork\n"
+	".type rt_vf_hook_vfork,@function\n"
+	"rt_vf_hook_vfork:\n"
+	"	push %rsi\n"
+	"	push %rdi\n"
+	"	push %rax\n"
+	"	lea 8(%rsp), %rdi\n"
+	"	mov $0x4100, %esi\n"	/* CLONE_VM | CLONE_VFORK */
+	"	lea rt_vf_lend(%rip), %rax\n"
+	"	call rt_call_kept\n"
+	"	pop %rax\n"
+	"	pop %rdi\n"
+	"	pop %rsi\n"
+	"	ret\n"
+	".size rt_vf_hook_vfork, .-rt_vf_hook_vfork\n"
 
 	".globl rt_vf_back\n"
 	".hidden rt_vf_back\n"

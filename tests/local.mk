@@ -249,6 +249,7 @@ TESTS += \
 	tests/user/exiting.py \
 	tests/user/group-kill.py \
 	tests/user/hold.sh \
+	tests/user/kept-ret.py \
 	tests/user/kill-stress.py \
 	tests/user/ldlock.py \
 	tests/user/no-alias.py \
@@ -292,6 +293,7 @@ EXTRA_DIST += \
 	tests/user/exiting.py \
 	tests/user/group-kill.py \
 	tests/user/hold.sh \
+	tests/user/kept-ret.py \
 	tests/user/kill-stress.py \
 	tests/user/ldlock.py \
 	tests/user/no-alias.py \

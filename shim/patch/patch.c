@@ -159,6 +159,9 @@ static bool transfers_control(const ZydisDecodedInstruction *in,
 	return false;
 }
 
+/* patch_analyze_pop(): an entry "pop %reg" may stay behind */
+static bool pop_entry;
+
 /*
  * The entry instruction stays in place, before the jump.  0 if it may:
  * *undo is the %rsp change the trampoline takes back before running it
@@ -236,6 +239,9 @@ static int entry_insn(const ZydisDecodedInstruction *in,
 		s->mid = true;
 		return 0;
 	}
+	if (s->clobbers && pop_entry && in->mnemonic == ZYDIS_MNEMONIC_POP &&
+	    in->operand_width == 64)
+		return 0;	/* left behind, never run again */
 	if (s->clobbers)
 		goto refuse;	/* %rsp and another register (pop) */
 	if (in->mnemonic == ZYDIS_MNEMONIC_PUSH &&
@@ -444,6 +450,17 @@ int patch_analyze(const uint8_t *code, uint64_t size, uint64_t func,
 		  uint64_t at, struct patch_site *s)
 {
 	return patch_analyze_room(code, size, 0, func, at, s);
+}
+
+int patch_analyze_pop(const uint8_t *code, uint64_t size, uint64_t func,
+		      struct patch_site *s)
+{
+	int err;
+
+	pop_entry = true;
+	err = patch_analyze_room(code, size, 0, func, 0, s);
+	pop_entry = false;
+	return err;
 }
 
 int patch_analyze_room(const uint8_t *code, uint64_t size, uint64_t room,

@@ -134,6 +134,14 @@ int patch_analyze(const uint8_t *code, uint64_t size, uint64_t func,
 		  uint64_t at, struct patch_site *s);
 
 /*
+ * patch_analyze() at the entry, for a hook of the runtime's that knows
+ * where the return address went: an entry instruction "pop %reg" (glibc's
+ * vfork) stays in place and is not run again; the jump follows it.
+ */
+int patch_analyze_pop(const uint8_t *code, uint64_t size, uint64_t func,
+		      struct patch_site *s);
+
+/*
  * Whether a probe reading the entry registers reads (PATCH_REG_*) sees
  * them as at the function's entry at site s: 0, or -EINVAL with the
  * reason in s->reason (the entry instruction changes one it reads).

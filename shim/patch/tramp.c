@@ -373,6 +373,7 @@ int tramp_build(const struct tramp_spec *spec, struct patch_site *s,
 	size_t jz_help = 0, ja_help = 0, jnz_stale = 0, jbe_help = 0;
 	size_t push_at = 0, stale = 0, check_at = 0, jne_retry = 0;
 	size_t wrapped = 0, jne_help = 0, exit_help = 0, enter_help = 0;
+	size_t jz_low = 0, lea_cont_low = 0, lea_reloc_low = 0, lit_low = 0;
 	size_t reloc, slow = 0, n;
 	bool stub = false;
 	int err;
@@ -465,6 +466,11 @@ int tramp_build(const struct tramp_spec *spec, struct patch_site *s,
 		EMIT(&e, 0x4e, 0x8d, 0x9c, 0x18);	/* lea entry,%r11 */
 		u32(&e, RT_BLK_SHADOW - RT_SHADOW_ENTRY);
 		EMIT(&e, 0x48, 0x8b, 0x03);		/* mov (%rbx),%rax */
+		if (spec->fn_low) {
+			/* the kernel's uretprobe trampoline?  (ZF to .low) */
+			EMIT(&e, 0xa9);			/* test $0xfff,%eax */
+			u32(&e, 0xfff);
+		}
 		EMIT(&e, 0x49, 0x89, 0x43, RT_SH_RET);	/* mov %rax,ret(%r11) */
 		EMIT(&e, 0x58);				/* pop %rax: %rbx */
 		EMIT(&e, 0x49, 0x89, 0x43, RT_SH_RBX);	/* mov %rax,rbx(%r11) */
@@ -477,6 +483,10 @@ int tramp_build(const struct tramp_spec *spec, struct patch_site *s,
 		 */
 		wrapped = e.n;
 		EMIT(&e, 0x48, 0x8d, 0x64, 0x24, 0x08);	/* lea 8(%rsp),%rsp */
+		if (spec->fn_low) {
+			EMIT(&e, 0x0f, 0x84);		/* jz .low */
+			jz_low = rel32_hole(&e);
+		}
 		if (spec->stub && spec->stub_bytes && reach(&e, spec->stub)) {
 			/* the site's own stub: no cont, no %r11 */
 			stub = true;
@@ -594,8 +604,35 @@ after_call:
 		EMIT(&e, 0x58);				/* pop %rax */
 		EMIT(&e, 0x0f, 0x84);			/* jz .reloc */
 		jz_reloc = rel32_hole(&e);
+		if (spec->fn_low) {
+			EMIT(&e, 0x4c, 0x8b, 0x5b, RT_SH_RET); /* ret,%r11 */
+			EMIT(&e, 0x41, 0xf7, 0xc3);	/* test $0xfff,%r11d */
+			u32(&e, 0xfff);
+		}
 		EMIT(&e, 0xe9);				/* jmp .wrapped */
 		rel32_to(&e, spec->at + wrapped);
+		if (spec->fn_low) {
+			/*
+			 * .low: the return address is page aligned, as the
+			 * kernel's uretprobe trampoline is (another tracer's
+			 * return probe took it at the entry): the call goes
+			 * lower, that address left where the kernel expects
+			 * it (RT_FN_WRAP_LOW).  Rarely a caller's own.
+			 */
+			rel32_fix(&e, jz_low, here(&e));
+			EMIT(&e, 0x4c, 0x8d, 0x1d);	/* lea .cont,%r11 */
+			lea_cont_low = rel32_hole(&e);
+			EMIT(&e, 0x4c, 0x89, 0x5b, RT_SH_CONT); /* cont */
+			EMIT(&e, 0x4c, 0x8d, 0x1d);	/* lea .reloc,%r11 */
+			lea_reloc_low = rel32_hole(&e);
+			if (reach(&e, spec->fn_low)) {
+				EMIT(&e, 0xe9);		/* jmp rt_wrap_low */
+				rel32_to(&e, spec->fn_low);
+			} else {
+				EMIT(&e, 0xff, 0x25);	/* jmp *lit_low */
+				lit_low = rel32_hole(&e);
+			}
+		}
 	} else {
 		EMIT(&e, 0x58);				/* pop %rax */
 	}
@@ -641,6 +678,14 @@ after_call:
 		if (lit_call) {
 			rel32_fix(&e, lit_call, here(&e));
 			bytes(&e, &spec->fn_call, 8);
+		}
+		if (spec->fn_low) {
+			rel32_fix(&e, lea_cont_low, spec->at + cont);
+			rel32_fix(&e, lea_reloc_low, spec->at + reloc);
+		}
+		if (lit_low) {
+			rel32_fix(&e, lit_low, here(&e));
+			bytes(&e, &spec->fn_low, 8);
 		}
 	}
 	n = e.n;

@@ -68,6 +68,7 @@ struct tramp_spec {
 	uint64_t fn_enter;	/* runtime: rt_wrap_enter */
 	uint64_t fn_exit;	/* runtime: rt_wrap_exit */
 	uint64_t fn_call;	/* runtime: rt_wrap_call */
+	uint64_t fn_low;	/* runtime: rt_wrap_low, or 0 */
 	/*
 	 * A return probe: the runtime's stub slot for this trampoline
 	 * (RT_FN_WRAP_STUBS), or 0.  When the trampoline reaches it,

@@ -60,6 +60,9 @@ struct user_probe {
 	/* entry probe inside a function whose code takes a struct pt_regs
 	 * (tramp.h spec.regs): a USDT site */
 	bool regs;
+	/* the runtime's vfork hook: an entry "pop %reg" stays behind
+	 * (patch_analyze_pop()) */
+	bool pop_entry;
 };
 
 /*

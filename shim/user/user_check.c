@@ -244,6 +244,36 @@ static int user_seccomp_mode(pid_t pid, pid_t *tid)
 	return mode;
 }
 
+/*
+ * Another process in pid's memory (kcmp(KCMP_VM)): a child made with
+ * CLONE_VM but not CLONE_THREAD (clone() without CLONE_VFORK, or a raw
+ * clone system call) runs beside it with the thread pointer of the thread
+ * that made it, so on the same per-thread block.  Its pid, or 0 (none, or
+ * no kcmp).
+ */
+static pid_t user_vm_sharer(pid_t pid)
+{
+	DIR *dir = opendir("/proc");
+	struct dirent *e;
+	pid_t found = 0;
+
+	if (!dir)
+		return 0;
+	while (!found && (e = readdir(dir))) {
+		pid_t other = (pid_t)atoi(e->d_name);
+
+		if (other <= 0 || other == pid)
+			continue;
+		/* KCMP_VM: 0 when both have the same mm */
+		if (syscall(SYS_kcmp, pid, other, 1, 0, 0) == 0)
+			found = other;
+		else if (errno == ENOSYS)
+			break;
+	}
+	closedir(dir);
+	return found;
+}
+
 int user_process_check(pid_t pid, char *reason, size_t len)
 {
 	struct owner_info oi;
@@ -264,6 +294,14 @@ int user_process_check(pid_t pid, char *reason, size_t len)
 		return -EPERM;
 	}
 
+	tid = user_vm_sharer(pid);
+	if (tid) {
+		snprintf(reason, len, "pid %d shares the memory of pid %d "
+			 "(clone(CLONE_VM) without CLONE_VFORK): it runs on the "
+			 "thread pointer, so on the per-thread blocks, of the "
+			 "thread that made it", (int)tid, (int)pid);
+		return -EBUSY;
+	}
 	if (tracer) {
 		snprintf(reason, len, "pid %d is traced by pid %d (a debugger "
 			 "or tracer holds ptrace)", (int)pid, (int)tracer);

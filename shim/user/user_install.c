@@ -275,7 +275,9 @@ int user_install(struct ubt_user *u, const struct user_probe *p)
 		if (!code)
 			return user_err(u, -EIO, "%s: cannot read %s", path,
 				    p->symbol);
-		if (patch_analyze_room(code, size, room, addr, offset, &s))
+		if (p->pop_entry ? patch_analyze_pop(code, size, addr, &s) :
+				   patch_analyze_room(code, size, room, addr,
+						      offset, &s))
 			err = -EINVAL;
 		/* from the function's start: a USDT site may be deep in */
 		if (!err && s.addr + s.len - addr > size + room)
@@ -363,6 +365,7 @@ int user_install(struct ubt_user *u, const struct user_probe *p)
 		.fn_enter = u->m.ctl->fn[RT_FN_WRAP_ENTER],
 		.fn_exit = u->m.ctl->fn[RT_FN_WRAP_EXIT],
 		.fn_call = u->m.ctl->fn[RT_FN_WRAP_CALL],
+		.fn_low = u->m.ctl->fn[RT_FN_WRAP_LOW],
 		.entry_code = p->kind == USER_PROBE_ENTRY ? code_at
 							  : us->entry_code,
 		.ret_code = p->kind == USER_PROBE_RETURN ? code_at

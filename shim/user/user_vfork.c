@@ -7,6 +7,8 @@
  * shadow stack.  A function a probe of the program is on keeps that probe
  * alone: its children record as their parent thread, -v says so.
  */
+#include <stdio.h>
+
 #include "user_int.h"
 
 static const struct {
@@ -15,15 +17,22 @@ static const struct {
 } vf_hooks[] = {
 	{ "posix_spawn", RT_FN_VF_SPAWN },
 	{ "posix_spawnp", RT_FN_VF_SPAWN },
-	{ "vfork", RT_FN_VF_SPAWN },
+	{ "vfork", RT_FN_VF_VFORK },
 	{ "clone", RT_FN_VF_CLONE },
 };
 
-/* One hook; 0, or -errno with why in u->err. */
-static int vf_hook(struct ubt_user *u, const char *symbol, uint64_t fn)
+/*
+ * One hook; 0, or -errno with why in u->err.  RT_FN_VF_VFORK goes after
+ * the "pop %rdi" glibc's vfork starts with (the file's byte: an int3 of
+ * another tracer's is no guide), which stays in place; a vfork that
+ * starts otherwise gets RT_FN_VF_SPAWN.
+ */
+static int vf_hook(struct ubt_user *u, const char *symbol, int which)
 {
 	uint8_t stub[14] = { 0xff, 0x25, 0, 0, 0, 0 };	/* jmp *0(%rip) */
-	uint64_t vaddr, size, off, bias, lo, hi;
+	uint64_t vaddr, size, off, bias, lo, hi, fn;
+	uint8_t first = 0;
+	FILE *f;
 
 	if (patch_find_symbol(u->libc, symbol, &vaddr, &size, &off) ||
 	    user_module_range(u, u->libc, &bias, &lo, &hi))
@@ -32,6 +41,19 @@ static int vf_hook(struct ubt_user *u, const char *symbol, uint64_t fn)
 		if (u->sites[i].s.func == bias + vaddr)
 			return user_err(u, -EBUSY, "a probe of the program is "
 					"on %s", symbol);
+	if (which == RT_FN_VF_VFORK) {
+		f = fopen(u->libc, "rb");
+		if (!f || fseek(f, (long)off, SEEK_SET) ||
+		    fread(&first, 1, 1, f) != 1)
+			first = 0;
+		if (f)
+			fclose(f);
+		if (first != 0x5f)	/* pop %rdi */
+			which = RT_FN_VF_SPAWN;
+	}
+	fn = u->m.ctl->fn[which];
+	if (!fn)
+		return user_err(u, -ENOENT, "the runtime has no vfork hook");
 	memcpy(stub + 6, &fn, 8);
 	return user_install(u, &(struct user_probe){
 		.sz = sizeof(struct user_probe),
@@ -40,6 +62,7 @@ static int vf_hook(struct ubt_user *u, const char *symbol, uint64_t fn)
 		.kind = USER_PROBE_ENTRY,
 		.code = stub,
 		.code_len = sizeof(stub),
+		.pop_entry = which == RT_FN_VF_VFORK,
 	});
 }
 
@@ -53,11 +76,7 @@ void user_install_vfork_hooks(struct ubt_user *u)
 		return;
 	memcpy(keep, u->err, sizeof(keep));
 	for (size_t i = 0; i < sizeof(vf_hooks) / sizeof(vf_hooks[0]); i++) {
-		uint64_t fn = u->m.ctl->fn[vf_hooks[i].fn];
-
-		if (!fn)
-			user_err(u, -ENOENT, "the runtime has no vfork hook");
-		if (!fn || vf_hook(u, vf_hooks[i].symbol, fn))
+		if (vf_hook(u, vf_hooks[i].symbol, vf_hooks[i].fn))
 			len += (size_t)snprintf(u->vf_why + len,
 						len < sizeof(u->vf_why) ?
 							sizeof(u->vf_why) - len :

@@ -11,6 +11,11 @@
  *	them in its CLONE_VM child: two dup2() calls there); "spawn PID".
  * ubt_vf_tick(i) returns 2i + 1.  First "pid PID"; with wait, "ready"
  * and a wait for SIGUSR1 first, "done" and a wait for SIGUSR1 after.
+ * ubt-vfork N vm: clone(CLONE_VM | SIGCHLD) without CLONE_VFORK, a child
+ * that runs beside its parent in its memory with its thread pointer
+ * ("vm PID"); "ready", a wait for SIGUSR1, then both call ubt_vf_tick N
+ * times, the parent reaps the child ("vmdone PID"), prints "done" and
+ * waits for SIGUSR1 again.
  * Exits 0, or 1 after a wrong result or a child that failed.
  */
 #define _GNU_SOURCE
@@ -81,6 +86,50 @@ static long round_(int with_vfork)
 	return bad;
 }
 
+static int vm_fd[2];
+static long vm_n;
+
+static int vm_child(void *arg)
+{
+	char c;
+
+	(void)arg;
+	if (read(vm_fd[0], &c, 1) != 1)
+		_exit(4);
+	_exit(ticks(vm_n) ? 3 : 0);
+}
+
+/* ubt-vfork N vm */
+static int vm_main(long n)
+{
+	static char stack[64 * 1024] __attribute__((aligned(16)));
+	long bad = 0;
+	sigset_t usr1;
+	pid_t pid;
+
+	vm_n = n;
+	sigemptyset(&usr1);
+	sigaddset(&usr1, SIGUSR1);
+	if (pipe(vm_fd))
+		return 1;
+	pid = clone(vm_child, stack + sizeof(stack), CLONE_VM | SIGCHLD,
+		    NULL);
+	if (pid <= 0)
+		return 1;
+	printf("vm %d\n", (int)pid);
+	fflush(stdout);
+	target_wait_usr1();
+	bad |= write(vm_fd[1], "x", 1) != 1;
+	bad |= ticks(n);
+	bad |= reap("vmdone", pid);
+	printf("done\n");
+	fflush(stdout);
+	*target_usr1() = 0;
+	sigprocmask(SIG_UNBLOCK, &usr1, NULL);
+	target_wait_usr1();
+	return target_result("ubt-vfork", bad);
+}
+
 int main(int argc, char **argv)
 {
 	long rounds = target_count(argc, argv, 1, 20), bad = 0;
@@ -89,6 +138,8 @@ int main(int argc, char **argv)
 
 	printf("pid %d\n", (int)getpid());
 	fflush(stdout);
+	if (argc > 2 && !strcmp(argv[2], "vm"))
+		return vm_main(rounds);
 	if (wait)
 		target_wait_usr1();
 	for (long r = 0; r < rounds; r++)

@@ -14,14 +14,17 @@ Prints TAP.
 """
 import os
 import re
+import select
 import shutil
 import subprocess
 import sys
+import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import cover  # noqa: E402
 from cover import FUNCS, N, Tracer, copy, counts, keys_once, prog  # noqa
-from procmem import UBT, func_offset, not_root, ok, results  # noqa: E402
+from procmem import (UBT, Fed, code_in, code_in_file, func_offset,  # noqa
+                     not_root, ok, results)
 
 TRACEFS = "/sys/kernel/tracing"
 KEEP = r"^ubt: pid \d+ \(%s\): (\d+) site\(s\) keep the kernel's int3 "
@@ -98,6 +101,77 @@ def case_return_probe():
        "kret: -v says why the process stays in the kernel", u.err[-600:])
 
 
+def read_err_until(t, pattern, timeout=60):
+    """Read t's stderr (a Tracer's) until pattern is found in it."""
+    fd = t.p.stderr.fileno()
+    end = time.time() + timeout
+    while time.time() < end and not re.search(pattern, t.err, re.M):
+        r, _, _ = select.select([fd], [], [], 0.5)
+        if r:
+            chunk = os.read(fd, 65536).decode(errors="replace")
+            if not chunk:
+                break
+            t.err += chunk
+    return re.search(pattern, t.err, re.M) is not None
+
+
+def case_return_after_take():
+    """Another tracer's return probes arrive after the take: its int3s
+    come back on sites whose calls user mode wraps, and the kernel takes
+    their return addresses at the entry.  cov_jshort's wrapped call ends
+    in a tail call of cov_back, whose kernel uretprobe (the other
+    tracer's) is hit at the stack pointer of cov_jshort's entry: the
+    kernel dropped its record of the cov_jshort call, and the return
+    through its trampoline killed the target with SIGILL (the old build).
+    Such a call now runs lower on the stack (RT_FN_WRAP_LOW): both count
+    every return, the target exits 0, its code is the file's after."""
+    path = copy("kafter")
+    user = ("cov_tiny", "cov_zero", "cov_rdx", "cov_jshort")
+    other = ("cov_jshort", "cov_back", "cov_tiny")
+    u = Tracer([UBT, "-v", "-e", ",".join("uretprobe:%s:%s" % (path, f)
+                                          for f in user) +
+                " { @[probe] = count(); }"])
+    ok(u.attached, "after: ubt attached", u.err[-300:])
+    t = Fed([path])
+    ok(t.run(str(N), "done") == "done %d" % N, "after: first %d calls" % N)
+    ok(read_err_until(u, r"^ubt: pid %d \(kafter\) taken: 4 probe\(s\) "
+                      r"in user mode" % t.p.pid),
+       "after: the process taken, 4 probes in user mode", u.err[-600:])
+    o = Tracer([UBT, "--mode", "kernel", "-e",
+                ",".join("uretprobe:%s:%s" % (path, f) for f in other) +
+                " { @[probe] = count(); }"])
+    ok(o.attached, "after: another ubt's return probes in the kernel",
+       o.err[-300:])
+    ok(t.run(str(N), "done") == "done %d" % N,
+       "after: %d calls with the other tracer there" % N)
+    o.stop()
+    u.stop()
+    alive = t.p.poll() is None
+    code = {f: code_in(t.p.pid, path, f) for f in FUNCS} if alive else {}
+    ok(alive and all(code[f] == code_in_file(path, f) for f in FUNCS),
+       "after: every function's bytes are the file's once both left",
+       "exit status %s " % t.p.poll() + repr(code))
+    ok(alive and t.run(str(N), "done") == "done %d" % N,
+       "after: more calls")
+    if alive:
+        t.close_input()
+    ok(alive and t.expect("exit") == "exit 0" and
+       t.p.wait(timeout=60) == 0, "after: the target exits 0",
+       str(t.p.poll()))
+    got = {}
+    for m in re.finditer(r"^@\[uretprobe:[^\]]*:(\w+)\]: (\d+)$", u.out,
+                         re.M):
+        got[m.group(1)] = got.get(m.group(1), 0) + int(m.group(2))
+    ok(got == {f: 2 * N for f in user},
+       "after: ubt counts %d returns of each" % (2 * N), u.out[-600:])
+    got = {}
+    for m in re.finditer(r"^@\[uretprobe:[^\]]*:(\w+)\]: (\d+)$", o.out,
+                         re.M):
+        got[m.group(1)] = got.get(m.group(1), 0) + int(m.group(2))
+    ok(got == {f: N for f in other},
+       "after: the other ubt counts %d returns of each" % N, o.out[-600:])
+
+
 def tracefs_write(name, text):
     """Append a line (no seek: tracefs refuses Python's "a" mode's)."""
     fd = os.open(os.path.join(TRACEFS, name), os.O_WRONLY | os.O_APPEND)
@@ -155,6 +229,7 @@ def main():
         case_alone()
         case_other_ubt()
         case_return_probe()
+        case_return_after_take()
         case_uprobe_events()
     finally:
         shutil.rmtree(cover.work, ignore_errors=True)
