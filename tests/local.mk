@@ -251,6 +251,7 @@ TESTS += \
 	tests/user/hold.sh \
 	tests/user/kill-stress.py \
 	tests/user/ldlock.py \
+	tests/user/mem-sessions.py \
 	tests/user/no-alias.py \
 	tests/user/pipe-sigint.py \
 	tests/user/race.py \
@@ -294,6 +295,7 @@ EXTRA_DIST += \
 	tests/user/hold.sh \
 	tests/user/kill-stress.py \
 	tests/user/ldlock.py \
+	tests/user/mem-sessions.py \
 	tests/user/no-alias.py \
 	tests/user/pipe-sigint.py \
 	tests/user/procmem.py \

@@ -37,7 +37,7 @@
 #define UNMAP_MAX 256		/* memfd mappings looked at */
 #define UNMAP_TRIES 10		/* looks, the threads running between */
 #define UNMAP_RUN_US 20000
-#define UNMAP_STACK 8192	/* bytes above a stack pointer looked at */
+#define UNMAP_STACK (8ULL << 20)	/* live frames read at most */
 
 struct um_map {
 	uint64_t start, end, off;
@@ -138,11 +138,54 @@ static bool um_runtime(const struct um *s, uint64_t a)
 	return false;
 }
 
+/*
+ * The end of the mapping that holds a (its stack: the live frames lie
+ * between a thread's stack pointer and there), 0 if none does.
+ */
+static uint64_t um_stack_end(const struct pt_map *pm, int npm, uint64_t a)
+{
+	for (int i = 0; i < npm; i++)
+		if (a >= pm[i].start && a < pm[i].end)
+			return pm[i].end;
+	return 0;
+}
+
+/*
+ * An address in ubt's code among the live frames of a thread: a return
+ * address into a code slice (a trampoline or probe code interrupted by
+ * a signal, or calling out) or into the runtime (a wrapped call in
+ * progress, of this session or an earlier one, returns through
+ * rt_wrap_call or a stub; a block lent to a vfork child, through
+ * rt_vf_back).  A stale word that looks like one only keeps the
+ * mappings.
+ */
+static bool um_stack_holds(struct ubt_user *u, const struct um *s,
+			   uint64_t sp, uint64_t end)
+{
+	static uint64_t words[8192];
+
+	sp &= ~7ULL;
+	if (end > sp + UNMAP_STACK)
+		return true;	/* too deep to read: kept */
+	while (sp < end) {
+		size_t n = end - sp < sizeof(words) ? end - sp : sizeof(words);
+
+		if (pt_read(&u->pt, sp, words, n))
+			return false;
+		for (size_t k = 0; k < n / 8; k++)
+			if (um_code(s, words[k]) || um_runtime(s, words[k]))
+				return true;
+		sp += n;
+	}
+	return false;
+}
+
 /* Why thread i may still need the memfd (NULL: it does not). */
-static const char *um_inside(struct ubt_user *u, const struct um *s, int i)
+static const char *um_inside(struct ubt_user *u, const struct um *s, int i,
+			     const struct pt_map *pm, int npm)
 {
 	struct user_regs_struct r;
-	uint64_t words[512], tls[5] = { 0 };
+	uint64_t tls[5] = { 0 };
 
 	if (pt_regs(&u->pt, i, &r))
 		return "its registers cannot be read";
@@ -160,15 +203,9 @@ static const char *um_inside(struct ubt_user *u, const struct um *s, int i)
 				       sizeof(top)) && top)
 			return "a wrapped call (return probe) is in progress";
 	}
-	for (uint64_t off = 0; off < UNMAP_STACK; off += sizeof(words)) {
-		if (pt_read(&u->pt, (r.rsp & ~7ULL) + off, words,
-			    sizeof(words)))
-			break;	/* the end of its stack */
-		for (size_t k = 0; k < sizeof(words) / 8; k++)
-			if (um_code(s, words[k]))
-				return "its stack holds an address in ubt's "
-				       "code";
-	}
+	if (um_stack_holds(u, s, r.rsp, um_stack_end(pm, npm, r.rsp)))
+		return "its stack holds an address in ubt's code (a wrapped "
+		       "call or an interrupted probe)";
 	return NULL;
 }
 
@@ -176,13 +213,18 @@ static const char *um_inside(struct ubt_user *u, const struct um *s, int i)
 static const char *um_wait(struct ubt_user *u, const struct um *s, pid_t *tid)
 {
 	const char *why = NULL;
+	struct pt_map *pm;
+	int npm;
 
 	for (int t = 0; t < UNMAP_TRIES; t++) {
+		if (pt_maps(u->pid, &pm, &npm))
+			return "its mappings cannot be read";
 		why = NULL;
 		for (int i = 0; i < u->pt.nth && !why; i++) {
-			why = um_inside(u, s, i);
+			why = um_inside(u, s, i, pm, npm);
 			*tid = u->pt.th[i].tid;
 		}
+		free(pm);
 		if (!why || t + 1 == UNMAP_TRIES ||
 		    pt_run_briefly(&u->pt, UNMAP_RUN_US))
 			break;
@@ -258,6 +300,11 @@ int user_unmap(struct ubt_user *u)
 	for (int i = 0; i < s->n; i++)
 		if (s->m[i].gone)
 			s->m[i].x = false;
+	/* nothing maps more chunks now: the descriptor goes either way */
+	if (u->target_fd > 0 && um_fd_ours(u, own) &&
+	    !user_rsys(u, SYS_close, (uint64_t)u->target_fd, 0, 0, 0, 0, 0,
+		       &ret))
+		u->target_fd = -1;
 	why = um_wait(u, s, &tid);
 	if (why) {
 		snprintf(u->unmap_why, sizeof(u->unmap_why),
@@ -276,11 +323,6 @@ int user_unmap(struct ubt_user *u)
 				s->m[i].end - s->m[i].start, 0, 0, 0, 0, &ret);
 		if (!err)
 			u->unmapped++;
-	}
-	if (!err && u->target_fd >= 0 && um_fd_ours(u, own)) {
-		err = user_rsys(u, SYS_close, (uint64_t)u->target_fd, 0, 0, 0,
-				0, 0, &ret);
-		u->target_fd = -1;
 	}
 	free(s);
 	return err;
