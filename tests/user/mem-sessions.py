@@ -2,7 +2,7 @@
 """Repeated -p sessions leave the target as one session does (issue 25,
 item 2).
 
-- N sessions in a row (UBT_MEM_SESSIONS, default 20; 100 by hand) of
+- N sessions in a row (UBT_MEM_SESSIONS, default 15; 100 by hand) of
   ubt -p on one ubt-share, each with an entry and a return probe: every
   session counts exactly; after each, the target holds no mapping of a
   ubt memfd and no descriptor more than before; its code bytes are the
@@ -30,7 +30,7 @@ from procmem import (Fed, attached, builddir, code_in, done,  # noqa: E402
                      not_root, ok, share_target, ubt_p)
 
 work = tempfile.mkdtemp(prefix="ubt-mem.")
-N = int(os.environ.get("UBT_MEM_SESSIONS", "20"))
+N = int(os.environ.get("UBT_MEM_SESSIONS", "15"))
 EXC = os.path.abspath(os.path.join(builddir, "tests", "targets", "ubt-exc"))
 
 
