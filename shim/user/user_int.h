@@ -172,6 +172,7 @@ struct ubt_user {
 	int comm_map, comm_prog, comm_link;	/* -1: none */
 	int cred_prog, cred_ev[USER_CRED_TPS];	/* likewise */
 	bool comm_placed;	/* the target maps the table: it is live */
+	uint64_t comm_at;	/* where, in the image it was last placed in */
 	char comm_why[256];	/* why it is not live */
 	char vf_why[512];	/* user_vfork.c: hooks not placed, why */
 	/* user_xmap.c: tables shared with kernel probes (placed again

@@ -4,6 +4,7 @@
  * memfd mappings (the control view and its PROT_NONE guard over the code
  * range, the chunks of blocks the runtime mapped, the code slices), and
  * those of earlier sessions whose sites are all restored, are unmapped
+ * (with the BPF maps this session mapped there: shared tables, comm)
  * and the memfd's descriptor in the target closed, unless a thread may
  * still use them:
  *  - its rip in a code slice or in the runtime;
@@ -51,6 +52,9 @@ struct um {
 	uint64_t rt_lo[4], rt_hi[4];	/* the runtime's code */
 	int nrt;
 	uint64_t rt_start, rt_end;	/* all of the runtime's mappings */
+	/* BPF maps' mappings (one inode for all: known by address) */
+	uint64_t bpf_lo[UNMAP_MAX], bpf_hi[UNMAP_MAX];
+	int nbpf;
 };
 
 /* Every ubt memfd mapping of pid, and the runtime's executable ones. */
@@ -61,6 +65,7 @@ static int um_load(struct ubt_user *u, struct um *s)
 
 	s->n = 0;
 	s->nrt = 0;
+	s->nbpf = 0;
 	snprintf(path, sizeof(path), "/proc/%d/maps", (int)u->pid);
 	f = fopen(path, "re");
 	if (!f)
@@ -87,6 +92,11 @@ static int um_load(struct ubt_user *u, struct um *s)
 		    !strcmp(line + at, u->rt_path) && s->nrt < 4) {
 			s->rt_lo[s->nrt] = lo;
 			s->rt_hi[s->nrt++] = hi;
+		}
+		if (!strcmp(line + at, "anon_inode:bpf-map") &&
+		    s->nbpf < UNMAP_MAX) {
+			s->bpf_lo[s->nbpf] = lo;
+			s->bpf_hi[s->nbpf++] = hi;
 		}
 		if (!strstr(line + at, "/memfd:ubt") || s->n == UNMAP_MAX)
 			continue;
@@ -261,6 +271,28 @@ static int um_forget(struct ubt_user *u, const struct um *s)
 	return 0;
 }
 
+/*
+ * The mapping of a BPF map ubt placed at addr (a table shared with kernel
+ * probes, user_xmap.c, or the comm table, user_comm.c), unmapped if it
+ * is still there.
+ */
+static int um_bpf(struct ubt_user *u, const struct um *s, uint64_t addr)
+{
+	int64_t ret;
+	int err;
+
+	for (int i = 0; addr && i < s->nbpf; i++) {
+		if (s->bpf_lo[i] != addr)
+			continue;
+		err = user_rsys(u, SYS_munmap, addr, s->bpf_hi[i] - addr, 0, 0,
+				0, 0, &ret);
+		if (!err)
+			u->unmapped++;
+		return err;
+	}
+	return 0;
+}
+
 /* Is the target's descriptor target_fd still the memfd (inode own)? */
 static bool um_fd_ours(struct ubt_user *u, uint64_t own)
 {
@@ -324,6 +356,11 @@ int user_unmap(struct ubt_user *u)
 		if (!err)
 			u->unmapped++;
 	}
+	for (int i = 0; !err && i < u->nxmaps; i++)
+		if (!(err = um_bpf(u, s, u->xmaps[i].addr)))
+			u->xmaps[i].addr = 0;
+	if (!err && !(err = um_bpf(u, s, u->comm_at)))
+		u->comm_at = 0;
 	free(s);
 	return err;
 }
