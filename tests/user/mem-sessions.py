@@ -11,6 +11,8 @@ item 2).
 - Under an address-space limit (RLIMIT_AS) of the target's own size plus
   256 MiB: a session in user mode fits, counts exactly, leaves no
   mapping, and the target forks and runs on after it.
+- A session whose probes read comm and share a map with a kernel probe:
+  the BPF maps mapped into the target go too.
 - A wrapped call in progress at the detach (ubt-exc reclaim): its
   mappings stay (no writable view of code among them) and -v says why;
   a session while the call is still in progress keeps them too; once the
@@ -139,6 +141,29 @@ def limited():
     ok(t.p.wait(timeout=30) == 0, "the limited ubt-share exits 0")
 
 
+def bpf_maps(pid):
+    with open("/proc/%d/maps" % pid) as f:
+        return [line.split()[0] for line in f if "anon_inode:bpf-map" in line]
+
+
+def bpf_mapped():
+    """A session whose probes read comm and share a map with a kernel
+    probe: the BPF maps ubt mapped into the target go with it."""
+    path, t, orig = share_target(work, "bpfmaps")
+    prog = ("uprobe:%s:share_push { @c[comm] = count(); @x[1] = 1; } "
+            "tracepoint:syscalls:sys_enter_getppid { @x[2] = @x[1]; }"
+            % path)
+    before = bpf_maps(t.p.pid)
+    out, err, answer = session(t, prog, 1000)
+    ok(b"@c[bpfmaps]: 1000\n" in out and answer and
+       bpf_maps(t.p.pid) == before and not memfd_maps(t.p.pid),
+       "the comm table and a map shared with the kernel go with the memfd",
+       "%r %r, bpf maps %s then %s" % (out, err[-300:], before,
+                                       bpf_maps(t.p.pid)))
+    t.close_input()
+    ok(t.p.wait(timeout=30) == 0, "that ubt-share exits 0")
+
+
 def read_line(p, want, timeout=30):
     """The first line of p's stdout (a Fed) that starts with want."""
     return p.expect(want, timeout)
@@ -201,6 +226,7 @@ def main():
         return 0
     repeated()
     limited()
+    bpf_mapped()
     kept_then_reclaimed()
     return done(work)
 
