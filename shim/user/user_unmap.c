@@ -44,6 +44,7 @@ struct um_map {
 	uint64_t start, end, off;
 	uint64_t ino;
 	bool x, gone;
+	int fd;		/* an earlier session's descriptor, or -1 */
 };
 
 struct um {
@@ -113,10 +114,11 @@ static int um_load(struct ubt_user *u, struct um *s)
  * earlier session's whose control block says every site is restored.
  */
 static bool um_removable(struct ubt_user *u, const struct um *s, uint64_t ino,
-			 uint64_t own)
+			 uint64_t own, int *fd)
 {
 	struct rt_ctl c;
 
+	*fd = -1;
 	if (ino == own)
 		return true;
 	for (int i = 0; i < s->n; i++) {
@@ -125,6 +127,7 @@ static bool um_removable(struct ubt_user *u, const struct um *s, uint64_t ino,
 			continue;
 		if (pt_read(&u->pt, s->m[i].start, &c, sizeof(c)))
 			return false;
+		*fd = c.target_fd;	/* a killed ubt's: checked before use */
 		return c.sz == sizeof(c) && c.version == RT_ABI_VERSION &&
 		       c.sites_clean == 1;
 	}
@@ -294,14 +297,28 @@ static int um_bpf(struct ubt_user *u, const struct um *s, uint64_t addr)
 }
 
 /* Is the target's descriptor target_fd still the memfd (inode own)? */
-static bool um_fd_ours(struct ubt_user *u, uint64_t own)
+static bool um_fd_is(struct ubt_user *u, int fd, uint64_t ino)
 {
 	char path[64];
 	struct stat st;
 
-	snprintf(path, sizeof(path), "/proc/%d/fd/%d", (int)u->pid,
-		 (int)u->target_fd);
-	return !stat(path, &st) && (uint64_t)st.st_ino == own;
+	snprintf(path, sizeof(path), "/proc/%d/fd/%d", (int)u->pid, fd);
+	return fd > 0 && !stat(path, &st) && (uint64_t)st.st_ino == ino;
+}
+
+/*
+ * The descriptor of an earlier session's memfd, left open when its ubt
+ * was killed, closed when it still is that memfd's.
+ */
+static void um_close_old(struct ubt_user *u, struct um *s, uint64_t own)
+{
+	int64_t ret;
+
+	for (int i = 0; i < s->n; i++)
+		if (!s->m[i].gone && s->m[i].ino != own &&
+		    um_fd_is(u, s->m[i].fd, s->m[i].ino))
+			user_rsys(u, SYS_close, (uint64_t)s->m[i].fd, 0, 0, 0,
+				  0, 0, &ret);
 }
 
 int user_unmap(struct ubt_user *u)
@@ -328,12 +345,13 @@ int user_unmap(struct ubt_user *u)
 	}
 	/* other memfds' mappings that must stay are not looked at */
 	for (int i = 0; i < s->n; i++)
-		s->m[i].gone = !um_removable(u, s, s->m[i].ino, own);
+		s->m[i].gone = !um_removable(u, s, s->m[i].ino, own,
+					     &s->m[i].fd);
 	for (int i = 0; i < s->n; i++)
 		if (s->m[i].gone)
 			s->m[i].x = false;
 	/* nothing maps more chunks now: the descriptor goes either way */
-	if (u->target_fd > 0 && um_fd_ours(u, own) &&
+	if (u->target_fd > 0 && um_fd_is(u, (int)u->target_fd, own) &&
 	    !user_rsys(u, SYS_close, (uint64_t)u->target_fd, 0, 0, 0, 0, 0,
 		       &ret))
 		u->target_fd = -1;
@@ -356,6 +374,8 @@ int user_unmap(struct ubt_user *u)
 		if (!err)
 			u->unmapped++;
 	}
+	if (!err)
+		um_close_old(u, s, own);
 	for (int i = 0; !err && i < u->nxmaps; i++)
 		if (!(err = um_bpf(u, s, u->xmaps[i].addr)))
 			u->xmaps[i].addr = 0;
