@@ -13,6 +13,8 @@ item 2).
   mapping, and the target forks and runs on after it.
 - A session whose probes read comm and share a map with a kernel probe:
   the BPF maps mapped into the target go too.
+- After a ubt killed with its whole group (SIGKILL), the next session's
+  detach takes the dead one's mappings and descriptor out too.
 - A wrapped call in progress at the detach (ubt-exc reclaim): its
   mappings stay (no writable view of code among them) and -v says why;
   a session while the call is still in progress keeps them too; once the
@@ -164,6 +166,49 @@ def bpf_mapped():
     ok(t.p.wait(timeout=30) == 0, "that ubt-share exits 0")
 
 
+def memfd_fds(pid):
+    out = []
+    for fd in os.listdir("/proc/%d/fd" % pid):
+        try:
+            if "memfd:ubt" in os.readlink("/proc/%d/fd/%s" % (pid, fd)):
+                out.append(fd)
+        except OSError:
+            pass
+    return out
+
+
+def after_killed():
+    """A ubt killed with its whole group: the next session restores its
+    jumps, and its detach takes the dead one's memory and descriptor
+    out too."""
+    path, t, orig = share_target(work, "killed")
+    prog = "uprobe:%s:share_push { @c = count(); }" % path
+    u = ubt_p(t.p.pid, prog, "--mode", "user", start_new_session=True)
+    attached(u)
+    # both of ubt's processes (the worker has a process group of its
+    # own), as a kill of the terminal's session would
+    for d in os.listdir("/proc"):
+        try:
+            if d.isdigit() and os.getsid(int(d)) == u.pid:
+                os.kill(int(d), signal.SIGKILL)
+        except OSError:
+            pass
+    u.communicate(timeout=60)
+    left = memfd_fds(t.p.pid), memfd_maps(t.p.pid)
+    ok(left[0] and left[1], "the killed ubt left its memory and descriptor",
+       str(left))
+    out, err, answer = session(t, prog, 1000, "--mode", "user")
+    ok(b"@c: 1000\n" in out and answer and not memfd_fds(t.p.pid) and
+       not memfd_maps(t.p.pid) and
+       code_in(t.p.pid, path, "share_push") == orig,
+       "after a ubt killed with its group, the next session counts "
+       "exactly and leaves neither's memory nor descriptor",
+       "%r %r, left by the killed one %s, then %s %s" %
+       (out, err[-300:], left, memfd_fds(t.p.pid), memfd_maps(t.p.pid)))
+    t.close_input()
+    ok(t.p.wait(timeout=30) == 0, "that ubt-share exits 0")
+
+
 def read_line(p, want, timeout=30):
     """The first line of p's stdout (a Fed) that starts with want."""
     return p.expect(want, timeout)
@@ -227,6 +272,7 @@ def main():
     repeated()
     limited()
     bpf_mapped()
+    after_killed()
     kept_then_reclaimed()
     return done(work)
 
