@@ -134,6 +134,17 @@ static bool um_removable(struct ubt_user *u, const struct um *s, uint64_t ino,
 	return false;	/* no control view: not one ubt maps */
 }
 
+/* The mappings, those that must stay marked gone (not looked at). */
+static int um_scan(struct ubt_user *u, struct um *s, uint64_t own)
+{
+	int err = um_load(u, s);
+
+	for (int i = 0; !err && i < s->n; i++)
+		s->m[i].gone = !um_removable(u, s, s->m[i].ino, own,
+					     &s->m[i].fd);
+	return err;
+}
+
 static bool um_code(const struct um *s, uint64_t a)
 {
 	for (int i = 0; i < s->n; i++)
@@ -223,7 +234,8 @@ static const char *um_inside(struct ubt_user *u, const struct um *s, int i,
 }
 
 /* A thread that may still need the mappings, after a few looks. */
-static const char *um_wait(struct ubt_user *u, const struct um *s, pid_t *tid)
+static const char *um_wait(struct ubt_user *u, const struct um *s, pid_t *tid,
+			   bool *ran)
 {
 	const char *why = NULL;
 	struct pt_map *pm;
@@ -238,8 +250,10 @@ static const char *um_wait(struct ubt_user *u, const struct um *s, pid_t *tid)
 			*tid = u->pt.th[i].tid;
 		}
 		free(pm);
-		if (!why || t + 1 == UNMAP_TRIES ||
-		    pt_run_briefly(&u->pt, UNMAP_RUN_US))
+		if (!why || t + 1 == UNMAP_TRIES)
+			break;
+		*ran = true;
+		if (pt_run_briefly(&u->pt, UNMAP_RUN_US))
 			break;
 	}
 	return why;
@@ -327,6 +341,7 @@ int user_unmap(struct ubt_user *u)
 	const char *why;
 	uint64_t own;
 	pid_t tid = 0;
+	bool ran = false;
 	int64_t ret;
 	struct um *s;
 	int err;
@@ -338,24 +353,19 @@ int user_unmap(struct ubt_user *u)
 	s = calloc(1, sizeof(*s));
 	if (!s)
 		return -ENOMEM;
-	err = um_load(u, s);
-	if (err) {
+	if (um_scan(u, s, own)) {
 		free(s);
 		return 0;	/* gone */
 	}
-	/* other memfds' mappings that must stay are not looked at */
-	for (int i = 0; i < s->n; i++)
-		s->m[i].gone = !um_removable(u, s, s->m[i].ino, own,
-					     &s->m[i].fd);
-	for (int i = 0; i < s->n; i++)
-		if (s->m[i].gone)
-			s->m[i].x = false;
 	/* nothing maps more chunks now: the descriptor goes either way */
 	if (u->target_fd > 0 && um_fd_is(u, (int)u->target_fd, own) &&
 	    !user_rsys(u, SYS_close, (uint64_t)u->target_fd, 0, 0, 0, 0, 0,
 		       &ret))
 		u->target_fd = -1;
-	why = um_wait(u, s, &tid);
+	why = um_wait(u, s, &tid, &ran);
+	/* a thread that ran on out of the runtime may have mapped a chunk */
+	if (!why && ran && um_scan(u, s, own))
+		why = "its mappings cannot be read";
 	if (why) {
 		snprintf(u->unmap_why, sizeof(u->unmap_why),
 			 "pid %d: ubt's memory stays mapped in the process "
