@@ -275,6 +275,18 @@ static int um_forget(struct ubt_user *u, const struct um *s)
 		if (err)
 			return user_err(u, err, "clear the runtime's pointer");
 	}
+	/*
+	 * No wrapped call is in progress (no return address into the
+	 * runtime on any stack): the return probes' stubs are free again
+	 * for the next session (they are used by one session only while
+	 * such a call may come back to one).
+	 */
+	at = u->m.ctl->fn[RT_FN_WRAP_STUB_NEXT];
+	if (at >= s->rt_start && at + 4 <= s->rt_end) {
+		err = pt_write(&u->pt, at, zero, 4);
+		if (err)
+			return user_err(u, err, "free the runtime's stubs");
+	}
 	if (!u->tls_offset)
 		return 0;
 	for (int i = 0; i < u->pt.nth; i++) {
