@@ -10,6 +10,7 @@ libubt_rt_so_SOURCES = \
 	runtime/rt_abi.h \
 	runtime/rt_block.c \
 	runtime/rt_builtin.c \
+	runtime/rt_chunk.c \
 	runtime/rt_clock.c \
 	runtime/rt_clock.h \
 	runtime/rt_htab.c \

@@ -387,6 +387,10 @@ RT_EXPORT long rt_init(struct rt_ctl *ctl)
 	/* a runtime of another ubt: say so, touch nothing else */
 	if (ctl->version != RT_ABI_VERSION || ctl->sz != sizeof(*ctl))
 		return -RT_ABI_MISMATCH - (long)RT_ABI_VERSION;
+	if (!rt_chunk_valid(ctl))
+		return -22;	/* EINVAL: ubt says it did not initialize */
+	rt_chunk_reset(ctl);
+	ctl->ctl_at = (uintptr_t)&rt_ctl_p;
 	__asm__("mov %%fs:0, %0" : "=r"(fs0));
 	ctl->tls_offset = (intptr_t)&rt_tls - (intptr_t)fs0;
 	ctl->fn[RT_FN_RING_WRITE] = (uintptr_t)rt_ring_write;

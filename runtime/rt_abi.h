@@ -12,6 +12,13 @@
  *   ctl.tmpl_off        template of a thread's map area
  *   ctl.block_off       thread blocks, block_size bytes each
  *
+ * The target maps the control block, the shared area, the template and
+ * the first ctl.chunk_blocks blocks at once; each further chunk of
+ * chunk_blocks blocks is mapped (from ctl.target_fd) by the runtime when
+ * a thread first takes a block there (runtime/rt_chunk.c), at an address
+ * of its own: the address space a process holds grows with its threads,
+ * not with the most it could have.
+ *
  * A thread block (one per thread, single writer: that thread), page
  * aligned: a return trampoline finds the block of a shadow entry as the
  * page the entry lies in (also a block of an earlier attach):
@@ -382,7 +389,22 @@ struct rt_ctl {
 	/* written by the runtime: threads that took a block with the
 	 * time-stamp counter disabled (RT_BLK_NOTSC) */
 	uint64_t notsc_threads;
+	/*
+	 * Set by ubt: blocks per chunk of the target's view (a power of
+	 * two, at most RT_CHUNKS chunks; 0: every block is mapped with the
+	 * control block) and the memfd's descriptor in the target (open
+	 * until ubt detaches), from which the runtime maps further chunks.
+	 */
+	uint32_t chunk_blocks;
+	int32_t target_fd;
+	/* written by rt_init: the target's address of the runtime's own
+	 * pointer to this control block, which ubt clears when it unmaps
+	 * the memfd at its detach (shim/user/user_unmap.c) */
+	uint64_t ctl_at;
 };
+
+/* chunks of blocks a process maps at most (rt_chunk.c) */
+#define RT_CHUNKS 256
 
 struct rt_comm_slot {
 	uint64_t word;		/* tid | seq << 32 */

@@ -40,11 +40,6 @@ static long rt_tgkill0(uint32_t pid, uint32_t tid)
 	return rt_syscall4(234 /* SYS_tgkill */, pid, tid, 0, 0);
 }
 
-static char *rt_block_at(const struct rt_ctl *ctl, uint64_t i)
-{
-	return (char *)ctl + ctl->block_off + i * ctl->block_size;
-}
-
 /*
  * The block of a thread that is gone, now owned by (pid, tid); NULL when
  * every block's thread lives.  The search starts after the last block
@@ -60,10 +55,13 @@ static char *rt_block_reclaim(struct rt_ctl *ctl, uint64_t owner)
 	start = __atomic_load_n(&ctl->reclaim_next, __ATOMIC_RELAXED) % n;
 	for (i = 0; i < n; i++) {
 		uint32_t k = (start + i) % n;
-		char *blk = rt_block_at(ctl, k);
-		uint64_t *own = (uint64_t *)(blk + RT_BLK_TID);
+		char *blk = rt_block_addr(ctl, k, 0);
+		uint64_t *own;
 		uint64_t was;
 
+		if (!blk)
+			continue;	/* in a chunk not mapped here */
+		own = (uint64_t *)(blk + RT_BLK_TID);
 		/* not set up yet (a fresh block being taken) */
 		if (__atomic_load_n((uint32_t *)(blk + RT_BLK_SZ),
 				    __ATOMIC_ACQUIRE) != RT_BLK_MAP)
@@ -98,7 +96,9 @@ static char *rt_block_fresh(struct rt_ctl *ctl, uint64_t owner)
 	} while (!__atomic_compare_exchange_n(&ctl->next_block, &n, n + 1, 1,
 					      __ATOMIC_RELAXED,
 					      __ATOMIC_RELAXED));
-	blk = rt_block_at(ctl, n);
+	blk = rt_block_addr(ctl, n, 1);
+	if (!blk)
+		return NULL;	/* its chunk could not be mapped */
 	__atomic_store_n((uint64_t *)(blk + RT_BLK_TID), owner,
 			 __ATOMIC_RELAXED);
 	*(uint64_t *)(blk + RT_BLK_CTL) = (uint64_t)(uintptr_t)ctl;

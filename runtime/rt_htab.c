@@ -154,10 +154,10 @@ static struct rt_htab *rt_htab_other(const struct rt_htab *own,
 				     uint64_t map_off, uint64_t b)
 {
 	const struct rt_ctl *ctl = rt_ctl_p;
-	char *blk = (char *)ctl + ctl->block_off + b * ctl->block_size;
+	char *blk = rt_block_addr(ctl, b, 0);
 	struct rt_htab *h;
 
-	if (__atomic_load_n((uint32_t *)(blk + RT_BLK_SZ),
+	if (!blk || __atomic_load_n((uint32_t *)(blk + RT_BLK_SZ),
 			    __ATOMIC_ACQUIRE) != RT_BLK_MAP)
 		return NULL;
 	h = (struct rt_htab *)(blk + RT_BLK_MAP + map_off);

@@ -42,6 +42,16 @@ extern __thread struct rt_tls rt_tls
 /* rt_state.c: the shared memfd's control block (set by rt_init) */
 extern struct rt_ctl *rt_ctl_p __attribute__((visibility("hidden")));
 
+/*
+ * rt_chunk.c: the address of thread block i in this process, its chunk
+ * mapped first when map is set; NULL when it is not mapped (here)
+ */
+char *rt_block_addr(const struct rt_ctl *ctl, uint64_t i, int map)
+	__attribute__((visibility("hidden")));
+void rt_chunk_reset(struct rt_ctl *ctl) __attribute__((visibility("hidden")));
+int rt_chunk_valid(const struct rt_ctl *ctl)
+	__attribute__((visibility("hidden")));
+
 /* rt_state.c: this process is a forked child of the one ubt attached to */
 extern int rt_forked __attribute__((visibility("hidden")));
 

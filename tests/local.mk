@@ -252,6 +252,7 @@ TESTS += \
 	tests/user/kept-ret.py \
 	tests/user/kill-stress.py \
 	tests/user/ldlock.py \
+	tests/user/mem-sessions.py \
 	tests/user/no-alias.py \
 	tests/user/pipe-sigint.py \
 	tests/user/race.py \
@@ -296,6 +297,7 @@ EXTRA_DIST += \
 	tests/user/kept-ret.py \
 	tests/user/kill-stress.py \
 	tests/user/ldlock.py \
+	tests/user/mem-sessions.py \
 	tests/user/no-alias.py \
 	tests/user/pipe-sigint.py \
 	tests/user/procmem.py \

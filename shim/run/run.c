@@ -473,6 +473,12 @@ out:
 		fprintf(stderr, "ubt: detach: %s\n", user_error(r.u));
 		rc = 1;
 	}
+	if (r.u && o->verbose && user_unmap_why(r.u)[0])
+		fprintf(stderr, "ubt: %s\n", user_unmap_why(r.u));
+	else if (r.u && o->verbose && user_unmapped(r.u))
+		fprintf(stderr, "ubt: pid %d: %d mapping(s) of ubt's memory "
+			"taken out of the process\n", (int)user_pid(r.u),
+			user_unmapped(r.u));
 	if (r.u) {
 		/* SIGTERM, then SIGKILL: a bounded wait whatever it does */
 		if (r.cpid > 0 && !r.reaped && !user_exit_status(r.u, &st) &&

@@ -25,5 +25,6 @@ libubt_a_SOURCES += \
 	shim/user/user_ldlock.c \
 	shim/user/user_stop.c \
 	shim/user/user_sysw.c \
+	shim/user/user_unmap.c \
 	shim/user/user_vfork.c \
 	shim/user/user_xmap.c

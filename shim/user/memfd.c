@@ -166,6 +166,25 @@ int memfd_map(struct memfd *m, int fd, const struct memfd_layout *l)
 	return 0;
 }
 
+/* the first chunk's blocks; more chunks as RT_CHUNKS allows */
+#define MEMFD_CHUNK_MIN 64u
+
+uint32_t memfd_chunk_blocks(const struct memfd *m)
+{
+	uint32_t per = MEMFD_CHUNK_MIN;
+
+	while ((m->l.nblocks + (uint64_t)per - 1) / per > RT_CHUNKS)
+		per <<= 1;
+	return per < m->l.nblocks ? per : 0;
+}
+
+uint64_t memfd_target_size(const struct memfd *m)
+{
+	uint32_t per = memfd_chunk_blocks(m);
+
+	return per ? m->block_off + (uint64_t)per * m->block_size : m->size;
+}
+
 int memfd_create_local(struct memfd *m, const struct memfd_layout *l)
 {
 	int fd = memfd_create("ubt", MFD_CLOEXEC), err;

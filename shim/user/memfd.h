@@ -55,6 +55,13 @@ int memfd_map(struct memfd *m, int fd, const struct memfd_layout *l);
 int memfd_create_local(struct memfd *m, const struct memfd_layout *l);
 void memfd_release(struct memfd *m);
 
+/*
+ * The target's view (rt_abi.h): blocks per chunk (0: one view of every
+ * block), and the bytes of its first view, the head and the first chunk.
+ */
+uint32_t memfd_chunk_blocks(const struct memfd *m);
+uint64_t memfd_target_size(const struct memfd *m);
+
 /* ubt's writable view of code slice i, RT_CODE_SLICE bytes; NULL if none. */
 void *memfd_code(struct memfd *m, unsigned int i);
 uint64_t memfd_code_off(unsigned int i);

@@ -148,6 +148,16 @@ uint64_t user_unrecorded_threads(const struct ubt_user *u)
 	return u->m.ctl ? memfd_no_block(&u->m) : 0;
 }
 
+int user_unmapped(const struct ubt_user *u)
+{
+	return u->unmapped;
+}
+
+const char *user_unmap_why(const struct ubt_user *u)
+{
+	return u->unmap_why;
+}
+
 int user_leftovers(const struct ubt_user *u)
 {
 	return u->leftovers;

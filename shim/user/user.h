@@ -286,6 +286,12 @@ int user_execs(const struct ubt_user *u);
 int user_children(const struct ubt_user *u);
 /* Jumps of a ubt that died, removed at attach (its leftovers). */
 int user_leftovers(const struct ubt_user *u);
+/*
+ * After user_detach(): how many of ubt's mappings it took out of the
+ * process, and why they stay when they do ("" when they do not).
+ */
+int user_unmapped(const struct ubt_user *u);
+const char *user_unmap_why(const struct ubt_user *u);
 /* Threads moved out of a patch window into its relocated copy. */
 int user_moved_threads(const struct ubt_user *u);
 /* Return sites whose trampolines jump to their own stub in the runtime

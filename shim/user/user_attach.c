@@ -114,7 +114,7 @@ static struct ubt_user *attach(struct ubt_user *u, const struct user_opts *o,
 
 		memcpy(keep, u->err, sizeof(keep));
 		if (u->target_base)
-			user_rsys(u, SYS_munmap, u->target_base, u->m.size, 0, 0,
+			user_rsys(u, SYS_munmap, u->target_base, u->target_size, 0, 0,
 			     0, 0, &ret);
 		user_rsys(u, SYS_close, (uint64_t)u->target_fd, 0, 0, 0, 0, 0,
 		     &ret);

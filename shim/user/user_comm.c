@@ -458,6 +458,7 @@ int user_comm_place(struct ubt_user *u)
 	if (err)
 		return err;
 	u->m.ctl->comm_tab = (uint64_t)addr;
+	u->comm_at = (uint64_t)addr;	/* unmapped at the detach */
 	__atomic_store_n(&u->m.ctl->comm_live, 1, __ATOMIC_RELEASE);
 	u->comm_placed = true;
 	return 0;

@@ -172,6 +172,15 @@ static int restore_children(struct ubt_user *u)
 	return err;
 }
 
+/* Every site restored: ubt's mappings out of the target (user_unmap.c). */
+static void detach_unmap(struct ubt_user *u)
+{
+	if (still_ours(u, u->pid) && user_unmap(u) &&
+	    !user_process_gone(u, -EIO))
+		fprintf(stderr, "ubt: warning: pid %d: ubt's memory in the "
+			"process: %s\n", (int)u->pid, u->err);
+}
+
 static int detach_target(struct ubt_user *u)
 {
 	int err;
@@ -189,9 +198,11 @@ static int detach_target(struct ubt_user *u)
 		err = u->nsites ? user_stop_all(u) : 0;
 		err = err ?: restore_sites(u);
 		err = err ?: restore_semaphores(u, &u->pt);
+		if (!err && !u->pt.one)
+			detach_unmap(u);
 		return user_resume(u) ?: err;
 	}
-	if (!u->nsites)
+	if (!u->nsites && !u->target_base)
 		return 0;
 	/*
 	 * Another tracer may hold it for a moment (a second ubt attaching
@@ -217,6 +228,8 @@ static int detach_target(struct ubt_user *u)
 	}
 	err = restore_sites(u);
 	err = restore_semaphores(u, &u->pt) ?: err;
+	if (!err)
+		detach_unmap(u);
 	pt_detach(&u->pt);
 	user_note_exit(u);
 	if (err && user_process_gone(u, -EIO))

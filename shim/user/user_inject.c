@@ -170,11 +170,16 @@ int user_target_map(struct ubt_user *u)
 	int64_t ret;
 	int err;
 
-	err = user_rsys(u, SYS_mmap, 0, u->m.size, PROT_READ | PROT_WRITE,
+	/* the head and the first chunk of blocks: the runtime maps more
+	 * chunks as threads take blocks (runtime/rt_chunk.c) */
+	u->target_size = memfd_target_size(&u->m);
+	err = user_rsys(u, SYS_mmap, 0, u->target_size, PROT_READ | PROT_WRITE,
 		   MAP_SHARED, (uint64_t)u->target_fd, 0, &ret);
 	if (err)
 		return err;
 	u->target_base = (uint64_t)ret;
+	u->m.ctl->chunk_blocks = memfd_chunk_blocks(&u->m);
+	u->m.ctl->target_fd = (int32_t)u->target_fd;
 	/*
 	 * The code slices are mapped r-x elsewhere (user_install.c): no
 	 * writable alias of them in the target, where a stray write could

@@ -484,7 +484,6 @@ int user_resume(struct ubt_user *u)
 		      (u->nsems_pend || u->tls_pending || u->nsites);
 	bool fresh = u->released;	/* -p: every thread stops now */
 	uint64_t t0, t1;
-	int64_t ret;
 	int err, e;
 
 	if (u->resumed)
@@ -521,8 +520,9 @@ int user_resume(struct ubt_user *u)
 		u->pause.total = fresh ? longest_stop(u, now) : now - t0;
 		u->pause.holds = u->pt.holds;
 	}
-	e = user_rsys(u, SYS_close, (uint64_t)u->target_fd, 0, 0, 0, 0, 0,
-		      &ret);
+	/* the memfd's descriptor stays open in the target until the detach
+	 * (user_unmap.c): the runtime maps chunks of blocks from it */
+	e = 0;
 	user_unhold(u);
 	e = pt_detach(&u->pt) ?: e;	/* never leave it stopped */
 	user_rt(u, false);

@@ -107,8 +107,12 @@ struct ubt_user {
 	pid_t pid;
 	bool child, resumed, detached;
 	struct memfd m;
-	int64_t target_fd;
+	int64_t target_fd;	/* the memfd in the target: open until
+				 * the detach (user_unmap.c) */
 	uint64_t target_base;
+	uint64_t target_size;	/* bytes of its first view there */
+	int unmapped;		/* user_unmap(): mappings removed */
+	char unmap_why[320];	/* why they stay, or empty */
 	int64_t tls_offset;
 	struct user_slice slices[RT_CODE_SLICES];
 	int nslices;
@@ -168,6 +172,7 @@ struct ubt_user {
 	int comm_map, comm_prog, comm_link;	/* -1: none */
 	int cred_prog, cred_ev[USER_CRED_TPS];	/* likewise */
 	bool comm_placed;	/* the target maps the table: it is live */
+	uint64_t comm_at;	/* where, in the image it was last placed in */
 	char comm_why[256];	/* why it is not live */
 	char vf_why[512];	/* user_vfork.c: hooks not placed, why */
 	/* user_xmap.c: tables shared with kernel probes (placed again
@@ -238,6 +243,14 @@ int user_target_memfd(struct ubt_user *u, int *fd_out);
 int user_target_map(struct ubt_user *u);
 
 int user_place_memfd(struct ubt_user *u, const struct user_opts *o);
+
+/*
+ * At the detach, every site restored and every thread stopped: the
+ * memfd's mappings and descriptor taken out of the target, with an
+ * earlier session's left there, unless a thread may still use them
+ * (then u->unmap_why says which and why).  user_unmap.c.
+ */
+int user_unmap(struct ubt_user *u);
 
 /*
  * A thread blocked in a system call where a remote dlopen is safe (as in

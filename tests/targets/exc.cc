@@ -49,6 +49,9 @@
  * prints "detached", waits for SIGUSR1 again and returns 5; main prints
  * "returned after reattach 5", then runs the sequence above.
  *
+ * ubt-exc N reclaim: as reattach, then prints "waiting" and waits for
+ * SIGUSR1 once more before the sequence (tests/user/mem-sessions.py).
+ *
  * ubt-exc MSEC signals: for MSEC milliseconds, main calls ubt_exc_sig(i)
  * (returns i + 2 through ubt_exc_sig_leaf(i) = i + 1) while a 20 us
  * interval timer's SIGALRM handler calls ubt_exc_sig(1) and
@@ -344,12 +347,15 @@ int main(int argc, char **argv)
 
 	if (argc > 2 && !strcmp(argv[2], "signals"))
 		return signals(n);
-	if (argc > 2 && !strcmp(argv[2], "reattach")) {
+	if (argc > 2 && (!strcmp(argv[2], "reattach") ||
+			 !strcmp(argv[2], "reclaim"))) {
 		wait_usr1("ready");
 		r = ubt_exc_hold_ret(4);
 		printf("returned after reattach %ld\n", r);
 		if (r != 5)
 			wrong = 1;
+		if (!strcmp(argv[2], "reclaim"))
+			wait_usr1("waiting");
 	} else if (argc > 2 && !strcmp(argv[2], "detach")) {
 		wait_usr1("ready");
 		try {

@@ -1,0 +1,408 @@
+/*
+ * What ubt leaves in the target when it detaches: nothing it does not
+ * need.  Once every site is restored, with every thread stopped, ubt's
+ * memfd mappings (the control view and its PROT_NONE guard over the code
+ * range, the chunks of blocks the runtime mapped, the code slices), and
+ * those of earlier sessions whose sites are all restored, are unmapped
+ * (with the BPF maps this session mapped there: shared tables, comm)
+ * and the memfd's descriptor in the target closed, unless a thread may
+ * still use them:
+ *  - its rip in a code slice or in the runtime;
+ *  - an address in a code slice on its stack, near its stack pointer (a
+ *    trampoline or probe code interrupted by a signal, or calling out);
+ *  - a wrapped call in progress (its block's shadow stack not empty);
+ *  - its block lent to a vfork child (runtime/rt_vfork.c).
+ * The threads run a moment and are looked at again, a few times; if one
+ * is still inside, everything stays (the code read-only-executable, as
+ * it was), -v says so, and the next ubt's detach removes it.
+ *
+ * Before the unmap, the runtime (which stays loaded: the next ubt's
+ * dlopen() finds it) forgets the memfd: its pointer to the control block
+ * (ctl->ctl_at) and every thread's block pointer are cleared, as
+ * user_reset_tls() does at an attach.
+ */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "user_int.h"
+
+#define UNMAP_MAX 256		/* memfd mappings looked at */
+#define UNMAP_TRIES 10		/* looks, the threads running between */
+#define UNMAP_RUN_US 20000
+#define UNMAP_STACK (8ULL << 20)	/* live frames read at most */
+
+struct um_map {
+	uint64_t start, end, off;
+	uint64_t ino;
+	bool x, gone;
+	int fd;		/* an earlier session's descriptor, or -1 */
+};
+
+struct um {
+	struct um_map m[UNMAP_MAX];
+	int n;
+	uint64_t rt_lo[4], rt_hi[4];	/* the runtime's code */
+	int nrt;
+	uint64_t rt_start, rt_end;	/* all of the runtime's mappings */
+	/* BPF maps' mappings (one inode for all: known by address) */
+	uint64_t bpf_lo[UNMAP_MAX], bpf_hi[UNMAP_MAX];
+	int nbpf;
+};
+
+/* Every ubt memfd mapping of pid, and the runtime's executable ones. */
+static int um_load(struct ubt_user *u, struct um *s)
+{
+	char path[64], line[PATH_MAX + 128];
+	FILE *f;
+
+	s->n = 0;
+	s->nrt = 0;
+	s->nbpf = 0;
+	snprintf(path, sizeof(path), "/proc/%d/maps", (int)u->pid);
+	f = fopen(path, "re");
+	if (!f)
+		return -errno;
+	while (fgets(line, sizeof(line), f)) {
+		unsigned long long lo, hi, off, ino;
+		char perms[8];
+		int at = 0;
+
+		if (sscanf(line, "%llx-%llx %7s %llx %*s %llu %n", &lo, &hi,
+			   perms, &off, &ino, &at) < 5 || !at)
+			continue;
+		line[strcspn(line, "\n")] = 0;
+		/* its .bss past the file's pages: anonymous, right after */
+		if (s->rt_end && lo == s->rt_end && !line[at])
+			s->rt_end = hi;
+		if (u->rt_path[0] && !strcmp(line + at, u->rt_path)) {
+			if (!s->rt_start || lo < s->rt_start)
+				s->rt_start = lo;
+			if (hi > s->rt_end)
+				s->rt_end = hi;
+		}
+		if (perms[2] == 'x' && u->rt_path[0] &&
+		    !strcmp(line + at, u->rt_path) && s->nrt < 4) {
+			s->rt_lo[s->nrt] = lo;
+			s->rt_hi[s->nrt++] = hi;
+		}
+		if (!strcmp(line + at, "anon_inode:bpf-map") &&
+		    s->nbpf < UNMAP_MAX) {
+			s->bpf_lo[s->nbpf] = lo;
+			s->bpf_hi[s->nbpf++] = hi;
+		}
+		if (!strstr(line + at, "/memfd:ubt") || s->n == UNMAP_MAX)
+			continue;
+		s->m[s->n++] = (struct um_map){ .start = lo, .end = hi,
+						.off = off, .ino = ino,
+						.x = perms[2] == 'x' };
+	}
+	fclose(f);
+	return 0;
+}
+
+/*
+ * May the mappings of memfd ino go?  Ours (every site restored), or an
+ * earlier session's whose control block says every site is restored.
+ */
+static bool um_removable(struct ubt_user *u, const struct um *s, uint64_t ino,
+			 uint64_t own, int *fd)
+{
+	struct rt_ctl c;
+
+	*fd = -1;
+	if (ino == own)
+		return true;
+	for (int i = 0; i < s->n; i++) {
+		if (s->m[i].ino != ino || s->m[i].off ||
+		    s->m[i].end - s->m[i].start < sizeof(c))
+			continue;
+		if (pt_read(&u->pt, s->m[i].start, &c, sizeof(c)))
+			return false;
+		*fd = c.target_fd;	/* a killed ubt's: checked before use */
+		return c.sz == sizeof(c) && c.version == RT_ABI_VERSION &&
+		       c.sites_clean == 1;
+	}
+	return false;	/* no control view: not one ubt maps */
+}
+
+/* The mappings, those that must stay marked gone (not looked at). */
+static int um_scan(struct ubt_user *u, struct um *s, uint64_t own)
+{
+	int err = um_load(u, s);
+
+	for (int i = 0; !err && i < s->n; i++)
+		s->m[i].gone = !um_removable(u, s, s->m[i].ino, own,
+					     &s->m[i].fd);
+	return err;
+}
+
+static bool um_code(const struct um *s, uint64_t a)
+{
+	for (int i = 0; i < s->n; i++)
+		if (!s->m[i].gone && s->m[i].x && a >= s->m[i].start &&
+		    a < s->m[i].end)
+			return true;
+	return false;
+}
+
+static bool um_runtime(const struct um *s, uint64_t a)
+{
+	for (int i = 0; i < s->nrt; i++)
+		if (a >= s->rt_lo[i] && a < s->rt_hi[i])
+			return true;
+	return false;
+}
+
+/*
+ * The end of the mapping that holds a (its stack: the live frames lie
+ * between a thread's stack pointer and there), 0 if none does.
+ */
+static uint64_t um_stack_end(const struct pt_map *pm, int npm, uint64_t a)
+{
+	for (int i = 0; i < npm; i++)
+		if (a >= pm[i].start && a < pm[i].end)
+			return pm[i].end;
+	return 0;
+}
+
+/*
+ * An address in ubt's code among the live frames of a thread: a return
+ * address into a code slice (a trampoline or probe code interrupted by
+ * a signal, or calling out) or into the runtime (a wrapped call in
+ * progress, of this session or an earlier one, returns through
+ * rt_wrap_call or a stub; a block lent to a vfork child, through
+ * rt_vf_back).  A stale word that looks like one only keeps the
+ * mappings.
+ */
+static bool um_stack_holds(struct ubt_user *u, const struct um *s,
+			   uint64_t sp, uint64_t end)
+{
+	static uint64_t words[8192];
+
+	sp &= ~7ULL;
+	if (end > sp + UNMAP_STACK)
+		return true;	/* too deep to read: kept */
+	while (sp < end) {
+		size_t n = end - sp < sizeof(words) ? end - sp : sizeof(words);
+
+		if (pt_read(&u->pt, sp, words, n))
+			return false;
+		for (size_t k = 0; k < n / 8; k++)
+			if (um_code(s, words[k]) || um_runtime(s, words[k]))
+				return true;
+		sp += n;
+	}
+	return false;
+}
+
+/* Why thread i may still need the memfd (NULL: it does not). */
+static const char *um_inside(struct ubt_user *u, const struct um *s, int i,
+			     const struct pt_map *pm, int npm)
+{
+	struct user_regs_struct r;
+	uint64_t tls[5] = { 0 };
+
+	if (pt_regs(&u->pt, i, &r))
+		return "its registers cannot be read";
+	if (um_code(s, r.rip) || um_runtime(s, r.rip))
+		return "it runs ubt's code";
+	if (u->tls_offset &&
+	    !pt_read(&u->pt, r.fs_base + (uint64_t)u->tls_offset, tls,
+		     sizeof(tls))) {
+		uint64_t top = 0;
+
+		/* struct rt_tls: self, noblock, vf_self, vf_noblock, vf_ret */
+		if (tls[4])
+			return "its block is lent to a vfork child";
+		if (tls[0] && !pt_read(&u->pt, tls[0] + RT_BLK_SHADOW_TOP, &top,
+				       sizeof(top)) && top)
+			return "a wrapped call (return probe) is in progress";
+	}
+	if (um_stack_holds(u, s, r.rsp, um_stack_end(pm, npm, r.rsp)))
+		return "its stack holds an address in ubt's code (a wrapped "
+		       "call or an interrupted probe)";
+	return NULL;
+}
+
+/* A thread that may still need the mappings, after a few looks. */
+static const char *um_wait(struct ubt_user *u, const struct um *s, pid_t *tid,
+			   bool *ran)
+{
+	const char *why = NULL;
+	struct pt_map *pm;
+	int npm;
+
+	for (int t = 0; t < UNMAP_TRIES; t++) {
+		if (pt_maps(u->pid, &pm, &npm))
+			return "its mappings cannot be read";
+		why = NULL;
+		for (int i = 0; i < u->pt.nth && !why; i++) {
+			why = um_inside(u, s, i, pm, npm);
+			*tid = u->pt.th[i].tid;
+		}
+		free(pm);
+		if (!why || t + 1 == UNMAP_TRIES)
+			break;
+		*ran = true;
+		if (pt_run_briefly(&u->pt, UNMAP_RUN_US))
+			break;
+	}
+	return why;
+}
+
+/* The runtime forgets the memfd: its control pointer, the threads' blocks. */
+static int um_forget(struct ubt_user *u, const struct um *s)
+{
+	uint64_t zero[2] = { 0, 0 }, at = u->m.ctl->ctl_at;
+	struct user_regs_struct r;
+	int err;
+
+	/* the memfd is the target's to scribble on: only in the runtime */
+	if (at && (at < s->rt_start || at + 8 > s->rt_end))
+		return user_err(u, -EINVAL, "the runtime's pointer is said to "
+				"be at %#" PRIx64 ", outside the runtime", at);
+	if (at) {
+		err = pt_write(&u->pt, at, zero, 8);
+		if (err)
+			return user_err(u, err, "clear the runtime's pointer");
+	}
+	/*
+	 * No wrapped call is in progress (no return address into the
+	 * runtime on any stack): the return probes' stubs are free again
+	 * for the next session (they are used by one session only while
+	 * such a call may come back to one).
+	 */
+	at = u->m.ctl->fn[RT_FN_WRAP_STUB_NEXT];
+	if (at >= s->rt_start && at + 4 <= s->rt_end) {
+		err = pt_write(&u->pt, at, zero, 4);
+		if (err)
+			return user_err(u, err, "free the runtime's stubs");
+	}
+	if (!u->tls_offset)
+		return 0;
+	for (int i = 0; i < u->pt.nth; i++) {
+		pt_regs(&u->pt, i, &r);
+		err = pt_write(&u->pt, r.fs_base + (uint64_t)u->tls_offset,
+			       zero, sizeof(zero));
+		if (err)
+			return user_err(u, err, "reset thread %d",
+					u->pt.th[i].tid);
+	}
+	return 0;
+}
+
+/*
+ * The mapping of a BPF map ubt placed at addr (a table shared with kernel
+ * probes, user_xmap.c, or the comm table, user_comm.c), unmapped if it
+ * is still there.
+ */
+static int um_bpf(struct ubt_user *u, const struct um *s, uint64_t addr)
+{
+	int64_t ret;
+	int err;
+
+	for (int i = 0; addr && i < s->nbpf; i++) {
+		if (s->bpf_lo[i] != addr)
+			continue;
+		err = user_rsys(u, SYS_munmap, addr, s->bpf_hi[i] - addr, 0, 0,
+				0, 0, &ret);
+		if (!err)
+			u->unmapped++;
+		return err;
+	}
+	return 0;
+}
+
+/* Is the target's descriptor target_fd still the memfd (inode own)? */
+static bool um_fd_is(struct ubt_user *u, int fd, uint64_t ino)
+{
+	char path[64];
+	struct stat st;
+
+	snprintf(path, sizeof(path), "/proc/%d/fd/%d", (int)u->pid, fd);
+	return fd > 0 && !stat(path, &st) && (uint64_t)st.st_ino == ino;
+}
+
+/*
+ * The descriptor of an earlier session's memfd, left open when its ubt
+ * was killed, closed when it still is that memfd's.
+ */
+static void um_close_old(struct ubt_user *u, struct um *s, uint64_t own)
+{
+	int64_t ret;
+
+	for (int i = 0; i < s->n; i++)
+		if (!s->m[i].gone && s->m[i].ino != own &&
+		    um_fd_is(u, s->m[i].fd, s->m[i].ino))
+			user_rsys(u, SYS_close, (uint64_t)s->m[i].fd, 0, 0, 0,
+				  0, 0, &ret);
+}
+
+int user_unmap(struct ubt_user *u)
+{
+	struct stat st;
+	const char *why;
+	uint64_t own;
+	pid_t tid = 0;
+	bool ran = false;
+	int64_t ret;
+	struct um *s;
+	int err;
+
+	u->unmapped = 0;
+	if (!u->target_base || u->m.fd < 0 || fstat(u->m.fd, &st))
+		return 0;
+	own = (uint64_t)st.st_ino;
+	s = calloc(1, sizeof(*s));
+	if (!s)
+		return -ENOMEM;
+	if (um_scan(u, s, own)) {
+		free(s);
+		return 0;	/* gone */
+	}
+	/* nothing maps more chunks now: the descriptor goes either way */
+	if (u->target_fd > 0 && um_fd_is(u, (int)u->target_fd, own) &&
+	    !user_rsys(u, SYS_close, (uint64_t)u->target_fd, 0, 0, 0, 0, 0,
+		       &ret))
+		u->target_fd = -1;
+	why = um_wait(u, s, &tid, &ran);
+	/* a thread that ran on out of the runtime may have mapped a chunk */
+	if (!why && ran && um_scan(u, s, own))
+		why = "its mappings cannot be read";
+	if (why) {
+		snprintf(u->unmap_why, sizeof(u->unmap_why),
+			 "pid %d: ubt's memory stays mapped in the process "
+			 "(its code read-only-executable) for the next ubt to "
+			 "remove: thread %d may still use it (%s)", (int)u->pid,
+			 (int)tid, why);
+		free(s);
+		return 0;
+	}
+	err = um_forget(u, s);
+	for (int i = 0; !err && i < s->n; i++) {
+		if (s->m[i].gone)
+			continue;
+		err = user_rsys(u, SYS_munmap, s->m[i].start,
+				s->m[i].end - s->m[i].start, 0, 0, 0, 0, &ret);
+		if (!err)
+			u->unmapped++;
+	}
+	if (!err)
+		um_close_old(u, s, own);
+	for (int i = 0; !err && i < u->nxmaps; i++)
+		if (!(err = um_bpf(u, s, u->xmaps[i].addr)))
+			u->xmaps[i].addr = 0;
+	if (!err && !(err = um_bpf(u, s, u->comm_at)))
+		u->comm_at = 0;
+	free(s);
+	return err;
+}
