@@ -68,6 +68,12 @@ void irb_native_set_thread_maps(struct irb *ir, const bool *by_map)
 	irb_nat.thread_maps = by_map;
 }
 
+void irb_native_set_slot_maps(struct irb *ir, const bool *by_map)
+{
+	BUG_ON(irb_nat.ir != ir);
+	irb_nat.slot_maps = by_map;
+}
+
 void irb_native_set_regs_ctx(struct irb *ir, bool on)
 {
 	BUG_ON(irb_nat.ir != ir);
@@ -458,6 +464,13 @@ LLVMValueRef irb_native_map_define(struct irb *ir, const char *name,
 	}
 	m->off = irb_nat.area;
 	irb_nat.area = rt_align8(irb_nat.area + m->bytes);
+	if (m->kind == NATIVE_MAP_HTAB && m->plain && key_size == 8 &&
+	    value_size <= 8 && cm && irb_nat.slot_maps &&
+	    irb_nat.slot_maps[cm - irb_nat.obj->maps]) {
+		/* the thread's own entry: {u64 key, u64 value} */
+		m->tslot = irb_nat.area;
+		irb_nat.area += 16;
+	}
 	return ref;
 }
 

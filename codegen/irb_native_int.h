@@ -28,6 +28,8 @@ struct irb_native {
 	struct irb *ir;
 	const struct cg_object *obj;
 	const bool *thread_maps;	/* by index in obj->maps */
+	const bool *slot_maps;		/* by index in obj->maps: of
+					 * thread_maps, with a per-thread slot */
 	struct native_map *maps;
 	struct nat_map *refs;
 	int nmaps, cap;
