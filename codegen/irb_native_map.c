@@ -272,16 +272,19 @@ static LLVMValueRef nat_tslot_lookup(struct irb *ir, struct native_map *m,
 				     LLVMValueRef key)
 {
 	LLVMBasicBlockRef other, done, from;
-	LLVMValueRef slot, kw, val, tab, phi;
+	LLVMValueRef slot, kw, val, tab, phi, idx;
 
 	slot = nat_tslot_split(ir, m, key, &other, &done);
 	kw = LLVMBuildLoad2(ir->b, ir->i64, slot, "slot_key");
 	LLVMSetAlignment(kw, 8);
+	/* inbounds of the block: never null, the caller's check folds */
+	idx = irb_const(ir, 8);
 	val = LLVMBuildSelect(ir->b,
 			      LLVMBuildICmp(ir->b, LLVMIntNE, kw,
 					    irb_const(ir, 0), ""),
-			      irb_gep(ir, slot, 8), LLVMConstNull(ir->ptr),
-			      "slot_val");
+			      LLVMBuildInBoundsGEP2(ir->b, ir->i8, slot, &idx,
+						    1, ""),
+			      LLVMConstNull(ir->ptr), "slot_val");
 	from = LLVMGetInsertBlock(ir->b);
 	LLVMBuildBr(ir->b, done);
 	LLVMPositionBuilderAtEnd(ir->b, other);

@@ -1,0 +1,49 @@
+#!/bin/sh
+# Which maps user mode keeps in a per-thread slot (shim/place/place_slot.c):
+# only ever @m[tid], an integer value, every probe using it in user mode.
+# -v (here with --dry-run) names them; anything else keeps the table.
+# What they print is checked against --mode kernel by tests/native/tslot.test
+# (tests/native/user-mode-diff.py).
+
+. "$top_srcdir/tests/cli/tap.sh"
+
+calls="$top_builddir/tests/targets/ubt-calls"
+[ -x "$calls" ] || bail "$calls is not built"
+cp "$calls" "$tap_tmp/ubt-calls" || bail "cp ubt-calls"
+t="$tap_tmp/ubt-calls"
+idiom="uprobe:$t:ubt_fact { @s[tid] = nsecs; }
+uretprobe:$t:ubt_fact /@s[tid]/ { @ns = hist(nsecs - @s[tid]); delete(@s[tid]); }"
+note="ubt: map @s: per-thread slot"
+
+# check NAME WANT(1: the note, 0: none) MODE PROG
+check() {
+	"$UBT" --mode "$3" --dry-run -v -c "$t 1" -e "$4" \
+		>"$tap_tmp/out" 2>"$tap_tmp/err" </dev/null
+	rc=$?
+	n=$(grep -c "^$note" "$tap_tmp/err")
+	if [ $rc -eq 0 ] && [ "$n" -eq "$2" ]; then
+		ok "$1"
+	else
+		not_ok "$1" "exit $rc, $n notes, want $2" \
+			"$(head -20 "$tap_tmp/err")"
+	fi
+}
+
+check "the latency idiom: @s in a slot" 1 user "$idiom"
+check "auto mode, both probes in user mode: @s in a slot" 1 auto "$idiom"
+check "++ and -- of @s[tid]: in a slot" 1 user \
+	"uprobe:$t:ubt_fact { @s[tid]++; } uretprobe:$t:ubt_fact { @s[tid]--; }"
+check "--mode kernel: no slot" 0 kernel "$idiom"
+check "print(@s) at END: the table" 0 user "$idiom END { print(@s); }"
+check "clear(@s): the table" 0 user "$idiom uprobe:$t:ubt_void { clear(@s); }"
+check "has_key(@s, tid): the table" 0 user \
+	"$idiom uprobe:$t:ubt_void /has_key(@s, tid)/ { @h = count(); }"
+check "@s[pid]: the table" 0 user \
+	"uprobe:$t:ubt_fact { @s[pid] = nsecs; } uretprobe:$t:ubt_fact { delete(@s[pid]); }"
+check "@s[tid, 1]: the table" 0 user \
+	"uprobe:$t:ubt_fact { @s[tid, 1] = nsecs; } uretprobe:$t:ubt_fact { delete(@s[tid, 1]); }"
+check "a string value: the table" 0 user \
+	"uprobe:$t:ubt_fact { @s[tid] = \"x\"; } uretprobe:$t:ubt_fact { delete(@s[tid]); }"
+check "a kernel probe reads @s[tid] too: no slot" 0 auto \
+	"$idiom tracepoint:syscalls:sys_enter_getppid /@s[tid]/ { @k = count(); }"
+tap_done
