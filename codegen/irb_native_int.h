@@ -52,6 +52,7 @@ LLVMValueRef nat_call(struct irb *ir, int i, LLVMTypeRef ret,
 		      LLVMValueRef *args, int n);
 /* nat_call() of a two-pointer runtime function returning a pointer, for
  * a slow path: it saves the caller-saved registers itself. */
+LLVMValueRef nat_call_clobber(struct irb *ir, int i);
 LLVMValueRef nat_call_kept(struct irb *ir, int i, LLVMValueRef *args);
 struct native_map *nat_find(LLVMValueRef ref);
 void nat_unsupported(const char *what);
