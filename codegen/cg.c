@@ -667,6 +667,9 @@ static int cg_build_once(struct compile *c, enum cg_target t,
 					  sizeof(o->native_thread_maps))
 			irb_native_set_thread_maps(&g.ir,
 						   o->native_thread_maps);
+		if (o && o->sz >= offsetof(struct cg_opts, native_slot_maps) +
+					  sizeof(o->native_slot_maps))
+			irb_native_set_slot_maps(&g.ir, o->native_slot_maps);
 	}
 	err = cg_define_maps(&g);
 	if (err)

@@ -287,6 +287,10 @@ struct cg_opts {
 	 * each thread only reaches at its own key (@m[tid]), kept in
 	 * per-thread tables instead of the shared one (shim/run/run.c) */
 	const bool *native_thread_maps;
+	/* native target, by sema map id (NULL: none): those of them kept
+	 * in a slot of each thread's block, the table only for what a gone
+	 * thread left (shim/place/place_slot.c, native.h) */
+	const bool *native_slot_maps;
 	/* a time stamp at the end of every event record (above) */
 	enum cg_event_time event_time;
 	/* BPF target, by sema map id (NULL: none): aggregations that

@@ -68,6 +68,12 @@ void irb_native_set_thread_maps(struct irb *ir, const bool *by_map)
 	irb_nat.thread_maps = by_map;
 }
 
+void irb_native_set_slot_maps(struct irb *ir, const bool *by_map)
+{
+	BUG_ON(irb_nat.ir != ir);
+	irb_nat.slot_maps = by_map;
+}
+
 void irb_native_set_regs_ctx(struct irb *ir, bool on)
 {
 	BUG_ON(irb_nat.ir != ir);
@@ -348,6 +354,35 @@ LLVMValueRef nat_call_kept(struct irb *ir, int i, LLVMValueRef *args)
 	return LLVMBuildCall2(ir->b, ft, asm_, a, 3, "");
 }
 
+/*
+ * nat_call_kept() for a call without arguments (rt_clock_ns(): every
+ * nsecs where the clock is not the time-stamp counter, kvm-clock among
+ * them): %rsi, %rdx, %rcx, which the probe saves in its prologue anyway
+ * (nsecs's time-stamp counter path uses them), and %r11 (not kept by
+ * preserve_most) are given to LLVM as clobbered; only %rdi and %r8-%r10
+ * are saved here, four pushes instead of eight.
+ */
+LLVMValueRef nat_call_clobber(struct irb *ir, int i)
+{
+	static const char text[] =
+		"push %rbp\n\tmov %rsp, %rbp\n\tand $$-16, %rsp\n\t"
+		"push %rdi\n\tpush %r8\n\tpush %r9\n\tpush %r10\n\t"
+		"call *%rax\n\t"
+		"pop %r10\n\tpop %r9\n\tpop %r8\n\tpop %rdi\n\t"
+		"mov %rbp, %rsp\n\tpop %rbp";
+	static const char cons[] = "={ax},{ax},~{rsi},~{rdx},~{rcx},~{r11},"
+				   "~{memory},~{dirflag},~{fpsr},~{flags}";
+	LLVMTypeRef params[1] = { ir->ptr };
+	LLVMTypeRef ft = LLVMFunctionType(ir->ptr, params, 1, 0);
+	LLVMValueRef asm_ = LLVMGetInlineAsm(ft, (char *)text,
+					     sizeof(text) - 1, (char *)cons,
+					     sizeof(cons) - 1, 1, 0,
+					     LLVMInlineAsmDialectATT, 0);
+	LLVMValueRef a[1] = { nat_rt_fn(ir, i) };
+
+	return LLVMBuildCall2(ir->b, ft, asm_, a, 1, "");
+}
+
 /* Slots of a keyed table for max_entries keys (native.h). */
 static uint32_t nat_table_slots(uint32_t max_entries, uint32_t cap)
 {
@@ -458,6 +493,13 @@ LLVMValueRef irb_native_map_define(struct irb *ir, const char *name,
 	}
 	m->off = irb_nat.area;
 	irb_nat.area = rt_align8(irb_nat.area + m->bytes);
+	if (m->kind == NATIVE_MAP_HTAB && m->plain && key_size == 8 &&
+	    value_size <= 8 && cm && irb_nat.slot_maps &&
+	    irb_nat.slot_maps[cm - irb_nat.obj->maps]) {
+		/* the thread's own entry: {u64 key, u64 value} */
+		m->tslot = irb_nat.area;
+		irb_nat.area += 16;
+	}
 	return ref;
 }
 

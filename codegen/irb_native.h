@@ -21,6 +21,13 @@ void irb_native_set_object(struct irb *ir, const struct cg_object *obj);
  */
 void irb_native_set_thread_maps(struct irb *ir, const bool *by_map);
 /*
+ * Of those, the maps (by index in the object's maps, NULL: none) whose
+ * entry of the thread's own tid lives in a slot of the thread's block
+ * (native.h struct native_map tslot), the table holding only what a gone
+ * thread left there.
+ */
+void irb_native_set_slot_maps(struct irb *ir, const bool *by_map);
+/*
  * The next program function takes a struct pt_regs of every register in
  * its first parameter (shim/patch/tramp.h spec.regs: a USDT site), not the
  * argument registers.

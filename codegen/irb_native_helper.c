@@ -94,7 +94,7 @@ static LLVMValueRef nat_notsc(struct irb *ir)
 static LLVMValueRef nat_clock(struct irb *ir)
 {
 	LLVMBasicBlockRef fast, slow, done;
-	LLVMValueRef ctl, seq, seq2, mult, tsc0, ns0, tsc, bad, v, r, a[2];
+	LLVMValueRef ctl, seq, seq2, mult, tsc0, ns0, tsc, bad, v, r;
 	LLVMValueRef vals[2];
 	LLVMBasicBlockRef bbs[2];
 	LLVMTypeRef i128 = LLVMInt128TypeInContext(ir->ctx);
@@ -153,10 +153,8 @@ static LLVMValueRef nat_clock(struct irb *ir)
 	LLVMBuildBr(ir->b, done);
 
 	LLVMPositionBuilderAtEnd(ir->b, slow);
-	/* rt_clock_ns() takes no arguments: the two are ignored */
-	a[0] = irb_nat.blk;
-	a[1] = irb_nat.blk;
-	vals[1] = LLVMBuildPtrToInt(ir->b, nat_call_kept(ir, RT_FN_CLOCK_NS, a),
+	/* the vDSO's clock (kvm-clock, UBT_NO_TSC): every nsecs there */
+	vals[1] = LLVMBuildPtrToInt(ir->b, nat_call_clobber(ir, RT_FN_CLOCK_NS),
 				    ir->i64, "");
 	bbs[1] = LLVMGetInsertBlock(ir->b);
 	LLVMBuildBr(ir->b, done);

@@ -28,6 +28,8 @@ struct irb_native {
 	struct irb *ir;
 	const struct cg_object *obj;
 	const bool *thread_maps;	/* by index in obj->maps */
+	const bool *slot_maps;		/* by index in obj->maps: of
+					 * thread_maps, with a per-thread slot */
 	struct native_map *maps;
 	struct nat_map *refs;
 	int nmaps, cap;
@@ -50,6 +52,7 @@ LLVMValueRef nat_call(struct irb *ir, int i, LLVMTypeRef ret,
 		      LLVMValueRef *args, int n);
 /* nat_call() of a two-pointer runtime function returning a pointer, for
  * a slow path: it saves the caller-saved registers itself. */
+LLVMValueRef nat_call_clobber(struct irb *ir, int i);
 LLVMValueRef nat_call_kept(struct irb *ir, int i, LLVMValueRef *args);
 struct native_map *nat_find(LLVMValueRef ref);
 void nat_unsupported(const char *what);

@@ -222,6 +222,81 @@ static LLVMValueRef nat_htab_delete_fast(struct irb *ir, struct native_map *m,
 	return phi;
 }
 
+/*
+ * A per-thread slot (native_map.tslot): "key is the thread's own tid",
+ * the slot's address in *slot.  Where the key is the tid builtin (every
+ * use, shim/place/place_slot.c) the comparison folds to true; any other
+ * key goes to the table, as before.
+ */
+static LLVMValueRef nat_tslot_mine(struct irb *ir, struct native_map *m,
+				   LLVMValueRef key, LLVMValueRef *slot)
+{
+	LLVMValueRef k, tid;
+
+	k = LLVMBuildLoad2(ir->b, ir->i64, key, "k");
+	LLVMSetAlignment(k, 1);
+	tid = LLVMBuildZExt(ir->b,
+			    nat_invariant(ir, LLVMBuildLoad2(
+						      ir->b, ir->i32,
+						      irb_gep(ir, irb_nat.blk,
+							      RT_BLK_TID),
+						      "tid")),
+			    ir->i64, "");
+	*slot = nat_map_area(ir, m->tslot);
+	return LLVMBuildICmp(ir->b, LLVMIntEQ, k, tid, "own_tid");
+}
+
+/*
+ * Branch on nat_tslot_mine(): the builder is left in the "mine" block;
+ * *other is the block for any other key, *done the join.
+ */
+static LLVMValueRef nat_tslot_split(struct irb *ir, struct native_map *m,
+				    LLVMValueRef key,
+				    LLVMBasicBlockRef *other,
+				    LLVMBasicBlockRef *done)
+{
+	LLVMBasicBlockRef mine;
+	LLVMValueRef slot, own;
+
+	own = nat_tslot_mine(ir, m, key, &slot);
+	mine = LLVMAppendBasicBlockInContext(ir->ctx, ir->fn, "tslot");
+	*other = LLVMAppendBasicBlockInContext(ir->ctx, ir->fn, "tslot_tab");
+	*done = LLVMAppendBasicBlockInContext(ir->ctx, ir->fn, "tslot_done");
+	irb_unlikely(ir, LLVMBuildCondBr(ir->b, own, mine, *other), false);
+	LLVMPositionBuilderAtEnd(ir->b, mine);
+	return slot;
+}
+
+/* The slot's value if present (its key word not 0), else NULL. */
+static LLVMValueRef nat_tslot_lookup(struct irb *ir, struct native_map *m,
+				     LLVMValueRef key)
+{
+	LLVMBasicBlockRef other, done, from;
+	LLVMValueRef slot, kw, val, tab, phi, idx;
+
+	slot = nat_tslot_split(ir, m, key, &other, &done);
+	kw = LLVMBuildLoad2(ir->b, ir->i64, slot, "slot_key");
+	LLVMSetAlignment(kw, 8);
+	/* inbounds of the block: never null, the caller's check folds */
+	idx = irb_const(ir, 8);
+	val = LLVMBuildSelect(ir->b,
+			      LLVMBuildICmp(ir->b, LLVMIntNE, kw,
+					    irb_const(ir, 0), ""),
+			      LLVMBuildInBoundsGEP2(ir->b, ir->i8, slot, &idx,
+						    1, ""),
+			      LLVMConstNull(ir->ptr), "slot_val");
+	from = LLVMGetInsertBlock(ir->b);
+	LLVMBuildBr(ir->b, done);
+	LLVMPositionBuilderAtEnd(ir->b, other);
+	tab = nat_htab_hit(ir, m, nat_map_area(ir, m->off), key);
+	other = LLVMGetInsertBlock(ir->b);
+	LLVMBuildBr(ir->b, done);
+	LLVMPositionBuilderAtEnd(ir->b, done);
+	phi = LLVMBuildPhi(ir->b, ir->ptr, "tslot_val");
+	nat_incoming2(phi, val, from, tab, other);
+	return phi;
+}
+
 LLVMValueRef irb_native_map_lookup(struct irb *ir, LLVMValueRef map,
 				   LLVMValueRef key)
 {
@@ -257,6 +332,8 @@ LLVMValueRef irb_native_map_lookup(struct irb *ir, LLVMValueRef map,
 	case NATIVE_MAP_HTAB:
 		args[0] = base;
 		args[1] = key;
+		if (m->tslot)
+			return nat_tslot_lookup(ir, m, key);
 		if (m->key_size == 8)
 			return nat_htab_hit(ir, m, base, key);
 		/* an aggregation's value is created on first use; a plain
@@ -282,6 +359,75 @@ static LLVMValueRef nat_htab_insert(struct irb *ir, struct native_map *m,
 	return nat_call(ir, RT_FN_HTAB_LOOKUP, ir->ptr, args, 2);
 }
 
+/*
+ * An update of a per-thread slot: the value, then the key word (the
+ * thread's tid: present), so that ubt never reads a present slot with
+ * an older value than the key says; 0.
+ */
+static LLVMValueRef nat_tslot_update(struct irb *ir, struct native_map *m,
+				     LLVMValueRef map, LLVMValueRef key,
+				     LLVMValueRef value, uint64_t flags)
+{
+	LLVMBasicBlockRef other, done, from;
+	LLVMValueRef slot, k, s, tab, phi;
+	struct native_map keep = *m;
+
+	slot = nat_tslot_split(ir, m, key, &other, &done);
+	irb_native_memcpy(ir, irb_gep(ir, slot, 8), value, m->val_size);
+	k = LLVMBuildLoad2(ir->b, ir->i64, key, "k");
+	LLVMSetAlignment(k, 1);
+	s = LLVMBuildStore(ir->b, k, slot);
+	LLVMSetOrdering(s, LLVMAtomicOrderingRelease);
+	LLVMSetAlignment(s, 8);
+	from = LLVMGetInsertBlock(ir->b);
+	LLVMBuildBr(ir->b, done);
+	LLVMPositionBuilderAtEnd(ir->b, other);
+	/* the table, as without a slot */
+	m->tslot = 0;
+	tab = irb_native_map_update(ir, map, key, value, flags);
+	*m = keep;
+	other = LLVMGetInsertBlock(ir->b);
+	LLVMBuildBr(ir->b, done);
+	LLVMPositionBuilderAtEnd(ir->b, done);
+	phi = LLVMBuildPhi(ir->b, ir->i64, "tslot_upd");
+	nat_incoming2(phi, irb_const(ir, 0), from, tab, other);
+	return phi;
+}
+
+/* delete() of a per-thread slot: the key word cleared; 0, or -ENOENT
+ * when it was not present. */
+static LLVMValueRef nat_tslot_delete(struct irb *ir, struct native_map *m,
+				     LLVMValueRef key)
+{
+	LLVMBasicBlockRef other, done, from;
+	LLVMValueRef slot, kw, s, ret, tab, phi;
+
+	slot = nat_tslot_split(ir, m, key, &other, &done);
+	kw = LLVMBuildLoad2(ir->b, ir->i64, slot, "slot_key");
+	LLVMSetAlignment(kw, 8);
+	s = LLVMBuildStore(ir->b, irb_const(ir, 0), slot);
+	LLVMSetOrdering(s, LLVMAtomicOrderingRelease);
+	LLVMSetAlignment(s, 8);
+	ret = LLVMBuildSelect(ir->b,
+			      LLVMBuildICmp(ir->b, LLVMIntNE, kw,
+					    irb_const(ir, 0), ""),
+			      irb_const(ir, 0), irb_const(ir, (uint64_t)-2),
+			      "");
+	from = LLVMGetInsertBlock(ir->b);
+	LLVMBuildBr(ir->b, done);
+	LLVMPositionBuilderAtEnd(ir->b, other);
+	tab = m->key_size == 8 ?
+		      nat_htab_delete_fast(ir, m, nat_map_area(ir, m->off),
+					   key) :
+		      irb_const(ir, (uint64_t)-2);
+	other = LLVMGetInsertBlock(ir->b);
+	LLVMBuildBr(ir->b, done);
+	LLVMPositionBuilderAtEnd(ir->b, done);
+	phi = LLVMBuildPhi(ir->b, ir->i64, "tslot_del");
+	nat_incoming2(phi, ret, from, tab, other);
+	return phi;
+}
+
 LLVMValueRef irb_native_map_update(struct irb *ir, LLVMValueRef map,
 				   LLVMValueRef key, LLVMValueRef value,
 				   uint64_t flags)
@@ -290,6 +436,8 @@ LLVMValueRef irb_native_map_update(struct irb *ir, LLVMValueRef map,
 	LLVMValueRef p, phi;
 	LLVMBasicBlockRef yes, done, from;
 
+	if (m && m->kind == NATIVE_MAP_HTAB && m->tslot)
+		return nat_tslot_update(ir, m, map, key, value, flags);
 	if (m && m->kind == NATIVE_MAP_SHARED) {
 		LLVMValueRef a[3] = { nat_shtab(ir, m), key, value };
 
@@ -330,6 +478,8 @@ LLVMValueRef irb_native_map_delete(struct irb *ir, LLVMValueRef map,
 		nat_unsupported("delete() in a user-mode probe");
 		return irb_const(ir, 0);
 	}
+	if (m->tslot)
+		return nat_tslot_delete(ir, m, key);
 	args[0] = nat_map_area(ir, m->off);
 	args[1] = key;
 	if (m->key_size == 8)

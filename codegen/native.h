@@ -94,6 +94,15 @@ struct native_map {
 				 * read without inserting, deletable */
 	uint64_t scratch;	/* SHARED: value buffer in the map area */
 	uint32_t max_probe;	/* SHARED: probe bound (struct rt_shtab) */
+	/*
+	 * HTAB of a map only ever used as @m[tid] by user-mode probes
+	 * (shim/place/place_slot.c), 0: none: the offset in the map area of
+	 * the thread's own entry, {u64 key, u64 value}: key the thread's tid
+	 * while present, 0 when not.  The table holds only entries of gone
+	 * threads, put there by the runtime when it gave their block to
+	 * another thread (runtime/rt_tslot.c, rt_ctl.tslot).
+	 */
+	uint64_t tslot;
 };
 
 /* One function's code, copied out of the emitted object. */

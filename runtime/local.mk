@@ -20,6 +20,7 @@ libubt_rt_so_SOURCES = \
 	runtime/rt_shtab.c \
 	runtime/rt_stack.c \
 	runtime/rt_state.c \
+	runtime/rt_tslot.c \
 	runtime/rt_vfork.c
 libubt_rt_so_CFLAGS = -std=gnu11 -Wall -Wextra -O2 -fPIC -ffreestanding \
 	-fno-stack-protector -fno-builtin -mgeneral-regs-only \

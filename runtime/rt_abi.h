@@ -68,7 +68,7 @@
 #ifndef UBT_RT_ABI_H
 #define UBT_RT_ABI_H
 
-#define RT_ABI_VERSION 13
+#define RT_ABI_VERSION 14
 /* rt_init() returns -(RT_ABI_MISMATCH + its RT_ABI_VERSION) when the
  * control block is of another version. */
 #define RT_ABI_MISMATCH 0x7ab10000L
@@ -312,6 +312,18 @@
  * system calls per change at most.
  */
 #define RT_COMM_SLOTS 32
+/*
+ * Per-thread slots (codegen/native.h struct native_map tslot): a map only
+ * ever used as @m[tid] by user-mode probes keeps the thread's own entry
+ * at a fixed offset of the block's map area, {u64 key, u64 value}, key
+ * the thread's tid while the entry is present, else 0; the map's
+ * per-thread table (struct rt_htab) holds only the entries of gone
+ * threads.  ubt lists each such map in rt_ctl.tslot: when the runtime
+ * gives a gone thread's block to another thread (rt_block.c), it moves a
+ * present slot's entry into that table, under its key, and empties the
+ * slot (rt_tslot.c), so that the printout at exit still finds it.
+ */
+#define RT_TSLOT_MAX 16
 #define RT_COMM_CRED_OFF (RT_COMM_SLOTS * 24)	/* the generation */
 #define RT_COMM_TAB_SIZE (RT_COMM_CRED_OFF + 8)
 #define RT_COMM_NEVER (~0ULL)
@@ -401,6 +413,13 @@ struct rt_ctl {
 	 * pointer to this control block, which ubt clears when it unmaps
 	 * the memfd at its detach (shim/user/user_unmap.c) */
 	uint64_t ctl_at;
+	/* set by ubt before any hit: the per-thread slots (RT_TSLOT_MAX) */
+	uint32_t ntslots;
+	uint32_t tslot_pad;
+	struct rt_tslot {
+		uint32_t slot;	/* the slot's offset in the map area */
+		uint32_t htab;	/* the map's struct rt_htab's */
+	} tslot[RT_TSLOT_MAX];
 };
 
 /* chunks of blocks a process maps at most (rt_chunk.c) */

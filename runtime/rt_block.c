@@ -133,6 +133,8 @@ static char *rt_block_take(struct rt_ctl *ctl)
 		}
 		/* its wrapped calls are over */
 		*(uint64_t *)(blk + RT_BLK_SHADOW_TOP) = 0;
+		/* its @m[tid] entries left: into the tables */
+		rt_tslot_spill(ctl, blk);
 	}
 	*(uint64_t *)(blk + RT_BLK_TID_HASH) = rt_hash(&tid, sizeof(tid));
 	rt_block_builtins(blk);

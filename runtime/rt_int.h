@@ -55,6 +55,12 @@ int rt_chunk_valid(const struct rt_ctl *ctl)
 /* rt_state.c: this process is a forked child of the one ubt attached to */
 extern int rt_forked __attribute__((visibility("hidden")));
 
+/* rt_tslot.c: a gone thread's per-thread slots, moved into their
+ * maps' tables (blk taken again) */
+void rt_tslot_spill(const struct rt_ctl *ctl, char *blk)
+	__attribute__((visibility("hidden")));
+void *rt_htab_lookup(struct rt_htab *h, const void *key);
+
 /* rt_builtin.c: a new block's builtins (ids, rand, comm) */
 void rt_block_builtins(char *blk) __attribute__((visibility("hidden")));
 void rt_comm_sync(void);

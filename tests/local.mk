@@ -520,6 +520,7 @@ TESTS += \
 EXTRA_DIST += \
 	tests/native/kernel-only.txt \
 	tests/native/limits.test \
+	tests/native/tslot.test \
 	tests/native/uiter.test \
 	tests/native/umaps.test \
 	tests/native/user-mode-diff.py \
@@ -528,6 +529,10 @@ EXTRA_DIST += \
 # cpu and numaid in user-mode probes, both ways (rdtscp, getcpu).
 TESTS += tests/native/cpu-paths.sh
 EXTRA_DIST += tests/native/cpu-paths.sh
+
+# @m[tid] in per-thread slots: which maps user mode keeps there.
+TESTS += tests/native/tslot.sh
+EXTRA_DIST += tests/native/tslot.sh
 
 # nsecs in user-mode probes: the kernel's clock, both user-side clocks.
 TESTS += tests/native/nsecs-clock.sh

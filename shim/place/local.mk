@@ -8,5 +8,6 @@ libubt_a_SOURCES += \
 	shim/place/place_pidns.c \
 	shim/place/place_reads.c \
 	shim/place/place_site.c \
+	shim/place/place_slot.c \
 	shim/place/place_static.c \
 	shim/place/place_xmap.c

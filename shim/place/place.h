@@ -33,6 +33,15 @@ bool *place_xmap_maps(struct compile *c, const struct run_decision *d,
 		      bool syswide);
 
 /*
+ * By sema map id: the maps of place_thread_maps() that user mode keeps in
+ * a slot of each thread's block instead (shim/place/place_slot.c: only
+ * ever @m[tid], an integer value, every probe using it in user mode);
+ * in c->arena.
+ */
+bool *place_slot_maps(struct compile *c, const struct run_decision *d,
+		      bool syswide);
+
+/*
  * System-wide user mode (d: the decisions): why a process taken cannot
  * run the user-mode probes, which read pid, tid or ppid, since it is in
  * another PID namespace (shim/place/place_pidns.c); NULL when it can.

@@ -6,6 +6,7 @@ libubt_a_SOURCES += \
 	shim/run/run_int.h \
 	shim/run/run_maps.c \
 	shim/run/run_metrics.c \
+	shim/run/run_slot.c \
 	shim/run/run_user.c \
 	shim/run/run_xmap.c \
 	shim/run/sysw.c \

@@ -224,6 +224,8 @@ static int run_combined(struct compile *c, const struct run_opts *o,
 				 .want_site = run_want_user_site,
 				 .want_ctx = &r,
 				 .native_thread_maps = place_thread_maps(c),
+				 .native_slot_maps = place_slot_maps(c, d,
+								     r.sysw),
 				 .xmap_maps = xmaps };
 	struct cg_prog *dprogs = NULL;
 	struct exitwatch *xw = NULL;
@@ -264,8 +266,10 @@ static int run_combined(struct compile *c, const struct run_opts *o,
 		goto out;
 	run_check_events(r.kobj);
 	run_check_events(r.nobj);
-	if (o->verbose || o->dry_run)
+	if (o->verbose || o->dry_run) {
 		run_xmap_note(r.kobj, stderr);
+		run_slot_note(r.nobj, stderr);
+	}
 	if (o->dump_bpf)
 		cg_dump_bpf(r.kobj, stdout);
 	if (o->dump_native)

@@ -167,6 +167,13 @@ const struct native_map *run_native_map(const struct run *r, int map);
 			       .max_probe = (nm)->max_probe,                \
 			       .max_keys = (nm)->max_keys })
 
+/* run_slot.c: per-thread slots (shim/place/place_slot.c) placed in
+ * r->u's control block, read back as (tid, value), noted by -v */
+int run_slot_place(struct run *r);
+int run_slot_read(struct run *r, const struct native_map *nm,
+		  kernel_entry_fn fn, void *ctx);
+void run_slot_note(const struct cg_object *nobj, FILE *f);
+
 /* kernel_map_read() through the run: the kernel's values and the user's. */
 int run_map_source(void *ctx, int map, kernel_entry_fn fn, void *fctx);
 

@@ -275,8 +275,10 @@ static int run_map_source_tab(struct run *r, const struct native_map *nm,
 				.val_size = nm->val_size };
 
 	if (nm->kind == NATIVE_MAP_HTAB)
+		/* and the threads' own entries in their slots */
 		return memfd_htab_foreach(user_memfd(r->u), &t,
-					  run_block_htab, e);
+					  run_block_htab, e) ?:
+		       run_slot_read(r, nm, run_entries_add, e);
 	if (nm->kind == NATIVE_MAP_SHARED)
 		return memfd_shtab_foreach(user_memfd(r->u),
 					   &run_shtab_of(nm), run_entries_add,

@@ -154,6 +154,8 @@ int run_user_prepare(struct run *r)
 			e = memfd_htab_add(user_memfd(r->u), &t);
 		else
 			continue;
+		if (!e && nm->tslot)
+			e = run_slot_place(r);
 		if (e) {
 			fprintf(stderr, "ubt: cannot place map %s: %s\n",
 				nm->name, strerror(-e));
