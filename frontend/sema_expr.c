@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <string.h>
 
+#include "compat.h"
 #include "sema.h"
 #include "sema_int.h"
 #include "sema_type_int.h"
@@ -134,10 +135,14 @@ struct type *sema_t_type_map(struct sema_ctx *x, struct ast_node *n)
 /* Variables. */
 
 
-/* Integer literals are int64, even above INT64_MAX (bpftrace 0.17). */
+/* Integer literals are int64, even above INT64_MAX (bpftrace 0.17); in
+ * the newest mode (compat int-literals) one past INT64_MAX is a uint64,
+ * as is ~N of a literal (type_unop). */
 static struct type *type_int_lit(struct sema_ctx *x, struct ast_node *n)
 {
-	(void)n;
+	if (compat_has(COMPAT_INT_LITERALS) && !n->num.is_negative &&
+	    n->num.value > INT64_MAX)
+		return sema_uint64(x);
 	return sema_int64(x);
 }
 
@@ -238,9 +243,13 @@ static struct type *type_unop(struct sema_ctx *x, struct ast_node *n)
 	if (!t)
 		return NULL;
 	switch (op) {
+	case OP_BNOT:
+		if (compat_has(COMPAT_INT_LITERALS) &&
+		    n->op.left->kind == AST_INT && !n->op.left->num.is_negative)
+			return sema_uint64(x);
+		/* fall through */
 	case OP_NEG:
 	case OP_POS:
-	case OP_BNOT:
 		if (sema_t_is_int(t))
 			return t->kind == TY_INT ? t : sema_int64(x);
 		break;
