@@ -230,6 +230,14 @@ static LLVMValueRef cg_unop(struct cg *g, struct ast_node *n)
 		return cg_incdec(g, n);
 	case OP_DEREF:
 		return cg_deref(g, n);
+	case OP_ADDR:	/* &$x (frontend/sema_addr.c) */
+		if (n->op.left->kind == AST_VAR && n->op.left->sema &&
+		    n->op.left->sema->var)
+			return LLVMBuildPtrToInt(
+				ir->b, g->vars[n->op.left->sema->var->slot],
+				ir->i64, "addr");
+		cg_unsupported(g, n, "& of this expression");
+		return irb_const(ir, 0);
 	default:
 		break;
 	}

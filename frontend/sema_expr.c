@@ -284,9 +284,7 @@ static struct type *type_unop(struct sema_ctx *x, struct ast_node *n)
 			return type_int(x->a, t->size, t->is_signed);
 		break;
 	case OP_ADDR:
-		sema_error(x, &n->loc,
-			   "The & operator is not supported yet");
-		return NULL;
+		return sema_t_addr_of(x, n, t);
 	default:
 		BUG("bad unary operator %d", op);
 	}
@@ -500,10 +498,12 @@ static struct type *type_cast(struct sema_ctx *x, struct ast_node *n)
 				return NULL;
 			}
 			if (to->addrspace == AS_NONE &&
-			    t->addrspace != AS_NONE) {
+			    (t->addrspace != AS_NONE || t->is_local)) {
 				struct type *p = type_pointer(x->a, to->elem);
 
 				p->addrspace = t->addrspace;
+				p->is_local = t->kind == TY_POINTER &&
+					      t->is_local;
 				return p;
 			}
 			return to;

@@ -10,6 +10,9 @@
 #include "sema_int.h"
 
 bool sema_t_is_int(const struct type *t);
+/* sema_addr.c: &$var */
+struct type *sema_t_addr_of(struct sema_ctx *x, struct ast_node *n,
+			    struct type *t);
 bool sema_t_is_cond(const struct type *t);
 bool sema_t_int_signed(const struct type *t);
 struct type *sema_t_int64_of(struct sema_ctx *x, bool is_signed);
