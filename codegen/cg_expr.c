@@ -563,6 +563,8 @@ LLVMValueRef cg_expr(struct cg *g, struct ast_node *n)
 		    n->type->kind == TY_POINTER)
 			return cg_array_addr(g, n->cast.expr);
 		v = cg_expr(g, n->cast.expr);
+		if (cg_is_array_cast(n))
+			return cg_array_cast(g, n, v);
 
 		/* (bool)x: true for every non-zero value, as in C */
 		if (n->type && n->type->kind == TY_BOOL &&

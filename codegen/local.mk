@@ -8,6 +8,7 @@ libubt_a_SOURCES += \
 	codegen/cg_call.c \
 	codegen/cg_call_out.c \
 	codegen/cg_aggval.c \
+	codegen/cg_arrcast.c \
 	codegen/cg_call_new.c \
 	codegen/cg_call_val.c \
 	codegen/cg_div.c \

@@ -461,6 +461,12 @@ static struct type *type_cast(struct sema_ctx *x, struct ast_node *n)
 
 	if (!t || !to)
 		return NULL;
+	{
+		struct type *r;
+
+		if (sema_t_array_cast(x, n, t, to, &r))
+			return r;
+	}
 	if (to->kind == TY_INT || to->kind == TY_BOOL) {
 		if (sema_t_is_int(t) || t->kind == TY_POINTER)
 			return to;
