@@ -85,6 +85,11 @@ static const struct compat_entry compat_table[COMPAT_NDIFFS] = {
 		"an integer literal past INT64_MAX wraps to a negative int64 "
 		"and ~N of a literal is signed -> both are uint64",
 	},
+	[COMPAT_BLOCK_SCOPE] = {
+		"block-scope",
+		"a variable first assigned in a block is known in the rest "
+		"of the probe -> only until the end of that block (as let)",
+	},
 };
 
 enum compat_source { COMPAT_SRC_NONE, COMPAT_SRC_CONFIG, COMPAT_SRC_ENV,
