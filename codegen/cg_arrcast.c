@@ -9,7 +9,8 @@ bool cg_is_array_cast(const struct ast_node *n)
 	const struct type *to = n->type, *from = n->cast.expr->type;
 
 	return to && from &&
-	       ((to->kind == TY_ARRAY &&
+	       ((to->kind == TY_BOOL && from->kind == TY_STRING) ||
+		(to->kind == TY_ARRAY &&
 		 (cg_is_scalar(from) || from->kind == TY_STRING)) ||
 		(cg_is_scalar(to) && from->kind == TY_ARRAY));
 }
@@ -21,6 +22,13 @@ LLVMValueRef cg_array_cast(struct cg *g, struct ast_node *n, LLVMValueRef v)
 	const struct type *to = n->type;
 	LLVMValueRef buf;
 
+	if (to->kind == TY_BOOL)	/* (bool)"str": a first byte */
+		return LLVMBuildZExt(
+			ir->b,
+			LLVMBuildICmp(ir->b, LLVMIntNE,
+				      LLVMBuildLoad2(ir->b, ir->i8, v, ""),
+				      LLVMConstInt(ir->i8, 0, 0), ""),
+			ir->i64, "strbool");
 	if (to->kind != TY_ARRAY)	/* (uint32)arr: its bytes */
 		return cg_load(g, v, to);
 	if (!cg_is_scalar(n->cast.expr->type))	/* a string's bytes */

@@ -32,6 +32,11 @@ bool sema_t_array_cast(struct sema_ctx *x, struct ast_node *n,
 	struct type *a;
 
 	*res = NULL;
+	if (to->kind == TY_BOOL && t->kind == TY_STRING) {
+		/* (bool)"str": its first byte is not NUL (v0.26) */
+		*res = to;
+		return true;
+	}
 	if (to->kind == TY_INT && t->kind == TY_ARRAY) {
 		if (!int_array(t) || t->size != to->size)
 			return cast_error(x, n, t, to), true;

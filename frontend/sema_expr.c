@@ -311,6 +311,8 @@ static struct type *type_ternary(struct sema_ctx *x, struct ast_node *n)
 			   type_class(c));
 		return NULL;
 	}
+	if (a->kind == TY_BOOL && b->kind == TY_BOOL)
+		return a;	/* c ? true : false is a bool (v0.26) */
 	if (sema_t_is_int(a) && sema_t_is_int(b))
 		return sema_t_int64_of(x, sema_t_int_signed(a) && sema_t_int_signed(b));
 	r = a;
@@ -467,6 +469,9 @@ static struct type *type_cast(struct sema_ctx *x, struct ast_node *n)
 		if (sema_t_array_cast(x, n, t, to, &r))
 			return r;
 	}
+	/* v0.26: (int)@count, (bool)@sum: the aggregation's value */
+	if (to->kind == TY_INT || to->kind == TY_BOOL)
+		t = sema_t_agg_value(x, n->cast.expr, t);
 	if (to->kind == TY_INT || to->kind == TY_BOOL) {
 		if (sema_t_is_int(t) || t->kind == TY_POINTER)
 			return to;
