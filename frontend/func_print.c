@@ -321,6 +321,16 @@ static struct type *ty_len(struct sema_ctx *x, struct ast_node *call,
 			   struct sema_map *m)
 {
 	(void)m;
+	if (call->call.args->kind != AST_MAP) {
+		struct type *t = sema_type_expr(x, call->call.args);
+
+		if (t && (t->kind == TY_USTACK || t->kind == TY_KSTACK)) {
+			/* v0.26 counts a stack's frames */
+			sema_error(x, &call->loc,
+				   "len() of a stack is not supported yet");
+			return NULL;
+		}
+	}
 	if (!whole_map(x, call, call->call.args, false))
 		return NULL;
 	if (keyless(call->call.args)) {

@@ -249,7 +249,12 @@ static int resolve_call(struct sema_ctx *x, struct ast_node *n)
 			loc.last_line = loc.first_line,
 			loc.last_column = loc.first_column +
 					  (int)strlen(n->call.name);
-		sema_error(x, &loc, "Unknown function: %s", n->call.name);
+		if (!strcmp(n->call.name, "comm"))	/* v0.26's comm(pid) */
+			sema_error(x, &n->loc,
+				   "comm(pid) is not supported yet");
+		else
+			sema_error(x, &loc, "Unknown function: %s",
+				   n->call.name);
 		return -EINVAL;
 	}
 	sn = sema_node(x, n);
