@@ -338,6 +338,8 @@ LLVMValueRef cg_builtin(struct cg *g, struct ast_node *n)
 	case BI_USTACK:
 	case BI_KSTACK:
 		return cg_stack(g, n);
+	case BI_USERMODE:
+		return cg_usermode(g);
 	default:
 		break;
 	}

@@ -230,6 +230,14 @@ static LLVMValueRef cg_unop(struct cg *g, struct ast_node *n)
 		return cg_incdec(g, n);
 	case OP_DEREF:
 		return cg_deref(g, n);
+	case OP_ADDR:	/* &$x (frontend/sema_addr.c) */
+		if (n->op.left->kind == AST_VAR && n->op.left->sema &&
+		    n->op.left->sema->var)
+			return LLVMBuildPtrToInt(
+				ir->b, g->vars[n->op.left->sema->var->slot],
+				ir->i64, "addr");
+		cg_unsupported(g, n, "& of this expression");
+		return irb_const(ir, 0);
 	default:
 		break;
 	}
@@ -555,6 +563,8 @@ LLVMValueRef cg_expr(struct cg *g, struct ast_node *n)
 		    n->type->kind == TY_POINTER)
 			return cg_array_addr(g, n->cast.expr);
 		v = cg_expr(g, n->cast.expr);
+		if (cg_is_array_cast(n))
+			return cg_array_cast(g, n, v);
 
 		/* (bool)x: true for every non-zero value, as in C */
 		if (n->type && n->type->kind == TY_BOOL &&

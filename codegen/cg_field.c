@@ -51,6 +51,9 @@ static bool cg_no_addrspace(struct cg *g)
  * a probe of neither, by the address, as bpftrace (bpf_probe_read()). */
 static enum irb_read cg_read_kind(struct cg *g, const struct type *t)
 {
+	if (t && t->is_local)	/* &$x: the probe's own stack */
+		return g->ir.target == CG_TARGET_BPF ? IRB_READ_KERNEL :
+						       IRB_READ_USER;
 	if (t && t->addrspace == AS_USER)
 		return IRB_READ_USER;
 	if (t && t->addrspace == AS_KERNEL)

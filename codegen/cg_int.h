@@ -232,6 +232,11 @@ LLVMValueRef cg_agg_value(struct cg *g, int id, LLVMValueRef key,
 /* cg_call_new.c: functions of bpftrace after 0.17 */
 LLVMValueRef cg_nsecs_mode(struct cg *g, struct ast_node *n);
 LLVMValueRef cg_strlen(struct cg *g, struct ast_node *n);
+/* cg_usermode.c */
+LLVMValueRef cg_usermode(struct cg *g);
+/* cg_arrcast.c: (int8[N])x, (uint32)arr (v0.26) */
+bool cg_is_array_cast(const struct ast_node *n);
+LLVMValueRef cg_array_cast(struct cg *g, struct ast_node *n, LLVMValueRef v);
 /* cg_call_val.c: values made from bytes */
 LLVMValueRef cg_buf(struct cg *g, struct ast_node *n);
 LLVMValueRef cg_ntop(struct cg *g, struct ast_node *n);

@@ -589,6 +589,8 @@ static void cg_jump(struct cg *g, struct ast_node *n)
 			LLVMBuildBr(ir->b, g->fn_exit);
 			break;
 		}
+		if (n->jump.value)	/* a probe's (v0.26): evaluated */
+			cg_expr(g, n->jump.value);
 		if (g->loop_ret) {
 			/* in a loop's callback: leave it, and the probe */
 			LLVMBuildStore(ir->b, irb_const(ir, 1), g->loop_ret);

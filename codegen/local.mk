@@ -8,6 +8,7 @@ libubt_a_SOURCES += \
 	codegen/cg_call.c \
 	codegen/cg_call_out.c \
 	codegen/cg_aggval.c \
+	codegen/cg_arrcast.c \
 	codegen/cg_call_new.c \
 	codegen/cg_call_val.c \
 	codegen/cg_div.c \
@@ -21,6 +22,7 @@ libubt_a_SOURCES += \
 	codegen/cg_stack.c \
 	codegen/cg_stack_native.c \
 	codegen/cg_stmt.c \
+	codegen/cg_usermode.c \
 	codegen/cg_util.c \
 	codegen/cg_value.c \
 	codegen/cg_watch.c \

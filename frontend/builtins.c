@@ -410,6 +410,7 @@ const struct sema_builtin_ops sema_builtins[] = {
 	{ .name = "numaid", .id = BI_NUMAID, .type = ty_u64 },
 	{ .name = "ncpus", .id = BI_NCPUS, .type = ty_u64 },
 	{ .name = "usermode", .id = BI_USERMODE, .type = ty_u8 },
+	{ .name = "__builtin_usermode", .id = BI_USERMODE, .type = ty_u8 },
 	{ .name = "ppid", .id = BI_PPID, .type = ty_u64 },
 	{ .name = "pcomm", .id = BI_PCOMM, .type = ty_comm },
 	{ 0 },

@@ -75,6 +75,21 @@ static const struct compat_entry compat_table[COMPAT_NDIFFS] = {
 		"statements after return, break, continue or exit() pass "
 		"silently -> \"WARNING: Unreachable statement.\" at the first",
 	},
+	[COMPAT_EMPTY_COUNT] = {
+		"empty-count",
+		"a keyless count() map that clear() or delete() emptied "
+		"prints as \"@: 0\" -> as any empty map (no value)",
+	},
+	[COMPAT_INT_LITERALS] = {
+		"int-literals",
+		"an integer literal past INT64_MAX wraps to a negative int64 "
+		"and ~N of a literal is signed -> both are uint64",
+	},
+	[COMPAT_BLOCK_SCOPE] = {
+		"block-scope",
+		"a variable first assigned in a block is known in the rest "
+		"of the probe -> only until the end of that block (as let)",
+	},
 };
 
 enum compat_source { COMPAT_SRC_NONE, COMPAT_SRC_CONFIG, COMPAT_SRC_ENV,

@@ -29,6 +29,9 @@ enum compat_diff {
 	COMPAT_DIV_ZERO,	/* x / 0 and x % 0 are 1, with a warning */
 	COMPAT_HIST_HEADER,	/* "@h:" before a histogram, no space */
 	COMPAT_UNREACHABLE,	/* a warning after return/break/exit() */
+	COMPAT_EMPTY_COUNT,	/* an empty keyless count() is not "0" */
+	COMPAT_INT_LITERALS,	/* literals past INT64_MAX, ~N are uint64 */
+	COMPAT_BLOCK_SCOPE,	/* $x = ... in a block: gone after it */
 	COMPAT_NDIFFS,
 };
 

@@ -265,6 +265,14 @@ static struct type *delete_key(struct sema_ctx *x, struct ast_node *call,
 	return sema_type_expr(x, a);
 }
 
+/* a map known to have no keys (v0.26 refuses len() and has_key() of one) */
+static bool keyless(struct ast_node *a)
+{
+	struct sema_map *sm = a->kind == AST_MAP ? sema_map_of(a) : NULL;
+
+	return sm && sm->key_set && !sm->nkeys;
+}
+
 static struct type *ty_has_key(struct sema_ctx *x, struct ast_node *call,
 			       struct sema_map *m)
 {
@@ -274,6 +282,11 @@ static struct type *ty_has_key(struct sema_ctx *x, struct ast_node *call,
 	(void)m;
 	if (a->kind != AST_MAP || a->map.nkeys) {
 		sema_error(x, &call->loc, "has_key() expects a map to be provided");
+		return NULL;
+	}
+	if (keyless(a)) {
+		sema_error(x, &call->loc,
+			   "call to has_key() expects a map with explicit keys (non-scalar map)");
 		return NULL;
 	}
 	fake = *a;
@@ -308,8 +321,23 @@ static struct type *ty_len(struct sema_ctx *x, struct ast_node *call,
 			   struct sema_map *m)
 {
 	(void)m;
+	if (call->call.args->kind != AST_MAP) {
+		struct type *t = sema_type_expr(x, call->call.args);
+
+		if (t && (t->kind == TY_USTACK || t->kind == TY_KSTACK)) {
+			/* v0.26 counts a stack's frames */
+			sema_error(x, &call->loc,
+				   "len() of a stack is not supported yet");
+			return NULL;
+		}
+	}
 	if (!whole_map(x, call, call->call.args, false))
 		return NULL;
+	if (keyless(call->call.args)) {
+		sema_error(x, &call->loc,
+			   "call to len() expects a map with explicit keys (non-scalar map)");
+		return NULL;
+	}
 	return sema_int64(x);
 }
 

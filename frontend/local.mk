@@ -57,6 +57,8 @@ libubt_a_SOURCES += \
 	frontend/func_sys.c \
 	frontend/func_watch.c \
 	frontend/sema.c \
+	frontend/sema_addr.c \
+	frontend/sema_arrcast.c \
 	frontend/sema_binop.c \
 	frontend/sema.h \
 	frontend/sema_config.c \

@@ -137,6 +137,7 @@ static struct type *binop_pointer(struct sema_ctx *x, struct ast_node *n,
 			struct type *r = type_pointer(x->a, p->elem);
 
 			r->addrspace = p->addrspace;
+			r->is_local = p->is_local;
 			return r;
 		}
 		if (is_compare(op))

@@ -33,6 +33,7 @@ static const char *const config_keys[] = {
 	"compat",	/* ubt's own: compat.h */
 	"cpp_demangle",
 	"lazy_symbolication",
+	"license",
 	"log_size",
 	"max_bpf_progs",
 	"max_cat_bytes",
@@ -126,6 +127,30 @@ static int config_stack_mode(const char *s)
 	return -1;
 }
 
+/*
+ * license (v0.26): one of the kernel's GPL-compatible licenses (listed
+ * in bpftrace's order).  Each lets a program call every helper, so the
+ * BPF object keeps "GPL" whichever is named.
+ */
+static int config_license(struct sema_ctx *x, struct ast_node *it)
+{
+	static const char *const licenses[] = {
+		"Dual MIT/GPL", "Dual BSD/GPL", "Dual MPL/GPL",
+		"GPL and additional rights", "GPL v2", "GPL",
+	};
+	struct ast_node *v = it->config.value;
+	const char *s = v && v->kind == AST_STRING ? v->str.value :
+			v && v->kind == AST_IDENT  ? v->ident.name : "";
+
+	for (size_t i = 0; i < ARRAY_SIZE(licenses); i++)
+		if (!strcmp(s, licenses[i]))
+			return 0;
+	sema_error(x, v ? &v->loc : &it->loc,
+		   "Invalid value for license. Found: %s. Valid values: Dual MIT/GPL, Dual BSD/GPL, Dual MPL/GPL, GPL and additional rights, GPL v2, GPL. Read more about BPF programs and licensing: https://docs.kernel.org/bpf/bpf_licensing.html#using-bpf-programs-in-the-linux-kernel",
+		   s);
+	return -EINVAL;
+}
+
 static int config_block(struct sema_ctx *x, struct ast_node *cfg,
 			int64_t *vals)
 {
@@ -137,7 +162,8 @@ static int config_block(struct sema_ctx *x, struct ast_node *cfg,
 		int64_t n;
 
 		if (!key) {
-			sema_error(x, &it->loc, "Unrecognized config variable: %s",
+			sema_error(x, &it->loc,
+				   "%s: not a known configuration option",
 				   it->config.key);
 			err = -EINVAL;
 			continue;
@@ -167,6 +193,11 @@ static int config_block(struct sema_ctx *x, struct ast_node *cfg,
 					   "Invalid value for compat: expected \"0.17\" or newest");
 				err = -EINVAL;
 			}
+			continue;
+		}
+		if (!strcmp(key, "license")) {
+			if (config_license(x, it))
+				err = -EINVAL;
 			continue;
 		}
 		if (!strcmp(key, "stack_mode")) {

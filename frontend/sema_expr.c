@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <string.h>
 
+#include "compat.h"
 #include "sema.h"
 #include "sema_int.h"
 #include "sema_type_int.h"
@@ -134,10 +135,14 @@ struct type *sema_t_type_map(struct sema_ctx *x, struct ast_node *n)
 /* Variables. */
 
 
-/* Integer literals are int64, even above INT64_MAX (bpftrace 0.17). */
+/* Integer literals are int64, even above INT64_MAX (bpftrace 0.17); in
+ * the newest mode (compat int-literals) one past INT64_MAX is a uint64,
+ * as is ~N of a literal (type_unop). */
 static struct type *type_int_lit(struct sema_ctx *x, struct ast_node *n)
 {
-	(void)n;
+	if (compat_has(COMPAT_INT_LITERALS) && !n->num.is_negative &&
+	    n->num.value > INT64_MAX)
+		return sema_uint64(x);
 	return sema_int64(x);
 }
 
@@ -238,9 +243,13 @@ static struct type *type_unop(struct sema_ctx *x, struct ast_node *n)
 	if (!t)
 		return NULL;
 	switch (op) {
+	case OP_BNOT:
+		if (compat_has(COMPAT_INT_LITERALS) &&
+		    n->op.left->kind == AST_INT && !n->op.left->num.is_negative)
+			return sema_uint64(x);
+		/* fall through */
 	case OP_NEG:
 	case OP_POS:
-	case OP_BNOT:
 		if (sema_t_is_int(t))
 			return t->kind == TY_INT ? t : sema_int64(x);
 		break;
@@ -275,9 +284,7 @@ static struct type *type_unop(struct sema_ctx *x, struct ast_node *n)
 			return type_int(x->a, t->size, t->is_signed);
 		break;
 	case OP_ADDR:
-		sema_error(x, &n->loc,
-			   "The & operator is not supported yet");
-		return NULL;
+		return sema_t_addr_of(x, n, t);
 	default:
 		BUG("bad unary operator %d", op);
 	}
@@ -304,6 +311,8 @@ static struct type *type_ternary(struct sema_ctx *x, struct ast_node *n)
 			   type_class(c));
 		return NULL;
 	}
+	if (a->kind == TY_BOOL && b->kind == TY_BOOL)
+		return a;	/* c ? true : false is a bool (v0.26) */
 	if (sema_t_is_int(a) && sema_t_is_int(b))
 		return sema_t_int64_of(x, sema_t_int_signed(a) && sema_t_int_signed(b));
 	r = a;
@@ -454,6 +463,15 @@ static struct type *type_cast(struct sema_ctx *x, struct ast_node *n)
 
 	if (!t || !to)
 		return NULL;
+	{
+		struct type *r;
+
+		if (sema_t_array_cast(x, n, t, to, &r))
+			return r;
+	}
+	/* v0.26: (int)@count, (bool)@sum: the aggregation's value */
+	if (to->kind == TY_INT || to->kind == TY_BOOL)
+		t = sema_t_agg_value(x, n->cast.expr, t);
 	if (to->kind == TY_INT || to->kind == TY_BOOL) {
 		if (sema_t_is_int(t) || t->kind == TY_POINTER)
 			return to;
@@ -491,10 +509,12 @@ static struct type *type_cast(struct sema_ctx *x, struct ast_node *n)
 				return NULL;
 			}
 			if (to->addrspace == AS_NONE &&
-			    t->addrspace != AS_NONE) {
+			    (t->addrspace != AS_NONE || t->is_local)) {
 				struct type *p = type_pointer(x->a, to->elem);
 
 				p->addrspace = t->addrspace;
+				p->is_local = t->kind == TY_POINTER &&
+					      t->is_local;
 				return p;
 			}
 			return to;

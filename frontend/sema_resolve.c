@@ -7,6 +7,7 @@
 #include <errno.h>
 #include <string.h>
 
+#include "compat.h"
 #include "sema.h"
 #include "sema_int.h"
 #include "util.h"
@@ -65,9 +66,23 @@ static struct sema_var *var_new(struct sema_ctx *x, struct ast_node *n,
 	return v;
 }
 
+static void let_push(struct sema_ctx *x, struct sema_var *v);
+
+/*
+ * $x = ...: the variable known by that name, else a new one; in the
+ * newest mode (compat block-scope, v0.26) a new one is known until the
+ * end of its block, as if declared there with let.
+ */
 static struct sema_var *var_define(struct sema_ctx *x, struct ast_node *n)
 {
-	return var_new(x, n, false);
+	struct sema_var *v;
+
+	if (!compat_has(COMPAT_BLOCK_SCOPE) ||
+	    var_find(x->probe, n->ident.name))
+		return var_new(x, n, false);
+	v = var_new(x, n, true);
+	let_push(x, v);
+	return v;
 }
 
 /*
@@ -89,6 +104,13 @@ static int var_declare(struct sema_ctx *x, struct ast_node *let,
 		return -EINVAL;
 	}
 	v = var_new(x, n, true);
+	let_push(x, v);
+	return 0;
+}
+
+/* v is known until the end of the block being resolved */
+static void let_push(struct sema_ctx *x, struct sema_var *v)
+{
 	if (x->nlets == x->lets_cap) {
 		struct sema_var **l;
 		int *d;
@@ -105,7 +127,14 @@ static int var_declare(struct sema_ctx *x, struct ast_node *let,
 	}
 	x->lets[x->nlets] = v;
 	x->let_depth[x->nlets++] = x->block_depth;
-	return 0;
+}
+
+/* Leave a block: its let variables are hidden after it. */
+static void block_leave(struct sema_ctx *x)
+{
+	x->block_depth--;
+	while (x->nlets && x->let_depth[x->nlets - 1] > x->block_depth)
+		x->lets[--x->nlets]->hidden = true;
 }
 
 /* A block's statements; its let variables are hidden after it. */
@@ -113,9 +142,7 @@ static int resolve_block(struct sema_ctx *x, struct ast_node *n)
 {
 	x->block_depth++;
 	ast_visit_children(n, resolve_child, x);
-	x->block_depth--;
-	while (x->nlets && x->let_depth[x->nlets - 1] > x->block_depth)
-		x->lets[--x->nlets]->hidden = true;
+	block_leave(x);
 	return 0;
 }
 
@@ -222,7 +249,12 @@ static int resolve_call(struct sema_ctx *x, struct ast_node *n)
 			loc.last_line = loc.first_line,
 			loc.last_column = loc.first_column +
 					  (int)strlen(n->call.name);
-		sema_error(x, &loc, "Unknown function: %s", n->call.name);
+		if (!strcmp(n->call.name, "comm"))	/* v0.26's comm(pid) */
+			sema_error(x, &n->loc,
+				   "comm(pid) is not supported yet");
+		else
+			sema_error(x, &loc, "Unknown function: %s",
+				   n->call.name);
 		return -EINVAL;
 	}
 	sn = sema_node(x, n);
@@ -312,6 +344,8 @@ static int resolve_loop(struct sema_ctx *x, struct ast_node *n)
 {
 	int err = 0;
 
+	/* a for loop's variable is the loop's (block-scope) */
+	x->block_depth++;
 	switch (n->kind) {
 	case AST_WHILE:
 		err = resolve(n->loop.cond, x);
@@ -333,6 +367,7 @@ static int resolve_loop(struct sema_ctx *x, struct ast_node *n)
 	if (resolve(n->kind == AST_WHILE ? n->loop.body : n->for_.body, x))
 		err = -EINVAL;
 	x->loop_depth--;
+	block_leave(x);
 	return err;
 }
 

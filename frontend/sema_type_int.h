@@ -10,6 +10,12 @@
 #include "sema_int.h"
 
 bool sema_t_is_int(const struct type *t);
+/* sema_arrcast.c: (int8[N])x, (uint32)arr; true when n is one */
+bool sema_t_array_cast(struct sema_ctx *x, struct ast_node *n,
+		       struct type *t, struct type *to, struct type **res);
+/* sema_addr.c: &$var */
+struct type *sema_t_addr_of(struct sema_ctx *x, struct ast_node *n,
+			    struct type *t);
 bool sema_t_is_cond(const struct type *t);
 bool sema_t_int_signed(const struct type *t);
 struct type *sema_t_int64_of(struct sema_ctx *x, bool is_signed);

@@ -334,10 +334,19 @@ static int type_stmt(struct sema_ctx *x, struct ast_node *n)
 		if (n->jump.kind == JUMP_RETURN && x->fn_ret)
 			return type_fn_return(x, n);
 		if (n->jump.value) {
-			sema_type_expr(x, n->jump.value);
-			sema_error(x, &n->loc,
-				   "return with a value is only valid in functions");
-			return -EINVAL;
+			/* v0.26: a probe's return value is an integer (the
+			 * BPF program's; ubt evaluates it, and the probe
+			 * returns as without one) */
+			struct type *t = sema_type_expr(x, n->jump.value);
+
+			if (!t)
+				return -EINVAL;
+			if (!sema_t_is_int(t)) {
+				sema_error(x, &n->loc,
+					   "Probe return values can only be integers. Found %s",
+					   sema_tstr(x, t));
+				return -EINVAL;
+			}
 		}
 		return 0;
 	case AST_BLOCK:

@@ -55,6 +55,9 @@ struct type {
 	bool is_signed;		/* TY_INT, TY_SUM, TY_MIN, TY_MAX, TY_AVG, TY_STATS */
 	bool is_union;		/* TY_RECORD */
 	bool is_ctx;		/* pointer into the probe context (args) */
+	bool is_local;		/* pointer to a variable (&$x): the probe's
+				 * stack (the BPF program's, or in user mode
+				 * the traced thread's) */
 	enum {
 		AS_NONE, AS_KERNEL, AS_USER,
 	} addrspace;

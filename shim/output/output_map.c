@@ -322,7 +322,8 @@ static int map_to_sb(const struct out *o, struct sb *b,
 		div = 1;	/* bpftrace ignores top and div for stats */
 	if (mc == MC_STATS)
 		top = 0;
-	if (!m->nentries && !m->key_type && m->value_type->kind == TY_COUNT) {
+	if (!m->nentries && !m->key_type && m->value_type->kind == TY_COUNT &&
+	    !compat_has(COMPAT_EMPTY_COUNT)) {
 		/* bpftrace 0.17 shows a keyless count() as 0 when unset */
 		static const uint64_t zero_count;
 		struct out_entry e = { .value = &zero_count };

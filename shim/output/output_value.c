@@ -96,10 +96,12 @@ const char *out_enum_name(const struct type *t, uint64_t v)
 
 bool out_is_char_array(const struct type *t)
 {
-	/* bytes named uint8 (pton()) are numbers */
+	/* bytes named uint8 (pton()) or int8 (a cast to int8[N]) are
+	 * numbers */
 	return t->kind == TY_ARRAY && t->elem && t->elem->kind == TY_INT &&
 	       t->elem->size == 1 &&
-	       !(t->elem->name && !strcmp(t->elem->name, "uint8"));
+	       !(t->elem->name && (!strcmp(t->elem->name, "uint8") ||
+				   !strcmp(t->elem->name, "int8")));
 }
 
 static size_t str_len(const char *s, size_t size)

@@ -159,6 +159,7 @@ static const char *place_builtin_ok(enum sema_builtin b)
 	case BI_ARGS:		/* registers in the probe's pt_regs */
 	case BI_PPID:		/* getppid() */
 	case BI_NCPUS:		/* a constant */
+	case BI_USERMODE:	/* 1: the traced process runs in user mode */
 		return NULL;
 	case BI_NONE:
 		return "an unknown builtin";
