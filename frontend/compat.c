@@ -75,6 +75,11 @@ static const struct compat_entry compat_table[COMPAT_NDIFFS] = {
 		"statements after return, break, continue or exit() pass "
 		"silently -> \"WARNING: Unreachable statement.\" at the first",
 	},
+	[COMPAT_KPROBE_MODULE] = {
+		"kprobe-module",
+		"kprobe:MODULE:FUNCTION is refused (\"kprobe probe type "
+		"requires 1 argument\") -> a function of that module",
+	},
 };
 
 enum compat_source { COMPAT_SRC_NONE, COMPAT_SRC_CONFIG, COMPAT_SRC_ENV,

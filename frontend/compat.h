@@ -29,6 +29,7 @@ enum compat_diff {
 	COMPAT_DIV_ZERO,	/* x / 0 and x % 0 are 1, with a warning */
 	COMPAT_HIST_HEADER,	/* "@h:" before a histogram, no space */
 	COMPAT_UNREACHABLE,	/* a warning after return/break/exit() */
+	COMPAT_KPROBE_MODULE,	/* kprobe:MODULE:FUNC is accepted */
 	COMPAT_NDIFFS,
 };
 
