@@ -66,6 +66,12 @@ int types_btf_func_args(struct arena *a, const char *module, const char *name,
  * returns a value; NULL when BTF does not know it. */
 const char *types_btf_func_decls(struct arena *a, const char *module,
 				 const char *name, bool rawtp, bool ret);
+/* Where it is in BTF (the BTF's place, then its type id; 0: nowhere):
+ * the decls of a listing are made in this order, as bpftrace 0.17 makes
+ * them, since one BTF's declarations share a btf_dump, which names a
+ * second struct of the same name "NAME___2". */
+uint64_t types_btf_func_order(const char *module, const char *name,
+			      bool rawtp);
 
 /* One function or raw tracepoint named in BTF. */
 struct types_btf_func {
