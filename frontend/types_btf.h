@@ -77,6 +77,7 @@ uint64_t types_btf_func_order(const char *module, const char *name,
 struct types_btf_func {
 	const char *name;
 	const char *module;	/* NULL: vmlinux */
+	int nparams;		/* as its FUNC_PROTO has them */
 };
 /* Every function (rawtp false) or raw tracepoint (rawtp true) of vmlinux
  * and the loaded modules' BTF, sorted by module then name, duplicates

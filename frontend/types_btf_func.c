@@ -465,6 +465,11 @@ static void btf_collect(struct arena *a, const struct btf *btf,
 			v->cap = v->cap ? 2 * v->cap : 4096;
 			v->v = xrealloc(v->v, v->cap * sizeof(*v->v));
 		}
+		t = btf__type_by_id(btf, t->type);
+		if (rawtp && t && btf_is_ptr(t))
+			t = btf__type_by_id(btf, t->type);
+		v->v[v->n].nparams = t && btf_is_func_proto(t) ?
+					     btf_vlen(t) - (rawtp ? 1 : 0) : 0;
 		v->v[v->n].name = arena_strdup(a, nm);
 		v->v[v->n++].module = module;
 	}

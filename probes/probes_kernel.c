@@ -111,6 +111,19 @@ static bool kf_traceable(const char *module, const char *name)
 	return false;
 }
 
+/*
+ * A kfunc bpftrace 0.17 knows: traceable, and of at most 6 arguments
+ * (the registers that carry them on x86-64; its arch::max_arg() + 1),
+ * as it lists them and matches wildcards against them.
+ */
+#define KP_KFUNC_MAX_PARAMS 6
+
+static bool kp_kfunc_listed(const struct types_btf_func *f)
+{
+	return f->nparams <= KP_KFUNC_MAX_PARAMS &&
+	       kf_traceable(f->module, f->name);
+}
+
 bool probes_is_kernel(const char *provider)
 {
 	const char *p = ap_canonical_provider(provider);
@@ -254,7 +267,10 @@ int probes_expand_kernel(struct arena *a, struct diag_list *d,
 			if (module && !probes_match_wildcard(module,
 							     mod ? mod : "vmlinux"))
 				continue;
-			if (!rawtp && !kf_traceable(mod, fs[i].name))
+			/* a kfunc named without a wildcard is tried as
+			 * BTF has it: the kernel says at attach (bpftrace
+			 * 0.17's "Error attaching probe") */
+			if (!rawtp && wild && !kp_kfunc_listed(&fs[i]))
 				continue;
 			kp_add(a, v, prov, mod, fs[i].name, 0,
 			       module != NULL);
@@ -340,7 +356,7 @@ void probes_list_kernel_all(struct arena *a, const char *pattern,
 		for (int i = 0; i < n; i++) {
 			const char *nm;
 
-			if (!kf_traceable(fs[i].module, fs[i].name))
+			if (!kp_kfunc_listed(&fs[i]))
 				continue;
 			nm = arena_printf(a, "kfunc:%s:%s",
 					  fs[i].module ? fs[i].module :
