@@ -272,8 +272,13 @@ int probes_expand_kernel(struct arena *a, struct diag_list *d,
 			 * 0.17's "Error attaching probe") */
 			if (!rawtp && wild && !kp_kfunc_listed(&fs[i]))
 				continue;
+			/* bpftrace 0.17 names a kfunc with the module it
+			 * finds it in among the traceable functions
+			 * (kfunc:vmlinux:vfs_read), without one when it
+			 * finds none (kfunc:notify_die) */
 			kp_add(a, v, prov, mod, fs[i].name, 0,
-			       module != NULL);
+			       module != NULL ||
+				       (!rawtp && kf_traceable(mod, fs[i].name)));
 			if (!wild)
 				break;
 		}
