@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "attach.h"
+#include "compat.h"
 #include "util.h"
 
 static const struct {
@@ -354,7 +355,12 @@ int ap_parse(struct compile *c, struct ast_node *n, const char *raw)
 			ap->target = ps.part[1];
 			f = ps.part[2];
 		} else {
-			return ap_nargs(c, loc, prov, "1 or 2 arguments");
+			/* bpftrace 0.17 has no kprobe:MODULE:FUNC (sema
+			 * refuses it there, after the config block) */
+			return ap_nargs(c, loc, prov,
+					compat_has(COMPAT_KPROBE_MODULE) ?
+						"1 or 2 arguments" :
+						"1 argument");
 		}
 		if (!*f) {
 			diag_error(&c->diag, loc,

@@ -90,6 +90,11 @@ static const struct compat_entry compat_table[COMPAT_NDIFFS] = {
 		"a variable first assigned in a block is known in the rest "
 		"of the probe -> only until the end of that block (as let)",
 	},
+	[COMPAT_KPROBE_MODULE] = {
+		"kprobe-module",
+		"kprobe:MODULE:FUNCTION is refused (\"kprobe probe type "
+		"requires 1 argument\") -> a function of that module",
+	},
 };
 
 enum compat_source { COMPAT_SRC_NONE, COMPAT_SRC_CONFIG, COMPAT_SRC_ENV,

@@ -32,6 +32,7 @@ enum compat_diff {
 	COMPAT_EMPTY_COUNT,	/* an empty keyless count() is not "0" */
 	COMPAT_INT_LITERALS,	/* literals past INT64_MAX, ~N are uint64 */
 	COMPAT_BLOCK_SCOPE,	/* $x = ... in a block: gone after it */
+	COMPAT_KPROBE_MODULE,	/* kprobe:MODULE:FUNC is accepted */
 	COMPAT_NDIFFS,
 };
 

@@ -350,6 +350,15 @@ static int setup_probe(struct sema_ctx *x, struct ast_node *probe, int idx)
 			err = -EINVAL;
 			continue;
 		}
+		if ((p == PROV_KPROBE || p == PROV_KRETPROBE) &&
+		    n->ap.target && !compat_has(COMPAT_KPROBE_MODULE)) {
+			/* bpftrace 0.17's words for kprobe:MODULE:FUNC */
+			sema_error(x, &n->loc,
+				   "%s probe type requires 1 argument",
+				   n->ap.provider);
+			err = -EINVAL;
+			continue;
+		}
 		ap->provider = p;
 		ap->is_return = is_return_provider(p);
 		ap->available = provider_available(p);

@@ -66,11 +66,18 @@ int types_btf_func_args(struct arena *a, const char *module, const char *name,
  * returns a value; NULL when BTF does not know it. */
 const char *types_btf_func_decls(struct arena *a, const char *module,
 				 const char *name, bool rawtp, bool ret);
+/* Where it is in BTF (the BTF's place, then its type id; 0: nowhere):
+ * the decls of a listing are made in this order, as bpftrace 0.17 makes
+ * them, since one BTF's declarations share a btf_dump, which names a
+ * second struct of the same name "NAME___2". */
+uint64_t types_btf_func_order(const char *module, const char *name,
+			      bool rawtp);
 
 /* One function or raw tracepoint named in BTF. */
 struct types_btf_func {
 	const char *name;
 	const char *module;	/* NULL: vmlinux */
+	int nparams;		/* as its FUNC_PROTO has them */
 };
 /* Every function (rawtp false) or raw tracepoint (rawtp true) of vmlinux
  * and the loaded modules' BTF, sorted by module then name, duplicates

@@ -77,6 +77,98 @@ static struct btf *btf_mod(const char *name)
 	return NULL;
 }
 
+/*
+ * The FUNCs and TYPEDEFs of one BTF sorted by name (then id), built at
+ * the first look-up: btf__find_by_name_kind() walks every type, and -lv
+ * 'kfunc:*' asks it for each of ~60000 functions.
+ */
+struct btf_index {
+	const struct btf *btf;
+	uint32_t *ids;
+	uint32_t n;
+};
+static struct btf_index *btf_idx;
+static int btf_nidx, btf_capidx;
+
+static const struct btf *btf_sort_btf;
+
+static int btf_id_cmp(const void *x, const void *y)
+{
+	uint32_t a = *(const uint32_t *)x, b = *(const uint32_t *)y;
+	const struct btf_type *ta = btf__type_by_id(btf_sort_btf, a);
+	const struct btf_type *tb = btf__type_by_id(btf_sort_btf, b);
+	int c = strcmp(btf__name_by_offset(btf_sort_btf, ta->name_off),
+		       btf__name_by_offset(btf_sort_btf, tb->name_off));
+
+	if (c)
+		return c;
+	if (btf_kind(ta) != btf_kind(tb))
+		return btf_kind(ta) < btf_kind(tb) ? -1 : 1;
+	return a < b ? -1 : a > b;
+}
+
+static const struct btf_index *btf_index(const struct btf *btf)
+{
+	struct btf_index *x;
+	uint32_t end = btf__type_cnt(btf);
+	/* a module's BTF numbers its own types after vmlinux's */
+	uint32_t start = btf__base_btf(btf) ?
+				 btf__type_cnt(btf__base_btf(btf)) : 1;
+
+	for (int i = 0; i < btf_nidx; i++)
+		if (btf_idx[i].btf == btf)
+			return &btf_idx[i];
+	if (btf_nidx == btf_capidx) {
+		btf_capidx = btf_capidx ? 2 * btf_capidx : 16;
+		btf_idx = xrealloc(btf_idx, btf_capidx * sizeof(*btf_idx));
+	}
+	x = &btf_idx[btf_nidx++];
+	x->btf = btf;
+	x->n = 0;
+	x->ids = xcalloc(end > start ? end - start : 1, sizeof(*x->ids));
+	for (uint32_t id = start; id < end; id++) {
+		const struct btf_type *t = btf__type_by_id(btf, id);
+
+		if (t && t->name_off &&
+		    (btf_kind(t) == BTF_KIND_FUNC ||
+		     btf_kind(t) == BTF_KIND_TYPEDEF))
+			x->ids[x->n++] = id;
+	}
+	btf_sort_btf = btf;
+	qsort(x->ids, x->n, sizeof(*x->ids), btf_id_cmp);
+	return x;
+}
+
+/* btf__find_by_name_kind() for FUNC and TYPEDEF, through the index:
+ * the first id of that name and kind, or -ENOENT */
+static int32_t btf_find_name(const struct btf *btf, const char *name,
+			     int kind)
+{
+	const struct btf_index *x = btf_index(btf);
+	uint32_t lo = 0, hi = x->n;
+
+	while (lo < hi) {
+		uint32_t mid = lo + (hi - lo) / 2;
+		const struct btf_type *t = btf__type_by_id(btf, x->ids[mid]);
+		int c = strcmp(btf__name_by_offset(btf, t->name_off), name);
+
+		if (!c)
+			c = btf_kind(t) < kind ? -1 : btf_kind(t) > kind;
+		if (c < 0)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (lo < x->n) {
+		const struct btf_type *t = btf__type_by_id(btf, x->ids[lo]);
+
+		if ((int)btf_kind(t) == kind &&
+		    !strcmp(btf__name_by_offset(btf, t->name_off), name))
+			return x->ids[lo];
+	}
+	return -ENOENT;
+}
+
 /* The FUNC_PROTO of name in btf: a FUNC's, or btf_trace_NAME's. */
 static const struct btf_type *btf_proto(const struct btf *btf,
 					const char *name, bool rawtp)
@@ -88,7 +180,7 @@ static const struct btf_type *btf_proto(const struct btf *btf,
 		char tn[256];
 
 		snprintf(tn, sizeof(tn), BTF_RAWTP_PREFIX "%s", name);
-		id = btf__find_by_name_kind(btf, tn, BTF_KIND_TYPEDEF);
+		id = btf_find_name(btf, tn, BTF_KIND_TYPEDEF);
 		if (id <= 0)
 			return NULL;
 		t = btf__type_by_id(btf, id);		/* typedef */
@@ -97,7 +189,7 @@ static const struct btf_type *btf_proto(const struct btf *btf,
 			return NULL;
 		t = btf__type_by_id(btf, t->type);
 	} else {
-		id = btf__find_by_name_kind(btf, name, BTF_KIND_FUNC);
+		id = btf_find_name(btf, name, BTF_KIND_FUNC);
 		if (id <= 0)
 			return NULL;
 		t = btf__type_by_id(btf, id);
@@ -131,7 +223,7 @@ static const struct btf_param *btf_rawtp_names(const struct btf *btf,
 		int32_t id;
 
 		snprintf(fn, sizeof(fn), "%s%s", pre[i], name);
-		id = btf__find_by_name_kind(btf, fn, BTF_KIND_FUNC);
+		id = btf_find_name(btf, fn, BTF_KIND_FUNC);
 		t = id > 0 ? btf__type_by_id(btf, id) : NULL;
 		t = t ? btf__type_by_id(btf, t->type) : NULL;
 		if (t && btf_is_func_proto(t) && btf_vlen(t) == n)
@@ -244,24 +336,36 @@ int types_btf_func_args(struct arena *a, const char *module, const char *name,
 	return 0;
 }
 
+/* where the kept btf_dump writes: the line being built */
+static FILE *btf_decl_out;
+
 static void btf_decl_print(void *ctx, const char *fmt, va_list args)
 {
-	vfprintf(ctx, fmt, args);
+	(void)ctx;
+	vfprintf(btf_decl_out, fmt, args);
 }
 
 /* "    TYPE NAME\n": TYPE as C declares it (btf_dump), as bpftrace
- * prints a kfunc's arguments */
+ * prints a kfunc's arguments; one btf_dump per BTF, kept (a new one
+ * costs a walk of every type) */
 static void btf_decl_line(FILE *f, const struct btf *btf, uint32_t id,
 			  const char *name)
 {
 	LIBBPF_OPTS(btf_dump_emit_type_decl_opts, o, .field_name = "");
-	struct btf_dump *d = btf_dump__new(btf, btf_decl_print, f, NULL);
+	static const struct btf *dump_btf;
+	static struct btf_dump *d;
 
-	fputs("    ", f);
-	if (!libbpf_get_error(d)) {
-		btf_dump__emit_type_decl(d, id, &o);
+	if (dump_btf != btf) {
 		btf_dump__free(d);
+		d = btf_dump__new(btf, btf_decl_print, NULL, NULL);
+		if (libbpf_get_error(d))
+			d = NULL;
+		dump_btf = btf;
 	}
+	btf_decl_out = f;
+	fputs("    ", f);
+	if (d)
+		btf_dump__emit_type_decl(d, id, &o);
 	fprintf(f, " %s\n", name);
 }
 
@@ -306,6 +410,28 @@ const char *types_btf_func_decls(struct arena *a, const char *module,
 	return r;
 }
 
+uint64_t types_btf_func_order(const char *module, const char *name,
+			      bool rawtp)
+{
+	const struct btf_type *proto;
+	const struct btf *btf;
+	const char *found;
+	char tn[256];
+	uint64_t place = 0;
+	int32_t id;
+
+	if (btf_find(module, name, rawtp, &btf, &proto, &found))
+		return 0;
+	if (rawtp)
+		snprintf(tn, sizeof(tn), BTF_RAWTP_PREFIX "%s", name);
+	id = btf_find_name(btf, rawtp ? tn : name,
+			   rawtp ? BTF_KIND_TYPEDEF : BTF_KIND_FUNC);
+	for (int i = 0; found && i < btf_nmods; i++)
+		if (btf_mods[i].btf == btf)
+			place = i + 1;
+	return place << 32 | (uint32_t)(id > 0 ? id : 0);
+}
+
 struct btf_func_vec {
 	struct types_btf_func *v;
 	int n, cap;
@@ -339,6 +465,11 @@ static void btf_collect(struct arena *a, const struct btf *btf,
 			v->cap = v->cap ? 2 * v->cap : 4096;
 			v->v = xrealloc(v->v, v->cap * sizeof(*v->v));
 		}
+		t = btf__type_by_id(btf, t->type);
+		if (rawtp && t && btf_is_ptr(t))
+			t = btf__type_by_id(btf, t->type);
+		v->v[v->n].nparams = t && btf_is_func_proto(t) ?
+					     btf_vlen(t) - (rawtp ? 1 : 0) : 0;
 		v->v[v->n].name = arena_strdup(a, nm);
 		v->v[v->n++].module = module;
 	}

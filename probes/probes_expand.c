@@ -663,6 +663,8 @@ int probes_expand(struct compile *c, struct ast_node *probe,
 	if (!err && (!strcmp(provider, "uprobe") ||
 		     !strcmp(provider, "uretprobe")))
 		err = probes_check_offsets(c, &ap->loc, *out, *n);
+	if (!err && *n == 1 && probes_kernel_drops(probe, ap))
+		*n = 0;
 	if (err || *n != 1)
 		return err;
 	/* rate probes: bpftrace's canonical spelling of the probe name */

@@ -56,6 +56,11 @@ int probes_expand_kernel(struct arena *a, struct diag_list *d,
 			 const char *module, const char *func,
 			 uint64_t func_offset, bool warn_only,
 			 struct probes_vec *v);
+/* Does bpftrace 0.17 drop attach point ap of probe silently (after its
+ * "not traceable" warning)?  A kprobe on a function the kernel cannot
+ * trace, alone in a probe that uses the probe builtin. */
+bool probes_kernel_drops(const struct ast_node *probe,
+			 const struct ast_node *ap);
 /* -l without a probe type (the whole list, or a bare search): kprobes
  * and kfuncs, as bpftrace 0.17 lists them. */
 void probes_list_kernel_all(struct arena *a, const char *pattern,

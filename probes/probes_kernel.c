@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "arena.h"
+#include "ast.h"
 #include "attach.h"
 #include "diag.h"
 #include "kprov.h"
@@ -110,6 +111,19 @@ static bool kf_traceable(const char *module, const char *name)
 	return false;
 }
 
+/*
+ * A kfunc bpftrace 0.17 knows: traceable, and of at most 6 arguments
+ * (the registers that carry them on x86-64; its arch::max_arg() + 1),
+ * as it lists them and matches wildcards against them.
+ */
+#define KP_KFUNC_MAX_PARAMS 6
+
+static bool kp_kfunc_listed(const struct types_btf_func *f)
+{
+	return f->nparams <= KP_KFUNC_MAX_PARAMS &&
+	       kf_traceable(f->module, f->name);
+}
+
 bool probes_is_kernel(const char *provider)
 {
 	const char *p = ap_canonical_provider(provider);
@@ -117,6 +131,42 @@ bool probes_is_kernel(const char *provider)
 	return p && (!strcmp(p, "kprobe") || !strcmp(p, "kretprobe") ||
 		     !strcmp(p, "kfunc") || !strcmp(p, "kretfunc") ||
 		     !strcmp(p, "rawtracepoint"));
+}
+
+static int kp_uses_probe(struct ast_node *n, void *ctx)
+{
+	(void)ctx;
+	if (n->kind == AST_BUILTIN && n->ident.name &&
+	    !strcmp(n->ident.name, "probe"))
+		return 1;
+	return ast_visit_children(n, kp_uses_probe, NULL);
+}
+
+/*
+ * bpftrace 0.17 builds a program per match for a probe that uses the
+ * probe builtin, matching even a plain kprobe:F against the traceable
+ * functions; a probe that matched nothing has no program and is left
+ * out: the rest of the program runs, or "No probes to attach"
+ * (v0.17.0's regression.async_id_invalid_probe_expansion).  With
+ * several attach points 0.17 stops at the one with no program; here it
+ * is tried, and skipped with a warning when the kernel refuses it.
+ */
+bool probes_kernel_drops(const struct ast_node *probe,
+			 const struct ast_node *ap)
+{
+	const struct ast_attach_point *p = &ap->ap;
+	const char *prov = ap_canonical_provider(p->provider ? p->provider :
+							       "");
+
+	if (!prov || (strcmp(prov, "kprobe") && strcmp(prov, "kretprobe")) ||
+	    !probe || probe->kind != AST_PROBE || probe->probe.aps != ap ||
+	    ap->next || !p->func || p->address ||
+	    probes_has_wildcard(p->func) ||
+	    kf_traceable(p->target && *p->target ? p->target : NULL, p->func))
+		return false;
+	return (probe->probe.pred &&
+		kp_uses_probe(probe->probe.pred, NULL)) ||
+	       (probe->probe.body && kp_uses_probe(probe->probe.body, NULL));
 }
 
 static void kp_add(struct arena *a, struct probes_vec *v, const char *prov,
@@ -212,15 +262,23 @@ int probes_expand_kernel(struct arena *a, struct diag_list *d,
 
 			if (!probes_match_wildcard(func, fs[i].name))
 				continue;
-			if (module && strcmp(module, "vmlinux") &&
-			    (!mod || !probes_match_wildcard(module, mod)))
+			/* the kernel's own functions are in "vmlinux"
+			 * (kfunc:vmlinu*:vfs_read, kfunc:*:vfs_read) */
+			if (module && !probes_match_wildcard(module,
+							     mod ? mod : "vmlinux"))
 				continue;
-			if (module && !strcmp(module, "vmlinux") && mod)
+			/* a kfunc named without a wildcard is tried as
+			 * BTF has it: the kernel says at attach (bpftrace
+			 * 0.17's "Error attaching probe") */
+			if (!rawtp && wild && !kp_kfunc_listed(&fs[i]))
 				continue;
-			if (!rawtp && !kf_traceable(mod, fs[i].name))
-				continue;
+			/* bpftrace 0.17 names a kfunc with the module it
+			 * finds it in among the traceable functions
+			 * (kfunc:vmlinux:vfs_read), without one when it
+			 * finds none (kfunc:notify_die) */
 			kp_add(a, v, prov, mod, fs[i].name, 0,
-			       module != NULL);
+			       module != NULL ||
+				       (!rawtp && kf_traceable(mod, fs[i].name)));
 			if (!wild)
 				break;
 		}
@@ -240,11 +298,41 @@ int probes_expand_kernel(struct arena *a, struct diag_list *d,
 	return 0;
 }
 
-/* -lv's lines for a kfunc or raw tracepoint: its arguments from BTF */
-static const char *kp_detail(struct arena *a, const struct probes_match *m,
-			     bool rawtp, bool ret)
+struct kp_order {
+	uint64_t key;
+	size_t i;
+};
+
+static int kp_order_cmp(const void *x, const void *y)
 {
-	return types_btf_func_decls(a, m->target, m->func, rawtp, ret);
+	const struct kp_order *a = x, *b = y;
+
+	return a->key < b->key ? -1 : a->key > b->key;
+}
+
+/*
+ * -lv's lines for n kfuncs or raw tracepoints: their arguments from BTF,
+ * made in BTF order (types_btf_func_order()), as bpftrace 0.17 does.
+ */
+static const char **kp_details(struct arena *a, const struct probes_match *m,
+			       size_t n, bool rawtp)
+{
+	struct kp_order *o = xcalloc(n + 1, sizeof(*o));
+	const char **d = xcalloc(n + 1, sizeof(*d));
+
+	for (size_t i = 0; i < n; i++) {
+		o[i].key = types_btf_func_order(m[i].target, m[i].func, rawtp);
+		o[i].i = i;
+	}
+	qsort(o, n, sizeof(*o), kp_order_cmp);
+	for (size_t i = 0; i < n; i++) {
+		const struct probes_match *x = &m[o[i].i];
+
+		d[o[i].i] = types_btf_func_decls(a, x->target, x->func, rawtp,
+						 !rawtp);
+	}
+	free(o);
+	return d;
 }
 
 void probes_list_kernel_all(struct arena *a, const char *pattern,
@@ -273,7 +361,7 @@ void probes_list_kernel_all(struct arena *a, const char *pattern,
 		for (int i = 0; i < n; i++) {
 			const char *nm;
 
-			if (!kf_traceable(fs[i].module, fs[i].name))
+			if (!kp_kfunc_listed(&fs[i]))
 				continue;
 			nm = arena_printf(a, "kfunc:%s:%s",
 					  fs[i].module ? fs[i].module :
@@ -295,11 +383,15 @@ int probes_list_kernel(struct arena *a, const char *provider,
 	bool rawtp = !strcmp(prov, "rawtracepoint");
 	struct probes_vec v = { .elem = sizeof(struct probes_match) };
 	struct probes_match *m;
+	const char **details = NULL;
 	int err;
 
 	err = probes_expand_kernel(a, NULL, NULL, prov, module,
 				   func && *func ? func : "*", 0, false, &v);
 	m = v.data;
+	if (!err && verbose && strcmp(prov, "kprobe") &&
+	    strcmp(prov, "kretprobe"))
+		details = kp_details(a, m, v.len, rawtp);
 	for (size_t i = 0; !err && i < v.len; i++) {
 		const char *detail = NULL;
 
@@ -312,11 +404,11 @@ int probes_list_kernel(struct arena *a, const char *provider,
 					    m[i].target ? m[i].target :
 							  "vmlinux",
 					    m[i].func);
-		if (verbose && strcmp(prov, "kprobe") &&
-		    strcmp(prov, "kretprobe"))
-			detail = kp_detail(a, &m[i], rawtp, !rawtp);
+		if (details)
+			detail = details[i];
 		emit(ctx, name, detail);
 	}
+	free(details);
 	free(v.data);
 	return err == -ENOENT ? 0 : err;
 }

@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "compat.h"
 #include "compile.h"
 #include "util.h"
 
@@ -50,6 +51,7 @@ struct stanza {
 	int pid;
 	bool has_cmd, unsafe;
 	const char *kernel_lacks;	/* %kernel-lacks: UBT_KERNEL_LACKS */
+	bool newest;			/* %compat newest */
 	char *program;
 	char *expected;
 	/* for --bless: the byte range of the expected text in the file */
@@ -124,6 +126,7 @@ static char *run_stanza(const struct stanza *st, bool *result_ok)
 		setenv("UBT_KERNEL_LACKS", st->kernel_lacks, 1);
 	else
 		unsetenv("UBT_KERNEL_LACKS");
+	compat_set(st->newest ? COMPAT_NEWEST : COMPAT_0_17);
 	if (st->kind == K_PARSE || st->kind == K_PARSE_ERROR)
 		err = compile_frontend(&c, STAGE_PARSE);
 	else
@@ -240,6 +243,9 @@ static int parse_file(const char *path, char *text, struct stanza **out)
 				cur->unsafe = true;
 			} else if (!strcmp(opt, "kernel-lacks") && arg) {
 				cur->kernel_lacks = arg;
+			} else if (!strcmp(opt, "compat") && arg &&
+				   !strcmp(arg, "newest")) {
+				cur->newest = true;
 			} else {
 				fprintf(stderr, "%s:%d: unknown option '%%%s'\n",
 					path, lineno, opt);

@@ -458,6 +458,7 @@ UBT_FUZZ_SRCS = \
 	frontend/arena.c \
 	frontend/ast.c \
 	frontend/attach.c \
+	frontend/compat.c \
 	frontend/diag.c \
 	frontend/lexer.c \
 	frontend/parser.c \

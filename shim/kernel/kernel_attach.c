@@ -173,13 +173,15 @@ static int kernel_perf_fd(struct perf_event_attr *a, int cpu)
 		       PERF_FLAG_FD_CLOEXEC);
 }
 
-/* Say why perf_event_open() failed for probe name; returns -errno. */
-static int kernel_perf_fail(const char *name)
+/* Say why perf_event_open() failed for probe m (bpftrace 0.17's libbcc
+ * line, then its own); returns -errno. */
+static int kernel_perf_fail(struct kernel *k, const struct cg_prog *p,
+			    const struct probes_match *m)
 {
 	int err = -errno;
 
-	fprintf(stderr, "ubt: cannot attach %s: perf_event_open: %s\n", name,
-		strerror(-err));
+	fprintf(stderr, "perf_event_open failed: %s\n", strerror(-err));
+	kernel_attach_error(k, p, m);
 	return err;
 }
 
@@ -332,13 +334,14 @@ static int kernel_attach_one(struct kernel *k, struct kernel_target *t)
 				fclose(f);
 			fprintf(stderr, "ubt: cannot attach %s: %s: %s\n",
 				m->name, path, strerror(-err));
+			kernel_attach_error(k, p, m);
 			return err;
 		}
 		fclose(f);
 		a.config = id;
 		fd = kernel_perf_fd(&a, 0);
 		if (fd < 0)
-			return kernel_perf_fail(m->name);
+			return kernel_perf_fail(k, p, m);
 		l = kernel_attach_pfd(k, prog, fd);
 		break;
 	}
@@ -382,7 +385,7 @@ static int kernel_attach_one(struct kernel *k, struct kernel_target *t)
 			if (fd < 0) {
 				if (errno == ENODEV && ncpu > 1)
 					continue;	/* offline CPU */
-				return kernel_perf_fail(m->name);
+				return kernel_perf_fail(k, p, m);
 			}
 			l = kernel_attach_pfd(k, prog, fd);
 			if (!l)
@@ -411,6 +414,7 @@ static int kernel_attach_one(struct kernel *k, struct kernel_target *t)
 		err = -errno;
 		fprintf(stderr, "ubt: cannot attach %s: %s\n", m->name,
 			strerror(-err));
+		kernel_attach_error(k, p, m);
 		return err;
 	}
 	kernel_add_link(k, l);
@@ -475,6 +479,7 @@ static int kernel_attach_multi(struct kernel *k, int prog)
 			err = -errno;
 			fprintf(stderr, "ubt: cannot attach %s: %s\n", m->name,
 				strerror(-err));
+			kernel_attach_error(k, p, m);
 			break;
 		}
 		kernel_add_pfd(k, fd);

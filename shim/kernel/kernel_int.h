@@ -103,6 +103,11 @@ struct kernel {
 	int attach_status;	/* exit status of a failed attach, 0: 1 */
 };
 
+/* kernel_attach_err.c: "ERROR: Error attaching probe: NAME" after the
+ * reason, and the exit status 255, as bpftrace 0.17 ends such a run */
+void kernel_attach_error(struct kernel *k, const struct cg_prog *p,
+			 const struct probes_match *m);
+
 /* kernel_kprobe.c: kprobe, kretprobe, kfunc, kretfunc, rawtracepoint
  * programs, and attaching one (all its targets); 0 or -errno. */
 bool kernel_kprobe_is(const struct cg_prog *p);

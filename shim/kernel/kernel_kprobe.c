@@ -57,8 +57,13 @@ static int kernel_kprobe_fail(struct kernel *k, const struct cg_prog *p,
 	int err = errno ? -errno : -EINVAL;
 
 	if (p->provider != PROV_KPROBE && p->provider != PROV_KRETPROBE) {
-		fprintf(stderr, "ubt: cannot attach %s: %s\n", name,
-			strerror(-err));
+		struct probes_match m = { .name = name };
+
+		/* bpftrace 0.17 says only which (the why with -v) */
+		if (kernel_get_verbose() > 0)
+			fprintf(stderr, "ubt: cannot attach %s: %s\n", name,
+				strerror(-err));
+		kernel_attach_error(k, p, &m);
 		return err;
 	}
 	kernel_kprobe_why(err);

@@ -3,6 +3,7 @@ libubt_a_SOURCES += \
 	shim/kernel/kernel.c \
 	shim/kernel/kernel.h \
 	shim/kernel/kernel_attach.c \
+	shim/kernel/kernel_attach_err.c \
 	shim/kernel/kernel_child.c \
 	shim/kernel/kernel_display.c \
 	shim/kernel/kernel_events.c \

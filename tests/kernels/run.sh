@@ -34,11 +34,18 @@ groups()
 		{ print ($2 == "-" ? "" : $2) "|" $1 }'
 }
 
+# make check's enabled cases and those only a guest can run
+# (tests/kernels/guest-only: a module this machine's kernel lacks)
+enabled=$(mktemp /tmp/ubt-kernels-enabled.XXXXXX)
+trap 'rm -f "$enabled"' EXIT
+cat "$srcdir/tests/runtime/enabled" "$srcdir/tests/kernels/guest-only" \
+	>"$enabled"
+
 runner()
 {
 	UBT=$builddir/ubt top_srcdir=$srcdir top_builddir=$builddir \
 		python3 "$srcdir/tests/runtime-runner" \
-		--enabled "$srcdir/tests/runtime/enabled" "$@"
+		--enabled "$enabled" "$@"
 }
 
 # The cases of patterns, less those a "!PATTERN" names (slow on an
@@ -123,7 +130,7 @@ for pat in "${pats[@]}"; do
 done
 
 tmp=$(mktemp -d /tmp/ubt-kernels.XXXXXX)
-trap 'rm -rf "$tmp"' EXIT
+trap 'rm -rf "$tmp" "$enabled"' EXIT
 for kv in ${UBT_KERNELS:-6.1 6.12}; do
 	mkdir -p "$tmp/$kv"
 	start=$(date +%s)
