@@ -814,7 +814,6 @@ int pt_detach(struct pt *p)
 	int i, ret = 0;
 
 	stop_unstopped(p);
-	pt_stub_drop(p);
 
 	for (i = 0; i < p->nth; i++) {
 		struct pt_thread *t = &p->th[i];
@@ -825,7 +824,7 @@ int pt_detach(struct pt *p)
 		ptrace(PTRACE_DETACH, t->tid, 0, t->pending_sig);
 	}
 	p->nth = 0;
-	p->stub = 0;
+	p->stub = 0;	/* found again by the next seize's first call */
 	if (p->memfd >= 0)
 		close(p->memfd);
 	p->memfd = -1;

@@ -42,10 +42,8 @@ int pt_stop_threads(struct pt *p);
  * ptrace_stub.c: remote system calls and calls through a stub in the
  * target that puts the thread back by itself should ubt die meanwhile.
  */
-/* The stub's page mapped in the target (once). */
+/* The stub's page in the target: mapped once, found again later. */
 int pt_stub_place(struct pt *p);
-/* Its page unmapped (pt_detach()). */
-void pt_stub_drop(struct pt *p);
 /* The control thread's registers *r to enter the stub with, its data
  * written: system call nr (call false) or a call of fn, arguments a. */
 int pt_stub_enter(struct pt *p, bool call, uint64_t fn, const uint64_t a[6],

@@ -18,10 +18,11 @@
  * system call stops and PTRACE_INTERRUPT stops, none of which delivers a
  * signal when the tracer dies; never a single step.
  *
- * Two remote system calls run before the stub exists or after it is
- * gone (its page mapped, unmapped): these run from a syscall instruction
- * of the vdso or libc, their window (a few system call stops) is the one
- * place left where a killed ubt leaves a thread with ubt's registers.
+ * One remote system call runs before the stub exists, once in the life
+ * of a process (its page mapped, kept: pt_stub_place()): from a syscall
+ * instruction of the vdso or libc, its window (two system call stops) is
+ * the one place left where a killed ubt leaves a thread with ubt's
+ * registers.
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
@@ -289,6 +290,33 @@ static int raw_syscall(struct pt *p, long nr, const uint64_t a[6],
 	return err;
 }
 
+/* A stub page an earlier session (or ubt) left: 4 KiB, private r-x, no
+ * file, its code the stub's. */
+static uint64_t stub_find(struct pt *p)
+{
+	uint8_t code[sizeof(stub_code)];
+	struct pt_map *m;
+	uint64_t at = 0;
+	int n;
+
+	if (pt_maps(p->pid, &m, &n))
+		return 0;
+	for (int i = 0; i < n && !at; i++)
+		if (m[i].end - m[i].start == PT_STUB_PAGE && !m[i].path[0] &&
+		    !strcmp(m[i].perms, "r-xp") &&
+		    !pt_read(p, m[i].start, code, sizeof(code)) &&
+		    !memcmp(code, stub_code, sizeof(code)))
+			at = m[i].start;
+	free(m);
+	return at;
+}
+
+/*
+ * The page stays for the life of the process (or until an exec) and every
+ * later session takes it up again: unmapping it would be one more raw
+ * system call, a window where a killed worker leaves a thread with ubt's
+ * registers; one page, read-only, executable, never writable.
+ */
 int pt_stub_place(struct pt *p)
 {
 	uint64_t a[6] = { 0, PT_STUB_PAGE, PROT_READ | PROT_EXEC,
@@ -300,35 +328,26 @@ int pt_stub_place(struct pt *p)
 
 	if (p->stub)
 		return 0;
-	err = raw_syscall(p, SYS_mmap, a, &ret);
-	if (err)
-		return pt_fail(p, err, "remote system call %d", SYS_mmap);
-	if (ret < 0 && ret > -4096)
-		return pt_fail(p, (int)ret, "remote system call %d", SYS_mmap);
+	ret = (int64_t)stub_find(p);
+	if (!ret) {
+		err = raw_syscall(p, SYS_mmap, a, &ret);
+		if (err)
+			return pt_fail(p, err, "remote system call %d",
+				       SYS_mmap);
+		if (ret < 0 && ret > -4096)
+			return pt_fail(p, (int)ret, "remote system call %d",
+				       SYS_mmap);
+	}
 	fpu_area(&xsave);
 	xs = xsave;
 	/* /proc/PID/mem writes through the page's r-x protection */
 	err = pt_write(p, (uint64_t)ret, stub_code, sizeof(stub_code));
 	err = err ?: pt_write(p, (uint64_t)ret + PT_STUB_DATA + D_XSAVE * 8,
 			      &xs, 8);
-	p->stub = (uint64_t)ret;
-	if (err) {
-		pt_stub_drop(p);
+	if (err)
 		return pt_fail(p, err, "cannot write the remote call stub");
-	}
+	p->stub = (uint64_t)ret;
 	return 0;
-}
-
-void pt_stub_drop(struct pt *p)
-{
-	uint64_t a[6] = { p->stub, PT_STUB_PAGE, 0, 0, 0, 0 };
-	int64_t ret;
-
-	if (!p->stub || p->ctl < 0 || p->ctl >= p->nth ||
-	    !p->th[p->ctl].stopped || !p->th[p->ctl].have_regs)
-		return;
-	raw_syscall(p, SYS_munmap, a, &ret);
-	p->stub = 0;
 }
 
 /*
