@@ -244,7 +244,7 @@ static int run_ctl(struct pt *p, struct user_regs_struct *r, bool set,
 	if (err == -ETIMEDOUT || err == -ESRCH)
 		return err;
 	/* done, or faulted: the thread's own registers back */
-	if (pt_settle(p) && !err)
+	if (pt_settle(p, err == -EFAULT) && !err)
 		err = -ESRCH;
 	if (p->others_running) {
 		int e = restop_others(p, p->ctl);

@@ -50,8 +50,9 @@ int pt_stub_enter(struct pt *p, bool call, uint64_t fn, const uint64_t a[6],
 		  struct user_regs_struct *r);
 /* At a system call stop with registers r: the stub's end (result %rdi)? */
 bool pt_stub_done(const struct pt *p, const struct user_regs_struct *r);
-/* The control thread, stopped by ubt, gets its own registers back. */
-int pt_settle(struct pt *p);
+/* The control thread, stopped by ubt (at a fault's signal stop: fault),
+ * gets its own registers back. */
+int pt_settle(struct pt *p, bool fault);
 /* Registers in as the kernel lets a thread go on from a stop (a system
  * call it was in restarted). */
 void pt_resume_regs(const struct user_regs_struct *in,

@@ -212,15 +212,17 @@ static int ctl_wait(struct pt *p, pid_t tid, int *st)
  * gets its own registers back.  Outside a system call they go back as
  * they are; a thread that was inside one goes back through an interrupt
  * stop, where the kernel restarts its call on the way out as it would
- * have (and until then, its registers are those of the restart).
+ * have (and until then, its registers are those of the restart); so does
+ * one at a fault's signal stop (fault), which a tracer's death would
+ * deliver.
  */
-int pt_settle(struct pt *p)
+int pt_settle(struct pt *p, bool fault)
 {
 	struct pt_thread *t = &p->th[p->ctl];
 	struct user_regs_struct r;
 	int st;
 
-	if ((int64_t)t->regs.orig_rax < 0)
+	if ((int64_t)t->regs.orig_rax < 0 && !fault)
 		return ptrace(PTRACE_SETREGS, t->tid, 0, &t->regs) < 0 ?
 		       -errno : 0;
 	pt_resume_regs(&t->regs, &r);
@@ -283,7 +285,7 @@ static int raw_syscall(struct pt *p, long nr, const uint64_t a[6],
 	}
 	if (ptrace(PTRACE_GETREGS, tid, 0, &r) < 0)
 		return -errno;
-	err = pt_settle(p);
+	err = pt_settle(p, false);
 	if (r.rip != p->syscall_insn + 2)
 		return -EFAULT;
 	*ret = (int64_t)r.rax;
