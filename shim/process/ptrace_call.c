@@ -102,38 +102,22 @@ int pt_run_briefly(struct pt *p, unsigned int usec)
 }
 
 /*
- * A SIGTRAP stop of the control thread during pt_call_near(): a system
- * call stop (true: si_code SIGTRAP, without PTRACE_O_TRACESYSGOOD, which
- * the seize did not set), and at the entry of the mmap to place (%rax
- * -ENOSYS), its address set to the hint (once).
+ * A system call stop of the control thread during pt_call_near(): at the
+ * entry of the mmap to place (%rax -ENOSYS), its address set to the hint
+ * (once).
  */
-static bool near_stop(struct pt *p, pid_t tid)
+static void near_stop(struct pt *p, pid_t tid)
 {
 	struct user_regs_struct r;
-	siginfo_t si;
 
-	if (ptrace(PTRACE_GETSIGINFO, tid, 0, &si) < 0 ||
-	    si.si_code != SIGTRAP)
-		return false;
 	if (ptrace(PTRACE_GETREGS, tid, 0, &r) < 0)
-		return true;
+		return;
 	if (r.orig_rax != SYS_mmap || r.rax != (uint64_t)-ENOSYS || r.rdi ||
 	    r.rsi != p->near_len || (int)r.r8 < 0 || r.r9)
-		return true;
+		return;
 	r.rdi = p->near_at;
 	ptrace(PTRACE_SETREGS, tid, 0, &r);
 	p->near_len = 0;	/* done: on to the call's end */
-	return true;
-}
-
-/* A system call stop (si_code SIGTRAP: the seize sets no
- * PTRACE_O_TRACESYSGOOD), not a SIGTRAP signal. */
-static bool sys_stop(pid_t tid)
-{
-	siginfo_t si;
-
-	return ptrace(PTRACE_GETSIGINFO, tid, 0, &si) == 0 &&
-	       si.si_code == SIGTRAP;
 }
 
 /* A stop the thread's own code made (a fault), not a signal sent to it. */
@@ -219,7 +203,7 @@ static int run_ctl(struct pt *p, struct user_regs_struct *r, bool set,
 		}
 		if (st >> 16)	/* event stops: keep going */
 			continue;
-		if (WSTOPSIG(st) == SIGTRAP && sys_stop(tid)) {
+		if (WSTOPSIG(st) == (SIGTRAP | 0x80)) {	/* TRACESYSGOOD */
 			if (ptrace(PTRACE_GETREGS, tid, 0, r) < 0) {
 				err = -errno;
 				break;

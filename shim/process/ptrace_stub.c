@@ -15,8 +15,10 @@
  * register from the page (rflags, the 15 others, %rsp, %rip: the thread
  * goes on where it was, a system call it was in restarted as the kernel
  * would), so the target never sees its tracer vanish.  ubt's stops are
- * system call stops and PTRACE_INTERRUPT stops, none of which delivers a
- * signal when the tracer dies; never a single step.
+ * system call stops (PTRACE_O_TRACESYSGOOD: a SIGTRAP | 0x80 that the
+ * kernel cannot send when the tracer dies and the guard seizes the thread
+ * before it ran; a plain SIGTRAP it sends) and PTRACE_INTERRUPT stops,
+ * none of which delivers a signal then; never a single step.
  *
  * One remote system call runs before the stub exists, once in the life
  * of a process (its page mapped, kept: pt_stub_place()): from a syscall
@@ -277,7 +279,7 @@ static int raw_syscall(struct pt *p, long nr, const uint64_t a[6],
 			return -ESRCH;
 		if (st >> 16)
 			continue;
-		if (WSTOPSIG(st) != SIGTRAP) {
+		if (WSTOPSIG(st) != (SIGTRAP | 0x80)) {
 			p->th[p->ctl].pending_sig = WSTOPSIG(st);
 			continue;
 		}
