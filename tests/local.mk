@@ -282,9 +282,10 @@ TESTS += \
 	tests/user/unwind-detach.py \
 	tests/user/unwind-far.sh \
 	tests/user/unwind.sh \
+	tests/user/worker-kill.py \
 	tests/user/wrap-near.sh
-# tests/user/worker-kill.py is run by hand (UBT_WORKER_KILLS=500): it
-# still kills the target now and then (SIGTRAP: issue 25, item 6)
+# tests/user/worker-kill.py: 16 kills of the worker in make check,
+# UBT_WORKER_KILLS=500 by hand
 # tests/user/unwind.*: C++ exceptions, pthread_exit and backtrace() through
 # user-mode return probes (the ubt-exc target)
 EXTRA_DIST += \

@@ -26,7 +26,12 @@
 #include "util.h"
 #include "ptrace_int.h"
 
-#define PT_SEIZE_OPTS PTRACE_O_TRACECLONE
+/*
+ * TRACESYSGOOD: a system call stop (remote calls run from one to the next)
+ * reports SIGTRAP | 0x80, which a thread whose tracer dies (and another
+ * seizes it at once: the guard) cannot be sent, as it would be SIGTRAP.
+ */
+#define PT_SEIZE_OPTS (PTRACE_O_TRACECLONE | PTRACE_O_TRACESYSGOOD)
 
 int pt_fail(struct pt *p, int err, const char *fmt, ...)
 {
@@ -538,7 +543,7 @@ int pt_seize_thread(struct pt *p, pid_t pid, pid_t tid)
 
 	p->pid = pid;
 	/* no clone events: pt_stop_all() finds new threads in /proc */
-	if (ptrace(PTRACE_SEIZE, tid, 0, 0) < 0) {
+	if (ptrace(PTRACE_SEIZE, tid, 0, PTRACE_O_TRACESYSGOOD) < 0) {
 		err = -errno;
 		if (pt_gone(pid)) {
 			pt_fail(p, 0, "the process has exited");
@@ -683,7 +688,7 @@ static int run_to_entry(struct pt *p, pid_t pid, const char *what)
 	 * command (half set up) dies too */
 	if (pt_write(p, entry, &trap, 8) ||
 	    ptrace(PTRACE_SETOPTIONS, pid, 0,
-		   PTRACE_O_TRACECLONE | (p->child ? PTRACE_O_EXITKILL : 0)) <
+		   PT_SEIZE_OPTS | (p->child ? PTRACE_O_EXITKILL : 0)) <
 		    0 ||
 	    ptrace(PTRACE_CONT, pid, 0, 0) < 0)
 		return -EIO;
@@ -719,7 +724,8 @@ int pt_follow_exec(struct pt *p, pid_t pid, pid_t tid,
 
 	pt_init(p);
 	p->pid = pid;
-	if (ptrace(PTRACE_SEIZE, tid, 0, PTRACE_O_TRACEEXEC) < 0) {
+	if (ptrace(PTRACE_SEIZE, tid, 0,
+		   PTRACE_O_TRACEEXEC | PTRACE_O_TRACESYSGOOD) < 0) {
 		go(arg);
 		return pt_fail(p, -errno, "ptrace(PTRACE_SEIZE, %d)", tid);
 	}
@@ -824,6 +830,7 @@ int pt_detach(struct pt *p)
 		ptrace(PTRACE_DETACH, t->tid, 0, t->pending_sig);
 	}
 	p->nth = 0;
+	p->stub = 0;	/* found again by the next seize's first call */
 	if (p->memfd >= 0)
 		close(p->memfd);
 	p->memfd = -1;

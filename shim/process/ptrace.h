@@ -33,6 +33,7 @@ struct pt {
 	int nth, cap;
 	int ctl;		/* index of the thread running remote calls */
 	uint64_t syscall_insn;	/* address of a syscall instruction */
+	uint64_t stub;		/* the remote call stub's page (ptrace_stub.c) */
 	int memfd;		/* /proc/PID/mem */
 	bool child;		/* started by pt_spawn */
 	/* pt_spawn: the command's nice value, when renice (ubt's own is

@@ -26,48 +26,6 @@
 #include "util.h"
 #include "ptrace_int.h"
 
-/* Find the bytes 0f 05 in an executable mapping: vdso first, then libc. */
-static int find_syscall_insn(struct pt *p)
-{
-	struct pt_map *m;
-	int n, i, pass, err;
-
-	err = pt_maps(p->pid, &m, &n);
-	if (err)
-		return err;
-	for (pass = 0; pass < 2 && !p->syscall_insn; pass++) {
-		for (i = 0; i < n && !p->syscall_insn; i++) {
-			uint8_t buf[65536];
-			uint64_t a, len;
-			size_t k;
-
-			if (m[i].perms[2] != 'x')
-				continue;
-			if (pass == 0 && strcmp(m[i].path, "[vdso]"))
-				continue;
-			if (pass == 1 && !strstr(m[i].path, "libc"))
-				continue;
-			for (a = m[i].start; a < m[i].end && !p->syscall_insn;
-			     a += len) {
-				len = m[i].end - a;
-				if (len > sizeof(buf))
-					len = sizeof(buf);
-				if (pt_read(p, a, buf, len))
-					break;
-				for (k = 0; k + 1 < len; k++) {
-					if (buf[k] == 0x0f &&
-					    buf[k + 1] == 0x05) {
-						p->syscall_insn = a + k;
-						break;
-					}
-				}
-			}
-		}
-	}
-	free(m);
-	return p->syscall_insn ? 0 : -ENOENT;
-}
-
 /*
  * A remote call that does not return at once may wait for a lock held by a
  * stopped thread (dlopen, malloc): let the other threads run until it
@@ -144,33 +102,42 @@ int pt_run_briefly(struct pt *p, unsigned int usec)
 }
 
 /*
- * A SIGTRAP stop of the control thread during pt_call_near(): a system
- * call stop (true: si_code SIGTRAP, without PTRACE_O_TRACESYSGOOD, which
- * the seize did not set), and at the entry of the mmap to place (%rax
- * -ENOSYS), its address set to the hint (once).
+ * A system call stop of the control thread during pt_call_near(): at the
+ * entry of the mmap to place (%rax -ENOSYS), its address set to the hint
+ * (once).
  */
-static bool near_stop(struct pt *p, pid_t tid)
+static void near_stop(struct pt *p, pid_t tid)
 {
 	struct user_regs_struct r;
-	siginfo_t si;
 
-	if (ptrace(PTRACE_GETSIGINFO, tid, 0, &si) < 0 ||
-	    si.si_code != SIGTRAP)
-		return false;
 	if (ptrace(PTRACE_GETREGS, tid, 0, &r) < 0)
-		return true;
+		return;
 	if (r.orig_rax != SYS_mmap || r.rax != (uint64_t)-ENOSYS || r.rdi ||
 	    r.rsi != p->near_len || (int)r.r8 < 0 || r.r9)
-		return true;
+		return;
 	r.rdi = p->near_at;
 	ptrace(PTRACE_SETREGS, tid, 0, &r);
 	p->near_len = 0;	/* done: on to the call's end */
-	return true;
 }
 
-/* Resume the control thread with r and wait for its next stop. */
-static int run_ctl(struct pt *p, struct user_regs_struct *r, bool step,
-		   int timeout_ms)
+/* A stop the thread's own code made (a fault), not a signal sent to it. */
+static bool fault_stop(pid_t tid, int sig)
+{
+	siginfo_t si;
+
+	if (sig != SIGSEGV && sig != SIGBUS && sig != SIGILL && sig != SIGFPE)
+		return false;
+	return ptrace(PTRACE_GETSIGINFO, tid, 0, &si) == 0 && si.si_code > 0;
+}
+
+/*
+ * Run the control thread (from r, when set) through the stub to its end
+ * (pt_stub_done(): the result into *ret), stopping at each system call;
+ * then its own registers go back (pt_settle()).  A fault in the call
+ * ends it too (-EFAULT, *r where).
+ */
+static int run_ctl(struct pt *p, struct user_regs_struct *r, bool set,
+		   uint64_t *ret, int timeout_ms)
 {
 	pid_t tid = p->th[p->ctl].tid;
 	struct timespec t0, t;
@@ -179,7 +146,7 @@ static int run_ctl(struct pt *p, struct user_regs_struct *r, bool step,
 
 	/* the code it runs may map and unmap */
 	pt_maps_forget();
-	if (ptrace(PTRACE_SETREGS, tid, 0, r) < 0)
+	if (set && ptrace(PTRACE_SETREGS, tid, 0, r) < 0)
 		return -errno;
 	/* a ptrace stop sends SIGCHLD: sleep until one comes, no polling */
 	sigemptyset(&chld);
@@ -189,9 +156,7 @@ static int run_ctl(struct pt *p, struct user_regs_struct *r, bool step,
 	for (;;) {
 		pid_t w;
 
-		if (ptrace(step ? PTRACE_SINGLESTEP :
-			   p->near_len ? PTRACE_SYSCALL : PTRACE_CONT,
-			   tid, 0, 0) < 0) {
+		if (ptrace(PTRACE_SYSCALL, tid, 0, 0) < 0) {
 			err = -errno;
 			break;
 		}
@@ -205,12 +170,15 @@ static int run_ctl(struct pt *p, struct user_regs_struct *r, bool step,
 			us = (t.tv_sec - t0.tv_sec) * 1000000LL +
 			     (t.tv_nsec - t0.tv_nsec) / 1000;
 			/* waiting for a lock a stopped thread holds? */
-			if (!step && !p->others_running && !p->one &&
-			    us > 1000)
+			if (!p->others_running && !p->one && us > 1000)
 				release_others(p, p->ctl);
 			if (us > timeout_ms * 1000LL) {
-				/* not seized (a -c command): SIGSTOP stops
-				 * it, and is dropped when it goes on */
+				/*
+				 * Stopped where it is: the stub brings it
+				 * back should ubt die.  Not seized (a -c
+				 * command): SIGSTOP stops it, and is dropped
+				 * when it goes on.
+				 */
 				if (ptrace(PTRACE_INTERRUPT, tid, 0, 0) < 0)
 					syscall(SYS_tgkill, p->pid, tid,
 						SIGSTOP);
@@ -235,67 +203,73 @@ static int run_ctl(struct pt *p, struct user_regs_struct *r, bool step,
 		}
 		if (st >> 16)	/* event stops: keep going */
 			continue;
-		if (!step && p->near_len && WSTOPSIG(st) == SIGTRAP &&
-		    near_stop(p, tid))
-			continue;
-		if (WSTOPSIG(st) == (step ? SIGTRAP : SIGSEGV))
+		if (WSTOPSIG(st) == (SIGTRAP | 0x80)) {	/* TRACESYSGOOD */
+			if (ptrace(PTRACE_GETREGS, tid, 0, r) < 0) {
+				err = -errno;
+				break;
+			}
+			if (pt_stub_done(p, r)) {
+				*ret = r->rdi;
+				break;
+			}
+			if (p->near_len)
+				near_stop(p, tid);
+			continue;	/* a system call of the call's */
+		}
+		if (fault_stop(tid, WSTOPSIG(st))) {
+			ptrace(PTRACE_GETREGS, tid, 0, r);
+			err = -EFAULT;
 			break;
+		}
 		/* someone else's signal: keep it for later */
 		p->th[p->ctl].pending_sig = WSTOPSIG(st);
 	}
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
-	if (err)
+	if (err == -ETIMEDOUT || err == -ESRCH)
 		return err;
-	if (ptrace(PTRACE_GETREGS, tid, 0, r) < 0)
-		return -errno;
-	if (p->others_running)
-		return restop_others(p, p->ctl);
-	return 0;
+	/* done, or faulted: the thread's own registers back */
+	if (pt_settle(p, err == -EFAULT) && !err)
+		err = -ESRCH;
+	if (p->others_running) {
+		int e = restop_others(p, p->ctl);
+
+		err = err ?: e;
+	}
+	return err;
 }
 
 int pt_syscall(struct pt *p, long nr, const uint64_t args[6], int64_t *ret)
 {
 	struct user_regs_struct r;
+	uint64_t v;
 	int err;
 
 	if (p->ctl < 0)
 		return -EINVAL;
-	if (!p->syscall_insn) {
-		err = find_syscall_insn(p);
-		if (err)
-			return pt_fail(p, err, "no syscall instruction found");
-	}
-	r = p->th[p->ctl].regs;
-	r.rax = (uint64_t)nr;
-	r.orig_rax = (uint64_t)-1;
-	r.rdi = args[0];
-	r.rsi = args[1];
-	r.rdx = args[2];
-	r.r10 = args[3];
-	r.r8 = args[4];
-	r.r9 = args[5];
-	r.rip = p->syscall_insn;
-	err = run_ctl(p, &r, true, 2000);
+	err = pt_stub_enter(p, false, (uint64_t)nr, args, &r);
+	if (err)
+		return err;
+	err = run_ctl(p, &r, true, &v, 2000);
+	if (err == -EFAULT)
+		return pt_fail(p, err, "remote system call %ld faulted at "
+			       "%#llx", nr, (unsigned long long)r.rip);
 	if (err)
 		return pt_fail(p, err, "remote system call %ld", nr);
-	if (r.rip != p->syscall_insn + 2)
-		return pt_fail(p, -EFAULT, "remote system call %ld", nr);
-	*ret = (int64_t)r.rax;
+	*ret = (int64_t)v;
 	return 0;
 }
 
-/* Run the control thread from r to the call's return (rip 0): *ret. */
-static int pt_call_run(struct pt *p, struct user_regs_struct *r,
+/* Run the control thread (from r, when set) to the call's end: *ret. */
+static int pt_call_run(struct pt *p, struct user_regs_struct *r, bool set,
 		       uint64_t *ret, int timeout_ms)
 {
-	int err = run_ctl(p, r, false, timeout_ms);
+	int err = run_ctl(p, r, set, ret, timeout_ms);
 
+	if (err == -EFAULT)
+		return pt_fail(p, err, "remote call faulted at %#llx",
+			       (unsigned long long)r->rip);
 	if (err)
 		return pt_fail(p, err, "remote call");
-	if (r->rip != 0)
-		return pt_fail(p, -EFAULT, "remote call faulted at %#llx",
-			       (unsigned long long)r->rip);
-	*ret = r->rax;
 	return 0;
 }
 
@@ -303,27 +277,14 @@ int pt_call(struct pt *p, uint64_t fn, const uint64_t args[6], uint64_t *ret,
 	    int timeout_ms)
 {
 	struct user_regs_struct r;
-	uint64_t zero = 0;
 	int err;
 
 	if (p->ctl < 0)
 		return -EINVAL;
-	r = p->th[p->ctl].regs;
-	/* below the red zone, aligned, returning to address 0 */
-	r.rsp = ((r.rsp - 1024) & ~15ULL) - 8;
-	err = pt_write(p, r.rsp, &zero, 8);
+	err = pt_stub_enter(p, true, fn, args, &r);
 	if (err)
-		return pt_fail(p, err, "remote call: write stack");
-	r.rip = fn;
-	r.rax = 0;
-	r.orig_rax = (uint64_t)-1;
-	r.rdi = args[0];
-	r.rsi = args[1];
-	r.rdx = args[2];
-	r.rcx = args[3];
-	r.r8 = args[4];
-	r.r9 = args[5];
-	return pt_call_run(p, &r, ret, timeout_ms);
+		return err;
+	return pt_call_run(p, &r, true, ret, timeout_ms);
 }
 
 int pt_call_more(struct pt *p, uint64_t *ret, int timeout_ms)
@@ -332,9 +293,7 @@ int pt_call_more(struct pt *p, uint64_t *ret, int timeout_ms)
 
 	if (p->ctl < 0)
 		return -EINVAL;
-	if (ptrace(PTRACE_GETREGS, p->th[p->ctl].tid, 0, &r) < 0)
-		return pt_fail(p, -errno, "remote call");
-	return pt_call_run(p, &r, ret, timeout_ms);
+	return pt_call_run(p, &r, false, ret, timeout_ms);
 }
 
 int pt_call_near(struct pt *p, uint64_t fn, const uint64_t args[6],

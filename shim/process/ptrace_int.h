@@ -38,4 +38,24 @@ int pt_list_tasks(struct pt *p, pid_t pid, int *added);
  */
 int pt_stop_threads(struct pt *p);
 
+/*
+ * ptrace_stub.c: remote system calls and calls through a stub in the
+ * target that puts the thread back by itself should ubt die meanwhile.
+ */
+/* The stub's page in the target: mapped once, found again later. */
+int pt_stub_place(struct pt *p);
+/* The control thread's registers *r to enter the stub with, its data
+ * written: system call nr (call false) or a call of fn, arguments a. */
+int pt_stub_enter(struct pt *p, bool call, uint64_t fn, const uint64_t a[6],
+		  struct user_regs_struct *r);
+/* At a system call stop with registers r: the stub's end (result %rdi)? */
+bool pt_stub_done(const struct pt *p, const struct user_regs_struct *r);
+/* The control thread, stopped by ubt (at a fault's signal stop: fault),
+ * gets its own registers back. */
+int pt_settle(struct pt *p, bool fault);
+/* Registers in as the kernel lets a thread go on from a stop (a system
+ * call it was in restarted). */
+void pt_resume_regs(const struct user_regs_struct *in,
+		    struct user_regs_struct *out);
+
 #endif

@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ptrace.h>
 #include <unistd.h>
 #include "ptrace.h"
 #include "util.h"
@@ -46,6 +47,12 @@ int pt_set_regs(struct pt *p, int i, const struct user_regs_struct *r)
 	if (i < 0 || i >= p->nth || !p->th[i].have_regs)
 		return -EINVAL;
 	p->th[i].regs = *r;
+	/*
+	 * Into the thread at once, not only at the detach: a worker killed
+	 * after writing the jumps must not leave a thread in a window.
+	 */
+	if (p->th[i].stopped)
+		ptrace(PTRACE_SETREGS, p->th[i].tid, 0, r);
 	return 0;
 }
 

@@ -19,7 +19,9 @@
  *     a remote call.
  *   - The worker dies: the guard stops the target, writes back the
  *     original bytes of the worker's jumps (shim/patch/owner.c), idles its
- *     runtime and exits 1 with a message.
+ *     runtime and exits 1 with a message.  A remote call the worker was
+ *     making finishes and puts its thread back by itself
+ *     (shim/process/ptrace_stub.c).
  *   - Both killed at once (a process-group kill: timeout -s KILL, kill -9
  *     of the shell's job): with -p the worker runs in a process group of
  *     its own, which such a kill does not reach; it sees the guard die
