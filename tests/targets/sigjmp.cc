@@ -108,6 +108,30 @@ extern "C" UBT_PROBE long ubt_sj_mid(long v)
 
 static void on_alrm_body(void *pc);
 
+/*
+ * nest: the timer is one-shot, armed again by each handler once it runs
+ * (and by main's loop when it has stopped).  A 20 us interval timer with
+ * SA_NODEFER could deliver the next signal before the handler ran its
+ * first instruction, at every level, under load: the handlers then nested
+ * until the stack overflowed (thousands of frames, no ubt code in them).
+ */
+static void nest_arm(void)
+{
+	struct itimerval it = {};
+
+	it.it_value.tv_usec = 20;
+	setitimer(ITIMER_REAL, &it, NULL);
+}
+
+static void nest_arm_if_idle(void)
+{
+	struct itimerval it;
+
+	if (!getitimer(ITIMER_REAL, &it) && !it.it_value.tv_sec &&
+	    !it.it_value.tv_usec)
+		nest_arm();
+}
+
 static void on_alrm(int sig, siginfo_t *si, void *ctx)
 {
 	ucontext_t *uc = (ucontext_t *)ctx;
@@ -121,6 +145,8 @@ static void on_alrm(int sig, siginfo_t *si, void *ctx)
 	if (nest_depth > 6)
 		return;
 	nest_depth++;
+	if (!strcmp(mode, "nest"))
+		nest_arm();
 	on_alrm_body(pc);
 	nest_depth--;
 }
@@ -199,7 +225,9 @@ static void setup(void)
 		sigaction(SIGILL, &fa, NULL);
 		sigaction(SIGBUS, &fa, NULL);
 	}
-	it.it_value.tv_usec = it.it_interval.tv_usec = 20;
+	it.it_value.tv_usec = 20;
+	if (strcmp(mode, "nest"))
+		it.it_interval.tv_usec = 20;
 	setitimer(ITIMER_REAL, &it, NULL);
 }
 
@@ -218,10 +246,14 @@ static __attribute__((noinline)) void loop_jmp(long msec)
 	struct timespec t0;
 	volatile long i = 0;
 
+	bool nest = !strcmp(mode, "nest");
+
 	clock_gettime(CLOCK_MONOTONIC, &t0);
 	sigsetjmp(env, 1);
 	while (elapsed_ms(&t0) < msec) {
 		armed = 1;
+		if (nest)
+			nest_arm_if_idle();
 		for (; i % 1000 != 999; i++) {
 			if (ubt_sj_f(i) != i + 2)
 				wrong = 1;
