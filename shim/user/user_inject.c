@@ -521,26 +521,36 @@ int user_check_libc(struct ubt_user *u)
 	return 0;
 }
 
-/* Forget blocks of an earlier attach in every thread (all stopped). */
-int user_reset_tls(struct ubt_user *u)
+/* Every thread's block pointer zeroed (all stopped): 0 or -errno. */
+int user_zero_tls(struct ubt_user *u)
 {
-	int i, err;
+	uint64_t zero[2] = { 0, 0 };
+	int err;
 
-	if (!u->tls_pending)
-		return 0;
-	for (i = 0; i < u->pt.nth; i++) {
+	for (int i = 0; i < u->pt.nth; i++) {
 		struct user_regs_struct r;
-		uint64_t zero[2] = { 0, 0 };
 
 		pt_regs(&u->pt, i, &r);
 		err = pt_write(&u->pt, r.fs_base + (uint64_t)u->tls_offset,
 			       zero, sizeof(zero));
 		if (err)
 			return user_err(u, err, "reset thread %d",
-				    u->pt.th[i].tid);
+					u->pt.th[i].tid);
 	}
-	u->tls_pending = false;
 	return 0;
+}
+
+/* Forget blocks of an earlier attach in every thread (all stopped). */
+int user_reset_tls(struct ubt_user *u)
+{
+	int err;
+
+	if (!u->tls_pending)
+		return 0;
+	err = user_zero_tls(u);
+	if (!err)
+		u->tls_pending = false;
+	return err;
 }
 
 /*

@@ -288,6 +288,8 @@ int user_check_libc(struct ubt_user *u);
 
 /* Forget blocks of an earlier attach in every thread (all stopped). */
 int user_reset_tls(struct ubt_user *u);
+/* every thread's block pointer zeroed (all stopped) */
+int user_zero_tls(struct ubt_user *u);
 
 int user_place_runtime(struct ubt_user *u, const struct user_opts *o);
 

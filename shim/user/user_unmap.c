@@ -263,7 +263,6 @@ static const char *um_wait(struct ubt_user *u, const struct um *s, pid_t *tid,
 static int um_forget(struct ubt_user *u, const struct um *s)
 {
 	uint64_t zero[2] = { 0, 0 }, at = u->m.ctl->ctl_at;
-	struct user_regs_struct r;
 	int err;
 
 	/* the memfd is the target's to scribble on: only in the runtime */
@@ -287,17 +286,7 @@ static int um_forget(struct ubt_user *u, const struct um *s)
 		if (err)
 			return user_err(u, err, "free the runtime's stubs");
 	}
-	if (!u->tls_offset)
-		return 0;
-	for (int i = 0; i < u->pt.nth; i++) {
-		pt_regs(&u->pt, i, &r);
-		err = pt_write(&u->pt, r.fs_base + (uint64_t)u->tls_offset,
-			       zero, sizeof(zero));
-		if (err)
-			return user_err(u, err, "reset thread %d",
-					u->pt.th[i].tid);
-	}
-	return 0;
+	return u->tls_offset ? user_zero_tls(u) : 0;
 }
 
 /*

@@ -31,7 +31,7 @@ import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from procmem import (Fed, attached, builddir, code_in, done,  # noqa: E402
-                     not_root, ok, share_target, ubt_p)
+                     memfd_maps, not_root, ok, share_target, ubt_p)
 
 work = tempfile.mkdtemp(prefix="ubt-mem.")
 N = int(os.environ.get("UBT_MEM_SESSIONS", "15"))
@@ -46,20 +46,6 @@ def status(pid):
             k, v = line.split(":", 1)
             if k in ("VmSize", "VmRSS"):
                 out[k] = int(v.split()[0])
-    return out
-
-
-def memfd_maps(pid):
-    """(perms, file start, file end, inode) of each ubt memfd mapping."""
-    out = []
-    with open("/proc/%d/maps" % pid) as f:
-        for line in f:
-            p = line.split(None, 5)
-            if len(p) < 6 or "/memfd:ubt" not in p[5]:
-                continue
-            lo, hi = (int(x, 16) for x in p[0].split("-"))
-            off = int(p[2], 16)
-            out.append((p[1], off, off + hi - lo, p[4]))
     return out
 
 

@@ -18,39 +18,25 @@ import sys
 import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from procmem import (Fed, attached, code_in, done, not_root,  # noqa: E402
-                     ok, share_target, ubt_p)
+from procmem import (Fed, attached, code_in, done,  # noqa: E402
+                     memfd_maps, not_root, ok, share_target, ubt_p)
 
 work = tempfile.mkdtemp(prefix="ubt-alias.")
 PR_SET_MDWE, PR_MDWE_REFUSE_EXEC_GAIN = 65, 1
-
-
-def memfd_maps(pid):
-    """(inode, file start, file end, perms) of each memfd:ubt mapping."""
-    out = []
-    with open("/proc/%d/maps" % pid) as f:
-        for line in f:
-            p = line.split(None, 5)
-            if len(p) < 6 or "/memfd:ubt" not in p[5]:
-                continue
-            lo, hi = (int(x, 16) for x in p[0].split("-"))
-            off = int(p[2], 16)
-            out.append((p[4], off, off + hi - lo, p[1]))
-    return out
 
 
 def aliases(pid):
     """Writable mappings that cover a file range mapped executable."""
     m = memfd_maps(pid)
     bad = []
-    for ino, lo, hi, perms in m:
+    for perms, lo, hi, ino in m:
         if "x" not in perms:
             continue
-        for ino2, lo2, hi2, perms2 in m:
+        for perms2, lo2, hi2, ino2 in m:
             if ino2 == ino and "w" in perms2 and lo2 < hi and lo < hi2:
                 bad.append("%s %x-%x r-x under %s %x-%x" %
                            (ino, lo, hi, perms2, lo2, hi2))
-    return bad, sum("x" in e[3] for e in m)
+    return bad, sum("x" in e[0] for e in m)
 
 
 def mdwe():

@@ -182,3 +182,17 @@ class Fed:
         except OSError:
             pass
         self.p.stdin = None
+
+
+def memfd_maps(pid):
+    """(perms, file start, file end, inode) of each ubt memfd mapping."""
+    out = []
+    with open("/proc/%d/maps" % pid) as f:
+        for line in f:
+            p = line.split(None, 5)
+            if len(p) < 6 or "/memfd:ubt" not in p[5]:
+                continue
+            lo, hi = (int(x, 16) for x in p[0].split("-"))
+            off = int(p[2], 16)
+            out.append((p[1], off, off + hi - lo, p[4]))
+    return out
