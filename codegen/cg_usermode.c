@@ -19,25 +19,10 @@ LLVMValueRef cg_usermode(struct cg *g)
 	enum sema_provider p = g->sap ? g->sap->provider : g->probe->provider;
 	LLVMValueRef cs;
 
-	switch (p) {
-	case PROV_BEGIN:
-	case PROV_END:
+	if (p == PROV_BEGIN || p == PROV_END)
 		return irb_const(ir, 1);
-	case PROV_KPROBE:
-	case PROV_KRETPROBE:
-	case PROV_UPROBE:
-	case PROV_URETPROBE:
-	case PROV_USDT:
-	case PROV_PROFILE:
-	case PROV_INTERVAL:
-	case PROV_SOFTWARE:
-	case PROV_HARDWARE:
-	case PROV_WATCHPOINT:
-	case PROV_ASYNCWATCHPOINT:
-		break;
-	default:
+	if (!sema_provider_regs(p))
 		return irb_const(ir, 0);
-	}
 	if (ir->target != CG_TARGET_BPF)
 		return irb_const(ir, 1);
 	cs = irb_ctx_load(ir, g->ctxp, CG_PT_CS, 8);

@@ -69,25 +69,12 @@ static struct type *ty_reg(struct sema_ctx *x, struct ast_node *call,
 /* reg() reads a struct pt_regs: probes whose context is one */
 static int ck_reg(struct sema_ctx *x, struct ast_node *call)
 {
-	switch (x->provider) {
-	case PROV_KPROBE:
-	case PROV_KRETPROBE:
-	case PROV_UPROBE:
-	case PROV_URETPROBE:
-	case PROV_USDT:
-	case PROV_PROFILE:
-	case PROV_INTERVAL:
-	case PROV_SOFTWARE:
-	case PROV_HARDWARE:
-	case PROV_WATCHPOINT:
-	case PROV_ASYNCWATCHPOINT:
+	if (sema_provider_regs(x->provider))
 		return 0;
-	default:
-		sema_error(x, &call->loc, "reg can not be used with \"%s\" probes",
-			   x->ap && x->ap->ap.provider ? x->ap->ap.provider :
-							  sema_provider_name(x->provider));
-		return -EINVAL;
-	}
+	sema_error(x, &call->loc, "reg can not be used with \"%s\" probes",
+		   x->ap && x->ap->ap.provider ? x->ap->ap.provider :
+						  sema_provider_name(x->provider));
+	return -EINVAL;
 }
 
 static struct type *ty_kaddr(struct sema_ctx *x, struct ast_node *call,

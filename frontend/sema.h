@@ -365,6 +365,8 @@ void sema_dump(FILE *f, struct compile *c);
 const char *sema_builtin_name(enum sema_builtin b);
 const char *sema_func_name(enum sema_func f);
 const char *sema_provider_name(enum sema_provider p);
+/* Its probes' context is a struct pt_regs (reg(), usermode's %cs). */
+bool sema_provider_regs(enum sema_provider p);
 /* iter:NAME: does the kernel have that iterator? */
 bool sema_iter_exists(const char *name);
 /* "uprobe", "u" -> PROV_UPROBE; PROV_NONE when unknown. */

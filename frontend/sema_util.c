@@ -66,6 +66,26 @@ enum sema_provider sema_provider_lookup(const char *name)
 	return PROV_NONE;
 }
 
+bool sema_provider_regs(enum sema_provider p)
+{
+	switch (p) {
+	case PROV_KPROBE:
+	case PROV_KRETPROBE:
+	case PROV_UPROBE:
+	case PROV_URETPROBE:
+	case PROV_USDT:
+	case PROV_PROFILE:
+	case PROV_INTERVAL:
+	case PROV_SOFTWARE:
+	case PROV_HARDWARE:
+	case PROV_WATCHPOINT:
+	case PROV_ASYNCWATCHPOINT:
+		return true;
+	default:
+		return false;
+	}
+}
+
 const char *sema_provider_name(enum sema_provider p)
 {
 	/* the first spelling in the table is the canonical one */
