@@ -268,6 +268,7 @@ TESTS += \
 	tests/user/sacred-vfork.sh \
 	tests/user/sacred.sh \
 	tests/user/share.py \
+	tests/user/stop-late.sh \
 	tests/user/sigjmp.py \
 	tests/user/syswide-kill.py \
 	tests/user/sysw-share.py \
@@ -316,6 +317,7 @@ EXTRA_DIST += \
 	tests/user/sacred-vfork.sh \
 	tests/user/sacred.sh \
 	tests/user/share.py \
+	tests/user/stop-late.sh \
 	tests/user/sigjmp.py \
 	tests/user/syswide-kill.py \
 	tests/user/sysw-share.py \

@@ -60,114 +60,6 @@ void pt_release(struct pt *p)
 	p->memfd = -1;
 }
 
-static struct pt_thread *find(struct pt *p, pid_t tid)
-{
-	int i;
-
-	for (i = 0; i < p->nth; i++)
-		if (p->th[i].tid == tid)
-			return &p->th[i];
-	return NULL;
-}
-
-static struct pt_thread *add(struct pt *p, pid_t tid)
-{
-	if (p->nth == p->cap) {
-		p->cap = p->cap ? p->cap * 2 : 16;
-		p->th = xrealloc(p->th, p->cap * sizeof(*p->th));
-	}
-	p->th[p->nth] = (struct pt_thread){ .tid = tid };
-	return &p->th[p->nth++];
-}
-
-void pt_drop_thread(struct pt *p, pid_t tid)
-{
-	struct pt_thread *t = find(p, tid);
-
-	if (!t)
-		return;
-	if (p->ctl == p->nth - 1)
-		p->ctl = (int)(t - p->th);
-	*t = p->th[--p->nth];
-}
-
-/*
- * Wait until thread t is in a ptrace stop (nohang: 1 if it is not yet).
- * Follows clones (new threads are added, and waited for by the caller's
- * loop).  -ESRCH if it died.
- */
-static int wait_stop(struct pt *p, struct pt_thread *t, bool nohang)
-{
-	pid_t tid = t->tid;
-	int st;
-
-	for (;;) {
-		pid_t w = waitpid(tid, &st, __WALL | (nohang ? WNOHANG : 0));
-
-		if (!w)
-			return 1;
-		if (w < 0) {
-			if (errno == EINTR)
-				continue;
-			pt_drop_thread(p, tid);
-			return -ESRCH;
-		}
-		if (WIFEXITED(st) || WIFSIGNALED(st)) {
-			if (tid == p->pid) {
-				p->exited = true;
-				p->exit_status = st;
-			}
-			pt_drop_thread(p, tid);
-			return -ESRCH;
-		}
-		if (!WIFSTOPPED(st))
-			continue;
-		t = find(p, tid);
-		if (!t)
-			return -ESRCH;
-		switch (st >> 16) {
-		case PTRACE_EVENT_CLONE: {
-			unsigned long msg = 0;
-
-			ptrace(PTRACE_GETEVENTMSG, tid, 0, &msg);
-			if (msg && !find(p, (pid_t)msg))
-				add(p, (pid_t)msg);
-			/*
-			 * Still inside clone(): registers read here and
-			 * written back, or a remote call run from here,
-			 * would make pthread_create() see a failed clone
-			 * of a thread that runs (two threads on one stack,
-			 * a thread count off by one: the process ends
-			 * early).  Let it return, and stop it there.
-			 */
-			if (ptrace(PTRACE_CONT, tid, 0, 0) == 0)
-				ptrace(PTRACE_INTERRUPT, tid, 0, 0);
-			continue;
-		}
-		case PTRACE_EVENT_STOP:
-			/* a group stop (SIGSTOP): hold() never lets it go */
-			if (WSTOPSIG(st) != SIGTRAP)
-				t->group_stop = true;
-			break;
-		case PTRACE_EVENT_EXEC:
-			break;
-		case 0:
-			/* a signal arrived first: keep it for detach */
-			t->pending_sig = WSTOPSIG(st);
-			break;
-		default:
-			break;
-		}
-		t = find(p, tid);
-		t->stopped = true;
-		t->released = false;
-		t->stop_ns = mono_ns();
-		if (!p->stop_start_ns)
-			p->stop_start_ns = t->stop_ns;
-		return 0;
-	}
-}
-
 /*
  * Why ptrace(SEIZE) of thread tid of pid failed with EPERM: 1 if the
  * thread is exiting (a zombie or dead, or gone by now: it runs no code of
@@ -239,7 +131,7 @@ int pt_list_tasks(struct pt *p, pid_t pid, int *added)
 	while ((de = readdir(d))) {
 		pid_t tid = (pid_t)atoi(de->d_name);
 
-		if (tid <= 0 || find(p, tid) || procstat_io_worker(tid))
+		if (tid <= 0 || pt_find_thread(p, tid) || procstat_io_worker(tid))
 			continue;
 		err = seize_task(pid, tid);
 		if (err > 0)
@@ -248,7 +140,7 @@ int pt_list_tasks(struct pt *p, pid_t pid, int *added)
 			closedir(d);
 			return err;
 		}
-		add(p, tid);
+		pt_add_thread(p, tid);
 		ptrace(PTRACE_INTERRUPT, tid, 0, 0);
 		(*added)++;
 	}
@@ -273,163 +165,6 @@ static bool stat_dead(const char *path)
 	buf[n] = 0;
 	rp = strrchr(buf, ')');
 	return rp && rp[1] == ' ' && (rp[2] == 'Z' || rp[2] == 'X');
-}
-
-/* Is thread tid of pid a zombie (or gone)?  It never stops then. */
-static bool thread_dead(pid_t pid, pid_t tid)
-{
-	char path[64];
-
-	snprintf(path, sizeof(path), "/proc/%d/task/%d/stat", pid, tid);
-	return stat_dead(path);
-}
-
-/*
- * A thread that has not stopped after this long is looked at: a zombie
- * (a thread-group leader that exited before the other threads: waitpid()
- * reports it only once they are gone) is dropped; after PT_STOP_MAX_NS
- * the stop fails instead of waiting forever.
- */
-#define PT_STOP_CHECK_NS (100 * 1000000ULL)
-#define PT_STOP_MAX_NS (5000 * 1000000ULL)
-
-/*
- * Holding threads (p->hold_ns): after every PT_HOLD_ROUNDS rounds that let
- * a thread go, the time a stopped thread waits for the late ones doubles,
- * up to PT_HOLD_CAP_NS (a thread that needs its CPU back gets it sooner
- * than a whole scheduling period); the attempt is made again until
- * PT_HOLD_MAX_NS, only then is every thread waited for with the others
- * held (a machine so loaded that three threads are never on their CPUs
- * within PT_HOLD_CAP_NS of each other).
- */
-#define PT_HOLD_ROUNDS 16
-#define PT_HOLD_CAP_NS (4 * 1000000ULL)
-#define PT_HOLD_MAX_NS (2000 * 1000000ULL)
-
-/*
- * p->hold_ns: the threads stopped longer than that while others are not
- * stopped yet run again (their registers were not read yet: nothing to
- * restore; a thread in a group stop, SIGSTOP, stays).  Then, when only
- * such threads are left, they are interrupted again: having run
- * meanwhile, they are on a CPU and stop at once.  A
- * thread waiting for a CPU on a busy machine takes milliseconds to reach
- * its stop, and the others would wait for it all that time.
- */
-static void hold(struct pt *p, uint64_t now, uint64_t hold_ns,
-		 uint64_t *wake)
-{
-	int i, pending = 0;
-
-	for (i = 0; i < p->nth; i++) {
-		struct pt_thread *t = &p->th[i];
-
-		if (!t->stopped && !t->released)
-			pending++;
-	}
-	for (i = 0; i < p->nth && pending; i++) {
-		struct pt_thread *t = &p->th[i];
-
-		if (!t->stopped || t->have_regs || t->group_stop)
-			continue;
-		if (now - t->stop_ns < hold_ns) {
-			if (t->stop_ns + hold_ns < *wake)
-				*wake = t->stop_ns + hold_ns;
-			continue;
-		}
-		if (ptrace(PTRACE_CONT, t->tid, 0, t->pending_sig) < 0)
-			continue;	/* it died: waitpid() says so */
-		if (now - t->stop_ns > p->held_ns)
-			p->held_ns = now - t->stop_ns;
-		p->holds++;
-		t->pending_sig = 0;
-		t->stopped = false;
-		t->released = true;
-	}
-	if (pending)
-		return;
-	for (i = 0; i < p->nth; i++)
-		if (p->th[i].released) {
-			ptrace(PTRACE_INTERRUPT, p->th[i].tid, 0, 0);
-			p->th[i].released = false;
-		}
-}
-
-/*
- * Wait for every thread to stop, taking each stop as it comes (the time
- * of the first one is when the process stopped), sleeping until SIGCHLD;
- * with p->hold_ns, no thread stays stopped long while others are late
- * (hold()).
- */
-int pt_stop_threads(struct pt *p)
-{
-	uint64_t t0 = mono_ns(), checked = t0;
-	sigset_t chld, old;
-	int i, left = 1, rounds = 0;
-
-	sigemptyset(&chld);
-	sigaddset(&chld, SIGCHLD);
-	pthread_sigmask(SIG_BLOCK, &chld, &old);
-	while (left) {
-		int nth = p->nth, moved = 0;
-		uint64_t now, wake;
-
-		left = 0;
-		for (i = 0; i < p->nth; i++) {
-			if (p->th[i].stopped)
-				continue;
-			if (wait_stop(p, &p->th[i], true) != 1) {
-				moved = 1;	/* the array may have changed */
-				break;
-			}
-			left = 1;
-		}
-		if (moved || p->nth != nth) {
-			left = 1;
-			continue;
-		}
-		if (!left)
-			break;
-		now = mono_ns();
-		wake = now + 1000000;
-		if (p->hold_ns && now - t0 < PT_HOLD_MAX_NS) {
-			int before = p->holds, sh = rounds / PT_HOLD_ROUNDS;
-			uint64_t h = p->hold_ns << (sh < 8 ? sh : 8);
-
-			hold(p, now, h < PT_HOLD_CAP_NS ? h : PT_HOLD_CAP_NS,
-			     &wake);
-			if (p->holds != before)
-				rounds++;
-		} else {
-			/* no more holding: the released ones stop too */
-			for (i = 0; i < p->nth; i++)
-				if (p->th[i].released) {
-					ptrace(PTRACE_INTERRUPT, p->th[i].tid,
-					       0, 0);
-					p->th[i].released = false;
-				}
-		}
-		if (now - checked > PT_STOP_CHECK_NS) {
-			checked = now;
-			for (i = 0; i < p->nth; i++)
-				if (!p->th[i].stopped &&
-				    thread_dead(p->pid, p->th[i].tid)) {
-					pt_drop_thread(p, p->th[i].tid);
-					moved = 1;
-					break;
-				}
-			if (moved)
-				continue;
-		}
-		if (now - t0 > PT_STOP_MAX_NS) {
-			pthread_sigmask(SIG_SETMASK, &old, NULL);
-			return -ETIMEDOUT;
-		}
-		sigtimedwait(&chld, NULL,
-			     &(struct timespec){ .tv_nsec = (long)(wake > now ?
-						 wake - now : 1000) });
-	}
-	pthread_sigmask(SIG_SETMASK, &old, NULL);
-	return p->nth ? 0 : -ESRCH;
 }
 
 static int open_mem(struct pt *p)
@@ -501,7 +236,7 @@ int pt_seize(struct pt *p, pid_t pid)
 		}
 		return pt_fail(p, err, "ptrace");
 	}
-	add(p, pid);
+	pt_add_thread(p, pid);
 	ptrace(PTRACE_INTERRUPT, pid, 0, 0);
 	do {
 		err = pt_list_tasks(p, pid, &added);
@@ -514,6 +249,10 @@ int pt_seize(struct pt *p, pid_t pid)
 			return pt_fail(p, err, "ptrace");
 		}
 		err = pt_stop_threads(p);
+		if (err == -EAGAIN) {	/* p->err says which */
+			pt_detach(p);
+			return err;
+		}
 		if (err == -ETIMEDOUT) {
 			pt_detach(p);
 			return pt_fail(p, err, "a thread did not stop");
@@ -525,7 +264,7 @@ int pt_seize(struct pt *p, pid_t pid)
 		}
 	} while (added && ++rounds < 1000);
 	/* the leader may have died while others ran on */
-	if (!find(p, pid) && kill(pid, 0) < 0) {
+	if (!pt_find_thread(p, pid) && kill(pid, 0) < 0) {
 		pt_detach(p);
 		pt_fail(p, 0, "process exited during attach");
 		return -ESRCH;
@@ -551,9 +290,9 @@ int pt_seize_thread(struct pt *p, pid_t pid, pid_t tid)
 		}
 		return pt_fail(p, err, "ptrace");
 	}
-	t = add(p, tid);
+	t = pt_add_thread(p, tid);
 	ptrace(PTRACE_INTERRUPT, tid, 0, 0);
-	if (wait_stop(p, t, false) || !(t = find(p, tid))) {
+	if (pt_wait_stop(p, t, false) || !(t = pt_find_thread(p, tid))) {
 		pt_detach(p);
 		pt_fail(p, 0, "thread %d exited during attach", tid);
 		return -ESRCH;
@@ -586,6 +325,8 @@ int pt_stop_all(struct pt *p)
 		if (err)
 			return pt_fail(p, err, "ptrace");
 		err = pt_stop_threads(p);
+		if (err == -EAGAIN)	/* p->err says which */
+			return err;
 		if (err == -ETIMEDOUT)
 			return pt_fail(p, err, "a thread did not stop");
 		if (err) {
@@ -600,53 +341,11 @@ int pt_stop_all(struct pt *p)
 	return 0;
 }
 
-/*
- * Before a detach: a thread seized (or let go by hold()) but not in a
- * ptrace stop yet cannot be detached (PTRACE_DETACH fails: it would stay
- * ubt's tracee, stopped for the rest of the session).  Stop each first.
- */
-static void stop_unstopped(struct pt *p)
-{
-	bool any = false;
-
-	for (int i = 0; i < p->nth; i++)
-		if (!p->th[i].stopped) {
-			ptrace(PTRACE_INTERRUPT, p->th[i].tid, 0, 0);
-			p->th[i].released = false;
-			any = true;
-		}
-	if (any) {
-		uint64_t hold = p->hold_ns;
-
-		p->hold_ns = 0;
-		pt_stop_threads(p);
-		p->hold_ns = hold;
-	}
-}
-
 void pt_detach_others(struct pt *p)
 {
-	struct pt_thread keep;
-	int i;
-
 	if (p->ctl < 0 || p->ctl >= p->nth)
 		return;
-	stop_unstopped(p);
-	if (p->ctl < 0 || p->ctl >= p->nth)
-		return;
-	keep = p->th[p->ctl];
-	for (i = 0; i < p->nth; i++) {
-		struct pt_thread *t = &p->th[i];
-
-		if (i == p->ctl)
-			continue;
-		if (t->have_regs)
-			ptrace(PTRACE_SETREGS, t->tid, 0, &t->regs);
-		ptrace(PTRACE_DETACH, t->tid, 0, t->pending_sig);
-	}
-	p->th[0] = keep;
-	p->nth = 1;
-	p->ctl = 0;
+	pt_let_go(p, p->ctl);
 	p->one = true;
 }
 
@@ -762,7 +461,7 @@ int pt_follow_exec(struct pt *p, pid_t pid, pid_t tid,
 			return pt_fail(p, -errno, "ptrace(PTRACE_CONT)");
 	}
 	/* the new image: one thread, the leader's id, stopped */
-	add(p, pid)->stopped = true;
+	pt_add_thread(p, pid)->stopped = true;
 	if (run_to_entry(p, pid, "the new image"))
 		return pt_fail(p, -EIO, "cannot stop pid %d at its new entry "
 				     "point", pid);
@@ -806,7 +505,7 @@ int pt_spawn(struct pt *p, char *const argv[])
 		waitpid(pid, &st, 0);
 		return pt_fail(p, -cerr, "cannot run %s", argv[0]);
 	}
-	add(p, pid)->stopped = true;
+	pt_add_thread(p, pid)->stopped = true;
 	if (!run_to_entry(p, pid, argv[0]))
 		return 0;
 	kill(pid, SIGKILL);
@@ -817,18 +516,8 @@ int pt_spawn(struct pt *p, char *const argv[])
 
 int pt_detach(struct pt *p)
 {
-	int i, ret = 0;
+	int ret = pt_let_go(p, -1);
 
-	stop_unstopped(p);
-
-	for (i = 0; i < p->nth; i++) {
-		struct pt_thread *t = &p->th[i];
-
-		if (t->have_regs &&
-		    ptrace(PTRACE_SETREGS, t->tid, 0, &t->regs) < 0)
-			ret = -errno;
-		ptrace(PTRACE_DETACH, t->tid, 0, t->pending_sig);
-	}
 	p->nth = 0;
 	p->stub = 0;	/* found again by the next seize's first call */
 	if (p->memfd >= 0)

@@ -23,6 +23,7 @@ struct pt_thread {
 	bool have_regs;
 	bool released;		/* let go again, others late (hold) */
 	bool group_stop;	/* reported a group stop (SIGSTOP...) */
+	uint64_t late_at;	/* UBT_TEST_STOP_LATE: interrupted then */
 	uint64_t stop_ns;	/* CLOCK_MONOTONIC: when ubt saw it stop */
 	struct user_regs_struct regs;	/* as found, then as to restore */
 };
@@ -51,11 +52,16 @@ struct pt {
 	 * Stopping every thread (pt_seize(), pt_stop_all()): a thread
 	 * stopped longer than hold_ns (0: no limit) while others are still
 	 * on their way runs again, and is interrupted again once they are
-	 * stopped; held_ns is the longest such stop, holds their number.
+	 * stopped; held_ns is the longest such stop, holds their number,
+	 * retries the times they were interrupted again (ptrace_stop.c).
+	 * hold_fail: an attach gives up (-EAGAIN) when the threads do not
+	 * come together, rather than wait with the others held.
 	 */
 	uint64_t hold_ns;
 	uint64_t held_ns;
-	int holds;
+	int holds, retries;
+	bool hold_fail;
+	int lates;		/* threads made late (UBT_TEST_STOP_LATE) */
 	char err[256];		/* why the last call failed */
 	/* pt_call_near(): the mmap to place, while the call runs */
 	uint64_t near_len, near_at;

@@ -1,7 +1,8 @@
 /*
- * Shared by the two parts of ptrace (shim/README): ptrace.c (threads
- * seized, stopped, spawned, followed across exec, detached) and
- * ptrace_call.c (memory, registers, remote syscalls and calls).
+ * Shared by the parts of ptrace (shim/README): ptrace.c (threads
+ * seized, spawned, followed across exec, detached), ptrace_stop.c (every
+ * thread stopped, none held long; let go) and ptrace_call.c (memory,
+ * registers, remote syscalls and calls).
  */
 #ifndef UBT_PTRACE_INT_H
 #define UBT_PTRACE_INT_H
@@ -28,15 +29,33 @@
 
 int pt_fail(struct pt *p, int err, const char *fmt, ...);
 
+/* ptrace_stop.c: the list of threads (p->th) */
+struct pt_thread *pt_find_thread(struct pt *p, pid_t tid);
+struct pt_thread *pt_add_thread(struct pt *p, pid_t tid);
 void pt_drop_thread(struct pt *p, pid_t tid);
 
 int pt_list_tasks(struct pt *p, pid_t pid, int *added);
 
 /*
- * Wait for every thread to stop, taking each stop as it comes (the time
- * of the first one is when the process stopped), sleeping until SIGCHLD.
+ * Wait until thread t is in a ptrace stop (nohang: 1 if it is not yet).
+ * Follows clones (new threads are added).  -ESRCH if it died (dropped).
+ */
+int pt_wait_stop(struct pt *p, struct pt_thread *t, bool nohang);
+
+/*
+ * ptrace_stop.c.  Wait for every thread to stop, taking each stop as it
+ * comes (the time of the first one is when the process stopped), sleeping
+ * until SIGCHLD; with p->hold_ns none held long while others are late, and
+ * with p->hold_fail -EAGAIN (p->err set) rather than waiting for a late one
+ * with the others held.
  */
 int pt_stop_threads(struct pt *p);
+/*
+ * Detach every thread but the one at index keep (-1: none), each as soon
+ * as it is stopped (the others interrupted): none waits for another.  The
+ * kept one ends as the only one, at index 0 (p->ctl).
+ */
+int pt_let_go(struct pt *p, int keep);
 
 /*
  * ptrace_stub.c: remote system calls and calls through a stub in the

@@ -73,10 +73,11 @@ int user_pause_text(const struct ubt_user *u, char *buf, size_t len)
 		return 0;
 	return snprintf(buf, len, "%.3f ms, every thread (%d): %d jump(s) "
 			"written, %d thread(s) moved, %d let go while others "
-			"were late; stop %.3f, check %.3f, write %.3f, resume "
-			"%.3f ms", p->total / 1e6, p->threads, p->jumps,
-			p->moved, p->holds, p->stop / 1e6, p->check / 1e6,
-			p->write / 1e6, p->resume / 1e6);
+			"were late, %d retried stop(s); stop %.3f, check %.3f, "
+			"write %.3f, resume %.3f ms", p->total / 1e6,
+			p->threads, p->jumps, p->moved, p->holds, p->retries,
+			p->stop / 1e6, p->check / 1e6, p->write / 1e6,
+			p->resume / 1e6);
 }
 
 /* ptrace reaped the process's exit (a -c child): keep its status. */

@@ -490,8 +490,11 @@ int user_resume(struct ubt_user *u)
 		return 0;
 	u->range.valid = false;
 	t0 = mono_ns();
-	if (commit && fresh)
+	if (commit && fresh) {
 		u->pt.hold_ns = USER_HOLD_NS;
+		/* nothing written yet: give up rather than hold them */
+		u->pt.hold_fail = true;
+	}
 	if (commit)
 		user_rt(u, true);
 	err = user_restop(u, commit);
@@ -519,6 +522,7 @@ int user_resume(struct ubt_user *u)
 		u->pause.resume = now - t1;
 		u->pause.total = fresh ? longest_stop(u, now) : now - t0;
 		u->pause.holds = u->pt.holds;
+		u->pause.retries = u->pt.retries;
 	}
 	/* the memfd's descriptor stays open in the target until the detach
 	 * (user_unmap.c): the runtime maps chunks of blocks from it */

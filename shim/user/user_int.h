@@ -84,6 +84,7 @@ struct user_pause {
 	uint64_t resume;	/* registers set, threads let go */
 	int threads, jumps, moved;
 	int holds;		/* threads let go while others were late */
+	int retries;		/* ... and interrupted again */
 };
 
 /*
