@@ -507,6 +507,9 @@ int user_resume(struct ubt_user *u)
 		/* pt_stop_all() from one thread */
 		u->pt.hold_ns = USER_HOLD_NS;
 		err = user_stop_all(u);
+		/* stopped: from here on (the commit hook's calls) no giving
+		 * up, the jumps may be written */
+		u->pt.hold_fail = false;
 		t1 = mono_ns();
 		u->pause.stop = t1 - t0;
 		u->pause.threads = u->pt.nth;
