@@ -63,6 +63,10 @@ struct pt {
 	bool hold_fail;
 	int lates;		/* threads made late (UBT_TEST_STOP_LATE) */
 	char err[256];		/* why the last call failed */
+	/* remote calls run (ptrace_call.c): how many, their system call
+	 * stops, the longest one's time (ns) */
+	int calls, call_stops;
+	uint64_t call_max_ns;
 	/* pt_call_near(): the mmap to place, while the call runs */
 	uint64_t near_len, near_at;
 };

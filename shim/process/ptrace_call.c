@@ -203,6 +203,7 @@ static int run_ctl(struct pt *p, struct user_regs_struct *r, bool set,
 		}
 		if (st >> 16)	/* event stops: keep going */
 			continue;
+		p->call_stops++;
 		if (WSTOPSIG(st) == (SIGTRAP | 0x80)) {	/* TRACESYSGOOD */
 			if (ptrace(PTRACE_GETREGS, tid, 0, r) < 0) {
 				err = -errno;
@@ -225,6 +226,13 @@ static int run_ctl(struct pt *p, struct user_regs_struct *r, bool set,
 		p->th[p->ctl].pending_sig = WSTOPSIG(st);
 	}
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	p->calls++;
+	if ((uint64_t)((t.tv_sec - t0.tv_sec) * 1000000000LL +
+		       (t.tv_nsec - t0.tv_nsec)) > p->call_max_ns)
+		p->call_max_ns = (uint64_t)((t.tv_sec - t0.tv_sec) *
+					    1000000000LL +
+					    (t.tv_nsec - t0.tv_nsec));
 	if (err == -ETIMEDOUT || err == -ESRCH)
 		return err;
 	/* done, or faulted: the thread's own registers back */

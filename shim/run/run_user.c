@@ -535,6 +535,10 @@ int run_user_go(struct run *r)
 			r->cpid ? " (at its entry point)" :
 				  " (the attach pause, and one thread for the "
 				  "runtime and code areas)");
+	if (r->o->verbose && !r->cpid &&
+	    user_ctl_text(r->u, pause, sizeof(pause)))
+		fprintf(stderr, "ubt: the thread for the runtime and code "
+			"areas: %s\n", pause);
 	if (r->o->verbose) {
 		int stub, near, far;
 

@@ -80,6 +80,16 @@ int user_pause_text(const struct ubt_user *u, char *buf, size_t len)
 			p->resume / 1e6);
 }
 
+int user_ctl_text(const struct ubt_user *u, char *buf, size_t len)
+{
+	if (!u->ctl_stops || !u->ctl_calls)
+		return 0;
+	return snprintf(buf, len, "%d stop(s), %d remote call(s) with %d "
+			"system call stop(s), the longest %.3f ms",
+			u->ctl_stops, u->ctl_calls, u->ctl_call_stops,
+			u->ctl_call_max_ns / 1e6);
+}
+
 /* ptrace reaped the process's exit (a -c child): keep its status. */
 void user_note_exit(struct ubt_user *u)
 {

@@ -214,6 +214,9 @@ uint64_t user_stop_ns(const struct ubt_user *u);
  * its parts, as text for -v; 0 when there was none.
  */
 int user_pause_text(const struct ubt_user *u, char *buf, size_t len);
+/* -v: the stops of the thread that ran the remote calls and their calls;
+ * 0 when there were none */
+int user_ctl_text(const struct ubt_user *u, char *buf, size_t len);
 /* Has user_resume() let the target run? */
 bool user_resumed(const struct ubt_user *u);
 /*

@@ -128,6 +128,10 @@ struct ubt_user {
 	int nsems_pend;
 	uint64_t stop_ns;	/* stopped so far (finished phases) */
 	uint64_t stop_t0;	/* start of the current stop */
+	/* -p: the remote-call thread's stops, its calls, their system call
+	 * stops and the longest call (ns), summed at each user_count_stop() */
+	int ctl_stops, ctl_calls, ctl_call_stops;
+	uint64_t ctl_call_max_ns;
 	struct user_pause pause;	/* the last stop of every thread */
 	bool released;		/* -p: running between attach and install */
 	pid_t ctl_tid;		/* the thread that ran the remote calls */

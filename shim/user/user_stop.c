@@ -167,6 +167,13 @@ void user_count_stop(struct ubt_user *u)
 	if (!u->child && u->pt.stop_start_ns > t0)
 		t0 = u->pt.stop_start_ns;
 	u->stop_ns += mono_ns() - t0 - u->pt.released_ns;
+	u->ctl_stops++;
+	u->ctl_calls += u->pt.calls;
+	u->ctl_call_stops += u->pt.call_stops;
+	if (u->pt.call_max_ns > u->ctl_call_max_ns)
+		u->ctl_call_max_ns = u->pt.call_max_ns;
+	u->pt.calls = u->pt.call_stops = 0;
+	u->pt.call_max_ns = 0;
 }
 
 /*
