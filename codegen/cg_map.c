@@ -437,6 +437,10 @@ void cg_aggregate(struct cg *g, struct ast_node *mapnode,
 			return;
 		}
 	}
+	if (f == FN_TSERIES) {
+		cg_tseries(g, mapnode, call);
+		return;
+	}
 	if (f == FN_HIST) {
 		int k = m->value_type ? m->value_type->hist_bits : 0;
 
