@@ -227,8 +227,8 @@ static void sb_ts_graph(struct sb *b, const struct type *t,
 {
 	static const char *const units[] = { "", ".ms", ".μs", ".ns" };
 	uint64_t interval, iv;
-	int64_t min = p[0].value, max = p[0].value;
-	bool has = p[0].has;
+	int64_t min, max;
+	bool has;
 	int zero = 0, unit, digits;
 	size_t tsz, fmtlen;
 	char line[TS_GRAPH_WIDTH + 1];
@@ -237,6 +237,8 @@ static void sb_ts_graph(struct sb *b, const struct type *t,
 		sb_adds(b, "<no data>");
 		return;
 	}
+	min = max = p[0].value;
+	has = p[0].has;
 	for (size_t i = 0; i < n; i++) {
 		if (!p[i].has)
 			continue;
