@@ -98,6 +98,11 @@ static int cg_define_maps(struct cg *g)
 			m->bucketed = true;
 			m->value_size = 8;
 			break;
+		case FN_TSERIES:	/* struct tseries_cell per bucket */
+			m->percpu = true;
+			m->bucketed = true;
+			m->value_size = 24;
+			break;
 		default:
 			m->value_size = sm->value ? sm->value->size : 8;
 			if (!m->value_size)

@@ -17,8 +17,6 @@
 LLVMValueRef cg_nsecs_mode(struct cg *g, struct ast_node *n)
 {
 	struct irb *ir = &g->ir;
-	struct timespec a, b, c;
-	int64_t delta;
 
 	switch (n->sema->iargs[0]) {
 	case NSECS_BOOT:
@@ -26,18 +24,26 @@ LLVMValueRef cg_nsecs_mode(struct cg *g, struct ast_node *n)
 	case NSECS_TAI:
 		return irb_helper(ir, BPF_FUNC_ktime_get_tai_ns, NULL, 0);
 	default:
-		/* the boot clock read on both sides of the TAI clock */
-		clock_gettime(CLOCK_BOOTTIME, &a);
-		clock_gettime(CLOCK_TAI, &b);
-		clock_gettime(CLOCK_BOOTTIME, &c);
-		delta = (int64_t)b.tv_sec * 1000000000 + b.tv_nsec -
-			((int64_t)a.tv_sec * 1000000000 + a.tv_nsec +
-			 (int64_t)c.tv_sec * 1000000000 + c.tv_nsec) / 2;
-		return LLVMBuildAdd(ir->b,
-				    irb_helper(ir, BPF_FUNC_ktime_get_boot_ns,
-					       NULL, 0),
-				    irb_const(ir, (uint64_t)delta), "sw_tai");
+		return cg_sw_tai(g);
 	}
+}
+
+LLVMValueRef cg_sw_tai(struct cg *g)
+{
+	struct irb *ir = &g->ir;
+	struct timespec a, b, c;
+	int64_t delta;
+
+	/* the boot clock read on both sides of the TAI clock */
+	clock_gettime(CLOCK_BOOTTIME, &a);
+	clock_gettime(CLOCK_TAI, &b);
+	clock_gettime(CLOCK_BOOTTIME, &c);
+	delta = (int64_t)b.tv_sec * 1000000000 + b.tv_nsec -
+		((int64_t)a.tv_sec * 1000000000 + a.tv_nsec +
+		 (int64_t)c.tv_sec * 1000000000 + c.tv_nsec) / 2;
+	return LLVMBuildAdd(ir->b,
+			    irb_helper(ir, BPF_FUNC_ktime_get_boot_ns, NULL, 0),
+			    irb_const(ir, (uint64_t)delta), "sw_tai");
 }
 
 /*

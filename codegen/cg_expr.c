@@ -445,6 +445,7 @@ static LLVMValueRef cg_call(struct cg *g, struct ast_node *n)
 	case FN_STATS:
 	case FN_HIST:
 	case FN_LHIST:
+	case FN_TSERIES:
 		if (n->sema->map) {
 			cg_unsupported(g, n, "an aggregation outside an assignment");
 			return irb_const(ir, 0);

@@ -232,6 +232,10 @@ LLVMValueRef cg_agg_value(struct cg *g, int id, LLVMValueRef key,
 /* cg_call_new.c: functions of bpftrace after 0.17 */
 LLVMValueRef cg_nsecs_mode(struct cg *g, struct ast_node *n);
 LLVMValueRef cg_strlen(struct cg *g, struct ast_node *n);
+/* nsecs(sw_tai): the boot clock plus TAI's offset from it (kernel) */
+LLVMValueRef cg_sw_tai(struct cg *g);
+/* cg_tseries.c: `@m[k] = tseries(...)` */
+void cg_tseries(struct cg *g, struct ast_node *mapnode, struct ast_node *call);
 /* cg_usermode.c */
 LLVMValueRef cg_usermode(struct cg *g);
 /* cg_arrcast.c: (int8[N])x, (uint32)arr (v0.26) */

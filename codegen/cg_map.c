@@ -272,7 +272,11 @@ LLVMValueRef cg_map_delete(struct cg *g, const struct ast_node *call, int id,
 	LLVMValueRef key, ret;
 
 	if (m->bucketed) {
-		cg_unsupported(g, keys, "delete() on a hist() map");
+		cg_unsupported(g, keys,
+			       m->value_type && m->value_type->kind ==
+						TY_TSERIES ?
+				       "delete() on a tseries() map" :
+				       "delete() on a hist() map");
 		return irb_const(&g->ir, 0);
 	}
 	if (m->xmap) {

@@ -27,7 +27,7 @@ static void cg_dead_block(struct cg *g)
 static bool cg_is_agg_call(const struct ast_node *n)
 {
 	return n && n->kind == AST_CALL && n->sema &&
-	       n->sema->func >= FN_COUNT && n->sema->func <= FN_LHIST;
+	       n->sema->func >= FN_COUNT && n->sema->func <= FN_TSERIES;
 }
 
 static void cg_assign(struct cg *g, struct ast_node *n)
@@ -35,6 +35,11 @@ static void cg_assign(struct cg *g, struct ast_node *n)
 	struct ast_node *lhs = n->assign.lhs, *rhs = n->assign.rhs;
 	LLVMValueRef v;
 
+	if (lhs->kind == AST_MAP && cg_is_agg_call(rhs) &&
+	    rhs->sema->func == FN_TSERIES) {
+		cg_tseries(g, lhs, rhs);
+		return;
+	}
 	if (lhs->kind == AST_MAP && cg_is_agg_call(rhs)) {
 		cg_aggregate(g, lhs, rhs);
 		return;

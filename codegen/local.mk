@@ -22,6 +22,7 @@ libubt_a_SOURCES += \
 	codegen/cg_stack.c \
 	codegen/cg_stack_native.c \
 	codegen/cg_stmt.c \
+	codegen/cg_tseries.c \
 	codegen/cg_usermode.c \
 	codegen/cg_util.c \
 	codegen/cg_value.c \

@@ -51,6 +51,8 @@ libubt_a_SOURCES += \
 	frontend/func_print.c \
 	frontend/func_net.c \
 	frontend/func_new.c \
+	frontend/func_tseries.c \
+	frontend/tseries.h \
 	frontend/func_out.c \
 	frontend/func_str.c \
 	frontend/func_sym.c \

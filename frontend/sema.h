@@ -109,6 +109,7 @@ enum sema_func {
 	FN_STATS,
 	FN_HIST,
 	FN_LHIST,
+	FN_TSERIES,	/* frontend/func_tseries.c */
 	/* output and map control (frontend/func_print.c) */
 	FN_PRINTF,
 	FN_PRINT,
@@ -208,7 +209,7 @@ struct sema_map {
 	 * signed values), TY_INT (64-bit), TY_STRING, TY_TUPLE, TY_USYM, ...
 	 */
 	struct type *value;
-	enum sema_func agg;	/* FN_COUNT..FN_LHIST, or FN_NONE */
+	enum sema_func agg;	/* FN_COUNT..FN_TSERIES, or FN_NONE */
 	const char *bpf_type;	/* from `let @m = hash(N);`, else NULL */
 	int64_t max_entries;	/* from the declaration, else 0 (default) */
 	uint64_t probes;	/* bit i set: used in probe index i (i < 64) */
@@ -340,6 +341,10 @@ struct sema_program {
 	int stack_mode;
 	/* config = { cpp_demangle = false }: C++ symbols print mangled */
 	bool no_cpp_demangle;
+	/* config = { unstable_tseries = ... } (enum tseries_unstable,
+	 * frontend/tseries.h); its warning given */
+	int unstable_tseries;
+	bool tseries_warned;
 };
 
 /* Run every pass; 0, or -EINVAL with errors in c->diag. */

@@ -20,6 +20,7 @@
 #include "kprov.h"
 #include "compat.h"
 #include "sema_int.h"
+#include "tseries.h"
 #include "util.h"
 
 #define SEMA_DEFAULT_STRLEN 64
@@ -49,6 +50,7 @@ static const char *const config_keys[] = {
 	"stack_mode",
 	"str_trunc_trailer",
 	"symbol_source",
+	"unstable_tseries",	/* frontend/func_tseries.c */
 	"use_blazesym",
 };
 
@@ -151,6 +153,28 @@ static int config_license(struct sema_ctx *x, struct ast_node *it)
 	return -EINVAL;
 }
 
+/* unstable_tseries = error|warn|enable (frontend/tseries.h) */
+static int config_tseries(struct sema_ctx *x, struct ast_node *it)
+{
+	static const char *const modes[] = {
+		[TSERIES_UNSTABLE_WARN] = "warn",
+		[TSERIES_UNSTABLE_ERROR] = "error",
+		[TSERIES_UNSTABLE_ENABLE] = "enable",
+	};
+	struct ast_node *v = it->config.value;
+	const char *s = v && v->kind == AST_IDENT ? v->ident.name :
+			v && v->kind == AST_STRING ? v->str.value : "";
+
+	for (size_t i = 0; i < ARRAY_SIZE(modes); i++)
+		if (!strcmp(s, modes[i])) {
+			x->prog->unstable_tseries = (int)i;
+			return 0;
+		}
+	sema_error(x, v ? &v->loc : &it->loc,
+		   "Invalid value for unstable_tseries: expected error, warn or enable");
+	return -EINVAL;
+}
+
 static int config_block(struct sema_ctx *x, struct ast_node *cfg,
 			int64_t *vals)
 {
@@ -193,6 +217,11 @@ static int config_block(struct sema_ctx *x, struct ast_node *cfg,
 					   "Invalid value for compat: expected \"0.17\" or newest");
 				err = -EINVAL;
 			}
+			continue;
+		}
+		if (!strcmp(key, "unstable_tseries")) {
+			if (config_tseries(x, it))
+				err = -EINVAL;
 			continue;
 		}
 		if (!strcmp(key, "license")) {

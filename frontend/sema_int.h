@@ -106,6 +106,7 @@ extern const struct sema_func_ops sema_funcs_net[];
 extern const struct sema_func_ops sema_funcs_sys[];
 extern const struct sema_func_ops sema_funcs_out[];
 extern const struct sema_func_ops sema_funcs_new[];
+extern const struct sema_func_ops sema_funcs_tseries[];
 /* pid(ns)/tid(ns) made the builtins (func_new.c): 1, 0 (not one), -errno */
 int sema_new_builtin_call(struct sema_ctx *x, struct ast_node *n);
 /* probetype, leader_comm, leader_tid rewritten in place (func_new.c) */

@@ -104,6 +104,7 @@ static const struct sema_func_ops *const func_tables[] = {
 	sema_funcs_sys,
 	sema_funcs_out,
 	sema_funcs_new,
+	sema_funcs_tseries,
 };
 
 const struct sema_func_ops *sema_func_find(const char *name)

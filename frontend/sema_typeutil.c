@@ -181,6 +181,8 @@ enum sema_func sema_agg_of(const struct type *t)
 		return FN_HIST;
 	case TY_LHIST:
 		return FN_LHIST;
+	case TY_TSERIES:
+		return FN_TSERIES;
 	default:
 		return FN_NONE;
 	}
@@ -214,6 +216,12 @@ int sema_t_map_set_value(struct sema_ctx *x, struct sema_map *m,
 	    !type_equal(m->value, t)) {
 		sema_error(x, rloc,
 			   "Different lhist bounds in a single map unsupported");
+		return -EINVAL;
+	}
+	if (m->value->kind == TY_TSERIES && t->kind == TY_TSERIES &&
+	    !type_equal(m->value, t)) {
+		sema_error(x, rloc,
+			   "Different tseries bounds in a single map unsupported");
 		return -EINVAL;
 	}
 	if (m->value->kind == TY_HIST && t->kind == TY_HIST &&

@@ -41,7 +41,7 @@ bool type_is_integer(const struct type *t)
 
 bool type_is_aggregation(const struct type *t)
 {
-	return t && t->kind >= TY_COUNT && t->kind <= TY_LHIST;
+	return t && t->kind >= TY_COUNT && t->kind <= TY_TSERIES;
 }
 
 const struct type_field *type_tuple_match(const struct type *d,
@@ -101,6 +101,10 @@ bool type_equal(const struct type *x, const struct type *y)
 		       x->lhist_step == y->lhist_step;
 	case TY_HIST:
 		return x->hist_bits == y->hist_bits;
+	case TY_TSERIES:
+		return x->ts_interval == y->ts_interval &&
+		       x->ts_num == y->ts_num && x->ts_agg == y->ts_agg &&
+		       x->is_signed == y->is_signed;
 	case TY_USTACK:
 	case TY_KSTACK:
 		/* limit and mode (stack.h) */
@@ -137,6 +141,7 @@ static const char *const type_names[TY_KIND_COUNT] = {
 	[TY_STATS] = "stats_t",
 	[TY_HIST] = "hist_t",
 	[TY_LHIST] = "lhist_t",
+	[TY_TSERIES] = "tseries_t",
 };
 
 const char *type_tuple_str(struct arena *a, const char *const *parts, int n)
@@ -229,6 +234,8 @@ const char *type_class(const struct type *t)
 		return "hist";
 	case TY_LHIST:
 		return "lhist";
+	case TY_TSERIES:
+		return "tseries";
 	default:
 		return type_str(NULL, t);
 	}

@@ -32,6 +32,7 @@ enum type_kind {
 	TY_SIGNAL_NAME,	/* signal_name(sig): the number, strsignal() printed */
 	/* aggregation map values */
 	TY_COUNT, TY_SUM, TY_AVG, TY_MIN, TY_MAX, TY_STATS, TY_HIST, TY_LHIST,
+	TY_TSERIES,	/* tseries(): frontend/func_tseries.c */
 	TY_KIND_COUNT,
 };
 
@@ -69,6 +70,10 @@ struct type {
 	/* lhist(value, min, max, step); hist(value, bits) */
 	int64_t lhist_min, lhist_max, lhist_step;
 	int hist_bits;
+	/* tseries(value, interval, num_intervals[, agg]): agg is enum
+	 * tseries_agg (func_tseries.c) */
+	int64_t ts_interval, ts_num;
+	int ts_agg;
 	/* an integer of a C enum of the script's definitions: its
 	 * enumerators, for printing them by name (compat enum-names) */
 	const struct type_enumval *enumvals;
@@ -88,7 +93,7 @@ bool type_equal(const struct type *x, const struct type *y);
 const struct type_field *type_tuple_match(const struct type *d,
 					  const struct type *src, int i);
 bool type_is_integer(const struct type *t);	/* int, bool, pointer-free */
-bool type_is_aggregation(const struct type *t);	/* count ... lhist */
+bool type_is_aggregation(const struct type *t);	/* count ... tseries */
 /* bpftrace's spelling of a type in messages: "uint64", "string[64]", ... */
 /* "(p0,p1,...)" from the n strings parts, built at once (not quadratic
  * in n as repeated printing would be). */

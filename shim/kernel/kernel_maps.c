@@ -78,6 +78,9 @@ static void kernel_merge(const struct cg_map *m, void *acc, const void *v,
 		a[0] += b[0];
 		a[1] += b[1];
 		break;
+	case TY_TSERIES:
+		tseries_cell_merge(t, acc, v);
+		break;
 	case TY_MIN:
 	case TY_MAX: {
 		bool take;
@@ -307,11 +310,44 @@ struct kernel_collect {
 	const struct cg_map *m;
 	size_t ukey;		/* user key bytes (0 keyless) */
 	size_t vsz;		/* bytes of an output value */
-	size_t nb;		/* buckets (hist/lhist) */
+	size_t nb;		/* buckets (hist/lhist/tseries) */
 	unsigned char **keys;
 	unsigned char **vals;
 	size_t n, cap;
 };
+
+/* A tseries() bucket's merged cell into its key's struct out_tseries[]
+ * (output.h). */
+static int kernel_collect_tseries(struct kernel_collect *kc, const void *key,
+				  uint64_t bucket, const void *value)
+{
+	struct out_tseries *o;
+	size_t i;
+
+	for (i = 0; i < kc->n; i++)
+		if (!kc->ukey || !memcmp(kc->keys[i], key, kc->ukey))
+			break;
+	if (i == kc->n) {
+		if (kc->n == kc->cap) {
+			kc->cap = kc->cap ? 2 * kc->cap : 64;
+			kc->keys = xrealloc(kc->keys,
+					    kc->cap * sizeof(*kc->keys));
+			kc->vals = xrealloc(kc->vals,
+					    kc->cap * sizeof(*kc->vals));
+		}
+		kc->keys[i] = xcalloc(1, kc->ukey ? kc->ukey : 1);
+		memcpy(kc->keys[i], key, kc->ukey);
+		kc->vals[i] = xcalloc(1, kc->vsz);
+		kc->n++;
+	}
+	o = (struct out_tseries *)kc->vals[i] + bucket;
+	if (o->set)
+		tseries_cell_merge(kc->m->value_type, &o->cell, value);
+	else
+		memcpy(&o->cell, value, sizeof(o->cell));
+	o->set = 1;
+	return 0;
+}
 
 static int kernel_collect_fn(const void *key, const void *value, void *ctx)
 {
@@ -325,6 +361,8 @@ static int kernel_collect_fn(const void *key, const void *value, void *ctx)
 		memcpy(&bucket, (const char *)key + m->key_size - 8, 8);
 		if (bucket >= kc->nb)
 			return 0;
+		if (kernel_agg_kind(m) == TY_TSERIES)
+			return kernel_collect_tseries(kc, key, bucket, value);
 		for (i = 0; i < kc->n; i++)
 			if (!kc->ukey || !memcmp(kc->keys[i], key, kc->ukey))
 				break;
@@ -383,7 +421,10 @@ static int kernel_out_map(struct kernel *k, int i, struct out_map *om,
 	memset(kc, 0, sizeof(*kc));
 	kc->m = m;
 	kc->ukey = m->key_type ? m->key_type->size : 0;
-	if (m->bucketed) {
+	if (kernel_agg_kind(m) == TY_TSERIES) {
+		kc->nb = (size_t)m->value_type->ts_num;
+		kc->vsz = kc->nb * sizeof(struct out_tseries);
+	} else if (m->bucketed) {
 		kc->nb = out_nbuckets(m->value_type);
 		kc->vsz = kc->nb * 8;
 	} else {

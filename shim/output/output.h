@@ -44,6 +44,8 @@
 #include <stdio.h>
 #include <time.h>
 
+#include "tseries.h"
+
 struct type;
 struct fmt_string;
 
@@ -100,6 +102,21 @@ uint64_t out_hist_index(int64_t v, int bits);
 uint64_t out_lhist_index(int64_t v, int64_t min, int64_t max, int64_t step);
 /* Buckets of a TY_HIST/TY_LHIST value type; 0 for other types. */
 size_t out_nbuckets(const struct type *value_type);
+
+/*
+ * tseries(): a TY_TSERIES value is ts_num buckets, each one bucket's
+ * cells merged (tseries_cell_merge()); set: the bucket's key exists.
+ * Printed by shim/output/output_tseries.c.
+ */
+struct out_tseries {
+	struct tseries_cell cell;
+	uint64_t set;
+};
+
+/* Merge cell b (another CPU's, or user mode's) into a: the later epoch
+ * wins; the same epoch combines as t->ts_agg says. */
+void tseries_cell_merge(const struct type *t, struct tseries_cell *a,
+			const struct tseries_cell *b);
 
 struct out_entry {
 	const void *key;	/* NULL for keyless maps */

@@ -91,4 +91,8 @@ void sb_hist_text(struct sb *b, const struct type *t,
 void sb_hist_json(struct sb *b, const struct type *t,
 			 const uint64_t *c, uint64_t div);
 
+/* A tseries() map, text or JSON (output_tseries.c); 0 or -errno. */
+int sb_tseries_map(const struct out *o, struct sb *b, const struct out_map *m,
+		   bool json);
+
 #endif

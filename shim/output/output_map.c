@@ -316,6 +316,8 @@ static int map_to_sb(const struct out *o, struct sb *b,
 	size_t first = 0;
 	int err = 0;
 
+	if (m->value_type->kind == TY_TSERIES)
+		return sb_tseries_map(o, b, m, json);
 	if (!div)
 		div = 1;
 	if (mc == MC_STATS)

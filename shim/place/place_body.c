@@ -36,7 +36,7 @@
 
 static bool place_is_agg(enum sema_func f)
 {
-	return f >= FN_COUNT && f <= FN_LHIST;
+	return f >= FN_COUNT && f <= FN_TSERIES;
 }
 
 bool place_agg_map(const struct sema_map *sm)
