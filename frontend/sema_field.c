@@ -311,10 +311,14 @@ struct type *sema_t_ident(struct sema_ctx *x, struct ast_node *n)
 		return NULL;
 	sema_node(x, n)->iargs[0] = v;
 	/* the newest bpftrace prints an enumerator by name */
-	if (compat_has(COMPAT_ENUM_NAMES) &&
-	    (et = cdefs_const_type(x->c, n->ident.name)))
-		return et;
-	return sema_uint64(x);
+	if (!compat_has(COMPAT_ENUM_NAMES))
+		return sema_uint64(x);
+	/* the script's own enums, else the kernel's */
+	if (cdefs_const(x->c, n->ident.name, &v))
+		et = cdefs_const_type(x->c, n->ident.name);
+	else
+		et = sema_debuginfo_enum_type(x, n->ident.name);
+	return et ? et : sema_uint64(x);
 }
 
 /* sizeof(type) and sizeof(expr): the size in iargs[0]. */

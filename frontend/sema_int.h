@@ -186,6 +186,9 @@ bool sema_debuginfo_user_first(struct sema_ctx *x, const struct type *ptr);
  * then the kernel's BTF. 0, or -ENOENT. */
 int sema_debuginfo_enum(struct sema_ctx *x, const char *name,
 			int64_t *value);
+/* A kernel enumerator's type as a value: an integer that carries its
+ * enum's enumerators (types.h); NULL for other names. */
+struct type *sema_debuginfo_enum_type(struct sema_ctx *x, const char *name);
 
 /*
  * sema_typelookup.c: the type a name ("struct foo", "union foo", "enum
