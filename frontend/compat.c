@@ -46,9 +46,10 @@ static const struct compat_entry compat_table[COMPAT_NDIFFS] = {
 	},
 	[COMPAT_ENUM_NAMES] = {
 		"enum-names",
-		"enumerators and casts to an enum of the script's C definitions "
-		"are integers -> print by name in text (print(), maps, "
-		"printf \"%s\"; JSON keeps numbers)",
+		"enumerators, casts to an enum and enum fields (the script's "
+		"C definitions, the kernel's BTF) are integers -> print by "
+		"name in text (print(), maps, printf \"%s\"; JSON keeps "
+		"numbers)",
 	},
 	[COMPAT_RECORD_KEY] = {
 		"record-key",
