@@ -245,6 +245,31 @@ static struct ast_node *stmt_value(struct compile *c, struct ast_node *n)
 	return e;
 }
 
+/* @m = { stmts; count() } (v0.26): { stmts; @m = count(); }, an
+ * aggregation being assigned to its map directly. Any other n as it is. */
+static struct ast_node *assign_block_agg(struct compile *c,
+					 struct ast_node *n)
+{
+	static const char *const aggs[] = {
+		"count", "sum", "avg", "min", "max", "stats", "hist", "lhist",
+		"tseries",
+	};
+	struct ast_node *b = n->assign.rhs, *v = b->block.expr, *blk;
+	bool agg = false;
+
+	if (n->assign.lhs->kind != AST_MAP || b->kind != AST_BLOCK_EXPR ||
+	    !v || v->kind != AST_CALL)
+		return n;
+	for (size_t i = 0; i < sizeof(aggs) / sizeof(aggs[0]); i++)
+		agg = agg || !strcmp(v->call.name, aggs[i]);
+	if (!agg)
+		return n;
+	n->assign.rhs = v;
+	blk = ast_new(&c->arena, AST_BLOCK, &n->loc);
+	blk->block.stmts = ast_append(b->block.stmts, n);
+	return blk;
+}
+
 /* for ($k : @map) / for $k : @map: NULL after an error. */
 static struct ast_node *for_map(struct compile *c, struct ast_node *var,
 				struct ast_node *map, const YYLTYPE *mloc,
@@ -738,6 +763,7 @@ assign_stmt:
 				$$->assign.rhs = $3;
 				$$->assign.op = OP_NONE;
 				$$->assign.op_loc = @2;
+				$$ = assign_block_agg(c, $$);
 			}
 		}
 	|	postfix compound_op value
