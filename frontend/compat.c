@@ -84,7 +84,8 @@ static const struct compat_entry compat_table[COMPAT_NDIFFS] = {
 	[COMPAT_INT_LITERALS] = {
 		"int-literals",
 		"an integer literal past INT64_MAX wraps to a negative int64 "
-		"and ~N of a literal is signed -> both are uint64",
+		"and ~N of a literal is signed, such a positional parameter "
+		"is an error -> all three are uint64",
 	},
 	[COMPAT_BLOCK_SCOPE] = {
 		"block-scope",

@@ -155,6 +155,8 @@ long sema_src_offset(const struct compile *c, int line, int col);
 /* Positional parameter n (1-based) or NULL. */
 const char *sema_param(struct sema_ctx *x, int n);
 bool sema_is_number(const char *s, int64_t *v);
+/* s is an integer that only uint64 holds (past INT64_MAX)? */
+bool sema_is_uint64(const char *s);
 /* The map named by an argument (AST_MAP), or NULL. */
 struct sema_map *sema_map_of(struct ast_node *n);
 /* Record a format-string call in the program table (once per call). */
