@@ -112,6 +112,8 @@ int sema_new_builtin_call(struct sema_ctx *x, struct ast_node *n);
 bool sema_new_ident(struct sema_ctx *x, struct ast_node *n);
 /* assert(cond, msg) rewritten in place (func_new.c): 1, 0, -errno */
 int sema_new_assert(struct sema_ctx *x, struct ast_node *n);
+/* ppid(task), is_err(x) rewritten in place (func_macro.c): 1, 0, -errno */
+int sema_macro_call(struct sema_ctx *x, struct ast_node *n);
 
 const struct sema_builtin_ops *sema_builtin_find(const char *name, int *arg);
 const struct sema_builtin_ops *sema_builtin_ops(enum sema_builtin id);
