@@ -133,7 +133,9 @@ struct cg_event {
 	const struct ast_loc *loc;	/* CG_EV_HELPER_ERROR: where (in the
 					 * AST; call is NULL) */
 	bool native;		/* CG_EV_DELETE: sent by native code (the
-				 * kernel's copy of the key is still there) */
+				 * kernel's copy of the key is still there);
+				 * CG_EV_CLEAR/ZERO: the thread's values of
+				 * a keyless aggregation follow the header */
 	int prog;		/* CG_EV_WATCH: the watchpoint's program */
 	bool sync;		/* CG_EV_WATCH: the thread waits, stopped */
 };

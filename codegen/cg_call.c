@@ -48,12 +48,35 @@ void cg_fmt_event(struct cg *g, struct ast_node *n, enum cg_event_kind kind)
 	cg_record_send(g, rec, size);
 }
 
+/* The words of a user-mode clear()/zero()'s event after the header: the
+ * value, and sum's presence word (shim/run/run_maps.c reads as many). */
+static size_t cg_agg_own_size(const struct cg_map *m)
+{
+	return ((m->value_size + 7) & ~(size_t)7) +
+	       (m->value_type && m->value_type->kind == TY_SUM ? 8 : 0);
+}
+
+static void cg_agg_reset_stored(struct cg *g, const struct cg_map *m,
+				LLVMValueRef slot)
+{
+	enum type_kind k = m->value_type ? m->value_type->kind : TY_INT;
+	size_t from = k == TY_SUM ? 8 : 0, to = k == TY_SUM ? 16 : 0;
+
+	if (k == TY_MIN || k == TY_MAX)
+		to = (m->value_size + 7) & ~(size_t)7;
+	for (size_t off = from; off < to; off += 8)
+		LLVMBuildStore(g->ir.b, irb_const(&g->ir, 0),
+			       irb_gep(&g->ir, slot, off));
+}
+
 /* clear(), zero(), print() of a whole map: an event naming the map */
 void cg_map_event(struct cg *g, struct ast_node *n, enum cg_event_kind kind)
 {
 	struct sema_map *sm = n->sema ? n->sema->map : NULL;
+	size_t size = sizeof(struct cg_event_hdr);
+	const struct cg_map *m;
 	int ev;
-	LLVMValueRef rec;
+	LLVMValueRef rec, val;
 
 	if (!sm) {
 		cg_unsupported(g, n, "this call without a map");
@@ -65,8 +88,38 @@ void cg_map_event(struct cg *g, struct ast_node *n, enum cg_event_kind kind)
 		g->obj->events[ev].top = n->sema->iargs[0];
 		g->obj->events[ev].div = n->sema->iargs[1];
 	}
-	rec = cg_record_begin(g, ev, sizeof(struct cg_event_hdr));
-	cg_record_send(g, rec, sizeof(struct cg_event_hdr));
+	m = &g->obj->maps[sm->id];
+	if ((kind == CG_EV_CLEAR || kind == CG_EV_ZERO) &&
+	    g->ir.target == CG_TARGET_NATIVE && !m->key_type && m->percpu &&
+	    !m->bucketed && !m->xmap && n->call.args &&
+	    n->call.args->kind == AST_MAP) {
+		/*
+		 * A keyless aggregation in a user-mode probe: the thread's
+		 * own values at the call go with the event, so that ubt's
+		 * reset of this thread stops there (run_agg_reset()), not
+		 * where ubt reads the event; the other threads' are reset
+		 * when ubt reads it, as bpftrace's clear() is.
+		 */
+		size_t vs = cg_agg_own_size(m);
+
+		val = irb_map_lookup(&g->ir, g->maps[sm->id],
+				     cg_map_key(g, n->call.args, m, NULL));
+		size += vs;
+		g->obj->events[ev].size = size;
+		g->obj->events[ev].native = true;
+		rec = cg_record_begin(g, ev, size);
+		irb_memcpy(&g->ir,
+			   irb_gep(&g->ir, rec, sizeof(struct cg_event_hdr)),
+			   val, vs);
+		/* the words ubt stores over rather than subtracts (min/max
+		 * { value, set }, sum's presence word after its value):
+		 * this thread's at once, ubt leaves them to it */
+		cg_agg_reset_stored(g, m, val);
+		cg_record_send(g, rec, size);
+		return;
+	}
+	rec = cg_record_begin(g, ev, size);
+	cg_record_send(g, rec, size);
 }
 
 void cg_print(struct cg *g, struct ast_node *n)

@@ -362,6 +362,9 @@ static LLVMValueRef cg_positional(struct cg *g, struct ast_node *n)
 		s = g->c->params[n->pos.num - 1];
 	if (n->type && n->type->kind == TY_STRING)
 		return cg_string_lit(g, s, strlen(s), n->type->size);
+	/* past INT64_MAX: a uint64 (compat int-literals, sema) */
+	if (n->type && !n->type->is_signed)
+		return irb_const(&g->ir, strtoull(s, NULL, 0));
 	return irb_const(&g->ir, strtoll(s, NULL, 0));
 }
 

@@ -197,6 +197,10 @@ struct ast_node {
 			/* BLOCK_EXPR of an inlined fn: its return type; its
 			 * return statements leave the block with the value */
 			struct type *fn_ret;
+			/* AST_BLOCK: its last statement is an expression
+			 * without ';', a value if the block is one (an if
+			 * used as a value, v0.26) */
+			bool valued;
 		} block;
 
 		struct {	/* AST_INT, AST_BOOL */

@@ -46,9 +46,10 @@ static const struct compat_entry compat_table[COMPAT_NDIFFS] = {
 	},
 	[COMPAT_ENUM_NAMES] = {
 		"enum-names",
-		"enumerators and casts to an enum of the script's C definitions "
-		"are integers -> print by name in text (print(), maps, "
-		"printf \"%s\"; JSON keeps numbers)",
+		"enumerators, casts to an enum and enum fields (the script's "
+		"C definitions, the kernel's BTF) are integers -> print by "
+		"name in text (print(), maps, printf \"%s\"; JSON keeps "
+		"numbers)",
 	},
 	[COMPAT_RECORD_KEY] = {
 		"record-key",
@@ -83,7 +84,8 @@ static const struct compat_entry compat_table[COMPAT_NDIFFS] = {
 	[COMPAT_INT_LITERALS] = {
 		"int-literals",
 		"an integer literal past INT64_MAX wraps to a negative int64 "
-		"and ~N of a literal is signed -> both are uint64",
+		"and ~N of a literal is signed, such a positional parameter "
+		"is an error -> all three are uint64",
 	},
 	[COMPAT_BLOCK_SCOPE] = {
 		"block-scope",

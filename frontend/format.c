@@ -80,6 +80,14 @@ static size_t fmt_match(const char *s, size_t n, struct fmt_conv *cv)
 		cv->arg = FMT_ARG_STRING;
 		i++;
 		goto done;
+	case 'g':
+		/* %gr (the newest bpftrace): GFP flags by name */
+		if (i + 1 >= n || s[i + 1] != 'r')
+			return 0;
+		cv->conv = 'G';
+		cv->arg = FMT_ARG_INT;
+		i += 2;
+		goto done;
 	case 'r':
 		cv->conv = 'r';
 		cv->arg = FMT_ARG_BUFFER;

@@ -50,6 +50,7 @@ libubt_a_SOURCES += \
 	frontend/func_agg.c \
 	frontend/func_print.c \
 	frontend/func_net.c \
+	frontend/func_macro.c \
 	frontend/func_new.c \
 	frontend/func_tseries.c \
 	frontend/tseries.h \

@@ -196,8 +196,78 @@ static struct ast_node *block_stmt(struct compile *c, struct block_body b,
 
 	if (b.last)
 		b.stmts = list_add(b.stmts, b.last);
+	n->block.valued = b.last && b.last->kind == AST_EXPR_STMT;
 	n->block.stmts = b.stmts.head;
 	return n;
+}
+
+/* Does statement n give a value? An if whose every branch ends in an
+ * expression without ';' (v0.26's if expressions). */
+static bool stmt_has_value(const struct ast_node *n)
+{
+	const struct ast_node *last;
+
+	if (!n)
+		return false;
+	if (n->kind == AST_IF)
+		return stmt_has_value(n->if_.then) &&
+		       stmt_has_value(n->if_.else_);
+	if (n->kind != AST_BLOCK || !n->block.stmts)
+		return false;
+	for (last = n->block.stmts; last->next; last = last->next)
+		;
+	return last->kind == AST_EXPR_STMT ? n->block.valued :
+					     stmt_has_value(last);
+}
+
+/* Statement n, which stmt_has_value(), as an expression: a block as a
+ * block expression, an if as c ? then : else. */
+static struct ast_node *stmt_value(struct compile *c, struct ast_node *n)
+{
+	struct ast_node *e, *prev = NULL, *last;
+
+	if (n->kind == AST_IF) {
+		e = ast_new(&c->arena, AST_TERNARY, &n->loc);
+		e->ternary.cond = n->if_.cond;
+		e->ternary.then = stmt_value(c, n->if_.then);
+		e->ternary.else_ = stmt_value(c, n->if_.else_);
+		return e;
+	}
+	for (last = n->block.stmts; last->next; last = last->next)
+		prev = last;
+	e = ast_new(&c->arena, AST_BLOCK_EXPR, &n->loc);
+	e->block.expr = last->kind == AST_EXPR_STMT ? last->stmt.expr :
+						      stmt_value(c, last);
+	if (prev) {
+		prev->next = NULL;
+		e->block.stmts = n->block.stmts;
+	}
+	return e;
+}
+
+/* @m = { stmts; count() } (v0.26): { stmts; @m = count(); }, an
+ * aggregation being assigned to its map directly. Any other n as it is. */
+static struct ast_node *assign_block_agg(struct compile *c,
+					 struct ast_node *n)
+{
+	static const char *const aggs[] = {
+		"count", "sum", "avg", "min", "max", "stats", "hist", "lhist",
+		"tseries",
+	};
+	struct ast_node *b = n->assign.rhs, *v = b->block.expr, *blk;
+	bool agg = false;
+
+	if (n->assign.lhs->kind != AST_MAP || b->kind != AST_BLOCK_EXPR ||
+	    !v || v->kind != AST_CALL)
+		return n;
+	for (size_t i = 0; i < sizeof(aggs) / sizeof(aggs[0]); i++)
+		agg = agg || !strcmp(v->call.name, aggs[i]);
+	if (!agg)
+		return n;
+	n->assign.rhs = v;
+	blk = ast_new(&c->arena, AST_BLOCK, &n->loc);
+	blk->block.stmts = ast_append(b->block.stmts, n);
+	return blk;
 }
 
 /* for ($k : @map) / for $k : @map: NULL after an error. */
@@ -224,10 +294,24 @@ static struct ast_node *block_expr(struct compile *c, struct block_body b,
 {
 	struct ast_node *n = ast_new(&c->arena, AST_BLOCK_EXPR, loc);
 
-	if (b.last && b.last->kind == AST_EXPR_STMT)
+	if (b.last && b.last->kind == AST_EXPR_STMT) {
 		n->block.expr = b.last->stmt.expr;
-	else if (b.last)
+	} else if (b.last) {
 		b.stmts = list_add(b.stmts, b.last);
+	} else if (b.stmts.tail && b.stmts.tail->kind == AST_IF &&
+		   stmt_has_value(b.stmts.tail)) {
+		/* an if that ends the block is its value (v0.26) */
+		struct ast_node *prev = NULL;
+
+		for (struct ast_node *s = b.stmts.head; s != b.stmts.tail;
+		     s = s->next)
+			prev = s;
+		n->block.expr = stmt_value(c, b.stmts.tail);
+		if (prev)
+			prev->next = NULL;
+		else
+			b.stmts.head = NULL;
+	}
 	n->block.stmts = b.stmts.head;
 	return n;
 }
@@ -358,6 +442,7 @@ static struct ast_node *negate(struct compile *c, struct ast_node *e,
 %type <node> macro_param import simple_stmt compound_stmt if_stmt subprog
 %type <node> fn_param
 %type <node> else_part assign_stmt let_stmt jump_stmt loop_stmt
+%type <node> if_value else_value
 %type <node> expr value unary cond_expr lor_expr land_expr bor_expr
 %type <node> bxor_expr band_expr eq_expr rel_expr shift_expr add_expr mul_expr postfix primary call map tuple record
 %type <node> record_field var sizeof_expr offsetof_expr
@@ -678,6 +763,7 @@ assign_stmt:
 				$$->assign.rhs = $3;
 				$$->assign.op = OP_NONE;
 				$$->assign.op_loc = @2;
+				$$ = assign_block_agg(c, $$);
 			}
 		}
 	|	postfix compound_op value
@@ -1054,6 +1140,23 @@ primary:
 value:
 		expr			{ $$ = $1; }
 	|	block			{ $$ = block_expr(c, $1, &@$); }
+	|	if_value		{ $$ = $1; }
+	;
+
+/* if/else as a value (v0.26): c ? { then } : { else } */
+if_value:
+		T_IF expr block else_value
+		{
+			$$ = NEW(AST_TERNARY, @$);
+			$$->ternary.cond = $2;
+			$$->ternary.then = block_expr(c, $3, &@3);
+			$$->ternary.else_ = $4;
+		}
+	;
+
+else_value:
+		T_ELSE block		{ $$ = block_expr(c, $2, &@2); }
+	|	T_ELSE if_value		{ $$ = $2; }
 	;
 
 map:

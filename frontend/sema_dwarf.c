@@ -264,9 +264,12 @@ struct sema_enummemo {
 	const struct sema_probe *probe;	/* its binaries' DWARF */
 	int err;
 	int64_t value;
+	struct type *type;	/* a kernel enumerator's: its enum's
+				 * enumerators (compat enum-names) */
 };
 
-static int enum_lookup(struct sema_ctx *x, const char *name, int64_t *value)
+static int enum_lookup(struct sema_ctx *x, const char *name, int64_t *value,
+		       struct type **type)
 {
 	const char **paths;
 	int n = 0;
@@ -276,7 +279,7 @@ static int enum_lookup(struct sema_ctx *x, const char *name, int64_t *value)
 	for (int i = 0; i < n; i++)
 		if (!types_dwarf_enum_value(paths[i], name, value))
 			return 0;
-	return types_btf_enum_value(name, value);
+	return types_btf_enum_lookup(x->a, name, value, type);
 }
 
 int sema_debuginfo_enum(struct sema_ctx *x, const char *name,
@@ -295,8 +298,20 @@ int sema_debuginfo_enum(struct sema_ctx *x, const char *name,
 		.name = arena_strdup(x->a, name),
 		.probe = x->probe,
 	};
-	m->err = enum_lookup(x, name, &m->value);
+	m->err = enum_lookup(x, name, &m->value, &m->type);
 	x->enummemo = m;
 	*value = m->value;
 	return m->err;
+}
+
+struct type *sema_debuginfo_enum_type(struct sema_ctx *x, const char *name)
+{
+	int64_t v;
+
+	if (sema_debuginfo_enum(x, name, &v))
+		return NULL;
+	for (struct sema_enummemo *m = x->enummemo; m; m = m->next)
+		if (m->probe == x->probe && !strcmp(m->name, name))
+			return m->type;
+	return NULL;
 }

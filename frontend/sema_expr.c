@@ -156,6 +156,8 @@ static struct type *type_positional(struct sema_ctx *x, struct ast_node *n)
 	s = sema_param(x, n->pos.num);
 	if (!s || sema_is_number(s, NULL))
 		return sema_int64(x);
+	if (compat_has(COMPAT_INT_LITERALS) && sema_is_uint64(s))
+		return sema_uint64(x);
 	sema_error(x, &n->loc,
 		   "$%d used numerically but given \"%s\". Try using str($%d).",
 		   n->pos.num, s, n->pos.num);

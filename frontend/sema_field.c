@@ -219,6 +219,39 @@ struct type *sema_t_field(struct sema_ctx *x, struct ast_node *n)
 	return f->type;
 }
 
+/* A tuple's index: a literal, or arithmetic on literals (v0.26 folds
+ * them: $t[1 + 1]). */
+static bool index_const(struct sema_ctx *x, const struct ast_node *n,
+			int64_t *v, int depth)
+{
+	int64_t a, b;
+
+	if (n->kind != AST_BINOP)
+		return sema_int_literal(x, n, v);
+	if (depth > 16 || !index_const(x, n->op.left, &a, depth + 1) ||
+	    !index_const(x, n->op.right, &b, depth + 1))
+		return false;
+	switch (n->op.op) {
+	case OP_ADD:
+		*v = (int64_t)((uint64_t)a + (uint64_t)b);
+		return true;
+	case OP_SUB:
+		*v = (int64_t)((uint64_t)a - (uint64_t)b);
+		return true;
+	case OP_MUL:
+		*v = (int64_t)((uint64_t)a * (uint64_t)b);
+		return true;
+	case OP_DIV:
+	case OP_MOD:
+		if (!b || (a == INT64_MIN && b == -1))
+			return false;
+		*v = n->op.op == OP_DIV ? a / b : a % b;
+		return true;
+	default:
+		return false;
+	}
+}
+
 struct type *sema_t_index(struct sema_ctx *x, struct ast_node *n)
 {
 	struct type *t = sema_type_expr(x, n->index.expr);
@@ -254,7 +287,7 @@ struct type *sema_t_index(struct sema_ctx *x, struct ast_node *n)
 		}
 		return type_int(x->a, 1, true);
 	}
-	if (t->kind == TY_TUPLE && sema_int_literal(x, n->index.index, &v) &&
+	if (t->kind == TY_TUPLE && index_const(x, n->index.index, &v, 0) &&
 	    v >= 0 && v <= INT32_MAX) {
 		/* $t[0] (v0.26): the tuple's element, as $t.0 */
 		struct ast_node *e = n->index.expr;
@@ -311,10 +344,14 @@ struct type *sema_t_ident(struct sema_ctx *x, struct ast_node *n)
 		return NULL;
 	sema_node(x, n)->iargs[0] = v;
 	/* the newest bpftrace prints an enumerator by name */
-	if (compat_has(COMPAT_ENUM_NAMES) &&
-	    (et = cdefs_const_type(x->c, n->ident.name)))
-		return et;
-	return sema_uint64(x);
+	if (!compat_has(COMPAT_ENUM_NAMES))
+		return sema_uint64(x);
+	/* the script's own enums, else the kernel's */
+	if (cdefs_const(x->c, n->ident.name, &v))
+		et = cdefs_const_type(x->c, n->ident.name);
+	else
+		et = sema_debuginfo_enum_type(x, n->ident.name);
+	return et ? et : sema_uint64(x);
 }
 
 /* sizeof(type) and sizeof(expr): the size in iargs[0]. */

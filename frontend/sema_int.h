@@ -113,6 +113,8 @@ int sema_new_builtin_call(struct sema_ctx *x, struct ast_node *n);
 bool sema_new_ident(struct sema_ctx *x, struct ast_node *n);
 /* assert(cond, msg) rewritten in place (func_new.c): 1, 0, -errno */
 int sema_new_assert(struct sema_ctx *x, struct ast_node *n);
+/* ppid(task), is_err(x) rewritten in place (func_macro.c): 1, 0, -errno */
+int sema_macro_call(struct sema_ctx *x, struct ast_node *n);
 
 const struct sema_builtin_ops *sema_builtin_find(const char *name, int *arg);
 const struct sema_builtin_ops *sema_builtin_ops(enum sema_builtin id);
@@ -156,6 +158,8 @@ long sema_src_offset(const struct compile *c, int line, int col);
 /* Positional parameter n (1-based) or NULL. */
 const char *sema_param(struct sema_ctx *x, int n);
 bool sema_is_number(const char *s, int64_t *v);
+/* s is an integer that only uint64 holds (past INT64_MAX)? */
+bool sema_is_uint64(const char *s);
 /* The map named by an argument (AST_MAP), or NULL. */
 struct sema_map *sema_map_of(struct ast_node *n);
 /* Record a format-string call in the program table (once per call). */
@@ -187,6 +191,9 @@ bool sema_debuginfo_user_first(struct sema_ctx *x, const struct type *ptr);
  * then the kernel's BTF. 0, or -ENOENT. */
 int sema_debuginfo_enum(struct sema_ctx *x, const char *name,
 			int64_t *value);
+/* A kernel enumerator's type as a value: an integer that carries its
+ * enum's enumerators (types.h); NULL for other names. */
+struct type *sema_debuginfo_enum_type(struct sema_ctx *x, const char *name);
 
 /*
  * sema_typelookup.c: the type a name ("struct foo", "union foo", "enum

@@ -212,6 +212,8 @@ static int resolve_call(struct sema_ctx *x, struct ast_node *n)
 		return err < 0 ? err : resolve_builtin(x, n);
 	if (!f && (err = sema_new_assert(x, n)))
 		return err < 0 ? err : resolve(n, x);
+	if (!f && (err = sema_macro_call(x, n)))
+		return err < 0 ? err : resolve(n, x);
 	/* nsecs(monotonic) is the builtin */
 	if (f && f->id == FN_NSECS && n->call.args &&
 	    n->call.args->kind == AST_IDENT && !n->call.args->next &&

@@ -268,6 +268,17 @@ bool sema_is_number(const char *s, int64_t *v)
 	return true;
 }
 
+bool sema_is_uint64(const char *s)
+{
+	char *end;
+
+	if (!s || !*s || *s == '-' || *s == '+' || *s == ' ')
+		return false;
+	errno = 0;
+	(void)strtoull(s, &end, 0);
+	return !errno && !*end;
+}
+
 const char *sema_param(struct sema_ctx *x, int n)
 {
 	if (n < 1 || n > x->c->nparams)

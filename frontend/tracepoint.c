@@ -358,7 +358,8 @@ static struct type *tp_btf_type(struct arena *a, const struct btf *btf,
 				(btf_int_encoding(bt) & BTF_INT_SIGNED) != 0);
 	case BTF_KIND_ENUM:
 	case BTF_KIND_ENUM64:
-		return type_int(a, bt->size, false);
+		/* with its enumerators (compat enum-names) */
+		return types_btf_type(a, btf, id);
 	case BTF_KIND_PTR: {
 		struct type *elem = tp_btf_type(a, btf, bt->type, NULL, depth);
 

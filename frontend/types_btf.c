@@ -187,6 +187,40 @@ static struct type *btf_pointee(struct arena *a, const struct btf *btf,
 	return e ? e : type_new(a, TY_VOID, 0);
 }
 
+/* The enumerators of enum t, for printing its values by name (compat
+ * enum-names): NULL for an anonymous enum unless anon, as the newest
+ * bpftrace has them (names point into the BTF, which lives as long as
+ * ubt). */
+static const struct type_enumval *btf_enum_table(struct arena *a,
+						 const struct btf *btf,
+						 const struct btf_type *t,
+						 bool anon, int *n)
+{
+	struct type_enumval *v;
+
+	*n = 0;
+	if ((!anon && !btf__name_by_offset(btf, t->name_off)[0]) ||
+	    !btf_vlen(t))
+		return NULL;
+	v = arena_alloc(a, btf_vlen(t) * sizeof(*v));
+	for (int i = 0; i < btf_vlen(t); i++) {
+		if (btf_is_enum(t)) {
+			const struct btf_enum *e = btf_enum(t) + i;
+
+			v[i].name = btf__name_by_offset(btf, e->name_off);
+			v[i].value = btf_kflag(t) ? (int64_t)e->val :
+						    (int64_t)(uint32_t)e->val;
+		} else {
+			const struct btf_enum64 *e = btf_enum64(t) + i;
+
+			v[i].name = btf__name_by_offset(btf, e->name_off);
+			v[i].value = (int64_t)btf_enum64_value(e);
+		}
+	}
+	*n = btf_vlen(t);
+	return v;
+}
+
 static struct type *btf_conv(struct arena *a, const struct btf *btf,
 			     uint32_t id, int depth)
 {
@@ -214,7 +248,10 @@ static struct type *btf_conv(struct arena *a, const struct btf *btf,
 		return r;
 	case BTF_KIND_ENUM:
 	case BTF_KIND_ENUM64:
-		return type_int(a, t->size ? t->size : 4, false);
+		r = type_int(a, t->size ? t->size : 4, false);
+		r->enumvals = btf_enum_table(a, btf, t, false,
+					     &r->nenumvals);
+		return r;
 	case BTF_KIND_PTR:
 		r = type_pointer(a, btf_pointee(a, btf, t->type, depth));
 		r->addrspace = AS_KERNEL;
@@ -325,6 +362,12 @@ static bool btf_enumerator(const struct btf *btf, const struct btf_type *t,
 
 int types_btf_enum_value(const char *name, int64_t *value)
 {
+	return types_btf_enum_lookup(NULL, name, value, NULL);
+}
+
+int types_btf_enum_lookup(struct arena *a, const char *name, int64_t *value,
+			  struct type **type)
+{
 	const struct btf *btf = types_btf_vmlinux();
 	uint32_t n;
 
@@ -336,9 +379,22 @@ int types_btf_enum_value(const char *name, int64_t *value)
 
 		if (!btf_is_enum(t) && !btf_is_enum64(t))
 			continue;
-		for (int i = 0; i < btf_vlen(t); i++)
-			if (btf_enumerator(btf, t, i, name, value))
+		for (int i = 0; i < btf_vlen(t); i++) {
+			struct type *r;
+
+			if (!btf_enumerator(btf, t, i, name, value))
+				continue;
+			if (!type)
 				return 0;
+			/* as a value: 64 bits, printed by name (the newest
+			 * bpftrace pulls the enum in as a C definition,
+			 * anonymous ones too) */
+			r = type_int(a, 8, false);
+			r->enumvals = btf_enum_table(a, btf, t, true,
+						     &r->nenumvals);
+			*type = r;
+			return 0;
+		}
 	}
 	return -ENOENT;
 }

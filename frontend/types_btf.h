@@ -88,5 +88,9 @@ int types_btf_funcs(struct arena *a, bool rawtp, struct types_btf_func **out,
 /* The value of the kernel enumerator name (BPF_MAP_TYPE_HASH): 0, or
  * -ENOENT. */
 int types_btf_enum_value(const char *name, int64_t *value);
+/* The same, and with type, an integer of 8 bytes that carries the
+ * enumerators of name's enum (types.h), allocated in a. */
+int types_btf_enum_lookup(struct arena *a, const char *name, int64_t *value,
+			  struct type **type);
 
 #endif

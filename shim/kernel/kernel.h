@@ -109,7 +109,9 @@ int kernel_map_zero(struct kernel *k, int map);
 /* clear() as an event does it: the kernel's map, then the user side
  * through the map hook (kernel_set_map_hook()); every map of the program
  * so (SIGHUP under --metrics). */
-void kernel_map_clear_both(struct kernel *k, int map);
+/* own: a user-mode thread's values at its clear() of a keyless
+ * aggregation (the event's, CG_EV_CLEAR), or NULL */
+void kernel_map_clear_both(struct kernel *k, int map, const void *own);
 void kernel_clear_all_maps(struct kernel *k);
 void kernel_free(struct kernel *k);
 

@@ -214,6 +214,14 @@ static void kernel_helper_error(struct kernel *k, const struct cg_event *e,
 	}
 }
 
+/* A user-mode clear()/zero()'s thread values (cg_map_event()), or NULL. */
+static const void *kernel_ev_own(const struct cg_event *e, const void *args,
+				 size_t asize)
+{
+	return e->native && asize >= e->size - sizeof(struct cg_event_hdr) &&
+	       e->size > sizeof(struct cg_event_hdr) ? args : NULL;
+}
+
 static int kernel_event(void *ctx, void *data, size_t size)
 {
 	struct kernel *k = ctx;
@@ -311,12 +319,13 @@ static int kernel_event(void *ctx, void *data, size_t size)
 		break;
 	}
 	case CG_EV_CLEAR:
-		kernel_map_clear_both(k, e->map);
+		kernel_map_clear_both(k, e->map, kernel_ev_own(e, args, asize));
 		break;
 	case CG_EV_ZERO:
 		kernel_map_zero(k, e->map);
 		if (k->map_hook)
-			k->map_hook(k->map_hook_ctx, e->kind, e->map, NULL);
+			k->map_hook(k->map_hook_ctx, e->kind, e->map,
+				    kernel_ev_own(e, args, asize));
 		break;
 	case CG_EV_WATCH:	/* taken above */
 		break;

@@ -266,17 +266,17 @@ int kernel_map_clear(struct kernel *k, int map)
 	return 0;
 }
 
-void kernel_map_clear_both(struct kernel *k, int map)
+void kernel_map_clear_both(struct kernel *k, int map, const void *own)
 {
 	kernel_map_clear(k, map);
 	if (k->map_hook)
-		k->map_hook(k->map_hook_ctx, CG_EV_CLEAR, map, NULL);
+		k->map_hook(k->map_hook_ctx, CG_EV_CLEAR, map, own);
 }
 
 void kernel_clear_all_maps(struct kernel *k)
 {
 	for (int i = 0; i < k->obj->nmaps; i++)
-		kernel_map_clear_both(k, i);
+		kernel_map_clear_both(k, i, NULL);
 }
 
 int kernel_map_zero(struct kernel *k, int map)

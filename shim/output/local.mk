@@ -2,6 +2,7 @@
 libubt_a_SOURCES += \
 	shim/output/output.c \
 	shim/output/output.h \
+	shim/output/output_gfp.c \
 	shim/output/output_hist.c \
 	shim/output/output_tseries.c \
 	shim/output/output_int.h \

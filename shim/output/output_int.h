@@ -48,6 +48,9 @@ bool out_is_int_kind(const struct type *t);
 /* The name of enumerator v of an enum's integer type t (compat
  * enum-names), or NULL: then v prints as a number. */
 const char *out_enum_name(const struct type *t, uint64_t v);
+/* printf's %gr: GFP flags v by name ("GFP_KERNEL|__GFP_ZERO"), in buf
+ * (output_gfp.c). */
+void out_gfp_flags(char *buf, size_t size, uint64_t v);
 
 bool out_is_char_array(const struct type *t);
 

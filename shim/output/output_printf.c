@@ -119,6 +119,15 @@ static int sb_conv(const struct out *o, struct sb *b,
 		if (!out_is_int_kind(t))
 			return out_not_supported(t);
 		v = out_load_int(p, t->size, out_type_signed(t));
+		if (cv->conv == 'G') {
+			/* %gr: GFP flags by name, padded as a string */
+			char gfp[1024];
+
+			out_gfp_flags(gfp, sizeof(gfp), v);
+			conv_spec(spec, sizeof(spec), cv, "", 's');
+			sb_printf(b, spec, gfp);
+			return 0;
+		}
 		if (sb_int_fast(b, cv, v))
 			return 0;
 		conv_spec(spec, sizeof(spec), cv, cv->length, cv->conv);

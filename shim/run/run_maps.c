@@ -345,10 +345,13 @@ int run_map_source(void *ctx, int map, kernel_entry_fn fn, void *fctx)
  * A keyless aggregation's clear() or zero() on the user side: the
  * baselines of additive words move to the current values (run_agg),
  * min/max values and sum's presence word are stored over (a racing
- * update may survive). zero() keeps what was present.
+ * update may survive). zero() keeps what was present. own: the values
+ * of the thread whose clear() or zero() this is, at the call (the
+ * event's block, r->ev_block), or NULL: that thread's baselines move to
+ * them, not to what it counted since.
  */
 static void run_agg_reset(struct run *r, int map, const struct native_map *nm,
-			  bool zero)
+			  bool zero, const uint64_t *own)
 {
 	struct memfd *mf = user_memfd(r->u);
 	const struct cg_map *m = &r->kobj->maps[map];
@@ -379,6 +382,12 @@ static void run_agg_reset(struct run *r, int map, const struct native_map *nm,
 			if (memfd_map_read(mf, i - b0, nm->off + 8 * w, &cur,
 					   8))
 				return;
+			/* as cg_agg_own_size(): the value, sum's presence */
+			if (own && (int64_t)i == r->ev_block && !array &&
+			    w < (m->value_size + 7) / 8 +
+					(m->value_type &&
+					 m->value_type->kind == TY_SUM))
+				cur = own[w];
 			d = cur - base[w];
 			if (!array)
 				v[w] = d;
@@ -397,10 +406,13 @@ static void run_agg_reset(struct run *r, int map, const struct native_map *nm,
 		if (array)
 			memset(a->present, 0, nm->nslots * sizeof(bool));
 	}
-	/* the words that are stored, not added to */
+	/* the words that are stored, not added to; the calling thread
+	 * reset its own (cg_map_event()) and may have stored since */
 	for (uint32_t w = 0; !array && w < nw; w++)
-		if (!run_additive(m, w))
-			memfd_map_zero(mf, nm->off + 8 * w, 8);
+		for (uint32_t i = b0; !run_additive(m, w) && i < n; i++)
+			if (!own || (int64_t)i != r->ev_block)
+				memfd_map_zero_block(mf, i - b0,
+						     nm->off + 8 * w, 8);
 }
 
 /*
@@ -432,7 +444,7 @@ static void run_map_hook_one(struct run *r, int kind, int map,
 	case NATIVE_MAP_FIXED:
 	case NATIVE_MAP_ARRAY:
 		if (kind == CG_EV_CLEAR || kind == CG_EV_ZERO)
-			run_agg_reset(r, map, nm, kind == CG_EV_ZERO);
+			run_agg_reset(r, map, nm, kind == CG_EV_ZERO, key);
 		break;
 	case NATIVE_MAP_HTAB:
 		if (kind == CG_EV_CLEAR)

@@ -435,19 +435,30 @@ uint64_t memfd_htab_dropped(const struct memfd *m, const struct memfd_htab *t,
 	return sum;
 }
 
+int memfd_map_zero_block(struct memfd *m, uint32_t i, uint64_t off,
+			 uint64_t len)
+{
+	if (off % 8 || len % 8 || off > m->l.map_size ||
+	    len > m->l.map_size - off || i >= memfd_nblocks_used(m))
+		return -ERANGE;
+	for (uint64_t w = 0; w < len; w += 8)
+		__atomic_store_n((uint64_t *)(block(m, i) + RT_BLK_MAP +
+					      off + w),
+				 0, __ATOMIC_RELAXED);
+	return 0;
+}
+
 int memfd_map_zero(struct memfd *m, uint64_t off, uint64_t len)
 {
-	uint32_t n = memfd_nblocks_used(m), i;
+	uint32_t n = memfd_nblocks_used(m);
+	int err = 0;
 
-	if (off % 8 || len % 8 || off > m->l.map_size ||
-	    len > m->l.map_size - off)
-		return -ERANGE;
-	for (i = 0; i < n; i++)
-		for (uint64_t w = 0; w < len; w += 8)
-			__atomic_store_n((uint64_t *)(block(m, i) + RT_BLK_MAP +
-						      off + w),
-					 0, __ATOMIC_RELAXED);
-	return 0;
+	for (uint32_t i = 0; !err && i < n; i++)
+		err = memfd_map_zero_block(m, i, off, len);
+	if (!n && (off % 8 || len % 8 || off > m->l.map_size ||
+		   len > m->l.map_size - off))
+		err = -ERANGE;
+	return err;
 }
 
 /* Every slot of t in every block: state from -> to, by compare-and-swap. */

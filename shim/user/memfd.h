@@ -125,6 +125,9 @@ uint64_t memfd_htab_dropped(const struct memfd *m, const struct memfd_htab *t,
  * change slot states, by compare-and-swap, and skip block t->skip - 1.
  */
 int memfd_map_zero(struct memfd *m, uint64_t off, uint64_t len);
+/* The same in block i only. */
+int memfd_map_zero_block(struct memfd *m, uint32_t i, uint64_t off,
+			 uint64_t len);
 int memfd_htab_clear(struct memfd *m, const struct memfd_htab *t);
 int memfd_htab_zero(struct memfd *m, const struct memfd_htab *t);
 int memfd_htab_delete(struct memfd *m, const struct memfd_htab *t,
