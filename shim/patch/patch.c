@@ -731,6 +731,7 @@ int patch_relocate(struct patch_site *s, uint64_t to, uint8_t *out,
 			}
 			continue;
 		}
+		err = 0;
 		switch (k) {
 		case REL_NONE:
 			memcpy(out + n, src, in.length);
@@ -740,8 +741,6 @@ int patch_relocate(struct patch_site *s, uint64_t to, uint8_t *out,
 			memcpy(out + n, src, in.length);
 			err = put_insn_rel32(s, out, to, &n, in.raw.disp.offset,
 					     in.length, t);
-			if (err)
-				return err;
 			break;
 		case REL_CALL: {
 			/*
@@ -769,26 +768,22 @@ int patch_relocate(struct patch_site *s, uint64_t to, uint8_t *out,
 			memcpy(out + n + 16, &hi, 4);
 			out[n + 20] = 0xe9;		/* jmp target */
 			err = put_insn_rel32(s, out, to, &n, 21, 25, t);
-			if (err)
-				return err;
 			break;
 		}
 		case REL_JMP:
 			out[n] = 0xe9;
 			err = put_insn_rel32(s, out, to, &n, 1, 5, t);
-			if (err)
-				return err;
 			break;
 		case REL_JCC:
 			out[n] = 0x0f;
 			out[n + 1] = 0x80 | (in.opcode & 0x0f);
 			err = put_insn_rel32(s, out, to, &n, 2, 6, t);
-			if (err)
-				return err;
 			break;
 		case REL_BAD:
 			return -EINVAL;
 		}
+		if (err)
+			return err;
 	}
 	if (cap - n < 5)
 		return -ENOSPC;
