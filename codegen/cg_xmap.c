@@ -285,6 +285,37 @@ static LLVMValueRef xm_find(struct cg *g, int id, LLVMValueRef tab,
 	return res;
 }
 
+/* A flag in the stack frame (has the key, deleted it), 0 at first. */
+static LLVMValueRef xm_flag(struct cg *g, const char *name)
+{
+	LLVMValueRef f = xm_alloca(g, name);
+
+	LLVMBuildStore(g->ir.b, irb_const(&g->ir, 0), f);
+	return f;
+}
+
+/* On to has when xm_find() found a slot, else to cont; the builder in has. */
+static void xm_found_br(struct cg *g, LLVMValueRef slot,
+			LLVMBasicBlockRef has, LLVMBasicBlockRef cont)
+{
+	struct irb *ir = &g->ir;
+
+	LLVMBuildCondBr(ir->b, LLVMBuildIsNull(ir->b, slot, ""), cont, has);
+	LLVMPositionBuilderAtEnd(ir->b, has);
+}
+
+/* The flag set, on to cont; there, the flag's value. */
+static LLVMValueRef xm_flag_join(struct cg *g, LLVMValueRef flag,
+				 LLVMBasicBlockRef cont, const char *name)
+{
+	struct irb *ir = &g->ir;
+
+	LLVMBuildStore(ir->b, irb_const(ir, 1), flag);
+	LLVMBuildBr(ir->b, cont);
+	LLVMPositionBuilderAtEnd(ir->b, cont);
+	return LLVMBuildLoad2(ir->b, ir->i64, flag, name);
+}
+
 /*
  * Read key k of map id: its value in *val (when not null) and whether it
  * is there.  The value is the one of the generation whose live state was
@@ -298,14 +329,12 @@ static LLVMValueRef xm_get(struct cg *g, int id, LLVMValueRef tab,
 	LLVMValueRef slot, s, s2, v, res;
 	LLVMBasicBlockRef has, same, cont;
 
-	res = xm_alloca(g, "xmap_has");
-	LLVMBuildStore(ir->b, irb_const(ir, 0), res);
+	res = xm_flag(g, "xmap_has");
 	slot = xm_find(g, id, tab, xm_enc(g, k), &s);
 	has = xm_block(g, "xmap_has");
 	same = xm_block(g, "xmap_same");
 	cont = xm_block(g, "xmap_read_done");
-	LLVMBuildCondBr(ir->b, LLVMBuildIsNull(ir->b, slot, ""), cont, has);
-	LLVMPositionBuilderAtEnd(ir->b, has);
+	xm_found_br(g, slot, has, cont);
 	/* acquire: the state's second read stays after the value's */
 	v = xm_load(g, xm_word(g, slot, CG_XMAP_SLOT_VALUE), true);
 	s2 = xm_load(g, xm_word(g, slot, CG_XMAP_SLOT_STATE), true);
@@ -314,10 +343,7 @@ static LLVMValueRef xm_get(struct cg *g, int id, LLVMValueRef tab,
 	LLVMPositionBuilderAtEnd(ir->b, same);
 	if (val)
 		LLVMBuildStore(ir->b, v, val);
-	LLVMBuildStore(ir->b, irb_const(ir, 1), res);
-	LLVMBuildBr(ir->b, cont);
-	LLVMPositionBuilderAtEnd(ir->b, cont);
-	return LLVMBuildLoad2(ir->b, ir->i64, res, "has_key");
+	return xm_flag_join(g, res, cont, "has_key");
 }
 
 static LLVMValueRef xm_delete(struct cg *g, int id, LLVMValueRef tab,
@@ -327,28 +353,23 @@ static LLVMValueRef xm_delete(struct cg *g, int id, LLVMValueRef tab,
 	LLVMValueRef slot, s, res;
 	LLVMBasicBlockRef has, del, cont;
 
-	res = xm_alloca(g, "xmap_del");
-	LLVMBuildStore(ir->b, irb_const(ir, 0), res);
+	res = xm_flag(g, "xmap_del");
 	slot = xm_find(g, id, tab, xm_enc(g, k), &s);
 	has = xm_block(g, "xmap_del_has");
 	del = xm_block(g, "xmap_del_live");
 	cont = xm_block(g, "xmap_del_done");
-	LLVMBuildCondBr(ir->b, LLVMBuildIsNull(ir->b, slot, ""), cont, has);
 	/* live to dead, in the generation read (a failure: another delete
 	 * came first); one key less.  The key word stays, the slot may be
 	 * claimed again (cg_xmap.h) */
-	LLVMPositionBuilderAtEnd(ir->b, has);
+	xm_found_br(g, slot, has, cont);
 	LLVMBuildCondBr(ir->b,
 			xm_cas(g, xm_word(g, slot, CG_XMAP_SLOT_STATE), s,
 			       xm_with(g, s, CG_XMAP_DEAD)),
 			del, cont);
 	LLVMPositionBuilderAtEnd(ir->b, del);
 	xm_add(g, irb_gep(ir, tab, CG_XMAP_OFF_KEYS), -1);
-	LLVMBuildStore(ir->b, irb_const(ir, 1), res);
-	LLVMBuildBr(ir->b, cont);
-	LLVMPositionBuilderAtEnd(ir->b, cont);
 	/* delete()'s value: was the key there */
-	return LLVMBuildLoad2(ir->b, ir->i64, res, "deleted");
+	return xm_flag_join(g, res, cont, "deleted");
 }
 
 /* a branch to one of two blocks, with the first likely or not */

@@ -18,6 +18,55 @@
 #include "irb_native_int.h"
 #include "util.h"
 
+/* A release store of v at ptr (8-byte aligned): a slot's state or key. */
+static void nat_store_release(struct irb *ir, LLVMValueRef v, LLVMValueRef ptr)
+{
+	LLVMValueRef s = LLVMBuildStore(ir->b, v, ptr);
+
+	LLVMSetOrdering(s, LLVMAtomicOrderingRelease);
+	LLVMSetAlignment(s, 8);
+}
+
+/* An 8-byte key's word (the key may be unaligned). */
+static LLVMValueRef nat_key_word(struct irb *ir, LLVMValueRef key)
+{
+	LLVMValueRef k = LLVMBuildLoad2(ir->b, ir->i64, key, "k");
+
+	LLVMSetAlignment(k, 1);
+	return k;
+}
+
+/* The thread's own tid (in the block), as an int64. */
+static LLVMValueRef nat_own_tid(struct irb *ir)
+{
+	LLVMValueRef tid = LLVMBuildLoad2(ir->b, ir->i32,
+					  irb_gep(ir, irb_nat.blk, RT_BLK_TID),
+					  "tid");
+
+	return LLVMBuildZExt(ir->b, nat_invariant(ir, tid), ir->i64, "");
+}
+
+/*
+ * The slow path of an inline table access: in block slow, runtime
+ * function fn of (base, key) with no registers saved, then on to done;
+ * its result: a pointer, or of type ty (an int64 result comes back in
+ * %rax as nat_call_kept()'s pointer).
+ */
+static LLVMValueRef nat_htab_slow(struct irb *ir, LLVMBasicBlockRef slow,
+				  LLVMBasicBlockRef done, int fn,
+				  LLVMValueRef base, LLVMValueRef key,
+				  LLVMTypeRef ty)
+{
+	LLVMValueRef a[2] = { base, key }, rt;
+
+	LLVMPositionBuilderAtEnd(ir->b, slow);
+	rt = nat_call_kept(ir, fn, a);
+	if (ty != ir->ptr)
+		rt = LLVMBuildPtrToInt(ir->b, rt, ty, "");
+	LLVMBuildBr(ir->b, done);
+	return rt;
+}
+
 /*
  * The key's first slot in a per-thread table with 8-byte keys, as
  * nat_htab_hit() finds it: its address in *slot, its state in *st;
@@ -30,8 +79,7 @@ static LLVMValueRef nat_htab_first(struct irb *ir, struct native_map *m,
 	uint64_t ss = 16 + rt_align8(m->val_size);
 	LLVMValueRef k, h, sk, tid, th;
 
-	k = LLVMBuildLoad2(ir->b, ir->i64, key, "k");
-	LLVMSetAlignment(k, 1);
+	k = nat_key_word(ir, key);
 	h = LLVMBuildMul(ir->b,
 			 LLVMBuildXor(ir->b, k,
 				      irb_const(ir, 1469598103934665603ULL),
@@ -44,13 +92,7 @@ static LLVMValueRef nat_htab_first(struct irb *ir, struct native_map *m,
 	 * block.  Where the key is the tid builtin, the comparison folds and
 	 * the hashing above goes; elsewhere it costs a load and a cmov.
 	 */
-	tid = LLVMBuildZExt(ir->b,
-			    nat_invariant(ir, LLVMBuildLoad2(
-						      ir->b, ir->i32,
-						      irb_gep(ir, irb_nat.blk,
-							      RT_BLK_TID),
-						      "tid")),
-			    ir->i64, "");
+	tid = nat_own_tid(ir);
 	th = nat_invariant(ir, LLVMBuildLoad2(ir->b, ir->i64,
 					      irb_gep(ir, irb_nat.blk,
 						      RT_BLK_TID_HASH),
@@ -70,6 +112,70 @@ static LLVMValueRef nat_htab_first(struct irb *ir, struct native_map *m,
 }
 
 /*
+ * An inline change of the key's first slot (insert-or-find, delete): its
+ * blocks, the slot and its state.
+ */
+struct nat_fast {
+	LLVMBasicBlockRef mine, set, slow, done;
+	LLVMValueRef slot, st;
+};
+
+/*
+ * Open f: the slot (nat_htab_first()), the blocks named p_mine, p_set,
+ * p_slow, p_done; the builder is left in the "mine" block.
+ */
+static void nat_fast_open(struct irb *ir, struct native_map *m,
+			  LLVMValueRef base, LLVMValueRef key,
+			  const char *const names[4], struct nat_fast *f)
+{
+	LLVMValueRef own = nat_htab_first(ir, m, base, key, &f->slot, &f->st);
+
+	f->mine = LLVMAppendBasicBlockInContext(ir->ctx, ir->fn, names[0]);
+	f->set = LLVMAppendBasicBlockInContext(ir->ctx, ir->fn, names[1]);
+	f->slow = LLVMAppendBasicBlockInContext(ir->ctx, ir->fn, names[2]);
+	f->done = LLVMAppendBasicBlockInContext(ir->ctx, ir->fn, names[3]);
+	irb_unlikely(ir, LLVMBuildCondBr(ir->b, own, f->mine, f->slow), false);
+	LLVMPositionBuilderAtEnd(ir->b, f->mine);
+}
+
+/* From "mine": state already st_done goes to done, else to "set" (the
+ * builder is left there). */
+static void nat_fast_state(struct irb *ir, struct nat_fast *f,
+			   uint64_t st_done)
+{
+	LLVMBuildCondBr(ir->b, LLVMBuildICmp(ir->b, LLVMIntEQ, f->st,
+					     irb_const(ir, st_done), ""),
+			f->done, f->set);
+	LLVMPositionBuilderAtEnd(ir->b, f->set);
+}
+
+/*
+ * Close f: the "set" path on to done, the slow path (runtime function fn
+ * of (base, key), its result of type ty); in done, a phi of v_mine,
+ * v_set and the runtime's result.
+ */
+static LLVMValueRef nat_fast_close(struct irb *ir, struct nat_fast *f, int fn,
+				   LLVMValueRef base, LLVMValueRef key,
+				   LLVMTypeRef ty, const char *name,
+				   LLVMValueRef v_mine, LLVMValueRef v_set)
+{
+	LLVMValueRef vals[3], phi;
+	LLVMBasicBlockRef bbs[3];
+
+	bbs[0] = f->mine;
+	bbs[1] = LLVMGetInsertBlock(ir->b);
+	bbs[2] = f->slow;
+	LLVMBuildBr(ir->b, f->done);
+	vals[0] = v_mine;
+	vals[1] = v_set;
+	vals[2] = nat_htab_slow(ir, f->slow, f->done, fn, base, key, ty);
+	LLVMPositionBuilderAtEnd(ir->b, f->done);
+	phi = LLVMBuildPhi(ir->b, ty, name);
+	LLVMAddIncoming(phi, vals, bbs, 3);
+	return phi;
+}
+
+/*
  * Lookup in a per-thread table with 8-byte keys (tid, a pointer): the
  * key's first slot, inline, when it holds the key (state 1), as
  * rt_htab_slot() finds it (rt_hash() of one word); anything else through
@@ -80,7 +186,7 @@ static LLVMValueRef nat_htab_hit(struct irb *ir, struct native_map *m,
 				 LLVMValueRef base, LLVMValueRef key)
 {
 	LLVMBasicBlockRef slow, done, from;
-	LLVMValueRef slot, st, own, hit, rt, phi, a[2], idx;
+	LLVMValueRef slot, st, own, hit, rt, phi, idx;
 
 	own = nat_htab_first(ir, m, base, key, &slot, &st);
 	own = LLVMBuildAnd(ir->b, own,
@@ -94,12 +200,9 @@ static LLVMValueRef nat_htab_hit(struct irb *ir, struct native_map *m,
 	slow = LLVMAppendBasicBlockInContext(ir->ctx, ir->fn, "htab_slow");
 	done = LLVMAppendBasicBlockInContext(ir->ctx, ir->fn, "htab_done");
 	irb_unlikely(ir, LLVMBuildCondBr(ir->b, own, done, slow), false);
-	LLVMPositionBuilderAtEnd(ir->b, slow);
-	a[0] = base;
-	a[1] = key;
-	rt = nat_call_kept(ir, m->plain ? RT_FN_HTAB_FIND : RT_FN_HTAB_LOOKUP,
-			   a);
-	LLVMBuildBr(ir->b, done);
+	rt = nat_htab_slow(ir, slow, done,
+			   m->plain ? RT_FN_HTAB_FIND : RT_FN_HTAB_LOOKUP,
+			   base, key, ir->ptr);
 	LLVMPositionBuilderAtEnd(ir->b, done);
 	phi = LLVMBuildPhi(ir->b, ir->ptr, "val");
 	nat_incoming2(phi, hit, from, rt, slow);
@@ -118,54 +221,19 @@ static LLVMValueRef nat_htab_hit(struct irb *ir, struct native_map *m,
 static LLVMValueRef nat_htab_insert_fast(struct irb *ir, struct native_map *m,
 					 LLVMValueRef base, LLVMValueRef key)
 {
-	LLVMBasicBlockRef mine, revive, slow, done, from_mine, from_rev;
-	LLVMValueRef slot, st, own, val, rt, phi, a[2];
-	LLVMValueRef vals[3];
-	LLVMBasicBlockRef bbs[3];
+	static const char *const names[4] = { "ins_mine", "ins_revive",
+					      "ins_slow", "ins_done" };
+	struct nat_fast f;
+	LLVMValueRef val;
 
-	own = nat_htab_first(ir, m, base, key, &slot, &st);
-	mine = LLVMAppendBasicBlockInContext(ir->ctx, ir->fn, "ins_mine");
-	revive = LLVMAppendBasicBlockInContext(ir->ctx, ir->fn, "ins_revive");
-	slow = LLVMAppendBasicBlockInContext(ir->ctx, ir->fn, "ins_slow");
-	done = LLVMAppendBasicBlockInContext(ir->ctx, ir->fn, "ins_done");
-	irb_unlikely(ir, LLVMBuildCondBr(ir->b, own, mine, slow), false);
-
-	LLVMPositionBuilderAtEnd(ir->b, mine);
-	val = irb_gep(ir, slot, 16);
-	from_mine = LLVMGetInsertBlock(ir->b);
-	LLVMBuildCondBr(ir->b, LLVMBuildICmp(ir->b, LLVMIntEQ, st,
-					     irb_const(ir, RT_HTAB_USED), ""),
-			done, revive);
-
-	LLVMPositionBuilderAtEnd(ir->b, revive);
+	nat_fast_open(ir, m, base, key, names, &f);
+	val = irb_gep(ir, f.slot, 16);
+	nat_fast_state(ir, &f, RT_HTAB_USED);
+	/* revive */
 	irb_native_memset(ir, val, 0, rt_align8(m->val_size));
-	{
-		LLVMValueRef s1 = LLVMBuildStore(ir->b,
-						 irb_const(ir, RT_HTAB_USED),
-						 slot);
-
-		LLVMSetOrdering(s1, LLVMAtomicOrderingRelease);
-		LLVMSetAlignment(s1, 8);
-	}
-	from_rev = LLVMGetInsertBlock(ir->b);
-	LLVMBuildBr(ir->b, done);
-
-	LLVMPositionBuilderAtEnd(ir->b, slow);
-	a[0] = base;
-	a[1] = key;
-	rt = nat_call_kept(ir, RT_FN_HTAB_LOOKUP, a);
-	LLVMBuildBr(ir->b, done);
-
-	LLVMPositionBuilderAtEnd(ir->b, done);
-	phi = LLVMBuildPhi(ir->b, ir->ptr, "ins_val");
-	vals[0] = val;
-	vals[1] = val;
-	vals[2] = rt;
-	bbs[0] = from_mine;
-	bbs[1] = from_rev;
-	bbs[2] = slow;
-	LLVMAddIncoming(phi, vals, bbs, 3);
-	return phi;
+	nat_store_release(ir, irb_const(ir, RT_HTAB_USED), f.slot);
+	return nat_fast_close(ir, &f, RT_FN_HTAB_LOOKUP, base, key, ir->ptr,
+			      "ins_val", val, val);
 }
 
 /*
@@ -177,49 +245,17 @@ static LLVMValueRef nat_htab_insert_fast(struct irb *ir, struct native_map *m,
 static LLVMValueRef nat_htab_delete_fast(struct irb *ir, struct native_map *m,
 					 LLVMValueRef base, LLVMValueRef key)
 {
-	LLVMBasicBlockRef mine, del, slow, done, from_mine;
-	LLVMValueRef slot, st, own, rt, phi, a[2], s1;
-	LLVMValueRef vals[3];
-	LLVMBasicBlockRef bbs[3];
+	static const char *const names[4] = { "del_mine", "del_set",
+					      "del_slow", "del_done" };
+	struct nat_fast f;
 
-	own = nat_htab_first(ir, m, base, key, &slot, &st);
-	mine = LLVMAppendBasicBlockInContext(ir->ctx, ir->fn, "del_mine");
-	del = LLVMAppendBasicBlockInContext(ir->ctx, ir->fn, "del_set");
-	slow = LLVMAppendBasicBlockInContext(ir->ctx, ir->fn, "del_slow");
-	done = LLVMAppendBasicBlockInContext(ir->ctx, ir->fn, "del_done");
-	irb_unlikely(ir, LLVMBuildCondBr(ir->b, own, mine, slow), false);
-
-	LLVMPositionBuilderAtEnd(ir->b, mine);
-	from_mine = LLVMGetInsertBlock(ir->b);
-	LLVMBuildCondBr(ir->b, LLVMBuildICmp(ir->b, LLVMIntEQ, st,
-					     irb_const(ir, RT_HTAB_DELETED),
-					     ""),
-			done, del);
-
-	LLVMPositionBuilderAtEnd(ir->b, del);
-	s1 = LLVMBuildStore(ir->b, irb_const(ir, RT_HTAB_DELETED), slot);
-	LLVMSetOrdering(s1, LLVMAtomicOrderingRelease);
-	LLVMSetAlignment(s1, 8);
-	LLVMBuildBr(ir->b, done);
-
-	LLVMPositionBuilderAtEnd(ir->b, slow);
-	a[0] = base;
-	a[1] = key;
+	nat_fast_open(ir, m, base, key, names, &f);
+	nat_fast_state(ir, &f, RT_HTAB_DELETED);
+	nat_store_release(ir, irb_const(ir, RT_HTAB_DELETED), f.slot);
 	/* kept: the probe saves no registers for its slow path */
-	rt = LLVMBuildPtrToInt(ir->b, nat_call_kept(ir, RT_FN_HTAB_DELETE, a),
-			       ir->i64, "");
-	LLVMBuildBr(ir->b, done);
-
-	LLVMPositionBuilderAtEnd(ir->b, done);
-	phi = LLVMBuildPhi(ir->b, ir->i64, "del_ret");
-	vals[0] = irb_const(ir, (uint64_t)-2);	/* -ENOENT */
-	vals[1] = irb_const(ir, 0);
-	vals[2] = rt;
-	bbs[0] = from_mine;
-	bbs[1] = del;
-	bbs[2] = slow;
-	LLVMAddIncoming(phi, vals, bbs, 3);
-	return phi;
+	return nat_fast_close(ir, &f, RT_FN_HTAB_DELETE, base, key, ir->i64,
+			      "del_ret", irb_const(ir, (uint64_t)-ENOENT),
+			      irb_const(ir, 0));
 }
 
 /*
@@ -233,15 +269,8 @@ static LLVMValueRef nat_tslot_mine(struct irb *ir, struct native_map *m,
 {
 	LLVMValueRef k, tid;
 
-	k = LLVMBuildLoad2(ir->b, ir->i64, key, "k");
-	LLVMSetAlignment(k, 1);
-	tid = LLVMBuildZExt(ir->b,
-			    nat_invariant(ir, LLVMBuildLoad2(
-						      ir->b, ir->i32,
-						      irb_gep(ir, irb_nat.blk,
-							      RT_BLK_TID),
-						      "tid")),
-			    ir->i64, "");
+	k = nat_key_word(ir, key);
+	tid = nat_own_tid(ir);
 	*slot = nat_map_area(ir, m->tslot);
 	return LLVMBuildICmp(ir->b, LLVMIntEQ, k, tid, "own_tid");
 }
@@ -267,16 +296,55 @@ static LLVMValueRef nat_tslot_split(struct irb *ir, struct native_map *m,
 	return slot;
 }
 
+/*
+ * The "mine" path of a per-thread slot done (its last block, returned,
+ * goes on to done); the builder is left in the table's block other.
+ */
+static LLVMBasicBlockRef nat_tslot_other(struct irb *ir,
+					 LLVMBasicBlockRef other,
+					 LLVMBasicBlockRef done)
+{
+	LLVMBasicBlockRef from = LLVMGetInsertBlock(ir->b);
+
+	LLVMBuildBr(ir->b, done);
+	LLVMPositionBuilderAtEnd(ir->b, other);
+	return from;
+}
+
+/* The table's path done too: in done, a phi of v (from) and tab. */
+static LLVMValueRef nat_tslot_join(struct irb *ir, LLVMBasicBlockRef done,
+				   LLVMTypeRef ty, const char *name,
+				   LLVMValueRef v, LLVMBasicBlockRef from,
+				   LLVMValueRef tab)
+{
+	LLVMBasicBlockRef other = LLVMGetInsertBlock(ir->b);
+	LLVMValueRef phi;
+
+	LLVMBuildBr(ir->b, done);
+	LLVMPositionBuilderAtEnd(ir->b, done);
+	phi = LLVMBuildPhi(ir->b, ty, name);
+	nat_incoming2(phi, v, from, tab, other);
+	return phi;
+}
+
+/* The slot's key word (0: absent). */
+static LLVMValueRef nat_tslot_kw(struct irb *ir, LLVMValueRef slot)
+{
+	LLVMValueRef kw = LLVMBuildLoad2(ir->b, ir->i64, slot, "slot_key");
+
+	LLVMSetAlignment(kw, 8);
+	return kw;
+}
+
 /* The slot's value if present (its key word not 0), else NULL. */
 static LLVMValueRef nat_tslot_lookup(struct irb *ir, struct native_map *m,
 				     LLVMValueRef key)
 {
 	LLVMBasicBlockRef other, done, from;
-	LLVMValueRef slot, kw, val, tab, phi, idx;
+	LLVMValueRef slot, kw, val, tab, idx;
 
 	slot = nat_tslot_split(ir, m, key, &other, &done);
-	kw = LLVMBuildLoad2(ir->b, ir->i64, slot, "slot_key");
-	LLVMSetAlignment(kw, 8);
+	kw = nat_tslot_kw(ir, slot);
 	/* inbounds of the block: never null, the caller's check folds */
 	idx = irb_const(ir, 8);
 	val = LLVMBuildSelect(ir->b,
@@ -285,16 +353,9 @@ static LLVMValueRef nat_tslot_lookup(struct irb *ir, struct native_map *m,
 			      LLVMBuildInBoundsGEP2(ir->b, ir->i8, slot, &idx,
 						    1, ""),
 			      LLVMConstNull(ir->ptr), "slot_val");
-	from = LLVMGetInsertBlock(ir->b);
-	LLVMBuildBr(ir->b, done);
-	LLVMPositionBuilderAtEnd(ir->b, other);
+	from = nat_tslot_other(ir, other, done);
 	tab = nat_htab_hit(ir, m, nat_map_area(ir, m->off), key);
-	other = LLVMGetInsertBlock(ir->b);
-	LLVMBuildBr(ir->b, done);
-	LLVMPositionBuilderAtEnd(ir->b, done);
-	phi = LLVMBuildPhi(ir->b, ir->ptr, "tslot_val");
-	nat_incoming2(phi, val, from, tab, other);
-	return phi;
+	return nat_tslot_join(ir, done, ir->ptr, "tslot_val", val, from, tab);
 }
 
 LLVMValueRef irb_native_map_lookup(struct irb *ir, LLVMValueRef map,
@@ -369,29 +430,20 @@ static LLVMValueRef nat_tslot_update(struct irb *ir, struct native_map *m,
 				     LLVMValueRef value, uint64_t flags)
 {
 	LLVMBasicBlockRef other, done, from;
-	LLVMValueRef slot, k, s, tab, phi;
+	LLVMValueRef slot, k, tab;
 	struct native_map keep = *m;
 
 	slot = nat_tslot_split(ir, m, key, &other, &done);
 	irb_native_memcpy(ir, irb_gep(ir, slot, 8), value, m->val_size);
-	k = LLVMBuildLoad2(ir->b, ir->i64, key, "k");
-	LLVMSetAlignment(k, 1);
-	s = LLVMBuildStore(ir->b, k, slot);
-	LLVMSetOrdering(s, LLVMAtomicOrderingRelease);
-	LLVMSetAlignment(s, 8);
-	from = LLVMGetInsertBlock(ir->b);
-	LLVMBuildBr(ir->b, done);
-	LLVMPositionBuilderAtEnd(ir->b, other);
+	k = nat_key_word(ir, key);
+	nat_store_release(ir, k, slot);
+	from = nat_tslot_other(ir, other, done);
 	/* the table, as without a slot */
 	m->tslot = 0;
 	tab = irb_native_map_update(ir, map, key, value, flags);
 	*m = keep;
-	other = LLVMGetInsertBlock(ir->b);
-	LLVMBuildBr(ir->b, done);
-	LLVMPositionBuilderAtEnd(ir->b, done);
-	phi = LLVMBuildPhi(ir->b, ir->i64, "tslot_upd");
-	nat_incoming2(phi, irb_const(ir, 0), from, tab, other);
-	return phi;
+	return nat_tslot_join(ir, done, ir->i64, "tslot_upd", irb_const(ir, 0),
+			      from, tab);
 }
 
 /* delete() of a per-thread slot: the key word cleared; 0, or -ENOENT
@@ -400,32 +452,22 @@ static LLVMValueRef nat_tslot_delete(struct irb *ir, struct native_map *m,
 				     LLVMValueRef key)
 {
 	LLVMBasicBlockRef other, done, from;
-	LLVMValueRef slot, kw, s, ret, tab, phi;
+	LLVMValueRef slot, kw, ret, tab;
 
 	slot = nat_tslot_split(ir, m, key, &other, &done);
-	kw = LLVMBuildLoad2(ir->b, ir->i64, slot, "slot_key");
-	LLVMSetAlignment(kw, 8);
-	s = LLVMBuildStore(ir->b, irb_const(ir, 0), slot);
-	LLVMSetOrdering(s, LLVMAtomicOrderingRelease);
-	LLVMSetAlignment(s, 8);
+	kw = nat_tslot_kw(ir, slot);
+	nat_store_release(ir, irb_const(ir, 0), slot);
 	ret = LLVMBuildSelect(ir->b,
 			      LLVMBuildICmp(ir->b, LLVMIntNE, kw,
 					    irb_const(ir, 0), ""),
 			      irb_const(ir, 0), irb_const(ir, (uint64_t)-2),
 			      "");
-	from = LLVMGetInsertBlock(ir->b);
-	LLVMBuildBr(ir->b, done);
-	LLVMPositionBuilderAtEnd(ir->b, other);
+	from = nat_tslot_other(ir, other, done);
 	tab = m->key_size == 8 ?
 		      nat_htab_delete_fast(ir, m, nat_map_area(ir, m->off),
 					   key) :
 		      irb_const(ir, (uint64_t)-2);
-	other = LLVMGetInsertBlock(ir->b);
-	LLVMBuildBr(ir->b, done);
-	LLVMPositionBuilderAtEnd(ir->b, done);
-	phi = LLVMBuildPhi(ir->b, ir->i64, "tslot_del");
-	nat_incoming2(phi, ret, from, tab, other);
-	return phi;
+	return nat_tslot_join(ir, done, ir->i64, "tslot_del", ret, from, tab);
 }
 
 LLVMValueRef irb_native_map_update(struct irb *ir, LLVMValueRef map,

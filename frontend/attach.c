@@ -214,6 +214,34 @@ static int ap_nargs(struct compile *c, const struct ast_loc *loc,
 	return -EINVAL;
 }
 
+/*
+ * PROV:FUNC or PROV:TARGET:FUNC (kprobe, uprobe): the target set, the
+ * function part in *f; false for another number of parts.
+ */
+static bool ap_target_func(struct ast_attach_point *ap,
+			   const struct ap_parts *ps, const char **f)
+{
+	if (ps->n == 2) {
+		*f = ps->part[1];
+	} else if (ps->n == 3) {
+		ap->target = ps->part[1];
+		*f = ps->part[2];
+	} else {
+		return false;
+	}
+	return true;
+}
+
+/* A return probe (ret) takes no offset: bpftrace's wording. */
+static int ap_ret_offset(struct compile *c, const struct ast_loc *loc,
+			 const struct ast_attach_point *ap, bool ret)
+{
+	if (!ap->func_offset || !ret)
+		return 0;
+	diag_error(&c->diag, loc, "Offset not allowed");
+	return -EINVAL;
+}
+
 static bool is_number(const char *s)
 {
 	uint64_t v;
@@ -349,12 +377,7 @@ int ap_parse(struct compile *c, struct ast_node *n, const char *raw)
 	if (!strcmp(prov, "kprobe") || !strcmp(prov, "kretprobe")) {
 		const char *f;
 
-		if (ps.n == 2) {
-			f = ps.part[1];
-		} else if (ps.n == 3) {
-			ap->target = ps.part[1];
-			f = ps.part[2];
-		} else {
+		if (!ap_target_func(ap, &ps, &f)) {
 			/* bpftrace 0.17 has no kprobe:MODULE:FUNC (sema
 			 * refuses it there, after the config block) */
 			return ap_nargs(c, loc, prov,
@@ -371,20 +394,13 @@ int ap_parse(struct compile *c, struct ast_node *n, const char *raw)
 			return parse_u64(f, &ap->address), 0;
 		if (split_offset(c, ap, f))
 			goto bad_offset;
-		if (ap->func_offset && !strcmp(prov, "kretprobe")) {
-			diag_error(&c->diag, loc, "Offset not allowed");
-			return -EINVAL;
-		}
-		return 0;
+		return ap_ret_offset(c, loc, ap, !strcmp(prov, "kretprobe"));
 	}
 	if (!strcmp(prov, "uprobe") || !strcmp(prov, "uretprobe")) {
 		const char *f;
 
-		if (ps.n == 2) {
-			f = ps.part[1];
-		} else if (ps.n == 3) {
-			ap->target = ps.part[1];
-			f = ps.part[2];
+		if (ap_target_func(ap, &ps, &f)) {
+			/* the function in f */
 		} else if (ps.n == 4) {
 			ap->target = ps.part[1];
 			ap->lang = ps.part[2];
@@ -424,19 +440,12 @@ int ap_parse(struct compile *c, struct ast_node *n, const char *raw)
 			ap->func = arena_strndup(&c->arena, f, q);
 			if (parse_u64(f + q + 1, &ap->func_offset))
 				goto bad_offset;
-			if (ap->func_offset && !strcmp(prov, "uretprobe")) {
-				diag_error(&c->diag, loc, "Offset not allowed");
-				return -EINVAL;
-			}
-			return 0;
+			return ap_ret_offset(c, loc, ap,
+					     !strcmp(prov, "uretprobe"));
 		}
 		if (split_offset(c, ap, f))
 			goto bad_offset;
-		if (ap->func_offset && !strcmp(prov, "uretprobe")) {
-			diag_error(&c->diag, loc, "Offset not allowed");
-			return -EINVAL;
-		}
-		return 0;
+		return ap_ret_offset(c, loc, ap, !strcmp(prov, "uretprobe"));
 	}
 	if (!strcmp(prov, "usdt")) {
 		if (ps.n == 2) {

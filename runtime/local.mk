@@ -8,6 +8,7 @@ pkglibexec_PROGRAMS += libubt-rt.so
 libubt_rt_so_SOURCES = \
 	runtime/rt.c \
 	runtime/rt_abi.h \
+	runtime/rt_asm.h \
 	runtime/rt_block.c \
 	runtime/rt_builtin.c \
 	runtime/rt_chunk.c \

@@ -6,32 +6,15 @@
  * arguments live.  A leaf of its own, so that rt.c and rt_vfork.c both
  * call it without calling each other.
  */
+#include "rt_asm.h"
+
 __asm__(".text\n"
 	".globl rt_call_kept\n"
 	".hidden rt_call_kept\n"
 	".type rt_call_kept,@function\n"
 	"rt_call_kept:\n"
-	"	push %rbp\n"
-	"	mov %rsp, %rbp\n"
-	"	and $-16, %rsp\n"
-	"	push %rdi\n"
-	"	push %rsi\n"
-	"	push %rdx\n"
-	"	push %rcx\n"
-	"	push %r8\n"
-	"	push %r9\n"
-	"	push %r10\n"
-	"	push %r11\n"
+	RT_ASM_SAVE_ARGS
 	"	call *%rax\n"
-	"	pop %r11\n"
-	"	pop %r10\n"
-	"	pop %r9\n"
-	"	pop %r8\n"
-	"	pop %rcx\n"
-	"	pop %rdx\n"
-	"	pop %rsi\n"
-	"	pop %rdi\n"
-	"	mov %rbp, %rsp\n"
-	"	pop %rbp\n"
+	RT_ASM_RESTORE_ARGS
 	"	ret\n"
 	".size rt_call_kept, .-rt_call_kept\n");

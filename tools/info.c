@@ -23,6 +23,7 @@
 #include "kernel.h"
 #include "kprov.h"
 #include "kfeat.h"
+#include "util.h"
 
 static const char *info_yes(bool b)
 {
@@ -110,11 +111,36 @@ static bool info_map_batch(void)
 	return ok;
 }
 
+/* The kernel helpers and map types listed, in bpftrace's order. */
+static const struct info_item {
+	const char *name;
+	int id;
+} info_helpers[] = {
+	{ "probe_read", BPF_FUNC_probe_read },
+	{ "probe_read_str", BPF_FUNC_probe_read_str },
+	{ "probe_read_user", BPF_FUNC_probe_read_user },
+	{ "probe_read_user_str", BPF_FUNC_probe_read_user_str },
+	{ "probe_read_kernel", BPF_FUNC_probe_read_kernel },
+	{ "probe_read_kernel_str", BPF_FUNC_probe_read_kernel_str },
+	{ "get_current_cgroup_id", BPF_FUNC_get_current_cgroup_id },
+	{ "send_signal", BPF_FUNC_send_signal },
+	{ "override_return", BPF_FUNC_override_return },
+	{ "get_boot_ns", BPF_FUNC_ktime_get_boot_ns },
+}, info_maps[] = {
+	{ "hash", BPF_MAP_TYPE_HASH },
+	{ "percpu hash", BPF_MAP_TYPE_PERCPU_HASH },
+	{ "array", BPF_MAP_TYPE_ARRAY },
+	{ "percpu array", BPF_MAP_TYPE_PERCPU_ARRAY },
+	{ "stack_trace", BPF_MAP_TYPE_STACK_TRACE },
+	{ "perf_event_array", BPF_MAP_TYPE_PERF_EVENT_ARRAY },
+};
+
 int info_print(FILE *f)
 {
 	struct utsname u;
 	unsigned major, minor, patch;
 	bool loops = info_loops();
+	size_t i;
 
 	libbpf_set_print(NULL);
 	if (uname(&u))
@@ -127,25 +153,9 @@ int info_print(FILE *f)
 		"  libdw (DWARF support): yes\n\n", PACKAGE_VERSION, major,
 		minor, patch);
 	fprintf(f, "Kernel helpers\n");
-	fprintf(f, "  probe_read: %s\n", info_yes(info_helper(BPF_FUNC_probe_read)));
-	fprintf(f, "  probe_read_str: %s\n",
-		info_yes(info_helper(BPF_FUNC_probe_read_str)));
-	fprintf(f, "  probe_read_user: %s\n",
-		info_yes(info_helper(BPF_FUNC_probe_read_user)));
-	fprintf(f, "  probe_read_user_str: %s\n",
-		info_yes(info_helper(BPF_FUNC_probe_read_user_str)));
-	fprintf(f, "  probe_read_kernel: %s\n",
-		info_yes(info_helper(BPF_FUNC_probe_read_kernel)));
-	fprintf(f, "  probe_read_kernel_str: %s\n",
-		info_yes(info_helper(BPF_FUNC_probe_read_kernel_str)));
-	fprintf(f, "  get_current_cgroup_id: %s\n",
-		info_yes(info_helper(BPF_FUNC_get_current_cgroup_id)));
-	fprintf(f, "  send_signal: %s\n",
-		info_yes(info_helper(BPF_FUNC_send_signal)));
-	fprintf(f, "  override_return: %s\n",
-		info_yes(info_helper(BPF_FUNC_override_return)));
-	fprintf(f, "  get_boot_ns: %s\n",
-		info_yes(info_helper(BPF_FUNC_ktime_get_boot_ns)));
+	for (i = 0; i < ARRAY_SIZE(info_helpers); i++)
+		fprintf(f, "  %s: %s\n", info_helpers[i].name,
+			info_yes(info_helper(info_helpers[i].id)));
 	/* d_path and skb_output: tracing programs, which ubt does not load */
 	fprintf(f, "  dpath: no\n  skboutput: no\n\n");
 	fprintf(f, "Kernel features\n  Instruction limit: %d\n"
@@ -160,16 +170,10 @@ int info_print(FILE *f)
 	kfeat_print(f);
 	fputc('\n', f);
 	fprintf(f, "Map types\n");
-	fprintf(f, "  hash: %s\n", info_yes(info_map(BPF_MAP_TYPE_HASH)));
-	fprintf(f, "  percpu hash: %s\n",
-		info_yes(info_map(BPF_MAP_TYPE_PERCPU_HASH)));
-	fprintf(f, "  array: %s\n", info_yes(info_map(BPF_MAP_TYPE_ARRAY)));
-	fprintf(f, "  percpu array: %s\n",
-		info_yes(info_map(BPF_MAP_TYPE_PERCPU_ARRAY)));
-	fprintf(f, "  stack_trace: %s\n",
-		info_yes(info_map(BPF_MAP_TYPE_STACK_TRACE)));
-	fprintf(f, "  perf_event_array: %s\n\n",
-		info_yes(info_map(BPF_MAP_TYPE_PERF_EVENT_ARRAY)));
+	for (i = 0; i < ARRAY_SIZE(info_maps); i++)
+		fprintf(f, "  %s: %s\n", info_maps[i].name,
+			info_yes(info_map(info_maps[i].id)));
+	fputc('\n', f);
 	fprintf(f, "Probe types\n");
 	fprintf(f, "  kprobe: %s\n", info_yes(kprov_kprobe()));
 	fprintf(f, "  tracepoint: %s\n",

@@ -674,6 +674,22 @@ static int put_rel32(struct patch_site *s, uint8_t *p, uint64_t target,
 	return 0;
 }
 
+/*
+ * An instruction of len bytes at out + *n (placed at to + *n) whose rel32
+ * field, at pos, reaches target; *n moves past it.
+ */
+static int put_insn_rel32(struct patch_site *s, uint8_t *out, uint64_t to,
+			  uint32_t *n, uint32_t pos, uint32_t len,
+			  uint64_t target)
+{
+	int err = put_rel32(s, out + *n + pos, target, to + *n + len);
+
+	if (err)
+		return err;
+	*n += len;
+	return 0;
+}
+
 int patch_relocate(struct patch_site *s, uint64_t to, uint8_t *out,
 		   size_t cap, struct patch_reloc *r)
 {
@@ -715,6 +731,7 @@ int patch_relocate(struct patch_site *s, uint64_t to, uint8_t *out,
 			}
 			continue;
 		}
+		err = 0;
 		switch (k) {
 		case REL_NONE:
 			memcpy(out + n, src, in.length);
@@ -722,11 +739,8 @@ int patch_relocate(struct patch_site *s, uint64_t to, uint8_t *out,
 			break;
 		case REL_RIPMEM:
 			memcpy(out + n, src, in.length);
-			err = put_rel32(s, out + n + in.raw.disp.offset, t,
-					to + n + in.length);
-			if (err)
-				return err;
-			n += in.length;
+			err = put_insn_rel32(s, out, to, &n, in.raw.disp.offset,
+					     in.length, t);
 			break;
 		case REL_CALL: {
 			/*
@@ -753,38 +767,30 @@ int patch_relocate(struct patch_site *s, uint64_t to, uint8_t *out,
 			out[n + 15] = 0x04;
 			memcpy(out + n + 16, &hi, 4);
 			out[n + 20] = 0xe9;		/* jmp target */
-			err = put_rel32(s, out + n + 21, t, to + n + 25);
-			if (err)
-				return err;
-			n += 25;
+			err = put_insn_rel32(s, out, to, &n, 21, 25, t);
 			break;
 		}
 		case REL_JMP:
 			out[n] = 0xe9;
-			err = put_rel32(s, out + n + 1, t, to + n + 5);
-			if (err)
-				return err;
-			n += 5;
+			err = put_insn_rel32(s, out, to, &n, 1, 5, t);
 			break;
 		case REL_JCC:
 			out[n] = 0x0f;
 			out[n + 1] = 0x80 | (in.opcode & 0x0f);
-			err = put_rel32(s, out + n + 2, t, to + n + 6);
-			if (err)
-				return err;
-			n += 6;
+			err = put_insn_rel32(s, out, to, &n, 2, 6, t);
 			break;
 		case REL_BAD:
 			return -EINVAL;
 		}
+		if (err)
+			return err;
 	}
 	if (cap - n < 5)
 		return -ENOSPC;
 	out[n] = 0xe9;
-	err = put_rel32(s, out + n + 1, s->addr + s->len, to + n + 5);
+	err = put_insn_rel32(s, out, to, &n, 1, 5, s->addr + s->len);
 	if (err)
 		return err;
-	n += 5;
 	r->len = n;
 	return 0;
 }

@@ -83,6 +83,39 @@ static void emit_fp(struct comm_prog *p, int reg, int off)
 	emit(p, ALU_K(BPF_ADD, reg, off));
 }
 
+/* probe_read_kernel(fp + fp_off, 4, task + off) (r6: ctx); out on failure */
+static void emit_task_u32(struct comm_prog *p, int fp_off, int off)
+{
+	emit_fp(p, BPF_REG_1, fp_off);
+	emit(p, MOV_K(BPF_REG_2, 4));
+	emit(p, LDX(BPF_DW, BPF_REG_3, BPF_REG_6, 0));
+	emit(p, ALU_K(BPF_ADD, BPF_REG_3, off));
+	emit(p, CALL(BPF_FUNC_probe_read_kernel));
+	emit(p, JOUT_K(BPF_JNE, BPF_REG_0, 0));
+}
+
+/* r0 = map_lookup_elem(map, fp + key_off); out when absent */
+static void emit_lookup(struct comm_prog *p, int map_fd, int key_off)
+{
+	emit(p, INSN(BPF_LD | BPF_DW | BPF_IMM, BPF_REG_1, BPF_PSEUDO_MAP_FD,
+		     0, map_fd));
+	emit(p, INSN(0, 0, 0, 0, 0));
+	emit_fp(p, BPF_REG_2, key_off);
+	emit(p, CALL(BPF_FUNC_map_lookup_elem));
+	emit(p, JOUT_K(BPF_JEQ, BPF_REG_0, 0));
+}
+
+/* out: the jumps to it resolved, then return 0 */
+static void emit_out(struct comm_prog *p)
+{
+	for (int i = 0; i < p->n; i++)
+		if (p->in[i].off == 0x7fff &&
+		    BPF_CLASS(p->in[i].code) == BPF_JMP)
+			p->in[i].off = (int16_t)(p->n - i - 1);
+	emit(p, MOV_K(BPF_REG_0, 0));
+	emit(p, EXIT());
+}
+
 /*
  * The program (raw tracepoint: ctx[0] = the task, ctx[1] = its new name):
  *
@@ -103,29 +136,14 @@ static void user_comm_prog(struct comm_prog *p, int map_fd, pid_t pid,
 	for (int off = -8; off >= -40; off -= 8)
 		emit(p, ST0(off));
 	/* the renamed thread's process */
-	emit_fp(p, BPF_REG_1, -8);
-	emit(p, MOV_K(BPF_REG_2, 4));
-	emit(p, LDX(BPF_DW, BPF_REG_3, BPF_REG_6, 0));
-	emit(p, ALU_K(BPF_ADD, BPF_REG_3, tgid_off));
-	emit(p, CALL(BPF_FUNC_probe_read_kernel));
-	emit(p, JOUT_K(BPF_JNE, BPF_REG_0, 0));
+	emit_task_u32(p, -8, tgid_off);
 	emit(p, LDX(BPF_W, BPF_REG_1, BPF_REG_10, -8));
 	emit(p, JOUT_K(BPF_JNE, BPF_REG_1, pid));
 	/* the table */
-	emit(p, INSN(BPF_LD | BPF_DW | BPF_IMM, BPF_REG_1, BPF_PSEUDO_MAP_FD,
-		     0, map_fd));
-	emit(p, INSN(0, 0, 0, 0, 0));
-	emit_fp(p, BPF_REG_2, -16);	/* key 0 */
-	emit(p, CALL(BPF_FUNC_map_lookup_elem));
-	emit(p, JOUT_K(BPF_JEQ, BPF_REG_0, 0));
+	emit_lookup(p, map_fd, -16);	/* key 0 */
 	emit(p, MOV_X(BPF_REG_8, BPF_REG_0));
 	/* the thread, its new name */
-	emit_fp(p, BPF_REG_1, -24);
-	emit(p, MOV_K(BPF_REG_2, 4));
-	emit(p, LDX(BPF_DW, BPF_REG_3, BPF_REG_6, 0));
-	emit(p, ALU_K(BPF_ADD, BPF_REG_3, pid_off));
-	emit(p, CALL(BPF_FUNC_probe_read_kernel));
-	emit(p, JOUT_K(BPF_JNE, BPF_REG_0, 0));
+	emit_task_u32(p, -24, pid_off);
 	emit(p, LDX(BPF_W, BPF_REG_7, BPF_REG_10, -24));
 	emit_fp(p, BPF_REG_1, -40);
 	emit(p, MOV_K(BPF_REG_2, 16));
@@ -147,13 +165,7 @@ static void user_comm_prog(struct comm_prog *p, int map_fd, pid_t pid,
 	emit(p, ALU_K(BPF_LSH, BPF_REG_1, 32));
 	emit(p, ALU_X(BPF_OR, BPF_REG_1, BPF_REG_7));
 	emit(p, STX(BPF_REG_8, BPF_REG_1, 0));
-	/* out: */
-	for (int i = 0; i < p->n; i++)
-		if (p->in[i].off == 0x7fff &&
-		    BPF_CLASS(p->in[i].code) == BPF_JMP)
-			p->in[i].off = (int16_t)(p->n - i - 1);
-	emit(p, MOV_K(BPF_REG_0, 0));
-	emit(p, EXIT());
+	emit_out(p);
 }
 
 /*
@@ -172,21 +184,11 @@ static void user_cred_prog(struct comm_prog *p, int map_fd, pid_t pid)
 	emit(p, CALL(BPF_FUNC_get_current_pid_tgid));
 	emit(p, ALU_K(BPF_RSH, BPF_REG_0, 32));
 	emit(p, JOUT_K(BPF_JNE, BPF_REG_0, pid));
-	emit(p, INSN(BPF_LD | BPF_DW | BPF_IMM, BPF_REG_1, BPF_PSEUDO_MAP_FD,
-		     0, map_fd));
-	emit(p, INSN(0, 0, 0, 0, 0));
-	emit_fp(p, BPF_REG_2, -8);
-	emit(p, CALL(BPF_FUNC_map_lookup_elem));
-	emit(p, JOUT_K(BPF_JEQ, BPF_REG_0, 0));
+	emit_lookup(p, map_fd, -8);
 	emit(p, MOV_K(BPF_REG_1, 1));
 	emit(p, INSN(BPF_STX | BPF_ATOMIC | BPF_DW, BPF_REG_0, BPF_REG_1,
 		     RT_COMM_CRED_OFF, BPF_ADD));
-	for (int i = 0; i < p->n; i++)
-		if (p->in[i].off == 0x7fff &&
-		    BPF_CLASS(p->in[i].code) == BPF_JMP)
-			p->in[i].off = (int16_t)(p->n - i - 1);
-	emit(p, MOV_K(BPF_REG_0, 0));
-	emit(p, EXIT());
+	emit_out(p);
 }
 
 /* The system calls that change a thread's real uid or gid. */
