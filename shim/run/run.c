@@ -233,6 +233,7 @@ static int run_combined(struct compile *c, const struct run_opts *o,
 	struct diag *last = c->diag.head;
 	int err, rc = 1, nprobes = 0, timeout = RUN_POLL_MS, st;
 	bool resumed = false;	/* the target runs (user_resume()) */
+	bool vm_fail = false;	/* a CLONE_VM child since (run_user.c) */
 
 	if (!r.sysw)
 		r.xstandby = run_xmap_standby(c, d, xmaps, &r.xno_standby);
@@ -438,6 +439,10 @@ static int run_combined(struct compile *c, const struct run_opts *o,
 			kernel_clear_all_maps(r.k);
 		if (gone)
 			break;
+		if (!r.sysw && run_user_vm_child(&r)) {
+			vm_fail = true;
+			break;
+		}
 	}
 	/* probes stop; what is in the rings still prints */
 	run_set_global(&r, NATIVE_GLOBALS_EXIT, 1);
@@ -449,7 +454,7 @@ static int run_combined(struct compile *c, const struct run_opts *o,
 	} else {
 		run_user_drain(&r);
 	}
-	if (!guard_orphaned()) {
+	if (!guard_orphaned() && !vm_fail) {
 		kernel_run_end(r.k);
 		kernel_poll(r.k, 0);
 		if (!c->sema->no_maps_on_exit)
@@ -461,7 +466,7 @@ static int run_combined(struct compile *c, const struct run_opts *o,
 		if (exitwatch_status(xw, &st))
 			child_report_pid(stderr, o->pid, st, o->verbose);
 	}
-	rc = kernel_exit_code(r.k);
+	rc = vm_fail ? 1 : kernel_exit_code(r.k);
 out:
 	run_metrics_stop(&r);
 	if (r.sysw)

@@ -272,6 +272,8 @@ bool run_target_exited(struct run *r);
 
 /* What user mode could not record, said once at exit. */
 void run_user_warnings(struct run *r);
+/* A CLONE_VM child made since the attach: said, true (the run ends). */
+bool run_user_vm_child(struct run *r);
 /* Updates of map `map` r->u's tables refused (full), all threads. */
 uint64_t run_user_map_full(struct run *r, int map);
 

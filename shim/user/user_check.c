@@ -251,7 +251,7 @@ static int user_seccomp_mode(pid_t pid, pid_t *tid)
  * that made it, so on the same per-thread block.  Its pid, or 0 (none, or
  * no kcmp).
  */
-static pid_t user_vm_sharer(pid_t pid)
+pid_t user_vm_sharer(pid_t pid)
 {
 	DIR *dir = opendir("/proc");
 	struct dirent *e;

@@ -156,4 +156,52 @@ for mode in kernel auto; do
 	fi
 done
 
+# a CLONE_VM child made after ubt attached, by libc's clone() (vmlate) or
+# by the system call itself (vmraw): ubt sees it (task_newtask) and ends
+# the run with the reason, no map printed (the child's hits would count
+# on its parent thread's block, under its pid: 2000 for 1000 before);
+# the target exits 0, its code as before.  --mode kernel counts the
+# target's own calls.
+for how in vmlate vmraw; do
+	for mode in kernel auto; do
+		: >"$tout"
+		"$bin" 1000 $how >"$tout" 2>&1 </dev/null &
+		tp=$!
+		wait_for 100 "" '^ready' "$tout"
+		before=$(code $tp ubt_vf_tick)
+		ubt_bg 60 --mode $mode -p $tp -e \
+			"uprobe:$bin:ubt_vf_tick { @p[pid] = count(); @t[pid == tid] = count(); }"
+		kill -USR1 $tp
+		wait_for 300 $tp '^done' "$tout"
+		[ $mode = kernel ] && kill -INT $up 2>/dev/null
+		wait $up
+		rc=$?
+		after=$(code $tp ubt_vf_tick)
+		kill -USR1 $tp
+		wait $tp
+		trc=$?
+		me=$(sed -n 's/^pid //p' "$tout")
+		kid=$(sed -n 's/^vm //p' "$tout")
+		got=$(grep '^@' "$out" | sed "s/\[$me\]/[P]/" | sort)
+		what="a CLONE_VM child made after the attach ($how, -p, $mode): the target's code as before, exit 0"
+		if [ $mode = kernel ]; then
+			what="$what, its own calls counted"
+			[ $rc -eq 0 ] && [ "$got" = "@p[P]: 1000
+@t[1]: 1000" ]
+		else
+			what="$what; the run ends with the reason, no count printed"
+			[ $rc -eq 1 ] && [ -z "$got" ] && [ -n "$kid" ] &&
+			grep -q "^ubt: pid $me made 1 child(ren) with clone(CLONE_VM) without CLONE_VFORK (the first: pid $kid) after ubt attached" "$err"
+		fi
+		res=$?
+		if [ $res -eq 0 ] && [ $trc -eq 0 ] && [ -n "$before" ] &&
+		   [ "$before" = "$after" ]; then
+			ok "$what"
+		else
+			not_ok "$what" "exit $rc, target $trc, before $before after $after" \
+				"got:" "$got" "$(cat "$err")"
+		fi
+	done
+done
+
 tap_done
