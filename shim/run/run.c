@@ -82,31 +82,24 @@ static bool run_want_user(void *ctx, const struct ast_node *probe)
 /*
  * System-wide, a probe with sites in user mode in a process taken: its
  * kernel program skips those processes at the sites patched there
- * (cg_opts.skip_taken; the others, RUN_BOTH's kernel sites, count on;
- * a RUN_BOTH uretprobe does not skip: returns there may count twice if
- * another tracer's int3 comes back, issue 24).
+ * (cg_opts.skip_taken; the others, RUN_BOTH's kernel sites, count on).
  * A uretprobe's skips only the returns of calls the kernel saw enter
- * since the take (another tracer's int3): a call that entered before
- * returns to the kernel's trampoline, and only its program counts it.
+ * at a site patched since the take (another tracer's int3, back after
+ * the take; the mark program, sysw_bpf_mark(), on every return site,
+ * marks only those): a call that entered before returns to the kernel's
+ * trampoline, and only its program counts it.  So a RUN_BOTH uretprobe
+ * skips too: without it, a patched site's return counted twice once
+ * another tracer's int3 came back there.  A patched function's tail
+ * call into a kernel site does not share the mark's stack pointer: its
+ * wrapped call runs lower on the stack when the kernel took its return
+ * address (RT_FN_WRAP_LOW).
  */
 static bool run_skip_taken(void *ctx, const struct ast_node *probe)
 {
 	const struct run *r = ctx;
 	enum run_where w = r->d[probe->probe.index].where;
 
-	if (!r->sysw || w == RUN_KERNEL)
-		return false;
-	if (w == RUN_USER)
-		return true;
-	/*
-	 * Sites on both sides: a uretprobe's return marks ({thread, stack
-	 * pointer}) would also skip a kernel site's return at the same
-	 * stack pointer (a tail call from a patched function into it).
-	 */
-	for (const struct ast_node *ap = probe->probe.aps; ap; ap = ap->next)
-		if (ap->ap.provider && !strcmp(ap->ap.provider, "uretprobe"))
-			return false;
-	return true;
+	return r->sysw && w != RUN_KERNEL;
 }
 
 /* A user-mode probe whose BPF program waits in case the target cannot

@@ -172,6 +172,62 @@ def case_return_after_take():
        "after: the other ubt counts %d returns of each" % N, o.out[-600:])
 
 
+def case_both_after_take():
+    """The same with a return probe that has sites on both sides
+    (icall_short's stays in the kernel: RUN_BOTH): once the other
+    tracer's int3s were back on the patched sites, the probe's kernel
+    program counted their returns too (3000 for 2000, the old build).
+    It now skips the returns of calls marked at a patched site's entry,
+    the mark keyed on the return address too: icall_short, called from
+    the same frame, still counts every return in the kernel."""
+    path = copy("kboth")
+    user = ("cov_tiny", "cov_zero", "cov_rdx", "cov_jshort", "icall_short")
+    other = ("cov_jshort", "cov_back", "cov_tiny", "icall_short")
+    u = Tracer([UBT, "-v", "-e", ",".join("uretprobe:%s:%s" % (path, f)
+                                          for f in user) +
+                " { @[probe] = count(); }"])
+    ok(u.attached, "both after: ubt attached", u.err[-300:])
+    t = Fed([path])
+    ok(t.run(str(N), "done") == "done %d" % N,
+       "both after: first %d calls" % N)
+    ok(read_err_until(u, r"^ubt: pid %d \(kboth\) taken: 4 probe\(s\) "
+                      r"in user mode" % t.p.pid),
+       "both after: the process taken, 4 sites in user mode", u.err[-600:])
+    o = Tracer([UBT, "--mode", "kernel", "-e",
+                ",".join("uretprobe:%s:%s" % (path, f) for f in other) +
+                " { @[probe] = count(); }"])
+    ok(o.attached, "both after: another ubt's return probes in the kernel",
+       o.err[-300:])
+    ok(t.run(str(N), "done") == "done %d" % N,
+       "both after: %d calls with the other tracer there" % N)
+    o.stop()
+    u.stop()
+    alive = t.p.poll() is None
+    code = {f: code_in(t.p.pid, path, f) for f in FUNCS} if alive else {}
+    ok(alive and all(code[f] == code_in_file(path, f) for f in FUNCS),
+       "both after: every function's bytes are the file's once both left",
+       "exit status %s " % t.p.poll() + repr(code))
+    if alive:
+        t.close_input()
+    ok(alive and t.expect("exit") == "exit 0" and
+       t.p.wait(timeout=60) == 0, "both after: the target exits 0",
+       str(t.p.poll()))
+    got = {}
+    for m in re.finditer(r"^@\[uretprobe:[^\]]*:(\w+)\]: (\d+)$", u.out,
+                         re.M):
+        got[m.group(1)] = got.get(m.group(1), 0) + int(m.group(2))
+    ok(got == {f: 2 * N for f in user},
+       "both after: ubt counts %d returns of each, none twice" % (2 * N),
+       u.out[-600:])
+    got = {}
+    for m in re.finditer(r"^@\[uretprobe:[^\]]*:(\w+)\]: (\d+)$", o.out,
+                         re.M):
+        got[m.group(1)] = got.get(m.group(1), 0) + int(m.group(2))
+    ok(got == {f: N for f in other},
+       "both after: the other ubt counts %d returns of each" % N,
+       o.out[-600:])
+
+
 def tracefs_write(name, text):
     """Append a line (no seek: tracefs refuses Python's "a" mode's)."""
     fd = os.open(os.path.join(TRACEFS, name), os.O_WRONLY | os.O_APPEND)
@@ -230,6 +286,7 @@ def main():
         case_other_ubt()
         case_return_probe()
         case_return_after_take()
+        case_both_after_take()
         case_uprobe_events()
     finally:
         shutil.rmtree(cover.work, ignore_errors=True)
