@@ -354,6 +354,8 @@ static int run_combined(struct compile *c, const struct run_opts *o,
 		run_attached(o, nprobes);
 	fflush(o->out ? o->out : stdout);
 	/* nprobes counts the user-mode probes too: keep it */
+	if (r.sysw)	/* before its own int3s: another's at a site */
+		r.unseen = sysw_unseen_look(&r);
 	err = kernel_attach(r.k, NULL);
 	if (err) {
 		rc = kernel_attach_status(r.k);

@@ -84,6 +84,7 @@ struct run {
 	uint32_t ubase;
 	bool sysw;		/* system-wide (no -p/-c): sysw.c */
 	struct sysw *sw;
+	struct sysw_unseen *unseen;	/* sysw_unseen.c, before the attach */
 	char near[PATH_MAX];	/* user_opts.near: the first return probe's
 				 * module */
 	const char **mods;	/* user_opts.modules (run_user.c) */

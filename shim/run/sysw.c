@@ -152,6 +152,7 @@ int sysw_start(struct run *r)
 	for (int i = 0; i < SYSW_BPF_FOLLOWERS; i++)
 		s->follow[i] = -1;
 	s->taken_fd = kernel_own_map_fd(r->k, CG_MAP_TAKEN);
+	s->share.pre = r->unseen;
 	r->sw = s;
 	/* the worker's parent: the ubt the user started (guard.c) */
 	s->ubt_pid = getppid();
@@ -672,6 +673,8 @@ void sysw_stop(struct run *r)
 	}
 	r->nfleet = 0;
 	r->u = NULL;
+	sysw_unseen_free(r->unseen);
+	r->unseen = NULL;
 	if (!s)
 		return;
 	sysw_taken_lost(s);
