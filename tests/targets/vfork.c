@@ -20,6 +20,9 @@
  * is made (with ubt attached): by libc's clone(CLONE_VM | SIGCHLD)
  * (vmlate) or by the clone system call itself, outside libc (vmraw);
  * then as vm.
+ * ubt-vfork N vmtaken: ubt_vf_tick N times first, "ticked", a wait for
+ * SIGUSR1, the child made by the system call ("vm PID"), a wait for
+ * SIGUSR1 again before the child runs its calls, then as vm.
  * Exits 0, or 1 after a wrong result or a child that failed.
  */
 #define _GNU_SOURCE
@@ -132,8 +135,19 @@ static long raw_clone_vm(char *top, int (*fn)(void *))
 	return ret;
 }
 
-/* ubt-vfork N vm|vmlate|vmraw */
-static int vm_main(long n, int late, int raw)
+/* the next wait for SIGUSR1 (target_wait_usr1() leaves it blocked) */
+static void vm_rearm(void)
+{
+	sigset_t usr1;
+
+	sigemptyset(&usr1);
+	sigaddset(&usr1, SIGUSR1);
+	*target_usr1() = 0;
+	sigprocmask(SIG_UNBLOCK, &usr1, NULL);
+}
+
+/* ubt-vfork N vm|vmlate|vmraw|vmtaken */
+static int vm_main(long n, int late, int raw, int taken)
 {
 	static char stack[64 * 1024] __attribute__((aligned(16)));
 	long bad = 0;
@@ -145,6 +159,11 @@ static int vm_main(long n, int late, int raw)
 	sigaddset(&usr1, SIGUSR1);
 	if (pipe(vm_fd))
 		return 1;
+	if (taken) {
+		bad |= ticks(n);
+		printf("ticked\n");
+		fflush(stdout);
+	}
 	if (late)
 		target_wait_usr1();
 	if (raw)
@@ -158,6 +177,10 @@ static int vm_main(long n, int late, int raw)
 	fflush(stdout);
 	if (!late)
 		target_wait_usr1();
+	if (taken) {
+		vm_rearm();
+		target_wait_usr1();
+	}
 	bad |= write(vm_fd[1], "x", 1) != 1;
 	bad |= ticks(n);
 	bad |= reap("vmdone", pid);
@@ -178,11 +201,13 @@ int main(int argc, char **argv)
 	printf("pid %d\n", (int)getpid());
 	fflush(stdout);
 	if (argc > 2 && !strcmp(argv[2], "vm"))
-		return vm_main(rounds, 0, 0);
+		return vm_main(rounds, 0, 0, 0);
 	if (argc > 2 && !strcmp(argv[2], "vmlate"))
-		return vm_main(rounds, 1, 0);
+		return vm_main(rounds, 1, 0, 0);
 	if (argc > 2 && !strcmp(argv[2], "vmraw"))
-		return vm_main(rounds, 1, 1);
+		return vm_main(rounds, 1, 1, 0);
+	if (argc > 2 && !strcmp(argv[2], "vmtaken"))
+		return vm_main(rounds, 1, 1, 1);
 	if (wait)
 		target_wait_usr1();
 	for (long r = 0; r < rounds; r++)

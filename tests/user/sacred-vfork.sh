@@ -204,4 +204,57 @@ for how in vmlate vmraw; do
 	done
 done
 
+# system-wide: a process taken (its first calls) then makes a CLONE_VM
+# child by the system call: ubt sees it, gives the process back to the
+# kernel (code restored, int3s back, both out of the taken table) and
+# says so; the child's calls, made after that, count under its own pid;
+# every count is --mode kernel's, the target exits 0, its code as
+# before.  (Before, the child's calls counted under the parent's pid.)
+sysw_out=
+sysw_code=
+for mode in kernel auto; do
+	: >"$tout"
+	__BPFTRACE_NOTIFY_PROBES_ATTACHED=1 timeout --foreground 120 "$UBT" -v \
+		--mode $mode -e "uprobe:$bin:ubt_vf_tick { @p[pid] = count(); }" \
+		>"$out" 2>"$err" </dev/null &
+	up=$!
+	wait_for 300 $up 'ATTACHED' "$out" "$err"
+	"$bin" 1000 vmtaken >"$tout" 2>&1 </dev/null &
+	tp=$!
+	wait_for 300 $tp '^ready' "$tout"
+	me=$(sed -n 's/^pid //p' "$tout")
+	[ $mode = auto ] &&
+		wait_for 300 $tp "^ubt: pid $me (.*) taken" "$err"
+	before=$(code $tp ubt_vf_tick)
+	kill -USR1 $tp
+	wait_for 300 $tp '^vm ' "$tout"
+	kid=$(sed -n 's/^vm //p' "$tout")
+	[ $mode = auto ] &&
+		wait_for 300 $tp "^ubt: warning: pid $me made 1 child" "$err"
+	kill -USR1 $tp
+	wait_for 300 $tp '^done' "$tout"
+	after=$(code $tp ubt_vf_tick)
+	kill -INT $up 2>/dev/null
+	wait $up
+	rc=$?
+	kill -USR1 $tp
+	wait $tp
+	trc=$?
+	got=$(grep '^@' "$out" | sed "s/\[$me\]/[P]/; s/\[$kid\]/[C]/" | sort)
+	# the code as in --mode kernel's process (its int3 there too)
+	[ $mode = kernel ] && sysw_out=$got && sysw_code=$before
+	what="system-wide, a CLONE_VM child made after the take ($mode): counts as the kernel's, exit 0, code as the kernel's"
+	if [ $rc -eq 0 ] && [ $trc -eq 0 ] && [ "$got" = "$sysw_out" ] &&
+	   [ "$got" = "@p[C]: 1000
+@p[P]: 2000" ] && [ -n "$after" ] && [ "$sysw_code" = "$after" ] &&
+	   { [ $mode = kernel ] ||
+	     grep -q "^ubt: warning: pid $me made 1 child(ren) with clone(CLONE_VM) without CLONE_VFORK (the first: pid $kid) after it was taken" "$err"; }
+	then
+		ok "$what"
+	else
+		not_ok "$what" "exit $rc, target $trc, before $before after $after" \
+			"got:" "$got" "kernel's:" "$sysw_out" "$(cat "$err")"
+	fi
+done
+
 tap_done
