@@ -253,10 +253,17 @@ static int user_seccomp_mode(pid_t pid, pid_t *tid)
  */
 pid_t user_vm_sharer(pid_t pid)
 {
-	DIR *dir = opendir("/proc");
+	DIR *dir;
 	struct dirent *e;
 	pid_t found = 0;
+	char path[64], exe[16];
 
+	/* no memory (gone, a zombie): kcmp would find the kernel's
+	 * threads, which have none either, "sharing" it */
+	snprintf(path, sizeof(path), "/proc/%d/exe", (int)pid);
+	if (readlink(path, exe, sizeof(exe)) < 0)
+		return 0;
+	dir = opendir("/proc");
 	if (!dir)
 		return 0;
 	while (!found && (e = readdir(dir))) {
