@@ -271,11 +271,19 @@ pid_t user_vm_sharer(pid_t pid)
 
 		if (other <= 0 || other == pid)
 			continue;
-		/* KCMP_VM: 0 when both have the same mm */
-		if (syscall(SYS_kcmp, pid, other, 1, 0, 0) == 0)
-			found = other;
-		else if (errno == ENOSYS)
+		/* KCMP_VM: 0 when both have the same mm; a kernel thread
+		 * (no exe) matches a process that has just exited */
+		if (syscall(SYS_kcmp, pid, other, 1, 0, 0) == 0) {
+			char opath[64];
+
+			snprintf(opath, sizeof(opath), "/proc/%d/exe",
+				 (int)other);
+			if (readlink(opath, exe, sizeof(exe)) >= 0 &&
+			    readlink(path, exe, sizeof(exe)) >= 0)
+				found = other;
+		} else if (errno == ENOSYS) {
 			break;
+		}
 	}
 	closedir(dir);
 	return found;
