@@ -220,7 +220,7 @@ static void cg_skip_taken(struct cg *g, enum sema_provider prov)
 	if (prov == PROV_URETPROBE) {
 		LLVMValueRef marks = LLVMGetNamedGlobal(ir->mod,
 							CG_MAP_RETMARK);
-		LLVMValueRef mk = irb_alloca(ir, 16, "retmark"), m, gen, same;
+		LLVMValueRef mk = irb_alloca(ir, 24, "retmark"), m, gen, same;
 		LLVMBasicBlockRef marked = LLVMAppendBasicBlockInContext(
 			ir->ctx, ir->fn, "marked");
 		LLVMBasicBlockRef ret = LLVMAppendBasicBlockInContext(
@@ -228,12 +228,15 @@ static void cg_skip_taken(struct cg *g, enum sema_provider prov)
 
 		if (!marks)
 			marks = irb_map_define(ir, CG_MAP_RETMARK,
-					       BPF_MAP_TYPE_LRU_HASH, 16, 4,
+					       BPF_MAP_TYPE_LRU_HASH, 24, 4,
 					       CG_RETMARK_MAX);
 		gen = LLVMBuildLoad2(ir->b, ir->i32, v, "");
+		/* {pid_tgid, sp, ip: where it returns} (sysw_bpf_mark()) */
 		LLVMBuildStore(ir->b, id, mk);
 		LLVMBuildStore(ir->b, irb_ctx_load(ir, g->ctxp, CG_REGS_SP, 8),
 			       irb_gep(ir, mk, 8));
+		LLVMBuildStore(ir->b, irb_ctx_load(ir, g->ctxp, CG_REGS_IP, 8),
+			       irb_gep(ir, mk, 16));
 		m = irb_map_lookup(ir, marks, mk);
 		LLVMBuildCondBr(ir->b, LLVMBuildIsNull(ir->b, m, ""), cont,
 				marked);

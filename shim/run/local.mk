@@ -16,4 +16,5 @@ libubt_a_SOURCES += \
 	shim/run/sysw_execd.c \
 	shim/run/sysw_int.h \
 	shim/run/sysw_share.c \
-	shim/run/sysw_taken.c
+	shim/run/sysw_taken.c \
+	shim/run/sysw_unseen.c

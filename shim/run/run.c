@@ -82,31 +82,24 @@ static bool run_want_user(void *ctx, const struct ast_node *probe)
 /*
  * System-wide, a probe with sites in user mode in a process taken: its
  * kernel program skips those processes at the sites patched there
- * (cg_opts.skip_taken; the others, RUN_BOTH's kernel sites, count on;
- * a RUN_BOTH uretprobe does not skip: returns there may count twice if
- * another tracer's int3 comes back, issue 24).
+ * (cg_opts.skip_taken; the others, RUN_BOTH's kernel sites, count on).
  * A uretprobe's skips only the returns of calls the kernel saw enter
- * since the take (another tracer's int3): a call that entered before
- * returns to the kernel's trampoline, and only its program counts it.
+ * at a site patched since the take (another tracer's int3, back after
+ * the take; the mark program, sysw_bpf_mark(), on every return site,
+ * marks only those): a call that entered before returns to the kernel's
+ * trampoline, and only its program counts it.  So a RUN_BOTH uretprobe
+ * skips too: without it, a patched site's return counted twice once
+ * another tracer's int3 came back there.  A patched function's tail
+ * call into a kernel site does not share the mark's stack pointer: its
+ * wrapped call runs lower on the stack when the kernel took its return
+ * address (RT_FN_WRAP_LOW).
  */
 static bool run_skip_taken(void *ctx, const struct ast_node *probe)
 {
 	const struct run *r = ctx;
 	enum run_where w = r->d[probe->probe.index].where;
 
-	if (!r->sysw || w == RUN_KERNEL)
-		return false;
-	if (w == RUN_USER)
-		return true;
-	/*
-	 * Sites on both sides: a uretprobe's return marks ({thread, stack
-	 * pointer}) would also skip a kernel site's return at the same
-	 * stack pointer (a tail call from a patched function into it).
-	 */
-	for (const struct ast_node *ap = probe->probe.aps; ap; ap = ap->next)
-		if (ap->ap.provider && !strcmp(ap->ap.provider, "uretprobe"))
-			return false;
-	return true;
+	return r->sysw && w != RUN_KERNEL;
 }
 
 /* A user-mode probe whose BPF program waits in case the target cannot
@@ -233,6 +226,7 @@ static int run_combined(struct compile *c, const struct run_opts *o,
 	struct diag *last = c->diag.head;
 	int err, rc = 1, nprobes = 0, timeout = RUN_POLL_MS, st;
 	bool resumed = false;	/* the target runs (user_resume()) */
+	bool vm_fail = false;	/* a CLONE_VM child since (run_user.c) */
 
 	if (!r.sysw)
 		r.xstandby = run_xmap_standby(c, d, xmaps, &r.xno_standby);
@@ -360,6 +354,8 @@ static int run_combined(struct compile *c, const struct run_opts *o,
 		run_attached(o, nprobes);
 	fflush(o->out ? o->out : stdout);
 	/* nprobes counts the user-mode probes too: keep it */
+	if (r.sysw)	/* before its own int3s: another's at a site */
+		r.unseen = sysw_unseen_look(&r);
 	err = kernel_attach(r.k, NULL);
 	if (err) {
 		rc = kernel_attach_status(r.k);
@@ -438,6 +434,10 @@ static int run_combined(struct compile *c, const struct run_opts *o,
 			kernel_clear_all_maps(r.k);
 		if (gone)
 			break;
+		if (!r.sysw && run_user_vm_child(&r)) {
+			vm_fail = true;
+			break;
+		}
 	}
 	/* probes stop; what is in the rings still prints */
 	run_set_global(&r, NATIVE_GLOBALS_EXIT, 1);
@@ -449,7 +449,7 @@ static int run_combined(struct compile *c, const struct run_opts *o,
 	} else {
 		run_user_drain(&r);
 	}
-	if (!guard_orphaned()) {
+	if (!guard_orphaned() && !vm_fail) {
 		kernel_run_end(r.k);
 		kernel_poll(r.k, 0);
 		if (!c->sema->no_maps_on_exit)
@@ -461,7 +461,7 @@ static int run_combined(struct compile *c, const struct run_opts *o,
 		if (exitwatch_status(xw, &st))
 			child_report_pid(stderr, o->pid, st, o->verbose);
 	}
-	rc = kernel_exit_code(r.k);
+	rc = vm_fail ? 1 : kernel_exit_code(r.k);
 out:
 	run_metrics_stop(&r);
 	if (r.sysw)

@@ -84,6 +84,7 @@ struct run {
 	uint32_t ubase;
 	bool sysw;		/* system-wide (no -p/-c): sysw.c */
 	struct sysw *sw;
+	struct sysw_unseen *unseen;	/* sysw_unseen.c, before the attach */
 	char near[PATH_MAX];	/* user_opts.near: the first return probe's
 				 * module */
 	const char **mods;	/* user_opts.modules (run_user.c) */
@@ -272,6 +273,8 @@ bool run_target_exited(struct run *r);
 
 /* What user mode could not record, said once at exit. */
 void run_user_warnings(struct run *r);
+/* A CLONE_VM child made since the attach: said, true (the run ends). */
+bool run_user_vm_child(struct run *r);
 /* Updates of map `map` r->u's tables refused (full), all threads. */
 uint64_t run_user_map_full(struct run *r, int map);
 

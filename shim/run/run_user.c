@@ -581,6 +581,10 @@ int run_user_setup(struct run *r, int *nprobes)
 				"of their parent record as their parent thread "
 				"after these calls (no vfork guard): %s\n",
 				user_vfork_note(r->u));
+		if (!err && r->o->verbose && user_vmwatch_note(r->u))
+			fprintf(stderr, "ubt: children made with clone(CLONE_VM) "
+				"from now on are not seen: %s\n",
+				user_vmwatch_note(r->u));
 		if (!err && !r->cpid)
 			err = run_user_go(r);
 		if (err != -ESTALE)
@@ -759,4 +763,29 @@ void run_user_warnings(struct run *r)
 		fprintf(stderr, "WARNING: %llu threads found no per-thread "
 			"block: their hits were not recorded\n",
 			(unsigned long long)n);
+}
+
+/*
+ * A child made by clone(CLONE_VM) in the target since the attach
+ * (user_vmwatch.c) runs on the block of the thread that made it: its
+ * hits would count as that thread's, with its pid and tid, and a return
+ * probe would share its shadow stack.  The run ends with an error, the
+ * maps unprinted (their counts mix the two); the detach restores the
+ * code with the child stopped too.
+ */
+bool run_user_vm_child(struct run *r)
+{
+	unsigned n = 0;
+	pid_t c = user_vm_child(r->u, &n);
+
+	if (!c)
+		return false;
+	fprintf(stderr, "ubt: pid %d made %u child(ren) with clone(CLONE_VM) "
+		"without CLONE_VFORK (the first: pid %d) after ubt attached: "
+		"the child runs on the per-thread block of the thread that "
+		"made it, so user mode cannot count it apart; the probes "
+		"cannot move to the kernel during a run: the run ends, its "
+		"maps unprinted (use --mode kernel)\n", (int)user_pid(r->u),
+		n, (int)c);
+	return true;
 }

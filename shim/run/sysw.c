@@ -152,6 +152,7 @@ int sysw_start(struct run *r)
 	for (int i = 0; i < SYSW_BPF_FOLLOWERS; i++)
 		s->follow[i] = -1;
 	s->taken_fd = kernel_own_map_fd(r->k, CG_MAP_TAKEN);
+	s->share.pre = r->unseen;
 	r->sw = s;
 	/* the worker's parent: the ubt the user started (guard.c) */
 	s->ubt_pid = getppid();
@@ -373,6 +374,7 @@ struct sysw_break {
 struct sysw_breaks {
 	pid_t pid;
 	int execs;		/* user_execs() at the take: its image */
+	bool vm_back;		/* given back to the kernel (sysw_vm_back()) */
 	struct sysw_break *b;
 	int n;
 };
@@ -600,6 +602,44 @@ static void sysw_sweep(struct sysw *s)
 	s->swept = mono_ns();
 }
 
+/*
+ * Process i of the fleet made a child with clone(CLONE_VM) without
+ * CLONE_VFORK since it was taken (user_vmwatch.c): the child runs on the
+ * per-thread block of the thread that made it.  The process goes back to
+ * the kernel: its code restored (the child stopped meanwhile), the
+ * kernel's int3s back, it and the child out of the taken table; the
+ * kernel counts both from then on, each under its own pid.  What the
+ * child hit before (up to one round of the run loop) counted as the
+ * thread that made it: said.
+ */
+static void sysw_vm_back(struct run *r, int i)
+{
+	struct sysw *s = r->sw;
+	struct sysw_breaks *b = &s->breaks[i];
+	pid_t pid = user_pid(r->u), c;
+	unsigned n = 0;
+
+	if (b->vm_back || !(c = user_vm_child(r->u, &n)))
+		return;
+	b->vm_back = true;
+	if (user_detach(r->u)) {
+		fprintf(stderr, "ubt: detach from pid %d: %s\n", (int)pid,
+			user_error(r->u));
+		return;
+	}
+	if (b->execs == user_execs(r->u))
+		sysw_rebreak(b);
+	sysw_taken_out(s, pid);
+	sysw_taken_out(s, c);
+	fprintf(stderr, "ubt: warning: pid %d made %u child(ren) with "
+		"clone(CLONE_VM) without CLONE_VFORK (the first: pid %d) "
+		"after it was taken: they run on the per-thread blocks of the "
+		"threads that made them; its probes run in the kernel from "
+		"now on, the child's hits until then (one round of ubt's "
+		"loop) counted as its parent thread's\n", (int)pid, n,
+		(int)c);
+}
+
 void sysw_poll(struct run *r)
 {
 	struct sysw *s = r->sw;
@@ -610,6 +650,7 @@ void sysw_poll(struct run *r)
 		if (user_exec_pending(r->u))
 			run_follow_exec(r);
 		user_clock_tick(r->u);
+		sysw_vm_back(r, i);
 	}
 	if (!s->rb)
 		return;
@@ -672,6 +713,8 @@ void sysw_stop(struct run *r)
 	}
 	r->nfleet = 0;
 	r->u = NULL;
+	sysw_unseen_free(r->unseen);
+	r->unseen = NULL;
 	if (!s)
 		return;
 	sysw_taken_lost(s);

@@ -17,6 +17,14 @@
 #include <stdbool.h>
 
 struct run;
+struct sysw_unseen;
+
+/*
+ * Before the kernel's probes are attached: the user-mode sites whose
+ * uprobe a consumer sysw_share.c cannot name uses (sysw_unseen.c), kept
+ * in the run for sysw_start().
+ */
+struct sysw_unseen *sysw_unseen_look(struct run *r);
 
 /*
  * After the kernel's probes are attached: load and attach the first-hit

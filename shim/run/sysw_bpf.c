@@ -162,10 +162,17 @@ int sysw_bpf_report(int seen_fd, int ring_fd, int taken_fd)
 }
 
 /*
- * The mark's key is {pid_tgid, sp + 8}: the stack pointer after the
- * function's ret, as the kernel's uretprobe program sees it.  Its value,
- * the take's generation: a mark left by a call that never returned
- * (longjmp, exec) from an earlier take of that pid means nothing.
+ * The mark's key is {pid_tgid, sp + 8, the return address}: the stack
+ * pointer after the function's ret and where it returns, as the kernel's
+ * uretprobe program sees them (the kernel sets ip to the original return
+ * address before it runs the return consumers).  The return address
+ * tells apart sibling calls from one frame (a loop calling a patched
+ * function, then one whose site is the kernel's, at the same stack
+ * pointer).  Its value, the take's generation: a mark left by a call
+ * that never returned (longjmp, exec) from an earlier take of that pid
+ * means nothing.  At the entry of a return site not patched there (the
+ * kernel's), a mark with the same key is gone: that call has ended, and
+ * this one's return must count.
  */
 int sysw_bpf_mark(int taken_fd, int patched_fd, int marks_fd, int lost_fd)
 {
@@ -188,18 +195,32 @@ int sysw_bpf_mark(int taken_fd, int patched_fd, int marks_fd, int lost_fd)
 			 SWB_REGS_IP, 0));
 	swb_add(&b, INSN(BPF_STX | BPF_MEM | BPF_DW, BPF_REG_10, BPF_REG_1, -40,
 			 0));
+	/* the mark's key at r10 - 72: {pid_tgid, sp + 8, *sp} */
+	swb_add(&b, INSN(BPF_STX | BPF_MEM | BPF_DW, BPF_REG_10, BPF_REG_7, -72,
+			 0));
+	swb_add(&b, INSN(BPF_LDX | BPF_MEM | BPF_DW, BPF_REG_8, BPF_REG_6,
+			 SWB_REGS_SP, 0));
+	swb_add(&b, INSN(BPF_ALU64 | BPF_MOV | BPF_X, BPF_REG_1, BPF_REG_8, 0,
+			 0));
+	swb_add(&b, INSN(BPF_ALU64 | BPF_ADD | BPF_K, BPF_REG_1, 0, 0, 8));
+	swb_add(&b, INSN(BPF_STX | BPF_MEM | BPF_DW, BPF_REG_10, BPF_REG_1, -64,
+			 0));
+	swb_add(&b, INSN(BPF_ST | BPF_MEM | BPF_DW, BPF_REG_10, 0, -56, 0));
+	swb_fp(&b, BPF_REG_1, -56);
+	swb_add(&b, INSN(BPF_ALU64 | BPF_MOV | BPF_K, BPF_REG_2, 0, 0, 8));
+	swb_add(&b, INSN(BPF_ALU64 | BPF_MOV | BPF_X, BPF_REG_3, BPF_REG_8, 0,
+			 0));
+	swb_call(&b, BPF_FUNC_probe_read_user);
 	swb_ld_map(&b, BPF_REG_1, patched_fd);
 	swb_fp(&b, BPF_REG_2, -48);
 	swb_call(&b, BPF_FUNC_map_lookup_elem);
-	swb_exit_if(&b, BPF_JEQ | BPF_K, BPF_REG_0, 0, 0);
-	swb_add(&b, INSN(BPF_STX | BPF_MEM | BPF_DW, BPF_REG_10, BPF_REG_7, -24,
-			 0));
-	swb_add(&b, INSN(BPF_LDX | BPF_MEM | BPF_DW, BPF_REG_1, BPF_REG_6,
-			 SWB_REGS_SP, 0));
-	swb_add(&b, INSN(BPF_ALU64 | BPF_ADD | BPF_K, BPF_REG_1, 0, 0, 8));
-	swb_add(&b, INSN(BPF_STX | BPF_MEM | BPF_DW, BPF_REG_10, BPF_REG_1, -16,
-			 0));
-	swb_update(&b, marks_fd, -24, -8, BPF_ANY);
+	/* not patched: an earlier call's mark at this slot goes */
+	swb_add(&b, INSN(BPF_JMP | BPF_JNE | BPF_K, BPF_REG_0, 0, 6, 0));
+	swb_ld_map(&b, BPF_REG_1, marks_fd);
+	swb_fp(&b, BPF_REG_2, -72);
+	swb_call(&b, BPF_FUNC_map_delete_elem);
+	swb_exit_if(&b, BPF_JA, 0, 0, 0);
+	swb_update(&b, marks_fd, -72, -8, BPF_ANY);
 	swb_exit_if(&b, BPF_JEQ | BPF_K, BPF_REG_0, 0, 0);
 	swb_lost(&b, lost_fd, SYSW_LOST_MARK, -28);
 	return swb_load(&b, BPF_PROG_TYPE_KPROBE, "ubt_sysw_mark");

@@ -34,9 +34,22 @@ struct sysw_unbreak {
  * a site whose uprobe anything but this ubt uses keeps the kernel's
  * int3 in a process taken.
  */
+/* sysw_unseen.c: sites a fresh mapping of their file showed an int3 at */
+struct sysw_unseen {
+	struct {
+		dev_t dev;
+		ino_t ino;
+		uint64_t off;
+	} *at;
+	int n;
+};
+
+void sysw_unseen_free(struct sysw_unseen *u);
+
 struct sysw_share {
 	struct share_user *u;
 	int n;
+	const struct sysw_unseen *pre;	/* the run's (sysw_unseen.c), kept */
 	uint32_t *progs;	/* programs seen on other processes' perf events */
 	int nprogs;
 	uint32_t *own;		/* the links processes hold, */

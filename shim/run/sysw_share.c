@@ -425,11 +425,23 @@ static void share_modules(struct sysw_share *sh)
 
 void sysw_share_scan(struct sysw_share *sh, pid_t self)
 {
+	const struct sysw_unseen *pre = sh->pre;
+
 	sysw_share_free(sh);
+	sh->pre = pre;
 	share_procs(sh, self);
 	share_links(sh);
 	share_uprobe_events(sh);
 	share_modules(sh);
+	for (int i = 0; pre && i < pre->n; i++) {
+		struct stat st = { .st_dev = pre->at[i].dev,
+				   .st_ino = pre->at[i].ino };
+
+		share_add(sh, &st, pre->at[i].off, "a uprobe consumer ubt "
+			  "cannot name (the site's int3 was in a new mapping "
+			  "of the file before ubt's own probes: a perf event "
+			  "without BPF, or the kernel's own)");
+	}
 	sh->scanned = true;
 }
 

@@ -27,4 +27,5 @@ libubt_a_SOURCES += \
 	shim/user/user_sysw.c \
 	shim/user/user_unmap.c \
 	shim/user/user_vfork.c \
+	shim/user/user_vmwatch.c \
 	shim/user/user_xmap.c

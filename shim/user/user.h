@@ -272,6 +272,16 @@ int user_install_exec_hook(struct ubt_user *u);
  */
 void user_install_vfork_hooks(struct ubt_user *u);
 const char *user_vfork_note(const struct ubt_user *u);
+
+/*
+ * A child made by clone(CLONE_VM) without CLONE_THREAD or CLONE_VFORK
+ * since the attach (user_vmwatch.c): the first one's pid (*n: how many),
+ * or 0.  It runs on the per-thread block of the thread that made it: the
+ * run cannot go on in user mode.  user_vmwatch_note(): why such
+ * children are not watched, or NULL.
+ */
+pid_t user_vm_child(struct ubt_user *u, unsigned *n);
+const char *user_vmwatch_note(const struct ubt_user *u);
 /* Has a thread announced an execve() that ubt has not handled yet? */
 bool user_exec_pending(const struct ubt_user *u);
 /*

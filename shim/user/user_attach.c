@@ -137,6 +137,28 @@ static struct ubt_user *attach(struct ubt_user *u, const struct user_opts *o,
 	return NULL;
 }
 
+/*
+ * Watch for CLONE_VM children from now on (user_vmwatch.c), then look for
+ * one made before (the check that decided on user mode looked earlier):
+ * one found refuses the attach, before anything is written.
+ */
+static int vm_watch(struct ubt_user *u, char *err, size_t errlen)
+{
+	pid_t other;
+
+	if (user_vmwatch_start(u))
+		snprintf(u->vmw_why, sizeof(u->vmw_why), "%.200s", u->err);
+	other = user_vm_sharer(u->pid);
+	if (!other)
+		return 0;
+	snprintf(err, errlen, "cannot attach to pid %d: pid %d shares its "
+		 "memory (clone(CLONE_VM) without CLONE_VFORK): it runs on "
+		 "the thread pointer, so on the per-thread blocks, of the "
+		 "thread that made it", (int)u->pid, (int)other);
+	user_vmwatch_stop(u);
+	return -EBUSY;
+}
+
 struct ubt_user *user_attach_pid(pid_t pid, const struct user_opts *o,
 			     char *err, size_t errlen)
 {
@@ -152,10 +174,17 @@ struct ubt_user *user_attach_pid(pid_t pid, const struct user_opts *o,
 	user_clock_begin(&u->clk);	/* its first pair, likewise */
 	u->comm_want = USER_FIELD(o, struct user_opts, task) && o->task;
 	user_comm_try_prepare(u);	/* the BTF, likewise */
+	if (vm_watch(u, err, errlen)) {
+		user_comm_stop(u);
+		user_vmwatch_stop(u);
+		free(u);
+		return NULL;
+	}
 	if (find_runtime(u, o)) {
 		snprintf(err, errlen, "cannot attach to pid %d: %s", pid,
 			 u->err);
 		user_comm_stop(u);
+		user_vmwatch_stop(u);
 		free(u);
 		return NULL;
 	}
@@ -165,6 +194,7 @@ struct ubt_user *user_attach_pid(pid_t pid, const struct user_opts *o,
 		user_unboost(u);
 		pt_release(&u->pt);
 		user_comm_stop(u);
+		user_vmwatch_stop(u);
 		free(u);
 		return NULL;
 	}
@@ -190,6 +220,7 @@ struct ubt_user *user_attach_cmd(char *const argv[], const struct user_opts *o,
 	if (find_runtime(u, o)) {
 		snprintf(err, errlen, "%s", u->err);
 		user_comm_stop(u);
+		user_vmwatch_stop(u);
 		free(u);
 		return NULL;
 	}
@@ -199,6 +230,7 @@ struct ubt_user *user_attach_cmd(char *const argv[], const struct user_opts *o,
 		user_unboost(u);
 		pt_release(&u->pt);
 		user_comm_stop(u);
+		user_vmwatch_stop(u);
 		free(u);
 		return NULL;
 	}
@@ -208,6 +240,9 @@ struct ubt_user *user_attach_cmd(char *const argv[], const struct user_opts *o,
 	user_hold(u);
 	u->comm_want = USER_FIELD(o, struct user_opts, task) && o->task;
 	user_comm_try_prepare(u);
+	/* nothing cloned yet: it waits at its entry point */
+	if (user_vmwatch_start(u))
+		snprintf(u->vmw_why, sizeof(u->vmw_why), "%.200s", u->err);
 	return attach(u, o, err, errlen);
 }
 
@@ -218,6 +253,7 @@ void user_free(struct ubt_user *u)
 	user_rt(u, false);
 	user_unboost(u);
 	user_comm_stop(u);
+	user_vmwatch_stop(u);
 	/* user_xmap.c's fds */
 	for (int i = 0; i < u->nxmaps; i++)
 		close(u->xmaps[i].fd);

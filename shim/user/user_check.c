@@ -251,12 +251,19 @@ static int user_seccomp_mode(pid_t pid, pid_t *tid)
  * that made it, so on the same per-thread block.  Its pid, or 0 (none, or
  * no kcmp).
  */
-static pid_t user_vm_sharer(pid_t pid)
+pid_t user_vm_sharer(pid_t pid)
 {
-	DIR *dir = opendir("/proc");
+	DIR *dir;
 	struct dirent *e;
 	pid_t found = 0;
+	char path[64], exe[16];
 
+	/* no memory (gone, a zombie): kcmp would find the kernel's
+	 * threads, which have none either, "sharing" it */
+	snprintf(path, sizeof(path), "/proc/%d/exe", (int)pid);
+	if (readlink(path, exe, sizeof(exe)) < 0)
+		return 0;
+	dir = opendir("/proc");
 	if (!dir)
 		return 0;
 	while (!found && (e = readdir(dir))) {
@@ -264,11 +271,19 @@ static pid_t user_vm_sharer(pid_t pid)
 
 		if (other <= 0 || other == pid)
 			continue;
-		/* KCMP_VM: 0 when both have the same mm */
-		if (syscall(SYS_kcmp, pid, other, 1, 0, 0) == 0)
-			found = other;
-		else if (errno == ENOSYS)
+		/* KCMP_VM: 0 when both have the same mm; a kernel thread
+		 * (no exe) matches a process that has just exited */
+		if (syscall(SYS_kcmp, pid, other, 1, 0, 0) == 0) {
+			char opath[64];
+
+			snprintf(opath, sizeof(opath), "/proc/%d/exe",
+				 (int)other);
+			if (readlink(opath, exe, sizeof(exe)) >= 0 &&
+			    readlink(path, exe, sizeof(exe)) >= 0)
+				found = other;
+		} else if (errno == ENOSYS) {
 			break;
+		}
 	}
 	closedir(dir);
 	return found;

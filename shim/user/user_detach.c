@@ -175,6 +175,14 @@ static int restore_children(struct ubt_user *u)
 /* Every site restored: ubt's mappings out of the target (user_unmap.c). */
 static void detach_unmap(struct ubt_user *u)
 {
+	if (u->vm_child) {
+		/* its threads are not the target's: not looked at */
+		snprintf(u->unmap_why, sizeof(u->unmap_why), "pid %d: ubt's "
+			 "memory stays in the process (read-only-executable, "
+			 "the probes idle): pid %d shares it and may be "
+			 "inside", (int)u->pid, (int)u->vm_child);
+		return;
+	}
 	if (still_ours(u, u->pid) && user_unmap(u) &&
 	    !user_process_gone(u, -EIO))
 		fprintf(stderr, "ubt: warning: pid %d: ubt's memory in the "
@@ -183,6 +191,8 @@ static void detach_unmap(struct ubt_user *u)
 
 static int detach_target(struct ubt_user *u)
 {
+	bool vm_stopped = false;
+	struct pt vm;
 	int err;
 
 	u->detached = true;
@@ -226,10 +236,17 @@ static int detach_target(struct ubt_user *u)
 				"the next ubt attached to it removes them)",
 				u->pid, u->pt.err);
 	}
+	/* a child in its memory runs its code too: stopped meanwhile */
+	pt_init(&vm);
+	if (u->vm_child && !pt_seize(&vm, u->vm_child))
+		vm_stopped = true;
 	err = restore_sites(u);
 	err = restore_semaphores(u, &u->pt) ?: err;
 	if (!err)
 		detach_unmap(u);
+	if (vm_stopped)
+		pt_detach(&vm);
+	pt_release(&vm);
 	pt_detach(&u->pt);
 	user_note_exit(u);
 	if (err && user_process_gone(u, -EIO))

@@ -180,6 +180,12 @@ struct ubt_user {
 	uint64_t comm_at;	/* where, in the image it was last placed in */
 	char comm_why[256];	/* why it is not live */
 	char vf_why[512];	/* user_vfork.c: hooks not placed, why */
+	/* user_vmwatch.c: a CLONE_VM child made after the attach (fds 0:
+	 * none) */
+	int vmw_map, vmw_ev;
+	pid_t vm_child;		/* the first seen, 0: none */
+	unsigned vm_children;
+	char vmw_why[256];	/* why it is not watched */
 	/* user_xmap.c: tables shared with kernel probes (placed again
 	 * after an exec); user.c closes the fds */
 	struct user_xmap {
@@ -192,6 +198,13 @@ struct ubt_user {
 	int nxmaps;
 	char err[512];
 };
+
+/* user_vmwatch.c: the watch on task_newtask, started (0) or why not;
+ * stopped (user_free()) */
+int user_vmwatch_start(struct ubt_user *u);
+void user_vmwatch_stop(struct ubt_user *u);
+/* user_check.c: another process in pid's memory (kcmp), or 0 */
+pid_t user_vm_sharer(pid_t pid);
 
 /* A field of a sized struct from the caller, 0 if its sz stops before. */
 #define USER_FIELD(p, type, f)                                         \

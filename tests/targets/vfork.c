@@ -16,11 +16,19 @@
  * ("vm PID"); "ready", a wait for SIGUSR1, then both call ubt_vf_tick N
  * times, the parent reaps the child ("vmdone PID"), prints "done" and
  * waits for SIGUSR1 again.
+ * ubt-vfork N vmlate|vmraw: "ready", a wait for SIGUSR1, then the child
+ * is made (with ubt attached): by libc's clone(CLONE_VM | SIGCHLD)
+ * (vmlate) or by the clone system call itself, outside libc (vmraw);
+ * then as vm.
+ * ubt-vfork N vmtaken: ubt_vf_tick N times first, "ticked", a wait for
+ * SIGUSR1, the child made by the system call ("vm PID"), a wait for
+ * SIGUSR1 again before the child runs its calls, then as vm.
  * Exits 0, or 1 after a wrong result or a child that failed.
  */
 #define _GNU_SOURCE
 #include <sched.h>
 #include <spawn.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 
 #include "target.h"
@@ -99,8 +107,47 @@ static int vm_child(void *arg)
 	_exit(ticks(vm_n) ? 3 : 0);
 }
 
-/* ubt-vfork N vm */
-static int vm_main(long n)
+/*
+ * clone(CLONE_VM | SIGCHLD) as a system call of its own: the child starts
+ * on top (16-byte aligned), calls fn(NULL) and exits with its result.
+ */
+static long raw_clone_vm(char *top, int (*fn)(void *))
+{
+	register long r10 __asm__("r10") = 0;
+	register long r8 __asm__("r8") = 0;
+	register int (*r12)(void *) __asm__("r12") = fn;
+	long ret = SYS_clone;
+
+	__asm__ volatile("syscall\n\t"
+			 "test %%rax, %%rax\n\t"
+			 "jnz 1f\n\t"
+			 "xor %%ebp, %%ebp\n\t"
+			 "xor %%edi, %%edi\n\t"
+			 "call *%%r12\n\t"
+			 "mov %%eax, %%edi\n\t"
+			 "mov $60, %%eax\n\t"
+			 "syscall\n\t"
+			 "1:"
+			 : "+a"(ret)
+			 : "D"((long)(CLONE_VM | SIGCHLD)), "S"(top), "d"(0L),
+			   "r"(r10), "r"(r8), "r"(r12)
+			 : "rcx", "r11", "memory");
+	return ret;
+}
+
+/* the next wait for SIGUSR1 (target_wait_usr1() leaves it blocked) */
+static void vm_rearm(void)
+{
+	sigset_t usr1;
+
+	sigemptyset(&usr1);
+	sigaddset(&usr1, SIGUSR1);
+	*target_usr1() = 0;
+	sigprocmask(SIG_UNBLOCK, &usr1, NULL);
+}
+
+/* ubt-vfork N vm|vmlate|vmraw|vmtaken */
+static int vm_main(long n, int late, int raw, int taken)
 {
 	static char stack[64 * 1024] __attribute__((aligned(16)));
 	long bad = 0;
@@ -112,13 +159,28 @@ static int vm_main(long n)
 	sigaddset(&usr1, SIGUSR1);
 	if (pipe(vm_fd))
 		return 1;
-	pid = clone(vm_child, stack + sizeof(stack), CLONE_VM | SIGCHLD,
-		    NULL);
+	if (taken) {
+		bad |= ticks(n);
+		printf("ticked\n");
+		fflush(stdout);
+	}
+	if (late)
+		target_wait_usr1();
+	if (raw)
+		pid = (pid_t)raw_clone_vm(stack + sizeof(stack), vm_child);
+	else
+		pid = clone(vm_child, stack + sizeof(stack),
+			    CLONE_VM | SIGCHLD, NULL);
 	if (pid <= 0)
 		return 1;
 	printf("vm %d\n", (int)pid);
 	fflush(stdout);
-	target_wait_usr1();
+	if (!late)
+		target_wait_usr1();
+	if (taken) {
+		vm_rearm();
+		target_wait_usr1();
+	}
 	bad |= write(vm_fd[1], "x", 1) != 1;
 	bad |= ticks(n);
 	bad |= reap("vmdone", pid);
@@ -139,7 +201,13 @@ int main(int argc, char **argv)
 	printf("pid %d\n", (int)getpid());
 	fflush(stdout);
 	if (argc > 2 && !strcmp(argv[2], "vm"))
-		return vm_main(rounds);
+		return vm_main(rounds, 0, 0, 0);
+	if (argc > 2 && !strcmp(argv[2], "vmlate"))
+		return vm_main(rounds, 1, 0, 0);
+	if (argc > 2 && !strcmp(argv[2], "vmraw"))
+		return vm_main(rounds, 1, 1, 0);
+	if (argc > 2 && !strcmp(argv[2], "vmtaken"))
+		return vm_main(rounds, 1, 1, 1);
 	if (wait)
 		target_wait_usr1();
 	for (long r = 0; r < rounds; r++)

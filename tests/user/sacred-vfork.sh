@@ -156,4 +156,105 @@ for mode in kernel auto; do
 	fi
 done
 
+# a CLONE_VM child made after ubt attached, by libc's clone() (vmlate) or
+# by the system call itself (vmraw): ubt sees it (task_newtask) and ends
+# the run with the reason, no map printed (the child's hits would count
+# on its parent thread's block, under its pid: 2000 for 1000 before);
+# the target exits 0, its code as before.  --mode kernel counts the
+# target's own calls.
+for how in vmlate vmraw; do
+	for mode in kernel auto; do
+		: >"$tout"
+		"$bin" 1000 $how >"$tout" 2>&1 </dev/null &
+		tp=$!
+		wait_for 100 "" '^ready' "$tout"
+		before=$(code $tp ubt_vf_tick)
+		ubt_bg 60 --mode $mode -p $tp -e \
+			"uprobe:$bin:ubt_vf_tick { @p[pid] = count(); @t[pid == tid] = count(); }"
+		kill -USR1 $tp
+		wait_for 300 $tp '^done' "$tout"
+		[ $mode = kernel ] && kill -INT $up 2>/dev/null
+		wait $up
+		rc=$?
+		after=$(code $tp ubt_vf_tick)
+		kill -USR1 $tp
+		wait $tp
+		trc=$?
+		me=$(sed -n 's/^pid //p' "$tout")
+		kid=$(sed -n 's/^vm //p' "$tout")
+		got=$(grep '^@' "$out" | sed "s/\[$me\]/[P]/" | sort)
+		what="a CLONE_VM child made after the attach ($how, -p, $mode): the target's code as before, exit 0"
+		if [ $mode = kernel ]; then
+			what="$what, its own calls counted"
+			[ $rc -eq 0 ] && [ "$got" = "@p[P]: 1000
+@t[1]: 1000" ]
+		else
+			what="$what; the run ends with the reason, no count printed"
+			[ $rc -eq 1 ] && [ -z "$got" ] && [ -n "$kid" ] &&
+			grep -q "^ubt: pid $me made 1 child(ren) with clone(CLONE_VM) without CLONE_VFORK (the first: pid $kid) after ubt attached" "$err"
+		fi
+		res=$?
+		if [ $res -eq 0 ] && [ $trc -eq 0 ] && [ -n "$before" ] &&
+		   [ "$before" = "$after" ]; then
+			ok "$what"
+		else
+			not_ok "$what" "exit $rc, target $trc, before $before after $after" \
+				"got:" "$got" "$(cat "$err")"
+		fi
+	done
+done
+
+# system-wide: a process taken (its first calls) then makes a CLONE_VM
+# child by the system call: ubt sees it, gives the process back to the
+# kernel (code restored, int3s back, both out of the taken table) and
+# says so; the child's calls, made after that, count under its own pid;
+# every count is --mode kernel's, the target exits 0, its code as
+# before.  (Before, the child's calls counted under the parent's pid.)
+sysw_out=
+sysw_code=
+for mode in kernel auto; do
+	: >"$tout"
+	__BPFTRACE_NOTIFY_PROBES_ATTACHED=1 timeout --foreground 120 "$UBT" -v \
+		--mode $mode -e "uprobe:$bin:ubt_vf_tick { @p[pid] = count(); }" \
+		>"$out" 2>"$err" </dev/null &
+	up=$!
+	wait_for 300 $up 'ATTACHED' "$out" "$err"
+	"$bin" 1000 vmtaken >"$tout" 2>&1 </dev/null &
+	tp=$!
+	wait_for 300 $tp '^ready' "$tout"
+	me=$(sed -n 's/^pid //p' "$tout")
+	[ $mode = auto ] &&
+		wait_for 300 $tp "^ubt: pid $me (.*) taken" "$err"
+	before=$(code $tp ubt_vf_tick)
+	kill -USR1 $tp
+	wait_for 300 $tp '^vm ' "$tout"
+	kid=$(sed -n 's/^vm //p' "$tout")
+	[ $mode = auto ] &&
+		wait_for 300 $tp "^ubt: warning: pid $me made 1 child" "$err"
+	kill -USR1 $tp
+	wait_for 300 $tp '^done' "$tout"
+	after=$(code $tp ubt_vf_tick)
+	kill -INT $up 2>/dev/null
+	wait $up
+	rc=$?
+	kill -USR1 $tp
+	wait $tp
+	trc=$?
+	got=$(grep '^@' "$out" | sed "s/\[$me\]/[P]/; s/\[$kid\]/[C]/" | sort)
+	# the code as in --mode kernel's process (its int3 there too)
+	[ $mode = kernel ] && sysw_out=$got && sysw_code=$before
+	what="system-wide, a CLONE_VM child made after the take ($mode): counts as the kernel's, exit 0, code as the kernel's"
+	if [ $rc -eq 0 ] && [ $trc -eq 0 ] && [ "$got" = "$sysw_out" ] &&
+	   [ "$got" = "@p[C]: 1000
+@p[P]: 2000" ] && [ -n "$after" ] && [ "$sysw_code" = "$after" ] &&
+	   { [ $mode = kernel ] ||
+	     grep -q "^ubt: warning: pid $me made 1 child(ren) with clone(CLONE_VM) without CLONE_VFORK (the first: pid $kid) after it was taken" "$err"; }
+	then
+		ok "$what"
+	else
+		not_ok "$what" "exit $rc, target $trc, before $before after $after" \
+			"got:" "$got" "kernel's:" "$sysw_out" "$(cat "$err")"
+	fi
+done
+
 tap_done

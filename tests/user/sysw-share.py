@@ -172,6 +172,120 @@ def case_return_after_take():
        "after: the other ubt counts %d returns of each" % N, o.out[-600:])
 
 
+def case_both_after_take():
+    """The same with a return probe that has sites on both sides
+    (icall_short's stays in the kernel: RUN_BOTH): once the other
+    tracer's int3s were back on the patched sites, the probe's kernel
+    program counted their returns too (3000 for 2000, the old build).
+    It now skips the returns of calls marked at a patched site's entry,
+    the mark keyed on the return address too: icall_short, called from
+    the same frame, still counts every return in the kernel."""
+    path = copy("kboth")
+    user = ("cov_tiny", "cov_zero", "cov_rdx", "cov_jshort", "icall_short")
+    other = ("cov_jshort", "cov_back", "cov_tiny", "icall_short")
+    u = Tracer([UBT, "-v", "-e", ",".join("uretprobe:%s:%s" % (path, f)
+                                          for f in user) +
+                " { @[probe] = count(); }"])
+    ok(u.attached, "both after: ubt attached", u.err[-300:])
+    t = Fed([path])
+    ok(t.run(str(N), "done") == "done %d" % N,
+       "both after: first %d calls" % N)
+    ok(read_err_until(u, r"^ubt: pid %d \(kboth\) taken: 4 probe\(s\) "
+                      r"in user mode" % t.p.pid),
+       "both after: the process taken, 4 sites in user mode", u.err[-600:])
+    o = Tracer([UBT, "--mode", "kernel", "-e",
+                ",".join("uretprobe:%s:%s" % (path, f) for f in other) +
+                " { @[probe] = count(); }"])
+    ok(o.attached, "both after: another ubt's return probes in the kernel",
+       o.err[-300:])
+    ok(t.run(str(N), "done") == "done %d" % N,
+       "both after: %d calls with the other tracer there" % N)
+    o.stop()
+    u.stop()
+    alive = t.p.poll() is None
+    code = {f: code_in(t.p.pid, path, f) for f in FUNCS} if alive else {}
+    ok(alive and all(code[f] == code_in_file(path, f) for f in FUNCS),
+       "both after: every function's bytes are the file's once both left",
+       "exit status %s " % t.p.poll() + repr(code))
+    if alive:
+        t.close_input()
+    ok(alive and t.expect("exit") == "exit 0" and
+       t.p.wait(timeout=60) == 0, "both after: the target exits 0",
+       str(t.p.poll()))
+    got = {}
+    for m in re.finditer(r"^@\[uretprobe:[^\]]*:(\w+)\]: (\d+)$", u.out,
+                         re.M):
+        got[m.group(1)] = got.get(m.group(1), 0) + int(m.group(2))
+    ok(got == {f: 2 * N for f in user},
+       "both after: ubt counts %d returns of each, none twice" % (2 * N),
+       u.out[-600:])
+    got = {}
+    for m in re.finditer(r"^@\[uretprobe:[^\]]*:(\w+)\]: (\d+)$", o.out,
+                         re.M):
+        got[m.group(1)] = got.get(m.group(1), 0) + int(m.group(2))
+    ok(got == {f: N for f in other},
+       "both after: the other ubt counts %d returns of each" % N,
+       o.out[-600:])
+
+
+def pmu_events(path, func):
+    """Uprobe PMU events on func of path, one per CPU, without BPF (as
+    no scan can name them): their fds."""
+    import ctypes
+    libc = ctypes.CDLL(None, use_errno=True)
+
+    class Attr(ctypes.Structure):
+        _fields_ = [("type", ctypes.c_uint32), ("size", ctypes.c_uint32),
+                    ("config", ctypes.c_uint64),
+                    ("sample_period", ctypes.c_uint64),
+                    ("sample_type", ctypes.c_uint64),
+                    ("read_format", ctypes.c_uint64),
+                    ("flags", ctypes.c_uint64),
+                    ("wakeup_events", ctypes.c_uint32),
+                    ("bp_type", ctypes.c_uint32),
+                    ("config1", ctypes.c_uint64),
+                    ("config2", ctypes.c_uint64),
+                    ("pad", ctypes.c_uint64 * 8)]
+
+    ptype = int(open("/sys/bus/event_source/devices/uprobe/type").read())
+    name = ctypes.create_string_buffer(path.encode())
+    fds = []
+    for cpu in range(os.cpu_count()):
+        a = Attr(type=ptype, size=ctypes.sizeof(Attr),
+                 config1=ctypes.cast(name, ctypes.c_void_p).value,
+                 config2=func_offset(path, func))
+        fd = libc.syscall(298, ctypes.byref(a), -1, cpu, -1, 8)
+        if fd < 0:
+            for f in fds:
+                os.close(f)
+            return None
+        fds.append(fd)
+    return fds
+
+
+def case_pmu():
+    """A uprobe PMU event without BPF (no scan names it: the kernel
+    describes no perf event without a program) on cov_rdx: its int3 was
+    in ubt's new mapping of the file before ubt's own probes, so the site
+    keeps it in the process taken.  The old build took it out: the event
+    counted 178 of 1000 calls.  Both count every call."""
+    import struct
+    path = copy("pmu")
+    fds = pmu_events(path, "cov_rdx")
+    ok(fds is not None, "pmu: uprobe PMU events opened without BPF")
+    if fds is None:
+        return
+    u = take(path, "pmu")
+    n = sum(struct.unpack("Q", os.read(fd, 8))[0] for fd in fds)
+    for fd in fds:
+        os.close(fd)
+    ok(n == N, "pmu: the PMU event counts %d calls" % N, str(n))
+    ok(re.search(KEEP % "pmu" + r".*pmu\+0x[0-9a-f]+: shared with a uprobe "
+                 r"consumer ubt cannot name", u.err, re.M),
+       "-v: cov_rdx keeps the int3, shared with a consumer ubt cannot "
+       "name", u.err[-600:])
+
+
 def tracefs_write(name, text):
     """Append a line (no seek: tracefs refuses Python's "a" mode's)."""
     fd = os.open(os.path.join(TRACEFS, name), os.O_WRONLY | os.O_APPEND)
@@ -230,6 +344,8 @@ def main():
         case_other_ubt()
         case_return_probe()
         case_return_after_take()
+        case_both_after_take()
+        case_pmu()
         case_uprobe_events()
     finally:
         shutil.rmtree(cover.work, ignore_errors=True)
