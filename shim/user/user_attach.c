@@ -67,7 +67,8 @@ static int check_owners(struct ubt_user *u)
 	struct owner_info oi;
 	int n;
 
-	if (owner_scan(u->pid, &oi) || (!oi.live_pid && !oi.dead_sites))
+	if (owner_scan(u->pid, &oi) ||
+	    (!oi.live_pid && !oi.dead_sites && !oi.dead_memfds))
 		return 0;
 	if (oi.live_pid)
 		return user_err(u, -EBUSY, "another ubt (pid %u) runs probes in "
