@@ -12,7 +12,8 @@
  * state and makes a getpid() system call, at whose entry stop ubt takes
  * the result and puts the thread's own registers back.  If ubt is gone by
  * then, getpid() just returns, and the stub itself puts back every
- * register from the page (rflags, the 15 others, %rsp, %rip: the thread
+ * register from the call's data on the stack (rflags, the 15 others,
+ * %rsp, %rip: the thread
  * goes on where it was, a system call it was in restarted as the kernel
  * would), so the target never sees its tracer vanish.  ubt's stops are
  * system call stops (PTRACE_O_TRACESYSGOOD: a SIGTRAP | 0x80 that the
@@ -34,26 +35,32 @@
 #include "ptrace_int.h"
 
 /*
- * The stub (its assembly beside each line), relocation-free: data at
- * PT_STUB_DATA in the same page, reached %rip-relative.  On entry %rsp is
- * a 64-byte aligned save area for the FPU state.
+ * The stub (its assembly beside each line), relocation-free, with no data
+ * of its own: each call's data is on the thread's stack, where %rsp points
+ * on entry (D_ words, then the FPU save area at D_FPU, 64-byte aligned).
+ * So a call a killed ubt left blocked in the target (a remote dlopen()
+ * waiting for a lock) keeps its own registers to go back to, whatever
+ * calls a later ubt makes on that thread or another: nothing two calls
+ * share but the code.  The last two instructions put %rsp and %rip back:
+ * %rip from a slot ubt wrote at the thread's own %rsp - 136, below its
+ * red zone (where a signal frame could go), which "ret $128" pops.
  */
 static const uint8_t stub_code[] = {
 	0xb8, 0xff, 0xff, 0xff, 0xff,			/* mov $-1,%eax */
 	0xba, 0xff, 0xff, 0xff, 0xff,			/* mov $-1,%edx */
-	0x80, 0x3d, 0x2f, 0x08, 0x00, 0x00, 0x00,	/* cmpb $0,D_XSAVE */
-	0x74, 0x07,					/* je 1f */
-	0x48, 0x0f, 0xae, 0x24, 0x24,			/* xsave64 (%rsp) */
-	0xeb, 0x05,					/* jmp 2f */
-	0x48, 0x0f, 0xae, 0x04, 0x24,			/* 1: fxsave64 (%rsp) */
-	0x48, 0x8b, 0x3d, 0xea, 0x07, 0x00, 0x00,	/* 2: mov D_A0,%rdi */
-	0x48, 0x8b, 0x35, 0xeb, 0x07, 0x00, 0x00,	/* mov D_A1,%rsi */
-	0x48, 0x8b, 0x15, 0xec, 0x07, 0x00, 0x00,	/* mov D_A2,%rdx */
-	0x4c, 0x8b, 0x15, 0xed, 0x07, 0x00, 0x00,	/* mov D_A3,%r10 */
-	0x4c, 0x8b, 0x05, 0xee, 0x07, 0x00, 0x00,	/* mov D_A4,%r8 */
-	0x4c, 0x8b, 0x0d, 0xef, 0x07, 0x00, 0x00,	/* mov D_A5,%r9 */
-	0x48, 0x8b, 0x05, 0xb0, 0x07, 0x00, 0x00,	/* mov D_FN,%rax */
-	0x80, 0x3d, 0xb1, 0x07, 0x00, 0x00, 0x00,	/* cmpb $0,D_CALL */
+	0x80, 0x7c, 0x24, 0x40, 0x00,			/* cmpb $0,D_XSAVE(%rsp) */
+	0x74, 0x0b,					/* je 1f */
+	0x48, 0x0f, 0xae, 0xa4, 0x24, 0x00, 0x01, 0x00, 0x00,	/* xsave64 D_FPU(%rsp) */
+	0xeb, 0x09,					/* jmp 2f */
+	0x48, 0x0f, 0xae, 0x84, 0x24, 0x00, 0x01, 0x00, 0x00,	/* 1: fxsave64 D_FPU(%rsp) */
+	0x48, 0x8b, 0x7c, 0x24, 0x10,			/* 2: mov D_A0(%rsp),%rdi */
+	0x48, 0x8b, 0x74, 0x24, 0x18,			/* mov D_A1(%rsp),%rsi */
+	0x48, 0x8b, 0x54, 0x24, 0x20,			/* mov D_A2(%rsp),%rdx */
+	0x4c, 0x8b, 0x54, 0x24, 0x28,			/* mov D_A3(%rsp),%r10 */
+	0x4c, 0x8b, 0x44, 0x24, 0x30,			/* mov D_A4(%rsp),%r8 */
+	0x4c, 0x8b, 0x4c, 0x24, 0x38,			/* mov D_A5(%rsp),%r9 */
+	0x48, 0x8b, 0x04, 0x24,				/* mov D_FN(%rsp),%rax */
+	0x80, 0x7c, 0x24, 0x08, 0x00,			/* cmpb $0,D_CALL(%rsp) */
 	0x75, 0x04,					/* jne 3f */
 	0x0f, 0x05,					/* syscall */
 	0xeb, 0x05,					/* jmp 4f */
@@ -62,48 +69,49 @@ static const uint8_t stub_code[] = {
 	0x48, 0x89, 0xc7,				/* 4: mov %rax,%rdi */
 	0xb8, 0xff, 0xff, 0xff, 0xff,			/* mov $-1,%eax */
 	0xba, 0xff, 0xff, 0xff, 0xff,			/* mov $-1,%edx */
-	0x80, 0x3d, 0xca, 0x07, 0x00, 0x00, 0x00,	/* cmpb $0,D_XSAVE */
-	0x74, 0x07,					/* je 5f */
-	0x48, 0x0f, 0xae, 0x2c, 0x24,			/* xrstor64 (%rsp) */
-	0xeb, 0x05,					/* jmp 6f */
-	0x48, 0x0f, 0xae, 0x0c, 0x24,			/* 5: fxrstor64 (%rsp) */
+	0x80, 0x7c, 0x24, 0x40, 0x00,			/* cmpb $0,D_XSAVE(%rsp) */
+	0x74, 0x0b,					/* je 5f */
+	0x48, 0x0f, 0xae, 0xac, 0x24, 0x00, 0x01, 0x00, 0x00,	/* xrstor64 D_FPU(%rsp) */
+	0xeb, 0x09,					/* jmp 6f */
+	0x48, 0x0f, 0xae, 0x8c, 0x24, 0x00, 0x01, 0x00, 0x00,	/* 5: fxrstor64 D_FPU(%rsp) */
 	0xb8, 0x27, 0x00, 0x00, 0x00,			/* 6: mov $39,%eax */
-	0x0f, 0x05,					/* syscall (getpid) */
+	0x0f, 0x05,					/* syscall */
 	/* PT_STUB_MARKER: reached only when ubt is gone */
-	0xff, 0x35, 0xb7, 0x07, 0x00, 0x00,		/* push D_FLAGS */
+	0xff, 0x74, 0x24, 0x48,				/* push D_FLAGS(%rsp) */
 	0x9d,						/* popfq */
-	0x48, 0x8b, 0x05, 0xc7, 0x07, 0x00, 0x00,	/* mov D_RAX,%rax */
-	0x48, 0x8b, 0x1d, 0xc8, 0x07, 0x00, 0x00,	/* mov D_RBX,%rbx */
-	0x48, 0x8b, 0x0d, 0xc9, 0x07, 0x00, 0x00,	/* mov D_RCX,%rcx */
-	0x48, 0x8b, 0x15, 0xca, 0x07, 0x00, 0x00,	/* mov D_RDX,%rdx */
-	0x48, 0x8b, 0x35, 0xcb, 0x07, 0x00, 0x00,	/* mov D_RSI,%rsi */
-	0x48, 0x8b, 0x3d, 0xcc, 0x07, 0x00, 0x00,	/* mov D_RDI,%rdi */
-	0x48, 0x8b, 0x2d, 0xcd, 0x07, 0x00, 0x00,	/* mov D_RBP,%rbp */
-	0x4c, 0x8b, 0x05, 0xce, 0x07, 0x00, 0x00,	/* mov D_R8,%r8 */
-	0x4c, 0x8b, 0x0d, 0xcf, 0x07, 0x00, 0x00,	/* mov D_R9,%r9 */
-	0x4c, 0x8b, 0x15, 0xd0, 0x07, 0x00, 0x00,	/* mov D_R10,%r10 */
-	0x4c, 0x8b, 0x1d, 0xd1, 0x07, 0x00, 0x00,	/* mov D_R11,%r11 */
-	0x4c, 0x8b, 0x25, 0xd2, 0x07, 0x00, 0x00,	/* mov D_R12,%r12 */
-	0x4c, 0x8b, 0x2d, 0xd3, 0x07, 0x00, 0x00,	/* mov D_R13,%r13 */
-	0x4c, 0x8b, 0x35, 0xd4, 0x07, 0x00, 0x00,	/* mov D_R14,%r14 */
-	0x4c, 0x8b, 0x3d, 0xd5, 0x07, 0x00, 0x00,	/* mov D_R15,%r15 */
-	0x48, 0x8b, 0x25, 0x56, 0x07, 0x00, 0x00,	/* mov D_RSP,%rsp */
-	0xff, 0x25, 0x48, 0x07, 0x00, 0x00,		/* jmp *D_RIP */
+	0x48, 0x8b, 0x44, 0x24, 0x58,			/* mov D_RAX(%rsp),%rax */
+	0x48, 0x8b, 0x5c, 0x24, 0x60,			/* mov D_RBX(%rsp),%rbx */
+	0x48, 0x8b, 0x4c, 0x24, 0x68,			/* mov D_RCX(%rsp),%rcx */
+	0x48, 0x8b, 0x54, 0x24, 0x70,			/* mov D_RDX(%rsp),%rdx */
+	0x48, 0x8b, 0x74, 0x24, 0x78,			/* mov D_RSI(%rsp),%rsi */
+	0x48, 0x8b, 0xbc, 0x24, 0x80, 0x00, 0x00, 0x00,	/* mov D_RDI(%rsp),%rdi */
+	0x48, 0x8b, 0xac, 0x24, 0x88, 0x00, 0x00, 0x00,	/* mov D_RBP(%rsp),%rbp */
+	0x4c, 0x8b, 0x84, 0x24, 0x90, 0x00, 0x00, 0x00,	/* mov D_R8(%rsp),%r8 */
+	0x4c, 0x8b, 0x8c, 0x24, 0x98, 0x00, 0x00, 0x00,	/* mov D_R9(%rsp),%r9 */
+	0x4c, 0x8b, 0x94, 0x24, 0xa0, 0x00, 0x00, 0x00,	/* mov D_R10(%rsp),%r10 */
+	0x4c, 0x8b, 0x9c, 0x24, 0xa8, 0x00, 0x00, 0x00,	/* mov D_R11(%rsp),%r11 */
+	0x4c, 0x8b, 0xa4, 0x24, 0xb0, 0x00, 0x00, 0x00,	/* mov D_R12(%rsp),%r12 */
+	0x4c, 0x8b, 0xac, 0x24, 0xb8, 0x00, 0x00, 0x00,	/* mov D_R13(%rsp),%r13 */
+	0x4c, 0x8b, 0xb4, 0x24, 0xc0, 0x00, 0x00, 0x00,	/* mov D_R14(%rsp),%r14 */
+	0x4c, 0x8b, 0xbc, 0x24, 0xc8, 0x00, 0x00, 0x00,	/* mov D_R15(%rsp),%r15 */
+	0x48, 0x8b, 0x64, 0x24, 0x50,			/* mov D_SLOT(%rsp),%rsp */
+	0xc2, 0x80, 0x00,				/* ret $128 */
 };
 
-#define PT_STUB_MARKER 0x8b
-#define PT_STUB_DATA 0x800
+#define PT_STUB_MARKER 0x86
 #define PT_STUB_PAGE 4096
+#define PT_STUB_SLOT 136	/* the %rip slot, below the thread's %rsp */
 
-/* the data's words, in the order of stub_code's D_ labels */
+/* the call's words on the stack, in the order of stub_code's D_ labels */
 enum {
-	D_FN, D_CALL, D_A0, D_XSAVE = D_A0 + 6, D_FLAGS, D_RIP, D_RSP,
-	D_RAX, D_RBX, D_RCX, D_RDX, D_RSI, D_RDI, D_RBP, D_R8, D_R9, D_R10,
-	D_R11, D_R12, D_R13, D_R14, D_R15, D_N
+	D_FN, D_CALL, D_A0, D_A1, D_A2, D_A3, D_A4, D_A5, D_XSAVE, D_FLAGS,
+	D_SLOT, D_RAX, D_RBX, D_RCX, D_RDX, D_RSI, D_RDI, D_RBP, D_R8, D_R9,
+	D_R10, D_R11, D_R12, D_R13, D_R14, D_R15, D_N
 };
+#define D_FPU 256	/* bytes of words before the FPU save area */
 
-_Static_assert(sizeof(stub_code) == 0x108, "the stub's code");
-_Static_assert(PT_STUB_DATA + D_N * 8 <= PT_STUB_PAGE, "the stub's data");
+_Static_assert(sizeof(stub_code) == 0xfc, "the stub's code");
+_Static_assert(D_N * 8 <= D_FPU && D_FPU % 64 == 0, "the stub's data");
 
 /* The FPU save area: xsave's size for the enabled features, or fxsave's. */
 static uint32_t fpu_area(bool *xsave)
@@ -325,8 +333,6 @@ int pt_stub_place(struct pt *p)
 {
 	uint64_t a[6] = { 0, PT_STUB_PAGE, PROT_READ | PROT_EXEC,
 			  MAP_PRIVATE | MAP_ANONYMOUS, (uint64_t)-1, 0 };
-	uint64_t xs;
-	bool xsave;
 	int64_t ret;
 	int err;
 
@@ -342,12 +348,8 @@ int pt_stub_place(struct pt *p)
 			return pt_fail(p, (int)ret, "remote system call %d",
 				       SYS_mmap);
 	}
-	fpu_area(&xsave);
-	xs = xsave;
 	/* /proc/PID/mem writes through the page's r-x protection */
 	err = pt_write(p, (uint64_t)ret, stub_code, sizeof(stub_code));
-	err = err ?: pt_write(p, (uint64_t)ret + PT_STUB_DATA + D_XSAVE * 8,
-			      &xs, 8);
 	if (err)
 		return pt_fail(p, err, "cannot write the remote call stub");
 	p->stub = (uint64_t)ret;
@@ -356,8 +358,9 @@ int pt_stub_place(struct pt *p)
 
 /*
  * Into *r the control thread's registers to enter the stub with, for a
- * system call nr (call false) or a call of fn (true); its data written
- * (the arguments, the registers to go back to).
+ * system call nr (call false) or a call of fn (true); the call's data
+ * written on the thread's stack (the arguments, the registers to go back
+ * to), below the red zone and the page under it (user_target_memfd()).
  */
 int pt_stub_enter(struct pt *p, bool call, uint64_t fn, const uint64_t a[6],
 		  struct user_regs_struct *r)
@@ -378,8 +381,7 @@ int pt_stub_enter(struct pt *p, bool call, uint64_t fn, const uint64_t a[6],
 	memcpy(&d[D_A0], a, 6 * sizeof(*a));
 	d[D_XSAVE] = xsave;
 	d[D_FLAGS] = back.eflags;
-	d[D_RIP] = back.rip;
-	d[D_RSP] = back.rsp;
+	d[D_SLOT] = back.rsp - PT_STUB_SLOT;
 	d[D_RAX] = back.rax;
 	d[D_RBX] = back.rbx;
 	d[D_RCX] = back.rcx;
@@ -396,16 +398,16 @@ int pt_stub_enter(struct pt *p, bool call, uint64_t fn, const uint64_t a[6],
 	d[D_R14] = back.r14;
 	d[D_R15] = back.r15;
 	*r = *own;
-	/* below the red zone and the page under it (user_target_memfd()) */
-	r->rsp = (own->rsp - 4096 - 64 - area) & ~63ULL;
+	r->rsp = (own->rsp - 4096 - 64 - area - D_FPU) & ~63ULL;
 	r->rip = p->stub;
 	r->rax = 0;
 	r->orig_rax = (uint64_t)-1;
 	r->eflags &= ~(0x100ULL | 0x400ULL);	/* no trap flag, DF clear */
-	err = pt_write(p, p->stub + PT_STUB_DATA, d, sizeof(d));
+	err = pt_write(p, r->rsp, d, sizeof(d));
+	err = err ?: pt_write(p, d[D_SLOT], &back.rip, 8);
 	/* xrstor wants the header's reserved bytes zero */
 	if (!err && xsave)
-		err = pt_write(p, r->rsp + 512, zero, sizeof(zero));
+		err = pt_write(p, r->rsp + D_FPU + 512, zero, sizeof(zero));
 	if (err)
 		return pt_fail(p, err, "cannot write the remote call's data");
 	return 0;
