@@ -269,6 +269,7 @@ TESTS += \
 	tests/user/sacred.sh \
 	tests/user/share.py \
 	tests/user/sigjmp.py \
+	tests/user/stale-call.py \
 	tests/user/syswide-kill.py \
 	tests/user/sysw-share.py \
 	tests/user/test-user \
@@ -317,6 +318,7 @@ EXTRA_DIST += \
 	tests/user/sacred.sh \
 	tests/user/share.py \
 	tests/user/sigjmp.py \
+	tests/user/stale-call.py \
 	tests/user/syswide-kill.py \
 	tests/user/sysw-share.py \
 	tests/user/tracer-holds.py \
