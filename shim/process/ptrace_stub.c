@@ -21,11 +21,11 @@
  * before it ran; a plain SIGTRAP it sends) and PTRACE_INTERRUPT stops,
  * none of which delivers a signal then; never a single step.
  *
- * One remote system call runs before the stub exists, once in the life
- * of a process (its page mapped, kept: pt_stub_place()): from a syscall
- * instruction of the vdso or libc, its window (two system call stops) is
- * the one place left where a killed ubt leaves a thread with ubt's
- * registers.
+ * The stub page's own mmap, once in the life of a process (the page is
+ * kept: pt_stub_place()), runs through a copy of the stub in the vdso's
+ * spare bytes, zeroed again after.  Only where the vdso has no room does
+ * it run from a syscall instruction of the vdso or libc with ubt's
+ * registers (two system call stops): the one window left there.
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
@@ -160,6 +160,19 @@ void pt_resume_regs(const struct user_regs_struct *in,
 	out->orig_rax = (uint64_t)-1;
 }
 
+/*
+ * For tests (tests/README.md): UBT_TEST_DIE_IN_MMAP=1 kills ubt's worker
+ * at the entry of the stub page's own mmap (the thread then in the middle
+ * of it, with the registers of the call).
+ */
+void pt_test_die_in_mmap(void)
+{
+	const char *v = getenv("UBT_TEST_DIE_IN_MMAP");
+
+	if (v && *v == '1')
+		kill(getpid(), SIGKILL);
+}
+
 /* Find the bytes 0f 05 in an executable mapping: vdso first, then libc. */
 static int find_syscall_insn(struct pt *p)
 {
@@ -292,6 +305,7 @@ static int raw_syscall(struct pt *p, long nr, const uint64_t a[6],
 			continue;
 		}
 		stops++;
+		pt_test_die_in_mmap();
 	}
 	if (ptrace(PTRACE_GETREGS, tid, 0, &r) < 0)
 		return -errno;
@@ -324,21 +338,76 @@ static uint64_t stub_find(struct pt *p)
 }
 
 /*
- * The page stays for the life of the process (or until an exec) and every
- * later session takes it up again: unmapping it would be one more raw
- * system call, a window where a killed worker leaves a thread with ubt's
- * registers; one page, read-only, executable, never writable.
+ * The vdso's spare bytes (the zeros after its image, to the end of its
+ * last page) where the stub fits with room to spare, or 0.  /proc/PID/mem
+ * writes there through the r-x protection (a private copy of the page,
+ * as a debugger's breakpoint in the vdso makes).
  */
-int pt_stub_place(struct pt *p)
+static uint64_t boot_room(struct pt *p)
 {
-	uint64_t a[6] = { 0, PT_STUB_PAGE, PROT_READ | PROT_EXEC,
-			  MAP_PRIVATE | MAP_ANONYMOUS, (uint64_t)-1, 0 };
+	uint8_t page[4096];
+	struct pt_map *m;
+	uint64_t at, end = 0;
+	size_t zeros = 0;
+	int n;
+
+	if (getenv("UBT_TEST_NO_STUB_BOOT") || pt_maps(p->pid, &m, &n))
+		return 0;
+	for (int i = 0; i < n && !end; i++)
+		if (!strcmp(m[i].path, "[vdso]") &&
+		    m[i].end - m[i].start >= sizeof(page))
+			end = m[i].end;
+	free(m);
+	if (!end || pt_read(p, end - sizeof(page), page, sizeof(page)))
+		return 0;
+	at = (end - sizeof(stub_code)) & ~15ULL;
+	/* a copy a killed worker left (its thread came out of it) */
+	if (!memcmp(page + sizeof(page) - (end - at), stub_code,
+		    sizeof(stub_code)))
+		return at;
+	while (zeros < sizeof(page) && !page[sizeof(page) - 1 - zeros])
+		zeros++;
+	/* 256 zero bytes at least between the image and the stub */
+	return zeros >= sizeof(stub_code) + 16 + 256 ? at : 0;
+}
+
+/*
+ * The page stays for the life of the process (or until an exec) and every
+ * later session takes it up again: one page, read-only, executable, never
+ * writable.  Its own mmap goes through a copy of the stub in the vdso's
+ * spare bytes, so that a worker killed in the middle of it leaves the
+ * thread to put itself back as after any other call; the copy is zeroed
+ * again once the page is there (ptrace_call.c's stub_ready()).  Only a
+ * vdso without the room makes that mmap from a system call instruction
+ * of the vdso or libc with ubt's registers, the one window left.
+ */
+int pt_stub_place(struct pt *p, uint64_t a[6])
+{
+	const uint64_t mm[6] = { 0, PT_STUB_PAGE, PROT_READ | PROT_EXEC,
+				 MAP_PRIVATE | MAP_ANONYMOUS, (uint64_t)-1,
+				 0 };
 	int64_t ret;
 	int err;
 
 	if (p->stub)
 		return 0;
+	memcpy(a, mm, sizeof(mm));
 	ret = (int64_t)stub_find(p);
+	if (ret && (p->stub_boot = boot_room(p))) {
+		/* a killed worker's copy in the vdso: zeroed */
+		uint8_t zero[sizeof(stub_code)] = { 0 };
+
+		pt_write(p, p->stub_boot, zero, sizeof(zero));
+		p->stub_boot = 0;
+	}
+	if (!ret && (p->stub_boot = boot_room(p))) {
+		err = pt_write(p, p->stub_boot, stub_code, sizeof(stub_code));
+		if (!err) {
+			p->stub = p->stub_boot;
+			return 0;
+		}
+		p->stub_boot = 0;
+	}
 	if (!ret) {
 		err = raw_syscall(p, SYS_mmap, a, &ret);
 		if (err)
@@ -356,6 +425,30 @@ int pt_stub_place(struct pt *p)
 	return 0;
 }
 
+int pt_stub_boot_end(struct pt *p, uint64_t page)
+{
+	uint8_t zero[sizeof(stub_code)] = { 0 };
+	uint64_t boot = p->stub_boot;
+	int err = 0;
+
+	p->stub_boot = 0;
+	p->stub = 0;
+	if (page && (int64_t)page > -4096 && (int64_t)page < 0)
+		page = 0;
+	if (page) {
+		err = pt_write(p, page, stub_code, sizeof(stub_code));
+		if (err)
+			return pt_fail(p, err, "cannot write the remote call "
+				       "stub");
+		p->stub = page;
+	}
+	/* the thread is back out of it: the vdso's bytes as they were */
+	if (pt_write(p, boot, zero, sizeof(zero)) && !err)
+		err = pt_fail(p, -EIO, "cannot clear the vdso's spare bytes");
+	return page ? err : pt_fail(p, -ENOMEM, "remote system call %d",
+				    SYS_mmap);
+}
+
 /*
  * Into *r the control thread's registers to enter the stub with, for a
  * system call nr (call false) or a call of fn (true); the call's data
@@ -370,9 +463,10 @@ int pt_stub_enter(struct pt *p, bool call, uint64_t fn, const uint64_t a[6],
 	uint64_t d[D_N] = { 0 }, zero[8] = { 0 };
 	bool xsave;
 	uint32_t area = fpu_area(&xsave);
+	uint64_t mm[6];
 	int err;
 
-	err = pt_stub_place(p);
+	err = pt_stub_place(p, mm);
 	if (err)
 		return err;
 	pt_resume_regs(own, &back);

@@ -13,6 +13,13 @@ thread then goes on where it was, answers its commands with the right
 results, and exits 0; the second ubt counts exactly.  Before each call
 kept its data on the thread's stack (shim/process/ptrace_stub.c), the
 calls shared the stub page's, and the thread went back into the stub.
+
+Before that, on the fresh target, the worker dies at the entry of the
+stub page's own mmap (UBT_TEST_DIE_IN_MMAP), the first remote call of
+all, which ran with ubt's registers from a system call instruction of
+the vdso or libc (the thread went on from there with them: the target
+died); it runs through a copy of the stub in the vdso's spare bytes now,
+and the thread puts itself back.  A later ubt zeroes that copy.
 Prints TAP.
 """
 import os
@@ -49,13 +56,39 @@ def children(pid):
         return []
 
 
+def vdso_tail(pid):
+    """The vdso's last 512 bytes in process pid."""
+    with open("/proc/%d/maps" % pid) as f:
+        hi = [int(ln.split()[0].split("-")[1], 16) for ln in f
+              if "[vdso]" in ln][0]
+    with open("/proc/%d/mem" % pid, "rb") as f:
+        f.seek(hi - 512)
+        return f.read(512)
+
+
 def main():
     if not_root():
         return 77
     path, t, orig = share_target(work, "stale")
     ok(t.run("100", "done 100"), "the target computes")
     prog = "uprobe:%s:share_push { @c = count(); }" % path
-    env = dict(os.environ, UBT_TEST_STALL_CALL=str(STALL_MS))
+    zeros = vdso_tail(t.p.pid)
+    d = subprocess.Popen([UBT, "-p", str(t.p.pid), "-e", prog],
+                         stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE,
+                         env=dict(os.environ, UBT_TEST_DIE_IN_MMAP="1"))
+    try:
+        d.stderr = d.communicate(timeout=BOUND)[1]
+    except subprocess.TimeoutExpired:
+        d.send_signal(signal.SIGINT)  # it did not die
+        d.stderr = d.communicate(timeout=BOUND)[1]
+    ok(d.returncode == 1 and b"killed by signal 9" in d.stderr and
+       t.run("100", "done 100", timeout=BOUND) and t.p.poll() is None,
+       "the worker killed in the stub page's own mmap: the target lives "
+       "and computes", "ubt status %s, %r, target %s"
+       % (d.returncode, d.stderr[-300:], t.p.poll()))
+    env = dict(os.environ, UBT_TEST_STALL_CALL=str(STALL_MS),
+               __BPFTRACE_NOTIFY_PROBES_ATTACHED="1")
     a = subprocess.Popen([UBT, "-p", str(t.p.pid), "-e", prog],
                          stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                          stderr=subprocess.PIPE, env=env)
@@ -89,6 +122,7 @@ def main():
        "the second ubt counts exactly", "status %s, %r %r"
        % (b.returncode, out[-200:], err[-300:]))
     ok(code_in(t.p.pid, path, "share_push") == orig, "the code is the file's")
+    ok(vdso_tail(t.p.pid) == zeros, "the vdso's spare bytes are zero again")
     t.close_input()
     try:
         st = t.p.wait(timeout=BOUND)
