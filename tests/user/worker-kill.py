@@ -16,6 +16,11 @@ tracer's death used to hurt: a thread left at a single step's SIGTRAP
 stop, or at the SIGSEGV of a call returning to address 0, got that
 signal; one running a remote call went on with ubt's registers
 (shim/process/ptrace_stub.c).
+Then: the worker killed after its attach while the target maps 17 memfds
+of its own before ubt's in the address order, as killed workers leave
+theirs (the guard looked at the first 16 only and left the code
+patched); and a whole session after all that leaves no ubt memfd, those
+of workers killed before their first jump included.
 UBT_WORKER_KILLS sets the number of rounds (default 16; 500 by hand),
 UBT_WORKER_KILLS_LOG=1 prints each round.  Fixed random seed.  Prints TAP.
 """
