@@ -270,6 +270,7 @@ TESTS += \
 	tests/user/share.py \
 	tests/user/stop-late.sh \
 	tests/user/sigjmp.py \
+	tests/user/stale-call.py \
 	tests/user/syswide-kill.py \
 	tests/user/sysw-share.py \
 	tests/user/test-user \
@@ -319,6 +320,7 @@ EXTRA_DIST += \
 	tests/user/share.py \
 	tests/user/stop-late.sh \
 	tests/user/sigjmp.py \
+	tests/user/stale-call.py \
 	tests/user/syswide-kill.py \
 	tests/user/sysw-share.py \
 	tests/user/tracer-holds.py \

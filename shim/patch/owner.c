@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <dirent.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -15,8 +16,6 @@
 #include "procstat.h"
 #include "ptrace.h"
 #include "rt_abi.h"
-
-#define OWNER_MAX_MEMFDS 16
 
 uint64_t owner_start_time(pid_t pid)
 {
@@ -59,13 +58,19 @@ pid_t owner_tracer(pid_t pid)
 
 /* One ubt memfd of the process, mapped into ubt. */
 struct owner_memfd {
+	dev_t dev;
 	ino_t ino;
 	char *base;
 	uint64_t size;
 };
 
+/*
+ * Every one of them: as many as killed ubts left (each a memfd, until a
+ * later detach removes it), never a first few only; the one a restore
+ * is for can come last in the process's address order.
+ */
 struct owner_set {
-	struct owner_memfd m[OWNER_MAX_MEMFDS];
+	struct owner_memfd *m;
 	int n;
 };
 
@@ -73,6 +78,8 @@ static void set_release(struct owner_set *s)
 {
 	for (int i = 0; i < s->n; i++)
 		munmap(s->m[i].base, s->m[i].size);
+	free(s->m);
+	s->m = NULL;
 	s->n = 0;
 }
 
@@ -80,13 +87,14 @@ static void set_release(struct owner_set *s)
 static int set_load(pid_t pid, struct owner_set *s)
 {
 	struct pt_map *m;
-	int n, err;
+	int n, err, cap = 0;
 
 	s->n = 0;
+	s->m = NULL;
 	err = pt_maps(pid, &m, &n);
 	if (err)
 		return err;
-	for (int i = 0; i < n && s->n < OWNER_MAX_MEMFDS; i++) {
+	for (int i = 0; i < n; i++) {
 		char path[96];
 		struct stat st;
 		void *base;
@@ -110,12 +118,26 @@ static int set_load(pid_t pid, struct owner_set *s)
 			close(fd);
 			continue;
 		}
+		if (s->n == cap) {
+			struct owner_memfd *more;
+
+			cap = cap ? 2 * cap : 16;
+			more = realloc(s->m, (size_t)cap * sizeof(*more));
+			if (!more) {
+				close(fd);
+				free(m);
+				set_release(s);
+				return -ENOMEM;
+			}
+			s->m = more;
+		}
 		base = mmap(NULL, (size_t)st.st_size, PROT_READ | PROT_WRITE,
 			    MAP_SHARED, fd, 0);
 		close(fd);
 		if (base == MAP_FAILED)
 			continue;
 		s->m[s->n++] = (struct owner_memfd){
+			.dev = st.st_dev,
 			.ino = st.st_ino,
 			.base = base,
 			.size = (uint64_t)st.st_size,
@@ -159,6 +181,54 @@ static bool owner_clean(const struct owner_memfd *f)
 	       __atomic_load_n(&ctl->sites_clean, __ATOMIC_ACQUIRE) == 1;
 }
 
+/* Does process pid hold a descriptor of memfd f (its creator, alive)? */
+static bool owner_holds(uint32_t pid, const struct owner_memfd *f)
+{
+	char path[64];
+	struct dirent *e;
+	bool held = false;
+	DIR *d;
+
+	if (!pid)
+		return false;
+	snprintf(path, sizeof(path), "/proc/%u/fd", pid);
+	d = opendir(path);
+	if (!d)
+		return false;
+	while (!held && (e = readdir(d))) {
+		char fd[64 + sizeof(e->d_name) + 2];
+		struct stat st;
+
+		if (e->d_name[0] == '.')
+			continue;
+		snprintf(fd, sizeof(fd), "%s/%s", path, e->d_name);
+		held = !stat(fd, &st) && st.st_ino == f->ino &&
+		       st.st_dev == f->dev;
+	}
+	closedir(d);
+	return held;
+}
+
+/*
+ * A memfd its ubt left behind without a jump in place: a current control
+ * block, no live site record, no child that shares it listed, and the
+ * ubt that made it (ctl->tracer_pid) no longer holds it (it died before
+ * it placed a jump, or a later ubt restored every one).  Nothing marked
+ * it clean, so no detach would ever remove it: a killed worker's, one
+ * per kill.
+ */
+static bool owner_abandoned(const struct owner_memfd *f, uint32_t except_pid)
+{
+	const struct rt_ctl *ctl = (const struct rt_ctl *)f->base;
+	uint64_t pos = 0;
+
+	if (ctl->sz != sizeof(*ctl) || ctl->version != RT_ABI_VERSION ||
+	    ctl->children[0] || next_site(f, &pos))
+		return false;
+	return ctl->tracer_pid == except_pid ||
+	       !owner_holds(ctl->tracer_pid, f);
+}
+
 int owner_scan(pid_t pid, struct owner_info *oi)
 {
 	struct owner_set s;
@@ -175,6 +245,10 @@ int owner_scan(pid_t pid, struct owner_info *oi)
 
 		if (owner_clean(&s.m[i]))
 			continue;
+		if (owner_abandoned(&s.m[i], 0)) {
+			oi->dead_memfds++;
+			continue;
+		}
 		while ((r = next_site(&s.m[i], &pos))) {
 			if (owner_alive(r->owner_pid, r->owner_start))
 				oi->live_pid = r->owner_pid;
@@ -202,6 +276,12 @@ int owner_restore(struct pt *p, uint32_t except_pid)
 
 		if (owner_clean(&s.m[i]))
 			continue;
+		if (owner_abandoned(&s.m[i], except_pid)) {
+			__atomic_store_n(&ctl->detached, 1, __ATOMIC_RELEASE);
+			__atomic_store_n(&ctl->sites_clean, 1,
+					 __ATOMIC_RELEASE);
+			continue;
+		}
 		while ((r = next_site(&s.m[i], &pos))) {
 			uint8_t cur[sizeof(r->orig)];
 

@@ -29,6 +29,8 @@ struct owner_info {
 	uint32_t live_pid;	/* a live ubt with jumps here, or 0 */
 	int dead_sites;		/* live jumps of dead ubt processes */
 	int memfds;		/* ubt memfds mapped in the process */
+	int dead_memfds;	/* dead ubts' without a jump, not yet
+				 * marked clean (owner_restore() does) */
 };
 
 /* Look at pid's ubt memfds (no stop).  0, or -errno. */
@@ -39,7 +41,9 @@ int owner_scan(pid_t pid, struct owner_info *oi);
  * bytes of every jump whose owner is dead (where the bytes are still the
  * jump), mark those records done, and tell those runtimes to stop
  * producing events.  Owner except_pid (a ubt known to be dead, or 0) also
- * counts as dead.  The number of sites restored, or -errno.
+ * counts as dead.  Every memfd left with no jump of a live ubt is marked
+ * clean, for the next detach to unmap (shim/user/user_unmap.c).  The
+ * number of sites restored, or -errno.
  */
 int owner_restore(struct pt *p, uint32_t except_pid);
 

@@ -520,6 +520,7 @@ int pt_detach(struct pt *p)
 
 	p->nth = 0;
 	p->stub = 0;	/* found again by the next seize's first call */
+	p->stub_boot = 0;
 	if (p->memfd >= 0)
 		close(p->memfd);
 	p->memfd = -1;

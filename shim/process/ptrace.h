@@ -35,6 +35,8 @@ struct pt {
 	int ctl;		/* index of the thread running remote calls */
 	uint64_t syscall_insn;	/* address of a syscall instruction */
 	uint64_t stub;		/* the remote call stub's page (ptrace_stub.c) */
+	uint64_t stub_boot;	/* its copy in the vdso's spare bytes, for
+				 * the page's own mmap, or 0 */
 	int memfd;		/* /proc/PID/mem */
 	bool child;		/* started by pt_spawn */
 	/* pt_spawn: the command's nice value, when renice (ubt's own is

@@ -246,6 +246,41 @@ static int run_ctl(struct pt *p, struct user_regs_struct *r, bool set,
 	return err;
 }
 
+/*
+ * The stub's page there, mapped (the first time in the process) through
+ * the stub's copy in the vdso's spare bytes (pt_stub_place()): a killed
+ * worker leaves the thread to put itself back, as after any call.
+ */
+static int stub_ready(struct pt *p)
+{
+	struct user_regs_struct r;
+	uint64_t a[6], v = 0;
+	int err, st;
+
+	if (p->stub && !p->stub_boot)
+		return 0;
+	err = pt_stub_place(p, a);
+	if (err || !p->stub_boot)
+		return err;
+	err = pt_stub_enter(p, false, SYS_mmap, a, &r);
+	if (!err && getenv("UBT_TEST_DIE_IN_MMAP")) {
+		/* to the mmap's entry stop, inside the copy, and die */
+		pid_t tid = p->th[p->ctl].tid;
+
+		if (!ptrace(PTRACE_SETREGS, tid, 0, &r) &&
+		    !ptrace(PTRACE_SYSCALL, tid, 0, 0) &&
+		    waitpid(tid, &st, __WALL) == tid)
+			pt_test_die_in_mmap();
+	}
+	err = err ?: run_ctl(p, &r, true, &v, 2000);
+	if (err == -ETIMEDOUT || err == -ESRCH) {
+		/* the thread may be in the copy still: it stays */
+		p->stub = p->stub_boot = 0;
+		return pt_fail(p, err, "remote system call %d", SYS_mmap);
+	}
+	return pt_stub_boot_end(p, err ? 0 : v);
+}
+
 int pt_syscall(struct pt *p, long nr, const uint64_t args[6], int64_t *ret)
 {
 	struct user_regs_struct r;
@@ -254,7 +289,8 @@ int pt_syscall(struct pt *p, long nr, const uint64_t args[6], int64_t *ret)
 
 	if (p->ctl < 0)
 		return -EINVAL;
-	err = pt_stub_enter(p, false, (uint64_t)nr, args, &r);
+	err = stub_ready(p);
+	err = err ?: pt_stub_enter(p, false, (uint64_t)nr, args, &r);
 	if (err)
 		return err;
 	err = run_ctl(p, &r, true, &v, 2000);
@@ -289,7 +325,8 @@ int pt_call(struct pt *p, uint64_t fn, const uint64_t args[6], uint64_t *ret,
 
 	if (p->ctl < 0)
 		return -EINVAL;
-	err = pt_stub_enter(p, true, fn, args, &r);
+	err = stub_ready(p);
+	err = err ?: pt_stub_enter(p, true, fn, args, &r);
 	if (err)
 		return err;
 	return pt_call_run(p, &r, true, ret, timeout_ms);

@@ -61,8 +61,16 @@ int pt_let_go(struct pt *p, int keep);
  * ptrace_stub.c: remote system calls and calls through a stub in the
  * target that puts the thread back by itself should ubt die meanwhile.
  */
-/* The stub's page in the target: mapped once, found again later. */
-int pt_stub_place(struct pt *p);
+/*
+ * The stub's page in the target: mapped once, found again later.  When
+ * it is not there yet and the vdso has room, the stub goes into the
+ * vdso's spare bytes first (p->stub_boot set, *a the page's mmap to make
+ * through it, then pt_stub_boot_end() with its result, 0 if it failed).
+ */
+int pt_stub_place(struct pt *p, uint64_t a[6]);
+int pt_stub_boot_end(struct pt *p, uint64_t page);
+/* UBT_TEST_DIE_IN_MMAP=1: the worker dies here (tests/README.md). */
+void pt_test_die_in_mmap(void);
 /* The control thread's registers *r to enter the stub with, its data
  * written: system call nr (call false) or a call of fn, arguments a. */
 int pt_stub_enter(struct pt *p, bool call, uint64_t fn, const uint64_t a[6],

@@ -12,7 +12,8 @@
  * state and makes a getpid() system call, at whose entry stop ubt takes
  * the result and puts the thread's own registers back.  If ubt is gone by
  * then, getpid() just returns, and the stub itself puts back every
- * register from the page (rflags, the 15 others, %rsp, %rip: the thread
+ * register from the call's data on the stack (rflags, the 15 others,
+ * %rsp, %rip: the thread
  * goes on where it was, a system call it was in restarted as the kernel
  * would), so the target never sees its tracer vanish.  ubt's stops are
  * system call stops (PTRACE_O_TRACESYSGOOD: a SIGTRAP | 0x80 that the
@@ -20,11 +21,11 @@
  * before it ran; a plain SIGTRAP it sends) and PTRACE_INTERRUPT stops,
  * none of which delivers a signal then; never a single step.
  *
- * One remote system call runs before the stub exists, once in the life
- * of a process (its page mapped, kept: pt_stub_place()): from a syscall
- * instruction of the vdso or libc, its window (two system call stops) is
- * the one place left where a killed ubt leaves a thread with ubt's
- * registers.
+ * The stub page's own mmap, once in the life of a process (the page is
+ * kept: pt_stub_place()), runs through a copy of the stub in the vdso's
+ * spare bytes, zeroed again after.  Only where the vdso has no room does
+ * it run from a syscall instruction of the vdso or libc with ubt's
+ * registers (two system call stops): the one window left there.
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
@@ -34,26 +35,32 @@
 #include "ptrace_int.h"
 
 /*
- * The stub (its assembly beside each line), relocation-free: data at
- * PT_STUB_DATA in the same page, reached %rip-relative.  On entry %rsp is
- * a 64-byte aligned save area for the FPU state.
+ * The stub (its assembly beside each line), relocation-free, with no data
+ * of its own: each call's data is on the thread's stack, where %rsp points
+ * on entry (D_ words, then the FPU save area at D_FPU, 64-byte aligned).
+ * So a call a killed ubt left blocked in the target (a remote dlopen()
+ * waiting for a lock) keeps its own registers to go back to, whatever
+ * calls a later ubt makes on that thread or another: nothing two calls
+ * share but the code.  The last two instructions put %rsp and %rip back:
+ * %rip from a slot ubt wrote at the thread's own %rsp - 136, below its
+ * red zone (where a signal frame could go), which "ret $128" pops.
  */
 static const uint8_t stub_code[] = {
 	0xb8, 0xff, 0xff, 0xff, 0xff,			/* mov $-1,%eax */
 	0xba, 0xff, 0xff, 0xff, 0xff,			/* mov $-1,%edx */
-	0x80, 0x3d, 0x2f, 0x08, 0x00, 0x00, 0x00,	/* cmpb $0,D_XSAVE */
-	0x74, 0x07,					/* je 1f */
-	0x48, 0x0f, 0xae, 0x24, 0x24,			/* xsave64 (%rsp) */
-	0xeb, 0x05,					/* jmp 2f */
-	0x48, 0x0f, 0xae, 0x04, 0x24,			/* 1: fxsave64 (%rsp) */
-	0x48, 0x8b, 0x3d, 0xea, 0x07, 0x00, 0x00,	/* 2: mov D_A0,%rdi */
-	0x48, 0x8b, 0x35, 0xeb, 0x07, 0x00, 0x00,	/* mov D_A1,%rsi */
-	0x48, 0x8b, 0x15, 0xec, 0x07, 0x00, 0x00,	/* mov D_A2,%rdx */
-	0x4c, 0x8b, 0x15, 0xed, 0x07, 0x00, 0x00,	/* mov D_A3,%r10 */
-	0x4c, 0x8b, 0x05, 0xee, 0x07, 0x00, 0x00,	/* mov D_A4,%r8 */
-	0x4c, 0x8b, 0x0d, 0xef, 0x07, 0x00, 0x00,	/* mov D_A5,%r9 */
-	0x48, 0x8b, 0x05, 0xb0, 0x07, 0x00, 0x00,	/* mov D_FN,%rax */
-	0x80, 0x3d, 0xb1, 0x07, 0x00, 0x00, 0x00,	/* cmpb $0,D_CALL */
+	0x80, 0x7c, 0x24, 0x40, 0x00,			/* cmpb $0,D_XSAVE(%rsp) */
+	0x74, 0x0b,					/* je 1f */
+	0x48, 0x0f, 0xae, 0xa4, 0x24, 0x00, 0x01, 0x00, 0x00,	/* xsave64 D_FPU(%rsp) */
+	0xeb, 0x09,					/* jmp 2f */
+	0x48, 0x0f, 0xae, 0x84, 0x24, 0x00, 0x01, 0x00, 0x00,	/* 1: fxsave64 D_FPU(%rsp) */
+	0x48, 0x8b, 0x7c, 0x24, 0x10,			/* 2: mov D_A0(%rsp),%rdi */
+	0x48, 0x8b, 0x74, 0x24, 0x18,			/* mov D_A1(%rsp),%rsi */
+	0x48, 0x8b, 0x54, 0x24, 0x20,			/* mov D_A2(%rsp),%rdx */
+	0x4c, 0x8b, 0x54, 0x24, 0x28,			/* mov D_A3(%rsp),%r10 */
+	0x4c, 0x8b, 0x44, 0x24, 0x30,			/* mov D_A4(%rsp),%r8 */
+	0x4c, 0x8b, 0x4c, 0x24, 0x38,			/* mov D_A5(%rsp),%r9 */
+	0x48, 0x8b, 0x04, 0x24,				/* mov D_FN(%rsp),%rax */
+	0x80, 0x7c, 0x24, 0x08, 0x00,			/* cmpb $0,D_CALL(%rsp) */
 	0x75, 0x04,					/* jne 3f */
 	0x0f, 0x05,					/* syscall */
 	0xeb, 0x05,					/* jmp 4f */
@@ -62,48 +69,49 @@ static const uint8_t stub_code[] = {
 	0x48, 0x89, 0xc7,				/* 4: mov %rax,%rdi */
 	0xb8, 0xff, 0xff, 0xff, 0xff,			/* mov $-1,%eax */
 	0xba, 0xff, 0xff, 0xff, 0xff,			/* mov $-1,%edx */
-	0x80, 0x3d, 0xca, 0x07, 0x00, 0x00, 0x00,	/* cmpb $0,D_XSAVE */
-	0x74, 0x07,					/* je 5f */
-	0x48, 0x0f, 0xae, 0x2c, 0x24,			/* xrstor64 (%rsp) */
-	0xeb, 0x05,					/* jmp 6f */
-	0x48, 0x0f, 0xae, 0x0c, 0x24,			/* 5: fxrstor64 (%rsp) */
+	0x80, 0x7c, 0x24, 0x40, 0x00,			/* cmpb $0,D_XSAVE(%rsp) */
+	0x74, 0x0b,					/* je 5f */
+	0x48, 0x0f, 0xae, 0xac, 0x24, 0x00, 0x01, 0x00, 0x00,	/* xrstor64 D_FPU(%rsp) */
+	0xeb, 0x09,					/* jmp 6f */
+	0x48, 0x0f, 0xae, 0x8c, 0x24, 0x00, 0x01, 0x00, 0x00,	/* 5: fxrstor64 D_FPU(%rsp) */
 	0xb8, 0x27, 0x00, 0x00, 0x00,			/* 6: mov $39,%eax */
-	0x0f, 0x05,					/* syscall (getpid) */
+	0x0f, 0x05,					/* syscall */
 	/* PT_STUB_MARKER: reached only when ubt is gone */
-	0xff, 0x35, 0xb7, 0x07, 0x00, 0x00,		/* push D_FLAGS */
+	0xff, 0x74, 0x24, 0x48,				/* push D_FLAGS(%rsp) */
 	0x9d,						/* popfq */
-	0x48, 0x8b, 0x05, 0xc7, 0x07, 0x00, 0x00,	/* mov D_RAX,%rax */
-	0x48, 0x8b, 0x1d, 0xc8, 0x07, 0x00, 0x00,	/* mov D_RBX,%rbx */
-	0x48, 0x8b, 0x0d, 0xc9, 0x07, 0x00, 0x00,	/* mov D_RCX,%rcx */
-	0x48, 0x8b, 0x15, 0xca, 0x07, 0x00, 0x00,	/* mov D_RDX,%rdx */
-	0x48, 0x8b, 0x35, 0xcb, 0x07, 0x00, 0x00,	/* mov D_RSI,%rsi */
-	0x48, 0x8b, 0x3d, 0xcc, 0x07, 0x00, 0x00,	/* mov D_RDI,%rdi */
-	0x48, 0x8b, 0x2d, 0xcd, 0x07, 0x00, 0x00,	/* mov D_RBP,%rbp */
-	0x4c, 0x8b, 0x05, 0xce, 0x07, 0x00, 0x00,	/* mov D_R8,%r8 */
-	0x4c, 0x8b, 0x0d, 0xcf, 0x07, 0x00, 0x00,	/* mov D_R9,%r9 */
-	0x4c, 0x8b, 0x15, 0xd0, 0x07, 0x00, 0x00,	/* mov D_R10,%r10 */
-	0x4c, 0x8b, 0x1d, 0xd1, 0x07, 0x00, 0x00,	/* mov D_R11,%r11 */
-	0x4c, 0x8b, 0x25, 0xd2, 0x07, 0x00, 0x00,	/* mov D_R12,%r12 */
-	0x4c, 0x8b, 0x2d, 0xd3, 0x07, 0x00, 0x00,	/* mov D_R13,%r13 */
-	0x4c, 0x8b, 0x35, 0xd4, 0x07, 0x00, 0x00,	/* mov D_R14,%r14 */
-	0x4c, 0x8b, 0x3d, 0xd5, 0x07, 0x00, 0x00,	/* mov D_R15,%r15 */
-	0x48, 0x8b, 0x25, 0x56, 0x07, 0x00, 0x00,	/* mov D_RSP,%rsp */
-	0xff, 0x25, 0x48, 0x07, 0x00, 0x00,		/* jmp *D_RIP */
+	0x48, 0x8b, 0x44, 0x24, 0x58,			/* mov D_RAX(%rsp),%rax */
+	0x48, 0x8b, 0x5c, 0x24, 0x60,			/* mov D_RBX(%rsp),%rbx */
+	0x48, 0x8b, 0x4c, 0x24, 0x68,			/* mov D_RCX(%rsp),%rcx */
+	0x48, 0x8b, 0x54, 0x24, 0x70,			/* mov D_RDX(%rsp),%rdx */
+	0x48, 0x8b, 0x74, 0x24, 0x78,			/* mov D_RSI(%rsp),%rsi */
+	0x48, 0x8b, 0xbc, 0x24, 0x80, 0x00, 0x00, 0x00,	/* mov D_RDI(%rsp),%rdi */
+	0x48, 0x8b, 0xac, 0x24, 0x88, 0x00, 0x00, 0x00,	/* mov D_RBP(%rsp),%rbp */
+	0x4c, 0x8b, 0x84, 0x24, 0x90, 0x00, 0x00, 0x00,	/* mov D_R8(%rsp),%r8 */
+	0x4c, 0x8b, 0x8c, 0x24, 0x98, 0x00, 0x00, 0x00,	/* mov D_R9(%rsp),%r9 */
+	0x4c, 0x8b, 0x94, 0x24, 0xa0, 0x00, 0x00, 0x00,	/* mov D_R10(%rsp),%r10 */
+	0x4c, 0x8b, 0x9c, 0x24, 0xa8, 0x00, 0x00, 0x00,	/* mov D_R11(%rsp),%r11 */
+	0x4c, 0x8b, 0xa4, 0x24, 0xb0, 0x00, 0x00, 0x00,	/* mov D_R12(%rsp),%r12 */
+	0x4c, 0x8b, 0xac, 0x24, 0xb8, 0x00, 0x00, 0x00,	/* mov D_R13(%rsp),%r13 */
+	0x4c, 0x8b, 0xb4, 0x24, 0xc0, 0x00, 0x00, 0x00,	/* mov D_R14(%rsp),%r14 */
+	0x4c, 0x8b, 0xbc, 0x24, 0xc8, 0x00, 0x00, 0x00,	/* mov D_R15(%rsp),%r15 */
+	0x48, 0x8b, 0x64, 0x24, 0x50,			/* mov D_SLOT(%rsp),%rsp */
+	0xc2, 0x80, 0x00,				/* ret $128 */
 };
 
-#define PT_STUB_MARKER 0x8b
-#define PT_STUB_DATA 0x800
+#define PT_STUB_MARKER 0x86
 #define PT_STUB_PAGE 4096
+#define PT_STUB_SLOT 136	/* the %rip slot, below the thread's %rsp */
 
-/* the data's words, in the order of stub_code's D_ labels */
+/* the call's words on the stack, in the order of stub_code's D_ labels */
 enum {
-	D_FN, D_CALL, D_A0, D_XSAVE = D_A0 + 6, D_FLAGS, D_RIP, D_RSP,
-	D_RAX, D_RBX, D_RCX, D_RDX, D_RSI, D_RDI, D_RBP, D_R8, D_R9, D_R10,
-	D_R11, D_R12, D_R13, D_R14, D_R15, D_N
+	D_FN, D_CALL, D_A0, D_A1, D_A2, D_A3, D_A4, D_A5, D_XSAVE, D_FLAGS,
+	D_SLOT, D_RAX, D_RBX, D_RCX, D_RDX, D_RSI, D_RDI, D_RBP, D_R8, D_R9,
+	D_R10, D_R11, D_R12, D_R13, D_R14, D_R15, D_N
 };
+#define D_FPU 256	/* bytes of words before the FPU save area */
 
-_Static_assert(sizeof(stub_code) == 0x108, "the stub's code");
-_Static_assert(PT_STUB_DATA + D_N * 8 <= PT_STUB_PAGE, "the stub's data");
+_Static_assert(sizeof(stub_code) == 0xfc, "the stub's code");
+_Static_assert(D_N * 8 <= D_FPU && D_FPU % 64 == 0, "the stub's data");
 
 /* The FPU save area: xsave's size for the enabled features, or fxsave's. */
 static uint32_t fpu_area(bool *xsave)
@@ -150,6 +158,19 @@ void pt_resume_regs(const struct user_regs_struct *in,
 		break;
 	}
 	out->orig_rax = (uint64_t)-1;
+}
+
+/*
+ * For tests (tests/README.md): UBT_TEST_DIE_IN_MMAP=1 kills ubt's worker
+ * at the entry of the stub page's own mmap (the thread then in the middle
+ * of it, with the registers of the call).
+ */
+void pt_test_die_in_mmap(void)
+{
+	const char *v = getenv("UBT_TEST_DIE_IN_MMAP");
+
+	if (v && *v == '1')
+		kill(getpid(), SIGKILL);
 }
 
 /* Find the bytes 0f 05 in an executable mapping: vdso first, then libc. */
@@ -284,6 +305,7 @@ static int raw_syscall(struct pt *p, long nr, const uint64_t a[6],
 			continue;
 		}
 		stops++;
+		pt_test_die_in_mmap();
 	}
 	if (ptrace(PTRACE_GETREGS, tid, 0, &r) < 0)
 		return -errno;
@@ -316,23 +338,76 @@ static uint64_t stub_find(struct pt *p)
 }
 
 /*
- * The page stays for the life of the process (or until an exec) and every
- * later session takes it up again: unmapping it would be one more raw
- * system call, a window where a killed worker leaves a thread with ubt's
- * registers; one page, read-only, executable, never writable.
+ * The vdso's spare bytes (the zeros after its image, to the end of its
+ * last page) where the stub fits with room to spare, or 0.  /proc/PID/mem
+ * writes there through the r-x protection (a private copy of the page,
+ * as a debugger's breakpoint in the vdso makes).
  */
-int pt_stub_place(struct pt *p)
+static uint64_t boot_room(struct pt *p)
 {
-	uint64_t a[6] = { 0, PT_STUB_PAGE, PROT_READ | PROT_EXEC,
-			  MAP_PRIVATE | MAP_ANONYMOUS, (uint64_t)-1, 0 };
-	uint64_t xs;
-	bool xsave;
+	uint8_t page[4096];
+	struct pt_map *m;
+	uint64_t at, end = 0;
+	size_t zeros = 0;
+	int n;
+
+	if (getenv("UBT_TEST_NO_STUB_BOOT") || pt_maps(p->pid, &m, &n))
+		return 0;
+	for (int i = 0; i < n && !end; i++)
+		if (!strcmp(m[i].path, "[vdso]") &&
+		    m[i].end - m[i].start >= sizeof(page))
+			end = m[i].end;
+	free(m);
+	if (!end || pt_read(p, end - sizeof(page), page, sizeof(page)))
+		return 0;
+	at = (end - sizeof(stub_code)) & ~15ULL;
+	/* a copy a killed worker left (its thread came out of it) */
+	if (!memcmp(page + sizeof(page) - (end - at), stub_code,
+		    sizeof(stub_code)))
+		return at;
+	while (zeros < sizeof(page) && !page[sizeof(page) - 1 - zeros])
+		zeros++;
+	/* 256 zero bytes at least between the image and the stub */
+	return zeros >= sizeof(stub_code) + 16 + 256 ? at : 0;
+}
+
+/*
+ * The page stays for the life of the process (or until an exec) and every
+ * later session takes it up again: one page, read-only, executable, never
+ * writable.  Its own mmap goes through a copy of the stub in the vdso's
+ * spare bytes, so that a worker killed in the middle of it leaves the
+ * thread to put itself back as after any other call; the copy is zeroed
+ * again once the page is there (ptrace_call.c's stub_ready()).  Only a
+ * vdso without the room makes that mmap from a system call instruction
+ * of the vdso or libc with ubt's registers, the one window left.
+ */
+int pt_stub_place(struct pt *p, uint64_t a[6])
+{
+	const uint64_t mm[6] = { 0, PT_STUB_PAGE, PROT_READ | PROT_EXEC,
+				 MAP_PRIVATE | MAP_ANONYMOUS, (uint64_t)-1,
+				 0 };
 	int64_t ret;
 	int err;
 
 	if (p->stub)
 		return 0;
+	memcpy(a, mm, sizeof(mm));
 	ret = (int64_t)stub_find(p);
+	if (ret && (p->stub_boot = boot_room(p))) {
+		/* a killed worker's copy in the vdso: zeroed */
+		uint8_t zero[sizeof(stub_code)] = { 0 };
+
+		pt_write(p, p->stub_boot, zero, sizeof(zero));
+		p->stub_boot = 0;
+	}
+	if (!ret && (p->stub_boot = boot_room(p))) {
+		err = pt_write(p, p->stub_boot, stub_code, sizeof(stub_code));
+		if (!err) {
+			p->stub = p->stub_boot;
+			return 0;
+		}
+		p->stub_boot = 0;
+	}
 	if (!ret) {
 		err = raw_syscall(p, SYS_mmap, a, &ret);
 		if (err)
@@ -342,22 +417,43 @@ int pt_stub_place(struct pt *p)
 			return pt_fail(p, (int)ret, "remote system call %d",
 				       SYS_mmap);
 	}
-	fpu_area(&xsave);
-	xs = xsave;
 	/* /proc/PID/mem writes through the page's r-x protection */
 	err = pt_write(p, (uint64_t)ret, stub_code, sizeof(stub_code));
-	err = err ?: pt_write(p, (uint64_t)ret + PT_STUB_DATA + D_XSAVE * 8,
-			      &xs, 8);
 	if (err)
 		return pt_fail(p, err, "cannot write the remote call stub");
 	p->stub = (uint64_t)ret;
 	return 0;
 }
 
+int pt_stub_boot_end(struct pt *p, uint64_t page)
+{
+	uint8_t zero[sizeof(stub_code)] = { 0 };
+	uint64_t boot = p->stub_boot;
+	int err = 0;
+
+	p->stub_boot = 0;
+	p->stub = 0;
+	if (page && (int64_t)page > -4096 && (int64_t)page < 0)
+		page = 0;
+	if (page) {
+		err = pt_write(p, page, stub_code, sizeof(stub_code));
+		if (err)
+			return pt_fail(p, err, "cannot write the remote call "
+				       "stub");
+		p->stub = page;
+	}
+	/* the thread is back out of it: the vdso's bytes as they were */
+	if (pt_write(p, boot, zero, sizeof(zero)) && !err)
+		err = pt_fail(p, -EIO, "cannot clear the vdso's spare bytes");
+	return page ? err : pt_fail(p, -ENOMEM, "remote system call %d",
+				    SYS_mmap);
+}
+
 /*
  * Into *r the control thread's registers to enter the stub with, for a
- * system call nr (call false) or a call of fn (true); its data written
- * (the arguments, the registers to go back to).
+ * system call nr (call false) or a call of fn (true); the call's data
+ * written on the thread's stack (the arguments, the registers to go back
+ * to), below the red zone and the page under it (user_target_memfd()).
  */
 int pt_stub_enter(struct pt *p, bool call, uint64_t fn, const uint64_t a[6],
 		  struct user_regs_struct *r)
@@ -367,9 +463,10 @@ int pt_stub_enter(struct pt *p, bool call, uint64_t fn, const uint64_t a[6],
 	uint64_t d[D_N] = { 0 }, zero[8] = { 0 };
 	bool xsave;
 	uint32_t area = fpu_area(&xsave);
+	uint64_t mm[6];
 	int err;
 
-	err = pt_stub_place(p);
+	err = pt_stub_place(p, mm);
 	if (err)
 		return err;
 	pt_resume_regs(own, &back);
@@ -378,8 +475,7 @@ int pt_stub_enter(struct pt *p, bool call, uint64_t fn, const uint64_t a[6],
 	memcpy(&d[D_A0], a, 6 * sizeof(*a));
 	d[D_XSAVE] = xsave;
 	d[D_FLAGS] = back.eflags;
-	d[D_RIP] = back.rip;
-	d[D_RSP] = back.rsp;
+	d[D_SLOT] = back.rsp - PT_STUB_SLOT;
 	d[D_RAX] = back.rax;
 	d[D_RBX] = back.rbx;
 	d[D_RCX] = back.rcx;
@@ -396,16 +492,16 @@ int pt_stub_enter(struct pt *p, bool call, uint64_t fn, const uint64_t a[6],
 	d[D_R14] = back.r14;
 	d[D_R15] = back.r15;
 	*r = *own;
-	/* below the red zone and the page under it (user_target_memfd()) */
-	r->rsp = (own->rsp - 4096 - 64 - area) & ~63ULL;
+	r->rsp = (own->rsp - 4096 - 64 - area - D_FPU) & ~63ULL;
 	r->rip = p->stub;
 	r->rax = 0;
 	r->orig_rax = (uint64_t)-1;
 	r->eflags &= ~(0x100ULL | 0x400ULL);	/* no trap flag, DF clear */
-	err = pt_write(p, p->stub + PT_STUB_DATA, d, sizeof(d));
+	err = pt_write(p, r->rsp, d, sizeof(d));
+	err = err ?: pt_write(p, d[D_SLOT], &back.rip, 8);
 	/* xrstor wants the header's reserved bytes zero */
 	if (!err && xsave)
-		err = pt_write(p, r->rsp + 512, zero, sizeof(zero));
+		err = pt_write(p, r->rsp + D_FPU + 512, zero, sizeof(zero));
 	if (err)
 		return pt_fail(p, err, "cannot write the remote call's data");
 	return 0;

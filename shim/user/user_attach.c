@@ -67,7 +67,8 @@ static int check_owners(struct ubt_user *u)
 	struct owner_info oi;
 	int n;
 
-	if (owner_scan(u->pid, &oi) || (!oi.live_pid && !oi.dead_sites))
+	if (owner_scan(u->pid, &oi) ||
+	    (!oi.live_pid && !oi.dead_sites && !oi.dead_memfds))
 		return 0;
 	if (oi.live_pid)
 		return user_err(u, -EBUSY, "another ubt (pid %u) runs probes in "
@@ -82,6 +83,23 @@ static int check_owners(struct ubt_user *u)
 	return 0;
 }
 
+/*
+ * For tests (tests/README.md): UBT_TEST_STALL_CALL=MS makes a remote
+ * poll() of MS ms before the attach goes on, announced on stderr, so that
+ * a test can kill the worker while its call is blocked in the target.
+ */
+static int test_stall(struct ubt_user *u)
+{
+	const char *v = getenv("UBT_TEST_STALL_CALL");
+	int64_t ret;
+
+	if (!v || atoi(v) <= 0)
+		return 0;
+	fprintf(stderr, "ubt: UBT_TEST_STALL_CALL: a remote poll() of %d ms\n",
+		atoi(v));
+	return user_rsys(u, SYS_poll, 0, 0, (uint64_t)atoi(v), 0, 0, 0, &ret);
+}
+
 static struct ubt_user *attach(struct ubt_user *u, const struct user_opts *o,
 			   char *err, size_t errlen)
 {
@@ -94,6 +112,8 @@ static struct ubt_user *attach(struct ubt_user *u, const struct user_opts *o,
 	u->self_start = owner_start_time(getpid());
 	if (!u->child)
 		e = e ?: check_owners(u);
+	if (!u->child)
+		e = e ?: test_stall(u);
 	e = e ?: user_check_libc(u);
 	e = e ?: user_place_memfd(u, o);
 	e = e ?: user_place_runtime(u, o);

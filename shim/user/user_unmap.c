@@ -35,7 +35,7 @@
 
 #include "user_int.h"
 
-#define UNMAP_MAX 256		/* memfd mappings looked at */
+#define UNMAP_MAX 256		/* BPF map mappings looked at */
 #define UNMAP_TRIES 10		/* looks, the threads running between */
 #define UNMAP_RUN_US 20000
 #define UNMAP_STACK (8ULL << 20)	/* live frames read at most */
@@ -48,8 +48,8 @@ struct um_map {
 };
 
 struct um {
-	struct um_map m[UNMAP_MAX];
-	int n;
+	struct um_map *m;	/* every one: killed ubts leave many */
+	int n, cap;
 	uint64_t rt_lo[4], rt_hi[4];	/* the runtime's code */
 	int nrt;
 	uint64_t rt_start, rt_end;	/* all of the runtime's mappings */
@@ -57,6 +57,12 @@ struct um {
 	uint64_t bpf_lo[UNMAP_MAX], bpf_hi[UNMAP_MAX];
 	int nbpf;
 };
+
+static void um_free(struct um *s)
+{
+	free(s->m);
+	free(s);
+}
 
 /* Every ubt memfd mapping of pid, and the runtime's executable ones. */
 static int um_load(struct ubt_user *u, struct um *s)
@@ -99,8 +105,20 @@ static int um_load(struct ubt_user *u, struct um *s)
 			s->bpf_lo[s->nbpf] = lo;
 			s->bpf_hi[s->nbpf++] = hi;
 		}
-		if (!strstr(line + at, "/memfd:ubt") || s->n == UNMAP_MAX)
+		if (!strstr(line + at, "/memfd:ubt"))
 			continue;
+		if (s->n == s->cap) {
+			struct um_map *more;
+			int cap = s->cap ? 2 * s->cap : 64;
+
+			more = realloc(s->m, (size_t)cap * sizeof(*more));
+			if (!more) {
+				fclose(f);
+				return -ENOMEM;
+			}
+			s->m = more;
+			s->cap = cap;
+		}
 		s->m[s->n++] = (struct um_map){ .start = lo, .end = hi,
 						.off = off, .ino = ino,
 						.x = perms[2] == 'x' };
@@ -355,7 +373,7 @@ int user_unmap(struct ubt_user *u)
 	if (!s)
 		return -ENOMEM;
 	if (um_scan(u, s, own)) {
-		free(s);
+		um_free(s);
 		return 0;	/* gone */
 	}
 	/* nothing maps more chunks now: the descriptor goes either way */
@@ -373,7 +391,7 @@ int user_unmap(struct ubt_user *u)
 			 "(its code read-only-executable) for the next ubt to "
 			 "remove: thread %d may still use it (%s)", (int)u->pid,
 			 (int)tid, why);
-		free(s);
+		um_free(s);
 		return 0;
 	}
 	err = um_forget(u, s);
@@ -392,6 +410,6 @@ int user_unmap(struct ubt_user *u)
 			u->xmaps[i].addr = 0;
 	if (!err && !(err = um_bpf(u, s, u->comm_at)))
 		u->comm_at = 0;
-	free(s);
+	um_free(s);
 	return err;
 }

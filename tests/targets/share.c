@@ -13,6 +13,9 @@
  *	exec N		execs itself with "--calls N": the new image makes the
  *			N calls of each, prints "exec done N", then reads
  *			commands on as before
+ *	memfds N	maps N memfds of its own named "ubt-decoy" (8 MiB
+ *			each, read-only) at low addresses, before any ubt's
+ *			in the address order; prints "memfds N"
  *	EOF		prints "exit S" and exits S: 0, or 1 if a result was
  *			ever wrong
  *
@@ -22,10 +25,14 @@
  *	share_mid(x)	push %rbp; mov %rsp,%rbp; then at +4 a test (a site
  *			inside the function); returns 2 * x + 1
  */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -131,6 +138,20 @@ int main(int argc, char **argv)
 			execl("/proc/self/exe", argv[0], "--calls", arg,
 			      (char *)NULL);
 			bad = 1;
+		} else if (sscanf(line, "memfds %ld", &n) == 1) {
+			for (long i = 0; i < n; i++) {
+				size_t len = 8 << 20;
+				void *at = (void *)(0x10000000UL + i * len);
+				int fd = memfd_create("ubt-decoy", MFD_CLOEXEC);
+
+				bad |= fd < 0 || ftruncate(fd, (off_t)len) ||
+				       mmap(at, len, PROT_READ,
+					    MAP_SHARED | MAP_FIXED_NOREPLACE,
+					    fd, 0) != at;
+				if (fd >= 0)
+					close(fd);
+			}
+			printf("memfds %ld\n", n);
 		} else if (sscanf(line, "%ld", &n) == 1) {
 			bad |= calls(n);
 			printf("done %ld\n", n);

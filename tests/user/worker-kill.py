@@ -16,6 +16,11 @@ tracer's death used to hurt: a thread left at a single step's SIGTRAP
 stop, or at the SIGSEGV of a call returning to address 0, got that
 signal; one running a remote call went on with ubt's registers
 (shim/process/ptrace_stub.c).
+Then: the worker killed after its attach while the target maps 17 memfds
+of its own before ubt's in the address order, as killed workers leave
+theirs (the guard looked at the first 16 only and left the code
+patched); and a whole session after all that leaves no ubt memfd, those
+of workers killed before their first jump included.
 UBT_WORKER_KILLS sets the number of rounds (default 16; 500 by hand),
 UBT_WORKER_KILLS_LOG=1 prints each round.  Fixed random seed.  Prints TAP.
 """
@@ -110,6 +115,47 @@ def calibrate(t, prog):
     return span
 
 
+def memfd_fds(pid):
+    """The target's descriptors of ubt memfds."""
+    n = 0
+    for fd in os.listdir("/proc/%d/fd" % pid):
+        try:
+            n += "/memfd:ubt" in os.readlink("/proc/%d/fd/%s" % (pid, fd))
+        except OSError:
+            pass
+    return n
+
+
+def ubt_maps(pid):
+    """The target's mappings of ubt's memfds (not its own decoys)."""
+    with open("/proc/%d/maps" % pid) as f:
+        return [ln for ln in f
+                if "/memfd:ubt" in ln and "/memfd:ubt-decoy" not in ln]
+
+
+def session(t, prog, kill=False):
+    """One whole -p session, ended by SIGINT once attached (kill: its
+    worker killed then): its status and stderr."""
+    env = dict(os.environ, __BPFTRACE_NOTIFY_PROBES_ATTACHED="1")
+    u = subprocess.Popen([UBT, "-p", str(t.p.pid), "-e", prog],
+                         stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                         stderr=subprocess.PIPE, env=env)
+    os.set_blocking(u.stderr.fileno(), False)
+    end = time.time() + BOUND
+    while not attached(u) and u.poll() is None and time.time() < end:
+        time.sleep(0.001)
+    for c in children(u.pid) if kill else []:
+        os.kill(c, signal.SIGKILL)
+    u.send_signal(signal.SIGINT)
+    os.set_blocking(u.stderr.fileno(), True)
+    try:
+        err = getattr(u, "seen", b"") + u.communicate(timeout=BOUND)[1]
+    except subprocess.TimeoutExpired:
+        u.kill()
+        err = u.communicate()[1]
+    return u.returncode, err
+
+
 def main():
     if not_root():
         return 77
@@ -184,6 +230,30 @@ def main():
     ok(not bad, "%d worker kills within %.0f ms of its start (%d while it "
        "held the target): the target lives, its code is the file's"
        % (killed, span * 1000, inside), "; ".join(bad[:3]))
+    # many memfds before the worker's in the address order (as killed
+    # workers leave: one each; the first 16 were all the guard looked at)
+    t.halt()
+    decoys = t.run("memfds 17", "memfds 17", timeout=BOUND)
+    t.start()
+    st, err = session(t, prog, kill=True)
+    ok(decoys and t.p.poll() is None and
+       code_in(t.p.pid, path, "share_push") == orig,
+       "the worker killed after its attach, 17 other memfds mapped before "
+       "its own: the guard restores the code", "status %s; %r"
+       % (st, err[-300:]))
+    # what the killed workers left (a memfd each, some before they placed
+    # a jump) goes with the next whole session: it marks them, its detach
+    # removes them
+    left = len(set(ln.split()[4] for ln in ubt_maps(t.p.pid)))
+    st, err = session(t, prog)
+    maps, fds = ubt_maps(t.p.pid), memfd_fds(t.p.pid)
+    ok(st == 0 and not maps and not fds and
+       code_in(t.p.pid, path, "share_push") == orig,
+       "a whole session after the kills leaves no ubt memfd (%d were left "
+       "by the kills)" % left,
+       "status %s, %d mapping(s) of %d memfd(s), %d descriptor(s) left; "
+       "%r" % (st, len(maps), len(set(ln.split()[4] for ln in maps)), fds,
+               err[-300:]))
     t.halt()
     ok(not t.bad and t.batches > 0, "the target computed right throughout "
        "(%d batches)" % t.batches, t.bad or "")
