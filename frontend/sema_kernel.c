@@ -41,9 +41,9 @@ int sema_kernel_args(struct sema_ctx *x, struct ast_node *ap,
 			sema_error(x, &ap->loc,
 				   "No BTF found for raw tracepoint %s%s%s",
 				   mod ? mod : "", mod ? ":" : "", func);
-		else
-			sema_error(x, &ap->loc, "No BTF found for %s%s%s",
-				   mod ? mod : "", mod ? ":" : "", func);
+		else	/* bpftrace 0.17's words, "kfunc:" for kretfunc too */
+			sema_error(x, &ap->loc,
+				   "kfunc:%s: no BTF data for %s", func, func);
 		return -EINVAL;
 	}
 	return 0;

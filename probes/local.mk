@@ -11,6 +11,7 @@ libubt_a_SOURCES += \
 	probes/probes_insn.c \
 	probes/probes_int.h \
 	probes/probes_kernel.c \
+	probes/probes_kvmlinux.c \
 	probes/probes_list.c \
 	probes/probes_symcache.c \
 	probes/probes_target.c \

@@ -181,6 +181,10 @@ struct probes_match {
 	uint64_t semaphore_offset;	/* ref_ctr_offset, 0 when none */
 	const char *usdt_args;	/* argument spec */
 	int index;		/* 0.. within the attach point's matches */
+	/* kfunc/kretfunc named without a wildcard that no BTF has (no
+	 * such function, its module not loaded): kept, to fail or be
+	 * skipped at attach in bpftrace 0.17's words */
+	bool no_btf;
 };
 
 /*
@@ -223,6 +227,16 @@ int probes_expand(struct compile *c, struct ast_node *probe,
  */
 int probes_insn_boundary(const char *path, uint64_t func_off, uint64_t size,
 			 uint64_t at);
+/*
+ * probes_kvmlinux.c: kprobe:func+off checked as bpftrace 0.17 checks it
+ * against a vmlinux file with symbols (BPFTRACE_VMLINUX, or one of its
+ * places for the running kernel): 0 (*msg: --unsafe's warning, or NULL),
+ * -ENOENT no such file (the kernel checks), -ERANGE past the function's
+ * end, -EILSEQ not at an instruction's start or undecidable (*msg says
+ * which, in bpftrace's words).
+ */
+int probes_kernel_offset_check(struct arena *a, const char *func,
+			       uint64_t off, bool unsafe, const char **msg);
 /* Does the instruction at file offset off of path have a lock prefix (the
  * kernel places no uprobe there: ENOTSUPP)?  1, 0, or -errno. */
 int probes_insn_locked(const char *path, uint64_t off);

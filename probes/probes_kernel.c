@@ -283,6 +283,14 @@ int probes_expand_kernel(struct arena *a, struct diag_list *d,
 				break;
 		}
 	}
+	/* bpftrace 0.17 says it at attach: "No BTF found for F", an
+	 * error, or a warning and the rest runs when the probe has other
+	 * attach points (kernel_kprobe.c); not for a listing (no d) */
+	if (v->len == before && d && !wild && !rawtp) {
+		kp_add(a, v, prov, module, func, 0, false);
+		((struct probes_match *)v->data)[v->len - 1].no_btf = true;
+		return 0;
+	}
 	if (v->len == before)
 		return kp_report(d, loc, warn_only && (kprobe || !wild),
 				 wild ? arena_printf(a,

@@ -12,6 +12,7 @@
 #include <bpf/libbpf.h>
 #include "ast.h"
 #include "cg.h"
+#include "compile.h"
 #include "kernel.h"
 #include "probes.h"
 #include "sema.h"
@@ -105,6 +106,56 @@ static bool kernel_kprobe_skips(const struct cg_prog *p)
 		      ap->ap.need_expansion);
 }
 
+/*
+ * A kfunc that no BTF has (no such function, its module not loaded),
+ * not loaded (kernel_load.c): bpftrace 0.17 finds no BTF id when it
+ * attaches it and says so, an error (exit status 255), or a warning when
+ * the probe has other attach points, whose attach goes on.
+ */
+static int kernel_kfunc_no_btf(struct kernel *k, const struct cg_prog *p,
+			       const struct probes_match *m)
+{
+	if (kernel_kprobe_skips(p)) {
+		fprintf(stderr, "WARNING: No BTF found for %s, skipping.\n",
+			m->func);
+		return 0;
+	}
+	fprintf(stderr, "ERROR: No BTF found for %s\n", m->func);
+	k->attach_status = 255;
+	return -ENOENT;
+}
+
+/*
+ * kprobe:FUNC+OFFSET: bpftrace 0.17 checks the offset against a vmlinux
+ * file with symbols where there is one (probes_kvmlinux.c), and fails
+ * the run (exit status 255) when it is past the function or inside an
+ * instruction; with none, -v says the kernel checks.
+ */
+static int kernel_kprobe_offset(struct kernel *k, const struct probes_match *m)
+{
+	const char *msg;
+	int err = probes_kernel_offset_check(&k->c->arena, m->func,
+					     m->func_offset, k->c->unsafe,
+					     &msg);
+
+	if (err == -ENOENT) {
+		if (kernel_get_verbose() > 0)
+			fprintf(stderr,
+				"WARNING: Could not resolve symbol %s. Skipping usermode offset checking.\n"
+				"WARNING: The kernel will verify the safety of the location but will also allow the offset to be in a different symbol.\n",
+				m->func);
+		return 0;
+	}
+	if (!err) {
+		if (msg)
+			fprintf(stderr, "WARNING: %s\n", msg);
+		return 0;
+	}
+	fprintf(stderr, "ERROR: %s\n", msg);
+	k->attach_status = 255;
+	return err;
+}
+
 /* All functions of program i through one kprobe_multi link. */
 static int kernel_attach_kmulti(struct kernel *k, int i)
 {
@@ -154,7 +205,12 @@ static int kernel_attach_kone(struct kernel *k, struct kernel_target *t)
 			    .retprobe = p->provider == PROV_KRETPROBE);
 
 		char sym[512];
+		int err = m->func_offset && !(m->target && *m->target) ?
+				  kernel_kprobe_offset(k, m) :
+				  0;
 
+		if (err)
+			return err;
 		/* kprobe:module:func: the kernel looks "module:func" up */
 		if (m->target && *m->target)
 			snprintf(sym, sizeof(sym), "%s:%s", m->target,
@@ -166,6 +222,8 @@ static int kernel_attach_kone(struct kernel *k, struct kernel_target *t)
 	}
 	case PROV_KFUNC:
 	case PROV_KRETFUNC:
+		if (m->no_btf)
+			return kernel_kfunc_no_btf(k, p, m);
 		l = bpf_program__attach_trace(prog);
 		break;
 	case PROV_RAWTRACEPOINT:

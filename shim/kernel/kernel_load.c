@@ -98,6 +98,11 @@ static int kernel_open(struct kernel *k)
 		/* BEGIN/END run through BPF_PROG_TEST_RUN: raw tracepoint
 		 * programs; nothing to auto-attach */
 		bpf_program__set_autoattach(k->progs[i], false);
+		/* a kfunc no BTF has: libbpf would fail the whole load;
+		 * its attach says why (kernel_kprobe.c) */
+		if (obj->progs[i].nmatches == 1 &&
+		    obj->progs[i].matches[0].no_btf)
+			bpf_program__set_autoload(k->progs[i], false);
 		k->multi[i] = kernel_use_multi(&obj->progs[i]);
 		if (k->multi[i])
 			bpf_program__set_expected_attach_type(
