@@ -594,6 +594,16 @@ int tp_args(struct arena *a, const char *category, const char *event,
 	return 0;
 }
 
+const struct tp_field *tp_field_sized(const struct tp_format *f,
+				      const char *name, size_t size)
+{
+	for (int i = 0; i < f->nfields; i++)
+		if (!strcmp(f->fields[i].name, name) &&
+		    f->fields[i].size == size)
+			return &f->fields[i];
+	return NULL;
+}
+
 bool tp_field_is_data_loc(const struct type *record, int i)
 {
 	const struct type *t;

@@ -79,6 +79,10 @@ struct type *tp_args_type(struct arena *a, const struct tp_format *f);
 int tp_args(struct arena *a, const char *category, const char *event,
 	    struct type **out);
 
+/* The field called name of size bytes in f, or NULL. */
+const struct tp_field *tp_field_sized(const struct tp_format *f,
+				      const char *name, size_t size);
+
 /* Is field i of a record made by tp_args_type() a __data_loc field? */
 bool tp_field_is_data_loc(const struct type *record, int i);
 

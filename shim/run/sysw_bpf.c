@@ -226,16 +226,6 @@ int sysw_bpf_mark(int taken_fd, int patched_fd, int marks_fd, int lost_fd)
 	return swb_load(&b, BPF_PROG_TYPE_KPROBE, "ubt_sysw_mark");
 }
 
-static const struct tp_field *swb_field(const struct tp_format *f,
-				       const char *name, size_t size)
-{
-	for (int i = 0; i < f->nfields; i++)
-		if (!strcmp(f->fields[i].name, name) &&
-		    f->fields[i].size == size)
-			return &f->fields[i];
-	return NULL;
-}
-
 /*
  * task_newtask, in the parent: the child (pid) goes in the taken table
  * with its parent's generation when the parent is in it, unless it is a
@@ -243,8 +233,8 @@ static const struct tp_field *swb_field(const struct tp_format *f,
  */
 static int swb_newtask(const struct tp_format *f, int taken_fd, int lost_fd)
 {
-	const struct tp_field *pid = swb_field(f, "pid", 4),
-			      *flags = swb_field(f, "clone_flags", 8);
+	const struct tp_field *pid = tp_field_sized(f, "pid", 4),
+			      *flags = tp_field_sized(f, "clone_flags", 8);
 	struct swb b = { .n = 0 };
 
 	if (!pid || !flags)
@@ -273,7 +263,7 @@ static int swb_newtask(const struct tp_format *f, int taken_fd, int lost_fd)
  */
 static int swb_leave(const struct tp_format *f, int taken_fd, bool exit)
 {
-	const struct tp_field *dead = exit ? swb_field(f, "group_dead", 1) :
+	const struct tp_field *dead = exit ? tp_field_sized(f, "group_dead", 1) :
 					     NULL;
 	struct swb b = { .n = 0 };
 

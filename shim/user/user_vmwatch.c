@@ -42,16 +42,6 @@ struct vmw_slot {
 	uint32_t n;	/* how many */
 };
 
-static const struct tp_field *vmw_field(const struct tp_format *f,
-				       const char *name, size_t size)
-{
-	for (int i = 0; i < f->nfields; i++)
-		if (!strcmp(f->fields[i].name, name) &&
-		    f->fields[i].size == size)
-			return &f->fields[i];
-	return NULL;
-}
-
 /*
  *	if (get_current_pid_tgid() >> 32 != PID)
  *		return 0;
@@ -129,8 +119,8 @@ int user_vmwatch_start(struct ubt_user *u)
 	err = tp_format_read(&ar, "task", "task_newtask", &f);
 	if (!err && f.id < 0)
 		err = -ENOENT;
-	pid = err ? NULL : vmw_field(&f, "pid", 4);
-	flags = err ? NULL : vmw_field(&f, "clone_flags", 8);
+	pid = err ? NULL : tp_field_sized(&f, "pid", 4);
+	flags = err ? NULL : tp_field_sized(&f, "clone_flags", 8);
 	if (!err && (!pid || !flags))
 		err = -ENOENT;
 	if (err) {
