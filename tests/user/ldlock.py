@@ -128,12 +128,7 @@ def main():
        "the code is the file's")
     ok(t.run("dlopen " + LIB, "dlopen ok", timeout=BOUND),
        "the target's dlopen() works after that too")
-    t.close_input()
-    try:
-        st = t.p.wait(timeout=BOUND)
-    except subprocess.TimeoutExpired:
-        t.p.kill()
-        st = "hung"
+    st = t.finish(BOUND)
     ok(st == 0, "the target exits 0", "status %s" % st)
     return done(work)
 

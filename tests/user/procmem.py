@@ -183,6 +183,16 @@ class Fed:
             pass
         self.p.stdin = None
 
+    def finish(self, timeout):
+        """Close stdin and wait for the exit: its status, or "hung"
+        (then killed) if it does not exit within timeout seconds."""
+        self.close_input()
+        try:
+            return self.p.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            self.p.kill()
+            return "hung"
+
 
 def memfd_maps(pid):
     """(perms, file start, file end, inode) of each ubt memfd mapping."""

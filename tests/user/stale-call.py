@@ -123,12 +123,7 @@ def main():
        % (b.returncode, out[-200:], err[-300:]))
     ok(code_in(t.p.pid, path, "share_push") == orig, "the code is the file's")
     ok(vdso_tail(t.p.pid) == zeros, "the vdso's spare bytes are zero again")
-    t.close_input()
-    try:
-        st = t.p.wait(timeout=BOUND)
-    except subprocess.TimeoutExpired:
-        t.p.kill()
-        st = "hung"
+    st = t.finish(BOUND)
     ok(st == 0, "the target exits 0", "status %s" % st)
     return done(work)
 

@@ -257,12 +257,7 @@ def main():
     t.halt()
     ok(not t.bad and t.batches > 0, "the target computed right throughout "
        "(%d batches)" % t.batches, t.bad or "")
-    t.close_input()
-    try:
-        st = t.p.wait(timeout=BOUND)
-    except subprocess.TimeoutExpired:
-        t.p.kill()
-        st = "hung"
+    st = t.finish(BOUND)
     ok(st == 0, "the target exits 0", "status %s" % st)
     return done(work)
 
