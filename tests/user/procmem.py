@@ -194,6 +194,15 @@ class Fed:
             return "hung"
 
 
+def children(pid):
+    """The pids of pid's children (its main thread's), [] when gone."""
+    try:
+        with open("/proc/%d/task/%d/children" % (pid, pid)) as f:
+            return [int(c) for c in f.read().split()]
+    except OSError:
+        return []
+
+
 def memfd_maps(pid):
     """(perms, file start, file end, inode) of each ubt memfd mapping."""
     out = []

@@ -30,8 +30,8 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from procmem import (attached, code_in, done, not_root, ok,  # noqa: E402
-                     share_target, ubt_p, UBT)
+from procmem import (attached, children, code_in, done, not_root,  # noqa: E402
+                     ok, share_target, ubt_p, UBT)
 
 STALL_MS = 20000
 BOUND = 60
@@ -46,14 +46,6 @@ def in_poll(pid):
             return f.read().split()[0] in ("7", "219")
     except (OSError, IndexError):
         return False
-
-
-def children(pid):
-    try:
-        with open("/proc/%d/task/%d/children" % (pid, pid)) as f:
-            return [int(c) for c in f.read().split()]
-    except OSError:
-        return []
 
 
 def vdso_tail(pid):
@@ -107,6 +99,11 @@ def main():
     # the second ubt while the stale call is still blocked
     b = ubt_p(t.p.pid, prog)
     seen = attached(b)
+    # the thread runs for an instant between ubt's detach and its return
+    # to the blocked call (/proc/PID/syscall says "running" then)
+    end = time.time() + 2
+    while not in_poll(t.p.pid) and time.time() < end:
+        time.sleep(0.01)
     still = in_poll(t.p.pid)
     ok(b"NOTIFY_PROBES_ATTACHED" in seen and still,
        "a second ubt attaches (its remote calls on the same thread) "

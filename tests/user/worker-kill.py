@@ -34,8 +34,8 @@ import threading
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from procmem import (Fed, code_in, done, not_root, ok,  # noqa: E402
-                     share_target, UBT)
+from procmem import (Fed, children, code_in, done, not_root,  # noqa: E402
+                     ok, share_target, UBT)
 
 ROUNDS = int(os.environ.get("UBT_WORKER_KILLS", "16"))
 work = tempfile.mkdtemp(prefix="ubt-wkill.")
@@ -61,14 +61,6 @@ class Busy(Fed):
     def halt(self):
         self.stop = True
         self.th.join(BOUND)
-
-
-def children(pid):
-    try:
-        with open("/proc/%d/task/%d/children" % (pid, pid)) as f:
-            return [int(c) for c in f.read().split()]
-    except OSError:
-        return []
 
 
 def tracer(pid):
