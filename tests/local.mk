@@ -271,6 +271,7 @@ TESTS += \
 	tests/user/stop-late.sh \
 	tests/user/sigjmp.py \
 	tests/user/stale-call.py \
+	tests/user/stray-memfd.py \
 	tests/user/syswide-kill.py \
 	tests/user/sysw-share.py \
 	tests/user/test-user \
@@ -321,6 +322,7 @@ EXTRA_DIST += \
 	tests/user/stop-late.sh \
 	tests/user/sigjmp.py \
 	tests/user/stale-call.py \
+	tests/user/stray-memfd.py \
 	tests/user/syswide-kill.py \
 	tests/user/sysw-share.py \
 	tests/user/tracer-holds.py \

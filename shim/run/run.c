@@ -483,6 +483,10 @@ out:
 		fprintf(stderr, "ubt: pid %d: %d mapping(s) of ubt's memory "
 			"taken out of the process\n", (int)user_pid(r.u),
 			user_unmapped(r.u));
+	if (r.u && o->verbose && user_strays(r.u))
+		fprintf(stderr, "ubt: pid %d: %d descriptor(s) of killed ubts' "
+			"unmapped memory closed\n", (int)user_pid(r.u),
+			user_strays(r.u));
 	if (r.u) {
 		/* SIGTERM, then SIGKILL: a bounded wait whatever it does */
 		if (r.cpid > 0 && !r.reaped && !user_exit_status(r.u, &st) &&

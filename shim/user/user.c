@@ -164,6 +164,11 @@ int user_unmapped(const struct ubt_user *u)
 	return u->unmapped;
 }
 
+int user_strays(const struct ubt_user *u)
+{
+	return u->strays;
+}
+
 const char *user_unmap_why(const struct ubt_user *u)
 {
 	return u->unmap_why;

@@ -304,6 +304,8 @@ int user_leftovers(const struct ubt_user *u);
  * process, and why they stay when they do ("" when they do not).
  */
 int user_unmapped(const struct ubt_user *u);
+/* and how many descriptors of killed workers' unmapped memfds it closed */
+int user_strays(const struct ubt_user *u);
 const char *user_unmap_why(const struct ubt_user *u);
 /* Threads moved out of a patch window into its relocated copy. */
 int user_moved_threads(const struct ubt_user *u);

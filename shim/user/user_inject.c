@@ -136,14 +136,17 @@ int user_rsys(struct ubt_user *u, long nr, uint64_t a0, uint64_t a1,
 int user_target_memfd(struct ubt_user *u, int *fd_out)
 {
 	struct user_regs_struct r;
-	char path[64];
+	char path[64], nm[24];
 	uint64_t name;
 	int64_t ret;
 	int fd, err;
 
 	pt_regs(&u->pt, u->pt.ctl, &r);
 	name = ((r.rsp - 4096) & ~15ULL);
-	err = pt_write(&u->pt, name, "ubt", 4);
+	/* the worker's pid: once it is gone, a later ubt closes a descriptor
+	 * it left unmapped (user_unmap.c) */
+	snprintf(nm, sizeof(nm), "ubt.%d", (int)getpid());
+	err = pt_write(&u->pt, name, nm, strlen(nm) + 1);
 	if (err)
 		return user_err(u, err, "cannot write the target's stack");
 	/* MFD_EXEC (Linux 6.3): code areas map it executable */
@@ -155,6 +158,9 @@ int user_target_memfd(struct ubt_user *u, int *fd_out)
 	if (err)
 		return err;
 	u->target_fd = ret;
+	/* for tests (tests/README.md): dead before the memfd is mapped */
+	if (getenv("UBT_TEST_DIE_AFTER_MEMFD"))
+		kill(getpid(), SIGKILL);
 	snprintf(path, sizeof(path), "/proc/%d/fd/%lld", u->pid,
 		 (long long)ret);
 	fd = open(path, O_RDWR | O_CLOEXEC);

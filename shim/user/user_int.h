@@ -113,6 +113,7 @@ struct ubt_user {
 	uint64_t target_base;
 	uint64_t target_size;	/* bytes of its first view there */
 	int unmapped;		/* user_unmap(): mappings removed */
+	int strays;		/* and killed workers' descriptors closed */
 	char unmap_why[320];	/* why they stay, or empty */
 	int64_t tls_offset;
 	struct user_slice slices[RT_CODE_SLICES];

@@ -24,6 +24,7 @@
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif
+#include <dirent.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
@@ -354,6 +355,77 @@ static void um_close_old(struct ubt_user *u, struct um *s, uint64_t own)
 				  0, 0, &ret);
 }
 
+/* Is memfd inode ino mapped in the target (any ubt memfd mapping)? */
+static bool um_mapped(const struct um *s, uint64_t ino)
+{
+	for (int i = 0; i < s->n; i++)
+		if (s->m[i].ino == ino)
+			return true;
+	return false;
+}
+
+/*
+ * Did a ubt worker that is gone make the memfd named by link?  Its name
+ * is "ubt.PID" (user_target_memfd()); a live process of that pid (the
+ * worker, or another one since) keeps it.
+ */
+static bool um_dead_workers(const char *link)
+{
+	char path[32], *end;
+	long pid;
+
+	if (strncmp(link, "/memfd:ubt.", 11))
+		return false;
+	pid = strtol(link + 11, &end, 10);
+	if (pid <= 0 || end == link + 11 || strcmp(end, " (deleted)"))
+		return false;
+	snprintf(path, sizeof(path), "/proc/%ld", pid);
+	return access(path, F_OK) && errno == ENOENT;
+}
+
+/*
+ * The descriptors of ubt memfds no mapping in the target uses: those of
+ * workers killed between their remote memfd_create() and its mmap().
+ * Only when the worker named in it is gone (no live ubt can be there
+ * anyway: it would hold the target's threads seized, as this one does
+ * now), so not a memfd of the target's own unless it names it as ubt
+ * does ("ubt" alone or "ubt-decoy" are not).
+ */
+static void um_close_strays(struct ubt_user *u, const struct um *s,
+			    uint64_t own)
+{
+	char dir[64], path[64 + sizeof(((struct dirent *)0)->d_name)], link[64];
+	struct dirent *de;
+	struct stat st;
+	int64_t ret;
+	DIR *d;
+
+	snprintf(dir, sizeof(dir), "/proc/%d/fd", (int)u->pid);
+	d = opendir(dir);
+	if (!d)
+		return;
+	while ((de = readdir(d))) {
+		char *end;
+		long fd = strtol(de->d_name, &end, 10);
+		ssize_t n;
+
+		if (*end || fd <= 0 || end == de->d_name)
+			continue;
+		snprintf(path, sizeof(path), "%s/%s", dir, de->d_name);
+		n = readlink(path, link, sizeof(link) - 1);
+		if (n < 0)
+			continue;
+		link[n] = 0;
+		if (!um_dead_workers(link) || stat(path, &st) ||
+		    (uint64_t)st.st_ino == own || um_mapped(s, st.st_ino))
+			continue;
+		if (!user_rsys(u, SYS_close, (uint64_t)fd, 0, 0, 0, 0, 0,
+			       &ret) && !ret)
+			u->strays++;
+	}
+	closedir(d);
+}
+
 int user_unmap(struct ubt_user *u)
 {
 	struct stat st;
@@ -366,6 +438,7 @@ int user_unmap(struct ubt_user *u)
 	int err;
 
 	u->unmapped = 0;
+	u->strays = 0;
 	if (!u->target_base || u->m.fd < 0 || fstat(u->m.fd, &st))
 		return 0;
 	own = (uint64_t)st.st_ino;
@@ -405,6 +478,8 @@ int user_unmap(struct ubt_user *u)
 	}
 	if (!err)
 		um_close_old(u, s, own);
+	if (!err)
+		um_close_strays(u, s, own);
 	for (int i = 0; !err && i < u->nxmaps; i++)
 		if (!(err = um_bpf(u, s, u->xmaps[i].addr)))
 			u->xmaps[i].addr = 0;

@@ -16,6 +16,8 @@
  *	memfds N	maps N memfds of its own named "ubt-decoy" (8 MiB
  *			each, read-only) at low addresses, before any ubt's
  *			in the address order; prints "memfds N"
+ *	memfd NAME	makes a memfd of its own named NAME and keeps its
+ *			descriptor open, unmapped; prints "memfd FD"
  *	EOF		prints "exit S" and exits S: 0, or 1 if a result was
  *			ever wrong
  *
@@ -138,6 +140,9 @@ int main(int argc, char **argv)
 			execl("/proc/self/exe", argv[0], "--calls", arg,
 			      (char *)NULL);
 			bad = 1;
+		} else if (!strncmp(line, "memfd ", 6)) {
+			line[strcspn(line, "\n")] = 0;
+			printf("memfd %d\n", memfd_create(line + 6, 0));
 		} else if (sscanf(line, "memfds %ld", &n) == 1) {
 			for (long i = 0; i < n; i++) {
 				size_t len = 8 << 20;
