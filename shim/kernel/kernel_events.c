@@ -247,10 +247,15 @@ static int kernel_event(void *ctx, void *data, size_t size)
 		kernel_stack_event(k, e, args, asize);
 		return 0;
 	}
-	/* after exit() or Ctrl-C only END's events print, as bpftrace: what
-	 * waits in the rings then (a system() per event under load takes
-	 * a millisecond each) would hold the end up for long */
-	if ((k->exiting || signals_stopping()) && !k->in_end)
+	/*
+	 * After exit() only END's events print, as bpftrace.  After Ctrl-C,
+	 * what the probes sent before it still prints, as bpftrace's last
+	 * drain does (the probes are stopped: the rings hold no more), but
+	 * for system(): a ring of those under load (a millisecond each)
+	 * would hold the end up for minutes.
+	 */
+	if (!k->in_end && (k->exiting || (signals_stopping() &&
+					   e->kind == CG_EV_SYSTEM)))
 		return 0;
 	switch (e->kind) {
 	case CG_EV_PRINTF: {

@@ -21,22 +21,25 @@
 /* The largest thread id the kernel hands out (PID_MAX_LIMIT). */
 #define MEMFD_TID_MAX (4u << 20)
 
-/* Corruption found: say so, once per memfd. */
+/*
+ * Corruption found: say so, once per memfd, in one write (the target
+ * shares the terminal: its own output must not land inside the line).
+ */
 void memfd_corrupt(const struct memfd *m, const char *fmt, ...)
 {
+	char what[256], pid[24] = "";
 	va_list ap;
 
 	if (m->seen->corrupted)
 		return;
 	m->seen->corrupted = true;
-	fprintf(stderr, "ubt: warning: ");
 	if (m->pid)
-		fprintf(stderr, "pid %d: ", m->pid);
-	fprintf(stderr, "the process corrupted ubt's shared memory (");
+		snprintf(pid, sizeof(pid), "pid %d: ", m->pid);
 	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
+	vsnprintf(what, sizeof(what), fmt, ap);
 	va_end(ap);
-	fprintf(stderr, "); ubt ignores the corrupted data\n");
+	fprintf(stderr, "ubt: warning: %sthe process corrupted ubt's shared "
+		"memory (%s); ubt ignores the corrupted data\n", pid, what);
 }
 
 bool memfd_corrupted(const struct memfd *m)
