@@ -29,6 +29,11 @@
  * where it entered.  Not exact: the child's own hits in the few
  * milliseconds before the stop, on its parent thread's block (said).
  *
+ * A hand-over only when every map the user-mode probes use is an
+ * aggregation (run_fallback_state()): the values of both sides merge
+ * as they always do; an entry time left in user mode's table would not
+ * be found by the kernel's return probe.
+ *
  * Only when every user-mode probe runs there whole (no probe with sites
  * on both sides: its kernel program holds only its kernel sites); with
  * --mode user the error stays.
@@ -67,14 +72,42 @@ bool *run_fallback_standby(struct compile *c, const struct run_opts *o,
 	return sb;
 }
 
+/*
+ * A map other than an aggregation that a user-mode probe uses (NULL:
+ * none): what user mode wrote there (an entry time keyed by tid) would
+ * not be where the kernel's programs look after a hand-over.
+ * Aggregations carry over: both sides' values merge.
+ */
+const char *run_fallback_state(const struct run *r)
+{
+	struct sema_program *sp = r->c->sema;
+
+	for (int i = 0; r->kstandby && i < sp->nmaps; i++) {
+		const struct sema_map *sm = sp->maps[i];
+
+		if (place_agg_map(sm))
+			continue;
+		for (int j = 0; j < sp->nprobes; j++)
+			if (r->kstandby[j] &&
+			    (j >= 64 || (sm->probes & (1ull << j))))
+				return sm->name;
+	}
+	return NULL;
+}
+
 const char *run_fallback_why_not(const struct run *r)
 {
+	const char *m = run_fallback_state(r);
+
 	if (r->o->mode == MODE_USER)
 		return "--mode user";
 	if (!r->kstandby)
 		return "a probe has sites on both sides";
 	if (!kernel_standby_loaded(r->k))
 		return "their kernel programs did not load";
+	if (m)
+		return arena_printf(&r->c->arena, "map %s would not keep what "
+				    "user mode wrote in it", m);
 	return "the user side is gone";
 }
 
@@ -139,7 +172,7 @@ int run_fallback_child(struct run *r, pid_t child, unsigned nchildren)
 	uint64_t t0 = mono_ns();
 	int n, err;
 
-	if (!run_fallback_ready(r)) {
+	if (!run_fallback_ready(r) || run_fallback_state(r)) {
 		free(on);
 		return -EINVAL;
 	}

@@ -300,6 +300,9 @@ int run_fallback(struct run *r, const char *what);
  * 0 (the run goes on), or -errno after a message (the run ends).
  */
 int run_fallback_child(struct run *r, pid_t child, unsigned nchildren);
+/* A map a user-mode probe uses that is not an aggregation (NULL: none):
+ * it keeps state a hand-over would lose. */
+const char *run_fallback_state(const struct run *r);
 /* Why the user side of this run cannot move to the kernel. */
 const char *run_fallback_why_not(const struct run *r);
 

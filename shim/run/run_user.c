@@ -788,7 +788,7 @@ bool run_user_vm_child(struct run *r)
 
 	if (!c)
 		return false;
-	if (run_fallback_ready(r))
+	if (run_fallback_ready(r) && !run_fallback_state(r))
 		return run_fallback_child(r, c, n) != 0;
 	fprintf(stderr, "ubt: pid %d made %u child(ren) with clone(CLONE_VM) "
 		"without CLONE_VFORK (the first: pid %d) after ubt attached: "

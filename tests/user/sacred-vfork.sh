@@ -265,6 +265,38 @@ for mode in kernel auto; do
 	fi
 done
 
+# no hand-over where a user-mode probe writes a map that is not an
+# aggregation (what user mode wrote there would not be where the kernel's
+# programs look): the run ends with the reason, as before, code restored
+: >"$tout"
+"$bin" 1000 vmhand >"$tout" 2>&1 </dev/null &
+tp=$!
+wait_for 100 "" '^ready' "$tout"
+before=$(code $tp ubt_vf_tick)
+ubt_bg 60 -p $tp -e \
+	"uprobe:$bin:ubt_vf_tick { @p[pid] = count(); @l[tid] = arg0; }"
+kill -USR1 $tp
+wait_for 300 $tp '^vm ' "$tout"
+wait_for 300 $up '^ubt: pid' "$err"
+kill -USR1 $tp
+wait_for 300 $tp '^done' "$tout"
+wait $up
+rc=$?
+after=$(code $tp ubt_vf_tick)
+kill -USR1 $tp
+wait $tp
+trc=$?
+me=$(sed -n 's/^pid //p' "$tout")
+what="a CLONE_VM child after the attach, a map that is not an aggregation (-p, auto): no hand-over, the run ends with the reason, exit 0, code as before"
+if [ $rc -eq 1 ] && [ -z "$(grep '^@' "$out")" ] && [ $trc -eq 0 ] &&
+   grep -q "^ubt: pid $me made 1 child(ren) with clone(CLONE_VM) .*cannot move to the kernel in this run (map @l would not keep what user mode wrote in it)" "$err" &&
+   [ -n "$before" ] && [ "$before" = "$after" ]; then
+	ok "$what"
+else
+	not_ok "$what" "exit $rc, target $trc, before $before after $after" \
+		"$(cat "$out" "$err")"
+fi
+
 # system-wide: a process taken (its first calls) then makes a CLONE_VM
 # child by the system call: ubt sees it, gives the process back to the
 # kernel (code restored, int3s back, both out of the taken table) and
