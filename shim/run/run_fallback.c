@@ -194,11 +194,12 @@ int run_fallback_child(struct run *r, pid_t child, unsigned nchildren)
 			strerror(-h.err));
 		return h.err;
 	}
-	fprintf(stderr, "WARNING: pid %d made %u child(ren) with clone(CLONE_VM) "
-		"without CLONE_VFORK (the first: pid %d) after ubt attached: "
-		"its user-mode probes run in the kernel from now on (hits of "
-		"the child before that, if any, counted on the block of the "
-		"thread that made it)\n", (int)pid, nchildren, (int)child);
+	fprintf(stderr, "WARNING: pid %d made %u child(ren) with "
+		"clone(CLONE_VM) without CLONE_VFORK (the first: pid %d) "
+		"after ubt attached: its user-mode probes run in the kernel "
+		"from now on (the child's hits before that, if any, counted "
+		"in user mode, mostly as the thread's that made it)\n",
+		(int)pid, nchildren, (int)child);
 	if (r->o->verbose) {
 		fprintf(stderr, "ubt: pid %d: user-mode probes handed over to "
 			"kernel uprobes on pid %d in one stop (%.3f ms; %d "
