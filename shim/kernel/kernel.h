@@ -62,6 +62,10 @@ int kernel_attach(struct kernel *k, int *nprobes);
  * periods start now).  0 or -errno, with nothing left attached on
  * error. */
 int kernel_attach_timers(struct kernel *k);
+/* Program prog, standby no more, attached after kernel_attach() (a -p/-c
+ * target's user-mode probes moved to the kernel: run/run_fallback.c).
+ * 0 or -errno. */
+int kernel_attach_late(struct kernel *k, int prog);
 /* Run the iter probe's iterator, if there is one, to its end, then take
  * its events; the run then ends as after exit() (returns true).  False
  * when there is none; on error, a message and k->err set. */

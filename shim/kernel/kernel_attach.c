@@ -589,6 +589,13 @@ int kernel_attach(struct kernel *k, int *nprobes)
 	return 0;
 }
 
+int kernel_attach_late(struct kernel *k, int prog)
+{
+	if (prog < 0 || prog >= k->obj->nprogs || k->obj->progs[prog].standby)
+		return -EINVAL;
+	return kernel_attach_prog(k, prog);
+}
+
 int kernel_attach_timers(struct kernel *k)
 {
 	int err = 0;

@@ -3,6 +3,7 @@ libubt_a_SOURCES += \
 	shim/run/run.c \
 	shim/run/run.h \
 	shim/run/run_events.c \
+	shim/run/run_fallback.c \
 	shim/run/run_int.h \
 	shim/run/run_maps.c \
 	shim/run/run_metrics.c \

@@ -103,12 +103,15 @@ static bool run_skip_taken(void *ctx, const struct ast_node *probe)
 }
 
 /* A user-mode probe whose BPF program waits in case the target cannot
- * map a table it shares with kernel probes (run_xmap.c). */
+ * map a table it shares with kernel probes (run_xmap.c), or user mode
+ * cannot serve the target after all (run_fallback.c). */
 static bool run_standby(void *ctx, const struct ast_node *probe)
 {
 	const struct run *r = ctx;
+	int i = probe->probe.index;
 
-	return r->xstandby && r->xstandby[probe->probe.index];
+	return (r->xstandby && r->xstandby[i]) ||
+	       (r->kstandby && r->kstandby[i]);
 }
 
 /* A probe with sites on both sides: each side builds its own sites. */
@@ -169,13 +172,14 @@ static bool *run_user_agg_maps(struct compile *c,
 	return by_map;
 }
 
-/* The attach points of an object's programs (BPFTRACE_MAX_PROBES). */
+/* The attach points of an object's programs (BPFTRACE_MAX_PROBES); a
+ * standby program is its probe's other side (cg.h): not counted twice. */
 static int run_count_matches(const struct cg_object *obj)
 {
 	int n = 0;
 
 	for (int i = 0; i < obj->nprogs; i++)
-		n += obj->progs[i].nmatches;
+		n += obj->progs[i].standby ? 0 : obj->progs[i].nmatches;
 	return n;
 }
 
@@ -187,7 +191,8 @@ static int run_count_progs(const struct cg_object *obj)
 
 	for (int i = 0; i < obj->nprogs; i++)
 		n += obj->progs[i].provider != PROV_BEGIN &&
-		     obj->progs[i].provider != PROV_END;
+		     obj->progs[i].provider != PROV_END &&
+		     !obj->progs[i].standby;
 	return n;
 }
 
@@ -230,6 +235,8 @@ static int run_combined(struct compile *c, const struct run_opts *o,
 
 	if (!r.sysw)
 		r.xstandby = run_xmap_standby(c, d, xmaps, &r.xno_standby);
+	if (!r.sysw)
+		r.kstandby = run_fallback_standby(c, o, d);
 	if (o->dump_ir)
 		ko_cg.dump_ir = no_cg.dump_ir = stdout;
 	r.etime = run_event_time(&r);
@@ -386,7 +393,7 @@ static int run_combined(struct compile *c, const struct run_opts *o,
 		kernel_set_event_hook(r.k, run_kernel_take, &r);
 	/* as bpftrace: after an exit() in BEGIN a -c command never runs */
 	/* the target runs on even when ubt was killed meanwhile */
-	if (!r.sysw && !kernel_exiting(r.k) &&
+	if (!r.sysw && r.u && !kernel_exiting(r.k) &&
 	    (!signals_stopping() || guard_orphaned())) {
 		resumed = true;
 		err = run_user_go(&r);	/* -p: already running */
@@ -410,9 +417,9 @@ static int run_combined(struct compile *c, const struct run_opts *o,
 
 		if (r.sysw)
 			sysw_poll(&r);
-		else if (!gone && user_exec_pending(r.u))
+		else if (!gone && r.u && !r.kfell && user_exec_pending(r.u))
 			run_follow_exec(&r);
-		if (!r.sysw)
+		if (!r.sysw && r.u && !r.kfell)
 			user_clock_tick(r.u);
 
 		kernel_poll(r.k, timeout);
@@ -434,7 +441,7 @@ static int run_combined(struct compile *c, const struct run_opts *o,
 			kernel_clear_all_maps(r.k);
 		if (gone)
 			break;
-		if (!r.sysw && run_user_vm_child(&r)) {
+		if (!r.sysw && !r.kfell && run_user_vm_child(&r)) {
 			vm_fail = true;
 			break;
 		}

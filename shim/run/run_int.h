@@ -111,6 +111,10 @@ struct run {
 	 * or why there are none */
 	const bool *xstandby;
 	const char *xno_standby;
+	/* run_fallback.c: -p/-c, the user-mode probes built standby for
+	 * the kernel too (NULL: none); kfell: they run there now */
+	const bool *kstandby;
+	bool kfell;
 	int64_t ev_block;	/* the block of the user event being handled,
 				 * -1 for the kernel's */
 	int64_t queued_block;	/* the block a queued user event came from
@@ -277,6 +281,30 @@ void run_user_warnings(struct run *r);
 bool run_user_vm_child(struct run *r);
 /* Updates of map `map` r->u's tables refused (full), all threads. */
 uint64_t run_user_map_full(struct run *r, int map);
+
+/* run_fallback.c: -p/-c in the default mode, by probe index, every
+ * user-mode probe's BPF program built standby (NULL: cannot be) */
+bool *run_fallback_standby(struct compile *c, const struct run_opts *o,
+			   const struct run_decision *d);
+/* Can the user side still move to the kernel? */
+bool run_fallback_ready(const struct run *r);
+/*
+ * The user side detached (nothing written yet, or restored), its probes'
+ * standby programs to be attached instead; what: why, said on stderr.
+ * 0, or -errno (r->u kept) after a message.
+ */
+int run_fallback(struct run *r, const char *what);
+/*
+ * A CLONE_VM child of the running target (user_vmwatch.c): its user-mode
+ * probes handed over to the kernel in one stop (warned, -v says how).
+ * 0 (the run goes on), or -errno after a message (the run ends).
+ */
+int run_fallback_child(struct run *r, pid_t child, unsigned nchildren);
+/* A map a user-mode probe uses that is not an aggregation (NULL: none):
+ * it keeps state a hand-over would lose. */
+const char *run_fallback_state(const struct run *r);
+/* Why the user side of this run cannot move to the kernel. */
+const char *run_fallback_why_not(const struct run *r);
 
 /* run_metrics.c: --metrics served from the combined loop (the maps
  * through run_map_source(), as the exit printout reads them) */

@@ -522,6 +522,10 @@ int run_user_go(struct run *r)
 	err = user_resume(r->u);
 	if (err == -ESTALE && !r->cpid)
 		return err;	/* an execve() meanwhile: run_user_setup() */
+	/* the final stop gave up, nothing written: run_user_setup() puts
+	 * the probes in the kernel (run_fallback.c) */
+	if (err == -EAGAIN && !r->cpid && run_fallback_ready(r))
+		return err;
 	if (err && !run_target_exited(r)) {
 		fprintf(stderr, "ubt: cannot resume the target: %s\n",
 			user_error(r->u));
@@ -599,6 +603,9 @@ int run_user_setup(struct run *r, int *nprobes)
 		if (err)
 			break;
 	}
+	if (err == -EAGAIN && run_fallback_ready(r)) {
+		return run_fallback(r, "the attach's final stop gave up");
+	}
 	if (!err)
 		*nprobes += n;
 	return err;
@@ -644,7 +651,7 @@ bool run_target_gone(struct run *r)
 		if (r->reaped)
 			return true;
 		/* reaped by the ptrace code? */
-		if (user_exit_status(r->u, &st)) {
+		if (r->u && user_exit_status(r->u, &st)) {
 			r->status = st;
 			return r->reaped = true;
 		}
@@ -660,7 +667,7 @@ bool run_target_gone(struct run *r)
 		if (n == 1 && !(pfd.revents & POLLNVAL))
 			return true;
 	}
-	return kill(user_pid(r->u), 0) && errno == ESRCH;
+	return kill(r->u ? user_pid(r->u) : r->o->pid, 0) && errno == ESRCH;
 }
 
 /*
@@ -769,9 +776,10 @@ void run_user_warnings(struct run *r)
  * A child made by clone(CLONE_VM) in the target since the attach
  * (user_vmwatch.c) runs on the block of the thread that made it: its
  * hits would count as that thread's, with its pid and tid, and a return
- * probe would share its shadow stack.  The run ends with an error, the
+ * probe would share its shadow stack.  The probes move to the kernel
+ * (run_fallback.c); where they cannot, the run ends with an error, the
  * maps unprinted (their counts mix the two); the detach restores the
- * code with the child stopped too.
+ * code with the child stopped too.  True: the run ends.
  */
 bool run_user_vm_child(struct run *r)
 {
@@ -780,12 +788,14 @@ bool run_user_vm_child(struct run *r)
 
 	if (!c)
 		return false;
+	if (run_fallback_ready(r) && !run_fallback_state(r))
+		return run_fallback_child(r, c, n) != 0;
 	fprintf(stderr, "ubt: pid %d made %u child(ren) with clone(CLONE_VM) "
 		"without CLONE_VFORK (the first: pid %d) after ubt attached: "
 		"the child runs on the per-thread block of the thread that "
 		"made it, so user mode cannot count it apart; the probes "
-		"cannot move to the kernel during a run: the run ends, its "
+		"cannot move to the kernel in this run (%s): the run ends, its "
 		"maps unprinted (use --mode kernel)\n", (int)user_pid(r->u),
-		n, (int)c);
+		n, (int)c, run_fallback_why_not(r));
 	return true;
 }

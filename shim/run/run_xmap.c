@@ -98,9 +98,13 @@ static void run_xmap_fall_back(struct run *r, const char *map,
 {
 	const bool *sb = r->xstandby;
 
-	for (int i = 0; i < r->kobj->nprogs; i++)
-		if (r->kobj->progs[i].standby)
-			r->kobj->progs[i].standby = false;
+	/* (the others may wait for run_fallback.c) */
+	for (int i = 0; i < r->kobj->nprogs; i++) {
+		struct cg_prog *p = &r->kobj->progs[i];
+
+		if (p->standby && p->probe && sb[p->probe->probe.index])
+			p->standby = false;
+	}
 	for (int i = 0; i < r->nobj->nprogs; i++) {
 		struct cg_prog *p = &r->nobj->progs[i];
 

@@ -189,6 +189,15 @@ int user_resume(struct ubt_user *u);
 void user_on_commit(struct ubt_user *u,
 		    int (*fn)(struct ubt_user *u, void *ctx), void *ctx);
 /*
+ * fn(u, ctx) runs inside user_detach()'s stop of a running target: every
+ * thread (and a CLONE_VM child) stopped, every patched byte the file's
+ * again, before any thread runs on; the runtime is told to stop producing
+ * events only then.  The run moves the probes to the kernel there
+ * (run/run_fallback.c): not a hit lost or counted twice.
+ */
+void user_on_restore(struct ubt_user *u,
+		     void (*fn)(struct ubt_user *u, void *ctx), void *ctx);
+/*
  * Stop the target again, restore every patched byte exactly, tell the
  * runtime to stop producing output, let the target run on.  0 also when
  * the target has already exited.

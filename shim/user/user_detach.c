@@ -196,7 +196,9 @@ static int detach_target(struct ubt_user *u)
 	int err;
 
 	u->detached = true;
-	__atomic_store_n(&u->m.ctl->detached, 1, __ATOMIC_RELEASE);
+	/* a hand-over (user_on_restore()): events until the stop */
+	if (!u->restore_fn || !u->resumed)
+		__atomic_store_n(&u->m.ctl->detached, 1, __ATOMIC_RELEASE);
 	if (!u->resumed) {
 		/* still stopped: restore, then let it go */
 		err = user_restop(u, false);
@@ -228,6 +230,7 @@ static int detach_target(struct ubt_user *u)
 		usleep(5000);
 	}
 	if (err) {
+		__atomic_store_n(&u->m.ctl->detached, 1, __ATOMIC_RELEASE);
 		user_note_exit(u);
 		if (user_process_gone(u, err))
 			return 0;	/* gone: nothing left to restore */
@@ -242,6 +245,11 @@ static int detach_target(struct ubt_user *u)
 		vm_stopped = true;
 	err = restore_sites(u);
 	err = restore_semaphores(u, &u->pt) ?: err;
+	if (u->restore_fn && u->resumed) {
+		__atomic_store_n(&u->m.ctl->detached, 1, __ATOMIC_RELEASE);
+		if (!err)
+			u->restore_fn(u, u->restore_ctx);
+	}
 	if (!err)
 		detach_unmap(u);
 	if (vm_stopped)
@@ -252,6 +260,13 @@ static int detach_target(struct ubt_user *u)
 	if (err && user_process_gone(u, -EIO))
 		err = 0;	/* it exited meanwhile */
 	return err;
+}
+
+void user_on_restore(struct ubt_user *u,
+		     void (*fn)(struct ubt_user *u, void *ctx), void *ctx)
+{
+	u->restore_fn = fn;
+	u->restore_ctx = ctx;
 }
 
 int user_detach(struct ubt_user *u)

@@ -148,6 +148,9 @@ struct ubt_user {
 	bool rt;		/* SCHED_FIFO in the final stop (user_rt()) */
 	int (*commit_fn)(struct ubt_user *u, void *ctx);	/* user_on_commit() */
 	void *commit_ctx;
+	/* user_on_restore() */
+	void (*restore_fn)(struct ubt_user *u, void *ctx);
+	void *restore_ctx;
 	int old_policy;
 	struct sched_param old_param;
 	cpu_set_t old_cpus;

@@ -23,6 +23,8 @@
  * ubt-vfork N vmtaken: ubt_vf_tick N times first, "ticked", a wait for
  * SIGUSR1, the child made by the system call ("vm PID"), a wait for
  * SIGUSR1 again before the child runs its calls, then as vm.
+ * ubt-vfork N vmhand: as vmtaken, but "ready" and a wait for SIGUSR1
+ * first, then the N calls (with ubt attached), "ticked", the child.
  * Exits 0, or 1 after a wrong result or a child that failed.
  */
 #define _GNU_SOURCE
@@ -146,7 +148,7 @@ static void vm_rearm(void)
 	sigprocmask(SIG_UNBLOCK, &usr1, NULL);
 }
 
-/* ubt-vfork N vm|vmlate|vmraw|vmtaken */
+/* ubt-vfork N vm|vmlate|vmraw|vmtaken (taken 1)|vmhand (taken 2) */
 static int vm_main(long n, int late, int raw, int taken)
 {
 	static char stack[64 * 1024] __attribute__((aligned(16)));
@@ -159,13 +161,18 @@ static int vm_main(long n, int late, int raw, int taken)
 	sigaddset(&usr1, SIGUSR1);
 	if (pipe(vm_fd))
 		return 1;
-	if (taken) {
+	if (taken == 1) {
 		bad |= ticks(n);
 		printf("ticked\n");
 		fflush(stdout);
 	}
 	if (late)
 		target_wait_usr1();
+	if (taken == 2) {
+		bad |= ticks(n);
+		printf("ticked\n");
+		fflush(stdout);
+	}
 	if (raw)
 		pid = (pid_t)raw_clone_vm(stack + sizeof(stack), vm_child);
 	else
@@ -208,6 +215,8 @@ int main(int argc, char **argv)
 		return vm_main(rounds, 1, 1, 0);
 	if (argc > 2 && !strcmp(argv[2], "vmtaken"))
 		return vm_main(rounds, 1, 1, 1);
+	if (argc > 2 && !strcmp(argv[2], "vmhand"))
+		return vm_main(rounds, 1, 1, 2);
 	if (wait)
 		target_wait_usr1();
 	for (long r = 0; r < rounds; r++)

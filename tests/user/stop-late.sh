@@ -7,7 +7,9 @@
 # stop is tried again: the attach goes through, every call counted, the
 # code restored after.  Late every time: the attach gives up after its
 # bound and says why, nothing written, every thread let go, the target
-# runs on unharmed.
+# runs on unharmed.  In the default mode (issue 27) the probes go to the
+# kernel instead: a warning says why, every call is counted there, the
+# run ends as any other.
 
 . "$top_srcdir/tests/user/sacred-lib.sh"
 
@@ -49,7 +51,8 @@ else
 		"before $before during $during after $after"
 fi
 
-# 2. late every time: the attach gives up, the target untouched
+# 2. late every time, --mode user: the attach gives up, the target
+# untouched
 "$bin" threads-wait $calls $nt >"$tout" 2>&1 </dev/null &
 tp=$!
 wait_for 300 $tp '^ready' "$tout"
@@ -86,6 +89,57 @@ if [ $trc -eq 0 ] && grep -q "^done $total\$" "$tout"; then
 else
 	not_ok "late every time: the target ran on correctly" "exit $trc" \
 		"$(cat "$tout")"
+fi
+
+# 3. late every time, the default mode: nothing written in user mode, the
+# probe runs in the kernel (its int3 on the function's first byte while it
+# runs), every call counted there, the code the file's afterwards
+"$bin" threads-wait $calls $nt >"$tout" 2>&1 </dev/null &
+tp=$!
+wait_for 300 $tp '^ready' "$tout"
+before=$(code "$tp")
+export UBT_TEST_STOP_LATE=1000000
+ubt_bg 60 -v -p $tp -e "$prog"
+during=$(code "$tp")
+traced=$(grep -h '^TracerPid:' /proc/$tp/task/*/status 2>/dev/null |
+	 grep -vc '[[:space:]]0$')
+ours=$(grep -c 'memfd:ubt' /proc/$tp/maps 2>/dev/null)
+kill -USR1 $tp
+wait_for 300 $tp '^done' "$tout"
+kill -INT $up 2>/dev/null
+wait $up
+rc=$?
+after=$(code "$tp")
+kill -USR1 $tp
+wait $tp
+trc=$?
+if [ "$rc" -eq 0 ] && grep -qx "@: $total" "$out"; then
+	ok "late every time, default mode: every call counted in the kernel"
+else
+	not_ok "late every time, default mode: every call counted in the kernel" \
+		"exit $rc" "$(cat "$out" "$err" | head -20)"
+fi
+if grep -q "^WARNING: pid $tp: the attach's final stop gave up (.* did not stop within [0-9]* ms of the others .*): its user-mode probes run in the kernel instead\$" "$err" &&
+   grep -q "^ubt: pid $tp: the attach's final stop gave up, nothing written: kernel uprobes on pid $tp instead (1 program(s)): uprobe:" "$err"
+then
+	ok "late every time, default mode: a warning, and -v, say why"
+else
+	not_ok "late every time, default mode: a warning, and -v, say why" \
+		"$(cat "$err")"
+fi
+if [ -n "$before" ] && [ "$during" = "cc${before#??}" ] &&
+   [ "$before" = "$after" ] && [ "$traced" = 0 ] && [ "$ours" = 0 ]; then
+	ok "late every time, default mode: the kernel's int3, no jump, no memfd, not traced"
+else
+	not_ok "late every time, default mode: the kernel's int3, no jump, no memfd, not traced" \
+		"before $before during $during after $after traced $traced" \
+		"memfd $ours"
+fi
+if [ $trc -eq 0 ] && grep -q "^done $total\$" "$tout"; then
+	ok "late every time, default mode: the target ran on correctly"
+else
+	not_ok "late every time, default mode: the target ran on correctly" \
+		"exit $trc" "$(cat "$tout")"
 fi
 
 tap_done
