@@ -97,6 +97,18 @@ static const struct compat_entry compat_table[COMPAT_NDIFFS] = {
 		"kprobe:MODULE:FUNCTION is refused (\"kprobe probe type "
 		"requires 1 argument\") -> a function of that module",
 	},
+	[COMPAT_NAMED_PARAMS] = {
+		"named-params",
+		"every program argument is positional ($N, $#) and getopt() "
+		"reads --NAME[=VALUE] among them -> such arguments (after --) "
+		"are named only, and one no getopt() reads is an error "
+		"(--help lists them)",
+	},
+	[COMPAT_POSITIONAL_STR] = {
+		"positional-strings",
+		"$N of a non-numeric argument is an error (\"Try using "
+		"str($N)\") -> that string",
+	},
 };
 
 enum compat_source { COMPAT_SRC_NONE, COMPAT_SRC_CONFIG, COMPAT_SRC_ENV,
