@@ -109,6 +109,14 @@ static const struct compat_entry compat_table[COMPAT_NDIFFS] = {
 		"$N of a non-numeric argument is an error (\"Try using "
 		"str($N)\") -> that string",
 	},
+	[COMPAT_PID_ERRORS] = {
+		"pid-errors",
+		"-p of a non-number or past the pid range: \"pid 'x' is not "
+		"a valid decimal number\", \"pid 'N' out of valid pid range "
+		"[1,4194304]\" -> \"Failed to parse pid: invalid integer: "
+		"x\" (or \"invalid trailing bytes\"), \"Pid out of range: "
+		"N\"; 0x and 0b prefixes are numbers",
+	},
 };
 
 enum compat_source { COMPAT_SRC_NONE, COMPAT_SRC_CONFIG, COMPAT_SRC_ENV,
