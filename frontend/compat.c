@@ -117,6 +117,14 @@ static const struct compat_entry compat_table[COMPAT_NDIFFS] = {
 		"x\" (or \"invalid trailing bytes\"), \"Pid out of range: "
 		"N\"; 0x and 0b prefixes are numbers",
 	},
+	[COMPAT_HELPER_CHECK] = {
+		"helper-check",
+		"-k warns of failed reads, -kk also of map lookups, as "
+		"\"Failed to HELPER: ERROR (N)\" -> -k warns of both (-kk "
+		"is refused), as \"WHAT\\nAdditional Info - helper: "
+		"HELPER, retcode: N\" (WHAT: \"Can't lookup map element "
+		"because it does not exist.\", or the error's text)",
+	},
 };
 
 enum compat_source { COMPAT_SRC_NONE, COMPAT_SRC_CONFIG, COMPAT_SRC_ENV,

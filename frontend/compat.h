@@ -36,6 +36,7 @@ enum compat_diff {
 	COMPAT_NAMED_PARAMS,	/* --NAME=VALUE are not positional */
 	COMPAT_POSITIONAL_STR,	/* a non-numeric $N is a string */
 	COMPAT_PID_ERRORS,	/* -p errors in v0.26's words */
+	COMPAT_HELPER_CHECK,	/* -k is 0.17's -kk, in v0.26's words */
 	COMPAT_NDIFFS,
 };
 

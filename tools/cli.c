@@ -517,9 +517,18 @@ int cli_parse(struct cli_opts *o, int argc, char **argv, FILE *err)
 		}
 	}
 
-	if (pid_arg && (compat_from_env() ||
-			cli_parse_pid(pid_arg, &o->pid, err)))
+	if ((pid_arg || o->helper_check) && compat_from_env())
 		return -EINVAL;
+	if (pid_arg && cli_parse_pid(pid_arg, &o->pid, err))
+		return -EINVAL;
+	/* the newest: one -k checks map lookups too, -kk is refused */
+	if (o->helper_check && compat_has(COMPAT_HELPER_CHECK)) {
+		if (o->helper_check > 1) {
+			fprintf(err, "ERROR: USAGE: -kk has been deprecated. Use a single -k for runtime warnings for errors in map lookups and probe reads.\n");
+			return -EINVAL;
+		}
+		o->helper_check = 2;
+	}
 	if (o->cmd && o->pid)
 		return cli_error(err, "cannot use both -c and -p");
 	/* processes already running: only system-wide probes take them */
