@@ -97,6 +97,34 @@ static const struct compat_entry compat_table[COMPAT_NDIFFS] = {
 		"kprobe:MODULE:FUNCTION is refused (\"kprobe probe type "
 		"requires 1 argument\") -> a function of that module",
 	},
+	[COMPAT_NAMED_PARAMS] = {
+		"named-params",
+		"every program argument is positional ($N, $#) and getopt() "
+		"reads --NAME[=VALUE] among them -> such arguments (after --) "
+		"are named only, and one no getopt() reads is an error "
+		"(--help lists them)",
+	},
+	[COMPAT_POSITIONAL_STR] = {
+		"positional-strings",
+		"$N of a non-numeric argument is an error (\"Try using "
+		"str($N)\") -> that string",
+	},
+	[COMPAT_PID_ERRORS] = {
+		"pid-errors",
+		"-p of a non-number or past the pid range: \"pid 'x' is not "
+		"a valid decimal number\", \"pid 'N' out of valid pid range "
+		"[1,4194304]\" -> \"Failed to parse pid: invalid integer: "
+		"x\" (or \"invalid trailing bytes\"), \"Pid out of range: "
+		"N\"; 0x and 0b prefixes are numbers",
+	},
+	[COMPAT_HELPER_CHECK] = {
+		"helper-check",
+		"-k warns of failed reads, -kk also of map lookups, as "
+		"\"Failed to HELPER: ERROR (N)\" -> -k warns of both (-kk "
+		"is refused), as \"WHAT\\nAdditional Info - helper: "
+		"HELPER, retcode: N\" (WHAT: \"Can't lookup map element "
+		"because it does not exist.\", or the error's text)",
+	},
 };
 
 enum compat_source { COMPAT_SRC_NONE, COMPAT_SRC_CONFIG, COMPAT_SRC_ENV,

@@ -33,6 +33,10 @@ enum compat_diff {
 	COMPAT_INT_LITERALS,	/* literals past INT64_MAX, ~N are uint64 */
 	COMPAT_BLOCK_SCOPE,	/* $x = ... in a block: gone after it */
 	COMPAT_KPROBE_MODULE,	/* kprobe:MODULE:FUNC is accepted */
+	COMPAT_NAMED_PARAMS,	/* --NAME=VALUE are not positional */
+	COMPAT_POSITIONAL_STR,	/* a non-numeric $N is a string */
+	COMPAT_PID_ERRORS,	/* -p errors in v0.26's words */
+	COMPAT_HELPER_CHECK,	/* -k is 0.17's -kk, in v0.26's words */
 	COMPAT_NDIFFS,
 };
 

@@ -38,6 +38,9 @@ struct compile {
 	/* context that gives the program meaning */
 	const char **params;	/* positional parameters $1.. */
 	int nparams;
+	/* named parameters, getopt()'s (compile_named_params()) */
+	const char **named;
+	int nnamed;
 	int pid;		/* -p, 0 if none */
 	bool has_cmd;		/* -c given: cpid is valid */
 	const char *cmd;	/* the -c command line, NULL if none */
@@ -61,6 +64,13 @@ struct compile {
 
 void compile_init(struct compile *c, const char *filename, const char *source);
 void compile_release(struct compile *c);
+
+/*
+ * Set c->named from c->params, once: in the newest mode (compat
+ * named-params) the --NAME[=VALUE] parameters move there; in 0.17 they
+ * are all both (frontend/sema_getopt.c).
+ */
+void compile_named_params(struct compile *c);
 
 /* Parse c->source into c->program; 0 or -EINVAL with diagnostics. */
 int parse_program(struct compile *c);

@@ -439,6 +439,7 @@ static struct ast_node *negate(struct compile *c, struct ast_node *e,
 %token <node> T_PARAM "positional parameter"
 
 %type <node> probe attach_point pred config config_item map_decl macro
+%type <str> macro_name
 %type <node> macro_param import simple_stmt compound_stmt if_stmt subprog
 %type <node> fn_param
 %type <node> else_part assign_stmt let_stmt jump_stmt loop_stmt
@@ -614,7 +615,7 @@ import:
 
 /* macro name($var, @map, expr) { body } */
 macro:
-		T_MACRO T_IDENT T_LPAREN macro_params T_RPAREN block
+		T_MACRO macro_name T_LPAREN macro_params T_RPAREN block
 		{
 			$$ = NEW(AST_MACRO, @$);
 			$$->macro.name = $2;
@@ -623,6 +624,12 @@ macro:
 			if (!$$->macro.body->block.expr)
 				$$->macro.body->kind = AST_BLOCK;
 		}
+	;
+
+/* a macro may be named like a builtin: it overrides it (v0.26) */
+macro_name:
+		T_IDENT			{ $$ = $1; }
+	|	T_BUILTIN		{ $$ = $1; }
 	;
 
 macro_params:

@@ -153,6 +153,27 @@ static struct type *binop_pointer(struct sema_ctx *x, struct ast_node *n,
 	return NULL;
 }
 
+/*
+ * Values of one builtin kind held as one integer (a uid, an address, a
+ * time, a probe's index): == and != compare them as integers.
+ */
+static bool same_kind_scalar(const struct type *t)
+{
+	switch (t->kind) {
+	case TY_USERNAME:
+	case TY_KSYM:
+	case TY_USYM:
+	case TY_TIMESTAMP:
+	case TY_PROBE:
+	case TY_SYSCALL_NAME:
+	case TY_SIGNAL_NAME:
+	case TY_STRERROR:
+		return t->size && t->size <= 8;
+	default:
+		return false;
+	}
+}
+
 /* Arrays compare (== and !=) when they hold as many of the same integer. */
 static struct type *binop_array(struct sema_ctx *x, struct ast_node *n,
 				struct type *lt, struct type *rt)
@@ -258,6 +279,12 @@ struct type *sema_t_binop_types(struct sema_ctx *x, struct ast_node *n,
 		return binop_pointer(x, n, lt, rt);
 	if (lt->kind == TY_ARRAY && rt->kind == TY_ARRAY)
 		return binop_array(x, n, lt, rt);
+	if (lt->kind == rt->kind && (op == OP_EQ || op == OP_NE) &&
+	    same_kind_scalar(lt)) {
+		/* username == username(), ksym == ksym: their values
+		 * compare as integers (bpftrace 0.17 and v0.26 alike) */
+		return sema_uint64(x);
+	}
 	if (lt->kind == rt->kind || (sema_t_is_int(lt) && sema_t_is_int(rt))) {
 		sema_error(x, &oloc,
 			   "The %s operator can not be used on expressions of types %s, %s",

@@ -167,12 +167,33 @@ static struct ast_node *clone_list(struct arena *a, const struct ast_node *h)
 	return head;
 }
 
-static struct ast_node *macro_find(struct compile *c, const char *name)
+/*
+ * The macro named name taking nargs arguments; else, in *other, one of
+ * that name taking another number (NULL when there is none).
+ */
+static struct ast_node *macro_find(struct compile *c, const char *name,
+				   int nargs, struct ast_node **other)
 {
-	for (struct ast_node *m = c->program->program.macros; m; m = m->next)
-		if (!strcmp(m->macro.name, name))
+	*other = NULL;
+	for (struct ast_node *m = c->program->program.macros; m; m = m->next) {
+		if (strcmp(m->macro.name, name))
+			continue;
+		if (ast_list_len(m->macro.params) == nargs)
 			return m;
+		if (!*other)
+			*other = m;
+	}
 	return NULL;
+}
+
+/*
+ * A builtin or function of that name (a stdlib macro in v0.26): a user
+ * macro of the name with other parameters leaves its calls to it.
+ */
+static bool stdlib_name(const char *name)
+{
+	return sema_builtin_find(name, NULL) || sema_func_find(name) ||
+	       !strcmp(name, "ppid") || !strcmp(name, "is_err");
 }
 
 /* One expansion: the parameters, their arguments, the hygienic suffix. */
@@ -354,6 +375,14 @@ static struct ast_node *expand(struct mx *mx, struct ast_node *m,
 	body->kind = AST_BLOCK_EXPR;	/* a value, or none */
 	body->loc = call->loc;
 	subst(mx, &e, &body);
+	if (!body->block.stmts && body->block.expr &&
+	    (body->block.expr->kind == AST_STRING ||
+	     body->block.expr->kind == AST_INT ||
+	     body->block.expr->kind == AST_BOOL)) {
+		/* a literal stays one: printf(m()) takes it as its format */
+		body = body->block.expr;
+		body->loc = call->loc;
+	}
 	body->next = call->next;
 	/* macros called by the body */
 	expand_in(mx, &body, depth + 1);
@@ -363,20 +392,25 @@ static struct ast_node *expand(struct mx *mx, struct ast_node *m,
 /* Expand the macro calls at *slot and below it. */
 static void expand_in(struct mx *mx, struct ast_node **slot, int depth)
 {
-	struct ast_node *n = *slot, *m;
+	struct ast_node *n = *slot, *m, *o;
 	struct slots s;
 
 	if (!n)
 		return;
-	if (n->kind == AST_CALL && (m = macro_find(mx->x->c, n->call.name))) {
+	if (n->kind == AST_CALL &&
+	    ((m = macro_find(mx->x->c, n->call.name,
+			     ast_list_len(n->call.args), &o)) ||
+	     (o && !stdlib_name(n->call.name)))) {
 		/* the arguments first: they are the caller's */
 		for (struct ast_node **p = &n->call.args; *p; p = &(*p)->next)
 			expand_in(mx, p, depth);
-		*slot = expand(mx, m, n, n->call.args, depth);
+		*slot = expand(mx, m ? m : o, n, n->call.args, depth);
 		return;
 	}
-	if (n->kind == AST_IDENT && (m = macro_find(mx->x->c, n->ident.name)) &&
-	    !m->macro.params && !m->macro.is_fn) {
+	/* a bare name, a builtin's too: a macro without parameters */
+	if ((n->kind == AST_IDENT || n->kind == AST_BUILTIN) &&
+	    (m = macro_find(mx->x->c, n->ident.name, 0, &o)) &&
+	    !m->macro.is_fn) {
 		*slot = expand(mx, m, n, NULL, depth);
 		return;
 	}
@@ -402,7 +436,9 @@ int sema_macro(struct compile *c)
 	for (struct ast_node *m = prog->program.macros; m; m = m->next)
 		for (struct ast_node *o = prog->program.macros; o != m;
 		     o = o->next)
-			if (!strcmp(o->macro.name, m->macro.name)) {
+			if (!strcmp(o->macro.name, m->macro.name) &&
+			    ast_list_len(o->macro.params) ==
+				    ast_list_len(m->macro.params)) {
 				sema_error(&x, &m->loc,
 					   "Redefinition of %s: %s",
 					   m->macro.is_fn ? "function" :

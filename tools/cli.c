@@ -6,6 +6,7 @@
  */
 #include "config.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <getopt.h>
 #include <limits.h>
@@ -189,8 +190,49 @@ static int cli_error(FILE *err, const char *fmt, ...)
 #define CLI_PID_LIMIT 4194304
 
 /*
+ * -p in the newest bpftrace's words (compat pid-errors): a number in any
+ * base (0x, 0b, 0 octal) up to CLI_PID_LIMIT.
+ */
+static int cli_parse_pid_newest(const char *s, int *pid, FILE *err)
+{
+	const char *t = s;
+	unsigned long long v;
+	int base = 0;
+	char *end;
+
+	if (t[0] == '0' && (t[1] == 'b' || t[1] == 'B')) {
+		base = 2;
+		t += 2;
+	}
+	errno = 0;
+	v = isdigit((unsigned char)*t) ? strtoull(t, &end, base) : 0;
+	if (!isdigit((unsigned char)*t) || end == t) {
+		fprintf(err, "ERROR: Failed to parse pid: invalid integer: %s\n",
+			s);
+		return -EINVAL;
+	}
+	if (errno == ERANGE) {
+		fprintf(err, "ERROR: Failed to parse pid: overflow error, maximum value is %llu: %s\n",
+			ULLONG_MAX, s);
+		return -EINVAL;
+	}
+	if (*end) {
+		fprintf(err, "ERROR: Failed to parse pid: invalid trailing bytes: %s\n",
+			s);
+		return -EINVAL;
+	}
+	if (v > CLI_PID_LIMIT || !v) {
+		fprintf(err, "ERROR: Pid out of range: %llu\n", v);
+		return -EINVAL;
+	}
+	*pid = (int)v;
+	return 0;
+}
+
+/*
  * -p: a decimal number in 1..CLI_PID_LIMIT; else bpftrace's error, and
- * no hint (bpftrace gives none).
+ * no hint (bpftrace gives none).  Checked after the other options, which
+ * may choose the compat level.
  */
 static int cli_parse_pid(const char *s, int *pid, FILE *err)
 {
@@ -198,6 +240,8 @@ static int cli_parse_pid(const char *s, int *pid, FILE *err)
 	char *end;
 	long v;
 
+	if (compat_has(COMPAT_PID_ERRORS))
+		return cli_parse_pid_newest(s, pid, err);
 	errno = 0;
 	v = strtol(s, &end, 10);
 	if (*s < '0' || *s > '9' || *end) {
@@ -276,6 +320,7 @@ static const char *cli_opt_name(char **argv, char *buf, size_t size)
 
 int cli_parse(struct cli_opts *o, int argc, char **argv, FILE *err)
 {
+	const char *pid_arg = NULL;
 	char name[64];
 	int c;
 
@@ -359,8 +404,7 @@ int cli_parse(struct cli_opts *o, int argc, char **argv, FILE *err)
 			o->output = optarg;
 			break;
 		case 'p':
-			if (cli_parse_pid(optarg, &o->pid, err))
-				return -EINVAL;
+			pid_arg = optarg;
 			break;
 		case 'q':
 			o->quiet = true;
@@ -473,6 +517,18 @@ int cli_parse(struct cli_opts *o, int argc, char **argv, FILE *err)
 		}
 	}
 
+	if ((pid_arg || o->helper_check) && compat_from_env())
+		return -EINVAL;
+	if (pid_arg && cli_parse_pid(pid_arg, &o->pid, err))
+		return -EINVAL;
+	/* the newest: one -k checks map lookups too, -kk is refused */
+	if (o->helper_check && compat_has(COMPAT_HELPER_CHECK)) {
+		if (o->helper_check > 1) {
+			fprintf(err, "ERROR: USAGE: -kk has been deprecated. Use a single -k for runtime warnings for errors in map lookups and probe reads.\n");
+			return -EINVAL;
+		}
+		o->helper_check = 2;
+	}
 	if (o->cmd && o->pid)
 		return cli_error(err, "cannot use both -c and -p");
 	/* processes already running: only system-wide probes take them */

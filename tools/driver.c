@@ -115,6 +115,7 @@ static void driver_setup_compile(struct compile *c, const struct cli_opts *o)
 {
 	c->params = o->params;
 	c->nparams = o->nparams;
+	compile_named_params(c);
 	c->pid = o->pid;
 	c->has_cmd = o->cmd != NULL;
 	c->cmd = o->cmd;

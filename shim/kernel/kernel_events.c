@@ -22,6 +22,7 @@
 #include <linux/perf_event.h>
 #include "cg.h"
 #include "child.h"
+#include "compat.h"
 #include "env.h"
 #include "compile.h"
 #include "format.h"
@@ -196,6 +197,16 @@ static void kernel_helper_error(struct kernel *k, const struct cg_event *e,
 		snprintf(msg, sizeof(msg), "%s",
 			 "Divide or modulo by 0 detected. This can lead to "
 			 "unexpected results. 1 is being used as the result.");
+	else if (compat_has(COMPAT_HELPER_CHECK))
+		snprintf(msg, sizeof(msg),
+			 "%s\nAdditional Info - helper: %s, retcode: %d",
+			 !strcmp(e->helper, "map_lookup_elem") ?
+				 "Can't lookup map element because it does not exist." :
+			 !strcmp(e->helper, "map_delete_elem") &&
+					 ret == -ENOENT ?
+				 "Can't delete map element because it does not exist." :
+				 strerror((int)-ret),
+			 e->helper, (int)ret);
 	else if (ret < 0)
 		snprintf(msg, sizeof(msg), "Failed to %s: %s (%d)", e->helper,
 			 strerror((int)-ret), (int)ret);
