@@ -37,11 +37,16 @@
  * up to PT_HOLD_CAP_NS (a thread that needs its CPU back gets it sooner
  * than a whole scheduling period); the attempt is made again until
  * PT_HOLD_MAX_NS: then an attach gives up (p->hold_fail), a detach waits
- * for every thread with the others held.
+ * for every thread with the others held.  PT_HOLD_MAX_NS grows by
+ * PT_HOLD_THREAD_NS a thread: each round stops every thread again, and a
+ * thousand threads on a few busy CPUs take a second or more to come
+ * together (1500 threads gave up after 2 s, 2 rounds, under a load of
+ * 10 on 2 CPUs).
  */
 #define PT_HOLD_ROUNDS 16
 #define PT_HOLD_CAP_NS (4 * 1000000ULL)
 #define PT_HOLD_MAX_NS (2000 * 1000000ULL)
+#define PT_HOLD_THREAD_NS (4 * 1000000ULL)
 
 /* UBT_TEST_STOP_LATE: how long a thread made late runs */
 #define PT_LATE_NS (8 * 1000000ULL)
@@ -287,6 +292,18 @@ static pid_t first_late(const struct pt *p)
 	return p->nth ? p->th[0].tid : 0;
 }
 
+/* How long a stop with holds tries to come together (PT_HOLD_MAX_NS). */
+static uint64_t hold_max(const struct pt *p)
+{
+	return PT_HOLD_MAX_NS + (uint64_t)p->nth * PT_HOLD_THREAD_NS;
+}
+
+/* When a stop fails: PT_STOP_MAX_NS, later by the holds' extra time. */
+static uint64_t stop_max(const struct pt *p)
+{
+	return PT_STOP_MAX_NS + (p->hold_ns ? hold_max(p) - PT_HOLD_MAX_NS : 0);
+}
+
 int pt_stop_threads(struct pt *p)
 {
 	uint64_t t0 = mono_ns(), checked = t0;
@@ -315,14 +332,14 @@ int pt_stop_threads(struct pt *p)
 			continue;
 		}
 		now = mono_ns();
-		if (!left && p->hold_ns && now - t0 < PT_HOLD_MAX_NS &&
+		if (!left && p->hold_ns && now - t0 < hold_max(p) &&
 		    make_late(p, now))
 			left = 1;
 		if (!left)
 			break;
 		wake = now + 1000000;
 		interrupt_late(p, now, &wake);
-		if (p->hold_ns && now - t0 < PT_HOLD_MAX_NS) {
+		if (p->hold_ns && now - t0 < hold_max(p)) {
 			int before = p->holds, sh = rounds / PT_HOLD_ROUNDS;
 			uint64_t h = p->hold_ns << (sh < 8 ? sh : 8);
 
@@ -336,7 +353,7 @@ int pt_stop_threads(struct pt *p)
 				 "stop within %llu ms of the others (%d tries, "
 				 "every thread let go while one was late)",
 				 (int)first_late(p),
-				 (unsigned long long)(PT_HOLD_MAX_NS / 1000000),
+				 (unsigned long long)(hold_max(p) / 1000000),
 				 p->retries + 1);
 			return -EAGAIN;
 		} else {
@@ -354,7 +371,7 @@ int pt_stop_threads(struct pt *p)
 			if (moved)
 				continue;
 		}
-		if (now - t0 > PT_STOP_MAX_NS) {
+		if (now - t0 > stop_max(p)) {
 			pthread_sigmask(SIG_SETMASK, &old, NULL);
 			return -ETIMEDOUT;
 		}
