@@ -168,6 +168,7 @@ UBT_CLI_TESTS = \
 	tests/cli/manpage.sh \
 	tests/cli/nonroot.sh \
 	tests/cli/output-file.sh \
+	tests/cli/sigint-compile.sh \
 	tests/cli/sigint-load.sh
 TESTS += $(UBT_CLI_TESTS) tests/cli/unit-cli
 EXTRA_DIST += $(UBT_CLI_TESTS) tests/cli/tap.sh
