@@ -166,6 +166,7 @@ UBT_CLI_TESTS = \
 	tests/cli/long-tokens.sh \
 	tests/cli/man-examples.sh \
 	tests/cli/manpage.sh \
+	tests/cli/nofile.sh \
 	tests/cli/nonroot.sh \
 	tests/cli/output-file.sh \
 	tests/cli/sigint-compile.sh \

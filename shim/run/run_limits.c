@@ -14,9 +14,17 @@
  *   match for (those that use `probe`, tracepoints' `args`, USDT),
  *   summed attach point by attach point until the limit is passed
  *   (bpftrace's figure in the message).
+ * Within the limits, the descriptors the attach needs (newer bpftrace's
+ * figure: 3 per probe, one per map, 50 more) are made allowed when the
+ * soft RLIMIT_NOFILE is lower (1024 on Debian: BPFTRACE_MAX_PROBES=1000
+ * would fail with "Too many open files").
  */
+#include <errno.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/resource.h>
 #include "ast.h"
 #include "env.h"
 #include "kprov.h"
@@ -68,6 +76,23 @@ static bool limits_one_link(struct ast_node *ap, bool expands, int n)
 	       kprov_kprobe_multi();
 }
 
+static void limits_nofile(int nprobes, int nmaps)
+{
+	rlim_t need = (rlim_t)nprobes * 3 + nmaps + 50;
+	struct rlimit rl;
+
+	if (getrlimit(RLIMIT_NOFILE, &rl) || rl.rlim_cur >= need)
+		return;
+	rl.rlim_cur = need;
+	if (rl.rlim_max != RLIM_INFINITY && rl.rlim_max < need)
+		rl.rlim_max = need;
+	if (setrlimit(RLIMIT_NOFILE, &rl))
+		fprintf(stderr, "WARNING: %s: couldn't set RLIMIT_NOFILE for "
+			"ubt. If your program is not loading, you can try "
+			"increasing \"ulimit -n\" to fix the problem\n",
+			strerror(errno));
+}
+
 int run_check_limits(struct compile *c)
 {
 	uint64_t max_progs = env_get()->max_bpf_progs;
@@ -93,5 +118,8 @@ int run_check_limits(struct compile *c)
 			}
 		}
 	}
-	return env_check_limits(nprobes, over ? nprogs : 0);
+	if (env_check_limits(nprobes, over ? nprogs : 0))
+		return -E2BIG;
+	limits_nofile(nprobes, c->sema->nmaps);
+	return 0;
 }
