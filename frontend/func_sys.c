@@ -1,7 +1,9 @@
 /*
  * Functions whose text ubt makes from the system's state when it prints
  * them: strftime (the time of day), cgroup_path (the cgroup's path),
- * strerror (the C library's text of an errno value), syscall_name.
+ * strerror (the C library's text of an errno value), syscall_name; and
+ * path(), the kernel's (bpf_d_path), checked as bpftrace 0.17 checks it
+ * and refused as not supported yet.
  */
 #include <errno.h>
 #include <string.h>
@@ -107,6 +109,39 @@ static struct type *ty_syscall_name(struct sema_ctx *x, struct ast_node *call,
 	return type_new(x->a, TY_SYSCALL_NAME, 8);
 }
 
+/*
+ * path(struct path * or struct path): bpftrace 0.17's checks (the
+ * argument, the probe types: the helper, bpf_d_path, is the kernel's
+ * for tracing programs), then a located "not supported yet": ubt does
+ * not call bpf_d_path yet.
+ */
+static int ck_path(struct sema_ctx *x, struct ast_node *call)
+{
+	enum sema_provider p = x->provider;
+
+	if (p == PROV_KFUNC || p == PROV_KRETFUNC || p == PROV_ITER)
+		return 0;
+	sema_error(x, &call->loc,
+		   "The path function can only be used with 'kfunc', 'kretfunc', 'iter' probes");
+	return -EINVAL;
+}
+
+/* after ck_path(): bpftrace checks the argument when all else is right */
+static struct type *ty_path(struct sema_ctx *x, struct ast_node *call,
+			    struct sema_map *m)
+{
+	const struct type *t = call->call.args->type;
+
+	(void)m;
+	if (t->kind != TY_RECORD && t->kind != TY_POINTER)
+		sema_error(x, &call->loc,
+			   "path() only supports pointer or record argument (%s provided)",
+			   type_class(t));
+	else
+		sema_error(x, &call->loc, "path() is not supported yet");
+	return NULL;
+}
+
 const struct sema_func_ops sema_funcs_sys[] = {
 	{ .name = "strftime", .id = FN_STRFTIME, .min_args = 2,
 	  .max_args = 2, .type = ty_strftime },
@@ -116,5 +151,7 @@ const struct sema_func_ops sema_funcs_sys[] = {
 	  .max_args = 1, .type = ty_strerror },
 	{ .name = "syscall_name", .id = FN_SYSCALL_NAME, .min_args = 1,
 	  .max_args = 1, .type = ty_syscall_name },
+	{ .name = "path", .id = FN_PATH, .min_args = 1, .max_args = 1,
+	  .type = ty_path, .check = ck_path },
 	{ 0 },
 };

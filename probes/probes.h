@@ -221,6 +221,15 @@ int probes_expand(struct compile *c, struct ast_node *probe,
 		  struct ast_node *ap, struct probes_match **out, int *n);
 
 /*
+ * probes_expand() without reporting (cg_build() reports later): its
+ * warnings and errors are dropped, *why is the first error's text (else
+ * NULL), and an error makes it -EINVAL.
+ */
+int probes_expand_quiet(struct compile *c, struct ast_node *probe,
+			struct ast_node *ap, struct probes_match **out, int *n,
+			const char **why);
+
+/*
  * probes_insn.c: is the byte at offset at of the function whose code is
  * at file offset func_off (size bytes) in path the first of an
  * instruction?  1 yes, 0 no (inside one), -errno when it cannot tell.

@@ -679,3 +679,24 @@ int probes_expand(struct compile *c, struct ast_node *probe,
 					    (unsigned long long)p->freq);
 	return 0;
 }
+
+int probes_expand_quiet(struct compile *c, struct ast_node *p,
+			struct ast_node *ap, struct probes_match **m, int *n,
+			const char **why)
+{
+	struct diag_list saved = c->diag;
+	int err;
+
+	diag_init(&c->diag, &c->arena, saved.filename, saved.source);
+	err = probes_expand(c, p, ap, m, n);
+	if (!err && diag_has_errors(&c->diag))
+		err = -EINVAL;
+	*why = NULL;
+	for (const struct diag *e = c->diag.head; err && e; e = e->next)
+		if (e->level == DIAG_ERROR) {
+			*why = e->msg;
+			break;
+		}
+	c->diag = saved;
+	return err;
+}

@@ -166,8 +166,10 @@ UBT_CLI_TESTS = \
 	tests/cli/long-tokens.sh \
 	tests/cli/man-examples.sh \
 	tests/cli/manpage.sh \
+	tests/cli/nofile.sh \
 	tests/cli/nonroot.sh \
 	tests/cli/output-file.sh \
+	tests/cli/sigint-compile.sh \
 	tests/cli/sigint-drain.sh \
 	tests/cli/sigint-load.sh
 TESTS += $(UBT_CLI_TESTS) tests/cli/unit-cli

@@ -534,8 +534,8 @@ int driver_run(const struct cli_opts *o)
 	/*
 	 * SIGINT/SIGTERM from here on are caught, even where ignored (a
 	 * shell's background job): one that comes before the probes are
-	 * attached ends ubt then (signals_catch(), or below), any later
-	 * one ends the run the ordinary way.
+	 * attached ends ubt at once, even during a long compile (as
+	 * bpftrace), any later one ends the run the ordinary way.
 	 */
 	if (!o->parse_only) {
 		/* --metrics: SIGHUP clears the maps, the run goes on */

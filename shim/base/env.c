@@ -8,6 +8,8 @@
 
 static struct env env_values = {
 	.cat_bytes_max = 10240,
+	.max_probes = 512,
+	.max_bpf_progs = 512,
 };
 
 /* A positive decimal number, as bpftrace reads a uint64_t. */

@@ -18,10 +18,10 @@ struct env {
 	uint64_t perf_rb_pages;	/* BPFTRACE_PERF_RB_PAGES: pages per CPU
 				 * of the kernel's ring buffer, 0 when not
 				 * set (ubt's size) */
-	uint64_t max_probes;	/* BPFTRACE_MAX_PROBES: attach points, 0
-				 * when not set (no limit) */
-	uint64_t max_bpf_progs;	/* BPFTRACE_MAX_BPF_PROGS: BPF programs,
-				 * 0 when not set (no limit) */
+	uint64_t max_probes;	/* BPFTRACE_MAX_PROBES: attach points,
+				 * 512 (bpftrace's) */
+	uint64_t max_bpf_progs;	/* BPFTRACE_MAX_BPF_PROGS: programs made a
+				 * match each, 512 (bpftrace's) */
 	bool no_cpp_demangle;	/* BPFTRACE_NO_CPP_DEMANGLE=1: C++ symbols
 				 * of user stacks, usym() and func as
 				 * mangled */
@@ -33,8 +33,9 @@ struct env {
 int env_read(void);
 
 /*
- * BPFTRACE_MAX_PROBES and BPFTRACE_MAX_BPF_PROGS, when set: 0, or -E2BIG
- * with bpftrace's message printed.
+ * BPFTRACE_MAX_PROBES and BPFTRACE_MAX_BPF_PROGS (nprogs 0: not counted):
+ * 0, or -E2BIG with bpftrace's message printed (shim/run/run_limits.c
+ * counts, before any code is generated).
  */
 int env_check_limits(int nprobes, int nprogs);
 

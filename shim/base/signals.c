@@ -48,7 +48,13 @@ static void signals_on(int sig, siginfo_t *si, void *ctx)
 	} else {
 		signals_req++;
 	}
-	if (signals_req >= 2 || signals_relayed >= 2) {
+	/*
+	 * Nothing attached, no command started, no process touched yet (the
+	 * frontend, the expansion, the code being built): end at once, as
+	 * bpftrace does while it compiles, instead of after the build.
+	 */
+	if (signals_req >= 2 || signals_relayed >= 2 ||
+	    signals_mode == SIGNALS_EARLY) {
 		signal(sig, SIG_DFL);
 		raise(sig);
 	}

@@ -2,9 +2,9 @@
  * SIGINT and SIGTERM, in two stages: the first asks the run to end the
  * ordinary way (signals_stopping() turns true), a second one (whatever
  * ubt waits for meanwhile) ends ubt at once.  Caught from the start
- * (signals_early()): one that comes before anything is attached ends ubt
- * as the default action would, at the latest when the run would attach
- * (signals_catch()).  SIGUSR1 asks for the maps to be printed, and the
+ * (signals_early()): one that comes before anything is attached (during
+ * the compile: the frontend, the expansion, code generation) ends ubt at
+ * once, as the default action would (and as bpftrace).  SIGUSR1 asks for the maps to be printed, and the
  * run goes on (as bpftrace).  SIGPIPE from the program's output (its
  * reader gone: `ubt ... | head`) ends the run the ordinary way, and ubt
  * then dies of it, as bpftrace does.  SIGHUP keeps its default action
@@ -23,8 +23,9 @@
  * where they were ignored, as in a shell's background job). */
 void signals_early(void);
 
-/* A SIGINT/SIGTERM caught while nothing was attached: end ubt by it
- * (no return).  Else nothing. */
+/* A SIGINT/SIGTERM caught while nothing was attached (the handler ends
+ * ubt itself then; this is for one left pending): end ubt by it (no
+ * return).  Else nothing. */
 void signals_check(void);
 
 /* signals_check(), then catch SIGINT, SIGTERM, SIGPIPE and SIGUSR1

@@ -25,7 +25,6 @@
 #include "child.h"
 #include "compile.h"
 #include "format.h"
-#include "env.h"
 #include "exitwatch.h"
 #include "kernel.h"
 #include "metrics.h"
@@ -156,8 +155,6 @@ int kernel_run(struct compile *c, const struct kernel_opts *o)
 	for (int i = 0; i < obj->nprogs; i++)
 		nprogs += obj->progs[i].provider != PROV_BEGIN &&
 			  obj->progs[i].provider != PROV_END;
-	if (env_check_limits(nprobes, nprogs))
-		goto out;
 	if (o->dry_run) {
 		rc = 0;
 		goto out;

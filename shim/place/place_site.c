@@ -157,31 +157,6 @@ static bool place_in_target(const struct run_opts *o, const char *bin)
 	return last;
 }
 
-/*
- * Expand an attach point without reporting (cg_build reports later);
- * *why: the first error's text, else NULL.
- */
-static int place_expand(struct compile *c, struct ast_node *p,
-		      struct ast_node *ap, struct probes_match **m, int *n,
-		      const char **why)
-{
-	struct diag_list saved = c->diag;
-	int err;
-
-	diag_init(&c->diag, &c->arena, saved.filename, saved.source);
-	err = probes_expand(c, p, ap, m, n);
-	if (!err && diag_has_errors(&c->diag))
-		err = -EINVAL;
-	*why = NULL;
-	for (const struct diag *e = c->diag.head; err && e; e = e->next)
-		if (e->level == DIAG_ERROR) {
-			*why = e->msg;
-			break;
-		}
-	c->diag = saved;
-	return err;
-}
-
 int place_usdt_func(struct arena *a, const struct probes_match *m,
 		    const char **func, uint64_t *off)
 {
@@ -357,7 +332,7 @@ const char *place_sites(struct compile *c, const struct run_opts *o,
 
 		if (strcmp(prov, "uprobe") && !ret && !usdt)
 			continue;
-		err = place_expand(c, p, ap, &m, &n, &bad);
+		err = probes_expand_quiet(c, p, ap, &m, &n, &bad);
 		if (err || !n) {
 			whole = whole ?: bad ?: "its attach point does not resolve";
 			continue;

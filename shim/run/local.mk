@@ -5,6 +5,7 @@ libubt_a_SOURCES += \
 	shim/run/run_events.c \
 	shim/run/run_fallback.c \
 	shim/run/run_int.h \
+	shim/run/run_limits.c \
 	shim/run/run_maps.c \
 	shim/run/run_metrics.c \
 	shim/run/run_slot.c \

@@ -19,7 +19,6 @@
 #include "ast.h"
 #include "cg.h"
 #include "child.h"
-#include "env.h"
 #include "exitwatch.h"
 #include "format.h"
 #include "guard.h"
@@ -172,19 +171,7 @@ static bool *run_user_agg_maps(struct compile *c,
 	return by_map;
 }
 
-/* The attach points of an object's programs (BPFTRACE_MAX_PROBES); a
- * standby program is its probe's other side (cg.h): not counted twice. */
-static int run_count_matches(const struct cg_object *obj)
-{
-	int n = 0;
-
-	for (int i = 0; i < obj->nprogs; i++)
-		n += obj->progs[i].standby ? 0 : obj->progs[i].nmatches;
-	return n;
-}
-
-/* Its programs but BEGIN and END (BPFTRACE_MAX_BPF_PROGS, as bpftrace
- * counts them). */
+/* Its programs but BEGIN and END. */
 static int run_count_progs(const struct cg_object *obj)
 {
 	int n = 0;
@@ -276,10 +263,6 @@ static int run_combined(struct compile *c, const struct run_opts *o,
 	if (o->dump_native)
 		run_dump_native(r.nobj, stdout);
 	run_merge_events(&r);
-	if (env_check_limits(run_count_matches(r.kobj) +
-				     run_count_matches(r.nobj),
-			     run_count_progs(r.kobj) + run_count_progs(r.nobj)))
-		goto out;
 	if (o->dry_run) {
 		rc = 0;
 		goto out;
@@ -576,6 +559,9 @@ int shim_run(struct compile *c, const struct run_opts *o)
 	if (!c->sema || !c->program)
 		BUG("shim_run() before sema_run()");
 	child_init();
+	/* before anything is built: a script over the limits ends here */
+	if (run_check_limits(c))
+		return 1;
 	err = run_decide(c, o, &d);
 	/* --dry-run shows the decisions when there is one to make */
 	if (o->verbose || (o->dry_run && run_has_uprobes(c)))

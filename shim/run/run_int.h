@@ -206,6 +206,10 @@ enum cg_event_time run_event_time(const struct run *r);
 /* Every event comes from a call run_event_call() knows. */
 void run_check_events(const struct cg_object *obj);
 
+/* run_limits.c: BPFTRACE_MAX_PROBES and BPFTRACE_MAX_BPF_PROGS before
+ * any code is generated; 0, or -E2BIG with bpftrace's message printed. */
+int run_check_limits(struct compile *c);
+
 /* A record of the kernel's ring, into the queue. */
 int run_kernel_take(void *ctx, const void *data, size_t size);
 
