@@ -197,8 +197,8 @@ int run_fallback_child(struct run *r, pid_t child, unsigned nchildren)
 	fprintf(stderr, "WARNING: pid %d made %u child(ren) with "
 		"clone(CLONE_VM) without CLONE_VFORK (the first: pid %d) "
 		"after ubt attached: its user-mode probes run in the kernel "
-		"from now on (the child's hits before that, if any, counted "
-		"in user mode, mostly as the thread's that made it)\n",
+		"from now on (its and the child's hits before that counted "
+		"in user mode, under either one's pid)\n",
 		(int)pid, nchildren, (int)child);
 	if (r->o->verbose) {
 		fprintf(stderr, "ubt: pid %d: user-mode probes handed over to "
