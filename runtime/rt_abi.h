@@ -536,6 +536,8 @@ struct rt_shtab {
 	uint64_t raced;		/* updates that lost a race to a writer */
 	uint64_t max_keys;	/* the map's key limit; 0: none but nslots */
 	uint64_t keys;		/* keys present (see above) */
+	uint64_t lockdrop;	/* inserts dropped: the insert lock stayed
+				 * held (preempted or gone holder) */
 };
 
 #define RT_SHTAB_EMPTY 0

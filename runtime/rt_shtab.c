@@ -181,12 +181,15 @@ RT_EXPORT void *rt_shtab_read(struct rt_shtab *h, const void *key, void *dst)
  *
  * The word: RT_LOCK_HELD, waiters that gave up on the holder (RT_LOCK_STALE
  * each), a generation (RT_LOCK_GEN, moved on by every unlock).  Waits are
- * bounded: spins, then a few sched_yield() for a holder that was
- * preempted, then the insert is dropped (and counted).  A holder that
- * RT_LOCK_STALE_MAX waiters gave up on is gone (a longjmp out of a signal
- * handler): the next waiter takes the lock over with a new generation,
- * and the old holder's unlock finds it changed.  Returns what to unlock
- * with, 0 when the lock could not be had.
+ * bounded but outlast a preempted holder: spins, a few sched_yield(), then
+ * naps of RT_LOCK_NAP_NS (at least RT_LOCK_NAPS of them, so at least
+ * 20 ms of the waiter's own time: a stopped or starved waiter does not
+ * count down), then the insert is dropped and counted in lockdrop, apart
+ * from a full table's drops.  A holder that RT_LOCK_STALE_MAX waiters gave
+ * up on is gone (a longjmp out of a signal handler): the next waiter takes
+ * the lock over with a new generation, and the old holder's unlock finds
+ * it changed.  Returns what to unlock with, 0 when the lock could not be
+ * had.
  */
 #define RT_LOCK_HELD 1u
 #define RT_LOCK_STALE 2u
@@ -194,23 +197,36 @@ RT_EXPORT void *rt_shtab_read(struct rt_shtab *h, const void *key, void *dst)
 #define RT_LOCK_STALE_MAX 32u
 #define RT_LOCK_GEN 0x100u
 #define RT_YIELDS 64
+#define RT_LOCK_NAPS 200
+#define RT_LOCK_NAP_NS 100000
+
+static int rt_shtab_trylock(struct rt_shtab *h, uint32_t *held)
+{
+	uint32_t w = __atomic_load_n(&h->lock, __ATOMIC_RELAXED);
+
+	if (w & RT_LOCK_HELD ||
+	    !__atomic_compare_exchange_n(&h->lock, &w, w | RT_LOCK_HELD, 0,
+					 __ATOMIC_ACQUIRE, __ATOMIC_RELAXED))
+		return 0;
+	*held = w | RT_LOCK_HELD;
+	return 1;
+}
 
 static uint32_t rt_shtab_lock(struct rt_shtab *h)
 {
+	struct { long sec, nsec; } nap = { 0, RT_LOCK_NAP_NS };
 	uint32_t w, nw;
 	int n;
 
-	for (n = 0; n < RT_SPIN * 8 + RT_YIELDS; n++) {
-		w = __atomic_load_n(&h->lock, __ATOMIC_RELAXED);
-		if (!(w & RT_LOCK_HELD) &&
-		    __atomic_compare_exchange_n(&h->lock, &w, w | RT_LOCK_HELD,
-						0, __ATOMIC_ACQUIRE,
-						__ATOMIC_RELAXED))
-			return w | RT_LOCK_HELD;
+	for (n = 0; n < RT_SPIN * 8 + RT_YIELDS + RT_LOCK_NAPS; n++) {
+		if (rt_shtab_trylock(h, &w))
+			return w;
 		if (n < RT_SPIN * 8)
 			rt_pause();
-		else
+		else if (n < RT_SPIN * 8 + RT_YIELDS)
 			rt_syscall0(24 /* sched_yield */);
+		else
+			rt_syscall4(35 /* nanosleep */, (long)&nap, 0, 0, 0);
 	}
 	for (n = 0; n < RT_SPIN; n++) {
 		w = __atomic_load_n(&h->lock, __ATOMIC_RELAXED);
@@ -347,8 +363,11 @@ RT_EXPORT long rt_shtab_update(struct rt_shtab *h, const void *key,
 		/* absent: look again under the insert lock first */
 		if (!held) {
 			held = rt_shtab_lock(h);
-			if (!held)
-				break;
+			if (!held) {
+				__atomic_fetch_add(&h->lockdrop, 1,
+						   __ATOMIC_RELAXED);
+				return ret;
+			}
 			continue;
 		}
 		/* take over a tombstone, else the free slot: a key more,

@@ -236,6 +236,7 @@ tests_unit_rtpath_LDADD = $(UBT_LIBS)
 # attach, patch, trampolines, per-thread blocks, detach, with native blobs.
 check_PROGRAMS += \
 	tests/user/exiting \
+	tests/user/lockhold \
 	tests/user/scribble \
 	tests/user/target \
 	tests/user/test-user \
@@ -255,6 +256,7 @@ TESTS += \
 	tests/user/kept-ret.py \
 	tests/user/kill-stress.py \
 	tests/user/ldlock.py \
+	tests/user/lock-wait.sh \
 	tests/user/mem-sessions.py \
 	tests/user/no-alias.py \
 	tests/user/pipe-sigint.py \
@@ -297,6 +299,8 @@ TESTS += \
 EXTRA_DIST += \
 	tests/user/codebytes.py \
 	tests/user/corrupt.sh \
+	tests/user/lock-wait.sh \
+	tests/user/memfd-map.h \
 	tests/user/cover.py \
 	tests/user/exiting.py \
 	tests/user/group-kill.py \
@@ -341,6 +345,12 @@ tests_user_exiting_CPPFLAGS = -I$(top_srcdir)/tests/targets
 tests_user_exiting_CFLAGS = $(UBT_TARGET_CFLAGS)
 tests_user_exiting_LDFLAGS =
 tests_user_exiting_LDADD = -lpthread
+# tests/user/lock-wait.sh: a target that holds a map's insert lock
+tests_user_lockhold_SOURCES = tests/user/lockhold.c
+tests_user_lockhold_CPPFLAGS = -I$(top_srcdir)/runtime \
+	-I$(top_srcdir)/tests/targets
+tests_user_lockhold_CFLAGS = $(UBT_TARGET_CFLAGS)
+tests_user_lockhold_LDFLAGS =
 # tests/user/corrupt.sh: a target that writes garbage over ubt's memfd
 tests_user_scribble_SOURCES = tests/user/scribble.c
 tests_user_scribble_CPPFLAGS = -I$(top_srcdir)/runtime \

@@ -285,6 +285,8 @@ void run_user_warnings(struct run *r);
 bool run_user_vm_child(struct run *r);
 /* Updates of map `map` r->u's tables refused (full), all threads. */
 uint64_t run_user_map_full(struct run *r, int map);
+/* Inserts into map `map` dropped at the tables' insert lock. */
+uint64_t run_user_map_lockdrop(struct run *r, int map);
 
 /* run_fallback.c: -p/-c in the default mode, by probe index, every
  * user-mode probe's BPF program built standby (NULL: cannot be) */

@@ -20,7 +20,8 @@ static void run_metrics_self(void *ctx, struct metrics_self *s)
 	for (int i = 0; i < r->kobj->nmaps; i++) {
 		s->updates_dropped[i] = kernel_map_full(r->k, i);
 		run_for_each_user(r, j)
-			s->updates_dropped[i] += run_user_map_full(r, i);
+			s->updates_dropped[i] += run_user_map_full(r, i) +
+						 run_user_map_lockdrop(r, i);
 	}
 	run_user_back(r, keep);
 	s->have_taken = true;

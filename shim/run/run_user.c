@@ -723,6 +723,30 @@ uint64_t run_user_map_full(struct run *r, int map)
 	return n;
 }
 
+/*
+ * Inserts of new keys into map `map` dropped because another thread of
+ * the target held the table's insert lock past the runtime's wait
+ * (runtime/rt_shtab.c): not a full map, said apart.
+ */
+uint64_t run_user_map_lockdrop(struct run *r, int map)
+{
+	const struct native_map *nm = run_native_map(r, map);
+	struct memfd *mf = user_memfd(r->u);
+	uint64_t n;
+
+	if (!nm || nm->kind != NATIVE_MAP_SHARED)
+		return 0;
+	n = memfd_shtab_lockdrop(mf, &run_shtab_of(nm));
+	if (n && n / (memfd_nblocks_used(mf) ?: 1) >
+			 mono_ns() - r->ustart) {
+		fprintf(stderr, "WARNING: ignoring an implausible count of "
+			"dropped inserts of %s read back from the target\n",
+			r->kobj->maps[map].name);
+		return 0;
+	}
+	return n;
+}
+
 /* What user mode could not record, said once at exit. */
 void run_user_warnings(struct run *r)
 {
@@ -758,6 +782,17 @@ void run_user_warnings(struct run *r)
 		if (full)
 			out_map_full(stderr, r->kobj->maps[i].name,
 				     r->kobj->maps[i].max_entries, full);
+		full = 0;
+		run_for_each_user(r, j)
+			full += run_user_map_lockdrop(r, i);
+		if (full)
+			fprintf(stderr, "WARNING: %llu insert(s) of a new key "
+				"into %s dropped: another thread of the "
+				"target held the map's insert lock through "
+				"the whole bounded wait (at least 20 ms: "
+				"preempted, or gone)\n",
+				(unsigned long long)full,
+				r->kobj->maps[i].name);
 	}
 	run_xmap_warnings(r);
 

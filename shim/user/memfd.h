@@ -155,6 +155,12 @@ int memfd_shtab_foreach(const struct memfd *m, const struct memfd_shtab *t,
 /* Updates the target dropped because the table was full. */
 uint64_t memfd_shtab_dropped(const struct memfd *m,
 			     const struct memfd_shtab *t);
+/*
+ * Inserts the target dropped because another thread held the table's
+ * insert lock past the runtime's bounded wait (a preempted holder).
+ */
+uint64_t memfd_shtab_lockdrop(const struct memfd *m,
+			      const struct memfd_shtab *t);
 /* Delete every entry (tombstones), as clear() does. */
 int memfd_shtab_clear(struct memfd *m, const struct memfd_shtab *t);
 /* Set every value to zero, as zero() does. */

@@ -23,7 +23,7 @@ struct memfd_block_seen {
 
 /* A shared table's drop counter. */
 struct memfd_table_seen {
-	uint64_t off, dropped;
+	uint64_t off, dropped, lockdrop;
 };
 
 struct memfd_seen {

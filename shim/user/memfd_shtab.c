@@ -117,13 +117,18 @@ int memfd_shtab_foreach(const struct memfd *m, const struct memfd_shtab *t,
 	return 0;
 }
 
-uint64_t memfd_shtab_dropped(const struct memfd *m,
-			     const struct memfd_shtab *t)
+/*
+ * One of the table's drop counters (at off in struct rt_shtab, last
+ * plausible value in *seen's field at fld): the target may write it.
+ */
+static uint64_t shtab_counter(const struct memfd *m,
+			      const struct memfd_shtab *t, size_t off,
+			      size_t fld, const char *what)
 {
 	struct memfd_seen *s = m->seen;
 	struct memfd_table_seen *ts = NULL;
+	uint64_t v, *last;
 	char where[48];
-	uint64_t v;
 
 	if (shtab_valid(m, t))
 		return 0;
@@ -135,13 +140,29 @@ uint64_t memfd_shtab_dropped(const struct memfd *m,
 		ts = &s->tabs[s->ntabs++];
 		*ts = (struct memfd_table_seen){ .off = t->off };
 	}
-	v = memfd_load64(shtab_base(m, t) + offsetof(struct rt_shtab, dropped));
+	last = (uint64_t *)((char *)ts + fld);
+	v = memfd_load64(shtab_base(m, t) + off);
 	snprintf(where, sizeof(where), "the shared table at %" PRIu64, t->off);
 	/* every thread with a block may drop */
-	if (memfd_counter_ok(m, where, "updates dropped", v, ts->dropped,
-			     memfd_nblocks_used(m)))
-		ts->dropped = v;
-	return ts->dropped;
+	if (memfd_counter_ok(m, where, what, v, *last, memfd_nblocks_used(m)))
+		*last = v;
+	return *last;
+}
+
+uint64_t memfd_shtab_dropped(const struct memfd *m,
+			     const struct memfd_shtab *t)
+{
+	return shtab_counter(m, t, offsetof(struct rt_shtab, dropped),
+			     offsetof(struct memfd_table_seen, dropped),
+			     "updates dropped");
+}
+
+uint64_t memfd_shtab_lockdrop(const struct memfd *m,
+			      const struct memfd_shtab *t)
+{
+	return shtab_counter(m, t, offsetof(struct rt_shtab, lockdrop),
+			     offsetof(struct memfd_table_seen, lockdrop),
+			     "inserts dropped at the lock");
 }
 
 int memfd_shtab_clear(struct memfd *m, const struct memfd_shtab *t)

@@ -22,6 +22,7 @@
 #include <unistd.h>
 
 #include "rt_abi.h"
+#include "memfd-map.h"
 #include "target.h"
 
 UBT_PROBE long scr_step(long i)
@@ -39,28 +40,6 @@ static uint64_t rnd(void)
 	seed ^= seed >> 7;
 	seed ^= seed << 17;
 	return seed;
-}
-
-/* The read-write mapping of ubt's memfd at offset 0, or NULL. */
-static char *find_memfd(void)
-{
-	char line[4096], perms[8], path[4096];
-	unsigned long lo, hi, off;
-	char *found = NULL;
-	FILE *f = fopen("/proc/self/maps", "r");
-
-	if (!f)
-		return NULL;
-	while (!found && fgets(line, sizeof(line), f)) {
-		path[0] = 0;
-		if (sscanf(line, "%lx-%lx %7s %lx %*s %*s %4095s", &lo, &hi,
-			   perms, &off, path) == 5 &&
-		    !strncmp(path, "/memfd:ubt", 10) &&
-		    !strcmp(perms, "rw-s") && !off)
-			found = (char *)lo;
-	}
-	fclose(f);
-	return found;
 }
 
 static void put64(char *p, uint64_t v)

@@ -14,9 +14,12 @@
 #include <pthread.h>
 #include <sched.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #include "memfd.h"
 #include "tests/tap.h"
@@ -342,7 +345,7 @@ static void test_next_churn(void)
  */
 static void test_stuck_lock(void)
 {
-	uint64_t k = 1000, v[3] = { 1000, 0, 0 }, d0, out[3];
+	uint64_t k = 1000, v[3] = { 1000, 0, 0 }, d0, l0, out[3];
 	int fails = 0, present = 0;
 	long r;
 
@@ -354,16 +357,80 @@ static void test_stuck_lock(void)
 	ok(present && !sh_update(tab(&tc), &k, v),
 	   "a lock held forever: a present key is still updated");
 	d0 = memfd_shtab_dropped(&m, &tc);
+	l0 = memfd_shtab_lockdrop(&m, &tc);
 	k = 1000;
 	v[0] = k;
 	while ((r = sh_update(tab(&tc), &k, v)) == -ENOMEM && fails < 100)
 		fails++;
-	ok(!r && fails == 31 && memfd_shtab_dropped(&m, &tc) == d0 + 31,
-	   "new keys dropped and counted %d times, then the lock is taken "
-	   "over", fails);
+	ok(!r && fails == 31 && memfd_shtab_lockdrop(&m, &tc) == l0 + 31 &&
+		   memfd_shtab_dropped(&m, &tc) == d0,
+	   "new keys dropped %d times, counted as the lock's drops (not a "
+	   "full table's), then the lock is taken over", fails);
 	ok(sh_read(tab(&tc), &k, out) && out[0] == 1000 &&
 		   !(tab(&tc)->lock & 1) && (tab(&tc)->lock >> 8) == 7,
 	   "the key is in and the lock free again, one generation on");
+}
+
+/*
+ * A holder off the CPU (preempted) while another thread inserts: the
+ * waiter spins, yields, then naps in nanosleep(2) rather than dropping
+ * the insert after a moment.  Here the test holds the lock and lets go
+ * only once it has seen the waiter napping, so a wait that never naps
+ * fails whatever the machine's load.
+ */
+static volatile pid_t waiter_tid;
+static volatile long waiter_ret = 1;
+
+static void *insert_waiter(void *arg)
+{
+	uint64_t k = 2000, v[3] = { 2000, 0, 0 };
+
+	(void)arg;
+	waiter_tid = (pid_t)syscall(SYS_gettid);
+	waiter_ret = sh_update(tab(&tc), &k, v);
+	return NULL;
+}
+
+static bool napping(pid_t tid)
+{
+	char path[64];
+	long nr = -1;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/self/task/%d/syscall", tid);
+	f = fopen(path, "r");
+	if (!f)
+		return false;
+	if (fscanf(f, "%ld", &nr) != 1)
+		nr = -1;
+	fclose(f);
+	return nr == SYS_nanosleep;
+}
+
+static void test_preempted_holder(void)
+{
+	uint32_t w = __atomic_load_n(&tab(&tc)->lock, __ATOMIC_ACQUIRE);
+	uint64_t k = 2000, out[3], d0, l0;
+	bool seen = false;
+	pthread_t t;
+
+	d0 = memfd_shtab_dropped(&m, &tc);
+	l0 = memfd_shtab_lockdrop(&m, &tc);
+	__atomic_store_n(&tab(&tc)->lock, w | 1, __ATOMIC_RELEASE);
+	pthread_create(&t, NULL, insert_waiter, NULL);
+	for (int i = 0; i < 100000 && waiter_ret == 1 && !seen; i++) {
+		seen = waiter_tid && napping(waiter_tid);
+		usleep(50);
+	}
+	__atomic_store_n(&tab(&tc)->lock, (w & ~0xffu) + 0x100,
+			 __ATOMIC_RELEASE);
+	pthread_join(t, NULL);
+	ok(seen && waiter_ret == 0 && sh_read(tab(&tc), &k, out) &&
+		   out[0] == 2000 && memfd_shtab_lockdrop(&m, &tc) == l0 &&
+		   memfd_shtab_dropped(&m, &tc) == d0,
+	   "a lock holder off the CPU: the inserting thread naps until it "
+	   "lets go (seen napping: %d), and the key goes in (%ld)", seen,
+	   waiter_ret);
 }
 
 /* The target can write anything into the memfd. */
@@ -451,6 +518,7 @@ int main(void)
 	test_full_and_tombstones();
 	test_next_churn();
 	test_stuck_lock();
+	test_preempted_holder();
 	test_untrusted();
 	memfd_release(&m);
 	return tap_done();
