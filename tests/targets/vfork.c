@@ -25,11 +25,17 @@
  * SIGUSR1 again before the child runs its calls, then as vm.
  * ubt-vfork N vmhand: as vmtaken, but "ready" and a wait for SIGUSR1
  * first, then the N calls (with ubt attached), "ticked", the child.
+ * ubt-vfork N vmhandc: for -c, no signals: the N calls, "ticked", the
+ * child, then a wait (up to 60 s) until ubt_vf_tick's first byte is an
+ * int3 (a kernel uprobe's: the probes were handed over to the kernel),
+ * then both call ubt_vf_tick N times as in vm; "no int3" and exit 1 when
+ * none came.
  * Exits 0, or 1 after a wrong result or a child that failed.
  */
 #define _GNU_SOURCE
 #include <sched.h>
 #include <spawn.h>
+#include <stdint.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 
@@ -148,7 +154,25 @@ static void vm_rearm(void)
 	sigprocmask(SIG_UNBLOCK, &usr1, NULL);
 }
 
-/* ubt-vfork N vm|vmlate|vmraw|vmtaken (taken 1)|vmhand (taken 2) */
+/* until ubt_vf_tick starts with an int3, at most 60 s: 0, else 1 */
+static int vm_wait_int3(void)
+{
+	const volatile unsigned char *code =
+		(const volatile unsigned char *)(uintptr_t)ubt_vf_tick;
+
+	for (int i = 0; i < 60000; i++) {
+		if (*code == 0xcc)
+			return 0;
+		usleep(1000);
+	}
+	printf("no int3\n");
+	return 1;
+}
+
+/*
+ * ubt-vfork N vm|vmlate|vmraw|vmtaken (taken 1)|vmhand (taken 2)|vmhandc
+ * (taken 3)
+ */
 static int vm_main(long n, int late, int raw, int taken)
 {
 	static char stack[64 * 1024] __attribute__((aligned(16)));
@@ -168,7 +192,7 @@ static int vm_main(long n, int late, int raw, int taken)
 	}
 	if (late)
 		target_wait_usr1();
-	if (taken == 2) {
+	if (taken >= 2) {
 		bad |= ticks(n);
 		printf("ticked\n");
 		fflush(stdout);
@@ -182,9 +206,11 @@ static int vm_main(long n, int late, int raw, int taken)
 		return 1;
 	printf("vm %d\n", (int)pid);
 	fflush(stdout);
-	if (!late)
+	if (!late && taken != 3)
 		target_wait_usr1();
-	if (taken) {
+	if (taken == 3)
+		bad |= vm_wait_int3();
+	else if (taken) {
 		vm_rearm();
 		target_wait_usr1();
 	}
@@ -193,6 +219,8 @@ static int vm_main(long n, int late, int raw, int taken)
 	bad |= reap("vmdone", pid);
 	printf("done\n");
 	fflush(stdout);
+	if (taken == 3)
+		return target_result("ubt-vfork", bad);
 	*target_usr1() = 0;
 	sigprocmask(SIG_UNBLOCK, &usr1, NULL);
 	target_wait_usr1();
@@ -217,6 +245,8 @@ int main(int argc, char **argv)
 		return vm_main(rounds, 1, 1, 1);
 	if (argc > 2 && !strcmp(argv[2], "vmhand"))
 		return vm_main(rounds, 1, 1, 2);
+	if (argc > 2 && !strcmp(argv[2], "vmhandc"))
+		return vm_main(rounds, 0, 1, 3);
 	if (wait)
 		target_wait_usr1();
 	for (long r = 0; r < rounds; r++)

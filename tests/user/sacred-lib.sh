@@ -44,11 +44,15 @@ wait_for()
 
 # ubt_bg TIMEOUT ARGS...: ubt ARGS in the background (timeout TIMEOUT),
 # $up its pid, waited for until its probes are attached (TIMEOUT * 5
-# tenths at most)
+# tenths at most).  $out and $err are emptied first, here: the background
+# job's own redirections may come after the first look for the line, which
+# would then find the last run's.
 ubt_bg()
 {
 	ub_t=$1
 	shift
+	: >"$out"
+	: >"$err"
 	__BPFTRACE_NOTIFY_PROBES_ATTACHED=1 timeout --foreground $ub_t "$UBT" "$@" \
 		>"$out" 2>"$err" </dev/null &
 	up=$!

@@ -50,6 +50,20 @@ for k in sorted(out):
 EOF
 }
 
+# end_run [wait]: end ubt ($up; with SIGINT unless "wait": it ends by
+# itself), read the probed code back ($after), let the target ($tp) end;
+# sets rc (ubt's status), after and trc (the target's status)
+end_run()
+{
+	[ "$1" = wait ] || kill -INT $up 2>/dev/null
+	wait $up
+	rc=$?
+	after=$(code $tp ubt_vf_tick)
+	kill -USR1 $tp
+	wait $tp
+	trc=$?
+}
+
 expect="@d[C]: 2 x$rounds
 @p[C]: 5 x$rounds
 @p[P]: $((rounds * 3)) x1
@@ -133,13 +147,7 @@ for mode in kernel auto; do
 		"uprobe:$bin:ubt_vf_tick { @p[pid] = count(); @t[pid == tid] = count(); }"
 	kill -USR1 $tp
 	wait_for 300 $tp '^done' "$tout"
-	kill -INT $up 2>/dev/null
-	wait $up
-	rc=$?
-	after=$(code $tp ubt_vf_tick)
-	kill -USR1 $tp
-	wait $tp
-	trc=$?
+	end_run
 	me=$(sed -n 's/^pid //p' "$tout")
 	got=$(grep '^@' "$out" | sed "s/\[$me\]/[P]/" | sort)
 	[ $mode = kernel ] && vm_out=$got
@@ -179,13 +187,7 @@ for how in vmlate vmraw; do
 		kill -USR1 $tp
 		[ $mode = auto ] && wait_for 300 $up '^WARNING: pid' "$err"
 		wait_for 300 $tp '^done' "$tout"
-		[ $mode != user ] && kill -INT $up 2>/dev/null
-		wait $up
-		rc=$?
-		after=$(code $tp ubt_vf_tick)
-		kill -USR1 $tp
-		wait $tp
-		trc=$?
+		if [ $mode = user ]; then end_run wait; else end_run; fi
 		me=$(sed -n 's/^pid //p' "$tout")
 		kid=$(sed -n 's/^vm //p' "$tout")
 		got=$(grep '^@' "$out" | sed "s/\[$me\]/[P]/" | sort)
@@ -245,13 +247,7 @@ for mode in kernel auto; do
 	during=$(code $tp ubt_vf_tick)
 	kill -USR1 $tp
 	wait_for 300 $tp '^done' "$tout"
-	kill -INT $up 2>/dev/null
-	wait $up
-	rc=$?
-	after=$(code $tp ubt_vf_tick)
-	kill -USR1 $tp
-	wait $tp
-	trc=$?
+	end_run
 	me=$(sed -n 's/^pid //p' "$tout")
 	kid=$(sed -n 's/^vm //p' "$tout")
 	got=$(grep '^@' "$out" | sed "s/\[$me\]/[P]/" | sort)
@@ -273,6 +269,41 @@ for mode in kernel auto; do
 	fi
 done
 
+# -c: the hand-over when the command makes the child (vmhandc: no
+# signals, the target waits for the kernel's int3 on its function before
+# it and the child make their calls): counts as --mode kernel's (with -c
+# the child's calls count too), exit 0 for both
+c_out=
+for mode in kernel auto; do
+	timeout 120 "$UBT" -v --mode $mode -c "$bin 1000 vmhandc" -e \
+		"uprobe:$bin:ubt_vf_tick { @p[pid] = count(); @t[pid == tid] = count(); }
+		 uretprobe:$bin:ubt_vf_tick { @r[pid] = count(); }" \
+		>"$out" 2>"$err" </dev/null
+	rc=$?
+	me=$(sed -n 's/^pid //p' "$out")
+	kid=$(sed -n 's/^vm //p' "$out")
+	got=$(grep '^@' "$out" | sed "s/\[$me\]/[P]/; s/\[$kid\]/[C]/" |
+	      sort)
+	[ $mode = kernel ] && c_out=$got
+	what="a CLONE_VM child made by the -c command, the hand-over ($mode): counts as the kernel's, exit 0, the child's too"
+	if [ $rc -eq 0 ] && [ -n "$me" ] && [ "$got" = "$c_out" ] &&
+	   [ "$got" = "@p[C]: 1000
+@p[P]: 2000
+@r[C]: 1000
+@r[P]: 2000
+@t[1]: 3000" ] && grep -q "^vmdone $kid\$" "$out" &&
+	   grep -q "^ubt: the command (pid $me) exited with status 0\$" "$err" &&
+	   { [ $mode = kernel ] ||
+	     { grep -q "^ubt: pid $me: user-mode probes handed over to kernel uprobes on pid $me in one stop" "$err" &&
+	       grep -q "^WARNING: pid $me made 1 child(ren) with clone(CLONE_VM) without CLONE_VFORK (the first: pid $kid) after ubt attached: its user-mode probes run in the kernel from now on" "$err"; }; }
+	then
+		ok "$what"
+	else
+		not_ok "$what" "exit $rc" "got:" "$got" "kernel's:" "$c_out" \
+			"$(cat "$out")" "$(cat "$err")"
+	fi
+done
+
 # no hand-over where a user-mode probe writes a map that is not an
 # aggregation (what user mode wrote there would not be where the kernel's
 # programs look): the run ends with the reason, as before, code restored
@@ -288,12 +319,7 @@ wait_for 300 $tp '^vm ' "$tout"
 wait_for 300 $up '^ubt: pid' "$err"
 kill -USR1 $tp
 wait_for 300 $tp '^done' "$tout"
-wait $up
-rc=$?
-after=$(code $tp ubt_vf_tick)
-kill -USR1 $tp
-wait $tp
-trc=$?
+end_run wait
 me=$(sed -n 's/^pid //p' "$tout")
 what="a CLONE_VM child after the attach, a map that is not an aggregation (-p, auto): no hand-over, the run ends with the reason, exit 0, code as before"
 if [ $rc -eq 1 ] && [ -z "$(grep '^@' "$out")" ] && [ $trc -eq 0 ] &&
@@ -315,6 +341,8 @@ sysw_out=
 sysw_code=
 for mode in kernel auto; do
 	: >"$tout"
+	: >"$out"
+	: >"$err"
 	__BPFTRACE_NOTIFY_PROBES_ATTACHED=1 timeout --foreground 120 "$UBT" -v \
 		--mode $mode -e "uprobe:$bin:ubt_vf_tick { @p[pid] = count(); }" \
 		>"$out" 2>"$err" </dev/null &

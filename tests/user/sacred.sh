@@ -137,6 +137,8 @@ ptrace_case()
 		sleep 0.1
 		i=$((i + 1))
 	done
+	: >"$out"
+	: >"$err"
 	__BPFTRACE_NOTIFY_PROBES_ATTACHED=1 timeout 60 "$UBT" -v --mode "$1" \
 		-p $tp -e "$3" >"$out" 2>"$err" </dev/null &
 	up=$!
@@ -215,6 +217,8 @@ expect "lock prefix: a return probe refused in user mode, with the reason" 1 \
 tp=$!
 wait_for 100 "" '^ready' "$tap_tmp/tout"
 before=$(code $tp ubt_sacred_lock)
+: >"$out"
+: >"$err"
 __BPFTRACE_NOTIFY_PROBES_ATTACHED=1 timeout 60 "$UBT" --mode user -p $tp \
 	-e "uprobe:$bin:ubt_sacred_lock { @ = count(); } END { }" \
 	>"$out" 2>"$err" </dev/null &

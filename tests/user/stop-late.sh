@@ -19,6 +19,15 @@ calls=1000
 total=$((nt * calls))
 prog="uprobe:$bin:ubt_sacred_tick { @ = count(); } END { }"
 
+# inside: how many of the target's ($tp) threads a tracer holds ($traced)
+# and how many of its mappings are ubt's memfd ($ours)
+inside()
+{
+	traced=$(grep -h '^TracerPid:' /proc/$tp/task/*/status 2>/dev/null |
+		 grep -vc '[[:space:]]0$')
+	ours=$(grep -c 'memfd:ubt' /proc/$tp/maps 2>/dev/null)
+}
+
 # 1. late three times: let go, tried again, the attach goes through
 "$bin" threads-wait $calls $nt >"$tout" 2>&1 </dev/null &
 tp=$!
@@ -61,9 +70,7 @@ UBT_TEST_STOP_LATE=1000000 timeout 20 "$UBT" --mode user -p $tp -e "$prog" \
 	>"$out" 2>"$err" </dev/null
 rc=$?
 after=$(code "$tp")
-traced=$(grep -h '^TracerPid:' /proc/$tp/task/*/status 2>/dev/null |
-	 grep -vc '[[:space:]]0$')
-ours=$(grep -c 'memfd:ubt' /proc/$tp/maps 2>/dev/null)
+inside
 kill -USR1 $tp
 wait_for 300 $tp '^done' "$tout"
 kill -USR1 $tp
@@ -101,9 +108,7 @@ before=$(code "$tp")
 export UBT_TEST_STOP_LATE=1000000
 ubt_bg 60 -v -p $tp -e "$prog"
 during=$(code "$tp")
-traced=$(grep -h '^TracerPid:' /proc/$tp/task/*/status 2>/dev/null |
-	 grep -vc '[[:space:]]0$')
-ours=$(grep -c 'memfd:ubt' /proc/$tp/maps 2>/dev/null)
+inside
 kill -USR1 $tp
 wait_for 300 $tp '^done' "$tout"
 kill -INT $up 2>/dev/null
