@@ -66,6 +66,28 @@ struct type *sema_t_widen(struct sema_ctx *x, struct type *t)
 }
 
 /*
+ * v0.26 (compat int-types): a literal's integer takes the sign of the
+ * other, the larger size; it stays a literal's only if both are.
+ */
+static int merge_flex(struct sema_ctx *x, struct type **dst,
+		      const struct type *src, bool *changed)
+{
+	struct type *d = *dst;
+	size_t size = d->size > src->size ? d->size : src->size;
+	bool sign = d->sign_flex ? src->is_signed : d->is_signed;
+	bool flex = d->sign_flex && src->sign_flex;
+
+	if (size == d->size && sign == d->is_signed && flex == d->sign_flex)
+		return 0;
+	*dst = type_int(x->a, size, sign);
+	(*dst)->sign_flex = flex;
+	(*dst)->enumvals = d->enumvals;
+	(*dst)->nenumvals = d->nenumvals;
+	*changed = true;
+	return 0;
+}
+
+/*
  * Merge src into *dst for a storage location (variable, map value or
  * key) that already has type *dst: strings grow to the larger size,
  * integers to the larger width, tuples element by element. 0, or -1 when
@@ -76,6 +98,9 @@ int sema_t_merge(struct sema_ctx *x, struct type **dst, struct type *src,
 {
 	struct type *d = *dst;
 
+	if (d->kind == TY_INT && src->kind == TY_INT &&
+	    (d->sign_flex || src->sign_flex))
+		return merge_flex(x, dst, src, changed);
 	if (type_equal(d, src))
 		return 0;
 	if (sema_t_is_int(d) && sema_t_is_int(src) && d->kind == src->kind) {
