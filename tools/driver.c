@@ -521,7 +521,7 @@ int driver_run(const struct cli_opts *o)
 	FILE *out = NULL;
 	int rc;
 
-	if (env_read() || compat_from_env())
+	if (compat_from_env() || env_read())
 		return UBT_EXIT_ERROR;
 	probes_set_debuginfo(o->debuginfo, o->ndebuginfo);
 	if (o->list && driver_check_pattern(o->list_pattern))
