@@ -139,6 +139,15 @@ static const struct compat_entry compat_table[COMPAT_NDIFFS] = {
 		"BPFTRACE_CACHE_USER_SYMBOLS is 0 or 1 -> also PER_PID, "
 		"PER_PROGRAM or NONE (any case)",
 	},
+	[COMPAT_MISSING_PROBES] = {
+		"missing-probes",
+		"a tracepoint that does not exist: \"tracepoint not found: "
+		"C:E\"; a uprobe's function: \"Could not resolve symbol: "
+		"F:S\", a warning when the probe has other attach points -> "
+		"\"No matches for tracepoint C:E.\" (uprobe F:S), an error "
+		"unless config missing_probes = warn (\"... Skipping.\") or "
+		"ignore drops it",
+	},
 	[COMPAT_JSON_RECORDS] = {
 		"json-records",
 		"a struct or union value in JSON prints as "

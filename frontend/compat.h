@@ -39,7 +39,8 @@ enum compat_diff {
 	COMPAT_HELPER_CHECK,	/* -k is 0.17's -kk, in v0.26's words */
 	COMPAT_INT_TYPES,	/* a literal: the smallest int type */
 	COMPAT_CACHE_SYMBOLS,	/* BPFTRACE_CACHE_USER_SYMBOLS=PER_PID */
-	COMPAT_JSON_RECORDS,	/* JSON structs {"a": 1}, floats null */
+	COMPAT_JSON_RECORDS,
+	COMPAT_MISSING_PROBES,	/* "No matches for ...", missing_probes */	/* JSON structs {"a": 1}, floats null */
 	COMPAT_NDIFFS,
 };
 
