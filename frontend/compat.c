@@ -148,6 +148,13 @@ static const struct compat_entry compat_table[COMPAT_NDIFFS] = {
 		"unless config missing_probes = warn (\"... Skipping.\") or "
 		"ignore drops it",
 	},
+	[COMPAT_LIST_MORE] = {
+		"list-more",
+		"-l 'interval:*' and 'profile:*' list nothing, -l FILE is a "
+		"pattern -> their units (interval:s: ...), the probes of "
+		"the script FILE (a name with a dot that is no file: a "
+		"warning, then a pattern)",
+	},
 	[COMPAT_JSON_RECORDS] = {
 		"json-records",
 		"a struct or union value in JSON prints as "
