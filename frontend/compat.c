@@ -155,6 +155,12 @@ static const struct compat_entry compat_table[COMPAT_NDIFFS] = {
 		"the script FILE (a name with a dot that is no file: a "
 		"warning, then a pattern)",
 	},
+	[COMPAT_CAT_ERROR] = {
+		"cat-error",
+		"cat() of a file it cannot open: \"ERROR: failed to open "
+		"file 'F': ERROR\" -> \"ERROR: failed to open file 'F' "
+		"(ERROR)\"",
+	},
 	[COMPAT_JSON_RECORDS] = {
 		"json-records",
 		"a struct or union value in JSON prints as "

@@ -41,7 +41,8 @@ enum compat_diff {
 	COMPAT_CACHE_SYMBOLS,	/* BPFTRACE_CACHE_USER_SYMBOLS=PER_PID */
 	COMPAT_JSON_RECORDS,
 	COMPAT_MISSING_PROBES,
-	COMPAT_LIST_MORE,	/* -l interval:*, profile:*, -l FILE */	/* "No matches for ...", missing_probes */	/* JSON structs {"a": 1}, floats null */
+	COMPAT_LIST_MORE,
+	COMPAT_CAT_ERROR,	/* cat(): "failed to open file 'F' (E)" */	/* -l interval:*, profile:*, -l FILE */	/* "No matches for ...", missing_probes */	/* JSON structs {"a": 1}, floats null */
 	COMPAT_NDIFFS,
 };
 
