@@ -161,6 +161,12 @@ static const struct compat_entry compat_table[COMPAT_NDIFFS] = {
 		"file 'F': ERROR\" -> \"ERROR: failed to open file 'F' "
 		"(ERROR)\"",
 	},
+	[COMPAT_ZERO_SIZE] = {
+		"zero-size",
+		"a uprobe on a function whose symbol has size 0 (_init) "
+		"attaches -> is refused without --unsafe (\"Could not "
+		"determine boundary for F (symbol has size 0).\")",
+	},
 	[COMPAT_JSON_RECORDS] = {
 		"json-records",
 		"a struct or union value in JSON prints as "

@@ -42,7 +42,8 @@ enum compat_diff {
 	COMPAT_JSON_RECORDS,
 	COMPAT_MISSING_PROBES,
 	COMPAT_LIST_MORE,
-	COMPAT_CAT_ERROR,	/* cat(): "failed to open file 'F' (E)" */	/* -l interval:*, profile:*, -l FILE */	/* "No matches for ...", missing_probes */	/* JSON structs {"a": 1}, floats null */
+	COMPAT_CAT_ERROR,
+	COMPAT_ZERO_SIZE,	/* a uprobe on a size-0 symbol: --unsafe */	/* cat(): "failed to open file 'F' (E)" */	/* -l interval:*, profile:*, -l FILE */	/* "No matches for ...", missing_probes */	/* JSON structs {"a": 1}, floats null */
 	COMPAT_NDIFFS,
 };
 

@@ -620,6 +620,26 @@ static bool probes_droppable(const struct compile *c, const char *provider)
 }
 
 /*
+ * compat zero-size: a uprobe on a function whose symbol has size 0 (no
+ * boundary to check the patch against) needs --unsafe, as in v0.26,
+ * which finds out when attaching (an error without a location).
+ */
+static int probes_zero_size(struct compile *c, const struct probes_match *m,
+			    int n)
+{
+	for (int i = 0; i < n; i++) {
+		if (!m[i].func || m[i].func_offset || m[i].size)
+			continue;
+		diag_error(&c->diag, NULL,
+			   "Could not determine boundary for %s (symbol has size 0).\n"
+			   "Use --unsafe to force attachment. WARNING: This option could lead to data corruption in the target process.",
+			   m[i].func);
+		return -EINVAL;
+	}
+	return 0;
+}
+
+/*
  * compat missing-probes: a uprobe nothing matches, in v0.26's words
  * ("No matches for uprobe FILE:FUNC."): an error, or with config
  * missing_probes = warn (ignore) dropped with a warning (silently).
@@ -730,6 +750,10 @@ int probes_expand(struct compile *c, struct ast_node *probe,
 	if (!err && (!strcmp(provider, "uprobe") ||
 		     !strcmp(provider, "uretprobe")))
 		err = probes_check_offsets(c, &ap->loc, *out, *n);
+	if (!err && compat_has(COMPAT_ZERO_SIZE) && !c->unsafe &&
+	    !p->address && p->func && !probes_has_wildcard(p->func) &&
+	    (!strcmp(provider, "uprobe") || !strcmp(provider, "uretprobe")))
+		err = probes_zero_size(c, *out, *n);
 	if (!err && *n == 1 && probes_kernel_drops(probe, ap))
 		*n = 0;
 	if (err || *n != 1)
