@@ -59,6 +59,8 @@ struct type *sema_t_widen(struct sema_ctx *x, struct type *t)
 	if (!t || t->kind != TY_INT || t->size == 8)
 		return t;
 	w = sema_t_int64_of(x, t->is_signed);
+	/* a literal's stays one (compat int-types) */
+	w->sign_flex = t->sign_flex;
 	/* an enum's value stays one (compat enum-names) */
 	w->enumvals = t->enumvals;
 	w->nenumvals = t->nenumvals;
