@@ -17,7 +17,9 @@ static const struct compat_entry compat_table[COMPAT_NDIFFS] = {
 	[COMPAT_ATTACHED_MSG] = {
 		"attached-message",
 		"\"Attaching N probes...\" on stdout before attaching -> "
-		"\"Attached N probes\" on stderr after (JSON: with \"count\")",
+		"\"Attached N probes\" on stderr after (JSON: with \"count\"); "
+		"the test harness's __BPFTRACE_NOTIFY_PROBES_ATTACHED line "
+		"on stderr -> on stdout",
 	},
 	[COMPAT_BEGIN_END_EXIT] = {
 		"begin-end-exit",
@@ -124,6 +126,52 @@ static const struct compat_entry compat_table[COMPAT_NDIFFS] = {
 		"is refused), as \"WHAT\\nAdditional Info - helper: "
 		"HELPER, retcode: N\" (WHAT: \"Can't lookup map element "
 		"because it does not exist.\", or the error's text)",
+	},
+	[COMPAT_INT_TYPES] = {
+		"int-types",
+		"an integer literal is an int64 (sizeof(1) is 8) -> the "
+		"smallest signed type that holds it (int8 to int64), as are "
+		"variables and tuple members it is stored in; ++, -- and "
+		"arithmetic give 64 bits",
+	},
+	[COMPAT_CACHE_SYMBOLS] = {
+		"cache-symbols",
+		"BPFTRACE_CACHE_USER_SYMBOLS is 0 or 1 -> also PER_PID, "
+		"PER_PROGRAM or NONE (any case)",
+	},
+	[COMPAT_MISSING_PROBES] = {
+		"missing-probes",
+		"a tracepoint that does not exist: \"tracepoint not found: "
+		"C:E\"; a uprobe's function: \"Could not resolve symbol: "
+		"F:S\", a warning when the probe has other attach points -> "
+		"\"No matches for tracepoint C:E.\" (uprobe F:S), an error "
+		"unless config missing_probes = warn (\"... Skipping.\") or "
+		"ignore drops it",
+	},
+	[COMPAT_LIST_MORE] = {
+		"list-more",
+		"-l 'interval:*' and 'profile:*' list nothing, -l FILE is a "
+		"pattern -> their units (interval:s: ...), the probes of "
+		"the script FILE (a name with a dot that is no file: a "
+		"warning, then a pattern)",
+	},
+	[COMPAT_CAT_ERROR] = {
+		"cat-error",
+		"cat() of a file it cannot open: \"ERROR: failed to open "
+		"file 'F': ERROR\" -> \"ERROR: failed to open file 'F' "
+		"(ERROR)\"",
+	},
+	[COMPAT_ZERO_SIZE] = {
+		"zero-size",
+		"a uprobe on a function whose symbol has size 0 (_init) "
+		"attaches -> is refused without --unsafe (\"Could not "
+		"determine boundary for F (symbol has size 0).\")",
+	},
+	[COMPAT_JSON_RECORDS] = {
+		"json-records",
+		"a struct or union value in JSON prints as "
+		"{ \"a\": 1, \"b\": 2 } and leaves out its floating point "
+		"members -> {\"a\": 1, \"b\": 2}, such a member null",
 	},
 };
 

@@ -340,6 +340,10 @@ struct sema_program {
 	/* config = { stack_mode = perf }, BPFTRACE_STACK_MODE (v0.25): the
 	 * mode of kstack/ustack without one (enum stack_mode, stack.h) */
 	int stack_mode;
+	/* config = { missing_probes = ... } (compat missing-probes): an
+	 * attach point nothing matches is an error, or is dropped with a
+	 * warning, or silently */
+	enum { MISSING_ERROR, MISSING_WARN, MISSING_IGNORE } missing_probes;
 	/* config = { cpp_demangle = false }: C++ symbols print mangled */
 	bool no_cpp_demangle;
 	/* config = { unstable_tseries = ... } (enum tseries_unstable,

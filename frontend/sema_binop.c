@@ -70,6 +70,12 @@ static void sign_warnings(struct sema_ctx *x, struct ast_node *n,
 	enum ast_op op = n->op.op;
 	struct ast_loc loc = sema_t_op_loc(x, n);
 
+	/* a literal's integer (compat int-types) takes the other's sign */
+	if (lt->sign_flex && !rt->sign_flex)
+		ls = rs;
+	else if (rt->sign_flex && !lt->sign_flex)
+		rs = ls;
+
 	if (ls != rs && !(ls && sema_t_is_nonneg_literal(x, l)) &&
 	    !(rs && sema_t_is_nonneg_literal(x, r))) {
 		if (is_compare(op))

@@ -229,6 +229,25 @@ static int config_block(struct sema_ctx *x, struct ast_node *cfg,
 				err = -EINVAL;
 			continue;
 		}
+		if (!strcmp(key, "missing_probes")) {
+			const char *m = v && v->kind == AST_IDENT ?
+						v->ident.name :
+					v && v->kind == AST_STRING ?
+						v->str.value : "";
+
+			if (!strcmp(m, "error"))
+				x->prog->missing_probes = MISSING_ERROR;
+			else if (!strcmp(m, "warn"))
+				x->prog->missing_probes = MISSING_WARN;
+			else if (!strcmp(m, "ignore"))
+				x->prog->missing_probes = MISSING_IGNORE;
+			else {
+				sema_error(x, v ? &v->loc : &it->loc,
+					   "Invalid value for missing_probes: expected error, warn or ignore");
+				err = -EINVAL;
+			}
+			continue;
+		}
 		if (!strcmp(key, "stack_mode")) {
 			int m = v && (v->kind == AST_IDENT ||
 				      v->kind == AST_STRING) ?

@@ -11,6 +11,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "compat.h"
 #include "sema.h"
 #include "kprov.h"
 #include "types_btf.h"
@@ -143,7 +144,8 @@ static void check_ap(struct sema_ctx *x, struct ast_node *ap)
 		if (!a->target || !a->func)
 			sema_error(x, &ap->loc,
 				   "tracepoint probe must have a target");
-		else if (!tp_exists(a->target, a->func))
+		else if (!tp_exists(a->target, a->func) &&
+			 !compat_has(COMPAT_MISSING_PROBES))
 			sema_error(x, &ap->loc, "tracepoint not found: %s:%s",
 				   a->target, a->func);
 		break;
@@ -196,6 +198,40 @@ static void check_iter(struct sema_ctx *x, struct ast_node *probe)
 			   "an iter probe runs once and ends the run: only BEGIN and END can go with it");
 }
 
+/*
+ * compat missing-probes: a tracepoint that does not exist, as v0.26
+ * says it ("No matches for tracepoint CAT:EVENT."): an error, or with
+ * config missing_probes = warn (ignore) dropped with a warning
+ * (silently) when the probe has other attach points.
+ */
+static void missing_tracepoints(struct sema_ctx *x, struct ast_node *p)
+{
+	int mode = x->prog->missing_probes;
+
+	for (struct ast_node **pp = &p->probe.aps; *pp;) {
+		struct ast_node *ap = *pp;
+		const struct ast_attach_point *a = &ap->ap;
+		bool alone = ap == p->probe.aps && !ap->next;
+
+		if (ap->sema->ap->provider != PROV_TRACEPOINT || !a->target ||
+		    !a->func || tp_exists(a->target, a->func)) {
+			pp = &ap->next;
+			continue;
+		}
+		if (mode == MISSING_ERROR || alone) {
+			sema_error(x, &ap->loc, "No matches for tracepoint %s:%s.",
+				   a->target, a->func);
+			pp = &ap->next;
+			continue;
+		}
+		if (mode == MISSING_WARN)
+			sema_warning(x, &ap->loc,
+				     "No matches for tracepoint %s:%s. Skipping.",
+				     a->target, a->func);
+		*pp = ap->next;
+	}
+}
+
 int sema_context(struct compile *c)
 {
 	struct sema_ctx x = {
@@ -206,6 +242,8 @@ int sema_context(struct compile *c)
 
 	for (struct ast_node *p = c->program->program.probes; p; p = p->next) {
 		x.probe = p->sema->probe;
+		if (compat_has(COMPAT_MISSING_PROBES))
+			missing_tracepoints(&x, p);
 		check_iter(&x, p);
 		for (struct ast_node *ap = p->probe.aps; ap; ap = ap->next) {
 			int before = c->diag.nerrors;

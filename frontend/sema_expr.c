@@ -137,13 +137,24 @@ struct type *sema_t_type_map(struct sema_ctx *x, struct ast_node *n)
 
 /* Integer literals are int64, even above INT64_MAX (bpftrace 0.17); in
  * the newest mode (compat int-literals) one past INT64_MAX is a uint64,
- * as is ~N of a literal (type_unop). */
+ * as is ~N of a literal (type_unop), and (compat int-types) the others
+ * take the smallest signed type that holds them (v0.26). */
 static struct type *type_int_lit(struct sema_ctx *x, struct ast_node *n)
 {
+	int64_t v = (int64_t)n->num.value;
+	struct type *t;
+
 	if (compat_has(COMPAT_INT_LITERALS) && !n->num.is_negative &&
 	    n->num.value > INT64_MAX)
 		return sema_uint64(x);
-	return sema_int64(x);
+	if (!compat_has(COMPAT_INT_TYPES) ||
+	    (!n->num.is_negative && n->num.value > INT64_MAX))
+		return sema_int64(x);
+	t = type_int(x->a, v >= INT8_MIN && v <= INT8_MAX ? 1 :
+			   v >= INT16_MIN && v <= INT16_MAX ? 2 :
+			   v >= INT32_MIN && v <= INT32_MAX ? 4 : 8, true);
+	t->sign_flex = !n->num.is_negative;
+	return t;
 }
 
 /* $N is a number (0 when not given); str($N) takes it as text. */
@@ -218,6 +229,15 @@ static struct type *type_incdec(struct sema_ctx *x, struct ast_node *n)
 		t = sema_type_expr(x, e);
 		if (!t)
 			return NULL;
+		/* v0.26 (compat int-types): the variable grows to 64 bits,
+		 * as $x = $x + 1 makes it */
+		if (compat_has(COMPAT_INT_TYPES) && t->kind == TY_INT &&
+		    t->size < 8 && !e->sema->var->declared) {
+			if (sema_t_var_set(x, e, sema_t_int64_of(x,
+						t->is_signed), &n->loc))
+				return NULL;
+			t = e->type;
+		}
 	} else {
 		sema_error(x, &n->loc,
 			   "The %s operator must be applied to a map or variable",

@@ -59,10 +59,34 @@ struct type *sema_t_widen(struct sema_ctx *x, struct type *t)
 	if (!t || t->kind != TY_INT || t->size == 8)
 		return t;
 	w = sema_t_int64_of(x, t->is_signed);
+	/* a literal's stays one (compat int-types) */
+	w->sign_flex = t->sign_flex;
 	/* an enum's value stays one (compat enum-names) */
 	w->enumvals = t->enumvals;
 	w->nenumvals = t->nenumvals;
 	return w;
+}
+
+/*
+ * v0.26 (compat int-types): a literal's integer takes the sign of the
+ * other, the larger size; it stays a literal's only if both are.
+ */
+static int merge_flex(struct sema_ctx *x, struct type **dst,
+		      const struct type *src, bool *changed)
+{
+	struct type *d = *dst;
+	size_t size = d->size > src->size ? d->size : src->size;
+	bool sign = d->sign_flex ? src->is_signed : d->is_signed;
+	bool flex = d->sign_flex && src->sign_flex;
+
+	if (size == d->size && sign == d->is_signed && flex == d->sign_flex)
+		return 0;
+	*dst = type_int(x->a, size, sign);
+	(*dst)->sign_flex = flex;
+	(*dst)->enumvals = d->enumvals;
+	(*dst)->nenumvals = d->nenumvals;
+	*changed = true;
+	return 0;
 }
 
 /*
@@ -76,6 +100,9 @@ int sema_t_merge(struct sema_ctx *x, struct type **dst, struct type *src,
 {
 	struct type *d = *dst;
 
+	if (d->kind == TY_INT && src->kind == TY_INT &&
+	    (d->sign_flex || src->sign_flex))
+		return merge_flex(x, dst, src, changed);
 	if (type_equal(d, src))
 		return 0;
 	if (sema_t_is_int(d) && sema_t_is_int(src) && d->kind == src->kind) {

@@ -54,6 +54,9 @@ struct type {
 	enum type_kind kind;
 	size_t size;		/* bytes; for TY_STRING the buffer size */
 	bool is_signed;		/* TY_INT, TY_SUM, TY_MIN, TY_MAX, TY_AVG, TY_STATS */
+	bool sign_flex;		/* TY_INT of a literal not negative (compat
+				 * int-types): takes the sign of the
+				 * integers it meets, as v0.26's */
 	bool is_union;		/* TY_RECORD */
 	bool is_ctx;		/* pointer into the probe context (args) */
 	bool is_local;		/* pointer to a variable (&$x): the probe's

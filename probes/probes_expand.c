@@ -28,9 +28,11 @@
 #include "arena.h"
 #include "ast.h"
 #include "attach.h"
+#include "compat.h"
 #include "compile.h"
 #include "diag.h"
 #include "probes.h"
+#include "sema.h"
 #include "tracepoint.h"
 #include "util.h"
 #include "probes_int.h"
@@ -617,6 +619,86 @@ static bool probes_droppable(const struct compile *c, const char *provider)
 	return false;
 }
 
+/*
+ * compat zero-size: a uprobe on a function whose symbol has size 0 (no
+ * boundary to check the patch against) needs --unsafe, as in v0.26,
+ * which finds out when attaching (an error without a location).
+ */
+static int probes_zero_size(struct compile *c, const struct probes_match *m,
+			    int n)
+{
+	for (int i = 0; i < n; i++) {
+		if (!m[i].func || m[i].func_offset || m[i].size)
+			continue;
+		diag_error(&c->diag, NULL,
+			   "Could not determine boundary for %s (symbol has size 0).\n"
+			   "Use --unsafe to force attachment. WARNING: This option could lead to data corruption in the target process.",
+			   m[i].func);
+		return -EINVAL;
+	}
+	return 0;
+}
+
+/*
+ * compat missing-probes: a uprobe nothing matches, in v0.26's words
+ * ("No matches for uprobe FILE:FUNC."): an error, or with config
+ * missing_probes = warn (ignore) dropped with a warning (silently).
+ * Other errors keep their words.
+ */
+static int probes_expand_missing(struct compile *c, struct ast_node *ap,
+				 const char *provider, int pid,
+				 struct probes_match **out, int *n)
+{
+	const struct ast_attach_point *p = &ap->ap;
+	int mode = c->sema ? (int)c->sema->missing_probes : MISSING_ERROR;
+	struct diag_list saved = c->diag, got;
+	const char *what;
+	int err;
+
+	diag_init(&c->diag, &c->arena, saved.filename, saved.source);
+	err = probes_expand_lang(&c->arena, &c->diag, &ap->loc, provider,
+				 p->target, p->ns, p->func, p->lang != NULL,
+				 p->address, p->func_offset, pid, true, true,
+				 out, n);
+	got = c->diag;
+	c->diag = saved;
+	for (const struct diag *e = got.head; e; e = e->next)
+		if (strncmp(e->msg, "Could not resolve symbol: ", 26) &&
+		    strncmp(e->msg, "uprobes not found: ", 19))
+			err = err ?: -EINVAL;	/* another complaint */
+	if ((err && err != -ENOENT) || *n || diag_has_errors(&got)) {
+		/* not a missing probe: what the expansion said */
+		for (struct diag *e = got.head, *next; e; e = next) {
+			next = e->next;
+			e->next = NULL;
+			*c->diag.tail = e;
+			c->diag.tail = &e->next;
+			if (e->level == DIAG_ERROR)
+				c->diag.nerrors++;
+			else
+				c->diag.nwarnings++;
+		}
+		return err == -EINVAL && !diag_has_errors(&got) ? 0 : err;
+	}
+	what = arena_printf(&c->arena, "No matches for %s %s%s%s", provider,
+			    p->target ? p->target : "", p->target ? ":" : "",
+			    p->func ? p->func : "");
+	if (mode == MISSING_ERROR) {
+		diag_error(&c->diag, &ap->loc, "%s.", what);
+		return -ENOENT;
+	}
+	what = arena_printf(&c->arena, "%s. Skipping.", what);
+	/* once, though the probe is compiled for the kernel and the
+	 * process both */
+	for (const struct diag *e = c->diag.head; e; e = e->next)
+		if (!strcmp(e->msg, what) &&
+		    !memcmp(&e->loc, &ap->loc, sizeof(ap->loc)))
+			return 0;
+	if (mode == MISSING_WARN)
+		diag_warning(&c->diag, &ap->loc, "%s", what);
+	return 0;
+}
+
 int probes_expand(struct compile *c, struct ast_node *probe,
 		  struct ast_node *ap, struct probes_match **out, int *n)
 {
@@ -656,13 +738,22 @@ int probes_expand(struct compile *c, struct ast_node *probe,
 			probes_watch_names(c, ap, t, *out, *n);
 		return err;
 	}
-	err = probes_expand_lang(&c->arena, &c->diag, &ap->loc, provider,
-				 p->target, p->ns, p->func, p->lang != NULL,
-				 p->address, p->func_offset, pid, warn_only,
-				 true, out, n);
+	if (compat_has(COMPAT_MISSING_PROBES) && !p->address &&
+	    (!strcmp(provider, "uprobe") || !strcmp(provider, "uretprobe")))
+		err = probes_expand_missing(c, ap, provider, pid, out, n);
+	else
+		err = probes_expand_lang(&c->arena, &c->diag, &ap->loc,
+					 provider, p->target, p->ns, p->func,
+					 p->lang != NULL, p->address,
+					 p->func_offset, pid, warn_only, true,
+					 out, n);
 	if (!err && (!strcmp(provider, "uprobe") ||
 		     !strcmp(provider, "uretprobe")))
 		err = probes_check_offsets(c, &ap->loc, *out, *n);
+	if (!err && compat_has(COMPAT_ZERO_SIZE) && !c->unsafe &&
+	    !p->address && p->func && !probes_has_wildcard(p->func) &&
+	    (!strcmp(provider, "uprobe") || !strcmp(provider, "uretprobe")))
+		err = probes_zero_size(c, *out, *n);
 	if (!err && *n == 1 && probes_kernel_drops(probe, ap))
 		*n = 0;
 	if (err || *n != 1)

@@ -27,6 +27,7 @@
 #include "arena.h"
 #include "ast.h"
 #include "compile.h"
+#include "compat.h"
 #include "diag.h"
 #include "probes.h"
 #include "tracepoint.h"
@@ -585,6 +586,18 @@ static int probes_list_pattern(struct probes_lister *l, struct diag_list *d,
 					  np >= 3 ? parts[2] :
 					  np == 2 ? parts[1] : "*",
 					  l->verbose, probes_emit_cb, l);
+	/* compat list-more: interval and profile list their units */
+	if (compat_has(COMPAT_LIST_MORE) &&
+	    (!strcmp(prov, "interval") || !strcmp(prov, "profile"))) {
+		static const char *const units[] = { "hz", "ms", "s", "us" };
+
+		for (size_t i = 0; i < ARRAY_SIZE(units); i++)
+			if (!fnmatch(np >= 2 ? parts[1] : "*", units[i], 0))
+				probes_emit(l, arena_printf(a, "%s:%s:", prov,
+							    units[i]),
+					    NULL);
+		return 0;
+	}
 	/* BEGIN, END, interval, profile: nothing to list */
 	return 0;
 }

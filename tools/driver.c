@@ -513,6 +513,42 @@ static int driver_list_program(const struct cli_opts *o)
 	return rc;
 }
 
+/*
+ * compat list-more: -l FILE lists the probes of the script FILE; a
+ * pattern with a dot and no ':' or '*' that names no file draws v0.26's
+ * warning, then lists as a pattern.
+ */
+static int driver_list_file(const struct cli_opts *o)
+{
+	const char *pat = o->list_pattern;
+	struct cli_opts fo = *o;
+	char *text = NULL;
+	FILE *f = fopen(pat, "r");
+	int rc;
+
+	if (!f) {
+		if (strchr(pat, '.') && !strpbrk(pat, ":*"))
+			fprintf(stderr,
+				"WARNING: It appears that '%s' is a filename but the file does not exist. Treating '%s' as a search pattern.\n",
+				pat, pat);
+		if (driver_check_pattern(pat))
+			return UBT_EXIT_ERROR;
+		return probes_list(pat, o->pid, o->verbose, stdout, stderr) ?
+			       UBT_EXIT_ERROR : UBT_EXIT_OK;
+	}
+	if (driver_slurp(f, &text)) {
+		fprintf(stderr, "ubt: cannot read %s: %s\n", pat,
+			strerror(errno));
+		fclose(f);
+		return UBT_EXIT_ERROR;
+	}
+	fclose(f);
+	fo.program = text;
+	rc = driver_list_program(&fo);
+	free(text);
+	return rc;
+}
+
 int driver_run(const struct cli_opts *o)
 {
 	struct compile c;
@@ -521,9 +557,12 @@ int driver_run(const struct cli_opts *o)
 	FILE *out = NULL;
 	int rc;
 
-	if (env_read() || compat_from_env())
+	if (compat_from_env() || env_read())
 		return UBT_EXIT_ERROR;
 	probes_set_debuginfo(o->debuginfo, o->ndebuginfo);
+	if (o->list && !o->program && o->list_pattern &&
+	    compat_has(COMPAT_LIST_MORE))
+		return driver_list_file(o);
 	if (o->list && driver_check_pattern(o->list_pattern))
 		return UBT_EXIT_ERROR;
 	if (o->list && o->program)

@@ -3,7 +3,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
+#include "compat.h"
 #include "env.h"
 
 static struct env env_values = {
@@ -48,6 +50,26 @@ static int env_bool(const char *name, bool *dst)
 	return 0;
 }
 
+/*
+ * BPFTRACE_CACHE_USER_SYMBOLS: 0 or 1; compat cache-symbols also
+ * PER_PID, PER_PROGRAM and NONE (any case), as v0.26 reads it.
+ */
+static int env_cache_symbols(bool *dst)
+{
+	const char *name = "BPFTRACE_CACHE_USER_SYMBOLS";
+	const char *s = getenv(name);
+
+	if (!s || !compat_has(COMPAT_CACHE_SYMBOLS))
+		return env_bool(name, dst);
+	if (!strcmp(s, "0") || !strcmp(s, "1") ||
+	    !strcasecmp(s, "per_pid") || !strcasecmp(s, "per_program") ||
+	    !strcasecmp(s, "none"))
+		return 0;
+	fprintf(stderr, "ERROR: %s: Invalid value for cache_user_symbols: "
+		"valid values are PER_PID, PER_PROGRAM, and NONE.\n", name);
+	return -EINVAL;
+}
+
 int env_read(void)
 {
 	struct env e = env_values;
@@ -55,6 +77,8 @@ int env_read(void)
 	int err;
 
 	err = env_u64("BPFTRACE_CAT_BYTES_MAX", &e.cat_bytes_max);
+	/* the newer bpftrace's name (v0.26) wins */
+	err = err ?: env_u64("BPFTRACE_MAX_CAT_BYTES", &e.cat_bytes_max);
 	err = err ?: env_u64("BPFTRACE_LOG_SIZE", &e.log_size);
 	err = err ?: env_u64("BPFTRACE_PERF_RB_PAGES", &e.perf_rb_pages);
 	err = err ?: env_u64("BPFTRACE_MAX_PROBES", &e.max_probes);
@@ -63,7 +87,7 @@ int env_read(void)
 	err = err ?: env_bool("BPFTRACE_NO_USER_SYMBOLS", &e.no_user_symbols);
 	/* checked only: ubt keeps each process's symbols, and reads them
 	 * again when the process maps more (a cache that is always right) */
-	err = err ?: env_bool("BPFTRACE_CACHE_USER_SYMBOLS", &cache);
+	err = err ?: env_cache_symbols(&cache);
 	if (!err)
 		env_values = e;
 	return err;

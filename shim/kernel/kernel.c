@@ -207,10 +207,13 @@ int kernel_run(struct compile *c, const struct kernel_opts *o)
 	/* the newest bpftrace's message: once attached, on stderr */
 	if (!o->quiet && compat_has(COMPAT_ATTACHED_MSG))
 		out_attached(&k->out, nprobes);
-	/* test harnesses wait for this line on stderr, as bpftrace prints it */
+	/* test harnesses wait for this line on stderr, as bpftrace 0.17
+	 * prints it (compat attached-message: on stdout, as v0.26) */
 	if (getenv("__BPFTRACE_NOTIFY_PROBES_ATTACHED")) {
 		fflush(stdout);
-		fputs("__BPFTRACE_NOTIFY_PROBES_ATTACHED\n", stderr);
+		fputs("__BPFTRACE_NOTIFY_PROBES_ATTACHED\n",
+		      compat_has(COMPAT_ATTACHED_MSG) ? stdout : stderr);
+		fflush(stdout);
 	}
 	kernel_consume(k);
 	/* interval and profile periods start once BEGIN has run */

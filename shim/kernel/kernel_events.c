@@ -106,9 +106,11 @@ static void kernel_copy_output(struct kernel *k, const char *what,
 		return;
 	}
 	if (!f) {
-		/* bpftrace's words */
-		fprintf(stderr, "ERROR: failed to open file '%s': %s\n", what,
-			strerror(errno));
+		/* bpftrace's words (compat cat-error: v0.26's) */
+		fprintf(stderr, compat_has(COMPAT_CAT_ERROR) ?
+				"ERROR: failed to open file '%s' (%s)\n" :
+				"ERROR: failed to open file '%s': %s\n",
+			what, strerror(errno));
 		return;
 	}
 	while (left && (n = fread(buf, 1, left < sizeof(buf) ? left :

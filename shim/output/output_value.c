@@ -468,9 +468,11 @@ static int sb_record(const struct out *o, struct sb *b, const struct type *t,
 	/* the newest bpftrace spaces a record in a text key as a value */
 	bool key = vs == VS_JSON_KEY ||
 		   (vs == VS_TEXT_KEY && !compat_has(COMPAT_RECORD_KEY));
+	/* compat json-records: {"a": 1}, a float member null */
+	bool tight = vs == VS_JSON && compat_has(COMPAT_JSON_RECORDS);
 	bool first = true;
 
-	sb_adds(b, key ? "{" : "{ ");
+	sb_adds(b, key || tight ? "{" : "{ ");
 	for (int i = 0; i < t->nfields; i++) {
 		const struct type_field *f = &t->fields[i];
 		const char *q = (const char *)p + f->offset;
@@ -481,11 +483,17 @@ static int sb_record(const struct out *o, struct sb *b, const struct type *t,
 			return out_not_supported(t);
 		/* floating point (a named type the model does not have):
 		 * left out, as bpftrace 0.17 leaves it out */
-		if (f->type->kind == TY_NAMED)
+		if (f->type->kind == TY_NAMED && !tight)
 			continue;
 		if (!first)
 			sb_adds(b, key ? "," : ", ");
 		first = false;
+		if (f->type->kind == TY_NAMED) {
+			sb_json_string(b, f->name ? f->name : "",
+				       f->name ? strlen(f->name) : 0);
+			sb_adds(b, ": null");
+			continue;
+		}
 		if (vs == VS_JSON) {
 			sb_json_string(b, f->name ? f->name : "",
 				       f->name ? strlen(f->name) : 0);
@@ -507,7 +515,7 @@ static int sb_record(const struct out *o, struct sb *b, const struct type *t,
 		if (err)
 			return err;
 	}
-	sb_adds(b, key ? "}" : " }");
+	sb_adds(b, key || tight ? "}" : " }");
 	return 0;
 }
 

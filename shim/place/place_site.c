@@ -14,6 +14,7 @@
 #include <string.h>
 #include <unistd.h>
 #include "ast.h"
+#include "compat.h"
 #include "patch.h"
 #include "probes.h"
 #include "run.h"
@@ -290,7 +291,7 @@ const char *place_sites(struct compile *c, const struct run_opts *o,
 	const char *whole = NULL;
 	char rp[PATH_MAX];
 	uint32_t reads, clobbers;
-	int cap = 0;
+	int cap = 0, kept = 0;
 
 	for (struct ast_node *ap = p->probe.aps; ap && !whole; ap = ap->next) {
 		const char *prov = ap->ap.provider ? ap->ap.provider : "";
@@ -333,6 +334,12 @@ const char *place_sites(struct compile *c, const struct run_opts *o,
 		if (strcmp(prov, "uprobe") && !ret && !usdt)
 			continue;
 		err = probes_expand_quiet(c, p, ap, &m, &n, &bad);
+		/* compat missing-probes: dropped (missing_probes = warn or
+		 * ignore), the others run where they can */
+		if (!n && compat_has(COMPAT_MISSING_PROBES) &&
+		    (!err || (bad && !strncmp(bad, "No matches for ", 15))))
+			continue;	/* an error: compiling says it */
+		kept++;
 		if (err || !n) {
 			whole = whole ?: bad ?: "its attach point does not resolve";
 			continue;
@@ -385,6 +392,8 @@ const char *place_sites(struct compile *c, const struct run_opts *o,
 							    PATCH_CLOBBERS_TAIL);
 		}
 	}
+	if (!kept && !whole)
+		whole = "its attach point does not resolve";
 	if (whole)
 		place_all_kernel(d, whole);
 	return whole;

@@ -358,10 +358,13 @@ static int run_combined(struct compile *c, const struct run_opts *o,
 	 * jumps, never the other way round */
 	if (r.sysw)
 		sysw_start(&r);
-	/* test harnesses wait for this line on stderr, as bpftrace prints it */
+	/* test harnesses wait for this line on stderr, as bpftrace 0.17
+	 * prints it (compat attached-message: on stdout, as v0.26) */
 	if (getenv("__BPFTRACE_NOTIFY_PROBES_ATTACHED")) {
 		fflush(stdout);
-		fputs("__BPFTRACE_NOTIFY_PROBES_ATTACHED\n", stderr);
+		fputs("__BPFTRACE_NOTIFY_PROBES_ATTACHED\n",
+		      compat_has(COMPAT_ATTACHED_MSG) ? stdout : stderr);
+		fflush(stdout);
 	}
 	/* BEGIN's output comes before anything the target prints */
 	kernel_poll(r.k, 0);
