@@ -274,6 +274,7 @@ TESTS += \
 	tests/user/stop-late.sh \
 	tests/user/sigjmp.py \
 	tests/user/stale-call.py \
+	tests/user/stray-killed.py \
 	tests/user/stray-memfd.py \
 	tests/user/syswide-kill.py \
 	tests/user/sysw-share.py \
@@ -325,6 +326,7 @@ EXTRA_DIST += \
 	tests/user/stop-late.sh \
 	tests/user/sigjmp.py \
 	tests/user/stale-call.py \
+	tests/user/stray-killed.py \
 	tests/user/stray-memfd.py \
 	tests/user/syswide-kill.py \
 	tests/user/sysw-share.py \

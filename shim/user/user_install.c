@@ -516,6 +516,9 @@ int user_resume(struct ubt_user *u)
 		err = err ?: user_commit(u);
 		if (!err && u->commit_fn)
 			err = u->commit_fn(u, u->commit_ctx);
+		/* killed workers' descriptors, listed at the attach */
+		if (!err)
+			user_strays_close(u);
 	}
 	t1 = mono_ns();
 	pt_detach_others(&u->pt);	/* they need not wait for the close */

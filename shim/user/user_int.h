@@ -103,6 +103,13 @@ struct user_range {
 	uint64_t bias, lo, hi;
 };
 
+/* a killed worker's memfd descriptor in the target (user_strays.c) */
+#define USER_STRAYS_MAX 64
+struct user_stray {
+	int fd;
+	uint64_t ino;
+};
+
 struct ubt_user {
 	struct pt pt;
 	pid_t pid;
@@ -113,7 +120,9 @@ struct ubt_user {
 	uint64_t target_base;
 	uint64_t target_size;	/* bytes of its first view there */
 	int unmapped;		/* user_unmap(): mappings removed */
-	int strays;		/* and killed workers' descriptors closed */
+	int strays;		/* killed workers' descriptors closed */
+	struct user_stray stray[USER_STRAYS_MAX];	/* to close */
+	int nstray;
 	char unmap_why[320];	/* why they stay, or empty */
 	int64_t tls_offset;
 	struct user_slice slices[RT_CODE_SLICES];
@@ -273,6 +282,22 @@ int user_place_memfd(struct ubt_user *u, const struct user_opts *o);
  * (then u->unmap_why says which and why).  user_unmap.c.
  */
 int user_unmap(struct ubt_user *u);
+/*
+ * The same in a child the target forked during the session (pt: every
+ * thread of it stopped, its sites restored), which inherited the
+ * mappings, the descriptor and the BPF maps' mappings at bpf[0..nbpf);
+ * why (len bytes) says which thread keeps them, or is empty.
+ */
+int user_unmap_child(struct ubt_user *u, struct pt *pt, const uint64_t *bpf,
+		     int nbpf, char *why, size_t len);
+/*
+ * The descriptors of killed workers' unmapped memfds in the target (not
+ * own's, the inode of this session's), listed while it runs; closed
+ * with every thread stopped if each is still that memfd: how many.
+ * user_strays.c.
+ */
+void user_strays_find(struct ubt_user *u, uint64_t own);
+int user_strays_close(struct ubt_user *u);
 
 /*
  * A thread blocked in a system call where a remote dlopen is safe (as in
