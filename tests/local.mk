@@ -250,6 +250,7 @@ TESTS += \
 	tests/user/corrupt.sh \
 	tests/user/cover.py \
 	tests/user/exiting.py \
+	tests/user/fork-leave.py \
 	tests/user/group-kill.py \
 	tests/user/hold.sh \
 	tests/user/kept-ret.py \
@@ -300,6 +301,7 @@ EXTRA_DIST += \
 	tests/user/corrupt.sh \
 	tests/user/cover.py \
 	tests/user/exiting.py \
+	tests/user/fork-leave.py \
 	tests/user/group-kill.py \
 	tests/user/hold.sh \
 	tests/user/kept-ret.py \
