@@ -107,7 +107,7 @@ static void strays_list(struct ubt_user *u)
 	struct stat st;
 
 	if (!fstat(u->m.fd, &st))
-		user_strays_find(u, (uint64_t)st.st_ino);
+		user_strays_find(u, (uint64_t)st.st_ino, true);
 }
 
 static struct ubt_user *attach(struct ubt_user *u, const struct user_opts *o,

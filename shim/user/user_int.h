@@ -108,6 +108,7 @@ struct user_range {
 struct user_stray {
 	int fd;
 	uint64_t ino;
+	uint64_t ctl;	/* mapped: its control view there, else 0 */
 };
 
 struct ubt_user {
@@ -123,6 +124,8 @@ struct ubt_user {
 	int strays;		/* killed workers' descriptors closed */
 	struct user_stray stray[USER_STRAYS_MAX];	/* to close */
 	int nstray;
+	uint64_t stray_rt[4][2];	/* the runtime's code then */
+	int stray_nrt;
 	char unmap_why[320];	/* why they stay, or empty */
 	int64_t tls_offset;
 	struct user_slice slices[RT_CODE_SLICES];
@@ -291,12 +294,13 @@ int user_unmap(struct ubt_user *u);
 int user_unmap_child(struct ubt_user *u, struct pt *pt, const uint64_t *bpf,
 		     int nbpf, char *why, size_t len);
 /*
- * The descriptors of killed workers' unmapped memfds in the target (not
- * own's, the inode of this session's), listed while it runs; closed
- * with every thread stopped if each is still that memfd: how many.
- * user_strays.c.
+ * The descriptors of killed workers' memfds in the target (not own's,
+ * the inode of this session's): those no mapping uses, and (mapped) those
+ * mapped with their control view; listed while it runs; closed with
+ * every thread stopped if each is still that memfd (a mapped one only if
+ * the runtime no longer uses it): how many.  user_strays.c.
  */
-void user_strays_find(struct ubt_user *u, uint64_t own);
+void user_strays_find(struct ubt_user *u, uint64_t own, bool mapped);
 int user_strays_close(struct ubt_user *u);
 
 /*

@@ -460,7 +460,7 @@ static int um_run(struct ubt_user *u, struct pt *pt, bool child,
 	/* killed workers' unmapped memfds (user_strays.c), found now that
 	 * those unmapped above are gone too */
 	if (!err && !child) {
-		user_strays_find(u, own);
+		user_strays_find(u, own, false);
 		user_strays_close(u);
 	}
 	for (int i = 0; !err && i < nbpf; i++)
