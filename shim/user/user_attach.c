@@ -126,9 +126,11 @@ static struct ubt_user *attach(struct ubt_user *u, const struct user_opts *o,
 		e = e ?: test_stall(u);
 	e = e ?: user_check_libc(u);
 	e = e ?: user_place_memfd(u, o);
-	/* killed workers' descriptors: closed in the commit stop */
-	if (!e && !u->child)
+	/* killed workers' descriptors (user_strays.c) */
+	if (!e && !u->child) {
 		strays_list(u);
+		user_strays_close(u);
+	}
 	e = e ?: user_place_runtime(u, o);
 	if (!e)
 		user_comm_try(u);
