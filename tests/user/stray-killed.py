@@ -5,8 +5,9 @@ up (issue 25).
 A worker killed between the target's memfd_create() and the mmap() of
 that memfd leaves a descriptor no mapping uses ("ubt.PID", PID the dead
 worker's).  Before, only a detach that completed closed them: when every
-session was killed, they stayed for ever.  Now each attach lists them
-while the target runs and closes them in the stop that writes its jumps.
+session was killed, they stayed for ever.  Now each attach closes them
+in its first stop (a mapped one there when every thread is stopped,
+else in the stop that writes its jumps: rounds 2 and 3 here).
 
 Three rounds, each of 3 workers killed after the memfd_create()
 (UBT_TEST_DIE_AFTER_MEMFD=1) and then a session killed once its probes
@@ -14,9 +15,8 @@ count (its worker and the ubt the user started, stopped first, then
 SIGKILL: alone, the worker outlives a kill of its process group and
 detaches): after each round the
 target holds one ubt memfd descriptor, the killed session's own (its
-commit stop closed the 3 unmapped ones, and the descriptor of the
-previous round's killed session, mapped, which the runtime no longer
-uses), computes right, and the killed session's jumps were in place.  Then a whole session counts exactly and
+attach closed the 3 unmapped ones, and the descriptor of the previous
+round's killed session, mapped, which the runtime no longer uses), computes right, and the killed session's jumps were in place.  Then a whole session counts exactly and
 leaves no ubt memfd, mapped or not; the code is the file's; the target
 exits 0.  Prints TAP.
 """
