@@ -266,6 +266,9 @@ bool user_ldlock_owns(pid_t pid, pid_t tid);
 int user_module_range(struct ubt_user *u, const char *path, uint64_t *bias,
 			uint64_t *lo, uint64_t *hi);
 
+/* A remote system call in the process of pt (u's target, or a child). */
+int user_rsys_in(struct ubt_user *u, struct pt *pt, long nr,
+		 const uint64_t args[6], int64_t *ret);
 int user_rsys(struct ubt_user *u, long nr, uint64_t a0, uint64_t a1,
 		uint64_t a2, uint64_t a3, uint64_t a4, uint64_t a5,
 		int64_t *ret);
@@ -341,6 +344,8 @@ int user_check_libc(struct ubt_user *u);
 int user_reset_tls(struct ubt_user *u);
 /* every thread's block pointer zeroed (all stopped) */
 int user_zero_tls(struct ubt_user *u);
+/* the same for the threads of pt (u's target, or a child) */
+int user_zero_tls_in(struct ubt_user *u, struct pt *pt);
 
 int user_place_runtime(struct ubt_user *u, const struct user_opts *o);
 

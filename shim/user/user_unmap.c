@@ -68,36 +68,8 @@ static int um_sys(struct ubt_user *u, const struct um *s, long nr,
 		  uint64_t a4, uint64_t a5, int64_t *ret)
 {
 	uint64_t args[6] = { a0, a1, a2, a3, a4, a5 };
-	int err = pt_syscall(s->pt, nr, args, ret);
 
-	if (err) {
-		user_err(u, 0, "%s", s->pt->err);
-		return err;
-	}
-	if (*ret < 0 && *ret > -4096)
-		return user_err(u, (int)*ret, "remote system call %ld", nr);
-	return 0;
-}
-
-/* Every thread's block pointer zeroed (user_zero_tls() there). */
-static int um_zero_tls(struct ubt_user *u, const struct um *s)
-{
-	uint64_t zero[2] = { 0, 0 };
-	int err;
-
-	for (int i = 0; u->tls_offset && i < s->pt->nth; i++) {
-		struct user_regs_struct r;
-
-		if (pt_regs(s->pt, i, &r))
-			return user_err(u, -EIO, "reset thread %d",
-					s->pt->th[i].tid);
-		err = pt_write(s->pt, r.fs_base + (uint64_t)u->tls_offset,
-			       zero, sizeof(zero));
-		if (err)
-			return user_err(u, err, "reset thread %d",
-					s->pt->th[i].tid);
-	}
-	return 0;
+	return user_rsys_in(u, s->pt, nr, args, ret);
 }
 
 static void um_free(struct um *s)
@@ -346,7 +318,7 @@ static int um_forget(struct ubt_user *u, const struct um *s)
 		if (err)
 			return user_err(u, err, "free the runtime's stubs");
 	}
-	return um_zero_tls(u, s);
+	return u->tls_offset ? user_zero_tls_in(u, s->pt) : 0;
 }
 
 /*
