@@ -251,6 +251,7 @@ TESTS += \
 	tests/user/corrupt.sh \
 	tests/user/cover.py \
 	tests/user/exiting.py \
+	tests/user/fork-leave.py \
 	tests/user/group-kill.py \
 	tests/user/hold.sh \
 	tests/user/kept-ret.py \
@@ -276,6 +277,7 @@ TESTS += \
 	tests/user/stop-late.sh \
 	tests/user/sigjmp.py \
 	tests/user/stale-call.py \
+	tests/user/stray-killed.py \
 	tests/user/stray-memfd.py \
 	tests/user/syswide-kill.py \
 	tests/user/sysw-share.py \
@@ -303,6 +305,7 @@ EXTRA_DIST += \
 	tests/user/memfd-map.h \
 	tests/user/cover.py \
 	tests/user/exiting.py \
+	tests/user/fork-leave.py \
 	tests/user/group-kill.py \
 	tests/user/hold.sh \
 	tests/user/kept-ret.py \
@@ -329,6 +332,7 @@ EXTRA_DIST += \
 	tests/user/stop-late.sh \
 	tests/user/sigjmp.py \
 	tests/user/stale-call.py \
+	tests/user/stray-killed.py \
 	tests/user/stray-memfd.py \
 	tests/user/syswide-kill.py \
 	tests/user/sysw-share.py \

@@ -24,6 +24,7 @@ libubt_a_SOURCES += \
 	shim/user/user_int.h \
 	shim/user/user_ldlock.c \
 	shim/user/user_stop.c \
+	shim/user/user_strays.c \
 	shim/user/user_sysw.c \
 	shim/user/user_unmap.c \
 	shim/user/user_vfork.c \

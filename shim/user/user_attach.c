@@ -21,6 +21,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -100,6 +101,15 @@ static int test_stall(struct ubt_user *u)
 	return user_rsys(u, SYS_poll, 0, 0, (uint64_t)atoi(v), 0, 0, 0, &ret);
 }
 
+/* Killed workers' descriptors, listed while the target may run. */
+static void strays_list(struct ubt_user *u)
+{
+	struct stat st;
+
+	if (!fstat(u->m.fd, &st))
+		user_strays_find(u, (uint64_t)st.st_ino, true);
+}
+
 static struct ubt_user *attach(struct ubt_user *u, const struct user_opts *o,
 			   char *err, size_t errlen)
 {
@@ -116,6 +126,11 @@ static struct ubt_user *attach(struct ubt_user *u, const struct user_opts *o,
 		e = e ?: test_stall(u);
 	e = e ?: user_check_libc(u);
 	e = e ?: user_place_memfd(u, o);
+	/* killed workers' descriptors (user_strays.c) */
+	if (!e && !u->child) {
+		strays_list(u);
+		user_strays_close(u);
+	}
 	e = e ?: user_place_runtime(u, o);
 	if (!e)
 		user_comm_try(u);

@@ -125,12 +125,36 @@ static int restore_semaphores(struct ubt_user *u, struct pt *pt)
 }
 
 /*
+ * A child forked during the session holds the memfd's mappings and
+ * descriptor as its parent did (fork copies them): taken out as from the
+ * target (user_unmap.c), unless its thread is inside ubt's code (a fork
+ * from a function a return probe wraps: the wrapped call returns through
+ * the runtime); then they stay, read-only-executable, -v says so, and the
+ * next ubt's detach in that child removes them, as in the target.
+ */
+static void child_unmap(struct ubt_user *u, struct pt *pt,
+			const uint64_t *bpf, int nbpf)
+{
+	char why[sizeof(u->unmap_why)];
+
+	if (user_unmap_child(u, pt, bpf, nbpf, why, sizeof(why))) {
+		if (!pt_gone(pt->pid))
+			fprintf(stderr, "ubt: warning: pid %d: ubt's memory in "
+				"the process: %s\n", (int)pt->pid, u->err);
+		return;
+	}
+	if (why[0] && !u->unmap_why[0])
+		snprintf(u->unmap_why, sizeof(u->unmap_why), "%s", why);
+}
+
+/*
  * Children the target forked while patched carry the jumps too (the
  * runtime lists them in ctl->children): restore each that still maps our
  * memfd, once the target is restored (it forks no patched child since);
  * passes until no new child shows up, since children fork too.
  */
-static int restore_children(struct ubt_user *u)
+static int restore_children(struct ubt_user *u, const uint64_t *bpf,
+			    int nbpf)
 {
 	pid_t done[RT_MAX_CHILDREN * 4];
 	int ndone = 0, err = 0;
@@ -160,7 +184,9 @@ static int restore_children(struct ubt_user *u)
 				int e = restore_sites_in(u, &pt, true);
 
 				e = restore_semaphores(u, &pt) ?: e;
-
+				/* restored: ubt's memory out of it too */
+				if (!e)
+					child_unmap(u, &pt, bpf, nbpf);
 				if (e && !pt_gone(c))
 					err = e;
 				pt_detach(&pt);
@@ -271,17 +297,24 @@ void user_on_restore(struct ubt_user *u,
 
 int user_detach(struct ubt_user *u)
 {
-	int err;
+	uint64_t *bpf;
+	int err, nbpf = 0;
 
 	if (u->detached || !u->m.ctl)
 		return 0;
+	/* the BPF maps' mappings, which children inherit too */
+	bpf = xcalloc((size_t)u->nxmaps + 1, sizeof(*bpf));
+	for (int i = 0; i < u->nxmaps; i++)
+		bpf[nbpf++] = u->xmaps[i].addr;
+	bpf[nbpf++] = u->comm_at;
 	err = detach_target(u);
 	if (u->nsites) {
-		int e = restore_children(u);
+		int e = restore_children(u, bpf, nbpf);
 
 		if (!err && e)
 			err = e;
 	}
+	free(bpf);
 	u->nsems = 0;
 	/* every site restored: a later ubt need not search this memfd */
 	if (!err)

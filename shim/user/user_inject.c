@@ -116,20 +116,27 @@ int user_module_range(struct ubt_user *u, const char *path, uint64_t *bias,
 	return 0;
 }
 
-int user_rsys(struct ubt_user *u, long nr, uint64_t a0, uint64_t a1,
-		uint64_t a2, uint64_t a3, uint64_t a4, uint64_t a5,
-		int64_t *ret)
+int user_rsys_in(struct ubt_user *u, struct pt *pt, long nr,
+		 const uint64_t args[6], int64_t *ret)
 {
-	uint64_t args[6] = { a0, a1, a2, a3, a4, a5 };
-	int err = pt_syscall(&u->pt, nr, args, ret);
+	int err = pt_syscall(pt, nr, args, ret);
 
 	if (err) {
-		user_err(u, 0, "%s", u->pt.err);
+		user_err(u, 0, "%s", pt->err);
 		return err;
 	}
 	if (*ret < 0 && *ret > -4096)
 		return user_err(u, (int)*ret, "remote system call %ld", nr);
 	return 0;
+}
+
+int user_rsys(struct ubt_user *u, long nr, uint64_t a0, uint64_t a1,
+		uint64_t a2, uint64_t a3, uint64_t a4, uint64_t a5,
+		int64_t *ret)
+{
+	uint64_t args[6] = { a0, a1, a2, a3, a4, a5 };
+
+	return user_rsys_in(u, &u->pt, nr, args, ret);
 }
 
 /* A memfd made in the target (it owns it: no permission needed), ours too. */
@@ -528,22 +535,27 @@ int user_check_libc(struct ubt_user *u)
 }
 
 /* Every thread's block pointer zeroed (all stopped): 0 or -errno. */
-int user_zero_tls(struct ubt_user *u)
+int user_zero_tls_in(struct ubt_user *u, struct pt *pt)
 {
 	uint64_t zero[2] = { 0, 0 };
 	int err;
 
-	for (int i = 0; i < u->pt.nth; i++) {
+	for (int i = 0; i < pt->nth; i++) {
 		struct user_regs_struct r;
 
-		pt_regs(&u->pt, i, &r);
-		err = pt_write(&u->pt, r.fs_base + (uint64_t)u->tls_offset,
-			       zero, sizeof(zero));
+		pt_regs(pt, i, &r);
+		err = pt_write(pt, r.fs_base + (uint64_t)u->tls_offset, zero,
+			       sizeof(zero));
 		if (err)
 			return user_err(u, err, "reset thread %d",
-					u->pt.th[i].tid);
+					pt->th[i].tid);
 	}
 	return 0;
+}
+
+int user_zero_tls(struct ubt_user *u)
+{
+	return user_zero_tls_in(u, &u->pt);
 }
 
 /* Forget blocks of an earlier attach in every thread (all stopped). */

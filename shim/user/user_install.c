@@ -516,6 +516,10 @@ int user_resume(struct ubt_user *u)
 		err = err ?: user_commit(u);
 		if (!err && u->commit_fn)
 			err = u->commit_fn(u, u->commit_ctx);
+		/* killed workers' mapped memfds the attach could not check:
+		 * nothing to do (no remote call) unless there are some */
+		if (!err && u->nstray)
+			user_strays_close(u);
 	}
 	t1 = mono_ns();
 	pt_detach_others(&u->pt);	/* they need not wait for the close */

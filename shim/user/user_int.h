@@ -103,6 +103,14 @@ struct user_range {
 	uint64_t bias, lo, hi;
 };
 
+/* a killed worker's memfd descriptor in the target (user_strays.c) */
+#define USER_STRAYS_MAX 64
+struct user_stray {
+	int fd;
+	uint64_t ino;
+	uint64_t ctl;	/* mapped: its control view there, else 0 */
+};
+
 struct ubt_user {
 	struct pt pt;
 	pid_t pid;
@@ -113,7 +121,11 @@ struct ubt_user {
 	uint64_t target_base;
 	uint64_t target_size;	/* bytes of its first view there */
 	int unmapped;		/* user_unmap(): mappings removed */
-	int strays;		/* and killed workers' descriptors closed */
+	int strays;		/* killed workers' descriptors closed */
+	struct user_stray stray[USER_STRAYS_MAX];	/* to close */
+	int nstray;
+	uint64_t stray_rt[4][2];	/* the runtime's code then */
+	int stray_nrt;
 	char unmap_why[320];	/* why they stay, or empty */
 	int64_t tls_offset;
 	struct user_slice slices[RT_CODE_SLICES];
@@ -254,6 +266,9 @@ bool user_ldlock_owns(pid_t pid, pid_t tid);
 int user_module_range(struct ubt_user *u, const char *path, uint64_t *bias,
 			uint64_t *lo, uint64_t *hi);
 
+/* A remote system call in the process of pt (u's target, or a child). */
+int user_rsys_in(struct ubt_user *u, struct pt *pt, long nr,
+		 const uint64_t args[6], int64_t *ret);
 int user_rsys(struct ubt_user *u, long nr, uint64_t a0, uint64_t a1,
 		uint64_t a2, uint64_t a3, uint64_t a4, uint64_t a5,
 		int64_t *ret);
@@ -273,6 +288,23 @@ int user_place_memfd(struct ubt_user *u, const struct user_opts *o);
  * (then u->unmap_why says which and why).  user_unmap.c.
  */
 int user_unmap(struct ubt_user *u);
+/*
+ * The same in a child the target forked during the session (pt: every
+ * thread of it stopped, its sites restored), which inherited the
+ * mappings, the descriptor and the BPF maps' mappings at bpf[0..nbpf);
+ * why (len bytes) says which thread keeps them, or is empty.
+ */
+int user_unmap_child(struct ubt_user *u, struct pt *pt, const uint64_t *bpf,
+		     int nbpf, char *why, size_t len);
+/*
+ * The descriptors of killed workers' memfds in the target (not own's,
+ * the inode of this session's): those no mapping uses, and (mapped) those
+ * mapped with their control view; listed while it runs; closed with
+ * every thread stopped if each is still that memfd (a mapped one only if
+ * the runtime no longer uses it): how many.  user_strays.c.
+ */
+void user_strays_find(struct ubt_user *u, uint64_t own, bool mapped);
+int user_strays_close(struct ubt_user *u);
 
 /*
  * A thread blocked in a system call where a remote dlopen is safe (as in
@@ -312,6 +344,8 @@ int user_check_libc(struct ubt_user *u);
 int user_reset_tls(struct ubt_user *u);
 /* every thread's block pointer zeroed (all stopped) */
 int user_zero_tls(struct ubt_user *u);
+/* the same for the threads of pt (u's target, or a child) */
+int user_zero_tls_in(struct ubt_user *u, struct pt *pt);
 
 int user_place_runtime(struct ubt_user *u, const struct user_opts *o);
 

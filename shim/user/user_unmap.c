@@ -49,6 +49,9 @@ struct um_map {
 };
 
 struct um {
+	struct pt *pt;		/* every thread of pid stopped */
+	pid_t pid;		/* the target, or a child it forked */
+	bool child;
 	struct um_map *m;	/* every one: killed ubts leave many */
 	int n, cap;
 	uint64_t rt_lo[4], rt_hi[4];	/* the runtime's code */
@@ -58,6 +61,16 @@ struct um {
 	uint64_t bpf_lo[UNMAP_MAX], bpf_hi[UNMAP_MAX];
 	int nbpf;
 };
+
+/* A remote system call in s's process (user_rsys() there). */
+static int um_sys(struct ubt_user *u, const struct um *s, long nr,
+		  uint64_t a0, uint64_t a1, uint64_t a2, uint64_t a3,
+		  uint64_t a4, uint64_t a5, int64_t *ret)
+{
+	uint64_t args[6] = { a0, a1, a2, a3, a4, a5 };
+
+	return user_rsys_in(u, s->pt, nr, args, ret);
+}
 
 static void um_free(struct um *s)
 {
@@ -74,7 +87,7 @@ static int um_load(struct ubt_user *u, struct um *s)
 	s->n = 0;
 	s->nrt = 0;
 	s->nbpf = 0;
-	snprintf(path, sizeof(path), "/proc/%d/maps", (int)u->pid);
+	snprintf(path, sizeof(path), "/proc/%d/maps", (int)s->pid);
 	f = fopen(path, "re");
 	if (!f)
 		return -errno;
@@ -144,7 +157,7 @@ static bool um_removable(struct ubt_user *u, const struct um *s, uint64_t ino,
 		if (s->m[i].ino != ino || s->m[i].off ||
 		    s->m[i].end - s->m[i].start < sizeof(c))
 			continue;
-		if (pt_read(&u->pt, s->m[i].start, &c, sizeof(c)))
+		if (pt_read(s->pt, s->m[i].start, &c, sizeof(c)))
 			return false;
 		*fd = c.target_fd;	/* a killed ubt's: checked before use */
 		return c.sz == sizeof(c) && c.version == RT_ABI_VERSION &&
@@ -213,7 +226,7 @@ static bool um_stack_holds(struct ubt_user *u, const struct um *s,
 	while (sp < end) {
 		size_t n = end - sp < sizeof(words) ? end - sp : sizeof(words);
 
-		if (pt_read(&u->pt, sp, words, n))
+		if (pt_read(s->pt, sp, words, n))
 			return false;
 		for (size_t k = 0; k < n / 8; k++)
 			if (um_code(s, words[k]) || um_runtime(s, words[k]))
@@ -230,19 +243,19 @@ static const char *um_inside(struct ubt_user *u, const struct um *s, int i,
 	struct user_regs_struct r;
 	uint64_t tls[5] = { 0 };
 
-	if (pt_regs(&u->pt, i, &r))
+	if (pt_regs(s->pt, i, &r))
 		return "its registers cannot be read";
 	if (um_code(s, r.rip) || um_runtime(s, r.rip))
 		return "it runs ubt's code";
 	if (u->tls_offset &&
-	    !pt_read(&u->pt, r.fs_base + (uint64_t)u->tls_offset, tls,
+	    !pt_read(s->pt, r.fs_base + (uint64_t)u->tls_offset, tls,
 		     sizeof(tls))) {
 		uint64_t top = 0;
 
 		/* struct rt_tls: self, noblock, vf_self, vf_noblock, vf_ret */
 		if (tls[4])
 			return "its block is lent to a vfork child";
-		if (tls[0] && !pt_read(&u->pt, tls[0] + RT_BLK_SHADOW_TOP, &top,
+		if (tls[0] && !pt_read(s->pt, tls[0] + RT_BLK_SHADOW_TOP, &top,
 				       sizeof(top)) && top)
 			return "a wrapped call (return probe) is in progress";
 	}
@@ -261,18 +274,18 @@ static const char *um_wait(struct ubt_user *u, const struct um *s, pid_t *tid,
 	int npm;
 
 	for (int t = 0; t < UNMAP_TRIES; t++) {
-		if (pt_maps(u->pid, &pm, &npm))
+		if (pt_maps(s->pid, &pm, &npm))
 			return "its mappings cannot be read";
 		why = NULL;
-		for (int i = 0; i < u->pt.nth && !why; i++) {
+		for (int i = 0; i < s->pt->nth && !why; i++) {
 			why = um_inside(u, s, i, pm, npm);
-			*tid = u->pt.th[i].tid;
+			*tid = s->pt->th[i].tid;
 		}
 		free(pm);
 		if (!why || t + 1 == UNMAP_TRIES)
 			break;
 		*ran = true;
-		if (pt_run_briefly(&u->pt, UNMAP_RUN_US))
+		if (pt_run_briefly(s->pt, UNMAP_RUN_US))
 			break;
 	}
 	return why;
@@ -289,7 +302,7 @@ static int um_forget(struct ubt_user *u, const struct um *s)
 		return user_err(u, -EINVAL, "the runtime's pointer is said to "
 				"be at %#" PRIx64 ", outside the runtime", at);
 	if (at) {
-		err = pt_write(&u->pt, at, zero, 8);
+		err = pt_write(s->pt, at, zero, 8);
 		if (err)
 			return user_err(u, err, "clear the runtime's pointer");
 	}
@@ -301,11 +314,11 @@ static int um_forget(struct ubt_user *u, const struct um *s)
 	 */
 	at = u->m.ctl->fn[RT_FN_WRAP_STUB_NEXT];
 	if (at >= s->rt_start && at + 4 <= s->rt_end) {
-		err = pt_write(&u->pt, at, zero, 4);
+		err = pt_write(s->pt, at, zero, 4);
 		if (err)
 			return user_err(u, err, "free the runtime's stubs");
 	}
-	return u->tls_offset ? user_zero_tls(u) : 0;
+	return u->tls_offset ? user_zero_tls_in(u, s->pt) : 0;
 }
 
 /*
@@ -321,9 +334,9 @@ static int um_bpf(struct ubt_user *u, const struct um *s, uint64_t addr)
 	for (int i = 0; addr && i < s->nbpf; i++) {
 		if (s->bpf_lo[i] != addr)
 			continue;
-		err = user_rsys(u, SYS_munmap, addr, s->bpf_hi[i] - addr, 0, 0,
+		err = um_sys(u, s, SYS_munmap, addr, s->bpf_hi[i] - addr, 0, 0,
 				0, 0, &ret);
-		if (!err)
+		if (!err && !s->child)
 			u->unmapped++;
 		return err;
 	}
@@ -331,12 +344,12 @@ static int um_bpf(struct ubt_user *u, const struct um *s, uint64_t addr)
 }
 
 /* Is the target's descriptor target_fd still the memfd (inode own)? */
-static bool um_fd_is(struct ubt_user *u, int fd, uint64_t ino)
+static bool um_fd_is(const struct um *s, int fd, uint64_t ino)
 {
 	char path[64];
 	struct stat st;
 
-	snprintf(path, sizeof(path), "/proc/%d/fd/%d", (int)u->pid, fd);
+	snprintf(path, sizeof(path), "/proc/%d/fd/%d", (int)s->pid, fd);
 	return fd > 0 && !stat(path, &st) && (uint64_t)st.st_ino == ino;
 }
 
@@ -350,120 +363,58 @@ static void um_close_old(struct ubt_user *u, struct um *s, uint64_t own)
 
 	for (int i = 0; i < s->n; i++)
 		if (!s->m[i].gone && s->m[i].ino != own &&
-		    um_fd_is(u, s->m[i].fd, s->m[i].ino))
-			user_rsys(u, SYS_close, (uint64_t)s->m[i].fd, 0, 0, 0,
+		    um_fd_is(s, s->m[i].fd, s->m[i].ino))
+			um_sys(u, s, SYS_close, (uint64_t)s->m[i].fd, 0, 0, 0,
 				  0, 0, &ret);
 }
 
-/* Is memfd inode ino mapped in the target (any ubt memfd mapping)? */
-static bool um_mapped(const struct um *s, uint64_t ino)
-{
-	for (int i = 0; i < s->n; i++)
-		if (s->m[i].ino == ino)
-			return true;
-	return false;
-}
-
 /*
- * Did a ubt worker that is gone make the memfd named by link?  Its name
- * is "ubt.PID" (user_target_memfd()); a live process of that pid (the
- * worker, or another one since) keeps it.
+ * The unmap in the process of pt (every thread stopped): the target, or
+ * (child) a child it forked during the session, which inherited the
+ * mappings, the descriptor and the BPF maps' mappings at bpf[0..nbpf).
+ * 0 and why empty when every mapping went; why says which thread keeps
+ * them otherwise.
  */
-static bool um_dead_workers(const char *link)
+static int um_run(struct ubt_user *u, struct pt *pt, bool child,
+		  const uint64_t *bpf, int nbpf, char *why_out, size_t len)
 {
-	char path[32], *end;
-	long pid;
-
-	if (strncmp(link, "/memfd:ubt.", 11))
-		return false;
-	pid = strtol(link + 11, &end, 10);
-	if (pid <= 0 || end == link + 11 || strcmp(end, " (deleted)"))
-		return false;
-	snprintf(path, sizeof(path), "/proc/%ld", pid);
-	return access(path, F_OK) && errno == ENOENT;
-}
-
-/*
- * The descriptors of ubt memfds no mapping in the target uses: those of
- * workers killed between their remote memfd_create() and its mmap().
- * Only when the worker named in it is gone (no live ubt can be there
- * anyway: it would hold the target's threads seized, as this one does
- * now), so not a memfd of the target's own unless it names it as ubt
- * does ("ubt" alone or "ubt-decoy" are not).
- */
-static void um_close_strays(struct ubt_user *u, const struct um *s,
-			    uint64_t own)
-{
-	char dir[64], path[64 + sizeof(((struct dirent *)0)->d_name)], link[64];
-	struct dirent *de;
-	struct stat st;
-	int64_t ret;
-	DIR *d;
-
-	snprintf(dir, sizeof(dir), "/proc/%d/fd", (int)u->pid);
-	d = opendir(dir);
-	if (!d)
-		return;
-	while ((de = readdir(d))) {
-		char *end;
-		long fd = strtol(de->d_name, &end, 10);
-		ssize_t n;
-
-		if (*end || fd <= 0 || end == de->d_name)
-			continue;
-		snprintf(path, sizeof(path), "%s/%s", dir, de->d_name);
-		n = readlink(path, link, sizeof(link) - 1);
-		if (n < 0)
-			continue;
-		link[n] = 0;
-		if (!um_dead_workers(link) || stat(path, &st) ||
-		    (uint64_t)st.st_ino == own || um_mapped(s, st.st_ino))
-			continue;
-		if (!user_rsys(u, SYS_close, (uint64_t)fd, 0, 0, 0, 0, 0,
-			       &ret) && !ret)
-			u->strays++;
-	}
-	closedir(d);
-}
-
-int user_unmap(struct ubt_user *u)
-{
+	int64_t fd = child ? u->m.ctl->target_fd : u->target_fd, ret;
 	struct stat st;
 	const char *why;
 	uint64_t own;
 	pid_t tid = 0;
 	bool ran = false;
-	int64_t ret;
 	struct um *s;
 	int err;
 
-	u->unmapped = 0;
-	u->strays = 0;
+	why_out[0] = 0;
 	if (!u->target_base || u->m.fd < 0 || fstat(u->m.fd, &st))
 		return 0;
 	own = (uint64_t)st.st_ino;
 	s = calloc(1, sizeof(*s));
 	if (!s)
 		return -ENOMEM;
+	s->pt = pt;
+	s->pid = pt->pid;
+	s->child = child;
 	if (um_scan(u, s, own)) {
 		um_free(s);
 		return 0;	/* gone */
 	}
 	/* nothing maps more chunks now: the descriptor goes either way */
-	if (u->target_fd > 0 && um_fd_is(u, (int)u->target_fd, own) &&
-	    !user_rsys(u, SYS_close, (uint64_t)u->target_fd, 0, 0, 0, 0, 0,
-		       &ret))
+	if (fd > 0 && um_fd_is(s, (int)fd, own) &&
+	    !um_sys(u, s, SYS_close, (uint64_t)fd, 0, 0, 0, 0, 0, &ret) &&
+	    !child)
 		u->target_fd = -1;
 	why = um_wait(u, s, &tid, &ran);
 	/* a thread that ran on out of the runtime may have mapped a chunk */
 	if (!why && ran && um_scan(u, s, own))
 		why = "its mappings cannot be read";
 	if (why) {
-		snprintf(u->unmap_why, sizeof(u->unmap_why),
-			 "pid %d: ubt's memory stays mapped in the process "
-			 "(its code read-only-executable) for the next ubt to "
-			 "remove: thread %d may still use it (%s)", (int)u->pid,
-			 (int)tid, why);
+		snprintf(why_out, len, "pid %d: ubt's memory stays mapped in "
+			 "the process (its code read-only-executable) for the "
+			 "next ubt to remove: thread %d may still use it (%s)",
+			 (int)s->pid, (int)tid, why);
 		um_free(s);
 		return 0;
 	}
@@ -471,20 +422,47 @@ int user_unmap(struct ubt_user *u)
 	for (int i = 0; !err && i < s->n; i++) {
 		if (s->m[i].gone)
 			continue;
-		err = user_rsys(u, SYS_munmap, s->m[i].start,
-				s->m[i].end - s->m[i].start, 0, 0, 0, 0, &ret);
-		if (!err)
+		err = um_sys(u, s, SYS_munmap, s->m[i].start,
+			     s->m[i].end - s->m[i].start, 0, 0, 0, 0, &ret);
+		if (!err && !child)
 			u->unmapped++;
 	}
 	if (!err)
 		um_close_old(u, s, own);
-	if (!err)
-		um_close_strays(u, s, own);
-	for (int i = 0; !err && i < u->nxmaps; i++)
-		if (!(err = um_bpf(u, s, u->xmaps[i].addr)))
-			u->xmaps[i].addr = 0;
-	if (!err && !(err = um_bpf(u, s, u->comm_at)))
-		u->comm_at = 0;
+	/* killed workers' unmapped memfds (user_strays.c), found now that
+	 * those unmapped above are gone too */
+	if (!err && !child) {
+		user_strays_find(u, own, false);
+		user_strays_close(u);
+	}
+	for (int i = 0; !err && i < nbpf; i++)
+		err = um_bpf(u, s, bpf[i]);
 	um_free(s);
 	return err;
+}
+
+int user_unmap(struct ubt_user *u)
+{
+	uint64_t *bpf = xcalloc((size_t)u->nxmaps + 1, sizeof(*bpf));
+	int n = 0, err;
+
+	u->unmapped = 0;
+	for (int i = 0; i < u->nxmaps; i++)
+		bpf[n++] = u->xmaps[i].addr;
+	bpf[n++] = u->comm_at;
+	err = um_run(u, &u->pt, false, bpf, n, u->unmap_why,
+		     sizeof(u->unmap_why));
+	free(bpf);
+	if (err || u->unmap_why[0])
+		return err;
+	for (int i = 0; i < u->nxmaps; i++)
+		u->xmaps[i].addr = 0;
+	u->comm_at = 0;
+	return 0;
+}
+
+int user_unmap_child(struct ubt_user *u, struct pt *pt, const uint64_t *bpf,
+		     int nbpf, char *why, size_t len)
+{
+	return um_run(u, pt, true, bpf, nbpf, why, len);
 }

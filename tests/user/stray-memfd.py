@@ -7,7 +7,8 @@ UBT_TEST_DIE_AFTER_MEMFD=1 (tests/README.md) kills the worker right after
 the target's memfd_create() returns, twice.  The target lives and
 computes, with two descriptors of unmapped ubt memfds, each named after
 its dead worker ("ubt.PID").  A whole session then counts exactly, and
-its detach closes both (`-v` says how many) and no other: the target's
+closes both (in its attach's commit stop; `-v` says how many at the
+end) and no other: the target's
 own unmapped memfd named "ubt" stays open.  Before, the detach closed only the
 descriptors of memfds it unmapped, and these stayed until the target
 exited.
@@ -82,7 +83,7 @@ def main():
     fds = memfd_fds(t.p.pid)
     ok(dead(fds) == 0 and
        b"2 descriptor(s) of killed ubts' unmapped memory closed" in err,
-       "its detach closes both descriptors and says so",
+       "the session closes both descriptors and says so",
        "%r; %r" % (fds, err[-400:]))
     ok(fds.get("ubt", 0) == own == 1 and
        t.run("100", "done 100", timeout=BOUND),
