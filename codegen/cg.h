@@ -200,6 +200,9 @@ struct cg_prog {
 	 * attached, a native one not installed (shim/run/run_xmap.c turns
 	 * them: the probe runs in the kernel after all) */
 	bool standby;
+	/* the program calls path(): bpftrace's located error, printed
+	 * when the verifier refuses bpf_d_path in this function */
+	const char *d_path_refused;
 };
 
 /*

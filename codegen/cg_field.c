@@ -339,6 +339,19 @@ LLVMValueRef cg_array_addr(struct cg *g, struct ast_node *n)
 	return p.addr;
 }
 
+/* A record in traced memory (p->rec, s.inner): its address. */
+LLVMValueRef cg_record_addr(struct cg *g, struct ast_node *n)
+{
+	struct cg_place p;
+
+	cg_place_of(g, n, &p);
+	if (!p.mem) {
+		cg_unsupported(g, n, "the address of a record ubt holds");
+		return irb_const(&g->ir, 0);
+	}
+	return p.addr;
+}
+
 LLVMValueRef cg_index(struct cg *g, struct ast_node *n)
 {
 	const struct type *t = n->index.expr->type;
