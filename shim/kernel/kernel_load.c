@@ -21,6 +21,7 @@
 #include <bpf/libbpf.h>
 #include <linux/perf_event.h>
 #include "cg.h"
+#include "compat.h"
 #include "child.h"
 #include "compile.h"
 #include "format.h"
@@ -180,7 +181,8 @@ static int kernel_load_standby(struct kernel *k)
  * supported in probe" at the path() call, from the log libbpf printed
  * (held) or BPFTRACE_LOG_SIZE's buffer.  false for any other refusal.
  */
-static bool kernel_helper_refused(struct kernel *k)
+static bool kernel_helper_refused(struct kernel *k,
+				  const struct kernel_opts *o)
 {
 	const char *log = kernel_log_held();
 
@@ -193,6 +195,13 @@ static bool kernel_helper_refused(struct kernel *k)
 		return false;
 	for (int i = 0; i < k->obj->nprogs; i++)
 		if (k->obj->progs[i].d_path_refused) {
+			/* bpftrace loads a probe's program as it attaches
+			 * it, after this line */
+			if (!(o && o->quiet) &&
+			    !compat_has(COMPAT_ATTACHED_MSG)) {
+				out_attached(&k->out, cg_object_probes(k->obj));
+				fflush(k->out.f);
+			}
 			fputs(k->obj->progs[i].d_path_refused, stderr);
 			return true;
 		}
@@ -228,8 +237,9 @@ int kernel_load(const struct cg_object *obj, const struct kernel_opts *o,
 		goto fail;
 	kernel_log_hold();
 	err = kernel_load_standby(k);
-	if (err && kernel_helper_refused(k)) {
+	if (err && kernel_helper_refused(k, o)) {
 		kernel_log_release(kernel_get_verbose() > 0);
+		err = -ENOEXEC;
 		goto fail;
 	}
 	kernel_log_release(true);
