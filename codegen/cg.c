@@ -756,9 +756,21 @@ int cg_object_probes(const struct cg_object *obj)
 {
 	int n = 0;
 
-	for (int i = 0; i < obj->nprogs; i++)
-		if (!obj->progs[i].internal && !obj->progs[i].standby)
-			n += obj->progs[i].nmatches;
+	for (int i = 0; i < obj->nprogs; i++) {
+		const struct cg_prog *p = &obj->progs[i];
+
+		if (p->internal || p->standby)
+			continue;
+		/* a wildcard through one kprobe_multi link (cg_kernel.c)
+		 * is one probe to bpftrace 0.17, as the limit counts it
+		 * (shim/run/run_limits.c) */
+		if (p->section && p->nmatches > 0 &&
+		    (!strcmp(p->section, "kprobe.multi") ||
+		     !strcmp(p->section, "kretprobe.multi")))
+			n++;
+		else
+			n += p->nmatches;
+	}
 	return n;
 }
 

@@ -200,6 +200,9 @@ struct cg_prog {
 	 * attached, a native one not installed (shim/run/run_xmap.c turns
 	 * them: the probe runs in the kernel after all) */
 	bool standby;
+	/* the program calls path(): bpftrace's located error, printed
+	 * when the verifier refuses bpf_d_path in this function */
+	const char *d_path_refused;
 };
 
 /*
@@ -333,7 +336,7 @@ int cg_build(struct compile *c, enum cg_target t, const struct cg_opts *o,
 void cg_object_free(struct cg_object *obj);
 
 /* The probes "Attaching N probes..." counts: the programs' attach points,
- * ubt's own programs left out. */
+ * ubt's own programs left out, a kprobe_multi link one (bpftrace 0.17). */
 int cg_object_probes(const struct cg_object *obj);
 
 /* -d bpf: list the object's programs with their instructions. */

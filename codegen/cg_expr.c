@@ -468,6 +468,8 @@ static LLVMValueRef cg_call(struct cg *g, struct ast_node *n)
 		return cg_strcontains(g, n);
 	case FN_CGROUP_PATH:
 		return cg_cgroup_path(g, n);
+	case FN_PATH:
+		return cg_path(g, n);
 	case FN_NSECS:
 		return cg_nsecs_mode(g, n);
 	case FN_STRLEN:

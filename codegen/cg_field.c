@@ -27,6 +27,7 @@ struct cg_place {
 				 * no index to check) */
 	bool ctx;		/* buf is in the probe's context: whole
 				 * aligned 8-byte loads only */
+	bool ctx_null_ret;	/* ctx: a null value ends the probe */
 };
 
 /* A probe of no address space (bpftrace's AddrSpace::none). */
@@ -90,6 +91,25 @@ static bool cg_is_ctx_cast(const struct ast_node *e)
 	       c->sema->builtin == BI_CTX;
 }
 
+/*
+ * ctx->task, ctx->file in an iterator: loaded from the context as
+ * bpftrace 0.17 does, so that the verifier knows the pointer's type (as
+ * path(ctx->file->f_path) needs), and a null one ends the probe there
+ * (the kernel's last call has none).  Not in a loop's callback, whose
+ * return is not the probe's.
+ */
+static bool cg_is_iter_ctx(struct cg *g, const struct ast_node *e,
+			   const struct type_field *f)
+{
+	enum sema_provider prov = g->sap ? g->sap->provider :
+					   g->probe->provider;
+
+	return prov == PROV_ITER && e->kind == AST_BUILTIN && e->sema &&
+	       e->sema->builtin == BI_CTX && !g->in_for && !g->loop_ret &&
+	       f->type && f->type->kind == TY_POINTER &&
+	       f->type->size == 8 && !(f->offset & 7) && !f->bitfield_bits;
+}
+
 static void cg_place_offset(struct cg *g, struct cg_place *p,
 			    LLVMValueRef off)
 {
@@ -129,6 +149,10 @@ static void cg_place_of(struct cg *g, struct ast_node *n, struct cg_place *p)
 			/* ((struct x *)ctx)->f: loads from the context */
 			p->buf = g->ctxp;
 			p->ctx = true;
+		} else if (cg_is_iter_ctx(g, e, f)) {
+			p->buf = g->ctxp;
+			p->ctx = true;
+			p->ctx_null_ret = true;
 		} else if (et->kind == TY_POINTER) {
 			p->mem = true;
 			p->addr = cg_expr(g, e);
@@ -227,6 +251,20 @@ static LLVMValueRef cg_place_load(struct cg *g, const struct cg_place *p,
 		}
 		v = LLVMBuildLoad2(ir->b, ir->i64, p->buf, "");
 		LLVMSetAlignment(v, 8);
+		if (p->ctx_null_ret) {
+			LLVMBasicBlockRef stop = LLVMAppendBasicBlockInContext(
+				ir->ctx, ir->fn, "ctx_null");
+			LLVMBasicBlockRef go = LLVMAppendBasicBlockInContext(
+				ir->ctx, ir->fn, "ctx_set");
+
+			LLVMBuildCondBr(ir->b,
+					LLVMBuildICmp(ir->b, LLVMIntEQ, v,
+						      irb_const(ir, 0), ""),
+					stop, go);
+			LLVMPositionBuilderAtEnd(ir->b, stop);
+			LLVMBuildRet(ir->b, irb_const(ir, 0));
+			LLVMPositionBuilderAtEnd(ir->b, go);
+		}
 		return v;
 	}
 	if (!p->mem && !p->ok)
@@ -334,6 +372,19 @@ LLVMValueRef cg_array_addr(struct cg *g, struct ast_node *n)
 	cg_place_of(g, n, &p);
 	if (!p.mem) {
 		cg_unsupported(g, n, "the address of an array ubt holds");
+		return irb_const(&g->ir, 0);
+	}
+	return p.addr;
+}
+
+/* A record in traced memory (p->rec, s.inner): its address. */
+LLVMValueRef cg_record_addr(struct cg *g, struct ast_node *n)
+{
+	struct cg_place p;
+
+	cg_place_of(g, n, &p);
+	if (!p.mem) {
+		cg_unsupported(g, n, "the address of a record ubt holds");
 		return irb_const(&g->ir, 0);
 	}
 	return p.addr;

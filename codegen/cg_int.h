@@ -180,6 +180,7 @@ void cg_stack_note(struct cg *g, const struct ast_node *n);
 LLVMValueRef cg_reg(struct cg *g, struct ast_node *n);
 LLVMValueRef cg_kaddr(struct cg *g, struct ast_node *n);
 LLVMValueRef cg_array_addr(struct cg *g, struct ast_node *n);
+LLVMValueRef cg_record_addr(struct cg *g, struct ast_node *n);
 LLVMValueRef cg_uaddr(struct cg *g, struct ast_node *n);
 LLVMValueRef cg_stack_native(struct cg *g, struct ast_node *n);
 LLVMValueRef cg_reg_native(struct cg *g, struct ast_node *n, size_t off);
@@ -249,6 +250,8 @@ LLVMValueRef cg_macaddr(struct cg *g, struct ast_node *n);
 LLVMValueRef cg_bswap(struct cg *g, struct ast_node *n);
 LLVMValueRef cg_strcontains(struct cg *g, struct ast_node *n);
 LLVMValueRef cg_cgroup_path(struct cg *g, struct ast_node *n);
+/* cg_path.c */
+LLVMValueRef cg_path(struct cg *g, struct ast_node *n);
 /* cg_call_out.c: join(), debugf() (BPF target), signal() */
 void cg_join(struct cg *g, struct ast_node *n);
 void cg_debugf(struct cg *g, struct ast_node *n);

@@ -19,6 +19,7 @@ libubt_a_SOURCES += \
 	codegen/cg_helper.c \
 	codegen/cg_int.h \
 	codegen/cg_map.c \
+	codegen/cg_path.c \
 	codegen/cg_stack.c \
 	codegen/cg_stack_native.c \
 	codegen/cg_stmt.c \

@@ -8,6 +8,7 @@
 #include <errno.h>
 #include <string.h>
 
+#include "kprov.h"
 #include "sema.h"
 #include "sema_int.h"
 #include "util.h"
@@ -110,36 +111,45 @@ static struct type *ty_syscall_name(struct sema_ctx *x, struct ast_node *call,
 }
 
 /*
- * path(struct path * or struct path): bpftrace 0.17's checks (the
- * argument, the probe types: the helper, bpf_d_path, is the kernel's
- * for tracing programs), then a located "not supported yet": ubt does
- * not call bpf_d_path yet.
+ * path(struct path * or struct path): bpftrace 0.17's checks, in its
+ * order: the helper (bpf_d_path, kprov_d_path()), the probe types the
+ * kernel lets call it, then (ty_path()) the argument.  In a kfunc or
+ * kretfunc probe on a kernel without fentry the provider's own error
+ * (sema_available()) says why instead.
  */
 static int ck_path(struct sema_ctx *x, struct ast_node *call)
 {
 	enum sema_provider p = x->provider;
+	int err = 0;
 
+	if (!kprov_d_path() &&
+	    !((p == PROV_KFUNC || p == PROV_KRETFUNC) && !kprov_fentry())) {
+		sema_error(x, &call->loc,
+			   "BPF_FUNC_d_path not available for your kernel version");
+		err = -EINVAL;
+	}
 	if (p == PROV_KFUNC || p == PROV_KRETFUNC || p == PROV_ITER)
-		return 0;
+		return err;
 	sema_error(x, &call->loc,
 		   "The path function can only be used with 'kfunc', 'kretfunc', 'iter' probes");
 	return -EINVAL;
 }
 
-/* after ck_path(): bpftrace checks the argument when all else is right */
+/* after ck_path(): a string of BPFTRACE_STRLEN bytes, the path
+ * bpf_d_path() writes (codegen/cg_path.c) */
 static struct type *ty_path(struct sema_ctx *x, struct ast_node *call,
 			    struct sema_map *m)
 {
 	const struct type *t = call->call.args->type;
 
 	(void)m;
-	if (t->kind != TY_RECORD && t->kind != TY_POINTER)
+	if (t->kind != TY_RECORD && t->kind != TY_POINTER) {
 		sema_error(x, &call->loc,
 			   "path() only supports pointer or record argument (%s provided)",
 			   type_class(t));
-	else
-		sema_error(x, &call->loc, "path() is not supported yet");
-	return NULL;
+		return NULL;
+	}
+	return type_string(x->a, x->c->max_strlen);
 }
 
 const struct sema_func_ops sema_funcs_sys[] = {

@@ -106,6 +106,12 @@ bool kprov_fentry(void)
 	       kfeat_has(KFEAT_FENTRY);
 }
 
+bool kprov_d_path(void)
+{
+	return !kprov_hidden("d_path") && kprov_fentry() &&
+	       kfeat_has(KFEAT_D_PATH);
+}
+
 bool kprov_rawtp(void)
 {
 	static int s;

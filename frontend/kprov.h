@@ -12,6 +12,9 @@
  *                 program attached at a function's BTF id (a trampoline)
  *   rawtp         a raw tracepoint program loads
  *   btf           kfeat_has(KFEAT_BTF): /sys/kernel/btf/vmlinux is BTF
+ *   d_path        fentry, and kfeat_has(KFEAT_D_PATH): path()'s helper,
+ *                 bpf_d_path, loads in an fentry program (bpftrace 0.17's
+ *                 "dpath")
  *
  * UBT_KERNEL_LACKS=NAME[,NAME...] (the names above) makes ubt take those
  * as missing, for tests of the refusals on kernels that have them.
@@ -29,6 +32,7 @@ bool kprov_kprobe_multi(void);
 bool kprov_fentry(void);
 bool kprov_rawtp(void);
 bool kprov_btf(void);
+bool kprov_d_path(void);
 
 /*
  * Does the kernel have what the provider ("kprobe", "kretprobe",

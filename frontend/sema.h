@@ -151,7 +151,7 @@ enum sema_func {
 	FN_CGROUP_PATH,
 	FN_STRERROR,
 	FN_SYSCALL_NAME,
-	FN_PATH,	/* refused: not supported yet */
+	FN_PATH,
 	/* output besides printf's family (frontend/func_out.c) */
 	FN_JOIN,
 	FN_DEBUGF,

@@ -246,6 +246,46 @@ static bool kfeat_raw_tp_btf(void)
 }
 
 /*
+ * bpf_d_path() in an fentry program on dentry_open() (one of the
+ * functions the verifier lets call it) loads: its first argument, a
+ * struct path *, and 8 bytes of stack.  Only loaded, as bpftrace 0.17's
+ * "dpath" probe.
+ */
+static bool kfeat_d_path(void)
+{
+	static const struct bpf_insn insns[] = {
+		/* r1 = ctx[0]; r2 = r10 - 8; *(u64 *)r2 = 0; r3 = 8 */
+		{ .code = BPF_LDX | BPF_MEM | BPF_DW, .dst_reg = 1,
+		  .src_reg = 1 },
+		{ .code = BPF_ALU64 | BPF_MOV | BPF_X, .dst_reg = 2,
+		  .src_reg = 10 },
+		{ .code = BPF_ALU64 | BPF_ADD | BPF_K, .dst_reg = 2,
+		  .imm = -8 },
+		{ .code = BPF_ST | BPF_MEM | BPF_DW, .dst_reg = 2 },
+		{ .code = BPF_ALU64 | BPF_MOV | BPF_K, .dst_reg = 3, .imm = 8 },
+		{ .code = BPF_JMP | BPF_CALL, .imm = BPF_FUNC_d_path },
+		{ .code = BPF_ALU64 | BPF_MOV | BPF_K, .dst_reg = 0 },
+		{ .code = BPF_JMP | BPF_EXIT },
+	};
+	const struct btf *b = kfeat_vmlinux_btf();
+	int id = b ? btf__find_by_name_kind(b, "dentry_open",
+					    BTF_KIND_FUNC) : -1;
+	LIBBPF_OPTS(bpf_prog_load_opts, o,
+		    .expected_attach_type = BPF_TRACE_FENTRY);
+	int fd;
+
+	if (id <= 0)
+		return false;
+	o.attach_btf_id = (uint32_t)id;
+	fd = bpf_prog_load(BPF_PROG_TYPE_TRACING, NULL, "GPL", insns,
+			   ARRAY_SIZE(insns), &o);
+	if (fd < 0)
+		return false;
+	close(fd);
+	return true;
+}
+
+/*
  * Does this machine deliver hardware breakpoints?  Some virtual machines
  * accept the perf event but never raise it (their debug registers are not
  * passed through): a watchpoint there would attach and count nothing.
@@ -312,6 +352,7 @@ static const struct kfeat_probe {
 	[KFEAT_RAW_TP_BTF] = { "raw tracepoints with BTF", kfeat_raw_tp_btf },
 	[KFEAT_HW_BREAKPOINT] = { "hardware breakpoints delivered",
 				  kfeat_hw_breakpoint },
+	[KFEAT_D_PATH] = { "bpf_d_path", kfeat_d_path },
 };
 
 /* 0 not asked yet, 1 no, 2 yes */

@@ -27,6 +27,7 @@ enum kfeat {
 	KFEAT_FENTRY,		/* fentry trampolines (attached) */
 	KFEAT_RAW_TP_BTF,	/* BTF-typed raw tracepoints */
 	KFEAT_HW_BREAKPOINT,	/* hardware breakpoints delivered */
+	KFEAT_D_PATH,		/* bpf_d_path() in a tracing program */
 	KFEAT_NR
 };
 

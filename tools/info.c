@@ -156,8 +156,10 @@ int info_print(FILE *f)
 	for (i = 0; i < ARRAY_SIZE(info_helpers); i++)
 		fprintf(f, "  %s: %s\n", info_helpers[i].name,
 			info_yes(info_helper(info_helpers[i].id)));
-	/* d_path and skb_output: tracing programs, which ubt does not load */
-	fprintf(f, "  dpath: no\n  skboutput: no\n\n");
+	/* path()'s bpf_d_path (probes/kfeat.c); skb_output: ubt has no
+	 * skboutput() */
+	fprintf(f, "  dpath: %s\n  skboutput: no\n\n",
+		info_yes(kfeat_has(KFEAT_D_PATH)));
 	fprintf(f, "Kernel features\n  Instruction limit: %d\n"
 		"  Loop support: %s\n  btf: %s\n  map batch: %s\n"
 		"  uprobe refcount (depends on Build:bcc bpf_attach_uprobe "

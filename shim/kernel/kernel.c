@@ -173,8 +173,10 @@ int kernel_run(struct compile *c, const struct kernel_opts *o)
 			goto out;
 	}
 	err = kernel_load(obj, o, &k);
-	if (err)
+	if (err) {
+		rc = err == -ENOEXEC ? KERNEL_REFUSED_STATUS : 1;
 		goto out;
+	}
 	k->c = c;
 	metrics_plan(o->metrics, c, NULL);
 	if (o->pid > 0) {

@@ -51,7 +51,12 @@ int kernel_run(struct compile *c, const struct kernel_opts *o);
 /* The pieces kernel_run() is made of, for tests and the driver. */
 struct kernel;
 
-/* Open and load obj (verifier log printed on rejection). */
+/* Open and load obj (verifier log printed on rejection).  -ENOEXEC: the
+ * verifier refused a helper in the function a probe attaches to
+ * (path()'s bpf_d_path outside its allowlist): as bpftrace 0.17, whose
+ * load comes after it, "Attaching N probes..." and the located error are
+ * printed, and the run's exit status is KERNEL_REFUSED_STATUS. */
+#define KERNEL_REFUSED_STATUS 255
 int kernel_load(const struct cg_object *obj, const struct kernel_opts *o,
 		struct kernel **out);
 /* Attach every program but the timers, so that programs on one event

@@ -113,6 +113,14 @@ void kernel_attach_error(struct kernel *k, const struct cg_prog *p,
 bool kernel_kprobe_is(const struct cg_prog *p);
 /* kernel_load.c: -v's level, -1 while libbpf's messages are held back */
 int kernel_get_verbose(void);
+/*
+ * Hold libbpf's messages (kernel_log_hold()) instead of printing them,
+ * then print them or not (kernel_log_release()); kernel_log_held(): the
+ * text held so far ("" when none).
+ */
+void kernel_log_hold(void);
+const char *kernel_log_held(void);
+void kernel_log_release(bool print);
 int kernel_kprobe_attach_prog(struct kernel *k, int i);
 
 /* kernel_link.c: a link to detach at the end; prog attached to the perf

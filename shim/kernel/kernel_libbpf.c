@@ -14,6 +14,11 @@
 
 static int kernel_verbose;
 
+/* kernel_log_hold(): libbpf's messages go here, not to stderr */
+static FILE *kernel_held;
+static char *kernel_held_text;
+static size_t kernel_held_len;
+
 /*
  * A verifier log can be hundreds of thousands of lines: without -v keep
  * its head and its tail, where the verifier says why it gave up.
@@ -21,7 +26,7 @@ static int kernel_verbose;
 #define KERNEL_LOG_HEAD 30
 #define KERNEL_LOG_TAIL 60
 
-static void kernel_print_log(const char *msg)
+static void kernel_print_log(FILE *f, const char *msg)
 {
 	const char *p = msg, *tail;
 	int lines = 0, n;
@@ -29,23 +34,24 @@ static void kernel_print_log(const char *msg)
 	for (p = msg; (p = strchr(p, '\n')); p++)
 		lines++;
 	if (kernel_verbose || lines <= KERNEL_LOG_HEAD + KERNEL_LOG_TAIL) {
-		fputs(msg, stderr);
+		fputs(msg, f);
 		return;
 	}
 	for (p = msg, n = 0; n < KERNEL_LOG_HEAD; n++)
 		p = strchr(p, '\n') + 1;
-	fwrite(msg, 1, p - msg, stderr);
-	fprintf(stderr, "... (%d lines, all of them with -v) ...\n",
+	fwrite(msg, 1, p - msg, f);
+	fprintf(f, "... (%d lines, all of them with -v) ...\n",
 		lines - KERNEL_LOG_HEAD - KERNEL_LOG_TAIL);
 	for (tail = msg + strlen(msg), n = 0; tail > msg; tail--)
 		if (tail[-1] == '\n' && ++n > KERNEL_LOG_TAIL)
 			break;
-	fputs(tail, stderr);
+	fputs(tail, f);
 }
 
 static int kernel_libbpf_print(enum libbpf_print_level level,
 			       const char *fmt, va_list ap)
 {
+	FILE *f = kernel_held ? kernel_held : stderr;
 	char *msg = NULL;
 	int n;
 
@@ -59,9 +65,9 @@ static int kernel_libbpf_print(enum libbpf_print_level level,
 	if (n < 0)
 		return n;
 	if (strstr(msg, "-- BEGIN PROG LOAD LOG --"))
-		kernel_print_log(msg);
+		kernel_print_log(f, msg);
 	else
-		fputs(msg, stderr);
+		fputs(msg, f);
 	free(msg);
 	return n;
 }
@@ -75,4 +81,32 @@ void kernel_set_verbose(int verbose)
 {
 	kernel_verbose = verbose;
 	libbpf_set_print(kernel_libbpf_print);
+}
+
+void kernel_log_hold(void)
+{
+	if (!kernel_held)
+		kernel_held = open_memstream(&kernel_held_text,
+					     &kernel_held_len);
+}
+
+const char *kernel_log_held(void)
+{
+	if (!kernel_held)
+		return "";
+	fflush(kernel_held);
+	return kernel_held_text ? kernel_held_text : "";
+}
+
+void kernel_log_release(bool print)
+{
+	if (!kernel_held)
+		return;
+	fclose(kernel_held);
+	kernel_held = NULL;
+	if (print && kernel_held_text)
+		fputs(kernel_held_text, stderr);
+	free(kernel_held_text);
+	kernel_held_text = NULL;
+	kernel_held_len = 0;
 }

@@ -21,6 +21,7 @@
 #include <bpf/libbpf.h>
 #include <linux/perf_event.h>
 #include "cg.h"
+#include "compat.h"
 #include "child.h"
 #include "compile.h"
 #include "format.h"
@@ -173,6 +174,40 @@ static int kernel_load_standby(struct kernel *k)
 	return bpf_object__load(k->bo);
 }
 
+/*
+ * The verifier refused a helper in the function a program attaches to
+ * ("helper call is not allowed in probe"; bpf_d_path outside its
+ * allowlist): bpftrace 0.17's located error, "helper bpf_d_path not
+ * supported in probe" at the path() call, from the log libbpf printed
+ * (held) or BPFTRACE_LOG_SIZE's buffer.  false for any other refusal.
+ */
+static bool kernel_helper_refused(struct kernel *k,
+				  const struct kernel_opts *o)
+{
+	const char *log = kernel_log_held();
+
+	if (!strstr(log, "helper call is not allowed in probe") &&
+	    !(k->log_buf &&
+	      strstr(k->log_buf, "helper call is not allowed in probe")))
+		return false;
+	if (!strstr(log, "call bpf_d_path#") &&
+	    !(k->log_buf && strstr(k->log_buf, "call bpf_d_path#")))
+		return false;
+	for (int i = 0; i < k->obj->nprogs; i++)
+		if (k->obj->progs[i].d_path_refused) {
+			/* bpftrace loads a probe's program as it attaches
+			 * it, after this line */
+			if (!(o && o->quiet) &&
+			    !compat_has(COMPAT_ATTACHED_MSG)) {
+				out_attached(&k->out, cg_object_probes(k->obj));
+				fflush(k->out.f);
+			}
+			fputs(k->obj->progs[i].d_path_refused, stderr);
+			return true;
+		}
+	return false;
+}
+
 bool kernel_standby_loaded(const struct kernel *k)
 {
 	return !k->standby_dropped;
@@ -200,7 +235,14 @@ int kernel_load(const struct cg_object *obj, const struct kernel_opts *o,
 	err = kernel_open(k);
 	if (err)
 		goto fail;
+	kernel_log_hold();
 	err = kernel_load_standby(k);
+	if (err && kernel_helper_refused(k, o)) {
+		kernel_log_release(kernel_get_verbose() > 0);
+		err = -ENOEXEC;
+		goto fail;
+	}
+	kernel_log_release(true);
 	if (err == -ENOSPC && k->log_buf) {
 		fprintf(stderr, "ERROR: Error: Failed to load program, "
 			"verification log buffer not big enough, try "

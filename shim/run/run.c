@@ -289,8 +289,10 @@ static int run_combined(struct compile *c, const struct run_opts *o,
 	 * filters and the globals take its pid later).
 	 */
 	err = kernel_load(&r.merged, &ko, &r.k);
-	if (err)
+	if (err) {
+		rc = err == -ENOEXEC ? KERNEL_REFUSED_STATUS : 1;
 		goto out;
+	}
 	err = r.sysw ? 0 : run_user_attach(&r);
 	if (!err && !r.sysw)
 		guard_target(user_pid(r.u));
