@@ -7,10 +7,10 @@
  * each attach lists them and closes them (user_strays_close(): a stat
  * each, and a remote close_range() for each run of consecutive ones,
  * nothing when there is none) in its first stop, where its remote calls
- * run, not in the stop of every thread that writes its jumps: a remote
- * call costs that stop 0.2-0.5 ms (under load) with the threads all
- * waiting.  Only a mapped one, when the first stop holds one thread,
- * waits for that stop (every thread's rip is looked at).  Each detach
+ * run, when that stop holds every thread (a process of one thread);
+ * else in the stop of every thread that writes its jumps, where a
+ * remote call costs 0.2-0.5 ms (under load) with the threads all
+ * waiting, but only after killed sessions.  Each detach
  * closes the unmapped ones again, after its unmap (user_unmap.c), which
  * takes the mapped ones with their mappings.
  *
@@ -25,10 +25,12 @@
  *    mappings stay, for a detach to remove;
  *  - at the close the descriptor is still that memfd (same inode), in
  *    case the target closed it and opened something else under the
- *    same number meanwhile; with the other threads running, one that
- *    did so between that look and the close (a remote call's time)
- *    would lose its new descriptor: a target closes a descriptor it
- *    did not open only in a sweep of all of them.
+ *    same number meanwhile;
+ *  - no thread of the target runs: with one running, a descriptor it
+ *    closed (in a sweep of all of them) and opened again under the same
+ *    number between that look and the close would be lost.  So a first
+ *    stop that holds one thread of several closes nothing; the commit
+ *    stop, which holds them all, does.
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
@@ -224,9 +226,31 @@ static int strays_close_run(struct ubt_user *u, int lo, int hi)
 	return closed;
 }
 
+/* How many threads the process has (its /proc/PID/task), 0 unknown. */
+static int strays_threads(pid_t pid)
+{
+	char path[32];
+	struct dirent *d;
+	int n = 0;
+	DIR *dir;
+
+	snprintf(path, sizeof(path), "/proc/%d/task", (int)pid);
+	dir = opendir(path);
+	if (!dir)
+		return 0;
+	while ((d = readdir(dir)))
+		n += d->d_name[0] != '.';
+	closedir(dir);
+	return n;
+}
+
 int user_strays_close(struct ubt_user *u)
 {
 	int closed = 0, lo = -1, hi = -1, keep = 0;
+
+	/* other threads running: every one waits for the commit stop */
+	if (u->pt.one && u->nstray && strays_threads(u->pid) != 1)
+		return 0;
 
 	/* consecutive descriptors (killed workers' in a row) in one call */
 	qsort(u->stray, (size_t)u->nstray, sizeof(u->stray[0]), strays_by_fd);
