@@ -44,8 +44,9 @@
  * Usage: target sys [phdr]
  *   prints "ready", then reads stdin one byte at a time through ut_sys,
  *   printing "got N" for each; exits 0 at end of input.  With phdr, a
- *   thread keeps the loader's lock held most of the time (sleeping in a
- *   dl_iterate_phdr callback), so a dlopen in another thread must wait.
+ *   thread holds the loader's lock (in a dl_iterate_phdr callback) from
+ *   before "ready" until the first byte is read, then most of the time
+ *   (sleeping in the callback), so a dlopen in another thread must wait.
  */
 #define _GNU_SOURCE
 #include <link.h>
@@ -317,12 +318,23 @@ __attribute__((noinline)) long ut_forker(void)
 
 static long (*volatile f_forker)(void) = ut_forker;
 
+static int phdr_gate[2];	/* the first callback waits for a byte */
+static volatile int phdr_in;	/* and says it holds the lock */
+
 static int phdr_cb(struct dl_phdr_info *info, size_t size, void *arg)
 {
+	char c;
+
 	(void)info;
 	(void)size;
 	(void)arg;
-	usleep(20000);
+	if (!phdr_in) {
+		phdr_in = 1;
+		if (read(phdr_gate[0], &c, 1) != 1)
+			_exit(5);
+	} else {
+		usleep(20000);
+	}
 	return 1;
 }
 
@@ -408,11 +420,19 @@ int main(int argc, char **argv)
 	if (argc >= 2 && !strcmp(argv[1], "sys")) {
 		long n = 0;
 
-		if (argc > 2)
+		if (argc > 2) {
+			if (pipe(phdr_gate))
+				return 5;
 			pthread_create(&th[0], NULL, phdr_main, NULL);
+			/* "ready" once the lock is held */
+			while (!phdr_in)
+				usleep(1000);
+		}
 		printf("ready\n");
 		fflush(stdout);
 		while (ut_sys(0, &c, 1) == 1) {
+			if (argc > 2 && !n && write(phdr_gate[1], "x", 1) != 1)
+				return 5;
 			printf("got %ld\n", ++n);
 			fflush(stdout);
 		}
