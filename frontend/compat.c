@@ -167,6 +167,12 @@ static const struct compat_entry compat_table[COMPAT_NDIFFS] = {
 		"attaches -> is refused without --unsafe (\"Could not "
 		"determine boundary for F (symbol has size 0).\")",
 	},
+	[COMPAT_TOKEN_COLUMNS] = {
+		"token-columns",
+		"an error's location starts where bpftrace 0.17's lexer "
+		"last saw white space (\"print(foo(1))\": at print) -> "
+		"at the token's own column (at foo)",
+	},
 	[COMPAT_JSON_RECORDS] = {
 		"json-records",
 		"a struct or union value in JSON prints as "

@@ -39,11 +39,12 @@ enum compat_diff {
 	COMPAT_HELPER_CHECK,	/* -k is 0.17's -kk, in v0.26's words */
 	COMPAT_INT_TYPES,	/* a literal: the smallest int type */
 	COMPAT_CACHE_SYMBOLS,	/* BPFTRACE_CACHE_USER_SYMBOLS=PER_PID */
-	COMPAT_JSON_RECORDS,
-	COMPAT_MISSING_PROBES,
-	COMPAT_LIST_MORE,
-	COMPAT_CAT_ERROR,
-	COMPAT_ZERO_SIZE,	/* a uprobe on a size-0 symbol: --unsafe */	/* cat(): "failed to open file 'F' (E)" */	/* -l interval:*, profile:*, -l FILE */	/* "No matches for ...", missing_probes */	/* JSON structs {"a": 1}, floats null */
+	COMPAT_JSON_RECORDS,	/* JSON structs {"a": 1}, floats null */
+	COMPAT_MISSING_PROBES,	/* "No matches for ...", missing_probes */
+	COMPAT_LIST_MORE,	/* -l interval:*, profile:*, -l FILE */
+	COMPAT_CAT_ERROR,	/* cat(): "failed to open file 'F' (E)" */
+	COMPAT_ZERO_SIZE,	/* a uprobe on a size-0 symbol: --unsafe */
+	COMPAT_TOKEN_COLUMNS,	/* an error starts at its own token */
 	COMPAT_NDIFFS,
 };
 

@@ -1,6 +1,7 @@
 #include <stdarg.h>
 #include <string.h>
 
+#include "compat.h"
 #include "diag.h"
 #include "util.h"
 
@@ -114,6 +115,54 @@ const char *diag_source_line(const struct diag_list *d, int line,
 }
 
 /*
+ * Where bpftrace 0.17 starts a location on line (len bytes): its lexer
+ * moves a location's start only at white space (and at a new line), so a
+ * token written right after another starts where that one did ("print(
+ * foo(1))" puts foo's error at print).  The line is read as its lexer
+ * reads it: no step inside a string or a comment.  col is the token's own
+ * column (1-based); the newest bpftrace starts there (compat entry
+ * token-columns).
+ */
+static int diag_017_column(const char *line, size_t len, int col)
+{
+	enum { CODE, STR, COMMENT } st = CODE;
+	int begin = 1;
+
+	/* a location that starts at white space (a probe's) stays */
+	if (col >= 1 && (size_t)col <= len &&
+	    (line[col - 1] == ' ' || line[col - 1] == '\t'))
+		return col;
+
+	for (size_t i = 0; i + 1 < (size_t)col && i < len; i++) {
+		char c = line[i];
+
+		switch (st) {
+		case CODE:
+			if (c == ' ' || c == '\t')
+				begin = (int)i + 2;
+			else if (c == '"')
+				st = STR;
+			else if (c == '/' && i + 1 < len && line[i + 1] == '*')
+				st = COMMENT, i++;
+			else if (c == '/' && i + 1 < len && line[i + 1] == '/')
+				return col;	/* the token is in a comment */
+			break;
+		case STR:
+			if (c == '\\')
+				i++;
+			else if (c == '"')
+				st = CODE;
+			break;
+		case COMMENT:
+			if (c == '*' && i + 1 < len && line[i + 1] == '/')
+				st = CODE, i++;
+			break;
+		}
+	}
+	return begin;
+}
+
+/*
  * bpftrace's format: "FILE:LINE:COL-COL: ERROR: msg", the source line with
  * tabs shown as four spaces, a '~' underline; "FILE:LINE-LINE: ..." without
  * the source for a multi-line range; "ERROR: msg" without a location.
@@ -146,13 +195,21 @@ static void diag_print_one(const struct diag_list *d, const struct diag *g,
 			l->last_line, level, g->msg);
 		goto hints;
 	}
+	first = l->first_column;
+	line = diag_source_line(d, l->first_line, &len);
+	if (line && !compat_has(COMPAT_TOKEN_COLUMNS))
+		first = diag_017_column(line, len, first);
 	fprintf(f, "%s:%d:%d-%d: %s: %s\n", d->filename, l->first_line,
-		l->first_column, l->last_column, level, g->msg);
+		first, l->last_column, level, g->msg);
+	if (!line)
+		goto hints;
+	goto underline;
 source:
 	line = diag_source_line(d, l->first_line, &len);
 	if (!line)
 		goto hints;
 	first = l->first_column;
+underline:
 	last = l->last_column;
 	/* underline what is on the line, at least one character */
 	if (last > (int)len + 1)
