@@ -25,6 +25,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from procmem import (attached, code_in, done, memfd_maps,  # noqa: E402
@@ -58,9 +59,20 @@ def unmapped(pid):
     return sum(1 for ino in ubt_fds(pid) if ino not in inos)
 
 
+def dead(pid):
+    """pid has exited (gone, or a zombie init has yet to reap)."""
+    try:
+        with open("/proc/%d/stat" % pid) as f:
+            return f.read().rsplit(")", 1)[1].split()[0] in ("Z", "X")
+    except OSError:
+        return True
+
+
 def kill_all(u, pid):
     """ubt's worker and guard both killed, stopped first (alone, the
-    worker outlives its process group's kill and detaches)."""
+    worker outlives its process group's kill and detaches), and waited
+    for until both have exited: a worker still exiting is a live owner
+    of its jumps to the next ubt, which then rightly leaves them be."""
     both = [u.pid] + [w for w in ubt_processes(
         lambda a: a == str(pid).encode()) if w != u.pid]
     for p in both:
@@ -68,6 +80,11 @@ def kill_all(u, pid):
     for p in both:
         os.kill(p, signal.SIGKILL)
     u.wait(timeout=BOUND)
+    for p in both:
+        for _ in range(BOUND * 100):
+            if dead(p):
+                break
+            time.sleep(0.01)
     return len(both)
 
 
