@@ -46,3 +46,16 @@ bool procstat_io_worker(pid_t tid)
 	return p && sscanf(p, "%*c %*d %*d %*d %*d %*d %u", &flags) == 1 &&
 	       (flags & 0x10);
 }
+
+int procstat_threads(pid_t pid)
+{
+	char buf[512];
+	const char *p = procstat_read(pid, buf, sizeof(buf));
+	int n;
+
+	/* field 20, num_threads: fields 4 to 19 skipped after the state */
+	if (!p || sscanf(p, "%*c %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s "
+			    "%*s %*s %*s %*s %*s %*s %d", &n) != 1)
+		return 0;
+	return n;
+}

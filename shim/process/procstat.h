@@ -23,4 +23,7 @@ bool procstat_io_worker(pid_t tid);
 /* The state letter ('R', 'S', 'T', 'Z', ...), 0 if unknown. */
 char procstat_state(pid_t pid);
 
+/* How many threads the process has (field 20), 0 if unknown. */
+int procstat_threads(pid_t pid);
+
 #endif

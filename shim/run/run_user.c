@@ -685,6 +685,17 @@ bool run_target_exited(struct run *r)
 }
 
 /*
+ * A count the target's threads wrote into a shared table's header: each
+ * of `blocks` threads (every one that took a block) cannot have made
+ * more than one attempt per nanosecond in the `ns` since the probes were
+ * placed.  A count with no thread to have made it is not believed.
+ */
+static bool shtab_plausible(uint64_t n, uint32_t blocks, uint64_t ns)
+{
+	return !n || (blocks && n / blocks <= ns);
+}
+
+/*
  * Updates of map `map` the target's tables refused (full), all threads.
  * The counters are the target's to write: a thread cannot have tried
  * more than one update per nanosecond since the probes were placed, so a
@@ -706,7 +717,7 @@ uint64_t run_user_map_full(struct run *r, int map)
 	} else if (nm && nm->kind == NATIVE_MAP_SHARED) {
 		/* one table, every thread's updates */
 		n = memfd_shtab_dropped(mf, &run_shtab_of(nm));
-		if (n && (!blocks || n / blocks > ns)) {
+		if (!shtab_plausible(n, blocks, ns)) {
 			bad = 1;
 			n = 0;
 		}
@@ -737,8 +748,8 @@ uint64_t run_user_map_lockdrop(struct run *r, int map)
 	if (!nm || nm->kind != NATIVE_MAP_SHARED)
 		return 0;
 	n = memfd_shtab_lockdrop(mf, &run_shtab_of(nm));
-	if (n && n / (memfd_nblocks_used(mf) ?: 1) >
-			 mono_ns() - r->ustart) {
+	if (!shtab_plausible(n, memfd_nblocks_used(mf),
+			     mono_ns() - r->ustart)) {
 		fprintf(stderr, "WARNING: ignoring an implausible count of "
 			"dropped inserts of %s read back from the target\n",
 			r->kobj->maps[map].name);

@@ -226,30 +226,12 @@ static int strays_close_run(struct ubt_user *u, int lo, int hi)
 	return closed;
 }
 
-/* How many threads the process has (its /proc/PID/task), 0 unknown. */
-static int strays_threads(pid_t pid)
-{
-	char path[32];
-	struct dirent *d;
-	int n = 0;
-	DIR *dir;
-
-	snprintf(path, sizeof(path), "/proc/%d/task", (int)pid);
-	dir = opendir(path);
-	if (!dir)
-		return 0;
-	while ((d = readdir(dir)))
-		n += d->d_name[0] != '.';
-	closedir(dir);
-	return n;
-}
-
 int user_strays_close(struct ubt_user *u)
 {
 	int closed = 0, lo = -1, hi = -1, keep = 0;
 
 	/* other threads running: every one waits for the commit stop */
-	if (u->pt.one && u->nstray && strays_threads(u->pid) != 1)
+	if (u->pt.one && u->nstray && procstat_threads(u->pid) != 1)
 		return 0;
 
 	/* consecutive descriptors (killed workers' in a row) in one call */
