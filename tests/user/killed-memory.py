@@ -16,7 +16,14 @@ target holds the ubt memfd mappings one killed session leaves (the last
 one's), VmSize is that after the first, the code had the session's jump,
 the target computes.  Then a whole session (-v) counts exactly, says it
 took dead ubts' memory out, and leaves no ubt mapping or descriptor; the
-code is the file's; the target exits 0.  Prints TAP.
+code is the file's; the target exits 0.
+
+A session killed while a wrapped call (return probe) is in progress
+(ubt-exc reclaim): the next attach restores its jump but keeps its
+memory (the return goes through the dead session's shadow stack), -v
+says why, nothing of it writable and executable; the call then returns
+right; the attach after that takes the memory out; ubt-exc exits 0.
+Prints TAP.
 """
 import os
 import signal
@@ -25,12 +32,14 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from procmem import (attached, code_in, done, memfd_maps,  # noqa: E402
-                     not_root, ok, share_target, ubt_p, ubt_processes)
+from procmem import (Fed, attached, builddir, code_in,  # noqa: E402
+                     done, memfd_maps, not_root, ok, share_target, ubt_p,
+                     ubt_processes)
 
 BOUND = 60
 KILLED = 5
 work = tempfile.mkdtemp(prefix="ubt-killmem.")
+EXC = os.path.abspath(os.path.join(builddir, "tests", "targets", "ubt-exc"))
 
 
 def vmsize(pid):
@@ -128,7 +137,65 @@ def main():
        "the code is the file's, the target computes")
     st = t.finish(BOUND)
     ok(st == 0, "the target exits 0", "status %s" % st)
+    killed_in_call()
     return done(work)
+
+
+def session_v(pid, prog):
+    """A whole -v session, ended by SIGINT once attached: status, out,
+    err."""
+    u = ubt_p(pid, prog, "-v", "--mode", "user")
+    seen = attached(u)
+    u.send_signal(signal.SIGINT)
+    out, err = u.communicate(timeout=BOUND)
+    return u.returncode, out, seen + err
+
+
+def killed_in_call():
+    t = Fed([EXC, "12", "reclaim"])
+    pid = t.p.pid
+    ok(t.expect("ready", BOUND), "ubt-exc is ready")
+    prog1 = ('uprobe:%s:ubt_exc_hold_wait { printf("in\\n"); } '
+             "uretprobe:%s:ubt_exc_hold_ret { @r = count(); }" % (EXC, EXC))
+    u = ubt_p(pid, prog1, "--mode", "user")
+    seen = attached(u)
+    t.p.send_signal(signal.SIGUSR1)
+    inside = b"" if u.stdout is None else u.stdout.readline()
+    while inside and inside.strip() != b"in":
+        inside = u.stdout.readline()
+    n = kill_all(u, pid)
+    dead_maps = memfd_maps(pid)
+    ok(b"NOTIFY_PROBES_ATTACHED" in seen and inside and n == 2 and
+       dead_maps, "a session killed inside a wrapped call leaves its "
+       "memory", "%r %r %d %s" % (seen[-200:], inside, n, dead_maps))
+    prog2 = "uprobe:%s:ubt_exc_mid { @m = count(); }" % EXC
+    st, out, err = session_v(pid, prog2)
+    held = t.expect("detached", BOUND)
+    kept = memfd_maps(pid)
+    ok(st == 0 and held and b"of dead ubts' memory stay" in err and
+       b"wrapped call" in err and
+       {m[3] for m in dead_maps} <= {m[3] for m in kept},
+       "the next attach restores its jump, keeps its memory and says "
+       "-v why", "status %s, held %r, %r, maps %s" % (st, held, err[-400:],
+                                                    kept))
+    ok(kept and not [m for m in kept if "w" in m[0] and "x" in m[0]] and
+       not [m for m in kept if "x" in m[0] and any(
+           "w" in w[0] and w[3] == m[3] and w[1] < m[2] and m[1] < w[2]
+           for w in kept)],
+       "nothing of it writable and executable", str(kept))
+    t.p.send_signal(signal.SIGUSR1)
+    back = t.expect("returned after reattach", BOUND)
+    waiting = t.expect("waiting", BOUND)
+    st, out, err = session_v(pid, prog2)
+    left = memfd_maps(pid)
+    ok(back == "returned after reattach 5" and waiting and st == 0 and
+       b"of dead ubts' memory taken out" in err and not left,
+       "the call returns right; the attach after that takes the dead "
+       "session's memory out", "%r %r, status %s, %r, left %s" %
+       (back, waiting, st, err[-400:], left))
+    t.p.send_signal(signal.SIGUSR1)
+    ok(t.expect("done", BOUND) and t.p.wait(timeout=BOUND) == 0,
+       "ubt-exc runs on and exits 0")
 
 
 if __name__ == "__main__":
