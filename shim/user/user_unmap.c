@@ -20,6 +20,15 @@
  * dlopen() finds it) forgets the memfd: its pointer to the control block
  * (ctl->ctl_at) and every thread's block pointer are cleared, as
  * user_reset_tls() does at an attach.
+ *
+ * The same at an attach, for dead sessions only (user_unmap_dead()):
+ * when both processes of a ubt are killed, no detach of theirs comes,
+ * and when every session is killed none ever would.  In the stop where
+ * the attach restored their jumps (owner_restore(), every thread held),
+ * the memory of each dead session whose sites are all restored goes
+ * under the same conditions, looked at once (a later ubt tries again),
+ * and only when their runtime is the one this ubt loads and no other
+ * process shares the memory.
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
