@@ -255,6 +255,7 @@ TESTS += \
 	tests/user/group-kill.py \
 	tests/user/hold.sh \
 	tests/user/kept-ret.py \
+	tests/user/killed-memory.py \
 	tests/user/kill-stress.py \
 	tests/user/ldlock.py \
 	tests/user/lock-wait.sh \
@@ -309,6 +310,7 @@ EXTRA_DIST += \
 	tests/user/group-kill.py \
 	tests/user/hold.sh \
 	tests/user/kept-ret.py \
+	tests/user/killed-memory.py \
 	tests/user/kill-stress.py \
 	tests/user/ldlock.py \
 	tests/user/mem-sessions.py \

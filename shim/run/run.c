@@ -307,6 +307,12 @@ static int run_combined(struct compile *c, const struct run_opts *o,
 		fprintf(stderr, "ubt: removed %d jump(s) left in pid %d by a "
 			"ubt that died\n", user_leftovers(r.u),
 			(int)user_pid(r.u));
+	if (o->verbose && !r.sysw && user_dead_unmapped(r.u))
+		fprintf(stderr, "ubt: pid %d: %d mapping(s) of dead ubts' "
+			"memory taken out of the process\n", (int)user_pid(r.u),
+			user_dead_unmapped(r.u));
+	if (o->verbose && !r.sysw && user_dead_why(r.u)[0])
+		fprintf(stderr, "ubt: %s\n", user_dead_why(r.u));
 	if (r.cpid)
 		ko.pid = r.cpid;
 	if (o->pid > 0)

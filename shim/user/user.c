@@ -179,6 +179,16 @@ int user_leftovers(const struct ubt_user *u)
 	return u->leftovers;
 }
 
+int user_dead_unmapped(const struct ubt_user *u)
+{
+	return u->dead_unmapped;
+}
+
+const char *user_dead_why(const struct ubt_user *u)
+{
+	return u->dead_why;
+}
+
 int user_moved_threads(const struct ubt_user *u)
 {
 	return u->moved;

@@ -308,6 +308,9 @@ int user_execs(const struct ubt_user *u);
 int user_children(const struct ubt_user *u);
 /* Jumps of a ubt that died, removed at attach (its leftovers). */
 int user_leftovers(const struct ubt_user *u);
+/* Their mappings taken out at attach, and why some stay ("" if none do). */
+int user_dead_unmapped(const struct ubt_user *u);
+const char *user_dead_why(const struct ubt_user *u);
 /*
  * After user_detach(): how many of ubt's mappings it took out of the
  * process, and why they stay when they do ("" when they do not).

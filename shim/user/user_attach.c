@@ -61,15 +61,18 @@ static int find_runtime(struct ubt_user *u, const struct user_opts *o)
  * Jumps of other ubt processes: a live one owns the runtime here (one
  * runtime serves one tracer: refuse); a dead one's leftovers go before
  * the runtime is set up again, with every thread stopped (their probe
- * code would write into the new session's blocks).
+ * code would write into the new session's blocks), and then the memory
+ * of every dead session whose jumps are all gone, unless a thread may
+ * still use it.
  */
 static int check_owners(struct ubt_user *u)
 {
 	struct owner_info oi;
 	int n;
 
+	/* memfds: dead sessions' memory, with their jumps gone already */
 	if (owner_scan(u->pid, &oi) ||
-	    (!oi.live_pid && !oi.dead_sites && !oi.dead_memfds))
+	    (!oi.live_pid && !oi.dead_sites && !oi.dead_memfds && !oi.memfds))
 		return 0;
 	if (oi.live_pid)
 		return user_err(u, -EBUSY, "another ubt (pid %u) runs probes in "
@@ -81,6 +84,10 @@ static int check_owners(struct ubt_user *u)
 	if (n < 0)
 		return user_err(u, n, "remove a dead ubt's jumps");
 	u->leftovers = n;
+	/* their memory too, now that nothing jumps there (user_unmap.c) */
+	n = user_unmap_dead(u);
+	if (n < 0)
+		return user_err(u, n, "remove a dead ubt's memory");
 	return 0;
 }
 

@@ -127,6 +127,8 @@ struct ubt_user {
 	uint64_t stray_rt[4][2];	/* the runtime's code then */
 	int stray_nrt;
 	char unmap_why[320];	/* why they stay, or empty */
+	int dead_unmapped;	/* user_unmap_dead(): dead ubts' mappings */
+	char dead_why[320];	/* why those stay, or empty */
 	int64_t tls_offset;
 	struct user_slice slices[RT_CODE_SLICES];
 	int nslices;
@@ -296,6 +298,14 @@ int user_unmap(struct ubt_user *u);
  */
 int user_unmap_child(struct ubt_user *u, struct pt *pt, const uint64_t *bpf,
 		     int nbpf, char *why, size_t len);
+/*
+ * At an attach, every thread stopped, dead ubts' jumps just removed
+ * (owner_restore()): the mappings of their memfds whose sites are all
+ * restored, their comm tables and descriptors taken out of the target,
+ * unless a thread may still use them (u->dead_why says which and why;
+ * the code stays read-only-executable).  user_unmap.c.
+ */
+int user_unmap_dead(struct ubt_user *u);
 /*
  * The descriptors of killed workers' memfds in the target (not own's,
  * the inode of this session's): those no mapping uses, and (mapped) those

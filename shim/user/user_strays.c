@@ -22,7 +22,9 @@
  *  - no mapping in the target uses it, or (at an attach) its control
  *    view is mapped and says the runtime that used it is this session's
  *    now, and no thread is inside the runtime (strays_unused()); its
- *    mappings stay, for a detach to remove;
+ *    mappings stay, for a detach to remove (the attach's
+ *    user_unmap_dead() took the mappings and descriptors of dead
+ *    sessions out already, unless a thread may still use them);
  *  - at the close the descriptor is still that memfd (same inode), in
  *    case the target closed it and opened something else under the
  *    same number meanwhile;

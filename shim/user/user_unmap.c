@@ -20,6 +20,15 @@
  * dlopen() finds it) forgets the memfd: its pointer to the control block
  * (ctl->ctl_at) and every thread's block pointer are cleared, as
  * user_reset_tls() does at an attach.
+ *
+ * The same at an attach, for dead sessions only (user_unmap_dead()):
+ * when both processes of a ubt are killed, no detach of theirs comes,
+ * and when every session is killed none ever would.  In the stop where
+ * the attach restored their jumps (owner_restore(), every thread held),
+ * the memory of each dead session whose sites are all restored goes
+ * under the same conditions, looked at once (a later ubt tries again),
+ * and only when their runtime is the one this ubt loads and no other
+ * process shares the memory.
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
@@ -60,6 +69,8 @@ struct um {
 	/* BPF maps' mappings (one inode for all: known by address) */
 	uint64_t bpf_lo[UNMAP_MAX], bpf_hi[UNMAP_MAX];
 	int nbpf;
+	int64_t tls_offset;	/* of the runtime's block pointer, or 0 */
+	int tries;		/* looks at the threads */
 };
 
 /* A remote system call in s's process (user_rsys() there). */
@@ -247,8 +258,8 @@ static const char *um_inside(struct ubt_user *u, const struct um *s, int i,
 		return "its registers cannot be read";
 	if (um_code(s, r.rip) || um_runtime(s, r.rip))
 		return "it runs ubt's code";
-	if (u->tls_offset &&
-	    !pt_read(s->pt, r.fs_base + (uint64_t)u->tls_offset, tls,
+	if (s->tls_offset &&
+	    !pt_read(s->pt, r.fs_base + (uint64_t)s->tls_offset, tls,
 		     sizeof(tls))) {
 		uint64_t top = 0;
 
@@ -273,7 +284,7 @@ static const char *um_wait(struct ubt_user *u, const struct um *s, pid_t *tid,
 	struct pt_map *pm;
 	int npm;
 
-	for (int t = 0; t < UNMAP_TRIES; t++) {
+	for (int t = 0; t < s->tries; t++) {
 		if (pt_maps(s->pid, &pm, &npm))
 			return "its mappings cannot be read";
 		why = NULL;
@@ -282,7 +293,7 @@ static const char *um_wait(struct ubt_user *u, const struct um *s, pid_t *tid,
 			*tid = s->pt->th[i].tid;
 		}
 		free(pm);
-		if (!why || t + 1 == UNMAP_TRIES)
+		if (!why || t + 1 == s->tries)
 			break;
 		*ran = true;
 		if (pt_run_briefly(s->pt, UNMAP_RUN_US))
@@ -397,6 +408,8 @@ static int um_run(struct ubt_user *u, struct pt *pt, bool child,
 	s->pt = pt;
 	s->pid = pt->pid;
 	s->child = child;
+	s->tls_offset = u->tls_offset;
+	s->tries = UNMAP_TRIES;
 	if (um_scan(u, s, own)) {
 		um_free(s);
 		return 0;	/* gone */
@@ -465,4 +478,133 @@ int user_unmap_child(struct ubt_user *u, struct pt *pt, const uint64_t *bpf,
 		     int nbpf, char *why, size_t len)
 {
 	return um_run(u, pt, true, bpf, nbpf, why, len);
+}
+
+/*
+ * Dead sessions' memory, at an attach (user_unmap_dead()).  Each
+ * control view of a memfd that may go (its sites all restored,
+ * owner_restore() said so) names where its runtime keeps its pointer to
+ * it and which %fs offset holds the threads' blocks: the runtime must be
+ * this ubt's (its pointer inside it), and one offset for all, else they
+ * stay.  NULL when they may go.
+ */
+static const char *um_dead_views(struct um *s)
+{
+	int64_t tls = 0;
+
+	for (int i = 0; i < s->n; i++) {
+		struct rt_ctl c;
+
+		if (s->m[i].gone || s->m[i].off)
+			continue;
+		if (pt_read(s->pt, s->m[i].start, &c, sizeof(c)))
+			return "a control view cannot be read";
+		if (c.ctl_at && (c.ctl_at < s->rt_start ||
+				 c.ctl_at + 8 > s->rt_end))
+			return "their runtime is not the one this ubt loads";
+		if (c.tls_offset && tls && c.tls_offset != tls)
+			return "their runtimes' thread offsets differ";
+		if (c.tls_offset)
+			tls = c.tls_offset;
+	}
+	/* set only here: um_inside() reads the blocks through it */
+	s->tls_offset = tls;
+	return NULL;
+}
+
+/*
+ * The runtime forgets them (every thread stopped, none inside): its
+ * pointer to the control block, the stubs' allocation (no wrapped call
+ * in progress), every thread's block pointer; and the comm tables those
+ * sessions mapped go.  As um_forget() for this session's own.
+ */
+static int um_dead_forget(struct ubt_user *u, struct um *s)
+{
+	uint64_t zero[2] = { 0, 0 };
+	int err = 0;
+
+	for (int i = 0; !err && i < s->n; i++) {
+		struct rt_ctl c;
+		uint64_t stub;
+
+		if (s->m[i].gone || s->m[i].off ||
+		    pt_read(s->pt, s->m[i].start, &c, sizeof(c)))
+			continue;
+		if (c.ctl_at)
+			err = pt_write(s->pt, c.ctl_at, zero, 8);
+		stub = c.fn[RT_FN_WRAP_STUB_NEXT];
+		if (!err && stub >= s->rt_start && stub + 4 <= s->rt_end)
+			err = pt_write(s->pt, stub, zero, 4);
+		if (!err && c.comm_tab)
+			err = um_bpf(u, s, c.comm_tab);
+	}
+	for (int i = 0; !err && s->tls_offset && i < s->pt->nth; i++) {
+		struct user_regs_struct r;
+
+		err = pt_regs(s->pt, i, &r) ?:
+		      pt_write(s->pt, r.fs_base + (uint64_t)s->tls_offset,
+			       zero, sizeof(zero));
+	}
+	return err;
+}
+
+int user_unmap_dead(struct ubt_user *u)
+{
+	const char *why;
+	pid_t tid = 0, vm;
+	bool ran = false;
+	struct um *s;
+	int64_t ret;
+	int err, n = 0;
+
+	u->dead_unmapped = 0;
+	u->dead_why[0] = 0;
+	s = calloc(1, sizeof(*s));
+	if (!s)
+		return -ENOMEM;
+	s->pt = &u->pt;
+	s->pid = u->pid;
+	s->tries = 1;	/* no waiting here: a later ubt tries again */
+	/* no memfd of this session's yet: inode 0 is none's */
+	if (um_scan(u, s, 0)) {
+		um_free(s);
+		return 0;
+	}
+	for (int i = 0; i < s->n; i++)
+		n += !s->m[i].gone;
+	if (!n) {
+		um_free(s);
+		return 0;
+	}
+	why = um_dead_views(s);
+	vm = why ? 0 : user_vm_sharer(u->pid);
+	if (vm)
+		why = "another process shares its memory";
+	if (!why)
+		why = um_wait(u, s, &tid, &ran);
+	else
+		tid = vm;
+	if (why) {
+		snprintf(u->dead_why, sizeof(u->dead_why), "pid %d: %d "
+			 "mapping(s) of dead ubts' memory stay in the process "
+			 "(their code read-only-executable) for a later ubt to "
+			 "remove: %s %d may still use them (%s)", (int)u->pid,
+			 n, vm ? "process" : "thread", (int)tid, why);
+		um_free(s);
+		return 0;
+	}
+	err = um_dead_forget(u, s);
+	for (int i = 0; !err && i < s->n; i++) {
+		if (s->m[i].gone)
+			continue;
+		err = um_sys(u, s, SYS_munmap, s->m[i].start,
+			     s->m[i].end - s->m[i].start, 0, 0, 0, 0, &ret);
+		if (!err)
+			u->dead_unmapped++;
+	}
+	/* their descriptors, each if still that memfd (all stopped) */
+	if (!err)
+		um_close_old(u, s, 0);
+	um_free(s);
+	return err;
 }

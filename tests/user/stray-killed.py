@@ -15,8 +15,8 @@ count (its worker and the ubt the user started, stopped first, then
 SIGKILL: alone, the worker outlives a kill of its process group and
 detaches): after each round the
 target holds one ubt memfd descriptor, the killed session's own (its
-attach closed the 3 unmapped ones, and the descriptor of the previous
-round's killed session, mapped, which the runtime no longer uses), computes right, and the killed session's jumps were in place.  Then a whole session counts exactly and
+attach closed the 3 unmapped ones, and took the previous round's killed
+session's memory and descriptor out: killed-memory.py), computes right, and the killed session's jumps were in place.  Then a whole session counts exactly and
 leaves no ubt memfd, mapped or not; the code is the file's; the target
 exits 0.  Prints TAP.
 """
