@@ -828,13 +828,14 @@ bool run_user_vm_child(struct run *r)
 	if (run_fallback_ready(r) && !run_fallback_state(r))
 		return run_fallback_child(r, c, n) != 0;
 	if (a)
-		fprintf(stderr, "ubt: pid %d (thread %d) is making a child "
-			"with clone(CLONE_VM) without CLONE_VFORK: it would run "
-			"on the per-thread block of the thread that makes it, "
-			"so user mode cannot count it apart; the probes cannot "
-			"move to the kernel in this run (%s): the run ends, its "
-			"maps unprinted (use --mode kernel)\n",
-			(int)user_pid(r->u), (int)a, run_fallback_why_not(r));
+		fprintf(stderr, "ubt: pid %d (thread %d) is making a "
+			"child with clone(CLONE_VM) without CLONE_VFORK: it "
+			"would run on the per-thread block of the thread that "
+			"makes it, so user mode cannot count it apart; the "
+			"probes cannot move to the kernel in this run (%s): "
+			"the run ends, its maps unprinted (use --mode "
+			"kernel)\n", (int)user_pid(r->u), (int)a,
+			run_fallback_why_not(r));
 	else
 		fprintf(stderr, "ubt: pid %d made %u child(ren) with "
 			"clone(CLONE_VM) without CLONE_VFORK (the first: pid "
