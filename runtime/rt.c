@@ -71,7 +71,6 @@ static struct rt_ksigaction rt_old_segv, rt_old_bus;
  */
 extern int __register_atfork(void (*prepare)(void), void (*parent)(void),
 			     void (*child)(void), void *dso);
-static long rt_pid;	/* the process rt_init ran in */
 
 static long rt_sigaction(int sig, const struct rt_ksigaction *act,
 			 struct rt_ksigaction *old)
@@ -333,15 +332,6 @@ RT_EXPORT int rt_ring_write(const void *data, uint32_t len, uint32_t type)
 }
 
 /* keys need not be aligned (a probe's stack, a slot) */
-/* futex(addr, FUTEX_WAIT, val, timeout): shared memory, not private */
-static long rt_futex_wait(uint32_t *addr, uint32_t val, long ns)
-{
-	struct { long sec, nsec; } ts = { ns / 1000000000L,
-					  ns % 1000000000L };
-
-	/* SYS_futex, FUTEX_WAIT */
-	return rt_syscall4(202, (long)addr, 0, (long)val, (long)&ts);
-}
 
 /*
  * On execve's entry (RT_FN_EXEC_HOOK): tell ubt, wait until it follows

@@ -68,7 +68,7 @@
 #ifndef UBT_RT_ABI_H
 #define UBT_RT_ABI_H
 
-#define RT_ABI_VERSION 14
+#define RT_ABI_VERSION 15
 /* rt_init() returns -(RT_ABI_MISMATCH + its RT_ABI_VERSION) when the
  * control block is of another version. */
 #define RT_ABI_MISMATCH 0x7ab10000L
@@ -81,6 +81,8 @@
 
 #define RT_MAX_CHILDREN 64
 #define RT_EXEC_WAIT_MS 1000
+/* a clone(CLONE_VM) announced waits for the hand-over at most this long */
+#define RT_VM_WAIT_MS 2000
 /*
  * The u64 at this offset of a block's map area is the process's pid (the
  * pid builtin): ubt puts the target's in the template; a forked child's
@@ -420,6 +422,19 @@ struct rt_ctl {
 		uint32_t slot;	/* the slot's offset in the map area */
 		uint32_t htab;	/* the map's struct rt_htab's */
 	} tslot[RT_TSLOT_MAX];
+	/*
+	 * A child with clone(CLONE_VM) without CLONE_VFORK about to be made
+	 * (runtime/rt_vfork.c, on libc's clone): the calling thread writes
+	 * its tid, then counts the announcement, and waits, at most
+	 * RT_VM_WAIT_MS, until ubt sets vm_ack (futex on it) at the end of
+	 * its detach: the process's probes were handed over to the kernel
+	 * (or the run ended) and its code is the file's again before the
+	 * child runs its first instruction.
+	 */
+	uint32_t vm_seq;	/* announcements so far (the runtime's) */
+	uint32_t vm_tid;	/* the thread that makes the child */
+	uint32_t vm_ack;	/* set by ubt: detached, the code restored */
+	uint32_t vm_pad;
 };
 
 /* chunks of blocks a process maps at most (rt_chunk.c) */

@@ -2,7 +2,8 @@
  * Internal to libubt-rt.so: what rt.c (thread blocks, faults, fork,
  * rings, init), rt_htab.c (per-thread keyed tables and their iteration),
  * rt_shtab.c (tables shared by all threads) and rt_stack.c (ustack's
- * frame-pointer walk), rt_vfork.c (the block lent to a CLONE_VM child)
+ * frame-pointer walk), rt_vfork.c (the block lent to a CLONE_VM child,
+ * the hand-over before one that does not wait)
  * share; the state itself
  * is in rt_state.c, so that calls run one way (rt.c -> the tables ->
  * rt_state.c).  Everything not
@@ -54,6 +55,8 @@ int rt_chunk_valid(const struct rt_ctl *ctl)
 
 /* rt_state.c: this process is a forked child of the one ubt attached to */
 extern int rt_forked __attribute__((visibility("hidden")));
+/* rt_state.c: the pid of the process rt_init ran in */
+extern long rt_pid __attribute__((visibility("hidden")));
 
 /* rt_tslot.c: a gone thread's per-thread slots, moved into their
  * maps' tables (blk taken again) */
@@ -89,6 +92,16 @@ static inline long rt_syscall4(long nr, long a, long b, long c, long d)
 			 : "a"(nr), "D"(a), "S"(b), "d"(c), "r"(r10)
 			 : "rcx", "r11", "memory");
 	return ret;
+}
+
+/* futex(addr, FUTEX_WAIT, val, timeout): shared memory, not private */
+static inline long rt_futex_wait(uint32_t *addr, uint32_t val, long ns)
+{
+	struct { long sec, nsec; } ts = { ns / 1000000000L,
+					  ns % 1000000000L };
+
+	/* SYS_futex, FUTEX_WAIT */
+	return rt_syscall4(202, (long)addr, 0, (long)val, (long)&ts);
 }
 
 typedef uint64_t rt_u64u __attribute__((aligned(1), may_alias));

@@ -20,9 +20,23 @@
  *    first (getpid() tells): it goes on to the caller and keeps its own.
  *
  * The parent thread waits in the kernel meanwhile, so nothing else uses
- * the pointer.  A nested call (a signal handler) lends nothing; a child
- * that shares the memory but does not make its parent wait (no
- * CLONE_VFORK) is left as it was.  One getpid() per call, none per hit.
+ * the pointer.  A nested call (a signal handler) lends nothing.  One
+ * getpid() per call, none per hit.
+ *
+ * A child that shares the memory but does not make its parent wait
+ * (clone() with CLONE_VM, without CLONE_VFORK or CLONE_THREAD) would run
+ * beside the thread that made it on that thread's block: its hits under
+ * the parent's pid and tid, its wrapped calls on the parent's shadow
+ * stack.  The two share %fs: only their stack pointers differ, and a
+ * check of it would cost every hit of every thread.  So the child never
+ * runs a user-mode probe: at clone's entry the thread announces it
+ * (rt_vm_wait(), struct rt_ctl vm_tid, vm_seq) and waits until ubt has
+ * handed the process's probes over to the kernel (or ended the run),
+ * restored its code and set vm_ack; the child then starts with the
+ * file's code, and the kernel counts it under its own pid and tid from
+ * its first instruction.  The wait is bounded (RT_VM_WAIT_MS: a ubt gone
+ * or stuck); a child made by a system call of its own is left to ubt's
+ * watcher (shim/user/user_vmwatch.c).  Nothing on the hit path.
  */
 #include <stdint.h>
 
@@ -40,10 +54,40 @@ void rt_vf_back(void);
 void rt_vf_lend(uint64_t *slot, uint64_t flags);
 uint64_t rt_vf_restore(void);
 
+/*
+ * A CLONE_VM child without CLONE_VFORK about to be made by the calling
+ * thread: tell ubt, wait (bounded) until its probes are out of the
+ * process and its code restored (ctl->vm_ack).  Only in the process ubt
+ * attached to: a forked or vfork'd child is not the one it hands over.
+ */
+static void rt_vm_wait(void)
+{
+	struct rt_ctl *ctl = rt_ctl_p;
+	int i;
+
+	if (!ctl || __atomic_load_n(&ctl->detached, __ATOMIC_ACQUIRE))
+		return;
+	if (rt_forked || rt_syscall0(39 /* getpid */) != rt_pid)
+		return;
+	__atomic_store_n(&ctl->vm_tid, (uint32_t)rt_syscall0(186 /* gettid */),
+			 __ATOMIC_RELAXED);
+	__atomic_add_fetch(&ctl->vm_seq, 1, __ATOMIC_RELEASE);
+	for (i = 0; i < RT_VM_WAIT_MS / 10; i++) {
+		if (__atomic_load_n(&ctl->vm_ack, __ATOMIC_ACQUIRE))
+			return;
+		rt_futex_wait(&ctl->vm_ack, 0, 10000000L);
+	}
+}
+
 /* slot: the caller's return address on the stack; flags: clone's */
 __attribute__((visibility("hidden"))) void rt_vf_lend(uint64_t *slot,
 						      uint64_t flags)
 {
+	if ((flags & (RT_CLONE_VM | RT_CLONE_VFORK | RT_CLONE_THREAD)) ==
+	    RT_CLONE_VM) {
+		rt_vm_wait();
+		return;
+	}
 	if ((flags & (RT_CLONE_VM | RT_CLONE_VFORK | RT_CLONE_THREAD |
 		      RT_CLONE_SETTLS)) != (RT_CLONE_VM | RT_CLONE_VFORK))
 		return;

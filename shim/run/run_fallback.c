@@ -28,6 +28,9 @@
  * returns through its trampoline (kept mapped) and counts in user mode,
  * where it entered.  Not exact: the child's own hits in the few
  * milliseconds before the stop, on its parent thread's block (said).
+ * Exact when libc's clone() makes the child: the thread announces it
+ * and waits (runtime/rt_vfork.c, user_vm_asked(); child 0 here), the
+ * hand-over comes before the child exists.
  *
  * A hand-over only when every map the user-mode probes use is an
  * aggregation (run_fallback_state()): the values of both sides merge
@@ -194,12 +197,19 @@ int run_fallback_child(struct run *r, pid_t child, unsigned nchildren)
 			strerror(-h.err));
 		return h.err;
 	}
-	fprintf(stderr, "WARNING: pid %d made %u child(ren) with "
-		"clone(CLONE_VM) without CLONE_VFORK (the first: pid %d) "
-		"after ubt attached: its user-mode probes run in the kernel "
-		"from now on (its and the child's hits before that counted "
-		"in user mode, under either one's pid)\n",
-		(int)pid, nchildren, (int)child);
+	if (!child)
+		fprintf(stderr, "WARNING: pid %d is making a child with "
+			"clone(CLONE_VM) without CLONE_VFORK after ubt "
+			"attached: its user-mode probes run in the kernel from "
+			"now on, before the child starts (every hit counts "
+			"under its own pid)\n", (int)pid);
+	else
+		fprintf(stderr, "WARNING: pid %d made %u child(ren) with "
+			"clone(CLONE_VM) without CLONE_VFORK (the first: pid "
+			"%d) after ubt attached: its user-mode probes run in "
+			"the kernel from now on (its and the child's hits "
+			"before that counted in user mode, under either one's "
+			"pid)\n", (int)pid, nchildren, (int)child);
 	if (r->o->verbose) {
 		fprintf(stderr, "ubt: pid %d: user-mode probes handed over to "
 			"kernel uprobes on pid %d in one stop (%.3f ms; %d "

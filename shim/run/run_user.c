@@ -820,7 +820,9 @@ void run_user_warnings(struct run *r)
 
 /*
  * A child made by clone(CLONE_VM) in the target since the attach
- * (user_vmwatch.c) runs on the block of the thread that made it: its
+ * (user_vmwatch.c), or one a thread is about to make with libc's clone()
+ * and waits for the detach to make (user_vm_asked()), runs on the block
+ * of the thread that made it: its
  * hits would count as that thread's, with its pid and tid, and a return
  * probe would share its shadow stack.  The probes move to the kernel
  * (run_fallback.c); where they cannot, the run ends with an error, the
@@ -830,18 +832,29 @@ void run_user_warnings(struct run *r)
 bool run_user_vm_child(struct run *r)
 {
 	unsigned n = 0;
-	pid_t c = user_vm_child(r->u, &n);
+	pid_t c = user_vm_child(r->u, &n), a = c ? 0 : user_vm_asked(r->u);
 
-	if (!c)
+	if (!c && !a)
 		return false;
 	if (run_fallback_ready(r) && !run_fallback_state(r))
 		return run_fallback_child(r, c, n) != 0;
-	fprintf(stderr, "ubt: pid %d made %u child(ren) with clone(CLONE_VM) "
-		"without CLONE_VFORK (the first: pid %d) after ubt attached: "
-		"the child runs on the per-thread block of the thread that "
-		"made it, so user mode cannot count it apart; the probes "
-		"cannot move to the kernel in this run (%s): the run ends, its "
-		"maps unprinted (use --mode kernel)\n", (int)user_pid(r->u),
-		n, (int)c, run_fallback_why_not(r));
+	if (a)
+		fprintf(stderr, "ubt: pid %d (thread %d) is making a "
+			"child with clone(CLONE_VM) without CLONE_VFORK: it "
+			"would run on the per-thread block of the thread that "
+			"makes it, so user mode cannot count it apart; the "
+			"probes cannot move to the kernel in this run (%s): "
+			"the run ends, its maps unprinted (use --mode "
+			"kernel)\n", (int)user_pid(r->u), (int)a,
+			run_fallback_why_not(r));
+	else
+		fprintf(stderr, "ubt: pid %d made %u child(ren) with "
+			"clone(CLONE_VM) without CLONE_VFORK (the first: pid "
+			"%d) after ubt attached: the child runs on the "
+			"per-thread block of the thread that made it, so user "
+			"mode cannot count it apart; the probes cannot move to "
+			"the kernel in this run (%s): the run ends, its maps "
+			"unprinted (use --mode kernel)\n", (int)user_pid(r->u),
+			n, (int)c, run_fallback_why_not(r));
 	return true;
 }

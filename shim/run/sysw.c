@@ -610,16 +610,20 @@ static void sysw_sweep(struct sysw *s)
  * kernel's int3s back, it and the child out of the taken table; the
  * kernel counts both from then on, each under its own pid.  What the
  * child hit before (up to one round of the run loop) counted as the
- * thread that made it: said.
+ * thread that made it: said.  A child libc's clone() makes is announced
+ * first and waits for the detach (user_vm_asked()): none counted so.
  */
 static void sysw_vm_back(struct run *r, int i)
 {
 	struct sysw *s = r->sw;
 	struct sysw_breaks *b = &s->breaks[i];
-	pid_t pid = user_pid(r->u), c;
+	pid_t pid = user_pid(r->u), c, a = 0;
 	unsigned n = 0;
 
-	if (b->vm_back || !(c = user_vm_child(r->u, &n)))
+	if (b->vm_back)
+		return;
+	c = user_vm_child(r->u, &n);
+	if (!c && !(a = user_vm_asked(r->u)))
 		return;
 	b->vm_back = true;
 	if (user_detach(r->u)) {
@@ -630,6 +634,13 @@ static void sysw_vm_back(struct run *r, int i)
 	if (b->execs == user_execs(r->u))
 		sysw_rebreak(b);
 	sysw_taken_out(s, pid);
+	if (a) {
+		fprintf(stderr, "ubt: warning: pid %d (thread %d) is making a "
+			"child with clone(CLONE_VM) without CLONE_VFORK after "
+			"it was taken: its probes run in the kernel from now "
+			"on, before the child starts\n", (int)pid, (int)a);
+		return;
+	}
 	sysw_taken_out(s, c);
 	fprintf(stderr, "ubt: warning: pid %d made %u child(ren) with "
 		"clone(CLONE_VM) without CLONE_VFORK (the first: pid %d) "

@@ -290,6 +290,14 @@ const char *user_vfork_note(const struct ubt_user *u);
  * children are not watched, or NULL.
  */
 pid_t user_vm_child(struct ubt_user *u, unsigned *n);
+/*
+ * A thread of the target about to make such a child with libc's clone()
+ * (runtime/rt_vfork.c): its tid, or 0.  It waits until the detach (a
+ * hand-over) before the child exists: the child never runs user-mode
+ * probes, the detach leaves ubt's memory in the process (the thread
+ * waits inside it).
+ */
+pid_t user_vm_asked(struct ubt_user *u);
 const char *user_vmwatch_note(const struct ubt_user *u);
 /* Has a thread announced an execve() that ubt has not handled yet? */
 bool user_exec_pending(const struct ubt_user *u);

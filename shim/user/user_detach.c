@@ -209,6 +209,15 @@ static void detach_unmap(struct ubt_user *u)
 			 "inside", (int)u->pid, (int)u->vm_child);
 		return;
 	}
+	if (u->vm_asked) {
+		/* the thread reads the control block until it sees detached */
+		snprintf(u->unmap_why, sizeof(u->unmap_why), "pid %d: ubt's "
+			 "memory stays in the process (read-only-executable, "
+			 "the probes idle): thread %d waits inside it to make "
+			 "a child with clone(CLONE_VM)", (int)u->pid,
+			 (int)u->vm_asked);
+		return;
+	}
 	if (still_ours(u, u->pid) && user_unmap(u) &&
 	    !user_process_gone(u, -EIO))
 		fprintf(stderr, "ubt: warning: pid %d: ubt's memory in the "
@@ -316,6 +325,11 @@ int user_detach(struct ubt_user *u)
 	}
 	free(bpf);
 	u->nsems = 0;
+	/* the code is the file's again: a thread that announced a
+	 * clone(CLONE_VM) (runtime/rt_vfork.c) makes its child now */
+	__atomic_store_n(&u->m.ctl->vm_ack, 1, __ATOMIC_RELEASE);
+	syscall(SYS_futex, &u->m.ctl->vm_ack, 1 /* FUTEX_WAKE */, INT_MAX,
+		NULL, NULL, 0);
 	/* every site restored: a later ubt need not search this memfd */
 	if (!err)
 		__atomic_store_n(&u->m.ctl->sites_clean, 1, __ATOMIC_RELEASE);

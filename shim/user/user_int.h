@@ -203,6 +203,8 @@ struct ubt_user {
 	int vmw_map, vmw_ev;
 	pid_t vm_child;		/* the first seen, 0: none */
 	unsigned vm_children;
+	/* the thread that announced one (rt_vfork.c) and waits, 0: none */
+	pid_t vm_asked;
 	char vmw_why[256];	/* why it is not watched */
 	/* user_xmap.c: tables shared with kernel probes (placed again
 	 * after an exec); user.c closes the fds */

@@ -13,6 +13,13 @@
  * stops the child as well while it restores the code, and leaves ubt's
  * mappings in place (the child may be inside them).
  *
+ * A child made by libc's clone() is announced before it exists (the
+ * runtime's hook on clone, runtime/rt_vfork.c: struct rt_ctl vm_seq,
+ * vm_tid; user_vm_asked()): the calling thread waits until the detach,
+ * so the hand-over comes before the child's first instruction and the
+ * watcher flags it only after.  This watch is for the rest: clone(2) or
+ * clone3(2) called directly.
+ *
  * Children that make their parent wait (CLONE_VFORK) are the vfork
  * hooks' (user_vfork.c), and threads (CLONE_THREAD) have their own
  * thread pointer: neither is flagged.  Forked children (no CLONE_VM)
@@ -169,6 +176,20 @@ pid_t user_vm_child(struct ubt_user *u, unsigned *n)
 	if (n)
 		*n = u ? u->vm_children : 0;
 	return u ? u->vm_child : 0;
+}
+
+pid_t user_vm_asked(struct ubt_user *u)
+{
+	struct rt_ctl *ctl = u ? u->m.ctl : NULL;
+	uint32_t tid;
+
+	if (!ctl || u->vm_asked || u->detached ||
+	    !__atomic_load_n(&ctl->vm_seq, __ATOMIC_ACQUIRE))
+		return u ? u->vm_asked : 0;
+	/* the target's word: a thread id, or the target's pid */
+	tid = __atomic_load_n(&ctl->vm_tid, __ATOMIC_RELAXED);
+	u->vm_asked = tid && tid <= INT32_MAX ? (pid_t)tid : u->pid;
+	return u->vm_asked;
 }
 
 const char *user_vmwatch_note(const struct ubt_user *u)

@@ -30,6 +30,14 @@
  * int3 (a kernel uprobe's: the probes were handed over to the kernel),
  * then both call ubt_vf_tick N times as in vm; "no int3" and exit 1 when
  * none came.
+ * ubt-vfork N vmsync: "ready", a wait for SIGUSR1, the N calls,
+ * "ticked", then libc's clone(CLONE_VM | SIGCHLD) ("vm PID") of a child
+ * that looks at ubt_vf_tick's first byte, calls it N times, then writes
+ * to a pipe, while the parent calls it N times too; the parent reads the
+ * pipe, reaps the child ("vmdone PID"), prints "done" and waits for
+ * SIGUSR1 again.  The child exits 5 when the byte it saw first was not
+ * an int3 (a kernel uprobe's): it ran before the probes were in the
+ * kernel.  vmsyncc: the same for -c, without the signals.
  * Exits 0, or 1 after a wrong result or a child that failed.
  */
 #define _GNU_SOURCE
@@ -169,6 +177,57 @@ static int vm_wait_int3(void)
 	return 1;
 }
 
+/* vmsync's child: the first byte it finds, its calls, the pipe */
+static int vm_sync_child(void *arg)
+{
+	const volatile unsigned char *code =
+		(const volatile unsigned char *)(uintptr_t)ubt_vf_tick;
+	int int3 = *code == 0xcc;
+	long bad = ticks(vm_n);
+
+	(void)arg;
+	if (write(vm_fd[1], "x", 1) != 1)
+		_exit(4);
+	_exit(bad ? 3 : int3 ? 0 : 5);
+}
+
+/* ubt-vfork N vmsync (-p: signals) | vmsyncc (-c) */
+static int vm_sync_main(long n, int signals)
+{
+	static char stack[64 * 1024] __attribute__((aligned(16)));
+	long bad = 0;
+	sigset_t usr1;
+	pid_t pid;
+	char c;
+
+	vm_n = n;
+	if (pipe(vm_fd))
+		return 1;
+	if (signals)
+		target_wait_usr1();
+	bad |= ticks(n);
+	printf("ticked\n");
+	fflush(stdout);
+	pid = clone(vm_sync_child, stack + sizeof(stack), CLONE_VM | SIGCHLD,
+		    NULL);
+	if (pid <= 0)
+		return 1;
+	bad |= ticks(n);
+	bad |= read(vm_fd[0], &c, 1) != 1;
+	printf("vm %d\n", (int)pid);
+	bad |= reap("vmdone", pid);
+	printf("done\n");
+	fflush(stdout);
+	if (signals) {
+		sigemptyset(&usr1);
+		sigaddset(&usr1, SIGUSR1);
+		*target_usr1() = 0;
+		sigprocmask(SIG_UNBLOCK, &usr1, NULL);
+		target_wait_usr1();
+	}
+	return target_result("ubt-vfork", bad);
+}
+
 /*
  * ubt-vfork N vm|vmlate|vmraw|vmtaken (taken 1)|vmhand (taken 2)|vmhandc
  * (taken 3)
@@ -247,6 +306,10 @@ int main(int argc, char **argv)
 		return vm_main(rounds, 1, 1, 2);
 	if (argc > 2 && !strcmp(argv[2], "vmhandc"))
 		return vm_main(rounds, 0, 1, 3);
+	if (argc > 2 && !strcmp(argv[2], "vmsync"))
+		return vm_sync_main(rounds, 1);
+	if (argc > 2 && !strcmp(argv[2], "vmsyncc"))
+		return vm_sync_main(rounds, 0);
 	if (wait)
 		target_wait_usr1();
 	for (long r = 0; r < rounds; r++)

@@ -166,7 +166,10 @@ for mode in kernel auto; do
 done
 
 # a CLONE_VM child made after ubt attached, by libc's clone() (vmlate) or
-# by the system call itself (vmraw): ubt sees it (task_newtask) and hands
+# by the system call itself (vmraw).  vmlate: the runtime's hook on clone
+# announces it and the thread waits until ubt has handed the probes over
+# to the kernel, before the child exists: the counts are the kernel's,
+# with a warning.  vmraw: ubt sees it (task_newtask) and hands
 # the probes over to the kernel, with a warning: the child's calls before
 # that (they start at once) counted in user mode, the parent's and the
 # child's under either one's pid (between 1000 and 2000 in all where the
@@ -196,6 +199,11 @@ for how in vmlate vmraw; do
 			what="$what, its own calls counted"
 			[ $rc -eq 0 ] && [ "$got" = "@p[P]: 1000
 @t[1]: 1000" ]
+		elif [ $mode = auto ] && [ $how = vmlate ]; then
+			what="$what; the probes handed over to the kernel before the child starts, said, the run goes on, its own calls counted"
+			[ $rc -eq 0 ] && [ "$got" = "@p[P]: 1000
+@t[1]: 1000" ] && [ -n "$kid" ] &&
+			grep -q "^WARNING: pid $me is making a child with clone(CLONE_VM) without CLONE_VFORK after ubt attached: its user-mode probes run in the kernel from now on, before the child starts" "$err"
 		elif [ $mode = auto ]; then
 			what="$what; the probes handed over to the kernel, said, the run goes on"
 			np=$(grep "^@p\[$me\]: " "$out" | sed 's/.*: //')
@@ -208,6 +216,10 @@ for how in vmlate vmraw; do
 			[ -z "$(grep '^@' "$out" | grep -v "^@p\[$me\]: \|^@p\[$kid\]: \|^@t\[1\]: ")" ] &&
 			[ -n "$kid" ] &&
 			grep -q "^WARNING: pid $me made 1 child(ren) with clone(CLONE_VM) without CLONE_VFORK (the first: pid $kid) after ubt attached: its user-mode probes run in the kernel from now on" "$err"
+		elif [ $how = vmlate ]; then
+			what="$what; the run ends with the reason before the child starts, no count printed"
+			[ $rc -eq 1 ] && [ -z "$got" ] && [ -n "$kid" ] &&
+			grep -q "^ubt: pid $me (thread $me) is making a child with clone(CLONE_VM) without CLONE_VFORK: .* the run ends, its maps unprinted" "$err"
 		else
 			what="$what; the run ends with the reason, no count printed"
 			[ $rc -eq 1 ] && [ -z "$got" ] && [ -n "$kid" ] &&
@@ -302,6 +314,74 @@ for mode in kernel auto; do
 		not_ok "$what" "exit $rc" "got:" "$got" "kernel's:" "$c_out" \
 			"$(cat "$out")" "$(cat "$err")"
 	fi
+done
+
+# the CLONE_VM window (libc's clone(), vmsync/vmsyncc): the child looks at
+# the function's first byte before its 1000 calls, while the parent makes
+# its own, and exits 5 unless it is the kernel's int3 (it ran before the
+# hand-over; a pipe tells the parent when its calls are done); per-pid
+# counts exactly --mode kernel's, the child and the target exit 0, libc's
+# clone and the function the file's code after the run.  -c counts the
+# child's calls; -p the target's own (the kernel's uprobes on pid P).
+for how in vmsyncc vmsync; do
+	s_out=
+	for mode in kernel auto; do
+		: >"$tout"
+		if [ $how = vmsyncc ]; then
+			timeout 120 "$UBT" -v --mode $mode -c "$bin 1000 $how" -e \
+				"uprobe:$bin:ubt_vf_tick { @p[pid] = count(); @t[pid == tid] = count(); }
+				 uretprobe:$bin:ubt_vf_tick { @r[pid] = count(); }" \
+				>"$out" 2>"$err" </dev/null
+			rc=$?
+			tr=$out
+			me=$(sed -n 's/^pid //p' "$out")
+			trc=$(sed -n 's/^ubt: the command (pid [0-9]*) exited with status //p' "$err")
+			before=x after=x cbefore=x cafter=x
+			want="@p[C]: 1000
+@p[P]: 2000
+@r[C]: 1000
+@r[P]: 2000
+@t[1]: 3000"
+		else
+			"$bin" 1000 $how >"$tout" 2>&1 </dev/null &
+			tp=$!
+			wait_for 100 "" '^ready' "$tout"
+			before=$(code $tp ubt_vf_tick)
+			cbefore=$(libcode $tp clone)
+			ubt_bg 60 -v --mode $mode -p $tp -e \
+				"uprobe:$bin:ubt_vf_tick { @p[pid] = count(); @t[pid == tid] = count(); }
+				 uretprobe:$bin:ubt_vf_tick { @r[pid] = count(); }"
+			kill -USR1 $tp
+			wait_for 300 $tp '^done' "$tout"
+			cafter=$(libcode $tp clone)
+			end_run
+			tr=$tout
+			me=$(sed -n 's/^pid //p' "$tout")
+			want="@p[P]: 2000
+@r[P]: 2000
+@t[1]: 2000"
+		fi
+		kid=$(sed -n 's/^vm //p' "$tr")
+		got=$(grep '^@' "$out" | sed "s/\[$me\]/[P]/; s/\[$kid\]/[C]/" |
+		      sort)
+		[ $mode = kernel ] && s_out=$got
+		what="a libc clone(CLONE_VM) child beside its parent ($how, $mode): per-pid counts as the kernel's, the child starts on the kernel's probes, exit 0, code as before"
+		if [ $rc -eq 0 ] && [ "$trc" = 0 ] && [ -n "$me" ] &&
+		   [ -n "$kid" ] && [ "$got" = "$s_out" ] &&
+		   [ "$got" = "$want" ] && grep -q "^vmdone $kid\$" "$tr" &&
+		   [ -n "$before" ] && [ "$before" = "$after" ] &&
+		   [ -n "$cbefore" ] && [ "$cbefore" = "$cafter" ] &&
+		   { [ $mode = kernel ] ||
+		     { grep -q "^ubt: pid $me: user-mode probes handed over to kernel uprobes on pid $me in one stop" "$err" &&
+		       grep -q "^WARNING: pid $me is making a child with clone(CLONE_VM) without CLONE_VFORK after ubt attached: its user-mode probes run in the kernel from now on, before the child starts" "$err"; }; }
+		then
+			ok "$what"
+		else
+			not_ok "$what" "exit $rc, target $trc, before $before after $after, clone $cbefore / $cafter" \
+				"got:" "$got" "kernel's:" "$s_out" \
+				"$(cat "$tr")" "$(cat "$err")"
+		fi
+	done
 done
 
 # no hand-over where a user-mode probe writes a map that is not an
