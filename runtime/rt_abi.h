@@ -433,7 +433,9 @@ struct rt_ctl {
 	 */
 	uint32_t vm_seq;	/* announcements so far (the runtime's) */
 	uint32_t vm_tid;	/* the thread that makes the child */
-	uint32_t vm_ack;	/* set by ubt: detached, the code restored */
+	uint32_t vm_ack;	/* 1 set by ubt: detached, the code restored;
+				 * 2 by the runtime: a wait ran out, none
+				 * more in this session */
 	uint32_t vm_pad;
 };
 

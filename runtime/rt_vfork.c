@@ -77,6 +77,13 @@ static void rt_vm_wait(void)
 			return;
 		rt_futex_wait(&ctl->vm_ack, 0, 10000000L);
 	}
+	/*
+	 * No answer: ubt was killed or is stuck.  Later children of this
+	 * session do not wait again (ubt's watcher still sees them), so a
+	 * ubt killed with its guard costs the process one wait, not one
+	 * per clone() until the next ubt reclaims its code.
+	 */
+	__atomic_store_n(&ctl->vm_ack, 2, __ATOMIC_RELEASE);
 }
 
 /* slot: the caller's return address on the stack; flags: clone's */
