@@ -48,7 +48,7 @@ static int find_runtime(struct ubt_user *u, const struct user_opts *o)
 		user_err(u, 0, "%s", why);
 		return err;
 	}
-	if (strlen(u->rt_path) + 1 > RT_CTL_SIZE - USER_SCRATCH_OFF)
+	if (strlen(u->rt_path) + 1 > USER_DONE_OFF - USER_SCRATCH_OFF)
 		return user_err(u, -ENAMETOOLONG, "%s", u->rt_path);
 	err = patch_find_symbol(u->rt_path, "rt_init", &u->rt_init_vaddr, &sz,
 				&off);
@@ -118,6 +118,15 @@ static struct ubt_user *attach(struct ubt_user *u, const struct user_opts *o,
 		e = e ?: test_stall(u);
 	e = e ?: user_check_libc(u);
 	e = e ?: user_place_memfd(u, o);
+	/*
+	 * The memfd is shared now: the runtime's dlopen() and rt_init() run
+	 * without a system call stop each (ptrace_done.c), until the end
+	 * of this stop (user_release() forgets it; the detach unmaps it).
+	 */
+	if (!e)
+		pt_done_word(&u->pt, u->target_base + USER_DONE_OFF,
+			     (volatile uint32_t *)(u->m.base +
+						   USER_DONE_OFF));
 	/* killed workers' descriptors (user_strays.c), listed before */
 	if (!e && !u->child)
 		user_strays_close(u);
@@ -131,6 +140,7 @@ static struct ubt_user *attach(struct ubt_user *u, const struct user_opts *o,
 		user_prepare_slice(u, o->modules[i]);
 	if (!e && u->libc[0])
 		user_prepare_slice(u, u->libc);
+	pt_done_word(&u->pt, 0, NULL);
 	if (!e)
 		return u;
 	if (u->target_fd > 0) {
