@@ -185,6 +185,10 @@ static int run_ctl(struct pt *p, struct user_regs_struct *r, bool set,
 			if (w)
 				break;
 			if (p->done_call && pt_done_seen(p)) {
+				/* for tests (tests/README.md): the thread
+				 * waits in the helper, no ubt to stop it */
+				if (getenv("UBT_TEST_DIE_IN_DONE"))
+					kill(getpid(), SIGKILL);
 				err = done_end(p, r, ret);
 				break;
 			}
