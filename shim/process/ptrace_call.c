@@ -327,6 +327,7 @@ int pt_syscall(struct pt *p, long nr, const uint64_t args[6], int64_t *ret)
 
 	if (p->ctl < 0)
 		return -EINVAL;
+	p->done_call = false;	/* a call pt_call_more() gave up on */
 	err = stub_ready(p);
 	err = err ?: pt_stub_enter(p, false, (uint64_t)nr, args, &r);
 	if (err)
@@ -363,6 +364,7 @@ int pt_call(struct pt *p, uint64_t fn, const uint64_t args[6], uint64_t *ret,
 
 	if (p->ctl < 0)
 		return -EINVAL;
+	p->done_call = false;
 	err = stub_ready(p);
 	if (err)
 		return err;
