@@ -369,9 +369,12 @@ __attribute__((visibility("hidden"))) void rt_exec_wait(void)
 
 /*
  * Called by ubt (remote call) once after dlopen, in a stopped thread of the
- * target: publish the helpers and return the %fs offset of rt_self.
+ * target: publish the helpers and return the %fs offset of rt_self.  vdso:
+ * the vDSO's address from the target's auxiliary vector, believed only
+ * with check == ~vdso (callers that pass one argument leave both words
+ * undefined; none is read then).
  */
-RT_EXPORT long rt_init(struct rt_ctl *ctl)
+RT_EXPORT long rt_init(struct rt_ctl *ctl, uint64_t vdso, uint64_t check)
 {
 	uintptr_t fs0;
 
@@ -401,7 +404,7 @@ RT_EXPORT long rt_init(struct rt_ctl *ctl)
 	ctl->fn[RT_FN_SHTAB_DELETE] = (uintptr_t)rt_shtab_delete;
 	ctl->fn[RT_FN_SHTAB_NEXT] = (uintptr_t)rt_shtab_next;
 	ctl->fn[RT_FN_HTAB_NEXT_ALL] = (uintptr_t)rt_htab_next_all;
-	rt_clock_init();
+	rt_clock_init(check == ~vdso ? vdso : 0);
 	ctl->fn[RT_FN_CLOCK_NS] = (uintptr_t)rt_clock_ns;
 	ctl->fn[RT_FN_EXEC_HOOK] = (uintptr_t)rt_exec_hook;
 	ctl->fn[RT_FN_USTACK] = (uintptr_t)rt_ustack;

@@ -6,8 +6,10 @@
  * 200-400.  This is what user-mode events are stamped with when the
  * time-stamp counter is not a clock (shim/base/merge.h), and what nsecs reads.
  *
- * rt_init() finds the vDSO in the auxiliary vector (AT_SYSINFO_EHDR, read
- * from /proc/self/auxv: no libc) and looks __vdso_clock_gettime up in its
+ * rt_init() finds the vDSO in the auxiliary vector (AT_SYSINFO_EHDR, which
+ * ubt reads from /proc/PID/auxv before its stop and passes; an older ubt
+ * passes 0, and it is read from /proc/self/auxv here: no libc, four
+ * system calls, each two stops of ubt's remote call) and looks __vdso_clock_gettime up in its
  * dynamic symbols (DT_HASH, else DT_GNU_HASH).  Without a vDSO (vdso=0,
  * a sandbox that refuses the open) the system call is made instead.  The
  * kernel builds the vDSO's clock code without vector instructions, as the
@@ -130,9 +132,10 @@ static uint64_t rt_vdso_sym(uint64_t base, const char *name)
 	return 0;
 }
 
-__attribute__((visibility("hidden"))) void rt_clock_init(void)
+__attribute__((visibility("hidden"))) void rt_clock_init(uint64_t vdso)
 {
-	uint64_t fn = rt_vdso_sym(rt_auxv_vdso(), "__vdso_clock_gettime");
+	uint64_t fn = rt_vdso_sym(vdso ?: rt_auxv_vdso(),
+				  "__vdso_clock_gettime");
 
 	__atomic_store_n(&rt_vdso_gettime, (rt_gettime_fn)(uintptr_t)fn,
 			 __ATOMIC_RELEASE);

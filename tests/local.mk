@@ -276,6 +276,7 @@ TESTS += \
 	tests/user/sacred.sh \
 	tests/user/share.py \
 	tests/user/stop-late.sh \
+	tests/user/call-stops.sh \
 	tests/user/sigjmp.py \
 	tests/user/stale-call.py \
 	tests/user/stray-killed.py \
@@ -332,6 +333,7 @@ EXTRA_DIST += \
 	tests/user/sacred.sh \
 	tests/user/share.py \
 	tests/user/stop-late.sh \
+	tests/user/call-stops.sh \
 	tests/user/sigjmp.py \
 	tests/user/stale-call.py \
 	tests/user/stray-killed.py \

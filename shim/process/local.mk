@@ -14,4 +14,5 @@ libubt_a_SOURCES += \
 	shim/process/ptrace_int.h \
 	shim/process/ptrace_mem.c \
 	shim/process/ptrace_stop.c \
-	shim/process/ptrace_stub.c
+	shim/process/ptrace_stub.c \
+	shim/process/ptrace_done.c

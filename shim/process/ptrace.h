@@ -71,6 +71,16 @@ struct pt {
 	uint64_t call_max_ns;
 	/* pt_call_near(): the mmap to place, while the call runs */
 	uint64_t near_len, near_at;
+	/*
+	 * pt_done_word(): a word shared with the target (its address there,
+	 * and here), through which calls end without system call stops
+	 * (ptrace_done.c); done_call while such a call runs; done_page the
+	 * stub's page whose helper is checked.
+	 */
+	uint64_t done_at;
+	volatile uint32_t *done;
+	bool done_call;
+	uint64_t done_page;
 };
 
 struct pt_map {
@@ -121,6 +131,12 @@ int pt_call(struct pt *p, uint64_t fn, const uint64_t args[6], uint64_t *ret,
  * timeout_ms more pass (-ETIMEDOUT again).
  */
 int pt_call_more(struct pt *p, uint64_t *ret, int timeout_ms);
+/*
+ * From now on (local NULL: no more), pt_call() ends without system call
+ * stops through a 16-byte word shared with the target: at address at
+ * there, local here (ptrace_done.c).  Only while that mapping stays.
+ */
+void pt_done_word(struct pt *p, uint64_t at, volatile uint32_t *local);
 
 /*
  * pt_call() of a loader (dlopen): the first mmap of len bytes, at no

@@ -131,6 +131,21 @@ static bool fault_stop(pid_t tid, int sig)
 }
 
 /*
+ * The helper said done (ptrace_done.c): the thread stopped, the result
+ * into *ret.  1: its own registers go back as after any call; else it put
+ * itself back already (a late ubt): it is as it is, nothing to settle.
+ */
+static int done_end(struct pt *p, struct user_regs_struct *r, uint64_t *ret)
+{
+	int in = pt_done_stop(p, r);
+
+	if (in < 0)
+		return in;
+	*ret = pt_done_result(p);
+	return in ? 0 : 1;
+}
+
+/*
  * Run the control thread (from r, when set) through the stub to its end
  * (pt_stub_done(): the result into *ret), stopping at each system call;
  * then its own registers go back (pt_settle()).  A fault in the call
@@ -156,7 +171,10 @@ static int run_ctl(struct pt *p, struct user_regs_struct *r, bool set,
 	for (;;) {
 		pid_t w;
 
-		if (ptrace(PTRACE_SYSCALL, tid, 0, 0) < 0) {
+		/* a call through the helper: no system call stops, once the
+		 * loader's mmap is placed */
+		if (ptrace(p->done_call && !p->near_len ? PTRACE_CONT :
+			   PTRACE_SYSCALL, tid, 0, 0) < 0) {
 			err = -errno;
 			break;
 		}
@@ -166,6 +184,14 @@ static int run_ctl(struct pt *p, struct user_regs_struct *r, bool set,
 			w = waitpid(tid, &st, __WALL | WNOHANG);
 			if (w)
 				break;
+			if (p->done_call && pt_done_seen(p)) {
+				/* for tests (tests/README.md): the thread
+				 * waits in the helper, no ubt to stop it */
+				if (getenv("UBT_TEST_DIE_IN_DONE"))
+					kill(getpid(), SIGKILL);
+				err = done_end(p, r, ret);
+				break;
+			}
 			clock_gettime(CLOCK_MONOTONIC, &t);
 			us = (t.tv_sec - t0.tv_sec) * 1000000LL +
 			     (t.tv_nsec - t0.tv_nsec) / 1000;
@@ -188,10 +214,14 @@ static int run_ctl(struct pt *p, struct user_regs_struct *r, bool set,
 				err = -ETIMEDOUT;
 				break;
 			}
-			sigtimedwait(&chld, NULL,
-				     &(struct timespec){ .tv_nsec = 200000 });
+			if (p->done_call)	/* the helper wakes it */
+				pt_done_sleep(p, 200000);
+			else
+				sigtimedwait(&chld, NULL,
+					     &(struct timespec){ .tv_nsec =
+								 200000 });
 		}
-		if (err)
+		if (err || (p->done_call && pt_done_seen(p) && !w))
 			break;
 		if (w < 0) {
 			err = -errno;
@@ -211,6 +241,12 @@ static int run_ctl(struct pt *p, struct user_regs_struct *r, bool set,
 			}
 			if (pt_stub_done(p, r)) {
 				*ret = r->rdi;
+				break;
+			}
+			/* the helper's futex calls, seen before the loader's
+			 * mmap was (or never placed) */
+			if (p->done_call && pt_done_seen(p)) {
+				*ret = pt_done_result(p);
 				break;
 			}
 			if (p->near_len)
@@ -235,8 +271,10 @@ static int run_ctl(struct pt *p, struct user_regs_struct *r, bool set,
 					    (t.tv_nsec - t0.tv_nsec));
 	if (err == -ETIMEDOUT || err == -ESRCH)
 		return err;
+	if (err == 1)	/* it put itself back (done_end()) */
+		err = 0;
 	/* done, or faulted: the thread's own registers back */
-	if (pt_settle(p, err == -EFAULT) && !err)
+	else if (pt_settle(p, err == -EFAULT) && !err)
 		err = -ESRCH;
 	if (p->others_running) {
 		int e = restop_others(p, p->ctl);
@@ -289,6 +327,7 @@ int pt_syscall(struct pt *p, long nr, const uint64_t args[6], int64_t *ret)
 
 	if (p->ctl < 0)
 		return -EINVAL;
+	p->done_call = false;	/* a call pt_call_more() gave up on */
 	err = stub_ready(p);
 	err = err ?: pt_stub_enter(p, false, (uint64_t)nr, args, &r);
 	if (err)
@@ -325,20 +364,32 @@ int pt_call(struct pt *p, uint64_t fn, const uint64_t args[6], uint64_t *ret,
 
 	if (p->ctl < 0)
 		return -EINVAL;
+	p->done_call = false;
 	err = stub_ready(p);
-	err = err ?: pt_stub_enter(p, true, fn, args, &r);
 	if (err)
 		return err;
-	return pt_call_run(p, &r, true, ret, timeout_ms);
+	p->done_call = pt_done_usable(p);
+	err = p->done_call ? pt_done_enter(p, fn, args, &r) :
+			     pt_stub_enter(p, true, fn, args, &r);
+	err = err ?: pt_call_run(p, &r, true, ret, timeout_ms);
+	/* pt_call_more() goes on with the same call */
+	if (err != -ETIMEDOUT)
+		p->done_call = false;
+	return err;
 }
 
 int pt_call_more(struct pt *p, uint64_t *ret, int timeout_ms)
 {
 	struct user_regs_struct r;
 
+	int err;
+
 	if (p->ctl < 0)
 		return -EINVAL;
-	return pt_call_run(p, &r, false, ret, timeout_ms);
+	err = pt_call_run(p, &r, false, ret, timeout_ms);
+	if (err != -ETIMEDOUT)
+		p->done_call = false;
+	return err;
 }
 
 int pt_call_near(struct pt *p, uint64_t fn, const uint64_t args[6],

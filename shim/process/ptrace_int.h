@@ -75,6 +75,21 @@ void pt_test_die_in_mmap(void);
  * written: system call nr (call false) or a call of fn, arguments a. */
 int pt_stub_enter(struct pt *p, bool call, uint64_t fn, const uint64_t a[6],
 		  struct user_regs_struct *r);
+/* The stub's data words (its D_ enum), the helper's after them. */
+#define PT_STUB_WORDS 26
+/*
+ * ptrace_done.c: a call that runs without system call stops, through a
+ * helper at PT_DONE_OFF in the stub's page that says "done" in a word
+ * shared with ubt (pt_done_word()) and waits there to be stopped.
+ */
+#define PT_DONE_OFF 0x800
+bool pt_done_usable(const struct pt *p);
+int pt_done_enter(struct pt *p, uint64_t fn, const uint64_t a[6],
+		  struct user_regs_struct *r);
+bool pt_done_seen(const struct pt *p);
+uint64_t pt_done_result(const struct pt *p);
+void pt_done_sleep(struct pt *p, long ns);
+int pt_done_stop(struct pt *p, struct user_regs_struct *r);
 /* At a system call stop with registers r: the stub's end (result %rdi)? */
 bool pt_stub_done(const struct pt *p, const struct user_regs_struct *r);
 /* The control thread, stopped by ubt (at a fault's signal stop: fault),

@@ -48,7 +48,7 @@ static int find_runtime(struct ubt_user *u, const struct user_opts *o)
 		user_err(u, 0, "%s", why);
 		return err;
 	}
-	if (strlen(u->rt_path) + 1 > RT_CTL_SIZE - USER_SCRATCH_OFF)
+	if (strlen(u->rt_path) + 1 > USER_DONE_OFF - USER_SCRATCH_OFF)
 		return user_err(u, -ENAMETOOLONG, "%s", u->rt_path);
 	err = patch_find_symbol(u->rt_path, "rt_init", &u->rt_init_vaddr, &sz,
 				&off);
@@ -109,14 +109,6 @@ static int test_stall(struct ubt_user *u)
 }
 
 /* Killed workers' descriptors, listed while the target may run. */
-static void strays_list(struct ubt_user *u)
-{
-	struct stat st;
-
-	if (!fstat(u->m.fd, &st))
-		user_strays_find(u, (uint64_t)st.st_ino, true);
-}
-
 static struct ubt_user *attach(struct ubt_user *u, const struct user_opts *o,
 			   char *err, size_t errlen)
 {
@@ -133,11 +125,18 @@ static struct ubt_user *attach(struct ubt_user *u, const struct user_opts *o,
 		e = e ?: test_stall(u);
 	e = e ?: user_check_libc(u);
 	e = e ?: user_place_memfd(u, o);
-	/* killed workers' descriptors (user_strays.c) */
-	if (!e && !u->child) {
-		strays_list(u);
+	/*
+	 * The memfd is shared now: the runtime's dlopen() and rt_init() run
+	 * without a system call stop each (ptrace_done.c), until the end
+	 * of this stop (user_release() forgets it; the detach unmaps it).
+	 */
+	if (!e)
+		pt_done_word(&u->pt, u->target_base + USER_DONE_OFF,
+			     (volatile uint32_t *)(u->m.base +
+						   USER_DONE_OFF));
+	/* killed workers' descriptors (user_strays.c), listed before */
+	if (!e && !u->child)
 		user_strays_close(u);
-	}
 	e = e ?: user_place_runtime(u, o);
 	if (!e)
 		user_comm_try(u);
@@ -148,6 +147,7 @@ static struct ubt_user *attach(struct ubt_user *u, const struct user_opts *o,
 		user_prepare_slice(u, o->modules[i]);
 	if (!e && u->libc[0])
 		user_prepare_slice(u, u->libc);
+	pt_done_word(&u->pt, 0, NULL);
 	if (!e)
 		return u;
 	if (u->target_fd > 0) {
@@ -230,6 +230,13 @@ struct ubt_user *user_attach_pid(pid_t pid, const struct user_opts *o,
 		free(u);
 		return NULL;
 	}
+	/*
+	 * Killed workers' descriptors (user_strays.c), listed while the
+	 * target runs (the walk of /proc/PID/fd took 0.3 ms of its stop); no
+	 * memfd of ours yet, and a dead worker's adds none: each is checked
+	 * again (user_strays_close()) before it is closed.
+	 */
+	user_strays_find(u, 0, true);
 	if (user_seize(u, user_blocked_thread(u) ?: pid)) {
 		snprintf(err, errlen, "cannot attach to pid %d: %s", pid,
 			 u->pt.err);

@@ -39,6 +39,8 @@
 #define USER_CRED_TPS 6		/* user_comm.c: set{,re,res}{u,g}id */
 
 #define USER_SCRATCH_OFF 2048	/* in the control page, after struct rt_ctl */
+/* its last 16 bytes: remote calls' "done" word (pt_done_word()) */
+#define USER_DONE_OFF (RT_CTL_SIZE - 16)
 
 #define USER_MAX_FUNC (1 << 20)
 
