@@ -173,6 +173,13 @@ static const struct compat_entry compat_table[COMPAT_NDIFFS] = {
 		"last saw white space (\"print(foo(1))\": at print) -> "
 		"at the token's own column (at foo)",
 	},
+	[COMPAT_STR_TRAILER] = {
+		"str-trailer",
+		"str(p) keeps max_strlen - 1 characters -> max_strlen "
+		"(when it is below 1024), and a string that fills its "
+		"type prints with \"..\" after it (BPFTRACE_STR_TRUNC_TRAILER, "
+		"config str_trunc_trailer)",
+	},
 	[COMPAT_JSON_RECORDS] = {
 		"json-records",
 		"a struct or union value in JSON prints as "
