@@ -180,6 +180,12 @@ static const struct compat_entry compat_table[COMPAT_NDIFFS] = {
 		"type prints with \"..\" after it (BPFTRACE_STR_TRUNC_TRAILER, "
 		"config str_trunc_trailer)",
 	},
+	[COMPAT_FLEX_ARRAY] = {
+		"flex-array",
+		"a[N] on an array of size 0 (a flexible array member, "
+		"\"int y[0]\") is an error (\"the index N is out of bounds "
+		"for array of size 0\") -> reads element N after it",
+	},
 	[COMPAT_JSON_RECORDS] = {
 		"json-records",
 		"a struct or union value in JSON prints as "

@@ -46,6 +46,7 @@ enum compat_diff {
 	COMPAT_ZERO_SIZE,	/* a uprobe on a size-0 symbol: --unsafe */
 	COMPAT_TOKEN_COLUMNS,	/* an error starts at its own token */
 	COMPAT_STR_TRAILER,	/* str(): max_strlen characters, ".." */
+	COMPAT_FLEX_ARRAY,	/* a[i] on an array of size 0 */
 	COMPAT_NDIFFS,
 };
 
