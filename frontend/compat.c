@@ -131,8 +131,10 @@ static const struct compat_entry compat_table[COMPAT_NDIFFS] = {
 		"int-types",
 		"an integer literal is an int64 (sizeof(1) is 8) -> the "
 		"smallest signed type that holds it (int8 to int64), as are "
-		"variables and tuple members it is stored in; ++, -- and "
-		"arithmetic give 64 bits",
+		"variables, tuple members, map keys and values it is "
+		"stored in; ++, -- and arithmetic give 64 bits; a signed "
+		"and an unsigned integer stored in one place: the larger "
+		"signed one, else a signed one twice the size",
 	},
 	[COMPAT_CACHE_SYMBOLS] = {
 		"cache-symbols",

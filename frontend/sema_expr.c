@@ -18,6 +18,22 @@ static const char *key_str(struct sema_ctx *x, struct type *t)
 	return sema_tstr(x, t);
 }
 
+/* A key's type in v0.26's words: int8, uint64, (int8,string[3]). */
+static const char *key_str_v26(struct sema_ctx *x, struct type *t)
+{
+	const char *s = "(";
+
+	if (t->kind == TY_INT)
+		return arena_printf(x->a, "%sint%zu", t->is_signed ? "" : "u",
+				    t->size * 8);
+	if (t->kind != TY_TUPLE)
+		return sema_tstr(x, t);
+	for (int i = 0; i < t->nfields; i++)
+		s = arena_printf(x->a, "%s%s%s", s, i ? "," : "",
+				 key_str_v26(x, t->fields[i].type));
+	return arena_printf(x->a, "%s)", s);
+}
+
 static const char *key_list(struct sema_ctx *x, int n, struct type *key)
 {
 	char *s = "";
@@ -105,10 +121,16 @@ int sema_t_map_keys(struct sema_ctx *x, struct ast_node *n,
 	if (m->nkeys != nk ||
 	    (nk && (m->key->kind != kt->kind ||
 		    sema_t_merge(x, &m->key, kt, &changed)))) {
-		sema_error(x, x->use_loc ? x->use_loc : &n->loc,
-			   "Argument mismatch for %s: trying to access with arguments: [%s] when map expects arguments: [%s]",
-			   m->name, nk ? key_list(x, nk, kt) : "",
-			   m->nkeys ? key_list(x, m->nkeys, m->key) : "");
+		if (compat_has(COMPAT_INT_TYPES) && nk && m->nkeys)
+			sema_error(x, x->use_loc ? x->use_loc : &n->loc,
+				   "Argument mismatch for %s: trying to access with arguments: '%s' when map expects arguments: '%s'",
+				   m->name, key_str_v26(x, kt),
+				   key_str_v26(x, m->key));
+		else
+			sema_error(x, x->use_loc ? x->use_loc : &n->loc,
+				   "Argument mismatch for %s: trying to access with arguments: [%s] when map expects arguments: [%s]",
+				   m->name, nk ? key_list(x, nk, kt) : "",
+				   m->nkeys ? key_list(x, m->nkeys, m->key) : "");
 		return -EINVAL;
 	}
 	if (changed)
@@ -221,6 +243,12 @@ static struct type *type_incdec(struct sema_ctx *x, struct ast_node *n)
 			return NULL;
 		if (!m->value) {
 			m->value = sema_int64(x);
+			x->changed++;
+		}
+		/* v0.26 (compat int-types): the value grows to 64 bits */
+		if (compat_has(COMPAT_INT_TYPES) && m->value->kind == TY_INT &&
+		    m->value->size < 8) {
+			m->value = sema_t_int64_of(x, m->value->is_signed);
 			x->changed++;
 		}
 		t = m->value;
