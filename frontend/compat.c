@@ -134,7 +134,9 @@ static const struct compat_entry compat_table[COMPAT_NDIFFS] = {
 		"variables, tuple members, map keys and values it is "
 		"stored in; ++, -- and arithmetic give 64 bits; a signed "
 		"and an unsigned integer stored in one place: the larger "
-		"signed one, else a signed one twice the size",
+		"signed one, else a signed one twice the size; a for "
+		"range's variable: the start's type, promoted with the "
+		"end's",
 	},
 	[COMPAT_CACHE_SYMBOLS] = {
 		"cache-symbols",
