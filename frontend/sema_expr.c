@@ -228,6 +228,15 @@ static struct type *type_binop(struct sema_ctx *x, struct ast_node *n)
 			      sema_t_binop_types(x, n, lt, rt));
 }
 
+/* v0.26: what ++/-- stores, int64 for a signed t or --, else uint64. */
+static struct type *incdec_type(struct sema_ctx *x, struct ast_node *n,
+				const struct type *t)
+{
+	bool dec = n->op.op == OP_PRE_DEC || n->op.op == OP_POST_DEC;
+
+	return sema_t_int64_of(x, t->is_signed || dec);
+}
+
 /* ++ and -- on a map or a variable. */
 static struct type *type_incdec(struct sema_ctx *x, struct ast_node *n)
 {
@@ -245,11 +254,15 @@ static struct type *type_incdec(struct sema_ctx *x, struct ast_node *n)
 			m->value = sema_int64(x);
 			x->changed++;
 		}
-		/* v0.26 (compat int-types): the value grows to 64 bits */
-		if (compat_has(COMPAT_INT_TYPES) && m->value->kind == TY_INT &&
-		    m->value->size < 8) {
-			m->value = sema_t_int64_of(x, m->value->is_signed);
-			x->changed++;
+		/* v0.26 (compat int-types): the value takes in ++'s
+		 * uint64, or int64 (signed, or --) */
+		if (compat_has(COMPAT_INT_TYPES) && m->value->kind == TY_INT) {
+			bool grew = false;
+
+			sema_t_merge(x, &m->value, incdec_type(x, n, m->value),
+				     &grew);
+			if (grew)
+				x->changed++;
 		}
 		t = m->value;
 		e->type = t;
@@ -257,12 +270,11 @@ static struct type *type_incdec(struct sema_ctx *x, struct ast_node *n)
 		t = sema_type_expr(x, e);
 		if (!t)
 			return NULL;
-		/* v0.26 (compat int-types): the variable grows to 64 bits,
-		 * as $x = $x + 1 makes it */
+		/* v0.26 (compat int-types): the variable takes in ++'s
+		 * uint64, or int64 (signed, or --), as $x = $x + 1 */
 		if (compat_has(COMPAT_INT_TYPES) && t->kind == TY_INT &&
-		    t->size < 8 && !e->sema->var->declared) {
-			if (sema_t_var_set(x, e, sema_t_int64_of(x,
-						t->is_signed), &n->loc))
+		    !e->sema->var->declared) {
+			if (sema_t_var_set(x, e, incdec_type(x, n, t), &n->loc))
 				return NULL;
 			t = e->type;
 		}
