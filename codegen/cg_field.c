@@ -197,6 +197,9 @@ static void cg_place_of(struct cg *g, struct ast_node *n, struct cg_place *p)
 
 			idx = LLVMBuildSelect(ir->b, in, idx, irb_const(ir, 0),
 					      "");
+			/* v0.26 warns of it (compat array-bounds) */
+			if (!str && compat_has(COMPAT_ARRAY_BOUNDS))
+				cg_array_oob(g, in, &n->loc);
 			p->ok = p->ok ? LLVMBuildAnd(ir->b, p->ok, in, "") : in;
 		}
 		cg_place_offset(g, p,

@@ -191,6 +191,13 @@ static const struct compat_entry compat_table[COMPAT_NDIFFS] = {
 		"\"int y[0]\") is an error (\"the index N is out of bounds "
 		"for array of size 0\") -> reads element N after it",
 	},
+	[COMPAT_ARRAY_BOUNDS] = {
+		"array-bounds",
+		"an index past an array's end that is not a literal reads "
+		"0 -> reads 0 with a located warning each time it happens "
+		"(\"Array access out of bounds. This can lead to unexpected "
+		"results.\")",
+	},
 	[COMPAT_JSON_RECORDS] = {
 		"json-records",
 		"a struct or union value in JSON prints as "

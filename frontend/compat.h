@@ -47,6 +47,7 @@ enum compat_diff {
 	COMPAT_TOKEN_COLUMNS,	/* an error starts at its own token */
 	COMPAT_STR_TRAILER,	/* str(): max_strlen characters, ".." */
 	COMPAT_FLEX_ARRAY,	/* a[i] on an array of size 0 */
+	COMPAT_ARRAY_BOUNDS,	/* a[i] past the end: a warning */
 	COMPAT_NDIFFS,
 };
 

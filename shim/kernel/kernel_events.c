@@ -214,6 +214,10 @@ static void kernel_helper_error(struct kernel *k, const struct cg_event *e,
 		snprintf(msg, sizeof(msg), "%s",
 			 "Divide or modulo by 0 detected. This can lead to "
 			 "unexpected results. 1 is being used as the result.");
+	else if (!strcmp(e->helper, CG_ARRAY_OOB_HELPER))
+		snprintf(msg, sizeof(msg), "%s",
+			 "Array access out of bounds. This can lead to "
+			 "unexpected results.");
 	else if (compat_has(COMPAT_HELPER_CHECK))
 		snprintf(msg, sizeof(msg),
 			 "%s\nAdditional Info - helper: %s, retcode: %d",
