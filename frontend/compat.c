@@ -198,6 +198,11 @@ static const struct compat_entry compat_table[COMPAT_NDIFFS] = {
 		"(\"Array access out of bounds. This can lead to unexpected "
 		"results.\")",
 	},
+	[COMPAT_FENTRY_NAMES] = {
+		"fentry-names",
+		"-l lists kernel functions as kfunc:M:F and kretfunc:M:F -> "
+		"as fentry:M:F and fexit:M:F",
+	},
 	[COMPAT_JSON_RECORDS] = {
 		"json-records",
 		"a struct or union value in JSON prints as "

@@ -48,6 +48,7 @@ enum compat_diff {
 	COMPAT_STR_TRAILER,	/* str(): max_strlen characters, ".." */
 	COMPAT_FLEX_ARRAY,	/* a[i] on an array of size 0 */
 	COMPAT_ARRAY_BOUNDS,	/* a[i] past the end: a warning */
+	COMPAT_FENTRY_NAMES,	/* -l: fentry:, fexit: */
 	COMPAT_NDIFFS,
 };
 
