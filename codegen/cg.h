@@ -64,6 +64,9 @@ enum cg_event_kind {
 /* The helper of a CG_EV_HELPER_ERROR that is the newest bpftrace's
  * division-by-zero warning (codegen/cg_div.c), not a helper's failure. */
 #define CG_DIV_ZERO_HELPER "(division by zero)"
+/* ... and its warning of an index past an array's end (compat
+ * array-bounds, codegen/cg_div.c) */
+#define CG_ARRAY_OOB_HELPER "(array out of bounds)"
 
 
 /* Header of every ring-buffer record. */

@@ -173,12 +173,19 @@ LLVMValueRef cg_str(struct cg *g, struct ast_node *n)
 	size_t size = n->type && n->type->size ? n->type->size : 64;
 	LLVMValueRef buf, v, sz;
 	bool data_loc;
+	/*
+	 * compat str-trailer: str(p) reads max_strlen characters and the
+	 * NUL into a byte more than its type (v0.26, max_strlen < 1024):
+	 * a value without a NUL was cut, and prints with the trailer
+	 */
+	size_t pad = compat_has(COMPAT_STR_TRAILER) && !len && size < 1024 &&
+		     a && cg_is_scalar(a->type);
 
 	if (!a)
 		return irb_alloca(ir, size, "str");
 	v = cg_expr(g, a);
-	buf = irb_alloca(ir, size, "str");
-	irb_memset(ir, buf, 0, (size + 7) & ~(size_t)7);
+	buf = irb_alloca(ir, size + pad, "str");
+	irb_memset(ir, buf, 0, (size + pad + 7) & ~(size_t)7);
 	if (!cg_is_scalar(a->type)) {
 		/* already a string (or bytes): copy and terminate */
 		cg_store(g, buf, n->type, v, a->type);
@@ -208,7 +215,7 @@ LLVMValueRef cg_str(struct cg *g, struct ast_node *n)
 		}
 		return buf;
 	}
-	sz = irb_const(ir, size);
+	sz = irb_const(ir, size + pad);
 	if (len) {
 		/* str(p, n): at most n characters, and at most the buffer */
 		LLVMValueRef l = cg_expr(g, len);
@@ -268,7 +275,7 @@ LLVMValueRef cg_str(struct cg *g, struct ast_node *n)
 		args[1] = LLVMBuildTrunc(ir->b, sz, ir->i32, "");
 		args[2] = LLVMBuildIntToPtr(ir->b, v, ir->ptr, "");
 		irb_helper(ir, BPF_FUNC_copy_from_user, args, 3);
-		irb_memset(ir, buf, 0, (size + 7) & ~(size_t)7);
+		irb_memset(ir, buf, 0, (size + pad + 7) & ~(size_t)7);
 		/* -kk: what the read gave after the fault-in */
 		cg_helper_check(g, &n->loc, "probe_read_user_str",
 				irb_probe_read(ir, IRB_READ_USER_STR, buf, sz,

@@ -11,6 +11,7 @@
 #include <errno.h>
 #include <string.h>
 
+#include "compat.h"
 #include "cg_int.h"
 #include "util.h"
 
@@ -182,7 +183,11 @@ static void cg_place_of(struct cg *g, struct ast_node *n, struct cg_place *p)
 			cg_place_of(g, e, p);
 		}
 		idx = cg_expr(g, n->index.index);
-		if (et->kind == TY_ARRAY || str) {
+		/* flex-array: a[i] of a flexible member in memory reads
+		 * past it (its size is 0); a copy ubt holds stays checked */
+		if ((et->kind == TY_ARRAY && !(p->mem && !et->nelems &&
+					       compat_has(COMPAT_FLEX_ARRAY))) ||
+		    str) {
 			/* sema checks literal indices only: outside the
 			 * array (a string's buffer) the value read is zero
 			 * (the address stays inside it) */
@@ -192,6 +197,9 @@ static void cg_place_of(struct cg *g, struct ast_node *n, struct cg_place *p)
 
 			idx = LLVMBuildSelect(ir->b, in, idx, irb_const(ir, 0),
 					      "");
+			/* v0.26 warns of it (compat array-bounds) */
+			if (!str && compat_has(COMPAT_ARRAY_BOUNDS))
+				cg_array_oob(g, in, &n->loc);
 			p->ok = p->ok ? LLVMBuildAnd(ir->b, p->ok, in, "") : in;
 		}
 		cg_place_offset(g, p,

@@ -123,6 +123,8 @@ LLVMValueRef cg_load(struct cg *g, LLVMValueRef src, const struct type *t);
 /* cg_div.c: the newest bpftrace's x / 0 and x % 0: 1, and a warning at
  * g->div_loc when it happens (compat div-zero); v when !isz. */
 LLVMValueRef cg_div_zero(struct cg *g, LLVMValueRef isz, LLVMValueRef v);
+/* compat array-bounds: a located warning when !in (codegen/cg_div.c) */
+void cg_array_oob(struct cg *g, LLVMValueRef in, const struct ast_loc *loc);
 LLVMValueRef cg_binop_values(struct cg *g, enum ast_op op, LLVMValueRef l,
 			     const struct type *lt, LLVMValueRef r,
 			     const struct type *rt, const struct type *result);

@@ -5,6 +5,7 @@
  * typedefs resolved. A record is converted once (memoised by its
  * declaration cursor).
  */
+#include "compat.h"
 #include "config.h"
 
 #include <stdlib.h>
@@ -60,6 +61,16 @@ static enum CXVisitorResult visit_field(CXCursor cur, CXClientData data)
 		return CXVisit_Continue;
 	}
 	f.type = conv(d, ft);
+	if (!f.type && compat_has(COMPAT_JSON_RECORDS) &&
+	    (ft.kind == CXType_Float || ft.kind == CXType_Double)) {
+		/* a float member, kept as DWARF's are: a TY_NAMED of its
+		 * size, null in JSON (compat json-records) */
+		long long sz = cx->clang_Type_getSizeOf(ft);
+
+		f.type = type_new(&d->c->arena, TY_NAMED,
+				  sz > 0 ? (size_t)sz : 0);
+		f.type->name = ft.kind == CXType_Float ? "float" : "double";
+	}
 	if (!f.type)
 		return CXVisit_Continue;	/* floating point, ... */
 	if (cx->clang_Cursor_isBitField(cur)) {

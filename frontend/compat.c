@@ -131,8 +131,13 @@ static const struct compat_entry compat_table[COMPAT_NDIFFS] = {
 		"int-types",
 		"an integer literal is an int64 (sizeof(1) is 8) -> the "
 		"smallest signed type that holds it (int8 to int64), as are "
-		"variables and tuple members it is stored in; ++, -- and "
-		"arithmetic give 64 bits",
+		"variables, tuple members, map keys and values it is "
+		"stored in; ++, -- and arithmetic give 64 bits (-- an "
+		"int64, so a decremented unsigned one is signed); a signed "
+		"and an unsigned integer stored in one place: the larger "
+		"signed one, else a signed one twice the size; a for "
+		"range's variable: the start's type, promoted with the "
+		"end's",
 	},
 	[COMPAT_CACHE_SYMBOLS] = {
 		"cache-symbols",
@@ -172,6 +177,31 @@ static const struct compat_entry compat_table[COMPAT_NDIFFS] = {
 		"an error's location starts where bpftrace 0.17's lexer "
 		"last saw white space (\"print(foo(1))\": at print) -> "
 		"at the token's own column (at foo)",
+	},
+	[COMPAT_STR_TRAILER] = {
+		"str-trailer",
+		"str(p) keeps max_strlen - 1 characters -> max_strlen "
+		"(when it is below 1024), and a string that fills its "
+		"type prints with \"..\" after it (BPFTRACE_STR_TRUNC_TRAILER, "
+		"config str_trunc_trailer)",
+	},
+	[COMPAT_FLEX_ARRAY] = {
+		"flex-array",
+		"a[N] on an array of size 0 (a flexible array member, "
+		"\"int y[0]\") is an error (\"the index N is out of bounds "
+		"for array of size 0\") -> reads element N after it",
+	},
+	[COMPAT_ARRAY_BOUNDS] = {
+		"array-bounds",
+		"an index past an array's end that is not a literal reads "
+		"0 -> reads 0 with a located warning each time it happens "
+		"(\"Array access out of bounds. This can lead to unexpected "
+		"results.\")",
+	},
+	[COMPAT_FENTRY_NAMES] = {
+		"fentry-names",
+		"-l lists kernel functions as kfunc:M:F and kretfunc:M:F -> "
+		"as fentry:M:F and fexit:M:F",
 	},
 	[COMPAT_JSON_RECORDS] = {
 		"json-records",

@@ -45,6 +45,10 @@ enum compat_diff {
 	COMPAT_CAT_ERROR,	/* cat(): "failed to open file 'F' (E)" */
 	COMPAT_ZERO_SIZE,	/* a uprobe on a size-0 symbol: --unsafe */
 	COMPAT_TOKEN_COLUMNS,	/* an error starts at its own token */
+	COMPAT_STR_TRAILER,	/* str(): max_strlen characters, ".." */
+	COMPAT_FLEX_ARRAY,	/* a[i] on an array of size 0 */
+	COMPAT_ARRAY_BOUNDS,	/* a[i] past the end: a warning */
+	COMPAT_FENTRY_NAMES,	/* -l: fentry:, fexit: */
 	COMPAT_NDIFFS,
 };
 

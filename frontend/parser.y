@@ -88,6 +88,7 @@ int yylex(YYSTYPE *lvalp, YYLTYPE *llocp, yyscan_t scanner);
 #include <string.h>
 
 #include "attach.h"
+#include "compat.h"
 #include "util.h"
 
 /*
@@ -1131,7 +1132,17 @@ primary:
 	|	call			{ $$ = $1; }
 	|	sizeof_expr		{ $$ = $1; }
 	|	offsetof_expr		{ $$ = $1; }
-	|	T_LPAREN expr T_RPAREN	{ $$ = $2; }
+	|	T_LPAREN expr T_RPAREN
+		{
+			$$ = $2;
+			/* v0.26: what is built on "(e)" starts at e, not at
+			 * its "(" (compat token-columns; --compat or
+			 * UBT_COMPAT, read before the program) */
+			if (compat_has(COMPAT_TOKEN_COLUMNS)) {
+				@$.first_line = @2.first_line;
+				@$.first_column = @2.first_column;
+			}
+		}
 	|	T_LPAREN block T_RPAREN	{ $$ = block_expr(c, $2, &@2); }
 	|	T_LPAREN T_IDENT T_RPAREN
 		{

@@ -344,6 +344,10 @@ struct sema_program {
 	 * attach point nothing matches is an error, or is dropped with a
 	 * warning, or silently */
 	enum { MISSING_ERROR, MISSING_WARN, MISSING_IGNORE } missing_probes;
+	/* compat str-trailer: what follows a string that fills its type
+	 * (str_trunc_trailer, BPFTRACE_STR_TRUNC_TRAILER, ".."); NULL in
+	 * 0.17 and when max_strlen is 1024 or more (v0.26 reads no more) */
+	const char *str_trailer;
 	/* config = { cpp_demangle = false }: C++ symbols print mangled */
 	bool no_cpp_demangle;
 	/* config = { unstable_tseries = ... } (enum tseries_unstable,

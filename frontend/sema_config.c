@@ -248,6 +248,17 @@ static int config_block(struct sema_ctx *x, struct ast_node *cfg,
 			}
 			continue;
 		}
+		if (!strcmp(key, "str_trunc_trailer") &&
+		    compat_has(COMPAT_STR_TRAILER)) {
+			if (!v || v->kind != AST_STRING) {
+				sema_error(x, v ? &v->loc : &it->loc,
+					   "Invalid value for str_trunc_trailer: expected a string");
+				err = -EINVAL;
+			} else {
+				x->prog->str_trailer = v->str.value;
+			}
+			continue;
+		}
 		if (!strcmp(key, "stack_mode")) {
 			int m = v && (v->kind == AST_IDENT ||
 				      v->kind == AST_STRING) ?
@@ -480,6 +491,14 @@ int sema_config(struct compile *c)
 	}
 	c->max_strlen = (int)vals[CONFIG_STRLEN];
 	p->max_strlen = c->max_strlen;
+	/* compat str-trailer: the environment's (as max_strlen's, it wins),
+	 * else the config's, else ".." */
+	if (getenv("BPFTRACE_STR_TRUNC_TRAILER"))
+		p->str_trailer = getenv("BPFTRACE_STR_TRUNC_TRAILER");
+	if (!p->str_trailer)
+		p->str_trailer = "..";
+	if (!compat_has(COMPAT_STR_TRAILER) || p->max_strlen >= 1024)
+		p->str_trailer = NULL;
 	p->max_map_keys = vals[CONFIG_MAP_KEYS];
 
 	p->nprobes = ast_list_len(prog->program.probes);

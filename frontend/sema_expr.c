@@ -18,6 +18,22 @@ static const char *key_str(struct sema_ctx *x, struct type *t)
 	return sema_tstr(x, t);
 }
 
+/* A key's type in v0.26's words: int8, uint64, (int8,string[3]). */
+static const char *key_str_v26(struct sema_ctx *x, struct type *t)
+{
+	const char *s = "(";
+
+	if (t->kind == TY_INT)
+		return arena_printf(x->a, "%sint%zu", t->is_signed ? "" : "u",
+				    t->size * 8);
+	if (t->kind != TY_TUPLE)
+		return sema_tstr(x, t);
+	for (int i = 0; i < t->nfields; i++)
+		s = arena_printf(x->a, "%s%s%s", s, i ? "," : "",
+				 key_str_v26(x, t->fields[i].type));
+	return arena_printf(x->a, "%s)", s);
+}
+
 static const char *key_list(struct sema_ctx *x, int n, struct type *key)
 {
 	char *s = "";
@@ -105,10 +121,16 @@ int sema_t_map_keys(struct sema_ctx *x, struct ast_node *n,
 	if (m->nkeys != nk ||
 	    (nk && (m->key->kind != kt->kind ||
 		    sema_t_merge(x, &m->key, kt, &changed)))) {
-		sema_error(x, x->use_loc ? x->use_loc : &n->loc,
-			   "Argument mismatch for %s: trying to access with arguments: [%s] when map expects arguments: [%s]",
-			   m->name, nk ? key_list(x, nk, kt) : "",
-			   m->nkeys ? key_list(x, m->nkeys, m->key) : "");
+		if (compat_has(COMPAT_INT_TYPES) && nk && m->nkeys)
+			sema_error(x, x->use_loc ? x->use_loc : &n->loc,
+				   "Argument mismatch for %s: trying to access with arguments: '%s' when map expects arguments: '%s'",
+				   m->name, key_str_v26(x, kt),
+				   key_str_v26(x, m->key));
+		else
+			sema_error(x, x->use_loc ? x->use_loc : &n->loc,
+				   "Argument mismatch for %s: trying to access with arguments: [%s] when map expects arguments: [%s]",
+				   m->name, nk ? key_list(x, nk, kt) : "",
+				   m->nkeys ? key_list(x, m->nkeys, m->key) : "");
 		return -EINVAL;
 	}
 	if (changed)
@@ -206,6 +228,15 @@ static struct type *type_binop(struct sema_ctx *x, struct ast_node *n)
 			      sema_t_binop_types(x, n, lt, rt));
 }
 
+/* v0.26: what ++/-- stores, int64 for a signed t or --, else uint64. */
+static struct type *incdec_type(struct sema_ctx *x, struct ast_node *n,
+				const struct type *t)
+{
+	bool dec = n->op.op == OP_PRE_DEC || n->op.op == OP_POST_DEC;
+
+	return sema_t_int64_of(x, t->is_signed || dec);
+}
+
 /* ++ and -- on a map or a variable. */
 static struct type *type_incdec(struct sema_ctx *x, struct ast_node *n)
 {
@@ -223,18 +254,27 @@ static struct type *type_incdec(struct sema_ctx *x, struct ast_node *n)
 			m->value = sema_int64(x);
 			x->changed++;
 		}
+		/* v0.26 (compat int-types): the value takes in ++'s
+		 * uint64, or int64 (signed, or --) */
+		if (compat_has(COMPAT_INT_TYPES) && m->value->kind == TY_INT) {
+			bool grew = false;
+
+			sema_t_merge(x, &m->value, incdec_type(x, n, m->value),
+				     &grew);
+			if (grew)
+				x->changed++;
+		}
 		t = m->value;
 		e->type = t;
 	} else if (e->kind == AST_VAR) {
 		t = sema_type_expr(x, e);
 		if (!t)
 			return NULL;
-		/* v0.26 (compat int-types): the variable grows to 64 bits,
-		 * as $x = $x + 1 makes it */
+		/* v0.26 (compat int-types): the variable takes in ++'s
+		 * uint64, or int64 (signed, or --), as $x = $x + 1 */
 		if (compat_has(COMPAT_INT_TYPES) && t->kind == TY_INT &&
-		    t->size < 8 && !e->sema->var->declared) {
-			if (sema_t_var_set(x, e, sema_t_int64_of(x,
-						t->is_signed), &n->loc))
+		    !e->sema->var->declared) {
+			if (sema_t_var_set(x, e, incdec_type(x, n, t), &n->loc))
 				return NULL;
 			t = e->type;
 		}

@@ -267,7 +267,10 @@ struct type *sema_t_index(struct sema_ctx *x, struct ast_node *n)
 		return NULL;
 	}
 	if (t->kind == TY_ARRAY) {
-		if (sema_int_literal(x, n->index.index, &v) &&
+		/* flex-array: a[i] on a[0] (a flexible member) reads past */
+		bool flex = !t->nelems && compat_has(COMPAT_FLEX_ARRAY);
+
+		if (!flex && sema_int_literal(x, n->index.index, &v) &&
 		    (v < 0 || (uint64_t)v >= t->nelems)) {
 			sema_error(x, &n->loc,
 				   "the index %lld is out of bounds for array of size %zu",

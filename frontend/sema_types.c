@@ -252,8 +252,20 @@ static int type_for(struct sema_ctx *x, struct ast_node *n)
 				   "Loop range requires integer start and end values");
 			return -EINVAL;
 		}
-		err = sema_t_var_set(x, v, sema_t_int64_of(x, sema_t_int_signed(a) && sema_t_int_signed(b)),
-				     &v->loc);
+		if (compat_has(COMPAT_INT_TYPES) && a->kind == TY_INT &&
+		    b->kind == TY_INT) {
+			/* v0.26: the start's type, promoted with the end's
+			 * when their sizes differ */
+			struct type *r = a;
+			bool grew = false;
+
+			if (a->size != b->size && sema_t_merge(x, &r, b, &grew))
+				r = a;
+			err = sema_t_var_set(x, v, r, &v->loc);
+		} else {
+			err = sema_t_var_set(x, v, sema_t_int64_of(x, sema_t_int_signed(a) && sema_t_int_signed(b)),
+					     &v->loc);
+		}
 	}
 	x->loop_depth++;
 	if (type_stmt(x, n->for_.body))

@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <string.h>
 
+#include "compat.h"
 #include "sema.h"
 #include "sema_int.h"
 #include "sema_type_int.h"
@@ -51,12 +52,15 @@ bool sema_t_is_nonneg_literal(struct sema_ctx *x, const struct ast_node *n)
 	       (int64_t)n->num.value >= 0;
 }
 
-/* Map values and keys store integers as 64 bits. */
+/* Map values and keys store integers as 64 bits (0.17). */
 struct type *sema_t_widen(struct sema_ctx *x, struct type *t)
 {
 	struct type *w;
 
 	if (!t || t->kind != TY_INT || t->size == 8)
+		return t;
+	/* v0.26 (compat int-types): as small as what is stored */
+	if (compat_has(COMPAT_INT_TYPES))
 		return t;
 	w = sema_t_int64_of(x, t->is_signed);
 	/* a literal's stays one (compat int-types) */
@@ -90,6 +94,29 @@ static int merge_flex(struct sema_ctx *x, struct type **dst,
 }
 
 /*
+ * v0.26 (compat int-types): a signed and an unsigned integer give the
+ * signed one when it is the larger, else a signed integer twice the
+ * larger size (int64 at most).
+ */
+static int merge_signs(struct sema_ctx *x, struct type **dst,
+		       const struct type *src, bool *changed)
+{
+	struct type *d = *dst;
+	const struct type *s = d->is_signed ? d : src, *u = d->is_signed ? src : d;
+	size_t size = s->size > u->size ? s->size :
+		      u->size * 2 > 8	? 8 :
+					  u->size * 2;
+
+	if (size == d->size && d->is_signed)
+		return 0;
+	*dst = type_int(x->a, size, true);
+	(*dst)->enumvals = d->enumvals;
+	(*dst)->nenumvals = d->nenumvals;
+	*changed = true;
+	return 0;
+}
+
+/*
  * Merge src into *dst for a storage location (variable, map value or
  * key) that already has type *dst: strings grow to the larger size,
  * integers to the larger width, tuples element by element. 0, or -1 when
@@ -103,6 +130,9 @@ int sema_t_merge(struct sema_ctx *x, struct type **dst, struct type *src,
 	if (d->kind == TY_INT && src->kind == TY_INT &&
 	    (d->sign_flex || src->sign_flex))
 		return merge_flex(x, dst, src, changed);
+	if (d->kind == TY_INT && src->kind == TY_INT &&
+	    d->is_signed != src->is_signed && compat_has(COMPAT_INT_TYPES))
+		return merge_signs(x, dst, src, changed);
 	if (type_equal(d, src))
 		return 0;
 	if (sema_t_is_int(d) && sema_t_is_int(src) && d->kind == src->kind) {

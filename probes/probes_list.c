@@ -70,6 +70,13 @@ static void probes_emit(struct probes_lister *l, const char *name,
 {
 	struct probes_line *ln = probes_vec_push(&l->lines);
 
+	/* compat fentry-names: v0.26 lists kfunc and kretfunc by their
+	 * newer names */
+	if (compat_has(COMPAT_FENTRY_NAMES) && !strncmp(name, "kfunc:", 6))
+		name = arena_printf(l->a, "fentry:%s", name + 6);
+	else if (compat_has(COMPAT_FENTRY_NAMES) &&
+		 !strncmp(name, "kretfunc:", 9))
+		name = arena_printf(l->a, "fexit:%s", name + 9);
 	ln->name = name;
 	ln->detail = detail;
 }

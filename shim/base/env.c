@@ -98,6 +98,11 @@ void env_no_cpp_demangle(void)
 	env_values.no_cpp_demangle = true;
 }
 
+void env_str_trailer(const char *t)
+{
+	env_values.str_trailer = t;
+}
+
 int env_check_limits(int nprobes, int nprogs)
 {
 	const struct env *e = &env_values;

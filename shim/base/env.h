@@ -27,6 +27,8 @@ struct env {
 				 * mangled */
 	bool no_user_symbols;	/* BPFTRACE_NO_USER_SYMBOLS=1: user
 				 * addresses printed unresolved */
+	const char *str_trailer; /* after a string that fills its type
+				  * (compat str-trailer); NULL: nothing */
 };
 
 /* Read the variables; 0, or -EINVAL with the message printed. */
@@ -42,6 +44,10 @@ int env_check_limits(int nprobes, int nprogs);
 /* The program's config = { cpp_demangle = false }, as
  * BPFTRACE_NO_CPP_DEMANGLE=1. */
 void env_no_cpp_demangle(void);
+
+/* The program's string truncation trailer (sema_program's str_trailer,
+ * NULL for none); t must live until the run ends. */
+void env_str_trailer(const char *t);
 
 /* The values read (the defaults before env_read()). */
 const struct env *env_get(void);

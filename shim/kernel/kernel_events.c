@@ -188,6 +188,21 @@ static void kernel_helper_error(struct kernel *k, const struct cg_event *e,
 		return;
 	memcpy(&ret, args, sizeof(ret));
 	ret = (int32_t)ret;
+	if (k->out.format == OUT_JSON && compat_has(COMPAT_HELPER_CHECK)) {
+		/* v0.26: the error's text and the file too */
+		const char *fn = k->c && k->c->diag.filename ?
+					 k->c->diag.filename : "stdin";
+
+		fprintf(k->out.f, "{\"type\": \"helper_error\", \"msg\": ");
+		out_json_string(k->out.f, strerror((int)-ret),
+				strlen(strerror((int)-ret)));
+		fprintf(k->out.f, ", \"helper\": \"%s\", \"retcode\": %d, "
+			"\"filename\": ", e->helper, (int)ret);
+		out_json_string(k->out.f, fn, strlen(fn));
+		fprintf(k->out.f, ", \"line\": %d, \"col\": %d}\n",
+			l ? l->first_line : 0, l ? l->first_column : 0);
+		return;
+	}
 	if (k->out.format == OUT_JSON) {
 		fprintf(k->out.f, "{\"type\": \"helper_error\", \"helper\": "
 			"\"%s\", \"retcode\": %d, \"line\": %d, "
@@ -199,6 +214,10 @@ static void kernel_helper_error(struct kernel *k, const struct cg_event *e,
 		snprintf(msg, sizeof(msg), "%s",
 			 "Divide or modulo by 0 detected. This can lead to "
 			 "unexpected results. 1 is being used as the result.");
+	else if (!strcmp(e->helper, CG_ARRAY_OOB_HELPER))
+		snprintf(msg, sizeof(msg), "%s",
+			 "Array access out of bounds. This can lead to "
+			 "unexpected results.");
 	else if (compat_has(COMPAT_HELPER_CHECK))
 		snprintf(msg, sizeof(msg),
 			 "%s\nAdditional Info - helper: %s, retcode: %d",

@@ -14,6 +14,7 @@
 #include <string.h>
 #include "arena.h"
 #include "format.h"
+#include "env.h"
 #include "output.h"
 #include "types.h"
 #include "util.h"
@@ -144,9 +145,16 @@ static int sb_conv(const struct out *o, struct sb *b,
 		char *s;
 
 		if (t->kind == TY_STRING || out_is_char_array(t)) {
-			s = xmalloc(t->size + 1);
+			const char *tr = t->kind == TY_STRING ?
+						 env_get()->str_trailer : NULL;
+			size_t trn = tr ? strlen(tr) : 0;
+
+			s = xmalloc(t->size + trn + 1);
 			memcpy(s, p, t->size);
 			s[t->size] = '\0';
+			/* no NUL: cut short (compat str-trailer) */
+			if (tr && strlen(s) == t->size)
+				strcpy(s + t->size, tr);
 		} else if (t->kind == TY_INT && t->enumvals) {
 			/* an enum's value: its name, else the number */
 			uint64_t v = out_load_int(p, t->size, false);

@@ -22,6 +22,7 @@
 #include "types.h"
 #include "util.h"
 #include "compat.h"
+#include "env.h"
 #include "output_int.h"
 
 /* ---- values ---- */
@@ -587,7 +588,21 @@ int sb_value(const struct out *o, struct sb *b, const struct type *t,
 		/* fall through */
 	case TY_STRING: {
 		size_t n = str_len(p, t->size);
+		const char *tr = env_get()->str_trailer;
 
+		if (t->kind == TY_STRING && tr && n == t->size) {
+			/* no NUL: cut short (compat str-trailer) */
+			char *s = xmalloc(n + strlen(tr) + 1);
+
+			memcpy(s, p, n);
+			strcpy(s + n, tr);
+			if (vs == VS_JSON)
+				sb_json_string(b, s, strlen(s));
+			else
+				sb_adds(b, s);
+			free(s);
+			return 0;
+		}
 		if (vs == VS_JSON)
 			sb_json_string(b, p, n);
 		else
