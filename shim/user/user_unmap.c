@@ -380,6 +380,31 @@ static void um_close_old(struct ubt_user *u, struct um *s, uint64_t own)
 }
 
 /*
+ * Unmap every mapping not marked gone, counting them in *count (if
+ * given): the control views (offset 0) last.  A ubt killed midway
+ * leaves each memfd it has not finished with its control view still
+ * mapped, so the next ubt still knows it for ubt's and removes the rest;
+ * a memfd with its view gone and a code area left would be nobody's.
+ */
+static int um_unmap(struct ubt_user *u, struct um *s, int *count)
+{
+	int64_t ret;
+	int err = 0;
+
+	for (int pass = 0; pass < 2; pass++)
+		for (int i = 0; !err && i < s->n; i++) {
+			if (s->m[i].gone || (s->m[i].off == 0) != (pass == 1))
+				continue;
+			err = um_sys(u, s, SYS_munmap, s->m[i].start,
+				     s->m[i].end - s->m[i].start, 0, 0, 0, 0,
+				     &ret);
+			if (!err && count)
+				(*count)++;
+		}
+	return err;
+}
+
+/*
  * The unmap in the process of pt (every thread stopped): the target, or
  * (child) a child it forked during the session, which inherited the
  * mappings, the descriptor and the BPF maps' mappings at bpf[0..nbpf).
@@ -431,15 +456,7 @@ static int um_run(struct ubt_user *u, struct pt *pt, bool child,
 		um_free(s);
 		return 0;
 	}
-	err = um_forget(u, s);
-	for (int i = 0; !err && i < s->n; i++) {
-		if (s->m[i].gone)
-			continue;
-		err = um_sys(u, s, SYS_munmap, s->m[i].start,
-			     s->m[i].end - s->m[i].start, 0, 0, 0, 0, &ret);
-		if (!err && !child)
-			u->unmapped++;
-	}
+	err = um_forget(u, s) ?: um_unmap(u, s, child ? NULL : &u->unmapped);
 	if (!err)
 		um_close_old(u, s, own);
 	/* killed workers' unmapped memfds (user_strays.c), found now that
@@ -554,7 +571,6 @@ int user_unmap_dead(struct ubt_user *u)
 	pid_t tid = 0, vm;
 	bool ran = false;
 	struct um *s;
-	int64_t ret;
 	int err, n = 0;
 
 	u->dead_unmapped = 0;
@@ -593,15 +609,7 @@ int user_unmap_dead(struct ubt_user *u)
 		um_free(s);
 		return 0;
 	}
-	err = um_dead_forget(u, s);
-	for (int i = 0; !err && i < s->n; i++) {
-		if (s->m[i].gone)
-			continue;
-		err = um_sys(u, s, SYS_munmap, s->m[i].start,
-			     s->m[i].end - s->m[i].start, 0, 0, 0, 0, &ret);
-		if (!err)
-			u->dead_unmapped++;
-	}
+	err = um_dead_forget(u, s) ?: um_unmap(u, s, &u->dead_unmapped);
 	/* their descriptors, each if still that memfd (all stopped) */
 	if (!err)
 		um_close_old(u, s, 0);
