@@ -492,9 +492,12 @@ static int kernel_attach_multi(struct kernel *k, int prog)
 
 /*
  * The kernel runs the programs of one event in the reverse order of their
- * attaching for these (a new uprobe consumer, a new software event, goes
- * to the head of its list), in the order of attaching for the others:
- * attach these last to first so that they run in program order.
+ * attaching for these (a new uprobe consumer, a new software event, a new
+ * kprobe on an address already probed, a new fentry or fexit program of a
+ * trampoline: each goes to the head of its list), in the order of
+ * attaching for the others: attach these last to first so that they run
+ * in program order.  (A kretprobe's entry handlers run reversed and its
+ * return handlers reversed again: in the order of attaching.)
  */
 static bool kernel_attach_reversed(const struct cg_prog *p)
 {
@@ -503,6 +506,9 @@ static bool kernel_attach_reversed(const struct cg_prog *p)
 	case PROV_URETPROBE:
 	case PROV_USDT:
 	case PROV_SOFTWARE:
+	case PROV_KPROBE:
+	case PROV_KFUNC:
+	case PROV_KRETFUNC:
 		return true;
 	default:
 		return false;
