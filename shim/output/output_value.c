@@ -552,6 +552,16 @@ static int sb_named_tuple(const struct out *o, struct sb *b,
 	return 0;
 }
 
+/* Text of a value: a JSON string as a JSON value, as it is otherwise. */
+static void val_text(struct sb *b, enum val_style vs, const char *s,
+		     size_t n)
+{
+	if (vs == VS_JSON)
+		sb_json_string(b, s, n);
+	else
+		sb_add(b, s, n);
+}
+
 /* Append a value of type t at p. */
 int sb_value(const struct out *o, struct sb *b, const struct type *t,
 		    const void *p, enum val_style vs)
@@ -596,17 +606,11 @@ int sb_value(const struct out *o, struct sb *b, const struct type *t,
 
 			memcpy(s, p, n);
 			strcpy(s + n, tr);
-			if (vs == VS_JSON)
-				sb_json_string(b, s, strlen(s));
-			else
-				sb_adds(b, s);
+			val_text(b, vs, s, strlen(s));
 			free(s);
 			return 0;
 		}
-		if (vs == VS_JSON)
-			sb_json_string(b, p, n);
-		else
-			sb_add(b, p, n);
+		val_text(b, vs, p, n);
 		return 0;
 	}
 	case TY_USERNAME:
@@ -626,10 +630,7 @@ int sb_value(const struct out *o, struct sb *b, const struct type *t,
 
 		if (!s)
 			return out_not_supported(t);
-		if (vs == VS_JSON)
-			sb_json_string(b, s, strlen(s));
-		else
-			sb_adds(b, s);
+		val_text(b, vs, s, strlen(s));
 		free(s);
 		return 0;
 	}

@@ -132,24 +132,13 @@ void pt_done_sleep(struct pt *p, long ns)
 int pt_done_stop(struct pt *p, struct user_regs_struct *r)
 {
 	struct pt_thread *t = &p->th[p->ctl];
-	int st;
+	int err;
 
 	if (ptrace(PTRACE_INTERRUPT, t->tid, 0, 0) < 0)
 		return -errno;
-	for (;;) {
-		pid_t w = waitpid(t->tid, &st, __WALL);
-
-		if (w < 0 && errno == EINTR)
-			continue;
-		if (w < 0 || !WIFSTOPPED(st))
-			return -ESRCH;
-		if ((st >> 16) == PTRACE_EVENT_STOP)
-			break;
-		if (!(st >> 16))	/* a signal: for later */
-			t->pending_sig = WSTOPSIG(st);
-		if (ptrace(PTRACE_CONT, t->tid, 0, 0) < 0)
-			return -errno;
-	}
+	err = pt_event_stop(p);
+	if (err)
+		return err;
 	if (ptrace(PTRACE_GETREGS, t->tid, 0, r) < 0)
 		return -errno;
 	if (r->rip >= p->stub && r->rip < p->stub + 4096)

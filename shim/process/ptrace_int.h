@@ -95,6 +95,13 @@ bool pt_stub_done(const struct pt *p, const struct user_regs_struct *r);
 /* The control thread, stopped by ubt (at a fault's signal stop: fault),
  * gets its own registers back. */
 int pt_settle(struct pt *p, bool fault);
+
+/*
+ * Wait for the control thread's interrupt stop (PTRACE_EVENT_STOP, after
+ * a PTRACE_INTERRUPT), letting it run on through other stops (a signal's
+ * kept for later); 0 or -errno (-ESRCH: it is gone).
+ */
+int pt_event_stop(struct pt *p);
 /* Registers in as the kernel lets a thread go on from a stop (a system
  * call it was in restarted). */
 void pt_resume_regs(const struct user_regs_struct *in,

@@ -233,6 +233,23 @@ static int ctl_wait(struct pt *p, pid_t tid, int *st)
 	}
 }
 
+int pt_event_stop(struct pt *p)
+{
+	struct pt_thread *t = &p->th[p->ctl];
+	int st;
+
+	for (;;) {
+		if (ctl_wait(p, t->tid, &st))
+			return -ESRCH;
+		if ((st >> 16) == PTRACE_EVENT_STOP)
+			return 0;
+		if (!(st >> 16))	/* a signal: for later */
+			t->pending_sig = WSTOPSIG(st);
+		if (ptrace(PTRACE_CONT, t->tid, 0, 0) < 0)
+			return -errno;
+	}
+}
+
 /*
  * The control thread, at a system call stop or a signal stop ubt made,
  * gets its own registers back.  Outside a system call they go back as
@@ -246,7 +263,6 @@ int pt_settle(struct pt *p, bool fault)
 {
 	struct pt_thread *t = &p->th[p->ctl];
 	struct user_regs_struct r;
-	int st;
 
 	if ((int64_t)t->regs.orig_rax < 0 && !fault)
 		return ptrace(PTRACE_SETREGS, t->tid, 0, &t->regs) < 0 ?
@@ -256,17 +272,8 @@ int pt_settle(struct pt *p, bool fault)
 	    ptrace(PTRACE_INTERRUPT, t->tid, 0, 0) < 0 ||
 	    ptrace(PTRACE_CONT, t->tid, 0, 0) < 0)
 		return -errno;
-	for (;;) {
-		if (ctl_wait(p, t->tid, &st))
-			return -ESRCH;
-		if ((st >> 16) == PTRACE_EVENT_STOP)
-			break;
-		if (!(st >> 16))	/* a signal: for later */
-			t->pending_sig = WSTOPSIG(st);
-		if (ptrace(PTRACE_CONT, t->tid, 0, 0) < 0)
-			return -errno;
-	}
-	return ptrace(PTRACE_SETREGS, t->tid, 0, &t->regs) < 0 ? -errno : 0;
+	return pt_event_stop(p) ?:
+	       (ptrace(PTRACE_SETREGS, t->tid, 0, &t->regs) < 0 ? -errno : 0);
 }
 
 /*

@@ -17,9 +17,7 @@ total=$((nt * calls))
 prog="uprobe:$bin:ubt_sacred_tick { @ = count(); } END { }"
 
 # 1. the stops of the thread held, counted by -v
-"$bin" threads-wait $calls $nt >"$tout" 2>&1 </dev/null &
-tp=$!
-wait_for 300 $tp '^ready' "$tout"
+start_wait threads-wait $calls $nt
 sacred_run_p 60 $tp -v --mode user -p $tp -e "$prog"
 stops=$(sed -n 's/.* remote call(s) with \([0-9]*\) system call stop(s).*/\1/p' "$err" |
 	head -1)
@@ -38,9 +36,7 @@ else
 fi
 
 # 2. the worker killed while the thread waits in the helper
-"$bin" threads-wait $calls $nt >"$tout" 2>&1 </dev/null &
-tp=$!
-wait_for 300 $tp '^ready' "$tout"
+start_wait threads-wait $calls $nt
 before=$(code "$tp")
 UBT_TEST_DIE_IN_DONE=1 timeout 60 "$UBT" --mode user -p $tp -e "$prog" \
 	>"$out" 2>"$err" </dev/null

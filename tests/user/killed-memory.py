@@ -29,12 +29,11 @@ import os
 import signal
 import sys
 import tempfile
-import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from procmem import (Fed, attached, builddir, code_in,  # noqa: E402
                      done, memfd_maps, not_root, ok, share_target, ubt_p,
-                     ubt_processes)
+                     kill_all)
 
 BOUND = 60
 KILLED = 5
@@ -63,34 +62,6 @@ def ubt_fds(pid):
     return out
 
 
-def dead(pid):
-    """pid has exited (gone, or a zombie init has yet to reap)."""
-    try:
-        with open("/proc/%d/stat" % pid) as f:
-            return f.read().rsplit(")", 1)[1].split()[0] in ("Z", "X")
-    except OSError:
-        return True
-
-
-def kill_all(u, pid):
-    """ubt's worker and guard stopped, then SIGKILLed, and waited for
-    until both have exited (a worker still exiting is a live owner of
-    its jumps to the next ubt)."""
-    both = [u.pid] + [w for w in ubt_processes(
-        lambda a: a == str(pid).encode()) if w != u.pid]
-    for p in both:
-        os.kill(p, signal.SIGSTOP)
-    for p in both:
-        os.kill(p, signal.SIGKILL)
-    u.wait(timeout=BOUND)
-    for p in both:
-        for _ in range(BOUND * 100):
-            if dead(p):
-                break
-            time.sleep(0.01)
-    return len(both)
-
-
 def main():
     if not_root():
         return 77
@@ -104,7 +75,7 @@ def main():
         seen = attached(u)
         r = t.run("1000", "done 1000", timeout=BOUND)
         patched = code_in(pid, path, "share_push") != orig
-        n = kill_all(u, pid)
+        n = kill_all(u, pid, BOUND)
         maps, size = memfd_maps(pid), vmsize(pid)
         inos = {m[3] for m in maps}
         if first is None:
@@ -163,7 +134,7 @@ def killed_in_call():
     inside = b"" if u.stdout is None else u.stdout.readline()
     while inside and inside.strip() != b"in":
         inside = u.stdout.readline()
-    n = kill_all(u, pid)
+    n = kill_all(u, pid, BOUND)
     dead_maps = memfd_maps(pid)
     ok(b"NOTIFY_PROBES_ATTACHED" in seen and inside and n == 2 and
        dead_maps, "a session killed inside a wrapped call leaves its "

@@ -5,6 +5,7 @@ lines are awaited, and ubt started on it."""
 import os
 import select
 import shutil
+import signal
 import subprocess
 import sys
 import time
@@ -215,3 +216,33 @@ def memfd_maps(pid):
             off = int(p[2], 16)
             out.append((p[1], off, off + hi - lo, p[4]))
     return out
+
+
+def dead(pid):
+    """pid has exited (gone, or a zombie init has yet to reap)."""
+    try:
+        with open("/proc/%d/stat" % pid) as f:
+            return f.read().rsplit(")", 1)[1].split()[0] in ("Z", "X")
+    except OSError:
+        return True
+
+
+def kill_all(u, pid, bound):
+    """ubt u's worker and guard for target pid both killed, stopped
+    first (alone, the worker outlives its process group's kill and
+    detaches), and waited for until both have exited: a worker still
+    exiting is a live owner of its jumps to the next ubt, which then
+    rightly leaves them be.  How many were killed."""
+    both = [u.pid] + [w for w in ubt_processes(
+        lambda a: a == str(pid).encode()) if w != u.pid]
+    for p in both:
+        os.kill(p, signal.SIGSTOP)
+    for p in both:
+        os.kill(p, signal.SIGKILL)
+    u.wait(timeout=bound)
+    for p in both:
+        for _ in range(bound * 100):
+            if dead(p):
+                break
+            time.sleep(0.01)
+    return len(both)

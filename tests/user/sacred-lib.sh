@@ -42,6 +42,16 @@ wait_for()
 	done
 }
 
+# start_wait ARGS...: the target $bin ARGS (a "*-wait" command of
+# ubt-sacred) in the background, its output in $tout, $tp its pid,
+# waited for until it says "ready" (30 s at most)
+start_wait()
+{
+	"$bin" "$@" >"$tout" 2>&1 </dev/null &
+	tp=$!
+	wait_for 300 $tp '^ready' "$tout"
+}
+
 # ubt_bg TIMEOUT ARGS...: ubt ARGS in the background (timeout TIMEOUT),
 # $up its pid, waited for until its probes are attached (TIMEOUT * 5
 # tenths at most).  $out and $err are emptied first, here: the background

@@ -50,9 +50,7 @@ else
 fi
 
 # -p: the threads exist before the attach; the code restored after
-"$bin" threads-wait $calls $nt >"$tout" 2>&1 </dev/null &
-tp=$!
-wait_for 300 $tp '^ready' "$tout"
+start_wait threads-wait $calls $nt
 sacred_run_p 120 $tp --mode user -p $tp -e "$prog END { }"
 check "$nt live threads (-p): every call counted, by its own tid"
 if [ $trc -eq 0 ] && grep -q "^done $total\$" "$tout"; then

@@ -29,9 +29,7 @@ inside()
 }
 
 # 1. late three times: let go, tried again, the attach goes through
-"$bin" threads-wait $calls $nt >"$tout" 2>&1 </dev/null &
-tp=$!
-wait_for 300 $tp '^ready' "$tout"
+start_wait threads-wait $calls $nt
 export UBT_TEST_STOP_LATE=3
 sacred_run_p 60 $tp -v --mode user -p $tp -e "$prog"
 if [ "$rc" -eq 0 ] && grep -qx "@: $total" "$out"; then
@@ -62,9 +60,7 @@ fi
 
 # 2. late every time, --mode user: the attach gives up, the target
 # untouched
-"$bin" threads-wait $calls $nt >"$tout" 2>&1 </dev/null &
-tp=$!
-wait_for 300 $tp '^ready' "$tout"
+start_wait threads-wait $calls $nt
 before=$(code "$tp")
 UBT_TEST_STOP_LATE=1000000 timeout 20 "$UBT" --mode user -p $tp -e "$prog" \
 	>"$out" 2>"$err" </dev/null
@@ -101,9 +97,7 @@ fi
 # 3. late every time, the default mode: nothing written in user mode, the
 # probe runs in the kernel (its int3 on the function's first byte while it
 # runs), every call counted there, the code the file's afterwards
-"$bin" threads-wait $calls $nt >"$tout" 2>&1 </dev/null &
-tp=$!
-wait_for 300 $tp '^ready' "$tout"
+start_wait threads-wait $calls $nt
 before=$(code "$tp")
 export UBT_TEST_STOP_LATE=1000000
 ubt_bg 60 -v -p $tp -e "$prog"

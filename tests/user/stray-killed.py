@@ -25,12 +25,10 @@ import signal
 import subprocess
 import sys
 import tempfile
-import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from procmem import (attached, code_in, done, memfd_maps,  # noqa: E402
-                     not_root, ok, share_target, ubt_p, ubt_processes,
-                     UBT)
+                     not_root, ok, share_target, ubt_p, kill_all, UBT)
 
 BOUND = 60
 ROUNDS = 3
@@ -59,35 +57,6 @@ def unmapped(pid):
     return sum(1 for ino in ubt_fds(pid) if ino not in inos)
 
 
-def dead(pid):
-    """pid has exited (gone, or a zombie init has yet to reap)."""
-    try:
-        with open("/proc/%d/stat" % pid) as f:
-            return f.read().rsplit(")", 1)[1].split()[0] in ("Z", "X")
-    except OSError:
-        return True
-
-
-def kill_all(u, pid):
-    """ubt's worker and guard both killed, stopped first (alone, the
-    worker outlives its process group's kill and detaches), and waited
-    for until both have exited: a worker still exiting is a live owner
-    of its jumps to the next ubt, which then rightly leaves them be."""
-    both = [u.pid] + [w for w in ubt_processes(
-        lambda a: a == str(pid).encode()) if w != u.pid]
-    for p in both:
-        os.kill(p, signal.SIGSTOP)
-    for p in both:
-        os.kill(p, signal.SIGKILL)
-    u.wait(timeout=BOUND)
-    for p in both:
-        for _ in range(BOUND * 100):
-            if dead(p):
-                break
-            time.sleep(0.01)
-    return len(both)
-
-
 def main():
     if not_root():
         return 77
@@ -113,7 +82,7 @@ def main():
         seen = attached(u)
         r = t.run("1000", "done 1000", timeout=BOUND)
         patched = code_in(t.p.pid, path, "share_push") != orig
-        n = kill_all(u, t.p.pid)
+        n = kill_all(u, t.p.pid, BOUND)
         left, fds = unmapped(t.p.pid), ubt_fds(t.p.pid)
         ok(b"NOTIFY_PROBES_ATTACHED" in seen and r and patched and n == 2 and
            left == 0 and len(fds) == 1 and
