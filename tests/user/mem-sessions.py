@@ -28,10 +28,11 @@ import signal
 import subprocess
 import sys
 import tempfile
+import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from procmem import (Fed, attached, builddir, code_in, done,  # noqa: E402
-                     memfd_maps, not_root, ok, share_target, ubt_p)
+from procmem import (Fed, attached, builddir, code_in, dead,  # noqa: E402
+                     done, memfd_maps, not_root, ok, share_target, ubt_p)
 
 work = tempfile.mkdtemp(prefix="ubt-mem.")
 N = int(os.environ.get("UBT_MEM_SESSIONS", "15"))
@@ -173,13 +174,22 @@ def after_killed():
     attached(u)
     # both of ubt's processes (the worker has a process group of its
     # own), as a kill of the terminal's session would
+    killed = []
     for d in os.listdir("/proc"):
         try:
             if d.isdigit() and os.getsid(int(d)) == u.pid:
                 os.kill(int(d), signal.SIGKILL)
+                killed.append(int(d))
         except OSError:
             pass
     u.communicate(timeout=60)
+    # until both have exited: a worker still exiting is a live owner of
+    # its jumps to the next ubt, which then rightly refuses user mode
+    for p in killed:
+        for _ in range(6000):
+            if dead(p):
+                break
+            time.sleep(0.01)
     left = memfd_fds(t.p.pid), memfd_maps(t.p.pid)
     ok(left[0] and left[1], "the killed ubt left its memory and descriptor",
        str(left))
