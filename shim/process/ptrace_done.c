@@ -7,8 +7,13 @@
  * call can run freely (PTRACE_CONT) through a small helper beside the
  * stub in its page, which calls the function, stores the result and
  * "done" in that shared word, restores the FPU state, wakes ubt (a futex
- * on the shared page) and waits on the word for at most 100 ms, where
- * ubt interrupts it and puts its registers back (pt_settle()).  A ubt
+ * on the shared page) and sleeps at most 100 ms, where ubt interrupts it
+ * and puts its registers back (pt_settle()).  The sleep is a select()
+ * with no descriptors: interrupted, it asks for a plain restart and
+ * leaves the thread's restart block alone, which a thread stopped in
+ * its own poll(), nanosleep() or timed futex wait still needs (a timed
+ * futex wait there would put its own restart in place of the thread's,
+ * and the thread's call would end early when it goes back to it).  A ubt
  * that is gone or late costs the wait: then the helper returns into the
  * stub, which puts the thread back by itself as it always does; ubt sees
  * a thread outside the stub's page and takes its registers as they are.
@@ -24,7 +29,7 @@
  * The helper's code (at PT_DONE_OFF in the stub's page), entered by the
  * stub's "call *%rax" with the stub's data at 8(%rsp): D_REAL the
  * function, D_DONE the shared pair {u32 done, u32, u64 result}, D_TS the
- * wait's timeout.
+ * sleep's struct timeval.
  */
 static const uint8_t done_code[] = {
 	0x48, 0x83, 0xec, 0x08,				/* sub $8,%rsp */
@@ -46,11 +51,13 @@ static const uint8_t done_code[] = {
 	0xba, 0x01, 0x00, 0x00, 0x00,			/* mov $1,%edx */
 	0xb8, 0xca, 0x00, 0x00, 0x00,			/* mov $SYS_futex,%eax */
 	0x0f, 0x05,					/* syscall */
-	0x48, 0x8b, 0xbc, 0x24, 0xe8, 0x00, 0x00, 0x00,	/* mov 16+D_DONE(%rsp),%rdi */
-	0x31, 0xf6,					/* xor %esi,%esi (FUTEX_WAIT) */
-	0xba, 0x01, 0x00, 0x00, 0x00,			/* mov $1,%edx */
-	0x4c, 0x8d, 0x94, 0x24, 0xf0, 0x00, 0x00, 0x00,	/* lea 16+D_TS(%rsp),%r10 */
-	0xb8, 0xca, 0x00, 0x00, 0x00,			/* mov $SYS_futex,%eax */
+	0x66, 0x0f, 0x1f, 0x44, 0x00, 0x00,		/* nopw 0(%rax,%rax) */
+	0x31, 0xff,					/* xor %edi,%edi (no fds) */
+	0x31, 0xf6,					/* xor %esi,%esi */
+	0x31, 0xd2,					/* xor %edx,%edx */
+	0x45, 0x31, 0xd2,				/* xor %r10d,%r10d */
+	0x4c, 0x8d, 0x84, 0x24, 0xf0, 0x00, 0x00, 0x00,	/* lea 16+D_TS(%rsp),%r8 */
+	0xb8, 0x17, 0x00, 0x00, 0x00,			/* mov $SYS_select,%eax */
 	0x0f, 0x05,					/* syscall: ubt stops it here */
 	0x48, 0x8b, 0x04, 0x24,				/* mov (%rsp),%rax */
 	0x48, 0x83, 0xc4, 0x08,				/* add $8,%rsp */
@@ -80,7 +87,8 @@ int pt_done_enter(struct pt *p, uint64_t fn, const uint64_t a[6],
 		  struct user_regs_struct *r)
 {
 	uint8_t have[sizeof(done_code)];
-	uint64_t w[4] = { fn, p->done_at, 0, DONE_WAIT_NS };
+	/* D_TS: select()'s struct timeval */
+	uint64_t w[4] = { fn, p->done_at, 0, DONE_WAIT_NS / 1000 };
 	int err;
 
 	/* an older ubt's page has none: written once */
