@@ -9,9 +9,10 @@
  * rt_init() finds the vDSO in the auxiliary vector (AT_SYSINFO_EHDR, which
  * ubt reads from /proc/PID/auxv before its stop and passes; an older ubt
  * passes 0, and it is read from /proc/self/auxv here: no libc, four
- * system calls, each two stops of ubt's remote call) and looks __vdso_clock_gettime up in its
- * dynamic symbols (DT_HASH, else DT_GNU_HASH).  Without a vDSO (vdso=0,
- * a sandbox that refuses the open) the system call is made instead.  The
+ * system calls, each two stops of ubt's remote call) and looks
+ * __vdso_clock_gettime up in its dynamic symbols (DT_HASH, else
+ * DT_GNU_HASH).  Without a vDSO (vdso=0, a sandbox that refuses the
+ * open) the system call is made instead.  The
  * kernel builds the vDSO's clock code without vector instructions, as the
  * runtime is built: the probed function's %xmm arguments survive.
  */

@@ -31,8 +31,9 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from procmem import (Fed, attached, builddir, code_in, dead,  # noqa: E402
-                     done, memfd_maps, not_root, ok, share_target, ubt_p)
+from procmem import (Fed, attached, builddir, code_in,  # noqa: E402
+                     done, memfd_maps, not_root, ok, share_target, ubt_p,
+                     wait_dead)
 
 work = tempfile.mkdtemp(prefix="ubt-mem.")
 N = int(os.environ.get("UBT_MEM_SESSIONS", "15"))
@@ -185,11 +186,7 @@ def after_killed():
     u.communicate(timeout=60)
     # until both have exited: a worker still exiting is a live owner of
     # its jumps to the next ubt, which then rightly refuses user mode
-    for p in killed:
-        for _ in range(6000):
-            if dead(p):
-                break
-            time.sleep(0.01)
+    wait_dead(killed, 60)
     left = memfd_fds(t.p.pid), memfd_maps(t.p.pid)
     ok(left[0] and left[1], "the killed ubt left its memory and descriptor",
        str(left))

@@ -240,9 +240,14 @@ def kill_all(u, pid, bound):
     for p in both:
         os.kill(p, signal.SIGKILL)
     u.wait(timeout=bound)
-    for p in both:
+    wait_dead(both, bound)
+    return len(both)
+
+
+def wait_dead(pids, bound):
+    """Wait up to bound seconds for each of pids to have exited."""
+    for p in pids:
         for _ in range(bound * 100):
             if dead(p):
                 break
             time.sleep(0.01)
-    return len(both)
