@@ -1,4 +1,5 @@
-/* /proc/PID/stat (procstat.h). */
+/* /proc/PID/stat and /proc/PID/auxv (procstat.h). */
+#include <elf.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
@@ -58,4 +59,22 @@ int procstat_threads(pid_t pid)
 			    "%*s %*s %*s %*s %*s %*s %d", &n) != 1)
 		return 0;
 	return n;
+}
+
+uint64_t procstat_auxv(pid_t pid, uint64_t type)
+{
+	Elf64_auxv_t a;
+	uint64_t v = 0;
+	char path[64];
+	int fd;
+
+	snprintf(path, sizeof(path), "/proc/%d/auxv", (int)pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return 0;
+	while (read(fd, &a, sizeof(a)) == sizeof(a) && a.a_type != AT_NULL)
+		if (a.a_type == type)
+			v = a.a_un.a_val;
+	close(fd);
+	return v;
 }

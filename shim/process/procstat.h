@@ -1,12 +1,14 @@
 /*
  * /proc/PID/stat, read once: what follows the command's ")" (the state
- * letter first, then field 4 on), safe against any command name.
+ * letter first, then field 4 on), safe against any command name; and one
+ * entry of /proc/PID/auxv.
  */
 #ifndef UBT_PROCSTAT_H
 #define UBT_PROCSTAT_H
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <sys/types.h>
 
 /* Fill buf (len bytes) and return the text after ") ", or NULL when the
@@ -25,5 +27,9 @@ char procstat_state(pid_t pid);
 
 /* How many threads the process has (field 20), 0 if unknown. */
 int procstat_threads(pid_t pid);
+
+/* The value of entry type (AT_ENTRY, AT_SYSINFO_EHDR, ...) of the
+ * process's auxiliary vector, 0 when absent or unreadable. */
+uint64_t procstat_auxv(pid_t pid, uint64_t type);
 
 #endif

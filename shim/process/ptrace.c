@@ -349,24 +349,6 @@ void pt_detach_others(struct pt *p)
 	p->one = true;
 }
 
-static uint64_t auxv_entry(pid_t pid)
-{
-	char path[64];
-	Elf64_auxv_t a;
-	uint64_t entry = 0;
-	int fd;
-
-	snprintf(path, sizeof(path), "/proc/%d/auxv", pid);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return 0;
-	while (read(fd, &a, sizeof(a)) == sizeof(a) && a.a_type != AT_NULL)
-		if (a.a_type == AT_ENTRY)
-			entry = a.a_un.a_val;
-	close(fd);
-	return entry;
-}
-
 /*
  * A process stopped right after its execve() (one thread, ours): run the
  * dynamic loader up to the ELF entry point, where libc is loaded and set
@@ -378,7 +360,7 @@ static int run_to_entry(struct pt *p, pid_t pid, const char *what)
 	struct user_regs_struct r;
 	int st, err;
 
-	entry = auxv_entry(pid);
+	entry = procstat_auxv(pid, AT_ENTRY);
 	err = open_mem(p);
 	if (!entry || err || pt_read(p, entry, &word, 8))
 		return -EIO;

@@ -703,31 +703,6 @@ static int dlopen_finish(struct ubt_user *u, uint64_t *handle)
 	return err;
 }
 
-/*
- * The vDSO's address in the target (AT_SYSINFO_EHDR of /proc/PID/auxv),
- * or 0: rt_init() looks the vDSO's clock up there, without the four
- * system calls (eight system call stops) of reading its own auxv.
- */
-static uint64_t target_vdso(pid_t pid)
-{
-	uint64_t aux[512], v = 0;
-	char path[64];
-	ssize_t n;
-	int fd;
-
-	snprintf(path, sizeof(path), "/proc/%d/auxv", (int)pid);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return 0;
-	n = read(fd, aux, sizeof(aux));
-	close(fd);
-	for (ssize_t i = 0; n > 0 && (i + 2) * 8 <= n && aux[i] != AT_NULL;
-	     i += 2)
-		if (aux[i] == AT_SYSINFO_EHDR)
-			v = aux[i + 1];
-	return v;
-}
-
 int user_place_runtime(struct ubt_user *u, const struct user_opts *o)
 {
 	uint64_t args[6] = { 0 }, handle, l_addr, ret;
@@ -769,7 +744,9 @@ int user_place_runtime(struct ubt_user *u, const struct user_opts *o)
 	if (err)
 		return user_err(u, err, "read the runtime's link map");
 	args[0] = u->target_base;
-	args[1] = target_vdso(u->pid);
+	/* the vDSO, where rt_init() looks its clock up, without the system
+	 * calls (and stops) of reading its own auxv */
+	args[1] = procstat_auxv(u->pid, AT_SYSINFO_EHDR);
 	args[2] = ~args[1];
 	err = pt_call(&u->pt, l_addr + init_vaddr, args, &ret, 2000);
 	if (err)
