@@ -4,8 +4,9 @@
  * memfd mappings (the control view and its PROT_NONE guard over the code
  * range, the chunks of blocks the runtime mapped, the code slices), and
  * those of earlier sessions whose sites are all restored, are unmapped
- * (with the BPF maps this session mapped there: shared tables, comm)
- * and the memfd's descriptor in the target closed, unless a thread may
+ * (with the BPF maps each session mapped there: shared tables, comm;
+ * an earlier one's found through its control block) and the memfd's
+ * descriptor in the target closed, unless a thread may
  * still use them:
  *  - its rip in a code slice or in the runtime;
  *  - an address in a code slice on its stack, near its stack pointer (a
@@ -28,7 +29,8 @@
  * the memory of each dead session whose sites are all restored goes
  * under the same conditions, looked at once (a later ubt tries again),
  * and only when their runtime is the one this ubt loads and no other
- * process shares the memory.
+ * process shares the memory; with it the BPF maps that session mapped
+ * (its comm table, the tables it shared with kernel probes: rt_ctl).
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
@@ -335,9 +337,11 @@ static int um_forget(struct ubt_user *u, const struct um *s)
 /*
  * The mapping of a BPF map ubt placed at addr (a table shared with kernel
  * probes, user_xmap.c, or the comm table, user_comm.c), unmapped if it
- * is still there.
+ * is still there (and, len not 0, is len bytes long: a dead session's,
+ * whose address was read from its memfd).
  */
-static int um_bpf(struct ubt_user *u, const struct um *s, uint64_t addr)
+static int um_bpf(struct ubt_user *u, const struct um *s, uint64_t addr,
+		  uint64_t len)
 {
 	int64_t ret;
 	int err;
@@ -345,6 +349,8 @@ static int um_bpf(struct ubt_user *u, const struct um *s, uint64_t addr)
 	for (int i = 0; addr && i < s->nbpf; i++) {
 		if (s->bpf_lo[i] != addr)
 			continue;
+		if (len && s->bpf_hi[i] - addr != len)
+			return 0;
 		err = um_sys(u, s, SYS_munmap, addr, s->bpf_hi[i] - addr, 0, 0,
 				0, 0, &ret);
 		if (!err && !s->child)
@@ -352,6 +358,63 @@ static int um_bpf(struct ubt_user *u, const struct um *s, uint64_t addr)
 		return err;
 	}
 	return 0;
+}
+
+/* The target's address of byte off of memfd ino, 0 if not mapped. */
+static uint64_t um_addr_of(const struct um *s, uint64_t ino, uint64_t off)
+{
+	for (int i = 0; i < s->n; i++)
+		if (s->m[i].ino == ino && !s->m[i].x && off >= s->m[i].off &&
+		    off - s->m[i].off < s->m[i].end - s->m[i].start)
+			return s->m[i].start + off - s->m[i].off;
+	return 0;
+}
+
+/*
+ * The BPF maps an earlier session, whose control block c (of memfd ino)
+ * is, mapped into the target: its comm table, and the tables it shared
+ * with kernel probes (rt_ctl.xmap; each one's address in its word of the
+ * shared area).  Only a BPF map's mapping that starts at that address,
+ * of the recorded length for a table, goes: the memfd is the target's
+ * to scribble on.
+ */
+static int um_view_bpf(struct ubt_user *u, const struct um *s,
+		       const struct rt_ctl *c, uint64_t ino)
+{
+	uint32_t n = c->nxmaps < RT_XMAP_MAX ? c->nxmaps : RT_XMAP_MAX;
+	int err = c->comm_tab ? um_bpf(u, s, c->comm_tab, 0) : 0;
+
+	for (uint32_t i = 0; !err && i < n; i++) {
+		uint64_t at = um_addr_of(s, ino, RT_SHARED_OFF +
+					 (uint64_t)c->xmap[i].off), addr = 0;
+
+		if (!c->xmap[i].pages || !at || at & 7 ||
+		    pt_read(s->pt, at, &addr, sizeof(addr)) || !addr)
+			continue;
+		err = um_bpf(u, s, addr, (uint64_t)c->xmap[i].pages << 12);
+	}
+	return err;
+}
+
+/*
+ * The BPF maps of the earlier sessions (not own) whose memory goes with
+ * this session's at its detach.
+ */
+static int um_old_bpf(struct ubt_user *u, struct um *s, uint64_t own)
+{
+	int err = 0;
+
+	for (int i = 0; !err && i < s->n; i++) {
+		struct rt_ctl c;
+
+		if (s->m[i].gone || s->m[i].off || s->m[i].ino == own ||
+		    s->m[i].end - s->m[i].start < sizeof(c) ||
+		    pt_read(s->pt, s->m[i].start, &c, sizeof(c)) ||
+		    c.sz != sizeof(c) || c.version != RT_ABI_VERSION)
+			continue;
+		err = um_view_bpf(u, s, &c, s->m[i].ino);
+	}
+	return err;
 }
 
 /* Is the target's descriptor target_fd still the memfd (inode own)? */
@@ -456,7 +519,8 @@ static int um_run(struct ubt_user *u, struct pt *pt, bool child,
 		um_free(s);
 		return 0;
 	}
-	err = um_forget(u, s) ?: um_unmap(u, s, child ? NULL : &u->unmapped);
+	err = um_forget(u, s) ?: um_old_bpf(u, s, own) ?:
+	      um_unmap(u, s, child ? NULL : &u->unmapped);
 	if (!err)
 		um_close_old(u, s, own);
 	/* killed workers' unmapped memfds (user_strays.c), found now that
@@ -466,7 +530,7 @@ static int um_run(struct ubt_user *u, struct pt *pt, bool child,
 		user_strays_close(u);
 	}
 	for (int i = 0; !err && i < nbpf; i++)
-		err = um_bpf(u, s, bpf[i]);
+		err = um_bpf(u, s, bpf[i], 0);
 	um_free(s);
 	return err;
 }
@@ -552,8 +616,8 @@ static int um_dead_forget(struct ubt_user *u, struct um *s)
 		stub = c.fn[RT_FN_WRAP_STUB_NEXT];
 		if (!err && stub >= s->rt_start && stub + 4 <= s->rt_end)
 			err = pt_write(s->pt, stub, zero, 4);
-		if (!err && c.comm_tab)
-			err = um_bpf(u, s, c.comm_tab);
+		if (!err)
+			err = um_view_bpf(u, s, &c, s->m[i].ino);
 	}
 	for (int i = 0; !err && s->tls_offset && i < s->pt->nth; i++) {
 		struct user_regs_struct r;

@@ -23,6 +23,11 @@ A session killed while a wrapped call (return probe) is in progress
 memory (the return goes through the dead session's shadow stack), -v
 says why, nothing of it writable and executable; the call then returns
 right; the attach after that takes the memory out; ubt-exc exits 0.
+
+A session whose probes read comm and share a map with a kernel probe,
+killed: the BPF maps it mapped into the target (the comm table, the
+shared table, found through its control block) go with its memory at
+the next attach.
 Prints TAP.
 """
 import os
@@ -109,7 +114,44 @@ def main():
     st = t.finish(BOUND)
     ok(st == 0, "the target exits 0", "status %s" % st)
     killed_in_call()
+    killed_bpf()
     return done(work)
+
+
+def bpf_maps(pid):
+    with open("/proc/%d/maps" % pid) as f:
+        return [line.split()[0] for line in f if "anon_inode:bpf-map" in line]
+
+
+def killed_bpf():
+    path, t, orig = share_target(work, "killbpf")
+    pid = t.p.pid
+    prog = ("uprobe:%s:share_push { @c[comm] = count(); @x[1] = 1; } "
+            "tracepoint:syscalls:sys_enter_getppid { @x[2] = @x[1]; }"
+            % path)
+    before = bpf_maps(pid)
+    u = ubt_p(pid, prog)
+    seen = attached(u)
+    r = t.run("1000", "done 1000", timeout=BOUND)
+    n = kill_all(u, pid, BOUND)
+    left = bpf_maps(pid)
+    ok(b"NOTIFY_PROBES_ATTACHED" in seen and r and n == 2 and
+       len(left) == len(before) + 2 and memfd_maps(pid),
+       "a session sharing a map with a kernel probe, killed, leaves its "
+       "comm table and shared table mapped", "%r, %d killed, bpf maps %s "
+       "then %s" % (seen[-200:], n, before, left))
+    st, out, err = session_v(pid, "uprobe:%s:share_push { @c = count(); }"
+                             % path)
+    ok(st == 0 and b"of dead ubts' memory taken out" in err and
+       bpf_maps(pid) == before and not memfd_maps(pid) and
+       code_in(pid, path, "share_push") == orig and
+       t.run("100", "done 100", timeout=BOUND),
+       "the next session takes them out with its memory; the code is the "
+       "file's, the target computes", "status %s, %r, bpf maps %s then "
+       "%s, memfd %s" % (st, err[-400:], before, bpf_maps(pid),
+                         memfd_maps(pid)))
+    st = t.finish(BOUND)
+    ok(st == 0, "that target exits 0", "status %s" % st)
 
 
 def session_v(pid, prog):
