@@ -282,7 +282,26 @@
  * %rdi is lent instead of the one on the stack.
  */
 #define RT_FN_VF_VFORK 24
-#define RT_FN_MAX 25
+/*
+ * A wrapped call still in progress when ubt detaches is parked (the
+ * detach, shim/user/user_unmap.c): ubt writes RT_FN_WRAP_PARKED, a
+ * return address in the runtime under rt_wrap_call's unwind rules, over
+ * the call's return address (rt_wrap_call's, RT_FN_WRAP_RET, or a stub
+ * slot's), replaces the first page of the thread's block (its shadow
+ * stack) by a read-only private copy at the same address, and takes the
+ * rest of the memfd out.  Returning there, the call reads only its entry
+ * at %rbx (or, when that is not its own, the page's entries from the
+ * top down) and goes back to its caller with the caller's %rbx; no
+ * return probe runs, nothing is written.  The copies' addresses are in
+ * the runtime's table at RT_FN_PARKED (RT_PARKED_MAX u64 words, 0 free,
+ * ubt's alone to write), where a later ubt finds them and unmaps them
+ * once no thread's stack holds RT_FN_WRAP_PARKED.
+ */
+#define RT_FN_WRAP_RET 25
+#define RT_FN_WRAP_PARKED 26
+#define RT_FN_PARKED 27
+#define RT_FN_MAX 28
+#define RT_PARKED_MAX 64
 #define RT_WRAP_LOW_COPY 128
 #define RT_WRAP_LOW_GAP 144	/* COPY + 16: %rsp stays 16-aligned */
 #define RT_WRAP_STUBS 2048

@@ -41,6 +41,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -51,6 +52,7 @@
 #define UNMAP_TRIES 10		/* looks, the threads running between */
 #define UNMAP_RUN_US 20000
 #define UNMAP_STACK (8ULL << 20)	/* live frames read at most */
+#define UNMAP_PARK_MAX 256	/* wrapped calls parked at most */
 
 struct um_map {
 	uint64_t start, end, off;
@@ -73,6 +75,19 @@ struct um {
 	int nbpf;
 	int64_t tls_offset;	/* of the runtime's block pointer, or 0 */
 	int tries;		/* looks at the threads */
+	/*
+	 * Parking (this session's detach in the target only; park_ret 0:
+	 * none): the runtime's return addresses of wrapped calls, and the
+	 * calls in progress that will return through RT_FN_WRAP_PARKED,
+	 * each its slot on the stack and its block.
+	 */
+	uint64_t wrap_ret, stubs, park_ret, park_tab;
+	bool only_own;		/* no memfd but this session's mapped */
+	struct um_park {
+		uint64_t slot, blk;
+		pid_t tid;
+	} park[UNMAP_PARK_MAX];
+	int npark;
 };
 
 /* A remote system call in s's process (user_rsys() there). */
@@ -207,6 +222,121 @@ static bool um_runtime(const struct um *s, uint64_t a)
 	return false;
 }
 
+/* A wrapped call's return address: rt_wrap_call's, or a stub slot's. */
+static bool um_wrap_ret(const struct um *s, uint64_t a)
+{
+	return a && (a == s->wrap_ret ||
+		     (a - s->stubs < RT_WRAP_STUBS * RT_WRAP_STUB &&
+		      (a - s->stubs) % RT_WRAP_STUB == 5));
+}
+
+/*
+ * A word at addr on a stack that needs none of the memfd: a parked
+ * call's return address, or one that will be (a slot planned).
+ */
+static bool um_parked_word(const struct um *s, uint64_t addr, uint64_t w)
+{
+	if (s->park_ret && w == s->park_ret)
+		return true;
+	/*
+	 * Every wrapped call in progress of this session is planned (its
+	 * block's entries); of earlier ones, none is when no memfd but
+	 * this session's is mapped (a kept one's stays mapped; a parked
+	 * one returns through RT_FN_WRAP_PARKED): another return address
+	 * of a wrapped call is a stale copy (rt_shadow_push() passes
+	 * rt_wrap_call's on the stack, where the wrapped function's frame
+	 * then lies).
+	 */
+	if (s->park_ret && s->only_own && um_wrap_ret(s, w))
+		return true;
+	for (int i = 0; i < s->npark; i++)
+		if (s->park[i].slot == addr)
+			return true;
+	return false;
+}
+
+/*
+ * Can thread tid's wrapped calls in progress, entries [0, top) of its
+ * block blk, be parked?  Each entry whose slot still holds a wrapped
+ * call's return address is planned (the others are of frames gone);
+ * one whose own return address is a wrapped call's (a tail call from a
+ * wrapped function) must lead to an entry of the same page.  NULL when
+ * they can (the stack is looked at after: a return address into ubt's
+ * code elsewhere, rt_wrap_low's say, keeps everything).
+ */
+static const char *um_plan(struct um *s, pid_t tid, uint64_t sp,
+			   uint64_t blk, uint64_t top)
+{
+	static uint64_t sh[RT_SHADOW_DEPTH * RT_SHADOW_ENTRY / 8];
+
+	if (!s->park_ret || blk & 4095)
+		return "a wrapped call (return probe) is in progress";
+	top &= -(uint64_t)RT_SHADOW_ENTRY;
+	if (top > RT_SHADOW_DEPTH * RT_SHADOW_ENTRY)
+		return "a wrapped call (return probe) is in progress, its "
+		       "shadow stack scribbled over";
+	if (pt_read(s->pt, blk + RT_BLK_SHADOW, sh, top))
+		return "its shadow stack cannot be read";
+	for (uint64_t k = 0; k < top / 8; k += RT_SHADOW_ENTRY / 8) {
+		uint64_t slot = sh[k + RT_SH_SLOT / 8], w = 0;
+		uint64_t ret = sh[k + RT_SH_RET / 8], rbx = sh[k + RT_SH_RBX / 8];
+
+		/* (below the stack pointer: a frame gone, maybe the red
+		 * zone's words now) */
+		if (slot & 7 || slot < sp || pt_read(s->pt, slot, &w, 8) ||
+		    !um_wrap_ret(s, w))
+			continue;
+		if (um_wrap_ret(s, ret) && (rbx & -4096ULL) != blk)
+			return "a wrapped call in progress was tail-called "
+			       "from one of an earlier session";
+		if (s->npark == UNMAP_PARK_MAX)
+			return "too many wrapped calls in progress";
+		s->park[s->npark++] = (struct um_park){ .slot = slot,
+							.blk = blk,
+							.tid = tid };
+	}
+	return NULL;
+}
+
+/* Does addr hold a signal frame's return address (a restorer's)? */
+static bool um_restorer_at(const struct um *s, uint64_t addr)
+{
+	/* mov $15,%rax; syscall (glibc's) or mov $15,%eax; syscall */
+	static const uint8_t a[] = { 0x48, 0xc7, 0xc0, 0x0f, 0, 0, 0, 0x0f,
+				     0x05 };
+	static const uint8_t b[] = { 0xb8, 0x0f, 0, 0, 0, 0x0f, 0x05 };
+	uint8_t code[sizeof(a)];
+	uint64_t w;
+
+	if (pt_read(s->pt, addr, &w, 8) || pt_read(s->pt, w, code, sizeof(a)))
+		return true;	/* unreadable: as if it were one */
+	return !memcmp(code, a, sizeof(a)) || !memcmp(code, b, sizeof(b));
+}
+
+/*
+ * Parking only: is w, at addr on a live stack, a word the runtime's code
+ * after the memfd is gone cannot reach through?  A return address after
+ * a direct call from the runtime to the runtime: the frame it returns to
+ * is live only while its callee is, whose own return address or rip
+ * tells (the runtime calls out only indirectly: wrapped calls, the
+ * chained signal handler), so such a word is stale (an uninitialized
+ * local's), unless it is the rip a signal frame saved (its restorer 176
+ * bytes below: ucontext's mcontext.rip).
+ */
+static bool um_inner_ret(const struct um *s, uint64_t addr, uint64_t w)
+{
+	uint8_t call[5];
+	int32_t rel;
+	uint64_t to;
+
+	if (!s->park_ret || !um_runtime(s, w) || w - 5 < s->rt_start ||
+	    pt_read(s->pt, w - 5, call, sizeof(call)) || call[0] != 0xe8)
+		return false;
+	memcpy(&rel, call + 1, 4);
+	to = w + (uint64_t)(int64_t)rel;
+	return um_runtime(s, to) && !um_restorer_at(s, addr - 176);
+}
+
 /*
  * The end of the mapping that holds a (its stack: the live frames lie
  * between a thread's stack pointer and there), 0 if none does.
@@ -242,7 +372,9 @@ static bool um_stack_holds(struct ubt_user *u, const struct um *s,
 		if (pt_read(s->pt, sp, words, n))
 			return false;
 		for (size_t k = 0; k < n / 8; k++)
-			if (um_code(s, words[k]) || um_runtime(s, words[k]))
+			if ((um_code(s, words[k]) || um_runtime(s, words[k])) &&
+			    !um_parked_word(s, sp + 8 * k, words[k]) &&
+			    !um_inner_ret(s, sp + 8 * k, words[k]))
 				return true;
 		sp += n;
 	}
@@ -250,7 +382,7 @@ static bool um_stack_holds(struct ubt_user *u, const struct um *s,
 }
 
 /* Why thread i may still need the memfd (NULL: it does not). */
-static const char *um_inside(struct ubt_user *u, const struct um *s, int i,
+static const char *um_inside(struct ubt_user *u, struct um *s, int i,
 			     const struct pt_map *pm, int npm)
 {
 	struct user_regs_struct r;
@@ -269,8 +401,13 @@ static const char *um_inside(struct ubt_user *u, const struct um *s, int i,
 		if (tls[4])
 			return "its block is lent to a vfork child";
 		if (tls[0] && !pt_read(s->pt, tls[0] + RT_BLK_SHADOW_TOP, &top,
-				       sizeof(top)) && top)
-			return "a wrapped call (return probe) is in progress";
+				       sizeof(top)) && top) {
+			const char *why = um_plan(s, s->pt->th[i].tid, r.rsp,
+						  tls[0], top);
+
+			if (why)
+				return why;
+		}
 	}
 	if (um_stack_holds(u, s, r.rsp, um_stack_end(pm, npm, r.rsp)))
 		return "its stack holds an address in ubt's code (a wrapped "
@@ -279,7 +416,7 @@ static const char *um_inside(struct ubt_user *u, const struct um *s, int i,
 }
 
 /* A thread that may still need the mappings, after a few looks. */
-static const char *um_wait(struct ubt_user *u, const struct um *s, pid_t *tid,
+static const char *um_wait(struct ubt_user *u, struct um *s, pid_t *tid,
 			   bool *ran)
 {
 	const char *why = NULL;
@@ -290,6 +427,7 @@ static const char *um_wait(struct ubt_user *u, const struct um *s, pid_t *tid,
 		if (pt_maps(s->pid, &pm, &npm))
 			return "its mappings cannot be read";
 		why = NULL;
+		s->npark = 0;
 		for (int i = 0; i < s->pt->nth && !why; i++) {
 			why = um_inside(u, s, i, pm, npm);
 			*tid = s->pt->th[i].tid;
@@ -467,6 +605,185 @@ static int um_unmap(struct ubt_user *u, struct um *s, int *count)
 	return err;
 }
 
+/* The runtime's address fn[k] of this session, 0 unless in the runtime. */
+static uint64_t um_rt_fn(struct ubt_user *u, const struct um *s, int k)
+{
+	uint64_t a = u->m.ctl->fn[k];
+
+	return a >= s->rt_start && a + 8 <= s->rt_end ? a : 0;
+}
+
+/* The runtime's table of parked pages, read (0: none there). */
+static int um_park_tab(const struct um *s, uint64_t *tab)
+{
+	if (!s->park_tab)
+		return -ENOENT;
+	return pt_read(s->pt, s->park_tab, tab, RT_PARKED_MAX * 8);
+}
+
+/*
+ * The planned calls parked (every thread stopped): for each block, a
+ * read-only private copy of its first page (the entries' returns to
+ * wrapped calls made RT_FN_WRAP_PARKED too) is made elsewhere; the
+ * calls' return addresses are rewritten (until the copy is in place they
+ * still read the memfd's page, which holds the same entries); each copy
+ * then replaces its block's page at once (mremap) and is recorded in the
+ * runtime's table.  Fails before any rewrite when a copy cannot be made;
+ * *moved says whether every page was replaced (else the memfd stays).
+ */
+static int um_park(struct ubt_user *u, struct um *s, bool *moved)
+{
+	static uint8_t page[4096];
+	uint64_t tab[RT_PARKED_MAX], blk[RT_PARKED_MAX], copy[RT_PARKED_MAX];
+	int nblk = 0, nfree = 0, err = 0;
+	int64_t ret;
+
+	*moved = false;
+	if (um_park_tab(s, tab))
+		return -ENOENT;
+	for (int i = 0; i < RT_PARKED_MAX; i++)
+		nfree += !tab[i];
+	for (int i = 0; i < s->npark; i++) {
+		int k = 0;
+
+		while (k < nblk && blk[k] != s->park[i].blk)
+			k++;
+		if (k == nblk && nblk == nfree)
+			return -ENOSPC;
+		if (k == nblk)
+			blk[nblk++] = s->park[i].blk;
+	}
+	for (int k = 0; k < nblk; k++) {
+		uint64_t top, *e;
+
+		copy[k] = 0;
+		err = pt_read(s->pt, blk[k], page, sizeof(page));
+		if (err)
+			break;
+		memcpy(&top, page + RT_BLK_SHADOW_TOP, 8);
+		top &= -(uint64_t)RT_SHADOW_ENTRY;
+		if (top > RT_SHADOW_DEPTH * RT_SHADOW_ENTRY)
+			top = RT_SHADOW_DEPTH * RT_SHADOW_ENTRY;
+		for (uint64_t o = 0; o < top; o += RT_SHADOW_ENTRY) {
+			e = (uint64_t *)(page + RT_BLK_SHADOW + o);
+			if (um_wrap_ret(s, e[RT_SH_RET / 8]))
+				e[RT_SH_RET / 8] = s->park_ret;
+		}
+		err = um_sys(u, s, SYS_mmap, 0, sizeof(page),
+			     PROT_READ | PROT_WRITE,
+			     MAP_PRIVATE | MAP_ANONYMOUS, (uint64_t)-1, 0, &ret);
+		if (!err && (ret < 0 && ret > -4096))
+			err = (int)ret;
+		if (err)
+			break;
+		copy[k] = (uint64_t)ret;
+		err = pt_write(s->pt, copy[k], page, sizeof(page)) ?:
+		      um_sys(u, s, SYS_mprotect, copy[k], sizeof(page),
+			     PROT_READ, 0, 0, 0, &ret);
+		if (!err && ret)
+			err = (int)ret;
+		if (err)
+			break;
+	}
+	if (err) {
+		for (int k = 0; k < nblk && copy[k]; k++)
+			um_sys(u, s, SYS_munmap, copy[k], sizeof(page), 0, 0,
+			       0, 0, &ret);
+		return err;
+	}
+	for (int i = 0; !err && i < s->npark; i++)
+		err = pt_write(s->pt, s->park[i].slot, &s->park_ret, 8);
+	for (int k = 0; !err && k < nblk; k++) {
+		int f = 0;
+
+		err = um_sys(u, s, SYS_mremap, copy[k], sizeof(page),
+			     sizeof(page), MREMAP_MAYMOVE | MREMAP_FIXED,
+			     blk[k], 0, &ret);
+		if (!err && (uint64_t)ret != blk[k])
+			err = ret < 0 && ret > -4096 ? (int)ret : -EFAULT;
+		while (!err && tab[f])
+			f++;
+		if (!err) {
+			tab[f] = blk[k];
+			err = pt_write(s->pt, s->park_tab + 8 * (uint64_t)f,
+				       &blk[k], 8);
+		}
+	}
+	*moved = !err;
+	if (!err) {
+		snprintf(u->park_note, sizeof(u->park_note), "pid %d: %d "
+			 "wrapped call(s) in progress parked (thread %d): "
+			 "%d read-only page(s) of their shadow entries stay "
+			 "until they return, for a later ubt to remove",
+			 (int)s->pid, s->npark, (int)s->park[0].tid, nblk);
+	}
+	return err;
+}
+
+/* Is [a, a + 4096) one private anonymous read-only mapping of pid's? */
+static bool um_parked_page(pid_t pid, uint64_t a)
+{
+	struct pt_map *pm;
+	bool yes = false;
+	int n;
+
+	if (pt_maps(pid, &pm, &n))
+		return false;
+	for (int i = 0; i < n && !yes; i++)
+		yes = pm[i].start == a && pm[i].end == a + 4096 &&
+		      !strcmp(pm[i].perms, "r--p") && !pm[i].path[0];
+	free(pm);
+	return yes;
+}
+
+/*
+ * Parked calls' pages (of this session or an earlier one), unmapped once
+ * no thread's rip is in the runtime and no live frame returns through
+ * RT_FN_WRAP_PARKED: each only where the table names it and it still is
+ * one read-only anonymous page.  Counted in u->unmapped.
+ */
+static int um_reclaim(struct ubt_user *u, struct um *s)
+{
+	uint64_t tab[RT_PARKED_MAX], zero = 0, keep_ret = s->park_ret;
+	struct pt_map *pm;
+	int npm, n = 0, err = 0;
+	int64_t ret;
+
+	if (!s->park_ret || um_park_tab(s, tab))
+		return 0;
+	for (int i = 0; i < RT_PARKED_MAX; i++)
+		n += tab[i] != 0;
+	if (!n || pt_maps(s->pid, &pm, &npm))
+		return 0;
+	/* every word in ubt's code counts now, the parked return too */
+	s->park_ret = 0;
+	s->npark = 0;
+	for (int i = 0; i < s->pt->nth && !err; i++) {
+		struct user_regs_struct r;
+
+		if (pt_regs(s->pt, i, &r) || um_runtime(s, r.rip) ||
+		    um_stack_holds(u, s, r.rsp,
+				   um_stack_end(pm, npm, r.rsp)))
+			err = 1;
+	}
+	free(pm);
+	s->park_ret = keep_ret;
+	if (err)
+		return 0;
+	for (int i = 0; i < RT_PARKED_MAX; i++) {
+		if (!tab[i])
+			continue;
+		if (um_parked_page(s->pid, tab[i]) &&
+		    !um_sys(u, s, SYS_munmap, tab[i], 4096, 0, 0, 0, 0, &ret) &&
+		    !ret)
+			u->unmapped++;
+		err = pt_write(s->pt, s->park_tab + 8 * (uint64_t)i, &zero, 8);
+		if (err)
+			return err;
+	}
+	return 0;
+}
+
 /*
  * The unmap in the process of pt (every thread stopped): the target, or
  * (child) a child it forked during the session, which inherited the
@@ -502,6 +819,16 @@ static int um_run(struct ubt_user *u, struct pt *pt, bool child,
 		um_free(s);
 		return 0;	/* gone */
 	}
+	if (!child && !getenv("UBT_NO_PARK")) {
+		s->wrap_ret = um_rt_fn(u, s, RT_FN_WRAP_RET);
+		s->stubs = um_rt_fn(u, s, RT_FN_WRAP_STUBS);
+		s->park_tab = um_rt_fn(u, s, RT_FN_PARKED);
+		if (s->wrap_ret && s->stubs && s->park_tab)
+			s->park_ret = um_rt_fn(u, s, RT_FN_WRAP_PARKED);
+		s->only_own = true;
+		for (int i = 0; i < s->n; i++)
+			s->only_own = s->only_own && s->m[i].ino == own;
+	}
 	/* nothing maps more chunks now: the descriptor goes either way */
 	if (fd > 0 && um_fd_is(s, (int)fd, own) &&
 	    !um_sys(u, s, SYS_close, (uint64_t)fd, 0, 0, 0, 0, 0, &ret) &&
@@ -511,6 +838,18 @@ static int um_run(struct ubt_user *u, struct pt *pt, bool child,
 	/* a thread that ran on out of the runtime may have mapped a chunk */
 	if (!why && ran && um_scan(u, s, own))
 		why = "its mappings cannot be read";
+	if (!why && s->npark) {
+		bool moved;
+
+		err = um_park(u, s, &moved);
+		/* the mappings again: a parked page split one */
+		if (moved && um_scan(u, s, own))
+			why = "its mappings cannot be read";
+		else if (!moved)
+			why = err == -ENOSPC ? "wrapped calls in progress, no "
+			      "room to park them" : "wrapped calls in progress "
+			      "could not be parked";
+	}
 	if (why) {
 		snprintf(why_out, len, "pid %d: ubt's memory stays mapped in "
 			 "the process (its code read-only-executable) for the "
@@ -521,6 +860,9 @@ static int um_run(struct ubt_user *u, struct pt *pt, bool child,
 	}
 	err = um_forget(u, s) ?: um_old_bpf(u, s, own) ?:
 	      um_unmap(u, s, child ? NULL : &u->unmapped);
+	/* parked calls of earlier sessions that have returned since */
+	if (!err && !s->npark)
+		err = um_reclaim(u, s);
 	if (!err)
 		um_close_old(u, s, own);
 	/* killed workers' unmapped memfds (user_strays.c), found now that
@@ -541,6 +883,7 @@ int user_unmap(struct ubt_user *u)
 	int n = 0, err;
 
 	u->unmapped = 0;
+	u->park_note[0] = 0;
 	for (int i = 0; i < u->nxmaps; i++)
 		bpf[n++] = u->xmaps[i].addr;
 	bpf[n++] = u->comm_at;
