@@ -82,6 +82,15 @@ struct um {
 	 * each its slot on the stack and its block.
 	 */
 	uint64_t wrap_ret, stubs, park_ret, park_tab;
+	bool plan;		/* calls in progress may be parked */
+	/*
+	 * The dead path: the slots of every entry in the shadow stacks of
+	 * the blocks to be removed (a wrapped call's return address
+	 * elsewhere on a stack is a stale copy), when known (slots_known).
+	 */
+	uint64_t *slots;
+	int nslots, slots_cap;
+	bool slots_known;
 	bool only_own;		/* no memfd but this session's mapped */
 	struct um_park {
 		uint64_t slot, blk;
@@ -102,6 +111,7 @@ static int um_sys(struct ubt_user *u, const struct um *s, long nr,
 
 static void um_free(struct um *s)
 {
+	free(s->slots);
 	free(s->m);
 	free(s);
 }
@@ -247,8 +257,15 @@ static bool um_parked_word(const struct um *s, uint64_t addr, uint64_t w)
 	 * rt_wrap_call's on the stack, where the wrapped function's frame
 	 * then lies).
 	 */
-	if (s->park_ret && s->only_own && um_wrap_ret(s, w))
+	if (s->plan && s->only_own && um_wrap_ret(s, w))
 		return true;
+	/* the dead path: not the slot of any entry of theirs */
+	if (s->slots_known && um_wrap_ret(s, w)) {
+		for (int i = 0; i < s->nslots; i++)
+			if (s->slots[i] == addr)
+				return false;
+		return true;
+	}
 	for (int i = 0; i < s->npark; i++)
 		if (s->park[i].slot == addr)
 			return true;
@@ -269,7 +286,7 @@ static const char *um_plan(struct um *s, pid_t tid, uint64_t sp,
 {
 	static uint64_t sh[RT_SHADOW_DEPTH * RT_SHADOW_ENTRY / 8];
 
-	if (!s->park_ret || blk & 4095)
+	if (!s->plan || blk & 4095)
 		return "a wrapped call (return probe) is in progress";
 	top &= -(uint64_t)RT_SHADOW_ENTRY;
 	if (top > RT_SHADOW_DEPTH * RT_SHADOW_ENTRY)
@@ -329,7 +346,8 @@ static bool um_inner_ret(const struct um *s, uint64_t addr, uint64_t w)
 	int32_t rel;
 	uint64_t to;
 
-	if (!s->park_ret || !um_runtime(s, w) || w - 5 < s->rt_start ||
+	if ((!s->plan && !s->slots_known) || !um_runtime(s, w) ||
+	    w - 5 < s->rt_start ||
 	    pt_read(s->pt, w - 5, call, sizeof(call)) || call[0] != 0xe8)
 		return false;
 	memcpy(&rel, call + 1, 4);
@@ -742,7 +760,7 @@ static bool um_parked_page(pid_t pid, uint64_t a)
  * RT_FN_WRAP_PARKED: each only where the table names it and it still is
  * one read-only anonymous page.  Counted in u->unmapped.
  */
-static int um_reclaim(struct ubt_user *u, struct um *s)
+static int um_reclaim(struct ubt_user *u, struct um *s, int *count)
 {
 	uint64_t tab[RT_PARKED_MAX], zero = 0, keep_ret = s->park_ret;
 	struct pt_map *pm;
@@ -776,7 +794,7 @@ static int um_reclaim(struct ubt_user *u, struct um *s)
 		if (um_parked_page(s->pid, tab[i]) &&
 		    !um_sys(u, s, SYS_munmap, tab[i], 4096, 0, 0, 0, 0, &ret) &&
 		    !ret)
-			u->unmapped++;
+			(*count)++;
 		err = pt_write(s->pt, s->park_tab + 8 * (uint64_t)i, &zero, 8);
 		if (err)
 			return err;
@@ -825,6 +843,7 @@ static int um_run(struct ubt_user *u, struct pt *pt, bool child,
 		s->park_tab = um_rt_fn(u, s, RT_FN_PARKED);
 		if (s->wrap_ret && s->stubs && s->park_tab)
 			s->park_ret = um_rt_fn(u, s, RT_FN_WRAP_PARKED);
+		s->plan = s->park_ret != 0;
 		s->only_own = true;
 		for (int i = 0; i < s->n; i++)
 			s->only_own = s->only_own && s->m[i].ino == own;
@@ -862,7 +881,7 @@ static int um_run(struct ubt_user *u, struct pt *pt, bool child,
 	      um_unmap(u, s, child ? NULL : &u->unmapped);
 	/* parked calls of earlier sessions that have returned since */
 	if (!err && !s->npark)
-		err = um_reclaim(u, s);
+		err = um_reclaim(u, s, &u->unmapped);
 	if (!err)
 		um_close_old(u, s, own);
 	/* killed workers' unmapped memfds (user_strays.c), found now that
@@ -936,6 +955,109 @@ static const char *um_dead_views(struct um *s)
 	return NULL;
 }
 
+/* Slot a of an entry in a dead block, noted. */
+static int um_slot_add(struct um *s, uint64_t a)
+{
+	if (s->nslots == s->slots_cap) {
+		int cap = s->slots_cap ? 2 * s->slots_cap : 64;
+		uint64_t *more = realloc(s->slots, (size_t)cap * sizeof(*more));
+
+		if (!more)
+			return -ENOMEM;
+		s->slots = more;
+		s->slots_cap = cap;
+	}
+	s->slots[s->nslots++] = a;
+	return 0;
+}
+
+/*
+ * The slots of the entries of every shadow stack in the dead memfds'
+ * blocks (each block mapped in the target, whatever its control block
+ * says was handed out), and their runtime's wrapped-call returns.  On
+ * any doubt slots_known stays false: every such return keeps them.
+ */
+static void um_dead_slots(struct um *s)
+{
+	static uint64_t sh[RT_SHADOW_DEPTH * RT_SHADOW_ENTRY / 8];
+
+	for (int v = 0; v < s->n; v++) {
+		struct rt_ctl c;
+		uint64_t r, st;
+
+		if (s->m[v].gone || s->m[v].off)
+			continue;
+		if (pt_read(s->pt, s->m[v].start, &c, sizeof(c)) ||
+		    c.block_size < 8192 || c.block_size % 4096 ||
+		    c.block_off % 4096)
+			return;
+		r = c.fn[RT_FN_WRAP_RET];
+		st = c.fn[RT_FN_WRAP_STUBS];
+		if (r < s->rt_start || r >= s->rt_end || st < s->rt_start ||
+		    st >= s->rt_end || (s->wrap_ret && (r != s->wrap_ret ||
+						      st != s->stubs)))
+			return;
+		s->wrap_ret = r;
+		s->stubs = st;
+		for (int i = 0; i < s->n; i++) {
+			const struct um_map *m = &s->m[i];
+			uint64_t b, end = m->off + (m->end - m->start);
+
+			if (m->ino != s->m[v].ino || m->x || m->gone ||
+			    end <= c.block_off)
+				continue;
+			b = m->off > c.block_off ?
+				    (m->off - c.block_off + c.block_size - 1) /
+					    c.block_size : 0;
+			for (;; b++) {
+				uint64_t off = c.block_off + b * c.block_size;
+				uint64_t at = m->start + off - m->off, top;
+
+				if (off + 4096 > end)
+					break;
+				if (pt_read(s->pt, at + RT_BLK_SHADOW_TOP, &top,
+					    8))
+					return;
+				top &= -(uint64_t)RT_SHADOW_ENTRY;
+				if (top > RT_SHADOW_DEPTH * RT_SHADOW_ENTRY)
+					top = RT_SHADOW_DEPTH * RT_SHADOW_ENTRY;
+				if (top && pt_read(s->pt, at + RT_BLK_SHADOW, sh,
+						   top))
+					return;
+				for (uint64_t k = 0; k < top / 8;
+				     k += RT_SHADOW_ENTRY / 8)
+					if (um_slot_add(s, sh[k + RT_SH_SLOT / 8]))
+						return;
+			}
+		}
+	}
+	s->slots_known = s->wrap_ret != 0;
+}
+
+/*
+ * Parked calls (of any session: the runtime is this ubt's) need none of
+ * the dead memory: their return address, and the table of their pages,
+ * as a dead control view names them, if in the runtime.
+ */
+static void um_dead_park(struct um *s)
+{
+	for (int i = 0; i < s->n && !s->park_ret; i++) {
+		struct rt_ctl c;
+		uint64_t r, t;
+
+		if (s->m[i].gone || s->m[i].off ||
+		    pt_read(s->pt, s->m[i].start, &c, sizeof(c)))
+			continue;
+		r = c.fn[RT_FN_WRAP_PARKED];
+		t = c.fn[RT_FN_PARKED];
+		if (r >= s->rt_start && r + 8 <= s->rt_end &&
+		    t >= s->rt_start && t + RT_PARKED_MAX * 8 <= s->rt_end) {
+			s->park_ret = r;
+			s->park_tab = t;
+		}
+	}
+}
+
 /*
  * The runtime forgets them (every thread stopped, none inside): its
  * pointer to the control block, the stubs' allocation (no wrapped call
@@ -1000,6 +1122,10 @@ int user_unmap_dead(struct ubt_user *u)
 		return 0;
 	}
 	why = um_dead_views(s);
+	if (!why) {
+		um_dead_park(s);
+		um_dead_slots(s);
+	}
 	vm = why ? 0 : user_vm_sharer(u->pid);
 	if (vm)
 		why = "another process shares its memory";
@@ -1020,6 +1146,9 @@ int user_unmap_dead(struct ubt_user *u)
 	/* their descriptors, each if still that memfd (all stopped) */
 	if (!err)
 		um_close_old(u, s, 0);
+	/* and parked calls' pages, of calls that have returned since */
+	if (!err)
+		err = um_reclaim(u, s, &u->dead_unmapped);
 	um_free(s);
 	return err;
 }
