@@ -17,6 +17,20 @@
  * is still inside, everything stays (the code read-only-executable, as
  * it was), -v says so, and the next ubt's detach removes it.
  *
+ * A wrapped call in progress (this session's: its entries in the
+ * thread's block) does not keep it: it is parked (um_park(); RT_FN_
+ * WRAP_PARKED in rt_abi.h).  Its return address on the stack becomes the
+ * runtime's parked return, which reads only its shadow entry, and the
+ * block's first page a read-only private copy at the same address; all
+ * of the memfd goes.  The runtime's table (RT_FN_PARKED) names the copy;
+ * a later detach or attach unmaps it once no thread's live frames hold
+ * the parked return.  Looking at the stacks, the words that stay
+ * harmless are not counted: the parked return, a copy of a wrapped
+ * call's return that is no entry's slot (rt_shadow_push() leaves one
+ * where the wrapped function's frame then lies), and a return address
+ * after a call from the runtime into itself, unless in a signal frame.
+ * UBT_NO_PARK=1 keeps the old rule (tests/README.md).
+ *
  * Before the unmap, the runtime (which stays loaded: the next ubt's
  * dlopen() finds it) forgets the memfd: its pointer to the control block
  * (ctl->ctl_at) and every thread's block pointer are cleared, as

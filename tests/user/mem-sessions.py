@@ -25,7 +25,10 @@ item 2).
   page; the target exits 0.  (Before, every mapping of the session
   stayed until then.)  The same with the parked call then throwing
   through its own wrapped frame (ubt-exc throw): the unwinder reads the
-  parked page; the exception is caught; the target exits 0.
+  parked page; the exception is caught; the target exits 0.  With
+  UBT_NO_PARK=1 (the old rule), the session's mappings stay instead,
+  none writable and executable, -v says why; the call returns right;
+  the next session's detach removes them.
 Prints TAP.
 """
 import os
@@ -316,6 +319,46 @@ def parked_throw():
        "ubt-exc exits 0")
 
 
+def kept_unparked():
+    t = Fed([EXC, "12", "reclaim"])
+    pid = t.p.pid
+    ok(read_line(t, "ready"), "ubt-exc (UBT_NO_PARK) is ready")
+    prog1 = ("uprobe:%s:ubt_exc_hold_wait { exit(); } "
+             "uretprobe:%s:ubt_exc_hold_ret { @ret1 = count(); }"
+             % (EXC, EXC))
+    os.environ["UBT_NO_PARK"] = "1"
+    try:
+        u1, seen = ubt_v(pid, prog1)
+        t.p.send_signal(signal.SIGUSR1)
+        out1, err1 = u1.communicate(timeout=60)
+    finally:
+        del os.environ["UBT_NO_PARK"]
+    err1 = seen + err1
+    held = read_line(t, "detached")
+    kept = memfd_maps(pid)
+    ok(u1.returncode == 0 and held and kept and
+       b"stays mapped" in err1 and b"wrapped call" in err1 and
+       not writable_code(kept) and
+       not [m for m in kept if "w" in m[0] and "x" in m[0]],
+       "UBT_NO_PARK=1: ubt's mappings stay, none writable and executable, "
+       "-v says why", "exit %s, %r, maps %s" % (u1.returncode,
+                                                 err1[-400:], kept))
+    t.p.send_signal(signal.SIGUSR1)
+    back = read_line(t, "returned after reattach")
+    waiting = read_line(t, "waiting")
+    prog2 = "uprobe:%s:ubt_exc_mid { @m = count(); }" % EXC
+    u3, _ = ubt_v(pid, prog2)
+    u3.send_signal(signal.SIGINT)
+    out3, err3 = u3.communicate(timeout=60)
+    ok(back == "returned after reattach 5" and waiting and
+       u3.returncode == 0 and not memfd_maps(pid) and b"taken out" in err3,
+       "the call returns right; the next session's detach removes them",
+       "%r %r, exit %s, %r" % (back, waiting, u3.returncode, err3[-300:]))
+    t.p.send_signal(signal.SIGUSR1)
+    ok(read_line(t, "done") and t.p.wait(timeout=30) == 0,
+       "ubt-exc runs on and exits 0")
+
+
 def main():
     if not_root():
         return 0
@@ -325,6 +368,7 @@ def main():
     after_killed()
     kept_then_reclaimed()
     parked_throw()
+    kept_unparked()
     return done(work)
 
 
