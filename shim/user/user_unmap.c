@@ -671,6 +671,7 @@ static int um_park(struct ubt_user *u, struct um *s, bool *moved)
 	int64_t ret;
 
 	*moved = false;
+	memset(copy, 0, sizeof(copy));
 	if (um_park_tab(s, tab))
 		return -ENOENT;
 	for (int i = 0; i < RT_PARKED_MAX; i++)
@@ -688,7 +689,6 @@ static int um_park(struct ubt_user *u, struct um *s, bool *moved)
 	for (int k = 0; k < nblk; k++) {
 		uint64_t top, *e;
 
-		copy[k] = 0;
 		err = pt_read(s->pt, blk[k], page, sizeof(page));
 		if (err)
 			break;
@@ -752,7 +752,10 @@ static int um_park(struct ubt_user *u, struct um *s, bool *moved)
 	return err;
 }
 
-/* Is [a, a + 4096) one private anonymous read-only mapping of pid's? */
+/*
+ * Is [a, a + 4096) in a private anonymous read-only mapping of pid's (the
+ * kernel may have merged it with a neighbour of the same kind)?
+ */
 static bool um_parked_page(pid_t pid, uint64_t a)
 {
 	struct pt_map *pm;
@@ -762,7 +765,7 @@ static bool um_parked_page(pid_t pid, uint64_t a)
 	if (pt_maps(pid, &pm, &n))
 		return false;
 	for (int i = 0; i < n && !yes; i++)
-		yes = pm[i].start == a && pm[i].end == a + 4096 &&
+		yes = pm[i].start <= a && pm[i].end >= a + 4096 &&
 		      !strcmp(pm[i].perms, "r--p") && !pm[i].path[0];
 	free(pm);
 	return yes;
