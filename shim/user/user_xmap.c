@@ -99,7 +99,9 @@ int user_xmap_add(struct ubt_user *u, int map_fd, uint64_t shared_off,
 	/* recorded before its mapping exists: a ubt killed in between
 	 * leaves a word of 0, which the next one skips */
 	u->m.ctl->xmap[u->nxmaps - 1] = (struct rt_xmap_rec){
-		.off = (uint32_t)shared_off, .pages = (uint32_t)(x->len >> 12) };
+		.off = (uint32_t)shared_off,
+		.pages = (uint32_t)(x->len >> 12),
+	};
 	__atomic_store_n(&u->m.ctl->nxmaps, (uint32_t)u->nxmaps,
 			 __ATOMIC_RELEASE);
 	return user_xmap_place(u, x);
