@@ -26,6 +26,9 @@ item 2).
   stayed until then.)  The same with the parked call then throwing
   through its own wrapped frame (ubt-exc throw): the unwinder reads the
   parked page; the exception is caught; the target exits 0.  With
+  two threads inside a wrapped call at the detach (tests/user/parked):
+  both parked, two read-only pages, no memfd mapping; both calls return
+  right; the next session's detach removes both pages; exit 0.  With
   UBT_NO_PARK=1 (the old rule), the session's mappings stay instead,
   none writable and executable, -v says why; the call returns right;
   the next session's detach removes them.
@@ -33,6 +36,7 @@ Prints TAP.
 """
 import os
 import resource
+import shutil
 import signal
 import subprocess
 import sys
@@ -359,6 +363,51 @@ def kept_unparked():
        "ubt-exc runs on and exits 0")
 
 
+PARKED = os.path.join(builddir, "tests", "user", "parked")
+
+
+def two_parked():
+    path = os.path.join(work, "parked")
+    shutil.copy(PARKED, path)
+    t = Fed([path])
+    pid = t.p.pid
+    ok(read_line(t, "ready"), "parked is ready")
+    pages0 = ro_pages(pid)
+    prog = ("uretprobe:%s:parked_wait { @r = count(); } "
+            "uprobe:%s:parked_wait { @e = count(); } "
+            "interval:ms:700 { exit(); }" % (path, path))
+    u, seen = ubt_v(pid, prog)
+    t.p.stdin.write(b"\n")
+    t.p.stdin.flush()
+    out, err = u.communicate(timeout=60)
+    err = seen + err
+    parked = ro_pages(pid) - pages0
+    ok(u.returncode == 0 and b"2 wrapped call(s) in progress parked" in err
+       and len(parked) == 2 and not memfd_maps(pid),
+       "two threads inside a wrapped call: both parked, two read-only "
+       "pages stay, no memfd mapping", "exit %s, %r, parked %s, maps %s" %
+       (u.returncode, err[-400:], parked, memfd_maps(pid)))
+    t.p.stdin.write(b"\n")
+    t.p.stdin.flush()
+    # in either order
+    r1, r2 = sorted([str(read_line(t, "thread ")),
+                     str(read_line(t, "thread "))])
+    read_line(t, "joined")
+    prog2 = "uprobe:%s:parked_wait { @e = count(); }" % path
+    u2, seen2 = ubt_v(pid, prog2)
+    u2.send_signal(signal.SIGINT)
+    out2, err2 = u2.communicate(timeout=60)
+    err2 = seen2 + err2
+    ok(r1 == "thread 1 returned 2" and r2 == "thread 2 returned 4" and
+       u2.returncode == 0 and not parked & ro_pages(pid),
+       "both calls return right; the next session's detach removes both "
+       "pages", "%r %r, exit %s, %r, left %s" %
+       (r1, r2, u2.returncode, err2[-300:], parked & ro_pages(pid)))
+    t.close_input()
+    ok(read_line(t, "done") == "done 0" and t.p.wait(timeout=30) == 0,
+       "parked exits 0")
+
+
 def main():
     if not_root():
         return 0
@@ -368,6 +417,7 @@ def main():
     after_killed()
     kept_then_reclaimed()
     parked_throw()
+    two_parked()
     kept_unparked()
     return done(work)
 
