@@ -43,8 +43,12 @@ void rt_wrap_exit(void);
 void rt_wrap_call(void);
 void rt_wrap_low(void);
 void rt_wrap_stubs(void);
+void rt_wrap_ret(void);
+void rt_wrap_parked_ret(void);
 /* RT_FN_WRAP_STUB_NEXT: slots of rt_wrap_stubs taken (written by ubt) */
 static volatile uint32_t rt_stub_next;
+/* RT_FN_PARKED: the read-only pages of parked calls (written by ubt) */
+static volatile uint64_t rt_parked[RT_PARKED_MAX];
 void rt_exec_hook(void);
 void rt_vf_hook_spawn(void);
 void rt_vf_hook_clone(void);
@@ -396,6 +400,9 @@ RT_EXPORT long rt_init(struct rt_ctl *ctl, uint64_t vdso, uint64_t check)
 	ctl->fn[RT_FN_WRAP_LOW] = (uintptr_t)rt_wrap_low;
 	ctl->fn[RT_FN_WRAP_STUBS] = (uintptr_t)rt_wrap_stubs;
 	ctl->fn[RT_FN_WRAP_STUB_NEXT] = (uintptr_t)&rt_stub_next;
+	ctl->fn[RT_FN_WRAP_RET] = (uintptr_t)rt_wrap_ret;
+	ctl->fn[RT_FN_WRAP_PARKED] = (uintptr_t)rt_wrap_parked_ret;
+	ctl->fn[RT_FN_PARKED] = (uintptr_t)rt_parked;
 	ctl->fn[RT_FN_PROBE_READ] = (uintptr_t)rt_probe_read;
 	ctl->fn[RT_FN_HTAB_FIND] = (uintptr_t)rt_htab_find;
 	ctl->fn[RT_FN_HTAB_DELETE] = (uintptr_t)rt_htab_delete;
@@ -589,6 +596,60 @@ __asm__(".text\n"
 	"	jmp *" RT_STR(RT_SH_CONT) "(%rbx)\n"
 	"	.cfi_endproc\n"
 	".size rt_wrap_call, .-rt_wrap_call\n"
+
+	/*
+	 * RT_FN_WRAP_PARKED (rt_abi.h): a wrapped call parked at a detach
+	 * returns here.  Its unwind rules are rt_wrap_call's at the return
+	 * address (the call before it never runs: an unwinder looks one
+	 * byte back); the code after it has none.  %rsp is the slot + 8;
+	 * every register but %rbx and the flags is kept.
+	 */
+	".p2align 4\n"
+	".type rt_wrap_parked,@function\n"
+	"rt_wrap_parked:\n"
+	RT_WRAP_CFI
+	"	call *%r11\n"
+	".globl rt_wrap_parked_ret\n"
+	".hidden rt_wrap_parked_ret\n"
+	"rt_wrap_parked_ret:\n"
+	"	.cfi_endproc\n"
+	"	push %r11\n"
+	"	cmp %rsp, " RT_STR(RT_SH_SLOT) "(%rbx)\n"
+	"	jne 2f\n"
+	"	mov " RT_STR(RT_SH_RET) "(%rbx), %r11\n"
+	"	mov " RT_STR(RT_SH_RBX) "(%rbx), %rbx\n"
+	"	xchg %r11, (%rsp)\n"
+	"	ret\n"
+	/* not its entry: the page's, from its top down (rt_wrap_exit's
+	 * search, without the pop) */
+	"2:	push %rax\n"
+	"	push %rcx\n"
+	"	mov %rbx, %rax\n"
+	"	and $-4096, %rax\n"
+	"	mov " RT_STR(RT_BLK_SHADOW_TOP) "(%rax), %rcx\n"
+	"	and $-" RT_STR(RT_SHADOW_ENTRY) ", %rcx\n"
+	"	cmp $" RT_STR(RT_SHADOW_DEPTH) " * " RT_STR(RT_SHADOW_ENTRY)
+	", %rcx\n"
+	"	jbe 3f\n"
+	"	mov $" RT_STR(RT_SHADOW_DEPTH) " * " RT_STR(RT_SHADOW_ENTRY)
+	", %ecx\n"
+	"3:	test %rcx, %rcx\n"
+	"	jz 9f\n"
+	"	sub $" RT_STR(RT_SHADOW_ENTRY) ", %rcx\n"
+	"	lea 16(%rsp), %r11\n"
+	"	cmp %r11, " RT_STR(RT_BLK_SHADOW) "(%rax,%rcx)\n"
+	"	jne 3b\n"
+	"	mov " RT_STR(RT_BLK_SHADOW) " + " RT_STR(RT_SH_RBX)
+	"(%rax,%rcx), %rbx\n"
+	"	mov " RT_STR(RT_BLK_SHADOW) " + " RT_STR(RT_SH_RET)
+	"(%rax,%rcx), %r11\n"
+	"	pop %rcx\n"
+	"	pop %rax\n"
+	"	xchg %r11, (%rsp)\n"
+	"	ret\n"
+	/* unreachable: ubt parks only calls with their entry there */
+	"9:	ud2\n"
+	".size rt_wrap_parked, .-rt_wrap_parked\n"
 
 	/*
 	 * rt_wrap_low: entered with %rsp just above the kernel's return

@@ -68,7 +68,7 @@
 #ifndef UBT_RT_ABI_H
 #define UBT_RT_ABI_H
 
-#define RT_ABI_VERSION 15
+#define RT_ABI_VERSION 16
 /* rt_init() returns -(RT_ABI_MISMATCH + its RT_ABI_VERSION) when the
  * control block is of another version. */
 #define RT_ABI_MISMATCH 0x7ab10000L
@@ -282,7 +282,26 @@
  * %rdi is lent instead of the one on the stack.
  */
 #define RT_FN_VF_VFORK 24
-#define RT_FN_MAX 25
+/*
+ * A wrapped call still in progress when ubt detaches is parked (the
+ * detach, shim/user/user_unmap.c): ubt writes RT_FN_WRAP_PARKED, a
+ * return address in the runtime under rt_wrap_call's unwind rules, over
+ * the call's return address (rt_wrap_call's, RT_FN_WRAP_RET, or a stub
+ * slot's), replaces the first page of the thread's block (its shadow
+ * stack) by a read-only private copy at the same address, and takes the
+ * rest of the memfd out.  Returning there, the call reads only its entry
+ * at %rbx (or, when that is not its own, the page's entries from the
+ * top down) and goes back to its caller with the caller's %rbx; no
+ * return probe runs, nothing is written.  The copies' addresses are in
+ * the runtime's table at RT_FN_PARKED (RT_PARKED_MAX u64 words, 0 free,
+ * ubt's alone to write), where a later ubt finds them and unmaps them
+ * once no thread's stack holds RT_FN_WRAP_PARKED.
+ */
+#define RT_FN_WRAP_RET 25
+#define RT_FN_WRAP_PARKED 26
+#define RT_FN_PARKED 27
+#define RT_FN_MAX 28
+#define RT_PARKED_MAX 64
 #define RT_WRAP_LOW_COPY 128
 #define RT_WRAP_LOW_GAP 144	/* COPY + 16: %rsp stays 16-aligned */
 #define RT_WRAP_STUBS 2048
@@ -326,6 +345,8 @@
  * slot (rt_tslot.c), so that the printout at exit still finds it.
  */
 #define RT_TSLOT_MAX 16
+/* tables shared with kernel probes recorded in rt_ctl.xmap */
+#define RT_XMAP_MAX 64
 #define RT_COMM_CRED_OFF (RT_COMM_SLOTS * 24)	/* the generation */
 #define RT_COMM_TAB_SIZE (RT_COMM_CRED_OFF + 8)
 #define RT_COMM_NEVER (~0ULL)
@@ -437,6 +458,21 @@ struct rt_ctl {
 				 * 2 by the runtime: a wait ran out, none
 				 * more in this session */
 	uint32_t vm_pad;
+	/*
+	 * Set by ubt (shim/user/user_xmap.c): the tables shared with kernel
+	 * probes that it mapped into the target, RT_XMAP_MAX at most.  Each
+	 * names its word in the shared area (offset from RT_SHARED_OFF),
+	 * which holds the mapping's address (0: not mapped), and the
+	 * mapping's length in pages.  A later ubt that removes this memfd
+	 * after its ubt died unmaps them too (shim/user/user_unmap.c), only
+	 * where a BPF map's mapping of exactly that length starts there.
+	 */
+	uint32_t nxmaps;
+	uint32_t xmap_pad;
+	struct rt_xmap_rec {
+		uint32_t off;	/* its word's offset in the shared area */
+		uint32_t pages;	/* the mapping's length */
+	} xmap[RT_XMAP_MAX];
 };
 
 /* chunks of blocks a process maps at most (rt_chunk.c) */

@@ -237,6 +237,7 @@ tests_unit_rtpath_LDADD = $(UBT_LIBS)
 check_PROGRAMS += \
 	tests/user/exiting \
 	tests/user/lockhold \
+	tests/user/parked \
 	tests/user/scribble \
 	tests/user/target \
 	tests/user/test-user \
@@ -347,6 +348,12 @@ EXTRA_DIST += \
 	tests/user/unwind.test \
 	tests/user/worker-kill.py \
 	tests/user/wrap-near.sh
+# tests/user/mem-sessions.py: two threads inside a wrapped call at a detach
+tests_user_parked_SOURCES = tests/user/parked.c
+tests_user_parked_CPPFLAGS = -I$(top_srcdir)/tests/targets
+tests_user_parked_CFLAGS = $(UBT_TARGET_CFLAGS)
+tests_user_parked_LDFLAGS =
+tests_user_parked_LDADD = -lpthread
 # tests/user/exiting.py: threads that exit while ubt stops them
 tests_user_exiting_SOURCES = tests/user/exiting.c
 tests_user_exiting_CPPFLAGS = -I$(top_srcdir)/tests/targets

@@ -484,6 +484,8 @@ out:
 		fprintf(stderr, "ubt: pid %d: %d mapping(s) of ubt's memory "
 			"taken out of the process\n", (int)user_pid(r.u),
 			user_unmapped(r.u));
+	if (r.u && o->verbose && user_park_note(r.u)[0])
+		fprintf(stderr, "ubt: %s\n", user_park_note(r.u));
 	if (r.u && o->verbose && user_strays(r.u))
 		fprintf(stderr, "ubt: pid %d: %d descriptor(s) of killed ubts' "
 			"unmapped memory closed\n", (int)user_pid(r.u),

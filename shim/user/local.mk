@@ -23,10 +23,12 @@ libubt_a_SOURCES += \
 	shim/user/user_install.c \
 	shim/user/user_int.h \
 	shim/user/user_ldlock.c \
+	shim/user/user_park.c \
 	shim/user/user_stop.c \
 	shim/user/user_strays.c \
 	shim/user/user_sysw.c \
 	shim/user/user_unmap.c \
+	shim/user/user_unmap.h \
 	shim/user/user_vfork.c \
 	shim/user/user_vmwatch.c \
 	shim/user/user_xmap.c

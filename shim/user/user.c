@@ -174,6 +174,11 @@ const char *user_unmap_why(const struct ubt_user *u)
 	return u->unmap_why;
 }
 
+const char *user_park_note(const struct ubt_user *u)
+{
+	return u->park_note;
+}
+
 int user_leftovers(const struct ubt_user *u)
 {
 	return u->leftovers;

@@ -327,6 +327,8 @@ int user_unmapped(const struct ubt_user *u);
 /* and how many descriptors of killed workers' unmapped memfds it closed */
 int user_strays(const struct ubt_user *u);
 const char *user_unmap_why(const struct ubt_user *u);
+/* Wrapped calls in progress parked at the detach ("" if none were). */
+const char *user_park_note(const struct ubt_user *u);
 /* Threads moved out of a patch window into its relocated copy. */
 int user_moved_threads(const struct ubt_user *u);
 /* Return sites whose trampolines jump to their own stub in the runtime

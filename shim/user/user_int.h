@@ -129,6 +129,7 @@ struct ubt_user {
 	uint64_t stray_rt[4][2];	/* the runtime's code then */
 	int stray_nrt;
 	char unmap_why[320];	/* why they stay, or empty */
+	char park_note[320];	/* wrapped calls parked there, or empty */
 	int dead_unmapped;	/* user_unmap_dead(): dead ubts' mappings */
 	char dead_why[320];	/* why those stay, or empty */
 	int64_t tls_offset;

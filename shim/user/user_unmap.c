@@ -4,8 +4,9 @@
  * memfd mappings (the control view and its PROT_NONE guard over the code
  * range, the chunks of blocks the runtime mapped, the code slices), and
  * those of earlier sessions whose sites are all restored, are unmapped
- * (with the BPF maps this session mapped there: shared tables, comm)
- * and the memfd's descriptor in the target closed, unless a thread may
+ * (with the BPF maps each session mapped there: shared tables, comm;
+ * an earlier one's found through its control block) and the memfd's
+ * descriptor in the target closed, unless a thread may
  * still use them:
  *  - its rip in a code slice or in the runtime;
  *  - an address in a code slice on its stack, near its stack pointer (a
@@ -15,6 +16,9 @@
  * The threads run a moment and are looked at again, a few times; if one
  * is still inside, everything stays (the code read-only-executable, as
  * it was), -v says so, and the next ubt's detach removes it.
+ *
+ * A wrapped call in progress (this session's) does not keep it: it is
+ * parked (user_park.c).
  *
  * Before the unmap, the runtime (which stays loaded: the next ubt's
  * dlopen() finds it) forgets the memfd: its pointer to the control block
@@ -28,7 +32,8 @@
  * the memory of each dead session whose sites are all restored goes
  * under the same conditions, looked at once (a later ubt tries again),
  * and only when their runtime is the one this ubt loads and no other
- * process shares the memory.
+ * process shares the memory; with it the BPF maps that session mapped
+ * (its comm table, the tables it shared with kernel probes: rt_ctl).
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
@@ -39,42 +44,19 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#include "user_int.h"
+#include "user_unmap.h"
 
-#define UNMAP_MAX 256		/* BPF map mappings looked at */
 #define UNMAP_TRIES 10		/* looks, the threads running between */
 #define UNMAP_RUN_US 20000
 #define UNMAP_STACK (8ULL << 20)	/* live frames read at most */
 
-struct um_map {
-	uint64_t start, end, off;
-	uint64_t ino;
-	bool x, gone;
-	int fd;		/* an earlier session's descriptor, or -1 */
-};
-
-struct um {
-	struct pt *pt;		/* every thread of pid stopped */
-	pid_t pid;		/* the target, or a child it forked */
-	bool child;
-	struct um_map *m;	/* every one: killed ubts leave many */
-	int n, cap;
-	uint64_t rt_lo[4], rt_hi[4];	/* the runtime's code */
-	int nrt;
-	uint64_t rt_start, rt_end;	/* all of the runtime's mappings */
-	/* BPF maps' mappings (one inode for all: known by address) */
-	uint64_t bpf_lo[UNMAP_MAX], bpf_hi[UNMAP_MAX];
-	int nbpf;
-	int64_t tls_offset;	/* of the runtime's block pointer, or 0 */
-	int tries;		/* looks at the threads */
-};
-
 /* A remote system call in s's process (user_rsys() there). */
-static int um_sys(struct ubt_user *u, const struct um *s, long nr,
+int um_sys(struct ubt_user *u, const struct um *s, long nr,
 		  uint64_t a0, uint64_t a1, uint64_t a2, uint64_t a3,
 		  uint64_t a4, uint64_t a5, int64_t *ret)
 {
@@ -85,6 +67,7 @@ static int um_sys(struct ubt_user *u, const struct um *s, long nr,
 
 static void um_free(struct um *s)
 {
+	free(s->slots);
 	free(s->m);
 	free(s);
 }
@@ -197,7 +180,7 @@ static bool um_code(const struct um *s, uint64_t a)
 	return false;
 }
 
-static bool um_runtime(const struct um *s, uint64_t a)
+bool um_runtime(const struct um *s, uint64_t a)
 {
 	for (int i = 0; i < s->nrt; i++)
 		if (a >= s->rt_lo[i] && a < s->rt_hi[i])
@@ -209,7 +192,7 @@ static bool um_runtime(const struct um *s, uint64_t a)
  * The end of the mapping that holds a (its stack: the live frames lie
  * between a thread's stack pointer and there), 0 if none does.
  */
-static uint64_t um_stack_end(const struct pt_map *pm, int npm, uint64_t a)
+uint64_t um_stack_end(const struct pt_map *pm, int npm, uint64_t a)
 {
 	for (int i = 0; i < npm; i++)
 		if (a >= pm[i].start && a < pm[i].end)
@@ -226,7 +209,7 @@ static uint64_t um_stack_end(const struct pt_map *pm, int npm, uint64_t a)
  * rt_vf_back).  A stale word that looks like one only keeps the
  * mappings.
  */
-static bool um_stack_holds(struct ubt_user *u, const struct um *s,
+bool um_stack_holds(struct ubt_user *u, const struct um *s,
 			   uint64_t sp, uint64_t end)
 {
 	static uint64_t words[8192];
@@ -240,7 +223,9 @@ static bool um_stack_holds(struct ubt_user *u, const struct um *s,
 		if (pt_read(s->pt, sp, words, n))
 			return false;
 		for (size_t k = 0; k < n / 8; k++)
-			if (um_code(s, words[k]) || um_runtime(s, words[k]))
+			if ((um_code(s, words[k]) || um_runtime(s, words[k])) &&
+			    !um_parked_word(s, sp + 8 * k, words[k]) &&
+			    !um_inner_ret(s, sp + 8 * k, words[k]))
 				return true;
 		sp += n;
 	}
@@ -248,7 +233,7 @@ static bool um_stack_holds(struct ubt_user *u, const struct um *s,
 }
 
 /* Why thread i may still need the memfd (NULL: it does not). */
-static const char *um_inside(struct ubt_user *u, const struct um *s, int i,
+static const char *um_inside(struct ubt_user *u, struct um *s, int i,
 			     const struct pt_map *pm, int npm)
 {
 	struct user_regs_struct r;
@@ -267,8 +252,13 @@ static const char *um_inside(struct ubt_user *u, const struct um *s, int i,
 		if (tls[4])
 			return "its block is lent to a vfork child";
 		if (tls[0] && !pt_read(s->pt, tls[0] + RT_BLK_SHADOW_TOP, &top,
-				       sizeof(top)) && top)
-			return "a wrapped call (return probe) is in progress";
+				       sizeof(top)) && top) {
+			const char *why = um_plan(s, s->pt->th[i].tid, r.rsp,
+						  tls[0], top);
+
+			if (why)
+				return why;
+		}
 	}
 	if (um_stack_holds(u, s, r.rsp, um_stack_end(pm, npm, r.rsp)))
 		return "its stack holds an address in ubt's code (a wrapped "
@@ -277,7 +267,7 @@ static const char *um_inside(struct ubt_user *u, const struct um *s, int i,
 }
 
 /* A thread that may still need the mappings, after a few looks. */
-static const char *um_wait(struct ubt_user *u, const struct um *s, pid_t *tid,
+static const char *um_wait(struct ubt_user *u, struct um *s, pid_t *tid,
 			   bool *ran)
 {
 	const char *why = NULL;
@@ -288,6 +278,7 @@ static const char *um_wait(struct ubt_user *u, const struct um *s, pid_t *tid,
 		if (pt_maps(s->pid, &pm, &npm))
 			return "its mappings cannot be read";
 		why = NULL;
+		s->npark = 0;
 		for (int i = 0; i < s->pt->nth && !why; i++) {
 			why = um_inside(u, s, i, pm, npm);
 			*tid = s->pt->th[i].tid;
@@ -335,9 +326,11 @@ static int um_forget(struct ubt_user *u, const struct um *s)
 /*
  * The mapping of a BPF map ubt placed at addr (a table shared with kernel
  * probes, user_xmap.c, or the comm table, user_comm.c), unmapped if it
- * is still there.
+ * is still there (and, len not 0, is len bytes long: a dead session's,
+ * whose address was read from its memfd).
  */
-static int um_bpf(struct ubt_user *u, const struct um *s, uint64_t addr)
+static int um_bpf(struct ubt_user *u, const struct um *s, uint64_t addr,
+		  uint64_t len)
 {
 	int64_t ret;
 	int err;
@@ -345,6 +338,8 @@ static int um_bpf(struct ubt_user *u, const struct um *s, uint64_t addr)
 	for (int i = 0; addr && i < s->nbpf; i++) {
 		if (s->bpf_lo[i] != addr)
 			continue;
+		if (len && s->bpf_hi[i] - addr != len)
+			return 0;
 		err = um_sys(u, s, SYS_munmap, addr, s->bpf_hi[i] - addr, 0, 0,
 				0, 0, &ret);
 		if (!err && !s->child)
@@ -352,6 +347,63 @@ static int um_bpf(struct ubt_user *u, const struct um *s, uint64_t addr)
 		return err;
 	}
 	return 0;
+}
+
+/* The target's address of byte off of memfd ino, 0 if not mapped. */
+static uint64_t um_addr_of(const struct um *s, uint64_t ino, uint64_t off)
+{
+	for (int i = 0; i < s->n; i++)
+		if (s->m[i].ino == ino && !s->m[i].x && off >= s->m[i].off &&
+		    off - s->m[i].off < s->m[i].end - s->m[i].start)
+			return s->m[i].start + off - s->m[i].off;
+	return 0;
+}
+
+/*
+ * The BPF maps an earlier session, whose control block c (of memfd ino)
+ * is, mapped into the target: its comm table, and the tables it shared
+ * with kernel probes (rt_ctl.xmap; each one's address in its word of the
+ * shared area).  Only a BPF map's mapping that starts at that address,
+ * of the recorded length for a table, goes: the memfd is the target's
+ * to scribble on.
+ */
+static int um_view_bpf(struct ubt_user *u, const struct um *s,
+		       const struct rt_ctl *c, uint64_t ino)
+{
+	uint32_t n = c->nxmaps < RT_XMAP_MAX ? c->nxmaps : RT_XMAP_MAX;
+	int err = c->comm_tab ? um_bpf(u, s, c->comm_tab, 0) : 0;
+
+	for (uint32_t i = 0; !err && i < n; i++) {
+		uint64_t at = um_addr_of(s, ino, RT_SHARED_OFF +
+					 (uint64_t)c->xmap[i].off), addr = 0;
+
+		if (!c->xmap[i].pages || !at || at & 7 ||
+		    pt_read(s->pt, at, &addr, sizeof(addr)) || !addr)
+			continue;
+		err = um_bpf(u, s, addr, (uint64_t)c->xmap[i].pages << 12);
+	}
+	return err;
+}
+
+/*
+ * The BPF maps of the earlier sessions (not own) whose memory goes with
+ * this session's at its detach.
+ */
+static int um_old_bpf(struct ubt_user *u, struct um *s, uint64_t own)
+{
+	int err = 0;
+
+	for (int i = 0; !err && i < s->n; i++) {
+		struct rt_ctl c;
+
+		if (s->m[i].gone || s->m[i].off || s->m[i].ino == own ||
+		    s->m[i].end - s->m[i].start < sizeof(c) ||
+		    pt_read(s->pt, s->m[i].start, &c, sizeof(c)) ||
+		    c.sz != sizeof(c) || c.version != RT_ABI_VERSION)
+			continue;
+		err = um_view_bpf(u, s, &c, s->m[i].ino);
+	}
+	return err;
 }
 
 /* Is the target's descriptor target_fd still the memfd (inode own)? */
@@ -404,6 +456,14 @@ static int um_unmap(struct ubt_user *u, struct um *s, int *count)
 	return err;
 }
 
+/* The runtime's address fn[k] of this session, 0 unless in the runtime. */
+static uint64_t um_rt_fn(struct ubt_user *u, const struct um *s, int k)
+{
+	uint64_t a = u->m.ctl->fn[k];
+
+	return a >= s->rt_start && a + 8 <= s->rt_end ? a : 0;
+}
+
 /*
  * The unmap in the process of pt (every thread stopped): the target, or
  * (child) a child it forked during the session, which inherited the
@@ -439,6 +499,17 @@ static int um_run(struct ubt_user *u, struct pt *pt, bool child,
 		um_free(s);
 		return 0;	/* gone */
 	}
+	if (!child && !getenv("UBT_NO_PARK")) {
+		s->wrap_ret = um_rt_fn(u, s, RT_FN_WRAP_RET);
+		s->stubs = um_rt_fn(u, s, RT_FN_WRAP_STUBS);
+		s->park_tab = um_rt_fn(u, s, RT_FN_PARKED);
+		if (s->wrap_ret && s->stubs && s->park_tab)
+			s->park_ret = um_rt_fn(u, s, RT_FN_WRAP_PARKED);
+		s->plan = s->park_ret != 0;
+		s->only_own = true;
+		for (int i = 0; i < s->n; i++)
+			s->only_own = s->only_own && s->m[i].ino == own;
+	}
 	/* nothing maps more chunks now: the descriptor goes either way */
 	if (fd > 0 && um_fd_is(s, (int)fd, own) &&
 	    !um_sys(u, s, SYS_close, (uint64_t)fd, 0, 0, 0, 0, 0, &ret) &&
@@ -448,6 +519,18 @@ static int um_run(struct ubt_user *u, struct pt *pt, bool child,
 	/* a thread that ran on out of the runtime may have mapped a chunk */
 	if (!why && ran && um_scan(u, s, own))
 		why = "its mappings cannot be read";
+	if (!why && s->npark) {
+		bool moved;
+
+		err = um_park(u, s, &moved);
+		/* the mappings again: a parked page split one */
+		if (moved && um_scan(u, s, own))
+			why = "its mappings cannot be read";
+		else if (!moved)
+			why = err == -ENOSPC ? "wrapped calls in progress, no "
+			      "room to park them" : "wrapped calls in progress "
+			      "could not be parked";
+	}
 	if (why) {
 		snprintf(why_out, len, "pid %d: ubt's memory stays mapped in "
 			 "the process (its code read-only-executable) for the "
@@ -456,7 +539,11 @@ static int um_run(struct ubt_user *u, struct pt *pt, bool child,
 		um_free(s);
 		return 0;
 	}
-	err = um_forget(u, s) ?: um_unmap(u, s, child ? NULL : &u->unmapped);
+	err = um_forget(u, s) ?: um_old_bpf(u, s, own) ?:
+	      um_unmap(u, s, child ? NULL : &u->unmapped);
+	/* parked calls of earlier sessions that have returned since */
+	if (!err && !s->npark)
+		err = um_reclaim(u, s, &u->unmapped);
 	if (!err)
 		um_close_old(u, s, own);
 	/* killed workers' unmapped memfds (user_strays.c), found now that
@@ -466,7 +553,7 @@ static int um_run(struct ubt_user *u, struct pt *pt, bool child,
 		user_strays_close(u);
 	}
 	for (int i = 0; !err && i < nbpf; i++)
-		err = um_bpf(u, s, bpf[i]);
+		err = um_bpf(u, s, bpf[i], 0);
 	um_free(s);
 	return err;
 }
@@ -477,6 +564,7 @@ int user_unmap(struct ubt_user *u)
 	int n = 0, err;
 
 	u->unmapped = 0;
+	u->park_note[0] = 0;
 	for (int i = 0; i < u->nxmaps; i++)
 		bpf[n++] = u->xmaps[i].addr;
 	bpf[n++] = u->comm_at;
@@ -552,8 +640,8 @@ static int um_dead_forget(struct ubt_user *u, struct um *s)
 		stub = c.fn[RT_FN_WRAP_STUB_NEXT];
 		if (!err && stub >= s->rt_start && stub + 4 <= s->rt_end)
 			err = pt_write(s->pt, stub, zero, 4);
-		if (!err && c.comm_tab)
-			err = um_bpf(u, s, c.comm_tab);
+		if (!err)
+			err = um_view_bpf(u, s, &c, s->m[i].ino);
 	}
 	for (int i = 0; !err && s->tls_offset && i < s->pt->nth; i++) {
 		struct user_regs_struct r;
@@ -593,6 +681,10 @@ int user_unmap_dead(struct ubt_user *u)
 		return 0;
 	}
 	why = um_dead_views(s);
+	if (!why) {
+		um_dead_park(s);
+		um_dead_slots(s);
+	}
 	vm = why ? 0 : user_vm_sharer(u->pid);
 	if (vm)
 		why = "another process shares its memory";
@@ -613,6 +705,9 @@ int user_unmap_dead(struct ubt_user *u)
 	/* their descriptors, each if still that memfd (all stopped) */
 	if (!err)
 		um_close_old(u, s, 0);
+	/* and parked calls' pages, of calls that have returned since */
+	if (!err)
+		err = um_reclaim(u, s, &u->dead_unmapped);
 	um_free(s);
 	return err;
 }

@@ -8,11 +8,14 @@
  * where native probe code loads it (release: the mapping is there before
  * any probe sees the address).  Until then, or when a new image could
  * not map it again, the word is 0 and probe code leaves the table alone.
- * The mapping stays in the target after ubt leaves, like the code areas
- * (a thread may still be in probe code then; the mapping keeps the BPF
- * array alive), except when no probe was installed yet: when a table
+ * The detach unmaps it with the memfd (user_unmap.c) unless a thread may
+ * still be in probe code; when no probe was installed yet and a table
  * cannot be mapped, run_xmap.c's fallback takes back the others
- * (user_xmap_remove_all()).
+ * (user_xmap_remove_all()).  Each table is also recorded in the control
+ * block (rt_ctl.xmap: its word's offset, its length), so that the ubt
+ * that removes this session's memory after it was killed finds the
+ * mappings too (RT_XMAP_MAX tables at most: more are refused, and
+ * run_xmap.c's fallback keeps their probes in the kernel).
  *
  * UBT_TEST_XMAP_FAIL=N (tests/README.md) makes the N-th table's mapping
  * fail (0 or no number: every one's), after its fd went to the target.
@@ -23,6 +26,10 @@
 #include <fcntl.h>
 
 #include "user_int.h"
+
+/* the control block leaves the done helper's words alone */
+_Static_assert(sizeof(struct rt_ctl) <= USER_DONE_OFF,
+	       "struct rt_ctl reaches the done helper's words");
 
 static uint64_t *user_xmap_word(struct ubt_user *u, const struct user_xmap *x)
 {
@@ -77,6 +84,11 @@ int user_xmap_add(struct ubt_user *u, int map_fd, uint64_t shared_off,
 	err = user_restop(u, false);
 	if (err)
 		return err;
+	if (u->nxmaps == RT_XMAP_MAX)
+		return user_err(u, -E2BIG, "more than %d maps shared with "
+				"kernel probes", RT_XMAP_MAX);
+	if (shared_off > UINT32_MAX || bytes > (uint64_t)UINT32_MAX << 12)
+		return user_err(u, -EINVAL, "shared table out of range");
 	fd = fcntl(map_fd, F_DUPFD_CLOEXEC, 3);
 	if (fd < 0)
 		return user_err(u, -errno, "dup the shared table's fd");
@@ -84,6 +96,14 @@ int user_xmap_add(struct ubt_user *u, int map_fd, uint64_t shared_off,
 	x = &u->xmaps[u->nxmaps++];
 	*x = (struct user_xmap){ .fd = fd, .off = shared_off,
 				 .len = (bytes + 4095) & ~4095ull };
+	/* recorded before its mapping exists: a ubt killed in between
+	 * leaves a word of 0, which the next one skips */
+	u->m.ctl->xmap[u->nxmaps - 1] = (struct rt_xmap_rec){
+		.off = (uint32_t)shared_off,
+		.pages = (uint32_t)(x->len >> 12),
+	};
+	__atomic_store_n(&u->m.ctl->nxmaps, (uint32_t)u->nxmaps,
+			 __ATOMIC_RELEASE);
 	return user_xmap_place(u, x);
 }
 
@@ -115,5 +135,7 @@ int user_xmap_remove_all(struct ubt_user *u)
 	free(u->xmaps);
 	u->xmaps = NULL;
 	u->nxmaps = 0;
+	if (u->m.ctl)
+		u->m.ctl->nxmaps = 0;
 	return err;
 }

@@ -52,6 +52,11 @@
  * ubt-exc N reclaim: as reattach, then prints "waiting" and waits for
  * SIGUSR1 once more before the sequence (tests/user/mem-sessions.py).
  *
+ * ubt-exc N throw: as reattach, but ubt_exc_hold_throw(4) then throws 12
+ * through ubt_exc_throw(12) (through its own frame, wrapped while a
+ * tracer was attached); main prints "caught after detach 12", then runs
+ * the sequence.
+ *
  * ubt-exc MSEC signals: for MSEC milliseconds, main calls ubt_exc_sig(i)
  * (returns i + 2 through ubt_exc_sig_leaf(i) = i + 1) while a 20 us
  * interval timer's SIGALRM handler calls ubt_exc_sig(1) and
@@ -277,6 +282,15 @@ extern "C" UBT_PROBE long ubt_exc_hold_ret(long v)
 	return v + 1;
 }
 
+extern "C" UBT_PROBE long ubt_exc_hold_throw(long v)
+{
+	UBT_FRAME();
+	ubt_exc_hold_wait(v);
+	wait_unpatched((const void *)ubt_exc_hold_wait);
+	wait_usr1("detached");
+	return ubt_exc_throw(v * 3) + 1;
+}
+
 /* A C++ name (mangled _ZN3ubt9exc_namedEl): symbols demangled */
 namespace ubt {
 UBT_PROBE long exc_named(long v)
@@ -356,6 +370,16 @@ int main(int argc, char **argv)
 			wrong = 1;
 		if (!strcmp(argv[2], "reclaim"))
 			wait_usr1("waiting");
+	} else if (argc > 2 && !strcmp(argv[2], "throw")) {
+		wait_usr1("ready");
+		try {
+			ubt_exc_hold_throw(4);
+			wrong = 1;
+		} catch (long e) {
+			printf("caught after detach %ld\n", e);
+			if (e != 12)
+				wrong = 1;
+		}
 	} else if (argc > 2 && !strcmp(argv[2], "detach")) {
 		wait_usr1("ready");
 		try {

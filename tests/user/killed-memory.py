@@ -23,6 +23,18 @@ A session killed while a wrapped call (return probe) is in progress
 memory (the return goes through the dead session's shadow stack), -v
 says why, nothing of it writable and executable; the call then returns
 right; the attach after that takes the memory out; ubt-exc exits 0.
+
+A session whose probes read comm and share a map with a kernel probe,
+killed: the BPF maps it mapped into the target (the comm table, the
+shared table, found through its control block) go with its memory at
+the next attach.
+
+A wrapped call parked at a detach (ubt-exc reclaim; mem-sessions.py
+tests the parking itself), then a session killed: the next attach takes
+the dead session's memory out though the parked call's return lies on
+the stack; once the call returned, another killed session, and the
+attach after it takes out that one's memory and the parked page too,
+while it is still attached.  ubt-exc exits 0.
 Prints TAP.
 """
 import os
@@ -32,8 +44,8 @@ import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from procmem import (Fed, attached, builddir, code_in,  # noqa: E402
-                     done, memfd_maps, not_root, ok, share_target, ubt_p,
-                     kill_all)
+                     code_in_file, done, memfd_maps, not_root, ok,
+                     share_target, ubt_p, kill_all)
 
 BOUND = 60
 KILLED = 5
@@ -109,7 +121,118 @@ def main():
     st = t.finish(BOUND)
     ok(st == 0, "the target exits 0", "status %s" % st)
     killed_in_call()
+    killed_bpf()
+    killed_after_park()
     return done(work)
+
+
+def ro_pages(pid):
+    """Private anonymous read-only one-page mappings of pid."""
+    out = set()
+    with open("/proc/%d/maps" % pid) as f:
+        for line in f:
+            p = line.split()
+            lo, hi = (int(x, 16) for x in p[0].split("-"))
+            if len(p) == 5 and p[1] == "r--p" and hi - lo == 4096:
+                out.add(lo)
+    return out
+
+
+def killed_session(pid, prog):
+    u = ubt_p(pid, prog, "--mode", "user")
+    seen = attached(u)
+    return b"NOTIFY_PROBES_ATTACHED" in seen and kill_all(u, pid, BOUND) == 2
+
+
+def killed_after_park():
+    t = Fed([EXC, "12", "reclaim"])
+    pid = t.p.pid
+    ok(t.expect("ready", BOUND), "ubt-exc (reclaim) is ready")
+    mid = "uprobe:%s:ubt_exc_mid { @m = count(); }" % EXC
+    st, out, err = session_v(pid, mid)
+    pages0 = ro_pages(pid)
+    prog1 = ("uprobe:%s:ubt_exc_hold_wait { exit(); } "
+             "uretprobe:%s:ubt_exc_hold_ret { @r = count(); }" % (EXC, EXC))
+    u = ubt_p(pid, prog1, "-v", "--mode", "user")
+    seen = attached(u)
+    t.p.send_signal(signal.SIGUSR1)
+    out, err = u.communicate(timeout=BOUND)
+    held = t.expect("detached", BOUND)
+    parked = ro_pages(pid) - pages0
+    ok(u.returncode == 0 and held and b"parked" in seen + err and
+       len(parked) == 1 and not memfd_maps(pid),
+       "a wrapped call in progress parked at the detach",
+       "status %s, %r, parked %s, maps %s" % (u.returncode, err[-300:],
+                                              parked, memfd_maps(pid)))
+    killed = killed_session(pid, mid)
+    dead_maps = memfd_maps(pid)
+    st, out, err = session_v(pid, mid)
+    ok(killed and dead_maps and st == 0 and
+       b"of dead ubts' memory taken out" in err and not memfd_maps(pid) and
+       parked <= ro_pages(pid),
+       "a session killed then: the next attach takes its memory out, the "
+       "parked call's return on the stack notwithstanding; the page stays",
+       "killed %s, dead %s, status %s, %r, maps %s" %
+       (killed, dead_maps, st, err, memfd_maps(pid)))
+    t.p.send_signal(signal.SIGUSR1)
+    back = t.expect("returned after reattach", BOUND)
+    waiting = t.expect("waiting", BOUND)
+    killed = killed_session(pid, mid)
+    u = ubt_p(pid, mid, "-v", "--mode", "user")
+    seen = attached(u)
+    during = ro_pages(pid), memfd_maps(pid)
+    u.send_signal(signal.SIGINT)
+    out, err = u.communicate(timeout=BOUND)
+    ok(back == "returned after reattach 5" and waiting and killed and
+       b"of dead ubts' memory taken out" in seen and
+       not parked & during[0] and
+       len({m[3] for m in during[1]}) == 1 and u.returncode == 0,
+       "the call returns right; after another killed session, the next "
+       "attach takes out its memory and the parked page",
+       "%r %r, killed %s, %r, pages %s, maps %s, status %s" %
+       (back, waiting, killed, seen[-400:], parked & during[0],
+        during[1], u.returncode))
+    ok(code_in(pid, EXC, "ubt_exc_hold_wait") ==
+       code_in_file(EXC, "ubt_exc_hold_wait"), "the code is the file's")
+    t.p.send_signal(signal.SIGUSR1)
+    ok(t.expect("done", BOUND) and t.p.wait(timeout=BOUND) == 0,
+       "ubt-exc runs on and exits 0")
+
+
+def bpf_maps(pid):
+    with open("/proc/%d/maps" % pid) as f:
+        return [line.split()[0] for line in f if "anon_inode:bpf-map" in line]
+
+
+def killed_bpf():
+    path, t, orig = share_target(work, "killbpf")
+    pid = t.p.pid
+    prog = ("uprobe:%s:share_push { @c[comm] = count(); @x[1] = 1; } "
+            "tracepoint:syscalls:sys_enter_getppid { @x[2] = @x[1]; }"
+            % path)
+    before = bpf_maps(pid)
+    u = ubt_p(pid, prog)
+    seen = attached(u)
+    r = t.run("1000", "done 1000", timeout=BOUND)
+    n = kill_all(u, pid, BOUND)
+    left = bpf_maps(pid)
+    ok(b"NOTIFY_PROBES_ATTACHED" in seen and r and n == 2 and
+       len(left) == len(before) + 2 and memfd_maps(pid),
+       "a session sharing a map with a kernel probe, killed, leaves its "
+       "comm table and shared table mapped", "%r, %d killed, bpf maps %s "
+       "then %s" % (seen[-200:], n, before, left))
+    st, out, err = session_v(pid, "uprobe:%s:share_push { @c = count(); }"
+                             % path)
+    ok(st == 0 and b"of dead ubts' memory taken out" in err and
+       bpf_maps(pid) == before and not memfd_maps(pid) and
+       code_in(pid, path, "share_push") == orig and
+       t.run("100", "done 100", timeout=BOUND),
+       "the next session takes them out with its memory; the code is the "
+       "file's, the target computes", "status %s, %r, bpf maps %s then "
+       "%s, memfd %s" % (st, err[-400:], before, bpf_maps(pid),
+                         memfd_maps(pid)))
+    st = t.finish(BOUND)
+    ok(st == 0, "that target exits 0", "status %s" % st)
 
 
 def session_v(pid, prog):

@@ -15,15 +15,28 @@ item 2).
   the BPF maps mapped into the target go too.
 - After a ubt killed with its whole group (SIGKILL), the next session's
   detach takes the dead one's mappings and descriptor out too.
-- A wrapped call in progress at the detach (ubt-exc reclaim): its
-  mappings stay (no writable view of code among them) and -v says why;
-  a session while the call is still in progress keeps them too; once the
-  call returned, the next session's detach removes every one of them;
-  the target exits 0.
+- A wrapped call in progress at the detach (ubt-exc reclaim): it is
+  parked (-v says so): no mapping of ubt's memfd stays, only one
+  read-only private page (the thread's shadow entries) at the place of
+  its block's first page, so VmSize grows by 4 kB, not the memfd's
+  megabytes; a session while the call is still in progress leaves no
+  memfd mapping either and keeps that page; the call then returns right
+  through it; once it returned, the next session's detach removes the
+  page; the target exits 0.  (Before, every mapping of the session
+  stayed until then.)  The same with the parked call then throwing
+  through its own wrapped frame (ubt-exc throw): the unwinder reads the
+  parked page; the exception is caught; the target exits 0.  With
+  two threads inside a wrapped call at the detach (tests/user/parked):
+  both parked, two read-only pages, no memfd mapping; both calls return
+  right; the next session's detach removes both pages; exit 0.  With
+  UBT_NO_PARK=1 (the old rule), the session's mappings stay instead,
+  none writable and executable, -v says why; the call returns right;
+  the next session's detach removes them.
 Prints TAP.
 """
 import os
 import resource
+import shutil
 import signal
 import subprocess
 import sys
@@ -212,6 +225,18 @@ def ubt_v(pid, prog):
     return u, attached(u)
 
 
+def ro_pages(pid):
+    """Private anonymous read-only one-page mappings of pid."""
+    out = set()
+    with open("/proc/%d/maps" % pid) as f:
+        for line in f:
+            p = line.split()
+            lo, hi = (int(x, 16) for x in p[0].split("-"))
+            if len(p) == 5 and p[1] == "r--p" and hi - lo == 4096:
+                out.add(lo)
+    return out
+
+
 def kept_then_reclaimed():
     t = Fed([EXC, "12", "reclaim"])
     pid = t.p.pid
@@ -219,29 +244,39 @@ def kept_then_reclaimed():
     prog1 = ("uprobe:%s:ubt_exc_hold_wait { exit(); } "
              "uretprobe:%s:ubt_exc_hold_ret { @ret1 = count(); }"
              % (EXC, EXC))
+    # the runtime stays loaded after a first session: measured after one
+    prog0 = "uprobe:%s:ubt_exc_mid { @m = count(); }" % EXC
+    u0, _ = ubt_v(pid, prog0)
+    u0.send_signal(signal.SIGINT)
+    u0.communicate(timeout=60)
+    size0, pages0 = status(pid)["VmSize"], ro_pages(pid)
     u1, seen = ubt_v(pid, prog1)
     t.p.send_signal(signal.SIGUSR1)
     out1, err1 = u1.communicate(timeout=60)
     err1 = seen + err1
     held = read_line(t, "detached")
     kept = memfd_maps(pid)
-    ok(u1.returncode == 0 and held and kept and
-       b"stays mapped" in err1 and b"wrapped call" in err1,
-       "a wrapped call in progress at the detach: ubt's mappings stay, "
-       "-v says why", "exit %s, %r, maps %s" % (u1.returncode, err1[-400:],
-                                                 kept))
-    ok(kept and not writable_code(kept) and
-       not [m for m in kept if "w" in m[0] and "x" in m[0]],
-       "no writable view of the code that stays", str(kept))
+    parked = ro_pages(pid) - pages0
+    size1 = status(pid)["VmSize"]
+    print("# VmSize %d kB before, %d kB after the session left with a "
+          "call in progress" % (size0, size1))
+    ok(u1.returncode == 0 and held and not kept and len(parked) == 1 and
+       size1 == size0 + 4 and b"parked" in err1 and
+       b"stays mapped" not in err1,
+       "a wrapped call in progress at the detach is parked: no ubt memfd "
+       "mapping stays, one read-only page does (VmSize +4 kB), -v says so",
+       "exit %s, %r, maps %s, parked %s, VmSize %d -> %d kB" %
+       (u1.returncode, err1[-400:], kept, parked, size0, size1))
     prog2 = "uprobe:%s:ubt_exc_mid { @m = count(); }" % EXC
     u2, _ = ubt_v(pid, prog2)
     u2.send_signal(signal.SIGINT)
     out2, err2 = u2.communicate(timeout=60)
-    still = memfd_maps(pid)
-    ok(u2.returncode == 0 and b"stays mapped" in err2 and
-       set(m[3] for m in kept) <= set(m[3] for m in still),
-       "a session while the call is still in progress keeps them",
-       "exit %s, %r" % (u2.returncode, err2[-300:]))
+    ok(u2.returncode == 0 and b"stays mapped" not in err2 and
+       not memfd_maps(pid) and parked <= ro_pages(pid),
+       "a session while the call is still in progress leaves no memfd "
+       "mapping and keeps the parked page",
+       "exit %s, %r, maps %s" % (u2.returncode, err2[-300:],
+                                 memfd_maps(pid)))
     t.p.send_signal(signal.SIGUSR1)
     back = read_line(t, "returned after reattach")
     waiting = read_line(t, "waiting")
@@ -250,13 +285,124 @@ def kept_then_reclaimed():
     out3, err3 = u3.communicate(timeout=60)
     left = memfd_maps(pid)
     ok(back == "returned after reattach 5" and waiting and
-       u3.returncode == 0 and not left and b"taken out" in err3,
-       "the call returned right; the next session's detach removes "
-       "every ubt mapping", "%r %r, exit %s, %r, left %s" %
-       (back, waiting, u3.returncode, err3[-300:], left))
+       u3.returncode == 0 and not left and b"taken out" in err3 and
+       not parked & ro_pages(pid) and status(pid)["VmSize"] == size0,
+       "the call returned right; the next session's detach removes the "
+       "parked page too (VmSize as before)", "%r %r, exit %s, %r, left "
+       "%s, parked %s, VmSize %d kB" %
+       (back, waiting, u3.returncode, err3[-300:], left,
+        parked & ro_pages(pid), status(pid)["VmSize"]))
     t.p.send_signal(signal.SIGUSR1)
     ok(read_line(t, "done") and t.p.wait(timeout=30) == 0,
        "ubt-exc runs on and exits 0")
+
+
+def parked_throw():
+    t = Fed([EXC, "12", "throw"])
+    pid = t.p.pid
+    ok(read_line(t, "ready"), "ubt-exc (throw) is ready")
+    prog = ("uprobe:%s:ubt_exc_hold_wait { exit(); } "
+            "uretprobe:%s:ubt_exc_hold_throw { @r = count(); }"
+            % (EXC, EXC))
+    u, seen = ubt_v(pid, prog)
+    t.p.send_signal(signal.SIGUSR1)
+    out, err = u.communicate(timeout=60)
+    err = seen + err
+    held = read_line(t, "detached")
+    ok(u.returncode == 0 and held and b"parked" in err and
+       not memfd_maps(pid), "a wrapped call in progress at the detach is "
+       "parked, no ubt memfd mapping stays", "exit %s, %r, maps %s" %
+       (u.returncode, err[-400:], memfd_maps(pid)))
+    t.p.send_signal(signal.SIGUSR1)
+    ok(read_line(t, "caught after detach") == "caught after detach 12" and
+       read_line(t, "done") and t.p.wait(timeout=30) == 0,
+       "it throws through its parked frame, the exception is caught, "
+       "ubt-exc exits 0")
+
+
+def kept_unparked():
+    t = Fed([EXC, "12", "reclaim"])
+    pid = t.p.pid
+    ok(read_line(t, "ready"), "ubt-exc (UBT_NO_PARK) is ready")
+    prog1 = ("uprobe:%s:ubt_exc_hold_wait { exit(); } "
+             "uretprobe:%s:ubt_exc_hold_ret { @ret1 = count(); }"
+             % (EXC, EXC))
+    os.environ["UBT_NO_PARK"] = "1"
+    try:
+        u1, seen = ubt_v(pid, prog1)
+        t.p.send_signal(signal.SIGUSR1)
+        out1, err1 = u1.communicate(timeout=60)
+    finally:
+        del os.environ["UBT_NO_PARK"]
+    err1 = seen + err1
+    held = read_line(t, "detached")
+    kept = memfd_maps(pid)
+    ok(u1.returncode == 0 and held and kept and
+       b"stays mapped" in err1 and b"wrapped call" in err1 and
+       not writable_code(kept) and
+       not [m for m in kept if "w" in m[0] and "x" in m[0]],
+       "UBT_NO_PARK=1: ubt's mappings stay, none writable and executable, "
+       "-v says why", "exit %s, %r, maps %s" % (u1.returncode,
+                                                 err1[-400:], kept))
+    t.p.send_signal(signal.SIGUSR1)
+    back = read_line(t, "returned after reattach")
+    waiting = read_line(t, "waiting")
+    prog2 = "uprobe:%s:ubt_exc_mid { @m = count(); }" % EXC
+    u3, _ = ubt_v(pid, prog2)
+    u3.send_signal(signal.SIGINT)
+    out3, err3 = u3.communicate(timeout=60)
+    ok(back == "returned after reattach 5" and waiting and
+       u3.returncode == 0 and not memfd_maps(pid) and b"taken out" in err3,
+       "the call returns right; the next session's detach removes them",
+       "%r %r, exit %s, %r" % (back, waiting, u3.returncode, err3[-300:]))
+    t.p.send_signal(signal.SIGUSR1)
+    ok(read_line(t, "done") and t.p.wait(timeout=30) == 0,
+       "ubt-exc runs on and exits 0")
+
+
+PARKED = os.path.join(builddir, "tests", "user", "parked")
+
+
+def two_parked():
+    path = os.path.join(work, "parked")
+    shutil.copy(PARKED, path)
+    t = Fed([path])
+    pid = t.p.pid
+    ok(read_line(t, "ready"), "parked is ready")
+    pages0 = ro_pages(pid)
+    prog = ("uretprobe:%s:parked_wait { @r = count(); } "
+            "uprobe:%s:parked_wait { @e = count(); } "
+            "interval:ms:700 { exit(); }" % (path, path))
+    u, seen = ubt_v(pid, prog)
+    t.p.stdin.write(b"\n")
+    t.p.stdin.flush()
+    out, err = u.communicate(timeout=60)
+    err = seen + err
+    parked = ro_pages(pid) - pages0
+    ok(u.returncode == 0 and b"2 wrapped call(s) in progress parked" in err
+       and len(parked) == 2 and not memfd_maps(pid),
+       "two threads inside a wrapped call: both parked, two read-only "
+       "pages stay, no memfd mapping", "exit %s, %r, parked %s, maps %s" %
+       (u.returncode, err[-400:], parked, memfd_maps(pid)))
+    t.p.stdin.write(b"\n")
+    t.p.stdin.flush()
+    # in either order
+    r1, r2 = sorted([str(read_line(t, "thread ")),
+                     str(read_line(t, "thread "))])
+    read_line(t, "joined")
+    prog2 = "uprobe:%s:parked_wait { @e = count(); }" % path
+    u2, seen2 = ubt_v(pid, prog2)
+    u2.send_signal(signal.SIGINT)
+    out2, err2 = u2.communicate(timeout=60)
+    err2 = seen2 + err2
+    ok(r1 == "thread 1 returned 2" and r2 == "thread 2 returned 4" and
+       u2.returncode == 0 and not parked & ro_pages(pid),
+       "both calls return right; the next session's detach removes both "
+       "pages", "%r %r, exit %s, %r, left %s" %
+       (r1, r2, u2.returncode, err2[-300:], parked & ro_pages(pid)))
+    t.close_input()
+    ok(read_line(t, "done") == "done 0" and t.p.wait(timeout=30) == 0,
+       "parked exits 0")
 
 
 def main():
@@ -267,6 +413,9 @@ def main():
     bpf_mapped()
     after_killed()
     kept_then_reclaimed()
+    parked_throw()
+    two_parked()
+    kept_unparked()
     return done(work)
 
 
