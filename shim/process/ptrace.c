@@ -167,13 +167,25 @@ static bool stat_dead(const char *path)
 	return rp && rp[1] == ' ' && (rp[2] == 'Z' || rp[2] == 'X');
 }
 
+/* /proc/PID/mem, opened anew at each seize: after an exec an earlier
+ * handle reads the old image's memory, which is gone */
 static int open_mem(struct pt *p)
 {
 	char path[64];
 
+	if (p->memfd >= 0)
+		close(p->memfd);
 	snprintf(path, sizeof(path), "/proc/%d/mem", p->pid);
 	p->memfd = open(path, O_RDWR | O_CLOEXEC);
 	return p->memfd < 0 ? -errno : 0;
+}
+
+int pt_mem_open(struct pt *p, pid_t pid)
+{
+	if (p->memfd >= 0)
+		return 0;
+	p->pid = pid;
+	return open_mem(p);
 }
 
 /* The registers of every stopped thread that has none yet; a thread that

@@ -117,6 +117,15 @@ int pt_detach(struct pt *p);
 void pt_detach_others(struct pt *p);
 void pt_release(struct pt *p);
 
+/*
+ * Open /proc/PID/mem of pid for p unless p has it open: pt_read() and
+ * pt_write() of a process not stopped, seized or not (memory no thread
+ * runs yet, such as a slot ubt has still to point a jump at).  A root
+ * ubt needs no stop for it; the handle goes at the next pt_detach() or
+ * pt_release().
+ */
+int pt_mem_open(struct pt *p, pid_t pid);
+
 int pt_read(struct pt *p, uint64_t addr, void *buf, size_t n);
 int pt_write(struct pt *p, uint64_t addr, const void *buf, size_t n);
 

@@ -198,9 +198,10 @@ static uint32_t take_stub(struct ubt_user *u, struct tramp_spec *spec,
 	uint32_t next;
 
 	/* the memfd is the target's to scribble on: both lie in the
-	 * runtime, next to rt_wrap_call */
+	 * runtime, next to rt_wrap_call; with -p the process runs here,
+	 * unstopped (no thread runs a slot before its jump is placed) */
 	if (!base || !at || base - call > (1 << 20) || at - call > (1 << 20) ||
-	    getenv("UBT_NO_WRAP_STUBS") ||
+	    getenv("UBT_NO_WRAP_STUBS") || pt_mem_open(&u->pt, u->pid) ||
 	    pt_read(&u->pt, at, &next, sizeof(next)) ||
 	    next >= RT_WRAP_STUBS)
 		return 0;

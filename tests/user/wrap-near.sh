@@ -7,9 +7,11 @@
 # the executable) jumps through an address, and UBT_RUNTIME_FAR=1 leaves
 # the runtime where dlopen() puts it.  Every return probe counts every
 # call either way.
+# With -p the sites are built while the process runs: its stub slot is
+# written through /proc/PID/mem all the same.
 # (Unwinding through both: tests/user/unwind.sh, unwind-far.sh.)
 
-. "$top_srcdir/tests/cli/tap.sh"
+. "$top_srcdir/tests/user/sacred-lib.sh"
 
 t="$top_builddir/tests/targets"
 [ -x "$t/ubt-libuser" ] && [ -f "$t/libubt-target.so" ] ||
@@ -54,4 +56,27 @@ check "UBT_RUNTIME_FAR=1" 1 1 \
 check "UBT_NO_WRAP_STUBS=1" 1 1 \
 	"uretprobe:$bin:main { @m = count(); } uretprobe:$lib:ubt_lib_add { @a = count(); }" \
 	UBT_NO_WRAP_STUBS=1
+
+# -p: the library's return probe reaches its own stub too
+out="$tap_tmp/out" err="$tap_tmp/err" tout="$tap_tmp/tout"
+start_wait 4 wait
+ubt_bg 60 -v --mode user -p $tp -e "uretprobe:$lib:ubt_lib_add { @a = count(); }"
+kill -USR1 $tp
+wait $tp
+trc=$?
+wait $up
+rc=$?
+want="return probes: 1 site(s) jump to their own stub in the runtime, 0 to its wrapped call directly, 0 through an address"
+if [ $rc -eq 0 ] && grep -qF "$want" "$err"; then
+	ok "-p: 1 to a stub, 0 direct, 0 through an address"
+else
+	not_ok "-p: 1 to a stub, 0 direct, 0 through an address" \
+		"exit $rc" "$(grep -E 'return probes|ubt:' "$err")"
+fi
+if [ $trc -eq 0 ] && grep -q '^@a: 4$' "$out"; then
+	ok "-p: every call counted, the target exits 0"
+else
+	not_ok "-p: every call counted, the target exits 0" "target $trc" \
+		"$(cat "$out" "$tout")"
+fi
 tap_done
