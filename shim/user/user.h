@@ -96,9 +96,9 @@ int user_runtime_check(const char *runtime_path, char *why, size_t len);
 
 /*
  * A process of another mount namespace (user_mntns.c).  Is pid in
- * another mount namespace than ubt: 1, 0 or -errno.  Does it see itself
+ * another mount namespace than ubt, or of another root: 1, 0 or -errno.  Does it see itself
  * in a procfs at /proc in its root?  How the runtime reaches it: 0 by its
- * path (ubt's namespace), 1 by descriptor (another namespace, where
+ * path (ubt's namespace and root), 1 by descriptor (another one, where
  * /proc/self/fd works), -ENOENT neither, other -errno.
  */
 int user_mntns_other(pid_t pid);

@@ -747,9 +747,10 @@ static int runtime_name(struct ubt_user *u, int64_t *tfd)
 		return 0;
 	}
 	if (by_fd == -ENOENT)
-		return user_err(u, 0, "pid %d is in another mount namespace "
-				"without a /proc of its own: the runtime is "
-				"not loaded there by its path", (int)u->pid);
+		return user_err(u, 0, "pid %d has another root (mount "
+				"namespace or chroot) without a /proc of its "
+				"own: the runtime is not loaded there by its "
+				"path", (int)u->pid);
 	if (by_fd < 0)
 		return user_err(u, by_fd, "pid %d: its mount namespace",
 				(int)u->pid);

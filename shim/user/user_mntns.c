@@ -1,6 +1,7 @@
 /*
- * A process of another mount namespace (a container, unshare -m): its
- * own dlopen() would look the runtime up by path in its namespace, where
+ * A process of another mount namespace (a container, unshare -m), or
+ * of another root (chroot): its own dlopen() would look the runtime up
+ * by path in its namespace or root, where
  * another file (or none) may sit at ubt's runtime's path, one that the
  * process's owner may even have written.  So there the runtime is never
  * looked up by path: ubt opens its checked file (rtpath.h) and hands the
@@ -21,6 +22,7 @@
 int user_mntns_other(pid_t pid)
 {
 	char self_ns[64], ns[64], path[64];
+	struct stat sr, pr;
 	ssize_t a, b;
 
 	snprintf(path, sizeof(path), "/proc/%d/ns/mnt", (int)pid);
@@ -30,7 +32,13 @@ int user_mntns_other(pid_t pid)
 	b = readlink(path, ns, sizeof(ns));
 	if (b <= 0)
 		return b < 0 ? -errno : -EINVAL;
-	return a != b || memcmp(self_ns, ns, (size_t)a);
+	if (a != b || memcmp(self_ns, ns, (size_t)a))
+		return 1;
+	/* the same namespace, another root (chroot): paths differ too */
+	snprintf(path, sizeof(path), "/proc/%d/root", (int)pid);
+	if (stat("/proc/self/root", &sr) || stat(path, &pr))
+		return -errno;
+	return sr.st_dev != pr.st_dev || sr.st_ino != pr.st_ino;
 }
 
 /* Field 22 of a stat file (the start time), 0 if unreadable. */

@@ -8,9 +8,10 @@
 # goes over a socket pair), also a second session (the loader gives back
 # the object loaded, checked against the file), also system-wide.
 # Without a /proc of its own its probes run in the kernel (-v says why;
-# --mode user refuses).  Every case: the target's exit status, its code
-# bytes, and nothing of ubt's left in it but the runtime (no memfd mapped,
-# no descriptor).
+# --mode user refuses), also in a chroot of ubt's mount namespace.  Every
+# case: the target's exit status, its code bytes, and nothing of ubt's
+# left in it but the runtime (no memfd mapped, no descriptor, no other
+# libubt-rt.so mapped).
 
 . "$top_srcdir/tests/user/sacred-lib.sh"
 
@@ -51,8 +52,8 @@ start()
 
 # run_p SETUP ARGS...: start SETUP, then ubt ARGS -p; $rc, $trc the exit
 # statuses, $before, $during, $after its code, $left what of ubt's is
-# left in it after the detach (memfd mappings, descriptors), $rtmap the
-# inodes mapped at the runtime's path
+# left in it after the detach (memfd mappings, descriptors, another
+# libubt-rt.so mapped), $rtmap the inodes mapped at the runtime's path
 run_p()
 {
 	start "$1"
@@ -85,6 +86,8 @@ sacred_run_leave()
 leftover()
 {
 	left=$( (grep 'memfd:ubt' /proc/$tp/maps
+		 awk -v p="$rt" '$6 ~ /libubt-rt\.so$/ && $6 != p' \
+			/proc/$tp/maps
 		 ls -l /proc/$tp/fd | grep -e 'memfd:ubt' -e "$rt" \
 			-e "$tap_tmp/other") 2>/dev/null)
 	rtmap=$(awk -v p="$rt" '$6 == p { print $5 }' /proc/$tp/maps |
@@ -114,13 +117,13 @@ user_line()
 	grep -qxF "uprobe:$bin:ubt_sacred_tick: user mode (every site can be patched)" "$err"
 }
 
-# 1: another file at the path: user mode, ubt's runtime mapped
+# another file at the path: user mode, ubt's runtime mapped
 run_p other -v
 report "another file at the runtime's path: user mode, ubt's runtime loaded by descriptor" \
 	eval '[ $rc -eq 0 ] && grep -qx "@: 100" "$out" && user_line &&
 	      [ "$before" != "$during" ] && [ "$rtmap" = "$rt_ino " ]'
 
-# 2: a session that counts nothing, then one that counts: the second
+# a session that counts nothing, then one that counts: the second
 # dlopen() of "/proc/self/fd/N" gives back the object loaded, checked
 start other
 before=$(code "$tp")
@@ -135,10 +138,10 @@ report "another file at the runtime's path, a second session: --mode user, every
 
 why_of()
 {
-	echo "pid $1 is in another mount namespace without a /proc of its own: the runtime is loaded there as /proc/self/fd/N, never by its path"
+	echo "pid $1 has another root (mount namespace or chroot) without a /proc of its own: the runtime is loaded there as /proc/self/fd/N, never by its path"
 }
 
-# 3, 4: no /proc there: kernel probes
+# no /proc there: kernel probes
 run_p noproc -v
 report "no /proc in its namespace: kernel probes, -v says why" \
 	eval '[ $rc -eq 0 ] && grep -qx "@: 100" "$out" && [ -z "$rtmap" ] &&
@@ -149,7 +152,29 @@ report "no /proc in its namespace: --mode user refuses" \
 	eval '[ $rc -eq 1 ] && [ -z "$rtmap" ] &&
 	      grep -qxF "ubt: cannot run uprobe:$bin:ubt_sacred_tick in user mode: $(why_of $tp)" "$err"'
 
-# 5: another network namespace too, comm read: the comm table and the
+# a chroot in ubt's own mount namespace, another file at the runtime's
+# path there, no /proc: kernel probes, that file never loaded
+root="$tap_tmp/root"
+mkdir -p "$root$(dirname "$rt")" || bail "mkdir"
+for l in $(ldd "$t/ubt-sacred" | grep -o '/[^ ]*'); do
+	mkdir -p "$root$(dirname "$l")" && cp -L "$l" "$root$l" ||
+		bail "cp $l"
+done
+cp "$t/ubt-sacred" "$root/ubt-sacred" && cp "$tap_tmp/other" "$root$rt" ||
+	bail "cp"
+keep=$bin
+bin="$root/ubt-sacred"
+: >"$tout"
+chroot "$root" /ubt-sacred ppid-wait 100 >"$tout" 2>&1 </dev/null &
+tp=$!
+wait_for 100 "" '^ready' "$tout"
+sacred_run_leave $tp -v -p $tp -e "uprobe:$bin:ubt_sacred_tick { @ = count(); }"
+report "a chroot without /proc, another file at the runtime's path: kernel probes, -v says why" \
+	eval '[ $rc -eq 0 ] && grep -qx "@: 100" "$out" && [ -z "$rtmap" ] &&
+	      grep -qxF "uprobe:$bin:ubt_sacred_tick: kernel ($(why_of $tp))" "$err"'
+bin=$keep
+
+# another network namespace too, comm read: the comm table and the
 # runtime both go over the socket pair
 if unshare -m -n true 2>/dev/null; then
 	start same "-m -n"
@@ -163,7 +188,7 @@ else
 	ok "another network namespace too # SKIP unshare -n does not work here"
 fi
 
-# 6: system-wide: the process is taken, every call counted
+# system-wide: the process is taken, every call counted
 ubt_bg 60 -v -e "$prog"
 unshare -m sh -c "$(pre other) exec '$bin' ppid 100000" \
 	>"$tout" 2>&1 </dev/null
