@@ -115,6 +115,62 @@ refused "build tree in a world-writable directory" \
 	"the runtime $d/wwtree/libubt-rt.so is not safe to load: $d/wwtree is writable by others (mode 0777)" \
 	"$d/wwtree/ubt"
 
+# 5. another build at the path an earlier session loaded the runtime
+# from: the target's loader gives back the object it has under that name
+# without opening the file, so it is not this file: refused, never a call
+# at this file's offsets into it; the target runs on, nothing of ubt's
+# left in it but the runtime loaded first
+mkdir "$d/re"
+cp "$rt" "$d/re/libubt-rt.so"
+"$wait_t" 3 >"$tap_tmp/wait2.out" 2>&1 &
+pid=$!
+for i in $(seq 100); do
+	grep -q ready "$tap_tmp/wait2.out" && break
+	sleep 0.05
+done
+re_prog="uprobe:$wait_t:ubt_wait_work { @ = count(); } interval:ms:100 { exit(); }"
+UBT_RUNTIME="$d/re/libubt-rt.so" "$UBT" --mode user -p $pid -e "$re_prog" \
+	>"$tap_tmp/re1" 2>&1 </dev/null
+rc1=$?
+# the same file but for its build id (in the first page)
+python3 - "$rt" "$d/re/new" <<'EOF'
+import struct, sys
+b = bytearray(open(sys.argv[1], "rb").read())
+phoff, = struct.unpack_from("<Q", b, 32)
+phentsize, phnum = struct.unpack_from("<HH", b, 54)
+for i in range(phnum):
+    t, _, off, _, _, filesz = struct.unpack_from("<IIQQQQ", b,
+                                                 phoff + i * phentsize)
+    at = off
+    while t == 4 and at < off + filesz:
+        namesz, descsz, typ = struct.unpack_from("<III", b, at)
+        name = at + 12
+        desc = name + (namesz + 3) // 4 * 4
+        if typ == 3 and b[name:name + 4] == b"GNU\0":
+            b[desc] ^= 0xff
+        at = desc + (descsz + 3) // 4 * 4
+open(sys.argv[2], "wb").write(b)
+EOF
+chmod 0755 "$d/re/new"
+mv "$d/re/new" "$d/re/libubt-rt.so"
+UBT_RUNTIME="$d/re/libubt-rt.so" "$UBT" --mode user -p $pid -e "$re_prog" \
+	>"$tap_tmp/re2" 2>&1 </dev/null
+rc2=$?
+left=$( (grep 'memfd:ubt' /proc/$pid/maps; ls -l /proc/$pid/fd |
+	 grep 'memfd:ubt\|libubt-rt') 2>/dev/null)
+want="ubt: cannot attach to pid $pid: the runtime the loader of pid $pid gave back is not $d/re/libubt-rt.so (another build, loaded by an earlier ubt under the same name)"
+kill -USR1 $pid
+wait $pid
+trc=$?
+if [ $rc1 = 0 ] && [ $rc2 = 1 ] && [ $trc = 0 ] && [ -z "$left" ] &&
+   ! cmp -s "$rt" "$d/re/libubt-rt.so" && grep -qxF "$want" "$tap_tmp/re2"; then
+	ok "another build at the path of the runtime loaded: refused, the target runs on"
+else
+	not_ok "another build at the path of the runtime loaded: refused, the target runs on" \
+		"exit $rc1 then $rc2, target $trc, want: $want" "left: $left" \
+		"$(cat "$tap_tmp/re1" "$tap_tmp/re2" "$tap_tmp/wait2.out")"
+fi
+
 # 4. installed: the installed runtime, never the build tree's
 if env -u MAKEFLAGS -u MFLAGS -u MAKELEVEL make -s -C "$top_builddir" \
 	DESTDIR="$d/inst" install-binPROGRAMS install-pkglibexecPROGRAMS \

@@ -20,8 +20,14 @@
  * most after its birth) and hands the process over: user_detach() stops
  * every thread and the child, writes the file's bytes back, and inside
  * that stop (user_on_restore()) the standby programs are attached, kernel
- * uprobes on the target's pid (which count every task of its memory, the
- * child too, as bpftrace's -p does); then the threads run on.  Every hit
+ * uprobes on the target's pid, as --mode kernel attaches them; then the
+ * threads run on.  (Which tasks those count depends on the kernel: a
+ * uprobe_multi link with a pid (6.6 and later; 6.18 here) runs only for
+ * the pid's thread group, so not for the child, while perf-event
+ * uprobes, as bpftrace 0.17 attaches them, count every task of the
+ * memory, the child too: with a raw clone(CLONE_VM) child making 1M
+ * calls beside its parent's 1M, --mode kernel counts 1M here, bpftrace
+ * 0.17 2M.)  Every hit
  * before the stop was counted in user mode (its blocks stay readable in
  * ubt: the maps merge both sides), every one after in the kernel: none
  * lost, none counted twice.  A call in flight in a wrapped return probe

@@ -23,6 +23,7 @@ libubt_a_SOURCES += \
 	shim/user/user_install.c \
 	shim/user/user_int.h \
 	shim/user/user_ldlock.c \
+	shim/user/user_mntns.c \
 	shim/user/user_park.c \
 	shim/user/user_stop.c \
 	shim/user/user_strays.c \

@@ -94,6 +94,17 @@ bool user_site_at(const struct ubt_user *u, uint64_t addr);
  */
 int user_runtime_check(const char *runtime_path, char *why, size_t len);
 
+/*
+ * A process of another mount namespace (user_mntns.c).  Is pid in
+ * another mount namespace than ubt, or of another root: 1, 0 or -errno.  Does it see itself
+ * in a procfs at /proc in its root?  How the runtime reaches it: 0 by its
+ * path (ubt's namespace and root), 1 by descriptor (another one, where
+ * /proc/self/fd works), -ENOENT neither, other -errno.
+ */
+int user_mntns_other(pid_t pid);
+bool user_mntns_proc(pid_t pid);
+int user_mntns_by_fd(pid_t pid);
+
 /* Seize every thread of pid and place the runtime; NULL, err set, on error. */
 struct ubt_user *user_attach_pid(pid_t pid, const struct user_opts *o,
 			     char *err, size_t errlen);

@@ -14,7 +14,7 @@
  * The map's fd goes to the target over a unix socket (SCM_RIGHTS: the
  * target may be another user's process, and opening a BPF map's fd
  * through /proc does not work), with remote system calls in the stopped
- * target: socket, connect, recvmsg, mmap, close; the messages live in the
+ * target: socketpair, recvmsg, mmap, close; the messages live in the
  * control page's scratch area, which both sides map.  The program is
  * written here as instructions (a fixed program: no LLVM, no object
  * file), with the target's pid and the field offsets of task_struct from
@@ -35,7 +35,6 @@
 #include <linux/perf_event.h>
 #include <sys/ioctl.h>
 #include <sys/socket.h>
-#include <sys/un.h>
 
 #include <bpf/bpf.h>
 #include <bpf/btf.h>
@@ -262,7 +261,7 @@ static int user_comm_offsets(int *pid_off, int *tgid_off)
 #define COMM_SCRATCH_T(u) ((u)->target_base + USER_SCRATCH_OFF)
 
 struct comm_msg {
-	struct sockaddr_un addr;
+	int sv[2];
 	struct msghdr mh;
 	struct iovec iov;
 	char byte;
@@ -272,45 +271,36 @@ struct comm_msg {
 	} cm;
 };
 
-/* Hand fd to the stopped target: its number there in *tfd. */
+/*
+ * Hand fd to the stopped target: its number there in *tfd.  Over a
+ * socket pair the target makes, ubt's end taken with pidfd_getfd(): no
+ * name, so a target in another network namespace takes it too.
+ */
 int user_comm_send(struct ubt_user *u, int fd, int64_t *tfd)
 {
 	struct comm_msg *m = (struct comm_msg *)COMM_SCRATCH(u);
 	uint64_t t = COMM_SCRATCH_T(u);
-	struct sockaddr_un a = { .sun_family = AF_UNIX };
 	struct msghdr mh = { 0 };
 	struct iovec iov = { .iov_base = "u", .iov_len = 1 };
 	union {
 		struct cmsghdr h;
 		char buf[CMSG_SPACE(sizeof(int))];
 	} cm;
-	socklen_t alen;
-	int64_t ts = -1, ret;
-	int ls, cs = -1, err;
+	int sv[2] = { -1, -1 }, pfd, cs = -1, err;
+	int64_t ret;
 
-	/* an abstract name, ours alone */
-	alen = offsetof(struct sockaddr_un, sun_path) + 1 +
-	       snprintf(a.sun_path + 1, sizeof(a.sun_path) - 1,
-			"ubt-comm-%d-%llu", (int)getpid(),
-			(unsigned long long)mono_ns());
-	ls = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	if (ls < 0 || bind(ls, (struct sockaddr *)&a, alen) || listen(ls, 1)) {
-		err = -errno;
-		if (ls >= 0)
-			close(ls);
-		return user_err(u, err, "unix socket");
-	}
 	memset(m, 0, sizeof(*m));
-	memcpy(&m->addr, &a, sizeof(a));
-	err = user_rsys(u, SYS_socket, AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0,
-			0, 0, 0, &ts);
-	err = err ?: user_rsys(u, SYS_connect, (uint64_t)ts,
-			       t + offsetof(struct comm_msg, addr), alen, 0, 0,
-			       0, &ret);
+	err = user_rsys(u, SYS_socketpair, AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC,
+			0, t + offsetof(struct comm_msg, sv), 0, 0, &ret);
 	if (!err) {
-		cs = accept4(ls, NULL, NULL, SOCK_CLOEXEC);
+		memcpy(sv, m->sv, sizeof(sv));
+		pfd = (int)syscall(SYS_pidfd_open, u->pid, 0);
+		if (pfd >= 0)
+			cs = (int)syscall(SYS_pidfd_getfd, pfd, sv[0], 0);
 		if (cs < 0)
-			err = user_err(u, -errno, "accept");
+			err = user_err(u, -errno, "pidfd_getfd");
+		if (pfd >= 0)
+			close(pfd);
 	}
 	if (!err) {
 		mh.msg_iov = &iov;
@@ -322,7 +312,7 @@ int user_comm_send(struct ubt_user *u, int fd, int64_t *tfd)
 		CMSG_FIRSTHDR(&mh)->cmsg_type = SCM_RIGHTS;
 		CMSG_FIRSTHDR(&mh)->cmsg_len = CMSG_LEN(sizeof(int));
 		memcpy(CMSG_DATA(CMSG_FIRSTHDR(&mh)), &fd, sizeof(int));
-		if (sendmsg(cs, &mh, 0) != 1)
+		if (sendmsg(cs, &mh, MSG_NOSIGNAL) != 1)
 			err = user_err(u, -errno, "sendmsg");
 	}
 	if (!err) {
@@ -336,7 +326,7 @@ int user_comm_send(struct ubt_user *u, int fd, int64_t *tfd)
 		m->mh.msg_control = (void *)(uintptr_t)(t +
 			offsetof(struct comm_msg, cm));
 		m->mh.msg_controllen = sizeof(m->cm.buf);
-		err = user_rsys(u, SYS_recvmsg, (uint64_t)ts,
+		err = user_rsys(u, SYS_recvmsg, (uint64_t)sv[1],
 				t + offsetof(struct comm_msg, mh),
 				MSG_CMSG_CLOEXEC, 0, 0, 0, &ret);
 		if (!err && (ret != 1 || m->cm.h.cmsg_type != SCM_RIGHTS ||
@@ -349,11 +339,12 @@ int user_comm_send(struct ubt_user *u, int fd, int64_t *tfd)
 		memcpy(&got, CMSG_DATA(&m->cm.h), sizeof(got));
 		*tfd = got;
 	}
-	if (ts >= 0)
-		user_rsys(u, SYS_close, (uint64_t)ts, 0, 0, 0, 0, 0, &ret);
+	for (int i = 0; i < 2; i++)
+		if (sv[i] >= 0)
+			user_rsys(u, SYS_close, (uint64_t)sv[i], 0, 0, 0, 0, 0,
+				  &ret);
 	if (cs >= 0)
 		close(cs);
-	close(ls);
 	memset(m, 0, sizeof(*m));
 	return err;
 }

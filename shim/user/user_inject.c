@@ -21,6 +21,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -703,11 +704,100 @@ static int dlopen_finish(struct ubt_user *u, uint64_t *handle)
 	return err;
 }
 
+/*
+ * The name the target's dlopen() gets, in the scratch area: the
+ * runtime's path in ubt's mount namespace; in another one the runtime's
+ * descriptor, handed over (user_mntns.c), as "/proc/self/fd/N", with N
+ * in *tfd (else -1) for the caller to close there.
+ */
+static int runtime_name(struct ubt_user *u, int64_t *tfd)
+{
+	char *name = (char *)u->m.base + USER_SCRATCH_OFF;
+	int by_fd = user_mntns_by_fd(u->pid), fd, err;
+	struct stat a, b;
+
+	*tfd = -1;
+	if (!by_fd) {
+		strcpy(name, u->rt_path);
+		return 0;
+	}
+	if (by_fd == -ENOENT)
+		return user_err(u, 0, "pid %d has another root (mount "
+				"namespace or chroot) without a /proc of its "
+				"own: the runtime is not loaded there by its "
+				"path", (int)u->pid);
+	if (by_fd < 0)
+		return user_err(u, by_fd, "pid %d: its mount namespace",
+				(int)u->pid);
+	fd = open(u->rt_path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+	if (fd < 0)
+		return user_err(u, -errno, "open %s", u->rt_path);
+	/* the file rtpath_find() checked (a root-owned path) */
+	if (fstat(fd, &a) || stat(u->rt_path, &b) || a.st_dev != b.st_dev ||
+	    a.st_ino != b.st_ino || !S_ISREG(a.st_mode)) {
+		close(fd);
+		return user_err(u, 0, "%s changed while opened",
+				u->rt_path);
+	}
+	err = user_comm_send(u, fd, tfd);
+	close(fd);
+	if (err)
+		return err;
+	snprintf(name, USER_DONE_OFF - USER_SCRATCH_OFF, "/proc/self/fd/%lld",
+		 (long long)*tfd);
+	return 0;
+}
+
+/*
+ * Is the object the target's loader returned ubt's runtime?  The loader
+ * gives back an object already loaded under the same name without
+ * opening the file again (a runtime of another build that an earlier ubt
+ * loaded from that path, an earlier session's "/proc/self/fd/N"), and
+ * rt_init's offset is this file's.  Its first page as mapped (ELF
+ * header, program headers, the build id, the dynamic symbols: nothing the
+ * loader writes) must be the file's.
+ */
+static int runtime_same(struct ubt_user *u, uint64_t l_addr)
+{
+	uint8_t file[4096], mem[4096];
+	Elf64_Ehdr *eh = (Elf64_Ehdr *)file;
+	uint64_t len = 0, vaddr = 0;
+	ssize_t n;
+	int fd;
+
+	fd = open(u->rt_path, O_RDONLY | O_CLOEXEC);
+	n = fd < 0 ? -1 : pread(fd, file, sizeof(file), 0);
+	if (fd >= 0)
+		close(fd);
+	if (n < (ssize_t)sizeof(*eh) || eh->e_phentsize != sizeof(Elf64_Phdr) ||
+	    eh->e_phoff + (uint64_t)eh->e_phnum * sizeof(Elf64_Phdr) >
+	    (uint64_t)n)
+		return user_err(u, -EINVAL, "%s: cannot read its headers",
+				u->rt_path);
+	for (int i = 0; i < eh->e_phnum && !len; i++) {
+		Elf64_Phdr *ph = (Elf64_Phdr *)(file + eh->e_phoff) + i;
+
+		if (ph->p_type == PT_LOAD && !ph->p_offset) {
+			vaddr = ph->p_vaddr;
+			len = ph->p_filesz < (uint64_t)n ? ph->p_filesz :
+							    (uint64_t)n;
+		}
+	}
+	if (!len || pt_read(&u->pt, l_addr + vaddr, mem, len) ||
+	    memcmp(mem, file, len))
+		return user_err(u, 0, "the runtime the loader of pid %d "
+				"gave back is not %s (another build, loaded "
+				"by an earlier ubt under the same name)",
+				(int)u->pid, u->rt_path);
+	return 0;
+}
+
 int user_place_runtime(struct ubt_user *u, const struct user_opts *o)
 {
 	uint64_t args[6] = { 0 }, handle, l_addr, ret;
 	uint64_t init_vaddr = u->rt_init_vaddr;
 	const char *rt = u->rt_path;
+	int64_t tfd, r;
 	uint64_t len, at;
 	int err;
 
@@ -715,16 +805,19 @@ int user_place_runtime(struct ubt_user *u, const struct user_opts *o)
 		snprintf(u->rt_near, sizeof(u->rt_near), "%s", o->near);
 	len = runtime_span(rt);
 	at = runtime_near(u, len);
-	strcpy(u->m.base + USER_SCRATCH_OFF, rt);
-	args[0] = u->target_base + USER_SCRATCH_OFF;
-	args[1] = RTLD_NOW;
 	err = ldlock_free(u);
+	err = err ?: runtime_name(u, &tfd);
 	if (err)
 		return err;
+	args[0] = u->target_base + USER_SCRATCH_OFF;
+	args[1] = RTLD_NOW;
 	err = pt_call_near(&u->pt, u->libc_bias + u->dlopen_vaddr, args,
 			   &handle, 5000, at ? len : 0, at);
 	if (err == -ETIMEDOUT)
 		err = dlopen_finish(u, &handle);
+	/* the loader closed its own descriptor: the one handed over goes */
+	if (tfd >= 0 && err != -ETIMEDOUT)
+		user_rsys(u, SYS_close, (uint64_t)tfd, 0, 0, 0, 0, 0, &r);
 	if (err) {
 		user_err(u, 0, "dlopen %s in the target: %s", rt, u->pt.err);
 		return err;
@@ -743,6 +836,9 @@ int user_place_runtime(struct ubt_user *u, const struct user_opts *o)
 	err = pt_read(&u->pt, handle, &l_addr, 8);
 	if (err)
 		return user_err(u, err, "read the runtime's link map");
+	err = runtime_same(u, l_addr);
+	if (err)
+		return err;
 	args[0] = u->target_base;
 	/* the vDSO, where rt_init() looks its clock up, without the system
 	 * calls (and stops) of reading its own auxv */

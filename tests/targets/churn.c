@@ -1,5 +1,5 @@
 /*
- * ubt-churn [N [PAR]]: starts N threads (default 3000), PAR at a time
+ * ubt-churn [N [PAR [FORKS]]]: starts N threads (default 3000), PAR at a time
  * (default 2), each started after one of the previous ones was joined.
  * Thread I calls ubt_churn_work(I, k, TID) for k in 0..2, TID its own
  * thread id (returns 3 * I + k),
@@ -9,10 +9,15 @@
  * ubt_churn_work and N / 10 rounded up of ubt_churn_quit in all.  More
  * threads than a tracer has per-thread blocks come and go (user mode:
  * 1024 per attach), some leaving a call behind that never returned.
+ * With FORKS, after the threads main forks FORKS children one after
+ * another; child J calls ubt_churn_work(N + J, k, TID) for k in 0..2 and
+ * exits (1 on a wrong result), main reaps it: 3 * (N + FORKS) calls of
+ * ubt_churn_work in all, 3 * N of them in the first process.
  */
 #define _GNU_SOURCE
 #include <pthread.h>
 #include <stdio.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "target.h"
@@ -50,6 +55,7 @@ int main(int argc, char **argv)
 {
 	long n = target_count(argc, argv, 1, 3000);
 	long par = target_count(argc, argv, 2, 2);
+	long forks = target_count(argc, argv, 3, 0);
 	pthread_t t[64];
 	long bad = 0, started = 0, joined = 0;
 
@@ -67,6 +73,23 @@ int main(int argc, char **argv)
 		pthread_join(t[joined % par], &r);
 		bad |= (long)r;
 		joined++;
+	}
+	for (long j = 0; j < forks && !bad; j++) {
+		pid_t c = fork();
+		int st;
+
+		if (c < 0)
+			return 1;
+		if (!c) {
+			long tid = gettid();
+
+			for (long k = 0; k < 3; k++)
+				bad |= ubt_churn_work(n + j, k, tid) !=
+				       3 * (n + j) + k;
+			_exit(bad ? 1 : 0);
+		}
+		bad |= waitpid(c, &st, 0) != c || !WIFEXITED(st) ||
+		       WEXITSTATUS(st);
 	}
 	bad |= ubt_churn_done(n) != n;
 	return target_result("ubt-churn", bad);
