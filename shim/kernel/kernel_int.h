@@ -116,11 +116,13 @@ int kernel_get_verbose(void);
 /*
  * Hold libbpf's messages (kernel_log_hold()) instead of printing them,
  * then print them or not (kernel_log_release()); kernel_log_held(): the
- * text held so far ("" when none).
+ * text held so far ("" when none); kernel_log_failed_prog(): the ELF name of
+ * the program libbpf says the kernel refused (NULL: none named).
  */
 void kernel_log_hold(void);
 const char *kernel_log_held(void);
 void kernel_log_release(bool print);
+const char *kernel_log_failed_prog(void);
 int kernel_kprobe_attach_prog(struct kernel *k, int i);
 
 /* kernel_link.c: a link to detach at the end; prog attached to the perf

@@ -98,6 +98,30 @@ const char *kernel_log_held(void)
 	return kernel_held_text ? kernel_held_text : "";
 }
 
+/*
+ * The program whose load the kernel refused: libbpf names it in the
+ * messages held ("prog 'NAME': BPF program load failed"); NULL when they
+ * name none.  Valid until the next message or kernel_log_release().
+ */
+const char *kernel_log_failed_prog(void)
+{
+	static const char tag[] = "': BPF program load failed";
+	static char name[128];
+	const char *log = kernel_log_held(), *end, *start;
+
+	end = strstr(log, tag);
+	if (!end)
+		return NULL;
+	for (start = end; start > log && start[-1] != '\''; start--)
+		if (start[-1] == '\n')
+			return NULL;
+	if (start == log || end - start >= (long)sizeof(name))
+		return NULL;
+	memcpy(name, start, end - start);
+	name[end - start] = 0;
+	return name;
+}
+
 void kernel_log_release(bool print)
 {
 	if (!kernel_held)

@@ -175,6 +175,55 @@ static int kernel_load_standby(struct kernel *k)
 }
 
 /*
+ * bpftrace loads a probe's program as it attaches it, after the
+ * "Attaching N probes..." line: printed before a load's error as there.
+ */
+static void kernel_load_attaching(struct kernel *k,
+				  const struct kernel_opts *o)
+{
+	if (!(o && o->quiet) && !compat_has(COMPAT_ATTACHED_MSG)) {
+		out_attached(&k->out, cg_object_probes(k->obj));
+		fflush(k->out.f);
+	}
+}
+
+/*
+ * The kernel refused a program (err): bpftrace 0.17's words, which name
+ * the probe whose program it was ("Error loading program: PROBE", with
+ * " (try -v)" without -v; under -v the log-size message for ENOSPC).
+ * The program is the one libbpf's held messages name; where they name
+ * none, ubt's own words with the kernel's reason.
+ */
+static void kernel_load_refused(struct kernel *k,
+				const struct kernel_opts *o, int err)
+{
+	const char *failed = kernel_log_failed_prog(), *probe = NULL;
+	bool verbose = kernel_get_verbose() > 0;
+
+	for (int i = 0; failed && i < k->obj->nprogs; i++)
+		if (!strcmp(k->obj->progs[i].name, failed))
+			probe = k->obj->progs[i].probe_name;
+	if (probe && !(err == -ENOSPC && k->log_buf && verbose))
+		kernel_load_attaching(k, o);
+	kernel_log_release(true);
+	if (err == -ENOSPC && k->log_buf && verbose) {
+		fprintf(stderr, "ERROR: Error: Failed to load program, "
+			"verification log buffer not big enough, try "
+			"increasing the BPFTRACE_LOG_SIZE environment variable "
+			"beyond the current value of %llu bytes\n",
+			(unsigned long long)env_get()->log_size);
+		return;
+	}
+	if (!probe) {
+		fprintf(stderr, "ubt: the kernel rejected the BPF program: %s\n",
+			strerror(-err));
+		return;
+	}
+	fprintf(stderr, "ERROR: Error loading program: %s%s\n", probe,
+		verbose ? "" : " (try -v)");
+}
+
+/*
  * The verifier refused a helper in the function a program attaches to
  * ("helper call is not allowed in probe"; bpf_d_path outside its
  * allowlist): bpftrace 0.17's located error, "helper bpf_d_path not
@@ -197,11 +246,7 @@ static bool kernel_helper_refused(struct kernel *k,
 		if (k->obj->progs[i].d_path_refused) {
 			/* bpftrace loads a probe's program as it attaches
 			 * it, after this line */
-			if (!(o && o->quiet) &&
-			    !compat_has(COMPAT_ATTACHED_MSG)) {
-				out_attached(&k->out, cg_object_probes(k->obj));
-				fflush(k->out.f);
-			}
+			kernel_load_attaching(k, o);
 			fputs(k->obj->progs[i].d_path_refused, stderr);
 			return true;
 		}
@@ -242,20 +287,11 @@ int kernel_load(const struct cg_object *obj, const struct kernel_opts *o,
 		err = -ENOEXEC;
 		goto fail;
 	}
-	kernel_log_release(true);
-	if (err == -ENOSPC && k->log_buf) {
-		fprintf(stderr, "ERROR: Error: Failed to load program, "
-			"verification log buffer not big enough, try "
-			"increasing the BPFTRACE_LOG_SIZE environment variable "
-			"beyond the current value of %llu bytes\n",
-			(unsigned long long)env_get()->log_size);
-		goto fail;
-	}
 	if (err) {
-		fprintf(stderr, "ubt: the kernel rejected the BPF program: %s\n",
-			strerror(-err));
+		kernel_load_refused(k, o, err);
 		goto fail;
 	}
+	kernel_log_release(true);
 	k->map_fds = xcalloc(obj->nmaps + 1, sizeof(int));
 	for (int i = 0; i < obj->nmaps; i++)
 		k->map_fds[i] = bpf_object__find_map_fd_by_name(
