@@ -25,6 +25,7 @@ libubt_a_SOURCES += \
 	shim/user/user_ldlock.c \
 	shim/user/user_mntns.c \
 	shim/user/user_park.c \
+	shim/user/user_rsys.c \
 	shim/user/user_stop.c \
 	shim/user/user_strays.c \
 	shim/user/user_sysw.c \

@@ -53,17 +53,6 @@
 
 #define UNMAP_TRIES 10		/* looks, the threads running between */
 #define UNMAP_RUN_US 20000
-#define UNMAP_STACK (8ULL << 20)	/* live frames read at most */
-
-/* A remote system call in s's process (user_rsys() there). */
-int um_sys(struct ubt_user *u, const struct um *s, long nr,
-		  uint64_t a0, uint64_t a1, uint64_t a2, uint64_t a3,
-		  uint64_t a4, uint64_t a5, int64_t *ret)
-{
-	uint64_t args[6] = { a0, a1, a2, a3, a4, a5 };
-
-	return user_rsys_in(u, s->pt, nr, args, ret);
-}
 
 static void um_free(struct um *s)
 {
@@ -169,67 +158,6 @@ static int um_scan(struct ubt_user *u, struct um *s, uint64_t own)
 		s->m[i].gone = !um_removable(u, s, s->m[i].ino, own,
 					     &s->m[i].fd);
 	return err;
-}
-
-static bool um_code(const struct um *s, uint64_t a)
-{
-	for (int i = 0; i < s->n; i++)
-		if (!s->m[i].gone && s->m[i].x && a >= s->m[i].start &&
-		    a < s->m[i].end)
-			return true;
-	return false;
-}
-
-bool um_runtime(const struct um *s, uint64_t a)
-{
-	for (int i = 0; i < s->nrt; i++)
-		if (a >= s->rt_lo[i] && a < s->rt_hi[i])
-			return true;
-	return false;
-}
-
-/*
- * The end of the mapping that holds a (its stack: the live frames lie
- * between a thread's stack pointer and there), 0 if none does.
- */
-uint64_t um_stack_end(const struct pt_map *pm, int npm, uint64_t a)
-{
-	for (int i = 0; i < npm; i++)
-		if (a >= pm[i].start && a < pm[i].end)
-			return pm[i].end;
-	return 0;
-}
-
-/*
- * An address in ubt's code among the live frames of a thread: a return
- * address into a code slice (a trampoline or probe code interrupted by
- * a signal, or calling out) or into the runtime (a wrapped call in
- * progress, of this session or an earlier one, returns through
- * rt_wrap_call or a stub; a block lent to a vfork child, through
- * rt_vf_back).  A stale word that looks like one only keeps the
- * mappings.
- */
-bool um_stack_holds(struct ubt_user *u, const struct um *s,
-			   uint64_t sp, uint64_t end)
-{
-	static uint64_t words[8192];
-
-	sp &= ~7ULL;
-	if (end > sp + UNMAP_STACK)
-		return true;	/* too deep to read: kept */
-	while (sp < end) {
-		size_t n = end - sp < sizeof(words) ? end - sp : sizeof(words);
-
-		if (pt_read(s->pt, sp, words, n))
-			return false;
-		for (size_t k = 0; k < n / 8; k++)
-			if ((um_code(s, words[k]) || um_runtime(s, words[k])) &&
-			    !um_parked_word(s, sp + 8 * k, words[k]) &&
-			    !um_inner_ret(s, sp + 8 * k, words[k]))
-				return true;
-		sp += n;
-	}
-	return false;
 }
 
 /* Why thread i may still need the memfd (NULL: it does not). */

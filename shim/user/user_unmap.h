@@ -57,16 +57,15 @@ struct um {
 	int npark;
 };
 
-/* user_unmap.c */
+/* user_park.c (user_unmap.c calls it, never the other way) */
 int um_sys(struct ubt_user *u, const struct um *s, long nr, uint64_t a0,
 	   uint64_t a1, uint64_t a2, uint64_t a3, uint64_t a4, uint64_t a5,
 	   int64_t *ret);
+bool um_code(const struct um *s, uint64_t a);
 bool um_runtime(const struct um *s, uint64_t a);
 uint64_t um_stack_end(const struct pt_map *pm, int npm, uint64_t a);
 bool um_stack_holds(struct ubt_user *u, const struct um *s, uint64_t sp,
 		    uint64_t end);
-
-/* user_park.c */
 bool um_parked_word(const struct um *s, uint64_t addr, uint64_t w);
 bool um_inner_ret(const struct um *s, uint64_t addr, uint64_t w);
 const char *um_plan(struct um *s, pid_t tid, uint64_t sp, uint64_t blk,
