@@ -103,6 +103,22 @@ static int get_slice(struct ubt_user *u, const char *path, uint64_t lo,
 	err = user_rsys(u, SYS_mmap, at, RT_CODE_SLICE, PROT_READ | PROT_EXEC,
 		   MAP_SHARED | MAP_FIXED_NOREPLACE, (uint64_t)u->target_fd,
 		   memfd_code_off((unsigned int)u->nslices), &ret);
+	/* the range taken by another thread since the maps were read (kept
+	 * in attach()'s stop, user_attach.c): read again, chosen again */
+	if (err == -EEXIST) {
+		pt_maps_forget();
+		err = find_gap(u, lo, hi, &at);
+		if (err)
+			user_err(u, err, "no room for code within 2 GiB of %s",
+				 path);
+		else
+			err = user_rsys(u, SYS_mmap, at, RT_CODE_SLICE,
+					PROT_READ | PROT_EXEC,
+					MAP_SHARED | MAP_FIXED_NOREPLACE,
+					(uint64_t)u->target_fd,
+					memfd_code_off((unsigned int)u->nslices),
+					&ret);
+	}
 	if (was)
 		user_release(u);
 	if (err)

@@ -283,7 +283,7 @@ int user_rsys(struct ubt_user *u, long nr, uint64_t a0, uint64_t a1,
 int user_target_memfd(struct ubt_user *u, int *fd_out);
 
 /* The target maps our memfd; it knows where. */
-int user_target_map(struct ubt_user *u);
+int user_target_map(struct ubt_user *u, bool share);
 
 int user_place_memfd(struct ubt_user *u, const struct user_opts *o);
 
