@@ -466,6 +466,8 @@ int user_prepare_slice(struct ubt_user *u, const char *path);
 
 /* ubt's view of the record at target address at in slice i */
 struct rt_site *user_slice_record(struct ubt_user *u, int i, uint64_t at);
+/* the same in whichever slice holds it, or NULL */
+struct rt_site *user_record(struct ubt_user *u, uint64_t at);
 
 /*
  * The process's bytes of a site (mem: from s->func to the end of the
