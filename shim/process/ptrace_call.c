@@ -279,10 +279,13 @@ static int run_ctl(struct pt *p, struct user_regs_struct *r, bool set,
 	clock_gettime(CLOCK_MONOTONIC, &t);
 	p->calls++;
 	if ((uint64_t)((t.tv_sec - t0.tv_sec) * 1000000000LL +
-		       (t.tv_nsec - t0.tv_nsec)) > p->call_max_ns)
+		       (t.tv_nsec - t0.tv_nsec)) > p->call_max_ns) {
 		p->call_max_ns = (uint64_t)((t.tv_sec - t0.tv_sec) *
 					    1000000000LL +
 					    (t.tv_nsec - t0.tv_nsec));
+		p->call_max_at = p->calls;
+		p->call_max_done = p->done_call;
+	}
 	if (err == -ETIMEDOUT || err == -ESRCH)
 		return err;
 	if (err == 1)	/* it put itself back (done_end()) */

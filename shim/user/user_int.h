@@ -149,6 +149,8 @@ struct ubt_user {
 	 * stops and the longest call (ns), summed at each user_count_stop() */
 	int ctl_stops, ctl_calls, ctl_call_stops;
 	uint64_t ctl_call_max_ns;
+	int ctl_call_max_at;	/* which call that was (1: the first) */
+	bool ctl_call_max_done;	/* through the helper (ptrace_done.c) */
 	struct user_pause pause;	/* the last stop of every thread */
 	bool released;		/* -p: running between attach and install */
 	pid_t ctl_tid;		/* the thread that ran the remote calls */
