@@ -148,6 +148,13 @@ def attach_p(b, ubt, prog):
             hl.wait()
     pause, stopped = figures(err)
     b.pause_retries.setdefault(ubt, []).append(retried(err))
+    # the attach with the longest stop in all: its -v lines, shown under
+    # the table (where that time went)
+    if stopped > b.pause_worst.get(ubt, (-1, ""))[0]:
+        b.pause_worst[ubt] = (stopped, "\n".join(
+            "    " + ln for ln in err.splitlines()
+            if re.match(r"ubt: (attach pause|target stopped for|the thread "
+                        r"for the runtime)", ln)))
     rep = b.parse_report(gaps) or {}
     def longest(lo, hi):
         return max([int(g["off"]) for g in rep.get("_gap", [])
@@ -185,6 +192,7 @@ def pause_table(b):
     rows = {(k, w): ([], [], [], []) for k in kinds for w, _ in bins}
     fails = {}
     b.pause_retries = {}
+    b.pause_worst = {}
     load = busy_loops() if b.a.pause_load else []
     try:
         for i in range(b.a.pause_runs):
@@ -253,6 +261,9 @@ def pause_table(b):
                 print("-p%s: stops tried again (a thread late, the others "
                       "let go): %d in %d attaches, at most %d in one" % (
                           who, sum(tries), len(tries), max(tries)))
+            if ubt in b.pause_worst:
+                print("-p%s: the attach with the longest stop in all, as "
+                      "ubt -v put it:\n%s" % (who, b.pause_worst[ubt][1]))
     print("(every thread stopped: the stop that writes the jumps; stopped "
           "in all: -p adds one\nthread's stops for the runtime and code "
           "areas, the most any one thread of the target\nwas stopped for "

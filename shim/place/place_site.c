@@ -370,6 +370,7 @@ const char *place_sites(struct compile *c, const struct run_opts *o,
 						    &s->func_offset))
 				s->func = arena_printf(&c->arena, "%s:%s",
 						       m[i].ns, m[i].func);
+			s->fhash = run_func_hash(s->func);
 			if (whole)
 				continue;
 			clobbers = 0;
@@ -439,10 +440,25 @@ void place_settle(struct compile *c, struct run_decision *d)
 	}
 }
 
+uint64_t run_func_hash(const char *func)
+{
+	uint64_t h = 0xcbf29ce484222325ULL;	/* FNV-1a */
+
+	for (const char *c = func; *c; c++)
+		h = (h ^ (uint8_t)*c) * 0x100000001b3ULL;
+	return h | 1;
+}
+
+/*
+ * The names' hashes first, then the function's name: a library's wildcard
+ * compares every site with every other (n * n), and every site has the
+ * same binary (libc's 7186: half of the time before "Attaching").
+ */
 static bool place_same_function(const struct run_site_decision *a,
 				const struct run_site_decision *b)
 {
-	return !strcmp(a->bin, b->bin) && !strcmp(a->func, b->func);
+	return (!a->fhash || !b->fhash || a->fhash == b->fhash) &&
+	       !strcmp(a->func, b->func) && !strcmp(a->bin, b->bin);
 }
 
 /*
@@ -535,10 +551,13 @@ enum run_where run_site_where(const struct run_decision *d,
 
 	bool usdt = m->provider && !strcmp(m->provider, "usdt");
 
+	uint64_t fh;
+
 	if (!m->target || !m->func)
 		return RUN_KERNEL;
 	if (!realpath(m->target, rp))
 		snprintf(rp, sizeof(rp), "%s", m->target);
+	fh = run_func_hash(m->func);
 	for (int i = 0; i < d->nsites; i++) {
 		const struct run_site_decision *s = &d->sites[i];
 
@@ -548,7 +567,9 @@ enum run_where run_site_where(const struct run_decision *d,
 				return s->where;
 			continue;
 		}
+		/* as place_same_function(): the hash, the name, the binary */
 		if (s->ret == ret && s->func_offset == m->func_offset &&
+		    (!s->fhash || s->fhash == fh) &&
 		    !strcmp(s->func, m->func) && !strcmp(s->bin, rp))
 			return s->where;
 	}

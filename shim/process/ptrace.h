@@ -66,8 +66,10 @@ struct pt {
 	int lates;		/* threads made late (UBT_TEST_STOP_LATE) */
 	char err[256];		/* why the last call failed */
 	/* remote calls run (ptrace_call.c): how many, their system call
-	 * stops, the longest one's time (ns) */
-	int calls, call_stops;
+	 * stops, the longest one's time (ns), which one it was (1: the
+	 * first) and whether it ran through the helper (ptrace_done.c) */
+	int calls, call_stops, call_max_at;
+	bool call_max_done;
 	uint64_t call_max_ns;
 	/* pt_call_near(): the mmap to place, while the call runs */
 	uint64_t near_len, near_at;

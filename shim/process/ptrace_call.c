@@ -131,6 +131,19 @@ static bool fault_stop(pid_t tid, int sig)
 }
 
 /*
+ * For tests (tests/README.md): UBT_TEST_DIE_IN_DONE=N kills the worker
+ * when the Nth call through the helper of this worker says done.
+ */
+static void test_die_in_done(void)
+{
+	static int seen;
+	const char *v = getenv("UBT_TEST_DIE_IN_DONE");
+
+	if (v && ++seen == atoi(v))
+		kill(getpid(), SIGKILL);
+}
+
+/*
  * The helper said done (ptrace_done.c): the thread stopped, the result
  * into *ret.  1: its own registers go back as after any call; else it put
  * itself back already (a late ubt): it is as it is, nothing to settle.
@@ -157,6 +170,7 @@ static int run_ctl(struct pt *p, struct user_regs_struct *r, bool set,
 	pid_t tid = p->th[p->ctl].tid;
 	struct timespec t0, t;
 	sigset_t chld, old;
+	bool done_stopped = false;
 	int st, err = 0;
 
 	/* the code it runs may map and unmap */
@@ -187,9 +201,9 @@ static int run_ctl(struct pt *p, struct user_regs_struct *r, bool set,
 			if (p->done_call && pt_done_seen(p)) {
 				/* for tests (tests/README.md): the thread
 				 * waits in the helper, no ubt to stop it */
-				if (getenv("UBT_TEST_DIE_IN_DONE"))
-					kill(getpid(), SIGKILL);
+				test_die_in_done();
 				err = done_end(p, r, ret);
+				done_stopped = !err;
 				break;
 			}
 			clock_gettime(CLOCK_MONOTONIC, &t);
@@ -265,14 +279,27 @@ static int run_ctl(struct pt *p, struct user_regs_struct *r, bool set,
 	clock_gettime(CLOCK_MONOTONIC, &t);
 	p->calls++;
 	if ((uint64_t)((t.tv_sec - t0.tv_sec) * 1000000000LL +
-		       (t.tv_nsec - t0.tv_nsec)) > p->call_max_ns)
+		       (t.tv_nsec - t0.tv_nsec)) > p->call_max_ns) {
 		p->call_max_ns = (uint64_t)((t.tv_sec - t0.tv_sec) *
 					    1000000000LL +
 					    (t.tv_nsec - t0.tv_nsec));
+		p->call_max_at = p->calls;
+		p->call_max_done = p->done_call;
+	}
 	if (err == -ETIMEDOUT || err == -ESRCH)
 		return err;
 	if (err == 1)	/* it put itself back (done_end()) */
 		err = 0;
+	/*
+	 * Stopped in the helper by an interrupt (done_end()): its own
+	 * registers back as they are, as pt_settle() would after its own
+	 * interrupt stop (a system call it was in restarted on the way
+	 * out), without that stop.
+	 */
+	else if (done_stopped) {
+		if (ptrace(PTRACE_SETREGS, tid, 0, &p->th[p->ctl].regs) < 0)
+			err = -ESRCH;
+	}
 	/* done, or faulted: the thread's own registers back */
 	else if (pt_settle(p, err == -EFAULT) && !err)
 		err = -ESRCH;
@@ -329,10 +356,14 @@ int pt_syscall(struct pt *p, long nr, const uint64_t args[6], int64_t *ret)
 		return -EINVAL;
 	p->done_call = false;	/* a call pt_call_more() gave up on */
 	err = stub_ready(p);
-	err = err ?: pt_stub_enter(p, false, (uint64_t)nr, args, &r);
 	if (err)
 		return err;
-	err = run_ctl(p, &r, true, &v, 2000);
+	/* once a page is shared: made by the helper, no system call stops */
+	p->done_call = pt_done_usable(p);
+	err = p->done_call ? pt_done_syscall(p, nr, args, &r) :
+			     pt_stub_enter(p, false, (uint64_t)nr, args, &r);
+	err = err ?: run_ctl(p, &r, true, &v, 2000);
+	p->done_call = false;
 	if (err == -EFAULT)
 		return pt_fail(p, err, "remote system call %ld faulted at "
 			       "%#llx", nr, (unsigned long long)r.rip);

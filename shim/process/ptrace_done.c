@@ -29,7 +29,8 @@
  * The helper's code (at PT_DONE_OFF in the stub's page), entered by the
  * stub's "call *%rax" with the stub's data at 8(%rsp): D_REAL the
  * function, D_DONE the shared pair {u32 done, u32, u64 result}, D_TS the
- * sleep's struct timeval.
+ * sleep's struct timeval, D_NR the system call number when the function
+ * is the helper's own system call (PT_RAWSYS_OFF, pt_done_syscall()).
  */
 static const uint8_t done_code[] = {
 	0x48, 0x83, 0xec, 0x08,				/* sub $8,%rsp */
@@ -62,9 +63,21 @@ static const uint8_t done_code[] = {
 	0x48, 0x8b, 0x04, 0x24,				/* mov (%rsp),%rax */
 	0x48, 0x83, 0xc4, 0x08,				/* add $8,%rsp */
 	0xc3,						/* ret */
+	0xcc, 0xcc, 0xcc, 0xcc, 0xcc, 0xcc, 0xcc,	/* int3 (padding) */
+	/*
+	 * PT_RAWSYS_OFF: a system call as a function the helper calls,
+	 * without libc (no errno changed): its arguments are in the
+	 * registers the system call takes (the stub loads %r10, the
+	 * helper keeps it), its number in D_NR.
+	 */
+	0x48, 0x8b, 0x84, 0x24, 0x08, 0x01, 0x00, 0x00,	/* mov 24+D_NR(%rsp),%rax */
+	0x0f, 0x05,					/* syscall */
+	0xc3,						/* ret */
 };
 
-_Static_assert(sizeof(done_code) == 0x89, "the helper's code");
+_Static_assert(sizeof(done_code) == 0x9b, "the helper's code");
+_Static_assert(PT_RAWSYS_OFF == PT_DONE_OFF + 0x90, "the system call's "
+	       "place in the helper's code");
 _Static_assert(PT_STUB_WORDS * 8 == 0xd0, "the helper's data after the "
 	       "stub's");
 _Static_assert(PT_DONE_OFF + sizeof(done_code) <= 4096, "in the page");
@@ -83,12 +96,13 @@ bool pt_done_usable(const struct pt *p)
 	return p->done && p->stub && !p->stub_boot && !p->child;
 }
 
-int pt_done_enter(struct pt *p, uint64_t fn, const uint64_t a[6],
-		  struct user_regs_struct *r)
+static int done_enter(struct pt *p, uint64_t fn, const uint64_t a[6],
+		      long nr, struct user_regs_struct *r)
 {
 	uint8_t have[sizeof(done_code)];
-	/* D_TS: select()'s struct timeval */
-	uint64_t w[4] = { fn, p->done_at, 0, DONE_WAIT_NS / 1000 };
+	/* D_TS: select()'s struct timeval; D_NR */
+	uint64_t w[5] = { fn, p->done_at, 0, DONE_WAIT_NS / 1000,
+			  (uint64_t)nr };
 	int err;
 
 	/* an older ubt's page has none: written once */
@@ -108,6 +122,18 @@ int pt_done_enter(struct pt *p, uint64_t fn, const uint64_t a[6],
 	if (err)
 		return pt_fail(p, err, "cannot write the remote call's data");
 	return 0;
+}
+
+int pt_done_enter(struct pt *p, uint64_t fn, const uint64_t a[6],
+		  struct user_regs_struct *r)
+{
+	return done_enter(p, fn, a, -1, r);
+}
+
+int pt_done_syscall(struct pt *p, long nr, const uint64_t a[6],
+		    struct user_regs_struct *r)
+{
+	return done_enter(p, p->stub + PT_RAWSYS_OFF, a, nr, r);
 }
 
 bool pt_done_seen(const struct pt *p)

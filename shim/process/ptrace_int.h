@@ -83,9 +83,14 @@ int pt_stub_enter(struct pt *p, bool call, uint64_t fn, const uint64_t a[6],
  * shared with ubt (pt_done_word()) and waits there to be stopped.
  */
 #define PT_DONE_OFF 0x800
+#define PT_RAWSYS_OFF (PT_DONE_OFF + 0x90)
 bool pt_done_usable(const struct pt *p);
 int pt_done_enter(struct pt *p, uint64_t fn, const uint64_t a[6],
 		  struct user_regs_struct *r);
+/* The same for system call nr, made by the helper's own code (libc's
+ * errno untouched): a system call without system call stops. */
+int pt_done_syscall(struct pt *p, long nr, const uint64_t a[6],
+		    struct user_regs_struct *r);
 bool pt_done_seen(const struct pt *p);
 uint64_t pt_done_result(const struct pt *p);
 void pt_done_sleep(struct pt *p, long ns);

@@ -112,8 +112,8 @@ enum {
 
 _Static_assert(sizeof(stub_code) == 0xfc, "the stub's code");
 _Static_assert(D_N * 8 <= D_FPU && D_FPU % 64 == 0, "the stub's data");
-/* ptrace_done.c's helper has 4 words after these, below D_FPU */
-_Static_assert(D_N == PT_STUB_WORDS && (D_N + 4) * 8 <= D_FPU,
+/* ptrace_done.c's helper has 5 words after these, below D_FPU */
+_Static_assert(D_N == PT_STUB_WORDS && (D_N + 5) * 8 <= D_FPU,
 	       "the helper's data");
 
 /* The FPU save area: xsave's size for the enabled features, or fxsave's. */

@@ -59,7 +59,12 @@ struct run_site_decision {
 	const char *reason;	/* the same, short, for -v under the probe */
 	uint64_t span_lo, span_hi;	/* RUN_USER: the bytes patched,
 					 * from the function's start */
+	uint64_t fhash;		/* run_func_hash(func), 0: not known */
 };
+
+/* A function name's hash, never 0: compared before the names are (a
+ * library's wildcard compares every site with every other). */
+uint64_t run_func_hash(const char *func);
 
 /*
  * Where one probe (AST_PROBE, by probe index) runs, and why; its sites

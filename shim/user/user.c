@@ -85,9 +85,10 @@ int user_ctl_text(const struct ubt_user *u, char *buf, size_t len)
 	if (!u->ctl_stops || !u->ctl_calls)
 		return 0;
 	return snprintf(buf, len, "%d stop(s), %d remote call(s) with %d "
-			"system call stop(s), the longest %.3f ms",
+			"system call stop(s), the longest %.3f ms (call %d%s)",
 			u->ctl_stops, u->ctl_calls, u->ctl_call_stops,
-			u->ctl_call_max_ns / 1e6);
+			u->ctl_call_max_ns / 1e6, u->ctl_call_max_at,
+			u->ctl_call_max_done ? ", through the helper" : "");
 }
 
 /* ptrace reaped the process's exit (a -c child): keep its status. */

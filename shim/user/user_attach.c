@@ -117,6 +117,16 @@ static struct ubt_user *attach(struct ubt_user *u, const struct user_opts *o,
 	 * (its loader is done), and a new image holds no ubt's jumps.
 	 */
 	int e = u->child ? 0 : user_choose_ctl(u);
+	/*
+	 * -p: /proc/PID/maps read once in this stop, again only after ubt's
+	 * own calls (which forget it) or a wait while other threads load
+	 * (ldlock_free()): the ranges read here are libraries', the stub's
+	 * and ubt's, which the others' mappings do not move; a code area's
+	 * range taken meanwhile is chosen again (user_install.c).  Each read
+	 * took 20-70 us of the held thread's stop, a dozen of them.
+	 */
+	if (!e && !u->child)
+		pt_maps_keep(u->pid);
 
 	u->self_start = owner_start_time(getpid());
 	if (!u->child)
@@ -126,14 +136,11 @@ static struct ubt_user *attach(struct ubt_user *u, const struct user_opts *o,
 	e = e ?: user_check_libc(u);
 	e = e ?: user_place_memfd(u, o);
 	/*
-	 * The memfd is shared now: the runtime's dlopen() and rt_init() run
-	 * without a system call stop each (ptrace_done.c), until the end
-	 * of this stop (user_release() forgets it; the detach unmaps it).
+	 * The memfd is shared now (user_target_map()): the remote calls that
+	 * follow (the mprotect of its code range, the runtime's dlopen() and
+	 * rt_init(), the code areas' mmaps) run without a system call stop
+	 * each (ptrace_done.c), until the end of this stop.
 	 */
-	if (!e)
-		pt_done_word(&u->pt, u->target_base + USER_DONE_OFF,
-			     (volatile uint32_t *)(u->m.base +
-						   USER_DONE_OFF));
 	/* killed workers' descriptors (user_strays.c), listed before */
 	if (!e && !u->child)
 		user_strays_close(u);
@@ -148,6 +155,8 @@ static struct ubt_user *attach(struct ubt_user *u, const struct user_opts *o,
 	if (!e && u->libc[0])
 		user_prepare_slice(u, u->libc);
 	pt_done_word(&u->pt, 0, NULL);
+	if (!u->child)
+		pt_maps_keep(0);
 	if (!e)
 		return u;
 	if (u->target_fd > 0) {

@@ -66,6 +66,7 @@ static int restore_sites_in(struct ubt_user *u, struct pt *pt, bool child)
 
 	for (i = 0; i < u->nsites; i++) {
 		struct user_site *us = &u->sites[i];
+		struct rt_site *site;
 		uint8_t cur[PATCH_MAX_WINDOW];
 
 		if (child ? !us->rec : !us->installed)
@@ -87,7 +88,9 @@ static int restore_sites_in(struct ubt_user *u, struct pt *pt, bool child)
 		if (child)
 			continue;
 		us->installed = false;
-		user_slice_record(u, us->slice, us->rec)->state = RT_SITE_DONE;
+		site = user_record(u, us->rec);
+		if (site)
+			site->state = RT_SITE_DONE;
 	}
 	return err;
 }

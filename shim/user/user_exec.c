@@ -117,7 +117,7 @@ static int move_memfd(struct ubt_user *u)
 	}
 	close(u->m.fd);
 	u->m.fd = fd;
-	return user_target_map(u);
+	return user_target_map(u, false);
 }
 
 int user_follow_exec(struct ubt_user *u)

@@ -155,8 +155,12 @@ int user_target_memfd(struct ubt_user *u, int *fd_out)
 	return 0;
 }
 
-/* The target maps our memfd; it knows where. */
-int user_target_map(struct ubt_user *u)
+/*
+ * The target maps our memfd; it knows where.  share: the remote calls of
+ * this stop go through its done word from then on (ptrace_done.c: the
+ * mprotect already); attach() forgets it at the end of the stop.
+ */
+int user_target_map(struct ubt_user *u, bool share)
 {
 	int64_t ret;
 	int err;
@@ -171,6 +175,9 @@ int user_target_map(struct ubt_user *u)
 	u->target_base = (uint64_t)ret;
 	u->m.ctl->chunk_blocks = memfd_chunk_blocks(&u->m);
 	u->m.ctl->target_fd = (int32_t)u->target_fd;
+	if (share)
+		pt_done_word(&u->pt, u->target_base + USER_DONE_OFF,
+			     (volatile uint32_t *)(u->m.base + USER_DONE_OFF));
 	/*
 	 * The code slices are mapped r-x elsewhere (user_install.c): no
 	 * writable alias of them in the target, where a stray write could
@@ -210,7 +217,7 @@ int user_place_memfd(struct ubt_user *u, const struct user_opts *o)
 		close(fd);
 		return user_err(u, err, "mmap memfd");
 	}
-	err = user_target_map(u);
+	err = user_target_map(u, true);
 	if (err)
 		return err;
 	if (USER_FIELD(o, struct user_opts, fault_safe_reads))
@@ -637,8 +644,10 @@ static int ldlock_free(struct ubt_user *u)
 	while ((held = user_ldlock_held(u->pid, &owner)) > 0 && tries-- > 0) {
 		if (u->pt.one) {
 			usleep(20000);
+			pt_maps_forget();	/* the others ran */
 			continue;
 		}
+		pt_maps_forget();	/* the others run now */
 		if (pt_run_briefly(&u->pt, 20000) || user_choose_ctl(u))
 			return user_err(u, -ESRCH, "process exited during attach");
 	}

@@ -103,6 +103,22 @@ static int get_slice(struct ubt_user *u, const char *path, uint64_t lo,
 	err = user_rsys(u, SYS_mmap, at, RT_CODE_SLICE, PROT_READ | PROT_EXEC,
 		   MAP_SHARED | MAP_FIXED_NOREPLACE, (uint64_t)u->target_fd,
 		   memfd_code_off((unsigned int)u->nslices), &ret);
+	/* the range taken by another thread since the maps were read (kept
+	 * in attach()'s stop, user_attach.c): read again, chosen again */
+	if (err == -EEXIST) {
+		pt_maps_forget();
+		err = find_gap(u, lo, hi, &at);
+		if (err)
+			user_err(u, err, "no room for code within 2 GiB of %s",
+				 path);
+		else
+			err = user_rsys(u, SYS_mmap, at, RT_CODE_SLICE,
+					PROT_READ | PROT_EXEC,
+					MAP_SHARED | MAP_FIXED_NOREPLACE,
+					(uint64_t)u->target_fd,
+					memfd_code_off((unsigned int)u->nslices),
+					&ret);
+	}
 	if (was)
 		user_release(u);
 	if (err)
@@ -169,6 +185,20 @@ struct rt_site *user_slice_record(struct ubt_user *u, int i, uint64_t at)
 {
 	return (struct rt_site *)((char *)memfd_code(&u->m, (unsigned int)i) +
 				  (at - u->slices[i].target));
+}
+
+/*
+ * ubt's view of the record at target address at, in whichever slice holds
+ * it (a site's earlier record may be in another slice than its code now:
+ * user_install()), or NULL.
+ */
+struct rt_site *user_record(struct ubt_user *u, uint64_t at)
+{
+	for (int i = 0; i < u->nslices; i++)
+		if (at >= u->slices[i].target &&
+		    at - u->slices[i].target <= RT_CODE_SLICE - RT_SITE_HDR)
+			return user_slice_record(u, i, at);
+	return NULL;
 }
 
 /* ubt's view of the bytes at target address at, in whichever slice */
@@ -425,9 +455,14 @@ int user_install(struct ubt_user *u, const struct user_probe *p)
 	memcpy(site->orig, us->s.orig, us->s.len);
 	memcpy(site->jmp, jmp, us->s.len);
 	__atomic_thread_fence(__ATOMIC_SEQ_CST);
-	/* a trampoline prepared before for this site was never jumped to */
-	if (us->rec)
-		user_slice_record(u, us->slice, us->rec)->state = RT_SITE_DONE;
+	/*
+	 * A trampoline prepared before for this site was never jumped to.
+	 * Its record is where it was put, in another slice when this
+	 * probe's code went to a new one (the site's slice full): us->slice
+	 * is not its slice then.
+	 */
+	if (us->rec && (site = user_record(u, us->rec)))
+		site->state = RT_SITE_DONE;
 	us->rec = rec;
 	us->entry_code = spec.entry_code;
 	us->ret_code = spec.ret_code;

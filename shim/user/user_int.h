@@ -150,6 +150,8 @@ struct ubt_user {
 	 * stops and the longest call (ns), summed at each user_count_stop() */
 	int ctl_stops, ctl_calls, ctl_call_stops;
 	uint64_t ctl_call_max_ns;
+	int ctl_call_max_at;	/* which call that was (1: the first) */
+	bool ctl_call_max_done;	/* through the helper (ptrace_done.c) */
 	struct user_pause pause;	/* the last stop of every thread */
 	bool released;		/* -p: running between attach and install */
 	pid_t ctl_tid;		/* the thread that ran the remote calls */
@@ -284,7 +286,7 @@ int user_rsys(struct ubt_user *u, long nr, uint64_t a0, uint64_t a1,
 int user_target_memfd(struct ubt_user *u, int *fd_out);
 
 /* The target maps our memfd; it knows where. */
-int user_target_map(struct ubt_user *u);
+int user_target_map(struct ubt_user *u, bool share);
 
 int user_place_memfd(struct ubt_user *u, const struct user_opts *o);
 
@@ -467,6 +469,8 @@ int user_prepare_slice(struct ubt_user *u, const char *path);
 
 /* ubt's view of the record at target address at in slice i */
 struct rt_site *user_slice_record(struct ubt_user *u, int i, uint64_t at);
+/* the same in whichever slice holds it, or NULL */
+struct rt_site *user_record(struct ubt_user *u, uint64_t at);
 
 /*
  * The process's bytes of a site (mem: from s->func to the end of the

@@ -170,8 +170,12 @@ void user_count_stop(struct ubt_user *u)
 	u->ctl_stops++;
 	u->ctl_calls += u->pt.calls;
 	u->ctl_call_stops += u->pt.call_stops;
-	if (u->pt.call_max_ns > u->ctl_call_max_ns)
+	if (u->pt.call_max_ns > u->ctl_call_max_ns) {
 		u->ctl_call_max_ns = u->pt.call_max_ns;
+		u->ctl_call_max_at = u->ctl_calls - u->pt.calls +
+				     u->pt.call_max_at;
+		u->ctl_call_max_done = u->pt.call_max_done;
+	}
 	u->pt.calls = u->pt.call_stops = 0;
 	u->pt.call_max_ns = 0;
 }
