@@ -203,6 +203,11 @@ static const struct compat_entry compat_table[COMPAT_NDIFFS] = {
 		"-l lists kernel functions as kfunc:M:F and kretfunc:M:F -> "
 		"as fentry:M:F and fexit:M:F",
 	},
+	[COMPAT_MAX_STRLEN] = {
+		"max-strlen",
+		"max_strlen (BPFTRACE_MAX_STRLEN, config max_strlen) is 64 "
+		"unless set -> 1024",
+	},
 	[COMPAT_JSON_RECORDS] = {
 		"json-records",
 		"a struct or union value in JSON prints as "

@@ -49,6 +49,7 @@ enum compat_diff {
 	COMPAT_FLEX_ARRAY,	/* a[i] on an array of size 0 */
 	COMPAT_ARRAY_BOUNDS,	/* a[i] past the end: a warning */
 	COMPAT_FENTRY_NAMES,	/* -l: fentry:, fexit: */
+	COMPAT_MAX_STRLEN,	/* max_strlen is 1024 by default */
 	COMPAT_NDIFFS,
 };
 

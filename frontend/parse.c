@@ -21,7 +21,7 @@ void compile_init(struct compile *c, const char *filename, const char *source)
 	c->source = source ? source : "";
 	diag_init(&c->diag, &c->arena, c->filename, c->source);
 	c->mode = MODE_AUTO;
-	c->max_strlen = 64;
+	c->max_strlen = 0;	/* the default: sema_config.c */
 }
 
 void compile_release(struct compile *c)
