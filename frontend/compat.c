@@ -208,6 +208,16 @@ static const struct compat_entry compat_table[COMPAT_NDIFFS] = {
 		"max_strlen (BPFTRACE_MAX_STRLEN, config max_strlen) is 64 "
 		"unless set -> 1024",
 	},
+	[COMPAT_INFO_LAYOUT] = {
+		"info-layout",
+		"--info lists 0.17's helpers, features, map and probe "
+		"types and ubt's own features -> the newest's: Build with "
+		"libsystemd, blazesym and dwunwind, helpers dpath, "
+		"get_tai_ns, get_func_ip and lookup_percpu_elem, features "
+		"Instruction limit, btf and module btf, probe types "
+		"kprobe_multi, uprobe_multi, kprobe_session and iter, two "
+		"to a line",
+	},
 	[COMPAT_JSON_RECORDS] = {
 		"json-records",
 		"a struct or union value in JSON prints as "

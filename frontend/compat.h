@@ -50,6 +50,7 @@ enum compat_diff {
 	COMPAT_ARRAY_BOUNDS,	/* a[i] past the end: a warning */
 	COMPAT_FENTRY_NAMES,	/* -l: fentry:, fexit: */
 	COMPAT_MAX_STRLEN,	/* max_strlen is 1024 by default */
+	COMPAT_INFO_LAYOUT,	/* --info as the newest prints it */
 	COMPAT_NDIFFS,
 };
 
