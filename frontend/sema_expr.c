@@ -825,7 +825,9 @@ struct type *sema_type_expr(struct sema_ctx *x, struct ast_node *n)
 		t = type_record(x, n);
 		break;
 	case AST_RECORD_FIELD:
-		t = sema_type_expr(x, n->rfield.value);
+		/* an aggregation's or args' value, as a tuple element */
+		t = sema_t_agg_value(x, n->rfield.value,
+				     sema_type_expr(x, n->rfield.value));
 		break;
 	default:
 		BUG("%s is not an expression", ast_kind_name(n->kind));
