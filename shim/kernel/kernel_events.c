@@ -286,8 +286,8 @@ static int kernel_event(void *ctx, void *data, size_t size)
 	 * for system(): a ring of those under load (a millisecond each)
 	 * would hold the end up for minutes.
 	 */
-	if (!k->in_end && (k->exiting || (signals_stopping() &&
-					   e->kind == CG_EV_SYSTEM)))
+	if (!k->in_end && ((k->exiting && !k->in_iter) ||
+			   (signals_stopping() && e->kind == CG_EV_SYSTEM)))
 		return 0;
 	switch (e->kind) {
 	case CG_EV_PRINTF: {
