@@ -218,6 +218,15 @@ static const struct compat_entry compat_table[COMPAT_NDIFFS] = {
 		"kprobe_multi, uprobe_multi, kprobe_session and iter, two "
 		"to a line",
 	},
+	[COMPAT_SIGN_WARNINGS] = {
+		"sign-warnings",
+		"comparisons and arithmetic of a signed and an unsigned "
+		"integer warn (\"... of different signs ...\"), and / and % "
+		"of a signed one that is not a literal (\"signed operands "
+		"...\") -> only / and % of two integer types that differ "
+		"(size or sign; a literal takes the other's sign), one "
+		"signed",
+	},
 	[COMPAT_JSON_RECORDS] = {
 		"json-records",
 		"a struct or union value in JSON prints as "

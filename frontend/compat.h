@@ -51,6 +51,7 @@ enum compat_diff {
 	COMPAT_FENTRY_NAMES,	/* -l: fentry:, fexit: */
 	COMPAT_MAX_STRLEN,	/* max_strlen is 1024 by default */
 	COMPAT_INFO_LAYOUT,	/* --info as the newest prints it */
+	COMPAT_SIGN_WARNINGS,	/* fewer warnings of signed operands */
 	COMPAT_NDIFFS,
 };
 
