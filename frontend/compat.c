@@ -2,6 +2,7 @@
  * The compatibility switch (compat.h): one table, one entry for each way
  * the newest bpftrace differs from 0.17 that ubt follows.
  */
+#include <ctype.h>
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -287,6 +288,97 @@ int compat_from_config(const char *value)
 		compat_src = COMPAT_SRC_CONFIG;
 	}
 	return 0;
+}
+
+/* Past white space and comments from s. */
+static const char *compat_skip(const char *s)
+{
+	for (;;) {
+		while (*s == ' ' || *s == '\t' || *s == '\n' || *s == '\r')
+			s++;
+		if (s[0] == '/' && s[1] == '/') {
+			while (*s && *s != '\n')
+				s++;
+		} else if (s[0] == '/' && s[1] == '*') {
+			const char *e = strstr(s + 2, "*/");
+
+			s = e ? e + 2 : s + strlen(s);
+		} else {
+			return s;
+		}
+	}
+}
+
+static bool compat_word(const char *s, const char *w, const char **end)
+{
+	size_t n = strlen(w);
+
+	if (strncmp(s, w, n) || (s[n] && (isalnum((unsigned char)s[n]) ||
+					  s[n] == '_')))
+		return false;
+	*end = s + n;
+	return true;
+}
+
+/* The items of a config block from s (after its "{"): compat = V. */
+static void compat_prescan_block(const char *s)
+{
+	const char *e;
+	char v[8];
+	size_t n;
+
+	for (s = compat_skip(s); *s && *s != '}'; s = compat_skip(s)) {
+		if (!compat_word(s, "compat", &e)) {
+			s++;
+			continue;
+		}
+		e = compat_skip(e);
+		if (*e != '=')
+			return;
+		e = compat_skip(e + 1);
+		if (*e == '"')
+			e++;
+		for (n = 0; n < sizeof(v) - 1 && (isalnum((unsigned char)e[n]) ||
+						    e[n] == '.'); n++)
+			v[n] = e[n];
+		v[n] = '\0';
+		compat_from_config(v);	/* a bad one: sema_config.c says so */
+		return;
+	}
+}
+
+void compat_prescan(const char *src)
+{
+	const char *s = src, *e;
+
+	if (!src || compat_src >= COMPAT_SRC_CONFIG)
+		return;
+	/* every "config = {", outside comments and strings: a word
+	 * starts at the start or after a character of no word */
+	while (*s) {
+		s = compat_skip(s);
+		if (!*s)
+			break;
+		if (*s == '"') {
+			for (s++; *s && *s != '"'; s++)
+				if (*s == '\\' && s[1])
+					s++;
+			if (*s)
+				s++;
+			continue;
+		}
+		if ((s == src || !(isalnum((unsigned char)s[-1]) ||
+				   s[-1] == '_' || s[-1] == '$' ||
+				   s[-1] == '@')) &&
+		    compat_word(s, "config", &e)) {
+			e = compat_skip(e);
+			if (*e == '=' && *(e = compat_skip(e + 1)) == '{') {
+				compat_prescan_block(e + 1);
+				return;
+			}
+		}
+		s++;
+	}
 }
 
 enum compat_level compat_level(void)

@@ -64,6 +64,9 @@ void compat_set(enum compat_level level);
 int compat_from_env(void);
 /* From the program's config block unless set already. */
 int compat_from_config(const char *value);
+/* The same from the program's text, before it is parsed: the parser's
+ * locations follow it too (token-columns). */
+void compat_prescan(const char *src);
 enum compat_level compat_level(void);
 bool compat_has(enum compat_diff d);
 const char *compat_name(enum compat_diff d);

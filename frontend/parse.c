@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "cdefs.h"
+#include "compat.h"
 #include "compile.h"
 #include "hits.h"
 #include "probe_filter.h"
@@ -33,7 +34,10 @@ void compile_release(struct compile *c)
 
 int compile_frontend(struct compile *c, enum compile_stage stop)
 {
-	int err = parse_program(c);
+	int err;
+
+	compat_prescan(c->source);
+	err = parse_program(c);
 
 	if (!err)
 		err = probe_filter_apply(c);
