@@ -107,6 +107,8 @@ struct ast_attach_point {
 	const char *unit;	/* interval unit as written: s, ms, us, hz, ... */
 	uint64_t len;		/* watchpoint length in bytes */
 	const char *mode;	/* watchpoint mode: r, w, x, rw, ... */
+	const char *src_file;	/* uprobe:bin@FILE:LINE (v0.26) */
+	int src_line;
 	int pid;		/* usdt/uprobe with -p; 0 = any */
 	bool need_expansion;	/* contains wildcards */
 	bool quoted_func;

@@ -61,6 +61,11 @@ int probes_elf_symbol(const char *path, const char *name, uint64_t *addr,
  * .gnu_debuglink), else path. In a; NULL only when a runs out.
  */
 const char *probes_elf_dwarf_file(struct arena *a, const char *path);
+/* uprobe:BINARY@FILE:LINE: the lowest address of a statement of LINE in
+ * FILE (a path, or its last components) in path's DWARF line table;
+ * 0 or -ENOENT (probes_srcline.c). */
+int probes_srcline_addr(struct arena *a, const char *path, const char *file,
+			int line, uint64_t *addr);
 /* --debuginfo DIR[:DIR]: directories searched first for debug files
  * (probes_debuginfo.c); kept for the whole run. */
 void probes_set_debuginfo(const char *const *dirs, int n);
