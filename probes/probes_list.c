@@ -217,8 +217,9 @@ static int probes_dw_funcs(struct arena *a, const char *path,
 	};
 	const char *file = probes_elf_dwarf_file(a, path);
 	Dwarf *dw;
-	Dwarf_Off off = 0, next;
-	size_t hsize;
+	Dwarf_CU *cu = NULL;
+	Dwarf_Die cudie, subdie;
+	uint8_t ut;
 	int fd, cnt = 0;
 
 	*out = NULL;
@@ -231,13 +232,10 @@ static int probes_dw_funcs(struct arena *a, const char *path,
 		close(fd);
 		return -ENOENT;
 	}
-	while (dwarf_nextcu(dw, off, &next, &hsize, NULL, NULL, NULL) == 0) {
-		Dwarf_Die cu;
-
-		if (dwarf_offdie(dw, off + hsize, &cu))
-			dwarf_getfuncs(&cu, probes_dw_func, &x, 0);
-		off = next;
-	}
+	/* a skeleton unit's functions are in its split unit (.dwo) */
+	while (!dwarf_get_units(dw, cu, &cu, NULL, &ut, &cudie, &subdie))
+		dwarf_getfuncs(ut == DW_UT_skeleton ? &subdie : &cudie,
+			       probes_dw_func, &x, 0);
 	dwarf_end(dw);
 	close(fd);
 	if (x.fns.len) {
