@@ -152,7 +152,9 @@ static const struct compat_entry compat_table[COMPAT_NDIFFS] = {
 		"F:S\", a warning when the probe has other attach points -> "
 		"\"No matches for tracepoint C:E.\" (uprobe F:S), an error "
 		"unless config missing_probes = warn (\"... Skipping.\") or "
-		"ignore drops it",
+		"ignore drops it; a raw tracepoint: \"No BTF found for raw "
+		"tracepoint [M:]E\" -> \"Probe has no valid attach "
+		"points.\" (\"No matches for rawtracepoint M:E.\")",
 	},
 	[COMPAT_LIST_MORE] = {
 		"list-more",
