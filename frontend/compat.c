@@ -161,7 +161,10 @@ static const struct compat_entry compat_table[COMPAT_NDIFFS] = {
 		"-l 'interval:*' and 'profile:*' list nothing, -l FILE is a "
 		"pattern -> their units (interval:s: ...), the probes of "
 		"the script FILE (a name with a dot that is no file: a "
-		"warning, then a pattern)",
+		"warning, then a pattern); a full -l lists raw tracepoints "
+		"too, -l A,B is two patterns, and a struct ending in "
+		"\"} __attribute__((...));\" is listed (0.17 runs on into "
+		"the next)",
 	},
 	[COMPAT_CAT_ERROR] = {
 		"cat-error",

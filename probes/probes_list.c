@@ -646,6 +646,26 @@ int probes_list(const char *pattern, int pid, bool verbose, FILE *out,
 		}
 	} else if (!pattern || !*pattern) {
 		probes_list_fixed(&l, NULL, NULL);
+		/* compat list-more: the raw tracepoints too, as v0.26 */
+		if (compat_has(COMPAT_LIST_MORE))
+			probes_list_pattern(&l, &d, &loc, "rawtracepoint:*",
+					    0);
+	} else if (strchr(pattern, ',') && compat_has(COMPAT_LIST_MORE)) {
+		/* compat list-more: several patterns, as v0.26 */
+		char *all = arena_strdup(&a, pattern), *save = NULL;
+
+		for (char *p = strtok_r(all, ",", &save); p;
+		     p = strtok_r(NULL, ",", &save)) {
+			if (!strchr(p, ':') && (!strncmp(p, "struct", 6) ||
+						!strncmp(p, "union", 5) ||
+						!strncmp(p, "enum", 4))) {
+				if (probes_list_btf_types(&a, p, verbose,
+							  probes_emit_cb, &l))
+					rc = 1;
+			} else if (probes_list_pattern(&l, &d, &loc, p, pid)) {
+				rc = 1;
+			}
+		}
 	} else if (!strchr(pattern, ':') &&
 		   (!strncmp(pattern, "struct", 6) ||
 		    !strncmp(pattern, "union", 5) ||
