@@ -475,6 +475,13 @@ static struct type *resolve_named(struct sema_ctx *x, struct type *t,
 	r = sema_lookup_type(x, t->name, user);
 	if (r)
 		return r;
+	/* a bare name of a struct or union (v0.26: offsetof(qspinlock, f)) */
+	if (!strchr(t->name, ' ') &&
+	    ((r = sema_lookup_type(x, arena_printf(x->a, "struct %s", t->name),
+				   user)) ||
+	     (r = sema_lookup_type(x, arena_printf(x->a, "union %s", t->name),
+				   user))))
+		return r;
 	if (!strncmp(t->name, "struct ", 7) || !strncmp(t->name, "union ", 6))
 		sema_error(x, loc, "Unknown struct/union: '%s'", t->name);
 	else
