@@ -233,6 +233,12 @@ static const struct compat_entry compat_table[COMPAT_NDIFFS] = {
 		"(size or sign; a literal takes the other's sign), one "
 		"signed",
 	},
+	[COMPAT_USTACK_LINES] = {
+		"ustack-lines",
+		"a user stack's frame prints as name+offset -> "
+		"name+offset@file:line where the binary's DWARF has the "
+		"address's line (unless config show_debug_info = false)",
+	},
 	[COMPAT_JSON_RECORDS] = {
 		"json-records",
 		"a struct or union value in JSON prints as "

@@ -52,6 +52,7 @@ enum compat_diff {
 	COMPAT_MAX_STRLEN,	/* max_strlen is 1024 by default */
 	COMPAT_INFO_LAYOUT,	/* --info as the newest prints it */
 	COMPAT_SIGN_WARNINGS,	/* fewer warnings of signed operands */
+	COMPAT_USTACK_LINES,	/* ustack frames with @file:line */
 	COMPAT_NDIFFS,
 };
 

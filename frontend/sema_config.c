@@ -200,6 +200,13 @@ static int config_block(struct sema_ctx *x, struct ast_node *cfg,
 				x->prog->no_maps_on_exit = !n;
 			continue;
 		}
+		if (!strcmp(key, "show_debug_info")) {
+			if (config_bool(x, it, &n))
+				err = -EINVAL;
+			else
+				x->prog->no_debug_info = !n;
+			continue;
+		}
 		if (!strcmp(key, "cpp_demangle")) {
 			if (config_bool(x, it, &n))
 				err = -EINVAL;

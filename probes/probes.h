@@ -97,6 +97,11 @@ const char *probes_symcache_resolve(struct probes_symcache *sc, int pid,
  * NULL when none. */
 const char *probes_symcache_module(struct probes_symcache *sc, int pid,
 				   uint64_t addr);
+/* The source file and line of addr in pid from the DWARF line table of
+ * the file mapped there (its own, or its separate debug file); 0, or
+ * -ENOENT. *file lives as long as the cache. */
+int probes_symcache_line(struct probes_symcache *sc, int pid, uint64_t addr,
+			 const char **file, int *line);
 
 /*
  * Resolve a uprobe/usdt target as bpftrace does:
