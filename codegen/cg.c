@@ -404,8 +404,10 @@ static void cg_program(struct cg *g, struct sema_probe *sp,
 		g->vars[i] = irb_alloca(&g->ir, sz, v->name);
 		irb_memset(&g->ir, g->vars[i], 0, (sz + 7) & ~(size_t)7);
 	}
-	if (prov != PROV_BEGIN && prov != PROV_END) {
-		/* after exit(), probes still attached do nothing */
+	if (prov != PROV_BEGIN && prov != PROV_END && prov != PROV_ITER) {
+		/* after exit(), probes still attached do nothing; an
+		 * iterator runs on to its end, as bpftrace's (its output
+		 * is the whole of the iteration's) */
 		int mark = irb_scope_begin(&g->ir);
 		LLVMValueRef gp = cg_globals_ptr(g);
 		LLVMBasicBlockRef cont = cg_if_nonnull(g, gp);

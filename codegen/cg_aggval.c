@@ -103,6 +103,31 @@ static void agg_cpus(struct cg *g, int id, enum sema_func f, bool sgn,
 	LLVMPositionBuilderAtEnd(ir->b, done);
 }
 
+LLVMValueRef cg_avg_div(struct cg *g, LLVMValueRef total, LLVMValueRef count,
+			bool sgn)
+{
+	struct irb *ir = &g->ir;
+	LLVMValueRef zero, neg, q;
+
+	zero = LLVMBuildICmp(ir->b, LLVMIntEQ, count, irb_const(ir, 0), "");
+	count = LLVMBuildSelect(ir->b, zero, irb_const(ir, 1), count, "");
+	if (!sgn) {
+		q = LLVMBuildUDiv(ir->b, total, count, "");
+	} else {
+		/* BPF has no signed division: |total| / count, signed */
+		neg = LLVMBuildICmp(ir->b, LLVMIntSLT, total, irb_const(ir, 0),
+				    "");
+		q = LLVMBuildUDiv(ir->b,
+				  LLVMBuildSelect(ir->b, neg,
+						  LLVMBuildNeg(ir->b, total, ""),
+						  total, ""),
+				  count, "");
+		q = LLVMBuildSelect(ir->b, neg, LLVMBuildNeg(ir->b, q, ""), q,
+				    "");
+	}
+	return LLVMBuildSelect(ir->b, zero, irb_const(ir, 0), q, "avg");
+}
+
 LLVMValueRef cg_agg_value(struct cg *g, int id, LLVMValueRef key,
 			  LLVMValueRef val)
 {
@@ -114,7 +139,7 @@ LLVMValueRef cg_agg_value(struct cg *g, int id, LLVMValueRef key,
 	struct agg_acc acc = {
 		.a = irb_alloca(ir, 8, "agg_a"), .b = irb_alloca(ir, 8, "agg_b"),
 	};
-	LLVMValueRef a, b, zero;
+	LLVMValueRef a;
 
 	LLVMBuildStore(ir->b, irb_const(ir, 0), acc.a);
 	LLVMBuildStore(ir->b, irb_const(ir, 0), acc.b);
@@ -126,11 +151,5 @@ LLVMValueRef cg_agg_value(struct cg *g, int id, LLVMValueRef key,
 	if (f != FN_AVG)
 		return a;
 	/* avg: total / count (as the map read divides), 0 without one */
-	b = ld(ir, acc.b, 0);
-	zero = LLVMBuildICmp(ir->b, LLVMIntEQ, a, irb_const(ir, 0), "");
-	b = cg_binop_values(g, OP_DIV, b, sm->value,
-			    LLVMBuildSelect(ir->b, zero, irb_const(ir, 1), a,
-					    ""),
-			    sm->value, NULL);
-	return LLVMBuildSelect(ir->b, zero, irb_const(ir, 0), b, "avg");
+	return cg_avg_div(g, ld(ir, acc.b, 0), a, sgn);
 }

@@ -315,6 +315,9 @@ LLVMValueRef cg_builtin(struct cg *g, struct ast_node *n)
 			return irb_const(ir, cg_prog_id(g));
 		break;
 	case BI_ARGS:
+		if (n->type && n->type->kind == TY_RECORD)
+			return cg_args_value(g, n);
+		/* fall through */
 	case BI_CTX:
 		return LLVMBuildPtrToInt(ir->b, g->ctxp, ir->i64, "ctx");
 	case BI_CURTASK:
@@ -397,6 +400,39 @@ static LLVMValueRef cg_tp_field(struct cg *g, struct ast_node *n,
 	}
 	cg_unsupported(g, n, "this field");
 	return irb_const(ir, 0);
+}
+
+/*
+ * `args` as a value (sema_t_args_value()): each parameter copied from the
+ * context's record (its register) to its place in the C layout.
+ */
+LLVMValueRef cg_args_value(struct cg *g, struct ast_node *n)
+{
+	struct irb *ir = &g->ir;
+	const struct type *rec = n->type, *src = g->args_type;
+	LLVMValueRef buf = irb_alloca(ir, rec->size, "args");
+
+	irb_memset(ir, buf, 0, (rec->size + 7) & ~(size_t)7);
+	for (int i = 0; i < rec->nfields; i++) {
+		const struct type_field *f = &rec->fields[i], *sf = NULL;
+		size_t sz = f->type->size;
+		LLVMTypeRef it;
+
+		for (int j = 0; src && j < src->nfields; j++)
+			if (src->fields[j].name && f->name &&
+			    !strcmp(src->fields[j].name, f->name))
+				sf = &src->fields[j];
+		if (!sf || (sz != 1 && sz != 2 && sz != 4 && sz != 8)) {
+			cg_unsupported(g, n, "this parameter in args");
+			return buf;
+		}
+		it = LLVMIntTypeInContext(ir->ctx, (unsigned)sz * 8);
+		LLVMBuildStore(ir->b, irb_ctx_load(ir, g->ctxp, sf->offset, sz),
+			       LLVMBuildBitCast(ir->b,
+						irb_gep(ir, buf, f->offset),
+						LLVMPointerType(it, 0), ""));
+	}
+	return buf;
 }
 
 LLVMValueRef cg_field(struct cg *g, struct ast_node *n)

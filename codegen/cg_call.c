@@ -176,10 +176,12 @@ LLVMValueRef cg_str(struct cg *g, struct ast_node *n)
 	/*
 	 * compat str-trailer: str(p) reads max_strlen characters and the
 	 * NUL into a byte more than its type (v0.26, max_strlen < 1024):
-	 * a value without a NUL was cut, and prints with the trailer
+	 * a value without a NUL was cut, and prints with the trailer.
+	 * str(p, n) reads that byte more too: n characters, at most
+	 * max_strlen and then the trailer (v0.26's read of n + 1).
 	 */
-	size_t pad = compat_has(COMPAT_STR_TRAILER) && !len && size < 1024 &&
-		     a && cg_is_scalar(a->type);
+	size_t pad = compat_has(COMPAT_STR_TRAILER) &&
+		     g->sp->max_strlen < 1024 && a;
 
 	if (!a)
 		return irb_alloca(ir, size, "str");
@@ -195,8 +197,9 @@ LLVMValueRef cg_str(struct cg *g, struct ast_node *n)
 			/* str(s, n): its first n characters at most */
 			LLVMValueRef l = cg_expr(g, len), last, at;
 
-			/* the newest: n bytes with the NUL (compat str-length) */
-			if (compat_has(COMPAT_STR_LENGTH))
+			/* the newest: n bytes with the NUL (compat str-length),
+			 * n + 1 below max_strlen 1024 (compat str-trailer) */
+			if (compat_has(COMPAT_STR_LENGTH) && !pad)
 				l = LLVMBuildSelect(
 					ir->b,
 					LLVMBuildICmp(ir->b, LLVMIntEQ, l,
@@ -222,8 +225,9 @@ LLVMValueRef cg_str(struct cg *g, struct ast_node *n)
 		LLVMValueRef big;
 
 		/* n characters: n + 1 bytes with the NUL (bpftrace 0.17);
-		 * the newest: n bytes with the NUL (compat str-length) */
-		if (!compat_has(COMPAT_STR_LENGTH))
+		 * the newest: n bytes with the NUL (compat str-length), n + 1
+		 * below max_strlen 1024 (compat str-trailer's pad) */
+		if (!compat_has(COMPAT_STR_LENGTH) || pad)
 			l = LLVMBuildAdd(ir->b, l, irb_const(ir, 1), "");
 		big = LLVMBuildICmp(ir->b, LLVMIntUGT, l, sz, "");
 

@@ -229,7 +229,13 @@ void cg_exit(struct cg *g, struct ast_node *n);
 LLVMValueRef cg_str(struct cg *g, struct ast_node *n);
 LLVMValueRef cg_strncmp(struct cg *g, struct ast_node *n);
 LLVMValueRef cg_usym(struct cg *g, struct ast_node *n);
+/* cg_builtin.c: a uprobe's args as a record value */
+LLVMValueRef cg_args_value(struct cg *g, struct ast_node *n);
 /* cg_aggval.c: an aggregation's value of a key, merged (for over it) */
+/* avg's value: total / count, 0 without a count; a signed total rounds
+ * toward zero (cg_aggval.c) */
+LLVMValueRef cg_avg_div(struct cg *g, LLVMValueRef total, LLVMValueRef count,
+			bool sgn);
 LLVMValueRef cg_agg_value(struct cg *g, int id, LLVMValueRef key,
 			  LLVMValueRef val);
 /* cg_call_new.c: functions of bpftrace after 0.17 */

@@ -204,8 +204,9 @@ LLVMValueRef cg_map_read(struct cg *g, struct ast_node *mapnode)
 							irb_gep(ir, p, 8), "");
 
 			LLVMBuildStore(ir->b,
-				       cg_binop_values(g, OP_DIV, t, sm->value,
-						       n, sm->value, NULL),
+				       cg_avg_div(g, t, n,
+						  m->value_type &&
+						  m->value_type->is_signed),
 				       res);
 		}
 		LLVMBuildBr(ir->b, cont);

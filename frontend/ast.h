@@ -107,14 +107,33 @@ struct ast_attach_point {
 	const char *unit;	/* interval unit as written: s, ms, us, hz, ... */
 	uint64_t len;		/* watchpoint length in bytes */
 	const char *mode;	/* watchpoint mode: r, w, x, rw, ... */
+	const char *src_file;	/* uprobe:bin@FILE:LINE (v0.26) */
+	int src_line;
 	int pid;		/* usdt/uprobe with -p; 0 = any */
 	bool need_expansion;	/* contains wildcards */
 	bool quoted_func;
 };
 
+/* The macro calls a node was expanded from, innermost first (v0.26's
+ * "expanded from" notes). */
+struct ast_expansion {
+	struct ast_loc loc;			/* the call */
+	const struct ast_expansion *up;		/* the call's own, or NULL */
+};
+
+/* Where a node ubt writes in place of a macro of v0.26's standard
+ * library stands there (assert()'s errorf: stdlib/base.bt:6:5-37): its
+ * messages at run time say so, as v0.26's. */
+struct ast_stdloc {
+	const char *file;
+	struct ast_loc loc;
+};
+
 struct ast_node {
 	enum ast_kind kind;
 	struct ast_loc loc;
+	const struct ast_expansion *from;	/* a macro's body: its calls */
+	const struct ast_stdloc *stdloc;	/* printed at run time */
 	struct ast_node *next;	/* next in a list (probes, statements, args, ...) */
 	struct type *type;	/* filled by sema for expressions */
 	struct sema_node *sema;	/* filled by sema: resolved builtin, call, map,

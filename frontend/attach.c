@@ -421,6 +421,27 @@ int ap_parse(struct compile *c, struct ast_node *n, const char *raw)
 			return -EINVAL;
 		}
 		ap->quoted_func = ps.quoted[ps.n - 1];
+		/* BINARY@FILE:LINE (v0.26): a source line, found in the
+		 * binary's DWARF when the probe is expanded */
+		if (ap->target && strchr(ap->target, '@') && !ap->lang &&
+		    !ap->quoted_func && is_number(f) &&
+		    !strcmp(prov, "uprobe")) {
+			const char *at = strrchr(ap->target, '@');
+			uint64_t line;
+
+			parse_u64(f, &line);
+			ap->src_file = at + 1;
+			ap->src_line = (int)line;
+			ap->target = arena_strndup(&c->arena, ap->target,
+						   (size_t)(at - ap->target));
+			if (!*ap->src_file || !line || line > INT32_MAX) {
+				diag_error(&c->diag, loc,
+					   "invalid source location: %s:%s",
+					   ap->src_file, f);
+				return -EINVAL;
+			}
+			return 0;
+		}
 		if (!ap->quoted_func && is_number(f)) {
 			parse_u64(f, &ap->address);
 			if (!strcmp(prov, "uretprobe")) {

@@ -315,8 +315,9 @@ static char *cdefs_source(struct compile *c, const char *btf)
 		for (int i = 1; i < n->loc.first_column; i++)
 			*p++ = ' ';
 		p = stpcpy(p, n->cdef.text);
-		/* "struct foo { ... }" ends without ';' in scripts */
-		if (p > s && p[-1] == '}')
+		/* "struct foo { ... }" ends without ';' in scripts, also
+		 * after its __attribute__((...)) */
+		if (p > s && (p[-1] == '}' || p[-1] == ')'))
 			*p++ = ';';
 		*p++ = '\n';
 	}

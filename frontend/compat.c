@@ -2,6 +2,7 @@
  * The compatibility switch (compat.h): one table, one entry for each way
  * the newest bpftrace differs from 0.17 that ubt follows.
  */
+#include <ctype.h>
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -151,14 +152,19 @@ static const struct compat_entry compat_table[COMPAT_NDIFFS] = {
 		"F:S\", a warning when the probe has other attach points -> "
 		"\"No matches for tracepoint C:E.\" (uprobe F:S), an error "
 		"unless config missing_probes = warn (\"... Skipping.\") or "
-		"ignore drops it",
+		"ignore drops it; a raw tracepoint: \"No BTF found for raw "
+		"tracepoint [M:]E\" -> \"Probe has no valid attach "
+		"points.\" (\"No matches for rawtracepoint M:E.\")",
 	},
 	[COMPAT_LIST_MORE] = {
 		"list-more",
 		"-l 'interval:*' and 'profile:*' list nothing, -l FILE is a "
 		"pattern -> their units (interval:s: ...), the probes of "
 		"the script FILE (a name with a dot that is no file: a "
-		"warning, then a pattern)",
+		"warning, then a pattern); a full -l lists raw tracepoints "
+		"too, -l A,B is two patterns, and a struct ending in "
+		"\"} __attribute__((...));\" is listed (0.17 runs on into "
+		"the next)",
 	},
 	[COMPAT_CAT_ERROR] = {
 		"cat-error",
@@ -202,6 +208,36 @@ static const struct compat_entry compat_table[COMPAT_NDIFFS] = {
 		"fentry-names",
 		"-l lists kernel functions as kfunc:M:F and kretfunc:M:F -> "
 		"as fentry:M:F and fexit:M:F",
+	},
+	[COMPAT_MAX_STRLEN] = {
+		"max-strlen",
+		"max_strlen (BPFTRACE_MAX_STRLEN, config max_strlen) is 64 "
+		"unless set -> 1024",
+	},
+	[COMPAT_INFO_LAYOUT] = {
+		"info-layout",
+		"--info lists 0.17's helpers, features, map and probe "
+		"types and ubt's own features -> the newest's: Build with "
+		"libsystemd, blazesym and dwunwind, helpers dpath, "
+		"get_tai_ns, get_func_ip and lookup_percpu_elem, features "
+		"Instruction limit, btf and module btf, probe types "
+		"kprobe_multi, uprobe_multi, kprobe_session and iter, two "
+		"to a line",
+	},
+	[COMPAT_SIGN_WARNINGS] = {
+		"sign-warnings",
+		"comparisons and arithmetic of a signed and an unsigned "
+		"integer warn (\"... of different signs ...\"), and / and % "
+		"of a signed one that is not a literal (\"signed operands "
+		"...\") -> only / and % of two integer types that differ "
+		"(size or sign; a literal takes the other's sign), one "
+		"signed",
+	},
+	[COMPAT_USTACK_LINES] = {
+		"ustack-lines",
+		"a user stack's frame prints as name+offset -> "
+		"name+offset@file:line where the binary's DWARF has the "
+		"address's line (unless config show_debug_info = false)",
 	},
 	[COMPAT_JSON_RECORDS] = {
 		"json-records",
@@ -263,6 +299,97 @@ int compat_from_config(const char *value)
 		compat_src = COMPAT_SRC_CONFIG;
 	}
 	return 0;
+}
+
+/* Past white space and comments from s. */
+static const char *compat_skip(const char *s)
+{
+	for (;;) {
+		while (*s == ' ' || *s == '\t' || *s == '\n' || *s == '\r')
+			s++;
+		if (s[0] == '/' && s[1] == '/') {
+			while (*s && *s != '\n')
+				s++;
+		} else if (s[0] == '/' && s[1] == '*') {
+			const char *e = strstr(s + 2, "*/");
+
+			s = e ? e + 2 : s + strlen(s);
+		} else {
+			return s;
+		}
+	}
+}
+
+static bool compat_word(const char *s, const char *w, const char **end)
+{
+	size_t n = strlen(w);
+
+	if (strncmp(s, w, n) || (s[n] && (isalnum((unsigned char)s[n]) ||
+					  s[n] == '_')))
+		return false;
+	*end = s + n;
+	return true;
+}
+
+/* The items of a config block from s (after its "{"): compat = V. */
+static void compat_prescan_block(const char *s)
+{
+	const char *e;
+	char v[8];
+	size_t n;
+
+	for (s = compat_skip(s); *s && *s != '}'; s = compat_skip(s)) {
+		if (!compat_word(s, "compat", &e)) {
+			s++;
+			continue;
+		}
+		e = compat_skip(e);
+		if (*e != '=')
+			return;
+		e = compat_skip(e + 1);
+		if (*e == '"')
+			e++;
+		for (n = 0; n < sizeof(v) - 1 && (isalnum((unsigned char)e[n]) ||
+						    e[n] == '.'); n++)
+			v[n] = e[n];
+		v[n] = '\0';
+		compat_from_config(v);	/* a bad one: sema_config.c says so */
+		return;
+	}
+}
+
+void compat_prescan(const char *src)
+{
+	const char *s = src, *e;
+
+	if (!src || compat_src >= COMPAT_SRC_CONFIG)
+		return;
+	/* every "config = {", outside comments and strings: a word
+	 * starts at the start or after a character of no word */
+	while (*s) {
+		s = compat_skip(s);
+		if (!*s)
+			break;
+		if (*s == '"') {
+			for (s++; *s && *s != '"'; s++)
+				if (*s == '\\' && s[1])
+					s++;
+			if (*s)
+				s++;
+			continue;
+		}
+		if ((s == src || !(isalnum((unsigned char)s[-1]) ||
+				   s[-1] == '_' || s[-1] == '$' ||
+				   s[-1] == '@')) &&
+		    compat_word(s, "config", &e)) {
+			e = compat_skip(e);
+			if (*e == '=' && *(e = compat_skip(e + 1)) == '{') {
+				compat_prescan_block(e + 1);
+				return;
+			}
+		}
+		s++;
+	}
 }
 
 enum compat_level compat_level(void)

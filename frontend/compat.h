@@ -49,6 +49,10 @@ enum compat_diff {
 	COMPAT_FLEX_ARRAY,	/* a[i] on an array of size 0 */
 	COMPAT_ARRAY_BOUNDS,	/* a[i] past the end: a warning */
 	COMPAT_FENTRY_NAMES,	/* -l: fentry:, fexit: */
+	COMPAT_MAX_STRLEN,	/* max_strlen is 1024 by default */
+	COMPAT_INFO_LAYOUT,	/* --info as the newest prints it */
+	COMPAT_SIGN_WARNINGS,	/* fewer warnings of signed operands */
+	COMPAT_USTACK_LINES,	/* ustack frames with @file:line */
 	COMPAT_NDIFFS,
 };
 
@@ -61,6 +65,9 @@ void compat_set(enum compat_level level);
 int compat_from_env(void);
 /* From the program's config block unless set already. */
 int compat_from_config(const char *value);
+/* The same from the program's text, before it is parsed: the parser's
+ * locations follow it too (token-columns). */
+void compat_prescan(const char *src);
 enum compat_level compat_level(void);
 bool compat_has(enum compat_diff d);
 const char *compat_name(enum compat_diff d);

@@ -260,6 +260,22 @@ int sema_new_assert(struct sema_ctx *x, struct ast_node *n)
 	not->op.left = cond;
 	then = ast_new(x->a, AST_BLOCK, &loc);
 	then->block.stmts = stmt(x, call(x, "errorf", fmt, &loc));
+	{
+		/* v0.26's assert is a macro of its stdlib/base.bt: its
+		 * errorf() is located there, expanded from the call */
+		static const struct ast_stdloc base = {
+			.file = "stdlib/base.bt",
+			.loc = { .first_line = 6, .first_column = 5,
+				 .last_line = 6, .last_column = 37 },
+		};
+		struct ast_node *ef = then->block.stmts->stmt.expr;
+		struct ast_expansion *e = arena_alloc(x->a, sizeof(*e));
+
+		e->loc = loc;
+		e->up = n->from;
+		ef->from = e;
+		ef->stdloc = &base;
+	}
 	then->block.stmts->next = stmt(x, call(x, "exit", one, &loc));
 	iff = ast_new(x->a, AST_IF, &loc);
 	iff->if_.cond = not;

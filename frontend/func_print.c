@@ -170,7 +170,10 @@ static struct type *ty_print(struct sema_ctx *x, struct ast_node *call,
 		}
 		return ty_void(x);
 	}
-	if (!sema_t_agg_value(x, a, sema_type_expr(x, a)))
+	/* a map argument is the hook's to type; the others are typed
+	 * (once: a second walk would repeat their warnings) */
+	if (!sema_t_agg_value(x, a, a->kind == AST_MAP ?
+					    sema_type_expr(x, a) : a->type))
 		return NULL;
 	if (call->call.nargs > 1) {
 		sema_error(x, &call->loc,
@@ -322,7 +325,7 @@ static struct type *ty_len(struct sema_ctx *x, struct ast_node *call,
 {
 	(void)m;
 	if (call->call.args->kind != AST_MAP) {
-		struct type *t = sema_type_expr(x, call->call.args);
+		struct type *t = call->call.args->type;	/* typed already */
 
 		if (t && (t->kind == TY_USTACK || t->kind == TY_KSTACK)) {
 			/* v0.26 counts a stack's frames */

@@ -7,6 +7,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "compat.h"
 #include "sema.h"
 #include "sema_int.h"
 #include "sema_type_int.h"
@@ -41,6 +42,8 @@ static struct type *ty_str(struct sema_ctx *x, struct ast_node *call,
 {
 	struct ast_node *a = call->call.args;
 	struct type *t;
+	int64_t n;
+	size_t size;
 
 	(void)m;
 	if ((a->kind == AST_POSITIONAL || a->kind == AST_BINOP) &&
@@ -58,7 +61,23 @@ static struct type *ty_str(struct sema_ctx *x, struct ast_node *call,
 	}
 	if (a->next && want_int(x, call, a->next))
 		return NULL;
-	t = type_string(x->a, x->c->max_strlen);
+	/*
+	 * compat str-length: a literal n makes a string of n + 1 bytes (it
+	 * reads n - 1 characters and the NUL, below a max_strlen of 1024 n
+	 * characters); n + 1 bytes past max_strlen are shortened to it,
+	 * with a warning
+	 */
+	size = x->c->max_strlen;
+	if (a->next && compat_has(COMPAT_STR_LENGTH) &&
+	    sema_int_literal(x, a->next, &n) && n >= 0) {
+		if ((uint64_t)n + 1 > (uint64_t)x->c->max_strlen)
+			sema_warning(x, &call->loc,
+				     "length param (%lld) is too long and will be shortened to %d bytes (see BPFTRACE_MAX_STRLEN)",
+				     (long long)n, x->c->max_strlen);
+		else
+			size = (size_t)n + 1;
+	}
+	t = type_string(x->a, size);
 	t->addrspace = a->type->addrspace;
 	return t;
 }

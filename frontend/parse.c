@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "cdefs.h"
+#include "compat.h"
 #include "compile.h"
 #include "hits.h"
 #include "probe_filter.h"
@@ -21,7 +22,7 @@ void compile_init(struct compile *c, const char *filename, const char *source)
 	c->source = source ? source : "";
 	diag_init(&c->diag, &c->arena, c->filename, c->source);
 	c->mode = MODE_AUTO;
-	c->max_strlen = 64;
+	c->max_strlen = 0;	/* the default: sema_config.c */
 }
 
 void compile_release(struct compile *c)
@@ -33,7 +34,10 @@ void compile_release(struct compile *c)
 
 int compile_frontend(struct compile *c, enum compile_stage stop)
 {
-	int err = parse_program(c);
+	int err;
+
+	compat_prescan(c->source);
+	err = parse_program(c);
 
 	if (!err)
 		err = probe_filter_apply(c);

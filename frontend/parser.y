@@ -1136,8 +1136,9 @@ primary:
 		{
 			$$ = $2;
 			/* v0.26: what is built on "(e)" starts at e, not at
-			 * its "(" (compat token-columns; --compat or
-			 * UBT_COMPAT, read before the program) */
+			 * its "(" (compat token-columns; --compat,
+			 * UBT_COMPAT or the config block's, all known
+			 * before the program is parsed: compat_prescan()) */
 			if (compat_has(COMPAT_TOKEN_COLUMNS)) {
 				@$.first_line = @2.first_line;
 				@$.first_column = @2.first_column;

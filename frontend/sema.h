@@ -350,6 +350,9 @@ struct sema_program {
 	const char *str_trailer;
 	/* config = { cpp_demangle = false }: C++ symbols print mangled */
 	bool no_cpp_demangle;
+	bool no_debug_info;	/* config show_debug_info = false: user
+				 * stacks without file:line (compat
+				 * ustack-lines) */
 	/* config = { unstable_tseries = ... } (enum tseries_unstable,
 	 * frontend/tseries.h); its warning given */
 	int unstable_tseries;

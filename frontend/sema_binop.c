@@ -76,6 +76,18 @@ static void sign_warnings(struct sema_ctx *x, struct ast_node *n,
 	else if (rt->sign_flex && !lt->sign_flex)
 		rs = ls;
 
+	/* compat sign-warnings: only / and % of two integer types that
+	 * differ (size or sign, after a literal took the other's sign),
+	 * one of them signed */
+	if (compat_has(COMPAT_SIGN_WARNINGS)) {
+		if ((op == OP_DIV || op == OP_MOD) && (ls || rs) &&
+		    (ls != rs || lt->size != rt->size))
+			sema_warning(x, &loc,
+				     "signed operands for '%s' can lead to undefined behavior (cast to unsigned to silence warning)",
+				     ast_op_str(op));
+		return;
+	}
+
 	if (ls != rs && !(ls && sema_t_is_nonneg_literal(x, l)) &&
 	    !(rs && sema_t_is_nonneg_literal(x, r))) {
 		if (is_compare(op))

@@ -24,6 +24,7 @@
 #include "util.h"
 
 #define SEMA_DEFAULT_STRLEN 64
+#define SEMA_DEFAULT_STRLEN_NEWEST 1024	/* compat max-strlen */
 #define SEMA_MAX_STRLEN_LIMIT 65536
 #define SEMA_DEFAULT_MAP_KEYS 4096
 #define SEMA_MAX_MAP_KEYS_LIMIT UINT32_MAX	/* a BPF map's max_entries */
@@ -197,6 +198,13 @@ static int config_block(struct sema_ctx *x, struct ast_node *cfg,
 				err = -EINVAL;
 			else
 				x->prog->no_maps_on_exit = !n;
+			continue;
+		}
+		if (!strcmp(key, "show_debug_info")) {
+			if (config_bool(x, it, &n))
+				err = -EINVAL;
+			else
+				x->prog->no_debug_info = !n;
 			continue;
 		}
 		if (!strcmp(key, "cpp_demangle")) {
@@ -470,12 +478,16 @@ int sema_config(struct compile *c)
 	c->sema = p;
 	x.prog = p;
 
-	vals[CONFIG_STRLEN] = c->max_strlen > 0 ? c->max_strlen :
-						  SEMA_DEFAULT_STRLEN;
+	/* 0 until set: the default follows the config block's compat */
+	vals[CONFIG_STRLEN] = c->max_strlen > 0 ? c->max_strlen : 0;
 	vals[CONFIG_MAP_KEYS] = SEMA_DEFAULT_MAP_KEYS;
 	if (prog->program.config)
 		err = config_block(&x, prog->program.config, vals);
 	err = err ?: config_env(&x, vals);
+	if (!vals[CONFIG_STRLEN])
+		vals[CONFIG_STRLEN] = compat_has(COMPAT_MAX_STRLEN) ?
+				      SEMA_DEFAULT_STRLEN_NEWEST :
+				      SEMA_DEFAULT_STRLEN;
 	if (getenv("BPFTRACE_STACK_MODE")) {
 		const char *e = getenv("BPFTRACE_STACK_MODE");
 		int m = config_stack_mode(e);

@@ -115,7 +115,7 @@ static void check_ap(struct sema_ctx *x, struct ast_node *ap)
 	case PROV_URETPROBE:
 		if (!a->target || !*a->target)
 			sema_error(x, &ap->loc, "%s should have a target", name);
-		else if (!a->func && !a->address)
+		else if (!a->func && !a->address && !a->src_file)
 			sema_error(x, &ap->loc,
 				   "%s should be attached to a function and/or address",
 				   name);

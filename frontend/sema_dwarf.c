@@ -102,20 +102,18 @@ static int dwarf_func_args(struct sema_ctx *x, const char *path,
 			   const char *func, struct type **out)
 {
 	struct dw_find f = { .name = func };
-	Dwarf_Off off = 0, next;
-	size_t hsize;
+	Dwarf_CU *cu = NULL;
+	Dwarf_Die cudie, subdie;
+	uint8_t ut;
 	Dwarf *dw = types_dwarf_open(path);
 
 	if (!dw)
 		return -ENODATA;
+	/* a skeleton unit's functions are in its split unit (.dwo) */
 	while (!f.found &&
-	       dwarf_nextcu(dw, off, &next, &hsize, NULL, NULL, NULL) == 0) {
-		Dwarf_Die cu;
-
-		if (dwarf_offdie(dw, off + hsize, &cu))
-			dwarf_getfuncs(&cu, find_func, &f, 0);
-		off = next;
-	}
+	       !dwarf_get_units(dw, cu, &cu, NULL, &ut, &cudie, &subdie))
+		dwarf_getfuncs(ut == DW_UT_skeleton ? &subdie : &cudie,
+			       find_func, &f, 0);
 	if (!f.found)
 		return -ENOENT;
 	*out = func_record(x, &f.die, func);

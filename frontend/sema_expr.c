@@ -57,7 +57,8 @@ int sema_t_map_keys(struct sema_ctx *x, struct ast_node *n,
 	if (nk)
 		el = arena_alloc(x->a, sizeof(*el) * nk);
 	for (struct ast_node *k = n->map.keys; k; k = k->next, i++) {
-		struct type *t = sema_type_expr(x, k);
+		/* an aggregation's value is an integer key (v0.26) */
+		struct type *t = sema_t_agg_value(x, k, sema_type_expr(x, k));
 
 		if (!t) {
 			err = -EINVAL;
@@ -398,7 +399,8 @@ static struct type *type_tuple(struct sema_ctx *x, struct ast_node *n)
 	int i = 0, err = 0;
 
 	for (struct ast_node *e = n->tuple.elems; e; e = e->next, i++) {
-		el[i] = sema_type_expr(x, e);
+		/* an aggregation's value is an integer element (v0.26) */
+		el[i] = sema_t_agg_value(x, e, sema_type_expr(x, e));
 		if (!el[i]) {
 			err = -EINVAL;
 			continue;
@@ -823,7 +825,9 @@ struct type *sema_type_expr(struct sema_ctx *x, struct ast_node *n)
 		t = type_record(x, n);
 		break;
 	case AST_RECORD_FIELD:
-		t = sema_type_expr(x, n->rfield.value);
+		/* an aggregation's or args' value, as a tuple element */
+		t = sema_t_agg_value(x, n->rfield.value,
+				     sema_type_expr(x, n->rfield.value));
 		break;
 	default:
 		BUG("%s is not an expression", ast_kind_name(n->kind));

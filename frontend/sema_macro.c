@@ -135,6 +135,41 @@ static void slots_of(struct ast_node *n, struct slots *s)
 
 static struct ast_node *clone_list(struct arena *a, const struct ast_node *h);
 
+static void set_from(struct ast_node *n, const struct ast_expansion *from);
+
+/* n and what is under it (not its siblings) */
+static void set_from_one(struct ast_node *n, const struct ast_expansion *from)
+{
+	struct slots s;
+
+	n->from = from;
+	slots_of(n, &s);
+	for (int i = 0; i < s.n1; i++)
+		if (*s.one[i])
+			set_from_one(*s.one[i], from);
+	for (int i = 0; i < s.nl; i++)
+		set_from(*s.list[i], from);
+}
+
+/* A macro's copied body came from the call: every node of it says so
+ * (a list: each of its nodes). */
+static void set_from(struct ast_node *n, const struct ast_expansion *from)
+{
+	for (; n; n = n->next)
+		set_from_one(n, from);
+}
+
+/* The expansion of one call: where it is, and where that came from. */
+static const struct ast_expansion *expansion_of(struct arena *a,
+						const struct ast_node *call)
+{
+	struct ast_expansion *e = arena_alloc(a, sizeof(*e));
+
+	e->loc = call->loc;
+	e->up = call->from;
+	return e;
+}
+
 /* A deep copy of n (not of its siblings), without sema's annotations. */
 static struct ast_node *clone(struct arena *a, const struct ast_node *n)
 {
@@ -298,8 +333,10 @@ static struct ast_node *expand_fn(struct mx *mx, struct expansion *e,
 	struct ast_node *p = m->macro.params;
 
 	body = clone(a, m->macro.body);
+	set_from_one(body, expansion_of(a, call));
 	body->kind = AST_BLOCK_EXPR;
 	body->loc = call->loc;
+	body->from = call->from;	/* the block is the call */
 	body->block.fn_ret = m->macro.ret_type;
 	if (body->block.fn_ret->kind == TY_STRING &&
 	    !body->block.fn_ret->size)	/* `: string`: max_strlen */
@@ -372,8 +409,10 @@ static struct ast_node *expand(struct mx *mx, struct ast_node *m,
 		}
 	}
 	body = clone(a, m->macro.body);
+	set_from_one(body, expansion_of(a, call));
 	body->kind = AST_BLOCK_EXPR;	/* a value, or none */
 	body->loc = call->loc;
+	body->from = call->from;	/* the block is the call */
 	subst(mx, &e, &body);
 	if (!body->block.stmts && body->block.expr &&
 	    (body->block.expr->kind == AST_STRING ||
@@ -382,6 +421,7 @@ static struct ast_node *expand(struct mx *mx, struct ast_node *m,
 		/* a literal stays one: printf(m()) takes it as its format */
 		body = body->block.expr;
 		body->loc = call->loc;
+		body->from = call->from;
 	}
 	body->next = call->next;
 	/* macros called by the body */

@@ -41,7 +41,10 @@ int sema_t_map_keys(struct sema_ctx *x, struct ast_node *n,
 bool sema_t_is_agg_call(const struct ast_node *n);
 struct type *sema_t_type_map(struct sema_ctx *x, struct ast_node *n);
 /* A read of a count/sum/min/max/avg map as the integer it merges to
- * (bpftrace v0.26), n's type made that; t itself otherwise. */
+ * (bpftrace v0.26), n's type made that; also `args` of a uprobe as a
+ * record value (sema_t_args_value()); t itself otherwise. */
+struct type *sema_t_args_value(struct sema_ctx *x, struct ast_node *n,
+			       struct type *t);
 struct type *sema_t_agg_value(struct sema_ctx *x, struct ast_node *n,
 			      struct type *t);
 /* sema_types.c: type a list of statements (a block expression's) */

@@ -84,7 +84,7 @@ static int assign_map(struct sema_ctx *x, struct ast_node *n)
 			x->agg_call = rhs;
 			x->agg_map = m;
 		}
-		t = sema_type_expr(x, rhs);
+		t = sema_t_args_value(x, rhs, sema_type_expr(x, rhs));
 		x->agg_call = NULL;
 	}
 	if (!t)

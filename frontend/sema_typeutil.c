@@ -306,9 +306,51 @@ struct ast_loc sema_t_assign_op_loc(const struct ast_node *n)
 	return n->assign.op_loc.first_line ? n->assign.op_loc : n->loc;
 }
 
+/*
+ * `args` of a uprobe as a value (v0.26): a record of the parameters, in C
+ * layout (the context's record has them at their registers' offsets);
+ * codegen copies each field (cg_args_value()).
+ */
+struct type *sema_t_args_value(struct sema_ctx *x, struct ast_node *n,
+			       struct type *t)
+{
+	const struct type *src;
+	struct type *rec;
+	size_t off = 0, align = 1;
+
+	if (!t || n->kind != AST_BUILTIN || !n->sema ||
+	    n->sema->builtin != BI_ARGS || t->kind != TY_POINTER ||
+	    !t->is_ctx || !t->elem || t->elem->kind != TY_RECORD ||
+	    !x->probe || x->probe->provider != PROV_UPROBE)
+		return t;
+	src = t->elem;
+	rec = type_new(x->a, TY_RECORD, 0);
+	rec->name = src->name;
+	rec->nfields = src->nfields;
+	rec->fields = arena_alloc(x->a, sizeof(*rec->fields) *
+					(src->nfields ? src->nfields : 1));
+	for (int i = 0; i < src->nfields; i++) {
+		struct type_field *f = &rec->fields[i];
+		size_t a = sema_type_align(src->fields[i].type);
+
+		*f = src->fields[i];
+		if (f->bitfield_bits || !f->type || !f->type->size)
+			return t;
+		off = (off + a - 1) / a * a;
+		f->offset = off;
+		off += f->type->size;
+		if (a > align)
+			align = a;
+	}
+	rec->size = (off + align - 1) / align * align;
+	n->type = rec;
+	return rec;
+}
+
 struct type *sema_t_agg_value(struct sema_ctx *x, struct ast_node *n,
 			      struct type *t)
 {
+	t = sema_t_args_value(x, n, t);
 	if (!t || n->kind != AST_MAP)
 		return t;
 	switch (t->kind) {
@@ -432,6 +474,13 @@ static struct type *resolve_named(struct sema_ctx *x, struct type *t,
 			return type_int(x->a, ints[i].size, ints[i].is_signed);
 	r = sema_lookup_type(x, t->name, user);
 	if (r)
+		return r;
+	/* a bare name of a struct or union (v0.26: offsetof(qspinlock, f)) */
+	if (!strchr(t->name, ' ') &&
+	    ((r = sema_lookup_type(x, arena_printf(x->a, "struct %s", t->name),
+				   user)) ||
+	     (r = sema_lookup_type(x, arena_printf(x->a, "union %s", t->name),
+				   user))))
 		return r;
 	if (!strncmp(t->name, "struct ", 7) || !strncmp(t->name, "union ", 6))
 		sema_error(x, loc, "Unknown struct/union: '%s'", t->name);

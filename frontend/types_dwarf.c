@@ -25,6 +25,7 @@ struct dw_named {
 	char *name;		/* "struct foo", "enum bar", "foo_t"; an
 				 * enumerator: "=NAME" */
 	Dwarf_Off off;
+	Dwarf *dw;		/* the file's, or a split unit's (.dwo) */
 };
 
 struct dw_file {
@@ -106,7 +107,7 @@ static int dw_named_cmp(const void *x, const void *y)
 }
 
 static int dw_add(struct dw_file *f, size_t *cap, const char *pfx,
-		  const char *name, Dwarf_Off off)
+		  const char *name, Dwarf_Die *die)
 {
 	struct dw_named *e;
 
@@ -120,7 +121,8 @@ static int dw_add(struct dw_file *f, size_t *cap, const char *pfx,
 	e = &f->names[f->nnames];
 	if (asprintf(&e->name, "%s%s", pfx, name) < 0)
 		return -ENOMEM;
-	e->off = off;
+	e->off = dwarf_dieoffset(die);
+	e->dw = dwarf_cu_getdwarf(die->cu);
 	f->nnames++;
 	return 0;
 }
@@ -136,7 +138,7 @@ static int dw_add_enumerators(struct dw_file *f, size_t *cap, Dwarf_Die *die)
 		const char *name = dwarf_diename(&c);
 
 		if (dwarf_tag(&c) == DW_TAG_enumerator && name &&
-		    dw_add(f, cap, "=", name, dwarf_dieoffset(&c)))
+		    dw_add(f, cap, "=", name, &c))
 			return -ENOMEM;
 	} while (dwarf_siblingof(&c, &c) == 0);
 	return 0;
@@ -144,19 +146,19 @@ static int dw_add_enumerators(struct dw_file *f, size_t *cap, Dwarf_Die *die)
 
 static int dw_index(struct dw_file *f)
 {
-	Dwarf_Off off = 0, next;
-	size_t hsize, cap = 0;
+	Dwarf_CU *unit = NULL;
+	Dwarf_Die cudie, subdie;
+	uint8_t ut;
+	size_t cap = 0;
 
 	f->indexed = true;
-	while (dwarf_nextcu(f->dw, off, &next, &hsize, NULL, NULL, NULL) ==
-	       0) {
-		Dwarf_Die cu, d;
+	/* a skeleton unit's types are in its split unit (.dwo) */
+	while (!dwarf_get_units(f->dw, unit, &unit, NULL, &ut, &cudie,
+				&subdie)) {
+		Dwarf_Die *cu = ut == DW_UT_skeleton ? &subdie : &cudie, d;
 
-		if (!dwarf_offdie(f->dw, off + hsize, &cu) ||
-		    dwarf_child(&cu, &d) != 0) {
-			off = next;
+		if (dwarf_child(cu, &d) != 0)
 			continue;
-		}
 		do {
 			const char *pfx = dw_tag_prefix(dwarf_tag(&d));
 			const char *name = dwarf_diename(&d);
@@ -166,11 +168,9 @@ static int dw_index(struct dw_file *f)
 			if (dwarf_tag(&d) == DW_TAG_enumeration_type &&
 			    dw_add_enumerators(f, &cap, &d))
 				return -ENOMEM;
-			if (name && dw_add(f, &cap, pfx, name,
-					   dwarf_dieoffset(&d)))
+			if (name && dw_add(f, &cap, pfx, name, &d))
 				return -ENOMEM;
 		} while (dwarf_siblingof(&d, &d) == 0);
-		off = next;
 	}
 	qsort(f->names, f->nnames, sizeof(*f->names), dw_named_cmp);
 	return 0;
@@ -194,7 +194,7 @@ static bool dw_find(struct dw_file *f, const char *name, Dwarf_Die *out)
 	}
 	if (lo == f->nnames || strcmp(f->names[lo].name, name))
 		return false;
-	return dwarf_offdie(f->dw, f->names[lo].off, out) != NULL;
+	return dwarf_offdie(f->names[lo].dw, f->names[lo].off, out) != NULL;
 }
 
 static bool dw_attr_die(Dwarf_Die *die, Dwarf_Die *out)

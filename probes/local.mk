@@ -13,6 +13,7 @@ libubt_a_SOURCES += \
 	probes/probes_kernel.c \
 	probes/probes_kvmlinux.c \
 	probes/probes_list.c \
+	probes/probes_srcline.c \
 	probes/probes_symcache.c \
 	probes/probes_target.c \
 	probes/probes_usdt.c \

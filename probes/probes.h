@@ -61,6 +61,11 @@ int probes_elf_symbol(const char *path, const char *name, uint64_t *addr,
  * .gnu_debuglink), else path. In a; NULL only when a runs out.
  */
 const char *probes_elf_dwarf_file(struct arena *a, const char *path);
+/* uprobe:BINARY@FILE:LINE: the lowest address of a statement of LINE in
+ * FILE (a path, or its last components) in path's DWARF line table;
+ * 0 or -ENOENT (probes_srcline.c). */
+int probes_srcline_addr(struct arena *a, const char *path, const char *file,
+			int line, uint64_t *addr);
 /* --debuginfo DIR[:DIR]: directories searched first for debug files
  * (probes_debuginfo.c); kept for the whole run. */
 void probes_set_debuginfo(const char *const *dirs, int n);
@@ -92,6 +97,11 @@ const char *probes_symcache_resolve(struct probes_symcache *sc, int pid,
  * NULL when none. */
 const char *probes_symcache_module(struct probes_symcache *sc, int pid,
 				   uint64_t addr);
+/* The source file and line of addr in pid from the DWARF line table of
+ * the file mapped there (its own, or its separate debug file); 0, or
+ * -ENOENT. *file lives as long as the cache. */
+int probes_symcache_line(struct probes_symcache *sc, int pid, uint64_t addr,
+			 const char **file, int *line);
 
 /*
  * Resolve a uprobe/usdt target as bpftrace does:

@@ -14,6 +14,7 @@
 #include <bpf/btf.h>
 #include <bpf/libbpf.h>
 #include "arena.h"
+#include "compat.h"
 #include "probes.h"
 #include "types_btf.h"
 #include "util.h"
@@ -62,7 +63,12 @@ static void btfl_split(struct arena *a, char *text, const char *pattern,
 		size_t len = nl ? (size_t)(nl - line) : strlen(line);
 
 		if (start) {
-			if (len == 2 && !strncmp(line, "};", 2)) {
+			/* "};", or (compat list-more, as v0.26; 0.17
+			 * runs on into the next definition)
+			 * "} __attribute__((aligned(8)));" */
+			if ((len == 2 && !strncmp(line, "};", 2)) ||
+			    (compat_has(COMPAT_LIST_MORE) && len > 2 &&
+			     line[0] == '}' && line[len - 1] == ';')) {
 				/* with the empty line bpftrace prints
 				 * after each */
 				char *def = arena_strndup(a, start,

@@ -738,7 +738,24 @@ int probes_expand(struct compile *c, struct ast_node *probe,
 			probes_watch_names(c, ap, t, *out, *n);
 		return err;
 	}
-	if (compat_has(COMPAT_MISSING_PROBES) && !p->address &&
+	if (p->src_file) {
+		/* uprobe:BINARY@FILE:LINE: that line's address */
+		uint64_t addr = 0;
+
+		if (!p->target ||
+		    probes_srcline_addr(&c->arena, p->target, p->src_file,
+					p->src_line, &addr)) {
+			diag_error(&c->diag, &ap->loc,
+				   "No address found for %s:%d in %s",
+				   p->src_file, p->src_line,
+				   p->target ? p->target : "");
+			return -ENOENT;
+		}
+		err = probes_expand_lang(&c->arena, &c->diag, &ap->loc,
+					 provider, p->target, NULL, NULL,
+					 false, addr, 0, pid, warn_only, true,
+					 out, n);
+	} else if (compat_has(COMPAT_MISSING_PROBES) && !p->address &&
 	    (!strcmp(provider, "uprobe") || !strcmp(provider, "uretprobe")))
 		err = probes_expand_missing(c, ap, provider, pid, out, n);
 	else

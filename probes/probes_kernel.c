@@ -19,6 +19,7 @@
 #include "attach.h"
 #include "diag.h"
 #include "kprov.h"
+#include "compat.h"
 #include "probes.h"
 #include "tracepoint.h"
 #include "types.h"
@@ -297,6 +298,12 @@ int probes_expand_kernel(struct arena *a, struct diag_list *d,
 						     "No %s probes matched %s%s%s",
 						     prov, module ? module : "",
 						     module ? ":" : "", func) :
+				 /* compat missing-probes: v0.26's words */
+				 rawtp && compat_has(COMPAT_MISSING_PROBES) ?
+				 (module ? arena_printf(a,
+							"No matches for rawtracepoint %s:%s.",
+							module, func) :
+					   "Probe has no valid attach points.") :
 				 rawtp ? arena_printf(a,
 						      "No BTF found for raw tracepoint %s%s%s",
 						      module ? module : "",

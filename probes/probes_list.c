@@ -217,8 +217,9 @@ static int probes_dw_funcs(struct arena *a, const char *path,
 	};
 	const char *file = probes_elf_dwarf_file(a, path);
 	Dwarf *dw;
-	Dwarf_Off off = 0, next;
-	size_t hsize;
+	Dwarf_CU *cu = NULL;
+	Dwarf_Die cudie, subdie;
+	uint8_t ut;
 	int fd, cnt = 0;
 
 	*out = NULL;
@@ -231,13 +232,10 @@ static int probes_dw_funcs(struct arena *a, const char *path,
 		close(fd);
 		return -ENOENT;
 	}
-	while (dwarf_nextcu(dw, off, &next, &hsize, NULL, NULL, NULL) == 0) {
-		Dwarf_Die cu;
-
-		if (dwarf_offdie(dw, off + hsize, &cu))
-			dwarf_getfuncs(&cu, probes_dw_func, &x, 0);
-		off = next;
-	}
+	/* a skeleton unit's functions are in its split unit (.dwo) */
+	while (!dwarf_get_units(dw, cu, &cu, NULL, &ut, &cudie, &subdie))
+		dwarf_getfuncs(ut == DW_UT_skeleton ? &subdie : &cudie,
+			       probes_dw_func, &x, 0);
 	dwarf_end(dw);
 	close(fd);
 	if (x.fns.len) {
@@ -648,6 +646,26 @@ int probes_list(const char *pattern, int pid, bool verbose, FILE *out,
 		}
 	} else if (!pattern || !*pattern) {
 		probes_list_fixed(&l, NULL, NULL);
+		/* compat list-more: the raw tracepoints too, as v0.26 */
+		if (compat_has(COMPAT_LIST_MORE))
+			probes_list_pattern(&l, &d, &loc, "rawtracepoint:*",
+					    0);
+	} else if (strchr(pattern, ',') && compat_has(COMPAT_LIST_MORE)) {
+		/* compat list-more: several patterns, as v0.26 */
+		char *all = arena_strdup(&a, pattern), *save = NULL;
+
+		for (char *p = strtok_r(all, ",", &save); p;
+		     p = strtok_r(NULL, ",", &save)) {
+			if (!strchr(p, ':') && (!strncmp(p, "struct", 6) ||
+						!strncmp(p, "union", 5) ||
+						!strncmp(p, "enum", 4))) {
+				if (probes_list_btf_types(&a, p, verbose,
+							  probes_emit_cb, &l))
+					rc = 1;
+			} else if (probes_list_pattern(&l, &d, &loc, p, pid)) {
+				rc = 1;
+			}
+		}
 	} else if (!strchr(pattern, ':') &&
 		   (!strncmp(pattern, "struct", 6) ||
 		    !strncmp(pattern, "union", 5) ||

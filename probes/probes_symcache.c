@@ -55,6 +55,9 @@ struct probes_file {
 	int nsyms;
 	GElf_Phdr *loads;	/* PT_LOAD headers */
 	int nloads;
+	Dwarf *dw;		/* its line tables, opened on first use */
+	int dwfd;
+	bool dw_tried;
 };
 
 struct probes_symcache {
@@ -75,6 +78,11 @@ void probes_symcache_free(struct probes_symcache *sc)
 {
 	if (!sc)
 		return;
+	for (struct probes_file *f = sc->files; f; f = f->next)
+		if (f->dw) {
+			dwarf_end(f->dw);
+			close(f->dwfd);
+		}
 	arena_release(&sc->arena);
 	free(sc);
 }
@@ -222,15 +230,15 @@ const char *probes_symcache_module(struct probes_symcache *sc, int pid,
 	return NULL;
 }
 
-const char *probes_symcache_resolve(struct probes_symcache *sc, int pid,
-				    uint64_t addr, uint64_t *offset)
+/* addr in pid: the file mapped there and the ELF virtual address. */
+static struct probes_file *probes_symcache_vaddr(struct probes_symcache *sc,
+						 int pid, uint64_t addr,
+						 uint64_t *vaddr)
 {
 	struct probes_proc *p;
 	const struct probes_map *m = NULL;
 	struct probes_file *f;
-	uint64_t foff, vaddr = 0;
-	bool found = false;
-	int lo, hi, best = -1;
+	uint64_t foff;
 
 	p = probes_proc_get(sc, pid);
 	if (!p)
@@ -246,12 +254,63 @@ const char *probes_symcache_resolve(struct probes_symcache *sc, int pid,
 		const GElf_Phdr *ph = &f->loads[i];
 
 		if (foff >= ph->p_offset && foff < ph->p_offset + ph->p_filesz) {
-			vaddr = foff - ph->p_offset + ph->p_vaddr;
-			found = true;
-			break;
+			*vaddr = foff - ph->p_offset + ph->p_vaddr;
+			return f;
 		}
 	}
-	if (!found)
+	return NULL;
+}
+
+int probes_symcache_line(struct probes_symcache *sc, int pid, uint64_t addr,
+			 const char **file, int *line)
+{
+	uint64_t vaddr = 0;
+	struct probes_file *f = probes_symcache_vaddr(sc, pid, addr, &vaddr);
+	Dwarf_Die cu;
+	Dwarf_Line *l;
+	const char *src;
+
+	if (!f)
+		return -ENOENT;
+	if (!f->dw_tried) {
+		const char *d = probes_elf_dwarf_file(&sc->arena, f->path);
+
+		f->dw_tried = true;
+		f->dwfd = d ? open(d, O_RDONLY | O_CLOEXEC) : -1;
+		if (f->dwfd >= 0 &&
+		    !(f->dw = dwarf_begin(f->dwfd, DWARF_C_READ)))
+			close(f->dwfd);
+	}
+	if (!f->dw || !dwarf_addrdie(f->dw, vaddr, &cu) ||
+	    !(l = dwarf_getsrc_die(&cu, vaddr)) || dwarf_lineno(l, line) ||
+	    !(src = dwarf_linesrc(l, NULL, NULL)))
+		return -ENOENT;
+	if (src[0] != '/') {
+		/* relative to the unit's directory: the full path, as
+		 * v0.26 prints it (directory/file) */
+		Dwarf_Attribute at;
+		const char *dir = dwarf_formstring(dwarf_attr(&cu,
+							      DW_AT_comp_dir,
+							      &at));
+
+		if (dir) {
+			*file = arena_printf(&sc->arena, "%s/%s", dir, src);
+			return 0;
+		}
+	}
+	*file = arena_strdup(&sc->arena, src);
+	return 0;
+}
+
+const char *probes_symcache_resolve(struct probes_symcache *sc, int pid,
+				    uint64_t addr, uint64_t *offset)
+{
+	struct probes_file *f;
+	uint64_t vaddr = 0;
+	int lo, hi, best = -1;
+
+	f = probes_symcache_vaddr(sc, pid, addr, &vaddr);
+	if (!f)
 		return NULL;
 	/* the last symbol starting at or before vaddr */
 	lo = 0;

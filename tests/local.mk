@@ -12,6 +12,7 @@ check_PROGRAMS += \
 	tests/targets/ubt-classes \
 	tests/targets/ubt-cover \
 	tests/targets/ubt-cold \
+	tests/targets/ubt-dwsplit \
 	tests/targets/ubt-dwtypes \
 	tests/targets/ubt-exc \
 	tests/targets/ubt-ldlock \
@@ -59,6 +60,13 @@ tests_targets_ubt_churn_LDADD = -lpthread
 tests_targets_ubt_dwtypes_SOURCES = tests/targets/dwtypes.c
 tests_targets_ubt_dwtypes_CFLAGS = $(UBT_TARGET_CFLAGS)
 tests_targets_ubt_dwtypes_LDFLAGS =
+# ubt-dwsplit: ubt-dwtypes with split DWARF: its functions and types in
+# a .dwo file beside its object, named by a skeleton unit (v0.26's DWO
+# case)
+tests_targets_ubt_dwsplit_SOURCES = tests/targets/dwtypes.c
+tests_targets_ubt_dwsplit_CFLAGS = $(UBT_TARGET_CFLAGS) -gsplit-dwarf
+tests_targets_ubt_dwsplit_LDFLAGS =
+CLEANFILES += tests/targets/*.dwo
 # ubt-dwstrip: ubt-dwtypes stripped, its symbols and DWARF in
 # ubt-dwstrip.debug, found through .gnu_debuglink
 check_SCRIPTS += tests/targets/ubt-dwstrip

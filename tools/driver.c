@@ -614,6 +614,8 @@ int driver_run(const struct cli_opts *o)
 		goto out;
 	if (c.sema && c.sema->no_cpp_demangle)
 		env_no_cpp_demangle();
+	if (c.sema && c.sema->no_debug_info)
+		env_no_debug_info();
 	if (c.sema)
 		env_str_trailer(c.sema->str_trailer);
 	rc = driver_execute(&c, o, out);

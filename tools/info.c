@@ -5,7 +5,7 @@
  * Probe types say what ubt can attach here: kprobe, kfunc, kprobe_multi
  * and rawtracepoint as frontend/kprov.c asks the kernel (what decides
  * whether those probes are refused), iter an iterator program the
- * kernel loads.
+ * kernel loads.  With --compat newest, the newest bpftrace's layout.
  */
 #include "config.h"
 
@@ -19,6 +19,7 @@
 #include <linux/bpf.h>
 #include <llvm-c/Core.h>
 
+#include "compat.h"
 #include "info.h"
 #include "kernel.h"
 #include "kprov.h"
@@ -135,6 +136,66 @@ static const struct info_item {
 	{ "perf_event_array", BPF_MAP_TYPE_PERF_EVENT_ARRAY },
 };
 
+/* bpftrace's two-column table: "  name: value" padded to 35, then the
+ * next pair on the same line */
+static void info_pairs(FILE *f, const char *const (*kv)[2], size_t n)
+{
+	char cell[128];
+
+	for (size_t i = 0; i < n; i += 2) {
+		snprintf(cell, sizeof(cell), "  %s: %s", kv[i][0], kv[i][1]);
+		if (i + 1 < n)
+			fprintf(f, "%-35s%s: %s\n", cell, kv[i + 1][0],
+				kv[i + 1][1]);
+		else
+			fprintf(f, "%-35s\n", cell);
+	}
+}
+
+/*
+ * compat info-layout: the newest bpftrace's --info, its sections and
+ * pairs, each asked of this kernel as in 0.17's layout.  kprobe_session:
+ * ubt attaches no kprobe sessions; dwunwind: ubt's ustack does not
+ * unwind through DWARF.
+ */
+static void info_print_newest(FILE *f)
+{
+	char limit[16];
+	const char *const helpers[][2] = {
+		{ "dpath", info_yes(kfeat_has(KFEAT_D_PATH)) },
+		{ "get_tai_ns",
+		  info_yes(info_helper(BPF_FUNC_ktime_get_tai_ns)) },
+		{ "get_func_ip",
+		  info_yes(info_helper(BPF_FUNC_get_func_ip)) },
+		{ "lookup_percpu_elem",
+		  info_yes(info_helper(BPF_FUNC_map_lookup_percpu_elem)) },
+	};
+	const char *const features[][2] = {
+		{ "Instruction limit", limit },
+		{ "btf", info_yes(info_exists("/sys/kernel/btf/vmlinux")) },
+		{ "module btf", info_yes(kfeat_has(KFEAT_MODULE_BTF)) },
+	};
+	const char *const probes[][2] = {
+		{ "kprobe_multi", info_yes(kprov_kprobe_multi()) },
+		{ "uprobe_multi", info_yes(kfeat_has(KFEAT_UPROBE_MULTI)) },
+		{ "kprobe_session", "no" },
+		{ "iter", info_yes(info_iter("task")) },
+	};
+
+	snprintf(limit, sizeof(limit), "%d", info_loops() ? 1000000 : 4096);
+	fprintf(f, "  bfd: no\n  libdw (DWARF support): yes\n"
+		"  libsystemd (systemd notify support): no\n"
+		"  blazesym (advanced symbolization): no\n"
+		"  dwunwind (DWARF stack unwinding): no\n\n");
+	fprintf(f, "Kernel helpers\n");
+	info_pairs(f, helpers, ARRAY_SIZE(helpers));
+	fprintf(f, "\nKernel features\n");
+	info_pairs(f, features, ARRAY_SIZE(features));
+	fprintf(f, "\nProbe types\n");
+	info_pairs(f, probes, ARRAY_SIZE(probes));
+	fputc('\n', f);
+}
+
 int info_print(FILE *f)
 {
 	struct utsname u;
@@ -148,10 +209,14 @@ int info_print(FILE *f)
 	LLVMGetVersion(&major, &minor, &patch);
 	fprintf(f, "System\n  OS: %s %s %s\n  Arch: %s\n\n", u.sysname,
 		u.release, u.version, u.machine);
-	fprintf(f, "Build\n  version: v%s\n  LLVM: %u.%u.%u\n"
-		"  unsafe uprobe: no\n  bfd: no\n"
-		"  libdw (DWARF support): yes\n\n", PACKAGE_VERSION, major,
-		minor, patch);
+	fprintf(f, "Build\n  version: v%s\n  LLVM: %u.%u.%u\n",
+		PACKAGE_VERSION, major, minor, patch);
+	if (compat_has(COMPAT_INFO_LAYOUT)) {
+		info_print_newest(f);
+		return 0;
+	}
+	fprintf(f, "  unsafe uprobe: no\n  bfd: no\n"
+		"  libdw (DWARF support): yes\n\n");
 	fprintf(f, "Kernel helpers\n");
 	for (i = 0; i < ARRAY_SIZE(info_helpers); i++)
 		fprintf(f, "  %s: %s\n", info_helpers[i].name,

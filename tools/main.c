@@ -25,6 +25,8 @@ int main(int argc, char **argv)
 		cli_version(stdout);
 		return UBT_EXIT_OK;
 	case CLI_INFO:
+		if (compat_from_env())
+			return UBT_EXIT_USAGE;
 		info_print(stdout);
 		return UBT_EXIT_OK;
 	case CLI_COMPAT_LIST:

@@ -98,6 +98,11 @@ void env_no_cpp_demangle(void)
 	env_values.no_cpp_demangle = true;
 }
 
+void env_no_debug_info(void)
+{
+	env_values.no_debug_info = true;
+}
+
 void env_str_trailer(const char *t)
 {
 	env_values.str_trailer = t;

@@ -27,6 +27,9 @@ struct env {
 				 * mangled */
 	bool no_user_symbols;	/* BPFTRACE_NO_USER_SYMBOLS=1: user
 				 * addresses printed unresolved */
+	bool no_debug_info;	/* config show_debug_info = false: user
+				 * stack frames without @file:line
+				 * (compat ustack-lines) */
 	const char *str_trailer; /* after a string that fills its type
 				  * (compat str-trailer); NULL: nothing */
 };
@@ -44,6 +47,8 @@ int env_check_limits(int nprobes, int nprogs);
 /* The program's config = { cpp_demangle = false }, as
  * BPFTRACE_NO_CPP_DEMANGLE=1. */
 void env_no_cpp_demangle(void);
+/* The program's config = { show_debug_info = false }. */
+void env_no_debug_info(void);
 
 /* The program's string truncation trailer (sema_program's str_trailer,
  * NULL for none); t must live until the run ends. */

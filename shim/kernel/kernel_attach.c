@@ -634,6 +634,7 @@ bool kernel_run_iter(struct kernel *k)
 	 * as ubt's programs write nothing into the file itself); their
 	 * events are taken after each.
 	 */
+	k->in_iter = true;
 	while ((n = read(fd, buf, sizeof(buf))) > 0 ||
 	       (n < 0 && errno == EINTR && !signals_stopping()))
 		kernel_consume(k);
@@ -644,6 +645,7 @@ bool kernel_run_iter(struct kernel *k)
 	}
 	close(fd);
 	kernel_consume(k);
+	k->in_iter = false;
 	k->exiting = true;
 	return true;
 }

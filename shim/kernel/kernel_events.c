@@ -50,6 +50,24 @@
  * source line), or in JSON {"type": "errorf", "msg": ..., "filename":
  * ..., "line": ..., "col": ...}.  False for any other printf().
  */
+/*
+ * After a located message of a macro's body: each call it was expanded
+ * from, innermost first, with its source line (v0.26's "expanded from").
+ */
+static void kernel_expanded_from(struct kernel *k, const struct ast_node *n,
+				 enum diag_level level)
+{
+	for (const struct ast_expansion *x = n->from; x; x = x->up) {
+		struct diag g = {
+			.level = level, .loc = x->loc, .msg = "expanded from",
+		};
+		struct diag_list d = k->c->diag;
+
+		d.head = &g;
+		diag_print(&d, stderr);
+	}
+}
+
 static bool kernel_located_printf(struct kernel *k, const struct cg_event *e,
 				  const struct fmt_string *fs,
 				  const struct type *t, const void *args,
@@ -65,8 +83,9 @@ static bool kernel_located_printf(struct kernel *k, const struct cg_event *e,
 		return false;
 	if (f == FN_WARNF && diag_no_warnings)
 		return true;
-	l = &e->call->loc;
-	file = k->c && k->c->diag.filename ? k->c->diag.filename : "stdin";
+	l = e->call->stdloc ? &e->call->stdloc->loc : &e->call->loc;
+	file = e->call->stdloc ? e->call->stdloc->file :
+	       k->c && k->c->diag.filename ? k->c->diag.filename : "stdin";
 	text = out_format(fs, t, args, size);
 	if (!text)
 		return true;
@@ -83,6 +102,10 @@ static bool kernel_located_printf(struct kernel *k, const struct cg_event *e,
 		fprintf(stderr, "%s:%d:%d-%d: %s: %s\n", file, l->first_line,
 			l->first_column, l->last_column,
 			f == FN_ERRORF ? "ERROR" : "WARNING", text);
+		if (k->c)
+			kernel_expanded_from(k, e->call,
+					     f == FN_ERRORF ? DIAG_ERROR :
+							      DIAG_WARNING);
 	}
 	free(text);
 	return true;
@@ -286,8 +309,8 @@ static int kernel_event(void *ctx, void *data, size_t size)
 	 * for system(): a ring of those under load (a millisecond each)
 	 * would hold the end up for minutes.
 	 */
-	if (!k->in_end && (k->exiting || (signals_stopping() &&
-					   e->kind == CG_EV_SYSTEM)))
+	if (!k->in_end && ((k->exiting && !k->in_iter) ||
+			   (signals_stopping() && e->kind == CG_EV_SYSTEM)))
 		return 0;
 	switch (e->kind) {
 	case CG_EV_PRINTF: {

@@ -83,6 +83,8 @@ struct kernel {
 	bool exiting;		/* exit() seen */
 	int exit_code;		/* exit(code)'s, 0 without one */
 	bool in_end;		/* running END: events are printed again */
+	bool in_iter;		/* running an iterator: its events print
+				 * after exit() too, as bpftrace's */
 	bool stopped;		/* kernel_stop_probes() done */
 	char *log_buf;		/* BPFTRACE_LOG_SIZE bytes, or NULL */
 	kernel_source_fn source;	/* shim/run/run.c: maps of both sides */

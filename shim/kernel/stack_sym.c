@@ -9,6 +9,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "compat.h"
 #include "env.h"
 #include "probes.h"
 #include "stack.h"
@@ -255,6 +256,22 @@ void stack_text(struct stack_syms *s, bool user, int pid,
 				   sym, sizeof(sym));
 		else
 			stack_ksym(s, a, true, sym, sizeof(sym));
+		/* compat ustack-lines: name+off@file:line where the DWARF
+		 * has it (v0.26 with blazesym; config show_debug_info) */
+		if (user && mode == STACK_MODE_BPFTRACE &&
+		    compat_has(COMPAT_USTACK_LINES) &&
+		    !env_get()->no_debug_info &&
+		    !env_get()->no_user_symbols) {
+			const char *file;
+			int line;
+
+			if (!probes_symcache_line(s->sc, pid, a, &file, &line)) {
+				size_t l = strlen(sym);
+
+				snprintf(sym + l, sizeof(sym) - l, "@%s:%d",
+					 file, line);
+			}
+		}
 		if (mode == STACK_MODE_PERF)
 			stack_add(buf, size, &len, "\t%" PRIx64 " %s\n", a,
 				  sym);
