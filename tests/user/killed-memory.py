@@ -45,7 +45,7 @@ import tempfile
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from procmem import (Fed, attached, builddir, code_in,  # noqa: E402
                      code_in_file, done, memfd_maps, not_root, ok,
-                     share_target, ubt_p, kill_all)
+                     ro_pages, share_target, ubt_p, kill_all)
 
 BOUND = 60
 KILLED = 5
@@ -124,18 +124,6 @@ def main():
     killed_bpf()
     killed_after_park()
     return done(work)
-
-
-def ro_pages(pid):
-    """Private anonymous read-only one-page mappings of pid."""
-    out = set()
-    with open("/proc/%d/maps" % pid) as f:
-        for line in f:
-            p = line.split()
-            lo, hi = (int(x, 16) for x in p[0].split("-"))
-            if len(p) == 5 and p[1] == "r--p" and hi - lo == 4096:
-                out.add(lo)
-    return out
 
 
 def killed_session(pid, prog):

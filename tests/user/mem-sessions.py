@@ -45,8 +45,8 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from procmem import (Fed, attached, builddir, code_in,  # noqa: E402
-                     done, memfd_maps, not_root, ok, share_target, ubt_p,
-                     wait_dead)
+                     done, memfd_maps, not_root, ok, ro_pages,
+                     share_target, ubt_p, wait_dead)
 
 work = tempfile.mkdtemp(prefix="ubt-mem.")
 N = int(os.environ.get("UBT_MEM_SESSIONS", "15"))
@@ -223,18 +223,6 @@ def read_line(p, want, timeout=30):
 def ubt_v(pid, prog):
     u = ubt_p(pid, prog, "-v", "--mode", "user")
     return u, attached(u)
-
-
-def ro_pages(pid):
-    """Private anonymous read-only one-page mappings of pid."""
-    out = set()
-    with open("/proc/%d/maps" % pid) as f:
-        for line in f:
-            p = line.split()
-            lo, hi = (int(x, 16) for x in p[0].split("-"))
-            if len(p) == 5 and p[1] == "r--p" and hi - lo == 4096:
-                out.add(lo)
-    return out
 
 
 def kept_then_reclaimed():

@@ -244,6 +244,19 @@ def kill_all(u, pid, bound):
     return len(both)
 
 
+def ro_pages(pid):
+    """Private anonymous read-only one-page mappings of pid (a parked
+    call's page of its block, user_park.c)."""
+    out = set()
+    with open("/proc/%d/maps" % pid) as f:
+        for line in f:
+            p = line.split()
+            lo, hi = (int(x, 16) for x in p[0].split("-"))
+            if len(p) == 5 and p[1] == "r--p" and hi - lo == 4096:
+                out.add(lo)
+    return out
+
+
 def wait_dead(pids, bound):
     """Wait up to bound seconds for each of pids to have exited."""
     for p in pids:
