@@ -30,7 +30,7 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from procmem import (UBT, Fed, builddir, code_in, code_in_file,  # noqa: E402
-                     not_root, ok, results)
+                     memfd_maps, not_root, ok, results)
 
 NOTIFY = "__BPFTRACE_NOTIFY_PROBES_ATTACHED"
 COVER = os.path.join(builddir, "tests", "targets", "ubt-cover")
@@ -178,14 +178,33 @@ def case_p():
        "-p: the target exits 0", repr(line))
 
 
+def taken_run(path):
+    """The target, started after ubt: one call of each function (its
+    first hit reports it), then, once ubt has taken it (its memory
+    mapped there: the take runs on to its end while the process waits on
+    its input), the other N - 1 calls; its exit status.  ubt takes a
+    process while it runs on: a run of N calls straight away could end
+    before a take on a loaded machine, and stay in the kernel."""
+    t = Fed([path])
+    t.run("1", "done 1")
+    for _ in range(600):
+        if memfd_maps(t.p.pid):
+            break
+        time.sleep(0.1)
+    t.run(str(N - 1), "done %d" % (N - 1), timeout=120)
+    t.close_input()
+    line = t.expect("exit")
+    rc = t.p.wait(timeout=20)
+    return rc if line == "exit 0" else -1
+
+
 def case_syswide():
     path = copy("sysw")
     bt = bpftrace_on(path)
     u = Tracer([UBT, "-v", "-e", prog(path)])
     ok(u.attached, "system-wide: ubt attached", u.err[-300:])
-    r = subprocess.run([path, str(N)], timeout=120)
-    ok(r.returncode == 0, "system-wide: the target exits 0",
-       str(r.returncode))
+    rc = taken_run(path)
+    ok(rc == 0, "system-wide: the target exits 0", str(rc))
     rc = u.stop()
     user_mode_each(u.err, "system-wide")
     ok(rc == 0, "system-wide: ubt exits 0", u.err[-300:])
@@ -213,15 +232,15 @@ def case_mixed():
     ok(bt.attached, "mixed: bpftrace attached", bt.err[-300:])
     u = Tracer([UBT, "-v", "-e", both])
     ok(u.attached, "mixed: ubt attached", u.err[-300:])
-    r = subprocess.run([path, str(N)], timeout=120)
+    trc = taken_run(path)
     rc = u.stop()
     bt.stop()
     want = {f: N for f in FUNCS + ("icall_short",)}
-    ok(r.returncode == 0 and rc == 0 and
+    ok(trc == 0 and rc == 0 and
        re.search(r"^ubt: pid \d+ \(mixed\) taken: %d probe\(s\) in user "
                  r"mode" % len(FUNCS), u.err, re.M),
        "mixed: the process taken, it and ubt exit 0",
-       "%s %s %s" % (r.returncode, rc, u.err[-400:]))
+       "%s %s %s" % (trc, rc, u.err[-400:]))
     ok(counts(u.out) == want, "mixed: ubt counts %d calls of each, the "
        "kernel's site too (its kernel program skips the sites patched, "
        "and only them)" % N, repr(counts(u.out)))
