@@ -178,17 +178,18 @@ def case_p():
        "-p: the target exits 0", repr(line))
 
 
-def taken_run(path):
+def taken_run(path, ready=lambda pid: bool(memfd_maps(pid))):
     """The target, started after ubt: one call of each function (its
-    first hit reports it), then, once ubt has taken it (its memory
-    mapped there: the take runs on to its end while the process waits on
-    its input), the other N - 1 calls; its exit status.  ubt takes a
-    process while it runs on: a run of N calls straight away could end
-    before a take on a loaded machine, and stay in the kernel."""
+    first hit reports it), then, once ready(pid) says ubt has dealt with
+    it (by default: taken, its memory mapped there; the take runs on to
+    its end while the process waits on its input), the other N - 1
+    calls; its exit status.  ubt takes a process while it runs on: a run
+    of N calls straight away could end before a take on a loaded
+    machine, and stay in the kernel."""
     t = Fed([path])
     t.run("1", "done 1")
     for _ in range(600):
-        if memfd_maps(t.p.pid):
+        if ready(t.p.pid):
             break
         time.sleep(0.1)
     t.run(str(N - 1), "done %d" % (N - 1), timeout=120)

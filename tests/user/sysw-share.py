@@ -16,7 +16,6 @@ import os
 import re
 import select
 import shutil
-import subprocess
 import sys
 import time
 
@@ -35,9 +34,8 @@ def take(path, name):
     function: its output, checked to count them all, each key once."""
     u = Tracer([UBT, "-v", "-e", prog(path)])
     ok(u.attached, "%s: ubt attached" % name, u.err[-300:])
-    r = subprocess.run([path, str(N)], timeout=120)
-    ok(r.returncode == 0, "%s: the target exits 0" % name,
-       str(r.returncode))
+    trc = cover.taken_run(path)
+    ok(trc == 0, "%s: the target exits 0" % name, str(trc))
     rc = u.stop()
     ok(rc == 0 and re.search(r"^ubt: pid \d+ \(%s\) taken: %d probe\(s\) "
                              r"in user mode" % (os.path.basename(path),
@@ -83,8 +81,10 @@ def case_return_probe():
     u = Tracer([UBT, "-v", "-e", "uretprobe:%s:cov_* { @[probe] = "
                 "count(); }" % path])
     ok(u.attached, "kret: ubt attached", u.err[-300:])
-    r = subprocess.run([path, str(N)], timeout=120)
-    ok(r.returncode == 0, "kret: the target exits 0", str(r.returncode))
+    # until ubt has decided on the process (not to take it)
+    trc = cover.taken_run(path, lambda pid: read_err_until(
+        u, r"^ubt: pid %d \(kret\): its probes stay" % pid, 0.1))
+    ok(trc == 0, "kret: the target exits 0", str(trc))
     u.stop()
     o.stop()
     got = {}
